@@ -1,0 +1,11 @@
+// Package policy is Fairway's pure core: the domain types every adapter
+// produces (Job), run-time predictors, fairness and ranking policies, and the
+// mapping from scores to the integers written to Slurm.
+//
+// It does no I/O, never logs, and reads the time only from what it is given,
+// so the same code runs in `fairway serve` (live Slurm) and `fairway simulate`
+// (a trace replayed on a virtual clock):
+//
+//	Source ──► Snapshot ──► Policy.Rank ──► Decision ──► Sink
+//	(slurmctl+accounting | trace replay)     (Slurm writer+decision log | recorder)
+package policy
