@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/fairway-hpc/fairway/sql"
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version, the Go version and the newest schema version this binary knows",
+		Action: func(c *cli.Context) error {
+			rev := ""
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				for _, s := range bi.Settings {
+					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+						rev = " (" + s.Value[:12] + ")"
+					}
+				}
+			}
+			latest, err := sql.Latest()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "fairway %s%s %s schema %d\n", version, rev, runtime.Version(), latest)
+			return nil
+		},
+	}
+}
