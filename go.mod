@@ -3,6 +3,7 @@ module github.com/fairway-hpc/fairway
 go 1.26
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/urfave/cli/v2 v2.27.7
 )

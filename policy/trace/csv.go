@@ -1,0 +1,130 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// csvTable holds a CSV header: column name → index.
+type csvTable struct {
+	cols map[string]int
+	n    int
+}
+
+// splitCSV splits one CSV line. Lines without quotes (all of the shipped
+// traces) take a fast path; quoted ones go through encoding/csv.
+func splitCSV(line []byte) ([]string, error) {
+	if bytes.IndexByte(line, '"') < 0 {
+		return strings.Split(string(line), ","), nil
+	}
+	r := csv.NewReader(bytes.NewReader(line))
+	r.FieldsPerRecord = -1
+	rec, err := r.Read()
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			err = pe.Err // its line and column count within this one line only
+		}
+		return nil, fmt.Errorf("bad CSV quoting: %w", err)
+	}
+	return rec, nil
+}
+
+// readHeader records the column row, checking the required columns are there.
+func (t *csvTable) readHeader(line []byte, m *Meta, required []string) error {
+	rec, err := splitCSV(line)
+	if err != nil {
+		return err
+	}
+	t.cols = make(map[string]int, len(rec))
+	for i, c := range rec {
+		t.cols[strings.TrimSpace(c)] = i
+	}
+	t.n = len(rec)
+	for _, c := range required {
+		if _, ok := t.cols[c]; !ok {
+			t.cols = nil
+			return fmt.Errorf("header: missing column %q (have %s)", c, strings.Join(rec, ","))
+		}
+	}
+	m.Columns = rec
+	return nil
+}
+
+// record splits a data line and checks its width against the header.
+func (t *csvTable) record(line []byte) ([]string, error) {
+	rec, err := splitCSV(line)
+	if err != nil {
+		return nil, err
+	}
+	if len(rec) != t.n {
+		return nil, fmt.Errorf("want %d fields, got %d", t.n, len(rec))
+	}
+	return rec, nil
+}
+
+// get returns column c of rec, "" when the trace has no such column.
+func (t *csvTable) get(rec []string, c string) string {
+	i, ok := t.cols[c]
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(rec[i])
+}
+
+func (t *csvTable) has(c string) bool { _, ok := t.cols[c]; return ok }
+
+// intCol parses column c as a non-negative integer (floats with a zero
+// fraction, as pandas writes them, are accepted).
+func (t *csvTable) intCol(rec []string, c string) (int64, error) {
+	s := t.get(rec, c)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("column %s: want >= 0, got %s", c, s)
+		}
+		return n, nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || x != math.Trunc(x) || x < 0 || x > math.MaxInt64/2 {
+		return 0, fmt.Errorf("column %s: want a non-negative integer, got %q", c, s)
+	}
+	return int64(x), nil
+}
+
+// secondsCol parses column c as a non-negative number of seconds.
+func (t *csvTable) secondsCol(rec []string, c string) (time.Duration, error) {
+	s := t.get(rec, c)
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("column %s: want a non-negative number of seconds, got %q", c, s)
+	}
+	return seconds(x), nil
+}
+
+// timeLayouts are the timestamp spellings accepted in CSV traces, read as UTC
+// (Helios publishes local wall-clock times without a zone).
+var timeLayouts = []string{"2006-01-02 15:04:05", time.RFC3339, "2006-01-02T15:04:05"}
+
+// timeCol parses column c as a timestamp or as Unix seconds. An empty cell
+// gives the zero time.
+func (t *csvTable) timeCol(rec []string, c string) (time.Time, error) {
+	s := t.get(rec, c)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, l := range timeLayouts {
+		if tm, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+			return tm, nil
+		}
+	}
+	if x, err := strconv.ParseFloat(s, 64); err == nil && x >= 0 {
+		return time.Unix(0, 0).UTC().Add(seconds(x)), nil
+	}
+	return time.Time{}, fmt.Errorf("column %s: want a time like 2020-04-01 00:00:00 or Unix seconds, got %q", c, s)
+}

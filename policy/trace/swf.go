@@ -1,0 +1,173 @@
+package trace
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// swfParser reads the Standard Workload Format (Feitelson et al., "Experience
+// with using the Parallel Workloads Archive", JPDC 74(10), 2014, and the PWA
+// format page): 18 whitespace-separated numeric fields per job, header lines
+// starting with ';', -1 for unknown.
+//
+// The mapping onto policy.Job:
+//
+//	1 job id → ID                 12 user id → User
+//	2 submit (s from log start) → Submit = UnixStartTime header (else the epoch) + s
+//	3 wait → Start = Submit + wait (Start = Submit when the wait is unknown but the run time is not)
+//	4 run time → End = Start + run
+//	8 requested procs → CPUs (5 allocated procs when 8 is -1, as in CTC)
+//	9 requested time → TimeLimit  10 requested memory (KB per proc) → MemoryMB (total)
+//	11 status: 1 COMPLETED, 0 FAILED, 5 CANCELLED, anything else UNKNOWN
+//	13 group id → Account         14 executable id → Name
+//	15 queue → Partition (16 partition when the queue is -1)
+//
+// SWF has no GPUs: GPUs stays 0. Fields 6, 7, 17 and 18 are checked to be
+// numbers and otherwise unused.
+type swfParser struct{}
+
+const swfFields = 18
+
+func (p *swfParser) header(line []byte, m *Meta) (bool, error) {
+	if line[0] != ';' {
+		return false, nil
+	}
+	key, val, ok := strings.Cut(string(bytes.TrimSpace(line[1:])), ":")
+	if !ok {
+		return true, nil // a free-text comment
+	}
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	if key == "" || key[0] < 'A' || key[0] > 'Z' || strings.ContainsAny(key, " \t") {
+		return true, nil // prose, or a continuation line holding a URL
+	}
+	if m.Header == nil {
+		m.Header = map[string]string{}
+	}
+	if _, seen := m.Header[key]; seen {
+		return true, nil
+	}
+	m.Header[key] = val
+	switch key {
+	case "MaxProcs", "MaxNodes":
+		n, err := leadingInt(val)
+		if err != nil {
+			return true, fmt.Errorf("header %s: %w", key, err)
+		}
+		if key == "MaxProcs" {
+			m.MaxProcs = n
+		} else {
+			m.MaxNodes = n
+		}
+	case "UnixStartTime":
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return true, fmt.Errorf("header UnixStartTime: invalid number %q", val)
+		}
+		m.Start = time.Unix(n, 0).UTC()
+	}
+	return true, nil
+}
+
+// leadingInt parses the integer that starts s ("338 (batch partition; 512 total)").
+func leadingInt(s string) (int, error) {
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(s[:end])
+	if err != nil {
+		return 0, fmt.Errorf("invalid number %q", s)
+	}
+	return n, nil
+}
+
+var swfFieldNames = [swfFields]string{
+	"job id", "submit time", "wait time", "run time", "allocated processors",
+	"average CPU time", "used memory", "requested processors", "requested time",
+	"requested memory", "status", "user id", "group id", "executable id",
+	"queue", "partition", "preceding job", "think time",
+}
+
+func (p *swfParser) parse(line []byte, m *Meta, j *policy.Job) error {
+	fs := bytes.Fields(line)
+	if len(fs) != swfFields {
+		return fmt.Errorf("want %d fields, got %d", swfFields, len(fs))
+	}
+	var v [swfFields]float64
+	for i, f := range fs {
+		x, err := strconv.ParseFloat(string(f), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("field %d (%s): invalid number %q", i+1, swfFieldNames[i], f)
+		}
+		v[i] = x
+	}
+	if v[0] < 0 || v[0] != math.Trunc(v[0]) {
+		return fmt.Errorf("field 1 (job id): want a non-negative integer, got %s", fs[0])
+	}
+	if v[1] < 0 {
+		return fmt.Errorf("field 2 (submit time): want >= 0, got %s", fs[1])
+	}
+	j.ID = int64(v[0])
+	j.Submit = m.Start.Add(seconds(v[1]))
+	run := v[3]
+	switch {
+	case v[2] >= 0:
+		j.Start = j.Submit.Add(seconds(v[2]))
+	case run >= 0:
+		j.Start = j.Submit
+	}
+	if run >= 0 && !j.Start.IsZero() {
+		j.End = j.Start.Add(seconds(run))
+	}
+	procs := v[7]
+	if procs <= 0 {
+		procs = v[4]
+	}
+	if procs > 0 {
+		j.CPUs = int(procs)
+	}
+	if v[8] > 0 {
+		j.TimeLimit = seconds(v[8])
+	}
+	if v[9] > 0 && j.CPUs > 0 {
+		j.MemoryMB = int64(v[9]) * int64(j.CPUs) / 1024
+	}
+	switch v[10] {
+	case 1:
+		j.State = policy.StateCompleted
+	case 0:
+		j.State = policy.StateFailed
+	case 5:
+		j.State = policy.StateCancelled
+	default:
+		j.State = policy.StateUnknown
+	}
+	j.User = idString(v[11])
+	j.Account = idString(v[12])
+	j.Name = idString(v[13])
+	j.Partition = idString(v[14])
+	if j.Partition == "" {
+		j.Partition = idString(v[15])
+	}
+	return nil
+}
+
+// idString spells an SWF id, or "" for -1 (unknown).
+func idString(x float64) string {
+	if x < 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(x), 10)
+}
+
+// seconds converts a (possibly fractional) number of seconds, rounded to the
+// microsecond so float noise does not show in durations.
+func seconds(s float64) time.Duration {
+	return time.Duration(math.Round(s*1e6)) * time.Microsecond
+}

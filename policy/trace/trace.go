@@ -1,0 +1,228 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// Format names a trace file format.
+type Format string
+
+// The supported formats.
+const (
+	SWF       Format = "swf"        // Parallel Workloads Archive Standard Workload Format
+	Helios    Format = "helios"     // Helios cluster_log.csv (SC'21 release)
+	PhillyMIX Format = "philly-mix" // Chronus artifact trace_job_Philly_MIX*.csv
+)
+
+// Formats lists the supported formats, for flag help and validation.
+var Formats = []Format{SWF, Helios, PhillyMIX}
+
+// ParseFormat returns the Format spelled s, or an error naming the choices.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown trace format %q: want swf, helios or philly-mix", s)
+}
+
+// Meta is what a trace says about itself besides its jobs.
+type Meta struct {
+	Format Format
+	// MaxProcs and MaxNodes are the machine size from an SWF header
+	// (0 when absent).
+	MaxProcs int
+	MaxNodes int
+	// Start is the instant the trace's relative times count from: SWF's
+	// UnixStartTime header, or the Unix epoch when a trace gives none.
+	Start time.Time
+	// Header holds every "; Key: value" line of an SWF header (the first
+	// value when a key repeats), and nothing for CSV formats.
+	Header map[string]string
+	// Columns is the header row of a CSV format, nil for SWF.
+	Columns []string
+}
+
+// Options tune a Reader.
+type Options struct {
+	// Name is the file name used in error messages; "input" when empty.
+	Name string
+	// SkipBad skips malformed lines instead of failing on the first one;
+	// Reader.Skipped counts them.
+	SkipBad bool
+	// Cluster is copied into every Job.Cluster.
+	Cluster string
+}
+
+// ErrMalformed is wrapped by every error about a bad line.
+var ErrMalformed = errors.New("malformed line")
+
+// ParseError is a malformed line: which file, which line and why.
+type ParseError struct {
+	Name string
+	Line int
+	Err  error
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Name, e.Line, e.Err) }
+
+// Unwrap returns the reason; errors.Is(err, ErrMalformed) holds for every
+// ParseError.
+func (e *ParseError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
+
+// lineParser turns one line of a format into a job. header is called for
+// lines the format treats as header (SWF comments, the CSV column row);
+// parse for the rest. ok=false from parse means "not a job, skip quietly".
+type lineParser interface {
+	header(line []byte, m *Meta) (isHeader bool, err error)
+	parse(line []byte, m *Meta, j *policy.Job) error
+}
+
+// Reader reads jobs from a trace one at a time:
+//
+//	r, err := trace.NewReader(f, trace.SWF, trace.Options{Name: path})
+//	for r.Next() { use(r.Job()) }
+//	if err := r.Err(); err != nil { ... }
+//
+// Meta is complete once the first job has been read (headers come first).
+type Reader struct {
+	sc      *bufio.Scanner
+	p       lineParser
+	opt     Options
+	meta    Meta
+	job     policy.Job
+	line    int
+	skipped int
+	err     error
+	closer  io.Closer
+}
+
+// maxLine bounds one line; longer lines are an error, not a silent cut.
+const maxLine = 1 << 20
+
+// NewReader returns a Reader of format f over r, decompressing r when it
+// starts with the gzip magic bytes.
+func NewReader(r io.Reader, f Format, opt Options) (*Reader, error) {
+	if opt.Name == "" {
+		opt.Name = "input"
+	}
+	var p lineParser
+	switch f {
+	case SWF:
+		p = &swfParser{}
+	case Helios:
+		p = &heliosParser{}
+	case PhillyMIX:
+		p = &phillyParser{}
+	default:
+		return nil, fmt.Errorf("unknown trace format %q", f)
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	rd := &Reader{p: p, opt: opt, meta: Meta{Format: f, Start: time.Unix(0, 0).UTC()}}
+	magic, err := br.Peek(2)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", opt.Name, err)
+	}
+	var src io.Reader = br
+	if bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gunzip %s: %w", opt.Name, err)
+		}
+		src, rd.closer = zr, zr
+	}
+	rd.sc = bufio.NewScanner(src)
+	rd.sc.Buffer(make([]byte, 64<<10), maxLine)
+	return rd, nil
+}
+
+// Next reads the next job. It returns false at the end of the input or on
+// the first error (see Err).
+func (r *Reader) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	for r.sc.Scan() {
+		r.line++
+		line := bytes.TrimSpace(r.sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		isHeader, err := r.p.header(line, &r.meta)
+		if err == nil && isHeader {
+			continue
+		}
+		if err == nil {
+			r.job = policy.Job{Cluster: r.opt.Cluster, ArrayTask: -1}
+			err = r.p.parse(line, &r.meta, &r.job)
+		}
+		if err == nil {
+			return true
+		}
+		if !r.opt.SkipBad {
+			r.err = &ParseError{Name: r.opt.Name, Line: r.line, Err: err}
+			return false
+		}
+		r.skipped++
+	}
+	if err := r.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			r.err = &ParseError{Name: r.opt.Name, Line: r.line + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
+		} else {
+			r.err = fmt.Errorf("read %s: %w", r.opt.Name, err)
+		}
+	}
+	if r.closer != nil {
+		r.closer.Close()
+		r.closer = nil
+	}
+	return false
+}
+
+// Job returns the job read by the last successful Next.
+func (r *Reader) Job() policy.Job { return r.job }
+
+// Err returns the error that stopped Next, nil at a clean end of input.
+func (r *Reader) Err() error { return r.err }
+
+// Meta returns what the trace's header said so far.
+func (r *Reader) Meta() Meta { return r.meta }
+
+// Skipped counts the malformed lines skipped under Options.SkipBad.
+func (r *Reader) Skipped() int { return r.skipped }
+
+// Line is the number of the last line read (1-based).
+func (r *Reader) Line() int { return r.line }
+
+// Trace is a whole trace in memory.
+type Trace struct {
+	Jobs    []policy.Job
+	Meta    Meta
+	Skipped int // malformed lines skipped under Options.SkipBad
+}
+
+// ReadAll reads every job of a trace of format f from r.
+func ReadAll(r io.Reader, f Format, opt Options) (*Trace, error) {
+	rd, err := NewReader(r, f, opt)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trace{}
+	for rd.Next() {
+		t.Jobs = append(t.Jobs, rd.Job())
+	}
+	if err := rd.Err(); err != nil {
+		return nil, err
+	}
+	t.Meta, t.Skipped = rd.Meta(), rd.Skipped()
+	return t, nil
+}

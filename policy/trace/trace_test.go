@@ -1,0 +1,309 @@
+package trace
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/google/go-cmp/cmp"
+)
+
+// The inputs below are the first lines of the shared traces (see
+// ../shared/data/traces/README.md), cut down, plus broken variants of them.
+
+const ctcHead = `; Version: 2.2
+; Computer: IBM SP2
+; Information: http://www.tc.cornell.edu/
+;              http://www.cs.huji.ac.il/labs/parallel/workload/
+; UnixStartTime: 835823160
+; MaxNodes: 338 (batch partition; 512 total)
+; MaxProcs: 338
+; Note: THIS IS A CLEANED VERSION OF THE LOG!
+;         user=135 and (job>=47421 and job<=50307) (2080 jobs removed)
+;
+    1        0 588530    937  306 142.00    -1   -1  35100    -1  1  97  -1 307  3 -1 -1 -1
+    3   197154 459987  35268  306  32792    -1   -1  35100    -1  0  97  -1 307  3 -1 -1 -1
+`
+
+const kthHead = `; MaxProcs: 100
+    1        0 964980  97225   56     -1    -1   56 210000    -1  1   1   1  -1 -1 -1 -1 -1
+   17   600476 364560 215337    5     -1    -1    5 215400    -1  5  14  14  -1 -1 -1 -1 -1
+`
+
+const phillyHead = `job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,expect_time_list,expect_value_list,best_effort,job_type
+0,vc_6214e9,1,8555,5049,vgg16,747,14,1105,10,0,strict
+2,vc_ee9e8c,1,14341,3621,alexnet,30,17,14341,10,1,best
+`
+
+const heliosHead = `job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
+100,u3f1a,vc6YE,8,48,1,COMPLETED,2020-04-01 00:00:13,2020-04-01 00:01:00,2020-04-01 02:01:00,7200,47
+101,u3f1a,vc6YE,0,4,1,Killed,2020-04-01 00:05:00,,,60,10
+`
+
+func at(s int64) time.Time { return time.Unix(s, 0).UTC() }
+
+func TestParse_Formats(t *testing.T) {
+	ctc := at(835823160)
+	epoch := at(0)
+	tests := []struct {
+		name     string
+		format   Format
+		in       string
+		wantJobs []policy.Job
+		wantMeta Meta
+	}{{
+		name:   "swf ctc requested procs -1 uses allocated",
+		format: SWF,
+		in:     ctcHead,
+		wantJobs: []policy.Job{{
+			ID: 1, ArrayTask: -1, User: "97", Name: "307", Partition: "3",
+			Submit: ctc, Start: ctc.Add(588530 * time.Second), End: ctc.Add((588530 + 937) * time.Second),
+			TimeLimit: 35100 * time.Second, CPUs: 306, State: policy.StateCompleted,
+		}, {
+			ID: 3, ArrayTask: -1, User: "97", Name: "307", Partition: "3",
+			Submit: ctc.Add(197154 * time.Second), Start: ctc.Add((197154 + 459987) * time.Second),
+			End:       ctc.Add((197154 + 459987 + 35268) * time.Second),
+			TimeLimit: 35100 * time.Second, CPUs: 306, State: policy.StateFailed,
+		}},
+		wantMeta: Meta{Format: SWF, MaxProcs: 338, MaxNodes: 338, Start: ctc, Header: map[string]string{
+			"Version": "2.2", "Computer": "IBM SP2", "Information": "http://www.tc.cornell.edu/",
+			"UnixStartTime": "835823160", "MaxNodes": "338 (batch partition; 512 total)", "MaxProcs": "338",
+			"Note": "THIS IS A CLEANED VERSION OF THE LOG!",
+		}},
+	}, {
+		name:   "swf kth no start time header counts from the epoch",
+		format: SWF,
+		in:     kthHead,
+		wantJobs: []policy.Job{{
+			ID: 1, ArrayTask: -1, User: "1", Account: "1",
+			Submit: epoch, Start: epoch.Add(964980 * time.Second), End: epoch.Add((964980 + 97225) * time.Second),
+			TimeLimit: 210000 * time.Second, CPUs: 56, State: policy.StateCompleted,
+		}, {
+			ID: 17, ArrayTask: -1, User: "14", Account: "14",
+			Submit: epoch.Add(600476 * time.Second), Start: epoch.Add((600476 + 364560) * time.Second),
+			End:       epoch.Add((600476 + 364560 + 215337) * time.Second),
+			TimeLimit: 215400 * time.Second, CPUs: 5, State: policy.StateCancelled,
+		}},
+		wantMeta: Meta{Format: SWF, MaxProcs: 100, Start: epoch, Header: map[string]string{"MaxProcs": "100"}},
+	}, {
+		name:   "philly-mix",
+		format: PhillyMIX,
+		in:     phillyHead,
+		wantJobs: []policy.Job{{
+			ID: 0, ArrayTask: -1, User: "vc_6214e9", Account: "vc_6214e9", Name: "vgg16", QOS: "strict", GPUs: 1,
+			Submit: epoch.Add(8555 * time.Second), Start: epoch.Add(8555 * time.Second),
+			End: epoch.Add((8555 + 747) * time.Second), State: policy.StateCompleted,
+		}, {
+			ID: 2, ArrayTask: -1, User: "vc_ee9e8c", Account: "vc_ee9e8c", Name: "alexnet", QOS: "best", GPUs: 1,
+			Submit: epoch.Add(14341 * time.Second), Start: epoch.Add(14341 * time.Second),
+			End: epoch.Add((14341 + 30) * time.Second), State: policy.StateCompleted,
+		}},
+		wantMeta: Meta{Format: PhillyMIX, Start: epoch, Columns: strings.Split(strings.SplitN(phillyHead, "\n", 2)[0], ",")},
+	}, {
+		name:   "helios missing start and end derived from queue and duration",
+		format: Helios,
+		in:     heliosHead,
+		wantJobs: []policy.Job{{
+			ID: 100, ArrayTask: -1, User: "u3f1a", Partition: "vc6YE", GPUs: 8, CPUs: 48, Nodes: 1,
+			Submit: time.Date(2020, 4, 1, 0, 0, 13, 0, time.UTC), Start: time.Date(2020, 4, 1, 0, 1, 0, 0, time.UTC),
+			End: time.Date(2020, 4, 1, 2, 1, 0, 0, time.UTC), State: policy.StateCompleted,
+		}, {
+			ID: 101, ArrayTask: -1, User: "u3f1a", Partition: "vc6YE", CPUs: 4, Nodes: 1,
+			Submit: time.Date(2020, 4, 1, 0, 5, 0, 0, time.UTC), Start: time.Date(2020, 4, 1, 0, 5, 10, 0, time.UTC),
+			End: time.Date(2020, 4, 1, 0, 6, 10, 0, time.UTC), State: policy.StateCancelled,
+		}},
+		wantMeta: Meta{Format: Helios, Start: epoch, Columns: strings.Split(strings.SplitN(heliosHead, "\n", 2)[0], ",")},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, gz := range []bool{false, true} {
+				in := []byte(tt.in)
+				if gz {
+					in = gzipBytes(t, in)
+				}
+				got, err := ReadAll(bytes.NewReader(in), tt.format, Options{Name: "t"})
+				if err != nil {
+					t.Fatalf("gzip=%v: ReadAll: %v", gz, err)
+				}
+				if diff := cmp.Diff(tt.wantJobs, got.Jobs); diff != "" {
+					t.Errorf("gzip=%v: jobs (-want +got):\n%s", gz, diff)
+				}
+				if diff := cmp.Diff(tt.wantMeta, got.Meta); diff != "" {
+					t.Errorf("gzip=%v: meta (-want +got):\n%s", gz, diff)
+				}
+			}
+		})
+	}
+}
+
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestParse_Malformed(t *testing.T) {
+	swfJob := "    1        0 588530    937  306 142.00    -1   -1  35100    -1  1  97  -1 307  3 -1 -1 -1\n"
+	tests := []struct {
+		name    string
+		format  Format
+		in      string
+		wantErr string // the whole message: file:line: reason
+		// under SkipBad:
+		wantJobs    int
+		wantSkipped int
+	}{
+		{"swf too few fields", SWF, "; MaxProcs: 8\n" + swfJob + "  2 10 0 5 1\n" + swfJob,
+			"f:3: want 18 fields, got 5", 2, 1},
+		{"swf not a number", SWF, swfJob + strings.Replace(swfJob, "937", "9x7", 1),
+			`f:2: field 4 (run time): invalid number "9x7"`, 1, 1},
+		{"swf negative submit", SWF, strings.Replace(swfJob, "      0 ", "     -5 ", 1),
+			"f:1: field 2 (submit time): want >= 0, got -5", 0, 1},
+		{"swf bad header number", SWF, "; MaxProcs: lots\n" + swfJob,
+			`f:1: header MaxProcs: invalid number "lots"`, 1, 1},
+		{"philly short row", PhillyMIX, phillyHead + "5,vc_x,1,10\n",
+			"f:4: want 12 fields, got 4", 2, 1},
+		{"philly negative gpus", PhillyMIX, phillyHead + "5,vc_x,-1,10,1,vgg16,5,1,1,10,0,strict\n",
+			"f:4: column num_gpu: want >= 0, got -1", 2, 1},
+		{"philly missing column", PhillyMIX, "job_id,user,submit_time\n1,a,2\n",
+			`f:1: header: missing column "num_gpu" (have job_id,user,submit_time)`, 0, 2},
+		{"helios bad time", Helios, heliosHead + "7,u,vc,1,1,1,FAILED,yesterday,,,5,1\n",
+			`f:4: column submit_time: want a time like 2020-04-01 00:00:00 or Unix seconds, got "yesterday"`, 2, 1},
+		{"helios end before start", Helios, heliosHead + "7,u,vc,1,1,1,FAILED,2020-04-01 00:00:00,2020-04-01 00:10:00,2020-04-01 00:05:00,5,1\n",
+			"f:4: end_time 2020-04-01 00:05:00 before start_time 2020-04-01 00:10:00", 2, 1},
+		{"helios bad quoting", Helios, heliosHead + "7,\"u,vc,1\n",
+			`f:4: bad CSV quoting: extraneous or missing " in quoted-field`, 2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadAll(strings.NewReader(tt.in), tt.format, Options{Name: "f"})
+			if err == nil {
+				t.Fatalf("ReadAll: want error %q, got nil", tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.wantErr, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrMalformed) {
+				t.Errorf("error %v: want a *ParseError wrapping ErrMalformed", err)
+			}
+			got, err := ReadAll(strings.NewReader(tt.in), tt.format, Options{Name: "f", SkipBad: true})
+			if err != nil {
+				t.Fatalf("ReadAll with SkipBad: %v", err)
+			}
+			if diff := cmp.Diff([2]int{tt.wantJobs, tt.wantSkipped}, [2]int{len(got.Jobs), got.Skipped}); diff != "" {
+				t.Errorf("[jobs, skipped] (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewReader_BadGzip(t *testing.T) {
+	in := []byte{0x1f, 0x8b, 0x08, 0x00, 0x00}
+	if _, err := NewReader(bytes.NewReader(in), SWF, Options{Name: "x.gz"}); err == nil {
+		t.Fatal("NewReader on a truncated gzip header: want error, got nil")
+	}
+}
+
+func TestReader_Streaming(t *testing.T) {
+	r, err := NewReader(strings.NewReader(ctcHead), SWF, Options{Name: "ctc", Cluster: "ctc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for r.Next() {
+		j := r.Job()
+		if j.Cluster != "ctc" {
+			t.Errorf("job %d: Cluster %q, want ctc", j.ID, j.Cluster)
+		}
+		ids = append(ids, j.ID)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{1, 3}, ids); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(12, r.Line()); diff != "" {
+		t.Errorf("Line (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, f := range Formats {
+		got, err := ParseFormat(string(f))
+		if err != nil || got != f {
+			t.Errorf("ParseFormat(%q) = %q, %v", f, got, err)
+		}
+	}
+	if _, err := ParseFormat("csv"); err == nil {
+		t.Error(`ParseFormat("csv"): want error`)
+	}
+}
+
+// tracesDir is the shared trace folder: ../shared/data/traces beside the
+// repository. Absent on a fresh clone (skip), required under CI=true.
+func tracesDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "data", "traces")
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared traces missing at %s (required under CI=true): %v", dir, err)
+		}
+		t.Skipf("shared traces not found at %s (a fresh clone has none): %v", dir, err)
+	}
+	return dir
+}
+
+// TestReadAll_SharedTraces parses the real traces whole and checks what their
+// READMEs say about them.
+func TestReadAll_SharedTraces(t *testing.T) {
+	dir := tracesDir(t)
+	tests := []struct {
+		file     string
+		format   Format
+		jobs     int
+		users    int
+		maxProcs int
+	}{
+		{"CTC-SP2-1996-3.1-cln.swf.gz", SWF, 77222, 679, 338},
+		{"KTH-SP2-filtered.swf.gz", SWF, 28481, 214, 100},
+		{"Philly-MIX1.csv.gz", PhillyMIX, 30940, 11, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tr, err := ReadAll(f, tt.format, Options{Name: tt.file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			users := map[string]bool{}
+			for _, j := range tr.Jobs {
+				users[j.User] = true
+			}
+			type summary struct{ Jobs, Users, MaxProcs, Skipped int }
+			want := summary{tt.jobs, tt.users, tt.maxProcs, 0}
+			got := summary{len(tr.Jobs), len(users), tr.Meta.MaxProcs, tr.Skipped}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
