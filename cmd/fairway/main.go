@@ -38,6 +38,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			versionCommand(),
 			migrateCommand(),
+			predictCommand(),
 		},
 		HideHelpCommand: true,
 	}

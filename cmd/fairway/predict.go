@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predeval"
+	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/urfave/cli/v2"
+)
+
+// predictEvalConfig is `fairway predict eval`'s validated settings.
+type predictEvalConfig struct {
+	Trace      string
+	Format     trace.Format
+	Protocol   predeval.Protocol
+	JSON       bool
+	Predictors []string
+}
+
+func predictCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "predict",
+		Usage: "run-time prediction tools",
+		Subcommands: []*cli.Command{{
+			Name:  "eval",
+			Usage: "replay a trace through the run-time predictors and compare their errors",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain)", EnvVars: []string{"FAIRWAY_PREDICT_TRACE"}},
+				&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_PREDICT_FORMAT"}},
+				&cli.StringFlag{Name: "protocol", Value: string(predeval.SubmitOrder), Usage: "submit-order (learn from earlier-submitted jobs, the published protocol) or online (learn only from jobs finished before the submit)", EnvVars: []string{"FAIRWAY_PREDICT_PROTOCOL"}},
+				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_PREDICT_JSON"}},
+				&cli.StringFlag{Name: "predictors", Value: strings.Join(policy.PredictorNames(), ","), Usage: "comma-separated predictors to compare", EnvVars: []string{"FAIRWAY_PREDICT_PREDICTORS"}},
+			},
+			Action: func(c *cli.Context) error {
+				cfg, err := predictEvalSettings(c)
+				if err != nil {
+					return err
+				}
+				return predictEval(c.Context, cfg, c.App.Writer, os.Stderr)
+			},
+		}},
+	}
+}
+
+// predictEvalSettings validates the flags once, naming the bad one.
+func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
+	var cfg predictEvalConfig
+	cfg.Trace = c.String("trace")
+	if cfg.Trace == "" {
+		return cfg, fmt.Errorf("--trace: required (a trace file)")
+	}
+	var err error
+	if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
+		return cfg, fmt.Errorf("--format: %w", err)
+	}
+	if cfg.Protocol, err = predeval.ParseProtocol(c.String("protocol")); err != nil {
+		return cfg, fmt.Errorf("--protocol: %w", err)
+	}
+	cfg.JSON = c.Bool("json")
+	for _, n := range strings.Split(c.String("predictors"), ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if _, ok := policy.Predictors[n]; !ok {
+			return cfg, fmt.Errorf("--predictors: unknown predictor %q: want some of %s", n, strings.Join(policy.PredictorNames(), ","))
+		}
+		cfg.Predictors = append(cfg.Predictors, n)
+	}
+	if len(cfg.Predictors) == 0 {
+		return cfg, fmt.Errorf("--predictors: empty")
+	}
+	return cfg, nil
+}
+
+func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errOut *os.File) error {
+	f, err := os.Open(cfg.Trace)
+	if err != nil {
+		return fmt.Errorf("open trace: %w", err)
+	}
+	defer f.Close()
+	tr, err := trace.ReadAll(f, cfg.Format, trace.Options{Name: cfg.Trace})
+	if err != nil {
+		return fmt.Errorf("read trace: %w", err)
+	}
+	preds := make([]policy.Predictor, len(cfg.Predictors))
+	for i, n := range cfg.Predictors {
+		if preds[i], err = policy.NewPredictor(n, policy.PredictorParams{}); err != nil {
+			return err
+		}
+	}
+	opt := predeval.Options{Protocol: cfg.Protocol, Trace: filepath.Base(cfg.Trace)}
+	tty := isTerminal(errOut)
+	if tty {
+		opt.Progress = func(done, total int) {
+			fmt.Fprintf(errOut, "\rreplaying %s: %3d%% (%d/%d jobs)", opt.Trace, done*100/total, done, total)
+		}
+	}
+	res, err := predeval.Run(tr.Jobs, preds, opt)
+	if tty {
+		fmt.Fprint(errOut, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if cfg.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return writePredictTable(out, res)
+}
+
+// writePredictTable prints res for people.
+func writePredictTable(w io.Writer, res *predeval.Result) error {
+	fmt.Fprintf(w, "trace %s, protocol %s: %d jobs replayed", res.Trace, res.Protocol, res.Jobs)
+	if res.Skipped > 0 {
+		fmt.Fprintf(w, " (%d without start or end left out)", res.Skipped)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "predictor\tMAE (s)\tMedAE (s)\tmean rel err\twithin ±10%\t±50%\t±100%\tunder\tn\t")
+	for _, m := range res.Predictors {
+		if m.NotApplicable != "" {
+			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\tn/a\tn/a\tn/a\t0\t\n", m.Name)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.2f\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%d\t\n", m.Name, m.MAE, m.MedAE,
+			m.MeanRelErr, 100*m.Within10, 100*m.Within50, 100*m.Within100, 100*m.UnderRate, m.N)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range res.Predictors {
+		if m.NotApplicable != "" {
+			fmt.Fprintf(w, "n/a: %s %s\n", m.Name, m.NotApplicable)
+		}
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a character device (a terminal), so that
+// progress goes to people and not into logs.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,481 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// FairwayParams configures the fairway predictor. Zero fields take the
+// defaults in parentheses; none is tuned to a particular trace.
+type FairwayParams struct {
+	// History is how many of a user's most recent finished jobs are kept
+	// for features (32).
+	History int
+	// Window is how many of the most recent finished jobs the model is
+	// trained on (30000).
+	Window int
+	// MinTrain is how many finished jobs are needed before the first model
+	// is trained; until then a rule chain predicts (300).
+	MinTrain int
+	// RetrainEvery caps the number of finished jobs between two trainings
+	// (10000). Early on the model is retrained whenever history has grown
+	// by half since the last training.
+	RetrainEvery int
+	// Trees, Depth and Rate size the boosted trees (60, 5, 0.15).
+	Trees int
+	Depth int
+	Rate  float64
+}
+
+func (p *FairwayParams) defaults() error {
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"history", &p.History, 32}, {"window", &p.Window, 30000}, {"min-train", &p.MinTrain, 300},
+		{"retrain-every", &p.RetrainEvery, 10000}, {"trees", &p.Trees, 60}, {"depth", &p.Depth, 5},
+	} {
+		if *f.v < 0 {
+			return fmt.Errorf("fairway: %s %d: want >= 0", f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if p.Rate < 0 || p.Rate > 1 {
+		return fmt.Errorf("fairway: rate %g: want within (0, 1]", p.Rate)
+	}
+	if p.Rate == 0 {
+		p.Rate = 0.15
+	}
+	if p.Depth > 12 {
+		return fmt.Errorf("fairway: depth %d: want <= 12", p.Depth)
+	}
+	return nil
+}
+
+// fairwayPredictor is Fairway's run-time predictor. It combines the ideas of
+// the baselines instead of picking one: per-user recent history (Tsafrir et
+// al., TPDS 2007), the user's run/request ratios (Alea), same-name and
+// same-size history (Helios, SC'21 §5.1), and the user's recent outcomes
+// (failures, jobs killed at their limit), as features of a model learned
+// online: gradient-boosted trees with least-absolute-deviation loss on
+// log(1+run time) (see predict_gbt.go), retrained as history grows on a
+// sliding window of recent jobs. A log-space median is a median in seconds,
+// the estimate that minimises the mean absolute error; per-user features
+// make it conditional on the job's context.
+//
+// Each job's training features are computed when it is observed, from the
+// history observed before it and submitted no later than it, the same
+// history Predict would use for it.
+//
+// Until MinTrain jobs have finished, a rule chain predicts: the last run of
+// the user's identical job (same name, size and limit), else the mean of the
+// user's last two runs, else the limit, else the mean of everything seen.
+//
+// Upper is the 0.9 quantile: the prediction shifted by the 0.9 quantile of
+// the model's log-space residuals on its training window. Predictions never
+// exceed the job's time limit.
+type fairwayPredictor struct {
+	p     FairwayParams
+	users map[string]*fwUser
+	// recent is an exponentially weighted mean of log(1+run) over all jobs.
+	recent    float64
+	observed  int
+	sumRun    float64
+	x         []float32 // Window × fwFeatures ring, row-major
+	y         []float32
+	next      int
+	filled    int
+	trainedAt int
+	model     *gbtModel
+	upperLog  float32
+	snapLog   float32
+	trainer   gbtTrainer
+}
+
+// fwItem is one finished job in a user's history.
+type fwItem struct {
+	submit, end int64 // Unix seconds
+	run, lrun   float32
+	limit       float32 // seconds, 0 when none
+	name        string
+	cpus, gpus  int32
+	failed      bool // FAILED, CANCELLED, NODE_FAIL, OOM...
+}
+
+type fwUser struct {
+	items []fwItem // ring, capacity History
+	next  int
+	total int
+}
+
+// at returns the k-th most recent item (0 = newest).
+func (u *fwUser) at(k int) *fwItem {
+	n := len(u.items)
+	return &u.items[((u.next-1-k)%n+n)%n]
+}
+
+func (u *fwUser) add(it fwItem, capacity int) {
+	if len(u.items) < capacity {
+		u.items = append(u.items, it)
+		u.next = len(u.items) % capacity
+	} else {
+		u.items[u.next] = it
+		u.next = (u.next + 1) % capacity
+	}
+	u.total++
+}
+
+// NewFairwayPredictor returns Fairway's own predictor.
+func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
+	if err := p.defaults(); err != nil {
+		return nil, err
+	}
+	return &fairwayPredictor{
+		p:     p,
+		users: map[string]*fwUser{},
+		x:     make([]float32, 0, p.Window*fwFeatures),
+		y:     make([]float32, 0, p.Window),
+		trainer: gbtTrainer{cfg: gbtConfig{
+			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5,
+		}},
+	}, nil
+}
+
+func (f *fairwayPredictor) Name() string { return "fairway" }
+
+// Observe learns j's features and outcome, then adds it to the history.
+func (f *fairwayPredictor) Observe(j *Job) {
+	var x [fwFeatures]float32
+	f.features(j, &x)
+	run := j.RunTime().Seconds()
+	y := float32(math.Log1p(run))
+	if f.filled < f.p.Window {
+		f.x = append(f.x, x[:]...)
+		f.y = append(f.y, y)
+		f.filled++
+	} else {
+		copy(f.x[f.next*fwFeatures:], x[:])
+		f.y[f.next] = y
+	}
+	f.next = (f.next + 1) % f.p.Window
+
+	u := f.users[j.User]
+	if u == nil {
+		u = &fwUser{items: make([]fwItem, 0, 4)}
+		f.users[j.User] = u
+	}
+	u.add(fwItem{
+		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
+		limit: float32(j.TimeLimit.Seconds()), name: j.Name, cpus: int32(j.CPUs), gpus: int32(j.GPUs),
+		failed: j.State != StateCompleted && j.State != StateUnknown && j.State != StateTimeout,
+	}, f.p.History)
+	if f.observed == 0 {
+		f.recent = float64(y)
+	} else {
+		f.recent += (float64(y) - f.recent) / 256
+	}
+	f.observed++
+	f.sumRun += run
+
+	since := f.observed - f.trainedAt
+	if f.observed >= f.p.MinTrain && (f.model == nil || since >= min(f.p.RetrainEvery, max(f.trainedAt/2, f.p.MinTrain))) {
+		f.train()
+	}
+}
+
+func (f *fairwayPredictor) train() {
+	f.model = f.trainer.train(f.x, f.y, fwFeatures)
+	f.trainedAt = f.observed
+	res := make([]float32, len(f.y))
+	for i := range f.y {
+		res[i] = f.y[i] - f.model.predict(f.x[i*fwFeatures:(i+1)*fwFeatures])
+	}
+	f.upperLog = quantile32(res, 0.9)
+	for i, r := range res {
+		if r < 0 {
+			res[i] = -r
+		}
+	}
+	f.snapLog = quantile32(res, 0.5)
+}
+
+func (f *fairwayPredictor) Predict(j *Job) Prediction {
+	if f.model == nil {
+		return f.rules(j)
+	}
+	var x [fwFeatures]float32
+	f.features(j, &x)
+	l := f.model.predict(x[:])
+	src := "model"
+	if c, ok := f.snap(j, &x, l); ok {
+		l, src = c, "model-snapped"
+	}
+	run := clampRun(j, secs(math.Expm1(float64(l))))
+	up := clampRun(j, secs(math.Expm1(float64(l+f.upperLog))))
+	return Prediction{Run: run, Upper: max(up, run), Quantile: 0.9, Source: src}
+}
+
+// snap moves the model's value l onto the nearest concrete candidate (the
+// limit, or a run time the user actually had) when one lies within the
+// model's typical error, the median absolute residual on its training
+// window. Jobs repeat: a user's identical job usually runs exactly as long
+// again, and jobs killed at their limit run exactly the limit. The model's
+// median is a smooth estimate that is near such a value but rarely on it;
+// snapping keeps the mean absolute error (the move is within the typical
+// error) and turns near misses into hits.
+func (f *fairwayPredictor) snap(j *Job, x *[fwFeatures]float32, l float32) (float32, bool) {
+	best, bestD := float32(0), f.snapLog
+	found := false
+	for _, c := range [...]float32{x[ftLimit], x[ftSameJobLast], x[ftLast1], x[ftSameLimitLast], x[ftSameNameLast], x[ftSameSizeLast], x[ftLastMean2], x[ftMedian5]} {
+		if c < 0 {
+			continue
+		}
+		d := c - l
+		if d < 0 {
+			d = -d
+		}
+		if d < bestD {
+			best, bestD, found = c, d, true
+		}
+	}
+	return best, found
+}
+
+// rules is the cold-start chain.
+func (f *fairwayPredictor) rules(j *Job) Prediction {
+	u := f.users[j.User]
+	if u != nil {
+		for k := range u.items {
+			it := u.at(k)
+			if it.name == j.Name && it.cpus == int32(j.CPUs) && it.gpus == int32(j.GPUs) && it.limit == float32(j.TimeLimit.Seconds()) {
+				return Prediction{Run: clampRun(j, secs(float64(it.run))), Source: "user-same-job"}
+			}
+		}
+		if len(u.items) >= 2 {
+			return Prediction{Run: clampRun(j, secs(float64(u.at(0).run+u.at(1).run)/2)), Source: "user-last-mean"}
+		}
+	}
+	if j.TimeLimit > 0 {
+		return Prediction{Run: j.TimeLimit, Source: "limit"}
+	}
+	if f.observed > 0 {
+		return Prediction{Run: secs(f.sumRun / float64(f.observed)), Source: "global-mean"}
+	}
+	return Prediction{Source: "none"}
+}
+
+// The features, all known when a job is submitted. "-1" marks a missing
+// value (every present value is >= 0).
+const (
+	ftLimit         = iota // log(1+time limit)
+	ftCPUs                 // log(1+CPUs)
+	ftGPUs                 // log(1+GPUs)
+	ftUserJobs             // log(1+jobs the user has finished)
+	ftLast1                // log(1+run) of the user's last job
+	ftLast2                // ... and the one before
+	ftLastMean2            // log(1+mean of the last two runs) (Tsafrir)
+	ftMedian5              // median log run of the last 5
+	ftMeanAll              // mean log run over the kept history
+	ftStdAll               // its standard deviation
+	ftDecayed              // recency-weighted mean log run (weights 0.7^k)
+	ftSameLimitLast        // last log run with the same time limit
+	ftSameLimitMed         // median log run of the last 5 with the same limit
+	ftSameLimitN           // log(1+count) with the same limit
+	ftSameNameLast         // last log run with the same name
+	ftSameNameMed          // median log run of the last 5 with the same name
+	ftSameNameN            // log(1+count) with the same name
+	ftSameSizeLast         // last log run with the same CPUs and GPUs
+	ftSameJobLast          // last log run of the identical job (name, size, limit)
+	ftSameJobN             // log(1+count) of identical jobs
+	ftAleaMax              // log(1+limit × max run/limit of the last 5) (Alea)
+	ftRatioMed             // log(1+limit × median run/limit of the last 5)
+	ftLastRatio            // run/limit of the last job with a limit
+	ftHitLimit             // fraction of the history that ran to >= 98% of its limit
+	ftFailed               // fraction of the history that did not complete
+	ftLastFailed           // 1 when the last job did not complete
+	ftThink                // log(1+seconds since the user's last submit)
+	ftSinceEnd             // log(1+seconds since the user's last job ended), 0 if it had not
+	ftHour                 // hour of day of the submit (UTC)
+	ftWeekday              // day of week of the submit
+	ftRecent               // global recency-weighted mean log run
+	fwFeatures
+)
+
+// features fills x for job j from the history: only jobs submitted no later
+// than j count, so that features computed at Observe match Predict's.
+func (f *fairwayPredictor) features(j *Job, x *[fwFeatures]float32) {
+	for i := range x {
+		x[i] = -1
+	}
+	limit := float32(j.TimeLimit.Seconds())
+	if limit > 0 {
+		x[ftLimit] = log1p32(limit)
+	}
+	x[ftCPUs] = log1p32(float32(j.CPUs))
+	x[ftGPUs] = log1p32(float32(j.GPUs))
+	sub := j.Submit.Unix()
+	x[ftHour] = float32(j.Submit.UTC().Hour())
+	x[ftWeekday] = float32(j.Submit.UTC().Weekday())
+	x[ftRecent] = float32(f.recent)
+	x[ftUserJobs] = 0
+	u := f.users[j.User]
+	if u == nil {
+		return
+	}
+	var (
+		n, nLim, nName, nJob, nRatio, nLimited, hit, failed int
+		sum, sum2, dsum, dw                                 float64
+		last5, lim5, name5                                  [5]float32
+		ratio5                                              [5]float32
+		lastSub, lastEnd                                    int64 = -1, -1
+		w                                                   = 1.0
+	)
+	cpus, gpus := int32(j.CPUs), int32(j.GPUs)
+	for k := range u.items {
+		it := u.at(k)
+		if it.submit > sub {
+			continue
+		}
+		if n < 5 {
+			last5[n] = it.lrun
+		}
+		switch n {
+		case 0:
+			x[ftLast1] = it.lrun
+			if it.failed {
+				x[ftLastFailed] = 1
+			} else {
+				x[ftLastFailed] = 0
+			}
+		case 1:
+			x[ftLast2] = it.lrun
+			x[ftLastMean2] = log1p32((u.at(k).run + runOfLast(u, sub)) / 2)
+		}
+		n++
+		sum += float64(it.lrun)
+		sum2 += float64(it.lrun) * float64(it.lrun)
+		dsum += w * float64(it.lrun)
+		dw += w
+		w *= 0.7
+		if it.submit > lastSub {
+			lastSub = it.submit
+		}
+		if it.end > lastEnd {
+			lastEnd = it.end
+		}
+		if it.failed {
+			failed++
+		}
+		if it.limit > 0 {
+			nLimited++
+			r := it.run / it.limit
+			if r >= 0.98 {
+				hit++
+			}
+			if nRatio < 5 {
+				ratio5[nRatio] = r
+			}
+			if nRatio == 0 {
+				x[ftLastRatio] = r
+			}
+			nRatio++
+		}
+		if it.limit == limit {
+			if nLim == 0 {
+				x[ftSameLimitLast] = it.lrun
+			}
+			if nLim < 5 {
+				lim5[nLim] = it.lrun
+			}
+			nLim++
+		}
+		if it.name == j.Name {
+			if nName == 0 {
+				x[ftSameNameLast] = it.lrun
+			}
+			if nName < 5 {
+				name5[nName] = it.lrun
+			}
+			nName++
+			if it.cpus == cpus && it.gpus == gpus && it.limit == limit {
+				if nJob == 0 {
+					x[ftSameJobLast] = it.lrun
+				}
+				nJob++
+			}
+		}
+		if it.cpus == cpus && it.gpus == gpus && x[ftSameSizeLast] < 0 {
+			x[ftSameSizeLast] = it.lrun
+		}
+	}
+	x[ftUserJobs] = log1p32(float32(u.total))
+	if n == 0 {
+		return
+	}
+	x[ftMedian5] = median5(last5[:min(n, 5)])
+	mean := sum / float64(n)
+	x[ftMeanAll] = float32(mean)
+	if n > 1 {
+		x[ftStdAll] = float32(math.Sqrt(max(sum2/float64(n)-mean*mean, 0)))
+	}
+	x[ftDecayed] = float32(dsum / dw)
+	if nLim > 0 {
+		x[ftSameLimitMed] = median5(lim5[:min(nLim, 5)])
+	}
+	x[ftSameLimitN] = log1p32(float32(nLim))
+	if nName > 0 {
+		x[ftSameNameMed] = median5(name5[:min(nName, 5)])
+	}
+	x[ftSameNameN] = log1p32(float32(nName))
+	x[ftSameJobN] = log1p32(float32(nJob))
+	if nRatio > 0 && limit > 0 {
+		r := ratio5[:min(nRatio, 5)]
+		mx := r[0]
+		for _, v := range r {
+			mx = max(mx, v)
+		}
+		x[ftAleaMax] = log1p32(limit * mx)
+		x[ftRatioMed] = log1p32(limit * median5(r))
+	}
+	if nLimited > 0 {
+		x[ftHitLimit] = float32(hit) / float32(nLimited)
+	}
+	x[ftFailed] = float32(failed) / float32(n)
+	if lastSub >= 0 {
+		x[ftThink] = log1p32(float32(max(sub-lastSub, 0)))
+	}
+	if lastEnd >= 0 {
+		x[ftSinceEnd] = log1p32(float32(max(sub-lastEnd, 0)))
+	}
+}
+
+// runOfLast is the run time of the user's newest job submitted by sub.
+func runOfLast(u *fwUser, sub int64) float32 {
+	for k := range u.items {
+		if it := u.at(k); it.submit <= sub {
+			return it.run
+		}
+	}
+	return 0
+}
+
+func log1p32(v float32) float32 { return float32(math.Log1p(float64(max(v, 0)))) }
+
+// median5 is the median of up to 5 values (the lower middle for an even
+// count), without allocating.
+func median5(v []float32) float32 {
+	var s [5]float32
+	n := copy(s[:], v)
+	for i := 1; i < n; i++ {
+		for k := i; k > 0 && s[k] < s[k-1]; k-- {
+			s[k], s[k-1] = s[k-1], s[k]
+		}
+	}
+	return s[(n-1)/2]
+}
+
+var _ = time.Second

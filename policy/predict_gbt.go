@@ -1,0 +1,360 @@
+package policy
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// This file is a small gradient-boosted regression tree learner for the
+// fairway predictor. No maintained pure-Go library trains boosted trees
+// (the Go ones only load LightGBM/XGBoost models), and package policy imports
+// only the standard library, so it is written here, kept to what the
+// predictor needs:
+//
+//   - least-absolute-deviation boosting (Friedman, "Greedy Function
+//     Approximation: A Gradient Boosting Machine", Ann. Statist. 29(5), 2001,
+//     §4.2 LAD_TreeBoost): trees are fit to sign(y−F) and each leaf moves by
+//     the median residual of its samples, so the model estimates the
+//     conditional median and is not dragged by outliers;
+//   - stochastic row subsampling per tree (Friedman, "Stochastic gradient
+//     boosting", CSDA 38(4), 2002) with a fixed-seed generator, so training
+//     is deterministic;
+//   - histogram split finding on at most gbtBins quantile bins per feature,
+//     as LightGBM does (Ke et al., NeurIPS 2017), with the smaller child's
+//     histogram built and the larger one's obtained by subtraction.
+
+const gbtBins = 64
+
+// gbtConfig sets the learner's size.
+type gbtConfig struct {
+	Trees     int
+	Depth     int
+	Rate      float64
+	MinLeaf   int
+	Subsample float64
+}
+
+// gbtNode is one node of a tree; a leaf has feature -1.
+type gbtNode struct {
+	feature     int32
+	threshold   float32 // go left when x[feature] <= threshold
+	left, right int32
+	value       float32
+}
+
+// gbtModel is a trained ensemble.
+type gbtModel struct {
+	base  float32
+	trees [][]gbtNode
+}
+
+// predict returns the model's value for x.
+func (m *gbtModel) predict(x []float32) float32 {
+	f := m.base
+	for _, t := range m.trees {
+		i := int32(0)
+		for {
+			n := &t[i]
+			if n.feature < 0 {
+				f += n.value
+				break
+			}
+			if x[n.feature] <= n.threshold {
+				i = n.left
+			} else {
+				i = n.right
+			}
+		}
+	}
+	return f
+}
+
+// gbtTrainer holds the scratch space of training, reused across retrains.
+type gbtTrainer struct {
+	cfg   gbtConfig
+	nf    int
+	cuts  [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
+	bins  []uint8     // n × nf, row-major
+	resid []float32
+	f     []float32
+	rows  []int32
+	rng   uint64
+	hist  []histBin
+}
+
+type histBin struct {
+	g float64
+	n int32
+}
+
+// lcg is a 64-bit linear congruential generator (Knuth's MMIX constants);
+// enough to draw subsamples, and deterministic.
+func (t *gbtTrainer) next() uint64 {
+	t.rng = t.rng*6364136223846793005 + 1442695040888963407
+	return t.rng >> 11
+}
+
+// train fits a model to rows x (n × nf, row-major) and targets y.
+func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
+	n := len(y)
+	t.nf = nf
+	t.rng = 0x9e3779b97f4a7c15
+	t.buildBins(x, n, nf)
+	m := &gbtModel{base: median32(slices.Clone(y))}
+	t.f = resize(t.f, n)
+	t.resid = resize(t.resid, n)
+	for i := range t.f {
+		t.f[i] = m.base
+	}
+	sub := int(float64(n) * t.cfg.Subsample)
+	if sub < 2*t.cfg.MinLeaf || sub > n {
+		sub = n
+	}
+	all := make([]int32, n)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	for k := 0; k < t.cfg.Trees; k++ {
+		// Partial Fisher-Yates: the first sub entries become the sample.
+		for i := 0; i < sub; i++ {
+			j := i + int(t.next()%uint64(n-i))
+			all[i], all[j] = all[j], all[i]
+		}
+		t.rows = append(t.rows[:0], all[:sub]...)
+		for _, r := range t.rows {
+			t.resid[r] = y[r] - t.f[r]
+		}
+		tree := t.growTree(x)
+		m.trees = append(m.trees, tree)
+		for i := 0; i < n; i++ {
+			t.f[i] += leafValue(tree, x[i*nf:(i+1)*nf])
+		}
+	}
+	return m
+}
+
+func leafValue(tree []gbtNode, x []float32) float32 {
+	i := int32(0)
+	for {
+		n := &tree[i]
+		if n.feature < 0 {
+			return n.value
+		}
+		if x[n.feature] <= n.threshold {
+			i = n.left
+		} else {
+			i = n.right
+		}
+	}
+}
+
+// buildBins chooses quantile cut points per feature and bins every value.
+func (t *gbtTrainer) buildBins(x []float32, n, nf int) {
+	t.cuts = t.cuts[:0]
+	step := max(n/4096, 1)
+	vals := make([]float32, 0, n/step+1)
+	for f := 0; f < nf; f++ {
+		vals = vals[:0]
+		for i := 0; i < n; i += step {
+			vals = append(vals, x[i*nf+f])
+		}
+		slices.Sort(vals)
+		var cuts []float32
+		for b := 1; b < gbtBins; b++ {
+			v := vals[b*len(vals)/gbtBins]
+			if len(cuts) == 0 || v > cuts[len(cuts)-1] {
+				cuts = append(cuts, v)
+			}
+		}
+		if len(cuts) == 0 || cuts[len(cuts)-1] < vals[len(vals)-1] {
+			cuts = append(cuts, vals[len(vals)-1])
+		}
+		t.cuts = append(t.cuts, cuts)
+	}
+	t.bins = resize(t.bins, n*nf)
+	for i := 0; i < n; i++ {
+		for f := 0; f < nf; f++ {
+			c := t.cuts[f]
+			b := sort.Search(len(c), func(k int) bool { return x[i*nf+f] <= c[k] })
+			if b == len(c) {
+				b = len(c) - 1 // above every sampled value: the last bin
+			}
+			t.bins[i*nf+f] = uint8(b)
+		}
+	}
+}
+
+// growTree grows one tree on t.rows, fitting sign(resid) with squared-error
+// splits, and sets each leaf to Rate × the median residual of its rows.
+func (t *gbtTrainer) growTree(x []float32) []gbtNode {
+	type open struct {
+		node   int32
+		lo, hi int // t.rows[lo:hi] are the node's rows
+		depth  int
+		hist   []histBin // nf × gbtBins, nil until built
+	}
+	nf := t.nf
+	tree := []gbtNode{{feature: -1}}
+	stack := []open{{node: 0, lo: 0, hi: len(t.rows)}}
+	for len(stack) > 0 {
+		o := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		rows := t.rows[o.lo:o.hi]
+		if o.depth >= t.cfg.Depth || len(rows) < 2*t.cfg.MinLeaf {
+			tree[o.node].value = t.leaf(rows)
+			continue
+		}
+		if o.hist == nil {
+			o.hist = t.histogram(rows)
+		}
+		var G float64
+		for b := 0; b < gbtBins; b++ {
+			G += o.hist[b].g
+		}
+		N := float64(len(rows))
+		best, bestF, bestB := 0.0, -1, -1
+		for f := 0; f < nf; f++ {
+			h := o.hist[f*gbtBins : (f+1)*gbtBins]
+			var gl float64
+			var nl int32
+			for b := 0; b < len(t.cuts[f])-1; b++ {
+				gl += h[b].g
+				nl += h[b].n
+				nr := int32(len(rows)) - nl
+				if int(nl) < t.cfg.MinLeaf || int(nr) < t.cfg.MinLeaf {
+					continue
+				}
+				gr := G - gl
+				gain := gl*gl/float64(nl) + gr*gr/float64(nr) - G*G/N
+				if gain > best+1e-9 {
+					best, bestF, bestB = gain, f, b
+				}
+			}
+		}
+		if bestF < 0 {
+			tree[o.node].value = t.leaf(rows)
+			continue
+		}
+		// Partition rows: left are bin <= bestB.
+		i, j := 0, len(rows)-1
+		for i <= j {
+			if int(t.bins[int(rows[i])*nf+bestF]) <= bestB {
+				i++
+			} else {
+				rows[i], rows[j] = rows[j], rows[i]
+				j--
+			}
+		}
+		l, r := int32(len(tree)), int32(len(tree)+1)
+		tree[o.node] = gbtNode{feature: int32(bestF), threshold: t.cuts[bestF][bestB], left: l, right: r}
+		tree = append(tree, gbtNode{feature: -1}, gbtNode{feature: -1})
+		lo := open{node: l, lo: o.lo, hi: o.lo + i, depth: o.depth + 1}
+		hi := open{node: r, lo: o.lo + i, hi: o.hi, depth: o.depth + 1}
+		if lo.depth < t.cfg.Depth {
+			// Build the smaller child's histogram; the other is the
+			// parent's minus it.
+			small, big := &lo, &hi
+			if hi.hi-hi.lo < lo.hi-lo.lo {
+				small, big = &hi, &lo
+			}
+			if small.hi-small.lo >= 2*t.cfg.MinLeaf || big.hi-big.lo >= 2*t.cfg.MinLeaf {
+				small.hist = t.histogram(t.rows[small.lo:small.hi])
+				big.hist = o.hist
+				for k := range big.hist {
+					big.hist[k].g -= small.hist[k].g
+					big.hist[k].n -= small.hist[k].n
+				}
+			}
+		}
+		stack = append(stack, lo, hi)
+	}
+	return tree
+}
+
+// histogram sums sign(resid) per feature and bin over rows.
+func (t *gbtTrainer) histogram(rows []int32) []histBin {
+	nf := t.nf
+	h := make([]histBin, nf*gbtBins)
+	for _, r := range rows {
+		g := 0.0
+		switch res := t.resid[r]; {
+		case res > 0:
+			g = 1
+		case res < 0:
+			g = -1
+		}
+		b := t.bins[int(r)*nf : int(r)*nf+nf]
+		for f, bin := range b {
+			e := &h[f*gbtBins+int(bin)]
+			e.g += g
+			e.n++
+		}
+	}
+	return h
+}
+
+// leaf is Rate × the median residual of rows.
+func (t *gbtTrainer) leaf(rows []int32) float32 {
+	if len(rows) == 0 {
+		return 0
+	}
+	v := make([]float32, len(rows))
+	for i, r := range rows {
+		v[i] = t.resid[r]
+	}
+	return float32(t.cfg.Rate) * median32(v)
+}
+
+// median32 is the median of v (the lower middle for an even count); v is
+// reordered.
+func median32(v []float32) float32 {
+	if len(v) == 0 {
+		return 0
+	}
+	k := (len(v) - 1) / 2
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		p := v[(lo+hi)/2]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < p {
+				i++
+			}
+			for v[j] > p {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// quantile32 is the q-quantile (0..1) of v by nearest rank; v is reordered.
+func quantile32(v []float32, q float64) float32 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[max(min(i, len(v)-1), 0)]
+}

@@ -1,0 +1,255 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// HeliosParams configures the helios predictor.
+type HeliosParams struct {
+	// Matches is how many similar names are used; 0 means the artifact's 2.
+	Matches int
+	// Cutoff is the least similarity ratio of a similar name; 0 means the
+	// artifact's 0.6.
+	Cutoff float64
+}
+
+// heliosPredictor is the history estimator of Hu et al., "Characterization
+// and Prediction of Deep Learning Workloads in Large-Scale GPU Datacenters",
+// SC'21, §5.1 (QSSF), as its artifact implements it (NaiveEstimator,
+// agg_method "mean"):
+//
+//  1. find up to 2 known job names (of any user) whose difflib similarity to
+//     the job's name is ≥ 0.6, best first;
+//  2. if the best is the name itself: the user's jobs with that name, or,
+//     when the user has none, everyone's jobs with that name;
+//  3. otherwise: the user's jobs with the matched names, or everyone's;
+//  4. with no match: the user's jobs, or, for a new user, all jobs;
+//  5. where the user's jobs are used, keep those of the same size if any.
+//
+// The estimate is the mean run time of the chosen jobs. The artifact
+// multiplies by gpu_num to rank by GPU time; here Run is the run time (GPU
+// time = Run × GPUs). "Same size" is the same GPU count, and, for jobs with
+// no GPUs (CPU traces such as SWF), the same CPU count. Predictions are
+// capped at the time limit; with no history at all the prediction is the
+// limit (0 without one).
+type heliosPredictor struct {
+	matches int
+	cutoff  float64
+
+	all    meanAcc
+	byName map[string]*meanAcc
+	users  map[string]*heliosUser
+
+	// names are the distinct known names in first-seen order; close caches
+	// the best matches of each known name among the known names, kept
+	// current by Observe so that Predict of a known name is a lookup.
+	names []heliosName
+	close map[string][]closeMatch
+}
+
+type heliosName struct {
+	s     string
+	runes []rune
+	m     *nameMatcher // for the name as the word searched for; used by Observe only
+}
+
+type heliosUser struct {
+	all    meanAcc
+	byName map[string]*heliosUserName
+}
+
+type heliosUserName struct {
+	all    meanAcc
+	bySize map[int]*meanAcc
+}
+
+// meanAcc accumulates a mean.
+type meanAcc struct {
+	sum float64
+	n   int
+}
+
+func (m *meanAcc) add(x float64)    { m.sum += x; m.n++ }
+func (m *meanAcc) merge(o *meanAcc) { m.sum += o.sum; m.n += o.n }
+func (m *meanAcc) mean() float64    { return m.sum / float64(m.n) }
+func (m *meanAcc) empty() bool      { return m == nil || m.n == 0 }
+func accOf(m *meanAcc) meanAcc {
+	if m == nil {
+		return meanAcc{}
+	}
+	return *m
+}
+
+// NewHeliosPredictor returns the "helios" baseline.
+func NewHeliosPredictor(p HeliosParams) (Predictor, error) {
+	if p.Matches < 0 {
+		return nil, fmt.Errorf("helios: matches %d: want >= 0", p.Matches)
+	}
+	if p.Cutoff < 0 || p.Cutoff > 1 {
+		return nil, fmt.Errorf("helios: cutoff %g: want within [0, 1]", p.Cutoff)
+	}
+	if p.Matches == 0 {
+		p.Matches = 2
+	}
+	if p.Cutoff == 0 {
+		p.Cutoff = 0.6
+	}
+	return &heliosPredictor{
+		matches: p.Matches, cutoff: p.Cutoff,
+		byName: map[string]*meanAcc{}, users: map[string]*heliosUser{},
+		close: map[string][]closeMatch{},
+	}, nil
+}
+
+func (h *heliosPredictor) Name() string { return "helios" }
+
+// jobSize is the "gpu_num" Helios restricts to: GPUs, or CPUs for a
+// CPU-only job.
+func jobSize(j *Job) int {
+	if j.GPUs > 0 {
+		return j.GPUs
+	}
+	return -j.CPUs // negative keeps CPU counts apart from GPU counts
+}
+
+func (h *heliosPredictor) Observe(j *Job) {
+	run := j.RunTime().Seconds()
+	h.all.add(run)
+	if h.byName[j.Name] == nil {
+		h.addName(j.Name)
+		h.byName[j.Name] = &meanAcc{}
+	}
+	h.byName[j.Name].add(run)
+	u := h.users[j.User]
+	if u == nil {
+		u = &heliosUser{byName: map[string]*heliosUserName{}}
+		h.users[j.User] = u
+	}
+	u.all.add(run)
+	un := u.byName[j.Name]
+	if un == nil {
+		un = &heliosUserName{bySize: map[int]*meanAcc{}}
+		u.byName[j.Name] = un
+	}
+	un.all.add(run)
+	s := un.bySize[jobSize(j)]
+	if s == nil {
+		s = &meanAcc{}
+		un.bySize[jobSize(j)] = s
+	}
+	s.add(run)
+}
+
+// addName adds a new distinct name, updating every cached match list.
+func (h *heliosPredictor) addName(name string) {
+	n := heliosName{s: name, runes: []rune(name), m: newNameMatcher(name)}
+	h.names = append(h.names, n)
+	for _, other := range h.names[:len(h.names)-1] {
+		if c, ok := h.score(other.runes, n); ok {
+			c.score = other.m.ratio(n.runes)
+			if c.score >= h.cutoff {
+				h.close[other.s] = offer(h.close[other.s], h.matches, c)
+			}
+		}
+	}
+	h.close[name] = h.closeMatches(name)
+}
+
+// score applies difflib's cheap upper bounds (real_quick_ratio, quick_ratio)
+// to candidate n for word; ok=false when n cannot reach the cutoff.
+func (h *heliosPredictor) score(word []rune, n heliosName) (closeMatch, bool) {
+	la, lb := len(n.runes), len(word)
+	if la+lb > 0 && 2*float64(min(la, lb))/float64(la+lb) < h.cutoff {
+		return closeMatch{}, false
+	}
+	if quickRatio(n.runes, word) < h.cutoff {
+		return closeMatch{}, false
+	}
+	return closeMatch{name: n.s}, true
+}
+
+// closeMatches is difflib.get_close_matches(word, names, n, cutoff).
+func (h *heliosPredictor) closeMatches(word string) []closeMatch {
+	w := []rune(word)
+	var m *nameMatcher
+	var top []closeMatch
+	for _, n := range h.names {
+		c, ok := h.score(w, n)
+		if !ok {
+			continue
+		}
+		if m == nil {
+			m = newNameMatcher(word)
+		}
+		c.score = m.ratio(n.runes)
+		if c.score >= h.cutoff {
+			top = offer(top, h.matches, c)
+		}
+	}
+	return top
+}
+
+func (h *heliosPredictor) Predict(j *Job) Prediction {
+	if h.all.n == 0 {
+		if j.TimeLimit > 0 {
+			return Prediction{Run: j.TimeLimit, Source: "limit"}
+		}
+		return Prediction{Source: "none"}
+	}
+	matches, ok := h.close[j.Name]
+	if !ok {
+		matches = h.closeMatches(j.Name)
+	}
+	u := h.users[j.User]
+	var acc meanAcc
+	var src string
+	switch {
+	case len(matches) > 0:
+		names := make([]string, len(matches))
+		for i, m := range matches {
+			names[i] = m.name
+		}
+		if matches[0].name == j.Name {
+			names, src = names[:1], "user-name-exact"
+		} else {
+			src = "user-name-similar"
+		}
+		acc = h.userNames(u, names, jobSize(j))
+		if acc.empty() {
+			for _, n := range names {
+				acc.merge(h.byName[n])
+			}
+			src = "name-" + src[len("user-name-"):]
+		}
+	case u != nil:
+		acc, src = u.all, "user-mean"
+	default:
+		acc, src = h.all, "global-mean"
+	}
+	run := time.Duration(acc.mean() * float64(time.Second)).Round(time.Second)
+	return Prediction{Run: clampRun(j, run), Source: src}
+}
+
+// userNames is the artifact's check_history_job: the user's jobs with one of
+// names, narrowed to the same size when there are such.
+func (h *heliosPredictor) userNames(u *heliosUser, names []string, size int) meanAcc {
+	var all, same meanAcc
+	if u == nil {
+		return all
+	}
+	for _, n := range names {
+		un := u.byName[n]
+		if un == nil {
+			continue
+		}
+		all.merge(&un.all)
+		if s := un.bySize[size]; s != nil {
+			same.merge(s)
+		}
+	}
+	if same.n > 0 {
+		return same
+	}
+	return all
+}
