@@ -5,16 +5,46 @@ import "time"
 // Snapshot is everything a policy may look at in one cycle. It is built by
 // the cycle's Source (live Slurm + accounting in serve, the trace replay in
 // simulate) and never mutated by a policy. Now is the only clock a policy
-// may read.
+// may read. It is plain data: the cycle owner fills the fields it has and
+// leaves the rest zero; every policy documents what it reads and what it
+// does when a field is missing.
+//
+// Job IDs are unique within a snapshot: they key Predicted, TrueRun and the
+// Ledger, and they are the last tie-break of every ranking.
 type Snapshot struct {
 	Now     time.Time
 	Pending []Job
 	Running []Job
 
-	// Predicted holds each pending job's predicted run time, by Job.ID,
-	// filled by the cycle from a Predictor before ranking. Policies that
-	// need a prediction for a job missing here fall back to its TimeLimit.
+	// Predicted holds predicted run times by Job.ID, filled by the cycle
+	// from a Predictor before ranking: every pending job, and every running
+	// job for the policies that count the committed remainder of running
+	// jobs (vtc, fair-qssf). A job missing here is costed by its TimeLimit,
+	// or by UnknownRun when it has none (see predictedRun).
 	Predicted map[int64]time.Duration
+
+	// TrueRun holds the run time each pending job will really have, by
+	// Job.ID. Only the simulator knows it; only sjf-oracle reads it.
+	TrueRun map[int64]time.Duration
+
+	// Shares is the account/user share tree (sacctmgr Fairshare=). Nil means
+	// every account and every user has one share.
+	Shares *Shares
+
+	// Ledger is the fairness state that outlives a cycle: decayed
+	// fair-share usage, VTC counters and per-job attained service. The
+	// cycle owner updates it before building the snapshot (see Ledger);
+	// policies only read it. Nil reads as an empty ledger.
+	Ledger *Ledger
+
+	// Service converts a job into GPU-equivalents per second of running:
+	// the unit of every fairness counter and of "predicted service".
+	Service Service
+
+	// GPUs is the capacity the ranked jobs compete for, in the same
+	// GPU-equivalents as Service (total GPUs of the partitions ranked).
+	// Zero means unknown; themis then assumes no contention.
+	GPUs float64
 }
 
 // Score is one pending job's place in a ranking. Higher Value runs first.

@@ -1,0 +1,178 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// FairshareParams configures fairshare. The zero value gives the defaults.
+// The usage half-life is the Ledger's (LedgerParams.HalfLife).
+type FairshareParams struct {
+	// FairshareWeight weighs the fair-share factor (PriorityWeightFairshare).
+	// 0 means 1.
+	FairshareWeight float64
+	// AgeWeight weighs the age factor (PriorityWeightAge), relative to
+	// FairshareWeight. 0 (the default) ranks on fair share alone, with
+	// ties to the older job; sites often add age, e.g. 0.1.
+	AgeWeight float64
+	// MaxAge is the age at which the age factor reaches 1 (PriorityMaxAge).
+	// 0 means Slurm's default, 7 days.
+	MaxAge time.Duration
+	// Dampening is FairShareDampeningFactor. 0 means Slurm's default, 1.
+	Dampening float64
+}
+
+// fairshare is Slurm's classic fair-share factor (Slurm documentation,
+// "Classic Fairshare Algorithm"; priority/multifactor with
+// PriorityFlags=NO_FAIR_TREE), on GPU-time: the baseline admins already
+// know. For the association u of a job in account a:
+//
+//	S_a  = shares(a)/Σ shares(accounts)          S_u = shares(u)/Σ shares(users of a) · S_a
+//	UA_x = usage(x)/usage(root)                   (decayed, capped at 1)
+//	UE_a = UA_a + (1 − UA_a)·shares(a)/Σ shares(accounts)      (UE_root = 1)
+//	UE_u = UA_u + (UE_a − UA_u)·shares(u)/Σ shares(users of a)
+//	F    = 2^(−(UE_u/S_u)/Dampening), and 0 when S_u = 0
+//
+// Value = FairshareWeight·F + AgeWeight·min(1, age/MaxAge), age counted
+// from eligibility; ties go to the older job, as in Slurm.
+//
+// Adaptation: usage is GPU-seconds (Snapshot.Service) instead of Slurm's
+// TRES-billing CPU-seconds, decayed by the Ledger with Slurm's half-life
+// rule but exactly over time instead of once per PriorityCalcPeriod. The
+// tree has two levels (accounts, users). The siblings whose shares are
+// summed are the associations named in Snapshot.Shares plus those the
+// Ledger or the snapshot's jobs mention (Slurm sums every association in
+// its database).
+type fairshare struct {
+	maxAge float64
+	damp   float64
+	sc     scorer
+}
+
+// NewFairshare returns the "fairshare" policy.
+func NewFairshare(p FairshareParams) (Policy, error) {
+	if p.FairshareWeight < 0 || p.AgeWeight < 0 || p.MaxAge < 0 || p.Dampening < 0 {
+		return nil, fmt.Errorf("fairshare: weights, max age and dampening must be >= 0: %+v", p)
+	}
+	if p.FairshareWeight == 0 {
+		p.FairshareWeight = 1
+	}
+	if p.MaxAge == 0 {
+		p.MaxAge = 7 * 24 * time.Hour
+	}
+	if p.Dampening == 0 {
+		p.Dampening = 1
+	}
+	return &fairshare{maxAge: p.MaxAge.Seconds(), damp: p.Dampening, sc: scorer{
+		names:   []string{"fairshare", "age", "usage_effective", "shares_norm"},
+		weights: []float64{p.FairshareWeight, p.AgeWeight, 0, 0},
+	}}, nil
+}
+
+func (*fairshare) Name() string { return "fairshare" }
+
+// fsFactor is one association's fair-share state.
+type fsFactor struct{ f, ue, sNorm float64 }
+
+func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
+	g := groupByAssoc(s.Pending)
+	factors := fairshareFactors(s, g, p.damp)
+	const k = 4
+	parts := make([]float64, k*len(s.Pending))
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		ff := factors[g.of[i]]
+		age := 0.0
+		if p.maxAge > 0 {
+			age = min(1, max(0, s.Now.Sub(waitingSince(j)).Seconds()/p.maxAge))
+		}
+		row := parts[k*i : k*i+k]
+		row[0], row[1], row[2], row[3] = ff.f, age, ff.ue, ff.sNorm
+	}
+	scores, err := p.sc.rank(s, parts)
+	if err != nil {
+		return nil, fmt.Errorf("fairshare: %w", err)
+	}
+	return scores, nil
+}
+
+// fairshareFactors computes the classic fair-share factor of every group
+// (association) of g.
+func fairshareFactors(s *Snapshot, g *assocGroups, damp float64) []fsFactor {
+	// The siblings: every account and association the tree, the ledger or
+	// the snapshot knows.
+	accounts := map[string]float64{} // account -> Σ shares of its users
+	users := map[Assoc]struct{}{}
+	addUser := func(a Assoc) {
+		if _, ok := users[a]; !ok {
+			users[a] = struct{}{}
+			accounts[a.Account] += s.Shares.User(a)
+		}
+	}
+	addAccount := func(name string) {
+		if _, ok := accounts[name]; !ok {
+			accounts[name] = 0
+		}
+	}
+	if s.Shares != nil {
+		for name := range s.Shares.Accounts {
+			addAccount(name)
+		}
+		for a := range s.Shares.Users {
+			addUser(a)
+		}
+	}
+	if s.Ledger != nil {
+		for name := range s.Ledger.accounts {
+			addAccount(name)
+		}
+		for a := range s.Ledger.assocs {
+			addUser(a)
+		}
+	}
+	for _, a := range g.keys {
+		addUser(a)
+	}
+	for i := range s.Running {
+		addUser(AssocOf(&s.Running[i]))
+	}
+	sumAccounts := 0.0
+	for name := range accounts {
+		sumAccounts += s.Shares.Account(name)
+	}
+
+	total := s.Ledger.TotalUsage(s.Now)
+	norm := func(u float64) float64 {
+		if total <= 0 {
+			return 0
+		}
+		return min(1, u/total)
+	}
+	out := make([]fsFactor, len(g.keys))
+	for x, a := range g.keys {
+		sa, su := s.Shares.Account(a.Account), s.Shares.User(a)
+		sumUsers := accounts[a.Account]
+
+		uaAcct := norm(s.Ledger.AccountUsage(a.Account, s.Now))
+		ueAcct := 1.0 // the root's effective usage
+		sNormAcct := 0.0
+		if sumAccounts > 0 {
+			ueAcct = uaAcct + (1-uaAcct)*sa/sumAccounts
+			sNormAcct = sa / sumAccounts
+		}
+		ua := norm(s.Ledger.Usage(a, s.Now))
+		ue := ueAcct
+		sNorm := 0.0
+		if sumUsers > 0 {
+			ue = ua + (ueAcct-ua)*su/sumUsers
+			sNorm = su / sumUsers * sNormAcct
+		}
+		f := 0.0
+		if sNorm > 0 {
+			f = math.Exp2(-(ue / sNorm) / damp)
+		}
+		out[x] = fsFactor{f: f, ue: ue, sNorm: sNorm}
+	}
+	return out
+}

@@ -1,0 +1,495 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// LedgerParams configures a Ledger. The zero value gives the defaults.
+type LedgerParams struct {
+	// HalfLife is the half-life of fair-share usage (Slurm's
+	// PriorityDecayHalfLife). 0 means Slurm's default, 7 days; a negative
+	// value turns decay off. VTC counters and attained service never decay.
+	HalfLife time.Duration
+	// Samples is how many finished jobs' total service the ledger keeps as
+	// the service distribution of tiresias' 2D-Gittins index. 0 means 10000.
+	Samples int
+}
+
+// Ledger is the fairness state that outlives a cycle, kept in one place so
+// that `serve` and `simulate` run the same code:
+//
+//   - per association and per account, fair-share usage in GPU-seconds,
+//     decaying with the configured half-life (Slurm's usage_raw);
+//   - per association and per account, the VTC service counter in
+//     GPU-seconds, never decaying, lifted when the user becomes backlogged
+//     (Sheng et al., OSDI'24, §4, Algorithm 2);
+//   - per job, the service it has attained and the wall-clock spans it ran,
+//     which a requeued job keeps (tiresias);
+//   - the total service of recently finished jobs (tiresias' Gittins index).
+//
+// A policy only reads a Ledger, through Snapshot.Ledger. The cycle owner (the
+// serve loop or the simulator) is its only writer and, every cycle or
+// scheduling point, in this order:
+//
+//  1. Charge every job for the time it ran since it was last charged:
+//     Charge(j, from, to, svc) with from = max(last charge, j.Start) and
+//     to = now for running jobs, or the time it stopped for jobs that
+//     ended, were requeued or were preempted since. Charging [a,b] then
+//     [b,c] equals charging [a,c], decay included, so the cadence does not
+//     matter: serve charges every cycle, the simulator may charge a job at
+//     each scheduling point or only when it stops.
+//  2. Finish(j) for every job that left the system for good (completed,
+//     failed, cancelled). Not for a requeued job: it keeps its service.
+//  3. Backlog(pending, shares) with the pending jobs about to be ranked,
+//     which lifts the VTC counters of users who became backlogged.
+//  4. Build the Snapshot with Ledger set to this ledger, and Rank.
+//
+// svc must be the Snapshot's Service and shares its Shares. Serve, starting
+// cold, replays the accounting history (jobs that ended within a few
+// half-lives, in end order) through Charge and Finish. What-if work ranks a
+// Clone. A Ledger is not safe for concurrent use.
+type Ledger struct {
+	halfLife float64 // seconds; 0 means no decay
+	base     time.Time
+	baseSet  bool
+
+	assocs   map[Assoc]*assocUsage
+	accounts map[string]*accountUsage
+	total    float64 // root usage, scaled like assocUsage.usage
+	jobs     map[int64]*jobUsage
+
+	samples    []float64
+	nextSample int
+	maxSamples int
+
+	epoch       uint64 // Backlog calls, to mark who is backlogged now
+	lastLeft    string // account that most recently stopped being backlogged
+	lastLeftSet bool
+}
+
+// assocUsage and accountUsage hold usage scaled by 2^((base-t0)/halfLife):
+// the decayed usage at time t is usage·2^(-(t-base)/halfLife), so time
+// passing costs nothing and charging is O(1).
+type assocUsage struct {
+	usage   float64
+	vtc     float64
+	backlog bool
+	seen    uint64
+}
+
+type accountUsage struct {
+	usage   float64
+	vtc     float64
+	backlog bool
+	seen    uint64
+
+	lastLeft    string // user of this account that most recently left the backlog
+	lastLeftSet bool
+	minC        float64 // scratch for Backlog: min weighted counter of continuing users
+}
+
+type jobUsage struct {
+	service float64 // attained GPU-seconds
+	rate    float64 // GPU-equivalents while running
+	runs    []runSpan
+}
+
+// runSpan is a wall-clock interval a job ran, in Unix nanoseconds.
+type runSpan struct{ from, to int64 }
+
+// rebaseAt bounds the scale factor 2^((t-base)/halfLife) at 2^60 before
+// the ledger renormalises, far from float64's limits.
+const rebaseAt = 60
+
+// NewLedger returns an empty ledger.
+func NewLedger(p LedgerParams) (*Ledger, error) {
+	if p.Samples < 0 {
+		return nil, fmt.Errorf("ledger: samples %d: want >= 0", p.Samples)
+	}
+	if p.Samples == 0 {
+		p.Samples = 10000
+	}
+	h := p.HalfLife
+	if h == 0 {
+		h = 7 * 24 * time.Hour
+	}
+	l := &Ledger{
+		assocs:     map[Assoc]*assocUsage{},
+		accounts:   map[string]*accountUsage{},
+		jobs:       map[int64]*jobUsage{},
+		maxSamples: p.Samples,
+	}
+	if h > 0 {
+		l.halfLife = h.Seconds()
+	}
+	return l, nil
+}
+
+func (l *Ledger) assoc(a Assoc) *assocUsage {
+	u := l.assocs[a]
+	if u == nil {
+		u = &assocUsage{}
+		l.assocs[a] = u
+	}
+	return u
+}
+
+func (l *Ledger) account(name string) *accountUsage {
+	u := l.accounts[name]
+	if u == nil {
+		u = &accountUsage{}
+		l.accounts[name] = u
+	}
+	return u
+}
+
+// Charge records that j ran from from to to at its service rate svc.Rate(j):
+// it adds the service to the job's attained service, to the VTC counters of
+// its association and account, and to their fair-share usage, decayed
+// exactly over the interval. Intervals of one job must not overlap.
+func (l *Ledger) Charge(j *Job, from, to time.Time, svc Service) {
+	if !to.After(from) {
+		return
+	}
+	rate := svc.Rate(j)
+	units := rate * to.Sub(from).Seconds()
+
+	ju := l.jobs[j.ID]
+	if ju == nil {
+		ju = &jobUsage{}
+		l.jobs[j.ID] = ju
+	}
+	ju.service += units
+	ju.rate = rate
+	f, t := from.UnixNano(), to.UnixNano()
+	if n := len(ju.runs); n > 0 && f <= ju.runs[n-1].to {
+		ju.runs[n-1].to = max(ju.runs[n-1].to, t)
+	} else {
+		ju.runs = append(ju.runs, runSpan{f, t})
+	}
+
+	if units == 0 {
+		return
+	}
+	a, acct := l.assoc(AssocOf(j)), l.account(j.Account)
+	a.vtc += units
+	acct.vtc += units
+	d := l.scaledIntegral(rate, from, to)
+	a.usage += d
+	acct.usage += d
+	l.total += d
+}
+
+// scaledIntegral is ∫ rate·2^((s-base)/h) ds over [from, to]: the usage the
+// interval adds, in the ledger's scaled units.
+func (l *Ledger) scaledIntegral(rate float64, from, to time.Time) float64 {
+	if l.halfLife == 0 {
+		return rate * to.Sub(from).Seconds()
+	}
+	if !l.baseSet {
+		l.base, l.baseSet = from, true
+	}
+	if to.Sub(l.base).Seconds()/l.halfLife > rebaseAt {
+		l.rebase(to)
+	}
+	x1 := from.Sub(l.base).Seconds() / l.halfLife
+	dx := to.Sub(from).Seconds() / l.halfLife
+	return rate * l.halfLife / math.Ln2 * math.Exp2(x1) * math.Expm1(dx*math.Ln2)
+}
+
+// rebase moves the decay reference to t, rescaling every stored usage.
+func (l *Ledger) rebase(t time.Time) {
+	f := l.decay(t)
+	for _, a := range l.assocs {
+		a.usage *= f
+	}
+	for _, a := range l.accounts {
+		a.usage *= f
+	}
+	l.total *= f
+	l.base = t
+}
+
+// decay is the factor that turns stored usage into usage at time at.
+func (l *Ledger) decay(at time.Time) float64 {
+	if l.halfLife == 0 || !l.baseSet {
+		return 1
+	}
+	return math.Exp2(-at.Sub(l.base).Seconds() / l.halfLife)
+}
+
+// Finish forgets a job that left the system for good, keeping its total
+// service as a sample of the service distribution if it received any.
+func (l *Ledger) Finish(j *Job) {
+	ju := l.jobs[j.ID]
+	if ju == nil {
+		return
+	}
+	delete(l.jobs, j.ID)
+	if ju.service <= 0 {
+		return
+	}
+	if len(l.samples) < l.maxSamples {
+		l.samples = append(l.samples, ju.service)
+		return
+	}
+	l.samples[l.nextSample] = ju.service
+	l.nextSample = (l.nextSample + 1) % l.maxSamples
+}
+
+// Backlog tells the ledger which jobs are pending now. An association (or
+// account) with a pending job is backlogged. One that was not backlogged at
+// the previous call and is now has its VTC counter lifted: its weighted
+// counter (counter/shares) is raised to the smallest weighted counter of the
+// siblings that stayed backlogged — accounts among accounts, users among the
+// users of the same account — or, when no sibling stayed backlogged, to that
+// of the sibling that most recently left the backlog. A counter is never
+// lowered, and zero-share associations are neither lifted nor lift others.
+// This is VTC's counter lift (Sheng et al., OSDI'24, §4, Algorithm 2): idle
+// users cannot bank credit. Users who become backlogged in the same call do
+// not lift each other. The result does not depend on the order of pending.
+func (l *Ledger) Backlog(pending []Job, shares *Shares) {
+	l.epoch++
+	ep := l.epoch
+	for i := range pending {
+		j := &pending[i]
+		l.assoc(AssocOf(j)).seen = ep
+		l.account(j.Account).seen = ep
+	}
+
+	// Accounts among accounts.
+	minC, haveMin := math.Inf(1), false
+	var left string
+	leftC, haveLeft := math.Inf(-1), false
+	for name, a := range l.accounts {
+		w := shares.Account(name)
+		now := a.seen == ep
+		if w <= 0 {
+			continue
+		}
+		c := a.vtc / w
+		switch {
+		case a.backlog && now:
+			if c < minC {
+				minC, haveMin = c, true
+			}
+		case a.backlog && !now:
+			if !haveLeft || c > leftC || (c == leftC && name < left) {
+				left, leftC, haveLeft = name, c, true
+			}
+		}
+	}
+	if haveLeft {
+		l.lastLeft, l.lastLeftSet = left, true
+	}
+	if !haveMin && l.lastLeftSet {
+		if a, ok := l.accounts[l.lastLeft]; ok {
+			if w := shares.Account(l.lastLeft); w > 0 {
+				minC, haveMin = a.vtc/w, true
+			}
+		}
+	}
+	for name, a := range l.accounts {
+		now := a.seen == ep
+		if now && !a.backlog && haveMin {
+			if w := shares.Account(name); w > 0 {
+				a.vtc = max(a.vtc, minC*w)
+			}
+		}
+	}
+
+	// Users among the users of their account: first the smallest weighted
+	// counter of those staying backlogged, and who left, per account.
+	for _, a := range l.accounts {
+		a.minC = math.Inf(1)
+	}
+	type leaver struct {
+		user string
+		c    float64
+	}
+	var leavers map[string]leaver
+	for k, u := range l.assocs {
+		w := shares.User(k)
+		if w <= 0 {
+			continue
+		}
+		now := u.seen == ep
+		c := u.vtc / w
+		switch {
+		case u.backlog && now:
+			acct := l.accounts[k.Account]
+			acct.minC = min(acct.minC, c)
+		case u.backlog && !now:
+			if leavers == nil {
+				leavers = map[string]leaver{}
+			}
+			if o, ok := leavers[k.Account]; !ok || c > o.c || (c == o.c && k.User < o.user) {
+				leavers[k.Account] = leaver{k.User, c}
+			}
+		}
+	}
+	for acct, lv := range leavers {
+		a := l.accounts[acct]
+		a.lastLeft, a.lastLeftSet = lv.user, true
+	}
+	for k, u := range l.assocs {
+		now := u.seen == ep
+		if now && !u.backlog {
+			w := shares.User(k)
+			acct := l.accounts[k.Account]
+			m := acct.minC
+			if math.IsInf(m, 1) && acct.lastLeftSet {
+				ll := Assoc{Account: k.Account, User: acct.lastLeft}
+				if lu, ok := l.assocs[ll]; ok {
+					if lw := shares.User(ll); lw > 0 {
+						m = lu.vtc / lw
+					}
+				}
+			}
+			if w > 0 && !math.IsInf(m, 1) {
+				u.vtc = max(u.vtc, m*w)
+			}
+		}
+	}
+	for _, u := range l.assocs {
+		u.backlog = u.seen == ep
+	}
+	for _, a := range l.accounts {
+		a.backlog = a.seen == ep
+	}
+}
+
+// Usage is the association's fair-share usage at time at, in decayed
+// GPU-seconds.
+func (l *Ledger) Usage(a Assoc, at time.Time) float64 {
+	if l == nil {
+		return 0
+	}
+	if u := l.assocs[a]; u != nil {
+		return u.usage * l.decay(at)
+	}
+	return 0
+}
+
+// AccountUsage is the account's fair-share usage at time at, in decayed
+// GPU-seconds.
+func (l *Ledger) AccountUsage(account string, at time.Time) float64 {
+	if l == nil {
+		return 0
+	}
+	if u := l.accounts[account]; u != nil {
+		return u.usage * l.decay(at)
+	}
+	return 0
+}
+
+// TotalUsage is the whole cluster's fair-share usage at time at (Slurm's
+// root association), in decayed GPU-seconds.
+func (l *Ledger) TotalUsage(at time.Time) float64 {
+	if l == nil {
+		return 0
+	}
+	return l.total * l.decay(at)
+}
+
+// Counter is the association's VTC counter: GPU-seconds received, raised by
+// lifts, not divided by shares.
+func (l *Ledger) Counter(a Assoc) float64 {
+	if l == nil {
+		return 0
+	}
+	if u := l.assocs[a]; u != nil {
+		return u.vtc
+	}
+	return 0
+}
+
+// AccountCounter is the account's VTC counter, as Counter.
+func (l *Ledger) AccountCounter(account string) float64 {
+	if l == nil {
+		return 0
+	}
+	if u := l.accounts[account]; u != nil {
+		return u.vtc
+	}
+	return 0
+}
+
+// Attained is the service job id has received so far, in GPU-seconds.
+func (l *Ledger) Attained(id int64) float64 {
+	if l == nil {
+		return 0
+	}
+	if u := l.jobs[id]; u != nil {
+		return u.service
+	}
+	return 0
+}
+
+// Assocs lists the associations the ledger knows, sorted.
+func (l *Ledger) Assocs() []Assoc {
+	if l == nil {
+		return nil
+	}
+	out := make([]Assoc, 0, len(l.assocs))
+	for a := range l.assocs {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, compareAssoc)
+	return out
+}
+
+func compareAssoc(a, b Assoc) int {
+	if a.Account != b.Account {
+		if a.Account < b.Account {
+			return -1
+		}
+		return 1
+	}
+	if a.User < b.User {
+		return -1
+	}
+	if a.User > b.User {
+		return 1
+	}
+	return 0
+}
+
+// Clone returns an independent copy, for what-if ranking.
+func (l *Ledger) Clone() *Ledger {
+	if l == nil {
+		return nil
+	}
+	c := *l
+	c.assocs = make(map[Assoc]*assocUsage, len(l.assocs))
+	for k, v := range l.assocs {
+		x := *v
+		c.assocs[k] = &x
+	}
+	c.accounts = make(map[string]*accountUsage, len(l.accounts))
+	for k, v := range l.accounts {
+		x := *v
+		c.accounts[k] = &x
+	}
+	c.jobs = make(map[int64]*jobUsage, len(l.jobs))
+	for k, v := range l.jobs {
+		x := *v
+		x.runs = slices.Clone(v.runs)
+		c.jobs[k] = &x
+	}
+	c.samples = slices.Clone(l.samples)
+	return &c
+}
+
+// sortedSamples returns the finished jobs' service samples, ascending.
+func (l *Ledger) sortedSamples() []float64 {
+	if l == nil {
+		return nil
+	}
+	s := slices.Clone(l.samples)
+	slices.Sort(s)
+	return s
+}

@@ -1,0 +1,196 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// UnknownRun is the run time assumed for a job that has neither a
+// prediction nor a time limit: long, so that a job nobody can size never
+// passes for a short one.
+const UnknownRun = 7 * 24 * time.Hour
+
+// ErrBadScore is returned by Rank when a policy's parts combine into NaN
+// (which no ordering can place), naming the job.
+var ErrBadScore = errors.New("score is not a number")
+
+// predictedRun is the run time a policy assumes for j: the prediction in
+// the snapshot, else the job's time limit, else UnknownRun.
+func predictedRun(s *Snapshot, j *Job) time.Duration {
+	if d, ok := s.Predicted[j.ID]; ok {
+		return max(d, 0)
+	}
+	if j.TimeLimit > 0 {
+		return j.TimeLimit
+	}
+	return UnknownRun
+}
+
+// predictedService is the job's predicted service in GPU-seconds: its rate
+// times its predicted run time (Helios' "GPU time").
+func predictedService(s *Snapshot, j *Job) float64 {
+	return s.Service.Rate(j) * predictedRun(s, j).Seconds()
+}
+
+// waitingSince is when the job became able to run: its eligible time when
+// known, else its submit time. Slurm's age factor counts from the same.
+func waitingSince(j *Job) time.Time {
+	if !j.Eligible.IsZero() {
+		return j.Eligible
+	}
+	return j.Submit
+}
+
+// scorer names the parts of one policy's score and weighs them. Its value
+// method is the only place in the package where parts are combined into a
+// Score's Value:
+//
+//	Value = Σ weight[k] · part[k]
+//
+// Parts with weight 0 explain the score without moving it.
+type scorer struct {
+	names   []string
+	weights []float64
+}
+
+func (sc *scorer) value(parts []float64) float64 {
+	v := 0.0
+	for k, w := range sc.weights {
+		if w != 0 {
+			v += w * parts[k]
+		}
+	}
+	return v
+}
+
+// rankEntry is one pending job while it is being ordered.
+type rankEntry struct {
+	value  float64
+	submit int64 // Unix nanoseconds, math.MinInt64 when unknown
+	id     int64
+	i      int32 // index in Snapshot.Pending
+}
+
+// compareRank orders entries best first: higher value, then earlier submit
+// time, then lower job id (the tie-break Slurm itself applies after
+// priority, so equal values keep the same order in Slurm).
+func compareRank(a, b rankEntry) int {
+	switch {
+	case a.value > b.value:
+		return -1
+	case a.value < b.value:
+		return 1
+	case a.submit < b.submit:
+		return -1
+	case a.submit > b.submit:
+		return 1
+	case a.id < b.id:
+		return -1
+	case a.id > b.id:
+		return 1
+	}
+	return 0
+}
+
+func unixNanoOrMin(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
+	}
+	return t.UnixNano()
+}
+
+// rank is where every policy's Rank ends: parts holds one row of
+// len(sc.names) parts per pending job, in Snapshot.Pending order. It
+// combines each row into a Value, orders the jobs best first with the
+// documented tie-break and builds the Scores.
+func (sc *scorer) rank(s *Snapshot, parts []float64) ([]Score, error) {
+	n, k := len(s.Pending), len(sc.names)
+	entries := make([]rankEntry, n)
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		v := sc.value(parts[i*k : (i+1)*k])
+		if math.IsNaN(v) {
+			return nil, fmt.Errorf("job %d: %w", j.ID, ErrBadScore)
+		}
+		entries[i] = rankEntry{value: v, submit: unixNanoOrMin(j.Submit), id: j.ID, i: int32(i)}
+	}
+	slices.SortFunc(entries, compareRank)
+	scores := make([]Score, n)
+	for r, e := range entries {
+		row := parts[int(e.i)*k : (int(e.i)+1)*k]
+		m := make(map[string]float64, k)
+		for x, name := range sc.names {
+			m[name] = row[x]
+		}
+		scores[r] = Score{JobID: e.id, Value: e.value, Parts: m}
+	}
+	return scores, nil
+}
+
+// assocGroups partitions the pending jobs by association, and the
+// associations by account, so per-user and per-account state is looked up
+// once per group rather than once per job.
+type assocGroups struct {
+	of       []int32 // group of each pending job
+	keys     []Assoc // association of each group
+	acct     []int32 // account index of each group
+	accounts []string
+	byKey    map[Assoc]int32
+	byAcct   map[string]int32
+	// members lists pending job indices grouped: group g's jobs are
+	// members[start[g]:start[g+1]].
+	members []int32
+	start   []int32
+}
+
+func groupByAssoc(jobs []Job) *assocGroups {
+	g := &assocGroups{
+		of:     make([]int32, len(jobs)),
+		byKey:  map[Assoc]int32{},
+		byAcct: map[string]int32{},
+	}
+	var last Assoc
+	lastG := int32(-1)
+	for i := range jobs {
+		j := &jobs[i]
+		if lastG >= 0 && j.User == last.User && j.Account == last.Account {
+			g.of[i] = lastG
+			continue
+		}
+		key := AssocOf(j)
+		x, ok := g.byKey[key]
+		if !ok {
+			x = int32(len(g.keys))
+			g.byKey[key] = x
+			g.keys = append(g.keys, key)
+			a, ok := g.byAcct[key.Account]
+			if !ok {
+				a = int32(len(g.accounts))
+				g.byAcct[key.Account] = a
+				g.accounts = append(g.accounts, key.Account)
+			}
+			g.acct = append(g.acct, a)
+		}
+		g.of[i], last, lastG = x, key, x
+	}
+	g.start = make([]int32, len(g.keys)+1)
+	for _, x := range g.of {
+		g.start[x+1]++
+	}
+	for x := range g.keys {
+		g.start[x+1] += g.start[x]
+	}
+	g.members = make([]int32, len(jobs))
+	fill := slices.Clone(g.start[:len(g.keys)])
+	for i, x := range g.of {
+		g.members[fill[x]] = int32(i)
+		fill[x]++
+	}
+	return g
+}
+
+// group returns the pending job indices of group x.
+func (g *assocGroups) group(x int) []int32 { return g.members[g.start[x]:g.start[x+1]] }

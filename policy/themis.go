@@ -1,0 +1,82 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// ThemisParams configures themis. The zero value gives the defaults.
+type ThemisParams struct {
+	// MinRun floors T_independent so a job predicted to take no time does
+	// not get an infinite ρ. 0 means 10 s, the τ of bounded slowdown.
+	MinRun time.Duration
+}
+
+// themis ranks by finish-time fairness (Mahajan et al., "Themis: Fair and
+// Efficient GPU Cluster Scheduling", NSDI'20, §3, "Finish-time fairness"):
+// ρ = T_shared / T_independent, where T_independent is the job's finish
+// time had it run alone on a 1/N share of the cluster (N contending users)
+// and T_shared its finish time in the shared cluster. Themis offers
+// resources to the apps with the largest ρ first; here the worst-off job
+// ranks first.
+//
+// Adaptation to a batch scheduler that only re-ranks pending, rigid jobs:
+// Themis' apps are Fairway's jobs; N is the number of distinct users with a
+// pending or running job; a job's share is C/N of the snapshot's capacity
+// C = Snapshot.GPUs. A rigid job needing G GPU-equivalents on a share of
+// C/N runs slowed by max(1, G·N/C), so T_independent = run·max(1, G·N/C)
+// (run = predicted run time; C unknown means no slowdown). A pending job
+// that started now would finish after T_shared = (Now − Submit) + run. So
+// ρ grows as the job waits, fastest for short jobs of users with small
+// shares — Themis' incentive. Themis' auction and its fairness knob f
+// pick which apps bid, not their order, and have no counterpart here.
+type themis struct {
+	minRun float64
+	sc     scorer
+}
+
+// NewThemis returns the "themis" policy.
+func NewThemis(p ThemisParams) (Policy, error) {
+	if p.MinRun < 0 {
+		return nil, fmt.Errorf("themis: min run %s: want >= 0", p.MinRun)
+	}
+	if p.MinRun == 0 {
+		p.MinRun = 10 * time.Second
+	}
+	return &themis{minRun: p.MinRun.Seconds(), sc: scorer{
+		names:   []string{"rho", "t_shared_s", "t_independent_s", "active_users"},
+		weights: []float64{1, 0, 0, 0},
+	}}, nil
+}
+
+func (*themis) Name() string { return "themis" }
+
+func (p *themis) Rank(s *Snapshot) ([]Score, error) {
+	users := make(map[string]struct{})
+	for i := range s.Pending {
+		users[s.Pending[i].User] = struct{}{}
+	}
+	for i := range s.Running {
+		users[s.Running[i].User] = struct{}{}
+	}
+	n := float64(len(users))
+	const k = 4
+	parts := make([]float64, k*len(s.Pending))
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		run := predictedRun(s, j).Seconds()
+		slow := 1.0
+		if s.GPUs > 0 {
+			slow = max(1, s.Service.Rate(j)*n/s.GPUs)
+		}
+		tid := max(run*slow, p.minRun)
+		tsh := s.Now.Sub(j.Submit).Seconds() + run
+		row := parts[k*i : k*i+k]
+		row[0], row[1], row[2], row[3] = tsh/tid, tsh, tid, n
+	}
+	scores, err := p.sc.rank(s, parts)
+	if err != nil {
+		return nil, fmt.Errorf("themis: %w", err)
+	}
+	return scores, nil
+}

@@ -1,0 +1,220 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// VTCParams configures vtc. The zero value gives the defaults.
+type VTCParams struct {
+	// IgnoreRunning leaves the predicted remaining service of running jobs
+	// out of the counters, which then hold only service already received.
+	// false (the default) counts it; see vtc.
+	IgnoreRunning bool
+}
+
+// vtc is the Virtual Token Counter (Sheng et al., "Fairness in Serving
+// Large Language Models", OSDI'24, §4, Algorithm 2, and its weighted
+// variant): every client has a counter of the service it received,
+// divided by its weight; the backlogged client with the smallest counter is
+// served next and charged for what it gets; a client that becomes
+// backlogged has its counter lifted to the smallest counter among the
+// backlogged clients, so it cannot bank credit while idle. The VTC bound
+// (two backlogged clients' weighted service differs by at most twice the
+// cost of one request) follows from always serving the least-served one.
+//
+// Adaptation to Slurm, where service is GPU time and Fairway re-ranks the
+// whole pending queue each cycle instead of picking one request:
+//
+//   - Clients are associations; service is GPU-seconds (Snapshot.Service),
+//     charged as jobs run and lifted on backlog by the Ledger; weights are
+//     raw shares. It is hierarchical where the share tree is: accounts
+//     share the cluster by account counters, users share their account by
+//     user counters (one account, or a nil tree, is plain per-user VTC).
+//   - A ranking is VTC's dispatch order played forward: each job gets the
+//     counter its user (then its account) would have when VTC picked it,
+//     charging every earlier pick its predicted service — a start tag, as
+//     in start-time fair queuing. Within a user, vtc keeps VTC's FIFO.
+//     The job with the smallest account tag ranks first.
+//   - VTC charges a request's prompt when it is dispatched; a batch job
+//     holds its GPUs for hours, so a counter charged only as time passes
+//     would let a user start many long jobs before the counter catches up.
+//     Unless IgnoreRunning, the predicted remaining service of the user's
+//     running jobs is added to the counter ("committed"), and the Ledger
+//     trues it up as the job really runs.
+//   - Zero-share associations or accounts rank after everyone else, FIFO
+//     among themselves.
+//
+// Value = −account tag.
+type vtc struct {
+	ignoreRunning bool
+	sc            scorer
+}
+
+// NewVTC returns the "vtc" policy.
+func NewVTC(p VTCParams) (Policy, error) {
+	return &vtc{ignoreRunning: p.IgnoreRunning, sc: scorer{
+		names:   []string{"vtc_tag", "user_tag", "user_counter", "account_counter", "predicted_gpu_s", "zero_share"},
+		weights: []float64{-1, 0, 0, 0, 0, 0},
+	}}, nil
+}
+
+func (*vtc) Name() string { return "vtc" }
+
+func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
+	cost := make([]float64, len(s.Pending))
+	for i := range s.Pending {
+		cost[i] = predictedService(s, &s.Pending[i])
+	}
+	fifo := func(a, b int32) int { return compareSubmit(s, a, b) }
+	t := computeVTC(s, cost, fifo, !p.ignoreRunning)
+	const k = 6
+	parts := make([]float64, k*len(s.Pending))
+	for i := range s.Pending {
+		x := t.g.of[i]
+		row := parts[k*i : k*i+k]
+		row[0], row[1], row[2], row[3], row[4] = t.tag[i], t.userTag[i], t.userC[x], t.acctC[t.g.acct[x]], cost[i]
+		if t.zero[x] {
+			row[5] = 1
+		}
+	}
+	scores, err := p.sc.rank(s, parts)
+	if err != nil {
+		return nil, fmt.Errorf("vtc: %w", err)
+	}
+	return scores, nil
+}
+
+// compareSubmit orders pending jobs a and b by submit time, then id.
+func compareSubmit(s *Snapshot, a, b int32) int {
+	ja, jb := &s.Pending[a], &s.Pending[b]
+	if c := ja.Submit.Compare(jb.Submit); c != 0 {
+		return c
+	}
+	return cmp.Compare(ja.ID, jb.ID)
+}
+
+// vtcTags is VTC's dispatch order over the pending jobs, as start tags.
+type vtcTags struct {
+	g       *assocGroups
+	tag     []float64 // per pending job: account start tag (ranking key, ascending)
+	userTag []float64 // per pending job: user start tag within its account
+	userC   []float64 // per group: weighted user counter, committed service included
+	acctC   []float64 // per account: weighted account counter, committed service included
+	zero    []bool    // per group: zero shares (user or account)
+}
+
+// computeVTC plays VTC forward over the pending jobs: within each
+// association in the order given by within, then across the users of an
+// account by user tag, then across accounts by account tag. cost is each
+// pending job's predicted service. With committed, running jobs' predicted
+// remaining service counts as already received.
+func computeVTC(s *Snapshot, cost []float64, within func(a, b int32) int, committed bool) *vtcTags {
+	g := groupByAssoc(s.Pending)
+	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
+	t := &vtcTags{
+		g:       g,
+		tag:     make([]float64, n),
+		userTag: make([]float64, n),
+		userC:   make([]float64, ng),
+		acctC:   make([]float64, na),
+		zero:    make([]bool, ng),
+	}
+	commU, commA := make([]float64, ng), make([]float64, na)
+	if committed {
+		for i := range s.Running {
+			r := &s.Running[i]
+			x, okU := g.byKey[AssocOf(r)]
+			a, okA := g.byAcct[r.Account]
+			if !okU && !okA {
+				continue
+			}
+			rem := predictedRun(s, r)
+			if !r.Start.IsZero() {
+				rem -= s.Now.Sub(r.Start)
+			}
+			u := s.Service.Rate(r) * max(rem, 0).Seconds()
+			if okU {
+				commU[x] += u
+			}
+			if okA {
+				commA[a] += u
+			}
+		}
+	}
+
+	acctW := make([]float64, na)
+	for a, name := range g.accounts {
+		acctW[a] = s.Shares.Account(name)
+		if acctW[a] > 0 {
+			t.acctC[a] = (s.Ledger.AccountCounter(name) + commA[a]) / acctW[a]
+		}
+	}
+	// User tags, and the jobs of positive-share groups gathered by account.
+	perAcct := make([]int32, na+1)
+	for x, key := range g.keys {
+		w := s.Shares.User(key)
+		a := g.acct[x]
+		if w <= 0 || acctW[a] <= 0 {
+			t.zero[x] = true
+			continue
+		}
+		t.userC[x] = (s.Ledger.Counter(key) + commU[x]) / w
+		members := g.group(x)
+		slices.SortFunc(members, within)
+		c := t.userC[x]
+		for _, m := range members {
+			t.userTag[m] = c
+			c += cost[m] / w
+		}
+		perAcct[a+1] += int32(len(members))
+	}
+	for a := range na {
+		perAcct[a+1] += perAcct[a]
+	}
+	order := make([]int32, perAcct[na])
+	fill := slices.Clone(perAcct[:na])
+	for x := range g.keys {
+		if t.zero[x] {
+			continue
+		}
+		a := g.acct[x]
+		for _, m := range g.group(x) {
+			order[fill[a]] = m
+			fill[a]++
+		}
+	}
+	byUserTag := func(a, b int32) int {
+		if c := cmp.Compare(t.userTag[a], t.userTag[b]); c != 0 {
+			return c
+		}
+		return compareSubmit(s, a, b)
+	}
+	maxTag := math.Inf(-1)
+	for a := range na {
+		seq := order[perAcct[a]:perAcct[a+1]]
+		slices.SortFunc(seq, byUserTag)
+		c := t.acctC[a]
+		for _, m := range seq {
+			t.tag[m] = c
+			c += cost[m] / acctW[a]
+		}
+		if len(seq) > 0 {
+			maxTag = max(maxTag, t.tag[seq[len(seq)-1]])
+		}
+	}
+	// Zero-share jobs after every other job, tied among themselves.
+	if math.IsInf(maxTag, -1) {
+		maxTag = 0
+	}
+	for x := range g.keys {
+		if t.zero[x] {
+			for _, m := range g.group(x) {
+				t.tag[m] = maxTag + 1
+			}
+		}
+	}
+	return t
+}
