@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -101,44 +102,49 @@ func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
 // (association) of g.
 func fairshareFactors(s *Snapshot, g *assocGroups, damp float64) []fsFactor {
 	// The siblings: every account and association the tree, the ledger or
-	// the snapshot knows.
-	accounts := map[string]float64{} // account -> Σ shares of its users
-	users := map[Assoc]struct{}{}
-	addUser := func(a Assoc) {
-		if _, ok := users[a]; !ok {
-			users[a] = struct{}{}
-			accounts[a.Account] += s.Shares.User(a)
-		}
-	}
-	addAccount := func(name string) {
-		if _, ok := accounts[name]; !ok {
-			accounts[name] = 0
-		}
-	}
+	// the snapshot knows. Sums run in sorted order so that the factors do
+	// not depend on map iteration.
+	accountSet := map[string]struct{}{}
+	userSet := map[Assoc]struct{}{}
 	if s.Shares != nil {
 		for name := range s.Shares.Accounts {
-			addAccount(name)
+			accountSet[name] = struct{}{}
 		}
 		for a := range s.Shares.Users {
-			addUser(a)
+			userSet[a] = struct{}{}
 		}
 	}
 	if s.Ledger != nil {
 		for name := range s.Ledger.accounts {
-			addAccount(name)
+			accountSet[name] = struct{}{}
 		}
 		for a := range s.Ledger.assocs {
-			addUser(a)
+			userSet[a] = struct{}{}
 		}
 	}
 	for _, a := range g.keys {
-		addUser(a)
+		userSet[a] = struct{}{}
 	}
 	for i := range s.Running {
-		addUser(AssocOf(&s.Running[i]))
+		userSet[AssocOf(&s.Running[i])] = struct{}{}
 	}
+	users := make([]Assoc, 0, len(userSet))
+	for a := range userSet {
+		users = append(users, a)
+		accountSet[a.Account] = struct{}{}
+	}
+	slices.SortFunc(users, compareAssoc)
+	accounts := make(map[string]float64, len(accountSet)) // account -> Σ shares of its users
+	for _, a := range users {
+		accounts[a.Account] += s.Shares.User(a)
+	}
+	names := make([]string, 0, len(accountSet))
+	for name := range accountSet {
+		names = append(names, name)
+	}
+	slices.Sort(names)
 	sumAccounts := 0.0
-	for name := range accounts {
+	for _, name := range names {
 		sumAccounts += s.Shares.Account(name)
 	}
 

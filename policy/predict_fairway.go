@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // FairwayParams configures the fairway predictor. Zero fields take the
@@ -26,6 +25,11 @@ type FairwayParams struct {
 	Trees int
 	Depth int
 	Rate  float64
+	// LogLoss trains on the absolute error of log(1+run) instead of seconds.
+	LogLoss bool
+	// ExpertRate is the weight of a user's newest job in the running error
+	// of each expert (0.25: about the last four jobs count).
+	ExpertRate float64
 }
 
 func (p *FairwayParams) defaults() error {
@@ -49,6 +53,12 @@ func (p *FairwayParams) defaults() error {
 	}
 	if p.Rate == 0 {
 		p.Rate = 0.15
+	}
+	if p.ExpertRate < 0 || p.ExpertRate > 1 {
+		return fmt.Errorf("fairway: expert rate %g: want within (0, 1]", p.ExpertRate)
+	}
+	if p.ExpertRate == 0 {
+		p.ExpertRate = 0.25
 	}
 	if p.Depth > 12 {
 		return fmt.Errorf("fairway: depth %d: want <= 12", p.Depth)
@@ -93,7 +103,11 @@ type fairwayPredictor struct {
 	model     *gbtModel
 	upperLog  float32
 	snapLog   float32
-	trainer   gbtTrainer
+	// endOrder and submitOrder are running rates of observations arriving
+	// in end and in submit order; lastEnd, lastSubmit the previous one's.
+	endOrder, submitOrder float64
+	lastEnd, lastSubmit   int64
+	trainer               gbtTrainer
 }
 
 // fwItem is one finished job in a user's history.
@@ -110,6 +124,10 @@ type fwUser struct {
 	items []fwItem // ring, capacity History
 	next  int
 	total int
+	// errs is the running mean absolute error (seconds) of each expert on
+	// the user's jobs, over scored jobs.
+	errs   [fwExperts]float32
+	scored int
 }
 
 // at returns the k-th most recent item (0 = newest).
@@ -140,7 +158,7 @@ func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
 		x:     make([]float32, 0, p.Window*fwFeatures),
 		y:     make([]float32, 0, p.Window),
 		trainer: gbtTrainer{cfg: gbtConfig{
-			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5,
+			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: !p.LogLoss,
 		}},
 	}, nil
 }
@@ -149,8 +167,22 @@ func (f *fairwayPredictor) Name() string { return "fairway" }
 
 // Observe learns j's features and outcome, then adds it to the history.
 func (f *fairwayPredictor) Observe(j *Job) {
+	// Reconstruct the history Predict saw when j was submitted. Jobs
+	// observed in end order (a live system, the online protocol) that ended
+	// after j's submit were not known then; jobs observed in submit order
+	// were, whether or not they had ended.
+	end, sub := j.End.Unix(), j.Submit.Unix()
+	if f.observed > 0 {
+		f.endOrder += 0.01 * (b2f(end >= f.lastEnd) - f.endOrder)
+		f.submitOrder += 0.01 * (b2f(sub >= f.lastSubmit) - f.submitOrder)
+	}
+	f.lastEnd, f.lastSubmit = end, sub
+	endBefore := int64(math.MaxInt64)
+	if f.endOrder > f.submitOrder {
+		endBefore = sub
+	}
 	var x [fwFeatures]float32
-	f.features(j, &x)
+	f.features(j, endBefore, &x)
 	run := j.RunTime().Seconds()
 	y := float32(math.Log1p(run))
 	if f.filled < f.p.Window {
@@ -167,6 +199,9 @@ func (f *fairwayPredictor) Observe(j *Job) {
 	if u == nil {
 		u = &fwUser{items: make([]fwItem, 0, 4)}
 		f.users[j.User] = u
+	}
+	if f.model != nil {
+		f.score(u, j, &x, run)
 	}
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
@@ -208,15 +243,75 @@ func (f *fairwayPredictor) Predict(j *Job) Prediction {
 		return f.rules(j)
 	}
 	var x [fwFeatures]float32
-	f.features(j, &x)
-	l := f.model.predict(x[:])
-	src := "model"
-	if c, ok := f.snap(j, &x, l); ok {
-		l, src = c, "model-snapped"
+	f.features(j, math.MaxInt64, &x)
+	var ex [fwExperts]float32
+	f.experts(&x, &ex)
+	best := exSnapped
+	if u := f.users[j.User]; u != nil && u.scored >= fwMinScored {
+		for i, e := range u.errs {
+			if e < u.errs[best] {
+				best = i
+			}
+		}
 	}
+	l := ex[best]
 	run := clampRun(j, secs(math.Expm1(float64(l))))
-	up := clampRun(j, secs(math.Expm1(float64(l+f.upperLog))))
-	return Prediction{Run: run, Upper: max(up, run), Quantile: 0.9, Source: src}
+	up := clampRun(j, secs(math.Expm1(float64(ex[exModel]+f.upperLog))))
+	return Prediction{Run: run, Upper: max(up, run), Quantile: 0.9, Source: fwExpertNames[best]}
+}
+
+// The experts whose recent accuracy, per user, picks the prediction.
+const (
+	exSnapped   = iota // the model, snapped to a concrete candidate
+	exModel            // the model as is
+	exLastMean2        // mean of the user's last two runs (Tsafrir)
+	exLast1            // the user's last run
+	exSameJob          // the last run of the user's identical job
+	exAlea             // limit × max run/limit of the last 5 (Alea)
+	exMedian5          // median of the user's last 5 runs
+	exLimit            // the time limit
+	fwExperts
+)
+
+var fwExpertNames = [fwExperts]string{"model-snapped", "model", "user-last-mean", "user-last", "user-same-job", "user-max-ratio", "user-median-5", "limit"}
+
+// fwMinScored is how many of a user's jobs must have been scored before the
+// user's most accurate expert replaces the snapped model.
+const fwMinScored = 3
+
+// experts fills ex with every expert's value in log(1+seconds); an expert
+// without data (no limit, no identical job) gives the snapped model's.
+func (f *fairwayPredictor) experts(x *[fwFeatures]float32, ex *[fwExperts]float32) {
+	l := f.model.predict(x[:])
+	ex[exModel] = l
+	ex[exSnapped] = l
+	if c, ok := f.snap(x, l); ok {
+		ex[exSnapped] = c
+	}
+	for _, e := range []struct {
+		i int
+		v float32
+	}{{exLastMean2, x[ftLastMean2]}, {exLast1, x[ftLast1]}, {exSameJob, x[ftSameJobLast]}, {exAlea, x[ftAleaMax]}, {exMedian5, x[ftMedian5]}, {exLimit, x[ftLimit]}} {
+		ex[e.i] = e.v
+		if e.v < 0 {
+			ex[e.i] = ex[exSnapped]
+		}
+	}
+}
+
+// score updates u's running error of every expert with j's outcome.
+func (f *fairwayPredictor) score(u *fwUser, j *Job, x *[fwFeatures]float32, run float64) {
+	var ex [fwExperts]float32
+	f.experts(x, &ex)
+	for i, l := range ex {
+		e := float32(math.Abs(clampRun(j, secs(math.Expm1(float64(l)))).Seconds() - run))
+		if u.scored == 0 {
+			u.errs[i] = e
+		} else {
+			u.errs[i] += float32(f.p.ExpertRate) * (e - u.errs[i])
+		}
+	}
+	u.scored++
 }
 
 // snap moves the model's value l onto the nearest concrete candidate (the
@@ -227,7 +322,7 @@ func (f *fairwayPredictor) Predict(j *Job) Prediction {
 // median is a smooth estimate that is near such a value but rarely on it;
 // snapping keeps the mean absolute error (the move is within the typical
 // error) and turns near misses into hits.
-func (f *fairwayPredictor) snap(j *Job, x *[fwFeatures]float32, l float32) (float32, bool) {
+func (f *fairwayPredictor) snap(x *[fwFeatures]float32, l float32) (float32, bool) {
 	best, bestD := float32(0), f.snapLog
 	found := false
 	for _, c := range [...]float32{x[ftLimit], x[ftSameJobLast], x[ftLast1], x[ftSameLimitLast], x[ftSameNameLast], x[ftSameSizeLast], x[ftLastMean2], x[ftMedian5]} {
@@ -307,7 +402,7 @@ const (
 
 // features fills x for job j from the history: only jobs submitted no later
 // than j count, so that features computed at Observe match Predict's.
-func (f *fairwayPredictor) features(j *Job, x *[fwFeatures]float32) {
+func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]float32) {
 	for i := range x {
 		x[i] = -1
 	}
@@ -332,12 +427,13 @@ func (f *fairwayPredictor) features(j *Job, x *[fwFeatures]float32) {
 		last5, lim5, name5                                  [5]float32
 		ratio5                                              [5]float32
 		lastSub, lastEnd                                    int64 = -1, -1
-		w                                                   = 1.0
+		w                                                         = 1.0
+		prevRun                                             float32
 	)
 	cpus, gpus := int32(j.CPUs), int32(j.GPUs)
 	for k := range u.items {
 		it := u.at(k)
-		if it.submit > sub {
+		if it.submit > sub || it.end >= endBefore {
 			continue
 		}
 		if n < 5 {
@@ -353,8 +449,9 @@ func (f *fairwayPredictor) features(j *Job, x *[fwFeatures]float32) {
 			}
 		case 1:
 			x[ftLast2] = it.lrun
-			x[ftLastMean2] = log1p32((u.at(k).run + runOfLast(u, sub)) / 2)
+			x[ftLastMean2] = log1p32((it.run + prevRun) / 2)
 		}
+		prevRun = it.run
 		n++
 		sum += float64(it.lrun)
 		sum2 += float64(it.lrun) * float64(it.lrun)
@@ -453,12 +550,9 @@ func (f *fairwayPredictor) features(j *Job, x *[fwFeatures]float32) {
 	}
 }
 
-// runOfLast is the run time of the user's newest job submitted by sub.
-func runOfLast(u *fwUser, sub int64) float32 {
-	for k := range u.items {
-		if it := u.at(k); it.submit <= sub {
-			return it.run
-		}
+func b2f(b bool) float64 {
+	if b {
+		return 1
 	}
 	return 0
 }
@@ -477,5 +571,3 @@ func median5(v []float32) float32 {
 	}
 	return s[(n-1)/2]
 }
-
-var _ = time.Second

@@ -33,6 +33,12 @@ type gbtConfig struct {
 	Rate      float64
 	MinLeaf   int
 	Subsample float64
+	// ScaleWeighted minimises the absolute error of exp(F) instead of F:
+	// with F = log(1+y), each sample's gradient and leaf vote is weighted
+	// by its current prediction in seconds, exp(F), because
+	// |e^y − e^(F+γ)| = e^F·|e^(y−F) − e^γ|. The mean absolute error in
+	// seconds is then what the trees reduce.
+	ScaleWeighted bool
 }
 
 // gbtNode is one node of a tree; a leaf has feature -1.
@@ -77,6 +83,7 @@ type gbtTrainer struct {
 	cuts  [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
 	bins  []uint8     // n × nf, row-major
 	resid []float32
+	w     []float32 // per-sample weight of the current tree
 	f     []float32
 	rows  []int32
 	rng   uint64
@@ -84,8 +91,8 @@ type gbtTrainer struct {
 }
 
 type histBin struct {
-	g float64
-	n int32
+	g, h float64 // weighted sign sum, weight sum
+	n    int32
 }
 
 // lcg is a 64-bit linear congruential generator (Knuth's MMIX constants);
@@ -122,8 +129,13 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 			all[i], all[j] = all[j], all[i]
 		}
 		t.rows = append(t.rows[:0], all[:sub]...)
+		t.w = resize(t.w, n)
 		for _, r := range t.rows {
 			t.resid[r] = y[r] - t.f[r]
+			t.w[r] = 1
+			if t.cfg.ScaleWeighted {
+				t.w[r] = float32(math.Exp(float64(min(t.f[r], 30))))
+			}
 		}
 		tree := t.growTree(x)
 		m.trees = append(m.trees, tree)
@@ -208,25 +220,29 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		if o.hist == nil {
 			o.hist = t.histogram(rows)
 		}
-		var G float64
+		var G, H float64
 		for b := 0; b < gbtBins; b++ {
 			G += o.hist[b].g
+			H += o.hist[b].h
 		}
-		N := float64(len(rows))
 		best, bestF, bestB := 0.0, -1, -1
 		for f := 0; f < nf; f++ {
 			h := o.hist[f*gbtBins : (f+1)*gbtBins]
-			var gl float64
+			var gl, hl float64
 			var nl int32
 			for b := 0; b < len(t.cuts[f])-1; b++ {
 				gl += h[b].g
+				hl += h[b].h
 				nl += h[b].n
 				nr := int32(len(rows)) - nl
 				if int(nl) < t.cfg.MinLeaf || int(nr) < t.cfg.MinLeaf {
 					continue
 				}
-				gr := G - gl
-				gain := gl*gl/float64(nl) + gr*gr/float64(nr) - G*G/N
+				gr, hr := G-gl, H-hl
+				if hl <= 0 || hr <= 0 {
+					continue
+				}
+				gain := gl*gl/hl + gr*gr/hr - G*G/H
 				if gain > best+1e-9 {
 					best, bestF, bestB = gain, f, b
 				}
@@ -263,6 +279,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 				big.hist = o.hist
 				for k := range big.hist {
 					big.hist[k].g -= small.hist[k].g
+					big.hist[k].h -= small.hist[k].h
 					big.hist[k].n -= small.hist[k].n
 				}
 			}
@@ -277,33 +294,70 @@ func (t *gbtTrainer) histogram(rows []int32) []histBin {
 	nf := t.nf
 	h := make([]histBin, nf*gbtBins)
 	for _, r := range rows {
+		w := float64(t.w[r])
 		g := 0.0
 		switch res := t.resid[r]; {
 		case res > 0:
-			g = 1
+			g = w
 		case res < 0:
-			g = -1
+			g = -w
 		}
 		b := t.bins[int(r)*nf : int(r)*nf+nf]
 		for f, bin := range b {
 			e := &h[f*gbtBins+int(bin)]
 			e.g += g
+			e.h += w
 			e.n++
 		}
 	}
 	return h
 }
 
-// leaf is Rate × the median residual of rows.
+// leaf is Rate × the (weighted) median residual of rows.
 func (t *gbtTrainer) leaf(rows []int32) float32 {
 	if len(rows) == 0 {
 		return 0
 	}
-	v := make([]float32, len(rows))
-	for i, r := range rows {
-		v[i] = t.resid[r]
+	if !t.cfg.ScaleWeighted {
+		v := make([]float32, len(rows))
+		for i, r := range rows {
+			v[i] = t.resid[r]
+		}
+		return float32(t.cfg.Rate) * median32(v)
 	}
-	return float32(t.cfg.Rate) * median32(v)
+	v := make([]weighted, len(rows))
+	for i, r := range rows {
+		v[i] = weighted{t.resid[r], t.w[r]}
+	}
+	return float32(t.cfg.Rate) * weightedMedian(v)
+}
+
+type weighted struct{ v, w float32 }
+
+// weightedMedian is the value where the cumulative weight, in value order,
+// first reaches half the total; v is reordered.
+func weightedMedian(v []weighted) float32 {
+	slices.SortFunc(v, func(a, b weighted) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
+	var total float64
+	for _, e := range v {
+		total += float64(e.w)
+	}
+	var acc float64
+	for _, e := range v {
+		acc += float64(e.w)
+		if acc >= total/2 {
+			return e.v
+		}
+	}
+	return v[len(v)-1].v
 }
 
 // median32 is the median of v (the lower middle for an even count); v is

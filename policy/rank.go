@@ -105,7 +105,9 @@ func unixNanoOrMin(t time.Time) int64 {
 // rank is where every policy's Rank ends: parts holds one row of
 // len(sc.names) parts per pending job, in Snapshot.Pending order. It
 // combines each row into a Value, orders the jobs best first with the
-// documented tie-break and builds the Scores.
+// documented tie-break and builds the Scores. Parts that are 0 are left
+// out of Score.Parts (a missing part reads as 0): most jobs are not
+// starved nor zero-share, and a map entry is the dearest thing per job.
 func (sc *scorer) rank(s *Snapshot, parts []float64) ([]Score, error) {
 	n, k := len(s.Pending), len(sc.names)
 	entries := make([]rankEntry, n)
@@ -123,7 +125,9 @@ func (sc *scorer) rank(s *Snapshot, parts []float64) ([]Score, error) {
 		row := parts[int(e.i)*k : (int(e.i)+1)*k]
 		m := make(map[string]float64, k)
 		for x, name := range sc.names {
-			m[name] = row[x]
+			if row[x] != 0 {
+				m[name] = row[x]
+			}
 		}
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: m}
 	}

@@ -1,0 +1,323 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// rkT0 is the epoch of the hand-made snapshots: times are minutes after it.
+var rkT0 = time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)
+
+func rkAt(min float64) time.Time { return rkT0.Add(time.Duration(min * float64(time.Minute))) }
+
+// rkJob is a pending one-GPU job of user in account, submitted at minute
+// submit, whose predicted run (in Snapshot.Predicted via rkSnap) is run.
+type rkJob struct {
+	id      int64
+	acct    string
+	user    string
+	submit  float64
+	gpus    int
+	run     time.Duration // 0: no prediction
+	limit   time.Duration
+	trueRun time.Duration
+}
+
+func (r rkJob) job() Job {
+	g := r.gpus
+	if g == 0 {
+		g = 1
+	}
+	return Job{ID: r.id, Account: r.acct, User: r.user, Submit: rkAt(r.submit), GPUs: g,
+		TimeLimit: r.limit, State: StatePending, ArrayTask: -1}
+}
+
+// rkSnap builds a snapshot at minute now from hand-made jobs.
+func rkSnap(now float64, jobs ...rkJob) *Snapshot {
+	s := &Snapshot{Now: rkAt(now), Predicted: map[int64]time.Duration{}, TrueRun: map[int64]time.Duration{}}
+	for _, r := range jobs {
+		s.Pending = append(s.Pending, r.job())
+		if r.run > 0 {
+			s.Predicted[r.id] = r.run
+		}
+		if r.trueRun > 0 {
+			s.TrueRun[r.id] = r.trueRun
+		}
+	}
+	return s
+}
+
+// rkRank ranks s with the registered policy name and returns the job ids
+// best first and the values by id.
+func rkRank(t *testing.T, name string, p PolicyParams, s *Snapshot) ([]int64, map[int64]Score) {
+	t.Helper()
+	pol, err := NewPolicy(name, p)
+	if err != nil {
+		t.Fatalf("NewPolicy(%q): %v", name, err)
+	}
+	scores, err := pol.Rank(s)
+	if err != nil {
+		t.Fatalf("%s.Rank: %v", name, err)
+	}
+	ids := make([]int64, len(scores))
+	by := map[int64]Score{}
+	for i, sc := range scores {
+		ids[i] = sc.JobID
+		by[sc.JobID] = sc
+	}
+	return ids, by
+}
+
+func TestFIFO_Rank(t *testing.T) {
+	tests := []struct {
+		name string
+		jobs []rkJob
+		want []int64
+	}{
+		{"submit order", []rkJob{{id: 1, submit: 30}, {id: 2, submit: 10}, {id: 3, submit: 20}}, []int64{2, 3, 1}},
+		{"equal submit falls to id", []rkJob{{id: 9, submit: 10}, {id: 4, submit: 10}, {id: 7, submit: 5}}, []int64{7, 4, 9}},
+		{"empty queue", nil, []int64{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, by := rkRank(t, "fifo", PolicyParams{}, rkSnap(60, tc.jobs...))
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			for _, j := range tc.jobs {
+				if want := 60 - j.submit; by[j.id].Value != want*60 || by[j.id].Parts["age_s"] != want*60 {
+					t.Errorf("job %d: value %v parts %v, want age %v s", j.id, by[j.id].Value, by[j.id].Parts, want*60)
+				}
+			}
+		})
+	}
+}
+
+func TestPolicies_RegistryMatchesNames(t *testing.T) {
+	var reg []string
+	for n := range Policies {
+		reg = append(reg, n)
+	}
+	slices.Sort(reg)
+	names := slices.Clone(PolicyNames())
+	slices.Sort(names)
+	if diff := cmp.Diff(reg, names); diff != "" {
+		t.Errorf("registry vs PolicyNames (-registry +names):\n%s", diff)
+	}
+	if _, ok := Policies[DefaultPolicy]; !ok {
+		t.Errorf("default policy %q is not registered", DefaultPolicy)
+	}
+	if _, err := NewPolicy("lottery", PolicyParams{}); err == nil {
+		t.Error(`NewPolicy("lottery") succeeded, want an error`)
+	}
+	for _, n := range PolicyNames() {
+		p, err := NewPolicy(n, PolicyParams{})
+		if err != nil {
+			t.Fatalf("NewPolicy(%q) with defaults: %v", n, err)
+		}
+		if p.Name() != n {
+			t.Errorf("NewPolicy(%q).Name() = %q", n, p.Name())
+		}
+	}
+}
+
+func TestPolicies_RejectBadParams(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy string
+		p      PolicyParams
+	}{
+		{"negative fairshare weight", "fairshare", PolicyParams{Fairshare: FairshareParams{AgeWeight: -1}}},
+		{"descending tiresias thresholds", "tiresias", PolicyParams{Tiresias: TiresiasParams{Thresholds: []float64{100, 50}}}},
+		{"negative promote knob", "tiresias", PolicyParams{Tiresias: TiresiasParams{PromoteKnob: -1}}},
+		{"negative themis min run", "themis", PolicyParams{Themis: ThemisParams{MinRun: -time.Second}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewPolicy(tc.policy, tc.p); err == nil {
+				t.Errorf("NewPolicy(%q, %+v) succeeded, want an error", tc.policy, tc.p)
+			}
+		})
+	}
+}
+
+// rkRandomSnapshot builds a busy, messy snapshot: ties in submit times,
+// missing predictions and limits, shard and CPU-only jobs, zero shares,
+// requeued jobs with attained service, running jobs, and a ledger with
+// history and a backlog.
+func rkRandomSnapshot(seed int64, jobs, users int) *Snapshot {
+	rng := rand.New(rand.NewSource(seed))
+	accounts := max(1, users/20)
+	now := rkAt(100000)
+	s := &Snapshot{
+		Now:       now,
+		Predicted: map[int64]time.Duration{},
+		TrueRun:   map[int64]time.Duration{},
+		Shares:    &Shares{Accounts: map[string]float64{}, Users: map[Assoc]float64{}},
+		Service:   Service{TypeWeight: map[string]float64{"h100": 2}, ShardsPerGPU: 4},
+		GPUs:      float64(jobs / 4),
+	}
+	assocOf := func(u int) Assoc {
+		return Assoc{Account: fmt.Sprintf("acct%03d", u%accounts), User: fmt.Sprintf("user%04d", u)}
+	}
+	for a := range accounts {
+		s.Shares.Accounts[fmt.Sprintf("acct%03d", a)] = float64(1+rng.Intn(5)) / 7
+	}
+	for u := range users {
+		switch rng.Intn(20) {
+		case 0:
+			s.Shares.Users[assocOf(u)] = 0
+		case 1, 2, 3:
+			s.Shares.Users[assocOf(u)] = float64(2+rng.Intn(8)) / 3
+		}
+	}
+	mk := func(id int64) Job {
+		// A few heavy users submit most jobs.
+		u := rng.Intn(users)
+		if rng.Intn(3) == 0 {
+			u = rng.Intn(max(1, users/50))
+		}
+		a := assocOf(u)
+		j := Job{ID: id, Account: a.Account, User: a.User, ArrayTask: -1,
+			Submit: now.Add(-time.Duration(rng.Intn(20000)) * time.Minute / 4)}
+		switch rng.Intn(10) {
+		case 0:
+			j.CPUs = 4 // CPU-only
+		case 1:
+			j.Shards = 1 + rng.Intn(4)
+		default:
+			j.GPUs = 1 << rng.Intn(4)
+			if rng.Intn(4) == 0 {
+				j.GPUType = "h100"
+			}
+		}
+		if rng.Intn(4) != 0 {
+			j.TimeLimit = time.Duration(1+rng.Intn(48)) * time.Hour
+		}
+		if rng.Intn(5) != 0 {
+			s.Predicted[id] = time.Duration(rng.Intn(36000)) * time.Second
+		}
+		s.TrueRun[id] = time.Duration(rng.Intn(36000)) * time.Second
+		return j
+	}
+	for i := range jobs {
+		j := mk(int64(1000 + i))
+		j.State = StatePending
+		s.Pending = append(s.Pending, j)
+	}
+	for i := range jobs / 10 {
+		j := mk(int64(1000 + jobs + i))
+		j.State = StateRunning
+		j.Start = now.Add(-time.Duration(rng.Intn(7200)) * time.Second)
+		s.Running = append(s.Running, j)
+	}
+
+	l, err := NewLedger(LedgerParams{HalfLife: 24 * time.Hour})
+	if err != nil {
+		panic(err)
+	}
+	// History: finished jobs of every user over the last days.
+	for i := range users * 3 {
+		j := mk(int64(-1 - i))
+		from := now.Add(-time.Duration(rng.Intn(5*24*60)) * time.Minute)
+		to := from.Add(time.Duration(1+rng.Intn(600)) * time.Minute)
+		if to.After(now) {
+			to = now
+		}
+		l.Charge(&j, from, to, s.Service)
+		l.Finish(&j)
+	}
+	// Some pending jobs are requeued, with attained service.
+	for i := range s.Pending {
+		if rng.Intn(10) == 0 {
+			j := &s.Pending[i]
+			from := now.Add(-time.Duration(60+rng.Intn(600)) * time.Minute)
+			l.Charge(j, from, from.Add(time.Duration(1+rng.Intn(59))*time.Minute), s.Service)
+		}
+	}
+	for i := range s.Running {
+		l.Charge(&s.Running[i], s.Running[i].Start, now, s.Service)
+	}
+	l.Backlog(s.Pending[:len(s.Pending)/2], s.Shares)
+	l.Backlog(s.Pending, s.Shares)
+	s.Ledger = l
+	return s
+}
+
+// TestPolicies_InputOrderIndependent checks every policy gives the same
+// ranking, values and parts whatever the order of Pending and Running, and
+// the same result twice on the same snapshot.
+func TestPolicies_InputOrderIndependent(t *testing.T) {
+	params := PolicyParams{Tiresias: TiresiasParams{Gittins: true, PromoteKnob: 2}}
+	for _, name := range PolicyNames() {
+		for seed := int64(1); seed <= 3; seed++ {
+			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
+				s := rkRandomSnapshot(seed, 400, 40)
+				pol, err := NewPolicy(name, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := pol.Rank(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(want) != len(s.Pending) {
+					t.Fatalf("%d scores for %d pending jobs", len(want), len(s.Pending))
+				}
+				again, err := pol.Rank(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, again); diff != "" {
+					t.Fatalf("same snapshot, different ranking (-first +second):\n%s", diff)
+				}
+				seen := map[int64]bool{}
+				for i, sc := range want {
+					if seen[sc.JobID] {
+						t.Fatalf("job %d ranked twice", sc.JobID)
+					}
+					seen[sc.JobID] = true
+					if i > 0 && sc.Value > want[i-1].Value {
+						t.Fatalf("rank %d: value %v above rank %d's %v", i, sc.Value, i-1, want[i-1].Value)
+					}
+				}
+				rng := rand.New(rand.NewSource(seed))
+				for range 3 {
+					shuffled := *s
+					shuffled.Pending = slices.Clone(s.Pending)
+					shuffled.Running = slices.Clone(s.Running)
+					rng.Shuffle(len(shuffled.Pending), func(a, b int) {
+						shuffled.Pending[a], shuffled.Pending[b] = shuffled.Pending[b], shuffled.Pending[a]
+					})
+					rng.Shuffle(len(shuffled.Running), func(a, b int) {
+						shuffled.Running[a], shuffled.Running[b] = shuffled.Running[b], shuffled.Running[a]
+					})
+					got, err := pol.Rank(&shuffled)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("shuffled input, different ranking (-want +got):\n%s", diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRank_NaNIsAnError(t *testing.T) {
+	sc := scorer{names: []string{"x"}, weights: []float64{1}}
+	s := rkSnap(0, rkJob{id: 1})
+	nan := 0.0
+	nan /= nan
+	if _, err := sc.rank(s, []float64{nan}); !errors.Is(err, ErrBadScore) {
+		t.Errorf("rank with a NaN part: err %v, want ErrBadScore", err)
+	}
+}

@@ -1,0 +1,269 @@
+package policy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// rkCharge charges user's association in acct with gpuSeconds of service
+// (one GPU), as the cycle owner would for a finished job.
+func rkCharge(l *Ledger, id int64, acct, user string, gpuSeconds float64) {
+	j := &Job{ID: id, Account: acct, User: user, GPUs: 1}
+	l.Charge(j, rkT0, rkT0.Add(time.Duration(gpuSeconds*float64(time.Second))), Service{})
+	l.Finish(j)
+}
+
+func TestVTC_Rank(t *testing.T) {
+	min := func(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }
+	tests := []struct {
+		name    string
+		shares  *Shares
+		history map[Assoc]float64 // GPU-seconds already received
+		jobs    []rkJob
+		want    []int64
+		tags    map[int64]float64
+	}{{
+		// alice has had 6000 GPU-s, bob none: bob's four 40-minute jobs
+		// (2400 each) take user tags 0, 2400, 4800, 7200 and interleave
+		// with alice's 6000; the account tags then count on from the
+		// account's 6000.
+		name:    "least served first, interleaved",
+		history: map[Assoc]float64{{"lab", "alice"}: 6000},
+		jobs: []rkJob{
+			{id: 1, acct: "lab", user: "alice", submit: 0, run: min(40)},
+			{id: 2, acct: "lab", user: "bob", submit: 1, run: min(40)},
+			{id: 3, acct: "lab", user: "bob", submit: 2, run: min(40)},
+			{id: 4, acct: "lab", user: "bob", submit: 3, run: min(40)},
+			{id: 5, acct: "lab", user: "bob", submit: 4, run: min(40)},
+		},
+		want: []int64{2, 3, 4, 1, 5},
+		tags: map[int64]float64{2: 6000, 3: 8400, 4: 10800, 1: 13200, 5: 15600},
+	}, {
+		// Equal counters and costs: tags tie, the older job wins, then
+		// the lower id; within a user VTC is FIFO whatever the cost.
+		name: "ties fall to submit time then id",
+		jobs: []rkJob{
+			{id: 8, acct: "lab", user: "x", submit: 5, run: min(60)},
+			{id: 7, acct: "lab", user: "y", submit: 5, run: min(10)},
+			{id: 6, acct: "lab", user: "y", submit: 6, run: min(1)},
+		},
+		want: []int64{7, 8, 6},
+	}, {
+		// Weighted: carol has 3 shares, so her counter and her charges
+		// count a third: 9000/3 = 3000 < dan's 4000.
+		name:    "shares weigh the counters",
+		shares:  &Shares{Users: map[Assoc]float64{{"lab", "carol"}: 3}},
+		history: map[Assoc]float64{{"lab", "carol"}: 9000, {"lab", "dan"}: 4000},
+		jobs: []rkJob{
+			{id: 1, acct: "lab", user: "dan", submit: 0, run: min(60)},
+			{id: 2, acct: "lab", user: "carol", submit: 1, run: min(60)},
+			{id: 3, acct: "lab", user: "carol", submit: 2, run: min(30)},
+		},
+		want: []int64{2, 1, 3},
+	}, {
+		// A zero-share user, and every user of a zero-share account, is a
+		// scavenger: last, FIFO among scavengers, however little used.
+		name:    "zero shares rank last",
+		shares:  &Shares{Accounts: map[string]float64{"guest": 0}, Users: map[Assoc]float64{{"lab", "zed"}: 0}},
+		history: map[Assoc]float64{{"lab", "busy"}: 1e6},
+		jobs: []rkJob{
+			{id: 1, acct: "guest", user: "g", submit: 0, run: min(1)},
+			{id: 2, acct: "lab", user: "zed", submit: 1, run: min(1)},
+			{id: 3, acct: "lab", user: "busy", submit: 2, run: min(600)},
+			{id: 4, acct: "guest", user: "h", submit: 3, run: min(1)},
+		},
+		want: []int64{3, 1, 2, 4},
+	}, {
+		// Hierarchical: phys and chem share the cluster 1:1 by account
+		// counters (phys 6000, chem 0); users share their account. chem's
+		// single user gets 0, 3600, 7200; phys' jobs follow from 6000.
+		name:    "accounts first, then users",
+		history: map[Assoc]float64{{"phys", "p1"}: 3000, {"phys", "p2"}: 3000},
+		jobs: []rkJob{
+			{id: 1, acct: "phys", user: "p1", submit: 0, run: min(60)},
+			{id: 2, acct: "phys", user: "p2", submit: 1, run: min(60)},
+			{id: 3, acct: "chem", user: "c1", submit: 2, run: min(60)},
+			{id: 4, acct: "chem", user: "c1", submit: 3, run: min(60)},
+			{id: 5, acct: "chem", user: "c1", submit: 4, run: min(60)},
+		},
+		want: []int64{3, 4, 1, 5, 2},
+		tags: map[int64]float64{3: 0, 4: 3600, 1: 6000, 5: 7200, 2: 9600},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := rkLedger(t, LedgerParams{})
+			id := int64(1000)
+			for a, gs := range tc.history {
+				id++
+				rkCharge(l, id, a.Account, a.User, gs)
+			}
+			s := rkSnap(10, tc.jobs...)
+			s.Shares, s.Ledger = tc.shares, l
+			got, by := rkRank(t, "vtc", PolicyParams{}, s)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			for id, tag := range tc.tags {
+				if by[id].Parts["vtc_tag"] != tag || by[id].Value != -tag {
+					t.Errorf("job %d: tag %v value %v, want tag %v", id, by[id].Parts["vtc_tag"], by[id].Value, tag)
+				}
+			}
+		})
+	}
+}
+
+// TestVTC_ReturningUserIsLifted: alice and bob have been backlogged and
+// served; carol was idle. Without the lift her old low counter would put
+// all her jobs first; lifted to bob's counter she takes turns.
+func TestVTC_ReturningUserIsLifted(t *testing.T) {
+	hour := time.Hour
+	jobs := []rkJob{
+		{id: 1, acct: "lab", user: "alice", submit: 0, run: hour},
+		{id: 2, acct: "lab", user: "bob", submit: 1, run: hour},
+		{id: 3, acct: "lab", user: "carol", submit: 100, run: hour},
+		{id: 4, acct: "lab", user: "carol", submit: 101, run: hour},
+		{id: 5, acct: "lab", user: "carol", submit: 102, run: hour},
+	}
+	build := func(lift bool) *Snapshot {
+		l := rkLedger(t, LedgerParams{})
+		s := rkSnap(120, jobs...)
+		l.Backlog(s.Pending[:2], nil)
+		rkCharge(l, 10, "lab", "alice", 9000)
+		rkCharge(l, 11, "lab", "bob", 7200)
+		if lift {
+			l.Backlog(s.Pending, nil)
+		}
+		s.Ledger = l
+		return s
+	}
+	// Not lifted: carol 0, 3600, 7200 (ties bob, who is older); alice 9000.
+	got, _ := rkRank(t, "vtc", PolicyParams{}, build(false))
+	if diff := cmp.Diff([]int64{3, 4, 2, 5, 1}, got); diff != "" {
+		t.Errorf("without the lift (-want +got):\n%s", diff)
+	}
+	// Lifted to 7200: carol 7200 (ties bob, who is older), 10800, 14400;
+	// alice 9000.
+	s := build(true)
+	if c := s.Ledger.Counter(Assoc{"lab", "carol"}); c != 7200 {
+		t.Fatalf("carol's counter after the lift = %v, want 7200", c)
+	}
+	got, _ = rkRank(t, "vtc", PolicyParams{}, s)
+	if diff := cmp.Diff([]int64{2, 3, 1, 4, 5}, got); diff != "" {
+		t.Errorf("with the lift (-want +got):\n%s", diff)
+	}
+}
+
+// TestVTC_CommittedRunningService: bob's running job has 50 predicted
+// minutes left (3000 GPU-s), which counts unless IgnoreRunning.
+func TestVTC_CommittedRunningService(t *testing.T) {
+	s := rkSnap(60,
+		rkJob{id: 1, acct: "lab", user: "alice", submit: 10, run: time.Hour},
+		rkJob{id: 2, acct: "lab", user: "bob", submit: 20, run: time.Hour})
+	l := rkLedger(t, LedgerParams{})
+	rkCharge(l, 10, "lab", "alice", 2000)
+	running := Job{ID: 3, Account: "lab", User: "bob", GPUs: 1, Start: rkAt(50), State: StateRunning}
+	l.Charge(&running, running.Start, s.Now, Service{}) // 600 received
+	s.Running = []Job{running}
+	s.Predicted[3] = time.Hour
+	s.Ledger = l
+
+	got, by := rkRank(t, "vtc", PolicyParams{}, s)
+	if diff := cmp.Diff([]int64{1, 2}, got); diff != "" {
+		t.Errorf("committed counted (-want +got):\n%s", diff)
+	}
+	if c := by[2].Parts["user_counter"]; c != 3600 {
+		t.Errorf("bob's counter = %v, want 600 received + 3000 committed", c)
+	}
+	got, _ = rkRank(t, "vtc", PolicyParams{VTC: VTCParams{IgnoreRunning: true}}, s)
+	if diff := cmp.Diff([]int64{2, 1}, got); diff != "" {
+		t.Errorf("received service only (-want +got):\n%s", diff)
+	}
+}
+
+func TestFairQSSF_Rank(t *testing.T) {
+	min := func(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }
+	tests := []struct {
+		name    string
+		params  FairQSSFParams
+		now     float64
+		history map[Assoc]float64
+		jobs    []rkJob
+		want    []int64
+	}{{
+		// Within a user, shortest predicted GPU time first (a 2-GPU
+		// 10-minute job costs 1200, more than a 1-GPU 15-minute one);
+		// across users VTC interleaves: alice 0 (job 3), 900 (job 2),
+		// 2100 (job 1); bob 1000.
+		name:    "shortest service first within a user",
+		now:     30,
+		history: map[Assoc]float64{{"lab", "bob"}: 1000},
+		jobs: []rkJob{
+			{id: 1, acct: "lab", user: "alice", submit: 0, run: min(30)},
+			{id: 2, acct: "lab", user: "alice", submit: 1, run: min(10), gpus: 2},
+			{id: 3, acct: "lab", user: "alice", submit: 2, run: min(15)},
+			{id: 4, acct: "lab", user: "bob", submit: 3, run: min(5)},
+		},
+		want: []int64{3, 2, 4, 1},
+	}, {
+		// A heavy user's short jobs do not jump a light user: the light
+		// user's later, longer job still gets the next turn.
+		name:    "heavy user's short jobs wait their turn",
+		now:     30,
+		history: map[Assoc]float64{{"lab", "heavy"}: 36000},
+		jobs: []rkJob{
+			{id: 1, acct: "lab", user: "heavy", submit: 0, run: min(1)},
+			{id: 2, acct: "lab", user: "heavy", submit: 1, run: min(1)},
+			{id: 3, acct: "lab", user: "light", submit: 20, run: min(120)},
+		},
+		want: []int64{3, 1, 2},
+	}, {
+		// Starvation guard: at minute 1500 (25 h) with MaxWait 24 h, jobs
+		// 1 (overdue 60 min) and 2 (overdue 30 min) jump everyone, most
+		// overdue first, though their user has used far more.
+		name:    "starved jobs first, most overdue first",
+		now:     1500,
+		history: map[Assoc]float64{{"lab", "hog"}: 1e7},
+		jobs: []rkJob{
+			{id: 2, acct: "lab", user: "hog", submit: 30, run: min(600)},
+			{id: 1, acct: "lab", user: "hog", submit: 0, run: min(600)},
+			{id: 3, acct: "lab", user: "hog", submit: 1400, run: min(1)},
+			{id: 4, acct: "lab", user: "new", submit: 1490, run: min(60)},
+		},
+		want: []int64{1, 2, 4, 3},
+	}, {
+		name:    "guard off",
+		params:  FairQSSFParams{MaxWait: -1},
+		now:     1500,
+		history: map[Assoc]float64{{"lab", "hog"}: 1e7},
+		jobs: []rkJob{
+			{id: 2, acct: "lab", user: "hog", submit: 30, run: min(600)},
+			{id: 1, acct: "lab", user: "hog", submit: 0, run: min(600)},
+			{id: 3, acct: "lab", user: "hog", submit: 1400, run: min(1)},
+			{id: 4, acct: "lab", user: "new", submit: 1490, run: min(60)},
+		},
+		want: []int64{4, 3, 1, 2},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := rkLedger(t, LedgerParams{})
+			id := int64(1000)
+			for a, gs := range tc.history {
+				id++
+				rkCharge(l, id, a.Account, a.User, gs)
+			}
+			s := rkSnap(tc.now, tc.jobs...)
+			s.Ledger = l
+			got, by := rkRank(t, "fair-qssf", PolicyParams{FairQSSF: tc.params}, s)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			for _, sc := range by {
+				if v := -sc.Parts["vtc_tag"] + sc.Parts["starvation_boost"]; v != sc.Value {
+					t.Errorf("job %d: value %v is not −tag + boost = %v", sc.JobID, sc.Value, v)
+				}
+			}
+		})
+	}
+}
