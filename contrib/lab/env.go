@@ -160,7 +160,9 @@ func (e *Env) WaitState(t testing.TB, id int64, timeout time.Duration, states ..
 	for time.Now().Before(deadline) {
 		out, err := e.Try("", "sacct", "-n", "-X", "-P", "-o", "State", "-j", strconv.FormatInt(id, 10))
 		if err == nil {
-			last = strings.Fields(strings.TrimSpace(out) + " ")[0]
+			if f := strings.Fields(out); len(f) > 0 {
+				last = f[0]
+			}
 			for _, s := range states {
 				if last == s {
 					return last
