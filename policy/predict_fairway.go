@@ -25,11 +25,15 @@ type FairwayParams struct {
 	Trees int
 	Depth int
 	Rate  float64
-	// LogLoss trains on the absolute error of log(1+run) instead of seconds.
-	LogLoss bool
+	// SecondsLoss trains the trees on the absolute error in seconds instead
+	// of the absolute error of log(1+run).
+	SecondsLoss bool
 	// ExpertRate is the weight of a user's newest job in the running error
 	// of each expert (0.25: about the last four jobs count).
 	ExpertRate float64
+	// ExpertMargin: another expert replaces the snapped model for a user
+	// only when its running error is below this fraction of the model's.
+	ExpertMargin float64
 }
 
 func (p *FairwayParams) defaults() error {
@@ -38,7 +42,7 @@ func (p *FairwayParams) defaults() error {
 		v    *int
 		def  int
 	}{
-		{"history", &p.History, 32}, {"window", &p.Window, 30000}, {"min-train", &p.MinTrain, 300},
+		{"history", &p.History, 128}, {"window", &p.Window, 30000}, {"min-train", &p.MinTrain, 300},
 		{"retrain-every", &p.RetrainEvery, 10000}, {"trees", &p.Trees, 60}, {"depth", &p.Depth, 5},
 	} {
 		if *f.v < 0 {
@@ -58,7 +62,10 @@ func (p *FairwayParams) defaults() error {
 		return fmt.Errorf("fairway: expert rate %g: want within (0, 1]", p.ExpertRate)
 	}
 	if p.ExpertRate == 0 {
-		p.ExpertRate = 0.25
+		p.ExpertRate = 0.1
+	}
+	if p.ExpertMargin == 0 {
+		p.ExpertMargin = 0.8
 	}
 	if p.Depth > 12 {
 		return fmt.Errorf("fairway: depth %d: want <= 12", p.Depth)
@@ -158,7 +165,7 @@ func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
 		x:     make([]float32, 0, p.Window*fwFeatures),
 		y:     make([]float32, 0, p.Window),
 		trainer: gbtTrainer{cfg: gbtConfig{
-			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: !p.LogLoss,
+			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: p.SecondsLoss,
 		}},
 	}, nil
 }
@@ -248,8 +255,9 @@ func (f *fairwayPredictor) Predict(j *Job) Prediction {
 	f.experts(&x, &ex)
 	best := exSnapped
 	if u := f.users[j.User]; u != nil && u.scored >= fwMinScored {
+		bar := float32(f.p.ExpertMargin) * u.errs[exSnapped]
 		for i, e := range u.errs {
-			if e < u.errs[best] {
+			if e < u.errs[best] && e < bar {
 				best = i
 			}
 		}
