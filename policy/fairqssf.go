@@ -46,8 +46,8 @@ func NewFairQSSF(p FairQSSFParams) (Policy, error) {
 		p.MaxWait = 24 * time.Hour
 	}
 	q := &fairQSSF{ignoreRunning: p.IgnoreRunning, sc: scorer{
-		names:   []string{"vtc_tag", "starvation_boost", "user_tag", "user_counter", "account_counter", "predicted_gpu_s", "wait_s", "zero_share"},
-		weights: []float64{-1, 1, 0, 0, 0, 0, 0, 0},
+		names:   []string{"vtc_tag", "starvation_boost", "user_counter", "predicted_gpu_s", "zero_share"},
+		weights: []float64{-1, 1, 0, 0, 0},
 	}}
 	if p.MaxWait > 0 {
 		q.maxWait = p.MaxWait.Seconds()
@@ -63,19 +63,20 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	for i := range s.Pending {
 		cost[i] = predictedService(s, &s.Pending[i])
 	}
+	sub := submitKeys(s.Pending)
 	ssf := func(a, b int32) int {
 		if c := cmp.Compare(cost[a], cost[b]); c != 0 {
 			return c
 		}
-		return compareSubmit(s, a, b)
+		return compareSubmit(sub, s.Pending, a, b)
 	}
-	t := computeVTC(s, cost, ssf, !p.ignoreRunning)
+	t := computeVTC(s, cost, sub, ssf, !p.ignoreRunning)
 
 	minTag := math.Inf(1)
 	for _, v := range t.tag {
 		minTag = min(minTag, v)
 	}
-	const k = 8
+	const k = 5
 	parts := make([]float64, k*n)
 	for i := range s.Pending {
 		x := t.g.of[i]
@@ -86,10 +87,9 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 			boost = t.tag[i] - minTag + (wait - p.maxWait)
 		}
 		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = t.tag[i], boost, t.userTag[i], t.userC[x]
-		row[4], row[5], row[6] = t.acctC[t.g.acct[x]], cost[i], wait
+		row[0], row[1], row[2], row[3] = t.tag[i], boost, t.userC[x], cost[i]
 		if t.zero[x] {
-			row[7] = 1
+			row[4] = 1
 		}
 	}
 	scores, err := p.sc.rank(s, parts)

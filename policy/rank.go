@@ -111,25 +111,27 @@ func unixNanoOrMin(t time.Time) int64 {
 func (sc *scorer) rank(s *Snapshot, parts []float64) ([]Score, error) {
 	n, k := len(s.Pending), len(sc.names)
 	entries := make([]rankEntry, n)
+	maps := make([]map[string]float64, n)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		v := sc.value(parts[i*k : (i+1)*k])
+		row := parts[i*k : (i+1)*k]
+		v := sc.value(row)
 		if math.IsNaN(v) {
 			return nil, fmt.Errorf("job %d: %w", j.ID, ErrBadScore)
 		}
 		entries[i] = rankEntry{value: v, submit: unixNanoOrMin(j.Submit), id: j.ID, i: int32(i)}
-	}
-	slices.SortFunc(entries, compareRank)
-	scores := make([]Score, n)
-	for r, e := range entries {
-		row := parts[int(e.i)*k : (int(e.i)+1)*k]
 		m := make(map[string]float64, k)
 		for x, name := range sc.names {
 			if row[x] != 0 {
 				m[name] = row[x]
 			}
 		}
-		scores[r] = Score{JobID: e.id, Value: e.value, Parts: m}
+		maps[i] = m
+	}
+	slices.SortFunc(entries, compareRank)
+	scores := make([]Score, n)
+	for r, e := range entries {
+		scores[r] = Score{JobID: e.id, Value: e.value, Parts: maps[e.i]}
 	}
 	return scores, nil
 }

@@ -74,8 +74,10 @@ func (s Service) Rate(j *Job) float64 {
 		return 0
 	}
 	r := j.GPUCount(s.ShardsPerGPU)
-	if w, ok := s.TypeWeight[j.GPUType]; ok {
-		r *= w
+	if j.GPUType != "" && len(s.TypeWeight) > 0 {
+		if w, ok := s.TypeWeight[j.GPUType]; ok {
+			r *= w
+		}
 	}
 	return r
 }

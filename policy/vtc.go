@@ -56,8 +56,8 @@ type vtc struct {
 // NewVTC returns the "vtc" policy.
 func NewVTC(p VTCParams) (Policy, error) {
 	return &vtc{ignoreRunning: p.IgnoreRunning, sc: scorer{
-		names:   []string{"vtc_tag", "user_tag", "user_counter", "account_counter", "predicted_gpu_s", "zero_share"},
-		weights: []float64{-1, 0, 0, 0, 0, 0},
+		names:   []string{"vtc_tag", "user_counter", "predicted_gpu_s", "zero_share"},
+		weights: []float64{-1, 0, 0, 0},
 	}}, nil
 }
 
@@ -68,16 +68,17 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 	for i := range s.Pending {
 		cost[i] = predictedService(s, &s.Pending[i])
 	}
-	fifo := func(a, b int32) int { return compareSubmit(s, a, b) }
-	t := computeVTC(s, cost, fifo, !p.ignoreRunning)
-	const k = 6
+	sub := submitKeys(s.Pending)
+	fifo := func(a, b int32) int { return compareSubmit(sub, s.Pending, a, b) }
+	t := computeVTC(s, cost, sub, fifo, !p.ignoreRunning)
+	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
 		x := t.g.of[i]
 		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3], row[4] = t.tag[i], t.userTag[i], t.userC[x], t.acctC[t.g.acct[x]], cost[i]
+		row[0], row[1], row[2] = t.tag[i], t.userC[x], cost[i]
 		if t.zero[x] {
-			row[5] = 1
+			row[3] = 1
 		}
 	}
 	scores, err := p.sc.rank(s, parts)
@@ -87,13 +88,22 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 	return scores, nil
 }
 
-// compareSubmit orders pending jobs a and b by submit time, then id.
-func compareSubmit(s *Snapshot, a, b int32) int {
-	ja, jb := &s.Pending[a], &s.Pending[b]
-	if c := ja.Submit.Compare(jb.Submit); c != 0 {
+// submitKeys is each job's submit time as compareRank sees it.
+func submitKeys(jobs []Job) []int64 {
+	out := make([]int64, len(jobs))
+	for i := range jobs {
+		out[i] = unixNanoOrMin(jobs[i].Submit)
+	}
+	return out
+}
+
+// compareSubmit orders jobs a and b by submit time (sub, from submitKeys),
+// then id.
+func compareSubmit(sub []int64, jobs []Job, a, b int32) int {
+	if c := cmp.Compare(sub[a], sub[b]); c != 0 {
 		return c
 	}
-	return cmp.Compare(ja.ID, jb.ID)
+	return cmp.Compare(jobs[a].ID, jobs[b].ID)
 }
 
 // vtcTags is VTC's dispatch order over the pending jobs, as start tags.
@@ -109,9 +119,9 @@ type vtcTags struct {
 // computeVTC plays VTC forward over the pending jobs: within each
 // association in the order given by within, then across the users of an
 // account by user tag, then across accounts by account tag. cost is each
-// pending job's predicted service. With committed, running jobs' predicted
-// remaining service counts as already received.
-func computeVTC(s *Snapshot, cost []float64, within func(a, b int32) int, committed bool) *vtcTags {
+// pending job's predicted service and sub its submitKeys. With committed,
+// running jobs' predicted remaining service counts as already received.
+func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32) int, committed bool) *vtcTags {
 	g := groupByAssoc(s.Pending)
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
 	t := &vtcTags{
@@ -190,7 +200,7 @@ func computeVTC(s *Snapshot, cost []float64, within func(a, b int32) int, commit
 		if c := cmp.Compare(t.userTag[a], t.userTag[b]); c != 0 {
 			return c
 		}
-		return compareSubmit(s, a, b)
+		return compareSubmit(sub, s.Pending, a, b)
 	}
 	maxTag := math.Inf(-1)
 	for a := range na {

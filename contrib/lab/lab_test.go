@@ -1,0 +1,215 @@
+package lab_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/contrib/lab"
+)
+
+// restGet fetches path from the lab's slurmrestd with the lab's JWT and
+// decodes the JSON body, failing on transport errors, non-200 or a non-empty
+// errors array.
+func restGet(t *testing.T, e *lab.Env, path string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.RESTURL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-SLURM-USER-NAME", e.RESTUser)
+	req.Header.Set("X-SLURM-USER-TOKEN", e.Token)
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: HTTP %d", path, resp.StatusCode)
+	}
+	var env struct {
+		Errors []json.RawMessage `json:"errors"`
+	}
+	body := json.NewDecoder(resp.Body)
+	var raw json.RawMessage
+	if err := body.Decode(&raw); err != nil {
+		t.Fatalf("GET %s: decode: %v", path, err)
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("GET %s: decode errors: %v", path, err)
+	}
+	if len(env.Errors) > 0 {
+		t.Fatalf("GET %s: slurmrestd errors: %s", path, env.Errors)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("GET %s: decode: %v", path, err)
+	}
+}
+
+// TestLab_JobsRunOnGPUsAsTwoUsers submits GPU jobs as two Unix users from
+// different accounts, checks that Slurm handed each its fake GPUs, reads the
+// jobs back through slurmrestd with a JWT, and reads a finished job from
+// slurmdbd through the dbv0.0.38 plugin.
+func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
+	e := lab.Get(t)
+	if len(e.Users) < 3 {
+		t.Fatalf("lab has %d users, want at least 3", len(e.Users))
+	}
+	accounts := map[string]bool{}
+	for _, u := range e.Users {
+		accounts[u.Account] = true
+	}
+	if len(accounts) < 2 {
+		t.Fatalf("lab users span %d accounts, want at least 2", len(accounts))
+	}
+	// One user from each of two different accounts.
+	u1 := e.Users[0]
+	var u2 lab.User
+	for _, u := range e.Users {
+		if u.Account != u1.Account {
+			u2 = u
+			break
+		}
+	}
+
+	tag := fmt.Sprintf("labtest-%d", time.Now().UnixNano())
+	type sub struct {
+		user lab.User
+		gres string
+		id   int64
+		out  string
+	}
+	subs := []*sub{{user: u1, gres: "gpu:2"}, {user: u2, gres: "gpu:1"}, {user: u2, gres: "shard:3"}}
+	for i, s := range subs {
+		s.out = filepath.Join(e.JobDir, fmt.Sprintf("%s-%d.out", tag, i))
+		s.id = e.Submit(t, s.user.Name, "--job-name="+tag, "-p", e.Partition, "--gres="+s.gres, "-t", "2",
+			"-o", s.out, "--wrap", `echo "user=$(id -un) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES SLURM_JOB_GPUS=$SLURM_JOB_GPUS SHARDS=$SLURM_SHARDS_ON_NODE"`)
+	}
+	for _, s := range subs {
+		e.WaitState(t, s.id, 90*time.Second, "COMPLETED")
+		b, err := os.ReadFile(s.out)
+		if err != nil {
+			t.Fatalf("job %d output: %v", s.id, err)
+		}
+		out := strings.TrimSpace(string(b))
+		t.Logf("job %d (%s, %s): %s", s.id, s.user.Name, s.gres, out)
+		if !strings.Contains(out, "user="+s.user.Name+" ") {
+			t.Errorf("job %d ran as %q, want user %s", s.id, out, s.user.Name)
+		}
+		var cvd string
+		for _, f := range strings.Fields(out) {
+			if v, ok := strings.CutPrefix(f, "CUDA_VISIBLE_DEVICES="); ok {
+				cvd = v
+			}
+		}
+		wantN := 1
+		if s.gres == "gpu:2" {
+			wantN = 2
+		}
+		if got := len(strings.Split(cvd, ",")); cvd == "" || got != wantN {
+			t.Errorf("job %d (%s): CUDA_VISIBLE_DEVICES=%q, want %d device(s)", s.id, s.gres, cvd, wantN)
+		}
+		if s.gres == "shard:3" && !strings.Contains(out, "SHARDS=3") {
+			t.Errorf("shard job %d: %q, want SLURM_SHARDS_ON_NODE=3", s.id, out)
+		}
+	}
+
+	// Through slurmrestd (v0.0.38) with the JWT: the finished jobs are
+	// still in slurmctld's memory (MinJobAge=30).
+	var live struct {
+		Jobs []struct {
+			JobID     int64  `json:"job_id"`
+			UserName  string `json:"user_name"`
+			Account   string `json:"account"`
+			JobState  string `json:"job_state"`
+			Name      string `json:"name"`
+			TRESAlloc string `json:"tres_alloc_str"`
+		} `json:"jobs"`
+	}
+	restGet(t, e, "/slurm/v0.0.38/jobs", &live)
+	seen := map[int64]bool{}
+	for _, j := range live.Jobs {
+		for _, s := range subs {
+			if j.JobID == s.id {
+				seen[j.JobID] = true
+				if j.UserName != s.user.Name || j.Account != s.user.Account || j.Name != tag {
+					t.Errorf("REST job %d: user %q account %q name %q, want %q %q %q", j.JobID, j.UserName, j.Account, j.Name, s.user.Name, s.user.Account, tag)
+				}
+				if want := "gres/" + strings.Split(s.gres, ":")[0] + "="; !strings.Contains(j.TRESAlloc, want) {
+					t.Errorf("REST job %d: tres_alloc_str %q lacks %s", j.JobID, j.TRESAlloc, want)
+				}
+			}
+		}
+	}
+	if len(seen) != len(subs) {
+		t.Errorf("slurmrestd listed %d of our %d jobs", len(seen), len(subs))
+	}
+
+	// From slurmdbd through dbv0.0.38. slurmdbd receives job records
+	// asynchronously; poll briefly.
+	id := subs[0].id
+	var hist struct {
+		Jobs []struct {
+			JobID   int64  `json:"job_id"`
+			User    string `json:"user"`
+			Account string `json:"account"`
+			State   struct {
+				Current string `json:"current"`
+			} `json:"state"`
+			Time struct {
+				Elapsed int64 `json:"elapsed"`
+				Start   int64 `json:"start"`
+				End     int64 `json:"end"`
+			} `json:"time"`
+		} `json:"jobs"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		restGet(t, e, fmt.Sprintf("/slurmdb/v0.0.38/job/%d", id), &hist)
+		if len(hist.Jobs) == 1 && hist.Jobs[0].State.Current == "COMPLETED" && hist.Jobs[0].Time.End > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmdbd: job %d not recorded as finished after 30s: %+v", id, hist.Jobs)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	h := hist.Jobs[0]
+	if h.JobID != id || h.User != u1.Name || h.Account != u1.Account {
+		t.Errorf("slurmdbd job: id %d user %q account %q, want %d %q %q", h.JobID, h.User, h.Account, id, u1.Name, u1.Account)
+	}
+}
+
+// TestLab_RESTRejectsMissingAndBadTokens checks the auth behaviour the
+// slurmctl client relies on: no token gives 401, a forged one is refused.
+func TestLab_RESTRejectsMissingAndBadTokens(t *testing.T) {
+	e := lab.Get(t)
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+	}{
+		{"no-headers", nil},
+		{"forged-token", map[string]string{"X-SLURM-USER-NAME": "root", "X-SLURM-USER-TOKEN": "eyJhbGciOiJIUzI1NiJ9.e30.forged"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, e.RESTURL+"/slurm/v0.0.38/ping", nil)
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Fatalf("HTTP 200 without a valid token")
+			}
+			t.Logf("status %d", resp.StatusCode)
+		})
+	}
+}

@@ -1,0 +1,165 @@
+package sql_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/sql"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestMigrations_WellFormed(t *testing.T) {
+	ms, err := sql.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 {
+		t.Fatal("no embedded migrations")
+	}
+	for i, m := range ms {
+		if m.Version != i+1 {
+			t.Errorf("migration %d has version %d: versions must be 1..n without gaps", i, m.Version)
+		}
+		if strings.Contains(strings.ToUpper(m.SQL), "FAIRWAY_SCHEMA") {
+			t.Errorf("migration %04d_%s touches fairway_schema, which only the migrator writes", m.Version, m.Name)
+		}
+	}
+	latest, err := sql.Latest()
+	if err != nil || latest != ms[len(ms)-1].Version {
+		t.Fatalf("Latest() = %d, %v; want %d", latest, err, ms[len(ms)-1].Version)
+	}
+}
+
+// freshDB creates an empty database on the lab's PostgreSQL and returns a
+// connection to it; both are removed when the test ends.
+func freshDB(t *testing.T) *pgx.Conn {
+	t.Helper()
+	e := lab.Get(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, e.DatabaseURL)
+	if err != nil {
+		t.Fatalf("connect to lab PostgreSQL: %v", err)
+	}
+	name := fmt.Sprintf("fairway_test_sql_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(e.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = name
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close(ctx)
+		_, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
+		admin.Close(ctx)
+	})
+	return conn
+}
+
+// TestUp_TwiceOnLabPostgres applies every migration to an empty database on
+// the lab's PostgreSQL, then again: the second run must apply nothing and
+// leave the recorded schema unchanged.
+func TestUp_TwiceOnLabPostgres(t *testing.T) {
+	conn := freshDB(t)
+	ctx := context.Background()
+	all, _ := sql.Migrations()
+
+	first, err := sql.Up(ctx, conn)
+	if err != nil {
+		t.Fatalf("first Up: %v", err)
+	}
+	if len(first) != len(all) {
+		t.Fatalf("first Up applied %d migrations, want %d", len(first), len(all))
+	}
+	before, err := sql.Status(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := sql.Up(ctx, conn)
+	if err != nil {
+		t.Fatalf("second Up: %v", err)
+	}
+	if len(second) != 0 {
+		t.Fatalf("second Up applied %d migrations, want 0", len(second))
+	}
+	after, err := sql.Status(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != len(all) || len(after) != len(before) {
+		t.Fatalf("status rows: %d before, %d after, want %d", len(before), len(after), len(all))
+	}
+	for i := range before {
+		if before[i] != after[i] {
+			t.Errorf("status row %d changed: %+v -> %+v", i, before[i], after[i])
+		}
+	}
+	if err := sql.CheckCurrent(ctx, conn); err != nil {
+		t.Fatalf("CheckCurrent after Up: %v", err)
+	}
+}
+
+// TestUp_RefusesNewerSchema records a migration this binary does not know and
+// checks Up and CheckCurrent refuse with ErrSchemaNewer and change nothing.
+func TestUp_RefusesNewerSchema(t *testing.T) {
+	conn := freshDB(t)
+	ctx := context.Background()
+	if _, err := sql.Up(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO fairway_schema (version, name) VALUES (9999, 'from_the_future')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sql.Up(ctx, conn)
+	if !errors.Is(err, sql.ErrSchemaNewer) {
+		t.Fatalf("Up on a newer schema: err = %v, want ErrSchemaNewer", err)
+	}
+	if !strings.Contains(err.Error(), "9999_from_the_future") {
+		t.Errorf("error %q does not name the unknown migration", err)
+	}
+	if err := sql.CheckCurrent(ctx, conn); !errors.Is(err, sql.ErrSchemaNewer) {
+		t.Fatalf("CheckCurrent: %v, want ErrSchemaNewer", err)
+	}
+}
+
+// TestUp_FailedMigrationLeavesNothing checks the per-migration transaction:
+// a database where a migration cannot apply keeps no trace of it.
+func TestUp_FailedMigrationLeavesNothing(t *testing.T) {
+	conn := freshDB(t)
+	ctx := context.Background()
+	// Make migration 1 fail half-way: its first table already exists.
+	if _, err := conn.Exec(ctx, `CREATE TABLE kv_state (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	done, err := sql.Up(ctx, conn)
+	if err == nil {
+		t.Fatal("Up succeeded although migration 1 must fail")
+	}
+	if len(done) != 0 {
+		t.Fatalf("Up reported %d applied migrations, want 0", len(done))
+	}
+	applied, err := sql.Status(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 0 {
+		t.Fatalf("fairway_schema has %d rows after a failed migration, want 0", len(applied))
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename = 'cluster'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("table cluster exists after migration 1 failed: the migration was not atomic")
+	}
+}
