@@ -49,9 +49,10 @@ type heliosPredictor struct {
 }
 
 type heliosName struct {
-	s     string
-	runes []rune
-	m     *nameMatcher // for the name as the word searched for; used by Observe only
+	s      string
+	runes  []rune
+	sorted []rune
+	m      *nameMatcher // for the name as the word searched for; used by Observe only
 }
 
 type heliosUser struct {
@@ -141,29 +142,38 @@ func (h *heliosPredictor) Observe(j *Job) {
 	s.add(run)
 }
 
-// addName adds a new distinct name, updating every cached match list.
+// addName adds a new distinct name, updating every cached match list and
+// computing its own. The cheap bounds are symmetric, so one pass serves both.
 func (h *heliosPredictor) addName(name string) {
-	n := heliosName{s: name, runes: []rune(name), m: newNameMatcher(name)}
-	h.names = append(h.names, n)
-	for _, other := range h.names[:len(h.names)-1] {
-		if c, ok := h.score(other.runes, n); ok {
-			c.score = other.m.ratio(n.runes)
-			if c.score >= h.cutoff {
-				h.close[other.s] = offer(h.close[other.s], h.matches, c)
-			}
+	r := []rune(name)
+	n := heliosName{s: name, runes: r, sorted: sortedRunes(r), m: newNameMatcher(name)}
+	var own []closeMatch
+	for _, other := range h.names {
+		c, ok := h.score(other.sorted, n)
+		if !ok {
+			continue
+		}
+		if c.score = other.m.ratio(n.runes); c.score >= h.cutoff {
+			h.close[other.s] = offer(h.close[other.s], h.matches, c)
+		}
+		if s := n.m.ratio(other.runes); s >= h.cutoff {
+			own = offer(own, h.matches, closeMatch{score: s, name: other.s})
 		}
 	}
-	h.close[name] = h.closeMatches(name)
+	h.names = append(h.names, n)
+	// The name matches itself with ratio 1.
+	h.close[name] = offer(own, h.matches, closeMatch{score: 1, name: name})
 }
 
 // score applies difflib's cheap upper bounds (real_quick_ratio, quick_ratio)
 // to candidate n for word; ok=false when n cannot reach the cutoff.
+// word's runes must be sorted.
 func (h *heliosPredictor) score(word []rune, n heliosName) (closeMatch, bool) {
 	la, lb := len(n.runes), len(word)
 	if la+lb > 0 && 2*float64(min(la, lb))/float64(la+lb) < h.cutoff {
 		return closeMatch{}, false
 	}
-	if quickRatio(n.runes, word) < h.cutoff {
+	if quickRatio(n.sorted, word) < h.cutoff {
 		return closeMatch{}, false
 	}
 	return closeMatch{name: n.s}, true
@@ -171,7 +181,7 @@ func (h *heliosPredictor) score(word []rune, n heliosName) (closeMatch, bool) {
 
 // closeMatches is difflib.get_close_matches(word, names, n, cutoff).
 func (h *heliosPredictor) closeMatches(word string) []closeMatch {
-	w := []rune(word)
+	w := sortedRunes([]rune(word))
 	var m *nameMatcher
 	var top []closeMatch
 	for _, n := range h.names {

@@ -1,5 +1,7 @@
 package policy
 
+import "slices"
+
 // nameMatcher computes Python difflib's SequenceMatcher.ratio, the name
 // similarity the Helios estimator uses (difflib.get_close_matches), so that
 // the helios baseline picks the same "similar" job names as the artifact.
@@ -66,13 +68,33 @@ func (m *nameMatcher) ratio(a []rune) float64 {
 // findLongest is difflib's find_longest_match without a junk function.
 func (m *nameMatcher) findLongest(a []rune, alo, ahi, blo, bhi int) (besti, bestj, bestsize int) {
 	besti, bestj = alo, blo
+	short := len(m.b) < 200 // no popular runes dropped: scan b itself
 	for i := alo; i < ahi; i++ {
-		for _, j := range m.b2j[a[i]] {
-			if j < blo {
-				continue
-			}
-			if j >= bhi {
-				break
+		var idx []int
+		if !short {
+			idx = m.b2j[a[i]]
+		}
+		for p := blo; ; p++ {
+			var j int
+			if short {
+				if p >= bhi {
+					break
+				}
+				if m.b[p] != a[i] {
+					continue
+				}
+				j = p
+			} else {
+				if p-blo >= len(idx) {
+					break
+				}
+				j = idx[p-blo]
+				if j < blo {
+					continue
+				}
+				if j >= bhi {
+					break
+				}
 			}
 			k := m.prev[j] + 1 // prev[j] is j2len[j-1]
 			m.cur[j+1] = k
@@ -102,36 +124,33 @@ func (m *nameMatcher) findLongest(a []rune, alo, ahi, blo, bhi int) (besti, best
 }
 
 // quickRatio is an upper bound of ratio (difflib's quick_ratio): the runes
-// shared as multisets.
+// shared as multisets, counted by merging the two names' runes in sorted
+// order (a and b must be sorted).
 func quickRatio(a, b []rune) float64 {
 	if len(a)+len(b) == 0 {
 		return 1
 	}
-	var small [128]int16
-	var big map[rune]int
-	for _, r := range b {
-		if r < 128 {
-			small[r]++
-		} else {
-			if big == nil {
-				big = map[rune]int{}
-			}
-			big[r]++
-		}
-	}
-	n := 0
-	for _, r := range a {
-		if r < 128 {
-			if small[r] > 0 {
-				small[r]--
-				n++
-			}
-		} else if big[r] > 0 {
-			big[r]--
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
 			n++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
 		}
 	}
 	return 2 * float64(n) / float64(len(a)+len(b))
+}
+
+// sortedRunes returns r's runes in ascending order, for quickRatio.
+func sortedRunes(r []rune) []rune {
+	s := slices.Clone(r)
+	slices.Sort(s)
+	return s
 }
 
 // closeMatch is one candidate of getCloseMatches.
