@@ -8,4 +8,10 @@
 //
 //	Source ──► Snapshot ──► Policy.Rank ──► Decision ──► Sink
 //	(slurmctl+accounting | trace replay)     (Slurm writer+decision log | recorder)
+//
+// Fairness state that outlives a cycle (fair-share usage, VTC counters,
+// attained service) lives in a Ledger, which the cycle owner charges and
+// updates before it builds each Snapshot, and which policies only read (see
+// Ledger for the contract). Policies are built by name from the Policies
+// registry; Assign turns a ranking into the integers written to Slurm.
 package policy

@@ -25,7 +25,7 @@ type LedgerParams struct {
 //     decaying with the configured half-life (Slurm's usage_raw);
 //   - per association and per account, the VTC service counter in
 //     GPU-seconds, never decaying, lifted when the user becomes backlogged
-//     (Sheng et al., OSDI'24, §4, Algorithm 2);
+//     (Sheng et al., OSDI'24, §4);
 //   - per job, the service it has attained and the wall-clock spans it ran,
 //     which a requeued job keeps (tiresias);
 //   - the total service of recently finished jobs (tiresias' Gittins index).
@@ -246,11 +246,15 @@ func (l *Ledger) Finish(j *Job) {
 // counter (counter/shares) is raised to the smallest weighted counter of the
 // siblings that stayed backlogged — accounts among accounts, users among the
 // users of the same account — or, when no sibling stayed backlogged, to that
-// of the sibling that most recently left the backlog. A counter is never
+// of the sibling that most recently left the backlog (the one with the
+// largest weighted counter when several left at once). A counter is never
 // lowered, and zero-share associations are neither lifted nor lift others.
-// This is VTC's counter lift (Sheng et al., OSDI'24, §4, Algorithm 2): idle
-// users cannot bank credit. Users who become backlogged in the same call do
-// not lift each other. The result does not depend on the order of pending.
+// This is VTC's counter lift (Sheng et al., OSDI'24, §4): idle users cannot
+// bank credit. The authors' artifact (Ying1123/VTC-artifact) skips the lift
+// when nobody else is backlogged; Fairway lifts to the last to leave, so a
+// moment when the whole queue drains cannot be banked either. Users who
+// become backlogged in the same call do not lift each other. The result
+// does not depend on the order of pending.
 func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	l.epoch++
 	ep := l.epoch

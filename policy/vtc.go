@@ -16,8 +16,8 @@ type VTCParams struct {
 }
 
 // vtc is the Virtual Token Counter (Sheng et al., "Fairness in Serving
-// Large Language Models", OSDI'24, §4, Algorithm 2, and its weighted
-// variant): every client has a counter of the service it received,
+// Large Language Models", OSDI'24, §4, the VTC algorithm, and its
+// weighted variant): every client has a counter of the service it received,
 // divided by its weight; the backlogged client with the smallest counter is
 // served next and charged for what it gets; a client that becomes
 // backlogged has its counter lifted to the smallest counter among the
