@@ -161,7 +161,7 @@ func rkRandomSnapshot(seed int64, jobs, users int) *Snapshot {
 		Predicted: map[int64]time.Duration{},
 		TrueRun:   map[int64]time.Duration{},
 		Shares:    &Shares{Accounts: map[string]float64{}, Users: map[Assoc]float64{}},
-		Service:   Service{TypeWeight: map[string]float64{"h100": 2}, ShardsPerGPU: 4},
+		Service:   Service{TypeWeight: map[string]float64{"h100": 1.7}, ShardsPerGPU: 3},
 		GPUs:      float64(jobs / 4),
 	}
 	assocOf := func(u int) Assoc {
@@ -202,7 +202,7 @@ func rkRandomSnapshot(seed int64, jobs, users int) *Snapshot {
 			j.TimeLimit = time.Duration(1+rng.Intn(48)) * time.Hour
 		}
 		if rng.Intn(5) != 0 {
-			s.Predicted[id] = time.Duration(rng.Intn(36000)) * time.Second
+			s.Predicted[id] = time.Duration(rng.Int63n(int64(10 * time.Hour)))
 		}
 		s.TrueRun[id] = time.Duration(rng.Intn(36000)) * time.Second
 		return j
@@ -215,7 +215,7 @@ func rkRandomSnapshot(seed int64, jobs, users int) *Snapshot {
 	for i := range jobs / 10 {
 		j := mk(int64(1000 + jobs + i))
 		j.State = StateRunning
-		j.Start = now.Add(-time.Duration(rng.Intn(7200)) * time.Second)
+		j.Start = now.Add(-time.Duration(rng.Int63n(int64(2 * time.Hour))))
 		s.Running = append(s.Running, j)
 	}
 

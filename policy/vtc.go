@@ -134,7 +134,14 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 	}
 	commU, commA := make([]float64, ng), make([]float64, na)
 	if committed {
-		for i := range s.Running {
+		// Summed in job id order, so the result does not depend on the
+		// order of Running.
+		order := make([]int32, len(s.Running))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(s.Running[a].ID, s.Running[b].ID) })
+		for _, i := range order {
 			r := &s.Running[i]
 			x, okU := g.byKey[AssocOf(r)]
 			a, okA := g.byAcct[r.Account]
