@@ -21,7 +21,7 @@ type FairwayParams struct {
 	// (10000). Early on the model is retrained whenever history has grown
 	// by half since the last training.
 	RetrainEvery int
-	// Trees, Depth and Rate size the boosted trees (60, 5, 0.15).
+	// Trees, Depth and Rate size the boosted trees (40, 5, 0.2).
 	Trees int
 	Depth int
 	Rate  float64
@@ -43,7 +43,7 @@ func (p *FairwayParams) defaults() error {
 		def  int
 	}{
 		{"history", &p.History, 128}, {"window", &p.Window, 30000}, {"min-train", &p.MinTrain, 300},
-		{"retrain-every", &p.RetrainEvery, 10000}, {"trees", &p.Trees, 60}, {"depth", &p.Depth, 5},
+		{"retrain-every", &p.RetrainEvery, 10000}, {"trees", &p.Trees, 40}, {"depth", &p.Depth, 5},
 	} {
 		if *f.v < 0 {
 			return fmt.Errorf("fairway: %s %d: want >= 0", f.name, *f.v)
@@ -56,7 +56,7 @@ func (p *FairwayParams) defaults() error {
 		return fmt.Errorf("fairway: rate %g: want within (0, 1]", p.Rate)
 	}
 	if p.Rate == 0 {
-		p.Rate = 0.15
+		p.Rate = 0.2
 	}
 	if p.ExpertRate < 0 || p.ExpertRate > 1 {
 		return fmt.Errorf("fairway: expert rate %g: want within (0, 1]", p.ExpertRate)
@@ -98,6 +98,7 @@ func (p *FairwayParams) defaults() error {
 type fairwayPredictor struct {
 	p     FairwayParams
 	users map[string]*fwUser
+	names map[string]int32
 	// recent is an exponentially weighted mean of log(1+run) over all jobs.
 	recent    float64
 	observed  int
@@ -122,7 +123,8 @@ type fwItem struct {
 	submit, end int64 // Unix seconds
 	run, lrun   float32
 	limit       float32 // seconds, 0 when none
-	name        string
+	ratio       float32 // run/limit, 0 when no limit
+	name        int32   // interned job name
 	cpus, gpus  int32
 	failed      bool // FAILED, CANCELLED, NODE_FAIL, OOM...
 }
@@ -154,6 +156,24 @@ func (u *fwUser) add(it fwItem, capacity int) {
 	u.total++
 }
 
+// intern returns the id of a job name, adding it when new.
+func (f *fairwayPredictor) intern(name string) int32 {
+	id, ok := f.names[name]
+	if !ok {
+		id = int32(len(f.names))
+		f.names[name] = id
+	}
+	return id
+}
+
+// nameID is the id of a known name, -1 for a name never observed.
+func (f *fairwayPredictor) nameID(name string) int32 {
+	if id, ok := f.names[name]; ok {
+		return id
+	}
+	return -1
+}
+
 // NewFairwayPredictor returns Fairway's own predictor.
 func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
 	if err := p.defaults(); err != nil {
@@ -162,6 +182,7 @@ func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
 	return &fairwayPredictor{
 		p:     p,
 		users: map[string]*fwUser{},
+		names: map[string]int32{},
 		x:     make([]float32, 0, p.Window*fwFeatures),
 		y:     make([]float32, 0, p.Window),
 		trainer: gbtTrainer{cfg: gbtConfig{
@@ -210,9 +231,13 @@ func (f *fairwayPredictor) Observe(j *Job) {
 	if f.model != nil {
 		f.score(u, j, &x, run)
 	}
+	var ratio float32
+	if j.TimeLimit > 0 {
+		ratio = float32(run / j.TimeLimit.Seconds())
+	}
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
-		limit: float32(j.TimeLimit.Seconds()), name: j.Name, cpus: int32(j.CPUs), gpus: int32(j.GPUs),
+		limit: float32(j.TimeLimit.Seconds()), ratio: ratio, name: f.intern(j.Name), cpus: int32(j.CPUs), gpus: int32(j.GPUs),
 		failed: j.State != StateCompleted && j.State != StateUnknown && j.State != StateTimeout,
 	}, f.p.History)
 	if f.observed == 0 {
@@ -354,7 +379,7 @@ func (f *fairwayPredictor) rules(j *Job) Prediction {
 	if u != nil {
 		for k := range u.items {
 			it := u.at(k)
-			if it.name == j.Name && it.cpus == int32(j.CPUs) && it.gpus == int32(j.GPUs) && it.limit == float32(j.TimeLimit.Seconds()) {
+			if it.name == f.nameID(j.Name) && it.cpus == int32(j.CPUs) && it.gpus == int32(j.GPUs) && it.limit == float32(j.TimeLimit.Seconds()) {
 				return Prediction{Run: clampRun(j, secs(float64(it.run))), Source: "user-same-job"}
 			}
 		}
@@ -431,6 +456,7 @@ func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]floa
 	}
 	var (
 		n, nLim, nName, nJob, nRatio, nLimited, hit, failed int
+		nLimRecent, nNameRecent                             int
 		sum, sum2, dsum, dw                                 float64
 		last5, lim5, name5                                  [5]float32
 		ratio5                                              [5]float32
@@ -439,9 +465,42 @@ func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]floa
 		prevRun                                             float32
 	)
 	cpus, gpus := int32(j.CPUs), int32(j.GPUs)
+	name := f.nameID(j.Name)
 	for k := range u.items {
-		it := u.at(k)
+		idx := u.next - 1 - k // newest first
+		if idx < 0 {
+			idx += len(u.items)
+		}
+		it := &u.items[idx]
 		if it.submit > sub || it.end >= endBefore {
+			continue
+		}
+		if n >= fwRecent {
+			// Older jobs only serve to find the last job of the same
+			// limit, name, size or identity.
+			if it.limit == limit && nLim < 5 {
+				if nLim == 0 {
+					x[ftSameLimitLast] = it.lrun
+				}
+				lim5[nLim] = it.lrun
+				nLim++
+			}
+			if it.name == name && nName < 5 {
+				if nName == 0 {
+					x[ftSameNameLast] = it.lrun
+				}
+				name5[nName] = it.lrun
+				nName++
+			}
+			if it.name == name && it.cpus == cpus && it.gpus == gpus && it.limit == limit && x[ftSameJobLast] < 0 {
+				x[ftSameJobLast] = it.lrun
+			}
+			if it.cpus == cpus && it.gpus == gpus && x[ftSameSizeLast] < 0 {
+				x[ftSameSizeLast] = it.lrun
+			}
+			if nLim >= 5 && nName >= 5 && x[ftSameJobLast] >= 0 && x[ftSameSizeLast] >= 0 {
+				break
+			}
 			continue
 		}
 		if n < 5 {
@@ -477,7 +536,7 @@ func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]floa
 		}
 		if it.limit > 0 {
 			nLimited++
-			r := it.run / it.limit
+			r := it.ratio
 			if r >= 0.98 {
 				hit++
 			}
@@ -497,8 +556,9 @@ func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]floa
 				lim5[nLim] = it.lrun
 			}
 			nLim++
+			nLimRecent++
 		}
-		if it.name == j.Name {
+		if it.name == name {
 			if nName == 0 {
 				x[ftSameNameLast] = it.lrun
 			}
@@ -506,6 +566,7 @@ func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]floa
 				name5[nName] = it.lrun
 			}
 			nName++
+			nNameRecent++
 			if it.cpus == cpus && it.gpus == gpus && it.limit == limit {
 				if nJob == 0 {
 					x[ftSameJobLast] = it.lrun
@@ -531,11 +592,11 @@ func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]floa
 	if nLim > 0 {
 		x[ftSameLimitMed] = median5(lim5[:min(nLim, 5)])
 	}
-	x[ftSameLimitN] = log1p32(float32(nLim))
+	x[ftSameLimitN] = log1p32(float32(nLimRecent))
 	if nName > 0 {
 		x[ftSameNameMed] = median5(name5[:min(nName, 5)])
 	}
-	x[ftSameNameN] = log1p32(float32(nName))
+	x[ftSameNameN] = log1p32(float32(nNameRecent))
 	x[ftSameJobN] = log1p32(float32(nJob))
 	if nRatio > 0 && limit > 0 {
 		r := ratio5[:min(nRatio, 5)]
@@ -557,6 +618,11 @@ func (f *fairwayPredictor) features(j *Job, endBefore int64, x *[fwFeatures]floa
 		x[ftSinceEnd] = log1p32(float32(max(sub-lastEnd, 0)))
 	}
 }
+
+// fwRecent is how many of a user's newest jobs the aggregate features
+// (means, rates, counts) cover; older kept jobs are searched only for the
+// last job like the one predicted.
+const fwRecent = 32
 
 func b2f(b bool) float64 {
 	if b {

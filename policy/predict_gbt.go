@@ -49,31 +49,66 @@ type gbtNode struct {
 	value       float32
 }
 
-// gbtModel is a trained ensemble.
+// gbtModel is a trained ensemble. For prediction each tree is also stored
+// complete (every leaf at depth `depth`, a leaf above it padded with
+// always-left nodes), level by level: node i's children are 2i+1 and 2i+2,
+// so a prediction walks depth steps without branching on the tree shape.
 type gbtModel struct {
 	base  float32
 	trees [][]gbtNode
+	depth int
+	feat  []int32   // trees × (2^depth − 1) split features
+	thr   []float32 // their thresholds (+Inf: always left)
+	leaf  []float32 // trees × 2^depth leaf values
 }
 
 // predict returns the model's value for x.
 func (m *gbtModel) predict(x []float32) float32 {
 	f := m.base
-	for _, t := range m.trees {
-		i := int32(0)
-		for {
-			n := &t[i]
-			if n.feature < 0 {
-				f += n.value
-				break
+	inner, leaves := (1<<m.depth)-1, 1<<m.depth
+	for t := range m.trees {
+		feat, thr := m.feat[t*inner:(t+1)*inner], m.thr[t*inner:(t+1)*inner]
+		i := 0
+		for d := 0; d < m.depth; d++ {
+			k := 1
+			if x[feat[i]] > thr[i] {
+				k = 2
 			}
-			if x[n.feature] <= n.threshold {
-				i = n.left
-			} else {
-				i = n.right
-			}
+			i = 2*i + k
 		}
+		f += m.leaf[t*leaves+i-inner]
 	}
 	return f
+}
+
+// complete lays the trees out for predict.
+func (m *gbtModel) complete(depth int) {
+	m.depth = depth
+	inner, leaves := (1<<depth)-1, 1<<depth
+	m.feat = make([]int32, len(m.trees)*inner)
+	m.thr = make([]float32, len(m.trees)*inner)
+	m.leaf = make([]float32, len(m.trees)*leaves)
+	for t, tree := range m.trees {
+		var walk func(n int32, pos, d int)
+		walk = func(n int32, pos, d int) {
+			if d == depth {
+				m.leaf[t*leaves+pos-inner] = tree[n].value
+				return
+			}
+			if tree[n].feature < 0 { // a leaf above the bottom: always left
+				m.feat[t*inner+pos] = 0
+				m.thr[t*inner+pos] = float32(math.Inf(1))
+				walk(n, 2*pos+1, d+1)
+				walk(n, 2*pos+2, d+1)
+				return
+			}
+			m.feat[t*inner+pos] = tree[n].feature
+			m.thr[t*inner+pos] = tree[n].threshold
+			walk(tree[n].left, 2*pos+1, d+1)
+			walk(tree[n].right, 2*pos+2, d+1)
+		}
+		walk(0, 0, 0)
+	}
 }
 
 // gbtTrainer holds the scratch space of training, reused across retrains.
@@ -143,6 +178,7 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 			t.f[i] += leafValue(tree, x[i*nf:(i+1)*nf])
 		}
 	}
+	m.complete(t.cfg.Depth)
 	return m
 }
 

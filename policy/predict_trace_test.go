@@ -1,0 +1,127 @@
+package policy_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/trace"
+)
+
+// sharedTrace reads one of the shared traces (../shared/data/traces beside
+// the repository). A fresh clone has none: skip, except under CI=true.
+func sharedTrace(tb testing.TB, file string, f trace.Format) []policy.Job {
+	tb.Helper()
+	path := filepath.Join("..", "..", "shared", "data", "traces", file)
+	fh, err := os.Open(path)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("shared trace missing (required under CI=true): %v", err)
+		}
+		tb.Skipf("shared trace not found at %s (a fresh clone has none): %v", path, err)
+	}
+	defer fh.Close()
+	tr, err := trace.ReadAll(fh, f, trace.Options{Name: file})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr.Jobs
+}
+
+func pending(j policy.Job) policy.Job {
+	j.Start, j.End, j.State = time.Time{}, time.Time{}, policy.StatePending
+	return j
+}
+
+// TestPredictors_Contract replays the KTH trace in submit order through every
+// predictor and checks the Prediction contract on each job: never negative,
+// never above the time limit (except alea, which reproduces a published
+// method that scales the request by ratios that may exceed 1), Upper at or
+// above Run when a quantile is given; and Predict does not change the
+// predictor: a twin fed the same jobs without the extra Predict calls
+// predicts the same.
+func TestPredictors_Contract(t *testing.T) {
+	jobs := sharedTrace(t, "KTH-SP2-filtered.swf.gz", trace.SWF)[:8000]
+	for _, name := range policy.PredictorNames() {
+		t.Run(name, func(t *testing.T) {
+			p, err := policy.NewPredictor(name, policy.PredictorParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			twin, _ := policy.NewPredictor(name, policy.PredictorParams{})
+			sources := map[string]int{}
+			for i := range jobs {
+				pj := pending(jobs[i])
+				got := p.Predict(&pj)
+				for k := 0; k < 2; k++ { // extra calls must not matter
+					p.Predict(&pj)
+				}
+				if i%97 == 0 {
+					if tw := twin.Predict(&pj); tw != got {
+						t.Fatalf("job %d: prediction %+v, twin without extra Predict calls %+v", jobs[i].ID, got, tw)
+					}
+				}
+				sources[got.Source]++
+				if got.Run < 0 {
+					t.Fatalf("job %d: negative prediction %v", jobs[i].ID, got.Run)
+				}
+				if name != "alea" && pj.TimeLimit > 0 && got.Run > pj.TimeLimit {
+					t.Fatalf("job %d: prediction %v above the limit %v", jobs[i].ID, got.Run, pj.TimeLimit)
+				}
+				if got.Quantile > 0 && got.Upper < got.Run {
+					t.Fatalf("job %d: upper %v below run %v", jobs[i].ID, got.Upper, got.Run)
+				}
+				p.Observe(&jobs[i])
+				twin.Observe(&jobs[i])
+			}
+			if sources[""] > 0 {
+				t.Errorf("%d predictions without a Source", sources[""])
+			}
+			t.Logf("sources: %v", sources)
+		})
+	}
+}
+
+// BenchmarkPredict measures predicting a queue of pending jobs with a warm
+// fairway model: it has observed the whole CTC trace; the pending jobs are
+// CTC's, cycled, submitted after the trace's end.
+func BenchmarkPredict(b *testing.B) {
+	jobs := sharedTrace(b, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range jobs {
+				p.Observe(&jobs[i])
+			}
+			// The queue is submitted after everything observed, as in a
+			// live system: CTC jobs with their submit times moved there.
+			var last time.Time
+			for i := range jobs {
+				if jobs[i].End.After(last) {
+					last = jobs[i].End
+				}
+			}
+			queue := make([]policy.Job, n)
+			for i := range queue {
+				queue[i] = pending(jobs[(i*7919)%len(jobs)])
+				queue[i].Submit = last.Add(time.Duration(i) * time.Second)
+			}
+			if got := p.Predict(&queue[0]); got.Source == "" || got.Run <= 0 {
+				b.Fatalf("warm model predicts nothing: %+v", got)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for i := range queue {
+					p.Predict(&queue[i])
+				}
+			}
+		})
+	}
+}
