@@ -33,7 +33,8 @@ type FairQSSFParams struct {
 // job's by its overdue time, so it ranks ahead of all jobs that are not
 // overdue, the most overdue first, and Slurm's backfill reserves
 // resources for it. Value = −tag + starvation_boost, where the boost is 0
-// for a job not overdue.
+// for a job not overdue. Parts: vtc_tag, starvation_boost, user_counter,
+// predicted_gpu_s, zero_share (see vtc).
 type fairQSSF struct {
 	maxWait       float64 // seconds; 0 means no guard
 	ignoreRunning bool

@@ -36,7 +36,8 @@ type FairshareParams struct {
 //	F    = 2^(−(UE_u/S_u)/Dampening), and 0 when S_u = 0
 //
 // Value = FairshareWeight·F + AgeWeight·min(1, age/MaxAge), age counted
-// from eligibility; ties go to the older job, as in Slurm.
+// from eligibility; ties go to the older job, as in Slurm. Parts:
+// fairshare (F), age, usage_effective (UE_u), shares_norm (S_u).
 //
 // Adaptation: usage is GPU-seconds (Snapshot.Service) instead of Slurm's
 // TRES-billing CPU-seconds, decayed by the Ledger with Slurm's half-life

@@ -7,7 +7,8 @@ type FIFOParams struct{}
 
 // fifo ranks by submit time, oldest first: Slurm's priority/basic, the
 // baseline every other policy is compared with. Value is the job's age in
-// seconds (Snapshot.Now − Submit); equal submit times fall to the job id.
+// seconds (Snapshot.Now − Submit), its one part "age_s"; equal submit
+// times fall to the job id.
 type fifo struct{ sc scorer }
 
 // NewFIFO returns the "fifo" policy.

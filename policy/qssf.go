@@ -17,7 +17,7 @@ type QSSFParams struct{}
 // (any registered predictor, Helios' own among them) and "GPU" means the
 // snapshot's GPU-equivalents (Service), so GPU types can be weighted and
 // CPU traces replayed. Value = −predicted GPU-seconds; ties go to the
-// older job.
+// older job. Parts: predicted_gpu_s, predicted_run_s.
 type qssf struct{ sc scorer }
 
 // NewQSSF returns the "qssf" policy.
@@ -62,7 +62,8 @@ var ErrNoTrueRun = errors.New("true run time unknown")
 // policies/sjf.py sorts the queue by the real duration). It exists for the
 // simulator, which knows each job's future: Snapshot.TrueRun must hold
 // every pending job, or Rank fails with ErrNoTrueRun. Value = −true run
-// time in seconds (or −true GPU-seconds with ByService).
+// time in seconds (or −true GPU-seconds with ByService). Parts: true_run_s,
+// true_gpu_s.
 type sjfOracle struct{ sc scorer }
 
 // NewSJFOracle returns the "sjf-oracle" policy.

@@ -38,3 +38,53 @@ func BenchmarkRank(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLedger_Backlog is the per-cycle bookkeeping the cycle owner adds
+// to ranking: marking 100,000 pending jobs of 5,000 users backlogged.
+func BenchmarkLedger_Backlog(b *testing.B) {
+	s := rkRandomSnapshot(1, 100000, 5000)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Ledger.Backlog(s.Pending, s.Shares)
+	}
+}
+
+// BenchmarkAssign maps a 100,000-job fair-qssf ranking to site factors,
+// from scratch and then against the previous cycle's values with the
+// ranking changed by a new job at the head.
+func BenchmarkAssign(b *testing.B) {
+	s := rkRandomSnapshot(1, 100000, 5000)
+	p, err := NewPolicy("fair-qssf", PolicyParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ranking, err := p.Rank(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	first, err := Assign(ranking, nil, SiteFactorRange())
+	if err != nil {
+		b.Fatal(err)
+	}
+	prev := map[int64]int64{}
+	for i, sc := range ranking {
+		prev[sc.JobID] = first[i]
+	}
+	moved := append([]Score{{JobID: -1}}, ranking...)
+	b.Run("prev=none", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Assign(ranking, nil, SiteFactorRange()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("prev=last-cycle", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Assign(moved, prev, SiteFactorRange()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

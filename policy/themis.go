@@ -30,6 +30,7 @@ type ThemisParams struct {
 // ρ grows as the job waits, fastest for short jobs of users with small
 // shares — Themis' incentive. Themis' auction and its fairness knob f
 // pick which apps bid, not their order, and have no counterpart here.
+// Value = ρ. Parts: rho, t_shared_s, t_independent_s, active_users (N).
 type themis struct {
 	minRun float64
 	sc     scorer

@@ -55,7 +55,9 @@ type TiresiasParams struct {
 // depends only on the Ledger, so the top of the ranking that fits should
 // run and the rest be requeued.
 //
-// Value = −queue (+ G/(1+G), in [0, 1), with Gittins).
+// Value = −queue (+ G/(1+G), in [0, 1), with Gittins). Parts: queue,
+// gittins_order (G/(1+G)), gittins_index (G), attained_gpu_s (all service
+// received), queued_gpu_s (since the last promotion), promoted.
 type tiresias struct {
 	gittins    bool
 	thresholds []float64

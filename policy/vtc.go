@@ -47,7 +47,8 @@ type VTCParams struct {
 //   - Zero-share associations or accounts rank after everyone else, FIFO
 //     among themselves.
 //
-// Value = −account tag.
+// Value = −account tag. Parts: vtc_tag, user_counter (the weighted user
+// counter, committed service included), predicted_gpu_s, zero_share.
 type vtc struct {
 	ignoreRunning bool
 	sc            scorer
