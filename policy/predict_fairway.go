@@ -74,27 +74,45 @@ func (p *FairwayParams) defaults() error {
 }
 
 // fairwayPredictor is Fairway's run-time predictor. It combines the ideas of
-// the baselines instead of picking one: per-user recent history (Tsafrir et
-// al., TPDS 2007), the user's run/request ratios (Alea), same-name and
-// same-size history (Helios, SC'21 §5.1), and the user's recent outcomes
-// (failures, jobs killed at their limit), as features of a model learned
-// online: gradient-boosted trees with least-absolute-deviation loss on
-// log(1+run time) (see predict_gbt.go), retrained as history grows on a
-// sliding window of recent jobs. A log-space median is a median in seconds,
-// the estimate that minimises the mean absolute error; per-user features
-// make it conditional on the job's context.
+// the baselines instead of betting on one, in three steps:
 //
-// Each job's training features are computed when it is observed, from the
-// history observed before it and submitted no later than it, the same
-// history Predict would use for it.
+//  1. A model learned online: gradient-boosted trees with least-absolute-
+//     deviation loss on log(1+run time) (predict_gbt.go), retrained as history
+//     grows on a sliding window of recent jobs. Its features are the job's
+//     request (limit, CPUs, GPUs, submit hour and weekday) and the user's
+//     history: recent run times and their mean of two (Tsafrir et al., TPDS
+//     2007), run/request ratios (Alea), the last runs of the same name, size,
+//     limit and of the identical job (Helios, SC'21 §5.1), and recent
+//     outcomes (failures, jobs that ran to their limit). A median in log space
+//     is a median in seconds: the estimate that minimises the mean absolute
+//     error.
+//  2. Snapping: the model's smooth estimate moves onto the nearest concrete
+//     candidate (the limit, or a run time the user actually had) when one lies
+//     within the model's typical error. Jobs repeat, and jobs killed at their
+//     limit run exactly the limit, so a near miss becomes a hit; the move is
+//     within the typical error, so the mean error barely changes.
+//  3. Per-user expert choice (follow the leader with a margin, as in
+//     prediction with expert advice, Cesa-Bianchi and Lugosi 2006, ch. 2): for
+//     each user, the running mean absolute error of the snapped model and of
+//     each history rule (the last run, the mean of the last two, the identical
+//     job's last run, the Alea ratio rule, the median of the last five, the
+//     limit) is kept over the user's finished jobs; a rule replaces the model
+//     for that user only while its error is below ExpertMargin × the model's.
+//
+// Each job's training features and expert errors are computed when it is
+// observed, from the history Predict saw when the job was submitted: jobs
+// submitted later are left out, and so, when observations arrive in end order
+// (a live system, the online protocol), are jobs that ended after the submit.
 //
 // Until MinTrain jobs have finished, a rule chain predicts: the last run of
 // the user's identical job (same name, size and limit), else the mean of the
 // user's last two runs, else the limit, else the mean of everything seen.
 //
-// Upper is the 0.9 quantile: the prediction shifted by the 0.9 quantile of
-// the model's log-space residuals on its training window. Predictions never
-// exceed the job's time limit.
+// Upper is the 0.9 quantile: the model's estimate shifted by the 0.9 quantile
+// of its log-space residuals on its training window (in-sample, so somewhat
+// optimistic). Predictions never exceed the job's time limit. The defaults
+// were chosen on the three shared traces together (CTC, KTH, Philly-MIX) and
+// are the same for all.
 type fairwayPredictor struct {
 	p     FairwayParams
 	users map[string]*fwUser
