@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func kthTrace(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join("..", "..", "..", "shared", "data", "traces", "KTH-SP2-filtered.swf.gz")
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared trace missing (required under CI=true): %v", err)
+		}
+		t.Skipf("shared trace not found at %s (a fresh clone has none)", path)
+	}
+	return path
+}
+
+func runPredictApp(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	err := app.Run(append([]string{"fairway"}, args...))
+	return out.String(), err
+}
+
+func TestPredictEval_JSON(t *testing.T) {
+	path := kthTrace(t)
+	out, err := runPredictApp(t, "predict", "eval", "--trace", path, "--format", "swf", "--json", "--predictors", "alea,limit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Trace      string `json:"trace"`
+		Protocol   string `json:"protocol"`
+		Predictors []struct {
+			Name  string  `json:"name"`
+			MAE   float64 `json:"mae_s"`
+			MedAE float64 `json:"medae_s"`
+			N     int     `json:"n"`
+		} `json:"predictors"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	type row struct {
+		Name  string
+		MAE   string
+		MedAE float64
+		N     int
+	}
+	var rows []row
+	for _, p := range got.Predictors {
+		rows = append(rows, row{p.Name, fmt.Sprintf("%.1f", p.MAE), p.MedAE, p.N})
+	}
+	want := []row{{"alea", "3773.8", 182, 28481}, {"limit", "4818.4", 669, 28481}}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("predictors (-want +got):\n%s", diff)
+	}
+	if got.Trace != "KTH-SP2-filtered.swf.gz" || got.Protocol != "submit-order" {
+		t.Errorf("trace %q protocol %q", got.Trace, got.Protocol)
+	}
+}
+
+func TestPredictEval_Table(t *testing.T) {
+	path := kthTrace(t)
+	out, err := runPredictApp(t, "predict", "eval", "--trace", path, "--format", "swf", "--protocol", "online", "--predictors", "limit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "trace KTH-SP2-filtered.swf.gz, protocol online: 28481 jobs replayed\n" +
+		"  predictor  MAE (s)  MedAE (s)  mean rel err  within ±10%   ±50%  ±100%  under      n\n" +
+		"      limit   4818.4      669.0        297.61        21.9%  38.4%  46.0%   0.0%  28481\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}
+
+func TestPredictEval_BadFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"predict", "eval", "--format", "swf"}, "--trace: required (a trace file)"},
+		{[]string{"predict", "eval", "--trace", "x", "--format", "csv"}, `--format: unknown trace format "csv": want swf, helios or philly-mix`},
+		{[]string{"predict", "eval", "--trace", "x", "--format", "swf", "--protocol", "later"}, `--protocol: unknown protocol "later": want submit-order or online`},
+		{[]string{"predict", "eval", "--trace", "x", "--format", "swf", "--predictors", "alea,oracle"}, `--predictors: unknown predictor "oracle": want some of limit,tsafrir,alea,helios,fairway`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wantErr, func(t *testing.T) {
+			_, err := runPredictApp(t, tt.args...)
+			if err == nil {
+				t.Fatalf("want error %q, got nil", tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.wantErr, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
