@@ -39,6 +39,8 @@ func newApp() *cli.App {
 			versionCommand(),
 			migrateCommand(),
 			predictCommand(),
+			ingestCommand(),
+			sharesCommand(),
 		},
 		HideHelpCommand: true,
 	}

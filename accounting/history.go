@@ -1,0 +1,130 @@
+package accounting
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// HistorySource is a Slurm cluster's accounting history (slurmdbd). Package
+// slurmctl implements it through slurmrestd (/slurmdb/v0.0.38/jobs and the
+// data_parser versions).
+type HistorySource interface {
+	// FinishedJobs returns the cluster's jobs that ended in [since, until).
+	// It may return more (jobs still running, jobs that ended just outside
+	// the window): Import keeps only finished jobs, and it is idempotent.
+	FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, error)
+}
+
+// SyncOptions tune SyncHistory.
+type SyncOptions struct {
+	// Cluster is the cluster the watermark belongs to.
+	Cluster string
+	// Source names the history in job.source and in the watermark key;
+	// "slurmdbd" when empty.
+	Source string
+	// Now is the end of the window; the current time when zero.
+	Now time.Time
+	// Overlap is how far before the stored watermark a window starts, so
+	// that jobs slurmdbd records late (its agent queue drains after an
+	// outage) are not missed. One hour when zero. Re-reading is free: the
+	// import is idempotent.
+	Overlap time.Duration
+	// Initial is where the first window starts when there is no
+	// watermark yet; 30 days before Now when zero.
+	Initial time.Time
+	// SkipBad and Phase are passed to Import.
+	SkipBad bool
+	Phase   func(string)
+}
+
+// SyncHistory imports the jobs that ended since the stored watermark (less
+// Overlap) from src, and moves the watermark to the window's end in the
+// same transaction. It returns the window read and what the import did.
+func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOptions) (Summary, time.Time, time.Time, error) {
+	if opt.Cluster == "" {
+		return Summary{}, time.Time{}, time.Time{}, errors.New("sync history: no cluster name")
+	}
+	if opt.Source == "" {
+		opt.Source = "slurmdbd"
+	}
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
+	if opt.Overlap == 0 {
+		opt.Overlap = time.Hour
+	}
+	until := opt.Now.UTC().Truncate(time.Second)
+	since := opt.Initial
+	if since.IsZero() {
+		since = until.Add(-30 * 24 * time.Hour)
+	}
+	wm, ok, err := s.Watermark(ctx, opt.Cluster, opt.Source)
+	if err != nil {
+		return Summary{}, since, until, err
+	}
+	if ok {
+		since = wm.Add(-opt.Overlap)
+	}
+	jobs, err := src.FinishedJobs(ctx, since, until)
+	if err != nil {
+		return Summary{}, since, until, fmt.Errorf("read %s history %s..%s: %w", opt.Source, since.Format(time.RFC3339), until.Format(time.RFC3339), err)
+	}
+	where := make([]string, len(jobs))
+	for i, j := range jobs {
+		where[i] = fmt.Sprintf("%s job %d", opt.Source, j.ID)
+	}
+	sum, err := s.Import(ctx, NewJobsSource(jobs, where, 0), ImportOptions{
+		Source: opt.Source, SkipBad: opt.SkipBad, Phase: opt.Phase,
+		Watermark: &WatermarkUpdate{Cluster: opt.Cluster, Source: opt.Source, At: until},
+	})
+	return sum, since, until, err
+}
+
+// SacctHistory is a HistorySource that reads slurmdbd through the sacct
+// command (`sacct --json`), for hosts where slurmrestd has no dbv0.0.38
+// plugin or is not running. It needs the Slurm client and munge access, as
+// on the slurmctld host.
+type SacctHistory struct {
+	Path    string   // sacct binary; "sacct" on PATH when empty
+	Cluster string   // -M; the local cluster when empty
+	Env     []string // extra environment (e.g. SLURM_CONF=...)
+}
+
+// FinishedJobs implements HistorySource: every user's jobs active in
+// [since, until), as sacct selects them (a superset of those that ended
+// in the window).
+func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, error) {
+	path := h.Path
+	if path == "" {
+		path = "sacct"
+	}
+	const layout = "2006-01-02T15:04:05" // sacct reads local time
+	args := []string{"--json", "-a", "-S", since.Local().Format(layout), "-E", until.Local().Format(layout)}
+	if h.Cluster != "" {
+		args = append(args, "-M", h.Cluster)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), h.Env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %s", path, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	doc, err := ParseSacctJSON("sacct", out)
+	if err != nil {
+		return nil, err
+	}
+	if len(doc.Bad) > 0 {
+		return nil, fmt.Errorf("%d job record(s) sacct printed could not be read, first: %w", len(doc.Bad), doc.Bad[0])
+	}
+	return doc.Jobs, nil
+}

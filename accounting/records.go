@@ -1,0 +1,299 @@
+package accounting
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Decision is one row of the decision log: what a cycle decided for one
+// pending job and why.
+type Decision struct {
+	Cluster   string
+	At        time.Time // the cycle's start
+	Cycle     int64
+	JobID     int64
+	Policy    string
+	Rank      int // 1 is first
+	Score     float64
+	Parts     map[string]float64 // policy.Score.Parts
+	Predicted time.Duration      // predicted run time used; 0 when none
+	Predictor string
+	Field     string // what is written: site_factor, priority or nice
+	Value     int64  // the value written (or that would be, in dry run)
+	Previous  *int64 // the value before, nil when unknown
+	DryRun    bool
+}
+
+// RecordDecisions appends decisions to the log in one statement. Recording
+// the same (cluster, At, Cycle, JobID) again is a no-op, so a batch
+// buffered during a database outage can be replayed safely. It returns how
+// many rows were new.
+func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error) {
+	if len(ds) == 0 {
+		return 0, nil
+	}
+	n := len(ds)
+	var (
+		cluster, pol, predictor, field = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		parts                          = make([]string, n)
+		at                             = make([]time.Time, n)
+		cycle, job, value              = make([]int64, n), make([]int64, n), make([]int64, n)
+		prev                           = make([]*int64, n)
+		rank                           = make([]int32, n)
+		score                          = make([]float64, n)
+		pred                           = make([]*float64, n)
+		dry                            = make([]bool, n)
+		months                         = map[month]bool{}
+	)
+	for i, d := range ds {
+		if d.Cluster == "" || d.At.IsZero() || d.Policy == "" || d.Field == "" {
+			return 0, fmt.Errorf("decision for job %d: cluster, time, policy and field are required", d.JobID)
+		}
+		b, err := json.Marshal(d.Parts)
+		if err != nil {
+			return 0, fmt.Errorf("decision for job %d: encode score parts: %w", d.JobID, err)
+		}
+		if d.Parts == nil {
+			b = []byte("{}")
+		}
+		cluster[i], pol[i], predictor[i], field[i], parts[i] = d.Cluster, d.Policy, d.Predictor, d.Field, string(b)
+		at[i], cycle[i], job[i], value[i], prev[i] = d.At, d.Cycle, d.JobID, d.Value, d.Previous
+		rank[i], score[i], dry[i] = int32(d.Rank), d.Score, d.DryRun
+		if d.Predicted > 0 {
+			p := d.Predicted.Seconds()
+			pred[i] = &p
+		}
+		months[monthOf(d.At)] = true
+	}
+	if err := s.ensureMonths(ctx, s.pool, "decision", months); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, `
+INSERT INTO decision (cluster, decided_at, cycle, job_id, policy, rank, score, parts, predicted_run_s, predictor,
+	field, value, previous, dry_run)
+SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
+	$7::double precision[], $8::jsonb[], $9::double precision[], $10::text[], $11::text[], $12::bigint[],
+	$13::bigint[], $14::boolean[])
+ON CONFLICT DO NOTHING`, cluster, at, cycle, job, pol, rank, score, parts, pred, predictor, field, value, prev, dry)
+	if err != nil {
+		return 0, fmt.Errorf("record %d decisions: %w", n, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Cycle is how one serve cycle went.
+type Cycle struct {
+	Cluster     string
+	Cycle       int64
+	Started     time.Time
+	Policy      string
+	Leader      bool
+	DryRun      bool
+	Pending     int
+	Running     int
+	Written     int
+	WriteErrors int
+	Read        time.Duration // reading Slurm
+	Predict     time.Duration
+	Rank        time.Duration
+	Write       time.Duration // writing values to Slurm
+	Record      time.Duration // writing history, decisions and predictions
+	Total       time.Duration
+	Error       string // what went wrong, "" when nothing did
+}
+
+// RecordCycle stores one cycle's timings; recording it again is a no-op.
+func (s *Store) RecordCycle(ctx context.Context, c Cycle) error {
+	if c.Cluster == "" || c.Started.IsZero() {
+		return fmt.Errorf("cycle %d: cluster and start time are required", c.Cycle)
+	}
+	_, err := s.pool.Exec(ctx, `
+INSERT INTO cycle (cluster, cycle, started_at, policy, leader, dry_run, pending, running, written, write_errors,
+	read_seconds, predict_seconds, rank_seconds, write_seconds, record_seconds, total_seconds, error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+ON CONFLICT DO NOTHING`,
+		c.Cluster, c.Cycle, c.Started, c.Policy, c.Leader, c.DryRun, c.Pending, c.Running, c.Written, c.WriteErrors,
+		c.Read.Seconds(), c.Predict.Seconds(), c.Rank.Seconds(), c.Write.Seconds(), c.Record.Seconds(), c.Total.Seconds(), c.Error)
+	if err != nil {
+		return fmt.Errorf("record cycle %d: %w", c.Cycle, err)
+	}
+	return nil
+}
+
+// PruneCycles deletes cycle rows that started before cutoff.
+func (s *Store) PruneCycles(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM cycle WHERE started_at < $1`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune cycles: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Prediction is a run-time prediction made for a pending job.
+type Prediction struct {
+	Cluster   string
+	JobID     int64
+	ArrayTask int // -1 when not an array
+	Submit    time.Time
+	Predictor string
+	At        time.Time
+	Run       time.Duration
+	Upper     time.Duration // 0 when the predictor gives none
+	Quantile  float64
+	Rule      string // policy.Prediction.Source
+	Partition string
+}
+
+// RecordPredictions stores predictions, one per job and predictor: a newer
+// prediction for the same job replaces the older, so the row left when the
+// job starts is the prediction its scheduling used. Paired with the job's
+// actual run time by the prediction_outcome view.
+func (s *Store) RecordPredictions(ctx context.Context, ps []Prediction) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	n := len(ps)
+	var (
+		cluster, predictor, rule, part = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		job                            = make([]int64, n)
+		task                           = make([]int32, n)
+		submit, at                     = make([]time.Time, n), make([]time.Time, n)
+		run                            = make([]float64, n)
+		upper, quant                   = make([]*float64, n), make([]*float64, n)
+		months                         = map[month]bool{}
+	)
+	for i, p := range ps {
+		if p.Cluster == "" || p.Submit.IsZero() || p.At.IsZero() || p.Predictor == "" {
+			return fmt.Errorf("prediction for job %d: cluster, submit time, time and predictor are required", p.JobID)
+		}
+		cluster[i], predictor[i], rule[i], part[i] = p.Cluster, p.Predictor, p.Rule, p.Partition
+		job[i], task[i], submit[i], at[i], run[i] = p.JobID, int32(p.ArrayTask), p.Submit, p.At, p.Run.Seconds()
+		if p.Upper > 0 {
+			u, q := p.Upper.Seconds(), p.Quantile
+			upper[i], quant[i] = &u, &q
+		}
+		months[monthOf(p.Submit)] = true
+	}
+	if err := s.ensureMonths(ctx, s.pool, "prediction", months); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `
+INSERT INTO prediction (cluster, job_id, array_task, submit_time, predictor, predicted_at, predicted_s, upper_s,
+	quantile, rule, partition)
+SELECT DISTINCT ON (c, j, t, s, p) * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::timestamptz[], $5::text[],
+	$6::timestamptz[], $7::double precision[], $8::double precision[], $9::double precision[], $10::text[], $11::text[])
+	AS u(c, j, t, s, p, a, r, up, q, ru, pa)
+ORDER BY c, j, t, s, p, a DESC
+ON CONFLICT (cluster, job_id, array_task, submit_time, predictor) DO UPDATE SET
+	predicted_at = EXCLUDED.predicted_at, predicted_s = EXCLUDED.predicted_s, upper_s = EXCLUDED.upper_s,
+	quantile = EXCLUDED.quantile, rule = EXCLUDED.rule, partition = EXCLUDED.partition
+WHERE prediction.predicted_at <= EXCLUDED.predicted_at`,
+		cluster, job, task, submit, predictor, at, run, upper, quant, rule, part)
+	if err != nil {
+		return fmt.Errorf("record %d predictions: %w", n, err)
+	}
+	return nil
+}
+
+// GPUUsage is what one GPU did for one job, as the epilog measured it.
+type GPUUsage struct {
+	Cluster  string
+	JobID    int64
+	Node     string
+	GPUMinor int // /dev/nvidiaN
+	Started  time.Time
+	Ended    time.Time // when the epilog closed the record; part of the key
+	UUID     string
+	Model    string
+	Shards   int // 0 for a whole-GPU job
+	// Utilization and memory, nil when NVML could not tell.
+	UtilAvgPct *float64
+	UtilMaxPct *float64
+	MemPeakMB  *int64
+	MemTotalMB *int64
+	EnergyJ    *float64 // device energy over the job, nil when unsupported
+}
+
+// RecordGPUUsage stores epilog usage records. A record already stored (same
+// cluster, job, node, GPU and end) is left alone, so a spool can be flushed
+// again after a crash without duplicates. It returns how many were new.
+func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) {
+	if len(us) == 0 {
+		return 0, nil
+	}
+	n := len(us)
+	var (
+		cluster, node, uuid, model = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		job                        = make([]int64, n)
+		minor, shards              = make([]int32, n), make([]int32, n)
+		start                      = make([]*time.Time, n)
+		end                        = make([]time.Time, n)
+		uavg, umax, energy         = make([]*float64, n), make([]*float64, n), make([]*float64, n)
+		mpeak, mtotal              = make([]*int64, n), make([]*int64, n)
+		months                     = map[month]bool{}
+	)
+	for i, u := range us {
+		if u.Cluster == "" || u.Node == "" || u.Ended.IsZero() || u.JobID <= 0 {
+			return 0, fmt.Errorf("GPU usage of job %d: cluster, node, job id and end time are required", u.JobID)
+		}
+		cluster[i], node[i], uuid[i], model[i] = u.Cluster, u.Node, u.UUID, u.Model
+		job[i], minor[i], shards[i], end[i] = u.JobID, int32(u.GPUMinor), int32(u.Shards), u.Ended
+		if !u.Started.IsZero() {
+			t := u.Started
+			start[i] = &t
+		}
+		uavg[i], umax[i], energy[i], mpeak[i], mtotal[i] = u.UtilAvgPct, u.UtilMaxPct, u.EnergyJ, u.MemPeakMB, u.MemTotalMB
+		months[monthOf(u.Ended)] = true
+	}
+	if err := s.ensureMonths(ctx, s.pool, "job_gpu_usage", months); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, `
+INSERT INTO job_gpu_usage (cluster, job_id, node, gpu_minor, ended_at, started_at, gpu_uuid, gpu_model, shards,
+	util_avg_pct, util_max_pct, mem_peak_mb, mem_total_mb, energy_joules)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::timestamptz[],
+	$7::text[], $8::text[], $9::integer[], $10::real[], $11::real[], $12::bigint[], $13::bigint[], $14::double precision[])
+ON CONFLICT DO NOTHING`, cluster, job, node, minor, end, start, uuid, model, shards, uavg, umax, mpeak, mtotal, energy)
+	if err != nil {
+		return 0, fmt.Errorf("record %d GPU usage records: %w", n, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Usage is one association's usage over a span of days.
+type Usage struct {
+	Account      string
+	User         string
+	GPUSeconds   float64
+	ShardSeconds float64
+	CPUSeconds   float64
+	JobsEnded    int
+}
+
+// UsageBetween sums the daily usage ledger of cluster per association over
+// the UTC days [from, to), sorted by account then user.
+func (s *Store) UsageBetween(ctx context.Context, cluster string, from, to time.Time) ([]Usage, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT account, user_name, sum(gpu_seconds), sum(shard_seconds), sum(cpu_seconds), sum(jobs_ended)::integer
+FROM usage_daily
+WHERE cluster = $1 AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date AND day < ($3::timestamptz AT TIME ZONE 'UTC')::date
+GROUP BY account, user_name ORDER BY account, user_name`, cluster, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("load usage: %w", err)
+	}
+	defer rows.Close()
+	var out []Usage
+	for rows.Next() {
+		var u Usage
+		if err := rows.Scan(&u.Account, &u.User, &u.GPUSeconds, &u.ShardSeconds, &u.CPUSeconds, &u.JobsEnded); err != nil {
+			return nil, fmt.Errorf("load usage: %w", err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load usage: %w", err)
+	}
+	return out, nil
+}

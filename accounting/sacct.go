@@ -1,0 +1,345 @@
+package accounting
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// ErrMalformed is wrapped by every error about a bad input record that is
+// not a trace line (a sacct job object, a sacctmgr or shares line).
+var ErrMalformed = errors.New("malformed record")
+
+// RecordError is one bad record of an input: where it is and why it is bad.
+// Where reads "file:line" for line-oriented inputs and "file: jobs[i]" for
+// a JSON document.
+type RecordError struct {
+	Where string
+	Err   error
+}
+
+func (e *RecordError) Error() string { return e.Where + ": " + e.Err.Error() }
+
+// Unwrap returns the reason and ErrMalformed.
+func (e *RecordError) Unwrap() []error { return []error{e.Err, ErrMalformed} }
+
+// SacctDoc is the result of decoding a `sacct --json` document.
+type SacctDoc struct {
+	Jobs []policy.Job
+	// Where locates Jobs[i] in the input, for error messages.
+	Where []string
+	// Bad holds one error per job object that could not be decoded. Those
+	// objects are not in Jobs.
+	Bad []error
+}
+
+// ParseSacctJSON decodes the output of `sacct --json` (Slurm 22.05: the
+// dbv0.0.38 job objects; the data_parser shape of 23.02 and later, where
+// numbers may be {"set","infinite","number"} objects and state.current a
+// list, is accepted too). name is used in error locations. A document that
+// is not JSON, or whose top-level errors array is not empty, is an error;
+// a single bad job object only lands in SacctDoc.Bad.
+//
+// Every job object becomes one policy.Job, finished or not: the caller
+// decides what to keep. Heterogeneous-job components keep their own ids and
+// have HetJob set.
+func ParseSacctJSON(name string, data []byte) (*SacctDoc, error) {
+	var top struct {
+		Errors json.RawMessage   `json:"errors"`
+		Jobs   []json.RawMessage `json:"jobs"`
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, &RecordError{Where: name, Err: fmt.Errorf("not a sacct --json document: %w", err)}
+	}
+	if msgs := restErrors(top.Errors); len(msgs) > 0 {
+		return nil, fmt.Errorf("%s: sacct reported errors: %s", name, strings.Join(msgs, "; "))
+	}
+	doc := &SacctDoc{}
+	for i, raw := range top.Jobs {
+		where := fmt.Sprintf("%s: jobs[%d]", name, i)
+		var sj sacctJob
+		if err := json.Unmarshal(raw, &sj); err != nil {
+			doc.Bad = append(doc.Bad, &RecordError{Where: where, Err: err})
+			continue
+		}
+		j, err := sj.job()
+		if err != nil {
+			doc.Bad = append(doc.Bad, &RecordError{Where: fmt.Sprintf("%s (job %d)", where, sj.JobID.N), Err: err})
+			continue
+		}
+		doc.Jobs = append(doc.Jobs, j)
+		doc.Where = append(doc.Where, fmt.Sprintf("%s (job %d)", where, j.ID))
+	}
+	return doc, nil
+}
+
+// restErrors returns the messages of a Slurm "errors" array: a list of
+// objects with "error"/"description" (22.05) or of strings.
+func restErrors(raw json.RawMessage) []string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var objs []map[string]any
+	if err := json.Unmarshal(raw, &objs); err == nil {
+		var out []string
+		for _, o := range objs {
+			msg := fmt.Sprint(o["error"])
+			if d, ok := o["description"].(string); ok && d != "" {
+				msg += " (" + d + ")"
+			}
+			out = append(out, msg)
+		}
+		return out
+	}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err == nil {
+		return strs
+	}
+	return []string{string(raw)}
+}
+
+// sacctJob is the part of a dbv0.0.38 job object Fairway reads.
+type sacctJob struct {
+	Account string `json:"account"`
+	Cluster string `json:"cluster"`
+	JobID   num    `json:"job_id"`
+	Name    string `json:"name"`
+	User    string `json:"user"`
+	Part    string `json:"partition"`
+	QOS     string `json:"qos"`
+	Array   struct {
+		JobID  num `json:"job_id"`
+		TaskID num `json:"task_id"`
+	} `json:"array"`
+	Het struct {
+		JobID num `json:"job_id"`
+	} `json:"het"`
+	AllocNodes num `json:"allocation_nodes"`
+	Time       struct {
+		Submission num `json:"submission"`
+		Eligible   num `json:"eligible"`
+		Start      num `json:"start"`
+		End        num `json:"end"`
+		Limit      num `json:"limit"` // minutes
+	} `json:"time"`
+	State struct {
+		Current stateName `json:"current"`
+	} `json:"state"`
+	ExitCode struct {
+		Status     stateName `json:"status"`
+		ReturnCode num       `json:"return_code"`
+		Signal     struct {
+			ID num `json:"signal_id"`
+		} `json:"signal"`
+	} `json:"exit_code"`
+	Required struct {
+		CPUs num `json:"CPUs"`
+	} `json:"required"`
+	TRES struct {
+		Allocated []tres `json:"allocated"`
+		Requested []tres `json:"requested"`
+	} `json:"tres"`
+}
+
+type tres struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Count num    `json:"count"`
+}
+
+// slurmInfinite and slurmNoVal are Slurm's INFINITE and NO_VAL for 32-bit
+// fields, as 22.05 prints them in place of a number.
+const (
+	slurmInfinite = 0xFFFFFFFF
+	slurmNoVal    = 0xFFFFFFFE
+)
+
+func (sj *sacctJob) job() (policy.Job, error) {
+	if !sj.JobID.Set || sj.JobID.N <= 0 {
+		return policy.Job{}, errors.New("no job_id")
+	}
+	if sj.Cluster == "" {
+		return policy.Job{}, errors.New("no cluster")
+	}
+	state := sj.State.Current.String()
+	j := policy.Job{
+		Cluster:   sj.Cluster,
+		ID:        sj.JobID.N,
+		ArrayTask: -1,
+		HetJob:    sj.Het.JobID.N > 0,
+		User:      sj.User,
+		Account:   sj.Account,
+		Partition: sj.Part,
+		QOS:       sj.QOS,
+		Name:      sj.Name,
+		Submit:    unixTime(sj.Time.Submission),
+		Eligible:  unixTime(sj.Time.Eligible),
+		Start:     unixTime(sj.Time.Start),
+		End:       unixTime(sj.Time.End),
+		State:     policy.ParseState(state),
+	}
+	if j.State == policy.StateUnknown {
+		return policy.Job{}, fmt.Errorf("unknown state %q", state)
+	}
+	if sj.Time.Submission.N <= 0 {
+		return policy.Job{}, errors.New("no submission time")
+	}
+	if sj.Array.JobID.N > 0 && sj.Array.TaskID.Set && sj.Array.TaskID.N >= 0 && sj.Array.TaskID.N < slurmNoVal {
+		j.ArrayJob = sj.Array.JobID.N
+		j.ArrayTask = int(sj.Array.TaskID.N)
+	}
+	if l := sj.Time.Limit; l.Set && !l.Infinite && l.N > 0 && l.N < slurmNoVal {
+		j.TimeLimit = time.Duration(l.N) * time.Minute
+	}
+	switch st := sj.ExitCode.Status.String(); {
+	case st == "SIGNALED":
+		// Shell convention, so one integer tells exit status and signal apart.
+		j.ExitCode = 128 + int(sj.ExitCode.Signal.ID.N)
+	default:
+		j.ExitCode = int(sj.ExitCode.ReturnCode.N)
+	}
+	// Allocated TRES say what the job held; a job that never started has
+	// only requested ones.
+	t := sj.TRES.Allocated
+	if len(t) == 0 {
+		t = sj.TRES.Requested
+	}
+	for _, r := range t {
+		n := r.Count.N
+		if !r.Count.Set || n < 0 {
+			continue
+		}
+		switch {
+		case r.Type == "cpu":
+			j.CPUs = int(n)
+		case r.Type == "mem":
+			j.MemoryMB = n
+		case r.Type == "node":
+			j.Nodes = int(n)
+		case r.Type == "gres" && (r.Name == "gpu" || strings.HasPrefix(r.Name, "gpu:")):
+			// "gpu" is the total; "gpu:TYPE" a typed count, when the
+			// cluster's AccountingStorageTRES lists typed GPUs.
+			if typ, ok := strings.CutPrefix(r.Name, "gpu:"); ok {
+				j.GPUType = typ
+				if j.GPUs == 0 {
+					j.GPUs = int(n)
+				}
+			} else {
+				j.GPUs = int(n)
+			}
+		case r.Type == "gres" && (r.Name == "shard" || strings.HasPrefix(r.Name, "shard:")):
+			if !strings.Contains(r.Name, ":") || j.Shards == 0 {
+				j.Shards = int(n)
+			}
+		}
+	}
+	if j.Nodes == 0 && sj.AllocNodes.N > 0 {
+		j.Nodes = int(sj.AllocNodes.N)
+	}
+	if j.CPUs == 0 && sj.Required.CPUs.N > 0 {
+		j.CPUs = int(sj.Required.CPUs.N)
+	}
+	return j, nil
+}
+
+func unixTime(n num) time.Time {
+	if !n.Set || n.Infinite || n.N <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(n.N, 0).UTC()
+}
+
+// num is a Slurm JSON number: a plain number or null (22.05), or the
+// data_parser object {"set": bool, "infinite": bool, "number": n} (23.02+).
+type num struct {
+	N        int64
+	Set      bool
+	Infinite bool
+}
+
+func (n *num) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == "null":
+		*n = num{}
+		return nil
+	case len(b) > 0 && b[0] == '{':
+		var o struct {
+			Set      bool        `json:"set"`
+			Infinite bool        `json:"infinite"`
+			Number   json.Number `json:"number"`
+		}
+		if err := json.Unmarshal(b, &o); err != nil {
+			return err
+		}
+		v, err := parseNumber(o.Number)
+		if err != nil {
+			return err
+		}
+		*n = num{N: v, Set: o.Set, Infinite: o.Infinite}
+		return nil
+	}
+	var v json.Number
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("want a number, got %s", b)
+	}
+	x, err := parseNumber(v)
+	if err != nil {
+		return err
+	}
+	*n = num{N: x, Set: true}
+	return nil
+}
+
+func parseNumber(v json.Number) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if x, err := v.Int64(); err == nil {
+		return x, nil
+	}
+	f, err := v.Float64()
+	if err != nil {
+		return 0, fmt.Errorf("bad number %q", v)
+	}
+	return int64(f), nil
+}
+
+// stateName is a Slurm state: a string (22.05) or a list of flags whose
+// first element is the base state (23.02+).
+type stateName []string
+
+func (s *stateName) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	if len(b) > 0 && b[0] == '[' {
+		var l []string
+		if err := json.Unmarshal(b, &l); err != nil {
+			return err
+		}
+		*s = l
+		return nil
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err != nil {
+		return fmt.Errorf("want a state name, got %s", b)
+	}
+	*s = stateName{one}
+	return nil
+}
+
+func (s stateName) String() string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}

@@ -1,0 +1,240 @@
+package accounting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	fsql "github.com/fairway-hpc/fairway/sql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is Fairway's accounting database. It is safe for concurrent use;
+// each method takes one pooled connection for its duration.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	months map[string]bool // "table YYYYMM" partitions known to exist
+}
+
+// New returns a Store over pool. log should already carry
+// component=accounting.
+func New(pool *pgxpool.Pool, log *slog.Logger) *Store {
+	return &Store{pool: pool, log: log, months: map[string]bool{}}
+}
+
+// Check verifies that the database answers and has exactly the schema this
+// binary expects (see sql.CheckCurrent).
+func (s *Store) Check(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to the accounting database: %w", err)
+	}
+	defer conn.Release()
+	return fsql.CheckCurrent(ctx, conn.Conn())
+}
+
+// partitioned are the tables split by month, with the column they are
+// split on.
+var partitioned = map[string]string{
+	"job":           "submit_time",
+	"prediction":    "submit_time",
+	"decision":      "decided_at",
+	"job_gpu_usage": "ended_at",
+}
+
+// month is a calendar month in UTC, as year*12 + month-1.
+type month int
+
+func monthOf(t time.Time) month {
+	t = t.UTC()
+	return month(t.Year()*12 + int(t.Month()) - 1)
+}
+
+func (m month) start() time.Time {
+	return time.Date(int(m)/12, time.Month(int(m)%12+1), 1, 0, 0, 0, 0, time.UTC)
+}
+
+func (m month) String() string { return m.start().Format("200601") }
+
+// ensureMonths creates the monthly partitions of table for the given months,
+// each in its own short transaction (so an import that later rolls back
+// leaves at most empty partitions, and readers of the parent are blocked
+// only for an instant).
+func (s *Store) ensureMonths(ctx context.Context, q querier, table string, ms map[month]bool) error {
+	if _, ok := partitioned[table]; !ok {
+		return fmt.Errorf("table %s is not partitioned", table)
+	}
+	for m := range ms {
+		key := table + " " + m.String()
+		s.mu.Lock()
+		known := s.months[key]
+		s.mu.Unlock()
+		if known {
+			continue
+		}
+		if _, err := q.Exec(ctx, `SELECT fairway_ensure_month($1::regclass, $2)`, table, m.start()); err != nil {
+			return fmt.Errorf("create partition %s_p%s: %w", table, m, err)
+		}
+		s.mu.Lock()
+		s.months[key] = true
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// forgetMonths drops the partition cache after retention removed some.
+func (s *Store) forgetMonths() {
+	s.mu.Lock()
+	s.months = map[string]bool{}
+	s.mu.Unlock()
+}
+
+// DropMonthsBefore drops the monthly partitions of table (job, prediction,
+// decision or job_gpu_usage) that end on or before cutoff, and returns
+// their names. This is the retention mechanism: instant, and no bloat.
+func (s *Store) DropMonthsBefore(ctx context.Context, table string, cutoff time.Time) ([]string, error) {
+	if _, ok := partitioned[table]; !ok {
+		return nil, fmt.Errorf("table %q is not partitioned by month (want job, prediction, decision or job_gpu_usage)", table)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT fairway_drop_months_before($1::regclass, $2)`, table, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("drop partitions of %s: %w", table, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	s.forgetMonths()
+	if err != nil {
+		return nil, fmt.Errorf("drop partitions of %s: %w", table, err)
+	}
+	return names, nil
+}
+
+// querier is what both a connection and a transaction offer.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// ensureClusters records cluster names (kv_state references them).
+func ensureClusters(ctx context.Context, tx pgx.Tx, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO cluster (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names)
+	if err != nil {
+		return fmt.Errorf("record clusters: %w", err)
+	}
+	return nil
+}
+
+// Watermark returns the instant up to which the named incremental source
+// (e.g. "slurmdbd") has been imported for cluster, and false when it never
+// has.
+func (s *Store) Watermark(ctx context.Context, cluster, source string) (time.Time, bool, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SELECT value FROM kv_state WHERE cluster = $1 AND key = $2`, cluster, watermarkKey(source)).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read %s watermark: %w", source, err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%s watermark %q: %w", source, v, err)
+	}
+	return t, true, nil
+}
+
+func watermarkKey(source string) string { return "watermark." + source }
+
+func setWatermark(ctx context.Context, tx pgx.Tx, cluster, source string, at time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO kv_state (cluster, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (cluster, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+		cluster, watermarkKey(source), at.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("store %s watermark: %w", source, err)
+	}
+	return nil
+}
+
+// FinishedJobs returns the jobs of cluster that ended at or after since (and
+// before until, when until is not zero), in end order (ties by job id and
+// array task). Serve replays them into the fairness ledger and the
+// predictor when it starts cold.
+func (s *Store) FinishedJobs(ctx context.Context, cluster string, since, until time.Time) ([]policy.Job, error) {
+	q := `SELECT ` + jobColumnList + ` FROM job WHERE cluster = $1 AND end_time >= $2`
+	args := []any{cluster, since}
+	if !until.IsZero() {
+		q += ` AND end_time < $3`
+		args = append(args, until)
+	}
+	q += ` ORDER BY end_time, job_id, array_task`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("load finished jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("load finished jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// UserHistory returns the last n finished jobs of user on cluster that ended
+// before before, oldest first: what a per-user predictor needs for a job it
+// has not seen the user's history for.
+func (s *Store) UserHistory(ctx context.Context, cluster, user string, before time.Time, n int) ([]policy.Job, error) {
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT `+jobColumnList+` FROM job
+		WHERE cluster = $1 AND user_name = $2 AND end_time < $3
+		ORDER BY end_time DESC, job_id DESC, array_task DESC LIMIT $4) h
+		ORDER BY end_time, job_id, array_task`, cluster, user, before, n)
+	if err != nil {
+		return nil, fmt.Errorf("load history of %s: %w", user, err)
+	}
+	jobs, err := pgx.CollectRows(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("load history of %s: %w", user, err)
+	}
+	return jobs, nil
+}
+
+const jobColumnList = `cluster, job_id, array_job_id, array_task, het_job, user_name, account, partition, qos, name,
+	submit_time, eligible_time, start_time, end_time, time_limit_s, nodes, cpus, memory_mb, gpus, gpu_type, shards,
+	state, exit_code`
+
+func scanJob(r pgx.CollectableRow) (policy.Job, error) {
+	var (
+		j                policy.Job
+		elig, start, end *time.Time
+		limit            *int64
+		state            string
+	)
+	err := r.Scan(&j.Cluster, &j.ID, &j.ArrayJob, &j.ArrayTask, &j.HetJob, &j.User, &j.Account, &j.Partition, &j.QOS, &j.Name,
+		&j.Submit, &elig, &start, &end, &limit, &j.Nodes, &j.CPUs, &j.MemoryMB, &j.GPUs, &j.GPUType, &j.Shards,
+		&state, &j.ExitCode)
+	if err != nil {
+		return j, err
+	}
+	j.Submit = j.Submit.UTC()
+	j.Eligible, j.Start, j.End = utcOrZero(elig), utcOrZero(start), utcOrZero(end)
+	if limit != nil {
+		j.TimeLimit = time.Duration(*limit) * time.Second
+	}
+	j.State = policy.ParseState(state)
+	return j, nil
+}
+
+func utcOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

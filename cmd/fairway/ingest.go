@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+)
+
+// Ingest sources, as --from spells them.
+const (
+	fromSlurmdbd  = "slurmdbd"
+	fromSacctJSON = "sacct-json"
+)
+
+var ingestSources = []string{fromSlurmdbd, fromSacctJSON, string(trace.SWF), string(trace.Helios), string(trace.PhillyMIX)}
+
+// ingestConfig is `fairway ingest`'s validated settings.
+type ingestConfig struct {
+	From     string
+	File     string // "" for slurmdbd, "-" for standard input
+	Cluster  string
+	SkipBad  bool
+	JSON     bool
+	Progress bool
+	Sacct    string        // slurmdbd: the sacct binary
+	Overlap  time.Duration // slurmdbd: re-read this much before the watermark
+	Since    time.Time     // slurmdbd: first window start without a watermark
+}
+
+func ingestCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ingest",
+		Usage:     "import finished jobs into the accounting database (idempotent)",
+		ArgsUsage: "[FILE]",
+		Description: "Imports job history from slurmdbd (incrementally, from the stored watermark), from a\n" +
+			"`sacct --json` file, or from a workload trace (SWF, Helios cluster_log.csv, Philly-MIX CSV;\n" +
+			"gzip or plain; FILE - reads standard input). Re-importing never duplicates: jobs are keyed by\n" +
+			"cluster, job id, array task and submit time. A malformed record fails the whole import with\n" +
+			"its file:line and nothing is written, unless --skip-bad.",
+		Flags: []cli.Flag{
+			databaseFlag(),
+			&cli.StringFlag{Name: "from", Usage: "source: " + strings.Join(ingestSources, ", "), EnvVars: []string{"FAIRWAY_INGEST_FROM"}},
+			&cli.StringFlag{Name: "cluster", Usage: "cluster name (slurmdbd: required; traces: default the file name)", EnvVars: []string{"FAIRWAY_CLUSTER"}},
+			&cli.BoolFlag{Name: "skip-bad", Usage: "import the good records and count the malformed ones instead of failing", EnvVars: []string{"FAIRWAY_INGEST_SKIP_BAD"}},
+			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON", EnvVars: []string{"FAIRWAY_INGEST_JSON"}},
+			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_INGEST_PROGRESS"}},
+			&cli.StringFlag{Name: "sacct", Value: "sacct", Usage: "slurmdbd: sacct binary used to read slurmdbd", EnvVars: []string{"FAIRWAY_SACCT"}},
+			&cli.DurationFlag{Name: "overlap", Value: time.Hour, Usage: "slurmdbd: how far before the watermark each window starts", EnvVars: []string{"FAIRWAY_INGEST_OVERLAP"}},
+			&cli.StringFlag{Name: "since", Usage: "slurmdbd: start of the first window when there is no watermark (RFC 3339 or YYYY-MM-DD; default 30 days ago)", EnvVars: []string{"FAIRWAY_INGEST_SINCE"}},
+		},
+		Action: func(c *cli.Context) error {
+			cfg, err := ingestSettings(c)
+			if err != nil {
+				return err
+			}
+			log, err := logger(c)
+			if err != nil {
+				return err
+			}
+			store, closeStore, err := openStore(c.Context, c, log)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			return runIngest(c.Context, store, cfg, c.App.Writer, os.Stderr)
+		},
+	}
+}
+
+// ingestSettings validates the flags once, naming the bad one.
+func ingestSettings(c *cli.Context) (ingestConfig, error) {
+	cfg := ingestConfig{
+		From: c.String("from"), Cluster: c.String("cluster"), SkipBad: c.Bool("skip-bad"), JSON: c.Bool("json"),
+		Sacct: c.String("sacct"), Overlap: c.Duration("overlap"),
+	}
+	known := false
+	for _, s := range ingestSources {
+		known = known || s == cfg.From
+	}
+	if !known {
+		return cfg, fmt.Errorf("--from %q: want one of %s", cfg.From, strings.Join(ingestSources, ", "))
+	}
+	switch {
+	case cfg.From == fromSlurmdbd && c.NArg() > 0:
+		return cfg, errors.New("--from slurmdbd reads no file: drop the FILE argument")
+	case cfg.From == fromSlurmdbd && cfg.Cluster == "":
+		return cfg, errors.New("--cluster: required with --from slurmdbd (the watermark is per cluster)")
+	case cfg.From != fromSlurmdbd && c.NArg() != 1:
+		return cfg, fmt.Errorf("--from %s needs exactly one FILE argument (- for standard input)", cfg.From)
+	}
+	cfg.File = c.Args().First()
+	if cfg.Overlap < 0 {
+		return cfg, errors.New("--overlap: must not be negative")
+	}
+	if s := c.String("since"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t, err = time.Parse("2006-01-02", s)
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("--since %q: want RFC 3339 (2026-10-01T00:00:00Z) or YYYY-MM-DD", s)
+		}
+		cfg.Since = t
+	}
+	switch p := c.String("progress"); p {
+	case "auto":
+		cfg.Progress = isTerminal(os.Stderr)
+	case "always":
+		cfg.Progress = true
+	case "never":
+	default:
+		return cfg, fmt.Errorf("--progress %q: want auto, always or never", p)
+	}
+	return cfg, nil
+}
+
+// openStore connects to --database-url with a small pool, checks the schema
+// is current, and says clearly what is wrong when it cannot.
+func openStore(ctx context.Context, c *cli.Context, log *slog.Logger) (*accounting.Store, func(), error) {
+	url := c.String("database-url")
+	if url == "" {
+		return nil, nil, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	cfg.MaxConns = 4
+	where := fmt.Sprintf("PostgreSQL at %s:%d database %q", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
+	}
+	store := accounting.New(pool, log.With("component", "accounting"))
+	if err := store.Check(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return store, pool.Close, nil
+}
+
+// ingestResult is the summary printed after an import.
+type ingestResult struct {
+	From       string   `json:"from"`
+	File       string   `json:"file,omitempty"`
+	Cluster    string   `json:"cluster,omitempty"`
+	Window     []string `json:"window,omitempty"` // slurmdbd: [since, until)
+	Read       int      `json:"read"`
+	Inserted   int      `json:"inserted"`
+	Updated    int      `json:"updated"`
+	Unchanged  int      `json:"unchanged"`
+	Duplicates int      `json:"duplicates"`
+	Unfinished int      `json:"unfinished"`
+	Rejected   int      `json:"rejected"`
+	Rejects    []string `json:"rejects,omitempty"`
+	Seconds    float64  `json:"seconds"`
+}
+
+func runIngest(ctx context.Context, store *accounting.Store, cfg ingestConfig, stdout, stderr io.Writer) error {
+	began := time.Now()
+	res := ingestResult{From: cfg.From, File: cfg.File, Cluster: cfg.Cluster}
+	var bar *progressBar
+	if cfg.Progress {
+		bar = newProgressBar(stderr, "ingest "+cfg.From)
+		defer bar.stop()
+	}
+	phase := func(p string) {
+		if bar != nil {
+			bar.setPhase(p)
+		}
+	}
+	var sum accounting.Summary
+	var err error
+	switch cfg.From {
+	case fromSlurmdbd:
+		var since, until time.Time
+		sum, since, until, err = store.SyncHistory(ctx, &accounting.SacctHistory{Path: cfg.Sacct, Cluster: cfg.Cluster}, accounting.SyncOptions{
+			Cluster: cfg.Cluster, Overlap: cfg.Overlap, Initial: cfg.Since, SkipBad: cfg.SkipBad, Phase: phase,
+		})
+		res.Window = []string{since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)}
+	default:
+		sum, res.Cluster, err = ingestFile(ctx, store, cfg, bar, phase)
+	}
+	if bar != nil {
+		bar.stop()
+	}
+	if err != nil {
+		return err
+	}
+	res.Read, res.Inserted, res.Updated, res.Unchanged = sum.Read, sum.Inserted, sum.Updated, sum.Unchanged
+	res.Duplicates, res.Unfinished, res.Rejected = sum.Duplicates, sum.Unfinished, sum.Rejected
+	for _, r := range sum.Rejects {
+		res.Rejects = append(res.Rejects, r.Error())
+	}
+	res.Seconds = time.Since(began).Seconds()
+	return printIngest(stdout, res, cfg.JSON)
+}
+
+// ingestFile imports a sacct --json file or a trace.
+func ingestFile(ctx context.Context, store *accounting.Store, cfg ingestConfig, bar *progressBar, phase func(string)) (accounting.Summary, string, error) {
+	var (
+		r    io.Reader
+		name = cfg.File
+		size int64
+	)
+	if cfg.File == "-" {
+		r, name = os.Stdin, "stdin"
+	} else {
+		f, err := os.Open(cfg.File)
+		if err != nil {
+			return accounting.Summary{}, "", err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		r = f
+	}
+	cr := &countingReader{r: r}
+	if bar != nil {
+		bar.track(&cr.n, size)
+	}
+	opt := accounting.ImportOptions{Source: cfg.From, SkipBad: cfg.SkipBad, Phase: phase}
+	if cfg.From == fromSacctJSON {
+		data, err := io.ReadAll(cr)
+		if err != nil {
+			return accounting.Summary{}, "", fmt.Errorf("read %s: %w", name, err)
+		}
+		doc, err := accounting.ParseSacctJSON(name, data)
+		if err != nil {
+			return accounting.Summary{}, "", err
+		}
+		if len(doc.Bad) > 0 && !cfg.SkipBad {
+			return accounting.Summary{}, "", fmt.Errorf("%w (nothing imported; --skip-bad imports the rest)", doc.Bad[0])
+		}
+		sum, err := store.Import(ctx, accounting.NewJobsSource(doc.Jobs, doc.Where, len(doc.Bad)), opt)
+		for i := 0; i < len(doc.Bad) && len(sum.Rejects) < accounting.MaxRejects; i++ {
+			sum.Rejects = append(sum.Rejects, doc.Bad[i])
+		}
+		return sum, "", err
+	}
+	cluster := cfg.Cluster
+	if cluster == "" {
+		cluster = traceCluster(name)
+	}
+	src, err := accounting.NewTraceSource(cr, trace.Format(cfg.From), name, cluster, cfg.SkipBad)
+	if err != nil {
+		return accounting.Summary{}, cluster, err
+	}
+	sum, err := store.Import(ctx, src, opt)
+	if isBadInput(err) && !cfg.SkipBad {
+		return sum, cluster, fmt.Errorf("%w (nothing imported; --skip-bad imports the rest)", err)
+	}
+	return sum, cluster, err
+}
+
+// isBadInput reports whether err is about the input rather than the
+// database.
+func isBadInput(err error) bool {
+	return errors.Is(err, trace.ErrMalformed) || errors.Is(err, accounting.ErrMalformed) || errors.Is(err, accounting.ErrInvalidJob)
+}
+
+// traceCluster names a trace's cluster after its file: KTH-SP2-filtered.swf.gz
+// gives KTH-SP2-filtered.
+func traceCluster(name string) string {
+	base := filepath.Base(name)
+	for _, ext := range []string{".gz", ".swf", ".csv", ".log", ".txt"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
+}
+
+func printIngest(w io.Writer, r ingestResult, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "source\t%s\n", r.From)
+	if r.File != "" {
+		fmt.Fprintf(tw, "file\t%s\n", r.File)
+	}
+	if r.Cluster != "" {
+		fmt.Fprintf(tw, "cluster\t%s\n", r.Cluster)
+	}
+	if len(r.Window) == 2 {
+		fmt.Fprintf(tw, "window\t%s .. %s\n", r.Window[0], r.Window[1])
+	}
+	for _, row := range []struct {
+		k string
+		v int
+	}{{"read", r.Read}, {"inserted", r.Inserted}, {"updated", r.Updated}, {"unchanged", r.Unchanged},
+		{"duplicates", r.Duplicates}, {"unfinished", r.Unfinished}, {"rejected", r.Rejected}} {
+		fmt.Fprintf(tw, "%s\t%d\n", row.k, row.v)
+	}
+	fmt.Fprintf(tw, "seconds\t%.2f\n", r.Seconds)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, msg := range r.Rejects {
+		fmt.Fprintf(w, "rejected: %s\n", msg)
+	}
+	if r.Rejected > len(r.Rejects) {
+		fmt.Fprintf(w, "rejected: ... and %d more\n", r.Rejected-len(r.Rejects))
+	}
+	return nil
+}
+
+// countingReader counts the bytes read through it, for the progress bar.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// progressBar redraws one status line on a terminal every 200 ms.
+type progressBar struct {
+	w     io.Writer
+	label string
+	done  chan struct{}
+	ended chan struct{}
+	start time.Time
+
+	bytes atomic.Pointer[atomic.Int64]
+	total atomic.Int64
+	phase atomic.Value // string
+	once  bool
+}
+
+func newProgressBar(w io.Writer, label string) *progressBar {
+	b := &progressBar{w: w, label: label, done: make(chan struct{}), ended: make(chan struct{}), start: time.Now()}
+	b.phase.Store("reading")
+	go b.loop()
+	return b
+}
+
+func (b *progressBar) track(n *atomic.Int64, total int64) { b.total.Store(total); b.bytes.Store(n) }
+
+func (b *progressBar) setPhase(p string) {
+	switch p {
+	case "copy":
+		p = "reading"
+	case "merge":
+		p = "merging into job"
+	case "usage":
+		p = "rebuilding usage ledger"
+	}
+	b.phase.Store(p)
+}
+
+func (b *progressBar) loop() {
+	defer close(b.ended)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.done:
+			fmt.Fprint(b.w, "\r\033[K")
+			return
+		case <-t.C:
+			b.draw()
+		}
+	}
+}
+
+func (b *progressBar) draw() {
+	phase, _ := b.phase.Load().(string)
+	secs := time.Since(b.start).Seconds()
+	line := fmt.Sprintf("%s: %s", b.label, phase)
+	if p := b.bytes.Load(); p != nil {
+		n := p.Load()
+		if total := b.total.Load(); total > 0 {
+			frac := float64(n) / float64(total)
+			if frac > 1 {
+				frac = 1
+			}
+			const width = 30
+			fill := int(frac * width)
+			line = fmt.Sprintf("%s [%s%s] %3.0f%%", line, strings.Repeat("#", fill), strings.Repeat(".", width-fill), frac*100)
+		}
+		line += fmt.Sprintf(" %.1f MB", float64(n)/1e6)
+	}
+	fmt.Fprintf(b.w, "\r\033[K%s %.0fs", line, secs)
+}
+
+// stop erases the bar; safe to call twice.
+func (b *progressBar) stop() {
+	if b.once {
+		return
+	}
+	b.once = true
+	close(b.done)
+	<-b.ended
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/urfave/cli/v2"
+)
+
+func sharesCommand() *cli.Command {
+	cluster := func() cli.Flag {
+		return &cli.StringFlag{Name: "cluster", Usage: "Slurm cluster name (ClusterName)", EnvVars: []string{"FAIRWAY_CLUSTER"}}
+	}
+	return &cli.Command{
+		Name:  "shares",
+		Usage: "the account/user share tree fair-share policies read",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "sync",
+				Usage: "replace the stored share tree from slurmdbd associations or from a shares file",
+				Description: "--from slurmdbd runs `sacctmgr -nP show associations` (on the slurmctld host it needs no\n" +
+					"token and works whether or not slurmrestd has the dbv0.0.38 plugin). --from config reads a\n" +
+					"shares file, one `ACCOUNT[/SUB][:USER] SHARES` a line. Each source is replaced whole; shares\n" +
+					"from config override slurmdbd's for the same account or association.",
+				Flags: []cli.Flag{
+					databaseFlag(), cluster(),
+					&cli.StringFlag{Name: "from", Value: accounting.SharesFromSlurmdbd, Usage: "slurmdbd or config", EnvVars: []string{"FAIRWAY_SHARES_FROM"}},
+					&cli.StringFlag{Name: "file", Usage: "config: the shares file", EnvVars: []string{"FAIRWAY_SHARES_FILE"}},
+					&cli.StringFlag{Name: "sacctmgr", Value: "sacctmgr", Usage: "slurmdbd: sacctmgr binary", EnvVars: []string{"FAIRWAY_SACCTMGR"}},
+				},
+				Action: func(c *cli.Context) error {
+					clusterName, from, file := c.String("cluster"), c.String("from"), c.String("file")
+					if clusterName == "" {
+						return errors.New("--cluster: required")
+					}
+					var nodes []accounting.ShareNode
+					var err error
+					switch from {
+					case accounting.SharesFromSlurmdbd:
+						if file != "" {
+							return errors.New("--file: only with --from config")
+						}
+						nodes, err = accounting.SacctmgrAssociations(c.Context, c.String("sacctmgr"), clusterName)
+					case accounting.SharesFromConfig:
+						if file == "" {
+							return errors.New("--file: required with --from config")
+						}
+						var f *os.File
+						if f, err = os.Open(file); err != nil {
+							return err
+						}
+						nodes, err = accounting.ParseSharesConfig(file, f)
+						f.Close()
+					default:
+						return fmt.Errorf("--from %q: want slurmdbd or config", from)
+					}
+					if err != nil {
+						return err
+					}
+					log, err := logger(c)
+					if err != nil {
+						return err
+					}
+					store, closeStore, err := openStore(c.Context, c, log)
+					if err != nil {
+						return err
+					}
+					defer closeStore()
+					before, after, err := store.SyncShares(c.Context, clusterName, from, nodes)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "shares of %s from %s: %d nodes (was %d)\n", clusterName, from, after, before)
+					return nil
+				},
+			},
+			{
+				Name:  "show",
+				Usage: "print the stored share tree (config overriding slurmdbd)",
+				Flags: []cli.Flag{
+					databaseFlag(), cluster(),
+					&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SHARES_JSON"}},
+				},
+				Action: func(c *cli.Context) error {
+					clusterName := c.String("cluster")
+					if clusterName == "" {
+						return errors.New("--cluster: required")
+					}
+					log, err := logger(c)
+					if err != nil {
+						return err
+					}
+					store, closeStore, err := openStore(c.Context, c, log)
+					if err != nil {
+						return err
+					}
+					defer closeStore()
+					tree, err := store.LoadShares(c.Context, clusterName)
+					if err != nil {
+						return err
+					}
+					type row struct {
+						Account string  `json:"account"`
+						User    string  `json:"user,omitempty"`
+						Parent  string  `json:"parent,omitempty"`
+						Shares  float64 `json:"shares"`
+						Source  string  `json:"source"`
+					}
+					rows := make([]row, len(tree.Nodes))
+					for i, n := range tree.Nodes {
+						rows[i] = row{n.Account, n.User, n.Parent, n.Shares, tree.Source[i]}
+					}
+					if c.Bool("json") {
+						enc := json.NewEncoder(c.App.Writer)
+						enc.SetIndent("", "  ")
+						return enc.Encode(rows)
+					}
+					tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ACCOUNT\tUSER\tPARENT\tSHARES\tSOURCE")
+					for _, r := range rows {
+						parent := r.Parent
+						if parent == "" && r.User == "" {
+							parent = "root"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%g\t%s\n", r.Account, r.User, parent, r.Shares, r.Source)
+					}
+					return tw.Flush()
+				},
+			},
+		},
+	}
+}
