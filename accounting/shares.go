@@ -227,25 +227,35 @@ SELECT account, user_name, parent, shares, source FROM (
 		return nil, fmt.Errorf("load shares: %w", err)
 	}
 	defer rows.Close()
-	t := &ShareTree{parent: map[string]string{}}
+	var nodes []ShareNode
+	var srcs []string
 	for rows.Next() {
 		var n ShareNode
 		var src string
 		if err := rows.Scan(&n.Account, &n.User, &n.Parent, &n.Shares, &src); err != nil {
 			return nil, fmt.Errorf("load shares: %w", err)
 		}
-		t.Nodes = append(t.Nodes, n)
-		t.Source = append(t.Source, src)
+		nodes = append(nodes, n)
+		srcs = append(srcs, src)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load shares: %w", err)
 	}
-	for _, n := range t.Nodes {
+	t := NewShareTree(nodes)
+	t.Source = srcs
+	return t, nil
+}
+
+// NewShareTree returns the tree of nodes (accounts first, then
+// associations, as LoadShares orders them). Source is left empty.
+func NewShareTree(nodes []ShareNode) *ShareTree {
+	t := &ShareTree{Nodes: nodes, parent: map[string]string{}}
+	for _, n := range nodes {
 		if n.User == "" {
 			t.parent[n.Account] = n.Parent
 		}
 	}
-	return t, nil
+	return t
 }
 
 // Top returns the top-level account (directly under root) that account

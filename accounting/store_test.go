@@ -1,0 +1,489 @@
+package accounting_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/trace"
+	fsql "github.com/fairway-hpc/fairway/sql"
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// freshStore creates an empty database on the lab's PostgreSQL, migrates
+// it, and returns a Store and pool on it; both go when the test ends.
+func freshStore(t testing.TB) (*accounting.Store, *pgxpool.Pool) {
+	t.Helper()
+	e := lab.Get(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, e.DatabaseURL)
+	if err != nil {
+		t.Fatalf("connect to lab PostgreSQL: %v", err)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "fairway_test_acct_" + hex.EncodeToString(rnd[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close(ctx)
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(e.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Database = name
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		_, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
+		admin.Close(ctx)
+	})
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsql.Up(ctx, conn.Conn()); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	conn.Release()
+	store := accounting.New(pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := store.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return store, pool
+}
+
+// tracesDir returns the shared traces folder, skipping the test when it is
+// absent (a fresh clone), failing it under CI=true.
+func tracesDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("FAIRWAY_TRACES")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "data", "traces")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		msg := fmt.Sprintf("shared traces not found at %s (set FAIRWAY_TRACES, or check out shared/ beside the repo)", dir)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+// traceHead returns the first n lines of a shared trace, uncompressed.
+func traceHead(t testing.TB, file string, n int) []byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join(tracesDir(t), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sc := bufio.NewScanner(zr)
+	for i := 0; i < n && sc.Scan(); i++ {
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// tableState is everything in the tables ingest writes, row by row, so two
+// states compare equal only if the tables are identical (timestamps of
+// insertion and update included).
+func tableState(t testing.TB, pool *pgxpool.Pool) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, tbl := range []string{"job", "usage_daily", "cluster", "kv_state"} {
+		var n int
+		var sum *string
+		err := pool.QueryRow(context.Background(),
+			`SELECT count(*), md5(string_agg(t::text, E'\n' ORDER BY t::text)) FROM `+tbl+` t`).Scan(&n, &sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := "<empty>"
+		if sum != nil {
+			s = *sum
+		}
+		out[tbl] = fmt.Sprintf("%d rows, md5 %s", n, s)
+	}
+	return out
+}
+
+func countRows(t testing.TB, pool *pgxpool.Pool, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func importTrace(t testing.TB, store *accounting.Store, data []byte, f trace.Format, name string, skipBad bool) (accounting.Summary, error) {
+	t.Helper()
+	src, err := accounting.NewTraceSource(bytes.NewReader(data), f, name, "kth", skipBad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.Import(context.Background(), src, accounting.ImportOptions{Source: string(f), SkipBad: skipBad})
+}
+
+// TestImport_TraceTwiceIdentical imports a real trace twice: the second run
+// changes nothing, not even a timestamp.
+func TestImport_TraceTwiceIdentical(t *testing.T) {
+	store, pool := freshStore(t)
+	data := traceHead(t, "KTH-SP2-filtered.swf.gz", 3000)
+	first, err := importTrace(t, store, data, trace.SWF, "kth.swf", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Inserted == 0 || first.Inserted != first.Read || first.Rejected != 0 {
+		t.Fatalf("first import: %+v", first)
+	}
+	before := tableState(t, pool)
+	second, err := importTrace(t, store, data, trace.SWF, "kth.swf", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := accounting.Summary{Read: first.Read, Unchanged: first.Inserted}
+	if diff := cmp.Diff(want, second); diff != "" {
+		t.Errorf("second import summary (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, tableState(t, pool)); diff != "" {
+		t.Errorf("tables changed by the second import (-before +after):\n%s", diff)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM usage_daily`); n == 0 {
+		t.Error("usage ledger empty after importing a trace")
+	}
+}
+
+// TestImport_CorruptLine corrupts one line of a real trace: the import
+// fails naming that line and leaves no rows; with SkipBad the rest goes in.
+func TestImport_CorruptLine(t *testing.T) {
+	store, pool := freshStore(t)
+	lines := strings.SplitAfter(string(traceHead(t, "KTH-SP2-filtered.swf.gz", 400)), "\n")
+	const bad = 321 // 1-based line number
+	if strings.HasPrefix(lines[bad-1], ";") {
+		t.Fatalf("line %d is a header line; pick a job line", bad)
+	}
+	lines[bad-1] = "12 not-a-number 3\n"
+	data := []byte(strings.Join(lines, ""))
+
+	sum, err := importTrace(t, store, data, trace.SWF, "kth.swf", false)
+	if err == nil {
+		t.Fatalf("import of a corrupt trace succeeded: %+v", sum)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("kth.swf:%d:", bad)) || !errors.Is(err, trace.ErrMalformed) {
+		t.Errorf("error %q does not name kth.swf:%d or wrap trace.ErrMalformed", err, bad)
+	}
+	for tbl, state := range tableState(t, pool) {
+		if !strings.HasPrefix(state, "0 rows") {
+			t.Errorf("%s after a failed import: %s, want no rows", tbl, state)
+		}
+	}
+
+	sum, err = importTrace(t, store, data, trace.SWF, "kth.swf", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rejected != 1 || sum.Inserted != sum.Read-1 {
+		t.Errorf("skip-bad import: %+v, want 1 rejected and the rest inserted", sum)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job`); n != sum.Inserted {
+		t.Errorf("job has %d rows, want %d", n, sum.Inserted)
+	}
+}
+
+func sacctJobs(t testing.TB) *accounting.SacctDoc {
+	t.Helper()
+	data, err := os.ReadFile(sacctFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := accounting.ParseSacctJSON("sacct-22.05.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestImport_SacctTwiceIdentical imports the captured sacct document twice
+// and checks what it stored.
+func TestImport_SacctTwiceIdentical(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	doc := sacctJobs(t)
+	imp := func() accounting.Summary {
+		sum, err := store.Import(ctx, accounting.NewJobsSource(doc.Jobs, doc.Where, 0), accounting.ImportOptions{Source: "sacct-json"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	if diff := cmp.Diff(accounting.Summary{Read: 10, Inserted: 10}, imp()); diff != "" {
+		t.Errorf("first import (-want +got):\n%s", diff)
+	}
+	before := tableState(t, pool)
+	if diff := cmp.Diff(accounting.Summary{Read: 10, Unchanged: 10}, imp()); diff != "" {
+		t.Errorf("second import (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, tableState(t, pool)); diff != "" {
+		t.Errorf("tables changed by the second import (-before +after):\n%s", diff)
+	}
+
+	// What went in comes back out, field for field.
+	got, err := store.FinishedJobs(ctx, "fairwaylab", time.Unix(0, 0), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]policy.Job(nil), doc.Jobs...)
+	if len(got) != len(want) {
+		t.Fatalf("FinishedJobs returned %d jobs, want %d", len(got), len(want))
+	}
+	byKey := map[[2]int64]policy.Job{}
+	for _, j := range got {
+		byKey[[2]int64{j.ID, int64(j.ArrayTask)}] = j
+	}
+	for _, j := range want {
+		if diff := cmp.Diff(j, byKey[[2]int64{j.ID, int64(j.ArrayTask)}]); diff != "" {
+			t.Errorf("job %d round trip (-imported +loaded):\n%s", j.ID, diff)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].End.Before(got[i-1].End) {
+			t.Errorf("FinishedJobs not in end order at %d", i)
+		}
+	}
+	hist, err := store.UserHistory(ctx, "fairwaylab", "carol", time.Now(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 2 || hist[0].User != "carol" || hist[1].End.Before(hist[0].End) {
+		t.Errorf("UserHistory(carol, 2) = %d jobs %+v", len(hist), hist)
+	}
+}
+
+// TestImport_UpdateAndDuplicates changes one stored job and repeats a key
+// within one input.
+func TestImport_UpdateAndDuplicates(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	jobs := sacctJobs(t).Jobs[:3]
+	if _, err := store.Import(ctx, accounting.NewJobsSource(jobs, nil, 0), accounting.ImportOptions{Source: "sacct-json"}); err != nil {
+		t.Fatal(err)
+	}
+	changed := jobs[0]
+	changed.ExitCode = 3
+	again := jobs[1]
+	again.Name = "renamed"
+	pending := jobs[2]
+	pending.ID, pending.State = 999, policy.StatePending
+	in := []policy.Job{changed, jobs[1], again, jobs[2], pending}
+	sum, err := store.Import(ctx, accounting.NewJobsSource(in, nil, 0), accounting.ImportOptions{Source: "slurmdbd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// jobs[1] appears twice: the later (renamed) copy wins and counts as
+	// the update; the earlier is the duplicate.
+	want := accounting.Summary{Read: 5, Updated: 2, Unchanged: 1, Duplicates: 1, Unfinished: 1}
+	if diff := cmp.Diff(want, sum); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	var name, source string
+	var exit int
+	if err := pool.QueryRow(ctx, `SELECT name, source FROM job WHERE job_id = $1`, jobs[1].ID).Scan(&name, &source); err != nil {
+		t.Fatal(err)
+	}
+	if name != "renamed" || source != "slurmdbd" {
+		t.Errorf("job %d: name %q source %q, want renamed from slurmdbd", jobs[1].ID, name, source)
+	}
+	if err := pool.QueryRow(ctx, `SELECT exit_code FROM job WHERE job_id = $1`, jobs[0].ID).Scan(&exit); err != nil || exit != 3 {
+		t.Errorf("job %d exit code %d (%v), want 3", jobs[0].ID, exit, err)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE updated_at > ingested_at`); n != 2 {
+		t.Errorf("%d rows have updated_at > ingested_at, want 2", n)
+	}
+}
+
+// TestImport_InvalidJobs: a job that cannot be keyed fails the import with
+// its location, or is counted under SkipBad; RecordFinished never fails on
+// one.
+func TestImport_InvalidJobs(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	jobs := append([]policy.Job(nil), sacctJobs(t).Jobs[:4]...)
+	jobs[2].Submit = time.Time{}
+	where := []string{"a:1", "a:2", "a:3", "a:4"}
+	_, err := store.Import(ctx, accounting.NewJobsSource(jobs, where, 0), accounting.ImportOptions{Source: "sacct-json"})
+	if err == nil || !strings.HasPrefix(err.Error(), "a:3: invalid job: no submit time") || !errors.Is(err, accounting.ErrInvalidJob) {
+		t.Fatalf("err = %v, want a:3: invalid job: no submit time", err)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job`); n != 0 {
+		t.Fatalf("%d rows after a failed import", n)
+	}
+	sum, err := store.RecordFinished(ctx, "slurmctld", jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Inserted != 3 || sum.Rejected != 1 || len(sum.Rejects) != 1 {
+		t.Errorf("RecordFinished: %+v, want 3 inserted and 1 rejected", sum)
+	}
+}
+
+// TestImport_DatabaseDiesMidImport kills the import's backend while COPY
+// streams, and again after the upsert ran but before the commit: either
+// way the import fails and leaves nothing behind.
+func TestImport_DatabaseDiesMidImport(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	data := traceHead(t, "KTH-SP2-filtered.swf.gz", 3000)
+	kill := func() error {
+		_, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+		time.Sleep(200 * time.Millisecond) // let the backend go
+		return err
+	}
+	for _, tc := range []struct {
+		name     string
+		atRow    int    // kill when the source reaches this row (0: never)
+		atPhase  string // kill when Import enters this phase
+		wantText string
+	}{
+		{name: "during copy", atRow: 1000, wantText: "copy jobs into staging table"},
+		{name: "after merge", atPhase: "usage", wantText: "import swf jobs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := accounting.NewTraceSource(bytes.NewReader(data), trace.SWF, "kth.swf", "kth", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := &killingSource{TraceSource: tr, at: tc.atRow, kill: kill}
+			var phaseErr error
+			_, err = store.Import(ctx, src, accounting.ImportOptions{Source: "swf", Phase: func(p string) {
+				if p == tc.atPhase {
+					phaseErr = kill()
+				}
+			}})
+			if err == nil {
+				t.Fatal("import succeeded although its connection was terminated")
+			}
+			if src.err != nil || phaseErr != nil {
+				t.Fatalf("terminate backend: %v %v", src.err, phaseErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not say %q", err, tc.wantText)
+			}
+			t.Logf("import error, as the CLI prints it: %v", err)
+			for tbl, state := range tableState(t, pool) {
+				if !strings.HasPrefix(state, "0 rows") {
+					t.Errorf("%s after the backend died: %s, want no rows", tbl, state)
+				}
+			}
+		})
+	}
+	// The store keeps working on a fresh connection.
+	if _, err := importTrace(t, store, data, trace.SWF, "kth.swf", false); err != nil {
+		t.Errorf("import after the failures: %v", err)
+	}
+}
+
+type killingSource struct {
+	*accounting.TraceSource
+	at, n int
+	kill  func() error
+	err   error
+}
+
+func (k *killingSource) Next() bool {
+	k.n++
+	if k.n == k.at {
+		k.err = k.kill()
+	}
+	return k.TraceSource.Next()
+}
+
+// TestImport_DeadDatabase: no server at all gives a clear error.
+func TestImport_DeadDatabase(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://fairway@127.0.0.1:1/nowhere?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	store := accounting.New(pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = store.Import(context.Background(), accounting.NewJobsSource(sacctJobs(t).Jobs, nil, 0), accounting.ImportOptions{Source: "sacct-json"})
+	if err == nil || !strings.Contains(err.Error(), "connect to the accounting database") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("err = %v, want a connection error naming the server", err)
+	}
+}
+
+// TestUsageDaily_SplitsAtMidnight checks the ledger arithmetic on a job that
+// runs over midnight and one entirely inside a day.
+func TestUsageDaily_SplitsAtMidnight(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	day := time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC)
+	mk := func(id int64, user string, start, end time.Time, gpus, cpus int) policy.Job {
+		return policy.Job{Cluster: "c", ID: id, ArrayTask: -1, User: user, Account: "physics", Submit: start.Add(-time.Minute),
+			Start: start, End: end, GPUs: gpus, CPUs: cpus, State: policy.StateCompleted}
+	}
+	jobs := []policy.Job{
+		mk(1, "alice", day.Add(23*time.Hour), day.Add(25*time.Hour), 2, 4),              // 1 h each side of midnight
+		mk(2, "alice", day.Add(2*time.Hour), day.Add(3*time.Hour), 1, 1),                // 1 h on the 5th
+		mk(3, "bob", day.Add(30*time.Hour), day.Add(30*time.Hour+30*time.Minute), 0, 8), // CPU only, on the 6th
+	}
+	if _, err := store.RecordFinished(ctx, "slurmctld", jobs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.UsageBetween(ctx, "c", day, day.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []accounting.Usage{{Account: "physics", User: "alice", GPUSeconds: 2*3600 + 3600, CPUSeconds: 4*3600 + 3600, JobsEnded: 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("usage on the 5th (-want +got):\n%s", diff)
+	}
+	got, err = store.UsageBetween(ctx, "c", day, day.Add(48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []accounting.Usage{
+		{Account: "physics", User: "alice", GPUSeconds: 4*3600 + 3600, CPUSeconds: 8*3600 + 3600, JobsEnded: 2},
+		{Account: "physics", User: "bob", CPUSeconds: 8 * 1800, JobsEnded: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("usage on the 5th and 6th (-want +got):\n%s", diff)
+	}
+}
