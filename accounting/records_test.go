@@ -1,0 +1,196 @@
+package accounting_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRecordDecisions_Idempotent(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 10, 31, 23, 59, 50, 0, time.UTC)
+	prev := int64(100)
+	ds := []accounting.Decision{
+		{Cluster: "c", At: at, Cycle: 7, JobID: 11, Policy: "fair-qssf", Rank: 1, Score: 2.5,
+			Parts: map[string]float64{"fairshare": 0.7, "service": -1.2}, Predicted: 90 * time.Second, Predictor: "fairway",
+			Field: "site_factor", Value: 4000, Previous: &prev},
+		{Cluster: "c", At: at, Cycle: 7, JobID: 12, Policy: "fair-qssf", Rank: 2, Score: 1, Field: "site_factor", Value: 3000, DryRun: true},
+		// The next cycle falls in November: a second partition.
+		{Cluster: "c", At: at.Add(30 * time.Second), Cycle: 8, JobID: 11, Policy: "fair-qssf", Rank: 1, Score: 2, Field: "site_factor", Value: 4100},
+	}
+	n, err := store.RecordDecisions(ctx, ds)
+	if err != nil || n != 3 {
+		t.Fatalf("RecordDecisions = %d, %v; want 3", n, err)
+	}
+	if n, err = store.RecordDecisions(ctx, ds); err != nil || n != 0 {
+		t.Fatalf("replayed RecordDecisions = %d, %v; want 0 new", n, err)
+	}
+	var parts string
+	var pred *float64
+	var previous *int64
+	if err := pool.QueryRow(ctx, `SELECT parts::text, predicted_run_s, previous FROM decision WHERE job_id = 11 AND cycle = 7`).Scan(&parts, &pred, &previous); err != nil {
+		t.Fatal(err)
+	}
+	if parts != `{"service": -1.2, "fairshare": 0.7}` || pred == nil || *pred != 90 || previous == nil || *previous != 100 {
+		t.Errorf("stored parts %s, predicted %v, previous %v", parts, pred, previous)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM decision WHERE job_id = 12 AND predicted_run_s IS NULL AND previous IS NULL AND parts = '{}'`); n != 1 {
+		t.Errorf("decision without prediction/previous/parts not stored as NULL/NULL/{}")
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'decision'::regclass`); n != 2 {
+		t.Errorf("decision has %d partitions, want 2 (October, November)", n)
+	}
+	if _, err := store.RecordDecisions(ctx, []accounting.Decision{{JobID: 1}}); err == nil {
+		t.Error("a decision without cluster/time/policy/field was accepted")
+	}
+}
+
+func TestRecordPredictions_Outcome(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	submit := time.Date(2026, 10, 1, 8, 0, 0, 0, time.UTC)
+	job := policy.Job{Cluster: "c", ID: 5, ArrayTask: -1, User: "alice", Account: "physics", Partition: "gpu",
+		Submit: submit, Start: submit.Add(10 * time.Minute), End: submit.Add(70 * time.Minute), GPUs: 1, State: policy.StateCompleted}
+	pred := func(at time.Duration, run time.Duration) accounting.Prediction {
+		return accounting.Prediction{Cluster: "c", JobID: 5, ArrayTask: -1, Submit: submit, Predictor: "alea",
+			At: submit.Add(at), Run: run, Rule: "user-mean", Partition: "gpu"}
+	}
+	// Two cycles predicted while the job waited; the later one stands,
+	// even when an older batch is replayed afterwards.
+	if err := store.RecordPredictions(ctx, []accounting.Prediction{pred(time.Minute, 30*time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RecordPredictions(ctx, []accounting.Prediction{pred(2*time.Minute, 50*time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RecordPredictions(ctx, []accounting.Prediction{pred(time.Minute, 30*time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.RecordFinished(ctx, "slurmctld", []policy.Job{job}); err != nil {
+		t.Fatal(err)
+	}
+	var predicted, actual, errS float64
+	if err := pool.QueryRow(ctx, `SELECT predicted_s, actual_s, error_s FROM prediction_outcome WHERE job_id = 5`).Scan(&predicted, &actual, &errS); err != nil {
+		t.Fatal(err)
+	}
+	if predicted != 3000 || actual != 3600 || errS != -600 {
+		t.Errorf("outcome: predicted %v actual %v error %v; want 3000, 3600, -600", predicted, actual, errS)
+	}
+}
+
+func TestRecordGPUUsage_Idempotent(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	end := time.Date(2026, 10, 2, 3, 4, 5, 0, time.UTC)
+	util, mem := 87.5, int64(40960)
+	us := []accounting.GPUUsage{
+		{Cluster: "c", JobID: 9, Node: "gpu1", GPUMinor: 0, Started: end.Add(-time.Hour), Ended: end, UUID: "GPU-aaa", Model: "H100", UtilAvgPct: &util, MemPeakMB: &mem},
+		{Cluster: "c", JobID: 9, Node: "gpu1", GPUMinor: 1, Ended: end, Shards: 3},
+	}
+	for i, want := range []int{2, 0} {
+		n, err := store.RecordGPUUsage(ctx, us)
+		if err != nil || n != want {
+			t.Fatalf("RecordGPUUsage #%d = %d, %v; want %d new", i+1, n, err, want)
+		}
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job_gpu_usage WHERE util_avg_pct = 87.5 AND energy_joules IS NULL AND started_at IS NOT NULL`); n != 1 {
+		t.Errorf("usage row with utilization, no energy: %d rows, want 1", n)
+	}
+}
+
+func TestRecordCycle_AndPrune(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 10, 2, 3, 4, 5, 0, time.UTC)
+	c := accounting.Cycle{Cluster: "c", Cycle: 1, Started: start, Policy: "fifo", Leader: true, Pending: 10, Running: 3,
+		Written: 4, Read: 20 * time.Millisecond, Rank: 5 * time.Millisecond, Total: 40 * time.Millisecond}
+	for range 2 {
+		if err := store.RecordCycle(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Cycle, c.Started = 2, start.Add(30*time.Second)
+	if err := store.RecordCycle(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM cycle WHERE read_seconds = 0.02 AND total_seconds = 0.04`); n != 2 {
+		t.Errorf("%d cycle rows, want 2", n)
+	}
+	n, err := store.PruneCycles(ctx, start.Add(time.Second))
+	if err != nil || n != 1 {
+		t.Errorf("PruneCycles = %d, %v; want 1", n, err)
+	}
+}
+
+func TestDropMonthsBefore_Retention(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	var jobs []policy.Job
+	for i, m := range []time.Month{time.January, time.February, time.March} {
+		s := time.Date(2026, m, 15, 0, 0, 0, 0, time.UTC)
+		jobs = append(jobs, policy.Job{Cluster: "c", ID: int64(i + 1), ArrayTask: -1, Submit: s, Start: s, End: s.Add(time.Hour), State: policy.StateCompleted})
+	}
+	if _, err := store.RecordFinished(ctx, "slurmctld", jobs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.DropMonthsBefore(ctx, "job", time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"job_p202601", "job_p202602"}, got); diff != "" {
+		t.Errorf("dropped (-want +got):\n%s", diff)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job`); n != 1 {
+		t.Errorf("%d jobs left, want 1 (March)", n)
+	}
+	// A month dropped can be written again: the partition comes back.
+	if _, err := store.RecordFinished(ctx, "slurmctld", jobs[:1]); err != nil {
+		t.Fatalf("re-record January after retention: %v", err)
+	}
+	if _, err := store.DropMonthsBefore(ctx, "cycle", time.Now()); err == nil || !strings.Contains(err.Error(), "not partitioned") {
+		t.Errorf("DropMonthsBefore(cycle) err = %v, want not partitioned", err)
+	}
+}
+
+func TestShares_SyncAndLoad(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	fromDBD := []accounting.ShareNode{
+		{Account: "chem", Shares: 40}, {Account: "physics", Shares: 60},
+		{Account: "chem", User: "carol", Shares: 1}, {Account: "physics", User: "alice", Shares: 1},
+	}
+	if before, after, err := store.SyncShares(ctx, "c", accounting.SharesFromSlurmdbd, fromDBD); err != nil || before != 0 || after != 4 {
+		t.Fatalf("SyncShares(slurmdbd) = %d, %d, %v", before, after, err)
+	}
+	fromConfig := []accounting.ShareNode{{Account: "physics", Shares: 80}, {Account: "physics", User: "bob", Shares: 0}}
+	if _, _, err := store.SyncShares(ctx, "c", accounting.SharesFromConfig, fromConfig); err != nil {
+		t.Fatal(err)
+	}
+	// A second slurmdbd sync replaces slurmdbd's rows only.
+	if before, after, err := store.SyncShares(ctx, "c", accounting.SharesFromSlurmdbd, fromDBD[:3]); err != nil || before != 4 || after != 3 {
+		t.Fatalf("second SyncShares(slurmdbd) = %d, %d, %v", before, after, err)
+	}
+	tree, err := store.LoadShares(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNodes := []accounting.ShareNode{
+		{Account: "chem", Shares: 40}, {Account: "physics", Shares: 80},
+		{Account: "chem", User: "carol", Shares: 1}, {Account: "physics", User: "bob", Shares: 0},
+	}
+	if diff := cmp.Diff(wantNodes, tree.Nodes); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"slurmdbd", "config", "slurmdbd", "config"}, tree.Source); diff != "" {
+		t.Errorf("sources (-want +got):\n%s", diff)
+	}
+	if _, _, err := store.SyncShares(ctx, "c", "ldap", nil); err == nil {
+		t.Error("unknown share source accepted")
+	}
+}
