@@ -98,9 +98,10 @@ type SacctHistory struct {
 	Env     []string // extra environment (e.g. SLURM_CONF=...)
 }
 
-// FinishedJobs implements HistorySource: every user's jobs active in
-// [since, until), as sacct selects them (a superset of those that ended
-// in the window).
+// FinishedJobs implements HistorySource: every user's jobs that ended in
+// [since, until). sacct selects the jobs active in the window; those that
+// had not ended by until are dropped, so reading the same window twice
+// gives the same jobs however the cluster moved on in between.
 func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, error) {
 	path := h.Path
 	if path == "" {
@@ -126,5 +127,11 @@ func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time)
 	if len(doc.Bad) > 0 {
 		return nil, fmt.Errorf("%d job record(s) sacct printed could not be read, first: %w", len(doc.Bad), doc.Bad[0])
 	}
-	return doc.Jobs, nil
+	jobs := doc.Jobs[:0]
+	for _, j := range doc.Jobs {
+		if j.State.Finished() && !j.End.IsZero() && !j.End.Before(since) && j.End.Before(until) {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, nil
 }

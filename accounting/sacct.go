@@ -78,6 +78,10 @@ func ParseSacctJSON(name string, data []byte) (*SacctDoc, error) {
 	return doc, nil
 }
 
+// slurmEmptyResult is ESLURM_REST_EMPTY_RESULT ("Nothing found"): sacct
+// --json reports an empty window as an error, which is no error to us.
+const slurmEmptyResult = 9003
+
 // restErrors returns the messages of a Slurm "errors" array: a list of
 // objects with "error"/"description" (22.05) or of strings.
 func restErrors(raw json.RawMessage) []string {
@@ -89,6 +93,9 @@ func restErrors(raw json.RawMessage) []string {
 	if err := json.Unmarshal(raw, &objs); err == nil {
 		var out []string
 		for _, o := range objs {
+			if n, ok := o["error_number"].(float64); ok && n == slurmEmptyResult {
+				continue
+			}
 			msg := fmt.Sprint(o["error"])
 			if d, ok := o["description"].(string); ok && d != "" {
 				msg += " (" + d + ")"
@@ -190,9 +197,13 @@ func (sj *sacctJob) job() (policy.Job, error) {
 	if sj.Time.Submission.N <= 0 {
 		return policy.Job{}, errors.New("no submission time")
 	}
-	if sj.Array.JobID.N > 0 && sj.Array.TaskID.Set && sj.Array.TaskID.N >= 0 && sj.Array.TaskID.N < slurmNoVal {
+	// An array's tasks that never ran stay in the array's own record
+	// (task_id null, a "task" bitmap): it keeps ArrayTask -1.
+	if sj.Array.JobID.N > 0 {
 		j.ArrayJob = sj.Array.JobID.N
-		j.ArrayTask = int(sj.Array.TaskID.N)
+		if t := sj.Array.TaskID; t.Set && t.N >= 0 && t.N < slurmNoVal {
+			j.ArrayTask = int(t.N)
+		}
 	}
 	if l := sj.Time.Limit; l.Set && !l.Infinite && l.N > 0 && l.N < slurmNoVal {
 		j.TimeLimit = time.Duration(l.N) * time.Minute

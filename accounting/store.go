@@ -157,7 +157,8 @@ func watermarkKey(source string) string { return "watermark." + source }
 
 func setWatermark(ctx context.Context, tx pgx.Tx, cluster, source string, at time.Time) error {
 	_, err := tx.Exec(ctx, `INSERT INTO kv_state (cluster, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (cluster, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+		ON CONFLICT (cluster, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+		WHERE kv_state.value IS DISTINCT FROM EXCLUDED.value`,
 		cluster, watermarkKey(source), at.UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		return fmt.Errorf("store %s watermark: %w", source, err)
