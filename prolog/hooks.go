@@ -1,0 +1,712 @@
+package prolog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Config is the hooks' validated settings.
+type Config struct {
+	Cluster  string // Slurm ClusterName, part of every usage record's key
+	StateDir string // node state between prolog and epilog (tmpfs)
+	SpoolDir string // usage records not yet in the database (persistent)
+	MPSDir   string // per-GPU MPS pipe and log directories
+	// ShardsPerGPU is how many shards gres.conf gives each GPU; 0 when the
+	// node has no shard GRES (then no job is a shard job and no lookup runs).
+	ShardsPerGPU int
+	// DefaultMode is the compute mode a GPU returns to after a job.
+	DefaultMode ComputeMode
+	// KillStray kills processes found on a job's GPUs before it starts
+	// (they are always reported).
+	KillStray bool
+	// Drain drains the node (through Deps.Drainer) with a reason naming the
+	// GPU and the fault when the prolog finds a hardware fault.
+	Drain bool
+	// StoreTimeout bounds the database stage of a hook.
+	StoreTimeout time.Duration
+}
+
+// Validate says which setting is wrong.
+func (c Config) Validate() error {
+	switch {
+	case c.Cluster == "":
+		return errors.New("cluster: empty (set Slurm's ClusterName)")
+	case c.StateDir == "":
+		return errors.New("state directory: empty")
+	case c.SpoolDir == "":
+		return errors.New("spool directory: empty")
+	case c.MPSDir == "":
+		return errors.New("MPS directory: empty")
+	case c.ShardsPerGPU < 0:
+		return fmt.Errorf("shards per GPU: %d, want 0 or more", c.ShardsPerGPU)
+	case c.DefaultMode != ComputeDefault && c.DefaultMode != ComputeExclusiveProcess && c.DefaultMode != ComputeProhibited:
+		return fmt.Errorf("default compute mode: %d is not a compute mode", c.DefaultMode)
+	case c.StoreTimeout <= 0:
+		return fmt.Errorf("database timeout: %s, want more than 0", c.StoreTimeout)
+	}
+	return nil
+}
+
+// Deps are the hooks' connections to the outside. Nil ones are skipped:
+// no Library means no NVML work, no XIDs no kernel log check, no Shards no
+// shard lookup, no Store no database (records stay in the spool).
+type Deps struct {
+	Library Library
+	MPS     MPS
+	XIDs    XIDLog
+	Shards  ShardLookup
+	Drainer Drainer
+	Store   UsageStore
+	Logger  *slog.Logger
+	Now     func() time.Time // time.Now when nil
+}
+
+// Hooks runs the prolog, the epilog and the spool flush.
+type Hooks struct {
+	cfg   Config
+	d     Deps
+	state nodeState
+	spool Spool
+	log   *slog.Logger
+}
+
+// New checks cfg and returns the hooks.
+func New(cfg Config, d Deps) (*Hooks, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Hooks{cfg: cfg, d: d, state: nodeState{dir: cfg.StateDir}, spool: Spool{Dir: cfg.SpoolDir}, log: d.Logger}, nil
+}
+
+// ErrBudget means a hook ran out of its time budget: it gives up on the
+// rest of its GPU work, never fails the job for it.
+var ErrBudget = errors.New("time budget exhausted")
+
+// FaultError is the prolog's error for hardware faults, the only error for
+// which a hook exits non-zero.
+type FaultError struct{ Faults []Fault }
+
+func (e *FaultError) Error() string { return "hardware fault: " + e.Reason() }
+
+// Reason is the drain reason: every fault, shortest first.
+func (e *FaultError) Reason() string {
+	parts := make([]string, len(e.Faults))
+	for i, f := range e.Faults {
+		parts[i] = f.String()
+	}
+	return "fairway: " + strings.Join(parts, "; ")
+}
+
+// Prolog prepares the job's GPUs: health checks first (a hardware fault
+// returns *FaultError after draining the node), then for whole GPUs
+// EXCLUSIVE_PROCESS and per-process accounting, for shards DEFAULT and the
+// GPU's MPS daemon; processes left on the GPUs are reported or killed. It
+// gives up when ctx ends (ErrBudget): NVML calls cannot be interrupted, so
+// the work runs in a goroutine that is abandoned, and the process exits.
+// Any error other than *FaultError must not fail the job.
+func (h *Hooks) Prolog(ctx context.Context, job Job) error {
+	if len(job.GPUs) == 0 {
+		return nil
+	}
+	log := h.log.With("hook", "prolog", "job_id", job.ID)
+	if err := h.state.init(); err != nil {
+		return err
+	}
+	// Noted before any NVML call, so a hung NVML still leaves the epilog
+	// the job's start and GPUs.
+	rec := jobRecord{JobID: job.ID, Start: h.d.Now().UTC().Truncate(time.Microsecond), Shards: job.Shards}
+	for _, m := range job.GPUs {
+		rec.GPUs = append(rec.GPUs, gpuRecord{Minor: m})
+	}
+	if err := h.state.putJob(rec); err != nil {
+		log.Warn("cannot note the job for its epilog", "err", err)
+	}
+	if h.d.Library == nil {
+		return nil
+	}
+	faults, err := within(ctx, func() ([]Fault, error) { return h.prologGPUs(ctx, log, job, rec) })
+	if err != nil {
+		return err
+	}
+	if len(faults) == 0 {
+		return nil
+	}
+	fe := &FaultError{Faults: faults}
+	log.Error("hardware fault: failing the prolog", "reason", fe.Reason())
+	if h.cfg.Drain && h.d.Drainer != nil {
+		if err := h.d.Drainer.Drain(context.WithoutCancel(ctx), job.Node, fe.Reason()); err != nil {
+			log.Error("cannot set the drain reason; Slurm drains the node anyway", "err", err)
+		}
+	}
+	return fe
+}
+
+// within runs f in a goroutine and returns its result, or ErrBudget when ctx
+// ends first; f is then abandoned (it may be blocked in a cgo call).
+func within[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrBudget, ctx.Err())
+	}
+}
+
+// prologGPUs is the prolog's NVML work.
+func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec jobRecord) ([]Fault, error) {
+	if err := h.d.Library.Open(); err != nil {
+		if errors.Is(err, ErrNoLibrary) {
+			log.Info("NVML absent: GPU settings and health checks skipped", "err", err)
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer h.d.Library.Close()
+
+	var faults []Fault
+	devs := map[int]Device{}
+	for i, g := range rec.GPUs {
+		dev, err := h.d.Library.Device(g.Minor)
+		if err != nil {
+			// Slurm handed out a GPU NVML does not list: gres.conf and the
+			// hardware disagree, which a person must fix, but no proof of
+			// a fault.
+			log.Warn("GPU not found through NVML", "gpu", g.Minor, "err", err)
+			continue
+		}
+		info, err := dev.Info()
+		if f, ok := lostFault(g.Minor, "", err); ok {
+			faults = append(faults, f)
+			continue
+		}
+		if err != nil {
+			log.Warn("cannot identify GPU", "gpu", g.Minor, "err", err)
+			continue
+		}
+		rec.GPUs[i] = gpuRecord{Minor: g.Minor, UUID: info.UUID, Model: info.Model, MemoryTotalMB: info.MemoryTotalMB}
+		health, err := dev.Health()
+		if f, ok := lostFault(g.Minor, info.UUID, err); ok {
+			faults = append(faults, f)
+			continue
+		}
+		if err != nil {
+			log.Warn("cannot read GPU health", "gpu", g.Minor, "err", err)
+		}
+		for _, what := range health.Faults() {
+			faults = append(faults, Fault{Minor: g.Minor, UUID: info.UUID, What: what})
+		}
+		devs[g.Minor] = dev
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	unlock, err := h.state.lock(ctx)
+	if err != nil {
+		return faults, err
+	}
+	defer unlock()
+	faults = append(faults, h.checkXIDs(ctx, log, rec)...)
+	if len(faults) > 0 {
+		return faults, nil // leave a faulty GPU exactly as it is
+	}
+
+	shards := h.jobShards(ctx, log, job)
+	rec.Shards = shards
+	envWritten := false
+	for i, g := range rec.GPUs {
+		dev, ok := devs[g.Minor]
+		if !ok {
+			continue
+		}
+		gs, err := h.state.gpu(g.Minor)
+		if err != nil {
+			log.Warn("GPU state unreadable; starting it afresh", "gpu", g.Minor, "err", err)
+			gs = gpuState{}
+		}
+		switch {
+		case shards < 0:
+			log.Warn("cannot tell whether the job holds shards: GPU settings left as they are", "gpu", g.Minor)
+		case shards == 0:
+			h.prepareExclusive(ctx, log, dev, g, &gs)
+			if e, err := dev.EnergyMillijoules(); err == nil {
+				rec.GPUs[i].EnergyMJ = &e
+			}
+		default:
+			h.prepareShared(ctx, log, dev, g, &gs, job.ID)
+			if !envWritten {
+				l := mpsLimits(shards, h.cfg.ShardsPerGPU, g.MemoryTotalMB)
+				env := mpsEnv(MPSPipeDir(h.cfg.MPSDir, g.Minor), DeviceInfo{Minor: g.Minor, UUID: g.UUID}, l)
+				if err := writeFileAtomic(MPSEnvPath(h.cfg.StateDir, job.ID), env, 0o644, false); err != nil {
+					log.Warn("cannot write the job's MPS environment", "gpu", g.Minor, "err", err)
+				}
+				envWritten = true
+			} else {
+				log.Warn("shard job on several GPUs: its tasks get MPS settings for the first only", "gpu", g.Minor)
+			}
+		}
+		if err := h.state.putGPU(g.Minor, gs); err != nil {
+			log.Warn("cannot save GPU state", "gpu", g.Minor, "err", err)
+		}
+	}
+	if err := h.state.putJob(rec); err != nil {
+		log.Warn("cannot note the job for its epilog", "err", err)
+	}
+	return nil, nil
+}
+
+// lostFault turns "GPU lost" and "needs reset" errors into faults.
+func lostFault(minor int, uuid string, err error) (Fault, bool) {
+	switch {
+	case errors.Is(err, ErrGPULost):
+		return Fault{Minor: minor, UUID: uuid, What: "GPU is lost (fell off the bus)"}, true
+	case errors.Is(err, ErrNeedsReset):
+		return Fault{Minor: minor, UUID: uuid, What: "GPU needs a reset"}, true
+	}
+	return Fault{}, false
+}
+
+// checkXIDs reports fault XIDs the kernel logged for the job's GPUs since
+// they were last judged, and moves each GPU's mark to the newest record. A
+// GPU's first look only sets the mark: XIDs from before Fairway watched (a
+// fault fixed by a reset long ago) must not drain a healthy node. Runs under
+// the state lock.
+func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, rec jobRecord) []Fault {
+	if h.d.XIDs == nil {
+		return nil
+	}
+	xids, last, err := h.d.XIDs.Read(ctx)
+	if err != nil {
+		log.Warn("cannot read XIDs from the kernel log", "err", err)
+		return nil
+	}
+	var faults []Fault
+	for _, g := range rec.GPUs {
+		if g.UUID == "" {
+			continue // not identified through NVML: its PCI address is unknown
+		}
+		dev, err := h.d.Library.Device(g.Minor)
+		if err != nil {
+			continue
+		}
+		info, err := dev.Info()
+		if err != nil {
+			continue
+		}
+		gs, err := h.state.gpu(g.Minor)
+		if err != nil {
+			gs = gpuState{}
+		}
+		if gs.XIDKnown {
+			for _, x := range xids {
+				if x.Seq <= gs.XIDSeq || x.PCI != info.PCI {
+					continue
+				}
+				if what, ok := x.Fault(); ok {
+					faults = append(faults, Fault{Minor: g.Minor, UUID: g.UUID, What: what})
+				}
+			}
+		}
+		gs.XIDSeq, gs.XIDKnown = last, true
+		if err := h.state.putGPU(g.Minor, gs); err != nil {
+			log.Warn("cannot save GPU state", "gpu", g.Minor, "err", err)
+		}
+	}
+	return faults
+}
+
+// jobShards is the job's shards on this node, or -1 when unknown.
+func (h *Hooks) jobShards(ctx context.Context, log *slog.Logger, job Job) int {
+	if job.Shards >= 0 {
+		return job.Shards
+	}
+	if h.cfg.ShardsPerGPU == 0 {
+		return 0 // the node has no shards to give
+	}
+	if h.d.Shards == nil {
+		return -1
+	}
+	n, err := h.d.Shards.JobShards(ctx, job.ID)
+	if err != nil {
+		log.Warn("cannot look up the job's shards", "err", err)
+		return -1
+	}
+	return n
+}
+
+// prepareExclusive gives a whole GPU to one job.
+func (h *Hooks) prepareExclusive(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState) {
+	if len(gs.Sharers) > 0 || gs.MPS {
+		// Slurm gives a GPU whole or as shards, never both, so sharers
+		// here were left by epilogs that never ran.
+		log.Warn("GPU given whole but state lists shard jobs: clearing", "gpu", g.Minor, "sharers", gs.Sharers)
+		h.stopMPS(ctx, log, g, gs)
+		gs.Sharers = nil
+	}
+	h.strays(log, dev, g.Minor)
+	if err := dev.SetComputeMode(ComputeExclusiveProcess); err != nil {
+		log.Warn("cannot make GPU exclusive", "gpu", g.Minor, "err", err)
+	}
+	if err := dev.StartAccounting(); err != nil {
+		log.Warn("cannot start per-process accounting", "gpu", g.Minor, "err", err)
+	}
+}
+
+// prepareShared adds a shard job to its GPU; the first sharer switches the
+// GPU to DEFAULT and starts its MPS daemon.
+func (h *Hooks) prepareShared(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState, jobID int64) {
+	first := len(gs.Sharers) == 0
+	if !slices.Contains(gs.Sharers, jobID) {
+		gs.Sharers = append(gs.Sharers, jobID)
+	}
+	if first {
+		h.strays(log, dev, g.Minor)
+		if err := dev.SetComputeMode(ComputeDefault); err != nil {
+			log.Warn("cannot set GPU compute mode to default", "gpu", g.Minor, "err", err)
+		}
+	}
+	if gs.MPS || h.d.MPS == nil {
+		return
+	}
+	if err := h.d.MPS.Start(ctx, DeviceInfo{Minor: g.Minor, UUID: g.UUID}); err != nil {
+		log.Warn("cannot start MPS: the job shares the GPU without limits", "gpu", g.Minor, "err", err)
+		return
+	}
+	gs.MPS = true
+	log.Info("MPS started", "gpu", g.Minor)
+}
+
+func (h *Hooks) stopMPS(ctx context.Context, log *slog.Logger, g gpuRecord, gs *gpuState) {
+	if !gs.MPS || h.d.MPS == nil {
+		return
+	}
+	if err := h.d.MPS.Stop(ctx, DeviceInfo{Minor: g.Minor, UUID: g.UUID}); err != nil {
+		log.Warn("cannot stop MPS", "gpu", g.Minor, "err", err)
+		return
+	}
+	gs.MPS = false
+	log.Info("MPS stopped", "gpu", g.Minor)
+}
+
+// strays reports, and with KillStray kills, compute processes on a GPU that
+// no job should be using yet.
+func (h *Hooks) strays(log *slog.Logger, dev Device, minor int) {
+	pids, err := dev.Processes()
+	if err != nil {
+		log.Warn("cannot list processes on GPU", "gpu", minor, "err", err)
+		return
+	}
+	for _, pid := range pids {
+		uid, comm := procOwner(pid)
+		if !h.cfg.KillStray {
+			log.Warn("stray process on GPU", "gpu", minor, "pid", pid, "uid", uid, "command", comm)
+			continue
+		}
+		err := syscall.Kill(pid, syscall.SIGKILL)
+		log.Warn("stray process on GPU: killed", "gpu", minor, "pid", pid, "uid", uid, "command", comm, "err", err)
+	}
+}
+
+// procOwner reads a process's real uid and command name from /proc.
+func procOwner(pid int) (uid, comm string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Name:"); ok {
+			comm = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				uid = f[0]
+			}
+		}
+	}
+	return uid, comm
+}
+
+// Epilog closes the job's usage records, one per GPU, and returns its GPUs
+// to the node's default (the last shard job on a GPU stops its MPS daemon).
+// NVML gets at most half of ctx's remaining time: whatever it did not
+// measure is left unknown, and the records identify the job's GPUs from
+// Slurm's environment regardless. Records are spooled durably, then
+// shipped with the spool's backlog. Errors are logged, and returned only so
+// the caller can tell; the epilog must not fail the job for any of them.
+func (h *Hooks) Epilog(ctx context.Context, job Job) error {
+	log := h.log.With("hook", "epilog", "job_id", job.ID)
+	rec, haveRec, err := h.state.job(job.ID)
+	if err != nil {
+		log.Warn("job state unreadable; records without its start", "err", err)
+	}
+	gpus := job.GPUs
+	if len(gpus) == 0 {
+		for _, g := range rec.GPUs {
+			gpus = append(gpus, g.Minor)
+		}
+	}
+	var records []Usage
+	if len(gpus) > 0 {
+		end := h.d.Now().UTC().Truncate(time.Microsecond)
+		measured := map[int]Usage{}
+		if h.d.Library != nil {
+			nctx, cancel := context.WithTimeout(ctx, remaining(ctx)/2)
+			measured, err = within(nctx, func() (map[int]Usage, error) { return h.epilogGPUs(nctx, log, job, rec, gpus, end) })
+			cancel()
+			if err != nil {
+				log.Warn("GPU measurements incomplete: records carry what Slurm said", "err", err)
+			}
+		}
+		records = h.records(job, rec, haveRec, gpus, end, measured)
+	}
+	var errs []error
+	spooled := true
+	if len(records) > 0 {
+		if err := h.spool.Put(records); err != nil {
+			spooled = false
+			log.Error("spool unwritable or full: shipping the records directly", "spool", h.cfg.SpoolDir, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	if err := h.ship(ctx, log, records); err != nil {
+		if !spooled {
+			for _, u := range records {
+				log.Error("usage record lost (spool and database both failed)", "key", u.Key(), "record", fmt.Sprintf("%+v", u))
+			}
+		}
+		errs = append(errs, err)
+	}
+	if err := h.state.dropJob(job.ID); err != nil {
+		log.Warn("cannot clear job state", "err", err)
+	}
+	return errors.Join(errs...)
+}
+
+// remaining is the time left before ctx's deadline (a minute without one).
+func remaining(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return time.Until(dl)
+	}
+	return time.Minute
+}
+
+// epilogGPUs is the epilog's NVML work: measurements per GPU minor, and the
+// GPUs back to the default mode.
+func (h *Hooks) epilogGPUs(ctx context.Context, log *slog.Logger, job Job, rec jobRecord, gpus []int, end time.Time) (map[int]Usage, error) {
+	if err := h.d.Library.Open(); err != nil {
+		if errors.Is(err, ErrNoLibrary) {
+			log.Info("NVML absent: records without GPU measurements", "err", err)
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer h.d.Library.Close()
+	unlock, err := h.state.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	out := map[int]Usage{}
+	for _, minor := range gpus {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		dev, err := h.d.Library.Device(minor)
+		if err != nil {
+			log.Warn("GPU not found through NVML", "gpu", minor, "err", err)
+			continue
+		}
+		var u Usage
+		info, err := dev.Info()
+		if err != nil {
+			log.Warn("cannot identify GPU", "gpu", minor, "err", err)
+		} else {
+			u.GPUUUID, u.GPUModel = info.UUID, info.Model
+			mem := info.MemoryTotalMB
+			u.MemTotalMB = &mem
+		}
+		gs, err := h.state.gpu(minor)
+		if err != nil {
+			gs = gpuState{}
+		}
+		switch {
+		case rec.Shards == 0:
+			h.measure(log, dev, minor, rec, &u)
+			h.resetMode(log, dev, minor)
+		case rec.Shards > 0 || slices.Contains(gs.Sharers, job.ID):
+			gs.Sharers = slices.DeleteFunc(gs.Sharers, func(id int64) bool { return id == job.ID })
+			if len(gs.Sharers) == 0 {
+				h.stopMPS(ctx, log, gpuRecord{Minor: minor, UUID: info.UUID}, &gs)
+				h.resetMode(log, dev, minor)
+			}
+			if err := h.state.putGPU(minor, gs); err != nil {
+				log.Warn("cannot save GPU state", "gpu", minor, "err", err)
+			}
+		}
+		out[minor] = u
+	}
+	return out, nil
+}
+
+// measure fills u from NVML's accounting and energy counters.
+func (h *Hooks) measure(log *slog.Logger, dev Device, minor int, rec jobRecord, u *Usage) {
+	stats, err := dev.Accounting()
+	if err != nil {
+		log.Warn("no per-process accounting", "gpu", minor, "err", err)
+	} else {
+		avg, mx, peak := summarize(stats, rec.Start)
+		u.UtilAvgPct, u.UtilMaxPct, u.MemPeakMB = &avg, &mx, &peak
+	}
+	var start *uint64
+	for _, g := range rec.GPUs {
+		if g.Minor == minor {
+			start = g.EnergyMJ
+		}
+	}
+	if start == nil {
+		return
+	}
+	if e, err := dev.EnergyMillijoules(); err == nil && e >= *start {
+		j := float64(e-*start) / 1000
+		u.EnergyJoules = &j
+	}
+}
+
+func (h *Hooks) resetMode(log *slog.Logger, dev Device, minor int) {
+	if err := dev.SetComputeMode(h.cfg.DefaultMode); err != nil {
+		log.Warn("cannot return GPU to the default compute mode", "gpu", minor, "mode", h.cfg.DefaultMode, "err", err)
+	}
+}
+
+// records builds one record per GPU from Slurm's view, the prolog's note and
+// whatever NVML measured.
+func (h *Hooks) records(job Job, rec jobRecord, haveRec bool, gpus []int, end time.Time, measured map[int]Usage) []Usage {
+	out := make([]Usage, 0, len(gpus))
+	for _, minor := range gpus {
+		u := measured[minor]
+		u.Cluster, u.JobID, u.Node, u.GPUMinor, u.EndedAt = h.cfg.Cluster, job.ID, job.Node, minor, end
+		if haveRec {
+			u.StartedAt = rec.Start
+			u.Shards = max(rec.Shards, 0)
+			for _, g := range rec.GPUs {
+				if g.Minor != minor {
+					continue
+				}
+				if u.GPUUUID == "" {
+					u.GPUUUID, u.GPUModel = g.UUID, g.Model
+				}
+				if u.MemTotalMB == nil && g.MemoryTotalMB > 0 {
+					mem := g.MemoryTotalMB
+					u.MemTotalMB = &mem
+				}
+			}
+		}
+		if job.Shards > 0 {
+			u.Shards = job.Shards
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// ship stores fresh records and the spool's backlog in one transaction and
+// then removes them from the spool. The spool keeps them on failure.
+func (h *Hooks) ship(ctx context.Context, log *slog.Logger, fresh []Usage) error {
+	backlog, bad, err := h.spool.Pending()
+	if err != nil {
+		log.Warn("cannot read the spool", "err", err)
+	}
+	for _, n := range bad {
+		log.Error("spooled file is not a usage record: left in place", "file", n)
+	}
+	all := mergeUsage(fresh, backlog)
+	if len(all) == 0 {
+		return nil
+	}
+	if h.d.Store == nil {
+		log.Info("no database configured: records stay in the spool", "records", len(all))
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, min(h.cfg.StoreTimeout, remaining(ctx)))
+	defer cancel()
+	if err := h.d.Store.PutUsage(sctx, all); err != nil {
+		log.Warn("database unreachable: records stay in the spool for the next hook or `fairway spool flush`", "records", len(all), "err", err)
+		return fmt.Errorf("store usage: %w", err)
+	}
+	if err := h.spool.Remove(all); err != nil {
+		// Stored but still spooled: the next ship stores them again, which
+		// the keys turn into a no-op.
+		log.Warn("stored records not removed from the spool", "err", err)
+	}
+	log.Info("usage records stored", "records", len(all), "backlog", len(all)-len(fresh))
+	return nil
+}
+
+// mergeUsage is a and b without duplicate keys.
+func mergeUsage(a, b []Usage) []Usage {
+	seen := map[string]bool{}
+	var out []Usage
+	for _, u := range append(slices.Clip(a), b...) {
+		if k := u.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// FlushBatch is how many records `spool flush` stores per transaction.
+const FlushBatch = 500
+
+// Flush ships the spool's backlog in batches and returns how many records
+// were stored and how many are left.
+func (h *Hooks) Flush(ctx context.Context) (stored, left int, err error) {
+	pending, bad, err := h.spool.Pending()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, n := range bad {
+		h.log.Error("spooled file is not a usage record: left in place", "file", n)
+	}
+	if len(pending) == 0 {
+		return 0, len(bad), nil
+	}
+	if h.d.Store == nil {
+		return 0, len(pending) + len(bad), errors.New("no database configured")
+	}
+	for i := 0; i < len(pending); i += FlushBatch {
+		batch := pending[i:min(i+FlushBatch, len(pending))]
+		if err := h.d.Store.PutUsage(ctx, batch); err != nil {
+			return stored, len(pending) - stored + len(bad), fmt.Errorf("store usage: %w", err)
+		}
+		if err := h.spool.Remove(batch); err != nil {
+			h.log.Warn("stored records not removed from the spool", "err", err)
+		}
+		stored += len(batch)
+	}
+	return stored, len(bad), nil
+}

@@ -1,0 +1,676 @@
+package prolog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/fairway-hpc/fairway/prolog/nvmltest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// syncBuffer is a log sink safe for the goroutines a hook may abandon.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// memStore is a UsageStore with the database's key semantics: a record
+// whose key is stored already is ignored.
+type memStore struct {
+	mu    sync.Mutex
+	rows  map[string]Usage
+	calls int
+	fail  error
+}
+
+func (m *memStore) PutUsage(_ context.Context, us []Usage) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	if m.fail != nil {
+		return m.fail
+	}
+	if m.rows == nil {
+		m.rows = map[string]Usage{}
+	}
+	for _, u := range us {
+		if _, ok := m.rows[u.Key()]; !ok {
+			m.rows[u.Key()] = u
+		}
+	}
+	return nil
+}
+
+// sorted returns the stored records by job, then GPU.
+func (m *memStore) sorted() []Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Usage
+	for _, u := range m.rows {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b Usage) int {
+		if a.JobID != b.JobID {
+			return int(a.JobID - b.JobID)
+		}
+		return a.GPUMinor - b.GPUMinor
+	})
+	return out
+}
+
+type fakeMPS struct {
+	mu            sync.Mutex
+	starts, stops []int
+}
+
+func (f *fakeMPS) Start(_ context.Context, g DeviceInfo) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, g.Minor)
+	return nil
+}
+
+func (f *fakeMPS) Stop(_ context.Context, g DeviceInfo) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stops = append(f.stops, g.Minor)
+	return nil
+}
+
+// shardMap is a ShardLookup: jobs not in it hold whole GPUs.
+type shardMap map[int64]int
+
+func (s shardMap) JobShards(_ context.Context, id int64) (int, error) { return s[id], nil }
+
+type fakeXIDs struct {
+	xids []XID
+	last uint64
+}
+
+func (f *fakeXIDs) Read(context.Context) ([]XID, uint64, error) { return f.xids, f.last, nil }
+
+type fakeDrainer struct{ node, reason string }
+
+func (f *fakeDrainer) Drain(_ context.Context, node, reason string) error {
+	f.node, f.reason = node, reason
+	return nil
+}
+
+// rig is one node: a mock DGX H100 and hooks over it, with a clock that a
+// test moves.
+type rig struct {
+	m     *nvmltest.Machine
+	h     *Hooks
+	cfg   Config
+	store *memStore
+	mps   *fakeMPS
+	drain *fakeDrainer
+	xids  *fakeXIDs
+	log   *syncBuffer
+	now   time.Time
+}
+
+func newRig(t *testing.T, modify func(*Config, *Deps)) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	r := &rig{
+		m:     nvmltest.New(8),
+		store: &memStore{},
+		mps:   &fakeMPS{},
+		drain: &fakeDrainer{},
+		xids:  &fakeXIDs{last: 100},
+		log:   &syncBuffer{},
+		now:   time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC),
+	}
+	r.cfg = Config{
+		Cluster: "lab", StateDir: filepath.Join(dir, "state"), SpoolDir: filepath.Join(dir, "spool"),
+		MPSDir: filepath.Join(dir, "mps"), ShardsPerGPU: 16, DefaultMode: ComputeDefault, Drain: true,
+		StoreTimeout: 2 * time.Second,
+	}
+	d := Deps{
+		Library: NewNVML(r.m), MPS: r.mps, XIDs: r.xids, Shards: shardMap{}, Drainer: r.drain, Store: r.store,
+		Logger: slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:    func() time.Time { return r.now },
+	}
+	if modify != nil {
+		modify(&r.cfg, &d)
+	}
+	h, err := New(r.cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.h = h
+	return r
+}
+
+func job(id int64, gpus ...int) Job {
+	return Job{ID: id, UID: 1001, User: "alice", Node: "gpu1", GPUs: gpus, Shards: -1, ExitCode: -1}
+}
+
+func budget(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestHooks_ExclusiveJob: a whole-GPU job gets its GPUs exclusive with
+// accounting on, a leftover process is killed, and the epilog records what
+// the job's processes did and returns the GPUs to the default mode.
+func TestHooks_ExclusiveJob(t *testing.T) {
+	r := newRig(t, func(c *Config, _ *Deps) { c.KillStray = true })
+	g0, g3 := r.m.ByMinor(0), r.m.ByMinor(3)
+	// A process left over from an earlier job, real so the kill is real.
+	stray := exec.Command("sleep", "60")
+	if err := stray.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- stray.Wait() }()
+	g3.Run(uint32(stray.Process.Pid), nvml.AccountingStats{})
+
+	j := job(41, 0, 3)
+	if err := r.h.Prolog(budget(t, 5*time.Second), j); err != nil {
+		t.Fatalf("prolog: %v", err)
+	}
+	for _, g := range []*nvmltest.GPU{g0, g3} {
+		if g.ComputeMode() != nvml.COMPUTEMODE_EXCLUSIVE_PROCESS || !g.AccountingEnabled() {
+			t.Errorf("GPU %d: mode %d accounting %v, want EXCLUSIVE_PROCESS and on", g.Minor, g.ComputeMode(), g.AccountingEnabled())
+		}
+	}
+	if other := r.m.ByMinor(1); other.ModeSets() != 0 {
+		t.Errorf("GPU 1 is not the job's but its mode was set")
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		stray.Process.Kill()
+		t.Fatal("stray process still alive after the prolog with KillStray")
+	}
+	if !strings.Contains(r.log.String(), "stray process on GPU: killed") {
+		t.Errorf("stray process not reported:\n%s", r.log)
+	}
+	g3.Exit(uint32(stray.Process.Pid))
+
+	// The job runs: two processes on GPU 0, none on GPU 3.
+	start := uint64(r.now.UnixMicro())
+	g0.Run(5001, nvml.AccountingStats{GpuUtilization: 90, MaxMemoryUsage: 30 << 30, Time: 3000, StartTime: start + 1000})
+	g0.Run(5002, nvml.AccountingStats{GpuUtilization: 30, MaxMemoryUsage: 50 << 30, Time: 1000, StartTime: start + 2000})
+	g0.Exit(5001)
+	g0.Exit(5002)
+	g0.AddEnergy(700_000)
+	g3.AddEnergy(100_000)
+	end := r.now.Add(time.Hour)
+	r.now = end
+
+	if err := r.h.Epilog(budget(t, 10*time.Second), job(41, 0, 3)); err != nil {
+		t.Fatalf("epilog: %v", err)
+	}
+	mem := int64(g0.MemoryInfo.Total >> 20)
+	want := []Usage{
+		{Cluster: "lab", JobID: 41, Node: "gpu1", GPUMinor: 0, EndedAt: end, StartedAt: end.Add(-time.Hour),
+			GPUUUID: g0.UUID, GPUModel: "NVIDIA H100 80GB HBM3", UtilAvgPct: ptr(75.0), UtilMaxPct: ptr(90.0),
+			MemPeakMB: ptr(int64(50 << 10)), MemTotalMB: ptr(mem), EnergyJoules: ptr(700.0)},
+		{Cluster: "lab", JobID: 41, Node: "gpu1", GPUMinor: 3, EndedAt: end, StartedAt: end.Add(-time.Hour),
+			GPUUUID: g3.UUID, GPUModel: "NVIDIA H100 80GB HBM3", UtilAvgPct: ptr(0.0), UtilMaxPct: ptr(0.0),
+			MemPeakMB: ptr(int64(0)), MemTotalMB: ptr(mem), EnergyJoules: ptr(100.0)},
+	}
+	if diff := cmp.Diff(want, r.store.sorted()); diff != "" {
+		t.Errorf("stored usage (-want +got):\n%s", diff)
+	}
+	for _, g := range []*nvmltest.GPU{g0, g3} {
+		if g.ComputeMode() != nvml.COMPUTEMODE_DEFAULT {
+			t.Errorf("GPU %d left in mode %d after the epilog", g.Minor, g.ComputeMode())
+		}
+	}
+	if left, _, _ := r.h.spool.Pending(); len(left) != 0 {
+		t.Errorf("spool holds %d records after a successful store", len(left))
+	}
+	if _, ok, _ := r.h.state.job(41); ok {
+		t.Error("job state left behind after the epilog")
+	}
+}
+
+// TestHooks_ShardJobs: two shard jobs on one GPU start its MPS daemon once
+// and stop it after the second ends; each job gets limits in proportion to
+// its shards.
+func TestHooks_ShardJobs(t *testing.T) {
+	r := newRig(t, func(c *Config, d *Deps) {
+		c.DefaultMode = ComputeExclusiveProcess
+		d.Shards = shardMap{51: 4, 52: 8}
+	})
+	g := r.m.ByMinor(2)
+	ctx := budget(t, 10*time.Second)
+	for _, id := range []int64{51, 52} {
+		if err := r.h.Prolog(ctx, job(id, 2)); err != nil {
+			t.Fatalf("prolog %d: %v", id, err)
+		}
+	}
+	if diff := cmp.Diff([]int{2}, r.mps.starts); diff != "" {
+		t.Errorf("MPS starts (-want +got):\n%s", diff)
+	}
+	if g.ComputeMode() != nvml.COMPUTEMODE_DEFAULT || g.AccountingEnabled() {
+		t.Errorf("shared GPU: mode %d accounting %v, want DEFAULT and untouched", g.ComputeMode(), g.AccountingEnabled())
+	}
+	memMB := int64(g.MemoryInfo.Total >> 20)
+	for id, want := range map[int64]string{
+		51: "export CUDA_MPS_PIPE_DIRECTORY=" + MPSPipeDir(r.cfg.MPSDir, 2) + "\nexport CUDA_VISIBLE_DEVICES=" + g.UUID +
+			"\nexport CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\nexport CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=" + itoa(memMB/4) + "M\n",
+		52: "export CUDA_MPS_PIPE_DIRECTORY=" + MPSPipeDir(r.cfg.MPSDir, 2) + "\nexport CUDA_VISIBLE_DEVICES=" + g.UUID +
+			"\nexport CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50\nexport CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=" + itoa(memMB/2) + "M\n",
+	} {
+		b, err := os.ReadFile(MPSEnvPath(r.cfg.StateDir, id))
+		if err != nil {
+			t.Fatalf("job %d MPS environment: %v", id, err)
+		}
+		if diff := cmp.Diff(want, string(b)); diff != "" {
+			t.Errorf("job %d MPS environment (-want +got):\n%s", id, diff)
+		}
+	}
+
+	r.now = r.now.Add(time.Minute)
+	if err := r.h.Epilog(ctx, job(51, 2)); err != nil {
+		t.Fatalf("epilog 51: %v", err)
+	}
+	if len(r.mps.stops) != 0 || g.ComputeMode() != nvml.COMPUTEMODE_DEFAULT {
+		t.Errorf("after the first of two jobs: MPS stops %v, mode %d; want none and DEFAULT", r.mps.stops, g.ComputeMode())
+	}
+	r.now = r.now.Add(time.Minute)
+	if err := r.h.Epilog(ctx, job(52, 2)); err != nil {
+		t.Fatalf("epilog 52: %v", err)
+	}
+	if diff := cmp.Diff([]int{2}, r.mps.stops); diff != "" {
+		t.Errorf("MPS stops (-want +got):\n%s", diff)
+	}
+	if g.ComputeMode() != nvml.COMPUTEMODE_EXCLUSIVE_PROCESS {
+		t.Errorf("GPU mode %d after the last sharer, want the node default EXCLUSIVE_PROCESS", g.ComputeMode())
+	}
+	got := r.store.sorted()
+	if len(got) != 2 {
+		t.Fatalf("stored %d records, want 2", len(got))
+	}
+	for i, wantShards := range []int{4, 8} {
+		u := got[i]
+		if u.Shards != wantShards || u.GPUMinor != 2 || u.GPUUUID != g.UUID || u.UtilAvgPct != nil || u.EnergyJoules != nil {
+			t.Errorf("record %+v: want shards %d on GPU 2 (%s) without per-process measurements", u, wantShards, g.UUID)
+		}
+	}
+	if _, err := os.Stat(MPSEnvPath(r.cfg.StateDir, 51)); !os.IsNotExist(err) {
+		t.Errorf("MPS environment of an ended job left behind: %v", err)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestHooks_Health: only real hardware faults fail the prolog, with a drain
+// reason naming the GPU and the fault, and a faulty GPU is left as it is.
+func TestHooks_Health(t *testing.T) {
+	tests := []struct {
+		name  string
+		break_ func(r *rig)
+		want  string // "" means healthy
+	}{
+		{name: "healthy", break_: func(*rig) {}},
+		{name: "uncorrectable ECC", break_: func(r *rig) { r.m.ByMinor(1).UncorrectableECC = 3 }, want: "3 uncorrectable ECC errors"},
+		{name: "remap pending", break_: func(r *rig) { r.m.ByMinor(1).RemapPending = true }, want: "row remapping pending (needs a GPU reset)"},
+		{name: "retired pages pending", break_: func(r *rig) { r.m.ByMinor(1).RetiredPagesPending = true }, want: "page retirement pending (needs a GPU reset)"},
+		{name: "GPU lost", break_: func(r *rig) { r.m.ByMinor(1).Lost = true }, want: "GPU is lost (fell off the bus)"},
+		{name: "XID 79 since last look", break_: func(r *rig) { r.addXID(1, 79) }, want: "XID 79 (GPU has fallen off the bus)"},
+		{name: "application XID is no fault", break_: func(r *rig) { r.addXID(1, 13) }},
+		{name: "XID on another GPU", break_: func(r *rig) { r.addXID(5, 79) }},
+		{name: "fault on a GPU not the job's", break_: func(r *rig) { r.m.ByMinor(6).UncorrectableECC = 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			// A first job sets the XID baseline of GPUs 0 and 1.
+			if err := r.h.Prolog(budget(t, 5*time.Second), job(60, 0, 1)); err != nil {
+				t.Fatalf("first prolog: %v", err)
+			}
+			if err := r.h.Epilog(budget(t, 5*time.Second), job(60, 0, 1)); err != nil {
+				t.Fatalf("first epilog: %v", err)
+			}
+			g1 := r.m.ByMinor(1)
+			sets := g1.ModeSets()
+			tt.break_(r)
+
+			err := r.h.Prolog(budget(t, 5*time.Second), job(61, 0, 1))
+			var fe *FaultError
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("healthy GPUs: prolog error %v", err)
+				}
+				if r.drain.reason != "" {
+					t.Errorf("healthy node drained: %q", r.drain.reason)
+				}
+				return
+			}
+			if !errors.As(err, &fe) {
+				t.Fatalf("prolog error %v, want a *FaultError", err)
+			}
+			uuid := g1.UUID
+			if tt.name == "GPU lost" {
+				uuid = "" // a lost GPU cannot even say its UUID
+			}
+			want := "fairway: " + Fault{Minor: 1, UUID: uuid, What: tt.want}.String()
+			if fe.Reason() != want {
+				t.Errorf("reason %q, want %q", fe.Reason(), want)
+			}
+			if r.drain.node != "gpu1" || r.drain.reason != want {
+				t.Errorf("drained %q with %q, want gpu1 with %q", r.drain.node, r.drain.reason, want)
+			}
+			if g1.ModeSets() != sets {
+				t.Error("the faulty GPU's mode was changed")
+			}
+		})
+	}
+}
+
+// addXID logs an XID for the GPU with the given minor after the baseline.
+func (r *rig) addXID(minor, code int) {
+	info, _ := (&nvmlDevice{d: r.m.ByMinor(minor), minor: minor}).Info()
+	r.xids.last++
+	r.xids.xids = append(r.xids.xids, XID{Seq: r.xids.last, PCI: info.PCI, Code: code})
+}
+
+// TestHooks_XIDsBeforeFirstLook: XIDs logged before Fairway first looked at
+// a GPU (a fault fixed long ago) do not drain the node.
+func TestHooks_XIDsBeforeFirstLook(t *testing.T) {
+	r := newRig(t, nil)
+	r.addXID(1, 79)
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(70, 1)); err != nil {
+		t.Fatalf("prolog: %v, want none for an XID older than the first look", err)
+	}
+}
+
+// TestHooks_NVMLAbsent: on a node without libnvidia-ml (the real go-nvml,
+// pointed at a library that does not exist) the hooks succeed and the
+// records identify the job's GPUs from Slurm's environment.
+func TestHooks_NVMLAbsent(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		lib  func(*rig) Library
+	}{
+		{"real go-nvml, no library", func(*rig) Library {
+			return NewNVML(nvml.New(nvml.WithLibraryPath(filepath.Join(t.TempDir(), "libnvidia-ml.so.1"))))
+		}},
+		{"mock reporting library not found", func(r *rig) Library { r.m.Absent(); return NewNVML(r.m) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			lib := tt.lib(r)
+			r.h.d.Library = lib
+			start := r.now
+			if err := r.h.Prolog(budget(t, 5*time.Second), job(80, 1, 2)); err != nil {
+				t.Fatalf("prolog: %v", err)
+			}
+			r.now = r.now.Add(90 * time.Second)
+			if err := r.h.Epilog(budget(t, 5*time.Second), job(80, 1, 2)); err != nil {
+				t.Fatalf("epilog: %v", err)
+			}
+			want := []Usage{
+				{Cluster: "lab", JobID: 80, Node: "gpu1", GPUMinor: 1, EndedAt: r.now, StartedAt: start},
+				{Cluster: "lab", JobID: 80, Node: "gpu1", GPUMinor: 2, EndedAt: r.now, StartedAt: start},
+			}
+			if diff := cmp.Diff(want, r.store.sorted()); diff != "" {
+				t.Errorf("stored usage (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(r.log.String(), "NVML absent") {
+				t.Errorf("NVML absence not logged:\n%s", r.log)
+			}
+		})
+	}
+}
+
+// TestHooks_NVMLHangs: an NVML call that never returns costs the hook its
+// budget and no more; the prolog does not fail, the epilog still records
+// the job's GPUs.
+func TestHooks_NVMLHangs(t *testing.T) {
+	r := newRig(t, nil)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	g := r.m.ByMinor(4)
+	g.GetRetiredPagesPendingStatusFunc = func() (nvml.EnableState, nvml.Return) {
+		<-release
+		return nvml.FEATURE_DISABLED, nvml.SUCCESS
+	}
+	g.GetAccountingPidsFunc = func() ([]int, nvml.Return) {
+		<-release
+		return nil, nvml.SUCCESS
+	}
+
+	const b = 300 * time.Millisecond
+	t0 := time.Now()
+	err := r.h.Prolog(budget(t, b), job(90, 4))
+	took := time.Since(t0)
+	if !errors.Is(err, ErrBudget) {
+		t.Errorf("prolog error %v, want ErrBudget", err)
+	}
+	var fe *FaultError
+	if errors.As(err, &fe) {
+		t.Error("a hung NVML call was judged a hardware fault")
+	}
+	if took > b+time.Second {
+		t.Errorf("prolog took %s with a %s budget", took, b)
+	}
+
+	// The epilog is another process, with its own NVML session; the
+	// prolog's abandoned goroutine stays blocked.
+	d := r.h.d
+	d.Library = NewNVML(r.m)
+	epi, err := New(r.cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 = time.Now()
+	err = epi.Epilog(budget(t, b), job(90, 4))
+	took = time.Since(t0)
+	if err != nil {
+		t.Errorf("epilog: %v", err)
+	}
+	if took > b+time.Second {
+		t.Errorf("epilog took %s with a %s budget", took, b)
+	}
+	got := r.store.sorted()
+	if len(got) != 1 || got[0].JobID != 90 || got[0].GPUMinor != 4 || got[0].StartedAt.IsZero() {
+		t.Errorf("stored %+v, want job 90's record for GPU 4 with its start", got)
+	}
+}
+
+// TestHooks_DatabaseDown: with the database down the record waits in the
+// spool; the next epilog (of any job) or a flush ships it, exactly once.
+func TestHooks_DatabaseDown(t *testing.T) {
+	r := newRig(t, nil)
+	r.store.fail = errors.New("connection refused")
+	ctx := budget(t, 10*time.Second)
+	if err := r.h.Prolog(ctx, job(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Epilog(ctx, job(100, 0)); err == nil {
+		t.Error("epilog with the database down returned no error to log")
+	}
+	pending, _, err := r.h.spool.Pending()
+	if err != nil || len(pending) != 1 || pending[0].JobID != 100 {
+		t.Fatalf("spool after a failed store: %+v %v, want job 100's record", pending, err)
+	}
+
+	// The database is back; a CPU-only job's epilog ships the backlog.
+	r.store.fail = nil
+	if err := r.h.Epilog(ctx, job(101)); err != nil {
+		t.Fatalf("epilog of a job without GPUs: %v", err)
+	}
+	if got := r.store.sorted(); len(got) != 1 || got[0].Key() != pending[0].Key() {
+		t.Fatalf("stored %+v, want the spooled record", got)
+	}
+	if left, _, _ := r.h.spool.Pending(); len(left) != 0 {
+		t.Errorf("spool still holds %d records", len(left))
+	}
+
+	// A crash after the database committed but before the spool file was
+	// removed leaves the record in both: a flush stores it again, and the
+	// key makes that a no-op.
+	if err := r.h.spool.Put(pending); err != nil {
+		t.Fatal(err)
+	}
+	stored, left, err := r.h.Flush(ctx)
+	if err != nil || stored != 1 || left != 0 {
+		t.Fatalf("flush: stored %d left %d err %v, want 1 0 nil", stored, left, err)
+	}
+	if got := r.store.sorted(); len(got) != 1 {
+		t.Errorf("%d records stored after re-shipping one, want 1", len(got))
+	}
+}
+
+// TestHooks_SpoolUnwritable: an unwritable spool is logged and the records
+// go straight to the database.
+func TestHooks_SpoolUnwritable(t *testing.T) {
+	r := newRig(t, nil)
+	if err := os.WriteFile(r.cfg.SpoolDir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := r.h.Epilog(budget(t, 5*time.Second), job(110, 5))
+	if err == nil {
+		t.Error("epilog with an unwritable spool returned no error to log")
+	}
+	if got := r.store.sorted(); len(got) != 1 || got[0].GPUMinor != 5 {
+		t.Errorf("stored %+v, want the record for GPU 5", got)
+	}
+	if !strings.Contains(r.log.String(), "spool unwritable or full") {
+		t.Errorf("unwritable spool not logged:\n%s", r.log)
+	}
+}
+
+// TestHooks_FlushBadFile: a spool file that is not a record stays for a
+// person to look at; the good ones ship.
+func TestHooks_FlushBadFile(t *testing.T) {
+	r := newRig(t, nil)
+	good := Usage{Cluster: "lab", JobID: 5, Node: "gpu1", GPUMinor: 0, EndedAt: r.now}
+	if err := r.h.spool.Put([]Usage{good}); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(r.cfg.SpoolDir, "garbage.json")
+	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stored, left, err := r.h.Flush(budget(t, 5*time.Second))
+	if err != nil || stored != 1 || left != 1 {
+		t.Errorf("flush: stored %d left %d err %v, want 1 1 nil", stored, left, err)
+	}
+	if _, err := os.Stat(bad); err != nil {
+		t.Errorf("bad spool file removed: %v", err)
+	}
+}
+
+func TestNVML_DeviceByMinor(t *testing.T) {
+	m := nvmltest.New(8)
+	lib := NewNVML(m)
+	if err := lib.Open(); err != nil {
+		t.Fatal(err)
+	}
+	for minor := 0; minor < 8; minor++ {
+		d, err := lib.Device(minor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := d.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Minor != minor || info.UUID != m.ByMinor(minor).UUID {
+			t.Errorf("Device(%d) is %+v, want the GPU with UUID %s", minor, info, m.ByMinor(minor).UUID)
+		}
+	}
+	if _, err := lib.Device(8); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("Device(8) error %v, want ErrNoDevice", err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	since := time.UnixMicro(1_000_000)
+	stats := []ProcessStats{
+		{PID: 1, GPUUtilPct: 100, MaxMemoryBytes: 4 << 30, TimeMS: 1000, StartMicros: 500_000}, // before the job
+		{PID: 2, GPUUtilPct: 60, MaxMemoryBytes: 2 << 30, TimeMS: 3000, StartMicros: 1_000_000},
+		{PID: 3, GPUUtilPct: 20, MaxMemoryBytes: 1 << 30, TimeMS: 1000, StartMicros: 2_000_000},
+	}
+	avg, mx, peak := summarize(stats, since)
+	if avg != 50 || mx != 60 || peak != 2048 {
+		t.Errorf("summarize = %v %v %v, want 50 60 2048", avg, mx, peak)
+	}
+}
+
+func TestMPSLimits(t *testing.T) {
+	tests := []struct {
+		shards, per int
+		mem         int64
+		want        MPSLimits
+	}{
+		{3, 16, 81920, MPSLimits{ActiveThreadPct: 19, PinnedMemMB: 15360}},
+		{4, 4, 80000, MPSLimits{ActiveThreadPct: 100, PinnedMemMB: 80000}},
+		{1, 200, 1000, MPSLimits{ActiveThreadPct: 1, PinnedMemMB: 5}},
+		{9, 4, 1000, MPSLimits{ActiveThreadPct: 100, PinnedMemMB: 1000}},
+		{2, 0, 1000, MPSLimits{ActiveThreadPct: 100}},
+	}
+	for _, tt := range tests {
+		if got := mpsLimits(tt.shards, tt.per, tt.mem); got != tt.want {
+			t.Errorf("mpsLimits(%d, %d, %d) = %+v, want %+v", tt.shards, tt.per, tt.mem, got, tt.want)
+		}
+	}
+}
+
+func TestUsage_Key(t *testing.T) {
+	u := Usage{Cluster: "lab", JobID: 12, Node: "gpu1", GPUMinor: 3, EndedAt: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)}
+	if got, want := u.Key(), "lab_12_gpu1_3_1767323045123456"; got != want {
+		t.Errorf("Key = %q, want %q", got, want)
+	}
+	u.Node = "../etc"
+	if strings.Contains(u.Key(), "/") {
+		t.Errorf("Key %q can escape the spool directory", u.Key())
+	}
+}
+
+func TestParseJobShards(t *testing.T) {
+	tests := []struct {
+		out     string
+		want    int
+		wantErr bool
+	}{
+		{"JobId=25 NumNodes=1 TRES=cpu=1,mem=1000M,node=1,billing=1,gres/shard=3 TresPerNode=gres:shard:3", 3, false},
+		{"JobId=26 NumNodes=1 TRES=cpu=1,gres/gpu=2 TresPerNode=gres:gpu:h100:2", 0, false},
+		{"JobId=27 NumNodes=1 TresPerNode=gres:shard:h100:5", 5, false},
+		{"JobId=28 NumNodes=1 TresPerNode=gres/shard:6", 6, false},
+		{"JobId=29 NumNodes=2 TRES=cpu=2,gres/shard=8", 4, false},
+		{"slurm_load_jobs error: Invalid job id specified", 0, true},
+		{"JobId=30 TresPerNode=gres:shard:x", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseJobShards([]byte(tt.out))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseJobShards(%q) = %d, %v; want %d, err %v", tt.out, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

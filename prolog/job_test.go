@@ -1,0 +1,90 @@
+package prolog
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// envOf turns a map into a getenv func.
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// The environments below are the variables slurmd 22.05 set for the lab's
+// Prolog/Epilog (contrib/lab/lab), trimmed to the ones JobFromEnv reads.
+func TestJobFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    Job
+		wantErr bool
+	}{
+		{
+			name: "whole GPUs prolog",
+			env: map[string]string{"SLURM_JOB_ID": "19", "SLURM_JOB_UID": "1001", "SLURM_JOB_USER": "alice",
+				"SLURMD_NODENAME": "gpu2", "SLURM_JOB_GPUS": "0,1", "CUDA_VISIBLE_DEVICES": "0,1", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"},
+			want: Job{ID: 19, UID: 1001, User: "alice", Node: "gpu2", GPUs: []int{0, 1}, Shards: -1, ExitCode: -1},
+		},
+		{
+			name: "shard job epilog looks like one GPU",
+			env: map[string]string{"SLURM_JOB_ID": "20", "SLURM_JOB_UID": "1003", "SLURM_JOB_USER": "carol",
+				"SLURMD_NODENAME": "gpu2", "SLURM_JOB_GPUS": "2", "CUDA_VISIBLE_DEVICES": "2", "SLURM_JOB_EXIT_CODE": "0"},
+			want: Job{ID: 20, UID: 1003, User: "carol", Node: "gpu2", GPUs: []int{2}, Shards: -1, ExitCode: 0},
+		},
+		{
+			name: "shards given, CUDA_VISIBLE_DEVICES only",
+			env:  map[string]string{"SLURM_JOB_ID": "7", "CUDA_VISIBLE_DEVICES": "3", "SLURM_SHARDS_ON_NODE": "4", "SLURM_JOB_EXIT_CODE": "256"},
+			want: Job{ID: 7, UID: -1, GPUs: []int{3}, Shards: 4, ExitCode: 256},
+		},
+		{
+			name: "no GPUs",
+			env:  map[string]string{"SLURM_JOB_ID": "8", "SLURMD_NODENAME": "cpu1"},
+			want: Job{ID: 8, UID: -1, Node: "cpu1", Shards: -1, ExitCode: -1},
+		},
+		{name: "not slurmd", env: map[string]string{}, wantErr: true},
+		{name: "bad job id", env: map[string]string{"SLURM_JOB_ID": "x"}, wantErr: true},
+		{name: "bad gpu list", env: map[string]string{"SLURM_JOB_ID": "9", "SLURM_JOB_GPUS": "GPU-abc"}, wantErr: true},
+		{name: "bad shards", env: map[string]string{"SLURM_JOB_ID": "9", "SLURM_SHARDS_ON_NODE": "-2"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := JobFromEnv(envOf(tt.env))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("JobFromEnv (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseDeviceList(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{in: "", want: nil},
+		{in: "NoDevFiles", want: nil},
+		{in: "2", want: []int{2}},
+		{in: "3,1,1", want: []int{1, 3}},
+		{in: "0-2,6", want: []int{0, 1, 2, 6}},
+		{in: "2-1", wantErr: true},
+		{in: "a", wantErr: true},
+		{in: "-1", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseDeviceList(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

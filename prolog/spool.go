@@ -1,0 +1,87 @@
+package prolog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Spool is the node-local directory where usage records wait until the
+// database has them. Each record is one file named by its Key, written to a
+// temporary file, fsynced and renamed, so a crash leaves a whole record or
+// none; it is removed only after the database committed it.
+type Spool struct{ Dir string }
+
+const spoolExt = ".json"
+
+// Put writes the records durably. It returns on the first error: the
+// caller still holds the records and ships them directly.
+func (s Spool) Put(us []Usage) error {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("spool directory: %w", err)
+	}
+	for _, u := range us {
+		b, err := json.Marshal(u)
+		if err != nil {
+			return fmt.Errorf("encode usage record: %w", err)
+		}
+		if err := writeFileAtomic(filepath.Join(s.Dir, u.Key()+spoolExt), b, 0o600, true); err != nil {
+			return fmt.Errorf("spool usage record %s: %w", u.Key(), err)
+		}
+	}
+	return nil
+}
+
+// Pending returns the records in the spool, oldest key first. A file that
+// does not decode is reported in bad and left in place for a person to
+// look at, never deleted.
+func (s Spool) Pending() (us []Usage, bad []string, err error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read spool: %w", err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasSuffix(n, spoolExt) && !strings.HasPrefix(n, ".") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(s.Dir, n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // shipped and removed by a concurrent hook
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read spooled record: %w", err)
+		}
+		var u Usage
+		if err := json.Unmarshal(b, &u); err != nil || u.Validate() != nil || u.Key()+spoolExt != n {
+			bad = append(bad, n)
+			continue
+		}
+		us = append(us, u)
+	}
+	return us, bad, nil
+}
+
+// Remove deletes shipped records. Already removed ones (a concurrent hook
+// shipped them too) are fine.
+func (s Spool) Remove(us []Usage) error {
+	var errs []error
+	for _, u := range us {
+		if err := os.Remove(filepath.Join(s.Dir, u.Key()+spoolExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
