@@ -16,8 +16,8 @@ type Usage struct {
 	Cluster   string    `json:"cluster"`
 	JobID     int64     `json:"job_id"`
 	Node      string    `json:"node"`
-	GPUMinor  int       `json:"gpu_minor"` // N of /dev/nvidiaN
-	EndedAt   time.Time `json:"ended_at"`  // when the epilog closed the record: part of the key
+	GPUMinor  int       `json:"gpu_minor"`  // N of /dev/nvidiaN
+	EndedAt   time.Time `json:"ended_at"`   // when the epilog closed the record: part of the key
 	StartedAt time.Time `json:"started_at"` // the prolog's time; zero when unknown
 	GPUUUID   string    `json:"gpu_uuid,omitempty"`
 	GPUModel  string    `json:"gpu_model,omitempty"`
