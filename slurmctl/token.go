@@ -1,0 +1,235 @@
+package slurmctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TokenSource supplies the JWT sent as X-SLURM-USER-TOKEN.
+type TokenSource interface {
+	// Token returns a token that is not known to be expired. Errors wrap
+	// ErrToken and never contain the token. Safe for concurrent use.
+	Token(ctx context.Context) (string, error)
+}
+
+// invalidator is implemented by sources that can fetch a new token when
+// Slurm rejects the current one.
+type invalidator interface{ Invalidate() }
+
+// StaticToken is a fixed token, e.g. from the SLURM_JWT environment
+// variable. It is checked for shape and expiry before every use.
+func StaticToken(tok string) TokenSource { return staticToken(strings.TrimSpace(tok)) }
+
+type staticToken string
+
+func (s staticToken) Token(context.Context) (string, error) {
+	if s == "" {
+		return "", fmt.Errorf("%w: empty token", ErrToken)
+	}
+	if err := checkExpiry(string(s), time.Now()); err != nil {
+		return "", err
+	}
+	return string(s), nil
+}
+
+// FileToken reads the token from a file, again whenever the file's
+// modification time or size changes, so an external renewer (cron, the
+// lab script) can replace it without restarting Fairway.
+func FileToken(path string) TokenSource { return &fileToken{path: path} }
+
+type fileToken struct {
+	path string
+
+	mu    sync.Mutex
+	mod   time.Time
+	size  int64
+	token string
+}
+
+func (f *fileToken) Token(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return "", fmt.Errorf("%w: token file: %v", ErrToken, err)
+	}
+	if f.token == "" || !st.ModTime().Equal(f.mod) || st.Size() != f.size {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return "", fmt.Errorf("%w: token file: %v", ErrToken, err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if strings.HasPrefix(tok, "SLURM_JWT=") { // `scontrol token` output saved as is
+			tok = strings.TrimPrefix(tok, "SLURM_JWT=")
+		}
+		if tok == "" {
+			return "", fmt.Errorf("%w: token file %s is empty", ErrToken, f.path)
+		}
+		f.token, f.mod, f.size = tok, st.ModTime(), st.Size()
+	}
+	if err := checkExpiry(f.token, time.Now()); err != nil {
+		return "", fmt.Errorf("token file %s: %w", f.path, err)
+	}
+	return f.token, nil
+}
+
+// ScontrolTokenConfig configures ScontrolToken.
+type ScontrolTokenConfig struct {
+	User        string        // username= passed to scontrol token (the X-SLURM-USER-NAME user)
+	Lifespan    time.Duration // lifespan= of each token; default 1h
+	RenewBefore time.Duration // renew this long before expiry; default Lifespan/3
+	Scontrol    string        // path of scontrol; default "scontrol"
+	Runner      Runner        // default ExecRunner{}
+}
+
+// ScontrolToken mints tokens with `scontrol token username=U lifespan=S`
+// and renews them before they expire. Only SlurmUser (or root) may mint a
+// token for another user, so this is the source to use when Fairway runs as
+// SlurmUser next to slurmctld.
+type ScontrolToken struct {
+	cfg ScontrolTokenConfig
+	log *slog.Logger
+
+	mu    sync.Mutex
+	token string
+	exp   time.Time
+	now   func() time.Time
+}
+
+// NewScontrolToken checks cfg and returns the source. No token is minted
+// until the first Token call.
+func NewScontrolToken(cfg ScontrolTokenConfig, log *slog.Logger) (*ScontrolToken, error) {
+	if cfg.User == "" {
+		return nil, errors.New("scontrol token: user is empty")
+	}
+	if cfg.Lifespan == 0 {
+		cfg.Lifespan = time.Hour
+	}
+	if cfg.Lifespan < time.Minute {
+		return nil, fmt.Errorf("scontrol token: lifespan %s: want at least 1m", cfg.Lifespan)
+	}
+	if cfg.RenewBefore == 0 {
+		cfg.RenewBefore = cfg.Lifespan / 3
+	}
+	if cfg.RenewBefore < 0 || cfg.RenewBefore >= cfg.Lifespan {
+		return nil, fmt.Errorf("scontrol token: renew-before %s: want between 0 and the lifespan %s", cfg.RenewBefore, cfg.Lifespan)
+	}
+	if cfg.Scontrol == "" {
+		cfg.Scontrol = "scontrol"
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = ExecRunner{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ScontrolToken{cfg: cfg, log: log, now: time.Now}, nil
+}
+
+// Token returns the cached token, minting a new one when it is within
+// RenewBefore of expiry. If renewal fails while the cached token is still
+// valid, the cached one is returned and the failure logged; once it has
+// expired the failure is returned.
+func (s *ScontrolToken) Token(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if s.token != "" && now.Before(s.exp.Add(-s.cfg.RenewBefore)) {
+		return s.token, nil
+	}
+	tok, exp, err := s.mint(ctx, now)
+	if err != nil {
+		if s.token != "" && now.Before(s.exp) {
+			s.log.Warn("token renewal failed; using the current token until it expires",
+				"error", err, "expires_in_seconds", s.exp.Sub(now).Seconds())
+			return s.token, nil
+		}
+		return "", err
+	}
+	s.token, s.exp = tok, exp
+	s.log.Debug("minted slurm token", "user", s.cfg.User, "expires_in_seconds", exp.Sub(now).Seconds())
+	return tok, nil
+}
+
+// Invalidate drops the cached token so the next Token call mints one.
+func (s *ScontrolToken) Invalidate() {
+	s.mu.Lock()
+	s.token = ""
+	s.mu.Unlock()
+}
+
+func (s *ScontrolToken) mint(ctx context.Context, now time.Time) (string, time.Time, error) {
+	secs := int64(s.cfg.Lifespan / time.Second)
+	out, stderr, err := s.cfg.Runner.Run(ctx, nil, s.cfg.Scontrol, "token",
+		"username="+s.cfg.User, "lifespan="+strconv.FormatInt(secs, 10))
+	// stdout holds the token: it never goes into an error or a log.
+	tok := ""
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("SLURM_JWT=")); ok {
+			tok = string(v)
+		}
+	}
+	if err != nil || tok == "" {
+		msg := strings.TrimSpace(redact(string(stderr), tok))
+		if err == nil {
+			err = errors.New("no SLURM_JWT= line in its output")
+		}
+		return "", time.Time{}, fmt.Errorf("%w: %s token username=%s: %v: %s", ErrToken, s.cfg.Scontrol, s.cfg.User, err, msg)
+	}
+	exp, perr := jwtExpiry(tok)
+	if perr != nil {
+		return "", time.Time{}, fmt.Errorf("%w: scontrol token printed %v", ErrToken, perr)
+	}
+	if exp.IsZero() {
+		exp = now.Add(s.cfg.Lifespan)
+	}
+	return tok, exp, nil
+}
+
+// jwtExpiry returns the "exp" claim of a JWT (zero when absent). It does not
+// verify the signature: only slurmctld holds the key.
+func jwtExpiry(tok string) (time.Time, error) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return time.Time{}, errors.New("a token that is not a JWT (want three dot-separated parts)")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return time.Time{}, errors.New("a JWT whose payload is not base64url")
+	}
+	var claims struct {
+		Exp *json.Number `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return time.Time{}, errors.New("a JWT whose payload is not JSON")
+	}
+	if claims.Exp == nil {
+		return time.Time{}, nil
+	}
+	sec, err := claims.Exp.Int64()
+	if err != nil {
+		return time.Time{}, errors.New("a JWT whose exp claim is not an integer")
+	}
+	return time.Unix(sec, 0), nil
+}
+
+func checkExpiry(tok string, now time.Time) error {
+	exp, err := jwtExpiry(tok)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrToken, err)
+	}
+	if !exp.IsZero() && !now.Before(exp) {
+		return fmt.Errorf("%w: token expired at %s", ErrToken, exp.UTC().Format(time.RFC3339))
+	}
+	return nil
+}

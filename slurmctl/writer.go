@@ -1,0 +1,310 @@
+package slurmctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// Mode is how the Writer hands Fairway's order to Slurm.
+type Mode int
+
+// Writer modes.
+const (
+	// ModeScontrolSiteFactor runs `scontrol update jobid=a,b,c
+	// sitefactor=N`, jobs grouped by value, all groups fed to one scontrol
+	// process on stdin. Works on Slurm 22.05 (whose REST API has no
+	// site_factor) and later; needs scontrol and SlurmUser rights where
+	// Fairway runs. Multifactor keeps managing the job: priority = Σ
+	// weight·factor + site_factor − nice.
+	ModeScontrolSiteFactor Mode = iota + 1
+	// ModeRESTSiteFactor posts {"site_factor": N} per job: slurmrestd
+	// v0.0.40/v0.0.41 (Slurm 23.11+; 23.02's v0.0.39 accepts it too but is
+	// not spoken here). Same effect as ModeScontrolSiteFactor.
+	ModeRESTSiteFactor
+	// ModeRESTPriority posts the admin priority per job ({"priority": N}),
+	// on any version. This freezes the job's priority: multifactor stops
+	// managing it (site factor, age and fair-share no longer move it) until
+	// it is handed back with `scontrol hold <job>; scontrol release <job>`,
+	// after which multifactor recomputes it (verified on 22.05). Fairway
+	// never does that hand-back itself, because it is a hold; an operator
+	// who switches away from this mode runs it for the pending jobs.
+	ModeRESTPriority
+)
+
+var modeNames = map[Mode]string{
+	ModeScontrolSiteFactor: "scontrol-site-factor",
+	ModeRESTSiteFactor:     "rest-site-factor",
+	ModeRESTPriority:       "rest-priority",
+}
+
+func (m Mode) String() string {
+	if s, ok := modeNames[m]; ok {
+		return s
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ParseMode reads a mode name as String prints it.
+func ParseMode(s string) (Mode, error) {
+	for m, n := range modeNames {
+		if n == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("writer mode %q: want scontrol-site-factor, rest-site-factor or rest-priority", s)
+}
+
+// WriterConfig configures a Writer.
+type WriterConfig struct {
+	Mode Mode
+	// Range bounds the values written; values outside are clamped. Min
+	// must be at least 1, so no write can ever be a 0 (a hold, for
+	// priorities). policy.SiteFactorRange and policy.PriorityRange are the
+	// usual choices.
+	Range  policy.SlurmRange
+	DryRun bool // plan and report, write nothing
+
+	Scontrol   string        // scontrol path for ModeScontrolSiteFactor; default "scontrol"
+	Sprio      string        // sprio path for Prime; default "sprio"
+	Runner     Runner        // default ExecRunner{}
+	CmdTimeout time.Duration // per scontrol/sprio run; default 2m
+	MaxPerLine int           // job ids per scontrol line; default 200
+}
+
+// Writer writes Fairway's values into Slurm, enforcing in code the
+// invariants that make it safe to run next to a production slurmctld:
+//
+//   - only records that are pending, not held, not part of a heterogeneous
+//     job, and were present in the jobs passed in are touched;
+//   - values are clamped to Range, whose Min is at least 1, so a write is
+//     never a 0 priority (a hold);
+//   - the only operations are "set site factor" and "set priority": there
+//     is no code path that holds, releases, cancels or changes anything else;
+//   - only values that differ from the value Slurm holds are written;
+//   - in dry-run mode nothing is written and the report says what would be.
+//
+// The value Slurm holds is: for priorities, Job.Priority as read; for site
+// factors (which no REST version reports), the last value this Writer wrote
+// successfully, or what Prime read from sprio.
+type Writer struct {
+	cfg    WriterConfig
+	client *Client
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	last map[int64]int64 // job id → site factor Slurm holds, as far as we know
+}
+
+// NewWriter checks cfg against the client's API version.
+func NewWriter(cfg WriterConfig, client *Client, log *slog.Logger) (*Writer, error) {
+	if _, ok := modeNames[cfg.Mode]; !ok {
+		return nil, fmt.Errorf("writer mode %d: want scontrol-site-factor, rest-site-factor or rest-priority", cfg.Mode)
+	}
+	r := cfg.Range
+	if r.Min < 1 || r.Max < r.Min {
+		return nil, fmt.Errorf("writer range [%d, %d]: want 1 <= min <= max (a 0 would hold jobs)", r.Min, r.Max)
+	}
+	if cfg.Mode == ModeRESTPriority && r.Max > policy.PriorityRange().Max {
+		return nil, fmt.Errorf("writer range max %d: priorities above %d collide with Slurm's NO_VAL/INFINITE", r.Max, policy.PriorityRange().Max)
+	}
+	if cfg.Mode != ModeRESTPriority && r.Max > policy.SiteFactorRange().Max {
+		return nil, fmt.Errorf("writer range max %d: scontrol rejects site factors above %d", r.Max, policy.SiteFactorRange().Max)
+	}
+	if cfg.Mode != ModeScontrolSiteFactor && client == nil {
+		return nil, fmt.Errorf("writer mode %s needs a slurmrestd client", cfg.Mode)
+	}
+	if cfg.Mode == ModeRESTSiteFactor && client.Version() == V0038 {
+		return nil, fmt.Errorf("writer mode %s needs slurmrestd v0.0.40 or newer; the server speaks %s (Slurm 22.05 rejects site_factor): use scontrol-site-factor", cfg.Mode, client.Version())
+	}
+	if cfg.Scontrol == "" {
+		cfg.Scontrol = "scontrol"
+	}
+	if cfg.Sprio == "" {
+		cfg.Sprio = "sprio"
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = ExecRunner{}
+	}
+	if cfg.CmdTimeout == 0 {
+		cfg.CmdTimeout = 2 * time.Minute
+	}
+	if cfg.MaxPerLine == 0 {
+		cfg.MaxPerLine = 200
+	}
+	if cfg.MaxPerLine < 1 || cfg.CmdTimeout < 0 {
+		return nil, fmt.Errorf("writer: max per line %d, command timeout %s: want both positive", cfg.MaxPerLine, cfg.CmdTimeout)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{cfg: cfg, client: client, log: log, last: map[int64]int64{}}, nil
+}
+
+// Change is one value to write.
+type Change struct {
+	JobID  int64
+	Target string // what Slurm is told: "123" or "10_[2-4]"
+	From   int64  // value Slurm holds (FromKnown false: unknown)
+	To     int64
+	// FromKnown is false for a site factor this Writer has not written or
+	// primed since it started.
+	FromKnown bool
+	Clamped   bool // To was clamped into Range
+}
+
+// Skip is a job in the wanted values that was not written, and why.
+type Skip struct {
+	JobID  int64
+	Reason string // "not pending", "held", "heterogeneous job", "not in the jobs read", "unchanged"
+}
+
+// Failure is a write that did not happen or whose outcome is unknown.
+type Failure struct {
+	Change
+	Err error
+}
+
+// Report says what a Write did (or, in dry-run, would do).
+type Report struct {
+	Mode    Mode
+	DryRun  bool
+	Planned []Change  // every write decided, in the order issued
+	Applied []Change  // writes Slurm confirmed
+	Failed  []Failure // writes Slurm refused, or whose outcome is unknown
+	Skipped []Skip
+	Calls   int // Slurm calls issued: scontrol processes or HTTP requests
+}
+
+// Write makes Slurm hold want[id] for every job in want that jobs lists as
+// writable. jobs is the latest read; want maps job ids to values (e.g.
+// policy.Assign's output keyed by Score.JobID).
+//
+// The whole plan is checked before the first write. A failure stops the
+// writing: REST modes stop at the first failed request (later changes are
+// reported as failed, not attempted); the scontrol mode runs one process,
+// whose per-job errors are attributed from its stderr. No write is retried;
+// the next cycle plans again from what Slurm holds. The returned error is
+// the first failure, wrapped, and the report is complete either way.
+func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (Report, error) {
+	rep := Report{Mode: w.cfg.Mode, DryRun: w.cfg.DryRun}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+
+	byID := make(map[int64]*Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	ids := make([]int64, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		j, ok := byID[id]
+		switch {
+		case !ok:
+			rep.Skipped = append(rep.Skipped, Skip{id, "not in the jobs read"})
+			continue
+		case j.State != policy.StatePending:
+			rep.Skipped = append(rep.Skipped, Skip{id, "not pending"})
+			continue
+		case j.Held:
+			rep.Skipped = append(rep.Skipped, Skip{id, "held"})
+			continue
+		case j.HetJob:
+			rep.Skipped = append(rep.Skipped, Skip{id, "heterogeneous job"})
+			continue
+		}
+		ch := Change{JobID: id, Target: j.Target(), To: want[id]}
+		if ch.To < w.cfg.Range.Min {
+			ch.To, ch.Clamped = w.cfg.Range.Min, true
+		} else if ch.To > w.cfg.Range.Max {
+			ch.To, ch.Clamped = w.cfg.Range.Max, true
+		}
+		if w.cfg.Mode == ModeRESTPriority {
+			ch.From, ch.FromKnown = j.Priority, true
+		} else {
+			ch.From, ch.FromKnown = w.last[id]
+		}
+		if ch.FromKnown && ch.From == ch.To {
+			rep.Skipped = append(rep.Skipped, Skip{id, "unchanged"})
+			continue
+		}
+		rep.Planned = append(rep.Planned, ch)
+	}
+	// Forget jobs that are gone, so the memory stays the size of the queue.
+	for id := range w.last {
+		if j, ok := byID[id]; !ok || j.State != policy.StatePending {
+			delete(w.last, id)
+		}
+	}
+	if err := w.validate(rep.Planned); err != nil {
+		return rep, err
+	}
+	if w.cfg.DryRun || len(rep.Planned) == 0 {
+		if w.cfg.DryRun {
+			w.log.Info("dry run: would write", "mode", w.cfg.Mode, "writes", len(rep.Planned), "skipped", len(rep.Skipped))
+		}
+		return rep, nil
+	}
+	var err error
+	if w.cfg.Mode == ModeScontrolSiteFactor {
+		err = w.writeScontrol(ctx, &rep)
+	} else {
+		err = w.writeREST(ctx, &rep)
+	}
+	w.log.Info("wrote to slurm", "mode", w.cfg.Mode, "applied", len(rep.Applied), "failed", len(rep.Failed),
+		"skipped", len(rep.Skipped), "calls", rep.Calls)
+	return rep, err
+}
+
+// validate re-checks the plan's invariants before anything is written, so
+// a bug upstream fails the whole write instead of part of it.
+func (w *Writer) validate(plan []Change) error {
+	seen := make(map[string]bool, len(plan))
+	for _, c := range plan {
+		if c.To < w.cfg.Range.Min || c.To > w.cfg.Range.Max || c.To < 1 {
+			return fmt.Errorf("write plan: job %d value %d outside [%d, %d]", c.JobID, c.To, w.cfg.Range.Min, w.cfg.Range.Max)
+		}
+		if seen[c.Target] {
+			return fmt.Errorf("write plan: target %s twice", c.Target)
+		}
+		seen[c.Target] = true
+	}
+	return nil
+}
+
+func (w *Writer) writeREST(ctx context.Context, rep *Report) error {
+	for i, c := range rep.Planned {
+		v := c.To
+		u := JobUpdate{Priority: &v}
+		if w.cfg.Mode == ModeRESTSiteFactor {
+			u = JobUpdate{SiteFactor: &v}
+		}
+		rep.Calls++
+		err := w.client.UpdateJob(ctx, c.Target, u)
+		if err != nil {
+			err = fmt.Errorf("write job %s: %w", c.Target, err)
+			rep.Failed = append(rep.Failed, Failure{c, err})
+			for _, rest := range rep.Planned[i+1:] {
+				rep.Failed = append(rep.Failed, Failure{rest, errNotAttempted})
+			}
+			delete(w.last, c.JobID) // outcome unknown: rewrite next cycle
+			return fmt.Errorf("%w (%d written before it, %d not attempted)", err, i, len(rep.Planned)-i-1)
+		}
+		rep.Applied = append(rep.Applied, c)
+		if w.cfg.Mode == ModeRESTSiteFactor {
+			w.last[c.JobID] = c.To
+		}
+	}
+	return nil
+}
+
+var errNotAttempted = errors.New("not attempted: an earlier write failed")
