@@ -201,8 +201,11 @@ type assocGroups struct {
 	keys     []Assoc // association of each group
 	acct     []int32 // account index of each group
 	accounts []string
-	byKey    map[Assoc]int32
 	byAcct   map[string]int32
+	// byUser finds a user's first group; sameUser chains the groups of one
+	// user in other accounts (rare), so a lookup hashes one string.
+	byUser   map[string]int32
+	sameUser []int32
 	// members lists pending job indices grouped: group g's jobs are
 	// members[start[g]:start[g+1]].
 	members []int32
@@ -212,32 +215,38 @@ type assocGroups struct {
 func groupByAssoc(jobs []Job) *assocGroups {
 	g := &assocGroups{
 		of:     make([]int32, len(jobs)),
-		byKey:  map[Assoc]int32{},
+		byUser: map[string]int32{},
 		byAcct: map[string]int32{},
 	}
-	var last Assoc
 	lastG := int32(-1)
 	for i := range jobs {
 		j := &jobs[i]
-		if lastG >= 0 && j.User == last.User && j.Account == last.Account {
+		if lastG >= 0 && j.User == g.keys[lastG].User && j.Account == g.keys[lastG].Account {
 			g.of[i] = lastG
 			continue
 		}
-		key := AssocOf(j)
-		x, ok := g.byKey[key]
+		x, ok := g.lookup(j.Account, j.User)
 		if !ok {
 			x = int32(len(g.keys))
-			g.byKey[key] = x
-			g.keys = append(g.keys, key)
-			a, ok := g.byAcct[key.Account]
+			g.keys = append(g.keys, AssocOf(j))
+			g.sameUser = append(g.sameUser, -1)
+			if first, ok := g.byUser[j.User]; ok {
+				for g.sameUser[first] >= 0 {
+					first = g.sameUser[first]
+				}
+				g.sameUser[first] = x
+			} else {
+				g.byUser[j.User] = x
+			}
+			a, ok := g.byAcct[j.Account]
 			if !ok {
 				a = int32(len(g.accounts))
-				g.byAcct[key.Account] = a
-				g.accounts = append(g.accounts, key.Account)
+				g.byAcct[j.Account] = a
+				g.accounts = append(g.accounts, j.Account)
 			}
 			g.acct = append(g.acct, a)
 		}
-		g.of[i], last, lastG = x, key, x
+		g.of[i], lastG = x, x
 	}
 	g.start = make([]int32, len(g.keys)+1)
 	for _, x := range g.of {
@@ -253,6 +262,16 @@ func groupByAssoc(jobs []Job) *assocGroups {
 		fill[x]++
 	}
 	return g
+}
+
+// lookup returns the group of an association, if it has pending jobs.
+func (g *assocGroups) lookup(account, user string) (int32, bool) {
+	x, ok := g.byUser[user]
+	for ok && g.keys[x].Account != account {
+		x = g.sameUser[x]
+		ok = x >= 0
+	}
+	return x, ok
 }
 
 // group returns the pending job indices of group x.

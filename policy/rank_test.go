@@ -185,6 +185,10 @@ func rkRandomSnapshot(seed int64, jobs, users int) *Snapshot {
 			u = rng.Intn(max(1, users/50))
 		}
 		a := assocOf(u)
+		if rng.Intn(15) == 0 {
+			// The same user charging a second account.
+			a.Account = fmt.Sprintf("acct%03d", (u+1)%accounts)
+		}
 		j := Job{ID: id, Account: a.Account, User: a.User, ArrayTask: -1,
 			Submit: now.Add(-time.Duration(rng.Intn(20000)) * time.Minute / 4)}
 		switch rng.Intn(10) {
@@ -309,6 +313,30 @@ func TestPolicies_InputOrderIndependent(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestGroupByAssoc_UserInSeveralAccounts(t *testing.T) {
+	jobs := []Job{
+		{ID: 1, Account: "a", User: "u"}, {ID: 2, Account: "b", User: "u"}, {ID: 3, Account: "a", User: "v"},
+		{ID: 4, Account: "c", User: "u"}, {ID: 5, Account: "b", User: "u"}, {ID: 6, Account: "a", User: "u"},
+	}
+	g := groupByAssoc(jobs)
+	got := map[Assoc][]int64{}
+	for x, key := range g.keys {
+		for _, m := range g.group(x) {
+			got[key] = append(got[key], jobs[m].ID)
+		}
+		if g.accounts[g.acct[x]] != key.Account {
+			t.Errorf("group %v: account index names %q", key, g.accounts[g.acct[x]])
+		}
+	}
+	want := map[Assoc][]int64{{"a", "u"}: {1, 6}, {"b", "u"}: {2, 5}, {"a", "v"}: {3}, {"c", "u"}: {4}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	if _, ok := g.lookup("d", "u"); ok {
+		t.Error("lookup found u in an account it has no job in")
 	}
 }
 

@@ -144,7 +144,7 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 		slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(s.Running[a].ID, s.Running[b].ID) })
 		for _, i := range order {
 			r := &s.Running[i]
-			x, okU := g.byKey[AssocOf(r)]
+			x, okU := g.lookup(r.Account, r.User)
 			a, okA := g.byAcct[r.Account]
 			if !okU && !okA {
 				continue
