@@ -165,7 +165,9 @@ func (c *Client) negotiate(ctx context.Context) (string, error) {
 		}
 		last = perr
 		if !errors.Is(perr, ErrHTTP) {
-			break // auth, transport or server trouble: probing further would not help
+			// Auth, transport or server trouble: probing further would not
+			// help, and that error is the one to report.
+			return "", fmt.Errorf("negotiate api version: %w", perr)
 		}
 	}
 	return "", fmt.Errorf("negotiate api version: %w (last error: %v)", ErrVersion, last)

@@ -52,21 +52,24 @@ type SlurmError struct {
 }
 
 func (e SlurmError) String() string {
-	var b strings.Builder
+	var parts []string
 	if e.Source != "" {
-		b.WriteString(e.Source)
-		b.WriteString(": ")
+		parts = append(parts, e.Source)
 	}
-	b.WriteString(e.Error)
-	if e.Error == "" {
-		b.WriteString("error")
+	head := e.Error
+	if e.Number != 0 {
+		head = strings.TrimSpace(fmt.Sprintf("%s (%d)", e.Error, e.Number))
 	}
-	fmt.Fprintf(&b, " (%d)", e.Number)
+	if head != "" {
+		parts = append(parts, head)
+	}
 	if e.Description != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Description)
+		parts = append(parts, e.Description)
 	}
-	return b.String()
+	if len(parts) == 0 {
+		return "unspecified error"
+	}
+	return strings.Join(parts, ": ")
 }
 
 // APIError is a failed slurmrestd call. Kind is one of the sentinel errors;

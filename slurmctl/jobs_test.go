@@ -110,7 +110,11 @@ func TestParseJobs_Fixture(t *testing.T) {
 			v.IsArray, v.ArrayTasks, v.TaskCount = true, "0-9", 10
 			return v
 		}()},
-		"held":       {func() view { v := pend("carol", "chem", 1, 1, 1000, 0, "", 5, 10, "JobHeldUser"); v.Held = true; return v }()},
+		"held": {func() view {
+			v := pend("carol", "chem", 1, 1, 1000, 0, "", 5, 10, "JobHeldUser")
+			v.Held = true
+			return v
+		}()},
 		"begin":      {pend("alice", "physics", 1, 1, 1000, 0, "", 0, 5, "BeginTime")},
 		"dependency": {pend("alice", "physics", 1, 1, 1000, 0, "", 0, 5, "Dependency")},
 	}
@@ -231,10 +235,10 @@ func toDataParserShape(t testing.TB, body []byte) []byte {
 func TestParseJobs_Malformed(t *testing.T) {
 	body := fixture(t, "jobs.200.json")
 	for name, b := range map[string][]byte{
-		"truncated":   body[:len(body)/2],
-		"text":        fixture(t, "jobs-no-auth.401.txt"),
-		"empty":       {},
-		"no jobs":     fixture(t, "nodes.200.json"),
+		"truncated": body[:len(body)/2],
+		"text":      fixture(t, "jobs-no-auth.401.txt"),
+		"empty":     {},
+		"no jobs":   fixture(t, "nodes.200.json"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, _, err := parseJobs(b); err == nil || !strings.Contains(err.Error(), "malformed") {

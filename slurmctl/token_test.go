@@ -1,0 +1,156 @@
+package slurmctl
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStaticToken_Checks(t *testing.T) {
+	good := testJWT(time.Now().Add(time.Hour))
+	if got, err := StaticToken(" " + good + "\n").Token(context.Background()); err != nil || got != good {
+		t.Errorf("valid token: %v", err)
+	}
+	expired := testJWT(time.Now().Add(-time.Minute))
+	for name, tok := range map[string]string{"empty": "", "expired": expired, "not a JWT": "abc", "bad payload": "a.!!!.c"} {
+		_, err := StaticToken(tok).Token(context.Background())
+		if !errors.Is(err, ErrToken) {
+			t.Errorf("%s: %v, want ErrToken", name, err)
+		}
+		if tok != "" && strings.Contains(err.Error(), tok) {
+			t.Errorf("%s: the error contains the token", name)
+		}
+	}
+}
+
+// TestClient_ExpiredTokenSendsNothing: an expired token fails before any
+// request leaves.
+func TestClient_ExpiredTokenSendsNothing(t *testing.T) {
+	srv := newReplay(t, map[string][]reply{jobsPath: {{200, fixture(t, "jobs.200.json"), 0}}})
+	c := testClient(t, srv.URL, V0038, func(c *Config) { c.Token = StaticToken(testJWT(time.Now().Add(-time.Second))) })
+	_, err := c.ListJobs(context.Background())
+	if !errors.Is(err, ErrToken) || srv.total() != 0 {
+		t.Errorf("ListJobs: %v after %d requests; want ErrToken and no request", err, srv.total())
+	}
+}
+
+func TestFileToken_ReReadsOnChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jwt")
+	a, b := testJWT(time.Now().Add(time.Hour)), testJWT(time.Now().Add(2*time.Hour))
+	if err := os.WriteFile(path, []byte(a+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := FileToken(path)
+	if got, err := src.Token(context.Background()); err != nil || got != a {
+		t.Fatalf("first read: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("SLURM_JWT="+b+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Minute)
+	if err := os.Chtimes(path, future, future); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := src.Token(context.Background()); err != nil || got != b {
+		t.Errorf("after rewrite: got the new token %v, %v", got == b, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Token(context.Background()); !errors.Is(err, ErrToken) {
+		t.Errorf("missing file: %v, want ErrToken", err)
+	}
+}
+
+// fakeScontrol plays `scontrol token`: it prints SLURM_JWT=<token> with
+// the next expiry, or fails.
+type fakeScontrol struct {
+	exps  []time.Time
+	fail  bool
+	calls int
+	args  [][]string
+}
+
+func (f *fakeScontrol) Run(_ context.Context, _ []byte, name string, args ...string) ([]byte, []byte, error) {
+	f.calls++
+	f.args = append(f.args, append([]string{name}, args...))
+	if f.fail {
+		// A failing scontrol that still printed a token must not leak it.
+		return []byte("SLURM_JWT=" + testJWT(time.Now().Add(time.Hour)) + "\n"), []byte("scontrol: error: Unable to contact slurm controller"), errors.New("exit status 1")
+	}
+	exp := f.exps[min(f.calls-1, len(f.exps)-1)]
+	return []byte("SLURM_JWT=" + testJWT(exp) + "\n"), nil, nil
+}
+
+func TestScontrolToken_RenewsBeforeExpiry(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	now := start
+	fake := &fakeScontrol{exps: []time.Time{now.Add(time.Hour), now.Add(2 * time.Hour)}}
+	src, err := NewScontrolToken(ScontrolTokenConfig{User: "root", Lifespan: time.Hour, Runner: fake}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.now = func() time.Time { return now }
+	first, err := src.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := strings.Join(fake.args[0], " "); diff != "scontrol token username=root lifespan=3600" {
+		t.Errorf("ran %q", diff)
+	}
+	now = now.Add(39 * time.Minute) // 21m left, more than Lifespan/3: cached
+	if tok, _ := src.Token(context.Background()); tok != first || fake.calls != 1 {
+		t.Errorf("renewed too early: %d calls", fake.calls)
+	}
+	now = now.Add(2 * time.Minute) // 19m left: renew
+	second, err := src.Token(context.Background())
+	if err != nil || second == first || fake.calls != 2 {
+		t.Errorf("no renewal within the last third: %d calls, %v", fake.calls, err)
+	}
+
+	// Renewal failing: keep the current token while it is valid, then fail.
+	fake.fail = true
+	now = start.Add(90 * time.Minute) // 30m left of the token that expires at start+2h
+	if tok, err := src.Token(context.Background()); err != nil || tok != second {
+		t.Errorf("renewal failure with a valid token: %v", err)
+	}
+	now = start.Add(121 * time.Minute)
+	_, err = src.Token(context.Background())
+	if !errors.Is(err, ErrToken) || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		t.Errorf("renewal failure after expiry: %v, want ErrToken with scontrol's message", err)
+	}
+	if strings.Contains(err.Error(), "SLURM_JWT") || strings.Contains(err.Error(), ".") && strings.Contains(err.Error(), "eyJ") {
+		t.Errorf("error shows token material: %v", err)
+	}
+	src.Invalidate()
+}
+
+// TestClient_RenewsOnceWhenRejected: a token slurmctld rejects is renewed
+// and the read tried again, once.
+func TestClient_RenewsOnceWhenRejected(t *testing.T) {
+	srv := newReplay(t, map[string][]reply{jobsPath: {{500, fixture(t, "jobs-bad-token.500.json"), 0}, {200, fixture(t, "jobs.200.json"), 0}}})
+	fake := &fakeScontrol{exps: []time.Time{time.Now().Add(time.Hour)}}
+	src, err := NewScontrolToken(ScontrolTokenConfig{User: "root", Runner: fake}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testClient(t, srv.URL, V0038, func(c *Config) { c.Token = src })
+	if _, err := c.ListJobs(context.Background()); err != nil {
+		t.Fatalf("ListJobs: %v", err)
+	}
+	if fake.calls != 2 || srv.count(jobsPath) != 2 {
+		t.Errorf("%d mints, %d requests; want 2 and 2", fake.calls, srv.count(jobsPath))
+	}
+}
+
+func TestNewScontrolToken_Config(t *testing.T) {
+	for _, cfg := range []ScontrolTokenConfig{{}, {User: "root", Lifespan: time.Second}, {User: "root", Lifespan: time.Hour, RenewBefore: 2 * time.Hour}} {
+		if _, err := NewScontrolToken(cfg, nil); err == nil {
+			t.Errorf("accepted %+v", cfg)
+		}
+	}
+}
