@@ -126,8 +126,9 @@ func (h *Hooks) Prolog(ctx context.Context, job Job) error {
 		return err
 	}
 	// Noted before any NVML call, so a hung NVML still leaves the epilog
-	// the job's start and GPUs.
-	rec := jobRecord{JobID: job.ID, Start: h.d.Now().UTC().Truncate(time.Microsecond), Shards: job.Shards}
+	// the job's start, GPUs and shards.
+	start := h.d.Now().UTC().Truncate(time.Microsecond)
+	rec := jobRecord{JobID: job.ID, Start: start, Shards: h.jobShards(ctx, log, job)}
 	for _, m := range job.GPUs {
 		rec.GPUs = append(rec.GPUs, gpuRecord{Minor: m})
 	}
@@ -234,8 +235,7 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		return faults, nil // leave a faulty GPU exactly as it is
 	}
 
-	shards := h.jobShards(ctx, log, job)
-	rec.Shards = shards
+	shards := rec.Shards
 	envWritten := false
 	for i, g := range rec.GPUs {
 		dev, ok := devs[g.Minor]
@@ -458,6 +458,9 @@ func procOwner(pid int) (uid, comm string) {
 // the caller can tell; the epilog must not fail the job for any of them.
 func (h *Hooks) Epilog(ctx context.Context, job Job) error {
 	log := h.log.With("hook", "epilog", "job_id", job.ID)
+	if err := h.state.init(); err != nil {
+		log.Warn("no state directory: GPU settings stay as they are", "err", err)
+	}
 	rec, haveRec, err := h.state.job(job.ID)
 	if err != nil {
 		log.Warn("job state unreadable; records without its start", "err", err)
@@ -471,6 +474,9 @@ func (h *Hooks) Epilog(ctx context.Context, job Job) error {
 	var records []Usage
 	if len(gpus) > 0 {
 		end := h.d.Now().UTC().Truncate(time.Microsecond)
+		if !haveRec {
+			rec = jobRecord{JobID: job.ID, Shards: h.jobShards(ctx, log, job)}
+		}
 		measured := map[int]Usage{}
 		if h.d.Library != nil {
 			nctx, cancel := context.WithTimeout(ctx, remaining(ctx)/2)
@@ -480,7 +486,7 @@ func (h *Hooks) Epilog(ctx context.Context, job Job) error {
 				log.Warn("GPU measurements incomplete: records carry what Slurm said", "err", err)
 			}
 		}
-		records = h.records(job, rec, haveRec, gpus, end, measured)
+		records = h.records(job, rec, gpus, end, measured)
 	}
 	var errs []error
 	spooled := true
@@ -604,29 +610,27 @@ func (h *Hooks) resetMode(log *slog.Logger, dev Device, minor int) {
 
 // records builds one record per GPU from Slurm's view, the prolog's note and
 // whatever NVML measured.
-func (h *Hooks) records(job Job, rec jobRecord, haveRec bool, gpus []int, end time.Time, measured map[int]Usage) []Usage {
+func (h *Hooks) records(job Job, rec jobRecord, gpus []int, end time.Time, measured map[int]Usage) []Usage {
 	out := make([]Usage, 0, len(gpus))
 	for _, minor := range gpus {
 		u := measured[minor]
 		u.Cluster, u.JobID, u.Node, u.GPUMinor, u.EndedAt = h.cfg.Cluster, job.ID, job.Node, minor, end
-		if haveRec {
-			u.StartedAt = rec.Start
-			u.Shards = max(rec.Shards, 0)
-			for _, g := range rec.GPUs {
-				if g.Minor != minor {
-					continue
-				}
-				if u.GPUUUID == "" {
-					u.GPUUUID, u.GPUModel = g.UUID, g.Model
-				}
-				if u.MemTotalMB == nil && g.MemoryTotalMB > 0 {
-					mem := g.MemoryTotalMB
-					u.MemTotalMB = &mem
-				}
-			}
-		}
+		u.StartedAt = rec.Start
+		u.Shards = max(rec.Shards, 0)
 		if job.Shards > 0 {
 			u.Shards = job.Shards
+		}
+		for _, g := range rec.GPUs {
+			if g.Minor != minor {
+				continue
+			}
+			if u.GPUUUID == "" {
+				u.GPUUUID, u.GPUModel = g.UUID, g.Model
+			}
+			if u.MemTotalMB == nil && g.MemoryTotalMB > 0 {
+				mem := g.MemoryTotalMB
+				u.MemTotalMB = &mem
+			}
 		}
 		out = append(out, u)
 	}
@@ -679,34 +683,3 @@ func mergeUsage(a, b []Usage) []Usage {
 	return out
 }
 
-// FlushBatch is how many records `spool flush` stores per transaction.
-const FlushBatch = 500
-
-// Flush ships the spool's backlog in batches and returns how many records
-// were stored and how many are left.
-func (h *Hooks) Flush(ctx context.Context) (stored, left int, err error) {
-	pending, bad, err := h.spool.Pending()
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, n := range bad {
-		h.log.Error("spooled file is not a usage record: left in place", "file", n)
-	}
-	if len(pending) == 0 {
-		return 0, len(bad), nil
-	}
-	if h.d.Store == nil {
-		return 0, len(pending) + len(bad), errors.New("no database configured")
-	}
-	for i := 0; i < len(pending); i += FlushBatch {
-		batch := pending[i:min(i+FlushBatch, len(pending))]
-		if err := h.d.Store.PutUsage(ctx, batch); err != nil {
-			return stored, len(pending) - stored + len(bad), fmt.Errorf("store usage: %w", err)
-		}
-		if err := h.spool.Remove(batch); err != nil {
-			h.log.Warn("stored records not removed from the spool", "err", err)
-		}
-		stored += len(batch)
-	}
-	return stored, len(bad), nil
-}

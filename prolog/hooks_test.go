@@ -332,18 +332,18 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func TestHooks_Health(t *testing.T) {
 	tests := []struct {
 		name   string
-		break_ func(r *rig)
+		breakIt func(r *rig)
 		want   string // "" means healthy
 	}{
-		{name: "healthy", break_: func(*rig) {}},
-		{name: "uncorrectable ECC", break_: func(r *rig) { r.m.ByMinor(1).UncorrectableECC = 3 }, want: "3 uncorrectable ECC errors"},
-		{name: "remap pending", break_: func(r *rig) { r.m.ByMinor(1).RemapPending = true }, want: "row remapping pending (needs a GPU reset)"},
-		{name: "retired pages pending", break_: func(r *rig) { r.m.ByMinor(1).RetiredPagesPending = true }, want: "page retirement pending (needs a GPU reset)"},
-		{name: "GPU lost", break_: func(r *rig) { r.m.ByMinor(1).Lost = true }, want: "GPU is lost (fell off the bus)"},
-		{name: "XID 79 since last look", break_: func(r *rig) { r.addXID(1, 79) }, want: "XID 79 (GPU has fallen off the bus)"},
-		{name: "application XID is no fault", break_: func(r *rig) { r.addXID(1, 13) }},
-		{name: "XID on another GPU", break_: func(r *rig) { r.addXID(5, 79) }},
-		{name: "fault on a GPU not the job's", break_: func(r *rig) { r.m.ByMinor(6).UncorrectableECC = 1 }},
+		{name: "healthy", breakIt: func(*rig) {}},
+		{name: "uncorrectable ECC", breakIt: func(r *rig) { r.m.ByMinor(1).UncorrectableECC = 3 }, want: "3 uncorrectable ECC errors"},
+		{name: "remap pending", breakIt: func(r *rig) { r.m.ByMinor(1).RemapPending = true }, want: "row remapping pending (needs a GPU reset)"},
+		{name: "retired pages pending", breakIt: func(r *rig) { r.m.ByMinor(1).RetiredPagesPending = true }, want: "page retirement pending (needs a GPU reset)"},
+		{name: "GPU lost", breakIt: func(r *rig) { r.m.ByMinor(1).Lost = true }, want: "GPU is lost (fell off the bus)"},
+		{name: "XID 79 since last look", breakIt: func(r *rig) { r.addXID(1, 79) }, want: "XID 79 (GPU has fallen off the bus)"},
+		{name: "application XID is no fault", breakIt: func(r *rig) { r.addXID(1, 13) }},
+		{name: "XID on another GPU", breakIt: func(r *rig) { r.addXID(5, 79) }},
+		{name: "fault on a GPU not the job's", breakIt: func(r *rig) { r.m.ByMinor(6).UncorrectableECC = 1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -357,7 +357,7 @@ func TestHooks_Health(t *testing.T) {
 			}
 			g1 := r.m.ByMinor(1)
 			sets := g1.ModeSets()
-			tt.break_(r)
+			tt.breakIt(r)
 
 			err := r.h.Prolog(budget(t, 5*time.Second), job(61, 0, 1))
 			var fe *FaultError
@@ -537,7 +537,7 @@ func TestHooks_DatabaseDown(t *testing.T) {
 	if err := r.h.spool.Put(pending); err != nil {
 		t.Fatal(err)
 	}
-	stored, left, err := r.h.Flush(ctx)
+	stored, left, err := r.h.spool.Flush(ctx, r.store, r.h.log)
 	if err != nil || stored != 1 || left != 0 {
 		t.Fatalf("flush: stored %d left %d err %v, want 1 0 nil", stored, left, err)
 	}
@@ -577,7 +577,7 @@ func TestHooks_FlushBadFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stored, left, err := r.h.Flush(budget(t, 5*time.Second))
+	stored, left, err := r.h.spool.Flush(budget(t, 5*time.Second), r.store, r.h.log)
 	if err != nil || stored != 1 || left != 1 {
 		t.Errorf("flush: stored %d left %d err %v, want 1 1 nil", stored, left, err)
 	}
@@ -672,5 +672,41 @@ func TestParseJobShards(t *testing.T) {
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("parseJobShards(%q) = %d, %v; want %d, err %v", tt.out, got, err, tt.want, tt.wantErr)
 		}
+	}
+}
+
+type failingLookup struct{}
+
+func (failingLookup) JobShards(context.Context, int64) (int, error) {
+	return 0, errors.New("slurmctld not responding")
+}
+
+// TestHooks_ShardsUnknown: when the prolog cannot tell a shard job from a
+// one-GPU job it changes nothing on the GPU, rather than guess and make a
+// shared GPU exclusive.
+func TestHooks_ShardsUnknown(t *testing.T) {
+	r := newRig(t, func(_ *Config, d *Deps) { d.Shards = failingLookup{} })
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(120, 6)); err != nil {
+		t.Fatalf("prolog: %v", err)
+	}
+	if g := r.m.ByMinor(6); g.ModeSets() != 0 || g.AccountingEnabled() || len(r.mps.starts) != 0 {
+		t.Errorf("GPU changed with shards unknown: mode sets %d, accounting %v, MPS starts %v", g.ModeSets(), g.AccountingEnabled(), r.mps.starts)
+	}
+	if !strings.Contains(r.log.String(), "cannot tell whether the job holds shards") {
+		t.Errorf("not logged:\n%s", r.log)
+	}
+}
+
+// TestHooks_EpilogWithoutProlog: an epilog whose prolog left no note (it
+// never ran, or the node rebooted) still records the job's GPUs, with the
+// start unknown and the shards looked up.
+func TestHooks_EpilogWithoutProlog(t *testing.T) {
+	r := newRig(t, func(_ *Config, d *Deps) { d.Shards = shardMap{130: 2} })
+	if err := r.h.Epilog(budget(t, 5*time.Second), job(130, 7)); err != nil {
+		t.Fatalf("epilog: %v", err)
+	}
+	got := r.store.sorted()
+	if len(got) != 1 || !got[0].StartedAt.IsZero() || got[0].Shards != 2 || got[0].GPUMinor != 7 || got[0].GPUUUID != r.m.ByMinor(7).UUID {
+		t.Errorf("stored %+v, want GPU 7 (%s) with 2 shards and no start", got, r.m.ByMinor(7).UUID)
 	}
 }

@@ -1,10 +1,12 @@
 package prolog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -84,4 +86,32 @@ func (s Spool) Remove(us []Usage) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// FlushBatch is how many records Flush stores per transaction.
+const FlushBatch = 500
+
+// Flush ships the spool's backlog to store in batches and returns how many
+// records were stored and how many are left (undecodable files included).
+// It is `fairway spool flush`, for a timer; hooks ship their backlog
+// themselves.
+func (s Spool) Flush(ctx context.Context, store UsageStore, log *slog.Logger) (stored, left int, err error) {
+	pending, bad, err := s.Pending()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, n := range bad {
+		log.Error("spooled file is not a usage record: left in place", "file", n)
+	}
+	for i := 0; i < len(pending); i += FlushBatch {
+		batch := pending[i:min(i+FlushBatch, len(pending))]
+		if err := store.PutUsage(ctx, batch); err != nil {
+			return stored, len(pending) - stored + len(bad), fmt.Errorf("store usage: %w", err)
+		}
+		if err := s.Remove(batch); err != nil {
+			log.Warn("stored records not removed from the spool", "err", err)
+		}
+		stored += len(batch)
+	}
+	return stored, len(bad), nil
 }
