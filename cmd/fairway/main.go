@@ -41,6 +41,9 @@ func newApp() *cli.App {
 			predictCommand(),
 			ingestCommand(),
 			sharesCommand(),
+			prologCommand(),
+			epilogCommand(),
+			spoolCommand(),
 		},
 		HideHelpCommand: true,
 	}
