@@ -682,4 +682,3 @@ func mergeUsage(a, b []Usage) []Usage {
 	}
 	return out
 }
-

@@ -331,9 +331,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // reason naming the GPU and the fault, and a faulty GPU is left as it is.
 func TestHooks_Health(t *testing.T) {
 	tests := []struct {
-		name   string
+		name    string
 		breakIt func(r *rig)
-		want   string // "" means healthy
+		want    string // "" means healthy
 	}{
 		{name: "healthy", breakIt: func(*rig) {}},
 		{name: "uncorrectable ECC", breakIt: func(r *rig) { r.m.ByMinor(1).UncorrectableECC = 3 }, want: "3 uncorrectable ECC errors"},
