@@ -20,7 +20,7 @@ type Snapshot struct {
 	// from a Predictor before ranking: every pending job, and every running
 	// job for the policies that count the committed remainder of running
 	// jobs (vtc, fair-qssf). A job missing here is costed by its TimeLimit,
-	// or by UnknownRun when it has none (see predictedRun).
+	// or by UnknownRun when it has none.
 	Predicted map[int64]time.Duration
 
 	// TrueRun holds the run time each pending job will really have, by
