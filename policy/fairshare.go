@@ -102,9 +102,118 @@ func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
 // fairshareFactors computes the classic fair-share factor of every group
 // (association) of g.
 func fairshareFactors(s *Snapshot, g *assocGroups, damp float64) []fsFactor {
-	// The siblings: every account and association the tree, the ledger or
-	// the snapshot knows. Sums run in sorted order so that the factors do
-	// not depend on map iteration.
+	accounts, sumAccounts := shareSums(s, g)
+
+	total := s.Ledger.TotalUsage(s.Now)
+	norm := func(u float64) float64 {
+		if total <= 0 {
+			return 0
+		}
+		return min(1, u/total)
+	}
+	out := make([]fsFactor, len(g.keys))
+	for x, a := range g.keys {
+		sa, su := s.Shares.Account(a.Account), s.Shares.User(a)
+		sumUsers := accounts[a.Account]
+
+		uaAcct := norm(s.Ledger.AccountUsage(a.Account, s.Now))
+		ueAcct := 1.0 // the root's effective usage
+		sNormAcct := 0.0
+		if sumAccounts > 0 {
+			ueAcct = uaAcct + (1-uaAcct)*sa/sumAccounts
+			sNormAcct = sa / sumAccounts
+		}
+		ua := norm(s.Ledger.Usage(a, s.Now))
+		ue := ueAcct
+		sNorm := 0.0
+		if sumUsers > 0 {
+			ue = ua + (ueAcct-ua)*su/sumUsers
+			sNorm = su / sumUsers * sNormAcct
+		}
+		f := 0.0
+		if sNorm > 0 {
+			f = math.Exp2(-(ue / sNorm) / damp)
+		}
+		out[x] = fsFactor{f: f, ue: ue, sNorm: sNorm}
+	}
+	return out
+}
+
+// shareSums returns, for every account the tree, the ledger or the snapshot
+// knows, the sum of its users' shares, and the sum of those accounts'
+// shares: the siblings fair share divides among.
+func shareSums(s *Snapshot, g *assocGroups) (map[string]float64, float64) {
+	if !s.Shares.whole() {
+		return shareSumsSorted(s, g)
+	}
+	// Whole shares add up exactly in any order, so the sums need no
+	// sorting: one pass over the ledger, the tree and the jobs.
+	accounts := map[string]float64{} // account -> Σ shares of its users
+	var extra map[Assoc]struct{}
+	inLedger := func(a Assoc) bool {
+		if s.Ledger == nil {
+			return false
+		}
+		_, ok := s.Ledger.assocs[a]
+		return ok
+	}
+	addAccount := func(name string) {
+		if _, ok := accounts[name]; !ok {
+			accounts[name] = 0
+		}
+	}
+	if s.Ledger != nil {
+		for a := range s.Ledger.assocs {
+			accounts[a.Account] += s.Shares.User(a)
+		}
+		for name := range s.Ledger.accounts {
+			addAccount(name)
+		}
+	}
+	if s.Shares != nil {
+		for a := range s.Shares.Users {
+			if !inLedger(a) {
+				accounts[a.Account] += s.Shares.User(a)
+			}
+		}
+		for name := range s.Shares.Accounts {
+			addAccount(name)
+		}
+	}
+	addJob := func(a Assoc) {
+		if inLedger(a) {
+			return
+		}
+		if s.Shares != nil {
+			if _, ok := s.Shares.Users[a]; ok {
+				return
+			}
+		}
+		if _, ok := extra[a]; ok {
+			return
+		}
+		if extra == nil {
+			extra = map[Assoc]struct{}{}
+		}
+		extra[a] = struct{}{}
+		accounts[a.Account] += s.Shares.User(a)
+	}
+	for _, a := range g.keys {
+		addJob(a)
+	}
+	for i := range s.Running {
+		addJob(AssocOf(&s.Running[i]))
+	}
+	sumAccounts := 0.0
+	for name := range accounts {
+		sumAccounts += s.Shares.Account(name)
+	}
+	return accounts, sumAccounts
+}
+
+// shareSumsSorted is shareSums for fractional shares: it sums in sorted
+// order so that the result does not depend on map iteration.
+func shareSumsSorted(s *Snapshot, g *assocGroups) (map[string]float64, float64) {
 	accountSet := map[string]struct{}{}
 	userSet := map[Assoc]struct{}{}
 	if s.Shares != nil {
@@ -148,38 +257,5 @@ func fairshareFactors(s *Snapshot, g *assocGroups, damp float64) []fsFactor {
 	for _, name := range names {
 		sumAccounts += s.Shares.Account(name)
 	}
-
-	total := s.Ledger.TotalUsage(s.Now)
-	norm := func(u float64) float64 {
-		if total <= 0 {
-			return 0
-		}
-		return min(1, u/total)
-	}
-	out := make([]fsFactor, len(g.keys))
-	for x, a := range g.keys {
-		sa, su := s.Shares.Account(a.Account), s.Shares.User(a)
-		sumUsers := accounts[a.Account]
-
-		uaAcct := norm(s.Ledger.AccountUsage(a.Account, s.Now))
-		ueAcct := 1.0 // the root's effective usage
-		sNormAcct := 0.0
-		if sumAccounts > 0 {
-			ueAcct = uaAcct + (1-uaAcct)*sa/sumAccounts
-			sNormAcct = sa / sumAccounts
-		}
-		ua := norm(s.Ledger.Usage(a, s.Now))
-		ue := ueAcct
-		sNorm := 0.0
-		if sumUsers > 0 {
-			ue = ua + (ueAcct-ua)*su/sumUsers
-			sNorm = su / sumUsers * sNormAcct
-		}
-		f := 0.0
-		if sNorm > 0 {
-			f = math.Exp2(-(ue / sNorm) / damp)
-		}
-		out[x] = fsFactor{f: f, ue: ue, sNorm: sNorm}
-	}
-	return out
+	return accounts, sumAccounts
 }

@@ -65,8 +65,12 @@ type Ledger struct {
 	nextSample int
 	maxSamples int
 
-	epoch       uint64 // Backlog calls, to mark who is backlogged now
-	lastLeft    string // account that most recently stopped being backlogged
+	epoch       uint64   // Backlog calls, to mark who is backlogged now
+	blAssocs    []Assoc  // associations backlogged at the last Backlog call
+	blAccounts  []string // accounts backlogged at the last Backlog call
+	nowAssocs   []Assoc  // scratch for Backlog
+	nowAccounts []string // scratch for Backlog
+	lastLeft    string   // account that most recently stopped being backlogged
 	lastLeftSet bool
 }
 
@@ -258,17 +262,30 @@ func (l *Ledger) Finish(j *Job) {
 func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	l.epoch++
 	ep := l.epoch
+	// Who is pending now, each once. Only they and those backlogged at the
+	// previous call (l.blAssocs, l.blAccounts) can change state, so the
+	// loops below visit nobody else: a call costs O(pending + backlogged),
+	// not O(every association ever seen).
+	nowAssocs, nowAccounts := l.nowAssocs[:0], l.nowAccounts[:0]
 	for i := range pending {
 		j := &pending[i]
-		l.assoc(AssocOf(j)).seen = ep
-		l.account(j.Account).seen = ep
+		k := AssocOf(j)
+		if u := l.assoc(k); u.seen != ep {
+			u.seen = ep
+			nowAssocs = append(nowAssocs, k)
+		}
+		if a := l.account(j.Account); a.seen != ep {
+			a.seen = ep
+			nowAccounts = append(nowAccounts, j.Account)
+		}
 	}
 
 	// Accounts among accounts.
 	minC, haveMin := math.Inf(1), false
 	var left string
 	leftC, haveLeft := math.Inf(-1), false
-	for name, a := range l.accounts {
+	for _, name := range l.blAccounts {
+		a := l.accounts[name]
 		w := shares.Account(name)
 		now := a.seen == ep
 		if w <= 0 {
@@ -276,11 +293,11 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 		}
 		c := a.vtc / w
 		switch {
-		case a.backlog && now:
+		case now:
 			if c < minC {
 				minC, haveMin = c, true
 			}
-		case a.backlog && !now:
+		default:
 			if !haveLeft || c > leftC || (c == leftC && name < left) {
 				left, leftC, haveLeft = name, c, true
 			}
@@ -296,9 +313,9 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 			}
 		}
 	}
-	for name, a := range l.accounts {
-		now := a.seen == ep
-		if now && !a.backlog && haveMin {
+	for _, name := range nowAccounts {
+		a := l.accounts[name]
+		if !a.backlog && haveMin {
 			if w := shares.Account(name); w > 0 {
 				a.vtc = max(a.vtc, minC*w)
 			}
@@ -307,15 +324,16 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 
 	// Users among the users of their account: first the smallest weighted
 	// counter of those staying backlogged, and who left, per account.
-	for _, a := range l.accounts {
-		a.minC = math.Inf(1)
+	for _, name := range nowAccounts {
+		l.accounts[name].minC = math.Inf(1)
 	}
 	type leaver struct {
 		user string
 		c    float64
 	}
 	var leavers map[string]leaver
-	for k, u := range l.assocs {
+	for _, k := range l.blAssocs {
+		u := l.assocs[k]
 		w := shares.User(k)
 		if w <= 0 {
 			continue
@@ -323,10 +341,10 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 		now := u.seen == ep
 		c := u.vtc / w
 		switch {
-		case u.backlog && now:
+		case now:
 			acct := l.accounts[k.Account]
 			acct.minC = min(acct.minC, c)
-		case u.backlog && !now:
+		default:
 			if leavers == nil {
 				leavers = map[string]leaver{}
 			}
@@ -339,9 +357,9 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 		a := l.accounts[acct]
 		a.lastLeft, a.lastLeftSet = lv.user, true
 	}
-	for k, u := range l.assocs {
-		now := u.seen == ep
-		if now && !u.backlog {
+	for _, k := range nowAssocs {
+		u := l.assocs[k]
+		if !u.backlog {
 			w := shares.User(k)
 			acct := l.accounts[k.Account]
 			m := acct.minC
@@ -358,12 +376,22 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 			}
 		}
 	}
-	for _, u := range l.assocs {
-		u.backlog = u.seen == ep
+	for _, k := range l.blAssocs {
+		l.assocs[k].backlog = false
 	}
-	for _, a := range l.accounts {
-		a.backlog = a.seen == ep
+	for _, name := range l.blAccounts {
+		l.accounts[name].backlog = false
 	}
+	for _, k := range nowAssocs {
+		l.assocs[k].backlog = true
+	}
+	for _, name := range nowAccounts {
+		l.accounts[name].backlog = true
+	}
+	// The lists swap roles: who is backlogged now, and scratch for the
+	// next call.
+	l.blAssocs, l.nowAssocs = nowAssocs, l.blAssocs
+	l.blAccounts, l.nowAccounts = nowAccounts, l.blAccounts
 }
 
 // Usage is the association's fair-share usage at time at, in decayed
@@ -485,6 +513,8 @@ func (l *Ledger) Clone() *Ledger {
 		c.jobs[k] = &x
 	}
 	c.samples = slices.Clone(l.samples)
+	c.blAssocs, c.blAccounts = slices.Clone(l.blAssocs), slices.Clone(l.blAccounts)
+	c.nowAssocs, c.nowAccounts = nil, nil
 	return &c
 }
 

@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Assoc is a Slurm association: one user charging one account. Fair-share
 // usage, VTC counters and shares are kept per association, as Slurm does,
@@ -46,6 +49,27 @@ func (s *Shares) User(a Assoc) float64 {
 		return v
 	}
 	return 1
+}
+
+// whole reports whether every listed share is a whole number below 2^32
+// (sacctmgr's Fairshare is a 32-bit count), so that sums of shares are
+// exact whatever the order of addition. A nil tree is whole.
+func (s *Shares) whole() bool {
+	if s == nil {
+		return true
+	}
+	ok := func(v float64) bool { return v == math.Trunc(v) && math.Abs(v) < 1<<32 }
+	for _, v := range s.Accounts {
+		if !ok(v) {
+			return false
+		}
+	}
+	for _, v := range s.Users {
+		if !ok(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // Service says how much service a job receives per second of running, in
