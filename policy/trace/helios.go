@@ -21,7 +21,9 @@ import (
 // CANCELLED). Times are "2006-01-02 15:04:05" read as UTC, or Unix seconds.
 // A missing start_time is submit_time + queue; a missing end_time is
 // start_time + duration. A job_id that is not an integer is replaced by the
-// record's ordinal (1-based). Helios has no time limits: TimeLimit stays 0.
+// record's ordinal (1-based). Helios has no time limits: TimeLimit stays 0,
+// unless the file has the optional time_limit column (seconds), which
+// Fairway's synthetic traces (`fairway trace synth`) add.
 type heliosParser struct {
 	t csvTable
 	n int64
@@ -89,6 +91,11 @@ func (p *heliosParser) parse(line []byte, m *Meta, j *policy.Job) error {
 		j.State = s
 	} else {
 		j.State = policy.ParseState(st)
+	}
+	if p.t.get(rec, "time_limit") != "" {
+		if j.TimeLimit, err = p.t.secondsCol(rec, "time_limit"); err != nil {
+			return err
+		}
 	}
 	if j.Submit, err = p.t.timeCol(rec, "submit_time"); err != nil {
 		return err

@@ -1,0 +1,33 @@
+package trace
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParse_HeliosTimeLimit reads the optional time_limit column of the
+// synthetic traces `fairway trace synth` writes.
+func TestParse_HeliosTimeLimit(t *testing.T) {
+	in := `job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue,time_limit
+1,u001,vc1,train-bert-7,1,4,1,COMPLETED,2020-04-01 00:00:10,2020-04-01 00:00:10,2020-04-01 00:03:30,200,0,1800
+2,u002,vc1,eval-vit-3,8,32,1,FAILED,2020-04-01 00:01:00,2020-04-01 00:01:00,2020-04-01 00:01:05,5,0,
+`
+	tr, err := ReadAll(strings.NewReader(in), Helios, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Jobs) != 2 {
+		t.Fatalf("got %d jobs, want 2", len(tr.Jobs))
+	}
+	if got, want := tr.Jobs[0].TimeLimit, 30*time.Minute; got != want {
+		t.Errorf("job 1 time limit = %v, want %v", got, want)
+	}
+	if got := tr.Jobs[1].TimeLimit; got != 0 {
+		t.Errorf("job 2 (empty time_limit) time limit = %v, want 0", got)
+	}
+	bad := strings.Replace(in, ",1800\n", ",soon\n", 1)
+	if _, err := ReadAll(strings.NewReader(bad), Helios, Options{}); err == nil {
+		t.Error("time_limit \"soon\": want an error")
+	}
+}
