@@ -345,10 +345,12 @@ func applyConfigFile(c *cli.Context) error {
 		}
 	}
 	known := knownHookSettings()
-	for _, kv := range vals {
+	for _, kv := range vals { // all or nothing: check every line first
 		if !known[kv.key] {
 			return fmt.Errorf("config file %s line %d: unknown setting %s", path, kv.line, kv.key)
 		}
+	}
+	for _, kv := range vals {
 		if kv.key == "FAIRWAY_LOG_LEVEL" {
 			if !c.IsSet("log-level") {
 				if err := c.Set("log-level", kv.value); err != nil {
