@@ -6,8 +6,12 @@
 // so the same code runs in `fairway serve` (live Slurm) and `fairway simulate`
 // (a trace replayed on a virtual clock):
 //
-//	Source ──► Snapshot ──► Policy.Rank ──► Decision ──► Sink
-//	(slurmctl+accounting | trace replay)     (Slurm writer+decision log | recorder)
+//	Source ──► Observation ──► Engine.Cycle ──────────────────► Decision ──► Sink
+//	(slurmctl+accounting │       (Ledger, Predictor, Snapshot,    (Slurm writer+decision log
+//	 | trace replay)     │        Policy.Rank)                     | policy/sim's Slurm model)
+//
+// Engine.Cycle is the one step serve and simulate share: both hand it what
+// they observed and act on the ranking it returns.
 //
 // Fairness state that outlives a cycle (fair-share usage, VTC counters,
 // attained service) lives in a Ledger, which the cycle owner charges and

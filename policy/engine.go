@@ -1,0 +1,262 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// EngineParams configures an Engine. Policy is required; the rest may be
+// left zero.
+type EngineParams struct {
+	// Policy ranks the pending jobs.
+	Policy Policy
+	// Predictor fills Snapshot.Predicted and learns from every job that
+	// finishes. nil leaves Predicted empty, so policies cost jobs by their
+	// time limits.
+	Predictor Predictor
+	// Ledger configures the fairness state the engine owns.
+	Ledger LedgerParams
+	// Shares, Service and GPUs are copied into every Snapshot.
+	Shares  *Shares
+	Service Service
+	GPUs    float64
+	// ChargeEvery is how often running jobs are charged to the Ledger while
+	// they run: Slurm's PriorityCalcPeriod, 0 meaning its default, 5
+	// minutes; a negative value charges them at every cycle. A job is always
+	// charged up to the instant it stops, and charging is exact whatever the
+	// cadence (see Ledger), so this only bounds how stale usage and VTC
+	// counters may be while a job runs.
+	ChargeEvery time.Duration
+}
+
+// DefaultChargeEvery is the charging period when EngineParams.ChargeEvery
+// is 0: Slurm's default PriorityCalcPeriod.
+const DefaultChargeEvery = 5 * time.Minute
+
+// Observation is what a cycle's Source saw at one scheduling point: the
+// live Slurm queue in serve, the replayed cluster in simulate.
+type Observation struct {
+	Now     time.Time
+	Pending []Job
+	Running []Job
+	// Stopped holds the jobs that stopped running since the previous
+	// cycle, with Start and End the span they last ran. A job whose State is
+	// finished (State.Finished: completed, failed, cancelled, timed out,
+	// preempted for good, ...) left the system for good; a job whose State
+	// is PENDING was requeued and keeps its attained service. A job that
+	// never ran is never in Stopped: it just stops appearing in Pending.
+	Stopped []Job
+	// TrueRun is copied into the Snapshot; only the simulator knows it.
+	TrueRun map[int64]time.Duration
+}
+
+// ErrClockBackwards is returned by Cycle when an observation is older than
+// the previous one.
+var ErrClockBackwards = errors.New("observation older than the previous cycle")
+
+// Engine is the pure part of one scheduling cycle, the step that `serve`
+// and `simulate` share:
+//
+//	Observation ──► Engine.Cycle ──► Snapshot + ranking ──► Decision
+//
+// Each Cycle, in the order the Ledger's contract prescribes, it charges the
+// jobs that ran since the last charge, finishes the jobs that left, shows
+// the finished jobs to the Predictor (which so learns online, in the
+// cycle's own time), marks the backlogged users, predicts the run time of
+// every pending job and ranks the Snapshot with the Policy. The caller turns
+// the ranking into a Decision: serve writes it to Slurm, the simulator
+// starts jobs the way Slurm's scheduler would.
+//
+// Predictions are cached per job. A pending job is predicted when first
+// seen and again after any job of the same user finishes, since every
+// registered predictor learns first from the user's own history; a
+// predictor's answer with Source "none" (nothing to go on) is left out of
+// Predicted so that policies fall back to the time limit.
+//
+// An Engine is not safe for concurrent use. The Snapshot a Cycle returns is
+// valid until the next Cycle.
+type Engine struct {
+	p      EngineParams
+	ledger *Ledger
+
+	predicted map[int64]time.Duration
+	cache     map[int64]*enginePred
+	userGen   map[string]uint64
+	charged   map[int64]time.Time // running jobs charged up to this instant
+
+	now       time.Time
+	started   bool
+	lastSweep time.Time
+	swept     bool
+	cycle     uint64
+	snap      Snapshot
+}
+
+// enginePred is the cached prediction state of one job.
+type enginePred struct {
+	gen  uint64 // the user's generation when predicted
+	seen uint64 // the last cycle the job was pending or running
+}
+
+// sourceNone is the Prediction.Source of a predictor with nothing to go on.
+const sourceNone = "none"
+
+// NewEngine returns an Engine with an empty Ledger.
+func NewEngine(p EngineParams) (*Engine, error) {
+	if p.Policy == nil {
+		return nil, fmt.Errorf("engine: no policy")
+	}
+	if p.GPUs < 0 {
+		return nil, fmt.Errorf("engine: capacity %g GPUs: want >= 0", p.GPUs)
+	}
+	if p.ChargeEvery == 0 {
+		p.ChargeEvery = DefaultChargeEvery
+	}
+	l, err := NewLedger(p.Ledger)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return &Engine{
+		p:         p,
+		ledger:    l,
+		predicted: map[int64]time.Duration{},
+		cache:     map[int64]*enginePred{},
+		userGen:   map[string]uint64{},
+		charged:   map[int64]time.Time{},
+	}, nil
+}
+
+// Policy returns the engine's policy.
+func (e *Engine) Policy() Policy { return e.p.Policy }
+
+// Ledger returns the fairness state the engine keeps. Callers only read it
+// (or Clone it for what-if work).
+func (e *Engine) Ledger() *Ledger { return e.ledger }
+
+// Cycle runs one cycle on o and returns the Snapshot it ranked and the
+// ranking, best first (Policy.Rank's contract). o's slices are read, never
+// modified, and referenced by the Snapshot.
+func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
+	if e.started && o.Now.Before(e.now) {
+		return nil, nil, fmt.Errorf("cycle at %s after %s: %w", o.Now.Format(time.RFC3339), e.now.Format(time.RFC3339), ErrClockBackwards)
+	}
+	e.started, e.now = true, o.Now
+	e.cycle++
+	svc := e.p.Service
+
+	// 1. Charge what ran: stopped jobs up to their end, running jobs up
+	// to now once a charging period has passed.
+	for i := range o.Stopped {
+		j := &o.Stopped[i]
+		if !j.Start.IsZero() && !j.End.IsZero() {
+			from := j.Start
+			if c, ok := e.charged[j.ID]; ok && c.After(from) {
+				from = c
+			}
+			e.ledger.Charge(j, from, j.End, svc)
+		}
+		delete(e.charged, j.ID)
+	}
+	if !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery {
+		for i := range o.Running {
+			j := &o.Running[i]
+			if j.Start.IsZero() {
+				continue
+			}
+			from := j.Start
+			if c, ok := e.charged[j.ID]; ok && c.After(from) {
+				from = c
+			}
+			if o.Now.After(from) {
+				e.ledger.Charge(j, from, o.Now, svc)
+				e.charged[j.ID] = o.Now
+			}
+		}
+		e.lastSweep, e.swept = o.Now, true
+	}
+
+	// 2. Finish the jobs that left, and learn from them.
+	for i := range o.Stopped {
+		j := &o.Stopped[i]
+		if !j.State.Finished() {
+			continue
+		}
+		e.ledger.Finish(j)
+		if e.p.Predictor != nil {
+			e.p.Predictor.Observe(j)
+			e.userGen[j.User]++
+		}
+		delete(e.cache, j.ID)
+		delete(e.predicted, j.ID)
+	}
+
+	// 3. Backlog, which lifts the VTC counters of returning users.
+	e.ledger.Backlog(o.Pending, e.p.Shares)
+
+	// 4. Predict.
+	if e.p.Predictor != nil {
+		for i := range o.Pending {
+			e.predict(&o.Pending[i], true)
+		}
+		for i := range o.Running {
+			e.predict(&o.Running[i], false)
+		}
+		e.sweepCache(len(o.Pending) + len(o.Running))
+	}
+
+	// 5. Rank.
+	e.snap = Snapshot{
+		Now:       o.Now,
+		Pending:   o.Pending,
+		Running:   o.Running,
+		Predicted: e.predicted,
+		TrueRun:   o.TrueRun,
+		Shares:    e.p.Shares,
+		Ledger:    e.ledger,
+		Service:   svc,
+		GPUs:      e.p.GPUs,
+	}
+	scores, err := e.p.Policy.Rank(&e.snap)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rank: %w", err)
+	}
+	return &e.snap, scores, nil
+}
+
+// predict refreshes j's prediction when it has none or, for a pending job,
+// when its user has had a job finish since. A running job keeps the
+// prediction it had when it started, as Slurm keeps its time limit.
+func (e *Engine) predict(j *Job, pending bool) {
+	gen := e.userGen[j.User]
+	c := e.cache[j.ID]
+	if c != nil {
+		c.seen = e.cycle
+		if !pending || c.gen == gen {
+			return
+		}
+		c.gen = gen
+	} else {
+		e.cache[j.ID] = &enginePred{gen: gen, seen: e.cycle}
+	}
+	pr := e.p.Predictor.Predict(j)
+	if pr.Source == sourceNone {
+		delete(e.predicted, j.ID)
+		return
+	}
+	e.predicted[j.ID] = pr.Run
+}
+
+// sweepCache forgets the jobs that left without running (cancelled while
+// pending), once they are a good part of the cache.
+func (e *Engine) sweepCache(live int) {
+	if len(e.cache) <= 2*live+1024 {
+		return
+	}
+	for id, c := range e.cache {
+		if c.seen != e.cycle {
+			delete(e.cache, id)
+			delete(e.predicted, id)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package policy
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// enFakePredictor predicts the mean run time of the user's observed jobs
+// (none: Source "none") and counts its calls.
+type enFakePredictor struct {
+	sum      map[string]time.Duration
+	n        map[string]int
+	observed []int64
+	predicts int
+}
+
+func newEnFake() *enFakePredictor {
+	return &enFakePredictor{sum: map[string]time.Duration{}, n: map[string]int{}}
+}
+
+func (f *enFakePredictor) Name() string { return "fake" }
+func (f *enFakePredictor) Observe(j *Job) {
+	f.sum[j.User] += j.RunTime()
+	f.n[j.User]++
+	f.observed = append(f.observed, j.ID)
+}
+func (f *enFakePredictor) Predict(j *Job) Prediction {
+	f.predicts++
+	if f.n[j.User] == 0 {
+		return Prediction{Source: sourceNone}
+	}
+	return Prediction{Run: f.sum[j.User] / time.Duration(f.n[j.User]), Source: "user-mean"}
+}
+
+func enEngine(t *testing.T, pol string, pred Predictor, every time.Duration) *Engine {
+	t.Helper()
+	p, err := NewPolicy(pol, PolicyParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(EngineParams{Policy: p, Predictor: pred, GPUs: 8, ChargeEvery: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func enJob(id int64, user string, submit float64) Job {
+	return Job{ID: id, Account: "lab", User: user, GPUs: 1, Submit: rkAt(submit), State: StatePending, TimeLimit: time.Hour}
+}
+
+func TestEngine_CycleFollowsLedgerContract(t *testing.T) {
+	pred := newEnFake()
+	e := enEngine(t, "qssf", pred, 10*time.Minute)
+
+	// Minute 0: alice's job 1 runs, bob's job 2 waits.
+	run1 := enJob(1, "alice", 0)
+	run1.Start, run1.State = rkAt(0), StateRunning
+	p2 := enJob(2, "bob", 0)
+	s, ranking, err := e.Cycle(&Observation{Now: rkAt(0), Pending: []Job{p2}, Running: []Job{run1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranking) != 1 || ranking[0].JobID != 2 || s.Ledger != e.Ledger() || s.GPUs != 8 {
+		t.Fatalf("cycle 0: ranking %v, snapshot %+v", ranking, s)
+	}
+	if len(s.Predicted) != 0 {
+		t.Errorf("cycle 0: predicted %v, want none (the predictor knows nothing yet)", s.Predicted)
+	}
+
+	// Minute 5: within the charging period, nothing is charged yet.
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(5), Pending: []Job{p2}, Running: []Job{run1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Ledger().Attained(1); got != 0 {
+		t.Errorf("minute 5: attained %v, want 0 before the charging period", got)
+	}
+	// Minute 10: the sweep charges job 1 for its ten minutes.
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(10), Pending: []Job{p2}, Running: []Job{run1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Ledger().Attained(1); got != 600 {
+		t.Errorf("minute 10: attained %v, want 600 GPU-s", got)
+	}
+
+	// Minute 12: job 1 ended at minute 12; alice submits job 3. The end is
+	// charged from the last sweep, the ledger forgets the job, the
+	// predictor learns it, and job 3 gets alice's 12-minute mean.
+	done1 := run1
+	done1.End, done1.State = rkAt(12), StateCompleted
+	p3 := enJob(3, "alice", 12)
+	s, ranking, err = e.Cycle(&Observation{Now: rkAt(12), Pending: []Job{p2, p3}, Stopped: []Job{done1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Ledger().Counter(Assoc{"lab", "alice"}); got != 720 {
+		t.Errorf("alice's counter = %v, want 720 GPU-s (12 minutes)", got)
+	}
+	if got := e.Ledger().Attained(1); got != 0 {
+		t.Errorf("attained of finished job 1 = %v, want 0 (forgotten)", got)
+	}
+	if diff := cmp.Diff([]int64{1}, pred.observed); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[int64]time.Duration{3: 12 * time.Minute}, s.Predicted); diff != "" {
+		t.Errorf("predicted (-want +got):\n%s", diff)
+	}
+	// qssf: alice's 12-minute job before bob's, costed by its hour limit.
+	if got := []int64{ranking[0].JobID, ranking[1].JobID}; !cmp.Equal(got, []int64{3, 2}) {
+		t.Errorf("ranking %v, want [3 2]", got)
+	}
+
+	// Minute 13: nobody finished, so nothing is predicted again.
+	before := pred.predicts
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(13), Pending: []Job{p2, p3}}); err != nil {
+		t.Fatal(err)
+	}
+	if pred.predicts != before {
+		t.Errorf("minute 13: %d new predictions, want 0 (cached)", pred.predicts-before)
+	}
+
+	// A requeued job is charged but not finished nor learnt from.
+	run3 := p3
+	run3.Start, run3.State = rkAt(13), StateRunning
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(14), Pending: []Job{p2}, Running: []Job{run3}}); err != nil {
+		t.Fatal(err)
+	}
+	req3 := run3
+	req3.End, req3.State = rkAt(20), StatePending
+	back3 := p3
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(20), Pending: []Job{p2, back3}, Stopped: []Job{req3}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Ledger().Attained(3); got != 420 {
+		t.Errorf("requeued job 3 attained %v, want 420 GPU-s", got)
+	}
+	if len(pred.observed) != 1 {
+		t.Errorf("predictor observed %v, want only job 1", pred.observed)
+	}
+}
+
+func TestEngine_ClockBackwards(t *testing.T) {
+	e := enEngine(t, "fifo", nil, 0)
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(5)}); !errors.Is(err, ErrClockBackwards) {
+		t.Errorf("cycle at minute 5 after 10: err %v, want ErrClockBackwards", err)
+	}
+}
+
+func TestNewEngine_Errors(t *testing.T) {
+	fifo, _ := NewFIFO(FIFOParams{})
+	for _, tc := range []struct {
+		name string
+		p    EngineParams
+	}{
+		{"no policy", EngineParams{}},
+		{"negative capacity", EngineParams{Policy: fifo, GPUs: -1}},
+		{"bad ledger", EngineParams{Policy: fifo, Ledger: LedgerParams{Samples: -1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewEngine(tc.p); err == nil {
+				t.Error("want an error")
+			}
+		})
+	}
+}
