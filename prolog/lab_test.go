@@ -1,0 +1,36 @@
+package prolog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/contrib/lab"
+)
+
+// TestLab_ScontrolJobShards asks the lab's slurmctld, as the prolog does,
+// how many shards held jobs hold.
+func TestLab_ScontrolJobShards(t *testing.T) {
+	e := lab.Get(t)
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	tag := time.Now().UnixNano()
+	shard := e.Submit(t, "carol", "--hold", "-J", fmt.Sprintf("fw-shards-%d", tag), "--gres=shard:3", "--wrap", "true")
+	whole := e.Submit(t, "alice", "--hold", "-J", fmt.Sprintf("fw-whole-%d", tag), "--gres=gpu:h100:2", "--wrap", "true")
+	sc := Scontrol{Path: "/usr/bin/scontrol"}
+	if _, err := os.Stat(sc.Path); err != nil {
+		t.Fatalf("lab without scontrol: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for id, want := range map[int64]int{shard: 3, whole: 0} {
+		got, err := sc.JobShards(ctx, id)
+		if err != nil || got != want {
+			t.Errorf("JobShards(%d) = %d, %v; want %d", id, got, err, want)
+		}
+	}
+	if _, err := sc.JobShards(ctx, 999999999); err == nil {
+		t.Error("JobShards of a job slurmctld does not know: no error")
+	}
+}
