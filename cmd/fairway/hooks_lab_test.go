@@ -119,7 +119,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 }
 
 // throwawayDB creates a migrated database for one test.
-func throwawayDB(t *testing.T, e *lab.Env) (string, *pgx.Conn) {
+func throwawayDB(t testing.TB, e *lab.Env) (string, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, e.DatabaseURL)
