@@ -492,7 +492,7 @@ func (c *Client) statusError(op string, status int, body []byte, tok string) err
 		e.Kind = ErrForbidden
 	case status >= 500 && tokenRejected(slurm):
 		e.Kind = ErrTokenRejected
-		e.Detail = "slurmctld answered \"Unspecified error\" (-1), which is how Slurm 22.05 reports a bad or expired token"
+		e.Detail = "slurmctld refused the request without a reason, which is how Slurm 22.05 reports a bad or expired token"
 	case status >= 500:
 		e.Kind = ErrServer
 	default:
@@ -501,16 +501,18 @@ func (c *Client) statusError(op string, status int, body []byte, tok string) err
 	return e
 }
 
-// tokenRejected recognises 22.05's answer to a token slurmctld refuses:
-// errors whose numbers are all -1 (SLURM_ERROR, "Unspecified error").
-// slurmctld being down gives 1001 ("Unable to contact slurm controller")
-// instead.
+// tokenRejected recognises 22.05's answer to a token slurmctld refuses
+// (observed in the lab with a corrupted signature): every error is -1
+// ("Unspecified error") on a read, 1000 ("Unexpected message received") on
+// a job update. slurmctld being down gives 1001 ("Unable to contact slurm
+// controller") instead, and a refused update of a real job its own code
+// (e.g. 2084, "Job has already finished").
 func tokenRejected(errs []SlurmError) bool {
 	if len(errs) == 0 {
 		return false
 	}
 	for _, e := range errs {
-		if e.Number != -1 {
+		if e.Number != -1 && e.Number != 1000 {
 			return false
 		}
 	}

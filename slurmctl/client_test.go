@@ -190,6 +190,31 @@ func TestClient_ReadRetriesThenSucceeds(t *testing.T) {
 	}
 }
 
+// TestClient_UpdateErrors replays the captured answers to updates with a
+// token slurmctld rejects (1000) and for a job that has finished (2084).
+func TestClient_UpdateErrors(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		want    error
+		notWant error
+	}{
+		{"update-bad-token.500.json", ErrTokenRejected, ErrServer},
+		{"update-finished.500.json", ErrServer, ErrTokenRejected},
+		{"update-array.200.json", ErrSlurm, ErrServer},
+	} {
+		st := 200
+		if strings.Contains(tc.file, ".500.") {
+			st = 500
+		}
+		srv := newReplay(t, map[string][]reply{"POST /slurm/v0.0.38/job/12": {{st, fixture(t, tc.file), 0}}})
+		p := int64(7)
+		err := testClient(t, srv.URL, V0038, nil).UpdateJob(context.Background(), "12", JobUpdate{Priority: &p})
+		if !errors.Is(err, tc.want) || errors.Is(err, tc.notWant) || !errors.Is(err, ErrSlurm) || srv.total() != 1 {
+			t.Errorf("%s: %v after %d requests; want %v (not %v) with Slurm's errors, one request", tc.file, err, srv.total(), tc.want, tc.notWant)
+		}
+	}
+}
+
 func TestClient_WritesAreNotRetried(t *testing.T) {
 	for _, st := range []int{500, 502, 503} {
 		srv := newReplay(t, map[string][]reply{"POST /slurm/v0.0.38/job/12": {{st, nil, 0}}})

@@ -17,8 +17,9 @@ var (
 	ErrForbidden = errors.New("slurmrestd: forbidden (HTTP 403)")
 	// ErrTokenRejected: slurmctld refused the token. Slurm 22.05 reports a
 	// bad or expired JWT as HTTP 500 whose errors all carry error number -1
-	// ("Unspecified error"), so that pattern is reported here, not as
-	// ErrServer, and is not retried.
+	// ("Unspecified error", reads) or 1000 ("Unexpected message received",
+	// updates), so that pattern is reported here, not as ErrServer, and is
+	// not retried (except once after renewing a renewable token).
 	ErrTokenRejected = errors.New("slurmctld rejected the token")
 	// ErrServer: any other HTTP 5xx. Reads retry it.
 	ErrServer = errors.New("slurmrestd: server error (HTTP 5xx)")

@@ -23,6 +23,9 @@ type GRES struct {
 // a missing count means 1. Terms for other TRES (cpu=4, mem=1G, license/x)
 // are skipped, so tres_req_str can be passed as is.
 func ParseGRES(s string) ([]GRES, error) {
+	if s == "" {
+		return nil, nil
+	}
 	var out []GRES
 	for _, term := range splitTop(s) {
 		term = strings.TrimSpace(term)
@@ -42,7 +45,7 @@ func ParseGRES(s string) ([]GRES, error) {
 
 // splitTop splits on commas outside parentheses: "gpu:2(IDX:0,2),shard:1".
 func splitTop(s string) []string {
-	var parts []string
+	parts := make([]string, 0, strings.Count(s, ",")+1)
 	depth, start := 0, 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {

@@ -81,17 +81,6 @@ func unixTime(n num) time.Time {
 	return time.Time{}
 }
 
-// jobState maps job_state ("PENDING", or ["PENDING", "REQUEUED"] where the
-// first entry is the base state and the rest are flags).
-func jobState(s strs) policy.State {
-	for _, v := range s {
-		if st := policy.ParseState(v); st != policy.StateUnknown {
-			return st
-		}
-	}
-	return policy.StateUnknown
-}
-
 func translateJob(w *wireJob) (Job, error) {
 	j := Job{
 		Job: policy.Job{
@@ -107,7 +96,7 @@ func translateJob(w *wireJob) (Job, error) {
 			Eligible:  unixTime(w.EligibleTime),
 			Nodes:     int(w.NodeCount.value()),
 			CPUs:      int(w.CPUs.value()),
-			State:     jobState(w.JobState),
+			State:     policy.State(w.JobState),
 			Priority:  w.Priority.value(),
 		},
 		Reason:    w.StateReason,

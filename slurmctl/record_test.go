@@ -161,6 +161,13 @@ func TestRecord(t *testing.T) {
 	save("jobs-bad-token", st, body)
 	st, body = rawCall(t, env, "GET", v+"/nodes", corrupt(tok), nil)
 	save("nodes-bad-token", st, body)
+	st, body = rawCall(t, env, "POST", v+"/job/"+strconv.FormatInt(untyped, 10), corrupt(tok), []byte(`{"priority": 4244}`))
+	save("update-bad-token", st, body)
+	gpus := mine("pend-gpus")
+	env.Run(t, "", "scancel", strconv.FormatInt(gpus, 10))
+	env.WaitState(t, gpus, 30*time.Second, "CANCELLED")
+	st, body = rawCall(t, env, "POST", v+"/job/"+strconv.FormatInt(gpus, 10), tok, []byte(`{"priority": 4245}`))
+	save("update-finished", st, body)
 	st, body = rawCall(t, env, "GET", v+"/jobs", "", nil)
 	save("jobs-no-auth", st, body)
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 // The wire types below name only the fields Fairway reads. One set decodes
@@ -77,9 +79,12 @@ func (n *num) UnmarshalJSON(b []byte) error {
 		n.V, n.Set = v, true
 		return nil
 	}
-	v, err := parseNumber(string(b))
-	if err != nil {
-		return err
+	v, ok := parseDigits(b)
+	if !ok {
+		var err error
+		if v, err = parseNumber(string(b)); err != nil {
+			return err
+		}
 	}
 	switch uint64(v) {
 	case infinite32:
@@ -90,6 +95,29 @@ func (n *num) UnmarshalJSON(b []byte) error {
 	}
 	n.V, n.Set = v, true
 	return nil
+}
+
+// parseDigits is the allocation-free path for the common case: a plain,
+// possibly negative, integer that fits in an int64.
+func parseDigits(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func parseNumber(s string) (int64, error) {
@@ -136,6 +164,39 @@ func (s *strs) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = v
+	return nil
+}
+
+// jobStateField is job_state: "PENDING" (v0.0.38) or ["PENDING",
+// "REQUEUED"] (v0.0.40+, base state first, then flags). It keeps the first
+// state policy knows, without allocating for the usual one-word values.
+type jobStateField policy.State
+
+func (s *jobStateField) UnmarshalJSON(b []byte) error {
+	*s = jobStateField(policy.StateUnknown)
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		var v []string
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		for _, x := range v {
+			if st := policy.ParseState(x); st != policy.StateUnknown {
+				*s = jobStateField(st)
+				return nil
+			}
+		}
+		return nil
+	}
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b[1:len(b)-1], '\\') < 0 {
+		*s = jobStateField(policy.ParseState(string(b[1 : len(b)-1])))
+		return nil
+	}
+	var v string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = jobStateField(policy.ParseState(v))
 	return nil
 }
 
@@ -236,40 +297,40 @@ type wireJobsResp struct {
 // wireJob is one job record (v0.0.38 job_response_properties, v0.0.40/41
 // job_info).
 type wireJob struct {
-	Account         string   `json:"account"`
-	ArrayJobID      num      `json:"array_job_id"`
-	ArrayTaskID     num      `json:"array_task_id"`
-	ArrayTaskString string   `json:"array_task_string"`
-	Cluster         string   `json:"cluster"`
-	CPUs            num      `json:"cpus"`
-	EligibleTime    num      `json:"eligible_time"`
-	EndTime         num      `json:"end_time"`
-	ExitCode        exitCode `json:"exit_code"`
-	GresDetail      []string `json:"gres_detail"`
-	HetJobID        num      `json:"het_job_id"`
-	HetJobOffset    num      `json:"het_job_offset"`
-	Hold            bool     `json:"hold"` // v0.0.40+ only
-	JobID           int64    `json:"job_id"`
-	JobState        strs     `json:"job_state"`
-	MemoryPerCPU    num      `json:"memory_per_cpu"`
-	MemoryPerNode   num      `json:"memory_per_node"`
-	Name            string   `json:"name"`
-	NodeCount       num      `json:"node_count"`
-	Partition       string   `json:"partition"`
-	Priority        num      `json:"priority"`
-	QOS             string   `json:"qos"`
-	StartTime       num      `json:"start_time"`
-	StateReason     string   `json:"state_reason"`
-	SubmitTime      num      `json:"submit_time"`
-	Tasks           num      `json:"tasks"`
-	TimeLimit       num      `json:"time_limit"`
-	TresAllocStr    string   `json:"tres_alloc_str"`
-	TresPerJob      string   `json:"tres_per_job"`
-	TresPerNode     string   `json:"tres_per_node"`
-	TresPerSocket   string   `json:"tres_per_socket"`
-	TresPerTask     string   `json:"tres_per_task"`
-	TresReqStr      string   `json:"tres_req_str"`
-	UserName        string   `json:"user_name"`
+	Account         string        `json:"account"`
+	ArrayJobID      num           `json:"array_job_id"`
+	ArrayTaskID     num           `json:"array_task_id"`
+	ArrayTaskString string        `json:"array_task_string"`
+	Cluster         string        `json:"cluster"`
+	CPUs            num           `json:"cpus"`
+	EligibleTime    num           `json:"eligible_time"`
+	EndTime         num           `json:"end_time"`
+	ExitCode        exitCode      `json:"exit_code"`
+	GresDetail      []string      `json:"gres_detail"`
+	HetJobID        num           `json:"het_job_id"`
+	HetJobOffset    num           `json:"het_job_offset"`
+	Hold            bool          `json:"hold"` // v0.0.40+ only
+	JobID           int64         `json:"job_id"`
+	JobState        jobStateField `json:"job_state"`
+	MemoryPerCPU    num           `json:"memory_per_cpu"`
+	MemoryPerNode   num           `json:"memory_per_node"`
+	Name            string        `json:"name"`
+	NodeCount       num           `json:"node_count"`
+	Partition       string        `json:"partition"`
+	Priority        num           `json:"priority"`
+	QOS             string        `json:"qos"`
+	StartTime       num           `json:"start_time"`
+	StateReason     string        `json:"state_reason"`
+	SubmitTime      num           `json:"submit_time"`
+	Tasks           num           `json:"tasks"`
+	TimeLimit       num           `json:"time_limit"`
+	TresAllocStr    string        `json:"tres_alloc_str"`
+	TresPerJob      string        `json:"tres_per_job"`
+	TresPerNode     string        `json:"tres_per_node"`
+	TresPerSocket   string        `json:"tres_per_socket"`
+	TresPerTask     string        `json:"tres_per_task"`
+	TresReqStr      string        `json:"tres_req_str"`
+	UserName        string        `json:"user_name"`
 }
 
 type wireNodesResp struct {
