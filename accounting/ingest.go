@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Source yields jobs to import, one at a time, in input order.
@@ -37,8 +37,8 @@ type ImportOptions struct {
 	// first invalid job fails the whole import and nothing is written.
 	SkipBad bool
 	// Phase, when set, is told when the import moves on: "copy" (reading
-	// the input into the staging table), "merge" (the upsert) and "usage"
-	// (rebuilding the daily usage ledger).
+	// the input into the staging table), "merge" (the upsert) and
+	// "commit" (everything is written, the commit follows).
 	Phase func(phase string)
 	// Watermark, when set, is stored in the same transaction as the jobs,
 	// so an incremental source resumes exactly where the committed data
@@ -122,43 +122,49 @@ const createStage = `CREATE TEMP TABLE IF NOT EXISTS ` + stageTable + ` (
 	nodes integer, cpus integer, memory_mb bigint, gpus integer, gpu_type text, shards integer,
 	state text, exit_code integer)`
 
-// upsertSQL merges the staging table into job in one statement. A row whose
-// values did not change is not touched (no new row version, updated_at
-// kept), so re-importing leaves the table identical. from is the staging
-// relation, possibly de-duplicated. A returned row was inserted when its
-// ingested_at is this transaction's now() (xmax = 0, the usual test, is not
-// available on a partitioned table); an updated row keeps the ingested_at
-// of the earlier transaction that inserted it.
-func upsertSQL(from string) string {
+// mergeSQL merges the staging relation from into job in one MERGE. A row
+// whose values did not change is not touched (no new row version,
+// updated_at kept), so re-importing leaves the table identical. MERGE
+// rather than INSERT ... ON CONFLICT: speculative insertion writes an
+// extra WAL record per row and, on this server, made bulk ingest 2.4 times
+// slower (docs/BENCHMARKS.md). MERGE does not guard against a concurrent
+// insert of the same key; Import serialises imports per cluster with an
+// advisory lock instead.
+func mergeSQL(from string) string {
 	cols := strings.Join(stageColumns[1:], ", ")
-	var set, old, neu []string
-	for _, c := range jobData {
-		set = append(set, c+" = EXCLUDED."+c)
-		old = append(old, "j."+c)
-		neu = append(neu, "EXCLUDED."+c)
+	var on, set, old, neu, vals []string
+	for _, c := range jobKey {
+		on = append(on, "j."+c+" = s."+c)
 	}
-	return `WITH up AS (
-	INSERT INTO job AS j (` + cols + `, source)
-	SELECT ` + cols + `, $1::text FROM ` + from + `
-	ON CONFLICT (` + strings.Join(jobKey, ", ") + `) DO UPDATE SET ` + strings.Join(set, ", ") + `,
-		source = EXCLUDED.source, updated_at = now()
-	WHERE (` + strings.Join(old, ", ") + `) IS DISTINCT FROM (` + strings.Join(neu, ", ") + `)
-	RETURNING (j.ingested_at = now()) AS inserted
-)
-SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`
+	for _, c := range jobData {
+		set = append(set, c+" = s."+c)
+		old = append(old, "j."+c)
+		neu = append(neu, "s."+c)
+	}
+	for _, c := range stageColumns[1:] {
+		vals = append(vals, "s."+c)
+	}
+	return `MERGE INTO job j USING ` + from + ` ON ` + strings.Join(on, " AND ") + `
+WHEN MATCHED AND (` + strings.Join(old, ", ") + `) IS DISTINCT FROM (` + strings.Join(neu, ", ") + `) THEN
+	UPDATE SET ` + strings.Join(set, ", ") + `, source = $1::text, updated_at = now()
+WHEN NOT MATCHED THEN
+	INSERT (` + cols + `, source) VALUES (` + strings.Join(vals, ", ") + `, $1::text)`
 }
 
 var dedupedStage = `(SELECT DISTINCT ON (` + strings.Join(jobKey, ", ") + `) * FROM ` + stageTable +
 	` ORDER BY ` + strings.Join(jobKey, ", ") + `, seq DESC) s`
 
+// importLock serialises imports of one cluster (see mergeSQL).
+const importLock = `SELECT pg_advisory_xact_lock(hashtext('fairway import ' || c)) FROM unnest($1::text[]) c ORDER BY c`
+
 // Import stores the finished jobs of src in the job table, idempotently:
 // the key is cluster, job id, array task and submit time, and importing the
 // same input twice leaves the tables identical. Jobs are streamed with COPY
-// into a session-private staging table, then merged with one upsert; the
-// merge, the rebuild of the daily usage ledger for the days the input
-// covers and the optional watermark commit together or not at all, so a
-// failure (bad input, a dead database, a cancelled context) never leaves a
-// partial import. Pending and running jobs are counted and left out.
+// into a session-private staging table, then merged into job with one
+// MERGE; the merge, marking the days whose usage ledger must be rebuilt and
+// the optional watermark commit together or not at all, so a failure (bad
+// input, a dead database, a cancelled context) never leaves a partial
+// import. Pending and running jobs are counted and left out.
 //
 // An invalid record fails the import with its location (file:line and the
 // reason), unless opt.SkipBad, which counts it as rejected.
@@ -207,39 +213,67 @@ func (s *Store) Import(ctx context.Context, src Source, opt ImportOptions) (Summ
 	}
 	sum.Rejected += src.Skipped()
 	sum.Read += src.Skipped()
+	// Temp tables are never auto-analysed; without statistics the planner
+	// guesses the staging table tiny and may probe job row by row.
+	if staged > 0 {
+		if _, err := conn.Exec(ctx, `ANALYZE `+stageTable); err != nil {
+			return Summary{}, fmt.Errorf("analyse staging table: %w", err)
+		}
+	}
 
 	if err := s.ensureMonths(ctx, conn, "job", cs.months); err != nil {
 		return Summary{}, err
 	}
 
+	clusters := sortedKeys(cs.submits)
+	if wm := opt.Watermark; wm != nil {
+		if _, ok := cs.submits[wm.Cluster]; !ok {
+			clusters = append(clusters, wm.Cluster)
+			sort.Strings(clusters)
+		}
+	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		clusters := make([]string, 0, len(cs.windows))
-		for c := range cs.clusters {
-			clusters = append(clusters, c)
+		if _, err := tx.Exec(ctx, importLock, clusters); err != nil {
+			return fmt.Errorf("take import lock: %w", err)
 		}
-		if opt.Watermark != nil && !cs.clusters[opt.Watermark.Cluster] {
-			clusters = append(clusters, opt.Watermark.Cluster)
-		}
-		sort.Strings(clusters)
 		if err := ensureClusters(ctx, tx, clusters); err != nil {
 			return err
 		}
 		phase("merge")
-		ins, upd, err := merge(ctx, tx, opt.Source, staged)
+		before, err := countSpans(ctx, tx, cs.submits)
 		if err != nil {
 			return err
 		}
-		distinct, err := countDistinct(ctx, tx, staged, ins, upd)
+		var merged int
+		if staged > 0 {
+			if cs.mayRepeat {
+				// A larger work_mem keeps the de-duplicating sort in memory.
+				if _, err := tx.Exec(ctx, `SET LOCAL work_mem = '256MB'`); err != nil {
+					return fmt.Errorf("prepare de-duplication: %w", err)
+				}
+			}
+			if merged, err = merge(ctx, tx, opt.Source, cs.mayRepeat); err != nil {
+				return err
+			}
+		}
+		after, err := countSpans(ctx, tx, cs.submits)
 		if err != nil {
 			return err
 		}
-		sum.Inserted, sum.Updated = ins, upd
+		distinct := int(staged)
+		if cs.mayRepeat {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT DISTINCT `+strings.Join(jobKey, ", ")+` FROM `+stageTable+`) k`).Scan(&distinct); err != nil {
+				return fmt.Errorf("count staged keys: %w", err)
+			}
+		}
+		sum.Inserted = after - before
+		sum.Updated = merged - sum.Inserted
 		sum.Duplicates = int(staged) - distinct
-		sum.Unchanged = distinct - ins - upd
-		phase("usage")
-		for _, c := range sortedKeys(cs.windows) {
-			w := cs.windows[c]
-			if err := refreshUsage(ctx, tx, c, w.lo, w.hi); err != nil {
+		sum.Unchanged = distinct - sum.Inserted - sum.Updated
+		if sum.Inserted > 0 {
+			// Updated rows mark their days through the job_usage_dirty
+			// trigger; new rows are marked here, in one statement.
+			if err := markDirty(ctx, tx, cs.runs); err != nil {
 				return err
 			}
 		}
@@ -248,6 +282,7 @@ func (s *Store) Import(ctx context.Context, src Source, opt ImportOptions) (Summ
 				return err
 			}
 		}
+		phase("commit")
 		return nil
 	})
 	if err != nil {
@@ -256,84 +291,57 @@ func (s *Store) Import(ctx context.Context, src Source, opt ImportOptions) (Summ
 	return sum, nil
 }
 
-// merge runs the upsert; when the input repeats a key (which a single
-// INSERT ... ON CONFLICT refuses), it runs again over the de-duplicated
-// staging table, the last occurrence winning.
-func merge(ctx context.Context, tx pgx.Tx, source string, staged int64) (ins, upd int, err error) {
-	if staged == 0 {
-		return 0, 0, nil
+// merge runs the MERGE over the staging table and returns how many rows
+// it inserted or updated. When the input may repeat a key (one MERGE would
+// then act on the first or the last occurrence depending on what is already
+// stored), it merges the de-duplicated staging table instead, the last
+// occurrence winning.
+func merge(ctx context.Context, tx pgx.Tx, source string, mayRepeat bool) (int, error) {
+	from := stageTable + " s"
+	if mayRepeat {
+		from = dedupedStage
 	}
-	sp, err := tx.Begin(ctx)
+	tag, err := tx.Exec(ctx, mergeSQL(from), source)
 	if err != nil {
-		return 0, 0, fmt.Errorf("savepoint: %w", err)
+		return 0, fmt.Errorf("merge staged jobs: %w", err)
 	}
-	err = sp.QueryRow(ctx, upsertSQL(stageTable), source).Scan(&ins, &upd)
-	if err == nil {
-		return ins, upd, sp.Commit(ctx)
-	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "21000" { // cardinality_violation
-		return 0, 0, fmt.Errorf("merge staged jobs: %w", err)
-	}
-	if err := sp.Rollback(ctx); err != nil {
-		return 0, 0, fmt.Errorf("roll back to savepoint: %w", err)
-	}
-	if err := tx.QueryRow(ctx, upsertSQL(dedupedStage), source).Scan(&ins, &upd); err != nil {
-		return 0, 0, fmt.Errorf("merge de-duplicated staged jobs: %w", err)
-	}
-	return ins, upd, nil
+	return int(tag.RowsAffected()), nil
 }
 
-// countDistinct returns the number of distinct keys staged. Counting costs
-// a scan, so it is skipped when the upsert already accounted for every row.
-func countDistinct(ctx context.Context, tx pgx.Tx, staged int64, ins, upd int) (int, error) {
-	if int64(ins+upd) == staged {
-		return int(staged), nil
+// countSpans counts the jobs of each cluster submitted within its span:
+// before and after the merge, the difference is what it inserted. Only the
+// partitions of the span are read.
+func countSpans(ctx context.Context, tx pgx.Tx, spans map[string]window) (int, error) {
+	total := 0
+	for _, c := range sortedKeys(spans) {
+		w := spans[c]
+		var n int
+		err := tx.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND submit_time >= $2 AND submit_time <= $3`, c, w.lo, w.hi).Scan(&n)
+		if err != nil {
+			return 0, fmt.Errorf("count jobs of %s: %w", c, err)
+		}
+		total += n
 	}
-	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT DISTINCT `+strings.Join(jobKey, ", ")+` FROM `+stageTable+`) k`).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count staged keys: %w", err)
-	}
-	return n, nil
+	return total, nil
 }
 
-// refreshUsage rebuilds usage_daily of cluster for the UTC days from lo's to
-// hi's from the job table: a job's resource-seconds are split over the days
-// it ran, and it counts as ended on the day it ended.
-func refreshUsage(ctx context.Context, tx pgx.Tx, cluster string, lo, hi time.Time) error {
-	dayLo := lo.UTC().Truncate(24 * time.Hour)
-	dayHi := hi.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour) // exclusive
-	if _, err := tx.Exec(ctx, `DELETE FROM usage_daily WHERE cluster = $1
-		AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date AND day < ($3::timestamptz AT TIME ZONE 'UTC')::date`,
-		cluster, dayLo, dayHi); err != nil {
-		return fmt.Errorf("clear usage ledger: %w", err)
-	}
-	_, err := tx.Exec(ctx, `
-INSERT INTO usage_daily (cluster, day, account, user_name, gpu_seconds, shard_seconds, cpu_seconds, jobs_ended)
-SELECT $1, d.day::date, j.account, j.user_name,
-	sum(j.gpus * d.secs), sum(j.shards * d.secs), sum(j.cpus * d.secs), count(*) FILTER (WHERE d.ended)
-FROM (
-	SELECT account, user_name, gpus, shards, cpus,
-		start_time AT TIME ZONE 'UTC' AS s, end_time AT TIME ZONE 'UTC' AS e
-	FROM job
-	WHERE cluster = $1 AND end_time >= $2::timestamptz AND start_time < $3::timestamptz AND end_time >= start_time
-) j
-CROSS JOIN LATERAL (
-	SELECT g AS day,
-		extract(epoch FROM least(j.e, g + interval '1 day') - greatest(j.s, g))::double precision AS secs,
-		j.e < g + interval '1 day' AS ended
-	FROM generate_series(greatest(date_trunc('day', j.s), $2::timestamptz AT TIME ZONE 'UTC'),
-		least(date_trunc('day', j.e), $3::timestamptz AT TIME ZONE 'UTC' - interval '1 day'), interval '1 day') g
-) d
-GROUP BY d.day, j.account, j.user_name`, cluster, dayLo, dayHi)
-	if err != nil {
-		return fmt.Errorf("rebuild usage ledger: %w", err)
+// markDirty marks the UTC days of each cluster's run window stale in the
+// usage ledger.
+func markDirty(ctx context.Context, tx pgx.Tx, runs map[string]window) error {
+	for _, c := range sortedKeys(runs) {
+		w := runs[c]
+		_, err := tx.Exec(ctx, `INSERT INTO usage_dirty (cluster, day)
+			SELECT $1, d::date FROM generate_series(date_trunc('day', $2::timestamptz AT TIME ZONE 'UTC'),
+				date_trunc('day', $3::timestamptz AT TIME ZONE 'UTC'), interval '1 day') d
+			ON CONFLICT DO NOTHING`, c, w.lo, w.hi)
+		if err != nil {
+			return fmt.Errorf("mark usage ledger of %s stale: %w", c, err)
+		}
 	}
 	return nil
 }
 
-// window is the span of run time an input covers on one cluster.
+// window is a span of time an input covers on one cluster.
 type window struct{ lo, hi time.Time }
 
 // copySource feeds CopyFrom from a Source, validating each job and noting
@@ -346,14 +354,29 @@ type copySource struct {
 	vals    []any
 	err     error
 
-	months   map[month]bool
-	clusters map[string]bool
-	windows  map[string]window
+	months  map[month]bool
+	submits map[string]window // per cluster, first and last submit time
+	runs    map[string]window // per cluster, first start and last end
+
+	// seen holds a 64-bit hash of every key staged. A repeated hash means
+	// the input may repeat a key (or, about once in 10^10 imports of a
+	// million jobs, two keys collide): the merge then de-duplicates.
+	seed      maphash.Seed
+	seen      map[uint64]struct{}
+	mayRepeat bool
+}
+
+type keyOf struct {
+	cluster string
+	id      int64
+	task    int
+	submit  int64
 }
 
 func newCopySource(src Source, skipBad bool, sum *Summary) *copySource {
 	return &copySource{src: src, skipBad: skipBad, sum: sum, vals: make([]any, len(stageColumns)),
-		months: map[month]bool{}, clusters: map[string]bool{}, windows: map[string]window{}}
+		months: map[month]bool{}, submits: map[string]window{}, runs: map[string]window{},
+		seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}}
 }
 
 func (c *copySource) Next() bool {
@@ -388,18 +411,14 @@ func (c *copySource) Next() bool {
 func (c *copySource) fill(j *policy.Job) {
 	c.seq++
 	c.months[monthOf(j.Submit)] = true
-	if !c.clusters[j.Cluster] {
-		c.clusters[j.Cluster] = true
+	h := maphash.Comparable(c.seed, keyOf{j.Cluster, j.ID, j.ArrayTask, j.Submit.UnixNano()})
+	if _, dup := c.seen[h]; dup {
+		c.mayRepeat = true
 	}
+	c.seen[h] = struct{}{}
+	widen(c.submits, j.Cluster, j.Submit, j.Submit)
 	if !j.Start.IsZero() && !j.End.IsZero() && !j.End.Before(j.Start) {
-		w, ok := c.windows[j.Cluster]
-		if !ok || j.Start.Before(w.lo) {
-			w.lo = j.Start
-		}
-		if !ok || j.End.After(w.hi) {
-			w.hi = j.End
-		}
-		c.windows[j.Cluster] = w
+		widen(c.runs, j.Cluster, j.Start, j.End)
 	}
 	v := c.vals
 	v[0] = c.seq
@@ -430,6 +449,18 @@ func (c *copySource) fill(j *policy.Job) {
 	v[21] = int32(j.Shards)
 	v[22] = j.State.String()
 	v[23] = int32(j.ExitCode)
+}
+
+// widen grows m[key] to cover [lo, hi].
+func widen(m map[string]window, key string, lo, hi time.Time) {
+	w, ok := m[key]
+	if !ok || lo.Before(w.lo) {
+		w.lo = lo
+	}
+	if !ok || hi.After(w.hi) {
+		w.hi = hi
+	}
+	m[key] = w
 }
 
 func (c *copySource) Values() ([]any, error) { return c.vals, nil }

@@ -261,39 +261,3 @@ ON CONFLICT DO NOTHING`, cluster, job, node, minor, end, start, uuid, model, sha
 	}
 	return int(tag.RowsAffected()), nil
 }
-
-// Usage is one association's usage over a span of days.
-type Usage struct {
-	Account      string
-	User         string
-	GPUSeconds   float64
-	ShardSeconds float64
-	CPUSeconds   float64
-	JobsEnded    int
-}
-
-// UsageBetween sums the daily usage ledger of cluster per association over
-// the UTC days [from, to), sorted by account then user.
-func (s *Store) UsageBetween(ctx context.Context, cluster string, from, to time.Time) ([]Usage, error) {
-	rows, err := s.pool.Query(ctx, `
-SELECT account, user_name, sum(gpu_seconds), sum(shard_seconds), sum(cpu_seconds), sum(jobs_ended)::integer
-FROM usage_daily
-WHERE cluster = $1 AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date AND day < ($3::timestamptz AT TIME ZONE 'UTC')::date
-GROUP BY account, user_name ORDER BY account, user_name`, cluster, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("load usage: %w", err)
-	}
-	defer rows.Close()
-	var out []Usage
-	for rows.Next() {
-		var u Usage
-		if err := rows.Scan(&u.Account, &u.User, &u.GPUSeconds, &u.ShardSeconds, &u.CPUSeconds, &u.JobsEnded); err != nil {
-			return nil, fmt.Errorf("load usage: %w", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load usage: %w", err)
-	}
-	return out, nil
-}

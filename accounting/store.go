@@ -189,24 +189,6 @@ func (s *Store) FinishedJobs(ctx context.Context, cluster string, since, until t
 	return jobs, nil
 }
 
-// UserHistory returns the last n finished jobs of user on cluster that ended
-// before before, oldest first: what a per-user predictor needs for a job it
-// has not seen the user's history for.
-func (s *Store) UserHistory(ctx context.Context, cluster, user string, before time.Time, n int) ([]policy.Job, error) {
-	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT `+jobColumnList+` FROM job
-		WHERE cluster = $1 AND user_name = $2 AND end_time < $3
-		ORDER BY end_time DESC, job_id DESC, array_task DESC LIMIT $4) h
-		ORDER BY end_time, job_id, array_task`, cluster, user, before, n)
-	if err != nil {
-		return nil, fmt.Errorf("load history of %s: %w", user, err)
-	}
-	jobs, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
-		return nil, fmt.Errorf("load history of %s: %w", user, err)
-	}
-	return jobs, nil
-}
-
 const jobColumnList = `cluster, job_id, array_job_id, array_task, het_job, user_name, account, partition, qos, name,
 	submit_time, eligible_time, start_time, end_time, time_limit_s, nodes, cpus, memory_mb, gpus, gpu_type, shards,
 	state, exit_code`

@@ -323,7 +323,7 @@ func printIngest(w io.Writer, r ingestResult, asJSON bool) error {
 		fmt.Fprintf(w, "rejected: %s\n", msg)
 	}
 	if r.Rejected > len(r.Rejects) {
-		fmt.Fprintf(w, "rejected: ... and %d more\n", r.Rejected-len(r.Rejects))
+		fmt.Fprintf(w, "rejected: %d more not listed\n", r.Rejected-len(r.Rejects))
 	}
 	return nil
 }
@@ -369,8 +369,8 @@ func (b *progressBar) setPhase(p string) {
 		p = "reading"
 	case "merge":
 		p = "merging into job"
-	case "usage":
-		p = "rebuilding usage ledger"
+	case "commit":
+		p = "committing"
 	}
 	b.phase.Store(p)
 }

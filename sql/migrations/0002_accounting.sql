@@ -90,10 +90,13 @@ CREATE TABLE job (
 	PRIMARY KEY (cluster, job_id, array_task, submit_time)
 ) PARTITION BY RANGE (submit_time);
 
--- The report and the predictor read jobs by end time (a month, or the last
--- few half-lives in end order); per-user history feeds the predictors.
-CREATE INDEX job_end_idx  ON job (cluster, end_time);
-CREATE INDEX job_user_idx ON job (cluster, user_name, end_time);
+-- The report, the usage ledger and serve's cold start read jobs by end
+-- time (a month, or the last few half-lives). A BRIN index serves that: jobs
+-- arrive roughly in end order, so block ranges have narrow end-time spans,
+-- and BRIN costs almost nothing on insert, where a B-tree on end_time
+-- doubled the cost of bulk ingest (docs/BENCHMARKS.md). Per-user questions
+-- scan a month partition; none is on a hot path.
+CREATE INDEX job_end_idx ON job USING brin (end_time);
 
 -- job_gpu_usage: what one GPU did for one job, from the epilog. The epilog
 -- knows the job id but not its submit time, so the key uses the node, the
@@ -200,8 +203,9 @@ WHERE j.start_time IS NOT NULL AND j.end_time IS NOT NULL AND j.end_time >= j.st
 -- usage_daily: the per-association usage ledger, one row per cluster, UTC
 -- day, account and user: resource-seconds the association's jobs ran that
 -- day (a job running over midnight is split between the days) and the jobs
--- that ended that day. Rebuilt from job for the days an ingest touched, so
--- it is exactly as idempotent as job itself.
+-- that ended that day. Derived from job: the days ingest touched are rebuilt
+-- from job when next read (see usage_dirty), so it is exactly as idempotent
+-- as job itself.
 CREATE TABLE usage_daily (
 	cluster       text    NOT NULL,
 	day           date    NOT NULL,
@@ -213,6 +217,34 @@ CREATE TABLE usage_daily (
 	jobs_ended    integer NOT NULL,
 	PRIMARY KEY (cluster, day, account, user_name)
 );
+
+-- usage_dirty lists the days whose usage_daily rows are stale: ingest marks
+-- the days of the jobs it inserted, and the trigger below the old and new
+-- days of a job whose usage changed. Readers rebuild dirty days first
+-- (accounting.Store.RefreshUsage), so bulk ingest never pays for the ledger
+-- and a serve cycle recording ten jobs does not re-aggregate a whole day.
+CREATE TABLE usage_dirty (
+	cluster text NOT NULL,
+	day     date NOT NULL,
+	PRIMARY KEY (cluster, day)
+);
+
+CREATE FUNCTION fairway_job_usage_dirty() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO usage_dirty (cluster, day)
+	SELECT r.cluster, d::date
+	FROM (VALUES (OLD.cluster, OLD.start_time, OLD.end_time), (NEW.cluster, NEW.start_time, NEW.end_time)) AS r(cluster, s, e),
+		generate_series(date_trunc('day', r.s AT TIME ZONE 'UTC'), date_trunc('day', r.e AT TIME ZONE 'UTC'), interval '1 day') d
+	WHERE r.s IS NOT NULL AND r.e IS NOT NULL AND r.e >= r.s
+	ON CONFLICT DO NOTHING;
+	RETURN NULL;
+END $$;
+
+CREATE TRIGGER job_usage_dirty AFTER UPDATE ON job FOR EACH ROW
+WHEN ((OLD.account, OLD.user_name, OLD.start_time, OLD.end_time, OLD.gpus, OLD.shards, OLD.cpus)
+	IS DISTINCT FROM (NEW.account, NEW.user_name, NEW.start_time, NEW.end_time, NEW.gpus, NEW.shards, NEW.cpus))
+EXECUTE FUNCTION fairway_job_usage_dirty();
 
 -- usage_daily_account is the per-account ledger.
 CREATE VIEW usage_daily_account AS
