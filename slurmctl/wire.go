@@ -308,7 +308,6 @@ type wireJob struct {
 	ExitCode        exitCode      `json:"exit_code"`
 	GresDetail      []string      `json:"gres_detail"`
 	HetJobID        num           `json:"het_job_id"`
-	HetJobOffset    num           `json:"het_job_offset"`
 	Hold            bool          `json:"hold"` // v0.0.40+ only
 	JobID           int64         `json:"job_id"`
 	JobState        jobStateField `json:"job_state"`
