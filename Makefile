@@ -10,7 +10,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: all build test unit lint bench lab-up lab-down lab-status clean
+.PHONY: all build test unit lint bench lab-up lab-down lab-hooks lab-status clean
 
 all: build
 
@@ -42,6 +42,11 @@ lab-up:
 
 lab-down:
 	$(LAB) down
+
+## lab-hooks: install ./fairway as the lab's slurmd Prolog/Epilog (the lab's wrapper never fails a job)
+lab-hooks: build
+	install -D -m 0755 fairway "$${FAIRWAY_LAB_DIR:-.lab}/bin/fairway.new"
+	mv -f "$${FAIRWAY_LAB_DIR:-.lab}/bin/fairway.new" "$${FAIRWAY_LAB_DIR:-.lab}/bin/fairway"
 
 lab-status:
 	$(LAB) status
