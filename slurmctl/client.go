@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -55,6 +56,7 @@ type Client struct {
 	http    *http.Client
 	log     *slog.Logger
 	sleep   func(context.Context, time.Duration) error
+	lastTok atomic.Pointer[string] // the token last sent, for scrub
 }
 
 // New checks cfg, negotiates the API version (unless pinned) and returns a
@@ -335,14 +337,13 @@ func (c *Client) slurmErrors(ws []wireError) []SlurmError {
 	return out
 }
 
-// scrub removes the current token from s, in case a server or a proxy
+// scrub removes the token last sent from s, in case a server or a proxy
 // echoes it back.
 func (c *Client) scrub(s string) string {
-	tok, err := c.cfg.Token.Token(context.Background())
-	if err != nil {
-		return s
+	if tok := c.lastTok.Load(); tok != nil {
+		return redact(s, *tok)
 	}
-	return redact(s, tok)
+	return s
 }
 
 // do sends one request (retrying reads) and returns the body of a 2xx
@@ -415,6 +416,7 @@ func (c *Client) once(ctx context.Context, op, method, path string, body []byte)
 	if err != nil {
 		return nil, 0, &APIError{Op: op, Kind: ErrToken, Detail: strings.TrimPrefix(err.Error(), ErrToken.Error()+": ")}
 	}
+	c.lastTok.Store(&tok)
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	var rd io.Reader

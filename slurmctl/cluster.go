@@ -62,7 +62,9 @@ type Cluster struct {
 }
 
 // Pending returns the domain jobs Fairway may rank (pending and not held),
-// optionally only those in the given partitions.
+// optionally only those in the given partitions. Heterogeneous-job
+// components are included, since they compete for the same resources; the
+// Writer leaves them alone.
 func (c *Cluster) Pending(partitions ...string) []policy.Job {
 	var out []policy.Job
 	for i := range c.Jobs {

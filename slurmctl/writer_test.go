@@ -3,6 +3,7 @@ package slurmctl
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -361,5 +362,59 @@ func TestWriter_RESTSiteFactorV0041(t *testing.T) {
 	}
 	if rep, _ := w.Write(context.Background(), jobs, map[int64]int64{arr.ID: 31}); rep.Calls != 0 {
 		t.Errorf("rewrote an unchanged site factor")
+	}
+}
+
+// TestWriter_InvariantsRandom throws random wanted values (any int64, any
+// job id of the capture or not) at the Writer, twice, and checks every
+// command it sends against the invariants.
+func TestWriter_InvariantsRandom(t *testing.T) {
+	jobs, _ := fixtureJobs(t)
+	byID := map[int64]*Job{}
+	var idsIn []int64
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+		idsIn = append(idsIn, jobs[i].ID)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	rng := policy.SlurmRange{Min: 1000, Max: 2000, Gap: 1}
+	for round := range 200 {
+		fake := &fakeRunner{}
+		w, err := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: rng, Runner: fake}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[int64]int64{}
+		for range r.IntN(len(jobs) + 3) {
+			id := idsIn[r.IntN(len(idsIn))]
+			if r.IntN(5) == 0 {
+				id = r.Int64N(1 << 40)
+			}
+			want[id] = r.Int64() - r.Int64()
+		}
+		for range 2 {
+			rep, err := w.Write(context.Background(), jobs, want)
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			for _, c := range rep.Planned {
+				j := byID[c.JobID]
+				if j == nil || !j.Pending() || j.HetJob || c.To < rng.Min || c.To > rng.Max || c.Target != j.Target() {
+					t.Fatalf("round %d: planned %+v for job %+v", round, c, j)
+				}
+			}
+		}
+		if len(fake.calls) > 1 {
+			t.Fatalf("round %d: %d commands for the same values twice, want at most 1", round, len(fake.calls))
+		}
+		for _, in := range fake.stdin {
+			for _, l := range strings.Split(strings.TrimSpace(string(in)), "\n") {
+				f := strings.Fields(l)
+				v, _ := strconv.ParseInt(strings.TrimPrefix(f[len(f)-1], "sitefactor="), 10, 64)
+				if len(f) != 3 || f[0] != "update" || v < rng.Min || v > rng.Max {
+					t.Fatalf("round %d: command %q", round, l)
+				}
+			}
+		}
 	}
 }
