@@ -121,7 +121,7 @@ func (h *Hooks) Prolog(ctx context.Context, job Job) error {
 	if len(job.GPUs) == 0 {
 		return nil
 	}
-	log := h.log.With("hook", "prolog", "job_id", job.ID)
+	log := h.log.With("job_id", job.ID)
 	if err := h.state.init(); err != nil {
 		return err
 	}
@@ -148,12 +148,18 @@ func (h *Hooks) Prolog(ctx context.Context, job Job) error {
 	fe := &FaultError{Faults: faults}
 	log.Error("hardware fault: failing the prolog", "reason", fe.Reason())
 	if h.cfg.Drain && h.d.Drainer != nil {
-		if err := h.d.Drainer.Drain(context.WithoutCancel(ctx), job.Node, fe.Reason()); err != nil {
+		// The budget may be spent; the drain gets a few seconds of its own.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+		defer cancel()
+		if err := h.d.Drainer.Drain(dctx, job.Node, fe.Reason()); err != nil {
 			log.Error("cannot set the drain reason; Slurm drains the node anyway", "err", err)
 		}
 	}
 	return fe
 }
+
+// drainTimeout bounds setting the drain reason after a fault.
+const drainTimeout = 5 * time.Second
 
 // within runs f in a goroutine and returns its result, or ErrBudget when ctx
 // ends first; f is then abandoned (it may be blocked in a cgo call).
@@ -189,8 +195,13 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 
 	var faults []Fault
 	devs := map[int]Device{}
+	infos := map[int]DeviceInfo{}
 	for i, g := range rec.GPUs {
 		dev, err := h.d.Library.Device(g.Minor)
+		if f, ok := lostFault(g.Minor, "", err); ok {
+			faults = append(faults, f)
+			continue
+		}
 		if err != nil {
 			// Slurm handed out a GPU NVML does not list: gres.conf and the
 			// hardware disagree, which a person must fix, but no proof of
@@ -208,6 +219,7 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 			continue
 		}
 		rec.GPUs[i] = gpuRecord{Minor: g.Minor, UUID: info.UUID, Model: info.Model, MemoryTotalMB: info.MemoryTotalMB}
+		infos[g.Minor] = info
 		health, err := dev.Health()
 		if f, ok := lostFault(g.Minor, info.UUID, err); ok {
 			faults = append(faults, f)
@@ -230,7 +242,7 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		return faults, err
 	}
 	defer unlock()
-	faults = append(faults, h.checkXIDs(ctx, log, rec)...)
+	faults = append(faults, h.checkXIDs(ctx, log, infos)...)
 	if len(faults) > 0 {
 		return faults, nil // leave a faulty GPU exactly as it is
 	}
@@ -294,8 +306,8 @@ func lostFault(minor int, uuid string, err error) (Fault, bool) {
 // GPU's first look only sets the mark: XIDs from before Fairway watched (a
 // fault fixed by a reset long ago) must not drain a healthy node. Runs under
 // the state lock.
-func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, rec jobRecord) []Fault {
-	if h.d.XIDs == nil {
+func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, infos map[int]DeviceInfo) []Fault {
+	if h.d.XIDs == nil || len(infos) == 0 {
 		return nil
 	}
 	xids, last, err := h.d.XIDs.Read(ctx)
@@ -303,20 +315,15 @@ func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, rec jobRecord) 
 		log.Warn("cannot read XIDs from the kernel log", "err", err)
 		return nil
 	}
+	minors := make([]int, 0, len(infos))
+	for m := range infos {
+		minors = append(minors, m)
+	}
+	slices.Sort(minors)
 	var faults []Fault
-	for _, g := range rec.GPUs {
-		if g.UUID == "" {
-			continue // not identified through NVML: its PCI address is unknown
-		}
-		dev, err := h.d.Library.Device(g.Minor)
-		if err != nil {
-			continue
-		}
-		info, err := dev.Info()
-		if err != nil {
-			continue
-		}
-		gs, err := h.state.gpu(g.Minor)
+	for _, minor := range minors {
+		info := infos[minor]
+		gs, err := h.state.gpu(minor)
 		if err != nil {
 			gs = gpuState{}
 		}
@@ -326,13 +333,13 @@ func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, rec jobRecord) 
 					continue
 				}
 				if what, ok := x.Fault(); ok {
-					faults = append(faults, Fault{Minor: g.Minor, UUID: g.UUID, What: what})
+					faults = append(faults, Fault{Minor: minor, UUID: info.UUID, What: what})
 				}
 			}
 		}
 		gs.XIDSeq, gs.XIDKnown = last, true
-		if err := h.state.putGPU(g.Minor, gs); err != nil {
-			log.Warn("cannot save GPU state", "gpu", g.Minor, "err", err)
+		if err := h.state.putGPU(minor, gs); err != nil {
+			log.Warn("cannot save GPU state", "gpu", minor, "err", err)
 		}
 	}
 	return faults
@@ -457,7 +464,7 @@ func procOwner(pid int) (uid, comm string) {
 // shipped with the spool's backlog. Errors are logged, and returned only so
 // the caller can tell; the epilog must not fail the job for any of them.
 func (h *Hooks) Epilog(ctx context.Context, job Job) error {
-	log := h.log.With("hook", "epilog", "job_id", job.ID)
+	log := h.log.With("job_id", job.ID)
 	if err := h.state.init(); err != nil {
 		log.Warn("no state directory: GPU settings stay as they are", "err", err)
 	}

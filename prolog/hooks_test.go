@@ -566,7 +566,7 @@ func TestHooks_SpoolUnwritable(t *testing.T) {
 }
 
 // TestHooks_FlushBadFile: a spool file that is not a record stays for a
-// person to look at; the good ones ship.
+// person to look at; the good ones ship; old interrupted writes go.
 func TestHooks_FlushBadFile(t *testing.T) {
 	r := newRig(t, nil)
 	good := Usage{Cluster: "lab", JobID: 5, Node: "gpu1", GPUMinor: 0, EndedAt: r.now}
@@ -577,7 +577,24 @@ func TestHooks_FlushBadFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	stale := filepath.Join(r.cfg.SpoolDir, ".lab_9_gpu1_0_1.json.tmp123")
+	fresh := filepath.Join(r.cfg.SpoolDir, ".lab_9_gpu1_0_2.json.tmp456")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte(`{"clu`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
 	stored, left, err := r.h.spool.Flush(budget(t, 5*time.Second), r.store, r.h.log)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("interrupted write from 2 hours ago still in the spool: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a write that may be in progress was removed: %v", err)
+	}
 	if err != nil || stored != 1 || left != 1 {
 		t.Errorf("flush: stored %d left %d err %v, want 1 1 nil", stored, left, err)
 	}
@@ -607,6 +624,17 @@ func TestNVML_DeviceByMinor(t *testing.T) {
 	}
 	if _, err := lib.Device(8); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("Device(8) error %v, want ErrNoDevice", err)
+	}
+
+	// A lost GPU cannot say its minor number: the others are still found,
+	// and looking for it reports it lost.
+	m.ByMinor(5).Lost = true
+	lib = NewNVML(m)
+	if _, err := lib.Device(4); err != nil {
+		t.Errorf("Device(4) beside a lost GPU: %v", err)
+	}
+	if _, err := lib.Device(5); !errors.Is(err, ErrGPULost) {
+		t.Errorf("Device(5) of a lost GPU: error %v, want ErrGPULost", err)
 	}
 }
 

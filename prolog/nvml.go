@@ -1,6 +1,7 @@
 package prolog
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -12,6 +13,7 @@ import (
 type nvmlLibrary struct {
 	lib     nvml.Interface
 	byMinor map[int]nvml.Device
+	lost    error // a GPU that failed enumeration as lost, if any
 }
 
 // NewNVML returns a Library backed by lib.
@@ -32,7 +34,10 @@ func (l *nvmlLibrary) Close() error {
 }
 
 // Device finds the GPU by minor number. NVML's index order follows PCI bus
-// order and need not match /dev/nvidiaN, which is what Slurm hands out.
+// order and need not match /dev/nvidiaN, which is what Slurm hands out. A
+// GPU that cannot be enumerated is skipped, so one broken GPU does not hide
+// the others; when it was lost, a GPU not found is reported as lost (a lost
+// GPU cannot tell its minor number), otherwise as ErrNoDevice.
 func (l *nvmlLibrary) Device(minor int) (Device, error) {
 	if l.byMinor == nil {
 		n, r := l.lib.DeviceGetCount()
@@ -42,19 +47,24 @@ func (l *nvmlLibrary) Device(minor int) (Device, error) {
 		m := make(map[int]nvml.Device, n)
 		for i := 0; i < n; i++ {
 			d, r := l.lib.DeviceGetHandleByIndex(i)
-			if r != nvml.SUCCESS {
-				return nil, fmt.Errorf("GPU at NVML index %d: %w", i, nvmlErr(r))
+			if r == nvml.SUCCESS {
+				var mn int
+				if mn, r = d.GetMinorNumber(); r == nvml.SUCCESS {
+					m[mn] = d
+					continue
+				}
 			}
-			mn, r := d.GetMinorNumber()
-			if r != nvml.SUCCESS {
-				return nil, fmt.Errorf("minor number of GPU at NVML index %d: %w", i, nvmlErr(r))
+			if err := nvmlErr(r); errors.Is(err, ErrGPULost) || errors.Is(err, ErrNeedsReset) {
+				l.lost = fmt.Errorf("GPU at NVML index %d: %w", i, err)
 			}
-			m[mn] = d
 		}
 		l.byMinor = m
 	}
 	d, ok := l.byMinor[minor]
-	if !ok {
+	switch {
+	case !ok && l.lost != nil:
+		return nil, fmt.Errorf("/dev/nvidia%d not found, and %w", minor, l.lost)
+	case !ok:
 		return nil, fmt.Errorf("/dev/nvidia%d: %w", minor, ErrNoDevice)
 	}
 	return &nvmlDevice{d: d, minor: minor}, nil

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Spool is the node-local directory where usage records wait until the
@@ -96,6 +97,7 @@ const FlushBatch = 500
 // It is `fairway spool flush`, for a timer; hooks ship their backlog
 // themselves.
 func (s Spool) Flush(ctx context.Context, store UsageStore, log *slog.Logger) (stored, left int, err error) {
+	s.removeStaleTemps(log, time.Hour)
 	pending, bad, err := s.Pending()
 	if err != nil {
 		return 0, 0, err
@@ -114,4 +116,17 @@ func (s Spool) Flush(ctx context.Context, store UsageStore, log *slog.Logger) (s
 		stored += len(batch)
 	}
 	return stored, len(bad), nil
+}
+
+// removeStaleTemps deletes temporary files older than age: writes a crash
+// interrupted before the rename, whose records were never complete.
+func (s Spool) removeStaleTemps(log *slog.Logger, age time.Duration) {
+	tmps, _ := filepath.Glob(filepath.Join(s.Dir, ".*.tmp*"))
+	for _, p := range tmps {
+		if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) > age {
+			if err := os.Remove(p); err == nil {
+				log.Info("removed an interrupted spool write", "file", filepath.Base(p))
+			}
+		}
+	}
 }

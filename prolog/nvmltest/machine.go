@@ -136,6 +136,13 @@ func (g *GPU) wire(index int) {
 		}
 		return nvml.PciInfo{Domain: 0, Bus: bus, Device: 0, PciDeviceId: g.Config.PciDeviceId}, nvml.SUCCESS
 	}
+	minor := g.GetMinorNumberFunc
+	g.GetMinorNumberFunc = func() (int, nvml.Return) {
+		if g.lost() {
+			return 0, nvml.ERROR_GPU_IS_LOST
+		}
+		return minor()
+	}
 	uuid := g.GetUUIDFunc
 	g.GetUUIDFunc = func() (string, nvml.Return) {
 		if g.lost() {
