@@ -38,12 +38,15 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			versionCommand(),
 			migrateCommand(),
+			serveCommand(),
 			predictCommand(),
 			ingestCommand(),
 			sharesCommand(),
 			prologCommand(),
 			epilogCommand(),
 			spoolCommand(),
+			simulateCommand(),
+			traceCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -1,0 +1,591 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+)
+
+// The serve cycle: Source → Snapshot → Policy.Rank → Decision → Sink, the
+// same policy.Engine the simulator drives. The runner owns everything that
+// is not pure: reading Slurm, deciding what to write, writing it, and
+// recording what happened, with the outage rules of a production daemon:
+//
+//   - Slurm unreadable (slurmrestd down, errors, bad token): the cycle ends
+//     before ranking; nothing is written; engine state is kept; the loop
+//     backs off.
+//   - PostgreSQL down: ranking goes on from in-memory state; what must be
+//     recorded (finished jobs, decisions, cycle timings) is buffered, bounded,
+//     and shipped when the database is back. Leadership cannot be confirmed
+//     without the database, so nothing is written to Slurm meanwhile (the
+//     values already written stay in Slurm).
+
+// clusterReader reads the live cluster (slurmctl.Client).
+type clusterReader interface {
+	Read(ctx context.Context) (*slurmctl.Cluster, error)
+}
+
+// valueWriter writes the wanted values of pending jobs (slurmctl.Writer).
+type valueWriter interface {
+	Write(ctx context.Context, jobs []slurmctl.Job, want map[int64]int64) (slurmctl.Report, error)
+	Prime(ctx context.Context) (int, error)
+}
+
+// recorder is what the cycle keeps in the accounting database
+// (accounting.Store).
+type recorder interface {
+	RecordFinished(ctx context.Context, source string, jobs []policy.Job) (accounting.Summary, error)
+	RecordDecisions(ctx context.Context, ds []accounting.Decision) (int, error)
+	RecordCycle(ctx context.Context, c accounting.Cycle) error
+	RecordPredictions(ctx context.Context, ps []accounting.Prediction) error
+}
+
+// leadership says whether this process may write to Slurm.
+type leadership interface {
+	// Leader reports whether this process holds the lease now. It may
+	// block briefly to confirm or acquire it; false on any doubt.
+	Leader(ctx context.Context) bool
+}
+
+// runnerConfig is the part of serve's config the cycle reads.
+type runnerConfig struct {
+	Cluster           string
+	Policy            string
+	Predictor         string
+	DryRun            bool
+	MaxWrites         int      // changed values written per cycle, at most; 0 = no cap
+	Partitions        []string // only these partitions (empty: all)
+	ExcludePartitions []string
+	ExemptQOS         []string
+	Range             policy.SlurmRange
+	Field             string // "site_factor" or "priority", for the decision log
+	BufferLimit       int    // records kept while the database is down
+}
+
+// runner runs serve cycles. Not safe for concurrent use: one goroutine runs
+// the loop.
+type runner struct {
+	cfg     runnerConfig
+	log     *slog.Logger
+	slurm   clusterReader
+	writer  valueWriter
+	store   recorder
+	leader  leadership
+	engine  *policy.Engine
+	metrics *metrics
+	now     func() time.Time
+
+	cycle      int64
+	wasLeader  bool
+	running    map[int64]policy.Job // running at the previous cycle
+	finished   map[int64]bool       // finished jobs already handed to the engine
+	assigned   map[int64]int64      // values decided at the previous cycle
+	predicted  map[int64]time.Duration
+	pendPrev   map[int64]policy.Job // pending at the previous cycle
+	buffer     recordBuffer
+	lastOK     time.Time
+	lastReport slurmctl.Report
+}
+
+func newRunner(cfg runnerConfig, log *slog.Logger, slurm clusterReader, writer valueWriter, store recorder,
+	leader leadership, engine *policy.Engine, m *metrics) *runner {
+	if cfg.BufferLimit <= 0 {
+		cfg.BufferLimit = 200000
+	}
+	return &runner{
+		cfg: cfg, log: log, slurm: slurm, writer: writer, store: store, leader: leader, engine: engine,
+		metrics: m, now: time.Now,
+		running: map[int64]policy.Job{}, finished: map[int64]bool{}, assigned: map[int64]int64{},
+		predicted: map[int64]time.Duration{}, pendPrev: map[int64]policy.Job{},
+	}
+}
+
+// errSlurmRead marks a cycle that could not read Slurm: the loop backs off.
+var errSlurmRead = errors.New("read slurm")
+
+// cycleResult is what one cycle decided, for tests and `serve --once`.
+type cycleResult struct {
+	Leader   bool
+	Pending  int
+	Ranked   []policy.Score
+	Snapshot *policy.Snapshot
+	Values   map[int64]int64 // job → value decided (written or, in dry run, would be)
+	Changed  []slurmctl.Change
+	Report   slurmctl.Report
+	Recorded bool // everything this cycle produced reached the database
+}
+
+// runCycle runs one cycle.
+func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
+	start := r.now()
+	r.cycle++
+	log := r.log.With("cycle", r.cycle)
+	rec := accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: start, Policy: r.cfg.Policy, DryRun: r.cfg.DryRun}
+	res := &cycleResult{}
+
+	cl, err := r.slurm.Read(ctx)
+	rec.Read = r.now().Sub(start)
+	if err != nil {
+		rec.Error = err.Error()
+		rec.Total = r.now().Sub(start)
+		r.buffer.addCycle(rec, r.cfg.BufferLimit)
+		r.flush(ctx, log)
+		r.metrics.cycle(rec, "read_error")
+		r.metrics.slurmUp.Set(0)
+		return nil, fmt.Errorf("%w: %w", errSlurmRead, err)
+	}
+	r.metrics.slurmUp.Set(1)
+
+	// Observation: pending jobs Fairway may rank, running jobs, and the
+	// jobs that stopped since the previous cycle.
+	pendingRecs := r.rankable(cl)
+	pending := make([]policy.Job, len(pendingRecs))
+	for i := range pendingRecs {
+		pending[i] = pendingRecs[i].Job
+	}
+	running := cl.Running()
+	stopped, newlyFinished := r.stopped(cl, running, start)
+	obs := &policy.Observation{Now: start, Pending: pending, Running: running, Stopped: stopped}
+
+	t := r.now()
+	snap, scores, err := r.engine.Cycle(obs)
+	rec.Rank = r.now().Sub(t)
+	if err != nil {
+		rec.Error = err.Error()
+		rec.Total = r.now().Sub(start)
+		r.buffer.addCycle(rec, r.cfg.BufferLimit)
+		r.flush(ctx, log)
+		r.metrics.cycle(rec, "rank_error")
+		return nil, fmt.Errorf("rank: %w", err)
+	}
+	r.observePredictionErrors(stopped)
+	r.recordStartedPredictions(running, start)
+	r.pendPrev = make(map[int64]policy.Job, len(pending))
+	for _, j := range pending {
+		r.pendPrev[j.ID] = j
+	}
+	r.predicted = make(map[int64]time.Duration, len(snap.Predicted))
+	for id, d := range snap.Predicted {
+		r.predicted[id] = d
+	}
+	rec.Pending, rec.Running = len(pending), len(running)
+	res.Pending, res.Ranked, res.Snapshot = len(pending), scores, snap
+
+	// Decision: values that keep Fairway's order in Slurm, as few changes
+	// as possible, capped.
+	values, err := policy.Assign(scores, r.assigned, r.cfg.Range)
+	if err != nil {
+		rec.Error = err.Error()
+		rec.Total = r.now().Sub(start)
+		r.buffer.addCycle(rec, r.cfg.BufferLimit)
+		r.flush(ctx, log)
+		r.metrics.cycle(rec, "rank_error")
+		return nil, fmt.Errorf("assign values: %w", err)
+	}
+	want := make(map[int64]int64, len(scores))
+	for i, s := range scores {
+		want[s.JobID] = values[i]
+	}
+	want = r.capWrites(scores, want)
+	res.Values = want
+
+	// Sink: write when leader and not in dry run.
+	t = r.now()
+	leader := r.leader.Leader(ctx)
+	if leader && !r.wasLeader && !r.cfg.DryRun {
+		if n, err := r.writer.Prime(ctx); err != nil {
+			log.Warn("prime writer from sprio", "err", err)
+		} else {
+			log.Info("became leader", "values_known", n)
+		}
+	}
+	if !leader && r.wasLeader {
+		log.Warn("lost leadership: writing nothing until it is confirmed again")
+	}
+	r.wasLeader, rec.Leader, res.Leader = leader, leader, leader
+	r.metrics.leader.Set(b2f(leader))
+
+	var report slurmctl.Report
+	if leader && !r.cfg.DryRun {
+		report, err = r.writer.Write(ctx, pendingRecs, want)
+		if err != nil {
+			// The writer reports what it did even on error.
+			log.Error("write to slurm", "err", err, "applied", len(report.Applied), "failed", len(report.Failed))
+			rec.Error = "write: " + err.Error()
+		}
+	} else {
+		report = r.plan(pendingRecs, want)
+	}
+	rec.Write = r.now().Sub(t)
+	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)
+	res.Report, res.Changed = report, report.Planned
+	r.lastReport = report
+	// Remember what Slurm holds now: applied writes, plus everything
+	// decided when nothing is written (so a dry run converges too).
+	next := make(map[int64]int64, len(want))
+	for id, v := range r.assigned {
+		if _, still := want[id]; still {
+			next[id] = v
+		}
+	}
+	if leader && !r.cfg.DryRun {
+		for _, c := range report.Applied {
+			next[c.JobID] = c.To
+		}
+	} else {
+		for id, v := range want {
+			next[id] = v
+		}
+	}
+	r.assigned = next
+
+	// Record: decisions for every job whose value changed, the jobs that
+	// finished, the cycle.
+	rank := make(map[int64]int, len(scores))
+	for i, s := range scores {
+		rank[s.JobID] = i
+	}
+	for _, c := range report.Planned {
+		i, ok := rank[c.JobID]
+		if !ok {
+			continue
+		}
+		s := scores[i]
+		d := accounting.Decision{
+			Cluster: r.cfg.Cluster, At: start, Cycle: r.cycle, JobID: c.JobID, Policy: r.cfg.Policy,
+			Rank: i + 1, Score: s.Value, Parts: s.Parts, Predicted: snap.Predicted[c.JobID], Predictor: r.cfg.Predictor,
+			Field: r.cfg.Field, Value: c.To, DryRun: r.cfg.DryRun || !leader,
+		}
+		if c.FromKnown {
+			from := c.From
+			d.Previous = &from
+		}
+		r.buffer.decisions = append(r.buffer.decisions, d)
+		log.Debug("decision", "job_id", c.JobID, "rank", i+1, "score", s.Value, "value", c.To, "dry_run", d.DryRun)
+	}
+	r.buffer.finished = append(r.buffer.finished, newlyFinished...)
+	rec.Total = r.now().Sub(start)
+	r.buffer.addCycle(rec, r.cfg.BufferLimit)
+	t = r.now()
+	res.Recorded = r.flush(ctx, log)
+	rec.Record = r.now().Sub(t)
+
+	r.metrics.cycle(rec, "ok")
+	r.metrics.ranked(snap, scores, cl, report)
+	r.lastOK = r.now()
+	if n := len(report.Planned); n > 0 || len(report.Failed) > 0 {
+		log.Info("cycle", "pending", len(pending), "running", len(running), "changed", n,
+			"written", len(report.Applied), "failed", len(report.Failed), "leader", leader, "dry_run", r.cfg.DryRun,
+			"duration_seconds", rec.Total.Seconds())
+	}
+	return res, nil
+}
+
+// rankable returns the pending job records Fairway ranks: in an included
+// partition, not exempt by QOS, not held, not part of a heterogeneous job.
+func (r *runner) rankable(cl *slurmctl.Cluster) []slurmctl.Job {
+	var out []slurmctl.Job
+	for _, j := range cl.Jobs {
+		if !j.Pending() || j.Held || j.HetJob {
+			continue
+		}
+		if len(r.cfg.Partitions) > 0 && !anyPartition(j.Partition, r.cfg.Partitions) {
+			continue
+		}
+		if anyPartition(j.Partition, r.cfg.ExcludePartitions) || slices.Contains(r.cfg.ExemptQOS, j.QOS) {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// anyPartition reports whether a job's partition list ("a,b" for a job
+// submitted to several) names one of set.
+func anyPartition(jobParts string, set []string) bool {
+	for p := range splitComma(jobParts) {
+		if slices.Contains(set, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func splitComma(s string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		start := 0
+		for i := 0; i <= len(s); i++ {
+			if i == len(s) || s[i] == ',' {
+				if i > start && !yield(s[start:i]) {
+					return
+				}
+				start = i + 1
+			}
+		}
+	}
+}
+
+// stopped diffs this read against the previous cycle: jobs that ran and
+// are no longer running. A job Slurm still lists carries its own end and
+// state; one Slurm already forgot (MinJobAge passed) is taken as finished
+// now, and slurmdbd's history corrects its record later. Jobs that started
+// and finished between two cycles are included too (they ran). It also
+// returns the finished jobs to record in the history.
+func (r *runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Time) (stopped, finished []policy.Job) {
+	listed := make(map[int64]*policy.Job, len(cl.Jobs))
+	for i := range cl.Jobs {
+		listed[cl.Jobs[i].ID] = &cl.Jobs[i].Job
+	}
+	for id, prev := range r.running {
+		j, ok := listed[id]
+		switch {
+		case !ok:
+			p := prev
+			p.End, p.State = now, policy.StateCompleted
+			stopped = append(stopped, p)
+			r.finished[id] = true
+		case j.State == policy.StateRunning:
+			// still running
+		case j.State == policy.StatePending:
+			p := *j // requeued: keeps its attained service
+			p.Start, p.End = prev.Start, now
+			stopped = append(stopped, p)
+		case j.State.Finished():
+			p := *j
+			if p.Start.IsZero() {
+				p.Start = prev.Start
+			}
+			if p.End.IsZero() {
+				p.End = now
+			}
+			stopped = append(stopped, p)
+			finished = append(finished, p)
+			r.finished[id] = true
+		}
+	}
+	seen := make(map[int64]bool, len(r.finished))
+	for i := range cl.Jobs {
+		j := &cl.Jobs[i].Job
+		if !j.State.Finished() {
+			continue
+		}
+		seen[j.ID] = true
+		if r.finished[j.ID] || j.Start.IsZero() {
+			continue
+		}
+		// Finished between cycles, or finished before this process started:
+		// record it; hand it to the engine only if it ran.
+		r.finished[j.ID] = true
+		finished = append(finished, *j)
+		if _, wasRunning := r.running[j.ID]; !wasRunning && !j.End.IsZero() {
+			stopped = append(stopped, *j)
+		}
+	}
+	for id := range r.finished { // forget what Slurm forgot
+		if !seen[id] {
+			delete(r.finished, id)
+		}
+	}
+	r.running = make(map[int64]policy.Job, len(running))
+	for _, j := range running {
+		r.running[j.ID] = j
+	}
+	// Stable order: the predictor learns in end order.
+	slices.SortFunc(stopped, func(a, b policy.Job) int {
+		if c := a.End.Compare(b.End); c != 0 {
+			return c
+		}
+		return cmpInt64(a.ID, b.ID)
+	})
+	return stopped, finished
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// capWrites keeps at most MaxWrites changed values, the best-ranked first;
+// the other jobs keep what Slurm holds this cycle.
+func (r *runner) capWrites(scores []policy.Score, want map[int64]int64) map[int64]int64 {
+	if r.cfg.MaxWrites <= 0 {
+		return want
+	}
+	n := 0
+	for _, s := range scores {
+		v := want[s.JobID]
+		if old, ok := r.assigned[s.JobID]; ok && old == v {
+			continue
+		}
+		if n >= r.cfg.MaxWrites {
+			if old, ok := r.assigned[s.JobID]; ok {
+				want[s.JobID] = old
+			} else {
+				delete(want, s.JobID)
+			}
+			continue
+		}
+		n++
+	}
+	return want
+}
+
+// plan is what a write would do, for dry runs and followers: the values that
+// differ from what this process last decided.
+func (r *runner) plan(jobs []slurmctl.Job, want map[int64]int64) slurmctl.Report {
+	rep := slurmctl.Report{DryRun: true}
+	for _, j := range jobs {
+		v, ok := want[j.ID]
+		if !ok {
+			continue
+		}
+		old, known := r.assigned[j.ID]
+		if known && old == v {
+			continue
+		}
+		rep.Planned = append(rep.Planned, slurmctl.Change{JobID: j.ID, Target: j.Target(), From: old, To: v, FromKnown: known})
+	}
+	return rep
+}
+
+// observePredictionErrors feeds the prediction-error metric with the jobs
+// that finished this cycle and had a prediction while they ran.
+func (r *runner) observePredictionErrors(stopped []policy.Job) {
+	for i := range stopped {
+		j := &stopped[i]
+		p, ok := r.predicted[j.ID]
+		if !ok || !j.State.Finished() {
+			continue
+		}
+		if run := j.RunTime(); run > 0 {
+			r.metrics.predictionError.Observe((p - run).Abs().Seconds())
+		}
+	}
+}
+
+// recordStartedPredictions logs, for every job that was pending at the
+// previous cycle and runs now, the last run time predicted for it: the
+// prediction outcome the report compares with the actual run time.
+func (r *runner) recordStartedPredictions(running []policy.Job, at time.Time) {
+	for i := range running {
+		j := &running[i]
+		if _, was := r.pendPrev[j.ID]; !was {
+			continue
+		}
+		if p, ok := r.predicted[j.ID]; ok {
+			r.buffer.predictions = append(r.buffer.predictions, accounting.Prediction{
+				Cluster: r.cfg.Cluster, JobID: j.ID, ArrayTask: j.ArrayTask, Submit: j.Submit, Predictor: r.cfg.Predictor,
+				At: at, Run: p, Rule: "engine", Partition: j.Partition,
+			})
+		}
+	}
+}
+
+// flush ships buffered records to the database. It reports whether the
+// buffer is empty afterwards.
+func (r *runner) flush(ctx context.Context, log *slog.Logger) bool {
+	ok := r.buffer.flush(ctx, r.store, r.cfg.BufferLimit)
+	r.metrics.buffered.Set(float64(r.buffer.len()))
+	if ok {
+		r.metrics.dbUp.Set(1)
+		if r.buffer.failing {
+			log.Info("database is back: buffered records shipped")
+			r.buffer.failing = false
+		}
+		return true
+	}
+	r.metrics.dbUp.Set(0)
+	if !r.buffer.failing {
+		log.Error("record to database failed: buffering until it is back", "err", r.buffer.lastErr, "buffered", r.buffer.len())
+		r.buffer.failing = true
+	}
+	return false
+}
+
+// recordBuffer holds what must reach the database, in order, while it is
+// unreachable. Finished jobs are never dropped (they are history); when the
+// buffer is over its limit the oldest decisions and cycle rows go first,
+// and the drop is counted.
+type recordBuffer struct {
+	finished    []policy.Job
+	predictions []accounting.Prediction
+	decisions   []accounting.Decision
+	cycles      []accounting.Cycle
+	dropped     int
+	failing     bool
+	lastErr     error
+}
+
+func (b *recordBuffer) len() int {
+	return len(b.finished) + len(b.predictions) + len(b.decisions) + len(b.cycles)
+}
+
+func (b *recordBuffer) addCycle(c accounting.Cycle, limit int) {
+	b.cycles = append(b.cycles, c)
+	for b.len() > limit && (len(b.decisions) > 0 || len(b.cycles) > 1) {
+		if len(b.decisions) > 0 {
+			n := min(len(b.decisions), b.len()-limit)
+			b.decisions = b.decisions[n:]
+			b.dropped += n
+			continue
+		}
+		b.cycles = b.cycles[1:]
+		b.dropped++
+	}
+}
+
+func (b *recordBuffer) flush(ctx context.Context, s recorder, _ int) bool {
+	if b.len() == 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if len(b.finished) > 0 {
+		if _, err := s.RecordFinished(ctx, "slurmctld", b.finished); err != nil {
+			b.lastErr = err
+			return false
+		}
+		b.finished = nil
+	}
+	if len(b.predictions) > 0 {
+		if err := s.RecordPredictions(ctx, b.predictions); err != nil {
+			b.lastErr = err
+			return false
+		}
+		b.predictions = nil
+	}
+	if len(b.decisions) > 0 {
+		if _, err := s.RecordDecisions(ctx, b.decisions); err != nil {
+			b.lastErr = err
+			return false
+		}
+		b.decisions = nil
+	}
+	for len(b.cycles) > 0 {
+		if err := s.RecordCycle(ctx, b.cycles[0]); err != nil {
+			b.lastErr = err
+			return false
+		}
+		b.cycles = b.cycles[1:]
+	}
+	return true
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

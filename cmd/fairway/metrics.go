@@ -1,0 +1,142 @@
+package main
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are serve's Prometheus metrics, on their own registry (no
+// globals). Names follow Prometheus conventions: base units, _total for
+// counters.
+type metrics struct {
+	reg *prometheus.Registry
+
+	cycleDuration   *prometheus.HistogramVec
+	cycles          *prometheus.CounterVec
+	jobsPending     prometheus.Gauge
+	jobsRunning     prometheus.Gauge
+	writes          prometheus.Counter
+	writeErrors     prometheus.Counter
+	planned         prometheus.Counter
+	leader          prometheus.Gauge
+	slurmUp         prometheus.Gauge
+	dbUp            prometheus.Gauge
+	buffered        prometheus.Gauge
+	accountUse      *prometheus.GaugeVec
+	accountShare    *prometheus.GaugeVec
+	accountWait     *prometheus.GaugeVec
+	accountWaitMax  *prometheus.GaugeVec
+	predictionError prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.cycleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "fairway_cycle_duration_seconds", Help: "Duration of serve cycles by phase (read, rank, write, record, total).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+	}, []string{"phase"})
+	m.cycles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairway_cycles_total", Help: "Serve cycles by result (ok, read_error, rank_error)."}, []string{"result"})
+	m.jobsPending = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_jobs_ranked", Help: "Pending jobs ranked in the last cycle."})
+	m.jobsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_jobs_running", Help: "Running jobs seen in the last cycle."})
+	m.writes = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_writes_total", Help: "Values written to Slurm and confirmed."})
+	m.writeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_write_errors_total", Help: "Writes Slurm refused or whose outcome is unknown."})
+	m.planned = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_values_changed_total", Help: "Values decided that differ from the previous cycle (written, or in dry run would be)."})
+	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_leader", Help: "1 when this process holds the leader lease and may write to Slurm."})
+	m.slurmUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_slurm_up", Help: "1 when the last read of slurmrestd succeeded."})
+	m.dbUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_database_up", Help: "1 when the last write to PostgreSQL succeeded."})
+	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL."})
+	m.accountUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_usage_ratio", Help: "Account's share of the cluster's decayed GPU usage (0..1)."}, []string{"account"})
+	m.accountShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_share_ratio", Help: "Account's normalized share among the accounts with usage or pending work (0..1)."}, []string{"account"})
+	m.accountWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_seconds", Help: "Mean time the account's pending jobs have waited so far."}, []string{"account"})
+	m.accountWaitMax = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_max_seconds", Help: "Longest time one of the account's pending jobs has waited so far."}, []string{"account"})
+	m.predictionError = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fairway_prediction_abs_error_seconds", Help: "Absolute error of the run-time prediction of jobs that finished.",
+		Buckets: prometheus.ExponentialBuckets(10, 3, 10),
+	})
+	for _, c := range []prometheus.Collector{m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
+		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
+		m.predictionError, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	return m
+}
+
+func (m *metrics) cycle(c accounting.Cycle, result string) {
+	m.cycles.WithLabelValues(result).Inc()
+	for phase, d := range map[string]time.Duration{"read": c.Read, "rank": c.Rank, "write": c.Write, "record": c.Record, "total": c.Total} {
+		m.cycleDuration.WithLabelValues(phase).Observe(d.Seconds())
+	}
+}
+
+// ranked updates the per-cycle gauges from the snapshot just ranked.
+func (m *metrics) ranked(s *policy.Snapshot, scores []policy.Score, _ *slurmctl.Cluster, rep slurmctl.Report) {
+	m.jobsPending.Set(float64(len(scores)))
+	m.jobsRunning.Set(float64(len(s.Running)))
+	m.writes.Add(float64(len(rep.Applied)))
+	m.writeErrors.Add(float64(len(rep.Failed)))
+	m.planned.Add(float64(len(rep.Planned)))
+
+	type agg struct {
+		n        int
+		sum, max float64
+	}
+	waits := map[string]*agg{}
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		a := waits[j.Account]
+		if a == nil {
+			a = &agg{}
+			waits[j.Account] = a
+		}
+		w := s.Now.Sub(j.Submit).Seconds()
+		a.n++
+		a.sum += w
+		a.max = max(a.max, w)
+	}
+	m.accountWait.Reset()
+	m.accountWaitMax.Reset()
+	for acct, a := range waits {
+		m.accountWait.WithLabelValues(acct).Set(a.sum / float64(a.n))
+		m.accountWaitMax.WithLabelValues(acct).Set(a.max)
+	}
+
+	// Usage vs share, over the accounts the ledger knows or that wait.
+	accounts := map[string]bool{}
+	for acct := range waits {
+		accounts[acct] = true
+	}
+	if s.Ledger != nil {
+		for _, a := range s.Ledger.Assocs() {
+			accounts[a.Account] = true
+		}
+	}
+	var total, shareSum float64
+	if s.Ledger != nil {
+		total = s.Ledger.TotalUsage(s.Now)
+	}
+	for acct := range accounts {
+		shareSum += s.Shares.Account(acct)
+	}
+	m.accountUse.Reset()
+	m.accountShare.Reset()
+	for acct := range accounts {
+		if total > 0 && s.Ledger != nil {
+			m.accountUse.WithLabelValues(acct).Set(s.Ledger.AccountUsage(acct, s.Now) / total)
+		}
+		if shareSum > 0 {
+			m.accountShare.WithLabelValues(acct).Set(s.Shares.Account(acct) / shareSum)
+		}
+	}
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
