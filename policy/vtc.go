@@ -9,8 +9,8 @@ import (
 
 // VTCParams configures vtc. The zero value gives the defaults.
 type VTCParams struct {
-	// IgnoreRunning leaves the predicted remaining service of running jobs
-	// out of the counters, which then hold only service already received.
+	// IgnoreRunning leaves the predicted service running jobs have yet to
+	// receive out of the counters, which then hold only service received.
 	// false (the default) counts it; see vtc.
 	IgnoreRunning bool
 }
@@ -41,9 +41,10 @@ type VTCParams struct {
 //   - VTC charges a request's prompt when it is dispatched; a batch job
 //     holds its GPUs for hours, so a counter charged only as time passes
 //     would let a user start many long jobs before the counter catches up.
-//     Unless IgnoreRunning, the predicted remaining service of the user's
-//     running jobs is added to the counter ("committed"), and the Ledger
-//     trues it up as the job really runs.
+//     Unless IgnoreRunning, the service the user's running jobs are
+//     predicted to use and the Ledger has not charged yet is added to the
+//     counter ("committed"); the Ledger trues it up as the jobs really run,
+//     so counter + committed does not depend on how often they are charged.
 //   - Zero-share associations or accounts rank after everyone else, FIFO
 //     among themselves.
 //
@@ -121,7 +122,7 @@ type vtcTags struct {
 // association in the order given by within, then across the users of an
 // account by user tag, then across accounts by account tag. cost is each
 // pending job's predicted service and sub its submitKeys. With committed,
-// running jobs' predicted remaining service counts as already received.
+// running jobs' predicted service not yet charged counts as received.
 func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32) int, committed bool) *vtcTags {
 	g := groupByAssoc(s.Pending)
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
@@ -149,11 +150,10 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 			if !okU && !okA {
 				continue
 			}
-			rem := predictedRun(s, r)
-			if !r.Start.IsZero() {
-				rem -= s.Now.Sub(r.Start)
-			}
-			u := s.Service.Rate(r) * max(rem, 0).Seconds()
+			// What the job is predicted to use and the Ledger has not
+			// charged yet: counter + committed does not depend on how
+			// recently the cycle owner charged running jobs.
+			u := max(0, predictedService(s, r)-s.Ledger.Attained(r.ID))
 			if okU {
 				commU[x] += u
 			}

@@ -155,8 +155,9 @@ func TestVTC_ReturningUserIsLifted(t *testing.T) {
 	}
 }
 
-// TestVTC_CommittedRunningService: bob's running job has 50 predicted
-// minutes left (3000 GPU-s), which counts unless IgnoreRunning.
+// TestVTC_CommittedRunningService: bob's running job is predicted to use
+// 3600 GPU-s and has been charged 600: the 3000 left count unless
+// IgnoreRunning, whenever the job was last charged.
 func TestVTC_CommittedRunningService(t *testing.T) {
 	s := rkSnap(60,
 		rkJob{id: 1, acct: "lab", user: "alice", submit: 10, run: time.Hour},
@@ -179,6 +180,17 @@ func TestVTC_CommittedRunningService(t *testing.T) {
 	got, _ = rkRank(t, "vtc", PolicyParams{VTC: VTCParams{IgnoreRunning: true}}, s)
 	if diff := cmp.Diff([]int64{2, 1}, got); diff != "" {
 		t.Errorf("received service only (-want +got):\n%s", diff)
+	}
+
+	// Charged only up to minute 55 (the cycle owner charges every few
+	// minutes): received 300, committed 3300, the same counter.
+	stale := rkLedger(t, LedgerParams{})
+	rkCharge(stale, 10, "lab", "alice", 2000)
+	stale.Charge(&running, running.Start, rkAt(55), Service{})
+	s.Ledger = stale
+	_, by = rkRank(t, "vtc", PolicyParams{}, s)
+	if c := by[2].Parts["user_counter"]; c != 3600 {
+		t.Errorf("bob's counter with stale charging = %v, want 300 received + 3300 committed", c)
 	}
 }
 
