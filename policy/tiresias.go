@@ -51,9 +51,9 @@ type TiresiasParams struct {
 // Gittins distribution is the service of the last finished jobs the Ledger
 // samples (the artifact reads durations from a file); with no samples the
 // index is 0 and Gittins falls back to LAS' order. For a preemptive
-// simulation, pass running jobs in Snapshot.Pending too: a job's rank
-// depends only on the Ledger, so the top of the ranking that fits should
-// run and the rest be requeued.
+// simulation, charge running jobs up to Now and pass them in
+// Snapshot.Pending too: a job's rank depends only on the Ledger, so the top
+// of the ranking that fits should run and the rest be requeued.
 //
 // Value = −queue (+ G/(1+G), in [0, 1), with Gittins). Parts: queue,
 // gittins_order (G/(1+G)), gittins_index (G), attained_gpu_s (all service
