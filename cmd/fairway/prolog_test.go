@@ -59,6 +59,15 @@ func unsetenv(t *testing.T, keys ...string) {
 	}
 }
 
+// cleanHookEnv unsets every hook setting in the environment (`lab env`
+// exports FAIRWAY_DATABASE_URL, which would win over a config file).
+func cleanHookEnv(t *testing.T) {
+	for k := range knownHookSettings() {
+		unsetenv(t, k)
+	}
+	unsetenv(t, "SLURM_CLUSTER_NAME", "FAIRWAY_CONFIG")
+}
+
 func writeConfig(t *testing.T, mode os.FileMode, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "hooks.env")
@@ -86,8 +95,8 @@ FAIRWAY_SHARDS_PER_GPU=8
 FAIRWAY_LOG_LEVEL=debug
 FAIRWAY_CLUSTER=fromfile
 `)
+	cleanHookEnv(t)
 	t.Setenv("FAIRWAY_SPOOL_DIR", "/env/spool")
-	unsetenv(t, "SLURM_CLUSTER_NAME", "FAIRWAY_CLUSTER")
 	got, err := settingsOf(t, "--config", path, "--timeout", "1s")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +130,7 @@ func TestHookSettings_Errors(t *testing.T) {
 		{[]string{"--database-url", "postgres://%zz"}, "--database-url"},
 		{[]string{"--cluster", ""}, "cluster"},
 	}
-	unsetenv(t, "SLURM_CLUSTER_NAME", "FAIRWAY_CLUSTER")
+	cleanHookEnv(t)
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			args := append([]string{"--config", "", "--cluster", "lab"}, tt.args...)
@@ -137,6 +146,7 @@ func TestApplyConfigFile_Refusals(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the config file must belong to root")
 	}
+	cleanHookEnv(t)
 	tests := []struct {
 		name string
 		path string
@@ -163,8 +173,9 @@ func TestApplyConfigFile_Refusals(t *testing.T) {
 // TestPrologCommand_NeverFailsOnSettings: a bad setting or a missing Slurm
 // environment is logged and the prolog exits 0, so it cannot drain a node.
 func TestPrologCommand_NeverFailsOnSettings(t *testing.T) {
+	cleanHookEnv(t)
 	logFile := filepath.Join(t.TempDir(), "hooks.log")
-	t.Setenv("SLURM_JOB_ID", "")
+	unsetenv(t, "SLURM_JOB_ID")
 	for _, args := range [][]string{
 		{"prolog", "--config", "", "--log-file", logFile, "--timeout", "soon"},
 		{"epilog", "--config", "", "--log-file", logFile, "--cluster", "lab", "--spool-dir", "relative"},
@@ -189,6 +200,7 @@ func TestPrologCommand_NeverFailsOnSettings(t *testing.T) {
 // TestSpoolFlush_EmptySpool: flushing an empty spool needs no database
 // round trip and says what it did.
 func TestSpoolFlush_EmptySpool(t *testing.T) {
+	cleanHookEnv(t)
 	dir := t.TempDir()
 	out, err := runApp(t, "spool", "flush", "--config", "", "--spool-dir", dir, "--database-url", "postgres://nobody@127.0.0.1:1/none", "--json")
 	if err != nil {
