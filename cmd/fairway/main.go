@@ -39,6 +39,7 @@ func newApp() *cli.App {
 			versionCommand(),
 			migrateCommand(),
 			serveCommand(),
+			explainCommand(),
 			predictCommand(),
 			ingestCommand(),
 			sharesCommand(),

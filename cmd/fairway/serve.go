@@ -153,57 +153,12 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 // ctx ends (SIGTERM/SIGINT), finishing the cycle in flight.
 func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.Logger) error {
 	log := base.With("component", "serve")
-	store, closeDB, err := openStore(ctx, c, base)
+	s, err := buildServe(ctx, cfg, c.String("database-url"), base)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
-
-	var tokens slurmctl.TokenSource
-	switch {
-	case cfg.ScontrolToken:
-		st, err := slurmctl.NewScontrolToken(slurmctl.ScontrolTokenConfig{User: cfg.SlurmUser}, base.With("component", "token"))
-		if err != nil {
-			return err
-		}
-		tokens = st
-	case cfg.TokenFile != "":
-		tokens = slurmctl.FileToken(cfg.TokenFile)
-	default:
-		tokens = slurmctl.StaticToken(cfg.TokenEnv)
-	}
-	client, err := slurmctl.New(ctx, slurmctl.Config{URL: cfg.SlurmURL, User: cfg.SlurmUser, Token: tokens, Version: cfg.APIVersion},
-		base.With("component", "slurmctl"))
-	if err != nil {
-		return fmt.Errorf("slurmrestd at %s: %w", cfg.SlurmURL, err)
-	}
-	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.runner.Range, DryRun: cfg.runner.DryRun},
-		client, base.With("component", "writer"))
-	if err != nil {
-		return err
-	}
-	cl, err := client.Read(ctx)
-	if err != nil {
-		return fmt.Errorf("first read of the cluster: %w", err)
-	}
-
-	engine, err := newServeEngine(ctx, store, cfg, cl, log)
-	if err != nil {
-		return err
-	}
-
-	var lead leadership = alwaysLeader{}
-	if cfg.HA {
-		pcfg, err := pgx.ParseConfig(c.String("database-url"))
-		if err != nil {
-			return errors.New("--database-url is not a valid PostgreSQL URL or DSN")
-		}
-		l := newPGLeader(pcfg, cfg.runner.Cluster, base.With("component", "leader"))
-		defer l.Close()
-		lead = l
-	}
-	m := newMetrics()
-	r := newRunner(cfg.runner, log, client, writer, store, lead, engine, m)
+	defer s.close()
+	r := s.runner
 
 	if cfg.Once {
 		res, err := r.runCycle(ctx)
@@ -212,6 +167,8 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		}
 		return printOnce(c.App.Writer, res, cfg)
 	}
+	m := r.metrics
+	store := s.store
 
 	var ready atomic.Bool
 	if cfg.Listen != "" {
@@ -227,7 +184,7 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 	}
 	log.Info("serving", "cluster", cfg.runner.Cluster, "policy", cfg.runner.Policy, "predictor", cfg.runner.Predictor,
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.runner.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
-		"slurm_api", client.Version())
+		"slurm_api", s.client.Version())
 
 	history := &accounting.SacctHistory{Cluster: cfg.runner.Cluster}
 	wait := time.Duration(0)
@@ -263,6 +220,76 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 			log.Error("cycle failed", "err", err)
 		}
 	}
+}
+
+// served is a wired serve: the runner and what must be closed after it.
+type served struct {
+	runner *runner
+	store  *accounting.Store
+	client *slurmctl.Client
+	close  func()
+}
+
+// buildServe connects to PostgreSQL and slurmrestd, warms the engine from
+// history and returns the runner. Tests build the same thing.
+func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Logger) (*served, error) {
+	log := base.With("component", "serve")
+	store, closeDB, err := openStoreURL(ctx, dbURL, base)
+	if err != nil {
+		return nil, err
+	}
+	closers := []func(){closeDB}
+	s := &served{store: store, close: func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}}
+	fail := func(err error) (*served, error) { s.close(); return nil, err }
+
+	var tokens slurmctl.TokenSource
+	switch {
+	case cfg.ScontrolToken:
+		st, err := slurmctl.NewScontrolToken(slurmctl.ScontrolTokenConfig{User: cfg.SlurmUser}, base.With("component", "token"))
+		if err != nil {
+			return fail(err)
+		}
+		tokens = st
+	case cfg.TokenFile != "":
+		tokens = slurmctl.FileToken(cfg.TokenFile)
+	default:
+		tokens = slurmctl.StaticToken(cfg.TokenEnv)
+	}
+	client, err := slurmctl.New(ctx, slurmctl.Config{URL: cfg.SlurmURL, User: cfg.SlurmUser, Token: tokens, Version: cfg.APIVersion},
+		base.With("component", "slurmctl"))
+	if err != nil {
+		return fail(fmt.Errorf("slurmrestd at %s: %w", cfg.SlurmURL, err))
+	}
+	s.client = client
+	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.runner.Range, DryRun: cfg.runner.DryRun},
+		client, base.With("component", "writer"))
+	if err != nil {
+		return fail(err)
+	}
+	cl, err := client.Read(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("first read of the cluster: %w", err))
+	}
+	engine, err := newServeEngine(ctx, store, cfg, cl, log)
+	if err != nil {
+		return fail(err)
+	}
+	var lead leadership = alwaysLeader{}
+	if cfg.HA {
+		pcfg, err := pgx.ParseConfig(dbURL)
+		if err != nil {
+			return fail(errors.New("--database-url is not a valid PostgreSQL URL or DSN"))
+		}
+		l := newPGLeader(pcfg, cfg.runner.Cluster, base.With("component", "leader"))
+		closers = append(closers, l.Close)
+		lead = l
+	}
+	s.runner = newRunner(cfg.runner, log, client, writer, store, lead, engine, newMetrics())
+	return s, nil
 }
 
 // newServeEngine builds the engine and warms it with the cluster's recent
