@@ -1,0 +1,309 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNoCluster is returned by Source.Cluster when the database holds no
+// cluster, or several and none was named.
+var ErrNoCluster = errors.New("no cluster to report on")
+
+// Data is what the accounting database holds about one cluster and month:
+// the input of Build. Load fills it; tests may build it by hand.
+type Data struct {
+	Cluster string
+	Month   Month
+	// Jobs are the finished jobs that ended in the month or ran during
+	// it (a job that ran over the month's end is here for the GPU-hours it
+	// used inside the month), in end order.
+	Jobs []policy.Job
+	// Shares is the cluster's share tree; nil when none is stored, and
+	// then every account and user has one share.
+	Shares *accounting.ShareTree
+	// Outcomes pairs predictions with actual run times, for the jobs that
+	// ended in the month (the prediction_outcome view).
+	Outcomes []Outcome
+	// GPUUsage holds the epilog's records closed in the month.
+	GPUUsage []accounting.GPUUsage
+	// Decisions sums up the decision log of the month, one entry per job.
+	Decisions []JobDecisions
+	// Cycles sums up the serve cycles of the month.
+	Cycles CycleStats
+}
+
+// Outcome is one prediction and the run time the job really had.
+type Outcome struct {
+	JobID     int64
+	Partition string
+	Predictor string
+	Predicted float64 // seconds
+	Actual    float64 // seconds
+}
+
+// JobDecisions is what the decision log says about one job over the month.
+type JobDecisions struct {
+	JobID int64
+	Rows  int
+	// Written: a cycle that was not a dry run wrote the job a value
+	// different from the one it had (or one where it had none known).
+	Written bool
+	// DryRun: a dry-run cycle would have changed the job's value.
+	DryRun    bool
+	Policy    string // the policy that decided most often
+	Predictor string // the predictor used most often ("" for none)
+	BestRank  int
+	WorstRank int
+}
+
+// CycleStats sums up `fairway serve` cycles.
+type CycleStats struct {
+	Cycles        int
+	DryRun        int     // cycles run in dry-run mode
+	Written       int64   // values written to Slurm
+	WriteErrors   int64   // values Slurm refused
+	Failed        int     // cycles that ended in an error
+	MedianSeconds float64 // median cycle duration
+}
+
+// Source reads report data from the accounting database.
+type Source struct {
+	pool  *pgxpool.Pool
+	store *accounting.Store
+}
+
+// NewSource returns a Source over pool; store must be the accounting Store
+// on the same database (it loads the share tree).
+func NewSource(pool *pgxpool.Pool, store *accounting.Store) *Source {
+	return &Source{pool: pool, store: store}
+}
+
+// Cluster returns name when it is not empty, or else the only cluster
+// with jobs in the database; ErrNoCluster when there are none or several.
+func (s *Source) Cluster(ctx context.Context, name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT cluster FROM job ORDER BY cluster LIMIT 10`)
+	if err != nil {
+		return "", fmt.Errorf("list clusters: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("list clusters: %w", err)
+	}
+	switch len(names) {
+	case 0:
+		return "", fmt.Errorf("%w: the database holds no jobs", ErrNoCluster)
+	case 1:
+		return names[0], nil
+	}
+	return "", fmt.Errorf("%w: the database holds several (%v): name one", ErrNoCluster, names)
+}
+
+// Load reads everything a report on cluster and month needs. With full
+// false it reads only the jobs and the share tree, enough for the summary
+// of the month before.
+func (s *Source) Load(ctx context.Context, cluster string, m Month, full bool) (*Data, error) {
+	d := &Data{Cluster: cluster, Month: m}
+	from, to := m.Start(), m.End()
+	var err error
+	if d.Jobs, err = s.jobs(ctx, cluster, from, to); err != nil {
+		return nil, err
+	}
+	tree, err := s.store.LoadShares(ctx, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("load shares: %w", err)
+	}
+	if len(tree.Nodes) > 0 {
+		d.Shares = tree
+	}
+	if !full {
+		return d, nil
+	}
+	if d.Outcomes, err = s.outcomes(ctx, cluster, from, to); err != nil {
+		return nil, err
+	}
+	if d.GPUUsage, err = s.gpuUsage(ctx, cluster, from, to); err != nil {
+		return nil, err
+	}
+	if d.Decisions, err = s.decisions(ctx, cluster, from, to); err != nil {
+		return nil, err
+	}
+	if d.Cycles, err = s.cycles(ctx, cluster, from, to); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// jobs reads the jobs that ended in [from, to) or ran during it. The lower
+// bound on end_time is what the job table's BRIN index serves.
+func (s *Source) jobs(ctx context.Context, cluster string, from, to time.Time) ([]policy.Job, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT job_id, array_job_id, array_task, het_job, user_name, account, partition, qos, name,
+	submit_time, eligible_time, start_time, end_time, time_limit_s, nodes, cpus, memory_mb,
+	gpus, gpu_type, shards, state, exit_code
+FROM job
+WHERE cluster = $1 AND end_time >= $2 AND (end_time < $3 OR start_time < $3)
+ORDER BY end_time, job_id, array_task`, cluster, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []policy.Job
+	for rows.Next() {
+		var (
+			j                      policy.Job
+			eligible, start, end   *time.Time
+			limit                  *int64
+			state                  string
+			nodes, cpus, gpus, shd int32
+		)
+		if err := rows.Scan(&j.ID, &j.ArrayJob, &j.ArrayTask, &j.HetJob, &j.User, &j.Account, &j.Partition, &j.QOS, &j.Name,
+			&j.Submit, &eligible, &start, &end, &limit, &nodes, &cpus, &j.MemoryMB,
+			&gpus, &j.GPUType, &shd, &state, &j.ExitCode); err != nil {
+			return nil, fmt.Errorf("read jobs: %w", err)
+		}
+		j.Cluster = cluster
+		j.Submit = j.Submit.UTC()
+		if eligible != nil {
+			j.Eligible = eligible.UTC()
+		}
+		if start != nil {
+			j.Start = start.UTC()
+		}
+		if end != nil {
+			j.End = end.UTC()
+		}
+		if limit != nil {
+			j.TimeLimit = time.Duration(*limit) * time.Second
+		}
+		j.Nodes, j.CPUs, j.GPUs, j.Shards = int(nodes), int(cpus), int(gpus), int(shd)
+		j.State = policy.ParseState(state)
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read jobs: %w", err)
+	}
+	return out, nil
+}
+
+// outcomes reads the prediction outcomes of the jobs that ended in [from, to).
+func (s *Source) outcomes(ctx context.Context, cluster string, from, to time.Time) ([]Outcome, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT job_id, partition, predictor, predicted_s, actual_s
+FROM prediction_outcome
+WHERE cluster = $1 AND end_time >= $2 AND end_time < $3
+ORDER BY job_id, array_task, predictor`, cluster, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read prediction outcomes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Outcome, error) {
+		var o Outcome
+		err := r.Scan(&o.JobID, &o.Partition, &o.Predictor, &o.Predicted, &o.Actual)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read prediction outcomes: %w", err)
+	}
+	return out, nil
+}
+
+// gpuUsage reads the epilog records closed in [from, to).
+func (s *Source) gpuUsage(ctx context.Context, cluster string, from, to time.Time) ([]accounting.GPUUsage, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT job_id, node, gpu_minor, started_at, ended_at, gpu_uuid, gpu_model, shards,
+	util_avg_pct, util_max_pct, mem_peak_mb, mem_total_mb, energy_joules
+FROM job_gpu_usage
+WHERE cluster = $1 AND ended_at >= $2 AND ended_at < $3
+ORDER BY job_id, ended_at, node, gpu_minor`, cluster, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read GPU usage: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounting.GPUUsage, error) {
+		var (
+			u          accounting.GPUUsage
+			started    *time.Time
+			minor, shd int32
+			avg, peak  *float32
+		)
+		err := r.Scan(&u.JobID, &u.Node, &minor, &started, &u.Ended, &u.UUID, &u.Model, &shd,
+			&avg, &peak, &u.MemPeakMB, &u.MemTotalMB, &u.EnergyJ)
+		u.Cluster, u.GPUMinor, u.Shards = cluster, int(minor), int(shd)
+		u.Ended = u.Ended.UTC()
+		if started != nil {
+			u.Started = started.UTC()
+		}
+		if avg != nil {
+			v := float64(*avg)
+			u.UtilAvgPct = &v
+		}
+		if peak != nil {
+			v := float64(*peak)
+			u.UtilMaxPct = &v
+		}
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read GPU usage: %w", err)
+	}
+	return out, nil
+}
+
+// decisions sums up the decision log of [from, to) per job. A row counts as
+// a change when its value differs from the one before; serve logs a job
+// only when its value changes, but the first row of a job whose previous
+// value Slurm did not report has previous NULL, which counts as a change.
+func (s *Source) decisions(ctx context.Context, cluster string, from, to time.Time) ([]JobDecisions, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT job_id, count(*)::int,
+	coalesce(bool_or(NOT dry_run AND previous IS DISTINCT FROM value), false),
+	coalesce(bool_or(dry_run AND previous IS DISTINCT FROM value), false),
+	mode() WITHIN GROUP (ORDER BY policy), mode() WITHIN GROUP (ORDER BY predictor),
+	min(rank), max(rank)
+FROM decision
+WHERE cluster = $1 AND decided_at >= $2 AND decided_at < $3
+GROUP BY job_id
+ORDER BY job_id`, cluster, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read decisions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobDecisions, error) {
+		var d JobDecisions
+		var best, worst int32
+		err := r.Scan(&d.JobID, &d.Rows, &d.Written, &d.DryRun, &d.Policy, &d.Predictor, &best, &worst)
+		d.BestRank, d.WorstRank = int(best), int(worst)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read decisions: %w", err)
+	}
+	return out, nil
+}
+
+// cycles sums up the serve cycles that started in [from, to).
+func (s *Source) cycles(ctx context.Context, cluster string, from, to time.Time) (CycleStats, error) {
+	var c CycleStats
+	var median *float64
+	err := s.pool.QueryRow(ctx, `
+SELECT count(*)::int, count(*) FILTER (WHERE dry_run)::int, coalesce(sum(written), 0)::bigint,
+	coalesce(sum(write_errors), 0)::bigint, count(*) FILTER (WHERE error <> '')::int,
+	percentile_cont(0.5) WITHIN GROUP (ORDER BY total_seconds)
+FROM cycle
+WHERE cluster = $1 AND started_at >= $2 AND started_at < $3`, cluster, from, to).
+		Scan(&c.Cycles, &c.DryRun, &c.Written, &c.WriteErrors, &c.Failed, &median)
+	if err != nil {
+		return c, fmt.Errorf("read cycles: %w", err)
+	}
+	if median != nil {
+		c.MedianSeconds = *median
+	}
+	return c, nil
+}

@@ -1,0 +1,323 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// table is one table of the report, built once from a Report and rendered
+// the same way into HTML, Markdown and CSV, so that every format carries
+// the same numbers.
+type table struct {
+	Name  string // CSV file stem and HTML id
+	Title string
+	Cols  []col
+	Rows  [][]cell
+}
+
+// col is a column header; Key links it to a definition ("" for none).
+type col struct {
+	Head string
+	Key  string
+	Num  bool // right-aligned
+}
+
+// cell is one formatted value; Key links it to a definition (row headers).
+type cell struct {
+	Text string
+	Key  string
+}
+
+func c(s string) cell { return cell{Text: s} }
+
+// Formats. Missing figures show as "–".
+const missing = "–"
+
+func fmtHours(n Num) string {
+	if !n.OK() {
+		return missing
+	}
+	return strconv.FormatFloat(float64(n), 'f', 1, 64)
+}
+
+func fmtPct(n Num) string {
+	if !n.OK() {
+		return missing
+	}
+	return strconv.FormatFloat(100*float64(n), 'f', 1, 64) + "%"
+}
+
+func fmtFloat(n Num, prec int) string {
+	if !n.OK() {
+		return missing
+	}
+	return strconv.FormatFloat(float64(n), 'f', prec, 64)
+}
+
+// fmtDur spells seconds the way people read waits: 42 s, 12 min, 3.4 h,
+// 2.5 d.
+func fmtDur(n Num) string {
+	if !n.OK() {
+		return missing
+	}
+	s := float64(n)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%.0f s", s)
+	case s < 3600:
+		return fmt.Sprintf("%.0f min", s/60)
+	case s < 48*3600:
+		return fmt.Sprintf("%.1f h", s/3600)
+	}
+	return fmt.Sprintf("%.1f d", s/86400)
+}
+
+func fmtInt(n int) string { return strconv.Itoa(n) }
+
+// fmtChange spells the change from prev to cur: a relative change for
+// amounts, a difference in percentage points for fractions.
+func fmtChange(cur, prev Num, fraction bool) string {
+	if !cur.OK() || !prev.OK() {
+		return missing
+	}
+	if fraction {
+		return fmt.Sprintf("%+.1f pts", 100*float64(cur-prev))
+	}
+	if prev == 0 {
+		return missing
+	}
+	return fmt.Sprintf("%+.0f%%", 100*float64(cur-prev)/math.Abs(float64(prev)))
+}
+
+// tables builds every table of r, in reading order.
+func tables(r *Report) []table {
+	h := r.Unit + "-hours"
+	var out []table
+
+	sum := table{Name: "summary", Title: "Cluster summary",
+		Cols: []col{{Head: "Figure"}, {Head: "This month (" + r.Month + ")", Num: true}}}
+	p := r.Previous
+	if p != nil {
+		sum.Cols = append(sum.Cols, col{Head: "Previous month (" + p.Month + ")", Num: true}, col{Head: "Change", Num: true})
+	}
+	type line struct {
+		name, key string
+		get       func(*Summary) Num
+		format    func(Num) string
+		fraction  bool
+	}
+	lines := []line{
+		{"Jobs ended", "jobs", func(s *Summary) Num { return Num(s.Jobs) }, func(n Num) string { return fmtFloat(n, 0) }, false},
+		{"Accounts with jobs", "", func(s *Summary) Num { return Num(s.Accounts) }, func(n Num) string { return fmtFloat(n, 0) }, false},
+		{"Users with jobs", "", func(s *Summary) Num { return Num(s.Users) }, func(n Num) string { return fmtFloat(n, 0) }, false},
+		{h + " delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false},
+		{h + " available", "available", func(s *Summary) Num { return s.Available }, fmtHours, false},
+		{"Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, fmtPct, true},
+		{"Jain's index over accounts", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return fmtFloat(n, 3) }, false},
+		{"Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, fmtDur, false},
+		{"95th-percentile wait", "p95", func(s *Summary) Num { return s.P95Wait }, fmtDur, false},
+		{"Median finish-time fairness ρ", "rho", func(s *Summary) Num { return s.MedianRho }, func(n Num) string { return fmtFloat(n, 2) }, false},
+		{"Cancelled " + h, "cancelled", func(s *Summary) Num { return s.CancelledHours }, fmtHours, false},
+		{"Failed " + h, "failed", func(s *Summary) Num { return s.FailedHours }, fmtHours, false},
+		{"Share of " + h + " cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, fmtPct, true},
+	}
+	for _, l := range lines {
+		row := []cell{{Text: l.name, Key: l.key}, c(l.format(l.get(&r.Summary)))}
+		if p != nil {
+			row = append(row, c(l.format(l.get(p))), c(fmtChange(l.get(&r.Summary), l.get(p), l.fraction)))
+		}
+		sum.Rows = append(sum.Rows, row)
+	}
+	out = append(out, sum)
+
+	daily := table{Name: "daily", Title: "Utilization by day (UTC)",
+		Cols: []col{{Head: "Day"}, {Head: h, Key: "hours", Num: true}, {Head: "Utilization", Key: "utilization", Num: true}}}
+	for _, d := range r.Daily {
+		daily.Rows = append(daily.Rows, []cell{c(d.Date), c(fmtHours(d.Hours)), c(fmtPct(d.Utilization))})
+	}
+	out = append(out, daily)
+
+	states := table{Name: "states", Title: "Jobs by final state",
+		Cols: []col{{Head: "State", Key: "state"}, {Head: "Jobs ended", Key: "jobs", Num: true}, {Head: h, Key: "hours", Num: true}, {Head: "Share of " + h, Num: true}}}
+	for _, s := range r.States {
+		states.Rows = append(states.Rows, []cell{c(s.State), c(fmtInt(s.Jobs)), c(fmtHours(s.Hours)), c(fmtPct(s.Share))})
+	}
+	out = append(out, states)
+
+	groupCols := func(first []col) []col {
+		return append(first,
+			col{Head: "Shares", Key: "shares", Num: true}, col{Head: "Entitled share", Key: "entitled", Num: true},
+			col{Head: "Used share", Key: "used", Num: true}, col{Head: h, Key: "hours", Num: true},
+			col{Head: "Jobs", Key: "jobs", Num: true})
+	}
+	tail := []col{{Head: "Median wait", Key: "wait", Num: true}, {Head: "95th-pct wait", Key: "p95", Num: true},
+		{Head: "Median ρ", Key: "rho", Num: true}, {Head: "Cancelled " + h, Key: "cancelled", Num: true}, {Head: "Failed " + h, Key: "failed", Num: true}}
+	groupCells := func(g Row) []cell {
+		return []cell{c(fmtFloat(g.Shares, 0)), c(fmtPct(g.Entitled)), c(fmtPct(g.Used)), c(fmtHours(g.Hours)), c(fmtInt(g.Jobs))}
+	}
+	tailCells := func(g Row) []cell {
+		return []cell{c(fmtDur(g.MedianWait)), c(fmtDur(g.P95Wait)), c(fmtFloat(g.MedianRho, 2)), c(fmtHours(g.Cancelled)), c(fmtHours(g.Failed))}
+	}
+	accts := table{Name: "accounts", Title: "Accounts",
+		Cols: append(append(groupCols([]col{{Head: "Account"}}), col{Head: "Users", Num: true}), tail...)}
+	for _, a := range r.Accounts {
+		row := append([]cell{c(a.Account)}, groupCells(a)...)
+		row = append(row, c(fmtInt(a.Users)))
+		accts.Rows = append(accts.Rows, append(row, tailCells(a)...))
+	}
+	out = append(out, accts)
+
+	users := table{Name: "users", Title: "Users",
+		Cols: append(groupCols([]col{{Head: "User"}, {Head: "Account"}}), tail...)}
+	for _, u := range r.Users {
+		row := append([]cell{c(u.User), c(u.Account)}, groupCells(u)...)
+		users.Rows = append(users.Rows, append(row, tailCells(u)...))
+	}
+	out = append(out, users)
+
+	pred := table{Name: "predictions", Title: "Run-time prediction quality, by partition",
+		Cols: []col{{Head: "Partition"}, {Head: "Predictor", Key: "predictor"}, {Head: "Jobs", Num: true},
+			{Head: "MedAE", Key: "medae", Num: true}, {Head: "Within ±50%", Key: "within50", Num: true}, {Head: "Median run time", Key: "medianrun", Num: true}}}
+	for _, p := range r.Predictions {
+		pred.Rows = append(pred.Rows, []cell{c(p.Partition), c(p.Predictor), c(fmtInt(p.Jobs)), c(fmtDur(p.MedAE)), c(fmtPct(p.Within50)), c(fmtDur(p.MedianRun))})
+	}
+	out = append(out, pred)
+
+	e := r.Efficiency
+	eff := table{Name: "efficiency", Title: "GPU efficiency, by account",
+		Cols: []col{{Head: "Account"}, {Head: "Jobs", Num: true}, {Head: "GPU-hours held", Key: "held", Num: true},
+			{Head: "GPU-hours busy", Key: "busy", Num: true}, {Head: "Utilization unknown", Key: "unknownutil", Num: true}, {Head: "Efficiency", Key: "efficiency", Num: true}}}
+	for _, a := range e.Accounts {
+		eff.Rows = append(eff.Rows, []cell{c(a.Account), c(fmtInt(a.Jobs)), c(fmtHours(a.Allocated)), c(fmtHours(a.Busy)), c(fmtHours(a.Unknown)), c(fmtPct(a.Ratio))})
+	}
+	if len(e.Accounts) > 0 {
+		eff.Rows = append(eff.Rows, []cell{c("All accounts"), c(missing), c(fmtHours(e.Allocated)), c(fmtHours(e.Busy)), c(fmtHours(e.Unknown)), c(fmtPct(e.Ratio))})
+	}
+	out = append(out, eff)
+
+	idle := table{Name: "idle_jobs", Title: "Jobs that held GPUs idle the longest",
+		Cols: []col{{Head: "Job"}, {Head: "User"}, {Head: "Account"}, {Head: "State", Key: "state"}, {Head: "GPUs", Num: true},
+			{Head: "GPU-hours held", Key: "held", Num: true}, {Head: "Average utilization", Key: "busy", Num: true}, {Head: "Idle GPU-hours", Key: "idle", Num: true}}}
+	for _, j := range e.IdleJobs {
+		idle.Rows = append(idle.Rows, []cell{c(strconv.FormatInt(j.JobID, 10)), c(j.User), c(j.Account), c(j.State), c(fmtInt(j.GPUs)),
+			c(fmtHours(j.Hours)), c(fmtPct(j.AvgUtil)), c(fmtHours(j.Idle))})
+	}
+	out = append(out, idle)
+
+	ch := r.Changes
+	cy := ch.Cycles
+	chg := table{Name: "changes", Title: "What Fairway changed", Cols: []col{{Head: "Figure"}, {Head: "This month", Num: true}}}
+	for _, l := range []struct {
+		name, key, val string
+	}{
+		{"Policy", "", orMissing(ch.Policy)},
+		{"Predictor", "predictor", orMissing(ch.Predictor)},
+		{"Decision-log entries", "", fmtInt(ch.Rows)},
+		{"Jobs decided", "decided", fmtInt(ch.Jobs)},
+		{"Jobs re-ranked", "reranked", fmtInt(ch.Reranked)},
+		{"Jobs re-ranked in dry run only", "reranked", fmtInt(ch.DryRun)},
+		{"Cycles", "cycle", fmtInt(cy.Cycles)},
+		{"Cycles in dry run", "cycle", fmtInt(cy.DryRun)},
+		{"Values written to Slurm", "", strconv.FormatInt(cy.Written, 10)},
+		{"Values Slurm refused", "", strconv.FormatInt(cy.WriteErrors, 10)},
+		{"Cycles that failed", "cycle", fmtInt(cy.Failed)},
+		{"Median cycle duration", "cycle", cycleDur(cy)},
+	} {
+		chg.Rows = append(chg.Rows, []cell{{Text: l.name, Key: l.key}, c(l.val)})
+	}
+	out = append(out, chg)
+
+	if cf := r.Counterfactual; cf != nil {
+		t := table{Name: "counterfactual", Title: "The same jobs under Slurm's plain fair-share", Cols: []col{{Head: "Figure"}}}
+		for _, s := range cf.Scenarios {
+			t.Cols = append(t.Cols, col{Head: s.Label, Num: true})
+		}
+		for _, l := range []struct {
+			name, key string
+			f         func(Scenario) string
+		}{
+			{"Median wait", "wait", func(s Scenario) string { return fmtDur(s.MedianWait) }},
+			{"Mean wait", "wait", func(s Scenario) string { return fmtDur(s.AvgWait) }},
+			{"95th-percentile wait", "p95", func(s Scenario) string { return fmtDur(s.P95Wait) }},
+			{"Mean bounded slowdown", "bsld", func(s Scenario) string { return fmtFloat(s.AvgBSLD, 2) }},
+			{"Jain's index while waiting", "jainbacklog", func(s Scenario) string { return fmtFloat(s.Jain, 3) }},
+			{"95th-percentile ρ", "p95rho", func(s Scenario) string { return fmtFloat(s.P95Rho, 2) }},
+		} {
+			row := []cell{{Text: l.name, Key: l.key}}
+			for _, s := range cf.Scenarios {
+				row = append(row, c(l.f(s)))
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		out = append(out, t)
+
+		ta := table{Name: "counterfactual_accounts", Title: "Median wait by account, as it happened and simulated",
+			Cols: []col{{Head: "Account"}, {Head: "Jobs", Num: true}}}
+		for _, s := range cf.Scenarios {
+			ta.Cols = append(ta.Cols, col{Head: s.Label, Key: "wait", Num: true})
+		}
+		for _, a := range cf.Accounts {
+			row := []cell{c(a.Account), c(fmtInt(a.Jobs))}
+			for _, w := range a.MedianWait {
+				row = append(row, c(fmtDur(w)))
+			}
+			ta.Rows = append(ta.Rows, row)
+		}
+		out = append(out, ta)
+	}
+	return out
+}
+
+func cycleDur(cy CycleStats) string {
+	if cy.Cycles == 0 {
+		return missing
+	}
+	return strconv.FormatFloat(cy.MedianSeconds, 'f', 2, 64) + " s"
+}
+
+func orMissing(s string) string {
+	if s == "" {
+		return missing
+	}
+	return s
+}
+
+// tableByName finds a table; nil when absent.
+func tableByName(ts []table, name string) *table {
+	for i := range ts {
+		if ts[i].Name == name {
+			return &ts[i]
+		}
+	}
+	return nil
+}
+
+// groupDigits puts thousands separators into the integer part of a
+// formatted number ("12345.6" → "12,345.6"), for people; CSV keeps plain
+// digits.
+func groupDigits(s string) string {
+	start := 0
+	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
+		start = 1
+	}
+	end := start
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if end-start <= 4 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:start])
+	digits := s[start:end]
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	b.WriteString(s[end:])
+	return b.String()
+}
