@@ -600,14 +600,17 @@ func efficiency(d *Data, a *analysis, top int) Efficiency {
 
 // changes sums up the decision log.
 func changes(d *Data) Changes {
-	c := Changes{Jobs: len(d.Decisions), Cycles: d.Cycles}
+	c := Changes{Cycles: d.Cycles}
 	pol, pred := map[string]int{}, map[string]int{}
 	for _, jd := range d.Decisions {
 		c.Rows += jd.Rows
 		switch {
-		case jd.Written:
+		case jd.Written >= 2:
+			c.Jobs++
 			c.Reranked++
-		case jd.DryRun:
+		case jd.Written == 1:
+			c.Jobs++
+		case jd.DryRun > 0:
 			c.DryRun++
 		}
 		pol[jd.Policy] += jd.Rows

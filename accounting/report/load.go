@@ -52,11 +52,12 @@ type Outcome struct {
 type JobDecisions struct {
 	JobID int64
 	Rows  int
-	// Written: a cycle that was not a dry run wrote the job a value
-	// different from the one it had (or one where it had none known).
-	Written bool
-	// DryRun: a dry-run cycle would have changed the job's value.
-	DryRun    bool
+	// Written counts the rows of cycles that were not dry runs: values
+	// written to Slurm for the job. Serve logs a job only when its value
+	// changes, so a job Fairway moved after first placing it has two or more.
+	Written int
+	// DryRun counts the rows of dry-run cycles: values only logged.
+	DryRun    int
 	Policy    string // the policy that decided most often
 	Predictor string // the predictor used most often ("" for none)
 	BestRank  int
@@ -257,15 +258,11 @@ ORDER BY job_id, ended_at, node, gpu_minor`, cluster, from, to)
 	return out, nil
 }
 
-// decisions sums up the decision log of [from, to) per job. A row counts as
-// a change when its value differs from the one before; serve logs a job
-// only when its value changes, but the first row of a job whose previous
-// value Slurm did not report has previous NULL, which counts as a change.
+// decisions sums up the decision log of [from, to) per job.
 func (s *Source) decisions(ctx context.Context, cluster string, from, to time.Time) ([]JobDecisions, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT job_id, count(*)::int,
-	coalesce(bool_or(NOT dry_run AND previous IS DISTINCT FROM value), false),
-	coalesce(bool_or(dry_run AND previous IS DISTINCT FROM value), false),
+	count(*) FILTER (WHERE NOT dry_run)::int, count(*) FILTER (WHERE dry_run)::int,
 	mode() WITHIN GROUP (ORDER BY policy), mode() WITHIN GROUP (ORDER BY predictor),
 	min(rank), max(rank)
 FROM decision

@@ -152,7 +152,7 @@ func highlights(r *Report) []string {
 	}
 	if s.Jain.OK() && len(r.Accounts) > 0 {
 		top := r.Accounts[0]
-		out = append(out, fmt.Sprintf("Fairness between accounts scores %s on Jain's index (1 is perfect). The largest user of the cluster, %s, received %s of its %s against an entitlement of %s.",
+		out = append(out, fmt.Sprintf("Fairness between accounts scores %s on Jain's index (1 is perfect). Account %s used the most: %s of the %s, against an entitlement of %s.",
 			fmtFloat(s.Jain, 3), top.Account, fmtPct(top.Used), h, fmtPct(top.Entitled)))
 	}
 	if s.Lost.OK() {

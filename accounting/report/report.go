@@ -198,13 +198,15 @@ type IdleJob struct {
 
 // Changes is what Fairway did to the queue, from the decision log.
 type Changes struct {
-	Policy    string     `json:"policy"`
-	Predictor string     `json:"predictor"`
-	Rows      int        `json:"decision_rows"`
-	Jobs      int        `json:"jobs_decided"`
-	Reranked  int        `json:"jobs_reranked"`
-	DryRun    int        `json:"jobs_dry_run_only"`
-	Cycles    CycleStats `json:"cycles"`
+	Policy    string `json:"policy"`
+	Predictor string `json:"predictor"`
+	Rows      int    `json:"decision_rows"`
+	// Jobs had a value written; Reranked had it changed again after that;
+	// DryRun only had values logged by dry-run cycles.
+	Jobs     int        `json:"jobs_ranked"`
+	Reranked int        `json:"jobs_reranked"`
+	DryRun   int        `json:"jobs_dry_run_only"`
+	Cycles   CycleStats `json:"cycles"`
 }
 
 // Counterfactual is the month's jobs replayed by the simulator under

@@ -94,6 +94,7 @@ func fmtChange(cur, prev Num, fraction bool) string {
 // tables builds every table of r, in reading order.
 func tables(r *Report) []table {
 	h := r.Unit + "-hours"
+	H := capitalize(h)
 	var out []table
 
 	sum := table{Name: "summary", Title: "Cluster summary",
@@ -112,8 +113,8 @@ func tables(r *Report) []table {
 		{"Jobs ended", "jobs", func(s *Summary) Num { return Num(s.Jobs) }, func(n Num) string { return fmtFloat(n, 0) }, false},
 		{"Accounts with jobs", "", func(s *Summary) Num { return Num(s.Accounts) }, func(n Num) string { return fmtFloat(n, 0) }, false},
 		{"Users with jobs", "", func(s *Summary) Num { return Num(s.Users) }, func(n Num) string { return fmtFloat(n, 0) }, false},
-		{h + " delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false},
-		{h + " available", "available", func(s *Summary) Num { return s.Available }, fmtHours, false},
+		{H + " delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false},
+		{H + " available", "available", func(s *Summary) Num { return s.Available }, fmtHours, false},
 		{"Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, fmtPct, true},
 		{"Jain's index over accounts", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return fmtFloat(n, 3) }, false},
 		{"Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, fmtDur, false},
@@ -133,14 +134,14 @@ func tables(r *Report) []table {
 	out = append(out, sum)
 
 	daily := table{Name: "daily", Title: "Utilization by day (UTC)",
-		Cols: []col{{Head: "Day"}, {Head: h, Key: "hours", Num: true}, {Head: "Utilization", Key: "utilization", Num: true}}}
+		Cols: []col{{Head: "Day"}, {Head: H, Key: "hours", Num: true}, {Head: "Utilization", Key: "utilization", Num: true}}}
 	for _, d := range r.Daily {
 		daily.Rows = append(daily.Rows, []cell{c(d.Date), c(fmtHours(d.Hours)), c(fmtPct(d.Utilization))})
 	}
 	out = append(out, daily)
 
 	states := table{Name: "states", Title: "Jobs by final state",
-		Cols: []col{{Head: "State", Key: "state"}, {Head: "Jobs ended", Key: "jobs", Num: true}, {Head: h, Key: "hours", Num: true}, {Head: "Share of " + h, Num: true}}}
+		Cols: []col{{Head: "State", Key: "state"}, {Head: "Jobs ended", Key: "jobs", Num: true}, {Head: H, Key: "hours", Num: true}, {Head: "Share of " + h, Num: true}}}
 	for _, s := range r.States {
 		states.Rows = append(states.Rows, []cell{c(s.State), c(fmtInt(s.Jobs)), c(fmtHours(s.Hours)), c(fmtPct(s.Share))})
 	}
@@ -149,7 +150,7 @@ func tables(r *Report) []table {
 	groupCols := func(first []col) []col {
 		return append(first,
 			col{Head: "Shares", Key: "shares", Num: true}, col{Head: "Entitled share", Key: "entitled", Num: true},
-			col{Head: "Used share", Key: "used", Num: true}, col{Head: h, Key: "hours", Num: true},
+			col{Head: "Used share", Key: "used", Num: true}, col{Head: H, Key: "hours", Num: true},
 			col{Head: "Jobs", Key: "jobs", Num: true})
 	}
 	tail := []col{{Head: "Median wait", Key: "wait", Num: true}, {Head: "95th-pct wait", Key: "p95", Num: true},
@@ -181,7 +182,7 @@ func tables(r *Report) []table {
 		Cols: []col{{Head: "Partition"}, {Head: "Predictor", Key: "predictor"}, {Head: "Jobs", Num: true},
 			{Head: "MedAE", Key: "medae", Num: true}, {Head: "Within ±50%", Key: "within50", Num: true}, {Head: "Median run time", Key: "medianrun", Num: true}}}
 	for _, p := range r.Predictions {
-		pred.Rows = append(pred.Rows, []cell{c(p.Partition), c(p.Predictor), c(fmtInt(p.Jobs)), c(fmtDur(p.MedAE)), c(fmtPct(p.Within50)), c(fmtDur(p.MedianRun))})
+		pred.Rows = append(pred.Rows, []cell{c(orNone(p.Partition)), c(p.Predictor), c(fmtInt(p.Jobs)), c(fmtDur(p.MedAE)), c(fmtPct(p.Within50)), c(fmtDur(p.MedianRun))})
 	}
 	out = append(out, pred)
 
@@ -215,9 +216,9 @@ func tables(r *Report) []table {
 		{"Policy", "", orMissing(ch.Policy)},
 		{"Predictor", "predictor", orMissing(ch.Predictor)},
 		{"Decision-log entries", "", fmtInt(ch.Rows)},
-		{"Jobs decided", "decided", fmtInt(ch.Jobs)},
-		{"Jobs re-ranked", "reranked", fmtInt(ch.Reranked)},
-		{"Jobs re-ranked in dry run only", "reranked", fmtInt(ch.DryRun)},
+		{"Jobs ranked", "decided", fmtInt(ch.Jobs)},
+		{"Jobs re-ranked while waiting", "reranked", fmtInt(ch.Reranked)},
+		{"Jobs ranked in dry run only", "dryrun", fmtInt(ch.DryRun)},
 		{"Cycles", "cycle", fmtInt(cy.Cycles)},
 		{"Cycles in dry run", "cycle", fmtInt(cy.DryRun)},
 		{"Values written to Slurm", "", strconv.FormatInt(cy.Written, 10)},
@@ -277,6 +278,14 @@ func cycleDur(cy CycleStats) string {
 	return strconv.FormatFloat(cy.MedianSeconds, 'f', 2, 64) + " s"
 }
 
+// orNone names an empty partition.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
 func orMissing(s string) string {
 	if s == "" {
 		return missing
@@ -320,4 +329,12 @@ func groupDigits(s string) string {
 	}
 	b.WriteString(s[end:])
 	return b.String()
+}
+
+// capitalize upper-cases the first letter of s.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
