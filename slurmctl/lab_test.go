@@ -237,6 +237,26 @@ func squeuePriority(t *testing.T, env *lab.Env, ids []int64) string {
 	return strings.TrimSpace(env.Run(t, "", "squeue", "-h", "-j", idList(ids), "-o", "%A=%Q", "--sort=i"))
 }
 
+// assertNotWritten fails if any job now has the priority a failed write
+// tried to give it. Comparing with the priority before would be flaky:
+// multifactor recomputes age and fair-share while the test runs.
+func assertNotWritten(t *testing.T, env *lab.Env, tried map[int64]int64) {
+	t.Helper()
+	var ids []int64
+	for id := range tried {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := squeuePriority(t, env, ids)
+	for _, f := range strings.Fields(out) {
+		id, prio, _ := strings.Cut(f, "=")
+		n, _ := strconv.ParseInt(id, 10, 64)
+		if p, _ := strconv.ParseInt(prio, 10, 64); p == tried[n] {
+			t.Errorf("job %d has priority %d: the failed write happened (%s)", n, p, out)
+		}
+	}
+}
+
 // TestLab_SlurmrestdStoppedMidCycle: the cycle read the cluster, then
 // slurmrestd stops. The next read fails as a whole, the write fails on its
 // first request, both say slurmrestd is unreachable, and no job changed.
@@ -259,24 +279,22 @@ func TestLab_SlurmrestdStoppedMidCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := squeuePriority(t, env, ids)
+	tried := map[int64]int64{ids[0]: 777777, ids[1]: 777776}
 
 	restart := stopRestd(t, env, c)
 	cl2, rerr := c.Read(ctx)
-	rep, werr := w.Write(ctx, cl.Jobs, map[int64]int64{ids[0]: 777777, ids[1]: 777776})
+	rep, werr := w.Write(ctx, cl.Jobs, tried)
 	restart()
 
 	if cl2 != nil || !errors.Is(rerr, ErrUnreachable) {
-		t.Errorf("Read with slurmrestd stopped: %v, %v; want nil and ErrUnreachable", cl2, rerr)
+		t.Errorf("Read with slurmrestd stopped: %v, %v; want nil and ErrUnreachable (did another test restart slurmrestd meanwhile?)", cl2 != nil, rerr)
 	}
 	if !errors.Is(werr, ErrUnreachable) || len(rep.Applied) != 0 || len(rep.Failed) != 2 || rep.Calls != 1 {
 		t.Errorf("Write with slurmrestd stopped: %v; applied %d, failed %d, calls %d", werr, len(rep.Applied), len(rep.Failed), rep.Calls)
 	}
 	t.Logf("read error: %v", rerr)
 	t.Logf("write error: %v", werr)
-	if after := squeuePriority(t, env, ids); after != before {
-		t.Errorf("priorities changed: %s -> %s", before, after)
-	}
+	assertNotWritten(t, env, tried)
 	if _, err := c.Read(ctx); err != nil {
 		t.Errorf("read after restart: %v", err)
 	}
@@ -294,8 +312,6 @@ func TestLab_BadToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := squeuePriority(t, env, []int64{id})
-
 	out := env.Run(t, "", "scontrol", "token", "username="+env.RESTUser, "lifespan=1")
 	expired := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "SLURM_JWT="))
 	time.Sleep(2 * time.Second)
@@ -335,9 +351,7 @@ func TestLab_BadToken(t *testing.T) {
 			}
 		})
 	}
-	if after := squeuePriority(t, env, []int64{id}); after != before {
-		t.Errorf("priority changed: %s -> %s", before, after)
-	}
+	assertNotWritten(t, env, map[int64]int64{id: 555555})
 }
 
 // TestLab_ErrorsEntryStopsWrites: between the read and the write the
@@ -360,7 +374,6 @@ func TestLab_ErrorsEntryStopsWrites(t *testing.T) {
 	if !waitFor(20*time.Second, func() bool { return squeue(t, env, ids[:1])[ids[0]][0] != "PENDING" }) {
 		t.Fatalf("job %d still pending after scancel", ids[0])
 	}
-	before := squeuePriority(t, env, ids[1:])
 	w, err := NewWriter(WriterConfig{Mode: ModeRESTPriority, Range: policy.PriorityRange()}, c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -373,9 +386,7 @@ func TestLab_ErrorsEntryStopsWrites(t *testing.T) {
 	if len(rep.Applied) != 0 || rep.Calls != 1 || len(rep.Failed) != 3 {
 		t.Errorf("applied %d, calls %d, failed %d; want 0, 1, 3", len(rep.Applied), rep.Calls, len(rep.Failed))
 	}
-	if after := squeuePriority(t, env, ids[1:]); after != before {
-		t.Errorf("other jobs changed: %s -> %s", before, after)
-	}
+	assertNotWritten(t, env, map[int64]int64{ids[1]: 900002, ids[2]: 900001})
 }
 
 // TestLab_AdminPriorityHandBack checks what ModeRESTPriority's doc claims:
