@@ -51,5 +51,11 @@ lab-hooks: build
 lab-status:
 	$(LAB) status
 
+## record: capture real slurmrestd responses from the lab into slurmctl/testdata/<api version>/ (the
+## slurmctl unit tests replay them); submits and cancels its own jobs only
+.PHONY: record
+record: lab-up
+	eval "$$($(LAB) env)" && $(GO) test -count=1 -run '^TestRecord$$' -v ./slurmctl -record
+
 clean:
 	rm -f fairway

@@ -150,52 +150,73 @@ func countRows(t testing.TB, pool *pgxpool.Pool, query string, args ...any) int 
 
 func importTrace(t testing.TB, store *accounting.Store, data []byte, f trace.Format, name string, skipBad bool) (accounting.Summary, error) {
 	t.Helper()
-	src, err := accounting.NewTraceSource(bytes.NewReader(data), f, name, "kth", skipBad)
+	return importTraceFrom(t, store, bytes.NewReader(data), f, name, skipBad)
+}
+
+// importTraceFrom imports a trace from r: a seekable r takes the two-pass
+// path, a stream (readOnce) the one-pass path.
+func importTraceFrom(t testing.TB, store *accounting.Store, r io.Reader, f trace.Format, name string, skipBad bool) (accounting.Summary, error) {
+	t.Helper()
+	src, err := accounting.NewTraceSource(r, f, name, "kth", skipBad)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return store.Import(context.Background(), src, accounting.ImportOptions{Source: string(f), SkipBad: skipBad})
 }
 
-// TestImport_TraceTwiceIdentical imports a real trace twice: the second run
-// changes nothing, not even a timestamp.
+// readOnce hides Seek: a pipe, as far as Import can tell.
+type readOnce struct{ io.Reader }
+
+// TestImport_TraceTwiceIdentical imports a real trace twice, on both import
+// paths: the second run changes nothing, not even a timestamp, and the
+// usage ledger matches the job table.
 func TestImport_TraceTwiceIdentical(t *testing.T) {
-	store, pool := freshStore(t)
 	data := traceHead(t, "KTH-SP2-filtered.swf.gz", 3000)
-	first, err := importTrace(t, store, data, trace.SWF, "kth.swf", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.Inserted == 0 || first.Inserted != first.Read || first.Rejected != 0 {
-		t.Fatalf("first import: %+v", first)
-	}
-	before := tableState(t, pool)
-	second, err := importTrace(t, store, data, trace.SWF, "kth.swf", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := accounting.Summary{Read: first.Read, Unchanged: first.Inserted}
-	if diff := cmp.Diff(want, second); diff != "" {
-		t.Errorf("second import summary (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(before, tableState(t, pool)); diff != "" {
-		t.Errorf("tables changed by the second import (-before +after):\n%s", diff)
-	}
-	days, err := store.RefreshUsage(context.Background(), "kth")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := countRows(t, pool, `SELECT count(*) FROM usage_daily`); days == 0 || n == 0 {
-		t.Errorf("usage ledger: %d days rebuilt, %d rows after importing a trace", days, n)
-	}
-	// The ledger equals a direct aggregate of job (CPU-seconds, all days).
-	var ledger, direct float64
-	if err := pool.QueryRow(context.Background(), `SELECT (SELECT sum(cpu_seconds) FROM usage_daily),
-		(SELECT sum(cpus * extract(epoch FROM end_time - start_time)) FROM job WHERE end_time >= start_time)`).Scan(&ledger, &direct); err != nil {
-		t.Fatal(err)
-	}
-	if ledger != direct || ledger == 0 {
-		t.Errorf("ledger CPU-seconds %v, job table %v", ledger, direct)
+	for _, tc := range []struct {
+		name string
+		in   func() io.Reader
+	}{
+		{"two pass", func() io.Reader { return bytes.NewReader(data) }},
+		{"one pass", func() io.Reader { return readOnce{bytes.NewReader(data)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, pool := freshStore(t)
+			first, err := importTraceFrom(t, store, tc.in(), trace.SWF, "kth.swf", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.Inserted == 0 || first.Inserted != first.Read || first.Rejected != 0 {
+				t.Fatalf("first import: %+v", first)
+			}
+			before := tableState(t, pool)
+			second, err := importTraceFrom(t, store, tc.in(), trace.SWF, "kth.swf", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := accounting.Summary{Read: first.Read, Unchanged: first.Inserted}
+			if diff := cmp.Diff(want, second); diff != "" {
+				t.Errorf("second import summary (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tableState(t, pool)); diff != "" {
+				t.Errorf("tables changed by the second import (-before +after):\n%s", diff)
+			}
+			days, err := store.RefreshUsage(context.Background(), "kth")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countRows(t, pool, `SELECT count(*) FROM usage_daily`); days == 0 || n == 0 {
+				t.Errorf("usage ledger: %d days rebuilt, %d rows after importing a trace", days, n)
+			}
+			// The ledger equals a direct aggregate of job (CPU-seconds, all days).
+			var ledger, direct float64
+			if err := pool.QueryRow(context.Background(), `SELECT (SELECT sum(cpu_seconds) FROM usage_daily),
+				(SELECT sum(cpus * extract(epoch FROM end_time - start_time)) FROM job WHERE end_time >= start_time)`).Scan(&ledger, &direct); err != nil {
+				t.Fatal(err)
+			}
+			if ledger != direct || ledger == 0 {
+				t.Errorf("ledger CPU-seconds %v, job table %v", ledger, direct)
+			}
+		})
 	}
 }
 
@@ -366,8 +387,9 @@ func TestImport_InvalidJobs(t *testing.T) {
 }
 
 // TestImport_DatabaseDiesMidImport kills the import's backend while COPY
-// streams, and again after the upsert ran but before the commit: either
-// way the import fails and leaves nothing behind.
+// streams (into the staging table on the one-pass path, into job on the
+// two-pass path) and after everything was written but before the commit:
+// each time the import fails and leaves nothing behind.
 func TestImport_DatabaseDiesMidImport(t *testing.T) {
 	store, pool := freshStore(t)
 	ctx := context.Background()
@@ -380,19 +402,27 @@ func TestImport_DatabaseDiesMidImport(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		atRow    int    // kill when the source reaches this row (0: never)
+		rewind   bool   // a source that can be read twice (two-pass path)
+		atPass   int    // kill in this pass over the source (0 for a one-pass source)...
+		atRow    int    // ...at this row (0: never)
 		atPhase  string // kill when Import enters this phase
 		wantText string
 	}{
-		{name: "during copy", atRow: 1000, wantText: "copy jobs into staging table"},
-		{name: "after merge", atPhase: "commit", wantText: "import swf jobs"},
+		{name: "one pass, during copy", atRow: 1000, wantText: "copy jobs into staging table"},
+		{name: "one pass, before commit", atPhase: "commit", wantText: "import swf jobs"},
+		{name: "two pass, during copy", rewind: true, atPass: 2, atRow: 1000, wantText: "copy jobs into job"},
+		{name: "two pass, before commit", rewind: true, atPhase: "commit", wantText: "import swf jobs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, err := accounting.NewTraceSource(bytes.NewReader(data), trace.SWF, "kth.swf", "kth", false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := &killingSource{TraceSource: tr, at: tc.atRow, kill: kill}
+			k := &killingSource{Source: tr, atPass: tc.atPass, at: tc.atRow, kill: kill}
+			var src accounting.Source = k
+			if tc.rewind {
+				src = rewindingKiller{k}
+			}
 			var phaseErr error
 			_, err = store.Import(ctx, src, accounting.ImportOptions{Source: "swf", Phase: func(p string) {
 				if p == tc.atPhase {
@@ -402,8 +432,8 @@ func TestImport_DatabaseDiesMidImport(t *testing.T) {
 			if err == nil {
 				t.Fatal("import succeeded although its connection was terminated")
 			}
-			if src.err != nil || phaseErr != nil {
-				t.Fatalf("terminate backend: %v %v", src.err, phaseErr)
+			if k.err != nil || phaseErr != nil {
+				t.Fatalf("terminate backend: %v %v", k.err, phaseErr)
 			}
 			if !strings.Contains(err.Error(), tc.wantText) {
 				t.Errorf("error %q does not say %q", err, tc.wantText)
@@ -422,19 +452,29 @@ func TestImport_DatabaseDiesMidImport(t *testing.T) {
 	}
 }
 
+// killingSource calls kill when it reaches row at of pass atPass. As a
+// plain Source it cannot rewind; rewindingKiller can.
 type killingSource struct {
-	*accounting.TraceSource
-	at, n int
-	kill  func() error
-	err   error
+	accounting.Source
+	pass, atPass, at, n int
+	kill                func() error
+	err                 error
 }
 
 func (k *killingSource) Next() bool {
 	k.n++
-	if k.n == k.at {
+	if k.pass == k.atPass && k.n == k.at {
 		k.err = k.kill()
 	}
-	return k.TraceSource.Next()
+	return k.Source.Next()
+}
+
+type rewindingKiller struct{ *killingSource }
+
+func (r rewindingKiller) Rewind() error {
+	r.pass++
+	r.n = 0
+	return r.Source.(accounting.Rewinder).Rewind()
 }
 
 // TestImport_DeadDatabase: no server at all gives a clear error.

@@ -131,7 +131,11 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 // openStore connects to --database-url with a small pool, checks the schema
 // is current, and says clearly what is wrong when it cannot.
 func openStore(ctx context.Context, c *cli.Context, log *slog.Logger) (*accounting.Store, func(), error) {
-	url := c.String("database-url")
+	return openStoreURL(ctx, c.String("database-url"), log)
+}
+
+// openStoreURL is openStore for a URL already in hand.
+func openStoreURL(ctx context.Context, url string, log *slog.Logger) (*accounting.Store, func(), error) {
 	if url == "" {
 		return nil, nil, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
 	}
@@ -340,6 +344,20 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Seek lets an import read a file twice (check, then write); the count
+// restarts with the input.
+func (c *countingReader) Seek(off int64, whence int) (int64, error) {
+	sk, ok := c.r.(io.Seeker)
+	if !ok {
+		return 0, errors.New("input cannot seek")
+	}
+	n, err := sk.Seek(off, whence)
+	if err == nil {
+		c.n.Store(n)
+	}
+	return n, err
+}
+
 // progressBar redraws one status line on a terminal every 200 ms.
 type progressBar struct {
 	w     io.Writer
@@ -365,8 +383,10 @@ func (b *progressBar) track(n *atomic.Int64, total int64) { b.total.Store(total)
 
 func (b *progressBar) setPhase(p string) {
 	switch p {
+	case "check":
+		p = "checking"
 	case "copy":
-		p = "reading"
+		p = "writing"
 	case "merge":
 		p = "merging into job"
 	case "commit":
