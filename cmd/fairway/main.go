@@ -47,6 +47,7 @@ func newApp() *cli.App {
 			epilogCommand(),
 			spoolCommand(),
 			simulateCommand(),
+			reportCommand(),
 			traceCommand(),
 		},
 		HideHelpCommand: true,

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+)
+
+// reportConfig is `fairway report`'s validated settings.
+type reportConfig struct {
+	DatabaseURL string
+	Month       report.Month
+	Cluster     string // "" when the database holds one cluster
+	Formats     []string
+	Out         string
+	Options     report.Options
+	Progress    bool
+}
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write the monthly fairness report of a cluster from the accounting database",
+		Description: "Writes, into --out, report.html (one self-contained page with its plots), report.md with\n" +
+			"the plots as SVG files, one CSV file per table, or report.json. The report covers usage against\n" +
+			"shares, waits, finish-time fairness, cancelled and failed work, prediction quality, GPU\n" +
+			"efficiency from the epilog, and what Fairway changed, with the month replayed by the simulator\n" +
+			"under Slurm's plain fair-share. Give the cluster's size with --nodes and --per-node: without it,\n" +
+			"capacity is estimated as the most units in use at once.",
+		Flags: []cli.Flag{
+			databaseFlag(),
+			&cli.StringFlag{Name: "month", Usage: "month to report on, YYYY-MM (UTC); default the previous month", EnvVars: []string{"FAIRWAY_REPORT_MONTH"}},
+			&cli.StringFlag{Name: "cluster", Usage: "cluster name; may be left out when the database holds one cluster", EnvVars: []string{"FAIRWAY_CLUSTER"}},
+			&cli.StringFlag{Name: "format", Value: "html", Usage: "comma-separated: " + strings.Join(report.Formats, ", "), EnvVars: []string{"FAIRWAY_REPORT_FORMAT"}},
+			&cli.StringFlag{Name: "out", Value: ".", Usage: "directory the report is written to (created if missing)", EnvVars: []string{"FAIRWAY_REPORT_OUT"}},
+			&cli.IntFlag{Name: "nodes", Usage: "nodes of the cluster (0: estimate the capacity from the month's peak use)", EnvVars: []string{"FAIRWAY_REPORT_NODES"}},
+			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, with --unit cpu) per node", EnvVars: []string{"FAIRWAY_REPORT_PER_NODE"}},
+			&cli.StringFlag{Name: "unit", Value: "gpu", Usage: "what jobs are counted in: gpu, or cpu for a CPU cluster (processor-hours)", EnvVars: []string{"FAIRWAY_REPORT_UNIT"}},
+			&cli.IntFlag{Name: "shards-per-gpu", Usage: "GPU shards per GPU, to count a shard-only job as a fraction of a GPU (0: one GPU)", EnvVars: []string{"FAIRWAY_REPORT_SHARDS_PER_GPU"}},
+			&cli.BoolFlag{Name: "counterfactual", Value: true, Usage: "replay the month in the simulator under plain fair-share and Fairway's policy", EnvVars: []string{"FAIRWAY_REPORT_COUNTERFACTUAL"}},
+			&cli.StringFlag{Name: "sim-policy", Usage: "Fairway's policy in the counterfactual (default: the one the decision log used most)", EnvVars: []string{"FAIRWAY_REPORT_SIM_POLICY"}},
+			&cli.StringFlag{Name: "sim-predictor", Usage: "predictor in the counterfactual, or none (default: the one the decision log used most)", EnvVars: []string{"FAIRWAY_REPORT_SIM_PREDICTOR"}},
+			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_REPORT_PROGRESS"}},
+		},
+		Action: func(c *cli.Context) error {
+			cfg, err := reportSettings(c, time.Now())
+			if err != nil {
+				return err
+			}
+			log, err := logger(c)
+			if err != nil {
+				return err
+			}
+			return runReport(c.Context, cfg, log, c.App.Writer, os.Stderr)
+		},
+	}
+}
+
+// reportSettings validates the flags once, naming the bad one.
+func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
+	cfg := reportConfig{DatabaseURL: c.String("database-url"), Cluster: c.String("cluster"), Out: c.String("out")}
+	if cfg.DatabaseURL == "" {
+		return cfg, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
+	}
+	if s := c.String("month"); s != "" {
+		m, err := report.ParseMonth(s)
+		if err != nil {
+			return cfg, fmt.Errorf("--month: %w", err)
+		}
+		cfg.Month = m
+	} else {
+		cfg.Month = report.Month{Year: now.UTC().Year(), Month: now.UTC().Month()}.Prev()
+	}
+	for _, f := range strings.Split(c.String("format"), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(","+strings.Join(report.Formats, ",")+",", ","+f+",") {
+			return cfg, fmt.Errorf("--format %q: want some of %s", f, strings.Join(report.Formats, ", "))
+		}
+		cfg.Formats = append(cfg.Formats, f)
+	}
+	if len(cfg.Formats) == 0 {
+		return cfg, errors.New("--format: empty")
+	}
+	if cfg.Out == "" {
+		return cfg, errors.New("--out: empty")
+	}
+	o := &cfg.Options
+	o.Now = now
+	o.Counterfactual = c.Bool("counterfactual")
+	o.ShardsPerGPU = c.Int("shards-per-gpu")
+	o.Cluster = sim.Cluster{Nodes: c.Int("nodes"), PerNode: c.Int("per-node")}
+	switch u := c.String("unit"); u {
+	case "gpu":
+		o.Cluster.Unit = sim.GPUs
+	case "cpu":
+		o.Cluster.Unit = sim.CPUs
+	default:
+		return cfg, fmt.Errorf("--unit %q: want gpu or cpu", u)
+	}
+	if o.Cluster.Nodes < 0 || o.Cluster.PerNode < 0 || (o.Cluster.Nodes > 0) != (o.Cluster.PerNode > 0) {
+		return cfg, fmt.Errorf("--nodes %d, --per-node %d: give both (positive) or neither", o.Cluster.Nodes, o.Cluster.PerNode)
+	}
+	if o.ShardsPerGPU < 0 {
+		return cfg, fmt.Errorf("--shards-per-gpu %d: want >= 0", o.ShardsPerGPU)
+	}
+	if o.SimPolicy = c.String("sim-policy"); o.SimPolicy != "" {
+		if _, ok := policy.Policies[o.SimPolicy]; !ok {
+			return cfg, fmt.Errorf("--sim-policy %q: want one of %s", o.SimPolicy, strings.Join(policy.PolicyNames(), ", "))
+		}
+	}
+	if o.SimPredictor = c.String("sim-predictor"); o.SimPredictor != "" && o.SimPredictor != "none" {
+		if _, ok := policy.Predictors[o.SimPredictor]; !ok {
+			return cfg, fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(policy.PredictorNames(), ", "))
+		}
+	}
+	switch p := c.String("progress"); p {
+	case "auto":
+		cfg.Progress = isTerminal(os.Stderr)
+	case "always":
+		cfg.Progress = true
+	case "never":
+	default:
+		return cfg, fmt.Errorf("--progress %q: want auto, always or never", p)
+	}
+	return cfg, nil
+}
+
+// runReport loads the month and the one before, builds the report and
+// writes it, printing the files written.
+func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, stderr io.Writer) error {
+	pool, store, err := openReportDB(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	src := report.NewSource(pool, store)
+	cluster, err := src.Cluster(ctx, cfg.Cluster)
+	if err != nil {
+		return fmt.Errorf("--cluster: %w", err)
+	}
+	step := func(s string) {
+		if cfg.Progress {
+			fmt.Fprintf(stderr, "\rreport %s %s: %-40s", cluster, cfg.Month, s)
+		}
+	}
+	start := time.Now()
+	step("reading the accounting database")
+	cur, err := src.Load(ctx, cluster, cfg.Month, true)
+	if err != nil {
+		return err
+	}
+	prev, err := src.Load(ctx, cluster, cfg.Month.Prev(), false)
+	if err != nil {
+		return err
+	}
+	opt := cfg.Options
+	if cfg.Progress {
+		opt.Progress = func(done, total int) error {
+			step(fmt.Sprintf("simulating: %d/%d jobs", done, total))
+			return ctx.Err()
+		}
+	} else {
+		opt.Progress = func(int, int) error { return ctx.Err() }
+	}
+	step("computing")
+	r, err := report.Build(cur, prev, opt)
+	if err != nil {
+		return err
+	}
+	step("writing")
+	files, err := report.Write(cfg.Out, r, cfg.Formats)
+	if cfg.Progress {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("report written", "cluster", cluster, "month", cfg.Month.String(), "jobs", r.Summary.Jobs,
+		"files", len(files), "duration_seconds", time.Since(start).Seconds())
+	for _, f := range files {
+		fmt.Fprintln(stdout, f)
+	}
+	return nil
+}
+
+// openReportDB connects to the accounting database with a small pool and
+// checks its schema.
+func openReportDB(ctx context.Context, url string, log *slog.Logger) (*pgxpool.Pool, *accounting.Store, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
+	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	pc.MaxConns = 4
+	where := fmt.Sprintf("PostgreSQL at %s:%d database %q", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
+	}
+	store := accounting.New(pool, log.With("component", "accounting"))
+	if err := store.Check(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return pool, store, nil
+}
