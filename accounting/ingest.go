@@ -82,8 +82,8 @@ func validate(j *policy.Job) error {
 	switch {
 	case j.Cluster == "":
 		return bad("no cluster name")
-	case j.ID <= 0:
-		return bad("job id %d is not positive", j.ID)
+	case j.ID < 0: // traces may count from 0 (Philly-MIX does)
+		return bad("negative job id %d", j.ID)
 	case j.ArrayTask < -1:
 		return bad("array task %d", j.ArrayTask)
 	case j.Submit.IsZero():

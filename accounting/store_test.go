@@ -533,3 +533,43 @@ func TestUsageDaily_SplitsAtMidnight(t *testing.T) {
 		t.Errorf("usage on the 5th and 6th (-want +got):\n%s", diff)
 	}
 }
+
+// TestImport_SharedTraces imports the three shared traces whole and logs
+// rows and seconds; the counts are the traces' published job counts.
+func TestImport_SharedTraces(t *testing.T) {
+	dir := tracesDir(t)
+	store, pool := freshStore(t)
+	for _, tc := range []struct {
+		file   string
+		format trace.Format
+		jobs   int
+	}{
+		{"CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF, 77222},
+		{"KTH-SP2-filtered.swf.gz", trace.SWF, 28481},
+		{"Philly-MIX1.csv.gz", trace.PhillyMIX, 30940},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(dir, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			src, err := accounting.NewTraceSource(f, tc.format, tc.file, tc.file, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			sum, err := store.Import(context.Background(), src, accounting.ImportOptions{Source: string(tc.format)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d rows in %.2f s", tc.file, sum.Inserted, time.Since(start).Seconds())
+			if sum.Inserted != tc.jobs || sum.Read != tc.jobs {
+				t.Errorf("summary %+v, want %d jobs read and inserted", sum, tc.jobs)
+			}
+			if n := countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = $1`, tc.file); n != tc.jobs {
+				t.Errorf("%d rows stored, want %d", n, tc.jobs)
+			}
+		})
+	}
+}
