@@ -59,3 +59,7 @@ record: lab-up
 
 clean:
 	rm -f fairway
+
+## demo: the newcomer's first command — lab up, then a small workload under Slurm alone and under fairway serve
+demo:
+	contrib/demo/demo

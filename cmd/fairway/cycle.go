@@ -291,7 +291,13 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 // rankable returns the pending job records Fairway ranks: in an included
 // partition, not exempt by QOS, not held, not part of a heterogeneous job.
 func (r *runner) rankable(cl *slurmctl.Cluster) []slurmctl.Job {
-	var out []slurmctl.Job
+	n := 0
+	for i := range cl.Jobs {
+		if cl.Jobs[i].Pending() {
+			n++
+		}
+	}
+	out := make([]slurmctl.Job, 0, n)
 	for _, j := range cl.Jobs {
 		if !j.Pending() || j.Held || j.HetJob {
 			continue

@@ -58,6 +58,44 @@ func siteFactors(t *testing.T, e *lab.Env, ids ...int64) map[int64]int64 {
 	return got
 }
 
+// priorities reads sprio's final priority for the given jobs.
+func priorities(t *testing.T, e *lab.Env, ids ...int64) map[int64]int64 {
+	t.Helper()
+	var list []string
+	for _, id := range ids {
+		list = append(list, strconv.FormatInt(id, 10))
+	}
+	out := e.Run(t, "", "sprio", "-h", "-j", strings.Join(list, ","), "-o", "%i %Y")
+	got := map[int64]int64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 {
+			id, _ := strconv.ParseInt(f[0], 10, 64)
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			got[id] = v
+		}
+	}
+	return got
+}
+
+// priorityWeightSum adds up the PriorityWeight* values slurmctld runs with.
+func priorityWeightSum(t *testing.T, e *lab.Env) int64 {
+	t.Helper()
+	var sum int64
+	for _, line := range strings.Split(e.Run(t, "", "scontrol", "show", "config"), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || !strings.HasPrefix(k, "PriorityWeight") || k == "PriorityWeightTRES" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err == nil {
+			sum += n
+		}
+	}
+	return sum
+}
+
 // startTime returns a job's start time from squeue/sacct (zero if not started).
 func startTime(t *testing.T, e *lab.Env, id int64) time.Time {
 	t.Helper()
@@ -105,6 +143,9 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	}
 
 	cfg := serveLabConfig(e, "fair-qssf", false)
+	// The lab keeps Slurm's age and fair-share weights (the "before
+	// Fairway" setup); a gap above their sum keeps Fairway's order.
+	cfg.runner.Range.Gap = priorityWeightSum(t, e) + 1
 	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +170,22 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 			if sf[l] <= sf[h] {
 				t.Fatalf("site factor of light job %d (%d) not above heavy job %d (%d)", l, sf[l], h, sf[h])
 			}
+		}
+	}
+	// Slurm's final priorities (sprio) order our jobs exactly as Fairway ranked them.
+	prio := priorities(t, e, all...)
+	var ours []int64
+	for _, sc := range res.Ranked {
+		if _, ok := prio[sc.JobID]; ok {
+			ours = append(ours, sc.JobID)
+		}
+	}
+	if len(ours) != len(all) {
+		t.Fatalf("sprio shows %d of our %d jobs", len(ours), len(all))
+	}
+	for i := 1; i < len(ours); i++ {
+		if prio[ours[i-1]] <= prio[ours[i]] {
+			t.Errorf("Slurm priority of job %d (Fairway rank before) %d is not above job %d's %d", ours[i-1], prio[ours[i-1]], ours[i], prio[ours[i]])
 		}
 	}
 	// A second cycle with nothing changed writes nothing.
