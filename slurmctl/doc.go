@@ -45,7 +45,7 @@
 // So nothing is generated and there is no go:generate line: the typed wire
 // structs (wire.go) name only what Fairway reads, and TestSpec_WireFieldsExist
 // checks each of their keys against the spec the live server publishes. The
-// fixtures come from the real server through `make record` (record.mk), the
+// fixtures come from the real server through `make record` (the Makefile), the
 // same way a spec would.
 //
 // # Versions

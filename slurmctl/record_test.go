@@ -99,8 +99,11 @@ func TestRecord(t *testing.T) {
 
 	// Running: gpu1 gets bob's shard job and two tasks of alice's array
 	// (8 CPUs in all); carol takes gpu2 whole. Everything else pends.
+	var all []int64
 	sub := func(user, role string, args ...string) int64 {
-		return env.Submit(t, user, append([]string{"-J", name + "-" + role}, append(args, "--wrap", "sleep 600")...)...)
+		id := env.Submit(t, user, append([]string{"-J", name + "-" + role}, append(args, "--wrap", "sleep 600")...)...)
+		all = append(all, id)
+		return id
 	}
 	shard := sub("bob", "run-shard", "-w", "gpu1", "-c", "2", "--gres=shard:3", "-t", "20")
 	arr := sub("alice", "array", "-w", "gpu1", "-c", "3", "--gres=gpu:h100:1", "--array=0-4", "-t", "20")
@@ -122,12 +125,23 @@ func TestRecord(t *testing.T) {
 	sub("carol", "pend-shard", "--gres=shard:5", "-t", "10")
 	sub("carol", "pend-gpus", "--gpus=2", "-t", "10")
 	sub("bob", "pend-pertask", "-n", "2", "--gpus-per-task=1", "-t", "10")
-	env.Submit(t, "bob", "-J", name+"-het", "-c", "1", "--gres=gpu:1", "-t", "10", ":", "-c", "1", "-t", "10", "--wrap", "sleep 600")
+	all = append(all, env.Submit(t, "bob", "-J", name+"-het", "-c", "1", "--gres=gpu:1", "-t", "10", ":", "-c", "1", "-t", "10", "--wrap", "sleep 600"))
 	limited := sub("bob", "array-limited", "--array=0-9%2", "--gres=gpu:1", "-t", "5")
 	sub("carol", "held", "--hold", "--gres=shard:5", "-t", "10")
 	begin := sub("alice", "begin", "--begin=now+1hour", "-t", "5")
 	sub("alice", "dependency", "--dependency=afterok:"+strconv.FormatInt(multi, 10), "-t", "5")
-	time.Sleep(2 * time.Second) // let the scheduler give pending reasons
+	// Capture a settled queue: every pending job has been looked at by the
+	// scheduler and carries its reason (not "None").
+	if !waitFor(90*time.Second, func() bool {
+		for _, st := range squeue(t, env, all) {
+			if st[0] == "PENDING" && st[1] == "None" {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("pending jobs still without a reason after 90s: %v", squeue(t, env, all))
+	}
 
 	st, body = rawCall(t, env, "GET", v+"/jobs", tok, nil)
 	if st != 200 {
