@@ -424,9 +424,13 @@ func (im *importer) merge(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return err
 	}
-	after, err := countSpans(ctx, tx, im.cs.submits)
-	if err != nil {
-		return err
+	// Counting again costs a scan of the span; it is needed only when the
+	// merge wrote rows and some could have been updates.
+	after := before + merged
+	if before > 0 && merged > 0 {
+		if after, err = countSpans(ctx, tx, im.cs.submits); err != nil {
+			return err
+		}
 	}
 	distinct := int(im.staged)
 	if im.cs.mayRepeat {
