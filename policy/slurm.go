@@ -18,7 +18,7 @@ import (
 // partition, QOS, TRES). When Fairway writes the site factor, two jobs
 // whose site factors differ by Gap keep Fairway's order as long as the
 // weights left non-zero sum to less than Gap, since their other terms can
-// differ by at most that sum. docs/priority-weights.md gives the
+// differ by at most that sum. INSTALL.md ("Slurm priority settings") gives the
 // slurm.conf that sets them all to 0 (then Gap 1 suffices), and the
 // variant that keeps a QOS tier above Fairway's order. When Fairway writes
 // the admin priority instead, multifactor no longer manages the job and the

@@ -62,7 +62,7 @@ func serveFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "max-backoff", Value: 5 * time.Minute, Usage: "longest wait between cycles while Slurm is unreadable", EnvVars: []string{"FAIRWAY_MAX_BACKOFF"}},
 		&cli.BoolFlag{Name: "dry-run", Usage: "shadow mode: rank, log and record decisions, write nothing to Slurm", EnvVars: []string{"FAIRWAY_DRY_RUN"}},
 		&cli.IntFlag{Name: "max-writes", Value: 5000, Usage: "changed values written per cycle at most (best-ranked first); 0 = no cap", EnvVars: []string{"FAIRWAY_MAX_WRITES"}},
-		&cli.Int64Flag{Name: "gap", Value: 1, Usage: "least difference between two written values: above the sum of the PriorityWeight* Slurm keeps non-zero (docs/priority-weights.md)", EnvVars: []string{"FAIRWAY_GAP"}},
+		&cli.Int64Flag{Name: "gap", Value: 1, Usage: "least difference between two written values: above the sum of the PriorityWeight* Slurm keeps non-zero (INSTALL.md, Slurm priority settings)", EnvVars: []string{"FAIRWAY_GAP"}},
 		&cli.StringSliceFlag{Name: "partitions", Usage: "rank only jobs in these partitions (default: all)", EnvVars: []string{"FAIRWAY_PARTITIONS"}},
 		&cli.StringSliceFlag{Name: "exclude-partitions", Usage: "never rank or write jobs in these partitions", EnvVars: []string{"FAIRWAY_EXCLUDE_PARTITIONS"}},
 		&cli.StringSliceFlag{Name: "exempt-qos", Usage: "never rank or write jobs with these QOS", EnvVars: []string{"FAIRWAY_EXEMPT_QOS"}},
