@@ -57,6 +57,12 @@ lab-status:
 record: lab-up
 	eval "$$($(LAB) env)" && $(GO) test -count=1 -run '^TestRecord$$' -v ./slurmctl -record
 
+## record-accounting: run a set of jobs on the lab and capture `sacct --json` and `sacctmgr -nP show
+## associations` into accounting/testdata/ (the accounting parser tests read them)
+.PHONY: record-accounting
+record-accounting: lab-up
+	eval "$$($(LAB) env)" && $(GO) test -count=1 -run '^TestCapture_LabFixtures$$' -v ./accounting -capture
+
 clean:
 	rm -f fairway
 

@@ -15,7 +15,7 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-var capture = flag.Bool("capture", false, "run jobs on the lab and rewrite testdata/ from real sacct and sacctmgr output (make fixtures)")
+var capture = flag.Bool("capture", false, "run jobs on the lab and rewrite testdata/ from real sacct and sacctmgr output (make record-accounting)")
 
 // Fixture files, captured from the lab by TestCapture_LabFixtures.
 const (
@@ -30,7 +30,7 @@ const (
 // runs with -capture; the fixtures it writes are what the parser tests read.
 func TestCapture_LabFixtures(t *testing.T) {
 	if !*capture {
-		t.Skip("fixture capture: run `make fixtures` (go test ./accounting -run TestCapture -capture) on the lab")
+		t.Skip("fixture capture: run `make record-accounting` on the lab")
 	}
 	e := lab.Get(t)
 	tag := fmt.Sprintf("fwcap%d", time.Now().Unix()%100000)
