@@ -19,7 +19,7 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o fairway ./cmd/fairway
 
 ## test: lint, then unit + integration tests against the lab (brought up if it is not running)
-test: lint lab-up
+test: lint lab-up chromium
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null   # compile all test binaries in parallel
 	eval "$$($(LAB) env)" && $(GO) test -p 1 -count=1 -timeout 20m $(PKGS)
 
@@ -36,6 +36,11 @@ lint:
 ## bench: every Go benchmark (needs the lab for the database/Slurm ones)
 bench: lab-up
 	eval "$$($(LAB) env)" && $(GO) test -p 1 -run '^$$' -bench . -benchmem -timeout 60m $(PKGS)
+
+## chromium: Debian's headless Chromium, for the report's browser test; installed when missing
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 lab-up:
 	$(LAB) up
