@@ -69,8 +69,11 @@ var ErrClockBackwards = errors.New("observation older than the previous cycle")
 // starts jobs the way Slurm's scheduler would.
 //
 // Predictions are cached per job. A pending job is predicted when first
-// seen and again after any job of the same user finishes, since every
-// registered predictor learns first from the user's own history; a
+// seen and again once a job of the same user has finished since, since
+// every registered predictor learns first from the user's own history, but
+// not more often than every ChargeEvery, the cadence at which Slurm
+// recomputes priorities (PriorityCalcPeriod): a user with a thousand queued
+// jobs costs a thousand predictions per period, not per finished job. A
 // predictor's answer with Source "none" (nothing to go on) is left out of
 // Predicted so that policies fall back to the time limit.
 //
@@ -95,8 +98,9 @@ type Engine struct {
 
 // enginePred is the cached prediction state of one job.
 type enginePred struct {
-	gen  uint64 // the user's generation when predicted
-	seen uint64 // the last cycle the job was pending or running
+	gen  uint64    // the user's generation when predicted
+	at   time.Time // when predicted
+	seen uint64    // the last cycle the job was pending or running
 }
 
 // sourceNone is the Prediction.Source of a predictor with nothing to go on.
@@ -228,16 +232,19 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 // when its user has had a job finish since. A running job keeps the
 // prediction it had when it started, as Slurm keeps its time limit.
 func (e *Engine) predict(j *Job, pending bool) {
-	gen := e.userGen[j.User]
 	c := e.cache[j.ID]
 	if c != nil {
 		c.seen = e.cycle
-		if !pending || c.gen == gen {
+		if !pending || (e.p.ChargeEvery > 0 && e.now.Sub(c.at) < e.p.ChargeEvery) {
 			return
 		}
-		c.gen = gen
+		gen := e.userGen[j.User]
+		if c.gen == gen {
+			return
+		}
+		c.gen, c.at = gen, e.now
 	} else {
-		e.cache[j.ID] = &enginePred{gen: gen, seen: e.cycle}
+		e.cache[j.ID] = &enginePred{gen: e.userGen[j.User], at: e.now, seen: e.cycle}
 	}
 	pr := e.p.Predictor.Predict(j)
 	if pr.Source == sourceNone {

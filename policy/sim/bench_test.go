@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// BenchmarkSimulate measures whole simulations with the fairway predictor
+// learning online, as `fairway simulate` runs them:
+//
+//   - trace=CTC/policies=8: the whole CTC SP2 log (77,222 jobs, 338
+//     processors, EASY) through all eight policies, GOMAXPROCS at a time
+//     as the CLI does (target: under 20 s);
+//   - synth=1000000/policy=fair-qssf: a million synthetic jobs (Helios
+//     calibration, 3,000 users, load 0.9 on 128 nodes × 8 GPUs) through
+//     fair-qssf (target: under 60 s).
+//
+// Each checks every result is non-trivial (the runs are too long to
+// repeat once more before timing).
+func BenchmarkSimulate(b *testing.B) {
+	b.Run("trace=CTC/policies=8", func(b *testing.B) {
+		jobs, cluster := readShared(b, ctcTrace)
+		once := func() []Metrics {
+			out := make([]Metrics, len(policy.PolicyNames()))
+			sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+			var wg sync.WaitGroup
+			for i, name := range policy.PolicyNames() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					res, err := Run(jobs, smConfig(b, cluster, name, "fairway"))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					out[i] = Measure(res, MetricsParams{})
+				}()
+			}
+			wg.Wait()
+			return out
+		}
+		for b.Loop() {
+			for _, m := range once() {
+				if m.Jobs != 77222 || m.AvgWait <= 0 {
+					b.Fatalf("%s: %d jobs, average wait %v: trivial", m.Name, m.Jobs, m.AvgWait)
+				}
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("synth=%d/policy=fair-qssf", 1000000), func(b *testing.B) {
+		jobs, err := Synth(SynthParams{Jobs: 1000000, Users: 3000, Nodes: 128, GPUsPerNode: 8, Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cluster := Cluster{Nodes: 128, PerNode: 8, Unit: GPUs}
+		b.ResetTimer()
+		for b.Loop() {
+			res, err := Run(jobs, smConfig(b, cluster, "fair-qssf", "fairway"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if m := Measure(res, MetricsParams{}); m.Jobs != 1000000 || m.AvgWait <= 0 {
+				b.Fatalf("%d jobs, average wait %v: trivial", m.Jobs, m.AvgWait)
+			}
+		}
+	})
+}

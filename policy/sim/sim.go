@@ -1,0 +1,695 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// Backfill selects how jobs behind a blocked one may start.
+type Backfill string
+
+// The backfill modes.
+const (
+	// EASY is EASY backfilling (Lifka, "The ANL/IBM SP scheduling system",
+	// JSSPP 1995; Mu'alem and Feitelson, IEEE TPDS 12(6), 2001), as Slurm's
+	// backfill plugin does it for the top job: the highest-priority job
+	// that cannot start gets a reservation at the earliest time it fits,
+	// judged by the time limits of the running jobs; a lower-priority job
+	// may start now if it fits and either ends (by its own time limit)
+	// before that time or uses only resources the reservation leaves free.
+	EASY Backfill = "easy"
+	// NoBackfill starts jobs strictly in priority order, stopping at the
+	// first that does not fit (Slurm's main scheduler without backfill).
+	NoBackfill Backfill = "none"
+)
+
+// ParseBackfill returns the Backfill spelled s.
+func ParseBackfill(s string) (Backfill, error) {
+	switch Backfill(s) {
+	case EASY, NoBackfill:
+		return Backfill(s), nil
+	}
+	return "", fmt.Errorf("unknown backfill %q: want easy or none", s)
+}
+
+// Config is one simulation: a cluster, a policy and how Slurm would act on
+// its ranking.
+type Config struct {
+	Cluster Cluster
+	// Policy ranks the queue at every scheduling point.
+	Policy policy.Policy
+	// Predictor predicts run times, learning from jobs as they finish in
+	// simulated time. It must be fresh: Run feeds it. nil leaves policies
+	// to cost jobs by their time limits.
+	Predictor policy.Predictor
+	// Backfill is EASY (the default, "") or NoBackfill. Ignored when
+	// Preempt is set.
+	Backfill Backfill
+	// Preempt runs the policy preemptively, as Tiresias does (Gu et al.,
+	// NSDI'19, §4): at every scheduling point running jobs are ranked with
+	// the pending ones, the best-ranked jobs that fit the cluster's capacity
+	// run, and running jobs outside that set are preempted and requeued,
+	// keeping their progress (checkpoint-restart) and attained service.
+	Preempt bool
+	// Tick is how often a preemptive simulation reconsiders the queue while
+	// jobs wait, besides every arrival and completion. 0 means
+	// policy.DefaultChargeEvery.
+	Tick time.Duration
+	// DefaultLimit is the time limit of jobs that have none (GPU traces),
+	// as a partition's DefaultTime would give them. 0 means
+	// policy.UnknownRun, 7 days.
+	DefaultLimit time.Duration
+	// Shares, Ledger and ChargeEvery configure the policy.Engine.
+	Shares      *policy.Shares
+	Ledger      policy.LedgerParams
+	ChargeEvery time.Duration
+	// Progress, when set, is called now and then with the number of jobs
+	// submitted so far and the total. An error stops the simulation: Run
+	// returns it.
+	Progress func(done, total int) error
+	// OnCycle, when set, sees every cycle's observation, snapshot and
+	// ranking before the simulator acts on it (a recorder, for tests and
+	// decision logs). It must not keep or modify them.
+	OnCycle func(o *policy.Observation, s *policy.Snapshot, ranking []policy.Score)
+}
+
+// Service is the policy.Service of a cluster: GPUs, or one unit per
+// processor on CPU clusters.
+func (c Cluster) Service() policy.Service {
+	if c.Unit == CPUs {
+		return policy.Service{CPUsPerGPU: 1}
+	}
+	return policy.Service{}
+}
+
+// Need is how many units of the cluster's kind job j asks for.
+func (c Cluster) Need(j *policy.Job) int {
+	if c.Unit == CPUs {
+		return j.CPUs
+	}
+	return j.GPUs
+}
+
+// Result is what happened to every job of one simulation.
+type Result struct {
+	Policy  string
+	Cluster Cluster
+	// Jobs are the simulated jobs in submit order.
+	Jobs []JobResult
+	// Skipped counts the trace jobs left out, by reason.
+	Skipped map[string]int
+	// Cycles counts the scheduling cycles run (policy rankings).
+	Cycles      int
+	Preemptions int
+}
+
+// JobResult is one simulated job.
+type JobResult struct {
+	ID      int64
+	User    string
+	Account string
+	Units   int
+	Submit  time.Time
+	Start   time.Time // first start
+	End     time.Time
+	Run     time.Duration // time it ran, over all its runs
+	Limit   time.Duration
+	// Runs lists every span the job ran, only for jobs preempted at least
+	// once (otherwise it ran from Start to End).
+	Runs []Span
+}
+
+// Span is a half-open interval of time.
+type Span struct{ From, To time.Time }
+
+// Skip reasons.
+const (
+	SkipNoRun     = "no run time"
+	SkipNoUnits   = "asks for no units of the cluster's kind"
+	SkipTooLarge  = "larger than the cluster"
+	SkipDuplicate = "duplicate job id"
+)
+
+// ErrNoJobs is returned by Run when no job of the trace can be simulated.
+var ErrNoJobs = errors.New("no job to simulate")
+
+// sjob is one job's simulation state.
+type sjob struct {
+	src   int32 // index in the input
+	need  int32
+	pos   int32 // index in pending or running
+	epoch int32 // bumped on preemption, to drop the stale end event
+	state policy.State
+	run   int64 // ns, capped at the limit
+	limit int64 // ns
+	done  int64 // ns run before the current start
+	start int64 // current start, ns
+	first int64 // first start, ns; -1 before
+	end   int64
+	alloc []use
+	runs  []Span
+}
+
+type endEvent struct {
+	t     int64
+	k     int32
+	epoch int32
+}
+
+type limitEntry struct {
+	t int64 // start + remaining limit, ns
+	k int32
+}
+
+type simulator struct {
+	cfg    Config
+	in     []policy.Job
+	jobs   []sjob
+	byID   map[int64]int32
+	eng    *policy.Engine
+	now    int64
+	origin time.Time
+
+	pending []policy.Job
+	pendK   []int32
+	running []policy.Job
+	runK    []int32
+	stopped []policy.Job
+	cands   []policy.Job // preemptive: pending + running
+	trueRun map[int64]time.Duration
+
+	ends    []endEvent // min-heap
+	byLimit []limitEntry
+	free    *pool
+	shadow  *pool // scratch: free at the reservation
+	long    *pool // scratch: free now and at the reservation
+	place   []use
+
+	needCount []int32
+	minNeed   int
+
+	order       []int32
+	sel         []uint32
+	selEpoch    uint32
+	cycles      int
+	preemptions int
+}
+
+// Run simulates jobs on cfg's cluster under cfg's policy and returns what
+// happened to each. A job's run time is its trace run time (End − Start),
+// capped at its time limit as Slurm would kill it; its demand is its GPUs
+// (or processors, on a CPU cluster). Jobs are submitted at their trace
+// submit times, in trace order on ties.
+//
+// Events are processed in time order; at one instant every completion,
+// then every arrival, then one scheduling cycle: the Observation goes
+// through policy.Engine.Cycle (ledger, prediction, ranking, the code serve
+// runs) and the ranking is acted on as Slurm would (see Backfill and
+// Config.Preempt). A non-preemptive cycle is skipped when no pending job
+// fits the free resources, since no decision could start one.
+func Run(jobs []policy.Job, cfg Config) (*Result, error) {
+	if err := cfg.Cluster.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Policy == nil {
+		return nil, fmt.Errorf("simulate: no policy")
+	}
+	switch cfg.Backfill {
+	case "":
+		cfg.Backfill = EASY
+	case EASY, NoBackfill:
+	default:
+		return nil, fmt.Errorf("simulate: unknown backfill %q", cfg.Backfill)
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = policy.DefaultChargeEvery
+	}
+	if cfg.DefaultLimit <= 0 {
+		cfg.DefaultLimit = policy.UnknownRun
+	}
+	chargeEvery := cfg.ChargeEvery
+	if cfg.Preempt && chargeEvery == 0 {
+		// A preemptive policy ranks running jobs by what they have
+		// attained: charge them at every cycle.
+		chargeEvery = -1
+	}
+	eng, err := policy.NewEngine(policy.EngineParams{
+		Policy:      cfg.Policy,
+		Predictor:   cfg.Predictor,
+		Ledger:      cfg.Ledger,
+		Shares:      cfg.Shares,
+		Service:     cfg.Cluster.Service(),
+		GPUs:        float64(cfg.Cluster.Capacity()),
+		ChargeEvery: chargeEvery,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	s := &simulator{cfg: cfg, in: jobs, eng: eng, byID: make(map[int64]int32, len(jobs))}
+	res := &Result{Policy: cfg.Policy.Name(), Cluster: cfg.Cluster, Skipped: map[string]int{}}
+	if err := s.load(res); err != nil {
+		return nil, err
+	}
+	if err := s.loop(); err != nil {
+		return nil, err
+	}
+	s.result(res)
+	return res, nil
+}
+
+// load prepares the jobs in submit order.
+func (s *simulator) load(res *Result) error {
+	capacity := s.cfg.Cluster.Capacity()
+	order := make([]int32, 0, len(s.in))
+	for i := range s.in {
+		j := &s.in[i]
+		need := s.cfg.Cluster.Need(j)
+		switch {
+		case j.Start.IsZero() || j.End.IsZero() || j.End.Before(j.Start) || j.Submit.IsZero():
+			res.Skipped[SkipNoRun]++
+		case need <= 0:
+			res.Skipped[SkipNoUnits]++
+		case need > capacity:
+			res.Skipped[SkipTooLarge]++
+		default:
+			if _, dup := s.byID[j.ID]; dup {
+				res.Skipped[SkipDuplicate]++
+				continue
+			}
+			s.byID[j.ID] = -1
+			order = append(order, int32(i))
+		}
+	}
+	if len(order) == 0 {
+		return fmt.Errorf("simulate %d trace jobs: %w", len(s.in), ErrNoJobs)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return s.in[a].Submit.Compare(s.in[b].Submit) })
+	s.origin = s.in[order[0]].Submit
+	s.jobs = make([]sjob, len(order))
+	s.trueRun = make(map[int64]time.Duration, len(order))
+	for k, i := range order {
+		j := &s.in[i]
+		limit := j.TimeLimit
+		if limit <= 0 {
+			limit = s.cfg.DefaultLimit
+		}
+		run, state := j.RunTime(), j.State
+		if run > limit {
+			run, state = limit, policy.StateTimeout
+		}
+		if !state.Finished() {
+			state = policy.StateCompleted
+		}
+		s.jobs[k] = sjob{src: i, need: int32(s.cfg.Cluster.Need(j)), state: state,
+			run: int64(run), limit: int64(limit), first: -1}
+		s.byID[j.ID] = int32(k)
+		s.trueRun[j.ID] = run
+	}
+	s.free = newPool(s.cfg.Cluster)
+	s.shadow = newPool(s.cfg.Cluster)
+	s.long = newPool(s.cfg.Cluster)
+	s.needCount = make([]int32, capacity+1)
+	s.minNeed = capacity + 1
+	s.sel = make([]uint32, len(s.jobs))
+	return nil
+}
+
+func (s *simulator) at(ns int64) time.Time { return s.origin.Add(time.Duration(ns)) }
+
+func (s *simulator) submitAt(k int) int64 {
+	return int64(s.in[s.jobs[k].src].Submit.Sub(s.origin))
+}
+
+// loop runs the events to the end.
+func (s *simulator) loop() error {
+	n := len(s.jobs)
+	next := 0 // next job to submit
+	step := max(n/100, 1)
+	lastCycle := int64(-1)
+	for next < n || len(s.running) > 0 || len(s.pending) > 0 {
+		t := int64(1<<63 - 1)
+		if next < n {
+			t = s.submitAt(next)
+		}
+		if len(s.ends) > 0 {
+			t = min(t, s.ends[0].t)
+		}
+		if s.cfg.Preempt && len(s.pending) > 0 && lastCycle >= 0 {
+			t = min(t, lastCycle+int64(s.cfg.Tick))
+		}
+		if t == 1<<63-1 {
+			return fmt.Errorf("simulate: %d jobs wait on an idle cluster", len(s.pending))
+		}
+		s.now = t
+		// Something to decide on: a completion, an arrival or a tick (not
+		// the stale end event of a preempted run).
+		changed := s.cfg.Preempt && lastCycle >= 0 && t >= lastCycle+int64(s.cfg.Tick)
+		for len(s.ends) > 0 && s.ends[0].t == t {
+			e := s.popEnd()
+			if e.epoch == s.jobs[e.k].epoch {
+				s.finish(e.k)
+				changed = true
+			}
+		}
+		for next < n && s.submitAt(next) == t {
+			s.submit(int32(next))
+			next++
+			changed = true
+			if s.cfg.Progress != nil && next%step == 0 {
+				if err := s.cfg.Progress(next, n); err != nil {
+					return fmt.Errorf("simulate: stopped at job %d of %d: %w", next, n, err)
+				}
+			}
+		}
+		if !changed || len(s.pending) == 0 {
+			continue
+		}
+		if !s.cfg.Preempt && !s.free.fits(s.minNeed) {
+			continue
+		}
+		if err := s.cycle(); err != nil {
+			return err
+		}
+		lastCycle = t
+	}
+	return nil
+}
+
+// cycle ranks the queue through the engine and acts on the ranking.
+func (s *simulator) cycle() error {
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
+	if s.cfg.Preempt {
+		s.cands = append(append(s.cands[:0], s.pending...), s.running...)
+		o.Pending = s.cands
+	}
+	snap, ranking, err := s.eng.Cycle(&o)
+	if err != nil {
+		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	}
+	if s.cfg.OnCycle != nil {
+		s.cfg.OnCycle(&o, snap, ranking)
+	}
+	s.cycles++
+	s.stopped = s.stopped[:0]
+	s.order = s.order[:0]
+	for _, sc := range ranking {
+		k, ok := s.byID[sc.JobID]
+		if !ok || k < 0 {
+			return fmt.Errorf("simulate: policy %s ranked unknown job %d", s.cfg.Policy.Name(), sc.JobID)
+		}
+		s.order = append(s.order, k)
+	}
+	if len(s.order) != len(o.Pending) {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), len(s.order), len(o.Pending))
+	}
+	if s.cfg.Preempt {
+		s.decidePreemptive()
+	} else {
+		s.decideEASY()
+	}
+	return nil
+}
+
+// decideEASY starts jobs in ranking order while they fit, then, under
+// EASY, reserves for the first that does not and backfills behind it.
+func (s *simulator) decideEASY() {
+	i := 0
+	for ; i < len(s.order); i++ {
+		k := s.order[i]
+		if !s.free.fits(int(s.jobs[k].need)) {
+			break
+		}
+		s.start(k, s.free.place(int(s.jobs[k].need), s.place))
+	}
+	if i >= len(s.order) || s.cfg.Backfill == NoBackfill {
+		return
+	}
+	shadow := s.reserve(s.order[i])
+	// long: what a job still running at the shadow time may use, the
+	// smaller of free now and free at the shadow time beyond the
+	// reservation.
+	s.long.copyFrom(s.free)
+	s.long.limitTo(s.shadow)
+	for _, k := range s.order[i+1:] {
+		if s.free.total == 0 {
+			break
+		}
+		j := &s.jobs[k]
+		need := int(j.need)
+		if !s.free.fits(need) {
+			continue
+		}
+		if s.now+(j.limit-j.done) <= shadow {
+			a := s.free.place(need, s.place)
+			s.start(k, a)
+			s.long.limitTo(s.free)
+			continue
+		}
+		if !s.long.fits(need) {
+			continue
+		}
+		a := s.long.place(need, s.place)
+		s.long.take(a)
+		s.shadow.take(a)
+		s.start(k, a)
+	}
+}
+
+// reserve computes the reservation of job k: the earliest time it fits,
+// counting running jobs as ending at their time limits, and leaves in
+// s.shadow the units free at that time once k holds its share. It returns
+// the time; k always fits once every running job has ended.
+func (s *simulator) reserve(k int32) int64 {
+	need := int(s.jobs[k].need)
+	s.shadow.copyFrom(s.free)
+	t := s.now
+	for x := 0; x < len(s.byLimit) && !s.shadow.fits(need); {
+		t = s.byLimit[x].t
+		for ; x < len(s.byLimit) && s.byLimit[x].t == t; x++ {
+			s.shadow.give(s.jobs[s.byLimit[x].k].alloc)
+		}
+	}
+	if a := s.shadow.place(need, s.place); a != nil {
+		s.shadow.take(a)
+	}
+	return max(t, s.now)
+}
+
+// decidePreemptive runs the best-ranked jobs that fit the capacity and
+// preempts the running jobs outside them.
+func (s *simulator) decidePreemptive() {
+	s.selEpoch++
+	capacity, used := s.cfg.Cluster.Capacity(), 0
+	for _, k := range s.order {
+		if need := int(s.jobs[k].need); used+need <= capacity {
+			used += need
+			s.sel[k] = s.selEpoch
+		}
+	}
+	for r := len(s.runK) - 1; r >= 0; r-- {
+		if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
+			s.preempt(s.runK[r])
+		}
+	}
+	for _, k := range s.order {
+		j := &s.jobs[k]
+		if s.sel[k] != s.selEpoch || s.isRunning(k) {
+			continue
+		}
+		if s.free.fits(int(j.need)) {
+			s.start(k, s.free.place(int(j.need), s.place))
+		}
+	}
+}
+
+func (s *simulator) isRunning(k int32) bool {
+	p := s.jobs[k].pos
+	return int(p) < len(s.runK) && s.runK[p] == k
+}
+
+// submit queues job k.
+func (s *simulator) submit(k int32) {
+	j := &s.jobs[k]
+	pj := s.in[j.src]
+	pj.Start, pj.End, pj.State, pj.ExitCode = time.Time{}, time.Time{}, policy.StatePending, 0
+	s.enqueue(k, pj)
+}
+
+func (s *simulator) enqueue(k int32, pj policy.Job) {
+	j := &s.jobs[k]
+	j.pos = int32(len(s.pending))
+	s.pending = append(s.pending, pj)
+	s.pendK = append(s.pendK, k)
+	s.needCount[j.need]++
+	s.minNeed = min(s.minNeed, int(j.need))
+}
+
+// dequeue removes job k from the pending list.
+func (s *simulator) dequeue(k int32) policy.Job {
+	j := &s.jobs[k]
+	p, last := j.pos, int32(len(s.pending)-1)
+	pj := s.pending[p]
+	if p != last {
+		s.pending[p], s.pendK[p] = s.pending[last], s.pendK[last]
+		s.jobs[s.pendK[p]].pos = p
+	}
+	s.pending, s.pendK = s.pending[:last], s.pendK[:last]
+	s.needCount[j.need]--
+	if int(j.need) == s.minNeed && s.needCount[j.need] == 0 {
+		s.minNeed = len(s.needCount)
+		for n := int(j.need) + 1; n < len(s.needCount); n++ {
+			if s.needCount[n] > 0 {
+				s.minNeed = n
+				break
+			}
+		}
+	}
+	return pj
+}
+
+// start runs pending job k on allocation a, now.
+func (s *simulator) start(k int32, a []use) {
+	j := &s.jobs[k]
+	pj := s.dequeue(k)
+	s.free.take(a)
+	j.alloc = append(j.alloc[:0], a...)
+	j.start = s.now
+	if j.first < 0 {
+		j.first = s.now
+	}
+	pj.Start, pj.State = s.at(s.now), policy.StateRunning
+	j.pos = int32(len(s.running))
+	s.running = append(s.running, pj)
+	s.runK = append(s.runK, k)
+	s.insertLimit(limitEntry{t: s.now + j.limit - j.done, k: k})
+	s.pushEnd(endEvent{t: s.now + j.run - j.done, k: k, epoch: j.epoch})
+}
+
+// stop takes running job k off the cluster now and returns its Job.
+func (s *simulator) stop(k int32) policy.Job {
+	j := &s.jobs[k]
+	p, last := j.pos, int32(len(s.running)-1)
+	rj := s.running[p]
+	if p != last {
+		s.running[p], s.runK[p] = s.running[last], s.runK[last]
+		s.jobs[s.runK[p]].pos = p
+	}
+	s.running, s.runK = s.running[:last], s.runK[:last]
+	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
+	s.free.give(j.alloc)
+	rj.End = s.at(s.now)
+	return rj
+}
+
+// finish ends running job k now: it ran to completion (or its limit).
+func (s *simulator) finish(k int32) {
+	j := &s.jobs[k]
+	rj := s.stop(k)
+	rj.State = j.state
+	s.stopped = append(s.stopped, rj)
+	if j.runs != nil {
+		j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
+	}
+	j.end = s.now
+}
+
+// preempt requeues running job k, keeping its progress.
+func (s *simulator) preempt(k int32) {
+	j := &s.jobs[k]
+	rj := s.stop(k)
+	rj.State = policy.StatePending // requeued, not gone
+	s.stopped = append(s.stopped, rj)
+	j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
+	j.done += s.now - j.start
+	j.epoch++
+	s.preemptions++
+	rj.Start, rj.End = time.Time{}, time.Time{}
+	s.enqueue(k, rj)
+}
+
+func (s *simulator) insertLimit(e limitEntry) {
+	i, _ := slices.BinarySearchFunc(s.byLimit, e, compareLimit)
+	s.byLimit = slices.Insert(s.byLimit, i, e)
+}
+
+func (s *simulator) removeLimit(e limitEntry) {
+	if i, ok := slices.BinarySearchFunc(s.byLimit, e, compareLimit); ok {
+		s.byLimit = slices.Delete(s.byLimit, i, i+1)
+	}
+}
+
+func compareLimit(a, b limitEntry) int {
+	switch {
+	case a.t < b.t:
+		return -1
+	case a.t > b.t:
+		return 1
+	}
+	return int(a.k) - int(b.k)
+}
+
+func (s *simulator) pushEnd(e endEvent) {
+	h := append(s.ends, e)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !lessEnd(h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	s.ends = h
+}
+
+func (s *simulator) popEnd() endEvent {
+	h := s.ends
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		c := l
+		if r := l + 1; r < len(h) && lessEnd(h[r], h[l]) {
+			c = r
+		}
+		if !lessEnd(h[c], h[i]) {
+			break
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+	s.ends = h
+	return top
+}
+
+func lessEnd(a, b endEvent) bool {
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	return a.k < b.k
+}
+
+// result fills res from the finished simulation.
+func (s *simulator) result(res *Result) {
+	res.Jobs = make([]JobResult, len(s.jobs))
+	for k := range s.jobs {
+		j := &s.jobs[k]
+		in := &s.in[j.src]
+		res.Jobs[k] = JobResult{
+			ID: in.ID, User: in.User, Account: in.Account, Units: int(j.need),
+			Submit: in.Submit, Start: s.at(j.first), End: s.at(j.end),
+			Run: time.Duration(j.run), Limit: time.Duration(j.limit), Runs: j.runs,
+		}
+	}
+	res.Cycles, res.Preemptions = s.cycles, s.preemptions
+}
