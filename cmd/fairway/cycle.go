@@ -133,13 +133,8 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	cl, err := r.slurm.Read(ctx)
 	rec.Read = r.now().Sub(start)
 	if err != nil {
-		rec.Error = err.Error()
-		rec.Total = r.now().Sub(start)
-		r.buffer.addCycle(rec, r.cfg.BufferLimit)
-		r.flush(ctx, log)
-		r.metrics.cycle(rec, "read_error")
 		r.metrics.slurmUp.Set(0)
-		return nil, fmt.Errorf("%w: %w", errSlurmRead, err)
+		return nil, r.failCycle(ctx, log, rec, "read_error", fmt.Errorf("%w: %w", errSlurmRead, err))
 	}
 	r.metrics.slurmUp.Set(1)
 
@@ -158,12 +153,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	snap, scores, err := r.engine.Cycle(obs)
 	rec.Rank = r.now().Sub(t)
 	if err != nil {
-		rec.Error = err.Error()
-		rec.Total = r.now().Sub(start)
-		r.buffer.addCycle(rec, r.cfg.BufferLimit)
-		r.flush(ctx, log)
-		r.metrics.cycle(rec, "rank_error")
-		return nil, fmt.Errorf("rank: %w", err)
+		return nil, r.failCycle(ctx, log, rec, "rank_error", fmt.Errorf("rank: %w", err))
 	}
 	r.observePredictionErrors(stopped)
 	r.recordStartedPredictions(running, start)
@@ -182,12 +172,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	// as possible, capped.
 	values, err := policy.Assign(scores, r.assigned, r.cfg.Range)
 	if err != nil {
-		rec.Error = err.Error()
-		rec.Total = r.now().Sub(start)
-		r.buffer.addCycle(rec, r.cfg.BufferLimit)
-		r.flush(ctx, log)
-		r.metrics.cycle(rec, "rank_error")
-		return nil, fmt.Errorf("assign values: %w", err)
+		return nil, r.failCycle(ctx, log, rec, "rank_error", fmt.Errorf("assign values: %w", err))
 	}
 	want := make(map[int64]int64, len(scores))
 	for i, s := range scores {
@@ -286,6 +271,16 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 			"duration_seconds", rec.Total.Seconds())
 	}
 	return res, nil
+}
+
+// failCycle records a cycle that ended early with err and returns err.
+func (r *runner) failCycle(ctx context.Context, log *slog.Logger, rec accounting.Cycle, result string, err error) error {
+	rec.Error = err.Error()
+	rec.Total = r.now().Sub(rec.Started)
+	r.buffer.addCycle(rec, r.cfg.BufferLimit)
+	r.flush(ctx, log)
+	r.metrics.cycle(rec, result)
+	return err
 }
 
 // rankable returns the pending job records Fairway ranks: in an included

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+)
+
+// Fakes for the runner's four small interfaces.
+
+type fakeReader struct {
+	cl  *slurmctl.Cluster
+	err error
+}
+
+func (f *fakeReader) Read(context.Context) (*slurmctl.Cluster, error) { return f.cl, f.err }
+
+type fakeWriter struct {
+	calls int
+	wrote map[int64]int64
+}
+
+func (f *fakeWriter) Write(_ context.Context, jobs []slurmctl.Job, want map[int64]int64) (slurmctl.Report, error) {
+	f.calls++
+	if f.wrote == nil {
+		f.wrote = map[int64]int64{}
+	}
+	var rep slurmctl.Report
+	for _, j := range jobs {
+		v, ok := want[j.ID]
+		if !ok {
+			continue
+		}
+		old, known := f.wrote[j.ID]
+		if known && old == v {
+			continue
+		}
+		ch := slurmctl.Change{JobID: j.ID, From: old, FromKnown: known, To: v}
+		rep.Planned = append(rep.Planned, ch)
+		rep.Applied = append(rep.Applied, ch)
+		f.wrote[j.ID] = v
+	}
+	if len(rep.Planned) > 0 {
+		rep.Calls = 1
+	}
+	return rep, nil
+}
+func (f *fakeWriter) Prime(context.Context) (int, error) { return len(f.wrote), nil }
+
+type fakeStore struct {
+	down      bool
+	finished  []policy.Job
+	decisions []accounting.Decision
+	cycles    []accounting.Cycle
+	preds     []accounting.Prediction
+}
+
+var errDown = errors.New("connection refused")
+
+func (f *fakeStore) RecordFinished(_ context.Context, _ string, jobs []policy.Job) (accounting.Summary, error) {
+	if f.down {
+		return accounting.Summary{}, errDown
+	}
+	f.finished = append(f.finished, jobs...)
+	return accounting.Summary{}, nil
+}
+func (f *fakeStore) RecordDecisions(_ context.Context, ds []accounting.Decision) (int, error) {
+	if f.down {
+		return 0, errDown
+	}
+	f.decisions = append(f.decisions, ds...)
+	return len(ds), nil
+}
+func (f *fakeStore) RecordCycle(_ context.Context, c accounting.Cycle) error {
+	if f.down {
+		return errDown
+	}
+	f.cycles = append(f.cycles, c)
+	return nil
+}
+func (f *fakeStore) RecordPredictions(_ context.Context, ps []accounting.Prediction) error {
+	if f.down {
+		return errDown
+	}
+	f.preds = append(f.preds, ps...)
+	return nil
+}
+
+type fakeLeader struct{ leader bool }
+
+func (f *fakeLeader) Leader(context.Context) bool { return f.leader }
+
+var t0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+
+func job(id int64, user string, st policy.State, submit time.Duration) slurmctl.Job {
+	return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: user, Account: "acct-" + user, Partition: "gpu",
+		Submit: t0.Add(submit), State: st, GPUs: 1, TimeLimit: time.Hour}}
+}
+
+type rig struct {
+	r      *runner
+	reader *fakeReader
+	writer *fakeWriter
+	store  *fakeStore
+	leader *fakeLeader
+	clock  time.Time
+}
+
+func newRig(t *testing.T, cfg runnerConfig) *rig {
+	t.Helper()
+	pol, err := policy.NewPolicy("fifo", policy.PolicyParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Range == (policy.SlurmRange{}) {
+		cfg.Range = policy.SiteFactorRange()
+	}
+	cfg.Cluster, cfg.Policy, cfg.Field = "c", "fifo", "site_factor"
+	g := &rig{reader: &fakeReader{}, writer: &fakeWriter{}, store: &fakeStore{}, leader: &fakeLeader{leader: true}, clock: t0.Add(time.Minute)}
+	g.r = newRunner(cfg, quietLogger(), g.reader, g.writer, g.store, g.leader, eng, newMetrics())
+	g.r.now = func() time.Time { return g.clock }
+	return g
+}
+
+func (g *rig) cycle(t *testing.T, jobs ...slurmctl.Job) *cycleResult {
+	t.Helper()
+	g.clock = g.clock.Add(30 * time.Second)
+	g.reader.cl, g.reader.err = &slurmctl.Cluster{Jobs: jobs}, nil
+	res, err := g.r.runCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRunner_SlurmDownWritesNothingKeepsState(t *testing.T) {
+	g := newRig(t, runnerConfig{})
+	g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
+	calls := g.writer.calls
+	g.reader.err = errors.New("connection refused")
+	_, err := g.r.runCycle(context.Background())
+	if !errors.Is(err, errSlurmRead) {
+		t.Fatalf("err = %v, want errSlurmRead", err)
+	}
+	if g.writer.calls != calls {
+		t.Fatal("a cycle that could not read Slurm wrote to it")
+	}
+	if got := g.store.cycles[len(g.store.cycles)-1]; got.Error == "" {
+		t.Error("the failed cycle was recorded without its error")
+	}
+	// Back: the same queue writes nothing new.
+	res := g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
+	if len(res.Report.Planned) != 0 {
+		t.Errorf("after the outage %d values changed, want 0", len(res.Report.Planned))
+	}
+}
+
+func TestRunner_DatabaseDownBuffersThenShipsEverything(t *testing.T) {
+	g := newRig(t, runnerConfig{})
+	run := job(1, "a", policy.StateRunning, 0)
+	run.Start = t0.Add(10 * time.Second)
+	g.cycle(t, run, job(2, "b", policy.StatePending, time.Second))
+	g.store.down = true
+	done := run
+	done.State, done.End = policy.StateCompleted, g.clock.Add(10*time.Second)
+	res := g.cycle(t, done, job(2, "b", policy.StatePending, time.Second), job(3, "c", policy.StatePending, 2*time.Second))
+	if res.Recorded {
+		t.Fatal("cycle says it recorded while the database is down")
+	}
+	if len(res.Report.Applied) == 0 {
+		t.Fatal("ranking stopped while the database was down (no leadership doubt with this fake)")
+	}
+	if g.r.buffer.len() == 0 {
+		t.Fatal("nothing buffered")
+	}
+	g.store.down = false
+	res = g.cycle(t, done, job(2, "b", policy.StatePending, time.Second), job(3, "c", policy.StatePending, 2*time.Second))
+	if !res.Recorded || g.r.buffer.len() != 0 {
+		t.Fatalf("buffer not drained: recorded=%v, %d left", res.Recorded, g.r.buffer.len())
+	}
+	if len(g.store.finished) != 1 || g.store.finished[0].ID != 1 {
+		t.Fatalf("finished jobs recorded: %+v, want job 1 once", g.store.finished)
+	}
+	if len(g.store.cycles) != 3 {
+		t.Errorf("%d cycle rows, want 3", len(g.store.cycles))
+	}
+}
+
+func TestRunner_FollowerAndDryRunWriteNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		leader bool
+		dry    bool
+	}{{"follower", false, false}, {"dry-run-leader", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t, runnerConfig{DryRun: tc.dry})
+			g.leader.leader = tc.leader
+			res := g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
+			if g.writer.calls != 0 {
+				t.Fatal("wrote to Slurm")
+			}
+			if len(res.Changed) != 2 {
+				t.Fatalf("planned %d changes, want 2 (reported, not written)", len(res.Changed))
+			}
+			for _, d := range g.store.decisions {
+				if !d.DryRun {
+					t.Errorf("decision for job %d not marked dry run", d.JobID)
+				}
+			}
+		})
+	}
+}
+
+func TestRunner_MaxWritesTakesBestRankedFirst(t *testing.T) {
+	g := newRig(t, runnerConfig{MaxWrites: 2})
+	jobs := []slurmctl.Job{job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second),
+		job(3, "c", policy.StatePending, 2*time.Second), job(4, "d", policy.StatePending, 3*time.Second)}
+	res := g.cycle(t, jobs...)
+	if len(res.Report.Applied) != 2 {
+		t.Fatalf("wrote %d values, want the cap 2", len(res.Report.Applied))
+	}
+	for _, c := range res.Report.Applied {
+		if c.JobID != 1 && c.JobID != 2 {
+			t.Errorf("wrote job %d, want the two best ranked (1, 2)", c.JobID)
+		}
+	}
+	res = g.cycle(t, jobs...)
+	if len(res.Report.Applied) != 2 {
+		t.Fatalf("second cycle wrote %d, want the remaining 2", len(res.Report.Applied))
+	}
+	if len(g.writer.wrote) != 4 {
+		t.Errorf("after two capped cycles %d jobs have values, want 4", len(g.writer.wrote))
+	}
+}
+
+func TestRunner_NeverRanksHeldHetExemptOrExcluded(t *testing.T) {
+	g := newRig(t, runnerConfig{ExemptQOS: []string{"urgent"}, ExcludePartitions: []string{"debug"}})
+	held := job(2, "b", policy.StatePending, 0)
+	held.Held = true
+	het := job(3, "c", policy.StatePending, 0)
+	het.HetJob = true
+	urgent := job(4, "d", policy.StatePending, 0)
+	urgent.QOS = "urgent"
+	dbg := job(5, "e", policy.StatePending, 0)
+	dbg.Partition = "debug,gpu"
+	running := job(6, "f", policy.StateRunning, 0)
+	running.Start = t0
+	res := g.cycle(t, job(1, "a", policy.StatePending, 0), held, het, urgent, dbg, running)
+	if len(res.Ranked) != 1 || res.Ranked[0].JobID != 1 {
+		t.Fatalf("ranked %+v, want only job 1", res.Ranked)
+	}
+	for id := range g.writer.wrote {
+		if id != 1 {
+			t.Errorf("wrote job %d", id)
+		}
+	}
+}
+
+func TestRunner_StoppedJobs(t *testing.T) {
+	g := newRig(t, runnerConfig{})
+	a, b := job(1, "a", policy.StateRunning, 0), job(2, "b", policy.StateRunning, 0)
+	a.Start, b.Start = t0, t0
+	g.cycle(t, a, b)
+	// a finished and is still listed; b vanished (MinJobAge passed).
+	af := a
+	af.State, af.End = policy.StateFailed, g.clock.Add(5*time.Second)
+	st, fin := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{af}}, nil, g.clock.Add(30*time.Second))
+	if len(st) != 2 {
+		t.Fatalf("stopped %d jobs, want 2", len(st))
+	}
+	if st[0].ID != 1 || st[0].State != policy.StateFailed || st[1].ID != 2 || st[1].State != policy.StateCompleted {
+		t.Errorf("stopped = %+v", st)
+	}
+	if len(fin) != 1 || fin[0].ID != 1 {
+		t.Errorf("finished to record = %+v, want job 1 (job 2 comes from slurmdbd)", fin)
+	}
+}
