@@ -181,7 +181,17 @@ func groupedBars(p *plot.Plot, names []string, series [][]float64, labels []stri
 	}
 	p.NominalX(names...)
 	p.Legend.Top = true
+	// Headroom above the tallest bar for the legend, one line per series.
+	top := 0.0
+	for _, vals := range series {
+		for _, v := range vals {
+			top = max(top, v)
+		}
+	}
 	p.Y.Min = 0
+	if top > 0 {
+		p.Y.Max = top * (1.1 + 0.1*float64(len(series)))
+	}
 	if len(names) > 6 {
 		p.X.Tick.Label.Rotation = math.Pi / 6
 		p.X.Tick.Label.XAlign = text.XRight

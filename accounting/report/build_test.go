@@ -1,0 +1,293 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/google/go-cmp/cmp"
+)
+
+func at(day, hour int) time.Time { return time.Date(2026, 10, day, hour, 0, 0, 0, time.UTC) }
+
+// handData is a month small enough to work out by hand (4 GPUs, October
+// 2026, 744 hours):
+//
+//	A alice/a  2 GPUs  submit 10-01 00h, ran 01h–11h       COMPLETED  20 GPU-h, wait 1 h
+//	B bob/b    1 GPU   submit 10-02 00h, ran 00h–05h       CANCELLED   5 GPU-h, wait 0
+//	C bob/b    1 GPU   submit 09-30 20h, ran 22h–10-01 02h FAILED      2 GPU-h in October, wait 2 h
+//	D alice/a  4 GPUs  submit 10-31 20h, ran 22h–11-01 04h COMPLETED   8 GPU-h in October, ends in November
+//	E carol/c  1 GPU   submit 10-10 00h, cancelled pending at 01h       0 GPU-h, no wait
+func handData() *report.Data {
+	job := func(id int64, user, acct string, gpus int, submit, start, end time.Time, st policy.State) policy.Job {
+		return policy.Job{ID: id, ArrayTask: -1, User: user, Account: acct, Partition: "gpu", GPUs: gpus,
+			Submit: submit, Start: start, End: end, State: st, TimeLimit: 12 * time.Hour}
+	}
+	return &report.Data{
+		Cluster: "hand",
+		Month:   report.Month{Year: 2026, Month: time.October},
+		Jobs: []policy.Job{
+			job(3, "bob", "b", 1, at(0, 20), at(0, 22), at(1, 2), policy.StateFailed),
+			job(1, "alice", "a", 2, at(1, 0), at(1, 1), at(1, 11), policy.StateCompleted),
+			job(2, "bob", "b", 1, at(2, 0), at(2, 0), at(2, 5), policy.StateCancelled),
+			job(5, "carol", "c", 1, at(10, 0), time.Time{}, at(10, 1), policy.StateCancelled),
+			job(4, "alice", "a", 4, at(31, 20), at(31, 22), at(32, 4), policy.StateCompleted),
+		},
+		Outcomes: []report.Outcome{
+			{JobID: 1, Partition: "gpu", Predictor: "fairway", Predicted: 9 * 3600, Actual: 10 * 3600},
+			{JobID: 2, Partition: "gpu", Predictor: "fairway", Predicted: 1 * 3600, Actual: 5 * 3600},
+			{JobID: 3, Partition: "gpu", Predictor: "fairway", Predicted: 3 * 3600, Actual: 4 * 3600},
+		},
+		Decisions: []report.JobDecisions{
+			{JobID: 1, Rows: 2, Written: 2, Policy: "fair-qssf", Predictor: "fairway"},
+			{JobID: 2, Rows: 1, Written: 1, Policy: "fair-qssf", Predictor: "fairway"},
+			{JobID: 3, Rows: 1, DryRun: 1, Policy: "fair-qssf", Predictor: "fairway"},
+		},
+	}
+}
+
+func handOptions() report.Options {
+	return report.Options{Cluster: sim.Cluster{Nodes: 1, PerNode: 4, Unit: sim.GPUs}}
+}
+
+// TestBuild_HandComputed checks the figures of handData against values
+// worked out by hand.
+func TestBuild_HandComputed(t *testing.T) {
+	r, err := report.Build(handData(), nil, handOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Summary
+	type figures struct {
+		Jobs, Accounts, Users                  int
+		Hours, Available, Util, Jain           float64
+		MedianWait, P95Wait, Cancelled, Failed float64
+		Lost                                   float64
+	}
+	// Jain over x = used/entitled = (0.8, 0.2, 0)/(1/3): (Σx)²/(n·Σx²) = 9/18.36.
+	want := figures{Jobs: 4, Accounts: 3, Users: 3, Hours: 35, Available: 4 * 744, Util: 35.0 / 2976, Jain: 9 / 18.36,
+		MedianWait: 3600, P95Wait: 3600 + 0.9*3600, Cancelled: 5, Failed: 2, Lost: 7.0 / 35}
+	got := figures{s.Jobs, s.Accounts, s.Users, float64(s.Hours), float64(s.Available), float64(s.Utilization), float64(s.Jain),
+		float64(s.MedianWait), float64(s.P95Wait), float64(s.CancelledHours), float64(s.FailedHours), float64(s.Lost)}
+	if diff := cmp.Diff(want, got, cmp.Comparer(approx)); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+
+	type acct struct {
+		Account           string
+		Hours, Used, Ent  float64
+		Jobs              int
+		MedianWait, Rho   float64
+		Cancelled, Failed float64
+	}
+	// ρ of A: N = (11 h of alice + 2 h of bob)/11 h; 2·N/4 < 1, so T = run
+	// and ρ = 11 h / 10 h.
+	wantA := []acct{
+		{"a", 28, 0.8, 1.0 / 3, 1, 3600, 1.1, 0, 0},
+		{"b", 7, 0.2, 1.0 / 3, 2, 3600, math.NaN(), 5, 2},
+		{"c", 0, 0, 1.0 / 3, 1, math.NaN(), math.NaN(), 0, 0},
+	}
+	// b's ρ: B ran 5 h from submission (ρ 1); C waited 2 h for a 4-h run
+	// while alice was active for 2 of its 6 h: N = 8/6, ρ = 6/4 = 1.5; the
+	// median of (1, 1.5) is 1.25.
+	wantA[1].Rho = 1.25
+	var gotA []acct
+	for _, a := range r.Accounts {
+		gotA = append(gotA, acct{a.Account, float64(a.Hours), float64(a.Used), float64(a.Entitled), a.Jobs,
+			float64(a.MedianWait), float64(a.MedianRho), float64(a.Cancelled), float64(a.Failed)})
+	}
+	if diff := cmp.Diff(wantA, gotA, cmp.Comparer(approxNaN)); diff != "" {
+		t.Errorf("accounts (-want +got):\n%s", diff)
+	}
+
+	days := map[string]float64{}
+	for _, d := range r.Daily {
+		if d.Hours > 0 {
+			days[d.Date] = float64(d.Hours)
+		}
+	}
+	if diff := cmp.Diff(map[string]float64{"2026-10-01": 22, "2026-10-02": 5, "2026-10-31": 8}, days, cmp.Comparer(approx)); diff != "" {
+		t.Errorf("daily GPU-hours (-want +got):\n%s", diff)
+	}
+	if len(r.Daily) != 31 {
+		t.Errorf("%d days, want 31", len(r.Daily))
+	}
+
+	// Predictions: errors 1 h, 4 h, 1 h → MedAE 1 h; within ±50%: A and
+	// C. Time limits (12 h) vs runs 10, 5, 4 h (D ends in November, E
+	// never ran): errors 2, 7, 8 h, within ±50% only A.
+	type pred struct {
+		Predictor       string
+		Jobs            int
+		MedAE, Within50 float64
+	}
+	var gotP []pred
+	for _, p := range r.Predictions {
+		gotP = append(gotP, pred{p.Predictor, p.Jobs, float64(p.MedAE), float64(p.Within50)})
+	}
+	wantP := []pred{{"fairway", 3, 3600, 2.0 / 3}, {"time limit", 3, 7 * 3600, 1.0 / 3}}
+	if diff := cmp.Diff(wantP, gotP, cmp.Comparer(approx)); diff != "" {
+		t.Errorf("predictions (-want +got):\n%s", diff)
+	}
+
+	c := r.Changes
+	if c.Jobs != 2 || c.Reranked != 1 || c.DryRun != 1 || c.Policy != "fair-qssf" || c.Rows != 4 {
+		t.Errorf("changes = %+v, want 2 ranked, 1 re-ranked, 1 dry run only, fair-qssf, 4 rows", c)
+	}
+	if r.Capacity.Estimated || r.Capacity.Units != 4 {
+		t.Errorf("capacity = %+v, want 4 GPUs as configured", r.Capacity)
+	}
+}
+
+// TestBuild_EstimatedCapacity: without a size, capacity is the most GPUs in
+// use at once (A's 2 and C's 1 overlap on 10-01 01h–02h: 3, less than D's
+// 4), and the report says so.
+func TestBuild_EstimatedCapacity(t *testing.T) {
+	r, err := report.Build(handData(), nil, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Capacity.Estimated || r.Capacity.Units != 4 {
+		t.Errorf("capacity = %+v, want estimated 4", r.Capacity)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "--nodes") {
+		t.Errorf("notes = %q, want one saying how to give the size", r.Notes)
+	}
+}
+
+// TestBuild_MonthNotOver counts a month in progress up to Now.
+func TestBuild_MonthNotOver(t *testing.T) {
+	opt := handOptions()
+	opt.Now = at(2, 12)
+	r, err := report.Build(handData(), nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := float64(r.Summary.Available), 4*36.0; !approx(got, want) {
+		t.Errorf("available = %v, want %v (4 GPUs × 36 h)", got, want)
+	}
+	if got := float64(r.Summary.Hours); !approx(got, 27) {
+		t.Errorf("hours = %v, want 27 (D ran after Now)", got)
+	}
+	if len(r.Daily) != 2 {
+		t.Errorf("%d days, want 2", len(r.Daily))
+	}
+}
+
+// TestBuild_Counterfactual simulates the hand month: three scenarios over
+// the jobs submitted in October that ran (A, B, D).
+func TestBuild_Counterfactual(t *testing.T) {
+	opt := handOptions()
+	opt.Counterfactual = true
+	r, err := report.Build(handData(), nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := r.Counterfactual
+	if cf == nil {
+		t.Fatal("no counterfactual")
+	}
+	var names []string
+	for _, s := range cf.Scenarios {
+		names = append(names, s.Name)
+	}
+	if diff := cmp.Diff([]string{report.ScenarioActual, report.ScenarioFairshare, report.ScenarioFairway}, names); diff != "" {
+		t.Errorf("scenarios (-want +got):\n%s", diff)
+	}
+	if cf.Jobs != 3 {
+		t.Errorf("%d jobs simulated, want 3", cf.Jobs)
+	}
+	// What happened: A waited 1 h, B and D 2 h and 0: median 1 h.
+	if got := float64(cf.Scenarios[0].MedianWait); !approx(got, 3600) {
+		t.Errorf("actual median wait %v, want 3600", got)
+	}
+	// On an idle 4-GPU cluster with no overlap every job starts at once.
+	for _, s := range cf.Scenarios[1:] {
+		if s.MedianWait != 0 {
+			t.Errorf("%s: median wait %v, want 0", s.Name, s.MedianWait)
+		}
+	}
+	if !strings.Contains(cf.Scenarios[2].Label, "fair-qssf") || !strings.Contains(cf.Scenarios[2].Label, "fairway") {
+		t.Errorf("Fairway scenario %q, want the policy and predictor of the decision log", cf.Scenarios[2].Label)
+	}
+}
+
+// TestWrite_SameNumbers renders every format and checks that each CSV
+// cell of the accounts table appears, as is or with thousands separators,
+// in the Markdown and the HTML, and that the HTML loads nothing.
+func TestWrite_SameNumbers(t *testing.T) {
+	opt := handOptions()
+	opt.Counterfactual = true
+	r, err := report.Build(handData(), nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files, err := report.Write(dir, r, report.Formats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 10 {
+		t.Fatalf("wrote %q, want the HTML, Markdown, SVG, CSV and JSON files", files)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	md, page := read("report.md"), read("report.html")
+	recs, err := csv.NewReader(strings.NewReader(read("accounts.csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("accounts.csv has %d lines, want a header and 3 accounts", len(recs))
+	}
+	for _, rec := range recs[1:] {
+		mdRow := "| " + strings.Join(rec, " | ") + " |"
+		if !strings.Contains(md, mdRow) {
+			t.Errorf("Markdown lacks the row %q", mdRow)
+		}
+		for _, cell := range rec {
+			if !strings.Contains(page, ">"+cell+"<") {
+				t.Errorf("HTML lacks the cell %q", cell)
+			}
+		}
+	}
+	for _, bad := range []string{"<script", "src=\"http", "href=\"http", "@import", "url("} {
+		if strings.Contains(page, bad) {
+			t.Errorf("HTML contains %q: it must be self-contained", bad)
+		}
+	}
+	// Every plot but GPU efficiency: the hand month has no epilog record.
+	if n := strings.Count(page, "<svg"); n != 4 {
+		t.Errorf("HTML has %d inline SVGs, want 4", n)
+	}
+	if !strings.Contains(page, "No epilog record") {
+		t.Errorf("HTML does not say why the efficiency tables are empty")
+	}
+	var js bytes.Buffer
+	if err := report.WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"median_wait_s": null`) {
+		t.Errorf("JSON: want null for carol's missing median wait")
+	}
+}
+
+func approxNaN(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	return approx(a, b)
+}
