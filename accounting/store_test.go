@@ -573,3 +573,41 @@ func TestImport_SharedTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestImport_DirectCopyFallsBack stores some jobs from the middle of a
+// trace, then imports the whole trace: the straight COPY into job meets a
+// stored key, rolls back to its savepoint, and the staging path finishes
+// the import in the same transaction.
+func TestImport_DirectCopyFallsBack(t *testing.T) {
+	store, pool := freshStore(t)
+	data := traceHead(t, "KTH-SP2-filtered.swf.gz", 2000)
+	lines := strings.SplitAfter(string(data), "\n")
+	var header, middle []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, ";") {
+			header = append(header, l)
+		}
+	}
+	middle = append(header, lines[1000:1010]...)
+	if _, err := importTrace(t, store, []byte(strings.Join(middle, "")), trace.SWF, "middle.swf", false); err != nil {
+		t.Fatal(err)
+	}
+	src, err := accounting.NewTraceSource(bytes.NewReader(data), trace.SWF, "kth.swf", "kth", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	sum, err := store.Import(context.Background(), src, accounting.ImportOptions{Source: "swf", Phase: func(p string) { phases = append(phases, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"check", "copy", "copy", "merge", "commit"}, phases); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	if sum.Unchanged != 10 || sum.Inserted != sum.Read-10 || sum.Updated != 0 {
+		t.Errorf("summary %+v, want 10 unchanged and the rest inserted", sum)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job`); n != sum.Read {
+		t.Errorf("%d rows, want %d", n, sum.Read)
+	}
+}
