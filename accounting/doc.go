@@ -7,18 +7,21 @@
 // Ingest is idempotent everywhere: a job is keyed by cluster, job id, array
 // task and submit time, and importing the same input twice leaves every
 // table identical (a row whose values did not change is not rewritten).
-// Bulk input (slurmdbd windows, `sacct --json` files, workload traces) is
-// streamed with COPY into a session-private staging table and merged with
-// one INSERT ... ON CONFLICT; the merge, the usage-ledger rebuild and the
-// incremental watermark commit in one transaction, so bad input, a dead
-// database or a cancelled import never leaves a partial import.
+// Everything an import writes commits in one transaction, so bad input, a
+// dead database or a cancelled import never leaves a partial import:
 //
-//	Source (trace.Reader | sacct doc | HistorySource window)
-//	   │ validate, count            COPY (binary)
-//	   └──────────────► staging (temp) ─────► INSERT INTO job ... ON CONFLICT DO UPDATE
-//	                                          WHERE values changed
-//	                                     └──► usage_daily rebuilt for the days touched
-//	                                     └──► kv_state watermark (incremental sources)
+//	input ──► check pass (inputs that can be read twice: validate every record,
+//	   │        note months, key span, repeated keys)
+//	   ├──► COPY straight into job under a savepoint      all keys new: done
+//	   │      └─ a key is stored: roll back to the savepoint ─┐
+//	   └──► COPY into a session-private staging table  ◄──────┘ (and inputs read once)
+//	          └──► one MERGE into job (insert new keys, update changed rows only)
+//	        then, same transaction: mark the touched days in usage_dirty,
+//	        move the watermark of an incremental source (kv_state)
+//
+// The usage ledger (usage_daily) is derived from job: ingest only marks the
+// days it touched (updates mark theirs through a trigger), and readers
+// rebuild the marked days first (RefreshUsage, UsageBetween).
 //
 // Retention: job, prediction, decision and job_gpu_usage are partitioned by
 // calendar month (UTC). The Store creates the partitions a batch needs
@@ -26,9 +29,10 @@
 // blocked for long), and DropMonthsBefore drops whole months: instant, no
 // vacuum debt. Keep job for as long as reports and predictors look back
 // (a year is typical), decision for a few months; cycle is small and
-// pruned with PruneCycles.
+// pruned with PruneCycles. usage_daily keeps its days after their jobs are
+// dropped.
 //
-// The package talks to slurmdbd only through HistorySource (implemented by
-// slurmctl over slurmrestd) and to sacctmgr for the share tree; it opens no
-// files.
+// The package reads slurmdbd through HistorySource (SacctHistory runs
+// `sacct --json`; slurmctl's slurmrestd client can implement it too) and
+// sacctmgr for the share tree; it opens no files.
 package accounting
