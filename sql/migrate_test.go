@@ -3,10 +3,8 @@ package sql_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/sql"
@@ -35,34 +33,17 @@ func TestMigrations_WellFormed(t *testing.T) {
 	}
 }
 
-// freshDB creates an empty database on the lab's PostgreSQL and returns a
-// connection to it; both are removed when the test ends.
+// freshDB connects to an empty database of the test's own on the lab's
+// PostgreSQL.
 func freshDB(t *testing.T) *pgx.Conn {
 	t.Helper()
 	e := lab.Get(t)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, e.DatabaseURL)
-	if err != nil {
-		t.Fatalf("connect to lab PostgreSQL: %v", err)
-	}
-	name := fmt.Sprintf("fairway_test_sql_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgx.ParseConfig(e.DatabaseURL)
+	conn, err := pgx.Connect(ctx, e.EmptyDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Database = name
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close(ctx)
-		_, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-		admin.Close(ctx)
-	})
+	t.Cleanup(func() { conn.Close(ctx) })
 	return conn
 }
 

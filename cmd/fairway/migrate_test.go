@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
-	"github.com/jackc/pgx/v5"
 )
 
 // runApp runs the fairway CLI in-process and returns what it printed.
@@ -24,20 +21,7 @@ func runApp(t *testing.T, args ...string) (string, error) {
 }
 
 func TestMigrateCommand_UpTwiceThenStatus(t *testing.T) {
-	e := lab.Get(t)
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, e.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	name := fmt.Sprintf("fairway_test_cli_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)") })
-	cfg, _ := pgx.ParseConfig(e.DatabaseURL)
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	url := lab.Get(t).EmptyDatabase(t)
 
 	out, err := runApp(t, "migrate", "--database-url", url, "status")
 	if err == nil || !strings.Contains(err.Error(), "fairway migrate up") {
