@@ -46,7 +46,8 @@ func ingestCommand() *cli.Command {
 		Name:      "ingest",
 		Usage:     "import finished jobs into the accounting database (idempotent)",
 		ArgsUsage: "[FILE]",
-		Description: "Imports job history from slurmdbd (incrementally, from the stored watermark), from a\n" +
+		Description: "Imports job history from slurmdbd (read with `sacct --json` on this host, incrementally from\n" +
+			"the stored watermark), from a\n" +
 			"`sacct --json` file, or from a workload trace (SWF, Helios cluster_log.csv, Philly-MIX CSV;\n" +
 			"gzip or plain; FILE - reads standard input). Re-importing never duplicates: jobs are keyed by\n" +
 			"cluster, job id, array task and submit time. A malformed record fails the whole import with\n" +
