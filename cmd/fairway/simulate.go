@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/urfave/cli/v2"
+)
+
+// simulateConfig is `fairway simulate`'s validated settings.
+type simulateConfig struct {
+	Trace     string // "" runs the bundled synthetic workload
+	Format    trace.Format
+	Policies  []string
+	Backfill  sim.Backfill
+	Predictor string // "none" for no predictor
+	Preempt   map[string]bool
+	Nodes     int // 0: the trace's default
+	PerNode   int
+	JSON      bool
+	Out       string
+	Parallel  int
+}
+
+// Defaults for traces that do not say how big their cluster was.
+const (
+	// phillyNodes × phillyGPUsPerNode is the cluster the Chronus artifact
+	// replays Philly-MIX on (run/exp_cluster/batch_run.sh:
+	// num_node_p_switch=120; options.py: num_gpu_p_node=8).
+	phillyNodes       = 120
+	phillyGPUsPerNode = 8
+	// bundledSeed fixes the bundled synthetic workload.
+	bundledSeed = 1
+)
+
+func simulateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "simulate",
+		Usage: "replay a trace through the ranking policies on a simulated Slurm cluster and compare them",
+		Description: "Without --trace, simulates a small synthetic workload (`fairway trace synth` defaults, seed 1)\n" +
+			"on 8 nodes × 8 GPUs. SWF traces run on one pool of the header's MaxProcs processors; Philly-MIX on\n" +
+			"120 nodes × 8 GPUs (the Chronus artifact's cluster); Helios traces need --nodes.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
+			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
+			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.PolicyNames(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
+			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_SIMULATE_BACKFILL"}},
+			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(policy.PredictorNames(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
+			&cli.StringFlag{Name: "preempt", Value: "tiresias", Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
+			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
+			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
+			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
+			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "policies simulated at once", EnvVars: []string{"FAIRWAY_SIMULATE_PARALLEL"}},
+		},
+		Action: func(c *cli.Context) error {
+			cfg, err := simulateSettings(c)
+			if err != nil {
+				return err
+			}
+			return simulate(c.Context, cfg, c.App.Writer, os.Stderr)
+		},
+	}
+}
+
+// simulateSettings validates the flags once, naming the bad one.
+func simulateSettings(c *cli.Context) (simulateConfig, error) {
+	cfg := simulateConfig{Trace: c.String("trace"), JSON: c.Bool("json"), Out: c.String("out"),
+		Nodes: c.Int("nodes"), PerNode: c.Int("per-node"), Parallel: c.Int("parallel")}
+	var err error
+	switch {
+	case cfg.Trace != "":
+		if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
+			return cfg, fmt.Errorf("--format: %w", err)
+		}
+	case c.String("format") != "":
+		return cfg, fmt.Errorf("--format: only with --trace")
+	}
+	if cfg.Policies, err = nameList(c.String("policies"), func(n string) bool { _, ok := policy.Policies[n]; return ok }); err != nil {
+		return cfg, fmt.Errorf("--policies: %w (want some of %s)", err, strings.Join(policy.PolicyNames(), ","))
+	}
+	if len(cfg.Policies) == 0 {
+		return cfg, fmt.Errorf("--policies: empty")
+	}
+	cfg.Preempt = map[string]bool{}
+	preempt, err := nameList(c.String("preempt"), func(n string) bool { _, ok := policy.Policies[n]; return ok })
+	if err != nil {
+		return cfg, fmt.Errorf("--preempt: %w", err)
+	}
+	for _, n := range preempt {
+		cfg.Preempt[n] = true
+	}
+	if cfg.Backfill, err = sim.ParseBackfill(c.String("backfill")); err != nil {
+		return cfg, fmt.Errorf("--backfill: %w", err)
+	}
+	cfg.Predictor = c.String("predictor")
+	if _, ok := policy.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
+		return cfg, fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", cfg.Predictor, strings.Join(policy.PredictorNames(), ", "))
+	}
+	if cfg.Nodes < 0 || cfg.PerNode < 0 {
+		return cfg, fmt.Errorf("--nodes %d, --per-node %d: want >= 0", cfg.Nodes, cfg.PerNode)
+	}
+	if cfg.Trace != "" && cfg.Format == trace.Helios && cfg.Nodes == 0 {
+		return cfg, fmt.Errorf("--nodes: required for Helios traces, which do not record their cluster's size")
+	}
+	if cfg.Parallel < 1 {
+		return cfg, fmt.Errorf("--parallel %d: want >= 1", cfg.Parallel)
+	}
+	return cfg, nil
+}
+
+// nameList splits a comma-separated list, checking each name.
+func nameList(s string, known func(string) bool) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !known(n) {
+			return nil, fmt.Errorf("unknown name %q", n)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// workload is what a simulation replays.
+type workload struct {
+	Name    string
+	Format  string
+	Jobs    []policy.Job
+	Cluster sim.Cluster
+}
+
+// loadWorkload reads the trace, or generates the bundled workload, and
+// sizes the cluster.
+func loadWorkload(cfg simulateConfig) (*workload, error) {
+	if cfg.Trace == "" {
+		p := sim.SynthParams{Seed: bundledSeed, Nodes: cfg.Nodes, GPUsPerNode: cfg.PerNode}
+		jobs, err := sim.Synth(p)
+		if err != nil {
+			return nil, err
+		}
+		nodes, per := orDefault(cfg.Nodes, 8), orDefault(cfg.PerNode, 8)
+		return &workload{Name: "bundled synthetic workload (seed 1)", Format: "synthetic", Jobs: jobs,
+			Cluster: sim.Cluster{Nodes: nodes, PerNode: per, Unit: sim.GPUs}}, nil
+	}
+	f, err := os.Open(cfg.Trace)
+	if err != nil {
+		return nil, fmt.Errorf("open trace: %w", err)
+	}
+	defer f.Close()
+	tr, err := trace.ReadAll(f, cfg.Format, trace.Options{Name: cfg.Trace})
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	w := &workload{Name: filepath.Base(cfg.Trace), Format: string(cfg.Format), Jobs: tr.Jobs}
+	switch cfg.Format {
+	case trace.SWF:
+		procs := tr.Meta.MaxProcs
+		if procs == 0 {
+			procs = tr.Meta.MaxNodes
+		}
+		if procs == 0 && (cfg.Nodes == 0 || cfg.PerNode == 0) {
+			return nil, fmt.Errorf("%s: no MaxProcs or MaxNodes header: give --nodes and --per-node", cfg.Trace)
+		}
+		w.Cluster = sim.Cluster{Nodes: orDefault(cfg.Nodes, 1), PerNode: orDefault(cfg.PerNode, procs), Unit: sim.CPUs}
+	case trace.PhillyMIX:
+		w.Cluster = sim.Cluster{Nodes: orDefault(cfg.Nodes, phillyNodes), PerNode: orDefault(cfg.PerNode, phillyGPUsPerNode), Unit: sim.GPUs}
+	case trace.Helios:
+		w.Cluster = sim.Cluster{Nodes: cfg.Nodes, PerNode: orDefault(cfg.PerNode, 8), Unit: sim.GPUs}
+	}
+	return w, nil
+}
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// policyRun is one policy's simulation, measured.
+type policyRun struct {
+	Metrics sim.Metrics
+	Users   []sim.UserWait
+	JCT     []float64 // seconds, ascending
+	Skipped map[string]int
+}
+
+// runPolicies simulates every policy of cfg on w, cfg.Parallel at a time.
+func runPolicies(ctx context.Context, cfg simulateConfig, w *workload, progress func(policy string, done, total int)) ([]policyRun, error) {
+	runs := make([]policyRun, len(cfg.Policies))
+	errs := make([]error, len(cfg.Policies))
+	sem := make(chan struct{}, cfg.Parallel)
+	var wg sync.WaitGroup
+	for i, name := range cfg.Policies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			runs[i], errs[i] = runPolicy(ctx, cfg, w, name, progress)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("simulate %s: %w", cfg.Policies[i], err)
+		}
+	}
+	return runs, nil
+}
+
+func runPolicy(ctx context.Context, cfg simulateConfig, w *workload, name string, progress func(string, int, int)) (policyRun, error) {
+	if err := ctx.Err(); err != nil {
+		return policyRun{}, err
+	}
+	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
+	if err != nil {
+		return policyRun{}, err
+	}
+	var pred policy.Predictor
+	if cfg.Predictor != "none" {
+		if pred, err = policy.NewPredictor(cfg.Predictor, policy.PredictorParams{}); err != nil {
+			return policyRun{}, err
+		}
+	}
+	sc := sim.Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
+		Progress: func(done, total int) error {
+			if progress != nil {
+				progress(name, done, total)
+			}
+			return ctx.Err()
+		}}
+	res, err := sim.Run(w.Jobs, sc)
+	if err != nil {
+		return policyRun{}, err
+	}
+	run := policyRun{Metrics: sim.Measure(res, sim.MetricsParams{}), Users: sim.UserWaits(res), Skipped: res.Skipped}
+	run.JCT = make([]float64, len(res.Jobs))
+	for i := range res.Jobs {
+		run.JCT[i] = res.Jobs[i].End.Sub(res.Jobs[i].Submit).Seconds()
+	}
+	slices.Sort(run.JCT)
+	return run, nil
+}
+
+// simulateReport is the JSON form of the comparison.
+type simulateReport struct {
+	Trace     string         `json:"trace"`
+	Format    string         `json:"format"`
+	Jobs      int            `json:"jobs"`
+	Skipped   map[string]int `json:"skipped,omitempty"`
+	Cluster   clusterJSON    `json:"cluster"`
+	Backfill  sim.Backfill   `json:"backfill"`
+	Predictor string         `json:"predictor"`
+	Policies  []sim.Metrics  `json:"policies"`
+}
+
+type clusterJSON struct {
+	Nodes   int    `json:"nodes"`
+	PerNode int    `json:"per_node"`
+	Unit    string `json:"unit"`
+}
+
+func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
+	w, err := loadWorkload(cfg)
+	if err != nil {
+		return err
+	}
+	var progress func(string, int, int)
+	if isTerminal(errOut) {
+		var mu sync.Mutex
+		pct := map[string]int{}
+		progress = func(name string, done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			pct[name] = done * 100 / total
+			var b strings.Builder
+			for _, n := range cfg.Policies {
+				fmt.Fprintf(&b, " %s %d%%", n, pct[n])
+			}
+			fmt.Fprintf(errOut, "\r\033[Ksimulating %s:%s", w.Name, b.String())
+		}
+	}
+	started := time.Now()
+	runs, err := runPolicies(ctx, cfg, w, progress)
+	if progress != nil {
+		fmt.Fprintf(errOut, "\r\033[Ksimulated %d policies in %s\n", len(cfg.Policies), time.Since(started).Round(time.Millisecond))
+	}
+	if err != nil {
+		return err
+	}
+	rep := simulateReport{Trace: w.Name, Format: w.Format, Skipped: runs[0].Skipped, Backfill: cfg.Backfill, Predictor: cfg.Predictor,
+		Cluster: clusterJSON{w.Cluster.Nodes, w.Cluster.PerNode, string(w.Cluster.Unit)}, Jobs: runs[0].Metrics.Jobs}
+	if len(rep.Skipped) == 0 {
+		rep.Skipped = nil
+	}
+	for i := range runs {
+		rep.Policies = append(rep.Policies, runs[i].Metrics)
+	}
+	if cfg.Out != "" {
+		if err := writeSimulateOut(cfg.Out, &rep, runs); err != nil {
+			return err
+		}
+	}
+	if cfg.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeSimulateTable(out, &rep, cfg)
+}
+
+// writeSimulateTable prints the comparison for people.
+func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) error {
+	backfill := "EASY backfill"
+	if rep.Backfill == sim.NoBackfill {
+		backfill = "no backfill"
+	}
+	fmt.Fprintf(w, "%s (%s): %d jobs on %d × %d %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
+		rep.Cluster.Nodes, rep.Cluster.PerNode, rep.Cluster.Unit, backfill, rep.Predictor)
+	if len(rep.Skipped) > 0 {
+		reasons := make([]string, 0, len(rep.Skipped))
+		for r, n := range rep.Skipped {
+			reasons = append(reasons, fmt.Sprintf("%d %s", n, r))
+		}
+		slices.Sort(reasons)
+		fmt.Fprintf(w, "left out: %s\n", strings.Join(reasons, "; "))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tavg JCT (s)\tmedian JCT\tp95 JCT\tavg wait (s)\tp95 wait\tavg bsld\tmakespan (s)\tutil\tJain\tmax ρ\tp95 ρ\tuser p95 wait spread (s)\t")
+	for _, m := range rep.Policies {
+		name := m.Name
+		if cfg.Preempt[name] {
+			name += "*"
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.0f\t\n", name, m.AvgJCT, m.MedianJCT, m.P95JCT,
+			m.AvgWait, m.P95Wait, m.AvgBSLD, m.Makespan, m.Utilization, m.Jain, m.MaxRho, m.P95Rho, m.UserP95WaitSpread)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range rep.Policies {
+		if cfg.Preempt[m.Name] {
+			fmt.Fprintf(w, "* preemptive (requeue with checkpoint): %d preemptions\n", m.Preemptions)
+		}
+	}
+	return nil
+}
+
+// writeSimulateOut writes the CSV files and plots into dir.
+func writeSimulateOut(dir string, rep *simulateReport, runs []policyRun) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
+	rows := [][]string{{"policy", "jobs", "avg_jct_s", "median_jct_s", "p95_jct_s", "avg_wait_s", "p95_wait_s", "avg_bsld",
+		"makespan_s", "utilization", "jain", "max_rho", "p95_rho", "user_p95_wait_spread_s", "preemptions"}}
+	for _, m := range rep.Policies {
+		rows = append(rows, []string{m.Name, strconv.Itoa(m.Jobs), f(m.AvgJCT), f(m.MedianJCT), f(m.P95JCT), f(m.AvgWait), f(m.P95Wait),
+			f(m.AvgBSLD), f(m.Makespan), f(m.Utilization), f(m.Jain), f(m.MaxRho), f(m.P95Rho), f(m.UserP95WaitSpread), strconv.Itoa(m.Preemptions)})
+	}
+	if err := writeCSV(filepath.Join(dir, "policies.csv"), rows); err != nil {
+		return err
+	}
+	rows = [][]string{{"policy", "user", "jobs", "avg_wait_s", "p95_wait_s"}}
+	for i, r := range runs {
+		for _, u := range r.Users {
+			rows = append(rows, []string{rep.Policies[i].Name, u.User, strconv.Itoa(u.Jobs), f(u.AvgWait), f(u.P95Wait)})
+		}
+	}
+	if err := writeCSV(filepath.Join(dir, "users.csv"), rows); err != nil {
+		return err
+	}
+	return writeSimulatePlots(dir, rep, runs)
+}
+
+func writeCSV(path string, rows [][]string) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	w := csv.NewWriter(fh)
+	if err := w.WriteAll(rows); err != nil {
+		fh.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata from the current output")
+
+// TestSimulate_BundledGolden runs `fairway simulate` on the bundled
+// workload (with tsafrir, a published predictor that will not change, so
+// that only the simulator and the policies move the file).
+func TestSimulate_BundledGolden(t *testing.T) {
+	out, err := runApp(t, "simulate", "--predictor", "tsafrir", "--parallel", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "simulate_bundled.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Errorf("output differs from %s (-want +got); if intended, run go test -update:\n%s", path, diff)
+	}
+}
+
+// TestSimulate_Default checks what a newcomer sees: one row per policy.
+func TestSimulate_Default(t *testing.T) {
+	out, err := runApp(t, "simulate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "bundled synthetic workload (seed 1) (synthetic): 2000 jobs on 8 × 8 gpus, EASY backfill, predictor fairway") {
+		t.Errorf("first line %q", lines[0])
+	}
+	for _, name := range policy.PolicyNames() {
+		found := false
+		for _, l := range lines[2:] {
+			if f := strings.Fields(l); len(f) == 13 && strings.TrimSuffix(f[0], "*") == name {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no row for %s in:\n%s", name, out)
+		}
+	}
+}
+
+// TestSimulate_JSON checks the JSON shape the issue specifies, on the KTH
+// trace, where FIFO with EASY must reproduce the published bounded slowdown.
+func TestSimulate_JSON(t *testing.T) {
+	path := kthTrace(t)
+	out, err := runApp(t, "simulate", "--trace", path, "--format", "swf", "--policies", "fifo", "--predictor", "none", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Trace    string                       `json:"trace"`
+		Policies []map[string]json.RawMessage `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if raw.Trace != "KTH-SP2-filtered.swf.gz" || len(raw.Policies) != 1 {
+		t.Fatalf("trace %q, %d policies", raw.Trace, len(raw.Policies))
+	}
+	for _, k := range []string{"name", "avg_jct_s", "avg_wait_s", "avg_bsld", "p95_wait_s", "utilization", "jain", "max_rho", "p95_rho"} {
+		if _, ok := raw.Policies[0][k]; !ok {
+			t.Errorf("policy entry lacks %q: %s", k, out)
+		}
+	}
+	var rep simulateReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Policies[0]
+	if m.Name != "fifo" || m.Jobs != 28481 || math.Abs(m.AvgBSLD-92.58)/92.58 > 0.05 {
+		t.Errorf("fifo on KTH: %+v; want 28481 jobs and an average bounded slowdown within 5%% of 92.58", m)
+	}
+	if rep.Cluster != (clusterJSON{Nodes: 1, PerNode: 100, Unit: "cpus"}) {
+		t.Errorf("cluster %+v, want one pool of KTH's 100 processors", rep.Cluster)
+	}
+}
+
+// TestSimulate_Out checks the files --out writes.
+func TestSimulate_Out(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := runApp(t, "simulate", "--policies", "fifo,fair-qssf", "--predictor", "tsafrir", "--out", dir); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) [][]string {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return rows
+	}
+	pol := read("policies.csv")
+	if len(pol) != 3 || pol[0][0] != "policy" || pol[1][0] != "fifo" || pol[2][0] != "fair-qssf" || len(pol[1]) != len(pol[0]) {
+		t.Errorf("policies.csv: %v", pol)
+	}
+	users := read("users.csv")
+	if len(users) != 1+2*40 || !cmp.Equal(users[0], []string{"policy", "user", "jobs", "avg_wait_s", "p95_wait_s"}) {
+		t.Errorf("users.csv: %d rows, header %v; want 40 users per policy", len(users), users[0])
+	}
+	for _, name := range []string{"jct_cdf.svg", "user_p95_wait.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		if !strings.HasPrefix(s, "<?xml") || !strings.Contains(s, "<svg") || !strings.Contains(s, ">fair-qssf</text>") {
+			t.Errorf("%s is not an SVG with a fair-qssf legend: %.200s", name, s)
+		}
+	}
+}
+
+func TestSimulate_BadSettings(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policies", "fifo,lottery"}, "--policies"},
+		{[]string{"--policies", ","}, "--policies: empty"},
+		{[]string{"--backfill", "conservative"}, "--backfill"},
+		{[]string{"--predictor", "oracle"}, "--predictor"},
+		{[]string{"--format", "swf"}, "--format: only with --trace"},
+		{[]string{"--trace", "x.csv", "--format", "helios"}, "--nodes: required"},
+		{[]string{"--trace", "x.csv", "--format", "csv"}, "--format"},
+		{[]string{"--preempt", "nobody"}, "--preempt"},
+		{[]string{"--parallel", "0"}, "--parallel"},
+		{[]string{"--trace", "/nonexistent.swf", "--format", "swf"}, "open trace"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := runApp(t, append([]string{"simulate"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTraceSynth_RoundTrip writes a synthetic trace and reads it back with
+// the Helios parser: every field the simulator uses survives.
+func TestTraceSynth_RoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "synth.csv.gz")
+	if _, err := runApp(t, "trace", "synth", "--jobs", "300", "--users", "12", "--nodes", "4", "--seed", "9", "--out", path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := trace.ReadAll(f, trace.Helios, trace.Options{Name: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sim.Synth(sim.SynthParams{Jobs: 300, Users: 12, Nodes: 4, GPUsPerNode: 8, Load: 0.9, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, tr.Jobs); diff != "" {
+		t.Errorf("jobs read back (-generated +read):\n%s", diff)
+	}
+	if _, err := runApp(t, "trace", "synth", "--load", "0"); err == nil || !strings.Contains(err.Error(), "--load") {
+		t.Errorf("--load 0: err %v", err)
+	}
+}
