@@ -210,11 +210,20 @@ func (s *Store) Import(ctx context.Context, src Source, opt ImportOptions) (Summ
 		}
 	}()
 	im := &importer{conn: conn, src: src, opt: opt, store: s}
+	var sum Summary
 	if rw, ok := src.(Rewinder); ok && rw.Rewind() == nil {
 		im.rewind = rw
-		return im.twoPass(ctx)
+		sum, err = im.twoPass(ctx)
+	} else {
+		sum, err = im.onePass(ctx)
 	}
-	return im.onePass(ctx)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" {
+		// No partition for a row: another process dropped a month this
+		// Store believed exists. Forget, so the next import creates it.
+		s.forgetMonths()
+	}
+	return sum, err
 }
 
 // importer is one run of Import.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -51,12 +52,9 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 		if d.Cluster == "" || d.At.IsZero() || d.Policy == "" || d.Field == "" {
 			return 0, fmt.Errorf("decision for job %d: cluster, time, policy and field are required", d.JobID)
 		}
-		b, err := json.Marshal(d.Parts)
+		b, err := json.Marshal(finiteParts(d.Parts))
 		if err != nil {
 			return 0, fmt.Errorf("decision for job %d: encode score parts: %w", d.JobID, err)
-		}
-		if d.Parts == nil {
-			b = []byte("{}")
 		}
 		cluster[i], pol[i], predictor[i], field[i], parts[i] = d.Cluster, d.Policy, d.Predictor, d.Field, string(b)
 		at[i], cycle[i], job[i], value[i], prev[i] = d.At, d.Cycle, d.JobID, d.Value, d.Previous
@@ -81,6 +79,20 @@ ON CONFLICT DO NOTHING`, cluster, at, cycle, job, pol, rank, score, parts, pred,
 		return 0, fmt.Errorf("record %d decisions: %w", n, err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// finiteParts returns parts for JSON, which has no infinities or NaN:
+// those become null.
+func finiteParts(parts map[string]float64) map[string]any {
+	out := make(map[string]any, len(parts))
+	for k, v := range parts {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			out[k] = nil
+		} else {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Cycle is how one serve cycle went.

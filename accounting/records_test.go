@@ -2,6 +2,7 @@ package accounting_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +22,14 @@ func TestRecordDecisions_Idempotent(t *testing.T) {
 			Parts: map[string]float64{"fairshare": 0.7, "service": -1.2}, Predicted: 90 * time.Second, Predictor: "fairway",
 			Field: "site_factor", Value: 4000, Previous: &prev},
 		{Cluster: "c", At: at, Cycle: 7, JobID: 12, Policy: "fair-qssf", Rank: 2, Score: 1, Field: "site_factor", Value: 3000, DryRun: true},
+		{Cluster: "c", At: at, Cycle: 7, JobID: 13, Policy: "fair-qssf", Rank: 3, Score: 0.5, Field: "site_factor", Value: 2000,
+			Parts: map[string]float64{"service": math.Inf(1)}},
 		// The next cycle falls in November: a second partition.
 		{Cluster: "c", At: at.Add(30 * time.Second), Cycle: 8, JobID: 11, Policy: "fair-qssf", Rank: 1, Score: 2, Field: "site_factor", Value: 4100},
 	}
 	n, err := store.RecordDecisions(ctx, ds)
-	if err != nil || n != 3 {
-		t.Fatalf("RecordDecisions = %d, %v; want 3", n, err)
+	if err != nil || n != 4 {
+		t.Fatalf("RecordDecisions = %d, %v; want 4", n, err)
 	}
 	if n, err = store.RecordDecisions(ctx, ds); err != nil || n != 0 {
 		t.Fatalf("replayed RecordDecisions = %d, %v; want 0 new", n, err)
@@ -42,6 +45,9 @@ func TestRecordDecisions_Idempotent(t *testing.T) {
 	}
 	if n := countRows(t, pool, `SELECT count(*) FROM decision WHERE job_id = 12 AND predicted_run_s IS NULL AND previous IS NULL AND parts = '{}'`); n != 1 {
 		t.Errorf("decision without prediction/previous/parts not stored as NULL/NULL/{}")
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM decision WHERE job_id = 13 AND parts = '{"service": null}'`); n != 1 {
+		t.Errorf("an infinite score part is not stored as null")
 	}
 	if n := countRows(t, pool, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'decision'::regclass`); n != 2 {
 		t.Errorf("decision has %d partitions, want 2 (October, November)", n)
