@@ -234,8 +234,8 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	chargeEvery := cfg.ChargeEvery
 	if cfg.Preempt && chargeEvery == 0 {
 		// A preemptive policy ranks running jobs by what they have
-		// attained: charge them at every cycle.
-		chargeEvery = -1
+		// attained: charge them at least as often as it reconsiders.
+		chargeEvery = cfg.Tick
 	}
 	eng, err := policy.NewEngine(policy.EngineParams{
 		Policy:      cfg.Policy,

@@ -322,7 +322,7 @@ func TestSim_RankingIsServes(t *testing.T) {
 			fresh := smConfig(t, cluster, name, "fairway")
 			chargeEvery := time.Duration(0)
 			if fresh.Preempt {
-				chargeEvery = -1
+				chargeEvery = policy.DefaultChargeEvery // Run's default for preemptive runs: the tick
 			}
 			eng, err := policy.NewEngine(policy.EngineParams{Policy: fresh.Policy, Predictor: fresh.Predictor,
 				Service: cluster.Service(), GPUs: float64(cluster.Capacity()), ChargeEvery: chargeEvery})
