@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,51 +24,24 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/trace"
-	fsql "github.com/fairway-hpc/fairway/sql"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// freshDB creates an empty database fairway_test_<random> on the lab's
-// PostgreSQL, migrates it with sql.Up and drops it when the test ends.
+// freshDB is a database of the test's own on the lab's PostgreSQL with
+// Fairway's schema (sql.Up), dropped when the test ends.
 func freshDB(t testing.TB) (*pgxpool.Pool, *accounting.Store) {
 	t.Helper()
-	e := lab.Get(t)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, e.DatabaseURL)
-	if err != nil {
-		t.Fatalf("connect to lab PostgreSQL: %v", err)
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "fairway_test_report_" + hex.EncodeToString(rnd[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		t.Fatal(err)
-	}
-	cfg, err := pgxpool.ParseConfig(e.DatabaseURL)
+	cfg, err := pgxpool.ParseConfig(lab.Get(t).Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.Database = name
 	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		pool.Close()
-		_, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-		admin.Close(ctx)
-	})
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fsql.Up(ctx, conn.Conn()); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
-	}
-	conn.Release()
+	t.Cleanup(pool.Close)
 	store := accounting.New(pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := store.Check(ctx); err != nil {
 		t.Fatal(err)

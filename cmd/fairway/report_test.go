@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
-	"github.com/jackc/pgx/v5"
 )
 
 func TestReportCommand_BadSettings(t *testing.T) {
@@ -53,19 +49,7 @@ func TestReportCommand_KTH(t *testing.T) {
 		}
 		t.Skipf("shared traces not found: %v", err)
 	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, e.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	name := fmt.Sprintf("fairway_test_report_cli_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)") })
-	cfg, _ := pgx.ParseConfig(e.DatabaseURL)
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	url := e.EmptyDatabase(t)
 	if out, err := runApp(t, "migrate", "--database-url", url, "up"); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
