@@ -572,13 +572,14 @@ func (s *simulator) start(k int32, a []use) {
 // stop takes running job k off the cluster now and returns its Job.
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
-	p, last := j.pos, int32(len(s.running)-1)
+	p := j.pos
 	rj := s.running[p]
-	if p != last {
-		s.running[p], s.runK[p] = s.running[last], s.runK[last]
-		s.jobs[s.runK[p]].pos = p
+	// Keep the running jobs in start order, as squeue lists them.
+	s.running = slices.Delete(s.running, int(p), int(p)+1)
+	s.runK = slices.Delete(s.runK, int(p), int(p)+1)
+	for q := int(p); q < len(s.runK); q++ {
+		s.jobs[s.runK[q]].pos = int32(q)
 	}
-	s.running, s.runK = s.running[:last], s.runK[:last]
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	s.free.give(j.alloc)
 	rj.End = s.at(s.now)
