@@ -101,7 +101,7 @@ type FaultError struct{ Faults []Fault }
 
 func (e *FaultError) Error() string { return "hardware fault: " + e.Reason() }
 
-// Reason is the drain reason: every fault, shortest first.
+// Reason is the drain reason: every fault, in the order found.
 func (e *FaultError) Reason() string {
 	parts := make([]string, len(e.Faults))
 	for i, f := range e.Faults {
@@ -239,7 +239,10 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 
 	unlock, err := h.state.lock(ctx)
 	if err != nil {
-		return faults, err
+		if len(faults) > 0 {
+			return faults, nil // the faults stand without the XID check
+		}
+		return nil, err
 	}
 	defer unlock()
 	faults = append(faults, h.checkXIDs(ctx, log, infos)...)
