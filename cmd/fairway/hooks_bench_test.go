@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,32 +14,15 @@ import (
 	"github.com/fairway-hpc/fairway/prolog"
 )
 
-var (
-	mockBinOnce sync.Once
-	mockBin     string
-	mockBinErr  error
-)
-
 // buildMockFairway builds the binary with the fairway_nvmlmock tag, in
 // which FAIRWAY_TEST_NVML=dgxh100 selects prolog/nvmltest's mock DGX H100.
 // Release builds (make build) have no such tag and contain no mock.
 func buildMockFairway(b *testing.B) string {
-	mockBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fairway-bench-")
-		if err != nil {
-			mockBinErr = err
-			return
-		}
-		mockBin = filepath.Join(dir, "fairway")
-		out, err := exec.Command("go", "build", "-tags", "fairway_nvmlmock", "-o", mockBin, ".").CombinedOutput()
-		if err != nil {
-			mockBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if mockBinErr != nil {
-		b.Fatal(mockBinErr)
+	bin := filepath.Join(b.TempDir(), "fairway")
+	if out, err := exec.Command("go", "build", "-tags", "fairway_nvmlmock", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	return mockBin
+	return bin
 }
 
 // BenchmarkHookProcess measures what slurmd waits for: the wall time of a
