@@ -1,0 +1,302 @@
+package slurmctl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// Resizing pending jobs. The Writer changes only a job's place in the
+// queue; the ResizeWriter changes what a pending job asks for — its CPU
+// count, memory and whole-GPU count — for Fairway's resource rewriting
+// (policy.Rewriter). It is a separate type so that the Writer keeps its
+// promise of touching nothing but priorities, and it keeps the same
+// invariants:
+//
+//   - only records that are pending, not held, not part of a heterogeneous
+//     job, not an unsplit array record, and present in the jobs passed in
+//     are touched;
+//   - the only fields are NumCPUs, MinMemoryNode (single-node jobs) and
+//     the count of an existing gpu request (gres=gpu[:type]:N, single-node
+//     jobs, as Slurm 22.05 allows; gpu↔shard cannot be changed on a
+//     pending job);
+//     there is no code path that holds, releases or cancels;
+//   - values are positive and differ from the request read;
+//   - in dry-run mode nothing is written and the report says what would be.
+//
+// It runs scontrol (one process, one line per job, on stdin) and squeue,
+// both through the Runner, so it needs SlurmUser or operator rights where
+// Fairway runs, like ModeScontrolSiteFactor.
+
+// Resize is a wanted request for one pending job: the new CPU count,
+// memory per node (MB) and whole-GPU count. A zero field is left as it is.
+type Resize struct {
+	JobID    int64
+	CPUs     int
+	MemoryMB int64
+	GPUs     int
+}
+
+// ResizeChange is one job's planned update: the target, the fields that
+// change, and the values read before.
+type ResizeChange struct {
+	Resize
+	Target  string
+	GPUType string // the gpu request's type, kept in the update ("" untyped)
+	From    Resize // the request as read (only the fields that change are set)
+}
+
+// ResizeFailure is an update that did not happen or whose outcome is
+// unknown.
+type ResizeFailure struct {
+	ResizeChange
+	Err error
+}
+
+// ResizeReport says what a Resize did (or, in dry run, would do).
+type ResizeReport struct {
+	DryRun  bool
+	Planned []ResizeChange
+	Applied []ResizeChange
+	Failed  []ResizeFailure
+	Skipped []Skip
+	Calls   int
+}
+
+// ResizeConfig configures a ResizeWriter.
+type ResizeConfig struct {
+	DryRun     bool          // plan and report, write nothing
+	Scontrol   string        // default "scontrol"
+	Squeue     string        // default "squeue"
+	Runner     Runner        // default ExecRunner{}
+	CmdTimeout time.Duration // per command; default 2m
+}
+
+// ResizeWriter changes the requests of pending jobs. Safe for concurrent
+// use (writes are serialised).
+type ResizeWriter struct {
+	cfg ResizeConfig
+	log *slog.Logger
+	mu  sync.Mutex
+}
+
+// NewResizeWriter fills cfg's defaults.
+func NewResizeWriter(cfg ResizeConfig, log *slog.Logger) (*ResizeWriter, error) {
+	if cfg.Scontrol == "" {
+		cfg.Scontrol = "scontrol"
+	}
+	if cfg.Squeue == "" {
+		cfg.Squeue = "squeue"
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = ExecRunner{}
+	}
+	if cfg.CmdTimeout == 0 {
+		cfg.CmdTimeout = 2 * time.Minute
+	}
+	if cfg.CmdTimeout < 0 {
+		return nil, fmt.Errorf("resize writer: command timeout %s: want positive", cfg.CmdTimeout)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ResizeWriter{cfg: cfg, log: log}, nil
+}
+
+// Comments returns the comment (sbatch --comment) of every pending job
+// that has one, by job id, from squeue: no REST version Fairway speaks
+// returns it with the job. Fairway reads its opt-out and elastic markers
+// there (policy.OptOutMarker, policy.ElasticMarker).
+func (w *ResizeWriter) Comments(ctx context.Context) (map[int64]string, error) {
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
+	defer cancel()
+	out, stderr, err := w.cfg.Runner.Run(cctx, nil, w.cfg.Squeue, "-h", "-a", "-t", "PENDING", "-o", "%A %k")
+	if err != nil {
+		return nil, fmt.Errorf("read job comments: %s: %v: %s", w.cfg.Squeue, err, strings.TrimSpace(string(stderr)))
+	}
+	return parseComments(out)
+}
+
+// parseComments reads `squeue -h -o "%A %k"`: a job id, a space, and the
+// comment to the end of the line ("(null)" when there is none).
+func parseComments(out []byte) (map[int64]string, error) {
+	got := map[int64]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		idStr, comment, _ := strings.Cut(line, " ")
+		id, err := strconv.ParseInt(idStr, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("squeue line %q: want a job id first", line)
+		}
+		if comment = strings.TrimSpace(comment); comment != "" && comment != "(null)" {
+			got[id] = comment
+		}
+	}
+	return got, sc.Err()
+}
+
+// Resize updates the requests of the pending jobs in want to the values
+// given, as far as jobs (the latest read) lists them as writable. The whole
+// plan is checked before anything is written; each job's update then
+// succeeds or fails on its own (failures are attributed from scontrol's
+// stderr, and output that cannot be attributed marks every job unknown).
+// Nothing is retried: the next cycle plans again from what Slurm holds.
+func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (ResizeReport, error) {
+	rep := ResizeReport{DryRun: w.cfg.DryRun}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	byID := make(map[int64]*Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	want = slices.Clone(want)
+	slices.SortFunc(want, func(a, b Resize) int { return cmpID(a.JobID, b.JobID) })
+	for _, r := range want {
+		j, ok := byID[r.JobID]
+		switch {
+		case !ok:
+			rep.Skipped = append(rep.Skipped, Skip{r.JobID, "not in the jobs read"})
+			continue
+		case j.State != policy.StatePending:
+			rep.Skipped = append(rep.Skipped, Skip{r.JobID, "not pending"})
+			continue
+		case j.Held:
+			rep.Skipped = append(rep.Skipped, Skip{r.JobID, "held"})
+			continue
+		case j.HetJob:
+			rep.Skipped = append(rep.Skipped, Skip{r.JobID, "heterogeneous job"})
+			continue
+		case j.ArrayTasks != "":
+			rep.Skipped = append(rep.Skipped, Skip{r.JobID, "array record"})
+			continue
+		case r.CPUs < 0 || r.MemoryMB < 0 || r.GPUs < 0:
+			return rep, fmt.Errorf("resize plan: job %d: negative value in %+v", r.JobID, r)
+		}
+		ch := ResizeChange{Target: j.Target(), GPUType: j.GPUType}
+		ch.JobID = r.JobID
+		if r.CPUs > 0 && r.CPUs != j.CPUs {
+			ch.CPUs, ch.From.CPUs = r.CPUs, j.CPUs
+		}
+		if r.MemoryMB > 0 && r.MemoryMB != j.MemoryMB {
+			if j.Nodes > 1 {
+				rep.Skipped = append(rep.Skipped, Skip{r.JobID, "memory: only a single-node job's can change"})
+			} else {
+				ch.MemoryMB, ch.From.MemoryMB = r.MemoryMB, j.MemoryMB
+			}
+		}
+		if r.GPUs > 0 && r.GPUs != j.GPUs {
+			if j.GPUs == 0 || j.Shards > 0 || j.Nodes > 1 {
+				rep.Skipped = append(rep.Skipped, Skip{r.JobID, "GPU count: only a single-node whole-GPU request can change"})
+			} else {
+				ch.GPUs, ch.From.GPUs = r.GPUs, j.GPUs
+			}
+		}
+		if ch.CPUs == 0 && ch.MemoryMB == 0 && ch.GPUs == 0 {
+			rep.Skipped = append(rep.Skipped, Skip{r.JobID, "unchanged"})
+			continue
+		}
+		rep.Planned = append(rep.Planned, ch)
+	}
+	if w.cfg.DryRun || len(rep.Planned) == 0 {
+		if w.cfg.DryRun {
+			w.log.Info("dry run: would resize", "jobs", len(rep.Planned), "skipped", len(rep.Skipped))
+		}
+		return rep, nil
+	}
+	stdin := resizeBatch(rep.Planned)
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
+	defer cancel()
+	rep.Calls++
+	_, stderr, runErr := w.cfg.Runner.Run(cctx, stdin, w.cfg.Scontrol)
+
+	plan := make([]Change, len(rep.Planned))
+	for i, c := range rep.Planned {
+		plan[i] = Change{JobID: c.JobID, Target: c.Target}
+	}
+	failed, unattributed := attributeScontrol(stderr, plan)
+	var exitErr *exec.ExitError
+	unknown := ""
+	switch {
+	case cctx.Err() != nil:
+		unknown = fmt.Sprintf("scontrol stopped: %v", cctx.Err())
+	case runErr != nil && !errors.As(runErr, &exitErr):
+		unknown = runErr.Error()
+	case len(unattributed) > 0:
+		unknown = strings.Join(unattributed, "; ")
+	case runErr != nil && len(failed) == 0:
+		unknown = runErr.Error() + " with no per-job error"
+	}
+	var first error
+	for _, c := range rep.Planned {
+		var err error
+		switch {
+		case failed[c.Target] != "":
+			err = fmt.Errorf("%s update jobid=%s: %s", w.cfg.Scontrol, c.Target, failed[c.Target])
+		case unknown != "":
+			err = fmt.Errorf("%s: outcome unknown: %s", w.cfg.Scontrol, unknown)
+		}
+		if err != nil {
+			rep.Failed = append(rep.Failed, ResizeFailure{c, err})
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		rep.Applied = append(rep.Applied, c)
+	}
+	w.log.Info("resized pending jobs", "applied", len(rep.Applied), "failed", len(rep.Failed), "skipped", len(rep.Skipped))
+	if first != nil {
+		return rep, fmt.Errorf("resize jobs: %d of %d failed: %w", len(rep.Failed), len(rep.Planned), first)
+	}
+	return rep, nil
+}
+
+// resizeBatch renders the plan as scontrol commands, one line per job:
+// "update jobid=12 NumCPUs=4 MinMemoryNode=8000 gres=gpu:h100:2".
+func resizeBatch(plan []ResizeChange) []byte {
+	var b bytes.Buffer
+	for _, c := range plan {
+		fmt.Fprintf(&b, "update jobid=%s", c.Target)
+		if c.CPUs > 0 {
+			fmt.Fprintf(&b, " NumCPUs=%d", c.CPUs)
+		}
+		if c.MemoryMB > 0 {
+			fmt.Fprintf(&b, " MinMemoryNode=%d", c.MemoryMB)
+		}
+		if c.GPUs > 0 {
+			if c.GPUType != "" {
+				fmt.Fprintf(&b, " gres=gpu:%s:%d", c.GPUType, c.GPUs)
+			} else {
+				fmt.Fprintf(&b, " gres=gpu:%d", c.GPUs)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func cmpID(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,161 @@
+package slurmctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestResizeWriter_Invariants plans resizes for every captured role: only
+// pending, writable, non-array records change; a GPU count only for a
+// single-node whole-GPU request; the batch keeps the request's GPU type.
+func TestResizeWriter_Invariants(t *testing.T) {
+	jobs, by := fixtureJobs(t)
+	id := func(r string) int64 { return by[r][0].ID }
+	want := []Resize{
+		{JobID: id("pend-untyped"), CPUs: 3, MemoryMB: 4000, GPUs: 2},
+		{JobID: id("pend-multinode"), CPUs: 6, GPUs: 1, MemoryMB: 99}, // CPUs only
+		{JobID: id("pend-shard"), CPUs: 2, GPUs: 1},                    // CPUs only: shards stay shards
+		{JobID: id("held"), CPUs: 4},
+		{JobID: id("het"), CPUs: 4},
+		{JobID: id("array"), CPUs: 4}, // the unsplit pending record, or a running task
+		{JobID: id("run-excl"), CPUs: 1},
+		{JobID: 999999999, CPUs: 1},
+		{JobID: id("pend-pertask"), CPUs: by["pend-pertask"][0].CPUs}, // unchanged
+	}
+	fake := &fakeRunner{}
+	w, err := NewResizeWriter(ResizeConfig{Runner: fake}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.Resize(context.Background(), jobs, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var planned []string
+	for _, c := range rep.Applied {
+		planned = append(planned, c.Target)
+	}
+	wantTargets := []string{fmt.Sprint(id("pend-multinode")), fmt.Sprint(id("pend-untyped")), fmt.Sprint(id("pend-shard"))}
+	if d := cmp.Diff(sorted(wantTargets), sorted(planned)); d != "" {
+		t.Errorf("applied targets (-want +got):\n%s", d)
+	}
+	if len(fake.stdin) != 1 || len(fake.calls) != 1 || fake.calls[0] != "scontrol" {
+		t.Fatalf("want one scontrol process, got %q", fake.calls)
+	}
+	batch := string(fake.stdin[0])
+	for _, line := range []string{
+		fmt.Sprintf("update jobid=%d NumCPUs=3 MinMemoryNode=4000 gres=gpu:2\n", id("pend-untyped")),
+		fmt.Sprintf("update jobid=%d NumCPUs=6\n", id("pend-multinode")),
+		fmt.Sprintf("update jobid=%d NumCPUs=2\n", id("pend-shard")),
+	} {
+		if !strings.Contains(batch, line) {
+			t.Errorf("batch lacks %q:\n%s", line, batch)
+		}
+	}
+	for _, bad := range []string{"hold", "release", "cancel", "shard"} {
+		if strings.Contains(strings.ToLower(batch), bad) {
+			t.Errorf("batch mentions %q:\n%s", bad, batch)
+		}
+	}
+	reasons := map[int64]string{}
+	for _, s := range rep.Skipped {
+		reasons[s.JobID] += s.Reason + ";"
+	}
+	for r, why := range map[string]string{"held": "held", "het": "heterogeneous", "run-excl": "not pending",
+		"pend-pertask": "unchanged", "pend-multinode": "GPU count", "pend-shard": "GPU count"} {
+		if !strings.Contains(reasons[id(r)], why) {
+			t.Errorf("%s: skip reasons %q, want %q", r, reasons[id(r)], why)
+		}
+	}
+	if !strings.Contains(reasons[999999999], "not in the jobs read") {
+		t.Errorf("unknown job: %q", reasons[999999999])
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestResizeWriter_DryRunWritesNothing(t *testing.T) {
+	jobs, by := fixtureJobs(t)
+	fake := &fakeRunner{}
+	w, err := NewResizeWriter(ResizeConfig{Runner: fake, DryRun: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.Resize(context.Background(), jobs, []Resize{{JobID: by["pend-untyped"][0].ID, CPUs: 5}})
+	if err != nil || !rep.DryRun || len(rep.Planned) != 1 || len(rep.Applied) != 0 || rep.Calls != 0 {
+		t.Errorf("dry run: %v, %+v", err, rep)
+	}
+	if rep.Planned[0].CPUs != 5 || rep.Planned[0].From.CPUs != by["pend-untyped"][0].CPUs {
+		t.Errorf("planned %+v", rep.Planned[0])
+	}
+	if len(fake.calls) != 0 {
+		t.Errorf("dry run ran %q", fake.calls)
+	}
+}
+
+func TestResizeWriter_Failures(t *testing.T) {
+	jobs, by := fixtureJobs(t)
+	a, b := by["pend-untyped"][0].ID, by["pend-pertask"][0].ID
+	want := []Resize{{JobID: a, CPUs: 7}, {JobID: b, CPUs: 7}}
+	tests := []struct {
+		name    string
+		stderr  string
+		err     error
+		applied int
+	}{
+		{"one job refused", fmt.Sprintf("Requested partition configuration not available now for job %d\n", a), exitError(t), 1},
+		{"unattributable output", "slurm_update error: Socket timed out\n", exitError(t), 0},
+		{"not started", "", errors.New("exec: scontrol: not found"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := NewResizeWriter(ResizeConfig{Runner: &fakeRunner{stderr: []byte(tt.stderr), err: tt.err}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := w.Resize(context.Background(), jobs, want)
+			if err == nil || len(rep.Applied) != tt.applied || len(rep.Failed) != 2-tt.applied {
+				t.Errorf("err %v, applied %d, failed %d", err, len(rep.Applied), len(rep.Failed))
+			}
+		})
+	}
+	w, _ := NewResizeWriter(ResizeConfig{Runner: &fakeRunner{}}, nil)
+	if _, err := w.Resize(context.Background(), jobs, []Resize{{JobID: a, CPUs: -1}}); err == nil {
+		t.Error("a negative value was accepted")
+	}
+}
+
+func TestParseComments(t *testing.T) {
+	out := []byte("12 (null)\n13 fairway:elastic=1-4 sweep 3\n14 fairway:no-rewrite\n\n15 \n")
+	got, err := parseComments(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]string{13: "fairway:elastic=1-4 sweep 3", 14: "fairway:no-rewrite"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("comments (-want +got):\n%s", d)
+	}
+	if _, err := parseComments([]byte("x y\n")); err == nil {
+		t.Error("a line without a job id was accepted")
+	}
+	fake := &fakeRunner{stdout: out}
+	w, _ := NewResizeWriter(ResizeConfig{Runner: fake}, nil)
+	if got, err := w.Comments(context.Background()); err != nil || len(got) != 2 || fake.calls[0] != "squeue -h -a -t PENDING -o %A %k" {
+		t.Errorf("Comments: %v, %v, %q", got, err, fake.calls)
+	}
+}
