@@ -19,7 +19,7 @@ func TestResizeWriter_Invariants(t *testing.T) {
 	want := []Resize{
 		{JobID: id("pend-untyped"), CPUs: 3, MemoryMB: 4000, GPUs: 2},
 		{JobID: id("pend-multinode"), CPUs: 6, GPUs: 1, MemoryMB: 99}, // CPUs only
-		{JobID: id("pend-shard"), CPUs: 2, GPUs: 1},                    // CPUs only: shards stay shards
+		{JobID: id("pend-shard"), CPUs: 2, GPUs: 1},                   // CPUs only: shards stay shards
 		{JobID: id("held"), CPUs: 4},
 		{JobID: id("het"), CPUs: 4},
 		{JobID: id("array"), CPUs: 4}, // the unsplit pending record, or a running task
