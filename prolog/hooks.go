@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -245,7 +246,30 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		return nil, err
 	}
 	defer unlock()
-	faults = append(faults, h.checkXIDs(ctx, log, infos)...)
+	// Each GPU's state is read once and written once, only if it changed:
+	// file creation is most of a prolog's own time.
+	states := map[int]gpuState{}
+	for minor := range infos {
+		gs, err := h.state.gpu(minor)
+		if err != nil {
+			log.Warn("GPU state unreadable; starting it afresh", "gpu", minor, "err", err)
+		}
+		states[minor] = gs
+	}
+	before := maps.Clone(states)
+	for minor, gs := range states {
+		states[minor] = gs.clone()
+	}
+	defer func() {
+		for minor, gs := range states {
+			if !gs.equal(before[minor]) {
+				if err := h.state.putGPU(minor, gs); err != nil {
+					log.Warn("cannot save GPU state", "gpu", minor, "err", err)
+				}
+			}
+		}
+	}()
+	faults = append(faults, h.checkXIDs(ctx, log, infos, states)...)
 	if len(faults) > 0 {
 		return faults, nil // leave a faulty GPU exactly as it is
 	}
@@ -257,11 +281,7 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		if !ok {
 			continue
 		}
-		gs, err := h.state.gpu(g.Minor)
-		if err != nil {
-			log.Warn("GPU state unreadable; starting it afresh", "gpu", g.Minor, "err", err)
-			gs = gpuState{}
-		}
+		gs := states[g.Minor]
 		switch {
 		case shards < 0:
 			log.Warn("cannot tell whether the job holds shards: GPU settings left as they are", "gpu", g.Minor)
@@ -283,9 +303,7 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 				log.Warn("shard job on several GPUs: its tasks get MPS settings for the first only", "gpu", g.Minor)
 			}
 		}
-		if err := h.state.putGPU(g.Minor, gs); err != nil {
-			log.Warn("cannot save GPU state", "gpu", g.Minor, "err", err)
-		}
+		states[g.Minor] = gs
 	}
 	if err := h.state.putJob(rec); err != nil {
 		log.Warn("cannot note the job for its epilog", "err", err)
@@ -305,11 +323,11 @@ func lostFault(minor int, uuid string, err error) (Fault, bool) {
 }
 
 // checkXIDs reports fault XIDs the kernel logged for the job's GPUs since
-// they were last judged, and moves each GPU's mark to the newest record. A
-// GPU's first look only sets the mark: XIDs from before Fairway watched (a
-// fault fixed by a reset long ago) must not drain a healthy node. Runs under
-// the state lock.
-func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, infos map[int]DeviceInfo) []Fault {
+// they were last judged, and moves each GPU's mark (in states) to the
+// newest record. A GPU's first look only sets the mark: XIDs from before
+// Fairway watched (a fault fixed by a reset long ago) must not drain a
+// healthy node. Runs under the state lock.
+func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, infos map[int]DeviceInfo, states map[int]gpuState) []Fault {
 	if h.d.XIDs == nil || len(infos) == 0 {
 		return nil
 	}
@@ -318,18 +336,10 @@ func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, infos map[int]D
 		log.Warn("cannot read XIDs from the kernel log", "err", err)
 		return nil
 	}
-	minors := make([]int, 0, len(infos))
-	for m := range infos {
-		minors = append(minors, m)
-	}
-	slices.Sort(minors)
+	minors := slices.Sorted(maps.Keys(infos))
 	var faults []Fault
 	for _, minor := range minors {
-		info := infos[minor]
-		gs, err := h.state.gpu(minor)
-		if err != nil {
-			gs = gpuState{}
-		}
+		info, gs := infos[minor], states[minor]
 		if gs.XIDKnown {
 			for _, x := range xids {
 				if x.Seq <= gs.XIDSeq || x.PCI != info.PCI {
@@ -341,9 +351,7 @@ func (h *Hooks) checkXIDs(ctx context.Context, log *slog.Logger, infos map[int]D
 			}
 		}
 		gs.XIDSeq, gs.XIDKnown = last, true
-		if err := h.state.putGPU(minor, gs); err != nil {
-			log.Warn("cannot save GPU state", "gpu", minor, "err", err)
-		}
+		states[minor] = gs
 	}
 	return faults
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -49,6 +50,15 @@ type gpuState struct {
 	// is false until a first look sets the baseline.
 	XIDSeq   uint64 `json:"xid_seq,omitempty"`
 	XIDKnown bool   `json:"xid_known,omitempty"`
+}
+
+func (g gpuState) clone() gpuState {
+	g.Sharers = slices.Clone(g.Sharers)
+	return g
+}
+
+func (g gpuState) equal(o gpuState) bool {
+	return slices.Equal(g.Sharers, o.Sharers) && g.MPS == o.MPS && g.XIDSeq == o.XIDSeq && g.XIDKnown == o.XIDKnown
 }
 
 func (s nodeState) jobPath(id int64) string {
