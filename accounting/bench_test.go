@@ -177,3 +177,33 @@ func BenchmarkImport(b *testing.B) {
 
 // readOnceSource hides Rewind: a source Import can read only once.
 type readOnceSource struct{ accounting.Source }
+
+// BenchmarkRecordDecisions measures one cycle's decision-log batch.
+//
+//	go test ./accounting -run '^$' -bench RecordDecisions -benchtime 3x
+func BenchmarkRecordDecisions(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		b.Run(fmt.Sprintf("decisions=%d", n), func(b *testing.B) {
+			store, _ := freshStore(b)
+			ctx := context.Background()
+			at := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+			ds := make([]accounting.Decision, n)
+			for i := range ds {
+				ds[i] = accounting.Decision{Cluster: "bench", At: at, JobID: int64(i + 1), Policy: "fair-qssf", Rank: i + 1,
+					Score: float64(n - i), Parts: map[string]float64{"fairshare": 0.5, "service": -float64(i)},
+					Predicted: time.Hour, Predictor: "fairway", Field: "site_factor", Value: int64(n - i)}
+			}
+			b.ResetTimer()
+			for k := range b.N {
+				for i := range ds {
+					ds[i].Cycle, ds[i].At = int64(k), at.Add(time.Duration(k)*time.Minute)
+				}
+				got, err := store.RecordDecisions(ctx, ds)
+				if err != nil || got != n {
+					b.Fatalf("RecordDecisions = %d, %v; want %d", got, err, n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/decision")
+		})
+	}
+}
