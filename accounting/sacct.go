@@ -142,7 +142,8 @@ type sacctJob struct {
 		Status     stateName `json:"status"`
 		ReturnCode num       `json:"return_code"`
 		Signal     struct {
-			ID num `json:"signal_id"`
+			ID  num `json:"signal_id"` // 22.05
+			ID2 num `json:"id"`        // data_parser
 		} `json:"signal"`
 	} `json:"exit_code"`
 	Required struct {
@@ -211,7 +212,11 @@ func (sj *sacctJob) job() (policy.Job, error) {
 	switch st := sj.ExitCode.Status.String(); {
 	case st == "SIGNALED":
 		// Shell convention, so one integer tells exit status and signal apart.
-		j.ExitCode = 128 + int(sj.ExitCode.Signal.ID.N)
+		sig := sj.ExitCode.Signal.ID
+		if !sig.Set {
+			sig = sj.ExitCode.Signal.ID2
+		}
+		j.ExitCode = 128 + int(sig.N)
 	default:
 		j.ExitCode = int(sj.ExitCode.ReturnCode.N)
 	}
