@@ -291,7 +291,10 @@ func (im *importer) twoPass(ctx context.Context) (Summary, error) {
 		if err := im.begin(ctx, tx); err != nil {
 			return err
 		}
-		if im.cs.seq > 0 && !im.cs.mayRepeat {
+		if im.cs.seq == 0 { // nothing finished to store
+			return im.finish(ctx, tx)
+		}
+		if !im.cs.mayRepeat {
 			// An input that overlaps what is stored (a re-import, the
 			// overlap of a slurmdbd window) usually starts or ends with a
 			// stored job: two key lookups spare a doomed COPY (and an
