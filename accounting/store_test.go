@@ -611,3 +611,27 @@ func TestImport_DirectCopyFallsBack(t *testing.T) {
 		t.Errorf("%d rows, want %d", n, sum.Read)
 	}
 }
+
+// TestImport_NothingFinished: an input of pending jobs stores no job but
+// still moves the watermark it carries.
+func TestImport_NothingFinished(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	j := sacctJobs(t).Jobs[0]
+	j.State = policy.StatePending
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	sum, err := store.Import(ctx, accounting.NewJobsSource([]policy.Job{j}, nil, 0), accounting.ImportOptions{
+		Source: "slurmdbd", Watermark: &accounting.WatermarkUpdate{Cluster: "fairwaylab", Source: "slurmdbd", At: at}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(accounting.Summary{Read: 1, Unfinished: 1}, sum); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job`); n != 0 {
+		t.Errorf("%d jobs stored, want 0", n)
+	}
+	if wm, ok, err := store.Watermark(ctx, "fairwaylab", "slurmdbd"); err != nil || !ok || !wm.Equal(at) {
+		t.Errorf("watermark = %v, %v, %v; want %v", wm, ok, err, at)
+	}
+}
