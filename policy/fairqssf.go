@@ -60,11 +60,13 @@ func (*fairQSSF) Name() string { return "fair-qssf" }
 
 func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	n := len(s.Pending)
-	cost := make([]float64, n)
+	cost, sub, wait := make([]float64, n), make([]int64, n), make([]float64, n)
 	for i := range s.Pending {
-		cost[i] = predictedService(s, &s.Pending[i])
+		j := &s.Pending[i]
+		cost[i] = predictedService(s, j)
+		sub[i] = unixNanoOrMin(j.Submit)
+		wait[i] = s.Now.Sub(waitingSince(j)).Seconds()
 	}
-	sub := submitKeys(s.Pending)
 	ssf := func(a, b int32) int {
 		if c := cmp.Compare(cost[a], cost[b]); c != 0 {
 			return c
@@ -81,11 +83,10 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	parts := make([]float64, k*n)
 	for i := range s.Pending {
 		x := t.g.of[i]
-		wait := s.Now.Sub(waitingSince(&s.Pending[i])).Seconds()
 		boost := 0.0
-		if p.maxWait > 0 && wait > p.maxWait {
+		if p.maxWait > 0 && wait[i] > p.maxWait {
 			// The tag becomes minTag − overdue: below every tag.
-			boost = t.tag[i] - minTag + (wait - p.maxWait)
+			boost = t.tag[i] - minTag + (wait[i] - p.maxWait)
 		}
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = t.tag[i], boost, t.userC[x], cost[i]
@@ -93,7 +94,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 			row[4] = 1
 		}
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, sub)
 	if err != nil {
 		return nil, fmt.Errorf("fair-qssf: %w", err)
 	}

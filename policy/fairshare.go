@@ -92,7 +92,7 @@ func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = ff.f, age, ff.ue, ff.sNorm
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fairshare: %w", err)
 	}

@@ -23,7 +23,7 @@ func (p *fifo) Rank(s *Snapshot) ([]Score, error) {
 	for i := range s.Pending {
 		parts[i] = s.Now.Sub(s.Pending[i].Submit).Seconds()
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fifo: %w", err)
 	}

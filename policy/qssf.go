@@ -38,7 +38,7 @@ func (p *qssf) Rank(s *Snapshot) ([]Score, error) {
 		parts[2*i] = s.Service.Rate(j) * run
 		parts[2*i+1] = run
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("qssf: %w", err)
 	}
@@ -95,7 +95,7 @@ func (p *sjfOracle) Rank(s *Snapshot) ([]Score, error) {
 		parts[2*i] = run
 		parts[2*i+1] = s.Service.Rate(j) * run
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sjf-oracle: %w", err)
 	}

@@ -165,7 +165,9 @@ func unixNanoOrMin(t time.Time) int64 {
 // documented tie-break and builds the Scores. Parts that are 0 are left
 // out of Score.Parts (a missing part reads as 0): most jobs are not
 // starved nor zero-share, and a map entry is the dearest thing per job.
-func (sc *scorer) rank(s *Snapshot, parts []float64) ([]Score, error) {
+//
+// sub, when not nil, is submitKeys(s.Pending), already computed.
+func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, error) {
 	n, k := len(s.Pending), len(sc.names)
 	entries := make([]rankEntry, n)
 	maps := make([]map[string]float64, n)
@@ -176,7 +178,13 @@ func (sc *scorer) rank(s *Snapshot, parts []float64) ([]Score, error) {
 		if math.IsNaN(v) {
 			return nil, fmt.Errorf("job %d: %w", j.ID, ErrBadScore)
 		}
-		entries[i] = rankEntry{value: v, submit: unixNanoOrMin(j.Submit), id: j.ID, i: int32(i)}
+		e := rankEntry{value: v, id: j.ID, i: int32(i)}
+		if sub != nil {
+			e.submit = sub[i]
+		} else {
+			e.submit = unixNanoOrMin(j.Submit)
+		}
+		entries[i] = e
 		m := make(map[string]float64, k)
 		for x, name := range sc.names {
 			if row[x] != 0 {

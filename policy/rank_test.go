@@ -345,7 +345,7 @@ func TestRank_NaNIsAnError(t *testing.T) {
 	s := rkSnap(0, rkJob{id: 1})
 	nan := 0.0
 	nan /= nan
-	if _, err := sc.rank(s, []float64{nan}); !errors.Is(err, ErrBadScore) {
+	if _, err := sc.rank(s, []float64{nan}, nil); !errors.Is(err, ErrBadScore) {
 		t.Errorf("rank with a NaN part: err %v, want ErrBadScore", err)
 	}
 }

@@ -75,7 +75,7 @@ func (p *themis) Rank(s *Snapshot) ([]Score, error) {
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = tsh/tid, tsh, tid, n
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("themis: %w", err)
 	}

@@ -130,7 +130,7 @@ func (p *tiresias) Rank(s *Snapshot) ([]Score, error) {
 			row[1], row[2] = g/(1+g), g
 		}
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("tiresias: %w", err)
 	}

@@ -83,7 +83,7 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 			row[3] = 1
 		}
 	}
-	scores, err := p.sc.rank(s, parts)
+	scores, err := p.sc.rank(s, parts, sub)
 	if err != nil {
 		return nil, fmt.Errorf("vtc: %w", err)
 	}
