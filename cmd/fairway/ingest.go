@@ -229,7 +229,18 @@ func ingestFile(ctx context.Context, store *accounting.Store, cfg ingestConfig, 
 		name = cfg.File
 		size int64
 	)
-	if cfg.File == "-" {
+	if cfg.File == "-" && cfg.From != fromSacctJSON {
+		// A pipe can be read only once, which forces the slower staging
+		// path (docs/BENCHMARKS.md); a trace is small next to its job
+		// table, so spool it to a temporary file that can be read twice.
+		f, err := spool(os.Stdin)
+		if err != nil {
+			return accounting.Summary{}, "", err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		r, name = f, "stdin"
+	} else if cfg.File == "-" {
 		r, name = os.Stdin, "stdin"
 	} else {
 		f, err := os.Open(cfg.File)
@@ -278,6 +289,25 @@ func ingestFile(ctx context.Context, store *accounting.Store, cfg ingestConfig, 
 		return sum, cluster, fmt.Errorf("%w (nothing imported; --skip-bad imports the rest)", err)
 	}
 	return sum, cluster, err
+}
+
+// spool copies r into a temporary file and returns it rewound.
+func spool(r io.Reader) (*os.File, error) {
+	f, err := os.CreateTemp("", "fairway-ingest-*")
+	if err != nil {
+		return nil, fmt.Errorf("spool standard input: %w", err)
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("spool standard input: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("spool standard input: %w", err)
+	}
+	return f, nil
 }
 
 // isBadInput reports whether err is about the input rather than the
