@@ -100,8 +100,8 @@ func copyCeiling(b *testing.B, conn *pgx.Conn, jobs []policy.Job) float64 {
 // ceiling of a plain COPY of the same rows into an unindexed table on the
 // same server, measured in the same run just before and just after. path=direct is a source Import
 // can read twice (a file, jobs in memory): checked, then copied straight
-// into job. path=staged is a stream read once (standard input): COPY into
-// the staging table, then MERGE.
+// into job. path=staged is a source that cannot rewind, which takes the path
+// of inputs overlapping stored jobs: COPY into the staging table, then MERGE.
 //
 //	go test ./accounting -run '^$' -bench 'Import/rows=1000000' -benchtime 1x
 func BenchmarkImport(b *testing.B) {
