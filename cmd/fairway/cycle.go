@@ -92,6 +92,7 @@ type runner struct {
 	buffer     recordBuffer
 	lastOK     time.Time
 	lastReport slurmctl.Report
+	rewrite    *rewriter // resource rewriting (rewrite.go); nil when off
 }
 
 func newRunner(cfg runnerConfig, log *slog.Logger, slurm clusterReader, writer valueWriter, store recorder,
@@ -119,7 +120,8 @@ type cycleResult struct {
 	Values   map[int64]int64 // job → value decided (written or, in dry run, would be)
 	Changed  []slurmctl.Change
 	Report   slurmctl.Report
-	Recorded bool // everything this cycle produced reached the database
+	Recorded bool           // everything this cycle produced reached the database
+	Rewrite  *rewriteReport // resource rewriting; nil when off
 }
 
 // runCycle runs one cycle.
@@ -212,6 +214,9 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)
 	res.Report, res.Changed = report, report.Planned
 	r.lastReport = report
+	if r.rewrite != nil {
+		res.Rewrite = r.rewrite.cycle(ctx, log, r.cycle, cl, snap.Predicted, scores, leader)
+	}
 	// Remember what Slurm holds now: applied writes, plus everything
 	// decided when nothing is written (so a dry run converges too).
 	next := make(map[int64]int64, len(want))

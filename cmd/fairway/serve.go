@@ -24,7 +24,8 @@ import (
 
 // serveConfig is serve's validated configuration.
 type serveConfig struct {
-	runner runnerConfig
+	runner  runnerConfig
+	rewrite rewriteConfig // resource rewriting (rewrite.go)
 
 	SlurmURL      string
 	SlurmUser     string
@@ -46,7 +47,7 @@ type serveConfig struct {
 }
 
 func serveFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		databaseFlag(),
 		&cli.StringFlag{Name: "config", Usage: "root-only file of FAIRWAY_...=value lines (for secrets such as the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName, the key of this cluster's history", EnvVars: []string{"FAIRWAY_CLUSTER"}},
@@ -73,7 +74,7 @@ func serveFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.BoolFlag{Name: "once", Usage: "run one cycle, print what it decided, and exit"},
-	}
+	}, rewriteFlags()...)
 }
 
 func serveCommand() *cli.Command {
@@ -151,6 +152,9 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	}
 	if c.String("database-url") == "" {
 		return cfg, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
+	}
+	if cfg.rewrite, err = rewriteSettings(c, cfg.ShardsPerGPU, cfg.runner.DryRun, cfg.runner.Cluster); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -295,6 +299,9 @@ func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.L
 		lead = l
 	}
 	s.runner = newRunner(cfg.runner, log, client, writer, store, lead, engine, newMetrics())
+	if s.runner.rewrite, err = buildRewriter(cfg.rewrite, store, base); err != nil {
+		return fail(err)
+	}
 	return s, nil
 }
 
@@ -398,5 +405,8 @@ func printOnce(w io.Writer, res *cycleResult, cfg serveConfig) error {
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, j.User, j.Account, j.GPUs, pred, s.Value, res.Values[s.JobID], changed[s.JobID])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printRewrite(w, res.Rewrite)
 }
