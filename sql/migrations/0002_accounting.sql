@@ -11,11 +11,11 @@
 -- partition holding rows of a month would block creating that month later.
 -- Retention is fairway_drop_months_before(table, cutoff): it drops whole
 -- partitions that end on or before cutoff, which is instant and leaves no
--- bloat, unlike DELETE. The small tables (cycle, usage_daily, share) are not
--- partitioned; cycle is pruned with a plain DELETE.
+-- bloat, unlike DELETE. The small tables (cycle, usage_daily, usage_dirty,
+-- share) are not partitioned; cycle is pruned with a plain DELETE.
 --
--- Big tables carry no foreign keys: a per-row check would halve bulk ingest
--- speed, and the writers ensure the cluster row themselves.
+-- Big tables carry no foreign keys: bulk ingest would pay a lookup per row,
+-- and the writers ensure the cluster row themselves.
 
 -- fairway_ensure_month creates the monthly partition of parent that holds
 -- instant at, if it does not exist yet. An advisory lock on the partition's
