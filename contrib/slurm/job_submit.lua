@@ -23,10 +23,10 @@ Safety, in order of importance:
     changed, into --gres=shard[:type]:N on one node.
 
 Settings: the table path is $FAIRWAY_REWRITE_TABLE in slurmctld's environment,
-else fairway-rewrite.table beside this script (slurmctld loads job_submit.lua
-from the directory of slurm.conf). Install: copy this file next to
-slurm.conf, set JobSubmitPlugins=lua, `scontrol reconfigure`. See INSTALL.md,
-"GPU sharing and resource rewriting".
+else fairway-rewrite.table in slurm.conf's directory ($SLURM_CONF's, else
+/etc/slurm). Install: copy this file next to slurm.conf (slurmctld loads
+job_submit.lua from there), set JobSubmitPlugins=lua, `scontrol reconfigure`.
+See INSTALL.md, "GPU sharing and resource rewriting".
 
 Table format (written atomically by serve; one record per line, fields
 separated by one tab; lines starting with # are comments):
@@ -41,18 +41,29 @@ local OPT_OUT = "fairway:no-rewrite"
 local REREAD_SECONDS = 5 -- how long a read of the table is reused
 local NO_VAL = 4294967294 -- Slurm's NO_VAL for unset 32-bit numbers
 
-local function script_dir()
+-- conf_dir is where slurm.conf lives: the directory of $SLURM_CONF in
+-- slurmctld's environment, else the directory this script was loaded from
+-- when Lua knows it (Slurm 22.05 loads it from a buffer, so it does not),
+-- else /etc/slurm.
+local function conf_dir()
+	local conf = os.getenv("SLURM_CONF")
+	if conf and conf ~= "" then
+		local dir = conf:match("^(.*)/[^/]*$")
+		if dir and dir ~= "" then
+			return dir
+		end
+	end
 	local ok, info = pcall(debug.getinfo, 1, "S")
 	if ok and info and type(info.source) == "string" and info.source:sub(1, 1) == "@" then
 		local dir = info.source:sub(2):match("^(.*)/[^/]*$")
-		if dir then
+		if dir and dir ~= "" then
 			return dir
 		end
 	end
 	return "/etc/slurm"
 end
 
-local TABLE_PATH = os.getenv("FAIRWAY_REWRITE_TABLE") or (script_dir() .. "/fairway-rewrite.table")
+local TABLE_PATH = os.getenv("FAIRWAY_REWRITE_TABLE") or (conf_dir() .. "/fairway-rewrite.table")
 
 local function split_tabs(line)
 	local f = {}
