@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -67,13 +66,8 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 		sub[i] = unixNanoOrMin(j.Submit)
 		wait[i] = s.Now.Sub(waitingSince(j)).Seconds()
 	}
-	ssf := func(a, b int32) int {
-		if c := cmp.Compare(cost[a], cost[b]); c != 0 {
-			return c
-		}
-		return compareSubmit(sub, s.Pending, a, b)
-	}
-	t := computeVTC(s, cost, sub, ssf, !p.ignoreRunning)
+	// Within a user, shortest predicted service first.
+	t := computeVTC(s, cost, sub, cost, !p.ignoreRunning)
 
 	minTag := math.Inf(1)
 	for _, v := range t.tag {

@@ -98,8 +98,9 @@ func compareRank(a, b rankEntry) int {
 // sortRank sorts entries by compareRank. Large rankings are first radix
 // sorted on the value alone (no comparisons: a cycle of 100,000 jobs
 // sorts several times faster), then each run of equal values is sorted by
-// the tie-break.
-func sortRank(entries []rankEntry) {
+// the tie-break. scratch, if at least as long as entries, is used as the
+// radix sort's second buffer.
+func sortRank(entries, scratch []rankEntry) {
 	if len(entries) < 512 {
 		slices.SortFunc(entries, compareRank)
 		return
@@ -115,7 +116,10 @@ func sortRank(entries []rankEntry) {
 		return ^b
 	}
 	const bits, buckets = 11, 1 << 11
-	src, dst := entries, make([]rankEntry, len(entries))
+	if len(scratch) < len(entries) {
+		scratch = make([]rankEntry, len(entries))
+	}
+	src, dst := entries, scratch[:len(entries)]
 	var count [buckets]int
 	for shift := 0; shift < 64; shift += bits {
 		clear(count[:])
@@ -193,7 +197,7 @@ func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, erro
 		}
 		maps[i] = m
 	}
-	sortRank(entries)
+	sortRank(entries, nil)
 	scores := make([]Score, n)
 	for r, e := range entries {
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: maps[e.i]}

@@ -71,7 +71,11 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 		cost[i] = predictedService(s, &s.Pending[i])
 	}
 	sub := submitKeys(s.Pending)
-	fifo := func(a, b int32) int { return compareSubmit(sub, s.Pending, a, b) }
+	// VTC serves a user's requests first come, first served.
+	fifo := make([]float64, len(sub))
+	for i, v := range sub {
+		fifo[i] = float64(v)
+	}
 	t := computeVTC(s, cost, sub, fifo, !p.ignoreRunning)
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
@@ -99,15 +103,6 @@ func submitKeys(jobs []Job) []int64 {
 	return out
 }
 
-// compareSubmit orders jobs a and b by submit time (sub, from submitKeys),
-// then id.
-func compareSubmit(sub []int64, jobs []Job, a, b int32) int {
-	if c := cmp.Compare(sub[a], sub[b]); c != 0 {
-		return c
-	}
-	return cmp.Compare(jobs[a].ID, jobs[b].ID)
-}
-
 // vtcTags is VTC's dispatch order over the pending jobs, as start tags.
 type vtcTags struct {
 	g       *assocGroups
@@ -119,11 +114,12 @@ type vtcTags struct {
 }
 
 // computeVTC plays VTC forward over the pending jobs: within each
-// association in the order given by within, then across the users of an
-// account by user tag, then across accounts by account tag. cost is each
-// pending job's predicted service and sub its submitKeys. With committed,
-// running jobs' predicted service not yet charged counts as received.
-func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32) int, committed bool) *vtcTags {
+// association in ascending order of within (ties: older, then lower id),
+// then across the users of an account by user tag, then across accounts by
+// account tag. cost is each pending job's predicted service and sub its
+// submitKeys. With committed, running jobs' predicted service not yet
+// charged counts as received.
+func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, committed bool) *vtcTags {
 	g := groupByAssoc(s.Pending)
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
 	t := &vtcTags{
@@ -170,70 +166,67 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 			t.acctC[a] = (s.Ledger.AccountCounter(name) + commA[a]) / acctW[a]
 		}
 	}
-	// User tags: each user's jobs in the within order, charged in turn.
-	perAcct := make([]int32, na+1) // positive-share groups per account
+
+	// Every user's jobs in the within order: one sort of all the jobs
+	// (sortRank orders by descending value, then submit, then id), then a
+	// stable pass into the groups.
+	ents, scratch := make([]rankEntry, n), make([]rankEntry, n)
+	for i := range ents {
+		ents[i] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: int32(i)}
+	}
+	sortRank(ents, scratch)
+	fill := slices.Clone(g.start[:ng])
+	for _, e := range ents {
+		x := g.of[e.i]
+		g.members[fill[x]] = e.i
+		fill[x]++
+	}
+
+	// User tags: each user's jobs charged in turn to the user's counter.
 	for x, key := range g.keys {
 		w := s.Shares.User(key)
-		a := g.acct[x]
-		if w <= 0 || acctW[a] <= 0 {
+		if w <= 0 || acctW[g.acct[x]] <= 0 {
 			t.zero[x] = true
 			continue
 		}
 		t.userC[x] = (s.Ledger.Counter(key) + commU[x]) / w
-		members := g.group(x)
-		slices.SortFunc(members, within)
 		c := t.userC[x]
-		for _, m := range members {
+		for _, m := range g.group(x) {
 			t.userTag[m] = c
 			c += cost[m] / w
 		}
-		perAcct[a+1]++
 	}
+
+	// Account tags: VTC among the users of an account serves the smallest
+	// user tag next, so the account's jobs in ascending user tag (then
+	// older, then lower id) are charged in turn to the account's counter.
+	ents = ents[:0]
+	perAcct := make([]int32, na+1)
+	for i := range n {
+		if x := g.of[i]; !t.zero[x] {
+			ents = append(ents, rankEntry{value: -t.userTag[i], submit: sub[i], id: s.Pending[i].ID, i: int32(i)})
+			perAcct[g.acct[x]+1]++
+		}
+	}
+	sortRank(ents, scratch)
 	for a := range na {
 		perAcct[a+1] += perAcct[a]
 	}
-	groups := make([]int32, perAcct[na])
-	fill := slices.Clone(perAcct[:na])
-	for x := range g.keys {
-		if !t.zero[x] {
-			a := g.acct[x]
-			groups[fill[a]] = int32(x)
-			fill[a]++
-		}
-	}
-
-	// Account tags: VTC within each account, literally — repeatedly serve
-	// the user whose next job has the smallest user tag (a heap of users),
-	// charging the account's counter.
-	pos := make([]int32, len(g.keys)) // next member of each group
-	head := func(x int32) int32 { return g.members[g.start[x]+pos[x]] }
-	less := func(x, y int32) bool {
-		a, b := head(x), head(y)
-		if t.userTag[a] != t.userTag[b] {
-			return t.userTag[a] < t.userTag[b]
-		}
-		return compareSubmit(sub, s.Pending, a, b) < 0
+	order := make([]int32, len(ents))
+	fillA := slices.Clone(perAcct[:na])
+	for _, e := range ents {
+		a := g.acct[g.of[e.i]]
+		order[fillA[a]] = e.i
+		fillA[a]++
 	}
 	maxTag := math.Inf(-1)
 	for a := range na {
-		h := groups[perAcct[a]:perAcct[a+1]]
-		for i := len(h)/2 - 1; i >= 0; i-- {
-			siftDown(h, i, less)
-		}
 		c := t.acctC[a]
-		for len(h) > 0 {
-			x := h[0]
-			m := head(x)
+		for _, m := range order[perAcct[a]:perAcct[a+1]] {
 			t.tag[m] = c
-			maxTag = max(maxTag, c)
 			c += cost[m] / acctW[a]
-			pos[x]++
-			if g.start[x]+pos[x] == g.start[x+1] {
-				h[0] = h[len(h)-1]
-				h = h[:len(h)-1]
-			}
-			siftDown(h, 0, less)
 		}
+		maxTag = max(maxTag, c)
 	}
 	// Zero-share jobs after every other job, tied among themselves.
 	if math.IsInf(maxTag, -1) {
@@ -247,23 +240,4 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within func(a, b int32
 		}
 	}
 	return t
-}
-
-// siftDown restores the heap order of h below index i.
-func siftDown(h []int32, i int, less func(x, y int32) bool) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && less(h[r], h[l]) {
-			m = r
-		}
-		if !less(h[m], h[i]) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
 }
