@@ -151,7 +151,8 @@ type RewriteParams struct {
 	// ShardsPerGPU is how many shards one GPU is split into (gres.conf's
 	// Count= of one GPU's shard line).
 	ShardsPerGPU int
-	// Window is how many of a profile's newest samples are folded (20).
+	// Window is how many of a profile's newest measured runs are folded,
+	// per measurement (20).
 	Window int
 	// MinHistory is how many measured runs a rule needs before it trusts
 	// a profile (3).
@@ -240,9 +241,10 @@ func (r *Rewriter) gpuEq(gpus, shards int) float64 {
 	return float64(shards) / float64(r.p.ShardsPerGPU)
 }
 
-// Profiles folds samples into one profile per user and job name, from the
-// newest Window samples of each (by End, then JobID). The result does not
-// depend on the order of samples.
+// Profiles folds samples into one profile per user and job name: for
+// each measurement (GPU, CPU, memory, run time by GPU count), the newest
+// Window runs of that name that carry it (by End, then JobID). The result
+// does not depend on the order of samples.
 func (r *Rewriter) Profiles(samples []UsageSample) map[ProfileKey]*UsageProfile {
 	by := map[ProfileKey][]*UsageSample{}
 	for i := range samples {
@@ -258,15 +260,19 @@ func (r *Rewriter) Profiles(samples []UsageSample) map[ProfileKey]*UsageProfile 
 			}
 			return cmp.Compare(b.JobID, a.JobID)
 		})
-		if len(ss) > r.p.Window {
-			ss = ss[:r.p.Window]
-		}
 		p := &UsageProfile{User: k.User, Name: k.Name}
 		var utils, cpus []float64
 		runs := map[int][]time.Duration{}
+		// Each measurement has its own window of the newest Window runs
+		// that carry it, so that once a name runs on shards its older
+		// whole-GPU runs still count (otherwise sharing would stop by
+		// itself after Window shard runs, and start again after three
+		// whole-GPU ones).
+		var nGPU, nCPU, nMem, nRun int
 		for _, s := range ss {
 			g := r.gpuEq(s.GPUs, s.Shards)
-			if s.Shards == 0 && s.GPUs > 0 && s.GPUUtilPct >= 0 {
+			if s.Shards == 0 && s.GPUs > 0 && s.GPUUtilPct >= 0 && nGPU < r.p.Window {
+				nGPU++
 				p.GPUJobs++
 				utils = append(utils, s.GPUUtilPct)
 				p.GPUMemPeakMB = max(p.GPUMemPeakMB, s.GPUMemPeakMB)
@@ -274,15 +280,18 @@ func (r *Rewriter) Profiles(samples []UsageSample) map[ProfileKey]*UsageProfile 
 					p.GPUMemTotalMB = s.GPUMemTotalMB
 				}
 			}
-			if g > 0 && s.CPUsUsed >= 0 {
+			if g > 0 && s.CPUsUsed >= 0 && nCPU < r.p.Window {
+				nCPU++
 				p.CPUJobs++
 				cpus = append(cpus, s.CPUsUsed/g)
 			}
-			if g > 0 && s.MemUsedMB > 0 {
+			if g > 0 && s.MemUsedMB > 0 && nMem < r.p.Window {
+				nMem++
 				p.MemJobs++
 				p.MemPerGPUMB = max(p.MemPerGPUMB, int64(math.Ceil(float64(s.MemUsedMB)/g)))
 			}
-			if s.Shards == 0 && s.GPUs > 0 && s.State == StateCompleted && s.Run > 0 {
+			if s.Shards == 0 && s.GPUs > 0 && s.State == StateCompleted && s.Run > 0 && nRun < r.p.Window {
+				nRun++
 				runs[s.GPUs] = append(runs[s.GPUs], s.Run)
 			}
 		}

@@ -82,9 +82,11 @@ func sample(id int64, util float64, memMB int64) UsageSample {
 }
 
 func TestRewriter_Profiles(t *testing.T) {
-	r := mustRewriter(t, RewriteParams{ShardsPerGPU: 8, Window: 4})
+	// A window of 3 per measurement: the newest shard run does not push
+	// a whole-GPU run out of the GPU window.
+	r := mustRewriter(t, RewriteParams{ShardsPerGPU: 8, Window: 3})
 	ss := []UsageSample{
-		sample(1, 90, 70000), // oldest: out of the window of 4
+		sample(1, 90, 70000), // oldest whole-GPU run: out of the window of 3
 		sample(2, 10, 4000),
 		sample(3, 20, 6000),
 		sample(4, 15, 5000),
