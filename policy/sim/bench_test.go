@@ -9,8 +9,9 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-// BenchmarkSimulate measures whole simulations with the fairway predictor
-// learning online, as `fairway simulate` runs them:
+// BenchmarkSimulate measures whole simulations as `fairway simulate` runs
+// them, with a predictor learning online: fairway (the default, gradient-
+// boosted trees retrained as history grows) or tsafrir (a running mean):
 //
 //   - trace=CTC/policies=8: the whole CTC SP2 log (77,222 jobs, 338
 //     processors, EASY) through all eight policies, GOMAXPROCS at a time
@@ -22,7 +23,13 @@ import (
 // Each checks every result is non-trivial (the runs are too long to
 // repeat once more before timing).
 func BenchmarkSimulate(b *testing.B) {
-	b.Run("trace=CTC/policies=8", func(b *testing.B) {
+	for _, predictor := range []string{"fairway", "tsafrir"} {
+		benchmarkSimulate(b, predictor)
+	}
+}
+
+func benchmarkSimulate(b *testing.B, predictor string) {
+	b.Run("trace=CTC/policies=8/predictor="+predictor, func(b *testing.B) {
 		jobs, cluster := readShared(b, ctcTrace)
 		once := func() []Metrics {
 			out := make([]Metrics, len(policy.PolicyNames()))
@@ -34,7 +41,7 @@ func BenchmarkSimulate(b *testing.B) {
 					defer wg.Done()
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					res, err := Run(jobs, smConfig(b, cluster, name, "fairway"))
+					res, err := Run(jobs, smConfig(b, cluster, name, predictor))
 					if err != nil {
 						b.Error(err)
 						return
@@ -53,7 +60,7 @@ func BenchmarkSimulate(b *testing.B) {
 			}
 		}
 	})
-	b.Run(fmt.Sprintf("synth=%d/policy=fair-qssf", 1000000), func(b *testing.B) {
+	b.Run(fmt.Sprintf("synth=%d/policy=fair-qssf/predictor=%s", 1000000, predictor), func(b *testing.B) {
 		jobs, err := Synth(SynthParams{Jobs: 1000000, Users: 3000, Nodes: 128, GPUsPerNode: 8, Seed: 1})
 		if err != nil {
 			b.Fatal(err)
@@ -61,7 +68,7 @@ func BenchmarkSimulate(b *testing.B) {
 		cluster := Cluster{Nodes: 128, PerNode: 8, Unit: GPUs}
 		b.ResetTimer()
 		for b.Loop() {
-			res, err := Run(jobs, smConfig(b, cluster, "fair-qssf", "fairway"))
+			res, err := Run(jobs, smConfig(b, cluster, "fair-qssf", predictor))
 			if err != nil {
 				b.Fatal(err)
 			}
