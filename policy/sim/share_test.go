@@ -203,9 +203,11 @@ func TestSynthUsage_Deterministic(t *testing.T) {
 }
 
 // TestPhillyMIX_GPUSharing replays Philly-MIX (120 nodes × 8 GPUs, the
-// Chronus artifact's cluster) under fair-qssf with GPU sharing off and on,
-// GPU use from UsageModel{Seed: 1}, and logs the comparison table (go test
-// -run TestPhillyMIX_GPUSharing -v ./policy/sim). Both arms do the same
+// Chronus artifact's cluster) under fair-qssf without a predictor (the trace
+// has no time limits, so every job is costed at the 7-day default) and
+// without backfill, with GPU sharing off and on (4 shards per GPU, β 0.1 and
+// 0.3), GPU use from UsageModel{Seed: 1}, and logs the comparison table (go
+// test -run TestPhillyMIX_GPUSharing -v ./policy/sim). Both arms do the same
 // work; sharing must run some jobs on shards and never put more on a GPU than
 // its shards allow.
 func TestPhillyMIX_GPUSharing(t *testing.T) {
