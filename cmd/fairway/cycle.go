@@ -215,7 +215,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	res.Report, res.Changed = report, report.Planned
 	r.lastReport = report
 	if r.rewrite != nil {
-		res.Rewrite = r.rewrite.cycle(ctx, log, r.cycle, cl, snap.Predicted, scores, leader)
+		res.Rewrite = r.rewrite.cycle(ctx, r.cycle, cl, snap.Predicted, scores, leader)
 	}
 	// Remember what Slurm holds now: applied writes, plus everything
 	// decided when nothing is written (so a dry run converges too).

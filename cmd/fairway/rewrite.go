@@ -193,9 +193,9 @@ func (rw *rewriter) refresh(ctx context.Context) error {
 // are the engine's (elastic jobs are judged in Fairway's order); leader
 // says whether this process may write. It never fails the serve cycle:
 // problems are logged and the report says what was done.
-func (rw *rewriter) cycle(ctx context.Context, log *slog.Logger, n int64, cl *slurmctl.Cluster,
+func (rw *rewriter) cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 	predicted map[int64]time.Duration, ranking []policy.Score, leader bool) *rewriteReport {
-	log = log.With("component", "rewrite")
+	log := rw.log.With("cycle", n)
 	rep := &rewriteReport{DryRun: rw.cfg.DryRun || !leader}
 	if rw.loadedAt == 0 || n-rw.loadedAt >= int64(rw.cfg.RefreshEvery) {
 		if err := rw.refresh(ctx); err != nil {
@@ -555,6 +555,9 @@ func printRewrite(w io.Writer, rep *rewriteReport) error {
 				to = int64(p.GPUs)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\n", p.JobID, p.Rule, p.From, to, p.Reason)
+		}
+		for _, sk := range rep.Resize.Skipped {
+			fmt.Fprintf(tw, "%d\t-\t\t\tnot changed: %s\n", sk.JobID, sk.Reason)
 		}
 	}
 	return tw.Flush()

@@ -86,7 +86,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := rw.cycle(ctx, quietLogger(), 1, &slurmctl.Cluster{}, nil, nil, true)
+	rep := rw.cycle(ctx, 1, &slurmctl.Cluster{}, nil, nil, true)
 	var shards int
 	for _, r := range rep.Rules {
 		if r.User == "alice" && r.Name == light {
@@ -174,7 +174,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := rw.cycle(ctx, quietLogger(), 1, cl, nil, nil, true)
+		rep := rw.cycle(ctx, 1, cl, nil, nil, true)
 		if len(rep.Resize.Planned) != 1 || rep.Resize.Planned[0].JobID != noHistory || rep.Resize.Planned[0].CPUs != 2 {
 			t.Fatalf("dry run %v: planned %+v, want job %d to 2 CPUs", dry, rep.Resize.Planned, noHistory)
 		}

@@ -252,7 +252,7 @@ func TestRewriter_Cycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rw.cycle(context.Background(), quietLogger(), 1, cl, nil, nil, leader), write, plan
+		return rw.cycle(context.Background(), 1, cl, nil, nil, leader), write, plan
 	}
 
 	rep, write, plan := run(t, cfg, true)
