@@ -53,6 +53,7 @@ type rewriteConfig struct {
 	ShardsPerGPU int
 	DryRun       bool
 	Cluster      string
+	ExemptQOS    []string // serve's --exempt-qos: never resized either
 }
 
 func rewriteFlags() []cli.Flag {
@@ -79,6 +80,7 @@ func rewriteSettings(c *cli.Context, shardsPerGPU int, dry bool, cluster string)
 		HistoryDays: c.Int("rewrite-history-days"), RefreshEvery: c.Int("rewrite-refresh-every"), CPUsPerGPU: c.Float64("rewrite-cpus-per-gpu"),
 		MemPerGPUMB: c.Int64("rewrite-mem-per-gpu"), ShareMaxUtil: c.Float64("rewrite-share-max-util"), MinHistory: c.Int("rewrite-min-history"),
 		Sacct: c.Bool("rewrite-sacct"), ShardsPerGPU: shardsPerGPU, DryRun: dry, Cluster: cluster, Rules: map[string]bool{},
+		ExemptQOS: c.StringSlice("exempt-qos"),
 	}
 	for _, r := range strings.Split(c.String("rewrite-rules"), ",") {
 		if r = strings.TrimSpace(r); r == "" {
@@ -331,7 +333,7 @@ func (rw *rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 	byPart := map[string][]*slurmctl.Job{}
 	for i := range cl.Jobs {
 		j := &cl.Jobs[i]
-		if !j.Pending() || j.HetJob || j.ArrayTasks != "" || policy.OptedOut(comments[j.ID]) {
+		if !j.Pending() || j.HetJob || j.ArrayTasks != "" || policy.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
 			continue
 		}
 		parts := strings.Split(j.Partition, ",")

@@ -234,17 +234,18 @@ func TestRewriter_Cycle(t *testing.T) {
 				State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 95, GPUMemPeakMB: 70000, GPUMemTotalMB: 81920, CPUsUsed: 1.5})
 	}
 	cl := rewriteCluster(
-		pendingJob(1, "alice", "light", "gpu", 1, 1),   // no CPU history: raised to 2 CPUs per GPU
-		pendingJob(2, "bob", "heavy", "gpu", 1, 8),     // history: 1.5 × 1.25 → 2 CPUs
-		pendingJob(3, "carol", "opt", "gpu", 1, 1),     // opted out
-		pendingJob(4, "carol", "cpu", "cpu", 1, 1),     // partition not enabled
-		pendingJob(5, "carol", "elastic", "gpu", 2, 2), // elastic 1-8: 7 GPUs free, at most 4 on a node
+		pendingJob(1, "alice", "light", "gpu", 1, 1),                                                          // no CPU history: raised to 2 CPUs per GPU
+		pendingJob(2, "bob", "heavy", "gpu", 1, 8),                                                            // history: 1.5 × 1.25 → 2 CPUs
+		pendingJob(3, "carol", "opt", "gpu", 1, 1),                                                            // opted out
+		pendingJob(4, "carol", "cpu", "cpu", 1, 1),                                                            // partition not enabled
+		pendingJob(5, "carol", "elastic", "gpu", 2, 2),                                                        // elastic 1-8: 7 GPUs free, at most 4 on a node
+		func() slurmctl.Job { j := pendingJob(6, "carol", "vip", "gpu", 1, 1); j.QOS = "urgent"; return j }(), // exempt QOS
 	)
 	comments := map[int64]string{3: "fairway:no-rewrite", 5: "fairway:elastic=1-8"}
 	dir := t.TempDir()
 	cfg := rewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"share": true, "cpus": true, "elastic": true},
 		Table: filepath.Join(dir, "fairway-rewrite.table"), TableMaxAge: 15 * time.Minute, HistoryDays: 30, RefreshEvery: 10,
-		ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: "c"}
+		ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: "c", ExemptQOS: []string{"urgent"}}
 
 	run := func(t *testing.T, cfg rewriteConfig, leader bool) (*rewriteReport, *fakeResizer, *fakeResizer) {
 		write, plan := &fakeResizer{comments: comments, dry: cfg.DryRun}, &fakeResizer{comments: comments, dry: true}
