@@ -362,7 +362,7 @@ func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) er
 	}
 	for _, m := range rep.Policies {
 		if cfg.Preempt[m.Name] {
-			fmt.Fprintf(w, "* preemptive (requeue with checkpoint): %d preemptions\n", m.Preemptions)
+			fmt.Fprintf(w, "* preemptive: requeued and resumed from a checkpoint at no cost, %d preemptions\n", m.Preemptions)
 		}
 	}
 	return nil
