@@ -54,7 +54,7 @@ func runJobSubmit(t *testing.T, tablePath string, cases []luaCase) (got []string
 	}
 	var b strings.Builder
 	b.WriteString(`slurm = { SUCCESS = 0, ERROR = -1,
-	log_info = function(...) end, log_user = function(...) end,
+	log_info = function(...) end, log_debug = function(...) end, log_user = function(...) end,
 	log_error = function(...) io.stderr:write(string.format(...) .. "\n") end }
 dofile(` + fmt.Sprintf("%q", script) + `)
 local parts = { gpu = { name = "gpu", flag_default = 1 }, cpu = { name = "cpu", flag_default = 0 } }

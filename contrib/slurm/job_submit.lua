@@ -232,7 +232,7 @@ local function rewrite(job_desc, part_list, submit_uid)
 		return
 	end
 	if now - t.generated > t.max_age then
-		slurm.log_info("fairway: rewrite table is %d s old (max %d): job of %s left as submitted", now - t.generated, t.max_age, user)
+		slurm.log_debug("fairway: rewrite table is %d s old (max %d): job of %s left as submitted", now - t.generated, t.max_age, user)
 		return
 	end
 	local parts = partitions_of(job_desc, part_list)
