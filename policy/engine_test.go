@@ -142,6 +142,41 @@ func TestEngine_CycleFollowsLedgerContract(t *testing.T) {
 	}
 }
 
+// TestEngine_PredictionRefresh checks when a pending job is predicted
+// again: after its user has a job finish, but not within ChargeEvery of
+// its last prediction.
+func TestEngine_PredictionRefresh(t *testing.T) {
+	pred := newEnFake()
+	e := enEngine(t, "qssf", pred, 10*time.Minute)
+	done := func(id int64, user string, start, end float64) Job {
+		j := enJob(id, user, start)
+		j.Start, j.End, j.State = rkAt(start), rkAt(end), StateCompleted
+		return j
+	}
+	wait := enJob(9, "alice", 0)
+	steps := []struct {
+		at      float64
+		stopped []Job
+		want    time.Duration // job 9's prediction, 0 for none
+	}{
+		{0, nil, 0},                                       // first sight: alice has no history
+		{1, []Job{done(1, "alice", 0, 1)}, 0},             // alice's first finish, within 10 min of the prediction
+		{10, nil, time.Minute},                            // 10 min later: predicted again from it
+		{12, []Job{done(2, "alice", 1, 12)}, time.Minute}, // a second finish, too soon
+		{15, []Job{done(3, "bob", 0, 15)}, time.Minute},   // bob's finish does not concern alice
+		{20, nil, 6 * time.Minute},                        // 10 min after the last prediction: mean of 1 and 11 minutes
+	}
+	for _, st := range steps {
+		s, _, err := e.Cycle(&Observation{Now: rkAt(st.at), Pending: []Job{wait}, Stopped: st.stopped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Predicted[9]; got != st.want {
+			t.Errorf("minute %v: job 9 predicted %v, want %v", st.at, got, st.want)
+		}
+	}
+}
+
 func TestEngine_ClockBackwards(t *testing.T) {
 	e := enEngine(t, "fifo", nil, 0)
 	if _, _, err := e.Cycle(&Observation{Now: rkAt(10)}); err != nil {
