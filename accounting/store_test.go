@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +19,7 @@ import (
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/trace"
-	fsql "github.com/fairway-hpc/fairway/sql"
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -31,42 +27,17 @@ import (
 // it, and returns a Store and pool on it; both go when the test ends.
 func freshStore(t testing.TB) (*accounting.Store, *pgxpool.Pool) {
 	t.Helper()
-	e := lab.Get(t)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, e.DatabaseURL)
-	if err != nil {
-		t.Fatalf("connect to lab PostgreSQL: %v", err)
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "fairway_test_acct_" + hex.EncodeToString(rnd[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		t.Fatal(err)
-	}
-	cfg, err := pgxpool.ParseConfig(e.DatabaseURL)
+	cfg, err := pgxpool.ParseConfig(lab.Get(t).Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.Database = name
 	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		pool.Close()
-		_, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-		admin.Close(ctx)
-	})
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fsql.Up(ctx, conn.Conn()); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
-	}
-	conn.Release()
+	t.Cleanup(pool.Close)
 	store := accounting.New(pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := store.Check(ctx); err != nil {
 		t.Fatal(err)

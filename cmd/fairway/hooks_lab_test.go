@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
-	fsql "github.com/fairway-hpc/fairway/sql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -122,28 +121,12 @@ func copyFile(src, dst string, mode os.FileMode) error {
 func throwawayDB(t testing.TB, e *lab.Env) (string, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, e.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("fairway_test_hooks_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := pgx.ParseConfig(e.DatabaseURL)
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	url := e.Database(t)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close(ctx)
-		_, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-		admin.Close(ctx)
-	})
-	if _, err := fsql.Up(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { conn.Close(ctx) })
 	return url, conn
 }
 

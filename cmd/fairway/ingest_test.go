@@ -4,14 +4,13 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/google/go-cmp/cmp"
@@ -23,20 +22,8 @@ import (
 // test ends.
 func migratedDB(t *testing.T) (string, *pgx.Conn) {
 	t.Helper()
-	e := lab.Get(t)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, e.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "fairway_test_ingest_" + hex.EncodeToString(rnd[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := pgx.ParseConfig(e.DatabaseURL)
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	url := lab.Get(t).EmptyDatabase(t)
 	if out, err := runApp(t, "migrate", "--database-url", url, "up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
@@ -44,11 +31,7 @@ func migratedDB(t *testing.T) (string, *pgx.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close(ctx)
-		_, _ = admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-		admin.Close(ctx)
-	})
+	t.Cleanup(func() { conn.Close(ctx) })
 	return url, conn
 }
 
@@ -205,5 +188,42 @@ func TestSharesCommand_SyncShow(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("shares show (-want +got):\n%s", diff)
+	}
+}
+
+// TestIngestCommand_SlurmdbdVia pulls the lab's slurmdbd history through
+// slurmrestd, then through sacct: the summary says which reader ran, and
+// the second pull finds every job the first stored with the same values.
+func TestIngestCommand_SlurmdbdVia(t *testing.T) {
+	e := lab.Get(t)
+	url, _ := migratedDB(t)
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	since := time.Now().Add(-15 * time.Minute).UTC().Format(time.RFC3339)
+	rest := ingestJSON(t, "--database-url", url, "--from", "slurmdbd", "--cluster", e.Cluster, "--since", since,
+		"--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
+	if !strings.HasPrefix(rest.Via, "slurmrestd v0.0.") || !strings.HasSuffix(rest.Via, " at "+e.RESTURL) || rest.Rejected != 0 {
+		t.Errorf("through slurmrestd: %+v", rest)
+	}
+	t.Logf("through slurmrestd: %+v", rest)
+	out, err := runApp(t, "ingest", "--progress", "never", "--database-url", url, "--from", "slurmdbd", "--cluster", e.Cluster, "--slurm-url", "")
+	t.Logf("through sacct:\n%s", out)
+	if err != nil {
+		t.Fatalf("through sacct: %v\n%s", err, out)
+	}
+	for _, want := range []string{"via         sacct\n", "updated     0\n", "rejected    0\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary through sacct lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestIngestCommand_SlurmdbdNoToken(t *testing.T) {
+	t.Setenv("SLURM_JWT", "")
+	t.Setenv("FAIRWAY_SLURM_TOKEN_FILE", "")
+	t.Setenv("FAIRWAY_SCONTROL_TOKEN", "")
+	_, err := runApp(t, "ingest", "--progress", "never", "--database-url", "postgres://x@127.0.0.1:1/x", "--from", "slurmdbd",
+		"--cluster", "c", "--slurm-url", "http://127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "no slurmrestd token") {
+		t.Fatalf("err = %v, want the missing token named", err)
 	}
 }
