@@ -57,10 +57,10 @@ lab-status:
 	$(LAB) status
 
 ## record: capture real slurmrestd responses from the lab into slurmctl/testdata/<api version>/ (the
-## slurmctl unit tests replay them); submits and cancels its own jobs only
+## slurmctl and accounting unit tests replay them); submits and cancels its own jobs only
 .PHONY: record
 record: lab-up
-	eval "$$($(LAB) env)" && $(GO) test -count=1 -run '^TestRecord$$' -v ./slurmctl -record
+	eval "$$($(LAB) env)" && $(GO) test -count=1 -run '^TestRecord(DBJobs)?$$' -v ./slurmctl -record
 
 ## record-accounting: run a set of jobs on the lab and capture `sacct --json` and `sacctmgr -nP show
 ## associations` into accounting/testdata/ (the accounting parser tests read them)

@@ -32,7 +32,8 @@
 // pruned with PruneCycles. usage_daily keeps its days after their jobs are
 // dropped.
 //
-// The package reads slurmdbd through HistorySource (SacctHistory runs
-// `sacct --json`; slurmctl's slurmrestd client can implement it too) and
+// The package reads slurmdbd through HistorySource (RESTHistory asks
+// slurmrestd, through any client with a DBJobs method such as slurmctl's,
+// which this package does not import; SacctHistory runs `sacct --json`) and
 // sacctmgr for the share tree; it opens no files.
 package accounting

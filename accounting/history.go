@@ -13,9 +13,9 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-// HistorySource is a Slurm cluster's accounting history (slurmdbd). Package
-// slurmctl implements it through slurmrestd (/slurmdb/v0.0.38/jobs and the
-// data_parser versions).
+// HistorySource is a Slurm cluster's accounting history (slurmdbd).
+// RESTHistory reads it through slurmrestd (/slurmdb/v0.0.38/jobs and the
+// data_parser versions), SacctHistory through the sacct command.
 type HistorySource interface {
 	// FinishedJobs returns the cluster's jobs that ended in [since, until).
 	// It may return more (jobs still running, jobs that ended just outside
@@ -127,11 +127,18 @@ func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time)
 	if len(doc.Bad) > 0 {
 		return nil, fmt.Errorf("%d job record(s) sacct printed could not be read, first: %w", len(doc.Bad), doc.Bad[0])
 	}
-	jobs := doc.Jobs[:0]
-	for _, j := range doc.Jobs {
+	return endedIn(doc.Jobs, since, until), nil
+}
+
+// endedIn keeps, in place, the jobs of a slurmdbd window query that finished
+// in [since, until). slurmdbd selects the jobs active in a window, so this
+// drops those still running and those that ended after it.
+func endedIn(jobs []policy.Job, since, until time.Time) []policy.Job {
+	kept := jobs[:0]
+	for _, j := range jobs {
 		if j.State.Finished() && !j.End.IsZero() && !j.End.Before(since) && j.End.Before(until) {
-			jobs = append(jobs, j)
+			kept = append(kept, j)
 		}
 	}
-	return jobs, nil
+	return kept
 }

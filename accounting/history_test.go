@@ -9,20 +9,37 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 )
 
-// labHistory is the lab's slurmdbd as a HistorySource.
-func labHistory(e *lab.Env) accounting.HistorySource {
-	return &accounting.SacctHistory{Cluster: e.Cluster, Env: []string{"SLURM_CONF=" + e.SlurmConf}}
+// labHistory is the lab's slurmdbd as a HistorySource: through sacct, or
+// through slurmrestd with a real slurmctl.Client.
+func labHistory(t *testing.T, e *lab.Env, via string) accounting.HistorySource {
+	t.Helper()
+	if via == "sacct" {
+		return &accounting.SacctHistory{Cluster: e.Cluster, Env: []string{"SLURM_CONF=" + e.SlurmConf}}
+	}
+	c, err := slurmctl.New(context.Background(), slurmctl.Config{URL: e.RESTURL, User: e.RESTUser, Token: slurmctl.FileToken(e.TokenFile)}, nil)
+	if err != nil {
+		t.Fatalf("connect to the lab's slurmrestd: %v", err)
+	}
+	return &accounting.RESTHistory{Client: c, Cluster: e.Cluster}
 }
 
 // TestSyncHistory_Lab runs two jobs on the lab and pulls slurmdbd's history
-// into a fresh database: the jobs appear with their users, accounts and
-// GPUs; pulling the same window again changes nothing; a later pull moves
-// the watermark on.
+// into a fresh database, once through sacct and once through slurmrestd:
+// the jobs appear with their users, accounts and GPUs; pulling the same
+// window again changes nothing; a later pull moves the watermark on.
 func TestSyncHistory_Lab(t *testing.T) {
+	for _, via := range []string{"sacct", "slurmrestd"} {
+		t.Run(via, func(t *testing.T) { testSyncHistoryLab(t, via) })
+	}
+}
+
+func testSyncHistoryLab(t *testing.T, via string) {
 	e := lab.Get(t)
+	src := labHistory(t, e, via)
 	store, pool := freshStore(t)
 	ctx := context.Background()
 	var rnd [4]byte
@@ -40,7 +57,7 @@ func TestSyncHistory_Lab(t *testing.T) {
 	began = began.Truncate(time.Second)
 	until := time.Now().Add(time.Second).Truncate(time.Second)
 	opt := accounting.SyncOptions{Cluster: e.Cluster, Initial: began, Now: until, Overlap: until.Sub(began)}
-	first, since, _, err := store.SyncHistory(ctx, labHistory(e), opt)
+	first, since, _, err := store.SyncHistory(ctx, src, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +73,7 @@ func TestSyncHistory_Lab(t *testing.T) {
 			break
 		}
 		time.Sleep(time.Second)
-		if _, _, _, err := store.SyncHistory(ctx, labHistory(e), opt); err != nil {
+		if _, _, _, err := store.SyncHistory(ctx, src, opt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +108,7 @@ func TestSyncHistory_Lab(t *testing.T) {
 
 	// The same window again.
 	before := tableState(t, pool)
-	second, _, _, err := store.SyncHistory(ctx, labHistory(e), opt)
+	second, _, _, err := store.SyncHistory(ctx, src, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +120,7 @@ func TestSyncHistory_Lab(t *testing.T) {
 	}
 
 	later := until.Add(time.Minute)
-	if _, _, _, err := store.SyncHistory(ctx, labHistory(e), accounting.SyncOptions{Cluster: e.Cluster, Now: later}); err != nil {
+	if _, _, _, err := store.SyncHistory(ctx, src, accounting.SyncOptions{Cluster: e.Cluster, Now: later}); err != nil {
 		t.Fatal(err)
 	}
 	wm, ok, err := store.Watermark(ctx, e.Cluster, "slurmdbd")

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type replayServer struct {
 	calls   map[string]int
 	headers []http.Header
 	bodies  [][]byte
+	urls    []*url.URL
 }
 
 func newReplay(t testing.TB, routes map[string][]reply) *replayServer {
@@ -56,6 +58,7 @@ func newReplay(t testing.TB, routes map[string][]reply) *replayServer {
 		s.calls[key]++
 		s.headers = append(s.headers, r.Header.Clone())
 		s.bodies = append(s.bodies, body)
+		s.urls = append(s.urls, r.URL)
 		s.mu.Unlock()
 		if !ok {
 			http.NotFound(w, r)

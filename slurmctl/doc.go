@@ -145,4 +145,22 @@
 // scontrol's stderr ("... for job N"), and any output that cannot be
 // attributed marks every job of the batch as unknown, to be written again
 // next cycle. Updates are idempotent, so a rewrite is harmless.
+//
+// # Accounting history
+//
+// DBJobs reads slurmdbd's job records through slurmrestd's slurmdbd plugin
+// (/slurmdb/<version>/jobs, same version as the rest) and returns the body
+// unparsed: package accounting parses it like `sacct --json` output
+// (accounting.RESTHistory, behind a one-method interface of its own, so
+// neither package imports the other). The window is sent as start_time and
+// end_time relative to the server's clock ("now-N"): measured on the lab's
+// 22.05, Unix seconds are refused (HTTP 500, error 9000 "Unable to parse time
+// format"), absolute times are read in slurmrestd's local time with no zone
+// accepted, and a raw ':' or '/' in the query gets HTTP 400 (encoded, they
+// parse). An empty result is HTTP 200 with error 9003 ("Nothing found"),
+// which DBJobs reports as no jobs. Tested live on v0.0.38 (accounting's
+// TestSyncHistory_Lab) and on captured answers (testdata/v0.0.38/dbjobs*);
+// the v0.0.40/41 paths are only unit-tested against a fake server, and that
+// their data_parser reads the same relative time form is Slurm's common
+// parse_time syntax, not something observed here.
 package slurmctl

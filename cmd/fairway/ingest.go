@@ -16,6 +16,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
@@ -39,6 +40,14 @@ type ingestConfig struct {
 	Sacct    string        // slurmdbd: the sacct binary
 	Overlap  time.Duration // slurmdbd: re-read this much before the watermark
 	Since    time.Time     // slurmdbd: first window start without a watermark
+
+	// slurmdbd through slurmrestd, when SlurmURL is set (else sacct).
+	SlurmURL      string
+	SlurmUser     string
+	TokenFile     string
+	TokenEnv      string // the JWT from $SLURM_JWT, never logged
+	ScontrolToken bool
+	APIVersion    string
 }
 
 func ingestCommand() *cli.Command {
@@ -46,8 +55,8 @@ func ingestCommand() *cli.Command {
 		Name:      "ingest",
 		Usage:     "import finished jobs into the accounting database (idempotent)",
 		ArgsUsage: "[FILE]",
-		Description: "Imports job history from slurmdbd (read with `sacct --json` on this host, incrementally from\n" +
-			"the stored watermark), from a\n" +
+		Description: "Imports job history from slurmdbd (incrementally from the stored watermark; through slurmrestd's\n" +
+			"/slurmdb/<version>/jobs when --slurm-url is set, else with `sacct --json` on this host), from a\n" +
 			"`sacct --json` file, or from a workload trace (SWF, Helios cluster_log.csv, Philly-MIX CSV;\n" +
 			"gzip or plain; FILE - reads standard input). Re-importing never duplicates: jobs are keyed by\n" +
 			"cluster, job id, array task and submit time. A malformed record fails the whole import with\n" +
@@ -62,6 +71,11 @@ func ingestCommand() *cli.Command {
 			&cli.StringFlag{Name: "sacct", Value: "sacct", Usage: "slurmdbd: sacct binary used to read slurmdbd", EnvVars: []string{"FAIRWAY_SACCT"}},
 			&cli.DurationFlag{Name: "overlap", Value: time.Hour, Usage: "slurmdbd: how far before the watermark each window starts", EnvVars: []string{"FAIRWAY_INGEST_OVERLAP"}},
 			&cli.StringFlag{Name: "since", Usage: "slurmdbd: start of the first window when there is no watermark (RFC 3339 or YYYY-MM-DD; default 30 days ago)", EnvVars: []string{"FAIRWAY_INGEST_SINCE"}},
+			&cli.StringFlag{Name: "slurm-url", Usage: "slurmdbd: read it through this slurmrestd (base URL) instead of sacct; --slurm-url '' forces sacct", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
+			&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "slurmdbd: user name sent to slurmrestd", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
+			&cli.StringFlag{Name: "slurm-token-file", Usage: "slurmdbd: file holding the slurmrestd JWT; else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
+			&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmdbd: mint the slurmrestd JWT with `scontrol token` (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
+			&cli.StringFlag{Name: "slurm-api", Usage: "slurmdbd: pin the REST API version (v0.0.38, v0.0.40, v0.0.41); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := ingestSettings(c)
@@ -72,12 +86,18 @@ func ingestCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			var hist *historyReader
+			if cfg.From == fromSlurmdbd {
+				if hist, err = openHistory(c.Context, cfg, log); err != nil {
+					return err
+				}
+			}
 			store, closeStore, err := openStore(c.Context, c, log)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			return runIngest(c.Context, store, cfg, c.App.Writer, os.Stderr)
+			return runIngest(c.Context, store, cfg, hist, c.App.Writer, os.Stderr)
 		},
 	}
 }
@@ -87,6 +107,8 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 	cfg := ingestConfig{
 		From: c.String("from"), Cluster: c.String("cluster"), SkipBad: c.Bool("skip-bad"), JSON: c.Bool("json"),
 		Sacct: c.String("sacct"), Overlap: c.Duration("overlap"),
+		SlurmURL: c.String("slurm-url"), SlurmUser: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
+		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
 	}
 	known := false
 	for _, s := range ingestSources {
@@ -102,6 +124,8 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 		return cfg, errors.New("--cluster: required with --from slurmdbd (the watermark is per cluster)")
 	case cfg.From != fromSlurmdbd && c.NArg() != 1:
 		return cfg, fmt.Errorf("--from %s needs exactly one FILE argument (- for standard input)", cfg.From)
+	case cfg.From == fromSlurmdbd && cfg.SlurmURL != "" && cfg.TokenFile == "" && cfg.TokenEnv == "" && !cfg.ScontrolToken:
+		return cfg, errors.New("--slurm-url is set but there is no slurmrestd token: set --slurm-token-file, $SLURM_JWT or --scontrol-token (or --slurm-url '' to read slurmdbd with sacct)")
 	}
 	cfg.File = c.Args().First()
 	if cfg.Overlap < 0 {
@@ -127,6 +151,40 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 		return cfg, fmt.Errorf("--progress %q: want auto, always or never", p)
 	}
 	return cfg, nil
+}
+
+// historyReader is where --from slurmdbd reads, and how the summary names it.
+type historyReader struct {
+	accounting.HistorySource
+	Via string
+}
+
+// openHistory picks slurmdbd's reader: slurmrestd when --slurm-url is set
+// (no Slurm client or munge needed here), else sacct on this host.
+func openHistory(ctx context.Context, cfg ingestConfig, log *slog.Logger) (*historyReader, error) {
+	if cfg.SlurmURL == "" {
+		return &historyReader{&accounting.SacctHistory{Path: cfg.Sacct, Cluster: cfg.Cluster}, "sacct"}, nil
+	}
+	var tokens slurmctl.TokenSource
+	switch {
+	case cfg.ScontrolToken:
+		st, err := slurmctl.NewScontrolToken(slurmctl.ScontrolTokenConfig{User: cfg.SlurmUser}, log.With("component", "token"))
+		if err != nil {
+			return nil, err
+		}
+		tokens = st
+	case cfg.TokenFile != "":
+		tokens = slurmctl.FileToken(cfg.TokenFile)
+	default:
+		tokens = slurmctl.StaticToken(cfg.TokenEnv)
+	}
+	client, err := slurmctl.New(ctx, slurmctl.Config{URL: cfg.SlurmURL, User: cfg.SlurmUser, Token: tokens, Version: cfg.APIVersion},
+		log.With("component", "slurmctl"))
+	if err != nil {
+		return nil, fmt.Errorf("slurmrestd at %s: %w", cfg.SlurmURL, err)
+	}
+	return &historyReader{&accounting.RESTHistory{Client: client, Cluster: cfg.Cluster},
+		fmt.Sprintf("slurmrestd %s at %s", client.Version(), cfg.SlurmURL)}, nil
 }
 
 // openStore connects to --database-url with a small pool, checks the schema
@@ -168,6 +226,7 @@ func openStoreURL(ctx context.Context, url string, log *slog.Logger) (*accountin
 // ingestResult is the summary printed after an import.
 type ingestResult struct {
 	From       string   `json:"from"`
+	Via        string   `json:"via,omitempty"` // slurmdbd: "slurmrestd v0.0.38 at URL" or "sacct"
 	File       string   `json:"file,omitempty"`
 	Cluster    string   `json:"cluster,omitempty"`
 	Window     []string `json:"window,omitempty"` // slurmdbd: [since, until)
@@ -182,7 +241,9 @@ type ingestResult struct {
 	Seconds    float64  `json:"seconds"`
 }
 
-func runIngest(ctx context.Context, store *accounting.Store, cfg ingestConfig, stdout, stderr io.Writer) error {
+// runIngest imports from cfg's source; hist is slurmdbd's reader, used (and
+// needed) only with --from slurmdbd.
+func runIngest(ctx context.Context, store *accounting.Store, cfg ingestConfig, hist *historyReader, stdout, stderr io.Writer) error {
 	began := time.Now()
 	res := ingestResult{From: cfg.From, File: cfg.File, Cluster: cfg.Cluster}
 	var bar *progressBar
@@ -200,7 +261,8 @@ func runIngest(ctx context.Context, store *accounting.Store, cfg ingestConfig, s
 	switch cfg.From {
 	case fromSlurmdbd:
 		var since, until time.Time
-		sum, since, until, err = store.SyncHistory(ctx, &accounting.SacctHistory{Path: cfg.Sacct, Cluster: cfg.Cluster}, accounting.SyncOptions{
+		res.Via = hist.Via
+		sum, since, until, err = store.SyncHistory(ctx, hist.HistorySource, accounting.SyncOptions{
 			Cluster: cfg.Cluster, Overlap: cfg.Overlap, Initial: cfg.Since, SkipBad: cfg.SkipBad, Phase: phase,
 		})
 		res.Window = []string{since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)}
@@ -334,6 +396,9 @@ func printIngest(w io.Writer, r ingestResult, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "source\t%s\n", r.From)
+	if r.Via != "" {
+		fmt.Fprintf(tw, "via\t%s\n", r.Via)
+	}
 	if r.File != "" {
 		fmt.Fprintf(tw, "file\t%s\n", r.File)
 	}

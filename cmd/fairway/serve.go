@@ -22,6 +22,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// Ways serve's history pulls read slurmdbd, as --history-from spells them.
+const (
+	historyFromREST  = "rest"
+	historyFromSacct = "sacct"
+)
+
 // serveConfig is serve's validated configuration.
 type serveConfig struct {
 	runner  runnerConfig
@@ -40,7 +46,8 @@ type serveConfig struct {
 	Listen       string
 	HA           bool
 	HistoryDays  int
-	SyncEvery    int // cycles between slurmdbd history syncs; 0 = never
+	SyncEvery    int    // cycles between slurmdbd history syncs; 0 = never
+	HistoryFrom  string // how they read slurmdbd: rest (slurmrestd) or sacct
 	Once         bool
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
@@ -70,7 +77,8 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz; empty to disable", EnvVars: []string{"FAIRWAY_LISTEN"}},
 		&cli.BoolFlag{Name: "no-ha", Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
 		&cli.IntFlag{Name: "history-days", Value: 30, Usage: "days of finished jobs loaded at start to warm the predictor and fair-share usage", EnvVars: []string{"FAIRWAY_HISTORY_DAYS"}},
-		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (sacct); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
+		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
+		&cli.StringFlag{Name: "history-from", Value: historyFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.BoolFlag{Name: "once", Usage: "run one cycle, print what it decided, and exit"},
@@ -105,7 +113,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		SlurmURL: c.String("slurm-url"), SlurmUser: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
 		Interval: c.Duration("interval"), MaxBackoff: c.Duration("max-backoff"), Listen: c.String("listen"),
-		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"),
+		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
 	}
 	cfg.runner = runnerConfig{
@@ -128,6 +136,8 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, fmt.Errorf("--max-writes %d: want 0 (no cap) or more", cfg.runner.MaxWrites)
 	case cfg.HistoryDays < 0 || cfg.SyncEvery < 0:
 		return cfg, errors.New("--history-days and --sync-history-every must not be negative")
+	case cfg.HistoryFrom != historyFromREST && cfg.HistoryFrom != historyFromSacct:
+		return cfg, fmt.Errorf("--history-from %q: want %s or %s", cfg.HistoryFrom, historyFromREST, historyFromSacct)
 	case !slices.Contains(policy.PolicyNames(), cfg.runner.Policy):
 		return cfg, fmt.Errorf("--policy %q: want one of %s", cfg.runner.Policy, strings.Join(policy.PolicyNames(), ", "))
 	case !slices.Contains(policy.PredictorNames(), cfg.runner.Predictor):
@@ -194,9 +204,12 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 	}
 	log.Info("serving", "cluster", cfg.runner.Cluster, "policy", cfg.runner.Policy, "predictor", cfg.runner.Predictor,
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.runner.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
-		"slurm_api", s.client.Version())
+		"slurm_api", s.client.Version(), "history_from", cfg.HistoryFrom)
 
-	history := &accounting.SacctHistory{Cluster: cfg.runner.Cluster}
+	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.client, Cluster: cfg.runner.Cluster}
+	if cfg.HistoryFrom == historyFromSacct {
+		history = &accounting.SacctHistory{Cluster: cfg.runner.Cluster}
+	}
 	wait := time.Duration(0)
 	for {
 		select {

@@ -1,0 +1,125 @@
+package accounting_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/google/go-cmp/cmp"
+)
+
+// dbjobsFixture is slurmrestd's answer to a /slurmdb/v0.0.38/jobs query,
+// captured from the lab by slurmctl's TestRecordDBJobs (make record): four
+// finished jobs (one failed, two array tasks) and one still running.
+const dbjobsFixture = "../slurmctl/testdata/v0.0.38/dbjobs.200.json"
+
+// fakeSlurmdb answers DBJobs with fixed bytes and remembers the queries.
+type fakeSlurmdb struct {
+	body    []byte
+	err     error
+	cluster string
+	windows [][2]time.Time
+}
+
+func (f *fakeSlurmdb) DBJobs(_ context.Context, cluster string, since, until time.Time) ([]byte, error) {
+	f.cluster = cluster
+	f.windows = append(f.windows, [2]time.Time{since, until})
+	return f.body, f.err
+}
+
+func TestRESTHistory_FinishedJobs(t *testing.T) {
+	body, err := os.ReadFile(dbjobsFixture)
+	if err != nil {
+		t.Fatalf("fixture: %v (capture it with make record)", err)
+	}
+	doc, err := accounting.ParseSacctJSON("fixture", body)
+	if err != nil || len(doc.Jobs) != 5 || len(doc.Bad) != 0 {
+		t.Fatalf("fixture: %d jobs, %d bad, %v; want 5 jobs", len(doc.Jobs), len(doc.Bad), err)
+	}
+	// The finished jobs, by role (the part of the name after the run's tag).
+	type job struct {
+		Role, User string
+		State      policy.State
+		Task       int
+	}
+	role := func(name string) string { return name[strings.LastIndexByte(name, '-')+1:] }
+	var end time.Time
+	for _, j := range doc.Jobs {
+		if j.End.After(end) {
+			end = j.End
+		}
+	}
+	finished := []job{
+		{"array", "carol", policy.StateCompleted, 0},
+		{"array", "carol", policy.StateCompleted, 1},
+		{"gpu", "alice", policy.StateCompleted, -1},
+		{"shardfail", "bob", policy.StateFailed, -1},
+	}
+	const h = time.Hour
+	for _, tc := range []struct {
+		name         string
+		since, until time.Time
+		windows      [][2]time.Time // the queries DBJobs got
+		want         []job
+	}{
+		{"window around the jobs", end.Add(-h), end.Add(h), [][2]time.Time{{end.Add(-h), end.Add(h)}}, finished},
+		{"window starts at the last end (inclusive)", end, end.Add(h), [][2]time.Time{{end, end.Add(h)}}, finished},
+		{"window ends at the last end (exclusive)", end.Add(-h), end, [][2]time.Time{{end.Add(-h), end}}, nil},
+		{"window after the jobs", end.Add(time.Second), end.Add(h), [][2]time.Time{{end.Add(time.Second), end.Add(h)}}, nil},
+		// Every chunk's answer holds the jobs (the fake repeats it); only
+		// the chunk they ended in keeps them.
+		{"three days in chunks", end.Add(-36 * h), end.Add(36 * h),
+			[][2]time.Time{{end.Add(-36 * h), end.Add(-12 * h)}, {end.Add(-12 * h), end.Add(12 * h)}, {end.Add(12 * h), end.Add(36 * h)}}, finished},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeSlurmdb{body: body}
+			rh := &accounting.RESTHistory{Client: f, Cluster: "fairwaylab"}
+			jobs, err := rh.FinishedJobs(context.Background(), tc.since, tc.until)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.cluster != "fairwaylab" {
+				t.Errorf("DBJobs asked for cluster %q, want fairwaylab", f.cluster)
+			}
+			if diff := cmp.Diff(tc.windows, f.windows); diff != "" {
+				t.Errorf("DBJobs windows (-want +got):\n%s", diff)
+			}
+			var got []job
+			for _, j := range jobs {
+				got = append(got, job{role(j.Name), j.User, j.State, j.ArrayTask})
+			}
+			slices.SortFunc(got, func(a, b job) int {
+				if c := strings.Compare(a.Role, b.Role); c != 0 {
+					return c
+				}
+				return a.Task - b.Task
+			})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("finished jobs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRESTHistory_NothingOrError(t *testing.T) {
+	now := time.Now()
+	h := &accounting.RESTHistory{Client: &fakeSlurmdb{}}
+	if jobs, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); err != nil || len(jobs) != 0 {
+		t.Errorf("nothing found: %d jobs, %v; want none and no error", len(jobs), err)
+	}
+	boom := errors.New("slurmrestd: unreachable")
+	h = &accounting.RESTHistory{Client: &fakeSlurmdb{err: boom}}
+	if _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); !errors.Is(err, boom) {
+		t.Errorf("DBJobs error: got %v, want it passed on", err)
+	}
+	h = &accounting.RESTHistory{Client: &fakeSlurmdb{body: []byte("Unable find requested URL.")}}
+	if _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); err == nil {
+		t.Error("a body that is not JSON: no error")
+	}
+}

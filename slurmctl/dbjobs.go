@@ -1,0 +1,109 @@
+package slurmctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// DBJobsMargin widens the window DBJobs asks slurmdbd for on both sides. The
+// window is sent relative to the server's clock (see DBJobs), so the margin
+// must cover the clock skew between this host and slurmrestd's plus the time
+// the request takes, retries included. Five minutes is what munge itself
+// tolerates: a cluster whose clocks disagree by more does not run.
+const DBJobsMargin = 5 * time.Minute
+
+// errNothingFound is slurmdbd's answer to a job query that matched no job
+// (HTTP 200 with this error number): an empty result, not a failure.
+const errNothingFound = 9003
+
+// DBJobs returns slurmdbd's job records, through slurmrestd, of the jobs of
+// cluster ("" means every cluster slurmdbd keeps) that were eligible or
+// running at any time in [since, until], steps left out. The result is the
+// response body as slurmrestd sent it (the same document `sacct --json`
+// prints: dbv0.0.38 job objects, or the data_parser shape for v0.0.40 and
+// v0.0.41), after the same checks as every other read: HTTP status, the
+// errors array, retries of transient failures. A query that matches no job
+// returns nil and no error (slurmdbd reports it as error 9003, "Nothing
+// found").
+//
+// The window asked for is wider than [since, until] by DBJobsMargin on each
+// side, and may contain jobs still running or that ended outside it: the
+// caller keeps what it wants by the records' own times. The times are sent
+// relative to slurmrestd's clock ("now-N" seconds), the one form of Slurm's
+// time syntax that does not depend on the server's time zone: absolute times
+// are read in slurmrestd's local time, with no zone suffix accepted, and Unix
+// seconds are refused by Slurm 22.05 ("Unable to parse time format").
+func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.Time) ([]byte, error) {
+	if until.Before(since) {
+		return nil, fmt.Errorf("slurmdbd jobs: window %s..%s ends before it starts", since.Format(time.RFC3339), until.Format(time.RFC3339))
+	}
+	path := "/slurmdb/" + c.version + "/jobs"
+	q := dbJobsQuery(cluster, since, until, time.Now())
+	op := "GET " + path
+	body, status, err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, true)
+	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			hint := "is slurmrestd running its slurmdbd plugin (openapi/db" + c.version + " on Slurm 22.05, openapi/slurmdbd later)?"
+			if ae.Detail != "" {
+				hint = ae.Detail + "; " + hint
+			}
+			ae.Detail = hint
+		}
+		return nil, err
+	}
+	var r struct {
+		envelope
+		Jobs *json.RawMessage `json:"jobs"`
+	}
+	var perr error
+	if jerr := json.Unmarshal(body, &r); jerr != nil {
+		perr = fmt.Errorf("%w: slurmdbd jobs: %v", ErrMalformed, jerr)
+	} else if nothingFound(r.Errors) {
+		return nil, nil
+	} else if r.Jobs == nil && len(r.Errors) == 0 {
+		perr = fmt.Errorf("%w: slurmdbd jobs: no jobs key", ErrMalformed)
+	}
+	if err := c.check(op, status, &r.envelope, perr); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// dbJobsQuery is the query string of a DBJobs request made at now.
+func dbJobsQuery(cluster string, since, until, now time.Time) url.Values {
+	rel := func(t time.Time) string {
+		s := int64(now.Sub(t).Round(time.Second) / time.Second)
+		if s < 0 {
+			return "now+" + strconv.FormatInt(-s, 10)
+		}
+		return "now-" + strconv.FormatInt(s, 10)
+	}
+	q := url.Values{}
+	q.Set("start_time", rel(since.Add(-DBJobsMargin)))
+	q.Set("end_time", rel(until.Add(DBJobsMargin)))
+	q.Set("skip_steps", "true")
+	if cluster != "" {
+		q.Set("cluster", cluster)
+	}
+	return q
+}
+
+// nothingFound reports whether errs is exactly slurmdbd's "Nothing found".
+func nothingFound(errs []wireError) bool {
+	if len(errs) == 0 {
+		return false
+	}
+	for _, e := range errs {
+		if e.slurm().Number != errNothingFound {
+			return false
+		}
+	}
+	return true
+}
