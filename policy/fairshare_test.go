@@ -61,7 +61,7 @@ func TestFairshare_Rank(t *testing.T) {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
 			for id, f := range wantF {
-				if p := by[id].Parts["fairshare"]; !rkClose(p, f) {
+				if p := by[id].Parts.Get("fairshare"); !rkClose(p, f) {
 					t.Errorf("job %d: fairshare %v, want %v", id, p, f)
 				}
 			}

@@ -1,6 +1,12 @@
 package policy
 
-import "time"
+import (
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"time"
+)
 
 // Snapshot is everything a policy may look at in one cycle. It is built by
 // the cycle's Source (live Slurm + accounting in serve, the trace replay in
@@ -53,8 +59,99 @@ type Snapshot struct {
 type Score struct {
 	JobID int64
 	Value float64
-	Parts map[string]float64
+	Parts Parts
 }
+
+// Parts are the named terms a policy combined into a Score's Value. A part
+// a policy does not have, or that is 0, reads as 0. The zero Parts has none.
+//
+// The Scores of one ranking share one table of parts (a row per job and
+// the policy's part names): explaining a ranking costs nothing per job
+// until someone asks, and the simulator, which never asks, pays nothing.
+// Parts are read-only.
+type Parts struct {
+	t   *partTable
+	row int32
+}
+
+// partTable holds the parts of one ranking: row r is vals[r*k:(r+1)*k],
+// k = len(names).
+type partTable struct {
+	names []string
+	vals  []float64
+}
+
+// NewParts returns Parts holding m, for Policy implementations outside
+// this package and tests.
+func NewParts(m map[string]float64) Parts {
+	if m == nil {
+		return Parts{}
+	}
+	t := &partTable{names: slices.Sorted(maps.Keys(m))}
+	t.vals = make([]float64, len(t.names))
+	for i, k := range t.names {
+		t.vals[i] = m[k]
+	}
+	return Parts{t: t}
+}
+
+func (p Parts) values() []float64 {
+	if p.t == nil {
+		return nil
+	}
+	k := len(p.t.names)
+	return p.t.vals[int(p.row)*k : int(p.row+1)*k]
+}
+
+// Get returns the part called name, 0 when there is none.
+func (p Parts) Get(name string) float64 {
+	if p.t == nil {
+		return 0
+	}
+	for i, n := range p.t.names {
+		if n == name {
+			return p.values()[i]
+		}
+	}
+	return 0
+}
+
+// All yields the parts that are not 0, in the policy's order.
+func (p Parts) All() iter.Seq2[string, float64] {
+	return func(yield func(string, float64) bool) {
+		if p.t == nil {
+			return
+		}
+		for i, v := range p.values() {
+			if v != 0 && !yield(p.t.names[i], v) {
+				return
+			}
+		}
+	}
+}
+
+// Map returns the parts that are not 0 as a new map (empty, not nil, when
+// all are 0), nil for the zero Parts: the form of the decision log and
+// `fairway explain --json`.
+func (p Parts) Map() map[string]float64 {
+	if p.t == nil {
+		return nil
+	}
+	m := make(map[string]float64, len(p.t.names))
+	for k, v := range p.All() {
+		m[k] = v
+	}
+	return m
+}
+
+// Equal reports whether p and q hold the same parts (0 and absent being
+// the same); go-cmp uses it.
+func (p Parts) Equal(q Parts) bool {
+	return maps.Equal(p.Map(), q.Map())
+}
+
+// String formats the parts like the map Map returns.
+func (p Parts) String() string { return fmt.Sprint(p.Map()) }
 
 // Policy ranks pending jobs.
 type Policy interface {

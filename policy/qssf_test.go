@@ -52,7 +52,7 @@ func TestQSSF_Rank(t *testing.T) {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
 			for id, g := range tc.gpuS {
-				if by[id].Parts["predicted_gpu_s"] != g || by[id].Value != -g {
+				if by[id].Parts.Get("predicted_gpu_s") != g || by[id].Value != -g {
 					t.Errorf("job %d: parts %v value %v, want GPU time %v", id, by[id].Parts, by[id].Value, g)
 				}
 			}

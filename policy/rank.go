@@ -166,19 +166,16 @@ func unixNanoOrMin(t time.Time) int64 {
 // rank is where every policy's Rank ends: parts holds one row of
 // len(sc.names) parts per pending job, in Snapshot.Pending order. It
 // combines each row into a Value, orders the jobs best first with the
-// documented tie-break and builds the Scores. Parts that are 0 are left
-// out of Score.Parts (a missing part reads as 0): most jobs are not
-// starved nor zero-share, and a map entry is the dearest thing per job.
+// documented tie-break and builds the Scores. The Scores' Parts are views
+// of parts, which rank keeps: the caller must not reuse it.
 //
 // sub, when not nil, is submitKeys(s.Pending), already computed.
 func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, error) {
 	n, k := len(s.Pending), len(sc.names)
 	entries := make([]rankEntry, n)
-	maps := make([]map[string]float64, n)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		row := parts[i*k : (i+1)*k]
-		v := sc.value(row)
+		v := sc.value(parts[i*k : (i+1)*k])
 		if math.IsNaN(v) {
 			return nil, fmt.Errorf("job %d: %w", j.ID, ErrBadScore)
 		}
@@ -189,18 +186,12 @@ func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, erro
 			e.submit = unixNanoOrMin(j.Submit)
 		}
 		entries[i] = e
-		m := make(map[string]float64, k)
-		for x, name := range sc.names {
-			if row[x] != 0 {
-				m[name] = row[x]
-			}
-		}
-		maps[i] = m
 	}
 	sortRank(entries, nil)
+	t := &partTable{names: sc.names, vals: parts[:n*k]}
 	scores := make([]Score, n)
 	for r, e := range entries {
-		scores[r] = Score{JobID: e.id, Value: e.value, Parts: maps[e.i]}
+		scores[r] = Score{JobID: e.id, Value: e.value, Parts: Parts{t: t, row: e.i}}
 	}
 	return scores, nil
 }

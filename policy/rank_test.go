@@ -92,7 +92,7 @@ func TestFIFO_Rank(t *testing.T) {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
 			for _, j := range tc.jobs {
-				if want := 60 - j.submit; by[j.id].Value != want*60 || by[j.id].Parts["age_s"] != want*60 {
+				if want := 60 - j.submit; by[j.id].Value != want*60 || by[j.id].Parts.Get("age_s") != want*60 {
 					t.Errorf("job %d: value %v parts %v, want age %v s", j.id, by[j.id].Value, by[j.id].Parts, want*60)
 				}
 			}

@@ -59,11 +59,11 @@ func TestTiresias_Rank(t *testing.T) {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
 			for id, q := range tc.queue {
-				if by[id].Parts["queue"] != q {
-					t.Errorf("job %d: queue %v, want %v", id, by[id].Parts["queue"], q)
+				if by[id].Parts.Get("queue") != q {
+					t.Errorf("job %d: queue %v, want %v", id, by[id].Parts.Get("queue"), q)
 				}
 			}
-			if a := by[4].Parts["attained_gpu_s"]; !rkClose(a, 4000) {
+			if a := by[4].Parts.Get("attained_gpu_s"); !rkClose(a, 4000) {
 				t.Errorf("job 4: attained %v, want 4000", a)
 			}
 		})

@@ -106,8 +106,8 @@ func TestVTC_Rank(t *testing.T) {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
 			for id, tag := range tc.tags {
-				if by[id].Parts["vtc_tag"] != tag || by[id].Value != -tag {
-					t.Errorf("job %d: tag %v value %v, want tag %v", id, by[id].Parts["vtc_tag"], by[id].Value, tag)
+				if by[id].Parts.Get("vtc_tag") != tag || by[id].Value != -tag {
+					t.Errorf("job %d: tag %v value %v, want tag %v", id, by[id].Parts.Get("vtc_tag"), by[id].Value, tag)
 				}
 			}
 		})
@@ -174,7 +174,7 @@ func TestVTC_CommittedRunningService(t *testing.T) {
 	if diff := cmp.Diff([]int64{1, 2}, got); diff != "" {
 		t.Errorf("committed counted (-want +got):\n%s", diff)
 	}
-	if c := by[2].Parts["user_counter"]; c != 3600 {
+	if c := by[2].Parts.Get("user_counter"); c != 3600 {
 		t.Errorf("bob's counter = %v, want 600 received + 3000 committed", c)
 	}
 	got, _ = rkRank(t, "vtc", PolicyParams{VTC: VTCParams{IgnoreRunning: true}}, s)
@@ -189,7 +189,7 @@ func TestVTC_CommittedRunningService(t *testing.T) {
 	stale.Charge(&running, running.Start, rkAt(55), Service{})
 	s.Ledger = stale
 	_, by = rkRank(t, "vtc", PolicyParams{}, s)
-	if c := by[2].Parts["user_counter"]; c != 3600 {
+	if c := by[2].Parts.Get("user_counter"); c != 3600 {
 		t.Errorf("bob's counter with stale charging = %v, want 300 received + 3300 committed", c)
 	}
 }
@@ -272,7 +272,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
 			for _, sc := range by {
-				if v := -sc.Parts["vtc_tag"] + sc.Parts["starvation_boost"]; v != sc.Value {
+				if v := -sc.Parts.Get("vtc_tag") + sc.Parts.Get("starvation_boost"); v != sc.Value {
 					t.Errorf("job %d: value %v is not −tag + boost = %v", sc.JobID, sc.Value, v)
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
@@ -263,7 +262,7 @@ func (fx *fixture) decisions(t testing.TB, pol, pred string, cl sim.Cluster, fir
 				continue
 			}
 			d := accounting.Decision{Cluster: fx.Cluster, At: o.Now, Cycle: cycle, JobID: sc.JobID, Policy: pol, Rank: i + 1,
-				Score: sc.Value, Parts: maps.Clone(sc.Parts), Predicted: s.Predicted[sc.JobID], Predictor: pred, Field: "site_factor", Value: values[i]}
+				Score: sc.Value, Parts: sc.Parts.Map(), Predicted: s.Predicted[sc.JobID], Predictor: pred, Field: "site_factor", Value: values[i]}
 			if seen {
 				d.Previous = &old
 			}

@@ -250,7 +250,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 		s := scores[i]
 		d := accounting.Decision{
 			Cluster: r.cfg.Cluster, At: start, Cycle: r.cycle, JobID: c.JobID, Policy: r.cfg.Policy,
-			Rank: i + 1, Score: s.Value, Parts: s.Parts, Predicted: snap.Predicted[c.JobID], Predictor: r.cfg.Predictor,
+			Rank: i + 1, Score: s.Value, Parts: s.Parts.Map(), Predicted: snap.Predicted[c.JobID], Predictor: r.cfg.Predictor,
 			Field: r.cfg.Field, Value: c.To, DryRun: r.cfg.DryRun || !leader,
 		}
 		if c.FromKnown {

@@ -134,7 +134,7 @@ func explainJob(res *cycleResult, id int64) (*explanation, error) {
 	sc := res.Ranked[idx]
 	a := policy.AssocOf(j)
 	ex := &explanation{
-		JobID: id, User: j.User, Account: j.Account, Rank: idx + 1, Of: len(res.Ranked), Score: sc.Value, Parts: sc.Parts,
+		JobID: id, User: j.User, Account: j.Account, Rank: idx + 1, Of: len(res.Ranked), Score: sc.Value, Parts: sc.Parts.Map(),
 		LimitS: j.TimeLimit.Seconds(), WaitingS: s.Now.Sub(j.Submit).Seconds(), AcctShare: s.Shares.Account(j.Account),
 	}
 	if d, ok := s.Predicted[id]; ok {
@@ -149,13 +149,14 @@ func explainJob(res *cycleResult, id int64) (*explanation, error) {
 		pj := jobs[prev.JobID]
 		ex.Ahead = &neighbour{JobID: prev.JobID, User: pj.User, Account: pj.Account, Score: prev.Value}
 		ex.AheadByParts = map[string]float64{}
-		for k, v := range prev.Parts {
-			if d := v - sc.Parts[k]; d != 0 {
+		prevParts := prev.Parts.Map()
+		for k, v := range prevParts {
+			if d := v - ex.Parts[k]; d != 0 {
 				ex.AheadByParts[k] = d
 			}
 		}
-		for k, v := range sc.Parts {
-			if _, ok := prev.Parts[k]; !ok && v != 0 {
+		for k, v := range ex.Parts {
+			if _, ok := prevParts[k]; !ok && v != 0 {
 				ex.AheadByParts[k] = -v
 			}
 		}
