@@ -349,3 +349,37 @@ func TestRank_NaNIsAnError(t *testing.T) {
 		t.Errorf("rank with a NaN part: err %v, want ErrBadScore", err)
 	}
 }
+
+// TestSortRank_MatchesSortFunc checks both of sortRank's sorts (the
+// quicksort of short rankings, the radix sort of long ones) against
+// slices.SortFunc, on values with many ties and on already ordered input.
+func TestSortRank_MatchesSortFunc(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, n := range []int{0, 1, 2, 3, 13, 40, 100, 511, 512, 3000} {
+		for _, shape := range []string{"random", "ties", "sorted", "reversed"} {
+			t.Run(fmt.Sprintf("n=%d/%s", n, shape), func(t *testing.T) {
+				es := make([]rankEntry, n)
+				for i := range es {
+					es[i] = rankEntry{value: rng.NormFloat64(), submit: rng.Int63n(5), id: int64(i), i: int32(i)}
+					switch shape {
+					case "ties":
+						es[i].value = float64(rng.Intn(3))
+					case "sorted":
+						es[i].value = float64(-i)
+					case "reversed":
+						es[i].value = float64(i)
+					}
+				}
+				if shape == "random" || shape == "ties" {
+					rng.Shuffle(n, func(a, b int) { es[a], es[b] = es[b], es[a] })
+				}
+				want := slices.Clone(es)
+				slices.SortFunc(want, compareRank)
+				sortRank(es, nil)
+				if diff := cmp.Diff(want, es, cmp.AllowUnexported(rankEntry{})); diff != "" {
+					t.Errorf("(-want +got)\n%s", diff)
+				}
+			})
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -133,28 +132,59 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	commU, commA := make([]float64, ng), make([]float64, na)
 	if committed {
 		// Summed in job id order, so the result does not depend on the
-		// order of Running.
-		order := make([]int32, len(s.Running))
-		for i := range order {
-			order[i] = int32(i)
+		// order of Running. Only the running jobs of users or accounts
+		// with pending jobs count; they are sorted as small records, and
+		// not at all when Running is already in id order.
+		type runCommit struct {
+			id   int64
+			x, a int32 // group and account, -1 when they have no pending job
+			u    float64
 		}
-		slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(s.Running[a].ID, s.Running[b].ID) })
-		for _, i := range order {
+		rs := make([]runCommit, 0, len(s.Running))
+		sorted := true
+		for i := range s.Running {
 			r := &s.Running[i]
 			x, okU := g.lookup(r.Account, r.User)
 			a, okA := g.byAcct[r.Account]
 			if !okU && !okA {
 				continue
 			}
+			if !okU {
+				x = -1
+			}
+			if !okA {
+				a = -1
+			}
 			// What the job is predicted to use and the Ledger has not
 			// charged yet: counter + committed does not depend on how
 			// recently the cycle owner charged running jobs.
 			u := max(0, predictedService(s, r)-s.Ledger.Attained(r.ID))
-			if okU {
-				commU[x] += u
+			if len(rs) > 0 && rs[len(rs)-1].id > r.ID {
+				sorted = false
 			}
-			if okA {
-				commA[a] += u
+			rs = append(rs, runCommit{id: r.ID, x: x, a: a, u: u})
+		}
+		add := func(r *runCommit) {
+			if r.x >= 0 {
+				commU[r.x] += r.u
+			}
+			if r.a >= 0 {
+				commA[r.a] += r.u
+			}
+		}
+		if sorted {
+			for i := range rs {
+				add(&rs[i])
+			}
+		} else {
+			// Equal values and submit keys: sortRank orders by id.
+			ids := make([]rankEntry, len(rs))
+			for i := range rs {
+				ids[i] = rankEntry{id: rs[i].id, i: int32(i)}
+			}
+			sortRank(ids, nil)
+			for _, e := range ids {
+				add(&rs[e.i])
 			}
 		}
 	}
@@ -167,19 +197,22 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 		}
 	}
 
-	// Every user's jobs in the within order: one sort of all the jobs
-	// (sortRank orders by descending value, then submit, then id), then a
-	// stable pass into the groups.
+	// Every user's jobs in the within order (sortRank orders by
+	// descending value, then submit, then id): each group sorted on its
+	// own, n·log(jobs per user) rather than n·log n.
 	ents, scratch := make([]rankEntry, n), make([]rankEntry, n)
-	for i := range ents {
-		ents[i] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: int32(i)}
-	}
-	sortRank(ents, scratch)
-	fill := slices.Clone(g.start[:ng])
-	for _, e := range ents {
-		x := g.of[e.i]
-		g.members[fill[x]] = e.i
-		fill[x]++
+	for x := range ng {
+		lo, hi := g.start[x], g.start[x+1]
+		seg := ents[lo:hi]
+		for k, i := range g.members[lo:hi] {
+			seg[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
+		}
+		if len(seg) > 1 {
+			sortRank(seg, scratch[lo:hi])
+		}
+		for k := range seg {
+			g.members[int(lo)+k] = seg[k].i
+		}
 	}
 
 	// User tags: each user's jobs charged in turn to the user's counter.
@@ -200,24 +233,33 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	// Account tags: VTC among the users of an account serves the smallest
 	// user tag next, so the account's jobs in ascending user tag (then
 	// older, then lower id) are charged in turn to the account's counter.
-	ents = ents[:0]
+	// Each account's jobs are sorted on their own.
 	perAcct := make([]int32, na+1)
 	for i := range n {
 		if x := g.of[i]; !t.zero[x] {
-			ents = append(ents, rankEntry{value: -t.userTag[i], submit: sub[i], id: s.Pending[i].ID, i: int32(i)})
 			perAcct[g.acct[x]+1]++
 		}
 	}
-	sortRank(ents, scratch)
 	for a := range na {
 		perAcct[a+1] += perAcct[a]
 	}
-	order := make([]int32, len(ents))
 	fillA := slices.Clone(perAcct[:na])
-	for _, e := range ents {
-		a := g.acct[g.of[e.i]]
-		order[fillA[a]] = e.i
-		fillA[a]++
+	for i := range n {
+		if x := g.of[i]; !t.zero[x] {
+			a := g.acct[x]
+			ents[fillA[a]] = rankEntry{value: -t.userTag[i], submit: sub[i], id: s.Pending[i].ID, i: int32(i)}
+			fillA[a]++
+		}
+	}
+	order := make([]int32, perAcct[na])
+	for a := range na {
+		lo, hi := perAcct[a], perAcct[a+1]
+		if hi-lo > 1 {
+			sortRank(ents[lo:hi], scratch[lo:hi])
+		}
+		for k, e := range ents[lo:hi] {
+			order[int(lo)+k] = e.i
+		}
 	}
 	maxTag := math.Inf(-1)
 	for a := range na {
