@@ -53,28 +53,108 @@ type gbtNode struct {
 // complete (every leaf at depth `depth`, a leaf above it padded with
 // always-left nodes), level by level: node i's children are 2i+1 and 2i+2,
 // so a prediction walks depth steps without branching on the tree shape.
+//
+// Each step of a walk is a chain of dependent loads (the split, then the
+// feature it tests), so predict walks gbtLanes trees at once and the CPU
+// overlaps their chains. The splits are laid out for that: trees in groups
+// of gbtLanes, node i of the group's k-th tree at gbtLanes·i + k within the
+// group (splitIndex). A step is integer arithmetic on order keys (see
+// gbtOrderKey) with no branch to mispredict.
 type gbtModel struct {
-	base  float32
-	trees [][]gbtNode
-	depth int
-	feat  []int32   // trees × (2^depth − 1) split features
-	thr   []float32 // their thresholds (+Inf: always left)
-	leaf  []float32 // trees × 2^depth leaf values
+	base   float32
+	trees  [][]gbtNode
+	depth  int
+	splits []gbtSplit // trees × (2^depth − 1), at splitIndex
+	leaf   []float32  // trees × 2^depth leaf values, tree after tree
 }
 
-// predict returns the model's value for x.
+const (
+	// gbtLanes is how many trees predict walks at once.
+	gbtLanes = 8
+	// gbtMaxFeatures bounds the number of features of a model, so that
+	// predict's order keys are a small array indexed without bounds checks.
+	gbtMaxFeatures = 64
+)
+
+// gbtSplit is an inner node of a complete tree in one word, loaded at once:
+// the feature index above bit 32, the order key of the threshold in bits
+// 0-31. x goes right when gbtOrderKey(x[feature]) > the threshold's key.
+type gbtSplit uint64
+
+func newGBTSplit(feature int32, threshold float32) gbtSplit {
+	return gbtSplit(uint64(feature)<<32 | uint64(uint32(gbtOrderKey(threshold))))
+}
+
+// right is 1 when x, as order keys, goes right at s, else 0: the sign bit
+// of threshold − key.
+func (s gbtSplit) right(keys *[gbtMaxFeatures]int32) int {
+	return int(uint64(int64(int32(s))-int64(keys[(s>>32)%gbtMaxFeatures])) >> 63)
+}
+
+// gbtOrderKey maps a float32 to an int32 with the same order: for a and b not
+// NaN, a > b exactly when gbtOrderKey(a) > gbtOrderKey(b), and -0 and +0 map
+// alike. Non-negative floats order as their bits, negative ones as their
+// bits reversed. NaN maps below every other value, so that a NaN feature,
+// which compares false with every threshold, goes left as in a float
+// compare.
+func gbtOrderKey(v float32) int32 {
+	if v != v {
+		return math.MinInt32
+	}
+	b := int32(math.Float32bits(v))
+	neg := b >> 31 // -1 for negative values (and -0), else 0
+	return (b ^ (neg & math.MaxInt32)) - neg
+}
+
+// splitIndex is where node pos of tree t is in m.splits: interleaved within
+// a full group of gbtLanes trees, one tree after another for the trees
+// after the last full group.
+func (m *gbtModel) splitIndex(t, pos int) int {
+	inner := (1 << m.depth) - 1
+	if g := t / gbtLanes; (g+1)*gbtLanes <= len(m.trees) {
+		return g*gbtLanes*inner + gbtLanes*pos + t%gbtLanes
+	}
+	return t*inner + pos
+}
+
+// predict returns the model's value for x: the base plus each tree's leaf,
+// added in tree order.
 func (m *gbtModel) predict(x []float32) float32 {
+	var keys [gbtMaxFeatures]int32
+	for i, v := range x[:min(len(x), gbtMaxFeatures)] {
+		keys[i] = gbtOrderKey(v)
+	}
 	f := m.base
 	inner, leaves := (1<<m.depth)-1, 1<<m.depth
-	for t := range m.trees {
-		feat, thr := m.feat[t*inner:(t+1)*inner], m.thr[t*inner:(t+1)*inner]
+	t := 0
+	for ; t+gbtLanes <= len(m.trees); t += gbtLanes {
+		s := m.splits[t*inner : (t+gbtLanes)*inner]
+		var i0, i1, i2, i3, i4, i5, i6, i7 int
+		for range m.depth {
+			i0 = 2*i0 + 1 + s[gbtLanes*i0].right(&keys)
+			i1 = 2*i1 + 1 + s[gbtLanes*i1+1].right(&keys)
+			i2 = 2*i2 + 1 + s[gbtLanes*i2+2].right(&keys)
+			i3 = 2*i3 + 1 + s[gbtLanes*i3+3].right(&keys)
+			i4 = 2*i4 + 1 + s[gbtLanes*i4+4].right(&keys)
+			i5 = 2*i5 + 1 + s[gbtLanes*i5+5].right(&keys)
+			i6 = 2*i6 + 1 + s[gbtLanes*i6+6].right(&keys)
+			i7 = 2*i7 + 1 + s[gbtLanes*i7+7].right(&keys)
+		}
+		l := m.leaf[t*leaves : (t+gbtLanes)*leaves]
+		f += l[i0-inner]
+		f += l[leaves+i1-inner]
+		f += l[2*leaves+i2-inner]
+		f += l[3*leaves+i3-inner]
+		f += l[4*leaves+i4-inner]
+		f += l[5*leaves+i5-inner]
+		f += l[6*leaves+i6-inner]
+		f += l[7*leaves+i7-inner]
+	}
+	for ; t < len(m.trees); t++ {
+		s := m.splits[t*inner : (t+1)*inner]
 		i := 0
-		for d := 0; d < m.depth; d++ {
-			k := 1
-			if x[feat[i]] > thr[i] {
-				k = 2
-			}
-			i = 2*i + k
+		for range m.depth {
+			i = 2*i + 1 + s[i].right(&keys)
 		}
 		f += m.leaf[t*leaves+i-inner]
 	}
@@ -85,8 +165,7 @@ func (m *gbtModel) predict(x []float32) float32 {
 func (m *gbtModel) complete(depth int) {
 	m.depth = depth
 	inner, leaves := (1<<depth)-1, 1<<depth
-	m.feat = make([]int32, len(m.trees)*inner)
-	m.thr = make([]float32, len(m.trees)*inner)
+	m.splits = make([]gbtSplit, len(m.trees)*inner)
 	m.leaf = make([]float32, len(m.trees)*leaves)
 	for t, tree := range m.trees {
 		var walk func(n int32, pos, d int)
@@ -96,14 +175,12 @@ func (m *gbtModel) complete(depth int) {
 				return
 			}
 			if tree[n].feature < 0 { // a leaf above the bottom: always left
-				m.feat[t*inner+pos] = 0
-				m.thr[t*inner+pos] = float32(math.Inf(1))
+				m.splits[m.splitIndex(t, pos)] = newGBTSplit(0, float32(math.Inf(1)))
 				walk(n, 2*pos+1, d+1)
 				walk(n, 2*pos+2, d+1)
 				return
 			}
-			m.feat[t*inner+pos] = tree[n].feature
-			m.thr[t*inner+pos] = tree[n].threshold
+			m.splits[m.splitIndex(t, pos)] = newGBTSplit(tree[n].feature, tree[n].threshold)
 			walk(tree[n].left, 2*pos+1, d+1)
 			walk(tree[n].right, 2*pos+2, d+1)
 		}
@@ -137,8 +214,12 @@ func (t *gbtTrainer) next() uint64 {
 	return t.rng >> 11
 }
 
-// train fits a model to rows x (n × nf, row-major) and targets y.
+// train fits a model to rows x (n × nf, row-major) and targets y; nf is at
+// most gbtMaxFeatures.
 func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
+	if nf > gbtMaxFeatures {
+		panic("gbt: more than gbtMaxFeatures features")
+	}
 	n := len(y)
 	t.nf = nf
 	t.rng = 0x9e3779b97f4a7c15

@@ -251,3 +251,62 @@ func TestMedian5(t *testing.T) {
 		}
 	}
 }
+
+// TestGBTOrderKey checks that integer compares of order keys are float
+// compares, which the trees rely on: on special values and on random bit
+// patterns, gbtOrderKey(a) > gbtOrderKey(b) exactly when a > b, NaN never above.
+func TestGBTOrderKey(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.5, -0.5, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32,
+		math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -1e-30, 1e-30, 3600, 35100}
+	s := uint64(1)
+	for range 2000 {
+		s = s*6364136223846793005 + 1442695040888963407
+		vals = append(vals, math.Float32frombits(uint32(s>>32)))
+	}
+	for _, a := range vals {
+		for _, b := range vals {
+			if b != b { // thresholds are never NaN
+				continue
+			}
+			if got, want := gbtOrderKey(a) > gbtOrderKey(b), a > b; got != want {
+				t.Fatalf("gbtOrderKey(%v) > gbtOrderKey(%v) = %v, want %v", a, b, got, want)
+			}
+		}
+	}
+}
+
+// TestGBT_PredictMatchesTrees checks the laid-out prediction (complete
+// trees, order keys, walked gbtLanes at a time, the rest one by one) against
+// a plain walk of the trained trees, to the bit.
+func TestGBT_PredictMatchesTrees(t *testing.T) {
+	const n, nf = 3000, 5
+	x := make([]float32, 0, n*nf)
+	y := make([]float32, 0, n)
+	s := uint64(7)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40)/float32(1<<24) - 0.25 // some negative values
+	}
+	for i := 0; i < n; i++ {
+		row := []float32{rnd(), rnd() * 100, -1, rnd(), float32(i % 7)}
+		if i%3 == 0 {
+			row[2] = rnd()
+		}
+		x = append(x, row...)
+		y = append(y, row[0]*10+row[4]+rnd())
+	}
+	for _, trees := range []int{gbtLanes - 3, 2*gbtLanes + 5} {
+		tr := gbtTrainer{cfg: gbtConfig{Trees: trees, Depth: 4, Rate: 0.3, MinLeaf: 20, Subsample: 0.5}}
+		m := tr.train(x, y, nf)
+		for i := 0; i < n; i++ {
+			row := x[i*nf : (i+1)*nf]
+			want := m.base
+			for _, tree := range m.trees {
+				want += leafValue(tree, row)
+			}
+			if got := m.predict(row); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("trees=%d, row %d: predict %v, walking the trees %v", trees, i, got, want)
+			}
+		}
+	}
+}

@@ -2,8 +2,10 @@ package policy_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,6 +84,58 @@ func TestPredictors_Contract(t *testing.T) {
 			}
 			t.Logf("sources: %v", sources)
 		})
+	}
+}
+
+// TestFairway_SummariesMatchScan replays KTH through the fairway predictor
+// (without training, which features do not need) in submit order and in end
+// order, with histories shorter than, equal to and longer than the recent
+// window, and checks that the features read from the per-user summaries
+// Observe keeps are bit for bit those of a scan of the history: for Predict
+// at the submit, for Observe's end filter, and for a submit after the trace.
+func TestFairway_SummariesMatchScan(t *testing.T) {
+	jobs := sharedTrace(t, "KTH-SP2-filtered.swf.gz", trace.SWF)
+	byEnd := slices.Clone(jobs)
+	slices.SortStableFunc(byEnd, func(a, b policy.Job) int { return a.End.Compare(b.End) })
+	later := jobs[len(jobs)-1].End.Add(time.Hour)
+	for _, history := range []int{8, 32, 128} {
+		for _, order := range []struct {
+			name string
+			jobs []policy.Job
+		}{{"submit", jobs}, {"end", byEnd}} {
+			t.Run(fmt.Sprintf("history=%d/%s", history, order.name), func(t *testing.T) {
+				p, err := policy.NewPredictor("fairway", policy.PredictorParams{Fairway: policy.FairwayParams{History: history, MinTrain: 1 << 30}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				summarized := 0
+				for i := range order.jobs {
+					j := &order.jobs[i]
+					pj := pending(*j)
+					future := pj
+					future.Submit = later
+					for _, c := range []struct {
+						what      string
+						j         *policy.Job
+						endBefore int64
+					}{{"predict", &pj, math.MaxInt64}, {"observe", &pj, pj.Submit.Unix()}, {"future", &future, math.MaxInt64}} {
+						fast, scan, ok := policy.FairwayFeatures(p, c.j, c.endBefore)
+						if ok {
+							summarized++
+						}
+						for k := range fast {
+							if math.Float32bits(fast[k]) != math.Float32bits(scan[k]) {
+								t.Fatalf("job %d (%s): feature %d from the summaries %v, from a scan %v", j.ID, c.what, k, fast[k], scan[k])
+							}
+						}
+					}
+					p.Observe(j)
+				}
+				if summarized < len(order.jobs) {
+					t.Errorf("summaries used %d times over %d jobs: the test checks little", summarized, len(order.jobs))
+				}
+			})
+		}
 	}
 }
 

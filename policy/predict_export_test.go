@@ -1,0 +1,24 @@
+package policy
+
+import "math"
+
+// FairwayFeatures computes j's fairway features twice, the way features
+// does (from the per-user summaries when they hold) and by scanning the
+// history ring, for tests in package policy_test. summarized reports
+// whether the first used the summaries.
+func FairwayFeatures(p Predictor, j *Job, endBefore int64) (fast, scan []float32, summarized bool) {
+	f := p.(*fairwayPredictor)
+	u := f.users[j.User]
+	var a, b [fwFeatures]float32
+	f.features(j, u, endBefore, &a)
+	if u != nil {
+		summarized = u.summarized(j.Submit.Unix(), endBefore)
+		saved := u.maxSubmit
+		u.maxSubmit = math.MaxInt64 // the summaries do not hold: scan
+		f.features(j, u, endBefore, &b)
+		u.maxSubmit = saved
+	} else {
+		b = a
+	}
+	return a[:], b[:], summarized
+}

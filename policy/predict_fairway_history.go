@@ -1,0 +1,376 @@
+package policy
+
+import "math"
+
+// This file keeps the fairway predictor's per-user history and the
+// summaries of it that the features need. A feature is computed from the
+// user's kept jobs that pass a filter (submitted no later than the predicted
+// job and, when reconstructing the past at Observe, ended before it): the
+// job-independent aggregates over the fwRecent newest of them (fwStats), and
+// for each of four kinds of key (limit, name, size, identical job) the
+// newest jobs that match the predicted one (fwMatch).
+//
+// Predict sees jobs submitted after everything observed, so no kept job is
+// filtered out. The summaries for that case are updated as each job is
+// added (one pass over the fwRecent newest for the aggregates, a few map
+// updates for the keys), and Predict reads them with a few lookups instead
+// of scanning up to History jobs. When the filter does drop a kept job,
+// features scans the ring instead (scanStats, scanMatches). Both paths do
+// the same float operations in the same order, so they agree to the bit
+// (TestFairway_SummariesMatchScan).
+
+// fwItem is one finished job in a user's history.
+type fwItem struct {
+	submit, end int64 // Unix seconds
+	run, lrun   float32
+	limit       float32 // seconds, 0 when none
+	ratio       float32 // run/limit, 0 when no limit
+	name        int32   // interned job name
+	cpus, gpus  int32
+	failed      bool // FAILED, CANCELLED, NODE_FAIL, OOM...
+}
+
+// fwUser is one user's history and its summary. The fields Predict reads
+// come first, so that they share as few cache lines as possible.
+type fwUser struct {
+	id    int32 // users in the order first observed, for match keys
+	total int   // jobs ever added
+	// logTotal is log1pInt(total), the ftUserJobs feature.
+	logTotal float32
+	// errs is the running mean absolute error (seconds) of each expert on
+	// the user's jobs, over scored jobs.
+	errs   [fwExperts]float32
+	scored int
+
+	// The summary of all kept items (their matches are in fwMatches). It
+	// holds for a job submitted at or after maxSubmit and, with an end
+	// filter, after maxEnd; both are over every item ever added, so they
+	// may be above the kept items' maxima, which only sends a job to the
+	// scan.
+	maxSubmit, maxEnd int64
+	stats             fwStats
+
+	items []fwItem // ring, capacity History
+	next  int
+}
+
+// fwStats are the job-independent aggregates of the fwRecent newest items
+// that pass the filter. The float32 fields hold feature values, -1 when
+// missing, as features stores them.
+type fwStats struct {
+	n int // items aggregated; none of the fields below is set when 0
+	last1, lastFailed, last2, lastMean2,
+	median5, mean, std, decayed, lastRatio, hitLimit, failed float32
+	// ratioMax and ratioMed are the largest and the median run/limit of the
+	// newest five items with a limit, when nRatio > 0.
+	nRatio             int
+	ratioMax, ratioMed float32
+	lastSub, lastEnd   int64 // newest submit and end, -1 when none is >= 0
+}
+
+// The kinds of match (indexes of [fwKinds]fwMatch): which of the predicted
+// job's attributes a kept job of its user must share.
+const (
+	fwByLimit = iota // the time limit
+	fwByName         // the name
+	fwBySize         // CPUs and GPUs
+	fwByJob          // all of them: the identical job
+	fwKinds
+)
+
+// fwKeys are a user's keys of every kind for one job. The limit is in
+// fwLimitBits form.
+type fwKeys struct {
+	limit fwLimitKey
+	name  fwNameKey
+	size  fwSizeKey
+	job   fwJobKey
+}
+
+type (
+	fwLimitKey struct{ user, limit int32 }
+	fwNameKey  struct{ user, name int32 }
+	fwSizeKey  struct{ user, cpus, gpus int32 }
+	fwJobKey   struct{ user, name, cpus, gpus, limit int32 }
+)
+
+func fwKeysOf(user, name, cpus, gpus int32, limit float32) fwKeys {
+	l := fwLimitBits(limit)
+	return fwKeys{
+		limit: fwLimitKey{user, l}, name: fwNameKey{user, name},
+		size: fwSizeKey{user, cpus, gpus}, job: fwJobKey{user, name, cpus, gpus, l},
+	}
+}
+
+// fwLimitBits is a limit as part of a map key: equal for equal limits, -0 as
+// +0 (a limit is never NaN).
+func fwLimitBits(l float32) int32 {
+	if l == 0 {
+		return 0
+	}
+	return int32(math.Float32bits(l))
+}
+
+// fwMatch describes a user's kept items that pass the filter and match a
+// key.
+type fwMatch struct {
+	last   [5]float32 // log runs of the newest five, newest first: last[:min(kept, 5)]
+	med    float32    // their median, kept up to date by setMedian
+	kept   int32      // how many match
+	recent int32      // how many of them are among the fwRecent newest that pass
+}
+
+// setMedian recomputes med after a change of last or kept.
+func (m *fwMatch) setMedian() {
+	if m.kept > 0 {
+		m.med = median5(m.last[:min(m.kept, 5)])
+	}
+}
+
+// appendOlder records a match older than every recorded one.
+func (m *fwMatch) appendOlder(lrun float32, recent bool) {
+	if m.kept < 5 {
+		m.last[m.kept] = lrun
+	}
+	m.kept++
+	if recent {
+		m.recent++
+	}
+}
+
+// fwMatches are the matches of every user's kept items, with no filter:
+// one map per kind, keyed by user and key, each entry present while kept >
+// 0. Maps shared by all users, with small fixed-size keys, keep the cold
+// memory a lookup touches to the probed group; with a map per user, its
+// header and directory would be cold too.
+type fwMatches struct {
+	byLimit map[fwLimitKey]fwMatch
+	byName  map[fwNameKey]fwMatch
+	bySize  map[fwSizeKey]fwMatch
+	byJob   map[fwJobKey]fwMatch
+}
+
+func newFwMatches() fwMatches {
+	return fwMatches{
+		byLimit: map[fwLimitKey]fwMatch{}, byName: map[fwNameKey]fwMatch{},
+		bySize: map[fwSizeKey]fwMatch{}, byJob: map[fwJobKey]fwMatch{},
+	}
+}
+
+// lookup returns the matches of every kind of keys.
+func (ms *fwMatches) lookup(k *fwKeys) [fwKinds]fwMatch {
+	return [fwKinds]fwMatch{
+		fwByLimit: ms.byLimit[k.limit], fwByName: ms.byName[k.name], fwBySize: ms.bySize[k.size], fwByJob: ms.byJob[k.job],
+	}
+}
+
+// push records a match on every kind of keys, newer than the recorded ones.
+func (ms *fwMatches) push(k *fwKeys, lrun float32) {
+	pushMatch(ms.byLimit, k.limit, lrun)
+	pushMatch(ms.byName, k.name, lrun)
+	pushMatch(ms.bySize, k.size, lrun)
+	pushMatch(ms.byJob, k.job, lrun)
+}
+
+// drop takes a match out of the kept and/or recent counts of every kind of
+// keys.
+func (ms *fwMatches) drop(k *fwKeys, kept, recent bool) {
+	dropMatch(ms.byLimit, k.limit, kept, recent)
+	dropMatch(ms.byName, k.name, kept, recent)
+	dropMatch(ms.bySize, k.size, kept, recent)
+	dropMatch(ms.byJob, k.job, kept, recent)
+}
+
+// pushMatch records a match on k newer than every recorded one.
+func pushMatch[K comparable](ms map[K]fwMatch, k K, lrun float32) {
+	m := ms[k]
+	copy(m.last[1:], m.last[:4])
+	m.last[0] = lrun
+	m.kept++
+	m.recent++
+	m.setMedian()
+	ms[k] = m
+}
+
+// dropMatch takes a match on k out of its kept and/or recent count.
+func dropMatch[K comparable](ms map[K]fwMatch, k K, kept, recent bool) {
+	m := ms[k]
+	if recent {
+		m.recent--
+	}
+	if kept {
+		m.kept--
+		m.setMedian()
+	}
+	if m.kept == 0 {
+		delete(ms, k)
+	} else {
+		ms[k] = m
+	}
+}
+
+// keys returns the keys of u's item it.
+func (u *fwUser) keys(it *fwItem) fwKeys { return fwKeysOf(u.id, it.name, it.cpus, it.gpus, it.limit) }
+
+// at returns the k-th most recent item (0 = newest).
+func (u *fwUser) at(k int) *fwItem {
+	n := len(u.items)
+	return &u.items[((u.next-1-k)%n+n)%n]
+}
+
+// add appends it as the newest item, dropping the oldest beyond capacity,
+// and updates the summaries: u's and u's matches in ms.
+func (u *fwUser) add(it fwItem, capacity int, ms *fwMatches) {
+	if len(u.items) >= fwRecent {
+		// The fwRecent-th newest leaves the recent window.
+		k := u.keys(u.at(fwRecent - 1))
+		ms.drop(&k, false, true)
+	}
+	if len(u.items) == capacity {
+		// The oldest leaves the ring; it was in the recent window only if
+		// the ring is shorter than the window.
+		k := u.keys(u.at(capacity - 1))
+		ms.drop(&k, true, capacity < fwRecent)
+	}
+	if len(u.items) < capacity {
+		u.items = append(u.items, it)
+		u.next = len(u.items) % capacity
+	} else {
+		u.items[u.next] = it
+		u.next = (u.next + 1) % capacity
+	}
+	k := u.keys(&it)
+	ms.push(&k, it.lrun)
+	if u.total == 0 {
+		u.maxSubmit, u.maxEnd = it.submit, it.end
+	}
+	u.maxSubmit = max(u.maxSubmit, it.submit)
+	u.maxEnd = max(u.maxEnd, it.end)
+	u.total++
+	u.logTotal = log1pInt(u.total)
+	u.stats = u.scanStats(math.MaxInt64, math.MaxInt64)
+}
+
+// summarized reports whether the summaries hold for a job submitted at sub
+// whose history is restricted to jobs ended before endBefore.
+func (u *fwUser) summarized(sub, endBefore int64) bool {
+	return u.maxSubmit <= sub && u.maxEnd < endBefore
+}
+
+// passes reports whether it was known when a job submitted at sub was: it
+// was submitted no later and ended before endBefore.
+func (it *fwItem) passes(sub, endBefore int64) bool {
+	return it.submit <= sub && it.end < endBefore
+}
+
+// scanStats aggregates the fwRecent newest items that pass the filter.
+func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
+	s := fwStats{
+		last1: -1, lastFailed: -1, last2: -1, lastMean2: -1, median5: -1, mean: -1, std: -1,
+		decayed: -1, lastRatio: -1, hitLimit: -1, failed: -1, lastSub: -1, lastEnd: -1,
+	}
+	var (
+		nLimited, hit, failed int
+		sum, sum2, dsum, dw   float64
+		w                     = 1.0
+		last5, ratio5         [5]float32
+		prevRun               float32
+	)
+	for k := 0; k < len(u.items) && s.n < fwRecent; k++ {
+		it := u.at(k)
+		if !it.passes(sub, endBefore) {
+			continue
+		}
+		if s.n < 5 {
+			last5[s.n] = it.lrun
+		}
+		switch s.n {
+		case 0:
+			s.last1 = it.lrun
+			s.lastFailed = 0
+			if it.failed {
+				s.lastFailed = 1
+			}
+		case 1:
+			s.last2 = it.lrun
+			s.lastMean2 = log1p32((it.run + prevRun) / 2)
+		}
+		prevRun = it.run
+		s.n++
+		sum += float64(it.lrun)
+		sum2 += float64(it.lrun) * float64(it.lrun)
+		dsum += w * float64(it.lrun)
+		dw += w
+		w *= 0.7
+		s.lastSub = max(s.lastSub, it.submit)
+		s.lastEnd = max(s.lastEnd, it.end)
+		if it.failed {
+			failed++
+		}
+		if it.limit > 0 {
+			nLimited++
+			r := it.ratio
+			if r >= 0.98 {
+				hit++
+			}
+			if s.nRatio < 5 {
+				ratio5[s.nRatio] = r
+			}
+			if s.nRatio == 0 {
+				s.lastRatio = r
+			}
+			s.nRatio++
+		}
+	}
+	if s.n == 0 {
+		return s
+	}
+	s.median5 = median5(last5[:min(s.n, 5)])
+	mean := sum / float64(s.n)
+	s.mean = float32(mean)
+	if s.n > 1 {
+		s.std = float32(math.Sqrt(max(sum2/float64(s.n)-mean*mean, 0)))
+	}
+	s.decayed = float32(dsum / dw)
+	if s.nRatio > 0 {
+		r := ratio5[:min(s.nRatio, 5)]
+		s.ratioMax = r[0]
+		for _, v := range r {
+			s.ratioMax = max(s.ratioMax, v)
+		}
+		s.ratioMed = median5(r)
+	}
+	if nLimited > 0 {
+		s.hitLimit = float32(hit) / float32(nLimited)
+	}
+	s.failed = float32(failed) / float32(s.n)
+	return s
+}
+
+// scanMatches finds, for each kind of keys, the kept items that pass the
+// filter and match it.
+func (u *fwUser) scanMatches(keys *fwKeys, sub, endBefore int64) [fwKinds]fwMatch {
+	var m [fwKinds]fwMatch
+	n := 0 // items that passed so far
+	for k := range u.items {
+		it := u.at(k)
+		if !it.passes(sub, endBefore) {
+			continue
+		}
+		recent := n < fwRecent
+		n++
+		ik := u.keys(it)
+		for kind, match := range [fwKinds]bool{
+			fwByLimit: ik.limit == keys.limit, fwByName: ik.name == keys.name,
+			fwBySize: ik.size == keys.size, fwByJob: ik.job == keys.job,
+		} {
+			if match {
+				m[kind].appendOlder(it.lrun, recent)
+			}
+		}
+	}
+	for kind := range m {
+		m[kind].setMedian()
+	}
+	return m
+}
