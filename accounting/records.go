@@ -23,7 +23,7 @@ type Decision struct {
 	Policy    string
 	Rank      int // 1 is first
 	Score     float64
-	Parts     map[string]float64 // policy.Score.Parts
+	Parts     map[string]float64 // policy.Score.Parts.Map()
 	Predicted time.Duration      // predicted run time used; 0 when none
 	Predictor string
 	Field     string // what is written: site_factor, priority or nice

@@ -269,6 +269,9 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	nowAssocs, nowAccounts := l.nowAssocs[:0], l.nowAccounts[:0]
 	for i := range pending {
 		j := &pending[i]
+		if i > 0 && j.User == pending[i-1].User && j.Account == pending[i-1].Account {
+			continue // queues hold runs of one user's jobs: seen just now
+		}
 		k := AssocOf(j)
 		if u := l.assoc(k); u.seen != ep {
 			u.seen = ep

@@ -142,18 +142,25 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 		}
 		rs := make([]runCommit, 0, len(s.Running))
 		sorted := true
+		var x, a int32
+		var okU, okA bool
 		for i := range s.Running {
 			r := &s.Running[i]
-			x, okU := g.lookup(r.Account, r.User)
-			a, okA := g.byAcct[r.Account]
+			// Running jobs come in runs of one user's jobs: look up only
+			// when the association changes.
+			if i == 0 || r.User != s.Running[i-1].User || r.Account != s.Running[i-1].Account {
+				x, okU = g.lookup(r.Account, r.User)
+				a, okA = g.byAcct[r.Account]
+			}
 			if !okU && !okA {
 				continue
 			}
+			rx, ra := x, a
 			if !okU {
-				x = -1
+				rx = -1
 			}
 			if !okA {
-				a = -1
+				ra = -1
 			}
 			// What the job is predicted to use and the Ledger has not
 			// charged yet: counter + committed does not depend on how
@@ -162,7 +169,7 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 			if len(rs) > 0 && rs[len(rs)-1].id > r.ID {
 				sorted = false
 			}
-			rs = append(rs, runCommit{id: r.ID, x: x, a: a, u: u})
+			rs = append(rs, runCommit{id: r.ID, x: rx, a: ra, u: u})
 		}
 		add := func(r *runCommit) {
 			if r.x >= 0 {
@@ -200,7 +207,18 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	// Every user's jobs in the within order (sortRank orders by
 	// descending value, then submit, then id): each group sorted on its
 	// own, n·log(jobs per user) rather than n·log n.
-	ents, scratch := make([]rankEntry, n), make([]rankEntry, n)
+	ents := make([]rankEntry, n)
+	// The radix sort's second buffer, needed only for 512 jobs or more.
+	var scratchAll []rankEntry
+	if n >= 512 {
+		scratchAll = make([]rankEntry, n)
+	}
+	scratch := func(lo, hi int32) []rankEntry {
+		if scratchAll == nil {
+			return nil
+		}
+		return scratchAll[lo:hi]
+	}
 	for x := range ng {
 		lo, hi := g.start[x], g.start[x+1]
 		seg := ents[lo:hi]
@@ -208,7 +226,7 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 			seg[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
 		}
 		if len(seg) > 1 {
-			sortRank(seg, scratch[lo:hi])
+			sortRank(seg, scratch(lo, hi))
 		}
 		for k := range seg {
 			g.members[int(lo)+k] = seg[k].i
@@ -255,7 +273,7 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	for a := range na {
 		lo, hi := perAcct[a], perAcct[a+1]
 		if hi-lo > 1 {
-			sortRank(ents[lo:hi], scratch[lo:hi])
+			sortRank(ents[lo:hi], scratch(lo, hi))
 		}
 		for k, e := range ents[lo:hi] {
 			order[int(lo)+k] = e.i
