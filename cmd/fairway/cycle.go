@@ -84,6 +84,7 @@ type runner struct {
 
 	cycle      int64
 	wasLeader  bool
+	observed   bool                 // a cycle has read Slurm (running and finished are known)
 	running    map[int64]policy.Job // running at the previous cycle
 	finished   map[int64]bool       // finished jobs already handed to the engine
 	assigned   map[int64]int64      // values decided at the previous cycle
@@ -386,11 +387,14 @@ func (r *runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 		if r.finished[j.ID] || j.Start.IsZero() {
 			continue
 		}
-		// Finished between cycles, or finished before this process started:
-		// record it; hand it to the engine only if it ran.
+		// Finished between two cycles: record it and hand it to the
+		// engine. Finished before this process's first cycle: record it
+		// only, because the engine was warmed from the database's history,
+		// which has it (or will, from slurmdbd); charging it again would
+		// count its usage twice.
 		r.finished[j.ID] = true
 		finished = append(finished, *j)
-		if _, wasRunning := r.running[j.ID]; !wasRunning && !j.End.IsZero() {
+		if _, wasRunning := r.running[j.ID]; r.observed && !wasRunning && !j.End.IsZero() {
 			stopped = append(stopped, *j)
 		}
 	}
@@ -403,6 +407,7 @@ func (r *runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 	for _, j := range running {
 		r.running[j.ID] = j
 	}
+	r.observed = true
 	// Stable order: the predictor learns in end order.
 	slices.SortFunc(stopped, func(a, b policy.Job) int {
 		if c := a.End.Compare(b.End); c != 0 {

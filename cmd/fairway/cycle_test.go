@@ -284,3 +284,23 @@ func TestRunner_StoppedJobs(t *testing.T) {
 		t.Errorf("finished to record = %+v, want job 1 (job 2 comes from slurmdbd)", fin)
 	}
 }
+
+// TestRunner_FirstCycleDoesNotChargeOldJobs: jobs that finished before
+// serve's first cycle are recorded but not charged again (the engine was
+// warmed from the history that holds them); jobs that finish between two
+// cycles are charged.
+func TestRunner_FirstCycleDoesNotChargeOldJobs(t *testing.T) {
+	g := newRig(t, runnerConfig{})
+	old := job(1, "a", policy.StateCompleted, 0)
+	old.Start, old.End = t0, t0.Add(20*time.Second)
+	st, fin := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{old}}, nil, g.clock)
+	if len(st) != 0 || len(fin) != 1 {
+		t.Fatalf("first cycle: stopped %d, finished %d; want 0, 1", len(st), len(fin))
+	}
+	quick := job(2, "b", policy.StateCompleted, 0)
+	quick.Start, quick.End = g.clock, g.clock.Add(5*time.Second)
+	st, fin = g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{old, quick}}, nil, g.clock.Add(30*time.Second))
+	if len(st) != 1 || st[0].ID != 2 || len(fin) != 1 || fin[0].ID != 2 {
+		t.Fatalf("second cycle: stopped %+v, finished %+v; want job 2 in both", st, fin)
+	}
+}

@@ -115,9 +115,29 @@ func startTime(t *testing.T, e *lab.Env, id int64) time.Time {
 // partition and waits until it runs.
 func fillCluster(t *testing.T, e *lab.Env, user, tag string) int64 {
 	t.Helper()
+	waitQueueEmpty(t, e)
 	id := e.Submit(t, user, "-J", tag+"-blocker", "-p", e.Partition, "-N", "2", "--gres=gpu:4", "--exclusive", "-t", "10", "--wrap", "sleep 600")
 	e.WaitState(t, id, 60*time.Second, "RUNNING")
 	return id
+}
+
+// waitQueueEmpty waits until the lab partition has no pending, running or
+// completing job (earlier tests' cancelled jobs may still be completing):
+// serve tests rank the whole partition, and a leftover running job would
+// count towards its user's fair-share.
+func waitQueueEmpty(t *testing.T, e *lab.Env) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out, err := e.Try("", "squeue", "-h", "-p", e.Partition, "-t", "PD,R,CG,CF,S", "-o", "%i %u %T")
+		if err == nil && strings.TrimSpace(out) == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lab partition is still busy after 90s (another test or session using the lab?):\n%s", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // TestLab_ServeLightUserFirst is the scenario (a): a heavy user
