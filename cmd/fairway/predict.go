@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
@@ -23,6 +25,11 @@ type predictEvalConfig struct {
 	Protocol   predeval.Protocol
 	JSON       bool
 	Predictors []string
+
+	FromDB      bool // replay the database's history instead of a trace
+	Cluster     string
+	Days        int
+	DatabaseURL string
 }
 
 func predictCommand() *cli.Command {
@@ -38,6 +45,10 @@ func predictCommand() *cli.Command {
 				&cli.StringFlag{Name: "protocol", Value: string(predeval.SubmitOrder), Usage: "submit-order (learn from earlier-submitted jobs, the published protocol) or online (learn only from jobs finished before the submit)", EnvVars: []string{"FAIRWAY_PREDICT_PROTOCOL"}},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_PREDICT_JSON"}},
 				&cli.StringFlag{Name: "predictors", Value: strings.Join(policy.PredictorNames(), ","), Usage: "comma-separated predictors to compare", EnvVars: []string{"FAIRWAY_PREDICT_PREDICTORS"}},
+				&cli.BoolFlag{Name: "from-db", Usage: "replay the finished jobs of --cluster from the accounting database instead of a trace", EnvVars: []string{"FAIRWAY_PREDICT_FROM_DB"}},
+				&cli.StringFlag{Name: "cluster", Usage: "with --from-db: the cluster (Slurm ClusterName)", EnvVars: []string{"FAIRWAY_CLUSTER"}},
+				&cli.IntFlag{Name: "days", Value: 90, Usage: "with --from-db: replay the jobs that ended in the last N days", EnvVars: []string{"FAIRWAY_PREDICT_DAYS"}},
+				databaseFlag(),
 			},
 			Action: func(c *cli.Context) error {
 				cfg, err := predictEvalSettings(c)
@@ -53,13 +64,27 @@ func predictCommand() *cli.Command {
 // predictEvalSettings validates the flags once, naming the bad one.
 func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 	var cfg predictEvalConfig
-	cfg.Trace = c.String("trace")
-	if cfg.Trace == "" {
-		return cfg, fmt.Errorf("--trace: required (a trace file)")
-	}
 	var err error
-	if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
-		return cfg, fmt.Errorf("--format: %w", err)
+	cfg.Trace = c.String("trace")
+	if c.Bool("from-db") {
+		cfg.FromDB, cfg.Cluster, cfg.Days, cfg.DatabaseURL = true, c.String("cluster"), c.Int("days"), c.String("database-url")
+		switch {
+		case cfg.Trace != "":
+			return cfg, fmt.Errorf("--from-db and --trace: give one source")
+		case cfg.Cluster == "":
+			return cfg, fmt.Errorf("--from-db: --cluster (FAIRWAY_CLUSTER) is required")
+		case cfg.Days <= 0:
+			return cfg, fmt.Errorf("--days %d: want at least 1", cfg.Days)
+		case cfg.DatabaseURL == "":
+			return cfg, fmt.Errorf("--from-db: no database: set --database-url or FAIRWAY_DATABASE_URL")
+		}
+	} else {
+		if cfg.Trace == "" {
+			return cfg, fmt.Errorf("--trace: required (a trace file), or --from-db")
+		}
+		if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
+			return cfg, fmt.Errorf("--format: %w", err)
+		}
 	}
 	if cfg.Protocol, err = predeval.ParseProtocol(c.String("protocol")); err != nil {
 		return cfg, fmt.Errorf("--protocol: %w", err)
@@ -82,14 +107,9 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 }
 
 func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errOut *os.File) error {
-	f, err := os.Open(cfg.Trace)
+	jobs, name, err := predictJobs(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("open trace: %w", err)
-	}
-	defer f.Close()
-	tr, err := trace.ReadAll(f, cfg.Format, trace.Options{Name: cfg.Trace})
-	if err != nil {
-		return fmt.Errorf("read trace: %w", err)
+		return err
 	}
 	preds := make([]policy.Predictor, len(cfg.Predictors))
 	for i, n := range cfg.Predictors {
@@ -97,14 +117,14 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 			return err
 		}
 	}
-	opt := predeval.Options{Protocol: cfg.Protocol, Trace: filepath.Base(cfg.Trace)}
+	opt := predeval.Options{Protocol: cfg.Protocol, Trace: name}
 	tty := isTerminal(errOut)
 	if tty {
 		opt.Progress = func(done, total int) {
 			fmt.Fprintf(errOut, "\rreplaying %s: %3d%% (%d/%d jobs)", opt.Trace, done*100/total, done, total)
 		}
 	}
-	res, err := predeval.Run(tr.Jobs, preds, opt)
+	res, err := predeval.Run(jobs, preds, opt)
 	if tty {
 		fmt.Fprint(errOut, "\r\033[K")
 	}
@@ -120,6 +140,38 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 		return enc.Encode(res)
 	}
 	return writePredictTable(out, res)
+}
+
+// predictJobs loads the jobs to replay: a trace file, or with --from-db the
+// cluster's finished jobs from the accounting database (what a live
+// cluster's predictor learns from). It returns them and the name reported.
+func predictJobs(ctx context.Context, cfg predictEvalConfig) ([]policy.Job, string, error) {
+	if !cfg.FromDB {
+		f, err := os.Open(cfg.Trace)
+		if err != nil {
+			return nil, "", fmt.Errorf("open trace: %w", err)
+		}
+		defer f.Close()
+		tr, err := trace.ReadAll(f, cfg.Format, trace.Options{Name: cfg.Trace})
+		if err != nil {
+			return nil, "", fmt.Errorf("read trace: %w", err)
+		}
+		return tr.Jobs, filepath.Base(cfg.Trace), nil
+	}
+	store, closeDB, err := openStoreURL(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeDB()
+	until := time.Now()
+	jobs, err := store.FinishedJobs(ctx, cfg.Cluster, until.AddDate(0, 0, -cfg.Days), until)
+	if err != nil {
+		return nil, "", fmt.Errorf("load finished jobs of %s: %w", cfg.Cluster, err)
+	}
+	if len(jobs) == 0 {
+		return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cfg.Cluster, cfg.Days)
+	}
+	return jobs, fmt.Sprintf("%s (database, last %d days)", cfg.Cluster, cfg.Days), nil
 }
 
 // writePredictTable prints res for people.

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -104,5 +107,49 @@ func TestPredictEval_BadFlags(t *testing.T) {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPredictEval_FromDB replays a cluster's history stored through the
+// ingest path (the KTH trace as cluster "kth") from the database.
+func TestPredictEval_FromDB(t *testing.T) {
+	e := lab.Get(t)
+	url := e.Database(t)
+	tracePath := filepath.Join("..", "..", "..", "shared", "data", "traces", "KTH-SP2-filtered.swf.gz")
+	if _, err := os.Stat(tracePath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared trace missing under CI: %v", err)
+		}
+		t.Skipf("shared traces absent: %v", err)
+	}
+	if out, err := runApp(t, "ingest", "--database-url", url, "--from", "swf", "--cluster", "kth", tracePath); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
+	// KTH ended in 1997: ask for enough days to reach it.
+	days := fmt.Sprint(int(time.Since(time.Date(1996, 9, 1, 0, 0, 0, 0, time.UTC)).Hours()/24) + 1)
+	out, err := runApp(t, "predict", "eval", "--from-db", "--cluster", "kth", "--days", days, "--database-url", url,
+		"--predictors", "limit,alea", "--json")
+	if err != nil {
+		t.Fatalf("predict eval --from-db: %v\n%s", err, out)
+	}
+	var res struct {
+		Predictors []struct {
+			Name string  `json:"name"`
+			N    int     `json:"n"`
+			MAE  float64 `json:"mae_s"`
+		} `json:"predictors"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("decode: %v\n%s", err, out)
+	}
+	if len(res.Predictors) != 2 || res.Predictors[0].N != 28481 || res.Predictors[1].N != 28481 {
+		t.Fatalf("predictors %+v, want limit and alea over the 28481 KTH jobs", res.Predictors)
+	}
+	if res.Predictors[1].MAE >= res.Predictors[0].MAE {
+		t.Errorf("alea MAE %.1f not below limit's %.1f", res.Predictors[1].MAE, res.Predictors[0].MAE)
+	}
+	// Errors name the problem.
+	if _, err := runApp(t, "predict", "eval", "--from-db", "--cluster", "nosuch", "--database-url", url); err == nil || !strings.Contains(err.Error(), "no finished jobs") {
+		t.Errorf("empty cluster: err = %v", err)
 	}
 }
