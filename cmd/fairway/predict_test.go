@@ -92,13 +92,18 @@ func TestPredictEval_BadFlags(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{[]string{"predict", "eval", "--format", "swf"}, "--trace: required (a trace file)"},
+		{[]string{"predict", "eval", "--format", "swf"}, "--trace: required (a trace file), or --from-db"},
+		{[]string{"predict", "eval", "--from-db", "--trace", "x"}, "--from-db and --trace: give one source"},
+		{[]string{"predict", "eval", "--from-db", "--database-url", "postgres://x@127.0.0.1/y"}, "--from-db: --cluster (FAIRWAY_CLUSTER) is required"},
+		{[]string{"predict", "eval", "--from-db", "--cluster", "c", "--database-url", ""}, "--from-db: no database: set --database-url or FAIRWAY_DATABASE_URL"},
 		{[]string{"predict", "eval", "--trace", "x", "--format", "csv"}, `--format: unknown trace format "csv": want swf, helios or philly-mix`},
 		{[]string{"predict", "eval", "--trace", "x", "--format", "swf", "--protocol", "later"}, `--protocol: unknown protocol "later": want submit-order or online`},
 		{[]string{"predict", "eval", "--trace", "x", "--format", "swf", "--predictors", "alea,oracle"}, `--predictors: unknown predictor "oracle": want some of limit,tsafrir,alea,helios,fairway`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantErr, func(t *testing.T) {
+			t.Setenv("FAIRWAY_DATABASE_URL", "")
+			t.Setenv("FAIRWAY_CLUSTER", "")
 			_, err := runPredictApp(t, tt.args...)
 			if err == nil {
 				t.Fatalf("want error %q, got nil", tt.wantErr)
