@@ -82,18 +82,16 @@ type runner struct {
 	metrics *metrics
 	now     func() time.Time
 
-	cycle      int64
-	wasLeader  bool
-	observed   bool                 // a cycle has read Slurm (running and finished are known)
-	running    map[int64]policy.Job // running at the previous cycle
-	finished   map[int64]bool       // finished jobs already handed to the engine
-	assigned   map[int64]int64      // values decided at the previous cycle
-	predicted  map[int64]time.Duration
-	pendPrev   map[int64]policy.Job // pending at the previous cycle
-	buffer     recordBuffer
-	lastOK     time.Time
-	lastReport slurmctl.Report
-	rewrite    *rewriter // resource rewriting (rewrite.go); nil when off
+	cycle     int64
+	wasLeader bool
+	observed  bool                 // a cycle has read Slurm (running and finished are known)
+	running   map[int64]policy.Job // running at the previous cycle
+	finished  map[int64]bool       // finished jobs already handed to the engine
+	assigned  map[int64]int64      // values decided at the previous cycle
+	predicted map[int64]time.Duration
+	pendPrev  map[int64]policy.Job // pending at the previous cycle
+	buffer    recordBuffer
+	rewrite   *rewriter // resource rewriting (rewrite.go); nil when off
 }
 
 func newRunner(cfg runnerConfig, log *slog.Logger, slurm clusterReader, writer valueWriter, store recorder,
@@ -214,7 +212,6 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	rec.Write = r.now().Sub(t)
 	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)
 	res.Report, res.Changed = report, report.Planned
-	r.lastReport = report
 	if r.rewrite != nil {
 		res.Rewrite = r.rewrite.cycle(ctx, r.cycle, cl, snap.Predicted, scores, leader)
 	}
@@ -269,8 +266,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	rec.Record = r.now().Sub(t)
 
 	r.metrics.cycle(rec, "ok")
-	r.metrics.ranked(snap, scores, cl, report)
-	r.lastOK = r.now()
+	r.metrics.ranked(snap, scores, report)
 	if n := len(report.Planned); n > 0 || len(report.Failed) > 0 {
 		log.Info("cycle", "pending", len(pending), "running", len(running), "changed", n,
 			"written", len(report.Applied), "failed", len(report.Failed), "leader", leader, "dry_run", r.cfg.DryRun,
@@ -507,7 +503,7 @@ func (r *runner) recordStartedPredictions(running []policy.Job, at time.Time) {
 // flush ships buffered records to the database. It reports whether the
 // buffer is empty afterwards.
 func (r *runner) flush(ctx context.Context, log *slog.Logger) bool {
-	ok := r.buffer.flush(ctx, r.store, r.cfg.BufferLimit)
+	ok := r.buffer.flush(ctx, r.store)
 	r.metrics.buffered.Set(float64(r.buffer.len()))
 	if ok {
 		r.metrics.dbUp.Set(1)
@@ -557,7 +553,7 @@ func (b *recordBuffer) addCycle(c accounting.Cycle, limit int) {
 	}
 }
 
-func (b *recordBuffer) flush(ctx context.Context, s recorder, _ int) bool {
+func (b *recordBuffer) flush(ctx context.Context, s recorder) bool {
 	if b.len() == 0 {
 		return true
 	}

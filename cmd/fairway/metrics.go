@@ -77,7 +77,7 @@ func (m *metrics) cycle(c accounting.Cycle, result string) {
 }
 
 // ranked updates the per-cycle gauges from the snapshot just ranked.
-func (m *metrics) ranked(s *policy.Snapshot, scores []policy.Score, _ *slurmctl.Cluster, rep slurmctl.Report) {
+func (m *metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl.Report) {
 	m.jobsPending.Set(float64(len(scores)))
 	m.jobsRunning.Set(float64(len(s.Running)))
 	m.writes.Add(float64(len(rep.Applied)))
