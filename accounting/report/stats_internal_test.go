@@ -72,7 +72,7 @@ func TestActiveUsers_Mean(t *testing.T) {
 	}{
 		{0, 2, 1}, {3, 5, 2}, {0, 6, 8.0 / 6}, {6, 8, 0},
 	} {
-		if got := s.mean(h(tc.from).UnixNano(), h(tc.to).UnixNano()); math.Abs(got-tc.want) > 1e-12 {
+		if got := s.Mean(h(tc.from), h(tc.to)); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("mean over [%d h, %d h) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}

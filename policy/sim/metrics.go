@@ -176,88 +176,18 @@ func userWaitSpread(res *Result, wait []float64) float64 {
 	return hi - lo
 }
 
-// stepCount is a piecewise-constant count over time with its running
-// integral, for averages over intervals.
-type stepCount struct {
-	t     []int64   // change points, ns, ascending
-	count []float64 // value from t[i] on
-	integ []float64 // ∫ count from t[0] to t[i], count·seconds
-}
-
-func (s *stepCount) integral(at int64) float64 {
-	i, found := slices.BinarySearch(s.t, at)
-	if !found {
-		i--
-	}
-	if i < 0 {
-		return 0
-	}
-	return s.integ[i] + s.count[i]*float64(at-s.t[i])/1e9
-}
-
-// activeUsers is the number of users with a pending or running job over
-// time: per user, the union of their jobs' [Submit, End) spans.
-func activeUsers(res *Result) *stepCount {
-	type ev struct {
-		t int64
-		d float64
-	}
-	spans := map[string][][2]int64{}
-	for i := range res.Jobs {
-		j := &res.Jobs[i]
-		spans[j.User] = append(spans[j.User], [2]int64{j.Submit.UnixNano(), j.End.UnixNano()})
-	}
-	var evs []ev
-	for _, ss := range spans {
-		for _, s := range union(ss) {
-			evs = append(evs, ev{s[0], 1}, ev{s[1], -1})
-		}
-	}
-	slices.SortFunc(evs, func(a, b ev) int { return cmp.Compare(a.t, b.t) })
-	sc := &stepCount{}
-	c, integ := 0.0, 0.0
-	for i, e := range evs {
-		if i > 0 {
-			integ += c * float64(e.t-evs[i-1].t) / 1e9
-		}
-		c += e.d
-		if n := len(sc.t); n > 0 && sc.t[n-1] == e.t {
-			sc.count[n-1] = c
-			continue
-		}
-		sc.t = append(sc.t, e.t)
-		sc.count = append(sc.count, c)
-		sc.integ = append(sc.integ, integ)
-	}
-	return sc
-}
-
-// union merges half-open spans, sorting ss.
-func union(ss [][2]int64) [][2]int64 {
-	slices.SortFunc(ss, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	out := ss[:0]
-	for _, s := range ss {
-		if s[1] <= s[0] {
-			continue
-		}
-		if n := len(out); n > 0 && s[0] <= out[n-1][1] {
-			out[n-1][1] = max(out[n-1][1], s[1])
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 func finishTimeFairness(res *Result, jct []float64, tau, capacity float64) []float64 {
-	active := activeUsers(res)
+	active := NewActiveUsers(len(res.Jobs), func(i int) (string, time.Time, time.Time) {
+		j := &res.Jobs[i]
+		return j.User, j.Submit, j.End
+	})
 	rho := make([]float64, len(res.Jobs))
 	for i := range res.Jobs {
 		j := &res.Jobs[i]
 		a, b := j.Submit.UnixNano(), j.End.UnixNano()
 		users := 1.0
 		if b > a {
-			users = max(1, (active.integral(b)-active.integral(a))/(float64(b-a)/1e9))
+			users = max(1, active.Mean(j.Submit, j.End))
 		}
 		tid := max(j.Run.Seconds(), tau) * max(1, float64(j.Units)*users/capacity)
 		rho[i] = jct[i] / tid
