@@ -16,7 +16,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy/trace"
-	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
@@ -165,23 +164,10 @@ func openHistory(ctx context.Context, cfg ingestConfig, log *slog.Logger) (*hist
 	if cfg.SlurmURL == "" {
 		return &historyReader{&accounting.SacctHistory{Path: cfg.Sacct, Cluster: cfg.Cluster}, "sacct"}, nil
 	}
-	var tokens slurmctl.TokenSource
-	switch {
-	case cfg.ScontrolToken:
-		st, err := slurmctl.NewScontrolToken(slurmctl.ScontrolTokenConfig{User: cfg.SlurmUser}, log.With("component", "token"))
-		if err != nil {
-			return nil, err
-		}
-		tokens = st
-	case cfg.TokenFile != "":
-		tokens = slurmctl.FileToken(cfg.TokenFile)
-	default:
-		tokens = slurmctl.StaticToken(cfg.TokenEnv)
-	}
-	client, err := slurmctl.New(ctx, slurmctl.Config{URL: cfg.SlurmURL, User: cfg.SlurmUser, Token: tokens, Version: cfg.APIVersion},
-		log.With("component", "slurmctl"))
+	client, err := newSlurmClient(ctx, slurmSettings{URL: cfg.SlurmURL, User: cfg.SlurmUser, TokenFile: cfg.TokenFile,
+		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion}, log)
 	if err != nil {
-		return nil, fmt.Errorf("slurmrestd at %s: %w", cfg.SlurmURL, err)
+		return nil, err
 	}
 	return &historyReader{&accounting.RESTHistory{Client: client, Cluster: cfg.Cluster},
 		fmt.Sprintf("slurmrestd %s at %s", client.Version(), cfg.SlurmURL)}, nil

@@ -269,23 +269,10 @@ func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.L
 	}}
 	fail := func(err error) (*served, error) { s.close(); return nil, err }
 
-	var tokens slurmctl.TokenSource
-	switch {
-	case cfg.ScontrolToken:
-		st, err := slurmctl.NewScontrolToken(slurmctl.ScontrolTokenConfig{User: cfg.SlurmUser}, base.With("component", "token"))
-		if err != nil {
-			return fail(err)
-		}
-		tokens = st
-	case cfg.TokenFile != "":
-		tokens = slurmctl.FileToken(cfg.TokenFile)
-	default:
-		tokens = slurmctl.StaticToken(cfg.TokenEnv)
-	}
-	client, err := slurmctl.New(ctx, slurmctl.Config{URL: cfg.SlurmURL, User: cfg.SlurmUser, Token: tokens, Version: cfg.APIVersion},
-		base.With("component", "slurmctl"))
+	client, err := newSlurmClient(ctx, slurmSettings{URL: cfg.SlurmURL, User: cfg.SlurmUser, TokenFile: cfg.TokenFile,
+		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion}, base)
 	if err != nil {
-		return fail(fmt.Errorf("slurmrestd at %s: %w", cfg.SlurmURL, err))
+		return fail(err)
 	}
 	s.client = client
 	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.runner.Range, DryRun: cfg.runner.DryRun},
