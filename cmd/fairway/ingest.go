@@ -181,6 +181,15 @@ func openStore(ctx context.Context, c *cli.Context, log *slog.Logger) (*accounti
 
 // openStoreURL is openStore for a URL already in hand.
 func openStoreURL(ctx context.Context, url string, log *slog.Logger) (*accounting.Store, func(), error) {
+	pool, store, err := openStorePool(ctx, url, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, pool.Close, nil
+}
+
+// openStorePool is openStoreURL for callers that also query the pool.
+func openStorePool(ctx context.Context, url string, log *slog.Logger) (*pgxpool.Pool, *accounting.Store, error) {
 	if url == "" {
 		return nil, nil, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
 	}
@@ -206,7 +215,7 @@ func openStoreURL(ctx context.Context, url string, log *slog.Logger) (*accountin
 		pool.Close()
 		return nil, nil, fmt.Errorf("%s: %w", where, err)
 	}
-	return store, pool.Close, nil
+	return pool, store, nil
 }
 
 // ingestResult is the summary printed after an import.

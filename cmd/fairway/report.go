@@ -10,11 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
 
@@ -143,7 +141,7 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 // runReport loads the month and the one before, builds the report and
 // writes it, printing the files written.
 func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, stderr io.Writer) error {
-	pool, store, err := openReportDB(ctx, cfg.DatabaseURL, log)
+	pool, store, err := openStorePool(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
 	}
@@ -196,28 +194,4 @@ func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, 
 		fmt.Fprintln(stdout, f)
 	}
 	return nil
-}
-
-// openReportDB connects to the accounting database with a small pool and
-// checks its schema.
-func openReportDB(ctx context.Context, url string, log *slog.Logger) (*pgxpool.Pool, *accounting.Store, error) {
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
-	}
-	if pc.ConnConfig.ConnectTimeout == 0 {
-		pc.ConnConfig.ConnectTimeout = 10 * time.Second
-	}
-	pc.MaxConns = 4
-	where := fmt.Sprintf("PostgreSQL at %s:%d database %q", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database)
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
-	}
-	store := accounting.New(pool, log.With("component", "accounting"))
-	if err := store.Check(ctx); err != nil {
-		pool.Close()
-		return nil, nil, fmt.Errorf("%s: %w", where, err)
-	}
-	return pool, store, nil
 }
