@@ -88,6 +88,11 @@ type Engine struct {
 	userGen   map[string]uint64
 	charged   map[int64]time.Time // running jobs charged up to this instant
 
+	// batch and preds are the cycle's jobs due a prediction and their
+	// predictions, reused from cycle to cycle.
+	batch []*Job
+	preds []Prediction
+
 	now       time.Time
 	started   bool
 	lastSweep time.Time
@@ -200,12 +205,23 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 
 	// 4. Predict.
 	if e.p.Predictor != nil {
+		e.batch = e.batch[:0]
 		for i := range o.Pending {
-			e.predict(&o.Pending[i], true)
+			e.due(&o.Pending[i], true)
 		}
 		for i := range o.Running {
-			e.predict(&o.Running[i], false)
+			e.due(&o.Running[i], false)
 		}
+		e.preds = resize(e.preds, len(e.batch))
+		PredictAll(e.p.Predictor, e.batch, e.preds)
+		for i, j := range e.batch {
+			if e.preds[i].Source == sourceNone {
+				delete(e.predicted, j.ID)
+			} else {
+				e.predicted[j.ID] = e.preds[i].Run
+			}
+		}
+		clear(e.batch) // keep no pointer into the observation
 		e.sweepCache(len(o.Pending) + len(o.Running))
 	}
 
@@ -228,10 +244,11 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	return &e.snap, scores, nil
 }
 
-// predict refreshes j's prediction when it has none or, for a pending job,
-// when its user has had a job finish since. A running job keeps the
-// prediction it had when it started, as Slurm keeps its time limit.
-func (e *Engine) predict(j *Job, pending bool) {
+// due adds j to the cycle's batch of predictions when it has none or, for a
+// pending job, when its user has had a job finish since. A running job
+// keeps the prediction it had when it started, as Slurm keeps its time
+// limit.
+func (e *Engine) due(j *Job, pending bool) {
 	c := e.cache[j.ID]
 	if c != nil {
 		c.seen = e.cycle
@@ -246,12 +263,7 @@ func (e *Engine) predict(j *Job, pending bool) {
 	} else {
 		e.cache[j.ID] = &enginePred{gen: e.userGen[j.User], at: e.now, seen: e.cycle}
 	}
-	pr := e.p.Predictor.Predict(j)
-	if pr.Source == sourceNone {
-		delete(e.predicted, j.ID)
-		return
-	}
-	e.predicted[j.ID] = pr.Run
+	e.batch = append(e.batch, j)
 }
 
 // sweepCache forgets the jobs that left without running (cancelled while

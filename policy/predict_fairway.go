@@ -177,6 +177,10 @@ func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
 
 func (f *fairwayPredictor) Name() string { return "fairway" }
 
+// ConcurrentPredict marks Predict as read-only: it reads the users, names,
+// matches and model, and changes nothing (PredictAll may share it out).
+func (f *fairwayPredictor) ConcurrentPredict() {}
+
 // Observe learns j's features and outcome, then adds it to the history.
 func (f *fairwayPredictor) Observe(j *Job) {
 	// Reconstruct the history Predict saw when j was submitted. Jobs
@@ -432,8 +436,7 @@ func (f *fairwayPredictor) features(j *Job, u *fwUser, endBefore int64, x *[fwFe
 	x[ftCPUs] = log1pInt(j.CPUs)
 	x[ftGPUs] = log1pInt(j.GPUs)
 	sub := j.Submit.Unix()
-	x[ftHour] = float32(j.Submit.UTC().Hour())
-	x[ftWeekday] = float32(j.Submit.UTC().Weekday())
+	x[ftHour], x[ftWeekday] = hourWeekday(sub)
 	x[ftRecent] = float32(f.recent)
 	x[ftUserJobs] = 0
 	if u == nil {
@@ -500,6 +503,22 @@ func (f *fairwayPredictor) features(j *Job, u *fwUser, endBefore int64, x *[fwFe
 // (means, rates, counts) cover; older kept jobs are searched only for the
 // last job like the one predicted.
 const fwRecent = 32
+
+// hourWeekday is the UTC hour of day and day of week (Sunday 0) of Unix
+// time sec, as time.Time's Hour and Weekday give them, by integer
+// arithmetic: the conversion through time.Time was a tenth of Predict.
+func hourWeekday(sec int64) (hour, weekday float32) {
+	day, s := sec/86400, sec%86400
+	if s < 0 {
+		day, s = day-1, s+86400
+	}
+	// 1970-01-01 was a Thursday (4).
+	wd := (day + 4) % 7
+	if wd < 0 {
+		wd += 7
+	}
+	return float32(s / 3600), float32(wd)
+}
 
 func b2f(b bool) float64 {
 	if b {

@@ -310,3 +310,13 @@ func TestGBT_PredictMatchesTrees(t *testing.T) {
 		}
 	}
 }
+
+func TestHourWeekday_MatchesTime(t *testing.T) {
+	for _, sec := range []int64{0, -1, -86400, -86401, 1, 3599, 3600, 86399, 86400, 820454400, 1735689599, 1798761600, -2208988800} {
+		tm := time.Unix(sec, 0).UTC()
+		h, wd := hourWeekday(sec)
+		if h != float32(tm.Hour()) || wd != float32(tm.Weekday()) {
+			t.Errorf("hourWeekday(%d) = %v, %v; time says %d, %d", sec, h, wd, tm.Hour(), tm.Weekday())
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -141,41 +142,83 @@ func TestFairway_SummariesMatchScan(t *testing.T) {
 
 // BenchmarkPredict measures predicting a queue of pending jobs with a warm
 // fairway model: it has observed the whole CTC trace; the pending jobs are
-// CTC's, cycled, submitted after the trace's end.
+// CTC's, cycled, submitted after the trace's end. jobs=N runs PredictAll,
+// as the Engine does each cycle; one-by-one=N calls Predict in a loop on
+// one goroutine.
 func BenchmarkPredict(b *testing.B) {
 	jobs := sharedTrace(b, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
+	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range jobs {
+		p.Observe(&jobs[i])
+	}
 	for _, n := range []int{1000, 10000, 100000} {
+		queue := warmQueue(b, p, jobs, n)
+		out := make([]policy.Prediction, n)
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
-			p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := range jobs {
-				p.Observe(&jobs[i])
-			}
-			// The queue is submitted after everything observed, as in a
-			// live system: CTC jobs with their submit times moved there.
-			var last time.Time
-			for i := range jobs {
-				if jobs[i].End.After(last) {
-					last = jobs[i].End
-				}
-			}
-			queue := make([]policy.Job, n)
-			for i := range queue {
-				queue[i] = pending(jobs[(i*7919)%len(jobs)])
-				queue[i].Submit = last.Add(time.Duration(i) * time.Second)
-			}
-			if got := p.Predict(&queue[0]); got.Source == "" || got.Run <= 0 {
-				b.Fatalf("warm model predicts nothing: %+v", got)
-			}
+			// Collect the setup's garbage (the trace and the training) so
+			// that its collection is not charged to the timed loop.
+			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				for i := range queue {
-					p.Predict(&queue[i])
+				policy.PredictAll(p, queue, out)
+			}
+		})
+		b.Run(fmt.Sprintf("one-by-one=%d", n), func(b *testing.B) {
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for i, j := range queue {
+					out[i] = p.Predict(j)
 				}
 			}
 		})
+	}
+}
+
+// warmQueue is n pending jobs submitted after everything p observed, as in
+// a live system: CTC jobs, cycled, with their submit times moved there.
+func warmQueue(tb testing.TB, p policy.Predictor, jobs []policy.Job, n int) []*policy.Job {
+	var last time.Time
+	for i := range jobs {
+		if jobs[i].End.After(last) {
+			last = jobs[i].End
+		}
+	}
+	queue := make([]*policy.Job, n)
+	for i := range queue {
+		j := pending(jobs[(i*7919)%len(jobs)])
+		j.Submit = last.Add(time.Duration(i) * time.Second)
+		queue[i] = &j
+	}
+	if got := p.Predict(queue[0]); got.Source == "" || got.Run <= 0 {
+		tb.Fatalf("warm model predicts nothing: %+v", got)
+	}
+	return queue
+}
+
+// TestPredictAll_SameAsOneByOne checks that PredictAll, sharing a warm
+// fairway model among goroutines, gives each job exactly what Predict
+// does (run it with -race to check that Predict only reads).
+func TestPredictAll_SameAsOneByOne(t *testing.T) {
+	jobs := sharedTrace(t, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
+	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range jobs {
+		p.Observe(&jobs[i])
+	}
+	queue := warmQueue(t, p, jobs, 3*4096+17)
+	got := make([]policy.Prediction, len(queue))
+	policy.PredictAll(p, queue, got)
+	for i, j := range queue {
+		if want := p.Predict(j); got[i] != want {
+			t.Fatalf("job %d: PredictAll %+v, Predict %+v", i, got[i], want)
+		}
 	}
 }
