@@ -77,6 +77,11 @@ type Job struct {
 	End      time.Time
 
 	TimeLimit time.Duration // requested wall time; 0 when unknown/unlimited
+	// Deadline is when Slurm removes the job if it cannot end by then
+	// (sbatch --deadline); zero when it has none. Users with a deadline
+	// tell how soon they need the result, and so roughly how long the
+	// job runs: the fairway predictor reads it.
+	Deadline time.Time
 
 	Nodes    int
 	CPUs     int

@@ -80,7 +80,8 @@ func (p *FairwayParams) defaults() error {
 //  1. A model learned online: gradient-boosted trees with least-absolute-
 //     deviation loss on log(1+run time) (predict_gbt.go), retrained as history
 //     grows on a sliding window of recent jobs. Its features are the job's
-//     request (limit, CPUs, GPUs, submit hour and weekday) and the user's
+//     request (limit, CPUs, GPUs, submit hour and weekday, the time to its
+//     deadline when it has one) and the user's
 //     history: recent run times and their mean of two (Tsafrir et al., TPDS
 //     2007), run/request ratios (Alea), the last runs of the same name, size,
 //     limit and of the identical job (Helios, SC'21 §5.1), and recent
@@ -419,6 +420,7 @@ const (
 	ftHour                 // hour of day of the submit (UTC)
 	ftWeekday              // day of week of the submit
 	ftRecent               // global recency-weighted mean log run
+	ftDeadline             // log(1+seconds from submit to the job's deadline)
 	fwFeatures
 )
 
@@ -437,6 +439,9 @@ func (f *fairwayPredictor) features(j *Job, u *fwUser, endBefore int64, x *[fwFe
 	x[ftGPUs] = log1pInt(j.GPUs)
 	sub := j.Submit.Unix()
 	x[ftHour], x[ftWeekday] = hourWeekday(sub)
+	if !j.Deadline.IsZero() {
+		x[ftDeadline] = log1p32(float32(max(j.Deadline.Unix()-sub, 0)))
+	}
 	x[ftRecent] = float32(f.recent)
 	x[ftUserJobs] = 0
 	if u == nil {

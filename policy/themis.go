@@ -53,24 +53,13 @@ func NewThemis(p ThemisParams) (Policy, error) {
 func (*themis) Name() string { return "themis" }
 
 func (p *themis) Rank(s *Snapshot) ([]Score, error) {
-	users := make(map[string]struct{})
-	for i := range s.Pending {
-		users[s.Pending[i].User] = struct{}{}
-	}
-	for i := range s.Running {
-		users[s.Running[i].User] = struct{}{}
-	}
-	n := float64(len(users))
+	n := activeUsers(s)
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		run := predictedRun(s, j).Seconds()
-		slow := 1.0
-		if s.GPUs > 0 {
-			slow = max(1, s.Service.Rate(j)*n/s.GPUs)
-		}
-		tid := max(run*slow, p.minRun)
+		tid := max(run*shareSlowdown(s, j, n), p.minRun)
 		tsh := s.Now.Sub(j.Submit).Seconds() + run
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = tsh/tid, tsh, tid, n
@@ -80,4 +69,34 @@ func (p *themis) Rank(s *Snapshot) ([]Score, error) {
 		return nil, fmt.Errorf("themis: %w", err)
 	}
 	return scores, nil
+}
+
+// activeUsers is Themis' N: the number of distinct users with a pending or
+// running job.
+func activeUsers(s *Snapshot) float64 {
+	users := make(map[string]struct{})
+	for i := range s.Pending {
+		users[s.Pending[i].User] = struct{}{}
+	}
+	for i := range s.Running {
+		users[s.Running[i].User] = struct{}{}
+	}
+	return float64(len(users))
+}
+
+// shareSlowdown is how much slower than alone job j runs on its owner's 1/N
+// share of the snapshot's capacity C: max(1, G·N/C), 1 when C is unknown.
+func shareSlowdown(s *Snapshot, j *Job, users float64) float64 {
+	if s.GPUs <= 0 {
+		return 1
+	}
+	return max(1, s.Service.Rate(j)*users/s.GPUs)
+}
+
+// finishTimeFairness is job j's ρ were it to start now and run for run
+// seconds: T_shared / T_independent with T_shared = (Now − Submit) + run
+// and T_independent = max(run · shareSlowdown, minRun).
+func finishTimeFairness(s *Snapshot, j *Job, run, users, minRun float64) float64 {
+	tid := max(run*shareSlowdown(s, j, users), minRun)
+	return (s.Now.Sub(j.Submit).Seconds() + run) / tid
 }

@@ -34,7 +34,7 @@ func TestVTC_FairnessBound(t *testing.T) {
 func rkRunBound(t *testing.T, policy string, shares *Shares) {
 	const gpus = 8
 	rng := rand.New(rand.NewSource(3))
-	pol, err := NewPolicy(policy, PolicyParams{FairQSSF: FairQSSFParams{MaxWait: -1}})
+	pol, err := NewPolicy(policy, PolicyParams{FairQSSF: FairQSSFParams{MaxWait: -1, RhoMax: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,6 +199,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 	tests := []struct {
 		name    string
 		params  FairQSSFParams
+		gpus    float64 // the snapshot's capacity, 0 for unknown
 		now     float64
 		history map[Assoc]float64
 		jobs    []rkJob
@@ -209,6 +210,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 		// across users VTC interleaves: alice 0 (job 3), 900 (job 2),
 		// 2100 (job 1); bob 1000.
 		name:    "shortest service first within a user",
+		params:  FairQSSFParams{RhoMax: -1},
 		now:     30,
 		history: map[Assoc]float64{{"lab", "bob"}: 1000},
 		jobs: []rkJob{
@@ -222,6 +224,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 		// A heavy user's short jobs do not jump a light user: the light
 		// user's later, longer job still gets the next turn.
 		name:    "heavy user's short jobs wait their turn",
+		params:  FairQSSFParams{RhoMax: -1},
 		now:     30,
 		history: map[Assoc]float64{{"lab", "heavy"}: 36000},
 		jobs: []rkJob{
@@ -235,6 +238,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 		// 1 (overdue 60 min) and 2 (overdue 30 min) jump everyone, most
 		// overdue first, though their user has used far more.
 		name:    "starved jobs first, most overdue first",
+		params:  FairQSSFParams{RhoMax: -1},
 		now:     1500,
 		history: map[Assoc]float64{{"lab", "hog"}: 1e7},
 		jobs: []rkJob{
@@ -246,7 +250,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 		want: []int64{1, 2, 4, 3},
 	}, {
 		name:    "guard off",
-		params:  FairQSSFParams{MaxWait: -1},
+		params:  FairQSSFParams{MaxWait: -1, RhoMax: -1},
 		now:     1500,
 		history: map[Assoc]float64{{"lab", "hog"}: 1e7},
 		jobs: []rkJob{
@@ -256,6 +260,47 @@ func TestFairQSSF_Rank(t *testing.T) {
 			{id: 4, acct: "lab", user: "new", submit: 1490, run: min(60)},
 		},
 		want: []int64{4, 3, 1, 2},
+	}, {
+		// The ρ guard (default 5): heavy's 1-minute job has waited 30
+		// minutes, ρ = (30 + 1) / 1 = 31, and jumps light's job, which
+		// VTC alone would run first; heavy's hour-long job (ρ ≈ 1.02)
+		// still waits its turn.
+		name:    "a short job past its rho bound goes first",
+		now:     30,
+		history: map[Assoc]float64{{"lab", "heavy"}: 36000},
+		jobs: []rkJob{
+			{id: 1, acct: "lab", user: "heavy", submit: 0, run: min(1)},
+			{id: 2, acct: "lab", user: "heavy", submit: 29, run: min(60)},
+			{id: 3, acct: "lab", user: "light", submit: 20, run: min(120)},
+		},
+		want: []int64{1, 3, 2},
+	}, {
+		// Among jobs past the bound, the largest ρ first: job 2's
+		// (60 + 2) / 2 = 31 before job 1's (10 + 1) / 1 = 11, whatever
+		// the users' counters.
+		name:    "largest rho first",
+		now:     60,
+		history: map[Assoc]float64{{"lab", "b"}: 1e6},
+		jobs: []rkJob{
+			{id: 1, acct: "lab", user: "a", submit: 50, run: min(1)},
+			{id: 2, acct: "lab", user: "b", submit: 0, run: min(2)},
+		},
+		want: []int64{2, 1},
+	}, {
+		// Starved jobs rank above every job past the ρ bound (job 3,
+		// ρ = 101), by their wait over their share slowdown: with 2
+		// users on 8 GPUs, job 1's 8 GPUs are twice its owner's share,
+		// so its 1,600 minutes count as 800 and job 2's 1,510 go first.
+		name:    "starved before rho, larger than a share waits in proportion",
+		gpus:    8,
+		now:     1600,
+		history: map[Assoc]float64{{"lab", "hog"}: 1e7},
+		jobs: []rkJob{
+			{id: 1, acct: "lab", user: "hog", submit: 0, run: min(600), gpus: 8},
+			{id: 2, acct: "lab", user: "hog", submit: 90, run: min(600)},
+			{id: 3, acct: "lab", user: "new", submit: 1500, run: min(1)},
+		},
+		want: []int64{2, 1, 3},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,7 +311,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 				rkCharge(l, id, a.Account, a.User, gs)
 			}
 			s := rkSnap(tc.now, tc.jobs...)
-			s.Ledger = l
+			s.Ledger, s.GPUs = l, tc.gpus
 			got, by := rkRank(t, "fair-qssf", PolicyParams{FairQSSF: tc.params}, s)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)

@@ -94,6 +94,7 @@ func translateJob(w *wireJob) (Job, error) {
 			Name:      w.Name,
 			Submit:    unixTime(w.SubmitTime),
 			Eligible:  unixTime(w.EligibleTime),
+			Deadline:  unixTime(w.Deadline),
 			Nodes:     int(w.NodeCount.value()),
 			CPUs:      int(w.CPUs.value()),
 			State:     policy.State(w.JobState),

@@ -196,7 +196,7 @@ func TestParseJobs_DataParserShape(t *testing.T) {
 }
 
 var noValFields = []string{"array_job_id", "array_task_id", "array_max_tasks", "cpus", "node_count", "tasks", "priority",
-	"time_limit", "memory_per_cpu", "memory_per_node", "het_job_id", "het_job_offset", "submit_time", "eligible_time",
+	"time_limit", "memory_per_cpu", "memory_per_node", "het_job_id", "het_job_offset", "submit_time", "eligible_time", "deadline",
 	"start_time", "end_time", "accrue_time", "cpus_per_task"}
 
 func toDataParserShape(t testing.TB, body []byte) []byte {

@@ -428,3 +428,33 @@ func TestLab_AdminPriorityHandBack(t *testing.T) {
 	}
 	t.Logf("admin 99999 -> released %s -> site factor +1 %s", released, moved)
 }
+
+// TestLab_ReadsDeadline: a job submitted with sbatch --deadline is read
+// with that deadline; a job without one has none.
+func TestLab_ReadsDeadline(t *testing.T) {
+	env := lab.Get(t)
+	name := tag(t)
+	before := time.Now()
+	with := env.Submit(t, "alice", "-J", name, "--begin=now+1hour", "--deadline=now+3hours", "-t", "5", "--wrap", "sleep 1")
+	without := env.Submit(t, "carol", "-J", name, "--begin=now+1hour", "-t", "5", "--wrap", "sleep 1")
+	after := time.Now()
+	cl, err := labClient(t, env, nil).Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]time.Time{}
+	for _, j := range cl.Jobs {
+		if j.ID == with || j.ID == without {
+			got[j.ID] = j.Deadline
+		}
+	}
+	// sbatch rounds now+3hours to the second, so the deadline is within
+	// the submit window, three hours later.
+	lo, hi := before.Add(3*time.Hour-time.Second), after.Add(3*time.Hour+time.Second)
+	if d, ok := got[with]; !ok || d.Before(lo) || d.After(hi) {
+		t.Errorf("job %d deadline %v (read: %v), want between %v and %v", with, d, ok, lo, hi)
+	}
+	if d, ok := got[without]; !ok || !d.IsZero() {
+		t.Errorf("job %d without --deadline: deadline %v (read: %v), want none", without, d, ok)
+	}
+}

@@ -303,6 +303,7 @@ type wireJob struct {
 	ArrayTaskString string        `json:"array_task_string"`
 	Cluster         string        `json:"cluster"`
 	CPUs            num           `json:"cpus"`
+	Deadline        num           `json:"deadline"`
 	EligibleTime    num           `json:"eligible_time"`
 	EndTime         num           `json:"end_time"`
 	ExitCode        exitCode      `json:"exit_code"`

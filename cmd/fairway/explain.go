@@ -192,8 +192,9 @@ func printExplanation(w io.Writer, ex *explanation) error {
 			fmt.Fprintf(w, "    %-18s %+.6g\n", k, ex.AheadByParts[k])
 		}
 		fmt.Fprintln(w, "  what moves it: its account's usage decaying or other users' counters growing as they run;")
-		fmt.Fprintln(w, "  a shorter time limit or a smaller request lowers its predicted service; waiting past the")
-		fmt.Fprintln(w, "  starvation guard (fair-qssf) puts it ahead of every job that has not waited as long.")
+		fmt.Fprintln(w, "  a shorter time limit or a smaller request lowers its predicted service; under fair-qssf, an")
+		fmt.Fprintln(w, "  estimated finish-time fairness (estimated_rho) past 5 puts it ahead of the jobs within that")
+		fmt.Fprintln(w, "  bound, and waiting past the starvation guard (24 h) ahead of every job that has not.")
 	}
 	if ex.Last != nil {
 		mode := "written"

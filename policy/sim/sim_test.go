@@ -375,7 +375,7 @@ func TestSim_VTCFairnessBound(t *testing.T) {
 		for _, backfill := range []Backfill{EASY, NoBackfill} {
 			for _, shares := range []*policy.Shares{nil, {Users: map[policy.Assoc]float64{{Account: "lab", User: "a"}: 2}}} {
 				t.Run(fmt.Sprintf("%s/%s/weighted=%v", name, backfill, shares != nil), func(t *testing.T) {
-					pol := smPolicy(t, name, policy.PolicyParams{FairQSSF: policy.FairQSSFParams{MaxWait: -1}})
+					pol := smPolicy(t, name, policy.PolicyParams{FairQSSF: policy.FairQSSFParams{MaxWait: -1, RhoMax: -1}})
 					wa, wb := shares.User(policy.Assoc{Account: "lab", User: "a"}), shares.User(policy.Assoc{Account: "lab", User: "b"})
 					bound := 2 * maxJob / min(wa, wb)
 					started := map[int64]bool{}

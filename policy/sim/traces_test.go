@@ -86,24 +86,26 @@ func TestKTH_FIFOEASYFidelity(t *testing.T) {
 	t.Logf("FIFO+EASY on KTH: average bounded slowdown %.2f (published %.2f), average wait %.0f s", m.AvgBSLD, published, m.AvgWait)
 }
 
-// TestTraces_FairQSSFWaitsLess checks the first done-when comparison of
-// the simulator issue on the three shared traces: fair-qssf (with the
-// fairway predictor, learning online) gives a lower average wait than fifo
-// and than fairshare. It replays 250,000 jobs; -short skips it except under
-// CI=true.
-func TestTraces_FairQSSFWaitsLess(t *testing.T) {
+// TestTraces_FairQSSFAgainstBaselines checks the simulator issue's
+// done-when comparisons on the three shared traces, every policy that reads
+// predictions with the fairway predictor learning online: fair-qssf gives
+// a lower average wait than fifo and than fairshare, an average JCT within
+// 15% of sjf-oracle's, and a lower maximum finish-time fairness ρ than
+// qssf. It replays the three traces five times (550,000 jobs); -short
+// skips it except under CI=true.
+func TestTraces_FairQSSFAgainstBaselines(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
-		t.Skip("-short: the whole-trace comparison replays 250,000 jobs")
+		t.Skip("-short: the whole-trace comparison replays 550,000 jobs")
 	}
 	for _, st := range []sharedTrace{kthTrace, ctcTrace, phillyMIX} {
 		t.Run(st.file, func(t *testing.T) {
 			jobs, cluster := readShared(t, st)
-			wait := map[string]float64{}
-			for _, name := range []string{"fifo", "fairshare", "fair-qssf"} {
+			m := map[string]Metrics{}
+			for _, name := range []string{"fifo", "fairshare", "qssf", "sjf-oracle", "fair-qssf"} {
 				cfg := Config{Cluster: cluster, Policy: smPolicy(t, name, policy.PolicyParams{})}
-				if name == "fair-qssf" {
-					// fifo and fairshare read no prediction: they run
-					// without a predictor, to the same schedule, faster.
+				if name == "qssf" || name == "fair-qssf" {
+					// The others read no prediction: they run without a
+					// predictor, to the same schedule, faster.
 					pred, err := policy.NewPredictor("fairway", policy.PredictorParams{})
 					if err != nil {
 						t.Fatal(err)
@@ -114,14 +116,23 @@ func TestTraces_FairQSSFWaitsLess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				wait[name] = Measure(res, MetricsParams{}).AvgWait
+				m[name] = Measure(res, MetricsParams{})
 			}
+			fq := m["fair-qssf"]
 			for _, base := range []string{"fifo", "fairshare"} {
-				if wait["fair-qssf"] >= wait[base] {
-					t.Errorf("average wait: fair-qssf %.0f s, %s %.0f s: want fair-qssf lower", wait["fair-qssf"], base, wait[base])
+				if fq.AvgWait >= m[base].AvgWait {
+					t.Errorf("average wait: fair-qssf %.0f s, %s %.0f s: want fair-qssf lower", fq.AvgWait, base, m[base].AvgWait)
 				}
 			}
-			t.Logf("average wait (s): fifo %.0f, fairshare %.0f, fair-qssf %.0f", wait["fifo"], wait["fairshare"], wait["fair-qssf"])
+			if oracle := m["sjf-oracle"].AvgJCT; fq.AvgJCT > 1.15*oracle {
+				t.Errorf("average JCT: fair-qssf %.0f s, sjf-oracle %.0f s: want within 15%%", fq.AvgJCT, oracle)
+			}
+			if fq.MaxRho >= m["qssf"].MaxRho {
+				t.Errorf("max ρ: fair-qssf %.1f, qssf %.1f: want fair-qssf lower", fq.MaxRho, m["qssf"].MaxRho)
+			}
+			t.Logf("average wait (s): fifo %.0f, fairshare %.0f, fair-qssf %.0f; average JCT (s): sjf-oracle %.0f, fair-qssf %.0f (%+.1f%%); max ρ: qssf %.1f, fair-qssf %.1f",
+				m["fifo"].AvgWait, m["fairshare"].AvgWait, fq.AvgWait, m["sjf-oracle"].AvgJCT, fq.AvgJCT,
+				100*(fq.AvgJCT/m["sjf-oracle"].AvgJCT-1), m["qssf"].MaxRho, fq.MaxRho)
 		})
 	}
 }

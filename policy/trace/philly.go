@@ -17,8 +17,12 @@ import (
 // Start = Submit (zero wait) and End = Start + duration: an "online"
 // evaluation on it sees each job finish as early as it possibly could.
 // The mapping: num_gpu → GPUs, model_name → Name, job_type (strict|best) →
-// QOS, user (a virtual cluster in Philly) → User and Account. There are no
-// time limits (TimeLimit stays 0); the deadline columns, iterations and the
+// QOS, user (a virtual cluster in Philly) → User and Account. A strict job's
+// expect_time_list is its deadline in seconds after submission (Chronus'
+// SLO; in this file a single value, 1.2 to 4 times the run time): it becomes
+// Deadline, as sbatch --deadline would give it. A best-effort job has none
+// (the column then repeats submit_time). There are no time limits
+// (TimeLimit stays 0); iterations, the deadlines' utility values and the
 // scheduling interval are Chronus inputs with no Slurm counterpart and are
 // dropped. Every job counts as COMPLETED.
 type phillyParser struct {
@@ -63,6 +67,15 @@ func (p *phillyParser) parse(line []byte, m *Meta, j *policy.Job) error {
 	j.Name = p.t.get(rec, "model_name")
 	j.QOS = p.t.get(rec, "job_type")
 	j.Submit = m.Start.Add(sub)
+	if j.QOS == "strict" && p.t.has("expect_time_list") {
+		d, err := p.t.secondsCol(rec, "expect_time_list")
+		if err != nil {
+			return err
+		}
+		if d > 0 {
+			j.Deadline = j.Submit.Add(d)
+		}
+	}
 	j.Start = j.Submit
 	j.End = j.Start.Add(dur)
 	j.State = policy.StateCompleted

@@ -99,6 +99,7 @@ func TestParse_Formats(t *testing.T) {
 			ID: 0, ArrayTask: -1, User: "vc_6214e9", Account: "vc_6214e9", Name: "vgg16", QOS: "strict", GPUs: 1,
 			Submit: epoch.Add(8555 * time.Second), Start: epoch.Add(8555 * time.Second),
 			End: epoch.Add((8555 + 747) * time.Second), State: policy.StateCompleted,
+			Deadline: epoch.Add((8555 + 1105) * time.Second),
 		}, {
 			ID: 2, ArrayTask: -1, User: "vc_ee9e8c", Account: "vc_ee9e8c", Name: "alexnet", QOS: "best", GPUs: 1,
 			Submit: epoch.Add(14341 * time.Second), Start: epoch.Add(14341 * time.Second),
