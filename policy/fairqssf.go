@@ -100,10 +100,12 @@ func (*fairQSSF) Name() string { return "fair-qssf" }
 
 func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	n := len(s.Pending)
-	cost, sub, wait := make([]float64, n), make([]int64, n), make([]float64, n)
+	run, cost := make([]float64, n), make([]float64, n)
+	sub, wait := make([]int64, n), make([]float64, n)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		cost[i] = predictedService(s, j)
+		run[i] = predictedRun(s, j).Seconds()
+		cost[i] = s.Service.Rate(j) * run[i]
 		sub[i] = unixNanoOrMin(j.Submit)
 		wait[i] = s.Now.Sub(waitingSince(j)).Seconds()
 	}
@@ -116,7 +118,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	}
 	users := 0.0
 	if p.maxWait > 0 || p.rhoMax > 0 {
-		users = activeUsers(s)
+		users = t.g.activeUsers(s.Running)
 	}
 	const k = 6
 	parts := make([]float64, k*n)
@@ -126,8 +128,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	for i := range s.Pending {
 		row := parts[k*i : k*i+k]
 		if p.rhoMax > 0 {
-			j := &s.Pending[i]
-			row[2] = finishTimeFairness(s, j, predictedRun(s, j).Seconds(), users, fairQSSFMinRun)
+			row[2] = finishTimeFairness(s, &s.Pending[i], run[i], users, fairQSSFMinRun)
 			top = max(top, row[2]-p.rhoMax)
 		}
 	}
@@ -151,4 +152,25 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 		return nil, fmt.Errorf("fair-qssf: %w", err)
 	}
 	return scores, nil
+}
+
+// activeUsers is activeUsers(s) for the snapshot whose pending jobs g
+// groups: the pending users are g's, so only the users of running jobs
+// outside them are counted on the side.
+func (g *assocGroups) activeUsers(running []Job) float64 {
+	var others map[string]struct{}
+	for i := range running {
+		u := running[i].User
+		if i > 0 && u == running[i-1].User {
+			continue
+		}
+		if _, ok := g.byUser[u]; ok {
+			continue
+		}
+		if others == nil {
+			others = map[string]struct{}{}
+		}
+		others[u] = struct{}{}
+	}
+	return float64(len(g.byUser) + len(others))
 }
