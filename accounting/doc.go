@@ -2,7 +2,8 @@
 // finished jobs, per-job per-GPU usage from the epilog, the decision log,
 // prediction outcomes, the daily usage ledger per user and account, the
 // share tree and cycle timings. Prediction, fairness and the monthly report
-// read from here. The schema is in package sql (0002_accounting.sql).
+// read from here. The schema is in package sql (0002_accounting.sql, and
+// 0003_job_deadline.sql for job.deadline).
 //
 // Ingest is idempotent everywhere: a job is keyed by cluster, job id, array
 // task and submit time, and importing the same input twice leaves every

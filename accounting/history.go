@@ -15,7 +15,9 @@ import (
 
 // HistorySource is a Slurm cluster's accounting history (slurmdbd).
 // RESTHistory reads it through slurmrestd (/slurmdb/v0.0.38/jobs and the
-// data_parser versions), SacctHistory through the sacct command.
+// data_parser versions), SacctHistory through the sacct command. slurmdbd
+// keeps no job deadlines (22.05, see sacctJob), so neither sets
+// Job.Deadline; a sync never erases one stored from slurmctld.
 type HistorySource interface {
 	// FinishedJobs returns the cluster's jobs that ended in [since, until).
 	// It may return more (jobs still running, jobs that ended just outside

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 )
@@ -127,4 +128,99 @@ func testSyncHistoryLab(t *testing.T, via string) {
 	if err != nil || !ok || !wm.Equal(later.UTC().Truncate(time.Second)) {
 		t.Errorf("watermark = %v, %v, %v; want %v", wm, ok, err, later.UTC().Truncate(time.Second))
 	}
+}
+
+// TestSyncHistory_LabKeepsDeadline runs a job with sbatch --deadline on the
+// lab and records it as serve does, read from slurmctld through slurmrestd
+// with its deadline; then it pulls slurmdbd's history, through sacct and
+// through slurmrestd. slurmdbd's record of the job has no deadline and
+// lands on the same row (same key), which keeps the deadline.
+func TestSyncHistory_LabKeepsDeadline(t *testing.T) {
+	for _, via := range []string{"sacct", "slurmrestd"} {
+		t.Run(via, func(t *testing.T) { testSyncHistoryLabKeepsDeadline(t, via) })
+	}
+}
+
+func testSyncHistoryLabKeepsDeadline(t *testing.T, via string) {
+	e := lab.Get(t)
+	src := labHistory(t, e, via)
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tag := "fwdeadline-" + hex.EncodeToString(rnd[:])
+	began := time.Now().Add(-2 * time.Second).Truncate(time.Second)
+
+	id := e.Submit(t, "alice", "-J", tag, "-p", e.Partition, "--deadline=now+3hours", "-t", "5", "--wrap", "sleep 1")
+	e.WaitState(t, id, 3*time.Minute, "COMPLETED")
+
+	// What serve records: the finished job as slurmctld reports it.
+	c, err := slurmctl.New(ctx, slurmctl.Config{URL: e.RESTURL, User: e.RESTUser, Token: slurmctl.FileToken(e.TokenFile)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := c.ListJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromCtld policy.Job
+	for _, j := range listed {
+		if j.ID == id {
+			fromCtld = j.Job
+		}
+	}
+	if fromCtld.ID != id || !fromCtld.State.Finished() || fromCtld.Deadline.IsZero() {
+		t.Fatalf("slurmctld reports job %d as %+v; want it finished, with a deadline", id, fromCtld)
+	}
+	if sum, err := store.RecordFinished(ctx, "slurmctld", []policy.Job{fromCtld}); err != nil || sum.Inserted != 1 {
+		t.Fatalf("record from slurmctld: %+v, %v; want 1 inserted", sum, err)
+	}
+
+	// Wait until slurmdbd's window query returns the job, then sync.
+	until := time.Now().Add(time.Second).Truncate(time.Second)
+	var fromDBD policy.Job
+	for deadline := time.Now().Add(30 * time.Second); fromDBD.ID == 0; time.Sleep(time.Second) {
+		jobs, err := src.FinishedJobs(ctx, began, until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.ID == id {
+				fromDBD = j
+			}
+		}
+		if fromDBD.ID == 0 && time.Now().After(deadline) {
+			t.Fatalf("slurmdbd did not return job %d for [%v, %v)", id, began, until)
+		}
+	}
+	if !fromDBD.Deadline.IsZero() {
+		t.Errorf("job %d from slurmdbd via %s has deadline %v: read it in sacctJob", id, via, fromDBD.Deadline)
+	}
+	if _, _, _, err := store.SyncHistory(ctx, src, accounting.SyncOptions{Cluster: e.Cluster, Initial: began, Now: until}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = $1 AND job_id = $2`, e.Cluster, id); n != 1 {
+		t.Fatalf("%d rows for job %d after the sync, want 1: slurmctld's and slurmdbd's records have different keys", n, id)
+	}
+	jobs, err := store.FinishedJobs(ctx, e.Cluster, began, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got policy.Job
+	for _, j := range jobs {
+		if j.ID == id {
+			got = j
+		}
+	}
+	// slurmdbd's record, with the deadline only slurmctld knew.
+	want := fromDBD
+	want.Deadline = fromCtld.Deadline
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("job %d after the sync (-want +loaded):\n%s", id, diff)
+	}
+	var source string
+	if err := pool.QueryRow(ctx, `SELECT source FROM job WHERE cluster = $1 AND job_id = $2`, e.Cluster, id).Scan(&source); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("job %d: deadline %v kept; row last written by %s", id, got.Deadline, source)
 }

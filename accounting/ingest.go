@@ -93,7 +93,7 @@ func validate(j *policy.Job) error {
 	case j.TimeLimit < 0:
 		return bad("negative time limit %s", j.TimeLimit)
 	}
-	for _, t := range []time.Time{j.Submit, j.Eligible, j.Start, j.End} {
+	for _, t := range []time.Time{j.Submit, j.Eligible, j.Start, j.End, j.Deadline} {
 		if !t.IsZero() && (t.Year() < 1900 || t.Year() > 9999) {
 			return bad("time %s out of range", t.Format(time.RFC3339))
 		}
@@ -108,7 +108,7 @@ const stageTable = "fairway_stage_job"
 // wins.
 var stageColumns = []string{"seq", "cluster", "job_id", "array_task", "submit_time", "array_job_id", "het_job",
 	"user_name", "account", "partition", "qos", "name", "eligible_time", "start_time", "end_time", "time_limit_s",
-	"nodes", "cpus", "memory_mb", "gpus", "gpu_type", "shards", "state", "exit_code"}
+	"nodes", "cpus", "memory_mb", "gpus", "gpu_type", "shards", "state", "exit_code", "deadline"}
 
 // directColumns are the columns copied straight into job.
 var directColumns = append(append([]string(nil), stageColumns[1:]...), "source")
@@ -119,16 +119,24 @@ var (
 	jobData = stageColumns[5:]
 )
 
+// keepKnown are the columns some sources cannot fill: a merged row with
+// NULL there keeps the stored value. The deadline is known to slurmctld
+// (the jobs serve saw finish) and to the Philly-MIX trace, never to
+// slurmdbd or sacct (see sacctJob), which later re-import the same jobs.
+// The price: re-importing cannot clear a stored deadline.
+var keepKnown = map[string]bool{"deadline": true}
+
 const createStage = `CREATE TEMP TABLE IF NOT EXISTS ` + stageTable + ` (
 	seq bigint, cluster text, job_id bigint, array_task integer, submit_time timestamptz,
 	array_job_id bigint, het_job boolean, user_name text, account text, partition text, qos text, name text,
 	eligible_time timestamptz, start_time timestamptz, end_time timestamptz, time_limit_s bigint,
 	nodes integer, cpus integer, memory_mb bigint, gpus integer, gpu_type text, shards integer,
-	state text, exit_code integer)`
+	state text, exit_code integer, deadline timestamptz)`
 
 // mergeSQL merges the staging relation from into job in one MERGE. A row
 // whose values did not change is not touched (no new row version,
-// updated_at kept), so re-importing leaves the table identical. MERGE
+// updated_at kept), so re-importing leaves the table identical; a NULL in
+// a keepKnown column keeps the stored value and is no change. MERGE
 // rather than INSERT ... ON CONFLICT: speculative insertion writes an
 // extra WAL record per row and, on this server, made bulk ingest 2.4 times
 // slower (docs/BENCHMARKS.md). MERGE does not guard against a concurrent
@@ -141,9 +149,13 @@ func mergeSQL(from string) string {
 		on = append(on, "j."+c+" = s."+c)
 	}
 	for _, c := range jobData {
-		set = append(set, c+" = s."+c)
+		v := "s." + c
+		if keepKnown[c] {
+			v = "COALESCE(s." + c + ", j." + c + ")"
+		}
+		set = append(set, c+" = "+v)
 		old = append(old, "j."+c)
-		neu = append(neu, "s."+c)
+		neu = append(neu, v)
 	}
 	for _, c := range stageColumns[1:] {
 		vals = append(vals, "s."+c)
@@ -661,6 +673,7 @@ func (c *copySource) fill(j *policy.Job) {
 	v[21] = int32(j.Shards)
 	v[22] = j.State.String()
 	v[23] = int32(j.ExitCode)
+	v[24] = timeOrNil(j.Deadline)
 }
 
 // track notes the month, spans and key of a job.

@@ -112,6 +112,16 @@ func restErrors(raw json.RawMessage) []string {
 }
 
 // sacctJob is the part of a dbv0.0.38 job object Fairway reads.
+//
+// It has no deadline, and neither has any other history source: slurmdbd
+// does not store a job's deadline (sbatch --deadline). On Slurm 22.05 its
+// job table has no such column, the dbv0.0.38_job schema (slurmrestd's
+// /slurmdb/v0.0.38/jobs, `sacct --json`) has no such field, and `sacct
+// --helpformat` lists none (its SubmitLine holds a --deadline given on the
+// command line but not one from #SBATCH lines, and is not in the JSON).
+// Jobs from slurmdbd therefore carry a zero
+// Deadline, and Import keeps a deadline stored earlier (by serve, from
+// slurmctld) when they are merged over it (see keepKnown).
 type sacctJob struct {
 	Account string `json:"account"`
 	Cluster string `json:"cluster"`

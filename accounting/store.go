@@ -191,23 +191,23 @@ func (s *Store) FinishedJobs(ctx context.Context, cluster string, since, until t
 
 const jobColumnList = `cluster, job_id, array_job_id, array_task, het_job, user_name, account, partition, qos, name,
 	submit_time, eligible_time, start_time, end_time, time_limit_s, nodes, cpus, memory_mb, gpus, gpu_type, shards,
-	state, exit_code`
+	state, exit_code, deadline`
 
 func scanJob(r pgx.CollectableRow) (policy.Job, error) {
 	var (
-		j                policy.Job
-		elig, start, end *time.Time
-		limit            *int64
-		state            string
+		j                          policy.Job
+		elig, start, end, deadline *time.Time
+		limit                      *int64
+		state                      string
 	)
 	err := r.Scan(&j.Cluster, &j.ID, &j.ArrayJob, &j.ArrayTask, &j.HetJob, &j.User, &j.Account, &j.Partition, &j.QOS, &j.Name,
 		&j.Submit, &elig, &start, &end, &limit, &j.Nodes, &j.CPUs, &j.MemoryMB, &j.GPUs, &j.GPUType, &j.Shards,
-		&state, &j.ExitCode)
+		&state, &j.ExitCode, &deadline)
 	if err != nil {
 		return j, err
 	}
 	j.Submit = j.Submit.UTC()
-	j.Eligible, j.Start, j.End = utcOrZero(elig), utcOrZero(start), utcOrZero(end)
+	j.Eligible, j.Start, j.End, j.Deadline = utcOrZero(elig), utcOrZero(start), utcOrZero(end), utcOrZero(deadline)
 	if limit != nil {
 		j.TimeLimit = time.Duration(*limit) * time.Second
 	}

@@ -332,6 +332,198 @@ func TestImport_UpdateAndDuplicates(t *testing.T) {
 	}
 }
 
+// onePass hides Rewind: Import stages the input and inserts with MERGE
+// instead of copying it straight into job.
+type onePass struct{ accounting.Source }
+
+// loadByKey loads every finished job of cluster, keyed by job id and array
+// task.
+func loadByKey(t *testing.T, store *accounting.Store, cluster string) map[[2]int64]policy.Job {
+	t.Helper()
+	jobs, err := store.FinishedJobs(context.Background(), cluster, time.Unix(0, 0), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[[2]int64]policy.Job{}
+	for _, j := range jobs {
+		out[[2]int64{j.ID, int64(j.ArrayTask)}] = j
+	}
+	return out
+}
+
+func byKey(jobs []policy.Job) map[[2]int64]policy.Job {
+	out := map[[2]int64]policy.Job{}
+	for _, j := range jobs {
+		out[[2]int64{j.ID, int64(j.ArrayTask)}] = j
+	}
+	return out
+}
+
+// TestImport_Deadline follows deadlines through the database the way serve
+// and the history sync meet them: serve records the jobs it saw finish
+// from slurmctld, which knows their deadlines, on either import path; the
+// slurmdbd history, which has none (the captured /slurmdb/v0.0.38/jobs
+// answer), is merged over them later and must keep them; a source that
+// does know a deadline still replaces it.
+func TestImport_Deadline(t *testing.T) {
+	body, err := os.ReadFile(dbjobsFixture)
+	if err != nil {
+		t.Fatalf("fixture: %v (capture it with make record)", err)
+	}
+	// Should a recapture bring deadlines, sacctJob has to read them.
+	for name, path := range map[string]string{"slurmrestd": dbjobsFixture, "sacct": sacctFixture} {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, []byte(`"deadline"`)) {
+			t.Errorf("%s: the %s history now carries deadlines; read them in sacctJob", path, name)
+		}
+	}
+	doc, err := accounting.ParseSacctJSON("dbjobs", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromDB []policy.Job // what slurmdbd says of the finished jobs
+	var lo, hi time.Time
+	for _, j := range doc.Jobs {
+		if !j.State.Finished() {
+			continue
+		}
+		fromDB = append(fromDB, j)
+		if lo.IsZero() || j.End.Before(lo) {
+			lo = j.End
+		}
+		if j.End.After(hi) {
+			hi = j.End
+		}
+	}
+	if len(fromDB) != 4 {
+		t.Fatalf("fixture has %d finished jobs, want 4", len(fromDB))
+	}
+	for _, tc := range []struct {
+		name   string
+		src    func([]policy.Job) accounting.Source
+		phases []string
+	}{
+		{"two pass", func(js []policy.Job) accounting.Source { return accounting.NewJobsSource(js, nil, 0) },
+			[]string{"check", "copy", "commit"}},
+		{"one pass", func(js []policy.Job) accounting.Source { return onePass{accounting.NewJobsSource(js, nil, 0)} },
+			[]string{"copy", "merge", "commit"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, pool := freshStore(t)
+			ctx := context.Background()
+
+			// Serve records the jobs from slurmctld: two with a deadline,
+			// one of which slurmctld names differently from slurmdbd (so
+			// the sync below updates that row), and two without.
+			recorded := append([]policy.Job(nil), fromDB...)
+			recorded[0].Deadline = recorded[0].Submit.Add(3 * time.Hour)
+			recorded[1].Deadline = recorded[1].Submit.Add(90 * time.Minute)
+			recorded[1].Name = "renamed-in-slurmctld"
+			var phases []string
+			sum, err := store.Import(ctx, tc.src(recorded), accounting.ImportOptions{Source: "slurmctld",
+				Phase: func(p string) { phases = append(phases, p) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(accounting.Summary{Read: 4, Inserted: 4}, sum); diff != "" {
+				t.Errorf("record from slurmctld (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.phases, phases); diff != "" {
+				t.Errorf("import path (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(byKey(recorded), loadByKey(t, store, "fairwaylab")); diff != "" {
+				t.Errorf("jobs loaded after recording (-recorded +loaded):\n%s", diff)
+			}
+			// No deadline is NULL, not some zero instant.
+			if n := countRows(t, pool, `SELECT count(*) FROM job WHERE deadline IS NULL`); n != 2 {
+				t.Errorf("%d rows with a NULL deadline, want 2", n)
+			}
+
+			// The slurmdbd history of the same jobs has no deadlines.
+			h := &accounting.RESTHistory{Client: &fakeSlurmdb{body: body}, Cluster: "fairwaylab"}
+			sum, _, _, err = store.SyncHistory(ctx, h, accounting.SyncOptions{Cluster: "fairwaylab", Initial: lo, Now: hi.Add(time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Only the renamed job changed; a deadline slurmdbd does not
+			// know is no change.
+			if diff := cmp.Diff(accounting.Summary{Read: 4, Updated: 1, Unchanged: 3}, sum); diff != "" {
+				t.Errorf("sync from slurmdbd (-want +got):\n%s", diff)
+			}
+			want := append([]policy.Job(nil), recorded...)
+			want[1].Name = fromDB[1].Name
+			if diff := cmp.Diff(byKey(want), loadByKey(t, store, "fairwaylab")); diff != "" {
+				t.Errorf("jobs loaded after the slurmdbd sync (-want +loaded):\n%s", diff)
+			}
+			var source string
+			if err := pool.QueryRow(ctx, `SELECT source FROM job WHERE job_id = $1 AND array_task = $2`,
+				want[1].ID, want[1].ArrayTask).Scan(&source); err != nil || source != "slurmdbd" {
+				t.Errorf("job %d source %q (%v), want slurmdbd", want[1].ID, source, err)
+			}
+
+			// A later source that knows a deadline replaces the stored one.
+			moved := want[0]
+			moved.Deadline = moved.Deadline.Add(time.Hour)
+			sum, err = store.RecordFinished(ctx, "slurmctld", []policy.Job{moved})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(accounting.Summary{Read: 1, Updated: 1}, sum); diff != "" {
+				t.Errorf("record a moved deadline (-want +got):\n%s", diff)
+			}
+			want[0] = moved
+			if diff := cmp.Diff(byKey(want), loadByKey(t, store, "fairwaylab")); diff != "" {
+				t.Errorf("jobs loaded after moving a deadline (-want +loaded):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestImport_PhillyDeadlines imports the head of the Philly-MIX trace,
+// whose strict jobs have deadlines: every job loads back with the deadline
+// the trace reader gave it, none where it gave none.
+func TestImport_PhillyDeadlines(t *testing.T) {
+	store, _ := freshStore(t)
+	data := traceHead(t, "Philly-MIX1.csv.gz", 2001)
+	tr, err := trace.ReadAll(bytes.NewReader(data), trace.PhillyMIX, trace.Options{Name: "philly.csv", Cluster: "philly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]time.Time{}
+	with := 0
+	for _, j := range tr.Jobs {
+		want[j.ID] = j.Deadline
+		if !j.Deadline.IsZero() {
+			with++
+		}
+	}
+	if with == 0 || with == len(tr.Jobs) {
+		t.Fatalf("%d of %d trace jobs have a deadline; want some with and some without", with, len(tr.Jobs))
+	}
+	src, err := accounting.NewTraceSource(bytes.NewReader(data), trace.PhillyMIX, "philly.csv", "philly", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := store.Import(context.Background(), src, accounting.ImportOptions{Source: string(trace.PhillyMIX)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Inserted != len(tr.Jobs) {
+		t.Fatalf("import: %+v, want %d inserted", sum, len(tr.Jobs))
+	}
+	got := map[int64]time.Time{}
+	for k, j := range loadByKey(t, store, "philly") {
+		got[k[0]] = j.Deadline
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deadlines (-trace +loaded):\n%s", diff)
+	}
+	t.Logf("%d jobs, %d with a deadline", len(tr.Jobs), with)
+}
+
 // TestImport_InvalidJobs: a job that cannot be keyed fails the import with
 // its location, or is counted under SkipBad; RecordFinished never fails on
 // one.

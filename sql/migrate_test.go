@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/sql"
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -142,5 +143,61 @@ func TestUp_FailedMigrationLeavesNothing(t *testing.T) {
 	}
 	if n != 0 {
 		t.Fatalf("table cluster exists after migration 1 failed: the migration was not atomic")
+	}
+}
+
+// TestUp_JobDeadlineOnStoredJobs upgrades a database that has schema 2 and
+// stored jobs in a monthly partition: 0003 alone applies, and the job table
+// and its existing partition gain a nullable deadline, NULL for the jobs
+// already there. Schema 2 is made by migrating fully and taking 0003 back
+// out by hand, since the migrator only goes forward.
+func TestUp_JobDeadlineOnStoredJobs(t *testing.T) {
+	conn := freshDB(t)
+	ctx := context.Background()
+	if _, err := sql.Up(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`ALTER TABLE job DROP COLUMN deadline`,
+		`DELETE FROM fairway_schema WHERE version = 3`,
+		`SELECT fairway_ensure_month('job', '2026-10-05T00:00:00Z')`,
+		`INSERT INTO job (cluster, job_id, submit_time, state, source) VALUES ('c', 1, '2026-10-05T00:00:00Z', 'COMPLETED', 'test')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	done, err := sql.Up(ctx, conn)
+	if err != nil {
+		t.Fatalf("Up from schema 2: %v", err)
+	}
+	if len(done) != 1 || done[0].Version != 3 || done[0].Name != "job_deadline" {
+		t.Fatalf("Up from schema 2 applied %+v, want 0003_job_deadline alone", done)
+	}
+	// The column, on the parent and on the partition that existed before.
+	rows, err := conn.Query(ctx, `SELECT c.relname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+		WHERE c.relname IN ('job', 'job_p202610') AND a.attname = 'deadline' AND NOT a.attisdropped ORDER BY c.relname`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type column struct {
+		Table, Type string
+		NotNull     bool
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[column])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []column{{"job", "timestamp with time zone", false}, {"job_p202610", "timestamp with time zone", false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deadline columns (-want +got):\n%s", diff)
+	}
+	var n, nulls int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE deadline IS NULL) FROM job`).Scan(&n, &nulls); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || nulls != 1 {
+		t.Errorf("after 0003: %d jobs, %d with a NULL deadline; want the one stored job, NULL", n, nulls)
 	}
 }

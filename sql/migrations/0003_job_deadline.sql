@@ -1,0 +1,11 @@
+-- 0003_job_deadline: a job's deadline (sbatch --deadline: Slurm removes the
+-- job if it cannot end by then), which the fairway run-time predictor reads.
+-- NULL when the job has none or the source cannot say: slurmdbd, and so
+-- sacct and slurmrestd's /slurmdb paths, do not record deadlines (22.05);
+-- slurmctld (jobs serve saw finish) and the Philly-MIX trace do. Ingest
+-- therefore never replaces a known deadline with NULL.
+--
+-- Nullable without a default: adding the column changes only the catalog,
+-- on the partitioned parent and every existing monthly partition alike, and
+-- rewrites no row.
+ALTER TABLE job ADD COLUMN deadline timestamptz;
