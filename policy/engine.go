@@ -87,11 +87,14 @@ type Engine struct {
 	cache     map[int64]*enginePred
 	userGen   map[string]uint64
 	charged   map[int64]time.Time // running jobs charged up to this instant
+	running   *runningIndex       // committed service of the running jobs
 
 	// batch and preds are the cycle's jobs due a prediction and their
-	// predictions, reused from cycle to cycle.
-	batch []*Job
-	preds []Prediction
+	// predictions, reused from cycle to cycle. runningDue is set when a
+	// running job is in the batch.
+	batch      []*Job
+	preds      []Prediction
+	runningDue bool
 
 	now       time.Time
 	started   bool
@@ -133,6 +136,7 @@ func NewEngine(p EngineParams) (*Engine, error) {
 		cache:     map[int64]*enginePred{},
 		userGen:   map[string]uint64{},
 		charged:   map[int64]time.Time{},
+		running:   newRunningIndex(),
 	}, nil
 }
 
@@ -167,7 +171,8 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		}
 		delete(e.charged, j.ID)
 	}
-	if !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery {
+	sweep := !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery
+	if sweep {
 		for i := range o.Running {
 			j := &o.Running[i]
 			if j.Start.IsZero() {
@@ -204,6 +209,7 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	e.ledger.Backlog(o.Pending, e.p.Shares)
 
 	// 4. Predict.
+	e.runningDue = false
 	if e.p.Predictor != nil {
 		e.batch = e.batch[:0]
 		for i := range o.Pending {
@@ -225,7 +231,10 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		e.sweepCache(len(o.Pending) + len(o.Running))
 	}
 
-	// 5. Rank.
+	// 5. Rank, with the running jobs' committed service brought up to
+	// date: their attained service changed if the sweep charged them,
+	// their predictions if any was in the batch.
+	e.running.update(o, sweep || e.runningDue, e.predicted, e.ledger, svc)
 	e.snap = Snapshot{
 		Now:       o.Now,
 		Pending:   o.Pending,
@@ -237,7 +246,11 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		Service:   svc,
 		GPUs:      e.p.GPUs,
 	}
+	if e.running.ok {
+		e.snap.running = e.running
+	}
 	scores, err := e.p.Policy.Rank(&e.snap)
+	e.snap.running = nil // the index follows the Engine, not the Snapshot
 	if err != nil {
 		return nil, nil, fmt.Errorf("rank: %w", err)
 	}
@@ -263,6 +276,7 @@ func (e *Engine) due(j *Job, pending bool) {
 	} else {
 		e.cache[j.ID] = &enginePred{gen: e.userGen[j.User], at: e.now, seen: e.cycle}
 	}
+	e.runningDue = e.runningDue || !pending
 	e.batch = append(e.batch, j)
 }
 

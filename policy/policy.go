@@ -51,6 +51,11 @@ type Snapshot struct {
 	// GPU-equivalents as Service (total GPUs of the partitions ranked).
 	// Zero means unknown; themis then assumes no contention.
 	GPUs float64
+
+	// running is the Engine's index of the running jobs, set only while
+	// the Engine's own Rank call runs (see runningIndex); nil otherwise,
+	// and then policies compute from the fields above.
+	running *runningIndex
 }
 
 // Score is one pending job's place in a ranking. Higher Value runs first.

@@ -21,7 +21,14 @@ var ErrBadScore = errors.New("score is not a number")
 // predictedRun is the run time a policy assumes for j: the prediction in
 // the snapshot, else the job's time limit, else UnknownRun.
 func predictedRun(s *Snapshot, j *Job) time.Duration {
-	if d, ok := s.Predicted[j.ID]; ok {
+	d, ok := s.Predicted[j.ID]
+	return predictedRunOf(j, d, ok)
+}
+
+// predictedRunOf is predictedRun for a prediction d already looked up (ok
+// when there is one).
+func predictedRunOf(j *Job, d time.Duration, ok bool) time.Duration {
+	if ok {
 		return max(d, 0)
 	}
 	if j.TimeLimit > 0 {

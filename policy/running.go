@@ -1,0 +1,225 @@
+package policy
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// runningIndex is the Engine's record of the running jobs, carried from
+// cycle to cycle so that a policy need not visit every running job at every
+// cycle. It holds, per association and per account, the committed service of
+// their running jobs (what vtc and fair-qssf add to the VTC counters, see
+// vtc): Σ max(0, predicted service − attained), summed in job id order.
+//
+// A job's committed service changes only when the job starts or stops, when
+// it is charged (the Engine's sweep, every ChargeEvery) or when its
+// prediction changes, so between two sweeps a cycle only finds the jobs that
+// started or stopped and re-sums the associations and accounts they touch;
+// the sums are bit-identical to the ones computeVTC makes from the Snapshot
+// (the same terms, added in the same order). The Engine hands the index to
+// its policy through Snapshot.running for the duration of the Rank call
+// only: a Snapshot copied or modified later is ranked from its own fields.
+type runningIndex struct {
+	jobs     map[int64]*runRec
+	assocs   map[Assoc]*runSum
+	accounts map[string]*runSum
+
+	order []*runRec // the running jobs of the last update, in Running order
+	next  []*runRec // scratch for update
+	dirty []*runSum // sums to add up again
+	cycle uint64    // update calls, to mark who was seen in this one
+	ok    bool      // the last update indexed every running job
+}
+
+// runRec is one running job.
+type runRec struct {
+	id            int64
+	user, account string
+	assoc, acct   *runSum
+	pred          time.Duration // Snapshot.Predicted, when hasPred
+	hasPred       bool
+	attained      float64 // Ledger.Attained
+	committed     float64 // max(0, predicted service − attained)
+	seen          uint64
+	gone          bool
+}
+
+// runSum is the committed service of one association's or account's
+// running jobs.
+type runSum struct {
+	jobs  []*runRec // in id order
+	sum   float64   // the jobs' committed service, added in id order
+	dirty bool
+}
+
+func newRunningIndex() *runningIndex {
+	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}}
+}
+
+// update brings the index to o.Running, after the Engine has charged,
+// finished and predicted for the cycle. refresh re-reads every job's
+// prediction and attained service (the Engine charged every running job);
+// otherwise they are read only for the jobs that are new to the index, since
+// the Engine changes them for no other running job between two sweeps.
+func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
+	x.cycle++
+	x.ok = true
+	for i := range o.Stopped {
+		if r := x.jobs[o.Stopped[i].ID]; r != nil {
+			x.remove(r)
+		}
+	}
+	// Match o.Running against the previous order: the simulator appends
+	// the jobs it starts and deletes those that stop, so a walk in step
+	// finds nearly every job without a lookup. Jobs out of step are looked
+	// up by id.
+	prev, p := x.order, 0
+	next := x.next[:0]
+	for i := range o.Running {
+		j := &o.Running[i]
+		for p < len(prev) && (prev[p].gone || prev[p].seen == x.cycle) {
+			p++
+		}
+		var r *runRec
+		if p < len(prev) && prev[p].id == j.ID {
+			r = prev[p]
+			p++
+		} else {
+			r = x.jobs[j.ID]
+		}
+		fresh := refresh
+		switch {
+		case r == nil:
+			r = &runRec{id: j.ID}
+			x.jobs[j.ID] = r
+			fresh = true
+		case r.seen == x.cycle:
+			x.ok = false // a job id twice: let policies read the Snapshot
+			continue
+		}
+		r.seen = x.cycle
+		if r.assoc == nil || r.user != j.User || r.account != j.Account {
+			x.detach(r)
+			r.user, r.account = j.User, j.Account
+			r.assoc = sumOf(x.assocs, Assoc{Account: j.Account, User: j.User})
+			r.acct = sumOf(x.accounts, j.Account)
+			x.joinSum(r.assoc, r)
+			x.joinSum(r.acct, r)
+		}
+		if fresh {
+			r.pred, r.hasPred = predicted[j.ID]
+			r.attained = l.Attained(j.ID)
+		}
+		// Exactly sumCommitted's term, from the same values.
+		c := committedService(svc, j, r.pred, r.hasPred, r.attained)
+		if math.Float64bits(c) != math.Float64bits(r.committed) {
+			r.committed = c
+			x.markDirty(r.assoc)
+			x.markDirty(r.acct)
+		}
+		next = append(next, r)
+	}
+	// Jobs of the previous order not seen now left without being listed
+	// as stopped.
+	for _, r := range prev {
+		if !r.gone && r.seen != x.cycle {
+			x.remove(r)
+		}
+	}
+	clear(prev) // keep no pointer to a record that left
+	x.order, x.next = next, prev[:0]
+
+	for _, s := range x.dirty {
+		s.dirty = false
+		s.sum = 0
+		for _, r := range s.jobs {
+			s.sum += r.committed
+		}
+	}
+	x.dirty = x.dirty[:0]
+}
+
+// detach takes r out of the sums of its association and account.
+func (x *runningIndex) detach(r *runRec) {
+	if r.assoc == nil {
+		return
+	}
+	leaveSum(x.assocs, Assoc{Account: r.account, User: r.user}, r)
+	leaveSum(x.accounts, r.account, r)
+	x.markDirty(r.assoc)
+	x.markDirty(r.acct)
+	r.assoc, r.acct = nil, nil
+}
+
+// remove forgets a job that stopped running.
+func (x *runningIndex) remove(r *runRec) {
+	x.detach(r)
+	delete(x.jobs, r.id)
+	r.gone = true
+}
+
+func (x *runningIndex) markDirty(s *runSum) {
+	if !s.dirty {
+		s.dirty = true
+		x.dirty = append(x.dirty, s)
+	}
+}
+
+// joinSum adds r, in id order, to the sum of key in m, creating it.
+func (x *runningIndex) joinSum(s *runSum, r *runRec) {
+	i, _ := slices.BinarySearchFunc(s.jobs, r.id, func(e *runRec, id int64) int { return cmpInt64(e.id, id) })
+	s.jobs = slices.Insert(s.jobs, i, r)
+	x.markDirty(s)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sumOf returns the sum of key in m, creating it.
+func sumOf[K comparable](m map[K]*runSum, key K) *runSum {
+	s := m[key]
+	if s == nil {
+		s = &runSum{}
+		m[key] = s
+	}
+	return s
+}
+
+// leaveSum takes r out of the sum of key in m, and the sum out of m once it
+// is empty.
+func leaveSum[K comparable](m map[K]*runSum, key K, r *runRec) {
+	s := m[key]
+	if s == nil {
+		return
+	}
+	if i := slices.Index(s.jobs, r); i >= 0 {
+		s.jobs = slices.Delete(s.jobs, i, i+1)
+	}
+	if len(s.jobs) == 0 {
+		delete(m, key)
+	}
+}
+
+// committedUser and committedAccount are the committed service of the
+// running jobs of an association and of an account.
+func (x *runningIndex) committedUser(a Assoc) float64 {
+	if s := x.assocs[a]; s != nil {
+		return s.sum
+	}
+	return 0
+}
+
+func (x *runningIndex) committedAccount(name string) float64 {
+	if s := x.accounts[name]; s != nil {
+		return s.sum
+	}
+	return 0
+}

@@ -1,0 +1,136 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+)
+
+// enChurn drives an Engine through n cycles of a random queue: jobs arrive,
+// start, finish, are requeued, stop without being reported, change account,
+// appear twice, and the running list is sometimes shuffled, the way the
+// runningIndex must follow them. After each cycle, check gets the cycle's
+// ranking and the Snapshot.
+func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s *Snapshot, ranking []Score)) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
+	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
+	accounts := []string{"a", "b", "c"}
+	var pending, running []Job
+	nextID := int64(1)
+	for c := range n {
+		now := rkAt(float64(c) * 2)
+		var stopped []Job
+		// Arrivals.
+		for range r.Intn(4) {
+			u := r.Intn(len(users))
+			j := Job{ID: nextID, User: users[u], Account: accounts[u%len(accounts)], GPUs: 1 + r.Intn(4),
+				Submit: now, State: StatePending, Name: fmt.Sprint("n", r.Intn(3))}
+			if r.Intn(4) > 0 {
+				j.TimeLimit = time.Duration(10+r.Intn(120)) * time.Minute
+			}
+			nextID++
+			pending = append(pending, j)
+		}
+		// Finishes, requeues and silent disappearances.
+		for i := 0; i < len(running); {
+			j := running[i]
+			switch x := r.Intn(20); {
+			case x < 3 && now.After(j.Start): // finished
+				j.End, j.State = now, StateCompleted
+				stopped = append(stopped, j)
+			case x == 3 && now.After(j.Start): // requeued
+				j.End, j.State = now, StatePending
+				stopped = append(stopped, j)
+				j.Start, j.End = time.Time{}, time.Time{}
+				pending = append(pending, j)
+			case x == 4: // gone without a word
+			default:
+				if x == 5 { // moved to another account
+					running[i].Account = accounts[r.Intn(len(accounts))]
+				}
+				i++
+				continue
+			}
+			running = slices.Delete(running, i, i+1)
+		}
+		// Starts.
+		for range r.Intn(4) {
+			if len(pending) == 0 {
+				break
+			}
+			i := r.Intn(len(pending))
+			j := pending[i]
+			pending = slices.Delete(pending, i, i+1)
+			j.Start, j.State = now, StateRunning
+			running = append(running, j)
+		}
+		obsRunning := running
+		switch r.Intn(10) {
+		case 0: // another order
+			obsRunning = slices.Clone(running)
+			r.Shuffle(len(obsRunning), func(i, k int) { obsRunning[i], obsRunning[k] = obsRunning[k], obsRunning[i] })
+		case 1: // a job listed twice
+			if len(running) > 0 {
+				obsRunning = append(slices.Clone(running), running[r.Intn(len(running))])
+			}
+		}
+		s, ranking, err := e.Cycle(&Observation{Now: now, Pending: pending, Running: obsRunning, Stopped: stopped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c, s, ranking)
+	}
+}
+
+// TestEngine_RunningIndexMatchesSnapshot checks that the committed service
+// the Engine keeps from cycle to cycle ranks exactly as the same Snapshot
+// ranked from its own fields, at every cycle of a churning queue, with and
+// without a predictor and for every charging cadence.
+func TestEngine_RunningIndexMatchesSnapshot(t *testing.T) {
+	for _, name := range []string{"vtc", "fair-qssf"} {
+		for _, every := range []time.Duration{0, -1, 7 * time.Minute} {
+			for _, withPred := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/every=%v/predictor=%v", name, every, withPred), func(t *testing.T) {
+					var pred Predictor
+					if withPred {
+						pred = newEnFake()
+					}
+					e := enEngine(t, name, pred, every)
+					compared := 0
+					enChurn(t, e, 3, 600, func(c int, s *Snapshot, ranking []Score) {
+						if s.running != nil {
+							t.Fatalf("cycle %d: the Snapshot kept the Engine's index", c)
+						}
+						again, err := e.Policy().Rank(s)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if len(again) != len(ranking) {
+							t.Fatalf("cycle %d: %d scores, again %d", c, len(ranking), len(again))
+						}
+						for i := range ranking {
+							a, b := ranking[i], again[i]
+							if a.JobID != b.JobID || math.Float64bits(a.Value) != math.Float64bits(b.Value) ||
+								!slices.EqualFunc(a.Parts.values(), b.Parts.values(), sameBits) {
+								t.Fatalf("cycle %d, rank %d: engine %d %v %v, from the snapshot %d %v %v",
+									c, i, a.JobID, a.Value, a.Parts, b.JobID, b.Value, b.Parts)
+							}
+						}
+						if e.running.ok && len(s.Running) > 0 && len(ranking) > 0 {
+							compared++ // ranked with the index
+						}
+					})
+					if compared < 300 {
+						t.Fatalf("only %d cycles ranked running and pending jobs with the index: the test checks too little", compared)
+					}
+				})
+			}
+		}
+	}
+}
+
+func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
