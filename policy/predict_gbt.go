@@ -2,8 +2,9 @@ package policy
 
 import (
 	"math"
+	"runtime"
 	"slices"
-	"sort"
+	"sync"
 )
 
 // This file is a small gradient-boosted regression tree learner for the
@@ -23,6 +24,11 @@ import (
 //   - histogram split finding on at most gbtBins quantile bins per feature,
 //     as LightGBM does (Ke et al., NeurIPS 2017), with the smaller child's
 //     histogram built and the larger one's obtained by subtraction.
+//
+// Binning, histograms and the pass that adds a new tree to every sample's
+// prediction are shared among the cores (gbtParallel): each feature or
+// sample is handled by one goroutine, in the serial order, so a model is the
+// same to the bit on any number of cores.
 
 const gbtBins = 64
 
@@ -190,16 +196,17 @@ func (m *gbtModel) complete(depth int) {
 
 // gbtTrainer holds the scratch space of training, reused across retrains.
 type gbtTrainer struct {
-	cfg   gbtConfig
-	nf    int
-	cuts  [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
-	bins  []uint8     // n × nf, row-major
-	resid []float32
-	w     []float32 // per-sample weight of the current tree
-	f     []float32
-	rows  []int32
-	rng   uint64
-	hist  []histBin
+	cfg    gbtConfig
+	nf     int
+	cuts   [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
+	bins   []uint8     // n × nf, row-major
+	resid  []float32
+	w      []float32 // per-sample weight of the current tree
+	f      []float32
+	rows   []int32
+	rng    uint64
+	free   [][]histBin // histograms of finished nodes, for reuse
+	counts []int32     // countHistogram's scratch: per feature and bin, sign sum and count
 }
 
 type histBin struct {
@@ -221,6 +228,9 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 		panic("gbt: more than gbtMaxFeatures features")
 	}
 	n := len(y)
+	if t.nf != nf {
+		t.free = nil // histograms of another size
+	}
 	t.nf = nf
 	t.rng = 0x9e3779b97f4a7c15
 	t.buildBins(x, n, nf)
@@ -255,9 +265,11 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 		}
 		tree := t.growTree(x)
 		m.trees = append(m.trees, tree)
-		for i := 0; i < n; i++ {
-			t.f[i] += leafValue(tree, x[i*nf:(i+1)*nf])
-		}
+		gbtParallel(n, n*t.cfg.Depth, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				t.f[i] += leafValue(tree, x[i*nf:(i+1)*nf])
+			}
+		})
 	}
 	m.complete(t.cfg.Depth)
 	return m
@@ -280,38 +292,75 @@ func leafValue(tree []gbtNode, x []float32) float32 {
 
 // buildBins chooses quantile cut points per feature and bins every value.
 func (t *gbtTrainer) buildBins(x []float32, n, nf int) {
-	t.cuts = t.cuts[:0]
+	t.cuts = resize(t.cuts, nf)
 	step := max(n/4096, 1)
-	vals := make([]float32, 0, n/step+1)
-	for f := 0; f < nf; f++ {
-		vals = vals[:0]
-		for i := 0; i < n; i += step {
-			vals = append(vals, x[i*nf+f])
-		}
-		slices.Sort(vals)
-		var cuts []float32
-		for b := 1; b < gbtBins; b++ {
-			v := vals[b*len(vals)/gbtBins]
-			if len(cuts) == 0 || v > cuts[len(cuts)-1] {
-				cuts = append(cuts, v)
+	gbtParallel(nf, nf*(n/step+1)*12, func(f0, f1 int) {
+		vals := make([]float32, 0, n/step+1)
+		for f := f0; f < f1; f++ {
+			vals = vals[:0]
+			for i := 0; i < n; i += step {
+				vals = append(vals, x[i*nf+f])
 			}
+			slices.Sort(vals)
+			var cuts []float32
+			for b := 1; b < gbtBins; b++ {
+				v := vals[b*len(vals)/gbtBins]
+				if len(cuts) == 0 || v > cuts[len(cuts)-1] {
+					cuts = append(cuts, v)
+				}
+			}
+			if len(cuts) == 0 || cuts[len(cuts)-1] < vals[len(vals)-1] {
+				cuts = append(cuts, vals[len(vals)-1])
+			}
+			t.cuts[f] = cuts
 		}
-		if len(cuts) == 0 || cuts[len(cuts)-1] < vals[len(vals)-1] {
-			cuts = append(cuts, vals[len(vals)-1])
-		}
-		t.cuts = append(t.cuts, cuts)
-	}
+	})
 	t.bins = resize(t.bins, n*nf)
-	for i := 0; i < n; i++ {
-		for f := 0; f < nf; f++ {
-			c := t.cuts[f]
-			b := sort.Search(len(c), func(k int) bool { return x[i*nf+f] <= c[k] })
-			if b == len(c) {
-				b = len(c) - 1 // above every sampled value: the last bin
+	gbtParallel(n, n*nf*6, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for f := 0; f < nf; f++ {
+				t.bins[i*nf+f] = uint8(binOf(t.cuts[f], x[i*nf+f]))
 			}
-			t.bins[i*nf+f] = uint8(b)
+		}
+	})
+}
+
+// binOf is the bin of v among cuts: the first cut v is at most (sort.Search,
+// written out), the last bin for a value above every cut or NaN.
+func binOf(cuts []float32, v float32) int {
+	lo, hi := 0, len(cuts)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if !(v <= cuts[m]) {
+			lo = m + 1
+		} else {
+			hi = m
 		}
 	}
+	return min(lo, len(cuts)-1)
+}
+
+// gbtMinWork is roughly how many inner-loop steps make it worth starting
+// goroutines (a few microseconds of work each).
+const gbtMinWork = 1 << 15
+
+// gbtParallel calls fn on contiguous chunks covering [0, n), one chunk per
+// core when work (an estimate of the inner-loop steps of the whole range) is
+// worth it, else fn(0, n) on the caller's goroutine. fn must write only
+// what belongs to its indices.
+func gbtParallel(n, work int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n, work/gbtMinWork)
+	if workers <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := chunk; lo < n; lo += chunk {
+		wg.Go(func() { fn(lo, min(lo+chunk, n)) })
+	}
+	fn(0, min(chunk, n))
+	wg.Wait()
 }
 
 // growTree grows one tree on t.rows, fitting sign(resid) with squared-error
@@ -332,6 +381,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		rows := t.rows[o.lo:o.hi]
 		if o.depth >= t.cfg.Depth || len(rows) < 2*t.cfg.MinLeaf {
 			tree[o.node].value = t.leaf(rows)
+			t.release(o.hist)
 			continue
 		}
 		if o.hist == nil {
@@ -367,6 +417,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		}
 		if bestF < 0 {
 			tree[o.node].value = t.leaf(rows)
+			t.release(o.hist)
 			continue
 		}
 		// Partition rows: left are bin <= bestB.
@@ -399,35 +450,89 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 					big.hist[k].h -= small.hist[k].h
 					big.hist[k].n -= small.hist[k].n
 				}
+				o.hist = nil
 			}
 		}
+		t.release(o.hist)
 		stack = append(stack, lo, hi)
 	}
 	return tree
 }
 
-// histogram sums sign(resid) per feature and bin over rows.
+// histogram sums sign(resid) per feature and bin over rows. The features
+// are shared among the cores; each bin is summed in the order of rows.
 func (t *gbtTrainer) histogram(rows []int32) []histBin {
 	nf := t.nf
-	h := make([]histBin, nf*gbtBins)
-	for _, r := range rows {
-		w := float64(t.w[r])
-		g := 0.0
-		switch res := t.resid[r]; {
-		case res > 0:
-			g = w
-		case res < 0:
-			g = -w
-		}
-		b := t.bins[int(r)*nf : int(r)*nf+nf]
-		for f, bin := range b {
-			e := &h[f*gbtBins+int(bin)]
-			e.g += g
-			e.h += w
-			e.n++
-		}
+	var h []histBin
+	if k := len(t.free); k > 0 {
+		h, t.free = t.free[k-1], t.free[:k-1]
+		clear(h)
+	} else {
+		h = make([]histBin, nf*gbtBins)
 	}
+	if !t.cfg.ScaleWeighted {
+		t.countHistogram(rows, h)
+		return h
+	}
+	gbtParallel(nf, len(rows)*nf, func(f0, f1 int) {
+		for _, r := range rows {
+			w := float64(t.w[r])
+			g := 0.0
+			switch res := t.resid[r]; {
+			case res > 0:
+				g = w
+			case res < 0:
+				g = -w
+			}
+			b := t.bins[int(r)*nf+f0 : int(r)*nf+f1]
+			for k, bin := range b {
+				e := &h[(f0+k)*gbtBins+int(bin)]
+				e.g += g
+				e.h += w
+				e.n++
+			}
+		}
+	})
 	return h
+}
+
+// countHistogram is histogram when every weight is 1: the sums are then
+// counts, kept as int32 (an eighth of the memory the loop touches: it fits
+// the L1 cache) and converted once. Adding ±1s and 1s in float64 is exact,
+// so the result is the float loop's to the bit.
+func (t *gbtTrainer) countHistogram(rows []int32, h []histBin) {
+	nf := t.nf
+	t.counts = resize(t.counts, 2*nf*gbtBins)
+	gbtParallel(nf, len(rows)*nf, func(f0, f1 int) {
+		c := t.counts[2*f0*gbtBins : 2*f1*gbtBins]
+		clear(c)
+		for _, r := range rows {
+			g := int32(0)
+			switch res := t.resid[r]; {
+			case res > 0:
+				g = 1
+			case res < 0:
+				g = -1
+			}
+			b := t.bins[int(r)*nf+f0 : int(r)*nf+f1]
+			for k, bin := range b {
+				e := c[2*(k*gbtBins+int(bin)):]
+				e[0] += g
+				e[1]++
+			}
+		}
+		for k := f0 * gbtBins; k < f1*gbtBins; k++ {
+			g, n := t.counts[2*k], t.counts[2*k+1]
+			h[k] = histBin{g: float64(g), h: float64(n), n: n}
+		}
+	})
+}
+
+// release keeps a histogram no node needs any more for the next one.
+func (t *gbtTrainer) release(h []histBin) {
+	if h != nil {
+		t.free = append(t.free, h)
+	}
 }
 
 // leaf is Rate × the (weighted) median residual of rows.

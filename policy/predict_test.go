@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -307,6 +308,62 @@ func TestGBT_PredictMatchesTrees(t *testing.T) {
 			if got := m.predict(row); math.Float32bits(got) != math.Float32bits(want) {
 				t.Fatalf("trees=%d, row %d: predict %v, walking the trees %v", trees, i, got, want)
 			}
+		}
+	}
+}
+
+// TestGBT_TrainSameOnAnyCores checks that training shared among cores
+// (gbtParallel) gives the model serial training gives, to the bit, and that
+// a trainer reused for a retraining gives a fresh trainer's model.
+func TestGBT_TrainSameOnAnyCores(t *testing.T) {
+	const n, nf = 20000, 9 // enough rows for every step to go parallel
+	x := make([]float32, 0, n*nf)
+	y := make([]float32, 0, n)
+	s := uint64(11)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40) / float32(1<<24)
+	}
+	for i := 0; i < n; i++ {
+		for f := 0; f < nf; f++ {
+			x = append(x, rnd()*float32(f+1))
+		}
+		x[i*nf+2] = float32(i % 5) // few distinct values
+		y = append(y, x[i*nf]*3+x[i*nf+2]+rnd())
+	}
+	sameTrees := func(a, b *gbtModel) bool {
+		if math.Float32bits(a.base) != math.Float32bits(b.base) || len(a.trees) != len(b.trees) {
+			return false
+		}
+		for k := range a.trees {
+			if len(a.trees[k]) != len(b.trees[k]) {
+				return false
+			}
+			for i, na := range a.trees[k] {
+				nb := b.trees[k][i]
+				if na.feature != nb.feature || na.left != nb.left || na.right != nb.right ||
+					math.Float32bits(na.threshold) != math.Float32bits(nb.threshold) ||
+					math.Float32bits(na.value) != math.Float32bits(nb.value) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for _, weighted := range []bool{false, true} {
+		cfg := gbtConfig{Trees: 12, Depth: 5, Rate: 0.2, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: weighted}
+		procs := runtime.GOMAXPROCS(1)
+		serial := (&gbtTrainer{cfg: cfg}).train(x, y, nf)
+		runtime.GOMAXPROCS(4)
+		reused := &gbtTrainer{cfg: cfg}
+		reused.train(x[:n/2*nf], y[:n/2], nf)
+		parallel := reused.train(x, y, nf)
+		runtime.GOMAXPROCS(procs)
+		if len(serial.trees) != cfg.Trees || len(serial.trees[0]) < 7 {
+			t.Fatalf("weighted=%v: %d trees, the first of %d nodes: want %d full trees", weighted, len(serial.trees), len(serial.trees[0]), cfg.Trees)
+		}
+		if !sameTrees(serial, parallel) {
+			t.Errorf("weighted=%v: trained on 4 cores after another training, the model differs from serial training", weighted)
 		}
 	}
 }
