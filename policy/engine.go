@@ -17,7 +17,9 @@ type EngineParams struct {
 	Predictor Predictor
 	// Ledger configures the fairness state the engine owns.
 	Ledger LedgerParams
-	// Shares, Service and GPUs are copied into every Snapshot.
+	// Shares, Service and GPUs are copied into every Snapshot. The Engine
+	// keeps sums of Shares from cycle to cycle: the tree must not change
+	// while the Engine uses it.
 	Shares  *Shares
 	Service Service
 	GPUs    float64
@@ -88,6 +90,7 @@ type Engine struct {
 	userGen   map[string]uint64
 	charged   map[int64]time.Time // running jobs charged up to this instant
 	running   *runningIndex       // committed service of the running jobs
+	shareSums shareSumCache       // fairshare's sums of shares
 
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle. runningDue is set when a
@@ -234,7 +237,8 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	// 5. Rank, with the running jobs' committed service brought up to
 	// date: their attained service changed if the sweep charged them,
 	// their predictions if any was in the batch.
-	e.running.update(o, sweep || e.runningDue, e.predicted, e.ledger, svc)
+	e.running.update(o, sweep || e.runningDue, e.predicted, e.ledger, e.p.Shares, svc)
+	e.shareSums.refresh(e.ledger, e.p.Shares)
 	e.snap = Snapshot{
 		Now:       o.Now,
 		Pending:   o.Pending,
@@ -248,9 +252,13 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	}
 	if e.running.ok {
 		e.snap.running = e.running
+		if e.running.unknown == 0 {
+			e.snap.shareSums = &e.shareSums
+		}
 	}
 	scores, err := e.p.Policy.Rank(&e.snap)
-	e.snap.running = nil // the index follows the Engine, not the Snapshot
+	// What the Engine keeps follows the Engine, not the Snapshot.
+	e.snap.running, e.snap.shareSums = nil, nil
 	if err != nil {
 		return nil, nil, fmt.Errorf("rank: %w", err)
 	}

@@ -58,6 +58,7 @@ type Ledger struct {
 
 	assocs   map[Assoc]*assocUsage
 	accounts map[string]*accountUsage
+	keys     uint64  // associations and accounts added: the key sets change only when it does
 	total    float64 // root usage, scaled like assocUsage.usage
 	jobs     map[int64]*jobUsage
 
@@ -137,6 +138,7 @@ func (l *Ledger) assoc(a Assoc) *assocUsage {
 	if u == nil {
 		u = &assocUsage{}
 		l.assocs[a] = u
+		l.keys++
 	}
 	return u
 }
@@ -146,6 +148,7 @@ func (l *Ledger) account(name string) *accountUsage {
 	if u == nil {
 		u = &accountUsage{}
 		l.accounts[name] = u
+		l.keys++
 	}
 	return u
 }

@@ -52,10 +52,12 @@ type Snapshot struct {
 	// Zero means unknown; themis then assumes no contention.
 	GPUs float64
 
-	// running is the Engine's index of the running jobs, set only while
-	// the Engine's own Rank call runs (see runningIndex); nil otherwise,
-	// and then policies compute from the fields above.
-	running *runningIndex
+	// running and shareSums are what the Engine keeps from cycle to
+	// cycle (see runningIndex and shareSumCache), set only while the
+	// Engine's own Rank call runs; nil otherwise, and then policies
+	// compute from the fields above.
+	running   *runningIndex
+	shareSums *shareSumCache
 }
 
 // Score is one pending job's place in a ranking. Higher Value runs first.

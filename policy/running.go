@@ -30,6 +30,9 @@ type runningIndex struct {
 	dirty []*runSum // sums to add up again
 	cycle uint64    // update calls, to mark who was seen in this one
 	ok    bool      // the last update indexed every running job
+	// unknown counts the associations of running jobs that neither the
+	// Ledger nor the share tree knows (see shareSumCache).
+	unknown int
 }
 
 // runRec is one running job.
@@ -51,6 +54,7 @@ type runSum struct {
 	jobs  []*runRec // in id order
 	sum   float64   // the jobs' committed service, added in id order
 	dirty bool
+	known bool // an association the Ledger or the share tree knows; accounts: always
 }
 
 func newRunningIndex() *runningIndex {
@@ -62,9 +66,18 @@ func newRunningIndex() *runningIndex {
 // prediction and attained service (the Engine charged every running job);
 // otherwise they are read only for the jobs that are new to the index, since
 // the Engine changes them for no other running job between two sweeps.
-func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
+func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]time.Duration, l *Ledger, shares *Shares, svc Service) {
 	x.cycle++
 	x.ok = true
+	if x.unknown > 0 {
+		// The Ledger only learns associations: look again.
+		for a, s := range x.assocs {
+			if !s.known && knownAssoc(a, l, shares) {
+				s.known = true
+				x.unknown--
+			}
+		}
+	}
 	for i := range o.Stopped {
 		if r := x.jobs[o.Stopped[i].ID]; r != nil {
 			x.remove(r)
@@ -102,8 +115,20 @@ func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]
 		if r.assoc == nil || r.user != j.User || r.account != j.Account {
 			x.detach(r)
 			r.user, r.account = j.User, j.Account
-			r.assoc = sumOf(x.assocs, Assoc{Account: j.Account, User: j.User})
-			r.acct = sumOf(x.accounts, j.Account)
+			a := Assoc{Account: j.Account, User: j.User}
+			r.assoc = x.assocs[a]
+			if r.assoc == nil {
+				r.assoc = &runSum{known: knownAssoc(a, l, shares)}
+				x.assocs[a] = r.assoc
+				if !r.assoc.known {
+					x.unknown++
+				}
+			}
+			r.acct = x.accounts[j.Account]
+			if r.acct == nil {
+				r.acct = &runSum{known: true}
+				x.accounts[j.Account] = r.acct
+			}
 			x.joinSum(r.assoc, r)
 			x.joinSum(r.acct, r)
 		}
@@ -145,7 +170,9 @@ func (x *runningIndex) detach(r *runRec) {
 	if r.assoc == nil {
 		return
 	}
-	leaveSum(x.assocs, Assoc{Account: r.account, User: r.user}, r)
+	if leaveSum(x.assocs, Assoc{Account: r.account, User: r.user}, r) && !r.assoc.known {
+		x.unknown--
+	}
 	leaveSum(x.accounts, r.account, r)
 	x.markDirty(r.assoc)
 	x.markDirty(r.acct)
@@ -183,29 +210,36 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// sumOf returns the sum of key in m, creating it.
-func sumOf[K comparable](m map[K]*runSum, key K) *runSum {
-	s := m[key]
-	if s == nil {
-		s = &runSum{}
-		m[key] = s
-	}
-	return s
-}
-
 // leaveSum takes r out of the sum of key in m, and the sum out of m once it
-// is empty.
-func leaveSum[K comparable](m map[K]*runSum, key K, r *runRec) {
+// is empty; it reports whether it did.
+func leaveSum[K comparable](m map[K]*runSum, key K, r *runRec) bool {
 	s := m[key]
 	if s == nil {
-		return
+		return false
 	}
 	if i := slices.Index(s.jobs, r); i >= 0 {
 		s.jobs = slices.Delete(s.jobs, i, i+1)
 	}
-	if len(s.jobs) == 0 {
-		delete(m, key)
+	if len(s.jobs) > 0 {
+		return false
 	}
+	delete(m, key)
+	return true
+}
+
+// knownAssoc reports whether the Ledger or the share tree knows a.
+func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
+	if l != nil {
+		if _, ok := l.assocs[a]; ok {
+			return true
+		}
+	}
+	if shares != nil {
+		if _, ok := shares.Users[a]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // committedUser and committedAccount are the committed service of the

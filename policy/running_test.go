@@ -10,9 +10,10 @@ import (
 )
 
 // enChurn drives an Engine through n cycles of a random queue: jobs arrive,
-// start, finish, are requeued, stop without being reported, change account,
-// appear twice, and the running list is sometimes shuffled, the way the
-// runningIndex must follow them. After each cycle, check gets the cycle's
+// start (some between two cycles, never seen pending), finish, are
+// requeued, stop without being reported, change account, appear twice, the
+// running list is sometimes shuffled, and new users keep coming: what the
+// runningIndex and the shareSumCache must follow. After each cycle, check gets the cycle's
 // ranking and the Snapshot.
 func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s *Snapshot, ranking []Score)) {
 	t.Helper()
@@ -24,6 +25,9 @@ func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s
 	for c := range n {
 		now := rkAt(float64(c) * 2)
 		var stopped []Job
+		if c%40 == 39 {
+			users = append(users, fmt.Sprint("new", c))
+		}
 		// Arrivals.
 		for range r.Intn(4) {
 			u := r.Intn(len(users))
@@ -68,6 +72,12 @@ func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s
 			j.Start, j.State = now, StateRunning
 			running = append(running, j)
 		}
+		if r.Intn(15) == 0 { // submitted and started between two cycles
+			u := fmt.Sprint("quick", r.Intn(c+1))
+			running = append(running, Job{ID: nextID, User: u, Account: accounts[r.Intn(len(accounts))], GPUs: 1,
+				Submit: now, Start: now, State: StateRunning, TimeLimit: time.Hour})
+			nextID++
+		}
 		obsRunning := running
 		switch r.Intn(10) {
 		case 0: // another order
@@ -91,43 +101,59 @@ func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s
 // ranked from its own fields, at every cycle of a churning queue, with and
 // without a predictor and for every charging cadence.
 func TestEngine_RunningIndexMatchesSnapshot(t *testing.T) {
-	for _, name := range []string{"vtc", "fair-qssf"} {
+	trees := map[string]*Shares{
+		"none": nil,
+		"whole": {Accounts: map[string]float64{"a": 3, "b": 1, "zero": 0},
+			Users: map[Assoc]float64{{Account: "a", User: "u0"}: 5, {Account: "c", User: "u2"}: 0, {Account: "b", User: "absent"}: 2}},
+		"fractional": {Accounts: map[string]float64{"a": 0.3, "b": 1.7},
+			Users: map[Assoc]float64{{Account: "a", User: "u0"}: 0.1, {Account: "b", User: "u1"}: 2.35, {Account: "c", User: "absent"}: 0.7}},
+	}
+	for _, name := range []string{"vtc", "fair-qssf", "fairshare"} {
 		for _, every := range []time.Duration{0, -1, 7 * time.Minute} {
 			for _, withPred := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/every=%v/predictor=%v", name, every, withPred), func(t *testing.T) {
-					var pred Predictor
-					if withPred {
-						pred = newEnFake()
-					}
-					e := enEngine(t, name, pred, every)
-					compared := 0
-					enChurn(t, e, 3, 600, func(c int, s *Snapshot, ranking []Score) {
-						if s.running != nil {
-							t.Fatalf("cycle %d: the Snapshot kept the Engine's index", c)
+				for _, tree := range []string{"none", "whole", "fractional"} {
+					t.Run(fmt.Sprintf("%s/every=%v/predictor=%v/shares=%s", name, every, withPred, tree), func(t *testing.T) {
+						var pred Predictor
+						if withPred {
+							pred = newEnFake()
 						}
-						again, err := e.Policy().Rank(s)
+						pol, err := NewPolicy(name, PolicyParams{})
 						if err != nil {
 							t.Fatal(err)
 						}
-						if len(again) != len(ranking) {
-							t.Fatalf("cycle %d: %d scores, again %d", c, len(ranking), len(again))
+						e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: every, Shares: trees[tree]})
+						if err != nil {
+							t.Fatal(err)
 						}
-						for i := range ranking {
-							a, b := ranking[i], again[i]
-							if a.JobID != b.JobID || math.Float64bits(a.Value) != math.Float64bits(b.Value) ||
-								!slices.EqualFunc(a.Parts.values(), b.Parts.values(), sameBits) {
-								t.Fatalf("cycle %d, rank %d: engine %d %v %v, from the snapshot %d %v %v",
-									c, i, a.JobID, a.Value, a.Parts, b.JobID, b.Value, b.Parts)
+						compared := 0
+						enChurn(t, e, 3, 600, func(c int, s *Snapshot, ranking []Score) {
+							if s.running != nil {
+								t.Fatalf("cycle %d: the Snapshot kept the Engine's index", c)
 							}
-						}
-						if e.running.ok && len(s.Running) > 0 && len(ranking) > 0 {
-							compared++ // ranked with the index
+							again, err := e.Policy().Rank(s)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if len(again) != len(ranking) {
+								t.Fatalf("cycle %d: %d scores, again %d", c, len(ranking), len(again))
+							}
+							for i := range ranking {
+								a, b := ranking[i], again[i]
+								if a.JobID != b.JobID || math.Float64bits(a.Value) != math.Float64bits(b.Value) ||
+									!slices.EqualFunc(a.Parts.values(), b.Parts.values(), sameBits) {
+									t.Fatalf("cycle %d, rank %d: engine %d %v %v, from the snapshot %d %v %v",
+										c, i, a.JobID, a.Value, a.Parts, b.JobID, b.Value, b.Parts)
+								}
+							}
+							if e.running.ok && e.running.unknown == 0 && len(s.Running) > 0 && len(ranking) > 0 {
+								compared++ // ranked with what the Engine keeps
+							}
+						})
+						if compared < 300 {
+							t.Fatalf("only %d cycles ranked running and pending jobs with the index: the test checks too little", compared)
 						}
 					})
-					if compared < 300 {
-						t.Fatalf("only %d cycles ranked running and pending jobs with the index: the test checks too little", compared)
-					}
-				})
+				}
 			}
 		}
 	}
