@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -364,6 +365,37 @@ func TestGBT_TrainSameOnAnyCores(t *testing.T) {
 		}
 		if !sameTrees(serial, parallel) {
 			t.Errorf("weighted=%v: trained on 4 cores after another training, the model differs from serial training", weighted)
+		}
+	}
+}
+
+// TestQuantile32_MatchesSort checks that quantile32's selection returns
+// the element a sort puts at the nearest rank, on inputs with repeats,
+// negative values and NaNs.
+func TestQuantile32_MatchesSort(t *testing.T) {
+	s := uint64(3)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(int64(s>>40)%41-20) / 4
+	}
+	for _, n := range []int{1, 2, 3, 10, 101, 3000} {
+		for _, nan := range []bool{false, true} {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = rnd()
+			}
+			if nan {
+				v[n/2] = float32(math.NaN())
+			}
+			for _, q := range []float64{0, 0.1, 0.5, 0.9, 1} {
+				sorted := slices.Clone(v)
+				slices.Sort(sorted)
+				want := sorted[max(min(int(math.Ceil(q*float64(n)))-1, n-1), 0)]
+				got := quantile32(slices.Clone(v), q)
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("n=%d nan=%v q=%v: quantile32 %v, sorted %v", n, nan, q, got, want)
+				}
+			}
 		}
 	}
 }
