@@ -93,11 +93,9 @@ type Engine struct {
 	shareSums shareSumCache       // fairshare's sums of shares
 
 	// batch and preds are the cycle's jobs due a prediction and their
-	// predictions, reused from cycle to cycle. runningDue is set when a
-	// running job is in the batch.
-	batch      []*Job
-	preds      []Prediction
-	runningDue bool
+	// predictions, reused from cycle to cycle.
+	batch []*Job
+	preds []Prediction
 
 	now       time.Time
 	started   bool
@@ -211,14 +209,16 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	// 3. Backlog, which lifts the VTC counters of returning users.
 	e.ledger.Backlog(o.Pending, e.p.Shares)
 
-	// 4. Predict.
-	e.runningDue = false
+	// 4. Predict. A running job is due a prediction only when it has
+	// none, so only the jobs new to the runningIndex are looked at: the
+	// others had one when they were first seen running, and keep it.
+	e.running.match(o, e.ledger, e.p.Shares)
 	if e.p.Predictor != nil {
 		e.batch = e.batch[:0]
 		for i := range o.Pending {
 			e.due(&o.Pending[i], true)
 		}
-		for i := range o.Running {
+		for _, i := range e.running.newRun {
 			e.due(&o.Running[i], false)
 		}
 		e.preds = resize(e.preds, len(e.batch))
@@ -235,9 +235,8 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	}
 
 	// 5. Rank, with the running jobs' committed service brought up to
-	// date: their attained service changed if the sweep charged them,
-	// their predictions if any was in the batch.
-	e.running.update(o, sweep || e.runningDue, e.predicted, e.ledger, e.p.Shares, svc)
+	// date: their attained service changed if the sweep charged them.
+	e.running.settle(sweep, e.predicted, e.ledger, svc)
 	e.shareSums.refresh(e.ledger, e.p.Shares)
 	e.snap = Snapshot{
 		Now:       o.Now,
@@ -284,18 +283,18 @@ func (e *Engine) due(j *Job, pending bool) {
 	} else {
 		e.cache[j.ID] = &enginePred{gen: e.userGen[j.User], at: e.now, seen: e.cycle}
 	}
-	e.runningDue = e.runningDue || !pending
 	e.batch = append(e.batch, j)
 }
 
 // sweepCache forgets the jobs that left without running (cancelled while
-// pending), once they are a good part of the cache.
+// pending), once they are a good part of the cache. Running jobs the
+// runningIndex knows are not marked seen (due does not visit them) and stay.
 func (e *Engine) sweepCache(live int) {
 	if len(e.cache) <= 2*live+1024 {
 		return
 	}
 	for id, c := range e.cache {
-		if c.seen != e.cycle {
+		if c.seen != e.cycle && e.running.jobs[id] == nil {
 			delete(e.cache, id)
 			delete(e.predicted, id)
 		}

@@ -25,11 +25,18 @@ type runningIndex struct {
 	assocs   map[Assoc]*runSum
 	accounts map[string]*runSum
 
-	order []*runRec // the running jobs of the last update, in Running order
-	next  []*runRec // scratch for update
-	dirty []*runSum // sums to add up again
-	cycle uint64    // update calls, to mark who was seen in this one
-	ok    bool      // the last update indexed every running job
+	order  []*runRec // the running jobs of the last match, in Running order
+	next   []*runRec // scratch for match
+	cur    []*Job    // order's jobs in the Observation, between match and settle
+	newRun []int32   // indices in Running of the jobs new to the index
+	dirty  []*runSum // sums to add up again
+	// Records are carved from slabs and reused once their job left, so
+	// that the records a cycle walks share cache lines.
+	slab  []runRec
+	free  []*runRec // records free for reuse
+	left  []*runRec // records whose job left during this match
+	cycle uint64    // match calls, to mark who was seen in this one
+	ok    bool      // the last match indexed every running job
 	// unknown counts the associations of running jobs that neither the
 	// Ledger nor the share tree knows (see shareSumCache).
 	unknown int
@@ -42,9 +49,12 @@ type runRec struct {
 	assoc, acct   *runSum
 	pred          time.Duration // Snapshot.Predicted, when hasPred
 	hasPred       bool
-	attained      float64 // Ledger.Attained
-	committed     float64 // max(0, predicted service − attained)
+	attained      float64       // Ledger.Attained
+	run           time.Duration // predictedRunOf the above, and
+	runSec        float64       // its seconds, kept to spare the division
+	committed     float64       // max(0, predicted service − attained)
 	seen          uint64
+	fresh         bool // new to the index: read its prediction and service
 	gone          bool
 }
 
@@ -61,12 +71,13 @@ func newRunningIndex() *runningIndex {
 	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}}
 }
 
-// update brings the index to o.Running, after the Engine has charged,
-// finished and predicted for the cycle. refresh re-reads every job's
-// prediction and attained service (the Engine charged every running job);
-// otherwise they are read only for the jobs that are new to the index, since
-// the Engine changes them for no other running job between two sweeps.
-func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]time.Duration, l *Ledger, shares *Shares, svc Service) {
+// An update of the index is in two steps around the Engine's predictions:
+// match, after the Engine charged and finished, finds which running jobs
+// are new (newRun: only they can be due a prediction, see Engine.due);
+// settle, once predicted, computes what changed and adds up the sums.
+
+// match follows o.Running and o.Stopped.
+func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 	x.cycle++
 	x.ok = true
 	if x.unknown > 0 {
@@ -88,7 +99,8 @@ func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]
 	// finds nearly every job without a lookup. Jobs out of step are looked
 	// up by id.
 	prev, p := x.order, 0
-	next := x.next[:0]
+	next, cur := x.next[:0], x.cur[:0]
+	x.newRun = x.newRun[:0]
 	for i := range o.Running {
 		j := &o.Running[i]
 		for p < len(prev) && (prev[p].gone || prev[p].seen == x.cycle) {
@@ -101,12 +113,12 @@ func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]
 		} else {
 			r = x.jobs[j.ID]
 		}
-		fresh := refresh
 		switch {
 		case r == nil:
-			r = &runRec{id: j.ID}
+			r = x.newRec()
+			r.id, r.fresh = j.ID, true
 			x.jobs[j.ID] = r
-			fresh = true
+			x.newRun = append(x.newRun, int32(i))
 		case r.seen == x.cycle:
 			x.ok = false // a job id twice: let policies read the Snapshot
 			continue
@@ -132,18 +144,7 @@ func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]
 			x.joinSum(r.assoc, r)
 			x.joinSum(r.acct, r)
 		}
-		if fresh {
-			r.pred, r.hasPred = predicted[j.ID]
-			r.attained = l.Attained(j.ID)
-		}
-		// Exactly sumCommitted's term, from the same values.
-		c := committedService(svc, j, r.pred, r.hasPred, r.attained)
-		if math.Float64bits(c) != math.Float64bits(r.committed) {
-			r.committed = c
-			x.markDirty(r.assoc)
-			x.markDirty(r.acct)
-		}
-		next = append(next, r)
+		next, cur = append(next, r), append(cur, j)
 	}
 	// Jobs of the previous order not seen now left without being listed
 	// as stopped.
@@ -153,7 +154,57 @@ func (x *runningIndex) update(o *Observation, refresh bool, predicted map[int64]
 		}
 	}
 	clear(prev) // keep no pointer to a record that left
-	x.order, x.next = next, prev[:0]
+	x.order, x.next, x.cur = next, prev[:0], cur
+	// Nothing points to the records that left any more.
+	x.free = append(x.free, x.left...)
+	clear(x.left)
+	x.left = x.left[:0]
+}
+
+// newRec returns a zero record, reused or from the current slab.
+func (x *runningIndex) newRec() *runRec {
+	if n := len(x.free); n > 0 {
+		r := x.free[n-1]
+		x.free = x.free[:n-1]
+		*r = runRec{}
+		return r
+	}
+	if len(x.slab) == 0 {
+		x.slab = make([]runRec, 256)
+	}
+	r := &x.slab[0]
+	x.slab = x.slab[1:]
+	return r
+}
+
+// settle computes the committed service of the jobs match found and adds
+// up the sums that changed. refresh re-reads every job's prediction and
+// attained service (the Engine charged every running job); otherwise they
+// are read only for the jobs new to the index, since between two sweeps
+// the Engine changes them for no other running job: it charges running
+// jobs only when it sweeps, and predicts only those new to the index.
+func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
+	for k, r := range x.order {
+		j := x.cur[k]
+		if refresh || r.fresh {
+			r.pred, r.hasPred = predicted[j.ID]
+			r.attained = l.Attained(j.ID)
+			r.fresh = false
+		}
+		// Exactly sumCommitted's term, from the same values (the job's
+		// own fields may change: they are read each time).
+		if run := predictedRunOf(j, r.pred, r.hasPred); run != r.run {
+			r.run, r.runSec = run, run.Seconds()
+		}
+		c := committed(svc.Rate(j), r.runSec, r.attained)
+		if math.Float64bits(c) != math.Float64bits(r.committed) {
+			r.committed = c
+			x.markDirty(r.assoc)
+			x.markDirty(r.acct)
+		}
+	}
+	clear(x.cur) // keep no pointer into the observation
+	x.cur = x.cur[:0]
 
 	for _, s := range x.dirty {
 		s.dirty = false
@@ -184,6 +235,7 @@ func (x *runningIndex) remove(r *runRec) {
 	x.detach(r)
 	delete(x.jobs, r.id)
 	r.gone = true
+	x.left = append(x.left, r)
 }
 
 func (x *runningIndex) markDirty(s *runSum) {

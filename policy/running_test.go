@@ -160,3 +160,37 @@ func TestEngine_RunningIndexMatchesSnapshot(t *testing.T) {
 }
 
 func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// TestEngine_PredictsJobFirstSeenRunning checks that a job the Engine first
+// sees running (it started between two cycles) is predicted once, and that
+// a job seen pending keeps the prediction it had when it starts.
+func TestEngine_PredictsJobFirstSeenRunning(t *testing.T) {
+	pred := newEnFake()
+	e := enEngine(t, "fair-qssf", pred, 0)
+	done := enJob(1, "alice", 0)
+	done.Start, done.End, done.State = rkAt(0), rkAt(30), StateCompleted
+	waiting := enJob(3, "bob", 0)
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(30), Pending: []Job{waiting}, Stopped: []Job{done}}); err != nil {
+		t.Fatal(err)
+	}
+	quick := enJob(2, "alice", 31)
+	quick.Start, quick.State = rkAt(31), StateRunning
+	before := pred.predicts
+	s, _, err := e.Cycle(&Observation{Now: rkAt(32), Pending: []Job{waiting}, Running: []Job{quick}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Predicted[2]; !ok || got != 30*time.Minute {
+		t.Errorf("job first seen running: predicted %v (%v), want alice's mean 30m", got, ok)
+	}
+	if pred.predicts != before+1 {
+		t.Errorf("%d predictions in the cycle, want 1 (the new running job; bob's is cached)", pred.predicts-before)
+	}
+	before = pred.predicts
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(33), Pending: []Job{waiting}, Running: []Job{quick}}); err != nil {
+		t.Fatal(err)
+	}
+	if pred.predicts != before {
+		t.Errorf("%d predictions for a job still running, want 0", pred.predicts-before)
+	}
+}

@@ -329,5 +329,11 @@ func sumCommitted(s *Snapshot, g *assocGroups, commU, commA []float64) {
 // rounded on its own, so the Engine's runningIndex and sumCommitted agree
 // to the bit whatever the compiler fuses.
 func committedService(svc Service, j *Job, d time.Duration, ok bool, attained float64) float64 {
-	return max(0, float64(svc.Rate(j)*predictedRunOf(j, d, ok).Seconds())-attained)
+	return committed(svc.Rate(j), predictedRunOf(j, d, ok).Seconds(), attained)
+}
+
+// committed is committedService from the job's rate and predicted run time
+// in seconds.
+func committed(rate, runSec, attained float64) float64 {
+	return max(0, float64(rate*runSec)-attained)
 }
