@@ -372,17 +372,27 @@ const gbtMinWork = 1 << 15
 // worth it, else fn(0, n) on the caller's goroutine. fn must write only
 // what belongs to its indices.
 func gbtParallel(n, work int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), n, work/gbtMinWork)
+	gbtChunks(n, gbtWorkers(n, work), func(_, lo, hi int) { fn(lo, hi) })
+}
+
+// gbtWorkers is how many chunks gbtParallel makes of n indices.
+func gbtWorkers(n, work int) int {
+	return max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
+}
+
+// gbtChunks calls fn(w, lo, hi) for chunk w < workers of [0, n), chunk 0 on
+// the caller's goroutine, and returns when all are done.
+func gbtChunks(n, workers int, fn func(w, lo, hi int)) {
 	if workers <= 1 {
-		fn(0, n)
+		fn(0, 0, n)
 		return
 	}
 	var wg sync.WaitGroup
 	chunk := (n + workers - 1) / workers
-	for lo := chunk; lo < n; lo += chunk {
-		wg.Go(func() { fn(lo, min(lo+chunk, n)) })
+	for w := 1; w*chunk < n; w++ {
+		wg.Go(func() { fn(w, w*chunk, min((w+1)*chunk, n)) })
 	}
-	fn(0, min(chunk, n))
+	fn(0, 0, min(chunk, n))
 	wg.Wait()
 }
 
@@ -525,16 +535,19 @@ func (t *gbtTrainer) histogram(rows []int32) []histBin {
 // countHistogram is histogram when every weight is 1: the sums are then
 // counts, exact in any order, so each bin's sign sum and count are packed
 // in one int64 (sign sum above bit 32, count below: one add per feature and
-// row, and the 31 features × 64 bins fit the L1 cache) and converted once.
-// Adding ±1s and 1s in float64 is exact too, so the result is the float
-// loop's to the bit.
+// row, and the 31 features × 64 bins fit the L1 cache), and the rows can be
+// shared among the cores, each counting its own, then added up. Adding ±1s
+// and 1s in float64 is exact too, so the result is the float loop's to the
+// bit.
 func (t *gbtTrainer) countHistogram(rows []int32, h []histBin) {
 	nf := t.nf
-	t.counts = resize(t.counts, nf*gbtBins)
-	gbtParallel(nf, len(rows)*nf, func(f0, f1 int) {
-		c := t.counts[f0*gbtBins : f1*gbtBins]
+	size := nf * gbtBins
+	workers := gbtWorkers(len(rows), len(rows)*nf)
+	t.counts = resize(t.counts, workers*size)
+	gbtChunks(len(rows), workers, func(w, lo, hi int) {
+		c := t.counts[w*size : (w+1)*size]
 		clear(c)
-		for _, r := range rows {
+		for _, r := range rows[lo:hi] {
 			add := int64(1) // count 1, sign 0
 			switch res := t.resid[r]; {
 			case res > 0:
@@ -542,17 +555,21 @@ func (t *gbtTrainer) countHistogram(rows []int32, h []histBin) {
 			case res < 0:
 				add -= 1 << 32
 			}
-			b := t.bins[int(r)*nf+f0 : int(r)*nf+f1]
-			for k, bin := range b {
-				c[k*gbtBins+int(bin)&(gbtBins-1)] += add
+			b := t.bins[int(r)*nf : int(r)*nf+nf]
+			for f, bin := range b {
+				c[f*gbtBins+int(bin)&(gbtBins-1)] += add
 			}
 		}
-		for k, v := range c {
-			n := int32(uint32(v))     // counts are below 2^31
-			g := (v - int64(n)) >> 32 // exact: |sign sum| <= count
-			h[f0*gbtBins+k] = histBin{g: float64(g), h: float64(n), n: n}
-		}
 	})
+	for k := range size {
+		v := t.counts[k]
+		for w := 1; w < workers; w++ {
+			v += t.counts[w*size+k]
+		}
+		n := int32(uint32(v))     // counts are below 2^31
+		g := (v - int64(n)) >> 32 // exact: |sign sum| <= count
+		h[k] = histBin{g: float64(g), h: float64(n), n: n}
+	}
 }
 
 // release keeps a histogram no node needs any more for the next one.
