@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -406,6 +407,27 @@ func TestHourWeekday_MatchesTime(t *testing.T) {
 		h, wd := hourWeekday(sec)
 		if h != float32(tm.Hour()) || wd != float32(tm.Weekday()) {
 			t.Errorf("hourWeekday(%d) = %v, %v; time says %d, %d", sec, h, wd, tm.Hour(), tm.Weekday())
+		}
+	}
+}
+
+// TestBinOf_MatchesSearch checks binOf against sort.Search, as buildBins
+// used it: the first cut v is at most, the last bin above every cut or for
+// NaN.
+func TestBinOf_MatchesSearch(t *testing.T) {
+	for n := 1; n <= 70; n++ {
+		cuts := make([]float32, n)
+		for i := range cuts {
+			cuts[i] = float32(i*3) - 20
+		}
+		for v := float32(-25); v <= float32(3*n-15); v += 0.5 {
+			want := min(sort.Search(n, func(k int) bool { return v <= cuts[k] }), n-1)
+			if got := binOf(cuts, v); got != want {
+				t.Fatalf("%d cuts, v=%v: binOf %d, sort.Search %d", n, v, got, want)
+			}
+		}
+		if got := binOf(cuts, float32(math.NaN())); got != n-1 {
+			t.Errorf("%d cuts, NaN: bin %d, want the last", n, got)
 		}
 	}
 }
