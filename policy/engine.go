@@ -17,7 +17,9 @@ type EngineParams struct {
 	Predictor Predictor
 	// Ledger configures the fairness state the engine owns.
 	Ledger LedgerParams
-	// Shares, Service and GPUs are copied into every Snapshot.
+	// Shares, Service and GPUs are copied into every Snapshot. The Engine
+	// keeps sums of Shares from cycle to cycle: the tree must not change
+	// while the Engine uses it.
 	Shares  *Shares
 	Service Service
 	GPUs    float64
@@ -87,6 +89,8 @@ type Engine struct {
 	cache     map[int64]*enginePred
 	userGen   map[string]uint64
 	charged   map[int64]time.Time // running jobs charged up to this instant
+	running   *runningIndex       // committed service of the running jobs
+	shareSums shareSumCache       // fairshare's sums of shares
 
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle.
@@ -133,6 +137,7 @@ func NewEngine(p EngineParams) (*Engine, error) {
 		cache:     map[int64]*enginePred{},
 		userGen:   map[string]uint64{},
 		charged:   map[int64]time.Time{},
+		running:   newRunningIndex(),
 	}, nil
 }
 
@@ -167,7 +172,8 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		}
 		delete(e.charged, j.ID)
 	}
-	if !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery {
+	sweep := !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery
+	if sweep {
 		for i := range o.Running {
 			j := &o.Running[i]
 			if j.Start.IsZero() {
@@ -203,13 +209,16 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	// 3. Backlog, which lifts the VTC counters of returning users.
 	e.ledger.Backlog(o.Pending, e.p.Shares)
 
-	// 4. Predict.
+	// 4. Predict. A running job is due a prediction only when it has
+	// none, so only the jobs new to the runningIndex are looked at: the
+	// others had one when they were first seen running, and keep it.
+	e.running.match(o, e.ledger, e.p.Shares)
 	if e.p.Predictor != nil {
 		e.batch = e.batch[:0]
 		for i := range o.Pending {
 			e.due(&o.Pending[i], true)
 		}
-		for i := range o.Running {
+		for _, i := range e.running.newRun {
 			e.due(&o.Running[i], false)
 		}
 		e.preds = resize(e.preds, len(e.batch))
@@ -225,7 +234,10 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		e.sweepCache(len(o.Pending) + len(o.Running))
 	}
 
-	// 5. Rank.
+	// 5. Rank, with the running jobs' committed service brought up to
+	// date: their attained service changed if the sweep charged them.
+	e.running.settle(sweep, e.predicted, e.ledger, svc)
+	e.shareSums.refresh(e.ledger, e.p.Shares)
 	e.snap = Snapshot{
 		Now:       o.Now,
 		Pending:   o.Pending,
@@ -237,7 +249,15 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		Service:   svc,
 		GPUs:      e.p.GPUs,
 	}
+	if e.running.ok {
+		e.snap.running = e.running
+		if e.running.unknown == 0 {
+			e.snap.shareSums = &e.shareSums
+		}
+	}
 	scores, err := e.p.Policy.Rank(&e.snap)
+	// What the Engine keeps follows the Engine, not the Snapshot.
+	e.snap.running, e.snap.shareSums = nil, nil
 	if err != nil {
 		return nil, nil, fmt.Errorf("rank: %w", err)
 	}
@@ -267,13 +287,14 @@ func (e *Engine) due(j *Job, pending bool) {
 }
 
 // sweepCache forgets the jobs that left without running (cancelled while
-// pending), once they are a good part of the cache.
+// pending), once they are a good part of the cache. Running jobs the
+// runningIndex knows are not marked seen (due does not visit them) and stay.
 func (e *Engine) sweepCache(live int) {
 	if len(e.cache) <= 2*live+1024 {
 		return
 	}
 	for id, c := range e.cache {
-		if c.seen != e.cycle {
+		if c.seen != e.cycle && e.running.jobs[id] == nil {
 			delete(e.cache, id)
 			delete(e.predicted, id)
 		}

@@ -143,6 +143,9 @@ func fairshareFactors(s *Snapshot, g *assocGroups, damp float64) []fsFactor {
 // knows, the sum of its users' shares, and the sum of those accounts'
 // shares: the siblings fair share divides among.
 func shareSums(s *Snapshot, g *assocGroups) (map[string]float64, float64) {
+	if c := s.shareSums; c != nil && c.covers(s, g) {
+		return c.accounts, c.sumAccounts
+	}
 	if !s.Shares.whole() {
 		return shareSumsSorted(s, g)
 	}
@@ -258,4 +261,45 @@ func shareSumsSorted(s *Snapshot, g *assocGroups) (map[string]float64, float64) 
 		sumAccounts += s.Shares.Account(name)
 	}
 	return accounts, sumAccounts
+}
+
+// shareSumCache is shareSums over the Ledger's associations and accounts
+// and the share tree alone, kept by an Engine from cycle to cycle: the
+// Ledger's keys only change when it meets a new association or account
+// (Ledger.keys counts them), and the tree not at all, so the sums are
+// recomputed only then rather than at every cycle. It gives a Snapshot's
+// sums when the snapshot's pending and running jobs add no association
+// (covers): the Engine's Backlog puts every pending job's association in the
+// Ledger, and its runningIndex says whether the running jobs add one.
+type shareSumCache struct {
+	ledger      *Ledger
+	keys        uint64
+	shares      *Shares
+	set         bool
+	accounts    map[string]float64 // read-only once computed
+	sumAccounts float64
+}
+
+// refresh recomputes the sums if the Ledger's or the tree's keys changed.
+func (c *shareSumCache) refresh(l *Ledger, shares *Shares) {
+	if c.set && c.ledger == l && c.keys == l.keys && c.shares == shares {
+		return
+	}
+	c.accounts, c.sumAccounts = shareSums(&Snapshot{Ledger: l, Shares: shares}, &assocGroups{})
+	c.ledger, c.keys, c.shares, c.set = l, l.keys, shares, true
+}
+
+// covers reports whether the cached sums are s's: s is the Snapshot the
+// cache was refreshed for, its running jobs add no association (the Engine
+// sets Snapshot.shareSums only then) and neither do its pending jobs.
+func (c *shareSumCache) covers(s *Snapshot, g *assocGroups) bool {
+	if !c.set || s.Ledger != c.ledger || s.Ledger.keys != c.keys || s.Shares != c.shares {
+		return false
+	}
+	for _, a := range g.keys {
+		if !knownAssoc(a, s.Ledger, s.Shares) {
+			return false
+		}
+	}
+	return true
 }

@@ -58,6 +58,7 @@ type Ledger struct {
 
 	assocs   map[Assoc]*assocUsage
 	accounts map[string]*accountUsage
+	keys     uint64  // associations and accounts added: the key sets change only when it does
 	total    float64 // root usage, scaled like assocUsage.usage
 	jobs     map[int64]*jobUsage
 
@@ -65,12 +66,14 @@ type Ledger struct {
 	nextSample int
 	maxSamples int
 
-	epoch       uint64   // Backlog calls, to mark who is backlogged now
-	blAssocs    []Assoc  // associations backlogged at the last Backlog call
-	blAccounts  []string // accounts backlogged at the last Backlog call
-	nowAssocs   []Assoc  // scratch for Backlog
-	nowAccounts []string // scratch for Backlog
-	lastLeft    string   // account that most recently stopped being backlogged
+	epoch       uint64        // Backlog calls, to mark who is backlogged now
+	blAssocs    []Assoc       // associations backlogged at the last Backlog call
+	blUsage     []*assocUsage // their usage records, so Backlog need not look them up
+	nowUsage    []*assocUsage // scratch for Backlog
+	blAccounts  []string      // accounts backlogged at the last Backlog call
+	nowAssocs   []Assoc       // scratch for Backlog
+	nowAccounts []string      // scratch for Backlog
+	lastLeft    string        // account that most recently stopped being backlogged
 	lastLeftSet bool
 }
 
@@ -137,6 +140,7 @@ func (l *Ledger) assoc(a Assoc) *assocUsage {
 	if u == nil {
 		u = &assocUsage{}
 		l.assocs[a] = u
+		l.keys++
 	}
 	return u
 }
@@ -146,6 +150,7 @@ func (l *Ledger) account(name string) *accountUsage {
 	if u == nil {
 		u = &accountUsage{}
 		l.accounts[name] = u
+		l.keys++
 	}
 	return u
 }
@@ -267,6 +272,7 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	// loops below visit nobody else: a call costs O(pending + backlogged),
 	// not O(every association ever seen).
 	nowAssocs, nowAccounts := l.nowAssocs[:0], l.nowAccounts[:0]
+	nowUsage := l.nowUsage[:0]
 	for i := range pending {
 		j := &pending[i]
 		if i > 0 && j.User == pending[i-1].User && j.Account == pending[i-1].Account {
@@ -276,6 +282,7 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 		if u := l.assoc(k); u.seen != ep {
 			u.seen = ep
 			nowAssocs = append(nowAssocs, k)
+			nowUsage = append(nowUsage, u)
 		}
 		if a := l.account(j.Account); a.seen != ep {
 			a.seen = ep
@@ -335,8 +342,8 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 		c    float64
 	}
 	var leavers map[string]leaver
-	for _, k := range l.blAssocs {
-		u := l.assocs[k]
+	for i, k := range l.blAssocs {
+		u := l.blUsage[i]
 		w := shares.User(k)
 		if w <= 0 {
 			continue
@@ -360,8 +367,8 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 		a := l.accounts[acct]
 		a.lastLeft, a.lastLeftSet = lv.user, true
 	}
-	for _, k := range nowAssocs {
-		u := l.assocs[k]
+	for i, k := range nowAssocs {
+		u := nowUsage[i]
 		if !u.backlog {
 			w := shares.User(k)
 			acct := l.accounts[k.Account]
@@ -379,14 +386,14 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 			}
 		}
 	}
-	for _, k := range l.blAssocs {
-		l.assocs[k].backlog = false
+	for _, u := range l.blUsage {
+		u.backlog = false
 	}
 	for _, name := range l.blAccounts {
 		l.accounts[name].backlog = false
 	}
-	for _, k := range nowAssocs {
-		l.assocs[k].backlog = true
+	for _, u := range nowUsage {
+		u.backlog = true
 	}
 	for _, name := range nowAccounts {
 		l.accounts[name].backlog = true
@@ -394,6 +401,7 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	// The lists swap roles: who is backlogged now, and scratch for the
 	// next call.
 	l.blAssocs, l.nowAssocs = nowAssocs, l.blAssocs
+	l.blUsage, l.nowUsage = nowUsage, l.blUsage
 	l.blAccounts, l.nowAccounts = nowAccounts, l.blAccounts
 }
 
@@ -518,6 +526,10 @@ func (l *Ledger) Clone() *Ledger {
 	c.samples = slices.Clone(l.samples)
 	c.blAssocs, c.blAccounts = slices.Clone(l.blAssocs), slices.Clone(l.blAccounts)
 	c.nowAssocs, c.nowAccounts = nil, nil
+	c.blUsage, c.nowUsage = make([]*assocUsage, len(c.blAssocs)), nil
+	for i, k := range c.blAssocs {
+		c.blUsage[i] = c.assocs[k]
+	}
 	return &c
 }
 

@@ -22,3 +22,12 @@ func FairwayFeatures(p Predictor, j *Job, endBefore int64) (fast, scan []float32
 	}
 	return a[:], b[:], summarized
 }
+
+// RetrainFairway trains a fairway predictor's model again on its current
+// window, as Observe does every RetrainEvery jobs, and returns the number
+// of trees, for benchmarks in package policy_test.
+func RetrainFairway(p Predictor) int {
+	f := p.(*fairwayPredictor)
+	f.train()
+	return len(f.model.trees)
+}

@@ -247,9 +247,11 @@ func (f *fairwayPredictor) train() {
 	f.model = f.trainer.train(f.x, f.y, fwFeatures)
 	f.trainedAt = f.observed
 	res := make([]float32, len(f.y))
-	for i := range f.y {
-		res[i] = f.y[i] - f.model.predict(f.x[i*fwFeatures:(i+1)*fwFeatures])
-	}
+	gbtParallel(len(f.y), len(f.y)*f.model.depth*len(f.model.trees)/gbtLanes, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			res[i] = f.y[i] - f.model.predict(f.x[i*fwFeatures:(i+1)*fwFeatures])
+		}
+	})
 	f.upperLog = quantile32(res, 0.9)
 	for i, r := range res {
 		if r < 0 {

@@ -2,8 +2,9 @@ package policy
 
 import (
 	"math"
+	"runtime"
 	"slices"
-	"sort"
+	"sync"
 )
 
 // This file is a small gradient-boosted regression tree learner for the
@@ -23,6 +24,11 @@ import (
 //   - histogram split finding on at most gbtBins quantile bins per feature,
 //     as LightGBM does (Ke et al., NeurIPS 2017), with the smaller child's
 //     histogram built and the larger one's obtained by subtraction.
+//
+// Binning, histograms and the pass that adds a new tree to every sample's
+// prediction are shared among the cores (gbtParallel): each feature or
+// sample is handled by one goroutine, in the serial order, so a model is the
+// same to the bit on any number of cores.
 
 const gbtBins = 64
 
@@ -190,16 +196,20 @@ func (m *gbtModel) complete(depth int) {
 
 // gbtTrainer holds the scratch space of training, reused across retrains.
 type gbtTrainer struct {
-	cfg   gbtConfig
-	nf    int
-	cuts  [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
-	bins  []uint8     // n × nf, row-major
-	resid []float32
-	w     []float32 // per-sample weight of the current tree
-	f     []float32
-	rows  []int32
-	rng   uint64
-	hist  []histBin
+	cfg    gbtConfig
+	nf     int
+	cuts   [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
+	bins   []uint8     // n × nf, row-major
+	resid  []float32
+	w      []float32 // per-sample weight of the current tree
+	f      []float32
+	rows   []int32
+	rng    uint64
+	free   [][]histBin // histograms of finished nodes, for reuse
+	counts []int64     // countHistogram's scratch: per feature and bin, sign sum and count
+	// splitBin is, per node of the tree being grown, the bin its split
+	// sends left up to (as threshold: the bin's upper cut).
+	splitBin []uint8
 }
 
 type histBin struct {
@@ -221,6 +231,9 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 		panic("gbt: more than gbtMaxFeatures features")
 	}
 	n := len(y)
+	if t.nf != nf {
+		t.free = nil // histograms of another size
+	}
 	t.nf = nf
 	t.rng = 0x9e3779b97f4a7c15
 	t.buildBins(x, n, nf)
@@ -255,12 +268,34 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 		}
 		tree := t.growTree(x)
 		m.trees = append(m.trees, tree)
-		for i := 0; i < n; i++ {
-			t.f[i] += leafValue(tree, x[i*nf:(i+1)*nf])
-		}
+		// Walked on the bins, which are compact, rather than on x: a
+		// split at bin b of feature f sends x left exactly when x's bin
+		// is at most b (leafValue's x[f] <= cuts[f][b]; see buildBins).
+		gbtParallel(n, n*t.cfg.Depth, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				t.f[i] += t.leafValueBinned(tree, t.bins[i*nf:(i+1)*nf])
+			}
+		})
 	}
 	m.complete(t.cfg.Depth)
 	return m
+}
+
+// leafValueBinned is leafValue for a training row given by its bins, on
+// the tree growTree just grew (t.splitBin holds its splits' bins).
+func (t *gbtTrainer) leafValueBinned(tree []gbtNode, bins []uint8) float32 {
+	i := int32(0)
+	for {
+		n := &tree[i]
+		if n.feature < 0 {
+			return n.value
+		}
+		if bins[n.feature] <= t.splitBin[i] {
+			i = n.left
+		} else {
+			i = n.right
+		}
+	}
 }
 
 func leafValue(tree []gbtNode, x []float32) float32 {
@@ -280,38 +315,85 @@ func leafValue(tree []gbtNode, x []float32) float32 {
 
 // buildBins chooses quantile cut points per feature and bins every value.
 func (t *gbtTrainer) buildBins(x []float32, n, nf int) {
-	t.cuts = t.cuts[:0]
+	t.cuts = resize(t.cuts, nf)
 	step := max(n/4096, 1)
-	vals := make([]float32, 0, n/step+1)
-	for f := 0; f < nf; f++ {
-		vals = vals[:0]
-		for i := 0; i < n; i += step {
-			vals = append(vals, x[i*nf+f])
-		}
-		slices.Sort(vals)
-		var cuts []float32
-		for b := 1; b < gbtBins; b++ {
-			v := vals[b*len(vals)/gbtBins]
-			if len(cuts) == 0 || v > cuts[len(cuts)-1] {
-				cuts = append(cuts, v)
+	gbtParallel(nf, nf*(n/step+1)*12, func(f0, f1 int) {
+		vals := make([]float32, 0, n/step+1)
+		for f := f0; f < f1; f++ {
+			vals = vals[:0]
+			for i := 0; i < n; i += step {
+				vals = append(vals, x[i*nf+f])
 			}
+			slices.Sort(vals)
+			var cuts []float32
+			for b := 1; b < gbtBins; b++ {
+				v := vals[b*len(vals)/gbtBins]
+				if len(cuts) == 0 || v > cuts[len(cuts)-1] {
+					cuts = append(cuts, v)
+				}
+			}
+			if len(cuts) == 0 || cuts[len(cuts)-1] < vals[len(vals)-1] {
+				cuts = append(cuts, vals[len(vals)-1])
+			}
+			t.cuts[f] = cuts
 		}
-		if len(cuts) == 0 || cuts[len(cuts)-1] < vals[len(vals)-1] {
-			cuts = append(cuts, vals[len(vals)-1])
-		}
-		t.cuts = append(t.cuts, cuts)
-	}
+	})
 	t.bins = resize(t.bins, n*nf)
-	for i := 0; i < n; i++ {
-		for f := 0; f < nf; f++ {
-			c := t.cuts[f]
-			b := sort.Search(len(c), func(k int) bool { return x[i*nf+f] <= c[k] })
-			if b == len(c) {
-				b = len(c) - 1 // above every sampled value: the last bin
+	gbtParallel(n, n*nf*6, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for f := 0; f < nf; f++ {
+				t.bins[i*nf+f] = uint8(binOf(t.cuts[f], x[i*nf+f]))
 			}
-			t.bins[i*nf+f] = uint8(b)
+		}
+	})
+}
+
+// binOf is the bin of v among cuts: the first cut v is at most (sort.Search,
+// written out), the last bin for a value above every cut or NaN.
+func binOf(cuts []float32, v float32) int {
+	lo, hi := 0, len(cuts)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if !(v <= cuts[m]) {
+			lo = m + 1
+		} else {
+			hi = m
 		}
 	}
+	return min(lo, len(cuts)-1)
+}
+
+// gbtMinWork is roughly how many inner-loop steps make it worth starting
+// goroutines (a few microseconds of work each).
+const gbtMinWork = 1 << 15
+
+// gbtParallel calls fn on contiguous chunks covering [0, n), one chunk per
+// core when work (an estimate of the inner-loop steps of the whole range) is
+// worth it, else fn(0, n) on the caller's goroutine. fn must write only
+// what belongs to its indices.
+func gbtParallel(n, work int, fn func(lo, hi int)) {
+	gbtChunks(n, gbtWorkers(n, work), func(_, lo, hi int) { fn(lo, hi) })
+}
+
+// gbtWorkers is how many chunks gbtParallel makes of n indices.
+func gbtWorkers(n, work int) int {
+	return max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
+}
+
+// gbtChunks calls fn(w, lo, hi) for chunk w < workers of [0, n), chunk 0 on
+// the caller's goroutine, and returns when all are done.
+func gbtChunks(n, workers int, fn func(w, lo, hi int)) {
+	if workers <= 1 {
+		fn(0, 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for w := 1; w*chunk < n; w++ {
+		wg.Go(func() { fn(w, w*chunk, min((w+1)*chunk, n)) })
+	}
+	fn(0, 0, min(chunk, n))
+	wg.Wait()
 }
 
 // growTree grows one tree on t.rows, fitting sign(resid) with squared-error
@@ -325,6 +407,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 	}
 	nf := t.nf
 	tree := []gbtNode{{feature: -1}}
+	t.splitBin = append(t.splitBin[:0], 0)
 	stack := []open{{node: 0, lo: 0, hi: len(t.rows)}}
 	for len(stack) > 0 {
 		o := stack[len(stack)-1]
@@ -332,6 +415,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		rows := t.rows[o.lo:o.hi]
 		if o.depth >= t.cfg.Depth || len(rows) < 2*t.cfg.MinLeaf {
 			tree[o.node].value = t.leaf(rows)
+			t.release(o.hist)
 			continue
 		}
 		if o.hist == nil {
@@ -367,6 +451,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		}
 		if bestF < 0 {
 			tree[o.node].value = t.leaf(rows)
+			t.release(o.hist)
 			continue
 		}
 		// Partition rows: left are bin <= bestB.
@@ -382,6 +467,8 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		l, r := int32(len(tree)), int32(len(tree)+1)
 		tree[o.node] = gbtNode{feature: int32(bestF), threshold: t.cuts[bestF][bestB], left: l, right: r}
 		tree = append(tree, gbtNode{feature: -1}, gbtNode{feature: -1})
+		t.splitBin[o.node] = uint8(bestB)
+		t.splitBin = append(t.splitBin, 0, 0)
 		lo := open{node: l, lo: o.lo, hi: o.lo + i, depth: o.depth + 1}
 		hi := open{node: r, lo: o.lo + i, hi: o.hi, depth: o.depth + 1}
 		if lo.depth < t.cfg.Depth {
@@ -399,35 +486,97 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 					big.hist[k].h -= small.hist[k].h
 					big.hist[k].n -= small.hist[k].n
 				}
+				o.hist = nil
 			}
 		}
+		t.release(o.hist)
 		stack = append(stack, lo, hi)
 	}
 	return tree
 }
 
-// histogram sums sign(resid) per feature and bin over rows.
+// histogram sums sign(resid) per feature and bin over rows. The features
+// are shared among the cores; each bin is summed in the order of rows.
 func (t *gbtTrainer) histogram(rows []int32) []histBin {
 	nf := t.nf
-	h := make([]histBin, nf*gbtBins)
-	for _, r := range rows {
-		w := float64(t.w[r])
-		g := 0.0
-		switch res := t.resid[r]; {
-		case res > 0:
-			g = w
-		case res < 0:
-			g = -w
-		}
-		b := t.bins[int(r)*nf : int(r)*nf+nf]
-		for f, bin := range b {
-			e := &h[f*gbtBins+int(bin)]
-			e.g += g
-			e.h += w
-			e.n++
-		}
+	var h []histBin
+	if k := len(t.free); k > 0 {
+		h, t.free = t.free[k-1], t.free[:k-1]
+		clear(h)
+	} else {
+		h = make([]histBin, nf*gbtBins)
 	}
+	if !t.cfg.ScaleWeighted {
+		t.countHistogram(rows, h)
+		return h
+	}
+	gbtParallel(nf, len(rows)*nf, func(f0, f1 int) {
+		for _, r := range rows {
+			w := float64(t.w[r])
+			g := 0.0
+			switch res := t.resid[r]; {
+			case res > 0:
+				g = w
+			case res < 0:
+				g = -w
+			}
+			b := t.bins[int(r)*nf+f0 : int(r)*nf+f1]
+			for k, bin := range b {
+				e := &h[(f0+k)*gbtBins+int(bin)]
+				e.g += g
+				e.h += w
+				e.n++
+			}
+		}
+	})
 	return h
+}
+
+// countHistogram is histogram when every weight is 1: the sums are then
+// counts, exact in any order, so each bin's sign sum and count are packed
+// in one int64 (sign sum above bit 32, count below: one add per feature and
+// row, and the 31 features × 64 bins fit the L1 cache), and the rows can be
+// shared among the cores, each counting its own, then added up. Adding ±1s
+// and 1s in float64 is exact too, so the result is the float loop's to the
+// bit.
+func (t *gbtTrainer) countHistogram(rows []int32, h []histBin) {
+	nf := t.nf
+	size := nf * gbtBins
+	workers := gbtWorkers(len(rows), len(rows)*nf)
+	t.counts = resize(t.counts, workers*size)
+	gbtChunks(len(rows), workers, func(w, lo, hi int) {
+		c := t.counts[w*size : (w+1)*size]
+		clear(c)
+		for _, r := range rows[lo:hi] {
+			add := int64(1) // count 1, sign 0
+			switch res := t.resid[r]; {
+			case res > 0:
+				add += 1 << 32
+			case res < 0:
+				add -= 1 << 32
+			}
+			b := t.bins[int(r)*nf : int(r)*nf+nf]
+			for f, bin := range b {
+				c[f*gbtBins+int(bin)&(gbtBins-1)] += add
+			}
+		}
+	})
+	for k := range size {
+		v := t.counts[k]
+		for w := 1; w < workers; w++ {
+			v += t.counts[w*size+k]
+		}
+		n := int32(uint32(v))     // counts are below 2^31
+		g := (v - int64(n)) >> 32 // exact: |sign sum| <= count
+		h[k] = histBin{g: float64(g), h: float64(n), n: n}
+	}
+}
+
+// release keeps a histogram no node needs any more for the next one.
+func (t *gbtTrainer) release(h []histBin) {
+	if h != nil {
+		t.free = append(t.free, h)
+	}
 }
 
 // leaf is Rate × the (weighted) median residual of rows.
@@ -483,7 +632,12 @@ func median32(v []float32) float32 {
 	if len(v) == 0 {
 		return 0
 	}
-	k := (len(v) - 1) / 2
+	return select32(v, (len(v)-1)/2)
+}
+
+// select32 is the k-th smallest of v (from 0), by Hoare's selection; v is
+// reordered. For v without NaN it is sorted v's k-th element.
+func select32(v []float32, k int) float32 {
 	lo, hi := 0, len(v)-1
 	for lo < hi {
 		p := v[(lo+hi)/2]
@@ -525,7 +679,10 @@ func quantile32(v []float32, q float64) float32 {
 	if len(v) == 0 {
 		return 0
 	}
-	slices.Sort(v)
-	i := int(math.Ceil(q*float64(len(v)))) - 1
-	return v[max(min(i, len(v)-1), 0)]
+	i := max(min(int(math.Ceil(q*float64(len(v))))-1, len(v)-1), 0)
+	if slices.ContainsFunc(v, func(x float32) bool { return x != x }) {
+		slices.Sort(v) // NaNs first, as a sort places them
+		return v[i]
+	}
+	return select32(v, i) // the element a sort would put at i, without the sort
 }

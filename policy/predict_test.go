@@ -2,6 +2,9 @@ package policy
 
 import (
 	"math"
+	"runtime"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -311,12 +314,120 @@ func TestGBT_PredictMatchesTrees(t *testing.T) {
 	}
 }
 
+// TestGBT_TrainSameOnAnyCores checks that training shared among cores
+// (gbtParallel) gives the model serial training gives, to the bit, and that
+// a trainer reused for a retraining gives a fresh trainer's model.
+func TestGBT_TrainSameOnAnyCores(t *testing.T) {
+	const n, nf = 20000, 9 // enough rows for every step to go parallel
+	x := make([]float32, 0, n*nf)
+	y := make([]float32, 0, n)
+	s := uint64(11)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40) / float32(1<<24)
+	}
+	for i := 0; i < n; i++ {
+		for f := 0; f < nf; f++ {
+			x = append(x, rnd()*float32(f+1))
+		}
+		x[i*nf+2] = float32(i % 5) // few distinct values
+		y = append(y, x[i*nf]*3+x[i*nf+2]+rnd())
+	}
+	sameTrees := func(a, b *gbtModel) bool {
+		if math.Float32bits(a.base) != math.Float32bits(b.base) || len(a.trees) != len(b.trees) {
+			return false
+		}
+		for k := range a.trees {
+			if len(a.trees[k]) != len(b.trees[k]) {
+				return false
+			}
+			for i, na := range a.trees[k] {
+				nb := b.trees[k][i]
+				if na.feature != nb.feature || na.left != nb.left || na.right != nb.right ||
+					math.Float32bits(na.threshold) != math.Float32bits(nb.threshold) ||
+					math.Float32bits(na.value) != math.Float32bits(nb.value) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for _, weighted := range []bool{false, true} {
+		cfg := gbtConfig{Trees: 12, Depth: 5, Rate: 0.2, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: weighted}
+		procs := runtime.GOMAXPROCS(1)
+		serial := (&gbtTrainer{cfg: cfg}).train(x, y, nf)
+		runtime.GOMAXPROCS(4)
+		reused := &gbtTrainer{cfg: cfg}
+		reused.train(x[:n/2*nf], y[:n/2], nf)
+		parallel := reused.train(x, y, nf)
+		runtime.GOMAXPROCS(procs)
+		if len(serial.trees) != cfg.Trees || len(serial.trees[0]) < 7 {
+			t.Fatalf("weighted=%v: %d trees, the first of %d nodes: want %d full trees", weighted, len(serial.trees), len(serial.trees[0]), cfg.Trees)
+		}
+		if !sameTrees(serial, parallel) {
+			t.Errorf("weighted=%v: trained on 4 cores after another training, the model differs from serial training", weighted)
+		}
+	}
+}
+
+// TestQuantile32_MatchesSort checks that quantile32's selection returns
+// the element a sort puts at the nearest rank, on inputs with repeats,
+// negative values and NaNs.
+func TestQuantile32_MatchesSort(t *testing.T) {
+	s := uint64(3)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(int64(s>>40)%41-20) / 4
+	}
+	for _, n := range []int{1, 2, 3, 10, 101, 3000} {
+		for _, nan := range []bool{false, true} {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = rnd()
+			}
+			if nan {
+				v[n/2] = float32(math.NaN())
+			}
+			for _, q := range []float64{0, 0.1, 0.5, 0.9, 1} {
+				sorted := slices.Clone(v)
+				slices.Sort(sorted)
+				want := sorted[max(min(int(math.Ceil(q*float64(n)))-1, n-1), 0)]
+				got := quantile32(slices.Clone(v), q)
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("n=%d nan=%v q=%v: quantile32 %v, sorted %v", n, nan, q, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestHourWeekday_MatchesTime(t *testing.T) {
 	for _, sec := range []int64{0, -1, -86400, -86401, 1, 3599, 3600, 86399, 86400, 820454400, 1735689599, 1798761600, -2208988800} {
 		tm := time.Unix(sec, 0).UTC()
 		h, wd := hourWeekday(sec)
 		if h != float32(tm.Hour()) || wd != float32(tm.Weekday()) {
 			t.Errorf("hourWeekday(%d) = %v, %v; time says %d, %d", sec, h, wd, tm.Hour(), tm.Weekday())
+		}
+	}
+}
+
+// TestBinOf_MatchesSearch checks binOf against sort.Search, as buildBins
+// used it: the first cut v is at most, the last bin above every cut or for
+// NaN.
+func TestBinOf_MatchesSearch(t *testing.T) {
+	for n := 1; n <= 70; n++ {
+		cuts := make([]float32, n)
+		for i := range cuts {
+			cuts[i] = float32(i*3) - 20
+		}
+		for v := float32(-25); v <= float32(3*n-15); v += 0.5 {
+			want := min(sort.Search(n, func(k int) bool { return v <= cuts[k] }), n-1)
+			if got := binOf(cuts, v); got != want {
+				t.Fatalf("%d cuts, v=%v: binOf %d, sort.Search %d", n, v, got, want)
+			}
+		}
+		if got := binOf(cuts, float32(math.NaN())); got != n-1 {
+			t.Errorf("%d cuts, NaN: bin %d, want the last", n, got)
 		}
 	}
 }

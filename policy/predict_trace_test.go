@@ -180,6 +180,36 @@ func BenchmarkPredict(b *testing.B) {
 	}
 }
 
+// BenchmarkFairwayTrain measures one retraining of the fairway model, what
+// a simulation pays every RetrainEvery finished jobs: the default 40 trees
+// of depth 5 on the default window of 30,000 jobs (CTC's, observed in submit
+// order), features as the predictor computes them. cpus=1 keeps training on
+// one core, as when the simulations of all policies share the machine.
+func BenchmarkFairwayTrain(b *testing.B) {
+	jobs := sharedTrace(b, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
+	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range jobs[:40000] {
+		p.Observe(&jobs[i])
+	}
+	for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("window=30000/cpus=%d", procs), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			if trees := policy.RetrainFairway(p); trees != 40 {
+				b.Fatalf("%d trees, want 40", trees)
+			}
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				policy.RetrainFairway(p)
+			}
+		})
+	}
+}
+
 // warmQueue is n pending jobs submitted after everything p observed, as in
 // a live system: CTC jobs, cycled, with their submit times moved there.
 func warmQueue(tb testing.TB, p policy.Predictor, jobs []policy.Job, n int) []*policy.Job {

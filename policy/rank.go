@@ -21,7 +21,14 @@ var ErrBadScore = errors.New("score is not a number")
 // predictedRun is the run time a policy assumes for j: the prediction in
 // the snapshot, else the job's time limit, else UnknownRun.
 func predictedRun(s *Snapshot, j *Job) time.Duration {
-	if d, ok := s.Predicted[j.ID]; ok {
+	d, ok := s.Predicted[j.ID]
+	return predictedRunOf(j, d, ok)
+}
+
+// predictedRunOf is predictedRun for a prediction d already looked up (ok
+// when there is one).
+func predictedRunOf(j *Job, d time.Duration, ok bool) time.Duration {
+	if ok {
 		return max(d, 0)
 	}
 	if j.TimeLimit > 0 {
@@ -279,10 +286,21 @@ type assocGroups struct {
 }
 
 func groupByAssoc(jobs []Job) *assocGroups {
+	// The runs of one user's jobs bound the number of users: sizing the
+	// maps for them spares their growth in the simulator's short queues
+	// (up to 64: a queue in random order has about as many runs as jobs).
+	runs := min(len(jobs), 1)
+	for i := 1; i < len(jobs) && runs < 64; i++ {
+		if jobs[i].User != jobs[i-1].User {
+			runs++
+		}
+	}
 	g := &assocGroups{
 		of:     make([]int32, len(jobs)),
-		byUser: map[string]int32{},
+		byUser: make(map[string]int32, runs),
 		byAcct: map[string]int32{},
+		keys:   make([]Assoc, 0, runs),
+		acct:   make([]int32, 0, runs),
 	}
 	lastG := int32(-1)
 	for i := range jobs {

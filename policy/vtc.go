@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // VTCParams configures vtc. The zero value gives the defaults.
@@ -130,70 +131,18 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 		zero:    make([]bool, ng),
 	}
 	commU, commA := make([]float64, ng), make([]float64, na)
-	if committed {
-		// Summed in job id order, so the result does not depend on the
-		// order of Running. Only the running jobs of users or accounts
-		// with pending jobs count; they are sorted as small records, and
-		// not at all when Running is already in id order.
-		type runCommit struct {
-			id   int64
-			x, a int32 // group and account, -1 when they have no pending job
-			u    float64
+	switch {
+	case !committed:
+	case s.running != nil:
+		// The Engine keeps the sums from cycle to cycle.
+		for x, key := range g.keys {
+			commU[x] = s.running.committedUser(key)
 		}
-		rs := make([]runCommit, 0, len(s.Running))
-		sorted := true
-		var x, a int32
-		var okU, okA bool
-		for i := range s.Running {
-			r := &s.Running[i]
-			// Running jobs come in runs of one user's jobs: look up only
-			// when the association changes.
-			if i == 0 || r.User != s.Running[i-1].User || r.Account != s.Running[i-1].Account {
-				x, okU = g.lookup(r.Account, r.User)
-				a, okA = g.byAcct[r.Account]
-			}
-			if !okU && !okA {
-				continue
-			}
-			rx, ra := x, a
-			if !okU {
-				rx = -1
-			}
-			if !okA {
-				ra = -1
-			}
-			// What the job is predicted to use and the Ledger has not
-			// charged yet: counter + committed does not depend on how
-			// recently the cycle owner charged running jobs.
-			u := max(0, predictedService(s, r)-s.Ledger.Attained(r.ID))
-			if len(rs) > 0 && rs[len(rs)-1].id > r.ID {
-				sorted = false
-			}
-			rs = append(rs, runCommit{id: r.ID, x: rx, a: ra, u: u})
+		for a, name := range g.accounts {
+			commA[a] = s.running.committedAccount(name)
 		}
-		add := func(r *runCommit) {
-			if r.x >= 0 {
-				commU[r.x] += r.u
-			}
-			if r.a >= 0 {
-				commA[r.a] += r.u
-			}
-		}
-		if sorted {
-			for i := range rs {
-				add(&rs[i])
-			}
-		} else {
-			// Equal values and submit keys: sortRank orders by id.
-			ids := make([]rankEntry, len(rs))
-			for i := range rs {
-				ids[i] = rankEntry{id: rs[i].id, i: int32(i)}
-			}
-			sortRank(ids, nil)
-			for _, e := range ids {
-				add(&rs[e.i])
-			}
-		}
+	default:
+		sumCommitted(s, g, commU, commA)
 	}
 
 	acctW := make([]float64, na)
@@ -300,4 +249,91 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 		}
 	}
 	return t
+}
+
+// sumCommitted adds up, into commU and commA (per group and per account of
+// g), the committed service of the running jobs of s: what each job is
+// predicted to use and the Ledger has not charged yet. The Engine keeps the
+// same sums in its runningIndex; this is the computation from the Snapshot
+// alone.
+func sumCommitted(s *Snapshot, g *assocGroups, commU, commA []float64) {
+	// Summed in job id order, so the result does not depend on the
+	// order of Running. Only the running jobs of users or accounts
+	// with pending jobs count; they are sorted as small records, and
+	// not at all when Running is already in id order.
+	type runCommit struct {
+		id   int64
+		x, a int32 // group and account, -1 when they have no pending job
+		u    float64
+	}
+	rs := make([]runCommit, 0, len(s.Running))
+	sorted := true
+	var x, a int32
+	var okU, okA bool
+	for i := range s.Running {
+		r := &s.Running[i]
+		// Running jobs come in runs of one user's jobs: look up only
+		// when the association changes.
+		if i == 0 || r.User != s.Running[i-1].User || r.Account != s.Running[i-1].Account {
+			x, okU = g.lookup(r.Account, r.User)
+			a, okA = g.byAcct[r.Account]
+		}
+		if !okU && !okA {
+			continue
+		}
+		rx, ra := x, a
+		if !okU {
+			rx = -1
+		}
+		if !okA {
+			ra = -1
+		}
+		// What the job is predicted to use and the Ledger has not
+		// charged yet: counter + committed does not depend on how
+		// recently the cycle owner charged running jobs.
+		d, ok := s.Predicted[r.ID]
+		u := committedService(s.Service, r, d, ok, s.Ledger.Attained(r.ID))
+		if len(rs) > 0 && rs[len(rs)-1].id > r.ID {
+			sorted = false
+		}
+		rs = append(rs, runCommit{id: r.ID, x: rx, a: ra, u: u})
+	}
+	add := func(r *runCommit) {
+		if r.x >= 0 {
+			commU[r.x] += r.u
+		}
+		if r.a >= 0 {
+			commA[r.a] += r.u
+		}
+	}
+	if sorted {
+		for i := range rs {
+			add(&rs[i])
+		}
+	} else {
+		// Equal values and submit keys: sortRank orders by id.
+		ids := make([]rankEntry, len(rs))
+		for i := range rs {
+			ids[i] = rankEntry{id: rs[i].id, i: int32(i)}
+		}
+		sortRank(ids, nil)
+		for _, e := range ids {
+			add(&rs[e.i])
+		}
+	}
+}
+
+// committedService is what running job j is predicted to use and has not
+// been charged yet: its predicted service (its prediction d when ok) less
+// the service it attained, at least 0. The conversion keeps the product
+// rounded on its own, so the Engine's runningIndex and sumCommitted agree
+// to the bit whatever the compiler fuses.
+func committedService(svc Service, j *Job, d time.Duration, ok bool, attained float64) float64 {
+	return committed(svc.Rate(j), predictedRunOf(j, d, ok).Seconds(), attained)
+}
+
+// committed is committedService from the job's rate and predicted run time
+// in seconds.
+func committed(rate, runSec, attained float64) float64 {
+	return max(0, float64(rate*runSec)-attained)
 }

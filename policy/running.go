@@ -1,0 +1,311 @@
+package policy
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// runningIndex is the Engine's record of the running jobs, carried from
+// cycle to cycle so that a policy need not visit every running job at every
+// cycle. It holds, per association and per account, the committed service of
+// their running jobs (what vtc and fair-qssf add to the VTC counters, see
+// vtc): Σ max(0, predicted service − attained), summed in job id order.
+//
+// A job's committed service changes only when the job starts or stops, when
+// it is charged (the Engine's sweep, every ChargeEvery) or when its
+// prediction changes, so between two sweeps a cycle only finds the jobs that
+// started or stopped and re-sums the associations and accounts they touch;
+// the sums are bit-identical to the ones computeVTC makes from the Snapshot
+// (the same terms, added in the same order). The Engine hands the index to
+// its policy through Snapshot.running for the duration of the Rank call
+// only: a Snapshot copied or modified later is ranked from its own fields.
+type runningIndex struct {
+	jobs     map[int64]*runRec
+	assocs   map[Assoc]*runSum
+	accounts map[string]*runSum
+
+	order  []*runRec // the running jobs of the last match, in Running order
+	next   []*runRec // scratch for match
+	cur    []*Job    // order's jobs in the Observation, between match and settle
+	newRun []int32   // indices in Running of the jobs new to the index
+	dirty  []*runSum // sums to add up again
+	// Records are carved from slabs and reused once their job left, so
+	// that the records a cycle walks share cache lines.
+	slab  []runRec
+	free  []*runRec // records free for reuse
+	left  []*runRec // records whose job left during this match
+	cycle uint64    // match calls, to mark who was seen in this one
+	ok    bool      // the last match indexed every running job
+	// unknown counts the associations of running jobs that neither the
+	// Ledger nor the share tree knows (see shareSumCache).
+	unknown int
+}
+
+// runRec is one running job.
+type runRec struct {
+	id            int64
+	user, account string
+	assoc, acct   *runSum
+	pred          time.Duration // Snapshot.Predicted, when hasPred
+	hasPred       bool
+	attained      float64       // Ledger.Attained
+	run           time.Duration // predictedRunOf the above, and
+	runSec        float64       // its seconds, kept to spare the division
+	committed     float64       // max(0, predicted service − attained)
+	seen          uint64
+	fresh         bool // new to the index: read its prediction and service
+	gone          bool
+}
+
+// runSum is the committed service of one association's or account's
+// running jobs.
+type runSum struct {
+	jobs  []*runRec // in id order
+	sum   float64   // the jobs' committed service, added in id order
+	dirty bool
+	known bool // an association the Ledger or the share tree knows; accounts: always
+}
+
+func newRunningIndex() *runningIndex {
+	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}}
+}
+
+// An update of the index is in two steps around the Engine's predictions:
+// match, after the Engine charged and finished, finds which running jobs
+// are new (newRun: only they can be due a prediction, see Engine.due);
+// settle, once predicted, computes what changed and adds up the sums.
+
+// match follows o.Running and o.Stopped.
+func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
+	x.cycle++
+	x.ok = true
+	if x.unknown > 0 {
+		// The Ledger only learns associations: look again.
+		for a, s := range x.assocs {
+			if !s.known && knownAssoc(a, l, shares) {
+				s.known = true
+				x.unknown--
+			}
+		}
+	}
+	for i := range o.Stopped {
+		if r := x.jobs[o.Stopped[i].ID]; r != nil {
+			x.remove(r)
+		}
+	}
+	// Match o.Running against the previous order: the simulator appends
+	// the jobs it starts and deletes those that stop, so a walk in step
+	// finds nearly every job without a lookup. Jobs out of step are looked
+	// up by id.
+	prev, p := x.order, 0
+	next, cur := x.next[:0], x.cur[:0]
+	x.newRun = x.newRun[:0]
+	for i := range o.Running {
+		j := &o.Running[i]
+		for p < len(prev) && (prev[p].gone || prev[p].seen == x.cycle) {
+			p++
+		}
+		var r *runRec
+		if p < len(prev) && prev[p].id == j.ID {
+			r = prev[p]
+			p++
+		} else {
+			r = x.jobs[j.ID]
+		}
+		switch {
+		case r == nil:
+			r = x.newRec()
+			r.id, r.fresh = j.ID, true
+			x.jobs[j.ID] = r
+			x.newRun = append(x.newRun, int32(i))
+		case r.seen == x.cycle:
+			x.ok = false // a job id twice: let policies read the Snapshot
+			continue
+		}
+		r.seen = x.cycle
+		if r.assoc == nil || r.user != j.User || r.account != j.Account {
+			x.detach(r)
+			r.user, r.account = j.User, j.Account
+			a := Assoc{Account: j.Account, User: j.User}
+			r.assoc = x.assocs[a]
+			if r.assoc == nil {
+				r.assoc = &runSum{known: knownAssoc(a, l, shares)}
+				x.assocs[a] = r.assoc
+				if !r.assoc.known {
+					x.unknown++
+				}
+			}
+			r.acct = x.accounts[j.Account]
+			if r.acct == nil {
+				r.acct = &runSum{known: true}
+				x.accounts[j.Account] = r.acct
+			}
+			x.joinSum(r.assoc, r)
+			x.joinSum(r.acct, r)
+		}
+		next, cur = append(next, r), append(cur, j)
+	}
+	// Jobs of the previous order not seen now left without being listed
+	// as stopped.
+	for _, r := range prev {
+		if !r.gone && r.seen != x.cycle {
+			x.remove(r)
+		}
+	}
+	clear(prev) // keep no pointer to a record that left
+	x.order, x.next, x.cur = next, prev[:0], cur
+	// Nothing points to the records that left any more.
+	x.free = append(x.free, x.left...)
+	clear(x.left)
+	x.left = x.left[:0]
+}
+
+// newRec returns a zero record, reused or from the current slab.
+func (x *runningIndex) newRec() *runRec {
+	if n := len(x.free); n > 0 {
+		r := x.free[n-1]
+		x.free = x.free[:n-1]
+		*r = runRec{}
+		return r
+	}
+	if len(x.slab) == 0 {
+		x.slab = make([]runRec, 256)
+	}
+	r := &x.slab[0]
+	x.slab = x.slab[1:]
+	return r
+}
+
+// settle computes the committed service of the jobs match found and adds
+// up the sums that changed. refresh re-reads every job's prediction and
+// attained service (the Engine charged every running job); otherwise they
+// are read only for the jobs new to the index, since between two sweeps
+// the Engine changes them for no other running job: it charges running
+// jobs only when it sweeps, and predicts only those new to the index.
+func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
+	for k, r := range x.order {
+		j := x.cur[k]
+		if refresh || r.fresh {
+			r.pred, r.hasPred = predicted[j.ID]
+			r.attained = l.Attained(j.ID)
+			r.fresh = false
+		}
+		// Exactly sumCommitted's term, from the same values (the job's
+		// own fields may change: they are read each time).
+		if run := predictedRunOf(j, r.pred, r.hasPred); run != r.run {
+			r.run, r.runSec = run, run.Seconds()
+		}
+		c := committed(svc.Rate(j), r.runSec, r.attained)
+		if math.Float64bits(c) != math.Float64bits(r.committed) {
+			r.committed = c
+			x.markDirty(r.assoc)
+			x.markDirty(r.acct)
+		}
+	}
+	clear(x.cur) // keep no pointer into the observation
+	x.cur = x.cur[:0]
+
+	for _, s := range x.dirty {
+		s.dirty = false
+		s.sum = 0
+		for _, r := range s.jobs {
+			s.sum += r.committed
+		}
+	}
+	x.dirty = x.dirty[:0]
+}
+
+// detach takes r out of the sums of its association and account.
+func (x *runningIndex) detach(r *runRec) {
+	if r.assoc == nil {
+		return
+	}
+	if leaveSum(x.assocs, Assoc{Account: r.account, User: r.user}, r) && !r.assoc.known {
+		x.unknown--
+	}
+	leaveSum(x.accounts, r.account, r)
+	x.markDirty(r.assoc)
+	x.markDirty(r.acct)
+	r.assoc, r.acct = nil, nil
+}
+
+// remove forgets a job that stopped running.
+func (x *runningIndex) remove(r *runRec) {
+	x.detach(r)
+	delete(x.jobs, r.id)
+	r.gone = true
+	x.left = append(x.left, r)
+}
+
+func (x *runningIndex) markDirty(s *runSum) {
+	if !s.dirty {
+		s.dirty = true
+		x.dirty = append(x.dirty, s)
+	}
+}
+
+// joinSum adds r, in id order, to the sum of key in m, creating it.
+func (x *runningIndex) joinSum(s *runSum, r *runRec) {
+	i, _ := slices.BinarySearchFunc(s.jobs, r.id, func(e *runRec, id int64) int { return cmpInt64(e.id, id) })
+	s.jobs = slices.Insert(s.jobs, i, r)
+	x.markDirty(s)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// leaveSum takes r out of the sum of key in m, and the sum out of m once it
+// is empty; it reports whether it did.
+func leaveSum[K comparable](m map[K]*runSum, key K, r *runRec) bool {
+	s := m[key]
+	if s == nil {
+		return false
+	}
+	if i := slices.Index(s.jobs, r); i >= 0 {
+		s.jobs = slices.Delete(s.jobs, i, i+1)
+	}
+	if len(s.jobs) > 0 {
+		return false
+	}
+	delete(m, key)
+	return true
+}
+
+// knownAssoc reports whether the Ledger or the share tree knows a.
+func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
+	if l != nil {
+		if _, ok := l.assocs[a]; ok {
+			return true
+		}
+	}
+	if shares != nil {
+		if _, ok := shares.Users[a]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// committedUser and committedAccount are the committed service of the
+// running jobs of an association and of an account.
+func (x *runningIndex) committedUser(a Assoc) float64 {
+	if s := x.assocs[a]; s != nil {
+		return s.sum
+	}
+	return 0
+}
+
+func (x *runningIndex) committedAccount(name string) float64 {
+	if s := x.accounts[name]; s != nil {
+		return s.sum
+	}
+	return 0
+}

@@ -1,0 +1,196 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+)
+
+// enChurn drives an Engine through n cycles of a random queue: jobs arrive,
+// start (some between two cycles, never seen pending), finish, are
+// requeued, stop without being reported, change account, appear twice, the
+// running list is sometimes shuffled, and new users keep coming: what the
+// runningIndex and the shareSumCache must follow. After each cycle, check gets the cycle's
+// ranking and the Snapshot.
+func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s *Snapshot, ranking []Score)) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
+	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
+	accounts := []string{"a", "b", "c"}
+	var pending, running []Job
+	nextID := int64(1)
+	for c := range n {
+		now := rkAt(float64(c) * 2)
+		var stopped []Job
+		if c%40 == 39 {
+			users = append(users, fmt.Sprint("new", c))
+		}
+		// Arrivals.
+		for range r.Intn(4) {
+			u := r.Intn(len(users))
+			j := Job{ID: nextID, User: users[u], Account: accounts[u%len(accounts)], GPUs: 1 + r.Intn(4),
+				Submit: now, State: StatePending, Name: fmt.Sprint("n", r.Intn(3))}
+			if r.Intn(4) > 0 {
+				j.TimeLimit = time.Duration(10+r.Intn(120)) * time.Minute
+			}
+			nextID++
+			pending = append(pending, j)
+		}
+		// Finishes, requeues and silent disappearances.
+		for i := 0; i < len(running); {
+			j := running[i]
+			switch x := r.Intn(20); {
+			case x < 3 && now.After(j.Start): // finished
+				j.End, j.State = now, StateCompleted
+				stopped = append(stopped, j)
+			case x == 3 && now.After(j.Start): // requeued
+				j.End, j.State = now, StatePending
+				stopped = append(stopped, j)
+				j.Start, j.End = time.Time{}, time.Time{}
+				pending = append(pending, j)
+			case x == 4: // gone without a word
+			default:
+				if x == 5 { // moved to another account
+					running[i].Account = accounts[r.Intn(len(accounts))]
+				}
+				i++
+				continue
+			}
+			running = slices.Delete(running, i, i+1)
+		}
+		// Starts.
+		for range r.Intn(4) {
+			if len(pending) == 0 {
+				break
+			}
+			i := r.Intn(len(pending))
+			j := pending[i]
+			pending = slices.Delete(pending, i, i+1)
+			j.Start, j.State = now, StateRunning
+			running = append(running, j)
+		}
+		if r.Intn(15) == 0 { // submitted and started between two cycles
+			u := fmt.Sprint("quick", r.Intn(c+1))
+			running = append(running, Job{ID: nextID, User: u, Account: accounts[r.Intn(len(accounts))], GPUs: 1,
+				Submit: now, Start: now, State: StateRunning, TimeLimit: time.Hour})
+			nextID++
+		}
+		obsRunning := running
+		switch r.Intn(10) {
+		case 0: // another order
+			obsRunning = slices.Clone(running)
+			r.Shuffle(len(obsRunning), func(i, k int) { obsRunning[i], obsRunning[k] = obsRunning[k], obsRunning[i] })
+		case 1: // a job listed twice
+			if len(running) > 0 {
+				obsRunning = append(slices.Clone(running), running[r.Intn(len(running))])
+			}
+		}
+		s, ranking, err := e.Cycle(&Observation{Now: now, Pending: pending, Running: obsRunning, Stopped: stopped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c, s, ranking)
+	}
+}
+
+// TestEngine_RunningIndexMatchesSnapshot checks that the committed service
+// the Engine keeps from cycle to cycle ranks exactly as the same Snapshot
+// ranked from its own fields, at every cycle of a churning queue, with and
+// without a predictor and for every charging cadence.
+func TestEngine_RunningIndexMatchesSnapshot(t *testing.T) {
+	trees := map[string]*Shares{
+		"none": nil,
+		"whole": {Accounts: map[string]float64{"a": 3, "b": 1, "zero": 0},
+			Users: map[Assoc]float64{{Account: "a", User: "u0"}: 5, {Account: "c", User: "u2"}: 0, {Account: "b", User: "absent"}: 2}},
+		"fractional": {Accounts: map[string]float64{"a": 0.3, "b": 1.7},
+			Users: map[Assoc]float64{{Account: "a", User: "u0"}: 0.1, {Account: "b", User: "u1"}: 2.35, {Account: "c", User: "absent"}: 0.7}},
+	}
+	for _, name := range []string{"vtc", "fair-qssf", "fairshare"} {
+		for _, every := range []time.Duration{0, -1, 7 * time.Minute} {
+			for _, withPred := range []bool{false, true} {
+				for _, tree := range []string{"none", "whole", "fractional"} {
+					t.Run(fmt.Sprintf("%s/every=%v/predictor=%v/shares=%s", name, every, withPred, tree), func(t *testing.T) {
+						var pred Predictor
+						if withPred {
+							pred = newEnFake()
+						}
+						pol, err := NewPolicy(name, PolicyParams{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: every, Shares: trees[tree]})
+						if err != nil {
+							t.Fatal(err)
+						}
+						compared := 0
+						enChurn(t, e, 3, 600, func(c int, s *Snapshot, ranking []Score) {
+							if s.running != nil {
+								t.Fatalf("cycle %d: the Snapshot kept the Engine's index", c)
+							}
+							again, err := e.Policy().Rank(s)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if len(again) != len(ranking) {
+								t.Fatalf("cycle %d: %d scores, again %d", c, len(ranking), len(again))
+							}
+							for i := range ranking {
+								a, b := ranking[i], again[i]
+								if a.JobID != b.JobID || math.Float64bits(a.Value) != math.Float64bits(b.Value) ||
+									!slices.EqualFunc(a.Parts.values(), b.Parts.values(), sameBits) {
+									t.Fatalf("cycle %d, rank %d: engine %d %v %v, from the snapshot %d %v %v",
+										c, i, a.JobID, a.Value, a.Parts, b.JobID, b.Value, b.Parts)
+								}
+							}
+							if e.running.ok && e.running.unknown == 0 && len(s.Running) > 0 && len(ranking) > 0 {
+								compared++ // ranked with what the Engine keeps
+							}
+						})
+						if compared < 300 {
+							t.Fatalf("only %d cycles ranked running and pending jobs with the index: the test checks too little", compared)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// TestEngine_PredictsJobFirstSeenRunning checks that a job the Engine first
+// sees running (it started between two cycles) is predicted once, and that
+// a job seen pending keeps the prediction it had when it starts.
+func TestEngine_PredictsJobFirstSeenRunning(t *testing.T) {
+	pred := newEnFake()
+	e := enEngine(t, "fair-qssf", pred, 0)
+	done := enJob(1, "alice", 0)
+	done.Start, done.End, done.State = rkAt(0), rkAt(30), StateCompleted
+	waiting := enJob(3, "bob", 0)
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(30), Pending: []Job{waiting}, Stopped: []Job{done}}); err != nil {
+		t.Fatal(err)
+	}
+	quick := enJob(2, "alice", 31)
+	quick.Start, quick.State = rkAt(31), StateRunning
+	before := pred.predicts
+	s, _, err := e.Cycle(&Observation{Now: rkAt(32), Pending: []Job{waiting}, Running: []Job{quick}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Predicted[2]; !ok || got != 30*time.Minute {
+		t.Errorf("job first seen running: predicted %v (%v), want alice's mean 30m", got, ok)
+	}
+	if pred.predicts != before+1 {
+		t.Errorf("%d predictions in the cycle, want 1 (the new running job; bob's is cached)", pred.predicts-before)
+	}
+	before = pred.predicts
+	if _, _, err := e.Cycle(&Observation{Now: rkAt(33), Pending: []Job{waiting}, Running: []Job{quick}}); err != nil {
+		t.Fatal(err)
+	}
+	if pred.predicts != before {
+		t.Errorf("%d predictions for a job still running, want 0", pred.predicts-before)
+	}
+}
