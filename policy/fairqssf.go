@@ -118,7 +118,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	}
 	users := 0.0
 	if p.maxWait > 0 || p.rhoMax > 0 {
-		users = t.g.activeUsers(s.Running)
+		users = t.g.activeUsers(s)
 	}
 	const k = 6
 	parts := make([]float64, k*n)
@@ -155,13 +155,32 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 }
 
 // activeUsers is activeUsers(s) for the snapshot whose pending jobs g
-// groups: the pending users are g's, so only the users of running jobs
-// outside them are counted on the side.
-func (g *assocGroups) activeUsers(running []Job) float64 {
+// groups: the pending users are g's, and the running users the Engine's
+// runningIndex counts, when it holds every running job; otherwise only
+// the users of running jobs outside g are counted on the side.
+func (g *assocGroups) activeUsers(s *Snapshot) float64 {
+	if x := s.running; x != nil && x.ok {
+		// |pending ∪ running|, probing the larger set with the smaller.
+		both := 0
+		if len(g.byUser) <= len(x.users) {
+			for u := range g.byUser {
+				if _, ok := x.users[u]; ok {
+					both++
+				}
+			}
+		} else {
+			for u := range x.users {
+				if _, ok := g.byUser[u]; ok {
+					both++
+				}
+			}
+		}
+		return float64(len(g.byUser) + len(x.users) - both)
+	}
 	var others map[string]struct{}
-	for i := range running {
-		u := running[i].User
-		if i > 0 && u == running[i-1].User {
+	for i := range s.Running {
+		u := s.Running[i].User
+		if i > 0 && u == s.Running[i-1].User {
 			continue
 		}
 		if _, ok := g.byUser[u]; ok {

@@ -24,6 +24,9 @@ type runningIndex struct {
 	jobs     map[int64]*runRec
 	assocs   map[Assoc]*runSum
 	accounts map[string]*runSum
+	// users counts each user's running jobs, while it has some: Themis' N
+	// (see activeUsers) without a pass over the running jobs.
+	users map[string]int32
 
 	order  []*runRec // the running jobs of the last match, in Running order
 	next   []*runRec // scratch for match
@@ -68,7 +71,7 @@ type runSum struct {
 }
 
 func newRunningIndex() *runningIndex {
-	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}}
+	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}, users: map[string]int32{}}
 }
 
 // An update of the index is in two steps around the Engine's predictions:
@@ -143,6 +146,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 			}
 			x.joinSum(r.assoc, r)
 			x.joinSum(r.acct, r)
+			x.users[j.User]++
 		}
 		next, cur = append(next, r), append(cur, j)
 	}
@@ -225,6 +229,9 @@ func (x *runningIndex) detach(r *runRec) {
 		x.unknown--
 	}
 	leaveSum(x.accounts, r.account, r)
+	if x.users[r.user]--; x.users[r.user] <= 0 {
+		delete(x.users, r.user)
+	}
 	x.markDirty(r.assoc)
 	x.markDirty(r.acct)
 	r.assoc, r.acct = nil, nil

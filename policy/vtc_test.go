@@ -333,7 +333,7 @@ func TestFairQSSF_ActiveUsersFromGroups(t *testing.T) {
 		// Users who only run, in runs of one user.
 		s.Running = append(s.Running, Job{ID: 1 << 40, User: "only-running"}, Job{ID: 1<<40 + 1, User: "only-running"}, Job{ID: 1<<40 + 2, User: "also-running"})
 		want := activeUsers(s)
-		if got := groupByAssoc(s.Pending).activeUsers(s.Running); got != want {
+		if got := groupByAssoc(s.Pending).activeUsers(s); got != want {
 			t.Errorf("seed %d: %v active users from the groups, %v counted", seed, got, want)
 		}
 	}
