@@ -100,8 +100,12 @@ func (*fairQSSF) Name() string { return "fair-qssf" }
 
 func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	n := len(s.Pending)
-	run, cost := make([]float64, n), make([]float64, n)
-	sub, wait := make([]int64, n), make([]float64, n)
+	buf := getRankScratch()
+	defer buf.put()
+	// Every entry is written below.
+	buf.run, buf.cost = resize(buf.run, n), resize(buf.cost, n)
+	buf.sub, buf.wait = resize(buf.sub, n), resize(buf.wait, n)
+	run, cost, sub, wait := buf.run, buf.cost, buf.sub, buf.wait
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		run[i] = predictedRun(s, j).Seconds()
@@ -110,7 +114,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 		wait[i] = s.Now.Sub(waitingSince(j)).Seconds()
 	}
 	// Within a user, shortest predicted service first.
-	t := computeVTC(s, cost, sub, cost, !p.ignoreRunning)
+	t := computeVTC(s, cost, sub, cost, !p.ignoreRunning, buf)
 
 	minTag := math.Inf(1)
 	for _, v := range t.tag {
@@ -147,7 +151,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 			row[5] = 1
 		}
 	}
-	scores, err := p.sc.rank(s, parts, sub)
+	scores, err := p.sc.rankWith(s, parts, sub, buf)
 	if err != nil {
 		return nil, fmt.Errorf("fair-qssf: %w", err)
 	}

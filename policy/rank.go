@@ -241,8 +241,24 @@ func unixNanoOrMin(t time.Time) int64 {
 //
 // sub, when not nil, is submitKeys(s.Pending), already computed.
 func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, error) {
+	return sc.rankWith(s, parts, sub, nil)
+}
+
+// rankWith is rank sorting in buf's buffers when buf is not nil.
+func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankScratch) ([]Score, error) {
 	n, k := len(s.Pending), len(sc.names)
-	entries := make([]rankEntry, n)
+	var entries, radix []rankEntry
+	if buf != nil {
+		// Every entry is written below.
+		buf.ents = resize(buf.ents, n)
+		entries = buf.ents
+		if n >= 512 {
+			buf.radix = resize(buf.radix, n)
+			radix = buf.radix
+		}
+	} else {
+		entries = make([]rankEntry, n)
+	}
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		v := sc.value(parts[i*k : (i+1)*k])
@@ -257,7 +273,7 @@ func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, erro
 		}
 		entries[i] = e
 	}
-	sortRank(entries, nil)
+	sortRank(entries, radix)
 	t := &partTable{names: sc.names, vals: parts[:n*k]}
 	scores := make([]Score, n)
 	for r, e := range entries {
@@ -283,9 +299,18 @@ type assocGroups struct {
 	// members[start[g]:start[g+1]].
 	members []int32
 	start   []int32
+	fill    []int32 // reset's scratch
 }
 
 func groupByAssoc(jobs []Job) *assocGroups {
+	g := &assocGroups{}
+	g.reset(jobs)
+	return g
+}
+
+// reset makes g the grouping of jobs, reusing g's slices and maps (see
+// rankScratch).
+func (g *assocGroups) reset(jobs []Job) {
 	// The runs of one user's jobs bound the number of users: sizing the
 	// maps for them spares their growth in the simulator's short queues
 	// (up to 64: a queue in random order has about as many runs as jobs).
@@ -295,13 +320,16 @@ func groupByAssoc(jobs []Job) *assocGroups {
 			runs++
 		}
 	}
-	g := &assocGroups{
-		of:     make([]int32, len(jobs)),
-		byUser: make(map[string]int32, runs),
-		byAcct: map[string]int32{},
-		keys:   make([]Assoc, 0, runs),
-		acct:   make([]int32, 0, runs),
+	if g.byUser == nil {
+		g.byUser = make(map[string]int32, runs)
+		g.byAcct = map[string]int32{}
+	} else {
+		clear(g.byUser)
+		clear(g.byAcct)
 	}
+	g.of = resize(g.of, len(jobs)) // every entry is written below
+	g.keys, g.acct = g.keys[:0], g.acct[:0]
+	g.accounts, g.sameUser = g.accounts[:0], g.sameUser[:0]
 	lastG := int32(-1)
 	for i := range jobs {
 		j := &jobs[i]
@@ -332,20 +360,19 @@ func groupByAssoc(jobs []Job) *assocGroups {
 		}
 		g.of[i], lastG = x, x
 	}
-	g.start = make([]int32, len(g.keys)+1)
+	g.start = zeroed(g.start, len(g.keys)+1)
 	for _, x := range g.of {
 		g.start[x+1]++
 	}
 	for x := range g.keys {
 		g.start[x+1] += g.start[x]
 	}
-	g.members = make([]int32, len(jobs))
-	fill := slices.Clone(g.start[:len(g.keys)])
+	g.members = resize(g.members, len(jobs)) // every entry is written below
+	g.fill = append(g.fill[:0], g.start[:len(g.keys)]...)
 	for i, x := range g.of {
-		g.members[fill[x]] = int32(i)
-		fill[x]++
+		g.members[g.fill[x]] = int32(i)
+		g.fill[x]++
 	}
-	return g
 }
 
 // lookup returns the group of an association, if it has pending jobs.

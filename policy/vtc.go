@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -76,7 +75,9 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 	for i, v := range sub {
 		fifo[i] = float64(v)
 	}
-	t := computeVTC(s, cost, sub, fifo, !p.ignoreRunning)
+	buf := getRankScratch()
+	defer buf.put()
+	t := computeVTC(s, cost, sub, fifo, !p.ignoreRunning, buf)
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
@@ -87,7 +88,7 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 			row[3] = 1
 		}
 	}
-	scores, err := p.sc.rank(s, parts, sub)
+	scores, err := p.sc.rankWith(s, parts, sub, buf)
 	if err != nil {
 		return nil, fmt.Errorf("vtc: %w", err)
 	}
@@ -119,18 +120,26 @@ type vtcTags struct {
 // account tag. cost is each pending job's predicted service and sub its
 // submitKeys. With committed, running jobs' predicted service not yet
 // charged counts as received.
-func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, committed bool) *vtcTags {
-	g := groupByAssoc(s.Pending)
+//
+// The tags and groups live in buf, which the caller must not put back in
+// the pool while it uses them.
+func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, committed bool, buf *rankScratch) *vtcTags {
+	g := &buf.g
+	g.reset(s.Pending)
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
-	t := &vtcTags{
+	// tag is written for every job below, userTag for every job it is
+	// read for; the per-group and per-account slices are read whole.
+	t := &buf.t
+	*t = vtcTags{
 		g:       g,
-		tag:     make([]float64, n),
-		userTag: make([]float64, n),
-		userC:   make([]float64, ng),
-		acctC:   make([]float64, na),
-		zero:    make([]bool, ng),
+		tag:     resize(t.tag, n),
+		userTag: resize(t.userTag, n),
+		userC:   zeroed(t.userC, ng),
+		acctC:   zeroed(t.acctC, na),
+		zero:    zeroed(t.zero, ng),
 	}
-	commU, commA := make([]float64, ng), make([]float64, na)
+	buf.commU, buf.commA = zeroed(buf.commU, ng), zeroed(buf.commA, na)
+	commU, commA := buf.commU, buf.commA
 	switch {
 	case !committed:
 	case s.running != nil:
@@ -145,7 +154,8 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 		sumCommitted(s, g, commU, commA)
 	}
 
-	acctW := make([]float64, na)
+	buf.acctW = resize(buf.acctW, na) // every entry is written below
+	acctW := buf.acctW
 	for a, name := range g.accounts {
 		acctW[a] = s.Shares.Account(name)
 		if acctW[a] > 0 {
@@ -156,11 +166,14 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	// Every user's jobs in the within order (sortRank orders by
 	// descending value, then submit, then id): each group sorted on its
 	// own, n·log(jobs per user) rather than n·log n.
-	ents := make([]rankEntry, n)
+	// Every entry of ents a sort reads is written first.
+	buf.ents = resize(buf.ents, n)
+	ents := buf.ents
 	// The radix sort's second buffer, needed only for 512 jobs or more.
 	var scratchAll []rankEntry
 	if n >= 512 {
-		scratchAll = make([]rankEntry, n)
+		buf.radix = resize(buf.radix, n)
+		scratchAll = buf.radix
 	}
 	scratch := func(lo, hi int32) []rankEntry {
 		if scratchAll == nil {
@@ -201,7 +214,8 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	// user tag next, so the account's jobs in ascending user tag (then
 	// older, then lower id) are charged in turn to the account's counter.
 	// Each account's jobs are sorted on their own.
-	perAcct := make([]int32, na+1)
+	buf.perAcct = zeroed(buf.perAcct, na+1)
+	perAcct := buf.perAcct
 	for i := range n {
 		if x := g.of[i]; !t.zero[x] {
 			perAcct[g.acct[x]+1]++
@@ -210,7 +224,8 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	for a := range na {
 		perAcct[a+1] += perAcct[a]
 	}
-	fillA := slices.Clone(perAcct[:na])
+	buf.fillA = append(buf.fillA[:0], perAcct[:na]...)
+	fillA := buf.fillA
 	for i := range n {
 		if x := g.of[i]; !t.zero[x] {
 			a := g.acct[x]
@@ -218,7 +233,8 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 			fillA[a]++
 		}
 	}
-	order := make([]int32, perAcct[na])
+	buf.order = resize(buf.order, int(perAcct[na])) // every entry is written below
+	order := buf.order
 	for a := range na {
 		lo, hi := perAcct[a], perAcct[a+1]
 		if hi-lo > 1 {
