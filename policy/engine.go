@@ -96,6 +96,12 @@ type Engine struct {
 	// predictions, reused from cycle to cycle.
 	batch []*Job
 	preds []Prediction
+	// genUser and gen are the last user due looked up and that user's
+	// generation: pending jobs come in runs of one user's jobs, and
+	// userGen does not change while due runs.
+	genUser string
+	gen     uint64
+	genOK   bool
 
 	now       time.Time
 	started   bool
@@ -214,7 +220,7 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	// others had one when they were first seen running, and keep it.
 	e.running.match(o, e.ledger, e.p.Shares)
 	if e.p.Predictor != nil {
-		e.batch = e.batch[:0]
+		e.batch, e.genOK = e.batch[:0], false
 		for i := range o.Pending {
 			e.due(&o.Pending[i], true)
 		}
@@ -275,15 +281,23 @@ func (e *Engine) due(j *Job, pending bool) {
 		if !pending || (e.p.ChargeEvery > 0 && e.now.Sub(c.at) < e.p.ChargeEvery) {
 			return
 		}
-		gen := e.userGen[j.User]
+		gen := e.userGenOf(j.User)
 		if c.gen == gen {
 			return
 		}
 		c.gen, c.at = gen, e.now
 	} else {
-		e.cache[j.ID] = &enginePred{gen: e.userGen[j.User], at: e.now, seen: e.cycle}
+		e.cache[j.ID] = &enginePred{gen: e.userGenOf(j.User), at: e.now, seen: e.cycle}
 	}
 	e.batch = append(e.batch, j)
+}
+
+// userGenOf is userGen[user], remembering the last user looked up.
+func (e *Engine) userGenOf(user string) uint64 {
+	if !e.genOK || user != e.genUser {
+		e.genUser, e.gen, e.genOK = user, e.userGen[user], true
+	}
+	return e.gen
 }
 
 // sweepCache forgets the jobs that left without running (cancelled while

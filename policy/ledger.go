@@ -75,6 +75,25 @@ type Ledger struct {
 	nowAccounts []string      // scratch for Backlog
 	lastLeft    string        // account that most recently stopped being backlogged
 	lastLeftSet bool
+
+	memo chargeMemo // Charge's last lookups; Clone resets it
+}
+
+// chargeMemo spares Charge the work it repeats from job to job: the Engine
+// charges the running jobs together, in runs of one association's jobs, and
+// over the same interval [last sweep, now] for all that ran through it.
+type chargeMemo struct {
+	// The usage records of the last association charged: records are
+	// never deleted, so the pointers stay valid.
+	key   Assoc
+	assoc *assocUsage
+	acct  *accountUsage
+	// scaledIntegral's two transcendental factors for the last interval
+	// and decay base. The times are compared with ==, all their fields,
+	// so equal keys give the same factors to the bit.
+	from, to, base time.Time
+	exp2, expm1    float64
+	ok             bool
 }
 
 // assocUsage and accountUsage hold usage scaled by 2^((base-t0)/halfLife):
@@ -183,7 +202,12 @@ func (l *Ledger) Charge(j *Job, from, to time.Time, svc Service) {
 	if units == 0 {
 		return
 	}
-	a, acct := l.assoc(AssocOf(j)), l.account(j.Account)
+	m := &l.memo
+	if m.assoc == nil || j.User != m.key.User || j.Account != m.key.Account {
+		m.key = AssocOf(j)
+		m.assoc, m.acct = l.assoc(m.key), l.account(j.Account)
+	}
+	a, acct := m.assoc, m.acct
 	a.vtc += units
 	acct.vtc += units
 	d := l.scaledIntegral(rate, from, to)
@@ -204,9 +228,14 @@ func (l *Ledger) scaledIntegral(rate float64, from, to time.Time) float64 {
 	if to.Sub(l.base).Seconds()/l.halfLife > rebaseAt {
 		l.rebase(to)
 	}
-	x1 := from.Sub(l.base).Seconds() / l.halfLife
-	dx := to.Sub(from).Seconds() / l.halfLife
-	return rate * l.halfLife / math.Ln2 * math.Exp2(x1) * math.Expm1(dx*math.Ln2)
+	m := &l.memo
+	if !m.ok || from != m.from || to != m.to || l.base != m.base {
+		x1 := from.Sub(l.base).Seconds() / l.halfLife
+		dx := to.Sub(from).Seconds() / l.halfLife
+		m.exp2, m.expm1 = math.Exp2(x1), math.Expm1(dx*math.Ln2)
+		m.from, m.to, m.base, m.ok = from, to, l.base, true
+	}
+	return rate * l.halfLife / math.Ln2 * m.exp2 * m.expm1
 }
 
 // rebase moves the decay reference to t, rescaling every stored usage.
@@ -507,6 +536,7 @@ func (l *Ledger) Clone() *Ledger {
 		return nil
 	}
 	c := *l
+	c.memo = chargeMemo{} // its pointers are l's records
 	c.assocs = make(map[Assoc]*assocUsage, len(l.assocs))
 	for k, v := range l.assocs {
 		x := *v
