@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -174,6 +175,12 @@ type simulator struct {
 	now    int64
 	origin time.Time
 
+	// denseID, when not nil, is byID for the ids minID.. as a slice, -1
+	// where byID has no job: a trace's ids are usually nearly consecutive,
+	// and cycle looks up every ranked job.
+	denseID []int32
+	minID   int64
+
 	pending []policy.Job
 	pendK   []int32
 	running []policy.Job
@@ -315,7 +322,44 @@ func (s *simulator) load(res *Result) error {
 	s.needCount = make([]int32, capacity+1)
 	s.minNeed = capacity + 1
 	s.sel = make([]uint32, len(s.jobs))
+	s.indexIDs()
 	return nil
+}
+
+// indexIDs fills denseID when the simulated jobs' ids span at most four
+// times as many ids as there are jobs.
+func (s *simulator) indexIDs() {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for id, k := range s.byID {
+		if k >= 0 {
+			lo, hi = min(lo, id), max(hi, id)
+		}
+	}
+	if lo > hi || uint64(hi-lo) >= 4*uint64(len(s.jobs)) {
+		return
+	}
+	s.minID, s.denseID = lo, make([]int32, hi-lo+1)
+	for i := range s.denseID {
+		s.denseID[i] = -1
+	}
+	for id, k := range s.byID {
+		if k >= 0 {
+			s.denseID[id-lo] = k
+		}
+	}
+}
+
+// jobIndex is the index in jobs of the job with this id, -1 or !ok when
+// no simulated job has it.
+func (s *simulator) jobIndex(id int64) (int32, bool) {
+	if s.denseID == nil {
+		k, ok := s.byID[id]
+		return k, ok
+	}
+	if id < s.minID || uint64(id-s.minID) >= uint64(len(s.denseID)) {
+		return -1, false
+	}
+	return s.denseID[id-s.minID], true
 }
 
 func (s *simulator) at(ns int64) time.Time { return s.origin.Add(time.Duration(ns)) }
@@ -397,7 +441,7 @@ func (s *simulator) cycle() error {
 	s.stopped = s.stopped[:0]
 	s.order = s.order[:0]
 	for _, sc := range ranking {
-		k, ok := s.byID[sc.JobID]
+		k, ok := s.jobIndex(sc.JobID)
 		if !ok || k < 0 {
 			return fmt.Errorf("simulate: policy %s ranked unknown job %d", s.cfg.Policy.Name(), sc.JobID)
 		}
