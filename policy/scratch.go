@@ -28,9 +28,10 @@ var rankScratchPool = sync.Pool{New: func() any { return new(rankScratch) }}
 
 func getRankScratch() *rankScratch { return rankScratchPool.Get().(*rankScratch) }
 
-// put returns sc to the pool. Its buffers keep no job data that matters:
-// every user overwrites or clears what it reads (see zeroed), and the
-// strings the maps and keys hold are dropped at the next use.
+// put returns sc to the pool. What its buffers still hold does not leak
+// into the next call: every user overwrites or clears what it reads (see
+// zeroed). It may keep the last call's user and account names alive until
+// the next call or the pool drops it.
 func (sc *rankScratch) put() { rankScratchPool.Put(sc) }
 
 // zeroed is s resized to n and cleared, reusing its array when large
