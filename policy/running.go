@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -254,19 +255,9 @@ func (x *runningIndex) markDirty(s *runSum) {
 
 // joinSum adds r, in id order, to the sum of key in m, creating it.
 func (x *runningIndex) joinSum(s *runSum, r *runRec) {
-	i, _ := slices.BinarySearchFunc(s.jobs, r.id, func(e *runRec, id int64) int { return cmpInt64(e.id, id) })
+	i, _ := slices.BinarySearchFunc(s.jobs, r.id, func(e *runRec, id int64) int { return cmp.Compare(e.id, id) })
 	s.jobs = slices.Insert(s.jobs, i, r)
 	x.markDirty(s)
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // leaveSum takes r out of the sum of key in m, and the sum out of m once it

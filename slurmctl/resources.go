@@ -3,6 +3,7 @@ package slurmctl
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,7 +167,7 @@ func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (R
 		byID[jobs[i].ID] = &jobs[i]
 	}
 	want = slices.Clone(want)
-	slices.SortFunc(want, func(a, b Resize) int { return cmpID(a.JobID, b.JobID) })
+	slices.SortFunc(want, func(a, b Resize) int { return cmp.Compare(a.JobID, b.JobID) })
 	for _, r := range want {
 		j, ok := byID[r.JobID]
 		switch {
@@ -289,14 +290,4 @@ func resizeBatch(plan []ResizeChange) []byte {
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
-}
-
-func cmpID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

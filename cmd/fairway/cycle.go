@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -409,19 +410,9 @@ func (r *runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 		if c := a.End.Compare(b.End); c != 0 {
 			return c
 		}
-		return cmpInt64(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	return stopped, finished
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // capWrites keeps at most MaxWrites changed values, the best-ranked first;

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -367,7 +368,7 @@ func (rw *rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 				}
 				return 1
 			}
-			return cmpInt64(a.ID, b.ID)
+			return cmp.Compare(a.ID, b.ID)
 		})
 		// Shards per GPU as the nodes declare them, else serve's setting.
 		p := policy.RewriteParams{ShardsPerGPU: sh.shardsPerGPU, MinHistory: rw.cfg.MinHistory, GPUsPerNode: sh.maxFreeOnNode}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -344,7 +345,7 @@ func newServeEngine(ctx context.Context, store *accounting.Store, cfg serveConfi
 		if c := a.End.Compare(b.End); c != 0 {
 			return c
 		}
-		return cmpInt64(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	// One cycle that only learns: every finished job stopped, nothing pending.
 	if _, _, err := engine.Cycle(&policy.Observation{Now: now, Stopped: hist}); err != nil {
