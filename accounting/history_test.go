@@ -43,9 +43,7 @@ func testSyncHistoryLab(t *testing.T, via string) {
 	src := labHistory(t, e, via)
 	store, pool := freshStore(t)
 	ctx := context.Background()
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	tag := "fwacct-" + hex.EncodeToString(rnd[:])
+	tag := randomTag("fwacct-")
 	began := time.Now().Add(-2 * time.Second)
 
 	gpuJob := e.Submit(t, "alice", "-J", tag+"-gpu", "-p", e.Partition, "--gres=gpu:1", "--wrap", "sleep 1")
@@ -146,9 +144,7 @@ func testSyncHistoryLabKeepsDeadline(t *testing.T, via string) {
 	src := labHistory(t, e, via)
 	store, pool := freshStore(t)
 	ctx := context.Background()
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	tag := "fwdeadline-" + hex.EncodeToString(rnd[:])
+	tag := randomTag("fwdeadline-")
 	began := time.Now().Add(-2 * time.Second).Truncate(time.Second)
 
 	id := e.Submit(t, "alice", "-J", tag, "-p", e.Partition, "--deadline=now+3hours", "-t", "5", "--wrap", "sleep 1")
@@ -223,4 +219,12 @@ func testSyncHistoryLabKeepsDeadline(t *testing.T, via string) {
 		t.Fatal(err)
 	}
 	t.Logf("job %d: deadline %v kept; row last written by %s", id, got.Deadline, source)
+}
+
+// randomTag is prefix and 8 random hex digits: a job name no other test
+// run on the shared lab uses.
+func randomTag(prefix string) string {
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	return prefix + hex.EncodeToString(rnd[:])
 }

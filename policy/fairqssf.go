@@ -159,41 +159,28 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 }
 
 // activeUsers is activeUsers(s) for the snapshot whose pending jobs g
-// groups: the pending users are g's, and the running users the Engine's
-// runningIndex counts, when it holds every running job; otherwise only
-// the users of running jobs outside g are counted on the side.
+// groups. Ranked by its Engine, the running users are those the Engine's
+// runningIndex counts, and N is the pending users plus the running ones
+// that are not pending, probing the larger set with the smaller: no pass
+// over the running jobs. Otherwise it is activeUsers(s).
 func (g *assocGroups) activeUsers(s *Snapshot) float64 {
-	if x := s.running; x != nil && x.ok {
-		// |pending ∪ running|, probing the larger set with the smaller.
-		both := 0
-		if len(g.byUser) <= len(x.users) {
-			for u := range g.byUser {
-				if _, ok := x.users[u]; ok {
-					both++
-				}
-			}
-		} else {
-			for u := range x.users {
-				if _, ok := g.byUser[u]; ok {
-					both++
-				}
+	x := s.running
+	if x == nil || !x.ok {
+		return activeUsers(s)
+	}
+	both := 0
+	if len(g.byUser) <= len(x.users) {
+		for u := range g.byUser {
+			if _, ok := x.users[u]; ok {
+				both++
 			}
 		}
-		return float64(len(g.byUser) + len(x.users) - both)
+	} else {
+		for u := range x.users {
+			if _, ok := g.byUser[u]; ok {
+				both++
+			}
+		}
 	}
-	var others map[string]struct{}
-	for i := range s.Running {
-		u := s.Running[i].User
-		if i > 0 && u == s.Running[i-1].User {
-			continue
-		}
-		if _, ok := g.byUser[u]; ok {
-			continue
-		}
-		if others == nil {
-			others = map[string]struct{}{}
-		}
-		others[u] = struct{}{}
-	}
-	return float64(len(g.byUser) + len(others))
+	return float64(len(g.byUser) + len(x.users) - both)
 }

@@ -147,13 +147,7 @@ func TestFairway_SummariesMatchScan(t *testing.T) {
 // one goroutine.
 func BenchmarkPredict(b *testing.B) {
 	jobs := sharedTrace(b, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
-	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range jobs {
-		p.Observe(&jobs[i])
-	}
+	p := warmFairway(b, jobs)
 	for _, n := range []int{1000, 10000, 100000} {
 		queue := warmQueue(b, p, jobs, n)
 		out := make([]policy.Prediction, n)
@@ -210,6 +204,18 @@ func BenchmarkFairwayTrain(b *testing.B) {
 	}
 }
 
+// warmFairway is a fairway predictor that has observed every job of jobs.
+func warmFairway(tb testing.TB, jobs []policy.Job) policy.Predictor {
+	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range jobs {
+		p.Observe(&jobs[i])
+	}
+	return p
+}
+
 // warmQueue is n pending jobs submitted after everything p observed, as in
 // a live system: CTC jobs, cycled, with their submit times moved there.
 func warmQueue(tb testing.TB, p policy.Predictor, jobs []policy.Job, n int) []*policy.Job {
@@ -236,13 +242,7 @@ func warmQueue(tb testing.TB, p policy.Predictor, jobs []policy.Job, n int) []*p
 // does (run it with -race to check that Predict only reads).
 func TestPredictAll_SameAsOneByOne(t *testing.T) {
 	jobs := sharedTrace(t, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
-	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range jobs {
-		p.Observe(&jobs[i])
-	}
+	p := warmFairway(t, jobs)
 	queue := warmQueue(t, p, jobs, 3*4096+17)
 	got := make([]policy.Prediction, len(queue))
 	policy.PredictAll(p, queue, got)

@@ -324,17 +324,3 @@ func TestFairQSSF_Rank(t *testing.T) {
 		})
 	}
 }
-
-// TestFairQSSF_ActiveUsersFromGroups checks fair-qssf's count of active
-// users, read from VTC's grouping, against themis' plain count.
-func TestFairQSSF_ActiveUsersFromGroups(t *testing.T) {
-	for _, seed := range []int64{1, 2, 3} {
-		s := rkRandomSnapshot(seed, 2000, 150)
-		// Users who only run, in runs of one user.
-		s.Running = append(s.Running, Job{ID: 1 << 40, User: "only-running"}, Job{ID: 1<<40 + 1, User: "only-running"}, Job{ID: 1<<40 + 2, User: "also-running"})
-		want := activeUsers(s)
-		if got := groupByAssoc(s.Pending).activeUsers(s); got != want {
-			t.Errorf("seed %d: %v active users from the groups, %v counted", seed, got, want)
-		}
-	}
-}
