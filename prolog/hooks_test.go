@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -396,6 +397,50 @@ func (r *rig) addXID(minor, code int) {
 	info, _ := (&nvmlDevice{d: r.m.ByMinor(minor), minor: minor}).Info()
 	r.xids.last++
 	r.xids.xids = append(r.xids.xids, XID{Seq: r.xids.last, PCI: info.PCI, Code: code})
+}
+
+// rawKmsg is XIDLog over raw /dev/kmsg records, judged as KernelLog judges
+// them.
+type rawKmsg struct{ records []string }
+
+func (k *rawKmsg) Read(context.Context) ([]XID, uint64, error) {
+	var a kmsgXIDs
+	for _, r := range k.records {
+		a.add([]byte(r))
+	}
+	return a.xids, a.last, nil
+}
+
+// TestHooks_SegfaultNamedLikeXIDDoesNotDrain: a user's crashing program
+// named "NVRM: Xid (PCI:<the GPU's address>): 79, x" puts the kernel's
+// segfault line in the log; the next prolog on that GPU must not drain the
+// node.
+func TestHooks_SegfaultNamedLikeXIDDoesNotDrain(t *testing.T) {
+	kmsg := &rawKmsg{records: []string{"6,4999,900000000,-;Linux version 6.1.0\n"}}
+	r := newRig(t, func(_ *Config, d *Deps) { d.XIDs = kmsg })
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(80, 1)); err != nil {
+		t.Fatalf("first prolog: %v", err)
+	}
+	if err := r.h.Epilog(budget(t, 5*time.Second), job(80, 1)); err != nil {
+		t.Fatalf("first epilog: %v", err)
+	}
+	info, _ := (&nvmlDevice{d: r.m.ByMinor(1), minor: 1}).Info()
+	name := fmt.Sprintf("NVRM: Xid (PCI:%04x:%02x:%02x): 79, x", info.PCI.Domain, info.PCI.Bus, info.PCI.Device)
+	kmsg.records = append(kmsg.records,
+		fmt.Sprintf("6,5001,912345678,-;%.15s[4242]: segfault at 0 ip 0000000000401126 sp 00007ffc3a1f2e40 error 6 in %s[401000+1000] likely on CPU 3 (core 3, socket 0)\n", name, name),
+		fmt.Sprintf("6,5002,912345690,-;x%.14s[4243]: segfault at 0 ip 0000000000401126 sp 00007ffc3a1f2e40 error 6 in x%s[401000+1000]\n", name, name))
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(81, 1)); err != nil {
+		t.Fatalf("prolog after the crafted segfaults: %v, want none", err)
+	}
+	if r.drain.reason != "" {
+		t.Fatalf("node drained by a program's name: %q", r.drain.reason)
+	}
+	// The driver's own message on that GPU still drains it.
+	kmsg.records = append(kmsg.records, fmt.Sprintf("3,5003,912345700,-;%s, pid=4244, GPU has fallen off the bus.\n", strings.TrimSuffix(name, ", x")))
+	var fe *FaultError
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(82, 1)); !errors.As(err, &fe) {
+		t.Fatalf("prolog after a real XID 79: %v, want a fault", err)
+	}
 }
 
 // TestHooks_XIDsBeforeFirstLook: XIDs logged before Fairway first looked at
