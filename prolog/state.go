@@ -48,7 +48,7 @@ type gpuState struct {
 	// Unknown are jobs on the GPU whose shard lookup failed: they may
 	// share it, so a later sharer is not the first.
 	Unknown []int64 `json:"unknown,omitempty"`
-	MPS     bool    `json:"mps,omitempty"`     // Fairway started its MPS daemon
+	MPS     bool    `json:"mps,omitempty"` // Fairway started its MPS daemon
 	// XIDSeq is the newest kernel log record judged for this GPU; XIDKnown
 	// is false until a first look sets the baseline.
 	XIDSeq   uint64 `json:"xid_seq,omitempty"`
