@@ -158,7 +158,7 @@ func predictJobs(ctx context.Context, cfg predictEvalConfig) ([]policy.Job, stri
 		}
 		return tr.Jobs, filepath.Base(cfg.Trace), nil
 	}
-	store, closeDB, err := openStoreURL(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	store, closeDB, err := openStore(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, "", err
 	}
