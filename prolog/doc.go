@@ -29,8 +29,11 @@
 // which is the NVML minor number, not the NVML index) in SLURM_JOB_GPUS and
 // CUDA_VISIBLE_DEVICES. Slurm 22.05 gives a shard job the same variables as
 // a one-GPU job and no shard count, so on nodes with shards (Config
-// ShardsPerGPU > 0) the prolog asks `scontrol show job` (ShardLookup, about
-// 5 ms). When it cannot tell, it leaves the GPU's settings alone.
+// ShardsPerGPU > 0) the prolog asks `squeue --json` (ShardLookup, about
+// 10 ms on the lab). It reads only fields Slurm writes (tres_per_node,
+// tres_alloc_str) from their JSON keys, never user text (comment, mail
+// user, paths) from a line of words. When it cannot tell, it leaves the
+// GPU's settings alone.
 //
 // Shards and MPS. The first shard job on a GPU switches it to compute mode
 // DEFAULT and starts an MPS control daemon for that GPU alone (pipe

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -398,6 +399,50 @@ func (r *rig) addXID(minor, code int) {
 	r.xids.xids = append(r.xids.xids, XID{Seq: r.xids.last, PCI: info.PCI, Code: code})
 }
 
+// rawKmsg is XIDLog over raw /dev/kmsg records, judged as KernelLog judges
+// them.
+type rawKmsg struct{ records []string }
+
+func (k *rawKmsg) Read(context.Context) ([]XID, uint64, error) {
+	var a kmsgXIDs
+	for _, r := range k.records {
+		a.add([]byte(r))
+	}
+	return a.xids, a.last, nil
+}
+
+// TestHooks_SegfaultNamedLikeXIDDoesNotDrain: a user's crashing program
+// named "NVRM: Xid (PCI:<the GPU's address>): 79, x" puts the kernel's
+// segfault line in the log; the next prolog on that GPU must not drain the
+// node.
+func TestHooks_SegfaultNamedLikeXIDDoesNotDrain(t *testing.T) {
+	kmsg := &rawKmsg{records: []string{"6,4999,900000000,-;Linux version 6.1.0\n"}}
+	r := newRig(t, func(_ *Config, d *Deps) { d.XIDs = kmsg })
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(80, 1)); err != nil {
+		t.Fatalf("first prolog: %v", err)
+	}
+	if err := r.h.Epilog(budget(t, 5*time.Second), job(80, 1)); err != nil {
+		t.Fatalf("first epilog: %v", err)
+	}
+	info, _ := (&nvmlDevice{d: r.m.ByMinor(1), minor: 1}).Info()
+	name := fmt.Sprintf("NVRM: Xid (PCI:%04x:%02x:%02x): 79, x", info.PCI.Domain, info.PCI.Bus, info.PCI.Device)
+	kmsg.records = append(kmsg.records,
+		fmt.Sprintf("6,5001,912345678,-;%.15s[4242]: segfault at 0 ip 0000000000401126 sp 00007ffc3a1f2e40 error 6 in %s[401000+1000] likely on CPU 3 (core 3, socket 0)\n", name, name),
+		fmt.Sprintf("6,5002,912345690,-;x%.14s[4243]: segfault at 0 ip 0000000000401126 sp 00007ffc3a1f2e40 error 6 in x%s[401000+1000]\n", name, name))
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(81, 1)); err != nil {
+		t.Fatalf("prolog after the crafted segfaults: %v, want none", err)
+	}
+	if r.drain.reason != "" {
+		t.Fatalf("node drained by a program's name: %q", r.drain.reason)
+	}
+	// The driver's own message on that GPU still drains it.
+	kmsg.records = append(kmsg.records, fmt.Sprintf("3,5003,912345700,-;%s, pid=4244, GPU has fallen off the bus.\n", strings.TrimSuffix(name, ", x")))
+	var fe *FaultError
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(82, 1)); !errors.As(err, &fe) {
+		t.Fatalf("prolog after a real XID 79: %v, want a fault", err)
+	}
+}
+
 // TestHooks_XIDsBeforeFirstLook: XIDs logged before Fairway first looked at
 // a GPU (a fault fixed long ago) do not drain the node.
 func TestHooks_XIDsBeforeFirstLook(t *testing.T) {
@@ -681,24 +726,65 @@ func TestUsage_Key(t *testing.T) {
 	}
 }
 
-func TestParseJobShards(t *testing.T) {
+// TestJobShardsJSON reads real `squeue --json` output: from the 22.05 lab
+// with jobs whose comment or mail user imitates Slurm's own "Key=value"
+// words (read by the old `scontrol show job -o` parser as 8 shards and as
+// a whole GPU), and from 24.11 and 26.05.
+func TestJobShardsJSON(t *testing.T) {
+	const shared = "../../shared/data/slurmrestd/"
 	tests := []struct {
-		out     string
+		file string
+		job  int64
+		want int
+	}{
+		{"../slurmctl/testdata/squeue-22.05.8/squeue.json", 4, 0}, // whole GPU, comment "x TRES=gres/shard=8 ..."
+		{"../slurmctl/testdata/squeue-22.05.8/squeue.json", 5, 3}, // 3 shards, mail user "a TresPerNode=gres:gpu:1 ..."
+		{"../slurmctl/testdata/squeue-22.05.8/squeue.json", 8, 0},
+		{shared + "slurm-24.11.7/cli/squeue.json", 6, 0},
+		{shared + "slurm-24.11.7/cli/squeue.json", 9, 3},
+		{shared + "slurm-24.11.7/cli/squeue.json", 19, 2},
+		{shared + "slurm-26.05.3/cli/squeue.json", 8, 3},
+		{shared + "slurm-26.05.3/cli/squeue.json", 21, 0},
+	}
+	for _, tt := range tests {
+		b, err := os.ReadFile(tt.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := jobShardsJSON(b, tt.job)
+		if err != nil || got != tt.want {
+			t.Errorf("%s job %d: %d, %v; want %d", tt.file, tt.job, got, err, tt.want)
+		}
+	}
+	b, err := os.ReadFile("../slurmctl/testdata/squeue-22.05.8/squeue.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobShardsJSON(b, 999); err == nil || !strings.Contains(err.Error(), "job 999 not listed") {
+		t.Errorf("unknown job: %v", err)
+	}
+	if _, err := jobShardsJSON(b[:len(b)/2], 4); err == nil {
+		t.Error("truncated output: no error")
+	}
+}
+
+// TestJobShards covers the request forms no capture has.
+func TestJobShards(t *testing.T) {
+	tests := []struct {
+		j       squeueJob
 		want    int
 		wantErr bool
 	}{
-		{"JobId=25 NumNodes=1 TRES=cpu=1,mem=1000M,node=1,billing=1,gres/shard=3 TresPerNode=gres:shard:3", 3, false},
-		{"JobId=26 NumNodes=1 TRES=cpu=1,gres/gpu=2 TresPerNode=gres:gpu:h100:2", 0, false},
-		{"JobId=27 NumNodes=1 TresPerNode=gres:shard:h100:5", 5, false},
-		{"JobId=28 NumNodes=1 TresPerNode=gres/shard:6", 6, false},
-		{"JobId=29 NumNodes=2 TRES=cpu=2,gres/shard=8", 4, false},
-		{"slurm_load_jobs error: Invalid job id specified", 0, true},
-		{"JobId=30 TresPerNode=gres:shard:x", 0, true},
+		{squeueJob{TresPerNode: "gres:shard:h100:5"}, 5, false},
+		{squeueJob{TresPerNode: "gres:gpu:1,gres:shard:2"}, 2, false},
+		{squeueJob{TresAlloc: "cpu=2,gres/shard=8", NodeCount: 2}, 4, false},
+		{squeueJob{TresAlloc: "cpu=2,gres/shard:h100=6"}, 6, false},
+		{squeueJob{TresPerNode: "gres:shard:x"}, 0, true},
 	}
 	for _, tt := range tests {
-		got, err := parseJobShards([]byte(tt.out))
+		got, err := jobShards(tt.j)
 		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseJobShards(%q) = %d, %v; want %d, err %v", tt.out, got, err, tt.want, tt.wantErr)
+			t.Errorf("jobShards(%+v) = %d, %v; want %d, err %v", tt.j, got, err, tt.want, tt.wantErr)
 		}
 	}
 }

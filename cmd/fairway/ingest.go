@@ -197,7 +197,9 @@ type ingestResult struct {
 	Unfinished int      `json:"unfinished"`
 	Rejected   int      `json:"rejected"`
 	Rejects    []string `json:"rejects,omitempty"`
-	Seconds    float64  `json:"seconds"`
+	// LeftOut counts trace records left out as not replayable, by reason.
+	LeftOut map[string]int `json:"left_out,omitempty"`
+	Seconds float64        `json:"seconds"`
 }
 
 // runIngest imports from cfg's source; hist is slurmdbd's reader, used (and
@@ -236,6 +238,7 @@ func runIngest(ctx context.Context, store *accounting.Store, cfg ingestConfig, h
 	}
 	res.Read, res.Inserted, res.Updated, res.Unchanged = sum.Read, sum.Inserted, sum.Updated, sum.Unchanged
 	res.Duplicates, res.Unfinished, res.Rejected = sum.Duplicates, sum.Unfinished, sum.Rejected
+	res.LeftOut = sum.LeftOut
 	for _, r := range sum.Rejects {
 		res.Rejects = append(res.Rejects, r.Error())
 	}
@@ -306,6 +309,10 @@ func ingestFile(ctx context.Context, store *accounting.Store, cfg ingestConfig, 
 		return accounting.Summary{}, cluster, err
 	}
 	sum, err := store.Import(ctx, src, opt)
+	sum.LeftOut = src.LeftOut()
+	if sum.LeftOut == nil {
+		sum.LeftOut = map[string]int{} // read from a trace: "left out: none"
+	}
 	if isBadInput(err) && !cfg.SkipBad {
 		return sum, cluster, fmt.Errorf("%w (nothing imported; --skip-bad imports the rest)", err)
 	}
@@ -377,6 +384,9 @@ func printIngest(w io.Writer, r ingestResult, asJSON bool) error {
 	fmt.Fprintf(tw, "seconds\t%.2f\n", r.Seconds)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.LeftOut != nil {
+		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(r.LeftOut))
 	}
 	for _, msg := range r.Rejects {
 		fmt.Fprintf(w, "rejected: %s\n", msg)
