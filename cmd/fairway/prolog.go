@@ -152,6 +152,7 @@ func hookDeps(cfg hookConfig, log *slog.Logger) prolog.Deps {
 		MPS:     prolog.MPSControl{Binary: cfg.MPSControl, Dir: cfg.Hooks.MPSDir},
 		Shards:  sc,
 		Drainer: sc,
+		Procs:   prolog.ProcFS{Root: "/proc"},
 		Logger:  log,
 	}
 	if cfg.KernelLog != "" {
