@@ -72,3 +72,38 @@ func checkLoopback(t *testing.T, where, addr string) {
 		t.Errorf("%s: listen address %q is not loopback", where, addr)
 	}
 }
+
+// TestShippedRewriteTableLocation: serve's default table, the place
+// job_submit.lua looks first and the directory the systemd unit lets serve
+// write agree, and none is /etc/slurm (the unit cannot write there, and
+// making it writable would let SlurmUser rewrite slurm.conf).
+func TestShippedRewriteTableLocation(t *testing.T) {
+	var def string
+	for _, f := range serveCommand().Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "rewrite-table" {
+			def = sf.Value
+		}
+	}
+	if def != "/var/lib/fairway/fairway-rewrite.table" {
+		t.Fatalf("--rewrite-table default %q, want /var/lib/fairway/fairway-rewrite.table", def)
+	}
+	lua, err := os.ReadFile("../../contrib/slurm/job_submit.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`TABLE_PATHS = \{ "([^"]+)"`).FindSubmatch(lua); m == nil || string(m[1]) != def {
+		t.Errorf("job_submit.lua looks first at %q, want %q", m, def)
+	}
+	unit, err := os.ReadFile("../../contrib/systemd/fairway-serve.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nStateDirectory=fairway\n", "\nProtectSystem=strict\n", "\nStateDirectoryMode=0750\n"} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("fairway-serve.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	if regexp.MustCompile(`(?m)^ReadWritePaths=.*/etc/slurm`).Match(unit) {
+		t.Error("fairway-serve.service makes /etc/slurm writable")
+	}
+}
