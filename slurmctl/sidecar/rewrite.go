@@ -35,25 +35,25 @@ var RuleNames = []string{policy.RuleShare, policy.RuleCPUs, policy.RuleMemory, p
 
 // RewriteConfig is serve's validated rewriting settings.
 type RewriteConfig struct {
-	Partitions   []string // rewriting is on in these partitions only; empty: off
-	Rules        map[string]bool
-	Table        string        // the job_submit.lua table
-	TableMaxAge  time.Duration // job_submit.lua ignores an older table
+	Partitions  []string // rewriting is on in these partitions only; empty: off
+	Rules       map[string]bool
+	Table       string        // the job_submit.lua table
+	TableMaxAge time.Duration // job_submit.lua ignores an older table
 	// The table is read on slurmctld's submit path, so it is capped: at
 	// most TableMaxRulesPerUser rules per user and TableMaxBytes in all
 	// (0: DefaultTableMaxRulesPerUser, DefaultTableMaxBytes).
 	TableMaxRulesPerUser int
 	TableMaxBytes        int
-	HistoryDays  int
-	RefreshEvery int     // cycles between history reloads
-	CPUsPerGPU   float64 // 0: each partition's nodes' CPUs over their GPUs
-	MemPerGPUMB  int64   // 0: each partition's nodes' memory over their GPUs
-	ShareMaxUtil float64
-	MinHistory   int
-	Sacct        bool // read CPU and memory use from sacct
-	ShardsPerGPU int
-	Cluster      string
-	ExemptQOS    []string // serve's --exempt-qos: never resized either
+	HistoryDays          int
+	RefreshEvery         int     // cycles between history reloads
+	CPUsPerGPU           float64 // 0: each partition's nodes' CPUs over their GPUs
+	MemPerGPUMB          int64   // 0: each partition's nodes' memory over their GPUs
+	ShareMaxUtil         float64
+	MinHistory           int
+	Sacct                bool // read CPU and memory use from sacct
+	ShardsPerGPU         int
+	Cluster              string
+	ExemptQOS            []string // serve's --exempt-qos: never resized either
 }
 
 // Default caps of the job_submit table. job_submit.lua refuses a table
