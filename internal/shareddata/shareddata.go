@@ -1,13 +1,13 @@
-// Package shareddata finds the real data the tests replay but the repository
-// does not carry: the public workload traces and the slurmrestd captures
-// (see README.md, "Traces and captures"). Both live in a folder named shared/
-// beside the repository (shared/data/traces, shared/data/slurmrestd);
-// FAIRWAY_TRACES and FAIRWAY_CAPTURES point elsewhere.
+// Package shareddata finds the project's shared data (traces, real
+// slurmrestd captures) for tests. The data is never copied into the
+// repository: it lives in a "shared" folder beside the checkout, or wherever
+// $FAIRWAY_SHARED points; $FAIRWAY_TRACES points at the traces alone (see
+// README.md, "Traces and captures").
 //
-// A test that needs them calls Traces or Captures: on a fresh clone, where
-// they are absent, the test is skipped with a message starting with
-// SkipPrefix, which `make test` counts in its closing summary; under
-// CI=true a missing folder fails the test instead.
+// A test that needs the data calls Dir, Read, Traces, Trace or Captures: on
+// a fresh clone, where it is absent, the test is skipped with a message
+// starting with SkipPrefix, which `make test` counts in its closing
+// summary; under CI=true a missing folder fails the test instead.
 package shareddata
 
 import (
@@ -18,65 +18,107 @@ import (
 	"testing"
 )
 
+// Env names the variable that points at the shared folder (the one holding
+// data/traces and data/slurmrestd).
+const Env = "FAIRWAY_SHARED"
+
+// TracesEnv names the variable that points at the traces folder alone; it
+// wins over Env for traces.
+const TracesEnv = "FAIRWAY_TRACES"
+
 // SkipPrefix starts every skip message of this package, so that a test
 // run's output can be searched for tests skipped for want of data.
 const SkipPrefix = "shared data not found:"
 
-// Environment variables naming the folders.
-const (
-	TracesEnv   = "FAIRWAY_TRACES"
-	CapturesEnv = "FAIRWAY_CAPTURES"
-)
-
-// TracesDir returns the traces folder: $FAIRWAY_TRACES, else
-// shared/data/traces beside the repository. The error says where it looked.
-func TracesDir() (string, error) { return find(TracesEnv, "traces") }
-
-// CapturesDir returns the slurmrestd captures folder: $FAIRWAY_CAPTURES,
-// else shared/data/slurmrestd beside the repository.
-func CapturesDir() (string, error) { return find(CapturesEnv, "slurmrestd") }
-
-func find(env, sub string) (string, error) {
-	if dir := os.Getenv(env); dir != "" {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return "", fmt.Errorf("%s=%s is not a folder", env, dir)
-		}
-		return dir, nil
+// Root returns the shared folder: $FAIRWAY_SHARED, else "shared" beside the
+// repository root (the nearest parent of the working directory holding
+// go.mod).
+func Root() (string, error) {
+	if d := os.Getenv(Env); d != "" {
+		return d, nil
 	}
-	root, err := moduleRoot()
+	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(filepath.Dir(root), "shared", "data", sub)
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(filepath.Dir(dir), "shared"), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("no go.mod above %s", wd)
+		}
+	}
+}
+
+// TracesDir returns the traces folder: $FAIRWAY_TRACES, else data/traces
+// in the shared folder. The error says where it looked and how to point
+// elsewhere.
+func TracesDir() (string, error) {
+	if d := os.Getenv(TracesEnv); d != "" {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return "", fmt.Errorf("%s=%s is not a folder", TracesEnv, d)
+		}
+		return d, nil
+	}
+	return sub("data", "traces")
+}
+
+// CapturesDir returns the slurmrestd captures folder, data/slurmrestd in
+// the shared folder.
+func CapturesDir() (string, error) { return sub("data", "slurmrestd") }
+
+func sub(elem ...string) (string, error) {
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(append([]string{root}, elem...)...)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("no folder %s; set %s or place shared/ beside the repository", dir, env)
+		return "", fmt.Errorf("no folder %s (set %s to the shared folder or %s to the traces, or place shared/ beside the repository)",
+			dir, Env, TracesEnv)
 	}
 	return dir, nil
 }
 
-// moduleRoot is the nearest directory at or above the working directory
-// holding go.mod: a test runs in its package's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
+// Dir returns the shared sub-folder elem (e.g. "data", "slurmrestd"). When
+// it is missing the test is skipped (a fresh clone has no shared data), but
+// under CI=true it fails: there the data must be present.
+func Dir(t testing.TB, elem ...string) string {
+	t.Helper()
+	if len(elem) == 2 && elem[0] == "data" && elem[1] == "traces" {
+		return Traces(t)
+	}
+	dir, err := sub(elem...)
 	if err != nil {
-		return "", err
+		miss(t, err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = up
+	return dir
+}
+
+// Read returns the file at elem inside the shared folder, with Dir's
+// skip/fail rule for a missing folder and a test failure for a missing file.
+func Read(t testing.TB, elem ...string) []byte {
+	t.Helper()
+	dir := Dir(t, elem[:len(elem)-1]...)
+	b, err := os.ReadFile(filepath.Join(dir, elem[len(elem)-1]))
+	if errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("shared file %s missing: %v", filepath.Join(elem...), err)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // Traces returns the traces folder, or skips tb (fails it under CI=true).
 func Traces(tb testing.TB) string {
 	tb.Helper()
-	return need(tb, TracesDir)
+	dir, err := TracesDir()
+	if err != nil {
+		miss(tb, err)
+	}
+	return dir
 }
 
 // Trace returns the path of one trace file, or skips tb (fails it under
@@ -94,12 +136,7 @@ func Trace(tb testing.TB, file string) string {
 // under CI=true).
 func Captures(tb testing.TB) string {
 	tb.Helper()
-	return need(tb, CapturesDir)
-}
-
-func need(tb testing.TB, find func() (string, error)) string {
-	tb.Helper()
-	dir, err := find()
+	dir, err := CapturesDir()
 	if err != nil {
 		miss(tb, err)
 	}
