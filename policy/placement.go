@@ -198,7 +198,7 @@ type EASY struct {
 	// Free is the machine's free units; Pass takes what it starts.
 	Free *Pool
 	buf  []Use
-	resv []Use   // the reservation's nodes
+	resv []Use // the reservation's nodes
 	// long[r] is what a job still running at the reservation may use of
 	// node resv[r]: the smaller of its free units now and at the
 	// reservation. Elsewhere that is what is free now, since the

@@ -34,4 +34,3 @@ func TestPool_Place(t *testing.T) {
 		})
 	}
 }
-
