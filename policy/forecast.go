@@ -2,9 +2,9 @@ package policy
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -81,12 +81,20 @@ type Forecast struct {
 	Pending []Expected
 	// Running is every running job, earliest start first.
 	Running []Expected
-	index   map[int64]int32 // JobID → index in Pending
-	steps   int             // scheduling passes considered, for benchmarks
+	// index maps JobID to its place in Pending, built on first use.
+	index     map[int64]int32
+	indexOnce sync.Once
+	steps     int // clock steps played, for benchmarks
 }
 
 // Job returns the forecast of pending job id.
 func (f *Forecast) Job(id int64) (Expected, bool) {
+	f.indexOnce.Do(func() {
+		f.index = make(map[int64]int32, len(f.Pending))
+		for i, e := range f.Pending {
+			f.index[e.JobID] = int32(i)
+		}
+	})
 	i, ok := f.index[id]
 	if !ok {
 		return Expected{}, false
@@ -133,19 +141,46 @@ type fcEnd struct {
 	k int32
 }
 
+func (a fcEnd) before(b fcEnd) bool { return a.t < b.t || (a.t == b.t && a.k < b.k) }
+
+// fcEnds is a binary min-heap of ends (container/heap would box every
+// push).
 type fcEnds []fcEnd
 
-func (h fcEnds) Len() int { return len(h) }
-func (h fcEnds) Less(i, j int) bool {
-	return h[i].t < h[j].t || (h[i].t == h[j].t && h[i].k < h[j].k)
+func (h *fcEnds) push(e fcEnd) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].before(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
 }
-func (h fcEnds) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *fcEnds) Push(x any)   { *h = append(*h, x.(fcEnd)) }
-func (h *fcEnds) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *fcEnds) pop() fcEnd {
+	q := *h
+	top, n := q[0], len(q)-1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && q[c+1].before(q[c]) {
+			c++
+		}
+		if !q[c].before(q[i]) {
+			break
+		}
+		q[i], q[c] = q[c], q[i]
+		i = c
+	}
+	*h = q
+	return top
 }
 
 // NewForecast plays snapshot s forward from s.Now and returns when every
@@ -189,7 +224,7 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 	if defLimit <= 0 {
 		defLimit = UnknownRun
 	}
-	f := &Forecast{Now: s.Now, Limits: p.Limits, index: make(map[int64]int32, len(ranking))}
+	f := &Forecast{Now: s.Now, Limits: p.Limits}
 	byID := make(map[int64]int32, len(s.Pending))
 	for i := range s.Pending {
 		byID[s.Pending[i].ID] = int32(i)
@@ -250,19 +285,20 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 		events = append(events, fcEnd{fj.end, int32(r)})
 		byLimit = append(byLimit, LimitEnd{T: fj.start + fj.limit, K: int32(r)})
 	}
-	heap.Init(&events)
+	slices.SortFunc(events, func(a, b fcEnd) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.k, b.k)) }) // a sorted slice is a heap
 	slices.SortFunc(byLimit, compareLimitEnd)
 
 	f.Pending = make([]Expected, len(ranking))
-	order := make([]int32, 0, len(ranking))
-	needs := make([]int32, 0, len(ranking))
-	limits := make([]int64, 0, len(ranking))
+	var q Queue
 	capacity := m.Capacity()
 	minNeed := capacity + 1
 	for r, sc := range ranking {
 		i, ok := byID[sc.JobID]
 		if !ok {
 			return nil, fmt.Errorf("forecast: ranked job %d is not pending", sc.JobID)
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("forecast: job %d ranked twice", sc.JobID)
 		}
 		j := &s.Pending[i]
 		k := nr + r
@@ -271,73 +307,62 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 		fj.run = runOf(j, fj.limit)
 		need := m.Need(j)
 		f.Pending[r] = Expected{JobID: j.ID, Rank: r + 1, Units: need, Run: time.Duration(fj.run)}
-		if _, dup := f.index[j.ID]; dup {
-			return nil, fmt.Errorf("forecast: job %d ranked twice", j.ID)
-		}
-		f.index[j.ID] = int32(r)
+		byID[sc.JobID] = -1
 		if need > capacity {
 			f.Pending[r].Never = true
 			continue
 		}
 		// A job asking for none of the machine's units starts at once.
-		order = append(order, int32(k))
-		needs = append(needs, int32(max(need, 0)))
-		limits = append(limits, fj.limit)
+		q.Add(int32(k), max(need, 0), fj.limit)
 		minNeed = min(minNeed, max(need, 0))
 	}
 
 	ends := &limitEnds{jobs: jobs, byLimit: byLimit}
 	var t int64
-	lo := 0 // order[:lo] have started
-	live := len(order)
+	var arena []Use // the started jobs' allocations, in blocks
 	onStart := func(i int, a []Use) {
-		i += lo
-		k := order[i]
+		k := q.Order[i]
 		fj := &jobs[k]
-		fj.alloc = append(fj.alloc[:0], a...)
+		if len(arena)+len(a) > cap(arena) {
+			arena = make([]Use, 0, max(1024, len(a)))
+		}
+		arena = append(arena, a...)
+		fj.alloc = arena[len(arena)-len(a) : len(arena) : len(arena)]
 		fj.start = t
 		fj.end = stepUp(t+fj.run, res)
-		heap.Push(&events, fcEnd{fj.end, k})
+		events.push(fcEnd{fj.end, k})
 		ends.add(LimitEnd{T: t + fj.limit, K: k})
-		needs[i] = -1 // started
-		live--
 		r := int(k) - nr
 		f.Pending[r].Start = now.Add(time.Duration(t))
 		f.Pending[r].End = now.Add(time.Duration(fj.end))
 	}
-	steps := 0
-	for live > 0 {
-		steps++
+	for q.Live() > 0 {
+		f.steps++
 		for len(events) > 0 && events[0].t <= t {
-			e := heap.Pop(&events).(fcEnd)
+			e := events.pop()
 			fj := &jobs[e.k]
 			fj.ended = true
 			ends.dead++
 			easy.Free.Give(fj.alloc)
 		}
 		if easy.Free.Fits(minNeed) {
-			easy.Pass(t, order[lo:], needs[lo:], limits[lo:], ends.all, !p.NoBackfill, onStart)
-			for lo < len(order) && needs[lo] < 0 {
-				lo++
-			}
-			// Drop the started jobs once they are a good part of the
-			// queue: until then a pass skips them.
-			if live < (len(order)-lo)*3/4 {
-				order, needs, limits, minNeed = compactQueue(order[lo:], needs[lo:], limits[lo:], capacity)
-				lo = 0
+			live := q.Live()
+			easy.Pass(t, &q, ends.all, !p.NoBackfill, onStart)
+			if q.Live() < live {
+				q.Compact()
+				minNeed = q.minNeed()
 			}
 		}
-		if live == 0 {
+		if q.Live() == 0 {
 			break
 		}
 		if len(events) == 0 {
 			// Nothing runs and the head does not fit: impossible for a
 			// job no larger than the machine.
-			return nil, fmt.Errorf("forecast: %d jobs cannot start on an idle machine", live)
+			return nil, fmt.Errorf("forecast: %d jobs cannot start on an idle machine", q.Live())
 		}
 		t = events[0].t
 	}
-	f.steps = steps
 	return f, nil
 }
 
@@ -347,21 +372,6 @@ func stepUp(t, res int64) int64 {
 		return t + res - r
 	}
 	return t
-}
-
-// compactQueue drops the started jobs (need -1) and returns the smallest
-// need left, capacity+1 when none is.
-func compactQueue(order, needs []int32, limits []int64, capacity int) ([]int32, []int32, []int64, int) {
-	w, minNeed := 0, capacity+1
-	for r := range order {
-		if needs[r] < 0 {
-			continue
-		}
-		order[w], needs[w], limits[w] = order[r], needs[r], limits[r]
-		minNeed = min(minNeed, int(needs[r]))
-		w++
-	}
-	return order[:w], needs[:w], limits[:w], minNeed
 }
 
 // limitEnds is the running jobs' limit ends in time order, as EASY's

@@ -26,11 +26,13 @@ func BenchmarkForecast(b *testing.B) {
 		name := fmt.Sprintf("pending=%d/nodes=%d", sz.jobs, sz.nodes)
 		b.Run(name+"/rank="+DefaultPolicy, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := rkCPUTime(b)
 			for b.Loop() {
 				if _, err := p.Rank(s); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(rkCPUTime(b)-cpu)/float64(b.N), "cpu-ns/op")
 		})
 		for _, limits := range []bool{false, true} {
 			fp := ForecastParams{Machine: Machine{Nodes: sz.nodes, PerNode: 8}, Limits: limits}
@@ -53,11 +55,13 @@ func BenchmarkForecast(b *testing.B) {
 					b.Fatalf("trivial forecast: first job at %s, last at %s", first, last)
 				}
 				b.ReportAllocs()
+				cpu := rkCPUTime(b)
 				for b.Loop() {
 					if _, err := NewForecast(s, ranking, fp); err != nil {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64(rkCPUTime(b)-cpu)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(last.Sub(s.Now).Hours(), "horizon-h")
 				b.ReportMetric(float64(f.steps), "steps")
 			})

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"iter"
+	"math"
 	"math/bits"
 )
 
@@ -214,34 +215,125 @@ func NewEASY(nodes, perNode int) *EASY {
 	return &EASY{Free: NewPool(nodes, perNode)}
 }
 
-// Pass schedules the queue order at instant now (any clock, in ns): job i
-// of the queue needs need[i] units and holds them for at most limit[i] ns
-// (its remaining time limit); a negative need marks a job to pass over.
-// ends yields the running jobs' limit ends and allocations in time order,
-// including the jobs this pass started, as start records them. Without
-// backfill the pass stops at the first job that does not fit. For every
-// job it starts, Pass takes the units from Free and calls start with the
-// job's place in order and its allocation (valid only during the call).
-func (e *EASY) Pass(now int64, order []int32, need []int32, limit []int64, ends iter.Seq2[int64, []Use], backfill bool, start func(i int, a []Use)) {
+// Queue is the ranked queue a Pass schedules, best first: job i is the
+// caller's job Order[i], needs Need[i] units and holds them for at most
+// Limit[i] ns (its remaining time limit). Pass marks the jobs it starts
+// with a Need of -1 and passes over them after.
+type Queue struct {
+	Order []int32
+	Need  []int32
+	Limit []int64
+	// Lo is where the jobs not started begin: Order[:Lo] have started.
+	Lo   int
+	live int
+	// blockMin[b] is the least Need of the jobs not started in
+	// Need[b*queueBlock:(b+1)*queueBlock], so a pass skips a block
+	// where nothing fits.
+	blockMin []int32
+}
+
+const queueBlock = 64
+
+// Reset empties q, keeping its storage.
+func (q *Queue) Reset() {
+	q.Order, q.Need, q.Limit, q.blockMin = q.Order[:0], q.Need[:0], q.Limit[:0], q.blockMin[:0]
+	q.Lo, q.live = 0, 0
+}
+
+// Add appends job k, needing need units for at most limit ns.
+func (q *Queue) Add(k int32, need int, limit int64) {
+	if len(q.Order)%queueBlock == 0 {
+		q.blockMin = append(q.blockMin, math.MaxInt32)
+	}
+	q.Order, q.Need, q.Limit = append(q.Order, k), append(q.Need, int32(need)), append(q.Limit, limit)
+	b := &q.blockMin[len(q.blockMin)-1]
+	*b = min(*b, int32(need))
+	q.live++
+}
+
+// Live is how many jobs of q have not started.
+func (q *Queue) Live() int { return q.live }
+
+// Compact drops the started jobs once they are a good part of q.
+func (q *Queue) Compact() {
+	if q.live >= (len(q.Order)-q.Lo)*3/4 {
+		return
+	}
+	order, need, limit := q.Order[q.Lo:], q.Need[q.Lo:], q.Limit[q.Lo:]
+	q.Reset()
+	for i, k := range order {
+		if need[i] >= 0 {
+			q.Add(k, int(need[i]), limit[i])
+		}
+	}
+}
+
+// minNeed is the least need of the jobs not started, MaxInt32 when none.
+func (q *Queue) minNeed() int {
+	m := int32(math.MaxInt32)
+	for _, b := range q.blockMin[q.Lo/queueBlock:] {
+		m = min(m, b)
+	}
+	return int(m)
+}
+
+// started marks job i started.
+func (q *Queue) started(i int) {
+	q.Need[i] = -1
+	q.live--
+	b := i / queueBlock
+	m := int32(math.MaxInt32)
+	for _, n := range q.Need[b*queueBlock : min((b+1)*queueBlock, len(q.Need))] {
+		if n >= 0 {
+			m = min(m, n)
+		}
+	}
+	q.blockMin[b] = m
+}
+
+// fitCap is the largest need that fits now: Fits(n) is n <= fitCap().
+func (p *Pool) fitCap() int {
+	if w := int(p.count[p.perNode]); w > 0 {
+		return w * p.perNode
+	}
+	return p.maxFree
+}
+
+// Pass schedules q at instant now (any clock, in ns). ends yields the
+// running jobs' limit ends and allocations in time order, including the
+// jobs this pass started, as start records them. Without backfill the
+// pass stops at the first job that does not fit. For every job it
+// starts, Pass takes the units from Free, marks the job started in q and
+// calls start with the job's place in q and its allocation (valid only
+// during the call).
+func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill bool, start func(i int, a []Use)) {
 	free := e.Free
-	i := 0
-	for ; i < len(order); i++ {
+	need := q.Need
+	i := q.Lo
+	for ; i < len(need); i++ {
 		if need[i] < 0 {
 			continue
 		}
 		if !free.Fits(int(need[i])) {
 			break
 		}
-		e.start(i, free.Place(int(need[i]), e.buf), start)
+		e.start(q, i, free.Place(int(need[i]), e.buf), start)
 	}
-	if i >= len(order) || !backfill {
+	for q.Lo < len(need) && need[q.Lo] < 0 {
+		q.Lo++
+	}
+	if i >= len(need) || !backfill {
 		return
 	}
 	// The reservation is made when a job first fits: often none does.
 	head, shadow := i, int64(-1)
-	for x := i + 1; x < len(order); x++ {
+	for x := i + 1; x < len(need); x++ {
 		if free.total == 0 {
 			break
+		}
+		if x%queueBlock == 0 && int(q.blockMin[x/queueBlock]) > free.fitCap() {
+			x += queueBlock - 1
+			continue
 		}
 		n := int(need[x])
 		if n < 0 || !free.Fits(n) {
@@ -250,9 +342,9 @@ func (e *EASY) Pass(now int64, order []int32, need []int32, limit []int64, ends 
 		if shadow < 0 {
 			shadow = e.reserve(now, int(need[head]), ends)
 		}
-		if now+limit[x] <= shadow {
+		if now+q.Limit[x] <= shadow {
 			a := free.Place(n, e.buf)
-			e.start(x, a, start)
+			e.start(q, x, a, start)
 			for r, u := range e.resv {
 				e.long[r] = min(e.long[r], free.free[u.Node])
 			}
@@ -282,13 +374,14 @@ func (e *EASY) Pass(now int64, order []int32, need []int32, limit []int64, ends 
 				}
 			}
 		}
-		e.start(x, a, start)
+		e.start(q, x, a, start)
 	}
 }
 
-func (e *EASY) start(i int, a []Use, start func(int, []Use)) {
+func (e *EASY) start(q *Queue, i int, a []Use, start func(int, []Use)) {
 	e.Free.Take(a)
 	e.buf = a
+	q.started(i)
 	start(i, a)
 }
 

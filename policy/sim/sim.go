@@ -194,8 +194,7 @@ type simulator struct {
 	easy    *policy.EASY
 	free    *policy.Pool // easy.Free
 	place   []policy.Use
-	needs   []int32 // need of order[i], for easy
-	limits  []int64 // remaining limit of order[i], for easy
+	queue   policy.Queue // order, for easy
 
 	needCount []int32
 	minNeed   int
@@ -461,13 +460,12 @@ func (s *simulator) cycle() error {
 // decideEASY starts jobs in ranking order while they fit, then, under
 // EASY, reserves for the first that does not and backfills behind it.
 func (s *simulator) decideEASY() {
-	s.needs, s.limits = s.needs[:0], s.limits[:0]
+	s.queue.Reset()
 	for _, k := range s.order {
 		j := &s.jobs[k]
-		s.needs = append(s.needs, j.need)
-		s.limits = append(s.limits, j.limit-j.done)
+		s.queue.Add(k, int(j.need), j.limit-j.done)
 	}
-	s.easy.Pass(s.now, s.order, s.needs, s.limits, s.limitEnds, s.cfg.Backfill != NoBackfill,
+	s.easy.Pass(s.now, &s.queue, s.limitEnds, s.cfg.Backfill != NoBackfill,
 		func(i int, a []policy.Use) { s.start(s.order[i], a) })
 }
 
