@@ -64,6 +64,9 @@ type Summary struct {
 	Duplicates int // repeats of a key earlier in the same input; the last one wins
 	Unfinished int // pending or running jobs: not history yet, left out
 	Rejected   int // invalid records (only under SkipBad; otherwise the import fails)
+	// LeftOut counts records the source left out as not replayable (an
+	// archive trace's unknown submit or run times), by reason.
+	LeftOut map[string]int
 	// Rejects holds the first MaxRejects reasons, with their locations.
 	Rejects []error
 }

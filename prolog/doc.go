@@ -29,8 +29,11 @@
 // which is the NVML minor number, not the NVML index) in SLURM_JOB_GPUS and
 // CUDA_VISIBLE_DEVICES. Slurm 22.05 gives a shard job the same variables as
 // a one-GPU job and no shard count, so on nodes with shards (Config
-// ShardsPerGPU > 0) the prolog asks `scontrol show job` (ShardLookup, about
-// 5 ms). When it cannot tell, it leaves the GPU's settings alone.
+// ShardsPerGPU > 0) the prolog asks `squeue --json` (ShardLookup, about
+// 10 ms on the lab). It reads only fields Slurm writes (tres_per_node,
+// tres_alloc_str) from their JSON keys, never user text (comment, mail
+// user, paths) from a line of words. When it cannot tell, it leaves the
+// GPU's settings alone.
 //
 // Shards and MPS. The first shard job on a GPU switches it to compute mode
 // DEFAULT and starts an MPS control daemon for that GPU alone (pipe
@@ -43,6 +46,15 @@
 // devices, UUIDs stay valid), to StateDir/jobs/ID.mps; slurm.conf's
 // TaskProlog (contrib/slurm/fairway-task-prolog) prints that file, and
 // slurmstepd exports each "export NAME=value" line into every task.
+//
+// Strays. A process on a GPU the prolog is handing out is reported, and
+// with KillStray killed, only when it is provably nobody's live work: it is
+// pinned with a pidfd before it is judged (so the number cannot be reused
+// under the kill), and processes of a running job (its cgroup names
+// job_N), pid 1, root's processes and MPS daemons are left alone. GPU
+// state is saved right after each change, so a prolog abandoned at its
+// budget leaves its sharers recorded; a job whose shard lookup failed is
+// recorded as Unknown on its GPUs for the same reason.
 //
 // Usage records. One per job, node and GPU, keyed by cluster, job, node,
 // GPU minor and the instant the epilog closed it (Usage.Key), which is also

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,9 +107,8 @@ func (k KernelLog) Read(ctx context.Context) ([]XID, uint64, error) {
 	defer f.Close()
 	fd := int(f.Fd())
 	var (
-		xids []XID
-		last uint64
-		buf  = make([]byte, 8192)
+		acc kmsgXIDs
+		buf = make([]byte, 8192)
 	)
 	for n := 0; ; n++ {
 		if n%256 == 0 && ctx.Err() != nil {
@@ -116,7 +116,7 @@ func (k KernelLog) Read(ctx context.Context) ([]XID, uint64, error) {
 		}
 		m, err := syscall.Read(fd, buf)
 		if errors.Is(err, syscall.EAGAIN) || (err == nil && m == 0) {
-			return xids, last, nil
+			return acc.xids, acc.last, nil
 		}
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EINTR) {
 			continue
@@ -124,59 +124,83 @@ func (k KernelLog) Read(ctx context.Context) ([]XID, uint64, error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("read kernel log: %w", err)
 		}
-		seq, msg, ok := parseKmsgRecord(buf[:m])
-		if !ok {
-			continue
-		}
-		last = seq
-		if x, ok := parseXID(msg); ok {
-			x.Seq = seq
-			xids = append(xids, x)
-		}
+		acc.add(buf[:m])
 	}
 }
+
+// kmsgXIDs collects the XIDs of a run of /dev/kmsg records and the newest
+// record's sequence number.
+type kmsgXIDs struct {
+	xids []XID
+	last uint64
+}
+
+// add judges one record. Only records the kernel itself logged (facility
+// 0) can be XIDs: anything else reached the log through a write to
+// /dev/kmsg. Within the kernel's records, text a user controls (a
+// program's name in a segfault line, a device name) never starts a
+// message with the driver's prefix, so parseXID accepts the prefix only at
+// the start.
+func (a *kmsgXIDs) add(rec []byte) {
+	seq, facility, msg, ok := parseKmsgRecord(rec)
+	if !ok {
+		return
+	}
+	a.last = seq
+	if facility != kernelFacility {
+		return
+	}
+	if x, ok := parseXID(msg); ok {
+		x.Seq = seq
+		a.xids = append(a.xids, x)
+	}
+}
+
+// kernelFacility is syslog's LOG_KERN, which the kernel reserves for its
+// own messages: a userspace write to /dev/kmsg that asks for it gets
+// LOG_USER instead.
+const kernelFacility = 0
 
 // parseKmsgRecord splits a /dev/kmsg record, "prio,seq,usec,flags;message\n"
-// followed by optional " KEY=value" lines, into its sequence number and
-// message.
-func parseKmsgRecord(rec []byte) (uint64, string, bool) {
+// followed by optional " KEY=value" lines, into its sequence number, syslog
+// facility (prio >> 3) and message.
+func parseKmsgRecord(rec []byte) (seq uint64, facility int, msg string, ok bool) {
 	head, rest, ok := bytes.Cut(rec, []byte{';'})
 	if !ok {
-		return 0, "", false
+		return 0, 0, "", false
 	}
-	fields := bytes.SplitN(head, []byte{','}, 3)
+	fields := bytes.SplitN(head, []byte{','}, 4)
 	if len(fields) < 3 {
-		return 0, "", false
+		return 0, 0, "", false
 	}
-	seq, err := strconv.ParseUint(string(fields[1]), 10, 64)
+	prio, err := strconv.ParseUint(string(fields[0]), 10, 32)
 	if err != nil {
-		return 0, "", false
+		return 0, 0, "", false
 	}
-	msg, _, _ := bytes.Cut(rest, []byte{'\n'})
-	return seq, string(msg), true
+	seq, err = strconv.ParseUint(string(fields[1]), 10, 64)
+	if err != nil {
+		return 0, 0, "", false
+	}
+	m, _, _ := bytes.Cut(rest, []byte{'\n'})
+	return seq, int(prio >> 3), string(m), true
 }
 
-// parseXID parses the NVIDIA driver's "NVRM: Xid (PCI:0000:3b:00): 79, ..."
-// message.
+// xidPattern is the NVIDIA driver's XID message, anchored at the start of
+// the record: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, ..." (older
+// drivers: "NVRM: Xid (PCI:0000:18:00): 13 Graphics ...").
+var xidPattern = regexp.MustCompile(`^NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): ([0-9]{1,4})(?:[, ]|$)`)
+
+// parseXID parses the NVIDIA driver's XID message.
 func parseXID(msg string) (XID, bool) {
-	const marker = "NVRM: Xid (PCI:"
-	i := strings.Index(msg, marker)
-	if i < 0 {
+	m := xidPattern.FindStringSubmatch(msg)
+	if m == nil {
 		return XID{}, false
 	}
-	addr, rest, ok := strings.Cut(msg[i+len(marker):], "): ")
+	pci, ok := parsePCI(m[1])
 	if !ok {
 		return XID{}, false
 	}
-	pci, ok := parsePCI(addr)
-	if !ok {
-		return XID{}, false
-	}
-	num := rest
-	if j := strings.IndexAny(rest, ", "); j >= 0 {
-		num = rest[:j]
-	}
-	code, err := strconv.Atoi(num)
+	code, err := strconv.Atoi(m[2])
 	if err != nil {
 		return XID{}, false
 	}

@@ -9,12 +9,15 @@ import (
 )
 
 func TestParseKmsgRecord(t *testing.T) {
-	seq, msg, ok := parseKmsgRecord([]byte("4,2207,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n SUBSYSTEM=pci\n"))
-	if !ok || seq != 2207 || msg != "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." {
-		t.Fatalf("got %d %q %v", seq, msg, ok)
+	seq, fac, msg, ok := parseKmsgRecord([]byte("4,2207,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n SUBSYSTEM=pci\n"))
+	if !ok || seq != 2207 || fac != 0 || msg != "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." {
+		t.Fatalf("got %d %d %q %v", seq, fac, msg, ok)
 	}
-	for _, bad := range []string{"no separator", "4,x,1,-;msg", "4;msg"} {
-		if _, _, ok := parseKmsgRecord([]byte(bad)); ok {
+	if _, fac, _, ok := parseKmsgRecord([]byte("13,2208,123456790,-;written by a program")); !ok || fac != 1 {
+		t.Errorf("LOG_USER record: facility %d ok %v, want 1 true", fac, ok)
+	}
+	for _, bad := range []string{"no separator", "4,x,1,-;msg", "4;msg", "x,1,1,-;msg"} {
+		if _, _, _, ok := parseKmsgRecord([]byte(bad)); ok {
 			t.Errorf("parseKmsgRecord(%q) ok, want not", bad)
 		}
 	}
@@ -32,6 +35,9 @@ func TestParseXID(t *testing.T) {
 		{"NVRM: GPU at PCI:0000:3b:00: GPU-abc", XID{}, false},
 		{"NVRM: Xid (PCI:zz:3b:00): 79, x", XID{}, false},
 		{"usb 1-1: new device", XID{}, false},
+		// The prefix counts only at the start of the message.
+		{"x NVRM: Xid (PCI:0000:3b:00): 79, x", XID{}, false},
+		{"NVRM: Xid (PCI:0000:3b:00): 79x", XID{}, false},
 	}
 	for _, tt := range tests {
 		got, ok := parseXID(tt.msg)
@@ -81,5 +87,34 @@ func TestKernelLog_Read(t *testing.T) {
 	}
 	if last == 0 {
 		t.Error("kernel log read, but no record sequence number seen")
+	}
+}
+
+// segfaultRecords are /dev/kmsg records of the kernel's own segfault
+// report (arch/x86/mm/fault.c show_signal_msg: "<comm>[pid]: segfault at
+// ADDR ip IP sp SP error N in <file>[BASE+SIZE]", comm cut to 15 bytes)
+// for programs a user named like an XID message: the whole name, and the
+// name behind one character so the file name, not comm, carries it.
+var segfaultRecords = []string{
+	"6,5001,912345678,-;NVRM: Xid (PCI:[4242]: segfault at 0 ip 0000000000401126 sp 00007ffc3a1f2e40 error 6 in NVRM: Xid (PCI:0000:3b:00): 79, x[401000+1000] likely on CPU 3 (core 3, socket 0)\n SUBSYSTEM=cpu\n",
+	"6,5002,912345690,-;xNVRM: Xid (PC[4243]: segfault at 0 ip 0000000000401126 sp 00007ffc3a1f2e40 error 6 in xNVRM: Xid (PCI:0000:3b:00): 79, x[401000+1000]\n",
+	// The same text written into /dev/kmsg by a program gets LOG_USER.
+	"14,5003,912345700,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n",
+}
+
+// TestKmsgXIDs_SegfaultNamedLikeXID: a crashing program named like an XID
+// message yields no XID (it used to read as XID 79 and drain the node).
+func TestKmsgXIDs_SegfaultNamedLikeXID(t *testing.T) {
+	var a kmsgXIDs
+	for _, r := range segfaultRecords {
+		a.add([]byte(r))
+	}
+	if len(a.xids) != 0 || a.last != 5003 {
+		t.Fatalf("got XIDs %+v, last %d; want none, last 5003", a.xids, a.last)
+	}
+	a.add([]byte("3,5004,912345800,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"))
+	want := []XID{{Seq: 5004, PCI: PCIAddress{0, 0x3b, 0}, Code: 79}}
+	if diff := cmp.Diff(want, a.xids); diff != "" {
+		t.Errorf("the driver's own XID (-want +got):\n%s", diff)
 	}
 }

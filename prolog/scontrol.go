@@ -3,9 +3,11 @@ package prolog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -23,17 +25,28 @@ type Drainer interface {
 	Drain(ctx context.Context, node, reason string) error
 }
 
-// Scontrol is ShardLookup and Drainer through Slurm's scontrol (Path; an
-// absolute path, since slurmd gives hooks no PATH).
-type Scontrol struct{ Path string }
+// Scontrol is ShardLookup through squeue's JSON (Squeue) and Drainer
+// through scontrol (Path); both absolute paths, since slurmd gives hooks no
+// PATH. An empty Squeue means the squeue next to Path.
+type Scontrol struct{ Path, Squeue string }
 
-// JobShards reads `scontrol show job -o ID`.
+// JobShards reads `squeue --json --jobs=ID`. A job's text fields (comment,
+// mail user, work dir, name) are user input: in `scontrol show job -o`
+// they print as "Key=value" words among Slurm's own, so a comment
+// "x TRES=gres/shard=8" read as a shard count. JSON keeps every field in
+// its place. Slurm 22.05's squeue ignores --jobs with --json (it prints
+// every job, a few KB each) and its scontrol has no --json; newer releases
+// print the one job.
 func (s Scontrol) JobShards(ctx context.Context, jobID int64) (int, error) {
-	out, err := s.run(ctx, "show", "job", "-o", strconv.FormatInt(jobID, 10))
+	sq := s.Squeue
+	if sq == "" {
+		sq = filepath.Join(filepath.Dir(s.Path), "squeue")
+	}
+	out, err := run(ctx, sq, "--json", "--jobs="+strconv.FormatInt(jobID, 10))
 	if err != nil {
 		return 0, err
 	}
-	return parseJobShards(out)
+	return jobShardsJSON(out, jobID)
 }
 
 // Drain runs `scontrol update nodename=NODE state=drain reason=...`, so the
@@ -42,65 +55,106 @@ func (s Scontrol) Drain(ctx context.Context, node, reason string) error {
 	if node == "" {
 		return errors.New("drain: node name unknown (no SLURMD_NODENAME)")
 	}
-	_, err := s.run(ctx, "update", "nodename="+node, "state=drain", "reason="+reason)
+	_, err := run(ctx, s.Path, "update", "nodename="+node, "state=drain", "reason="+reason)
 	return err
 }
 
-func (s Scontrol) run(ctx context.Context, args ...string) ([]byte, error) {
+func run(ctx context.Context, path string, args ...string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, s.Path, args...)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("scontrol %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+		return nil, fmt.Errorf("%s %s: %w: %s", filepath.Base(path), strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return stdout.Bytes(), nil
 }
 
-// parseJobShards reads the shard count per node from one-line `scontrol
-// show job -o` output: TresPerNode=gres:shard:3 or gres:shard:h100:3 (22.05),
-// gres/shard:3 (newer), else TRES=...,gres/shard=N divided by NumNodes. A
-// job without shards gives 0.
-func parseJobShards(out []byte) (int, error) {
-	fields := map[string]string{}
-	for _, f := range strings.Fields(string(out)) {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			fields[k] = v
+// squeueJob is what the prolog reads of one job in `squeue --json`: only
+// fields Slurm itself writes and validates.
+type squeueJob struct {
+	JobID       jsonInt `json:"job_id"`
+	TresPerNode string  `json:"tres_per_node"` // gres:shard:3 (22.05), gres/shard:3 (newer)
+	TresAlloc   string  `json:"tres_alloc_str"`
+	NodeCount   jsonInt `json:"node_count"`
+}
+
+// jobShardsJSON finds jobID in `squeue --json` output and returns its
+// shards per node: from tres_per_node, else the allocated gres/shard TRES
+// divided by the node count; 0 for a job without shards. Records that do
+// not decode are skipped (they may belong to other jobs); the job itself
+// must be there.
+func jobShardsJSON(out []byte, jobID int64) (int, error) {
+	var doc struct {
+		Jobs []json.RawMessage `json:"jobs"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return 0, fmt.Errorf("squeue --json: %w", err)
+	}
+	for _, raw := range doc.Jobs {
+		var j squeueJob
+		if err := json.Unmarshal(raw, &j); err != nil || int64(j.JobID) != jobID {
+			continue
 		}
+		return jobShards(j)
 	}
-	if _, ok := fields["JobId"]; !ok {
-		return 0, fmt.Errorf("scontrol show job: no JobId in %q", truncate(string(out), 80))
-	}
-	for _, g := range strings.Split(fields["TresPerNode"], ",") {
+	return 0, fmt.Errorf("squeue --json: job %d not listed", jobID)
+}
+
+func jobShards(j squeueJob) (int, error) {
+	for _, g := range strings.Split(j.TresPerNode, ",") {
 		g = strings.Replace(g, "gres/", "gres:", 1)
 		parts := strings.Split(g, ":")
 		if len(parts) >= 3 && parts[0] == "gres" && parts[1] == "shard" {
 			n, err := strconv.Atoi(parts[len(parts)-1])
-			if err != nil {
-				return 0, fmt.Errorf("scontrol show job: TresPerNode %q: bad count", g)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("job %d: tres_per_node %q: bad shard count", j.JobID, g)
 			}
 			return n, nil
 		}
 	}
-	for _, t := range strings.Split(fields["TRES"], ",") {
+	for _, t := range strings.Split(j.TresAlloc, ",") {
 		k, v, _ := strings.Cut(t, "=")
 		if k == "gres/shard" || strings.HasPrefix(k, "gres/shard:") {
 			total, err := strconv.Atoi(v)
-			if err != nil {
-				return 0, fmt.Errorf("scontrol show job: TRES %q: bad count", t)
+			if err != nil || total < 0 {
+				return 0, fmt.Errorf("job %d: tres_alloc_str %q: bad shard count", j.JobID, t)
 			}
-			nodes, _ := strconv.Atoi(fields["NumNodes"])
-			if nodes <= 0 {
-				nodes = 1
-			}
+			nodes := max(int(j.NodeCount), 1)
 			return (total + nodes - 1) / nodes, nil
 		}
 	}
 	return 0, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// jsonInt is an integer as squeue --json prints it: a plain number (22.05)
+// or {"set": true, "infinite": false, "number": N} (23.02 and later); an
+// unset or infinite one reads as 0.
+type jsonInt int64
+
+func (n *jsonInt) UnmarshalJSON(b []byte) error {
+	*n = 0
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		return nil
+	case len(b) > 0 && b[0] == '{':
+		var s struct {
+			Set      bool  `json:"set"`
+			Infinite bool  `json:"infinite"`
+			Number   int64 `json:"number"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if s.Set && !s.Infinite {
+			*n = jsonInt(s.Number)
+		}
+		return nil
 	}
-	return s[:n] + "..."
+	var v int64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*n = jsonInt(v)
+	return nil
 }

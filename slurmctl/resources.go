@@ -1,16 +1,15 @@
 package slurmctl
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -116,40 +115,68 @@ func NewResizeWriter(cfg ResizeConfig, log *slog.Logger) (*ResizeWriter, error) 
 }
 
 // Comments returns the comment (sbatch --comment) of every pending job
-// that has one, by job id, from squeue: no REST version Fairway speaks
-// returns it with the job. Fairway reads its opt-out and elastic markers
-// there (policy.OptOutMarker, policy.ElasticMarker).
+// that has one, by job id, from `squeue --json`: no REST version Fairway
+// speaks returns it with the job. Fairway reads its opt-out and elastic
+// markers there (policy.OptOutMarker, policy.ElasticMarker); callers look
+// up only ids they read from Slurm themselves. A comment is user text, newlines
+// included, so it is read from its JSON key, never from a line of squeue's
+// text output (where "\n7 fairway:elastic=1-8" in one job's comment read
+// as job 7's). Records that do not decode are skipped and logged with
+// their count, never fatal for the other jobs.
 func (w *ResizeWriter) Comments(ctx context.Context) (map[int64]string, error) {
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
 	defer cancel()
-	out, stderr, err := w.cfg.Runner.Run(cctx, nil, w.cfg.Squeue, "-h", "-a", "-t", "PENDING", "-o", "%A %k")
+	out, stderr, err := w.cfg.Runner.Run(cctx, nil, w.cfg.Squeue, "--json", "-a", "-t", "PENDING")
 	if err != nil {
 		return nil, fmt.Errorf("read job comments: %s: %v: %s", w.cfg.Squeue, err, strings.TrimSpace(string(stderr)))
 	}
-	return parseComments(out)
+	got, skipped, err := parseComments(out)
+	if err != nil {
+		return nil, fmt.Errorf("read job comments: %w", err)
+	}
+	if skipped > 0 {
+		w.log.Warn("squeue --json: job records skipped", "skipped", skipped)
+	}
+	return got, nil
 }
 
-// parseComments reads `squeue -h -o "%A %k"`: a job id, a space, and the
-// comment to the end of the line ("(null)" when there is none).
-func parseComments(out []byte) (map[int64]string, error) {
+// squeueComment is what Comments reads of one `squeue --json` job record.
+type squeueComment struct {
+	JobID   num     `json:"job_id"`
+	State   strs    `json:"job_state"` // "PENDING" (22.05), ["PENDING"] (newer)
+	Comment *string `json:"comment"`
+}
+
+// parseComments reads `squeue --json`: the comments of pending jobs by job
+// id. 22.05's squeue ignores -t with --json, so the state is checked here.
+// A record without a job id or with a field of the wrong type is skipped
+// and counted; only a document that is not squeue's JSON is an error.
+func parseComments(out []byte) (map[int64]string, int, error) {
+	var doc struct {
+		Jobs *[]json.RawMessage `json:"jobs"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, 0, fmt.Errorf("squeue --json: %w", err)
+	}
+	if doc.Jobs == nil {
+		return nil, 0, errors.New("squeue --json: no jobs list")
+	}
 	got := map[int64]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
+	skipped := 0
+	for _, raw := range *doc.Jobs {
+		var j squeueComment
+		if err := json.Unmarshal(raw, &j); err != nil || !j.JobID.Set || j.JobID.V <= 0 {
+			skipped++
 			continue
 		}
-		idStr, comment, _ := strings.Cut(line, " ")
-		id, err := strconv.ParseInt(idStr, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("squeue line %q: want a job id first", line)
+		if len(j.State) == 0 || j.State[0] != "PENDING" || j.Comment == nil {
+			continue
 		}
-		if comment = strings.TrimSpace(comment); comment != "" && comment != "(null)" {
-			got[id] = comment
+		if c := strings.TrimSpace(*j.Comment); c != "" && c != "(null)" {
+			got[j.JobID.V] = c
 		}
 	}
-	return got, sc.Err()
+	return got, skipped, nil
 }
 
 // Resize updates the requests of the pending jobs in want to the values

@@ -2,8 +2,10 @@ package slurmctl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -140,22 +142,56 @@ func TestResizeWriter_Failures(t *testing.T) {
 	}
 }
 
+// TestParseComments replays real `squeue --json` output. The 22.05 lab
+// capture has held jobs whose comments carry newlines and a line
+// "<other job id> fairway:elastic=1-8" (job 8's names job 7, bob's, which
+// has no comment) and a line "boom", which the old text parser read as
+// job 7's opt-in and as a fatal error for every job.
 func TestParseComments(t *testing.T) {
-	out := []byte("12 (null)\n13 fairway:elastic=1-4 sweep 3\n14 fairway:no-rewrite\n\n15 \n")
-	got, err := parseComments(out)
+	b, err := os.ReadFile("testdata/squeue-22.05.8/squeue.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]string{13: "fairway:elastic=1-4 sweep 3", 14: "fairway:no-rewrite"}
+	got, skipped, err := parseComments(b)
+	if err != nil || skipped != 0 {
+		t.Fatalf("skipped %d, err %v", skipped, err)
+	}
+	want := map[int64]string{6: "line1\n4 fairway:elastic=1-8\nboom", 8: "mine\n7 fairway:elastic=1-8\nboom"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("comments (-want +got):\n%s", d)
 	}
-	if _, err := parseComments([]byte("x y\n")); err == nil {
-		t.Error("a line without a job id was accepted")
+	for _, rel := range []string{"slurm-24.11.7", "slurm-26.05.3"} {
+		b, err := os.ReadFile("../../shared/data/slurmrestd/" + rel + "/cli/squeue.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, skipped, err := parseComments(b)
+		want := map[int64]string{13: "needs a whole node", 20: "ablation run 7"} // pending ones only; 9 runs
+		if d := cmp.Diff(want, got); d != "" || err != nil || skipped != 0 {
+			t.Errorf("%s: skipped %d, err %v, comments (-want +got):\n%s", rel, skipped, err, d)
+		}
 	}
-	fake := &fakeRunner{stdout: out}
+
+	// One malformed record (its job_id a string of letters) is skipped and
+	// counted; the others are read.
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	jobs := doc["jobs"].([]any)
+	jobs[0].(map[string]any)["job_id"] = "boom"
+	bad, _ := json.Marshal(doc)
+	got, skipped, err = parseComments(bad)
+	if err != nil || skipped != 1 || len(got) != 2 {
+		t.Errorf("one bad record: %v, skipped %d, err %v", got, skipped, err)
+	}
+	if _, _, err := parseComments([]byte("8 mine\n")); err == nil {
+		t.Error("text output accepted as JSON")
+	}
+
+	fake := &fakeRunner{stdout: b}
 	w, _ := NewResizeWriter(ResizeConfig{Runner: fake}, nil)
-	if got, err := w.Comments(context.Background()); err != nil || len(got) != 2 || fake.calls[0] != "squeue -h -a -t PENDING -o %A %k" {
+	if got, err := w.Comments(context.Background()); err != nil || len(got) != 2 || fake.calls[0] != "squeue --json -a -t PENDING" {
 		t.Errorf("Comments: %v, %v, %q", got, err, fake.calls)
 	}
 }

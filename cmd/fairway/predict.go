@@ -107,7 +107,7 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 }
 
 func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errOut *os.File) error {
-	jobs, name, err := predictJobs(ctx, cfg)
+	jobs, name, leftOut, err := predictJobs(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -125,6 +125,9 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 		}
 	}
 	res, err := predeval.Run(jobs, preds, opt)
+	if res != nil {
+		res.LeftOut = leftOut
+	}
 	if tty {
 		fmt.Fprint(errOut, "\r\033[K")
 	}
@@ -145,33 +148,36 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 // predictJobs loads the jobs to replay: a trace file, or with --from-db the
 // cluster's finished jobs from the accounting database (what a live
 // cluster's predictor learns from). It returns them and the name reported.
-func predictJobs(ctx context.Context, cfg predictEvalConfig) ([]policy.Job, string, error) {
+func predictJobs(ctx context.Context, cfg predictEvalConfig) (jobs []policy.Job, name string, leftOut map[string]int, err error) {
 	if !cfg.FromDB {
 		f, err := os.Open(cfg.Trace)
 		if err != nil {
-			return nil, "", fmt.Errorf("open trace: %w", err)
+			return nil, "", nil, fmt.Errorf("open trace: %w", err)
 		}
 		defer f.Close()
 		tr, err := trace.ReadAll(f, cfg.Format, trace.Options{Name: cfg.Trace})
 		if err != nil {
-			return nil, "", fmt.Errorf("read trace: %w", err)
+			return nil, "", nil, fmt.Errorf("read trace: %w", err)
 		}
-		return tr.Jobs, filepath.Base(cfg.Trace), nil
+		if tr.LeftOut == nil {
+			tr.LeftOut = map[string]int{} // read from a trace: "left out: none"
+		}
+		return tr.Jobs, filepath.Base(cfg.Trace), tr.LeftOut, nil
 	}
-	store, closeDB, err := openStoreURL(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	store, closeDB, err := openStore(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	defer closeDB()
 	until := time.Now()
-	jobs, err := store.FinishedJobs(ctx, cfg.Cluster, until.AddDate(0, 0, -cfg.Days), until)
+	jobs, err = store.FinishedJobs(ctx, cfg.Cluster, until.AddDate(0, 0, -cfg.Days), until)
 	if err != nil {
-		return nil, "", fmt.Errorf("load finished jobs of %s: %w", cfg.Cluster, err)
+		return nil, "", nil, fmt.Errorf("load finished jobs of %s: %w", cfg.Cluster, err)
 	}
 	if len(jobs) == 0 {
-		return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cfg.Cluster, cfg.Days)
+		return nil, "", nil, fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cfg.Cluster, cfg.Days)
 	}
-	return jobs, fmt.Sprintf("%s (database, last %d days)", cfg.Cluster, cfg.Days), nil
+	return jobs, fmt.Sprintf("%s (database, last %d days)", cfg.Cluster, cfg.Days), nil, nil
 }
 
 // writePredictTable prints res for people.
@@ -181,6 +187,9 @@ func writePredictTable(w io.Writer, res *predeval.Result) error {
 		fmt.Fprintf(w, " (%d without start or end left out)", res.Skipped)
 	}
 	fmt.Fprintln(w)
+	if res.LeftOut != nil {
+		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(res.LeftOut))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "predictor\tMAE (s)\tMedAE (s)\tmean rel err\twithin ±10%\t±50%\t±100%\tunder\tn\t")
 	for _, m := range res.Predictors {

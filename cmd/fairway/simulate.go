@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -148,6 +149,8 @@ type workload struct {
 	Format  string
 	Jobs    []policy.Job
 	Cluster sim.Cluster
+	// LeftOut counts the trace records the reader left out, by reason.
+	LeftOut map[string]int
 }
 
 // loadWorkload reads the trace, or generates the bundled workload, and
@@ -172,7 +175,7 @@ func loadWorkload(cfg simulateConfig) (*workload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}
-	w := &workload{Name: filepath.Base(cfg.Trace), Format: string(cfg.Format), Jobs: tr.Jobs}
+	w := &workload{Name: filepath.Base(cfg.Trace), Format: string(cfg.Format), Jobs: tr.Jobs, LeftOut: tr.LeftOut}
 	switch cfg.Format {
 	case trace.SWF:
 		procs := tr.Meta.MaxProcs
@@ -269,7 +272,8 @@ type simulateReport struct {
 	Trace     string         `json:"trace"`
 	Format    string         `json:"format"`
 	Jobs      int            `json:"jobs"`
-	Skipped   map[string]int `json:"skipped,omitempty"`
+	LeftOut   map[string]int `json:"left_out,omitempty"` // trace records the reader left out
+	Skipped   map[string]int `json:"skipped,omitempty"`  // jobs the simulator left out
 	Cluster   clusterJSON    `json:"cluster"`
 	Backfill  sim.Backfill   `json:"backfill"`
 	Predictor string         `json:"predictor"`
@@ -310,7 +314,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	if err != nil {
 		return err
 	}
-	rep := simulateReport{Trace: w.Name, Format: w.Format, Skipped: runs[0].Skipped, Backfill: cfg.Backfill, Predictor: cfg.Predictor,
+	rep := simulateReport{Trace: w.Name, Format: w.Format, LeftOut: w.LeftOut, Skipped: runs[0].Skipped, Backfill: cfg.Backfill, Predictor: cfg.Predictor,
 		Cluster: clusterJSON{w.Cluster.Nodes, w.Cluster.PerNode, string(w.Cluster.Unit)}, Jobs: runs[0].Metrics.Jobs}
 	if len(rep.Skipped) == 0 {
 		rep.Skipped = nil
@@ -339,13 +343,15 @@ func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) er
 	}
 	fmt.Fprintf(w, "%s (%s): %d jobs on %d × %d %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
 		rep.Cluster.Nodes, rep.Cluster.PerNode, rep.Cluster.Unit, backfill, rep.Predictor)
-	if len(rep.Skipped) > 0 {
-		reasons := make([]string, 0, len(rep.Skipped))
-		for r, n := range rep.Skipped {
-			reasons = append(reasons, fmt.Sprintf("%d %s", n, r))
-		}
-		slices.Sort(reasons)
-		fmt.Fprintf(w, "left out: %s\n", strings.Join(reasons, "; "))
+	left := maps.Clone(rep.LeftOut)
+	if left == nil {
+		left = map[string]int{}
+	}
+	for r, n := range rep.Skipped {
+		left[r] += n
+	}
+	if len(left) > 0 || rep.Format != "synthetic" {
+		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(left))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tavg JCT (s)\tmedian JCT\tp95 JCT\tavg wait (s)\tp95 wait\tavg bsld\tmakespan (s)\tutil\tJain\tmax ρ\tp95 ρ\tuser p95 wait spread (s)\t")

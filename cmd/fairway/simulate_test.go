@@ -193,3 +193,29 @@ func TestTraceSynth_RoundTrip(t *testing.T) {
 		t.Errorf("--load 0: err %v", err)
 	}
 }
+
+// TestSimulate_ArchiveUnknownRecords replays an SWF log holding records an
+// archive could not recover (a whole line of -1 among them): they are left
+// out and counted, and the rest is simulated.
+func TestSimulate_ArchiveUnknownRecords(t *testing.T) {
+	in := "; MaxProcs: 8\n" +
+		"1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n" +
+		"-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n" +
+		"2 10 -1 -1 2 -1 -1 2 200 -1 5 2 1 -1 -1 -1 -1 -1\n" +
+		"3 20 0 50 8 -1 -1 8 100 -1 1 2 1 -1 -1 -1 -1 -1\n"
+	path := filepath.Join(t.TempDir(), "archive.swf")
+	if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runApp(t, "simulate", "--trace", path, "--format", "swf", "--policies", "fifo", "--predictor", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "archive.swf (swf): 2 jobs on 1 × 8 cpus") {
+		t.Errorf("first line %q", lines[0])
+	}
+	if want := "left out: 1 records with unknown run time; 1 records with unknown submit time"; lines[1] != want {
+		t.Errorf("second line %q, want %q", lines[1], want)
+	}
+}

@@ -40,11 +40,14 @@ type Options struct {
 
 // Result is an evaluation: one Metrics per predictor, in the order given.
 type Result struct {
-	Trace      string    `json:"trace"`
-	Protocol   Protocol  `json:"protocol"`
-	Jobs       int       `json:"jobs"`    // jobs replayed (finished, with a run time)
-	Skipped    int       `json:"skipped"` // jobs left out: no start or end time
-	Predictors []Metrics `json:"predictors"`
+	Trace    string   `json:"trace"`
+	Protocol Protocol `json:"protocol"`
+	Jobs     int      `json:"jobs"`    // jobs replayed (finished, with a run time)
+	Skipped  int      `json:"skipped"` // jobs left out: no start or end time
+	// LeftOut counts the trace records the reader left out, by reason;
+	// the caller that read the trace fills it.
+	LeftOut    map[string]int `json:"left_out,omitempty"`
+	Predictors []Metrics      `json:"predictors"`
 }
 
 // Metrics scores one predictor. Errors are in seconds. Relative figures

@@ -20,9 +20,14 @@ import (
 //
 //	1 job id → ID                 12 user id → User
 //	2 submit (s from log start) → Submit = UnixStartTime header (else the epoch) + s
-//	3 wait → Start = Submit + wait (Start = Submit when the wait is unknown but the run time is not)
+//	3 wait → Start = Submit + wait (Start = Submit when the wait is unknown)
 //	4 run time → End = Start + run
 //	8 requested procs → CPUs (5 allocated procs when 8 is -1, as in CTC)
+//
+// A record with an unknown (-1) submit time or run time, or with neither
+// requested nor allocated processors, is left out and counted (see
+// Reader.LeftOut).
+//
 //	9 requested time → TimeLimit  10 requested memory (KB per proc) → MemoryMB (total)
 //	11 status: 1 COMPLETED, 0 FAILED, 5 CANCELLED, anything else UNKNOWN
 //	13 group id → Account         14 executable id → Name
@@ -107,31 +112,32 @@ func (p *swfParser) parse(line []byte, m *Meta, j *policy.Job) error {
 		}
 		v[i] = x
 	}
-	if v[0] < 0 || v[0] != math.Trunc(v[0]) {
-		return fmt.Errorf("field 1 (job id): want a non-negative integer, got %s", fs[0])
-	}
-	if v[1] < 0 {
-		return fmt.Errorf("field 2 (submit time): want >= 0, got %s", fs[1])
-	}
-	j.ID = int64(v[0])
-	j.Submit = m.Start.Add(seconds(v[1]))
-	run := v[3]
-	switch {
-	case v[2] >= 0:
-		j.Start = j.Submit.Add(seconds(v[2]))
-	case run >= 0:
-		j.Start = j.Submit
-	}
-	if run >= 0 && !j.Start.IsZero() {
-		j.End = j.Start.Add(seconds(run))
-	}
+	// Archive logs hold records they could not fully recover, up to a
+	// whole line of -1: well-formed, but nothing a replay can place in
+	// time or on the machine. They are left out and counted, not errors.
 	procs := v[7]
 	if procs <= 0 {
 		procs = v[4]
 	}
-	if procs > 0 {
-		j.CPUs = int(procs)
+	switch {
+	case v[1] < 0:
+		return leftOut(LeftUnknownSubmit)
+	case v[3] < 0:
+		return leftOut(LeftUnknownRun)
+	case procs <= 0:
+		return leftOut(LeftNoProcessors)
 	}
+	if v[0] < 0 || v[0] != math.Trunc(v[0]) {
+		return fmt.Errorf("field 1 (job id): want a non-negative integer, got %s", fs[0])
+	}
+	j.ID = int64(v[0])
+	j.Submit = m.Start.Add(seconds(v[1]))
+	j.Start = j.Submit
+	if v[2] >= 0 {
+		j.Start = j.Submit.Add(seconds(v[2]))
+	}
+	j.End = j.Start.Add(seconds(v[3]))
+	j.CPUs = int(procs)
 	if v[8] > 0 {
 		j.TimeLimit = seconds(v[8])
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -66,6 +68,43 @@ type Options struct {
 // ErrMalformed is wrapped by every error about a bad line.
 var ErrMalformed = errors.New("malformed line")
 
+// The reasons a well-formed record is left out of a trace: nothing a replay
+// could place in time or on the machine. Reader.LeftOut counts them by
+// reason; they are never errors.
+const (
+	LeftUnknownSubmit = "records with unknown submit time"
+	LeftUnknownRun    = "records with unknown run time"
+	LeftNoProcessors  = "records with no processors"
+)
+
+// leftOutError is what a parser returns for a record it leaves out.
+type leftOutError struct{ reason string }
+
+func (e *leftOutError) Error() string { return "left out: " + e.reason }
+
+func leftOut(reason string) error { return &leftOutError{reason} }
+
+// FormatLeftOut spells counts of left-out records for people:
+// "12 records with unknown run time; 3 records with unknown submit time",
+// by reason in a fixed order, or "none".
+func FormatLeftOut(m map[string]int) string {
+	reasons := make([]string, 0, len(m))
+	for r, n := range m {
+		if n > 0 {
+			reasons = append(reasons, r)
+		}
+	}
+	slices.Sort(reasons)
+	if len(reasons) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%d %s", m[r], r)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // ParseError is a malformed line: which file, which line and why.
 type ParseError struct {
 	Name string
@@ -102,6 +141,7 @@ type Reader struct {
 	job     policy.Job
 	line    int
 	skipped int
+	leftOut map[string]int
 	err     error
 	closer  io.Closer
 }
@@ -168,6 +208,13 @@ func (r *Reader) Next() bool {
 		if err == nil {
 			return true
 		}
+		if lo, ok := err.(*leftOutError); ok {
+			if r.leftOut == nil {
+				r.leftOut = map[string]int{}
+			}
+			r.leftOut[lo.reason]++
+			continue
+		}
 		if !r.opt.SkipBad {
 			r.err = &ParseError{Name: r.opt.Name, Line: r.line, Err: err}
 			return false
@@ -200,6 +247,10 @@ func (r *Reader) Meta() Meta { return r.meta }
 // Skipped counts the malformed lines skipped under Options.SkipBad.
 func (r *Reader) Skipped() int { return r.skipped }
 
+// LeftOut counts the well-formed records left out so far, by reason (the
+// Left* constants); nil when none was.
+func (r *Reader) LeftOut() map[string]int { return r.leftOut }
+
 // Line is the number of the last line read (1-based).
 func (r *Reader) Line() int { return r.line }
 
@@ -208,6 +259,8 @@ type Trace struct {
 	Jobs    []policy.Job
 	Meta    Meta
 	Skipped int // malformed lines skipped under Options.SkipBad
+	// LeftOut counts the well-formed records left out, by reason.
+	LeftOut map[string]int
 }
 
 // ReadAll reads every job of a trace of format f from r.
@@ -223,6 +276,6 @@ func ReadAll(r io.Reader, f Format, opt Options) (*Trace, error) {
 	if err := rd.Err(); err != nil {
 		return nil, err
 	}
-	t.Meta, t.Skipped = rd.Meta(), rd.Skipped()
+	t.Meta, t.Skipped, t.LeftOut = rd.Meta(), rd.Skipped(), rd.LeftOut()
 	return t, nil
 }

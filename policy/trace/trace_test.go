@@ -156,8 +156,10 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
+// swfJob is CTC's first record.
+const swfJob = "    1        0 588530    937  306 142.00    -1   -1  35100    -1  1  97  -1 307  3 -1 -1 -1\n"
+
 func TestParse_Malformed(t *testing.T) {
-	swfJob := "    1        0 588530    937  306 142.00    -1   -1  35100    -1  1  97  -1 307  3 -1 -1 -1\n"
 	tests := []struct {
 		name    string
 		format  Format
@@ -171,8 +173,8 @@ func TestParse_Malformed(t *testing.T) {
 			"f:3: want 18 fields, got 5", 2, 1},
 		{"swf not a number", SWF, swfJob + strings.Replace(swfJob, "937", "9x7", 1),
 			`f:2: field 4 (run time): invalid number "9x7"`, 1, 1},
-		{"swf negative submit", SWF, strings.Replace(swfJob, "      0 ", "     -5 ", 1),
-			"f:1: field 2 (submit time): want >= 0, got -5", 0, 1},
+		{"swf negative job id", SWF, strings.Replace(swfJob, "    1 ", "   -3 ", 1),
+			"f:1: field 1 (job id): want a non-negative integer, got -3", 0, 1},
 		{"swf bad header number", SWF, "; MaxProcs: lots\n" + swfJob,
 			`f:1: header MaxProcs: invalid number "lots"`, 1, 1},
 		{"philly short row", PhillyMIX, phillyHead + "5,vc_x,1,10\n",
@@ -209,6 +211,37 @@ func TestParse_Malformed(t *testing.T) {
 				t.Errorf("[jobs, skipped] (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSWF_LeftOut reads records an archive log could not recover, a whole
+// line of -1 among them: each is left out and counted by reason, with or
+// without SkipBad, and the jobs around it still read.
+func TestSWF_LeftOut(t *testing.T) {
+	allUnknown := strings.TrimSpace(strings.Repeat(" -1", 18)) + "\n"
+	noRun := strings.Replace(swfJob, "   937 ", "    -1 ", 1)
+	noProcs := strings.Replace(swfJob, " 306 142.00 ", "  -1 142.00 ", 1)
+	negSubmit := strings.Replace(swfJob, "      0 ", "     -5 ", 1)
+	in := "; MaxProcs: 338\n" + swfJob + allUnknown + noRun + allUnknown + noProcs + negSubmit + swfJob
+	want := map[string]int{LeftUnknownSubmit: 3, LeftUnknownRun: 1, LeftNoProcessors: 1}
+	for _, skipBad := range []bool{false, true} {
+		tr, err := ReadAll(strings.NewReader(in), SWF, Options{Name: "f", SkipBad: skipBad})
+		if err != nil {
+			t.Fatalf("SkipBad=%v: ReadAll: %v", skipBad, err)
+		}
+		if len(tr.Jobs) != 2 || tr.Skipped != 0 {
+			t.Errorf("SkipBad=%v: %d jobs, %d skipped: want 2 and 0", skipBad, len(tr.Jobs), tr.Skipped)
+		}
+		if diff := cmp.Diff(want, tr.LeftOut); diff != "" {
+			t.Errorf("SkipBad=%v: LeftOut (-want +got):\n%s", skipBad, diff)
+		}
+	}
+	const wantText = "1 records with no processors; 1 records with unknown run time; 3 records with unknown submit time"
+	if got := FormatLeftOut(want); got != wantText {
+		t.Errorf("FormatLeftOut = %q, want %q", got, wantText)
+	}
+	if got := FormatLeftOut(nil); got != "none" {
+		t.Errorf("FormatLeftOut(nil) = %q, want none", got)
 	}
 }
 
@@ -279,10 +312,13 @@ func TestReadAll_SharedTraces(t *testing.T) {
 		jobs     int
 		users    int
 		maxProcs int
+		leftOut  map[string]int
 	}{
-		{"CTC-SP2-1996-3.1-cln.swf.gz", SWF, 77222, 679, 338},
-		{"KTH-SP2-filtered.swf.gz", SWF, 28481, 214, 100},
-		{"Philly-MIX1.csv.gz", PhillyMIX, 30940, 11, 0},
+		{"CTC-SP2-1996-3.1-cln.swf.gz", SWF, 77222, 679, 338, nil},
+		{"KTH-SP2-filtered.swf.gz", SWF, 28481, 214, 100, nil},
+		{"Philly-MIX1.csv.gz", PhillyMIX, 30940, 11, 0, nil},
+		// README: 243,306 records, 10,744 of them without a run time.
+		{"SDSC-BLUE-2000-4.2-cln.swf.gz", SWF, 243306 - 10744, 468, 1152, map[string]int{LeftUnknownRun: 10744}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -304,6 +340,9 @@ func TestReadAll_SharedTraces(t *testing.T) {
 			got := summary{len(tr.Jobs), len(users), tr.Meta.MaxProcs, tr.Skipped}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.leftOut, tr.LeftOut); diff != "" {
+				t.Errorf("left out (-want +got):\n%s", diff)
 			}
 		})
 	}
