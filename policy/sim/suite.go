@@ -110,6 +110,10 @@ type Check struct {
 	Default float64
 	Bound   float64 // what the default's value must beat
 	Met     bool
+	// Tie marks a strict comparison the default missed only by being
+	// equal: every policy gave the same value (an uncontended workload,
+	// where no order can change a wait).
+	Tie bool
 }
 
 // Miss says by how much a check missed: "+3.1%" or "−0.012".
@@ -167,7 +171,8 @@ func Criteria(def Metrics, others map[string]Metrics) []Check {
 	var cs []Check
 	lower := func(metric string, v float64, other string, get func(Metrics) float64) {
 		if o, ok := others[other]; ok {
-			cs = append(cs, Check{Name: metric + " < " + other, Default: v, Bound: get(o), Met: v < get(o)})
+			b := get(o)
+			cs = append(cs, Check{Name: metric + " < " + other, Default: v, Bound: b, Met: v < b, Tie: v == b})
 		}
 	}
 	for _, o := range []string{"fifo", "fairshare", "vtc"} {
@@ -440,16 +445,30 @@ func (s *SuiteResult) write(w io.Writer, md bool) error {
 		if md {
 			fmt.Fprintln(w)
 		}
-		if ms := r.Misses(); len(ms) > 0 {
-			missed++
-			parts := make([]string, len(ms))
-			for k, c := range ms {
-				parts[k] = fmt.Sprintf("%s (%.4g vs %.4g, %s)", c.Name, c.Default, c.Bound, c.Miss())
+		ms := r.Misses()
+		var missText, tieText []string
+		for _, c := range ms {
+			if c.Tie {
+				tieText = append(tieText, fmt.Sprintf("%s (both %.4g)", c.Name, c.Default))
+			} else {
+				missText = append(missText, fmt.Sprintf("%s (%.4g vs %.4g, %s)", c.Name, c.Default, c.Bound, c.Miss()))
 			}
-			fmt.Fprintf(w, "criteria: %d of %d met; MISSED: %s\n\n", len(r.Checks)-len(ms), len(r.Checks), strings.Join(parts, "; "))
-		} else {
-			fmt.Fprintf(w, "criteria: all %d met\n\n", len(r.Checks))
 		}
+		switch {
+		case len(ms) == 0:
+			fmt.Fprintf(w, "criteria: all %d met\n", len(r.Checks))
+		default:
+			missed++
+			fmt.Fprintf(w, "criteria: %d of %d met", len(r.Checks)-len(ms), len(r.Checks))
+			if len(missText) > 0 {
+				fmt.Fprintf(w, "; MISSED: %s", strings.Join(missText, "; "))
+			}
+			if len(tieText) > 0 {
+				fmt.Fprintf(w, "; TIED (not met; identical schedules): %s", strings.Join(tieText, "; "))
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w)
 	}
 	if len(s.Predictors) > 0 {
 		if md {
