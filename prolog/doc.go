@@ -47,6 +47,15 @@
 // TaskProlog (contrib/slurm/fairway-task-prolog) prints that file, and
 // slurmstepd exports each "export NAME=value" line into every task.
 //
+// Strays. A process on a GPU the prolog is handing out is reported, and
+// with KillStray killed, only when it is provably nobody's live work: it is
+// pinned with a pidfd before it is judged (so the number cannot be reused
+// under the kill), and processes of a running job (its cgroup names
+// job_N), pid 1, root's processes and MPS daemons are left alone. GPU
+// state is saved right after each change, so a prolog abandoned at its
+// budget leaves its sharers recorded; a job whose shard lookup failed is
+// recorded as Unknown on its GPUs for the same reason.
+//
 // Usage records. One per job, node and GPU, keyed by cluster, job, node,
 // GPU minor and the instant the epilog closed it (Usage.Key), which is also
 // the spool file's name and the database's primary key: a record shipped

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -57,13 +55,15 @@ func (c Config) Validate() error {
 
 // Deps are the hooks' connections to the outside. Nil ones are skipped:
 // no Library means no NVML work, no XIDs no kernel log check, no Shards no
-// shard lookup, no Store no database (records stay in the spool).
+// shard lookup, no Procs no killing (strays are only reported), no Store
+// no database (records stay in the spool).
 type Deps struct {
 	Library Library
 	MPS     MPS
 	XIDs    XIDLog
 	Shards  ShardLookup
 	Drainer Drainer
+	Procs   Processes
 	Store   UsageStore
 	Logger  *slog.Logger
 	Now     func() time.Time // time.Now when nil
@@ -246,8 +246,11 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		return nil, err
 	}
 	defer unlock()
-	// Each GPU's state is read once and written once, only if it changed:
-	// file creation is most of a prolog's own time.
+	// Each GPU's state is read once and written right after each change
+	// to it (only when it changed: file creation is most of a prolog's own
+	// time). The budget may end this goroutine at any NVML or MPS call, and
+	// a sharer or daemon left unrecorded would make the next prolog on the
+	// GPU treat a live job's processes as strays.
 	states := map[int]gpuState{}
 	for minor := range infos {
 		gs, err := h.state.gpu(minor)
@@ -256,20 +259,25 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		}
 		states[minor] = gs
 	}
-	before := maps.Clone(states)
+	saved := map[int]gpuState{}
 	for minor, gs := range states {
-		states[minor] = gs.clone()
+		saved[minor] = gs.clone()
 	}
-	defer func() {
-		for minor, gs := range states {
-			if !gs.equal(before[minor]) {
-				if err := h.state.putGPU(minor, gs); err != nil {
-					log.Warn("cannot save GPU state", "gpu", minor, "err", err)
-				}
-			}
+	save := func(minor int, gs gpuState) {
+		states[minor] = gs
+		if gs.equal(saved[minor]) {
+			return
 		}
-	}()
+		if err := h.state.putGPU(minor, gs); err != nil {
+			log.Warn("cannot save GPU state", "gpu", minor, "err", err)
+			return
+		}
+		saved[minor] = gs.clone()
+	}
 	faults = append(faults, h.checkXIDs(ctx, log, infos, states)...)
+	for _, minor := range slices.Sorted(maps.Keys(states)) {
+		save(minor, states[minor])
+	}
 	if len(faults) > 0 {
 		return faults, nil // leave a faulty GPU exactly as it is
 	}
@@ -281,17 +289,24 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		if !ok {
 			continue
 		}
-		gs := states[g.Minor]
+		gs := states[g.Minor].clone()
+		persist := func() { save(g.Minor, gs.clone()) }
 		switch {
 		case shards < 0:
+			// Noted, so that a later sharer's prolog does not take this
+			// job for absent and its processes for strays.
 			log.Warn("cannot tell whether the job holds shards: GPU settings left as they are", "gpu", g.Minor)
+			if !slices.Contains(gs.Unknown, job.ID) {
+				gs.Unknown = append(gs.Unknown, job.ID)
+			}
+			persist()
 		case shards == 0:
-			h.prepareExclusive(ctx, log, dev, g, &gs)
+			h.prepareExclusive(ctx, log, dev, g, &gs, persist)
 			if e, err := dev.EnergyMillijoules(); err == nil {
 				rec.GPUs[i].EnergyMJ = &e
 			}
 		default:
-			h.prepareShared(ctx, log, dev, g, &gs, job.ID)
+			h.prepareShared(ctx, log, dev, g, &gs, job.ID, persist)
 			if !envWritten {
 				l := mpsLimits(shards, h.cfg.ShardsPerGPU, g.MemoryTotalMB)
 				env := mpsEnv(MPSPipeDir(h.cfg.MPSDir, g.Minor), DeviceInfo{Minor: g.Minor, UUID: g.UUID}, l)
@@ -303,7 +318,7 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 				log.Warn("shard job on several GPUs: its tasks get MPS settings for the first only", "gpu", g.Minor)
 			}
 		}
-		states[g.Minor] = gs
+		persist()
 	}
 	if err := h.state.putJob(rec); err != nil {
 		log.Warn("cannot note the job for its epilog", "err", err)
@@ -375,14 +390,16 @@ func (h *Hooks) jobShards(ctx context.Context, log *slog.Logger, job Job) int {
 	return n
 }
 
-// prepareExclusive gives a whole GPU to one job.
-func (h *Hooks) prepareExclusive(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState) {
-	if len(gs.Sharers) > 0 || gs.MPS {
+// prepareExclusive gives a whole GPU to one job. persist saves gs after
+// each change.
+func (h *Hooks) prepareExclusive(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState, persist func()) {
+	if len(gs.Sharers) > 0 || len(gs.Unknown) > 0 || gs.MPS {
 		// Slurm gives a GPU whole or as shards, never both, so sharers
 		// here were left by epilogs that never ran.
-		log.Warn("GPU given whole but state lists shard jobs: clearing", "gpu", g.Minor, "sharers", gs.Sharers)
+		log.Warn("GPU given whole but state lists shard jobs: clearing", "gpu", g.Minor, "sharers", gs.Sharers, "unknown", gs.Unknown)
 		h.stopMPS(ctx, log, g, gs)
-		gs.Sharers = nil
+		gs.Sharers, gs.Unknown = nil, nil
+		persist()
 	}
 	h.strays(log, dev, g.Minor)
 	if err := dev.SetComputeMode(ComputeExclusiveProcess); err != nil {
@@ -394,11 +411,13 @@ func (h *Hooks) prepareExclusive(ctx context.Context, log *slog.Logger, dev Devi
 }
 
 // prepareShared adds a shard job to its GPU; the first sharer switches the
-// GPU to DEFAULT and starts its MPS daemon.
-func (h *Hooks) prepareShared(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState, jobID int64) {
-	first := len(gs.Sharers) == 0
+// GPU to DEFAULT and starts its MPS daemon. persist saves gs after each
+// change.
+func (h *Hooks) prepareShared(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState, jobID int64, persist func()) {
+	first := len(gs.Sharers) == 0 && len(gs.Unknown) == 0
 	if !slices.Contains(gs.Sharers, jobID) {
 		gs.Sharers = append(gs.Sharers, jobID)
+		persist()
 	}
 	if first {
 		h.strays(log, dev, g.Minor)
@@ -414,6 +433,7 @@ func (h *Hooks) prepareShared(ctx context.Context, log *slog.Logger, dev Device,
 		return
 	}
 	gs.MPS = true
+	persist()
 	log.Info("MPS started", "gpu", g.Minor)
 }
 
@@ -430,7 +450,10 @@ func (h *Hooks) stopMPS(ctx context.Context, log *slog.Logger, g gpuRecord, gs *
 }
 
 // strays reports, and with KillStray kills, compute processes on a GPU that
-// no job should be using yet.
+// no job should be using yet. Killing is the last resort and aimed: each
+// process is pinned (pidfd) before it is judged, and only a process that
+// no running job's cgroup holds and that is no system or MPS process is
+// killed, through its pin. Without Procs nothing is killed.
 func (h *Hooks) strays(log *slog.Logger, dev Device, minor int) {
 	pids, err := dev.Processes()
 	if err != nil {
@@ -438,33 +461,27 @@ func (h *Hooks) strays(log *slog.Logger, dev Device, minor int) {
 		return
 	}
 	for _, pid := range pids {
-		uid, comm := procOwner(pid)
-		if !h.cfg.KillStray {
-			log.Warn("stray process on GPU", "gpu", minor, "pid", pid, "uid", uid, "command", comm)
+		if pid <= 1 || h.d.Procs == nil {
+			log.Warn("process on GPU: left alone", "gpu", minor, "pid", pid)
 			continue
 		}
-		err := syscall.Kill(pid, syscall.SIGKILL)
-		log.Warn("stray process on GPU: killed", "gpu", minor, "pid", pid, "uid", uid, "command", comm, "err", err)
-	}
-}
-
-// procOwner reads a process's real uid and command name from /proc.
-func procOwner(pid int) (uid, comm string) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "", ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Name:"); ok {
-			comm = strings.TrimSpace(v)
+		p, err := h.d.Procs.Pin(pid)
+		if err != nil {
+			log.Warn("process on GPU: cannot judge it, left alone", "gpu", minor, "pid", pid, "err", err)
+			continue
 		}
-		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				uid = f[0]
-			}
+		info := p.Info()
+		attrs := []any{"gpu", minor, "pid", pid, "uid", info.UID, "command", info.Comm, "job_id_of_process", info.JobID}
+		switch why := strayVerdict(info); {
+		case why != "":
+			log.Warn("process on GPU: left alone ("+why+")", attrs...)
+		case !h.cfg.KillStray:
+			log.Warn("stray process on GPU", attrs...)
+		default:
+			log.Warn("stray process on GPU: killed", append(attrs, "err", p.Kill())...)
 		}
+		p.Close()
 	}
-	return uid, comm
 }
 
 // Epilog closes the job's usage records, one per GPU, and returns its GPUs
@@ -581,9 +598,10 @@ func (h *Hooks) epilogGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		case rec.Shards == 0:
 			h.measure(log, dev, minor, rec, &u)
 			h.resetMode(log, dev, minor)
-		case rec.Shards > 0 || slices.Contains(gs.Sharers, job.ID):
+		case rec.Shards > 0 || slices.Contains(gs.Sharers, job.ID) || slices.Contains(gs.Unknown, job.ID):
 			gs.Sharers = slices.DeleteFunc(gs.Sharers, func(id int64) bool { return id == job.ID })
-			if len(gs.Sharers) == 0 {
+			gs.Unknown = slices.DeleteFunc(gs.Unknown, func(id int64) bool { return id == job.ID })
+			if len(gs.Sharers) == 0 && len(gs.Unknown) == 0 {
 				h.stopMPS(ctx, log, gpuRecord{Minor: minor, UUID: info.UUID}, &gs)
 				h.resetMode(log, dev, minor)
 			}

@@ -133,6 +133,7 @@ type rig struct {
 	xids  *fakeXIDs
 	log   *syncBuffer
 	now   time.Time
+	proc  string // the /proc the hooks read for the processes they judge
 }
 
 func newRig(t *testing.T, modify func(*Config, *Deps)) *rig {
@@ -147,13 +148,14 @@ func newRig(t *testing.T, modify func(*Config, *Deps)) *rig {
 		log:   &syncBuffer{},
 		now:   time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC),
 	}
+	r.proc = filepath.Join(dir, "proc")
 	r.cfg = Config{
 		Cluster: "lab", StateDir: filepath.Join(dir, "state"), SpoolDir: filepath.Join(dir, "spool"),
 		MPSDir: filepath.Join(dir, "mps"), ShardsPerGPU: 16, DefaultMode: ComputeDefault, Drain: true,
 		StoreTimeout: 2 * time.Second,
 	}
 	d := Deps{
-		Library: NewNVML(r.m), MPS: r.mps, XIDs: r.xids, Shards: shardMap{}, Drainer: r.drain, Store: r.store,
+		Library: NewNVML(r.m), MPS: r.mps, XIDs: r.xids, Shards: shardMap{}, Drainer: r.drain, Store: r.store, Procs: ProcFS{Root: r.proc},
 		Logger: slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    func() time.Time { return r.now },
 	}
@@ -166,6 +168,48 @@ func newRig(t *testing.T, modify func(*Config, *Deps)) *rig {
 	}
 	r.h = h
 	return r
+}
+
+// spawn starts a real process (so a kill is real) and describes it in the
+// rig's /proc: its real uid, its /proc/PID/cgroup and, when exe is not
+// empty, its executable. It returns the process and a channel closed when
+// it exits.
+func (r *rig) spawn(t *testing.T, uid int, cgroup, exe string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	p := exec.Command("sleep", "60")
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	t.Cleanup(func() { p.Process.Kill(); <-done })
+	dir := filepath.Join(r.proc, strconv.Itoa(p.Process.Pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	status := fmt.Sprintf("Name:\tsleep\nState:\tS (sleeping)\nPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", p.Process.Pid, uid, uid, uid, uid)
+	if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if exe != "" {
+		if err := os.Symlink(exe, filepath.Join(dir, "exe")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p, done
+}
+
+// alive says whether the process behind done still runs.
+func alive(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
 }
 
 func job(id int64, gpus ...int) Job {
@@ -186,13 +230,8 @@ func ptr[T any](v T) *T { return &v }
 func TestHooks_ExclusiveJob(t *testing.T) {
 	r := newRig(t, func(c *Config, _ *Deps) { c.KillStray = true })
 	g0, g3 := r.m.ByMinor(0), r.m.ByMinor(3)
-	// A process left over from an earlier job, real so the kill is real.
-	stray := exec.Command("sleep", "60")
-	if err := stray.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- stray.Wait() }()
+	// A process left over from an earlier job: its user's, in no job.
+	stray, waited := r.spawn(t, 1001, "0::/user.slice/user-1001.slice/session-4.scope\n", "")
 	g3.Run(uint32(stray.Process.Pid), nvml.AccountingStats{})
 
 	j := job(41, 0, 3)
@@ -409,6 +448,99 @@ func (k *rawKmsg) Read(context.Context) ([]XID, uint64, error) {
 		a.add([]byte(r))
 	}
 	return a.xids, a.last, nil
+}
+
+// TestHooks_StrayKillSparesLiveWork: the GPU's state is stale (the prolog
+// of the shard job already on GPU 2 ran out of budget before it saved
+// anything), so the next shard job's prolog takes itself for the first
+// sharer and looks for strays. It kills only the process that is in no
+// job, not root's and not an MPS daemon; the old code killed all four.
+func TestHooks_StrayKillSparesLiveWork(t *testing.T) {
+	r := newRig(t, func(c *Config, _ *Deps) { c.KillStray = true })
+	g2 := r.m.ByMinor(2)
+	other, otherDone := r.spawn(t, 1002, "0::/system.slice/slurmstepd.scope/job_50/step_0/user/task_0\n", "")
+	daemon, daemonDone := r.spawn(t, 0, "0::/system.slice/nvidia-persistenced.service\n", "")
+	server, serverDone := r.spawn(t, 1002, "0::/system.slice/slurmd.service\n", "/usr/bin/nvidia-cuda-mps-server")
+	stray, strayDone := r.spawn(t, 1001, "12:memory:/user.slice\n0::/user.slice/user-1001.slice/session-4.scope\n", "/home/alice/a.out")
+	for _, p := range []*exec.Cmd{other, daemon, server, stray} {
+		g2.Run(uint32(p.Process.Pid), nvml.AccountingStats{})
+	}
+	j := job(51, 2)
+	j.Shards = 3
+	if err := r.h.Prolog(budget(t, 5*time.Second), j); err != nil {
+		t.Fatalf("prolog: %v", err)
+	}
+	select {
+	case <-strayDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stray outside any job survived the prolog with KillStray")
+	}
+	for name, done := range map[string]<-chan struct{}{"job 50's process": otherDone, "root's daemon": daemonDone, "the MPS server": serverDone} {
+		if !alive(done) {
+			t.Errorf("%s was killed", name)
+		}
+	}
+	for _, want := range []string{"left alone (process of running job 50)", "left alone (root's process)", "left alone (MPS daemon)", "stray process on GPU: killed"} {
+		if !strings.Contains(r.log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, r.log)
+		}
+	}
+}
+
+// blockingMPS is an MPS whose Start never returns before the budget ends,
+// like an nvidia-cuda-mps-control that hangs.
+type blockingMPS struct{ fakeMPS }
+
+func (b *blockingMPS) Start(ctx context.Context, _ DeviceInfo) error {
+	<-ctx.Done()
+	time.Sleep(time.Second) // still stuck after the hook gave up
+	return ctx.Err()
+}
+
+// TestHooks_StateSavedBeforeAbandon: the GPU state names a sharer as soon
+// as it is added, so a prolog abandoned at its budget (in a hung MPS start)
+// still leaves the sharer recorded for the next prolog.
+func TestHooks_StateSavedBeforeAbandon(t *testing.T) {
+	r := newRig(t, func(_ *Config, d *Deps) { d.MPS = &blockingMPS{} })
+	j := job(52, 4)
+	j.Shards = 2
+	err := r.h.Prolog(budget(t, 300*time.Millisecond), j)
+	if !errors.Is(err, ErrBudget) {
+		t.Fatalf("prolog: %v, want ErrBudget", err)
+	}
+	gs, err := r.h.state.gpu(4)
+	if err != nil || !slices.Contains(gs.Sharers, int64(52)) {
+		t.Fatalf("GPU 4 state after the abandoned prolog: %+v, %v; want sharer 52", gs, err)
+	}
+}
+
+// TestHooks_UnknownShardsRecorded: a job whose shard lookup failed is noted
+// on its GPU, so the next shard job there is not the first sharer (which
+// would hunt strays and reset the mode under it); its epilog clears it.
+func TestHooks_UnknownShardsRecorded(t *testing.T) {
+	r := newRig(t, func(c *Config, d *Deps) { c.KillStray = true; d.Shards = failingLookup{} })
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(53, 5)); err != nil {
+		t.Fatalf("prolog: %v", err)
+	}
+	gs, err := r.h.state.gpu(5)
+	if err != nil || !slices.Equal(gs.Unknown, []int64{53}) {
+		t.Fatalf("GPU 5 state: %+v, %v; want unknown job 53", gs, err)
+	}
+	sets := r.m.ByMinor(5).ModeSets()
+	j := job(54, 5)
+	j.Shards = 4
+	if err := r.h.Prolog(budget(t, 5*time.Second), j); err != nil {
+		t.Fatalf("second prolog: %v", err)
+	}
+	if r.m.ByMinor(5).ModeSets() != sets {
+		t.Error("the second sharer reset the GPU's mode under job 53")
+	}
+	if err := r.h.Epilog(budget(t, 5*time.Second), job(53, 5)); err != nil {
+		t.Fatalf("epilog: %v", err)
+	}
+	if gs, _ := r.h.state.gpu(5); len(gs.Unknown) != 0 || !slices.Equal(gs.Sharers, []int64{54}) {
+		t.Errorf("after job 53's epilog: %+v, want sharer 54 only", gs)
+	}
 }
 
 // TestHooks_SegfaultNamedLikeXIDDoesNotDrain: a user's crashing program

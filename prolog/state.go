@@ -45,7 +45,10 @@ type gpuRecord struct {
 // gpuState is one GPU's shared state.
 type gpuState struct {
 	Sharers []int64 `json:"sharers,omitempty"` // shard jobs using the GPU
-	MPS     bool    `json:"mps,omitempty"`     // Fairway started its MPS daemon
+	// Unknown are jobs on the GPU whose shard lookup failed: they may
+	// share it, so a later sharer is not the first.
+	Unknown []int64 `json:"unknown,omitempty"`
+	MPS     bool    `json:"mps,omitempty"` // Fairway started its MPS daemon
 	// XIDSeq is the newest kernel log record judged for this GPU; XIDKnown
 	// is false until a first look sets the baseline.
 	XIDSeq   uint64 `json:"xid_seq,omitempty"`
@@ -54,11 +57,12 @@ type gpuState struct {
 
 func (g gpuState) clone() gpuState {
 	g.Sharers = slices.Clone(g.Sharers)
+	g.Unknown = slices.Clone(g.Unknown)
 	return g
 }
 
 func (g gpuState) equal(o gpuState) bool {
-	return slices.Equal(g.Sharers, o.Sharers) && g.MPS == o.MPS && g.XIDSeq == o.XIDSeq && g.XIDKnown == o.XIDKnown
+	return slices.Equal(g.Sharers, o.Sharers) && slices.Equal(g.Unknown, o.Unknown) && g.MPS == o.MPS && g.XIDSeq == o.XIDSeq && g.XIDKnown == o.XIDKnown
 }
 
 func (s nodeState) jobPath(id int64) string {

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strconv"
 	"time"
 
-	"github.com/fairway-hpc/fairway/accounting"
-	"github.com/fairway-hpc/fairway/policy"
-	"github.com/jackc/pgx/v5"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
 
@@ -45,22 +44,17 @@ func explainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cfg.runner.DryRun, cfg.HA = true, false
-			s, err := buildServe(c.Context, cfg, c.String("database-url"), log)
+			cfg.HA = false // explain never takes the lease from a running serve
+			s, err := openServe(c.Context, cfg, c.String("database-url"), log)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			s.runner.store = discardRecorder{}
-			res, err := s.runner.runCycle(c.Context)
+			ex, err := explain(c.Context, cfg, s.deps, id, log)
 			if err != nil {
 				return err
 			}
-			ex, err := explainJob(res, id)
-			if err != nil {
-				return err
-			}
-			ex.Last, err = lastDecision(c.Context, c.String("database-url"), cfg.runner.Cluster, id)
+			ex.Last, err = s.store.LastDecision(c.Context, cfg.runner.Cluster, id)
 			if err != nil {
 				return err
 			}
@@ -75,96 +69,22 @@ func explainCommand() *cli.Command {
 	}
 }
 
-// explanation is what explain prints.
-type explanation struct {
-	Policy       string             `json:"policy"`
-	JobID        int64              `json:"job_id"`
-	User         string             `json:"user"`
-	Account      string             `json:"account"`
-	Rank         int                `json:"rank"`
-	Of           int                `json:"of"`
-	Score        float64            `json:"score"`
-	Parts        map[string]float64 `json:"parts"`
-	PredictedS   float64            `json:"predicted_run_s,omitempty"`
-	LimitS       float64            `json:"time_limit_s,omitempty"`
-	WaitingS     float64            `json:"waiting_s"`
-	UserUsage    float64            `json:"association_usage_gpu_s"`
-	UserCounter  float64            `json:"association_vtc_counter_gpu_s"`
-	AcctUsage    float64            `json:"account_usage_gpu_s"`
-	AcctShare    float64            `json:"account_share"`
-	TotalUsage   float64            `json:"cluster_usage_gpu_s"`
-	Ahead        *neighbour         `json:"ahead,omitempty"`
-	AheadByParts map[string]float64 `json:"ahead_by_parts,omitempty"`
-	Last         *lastLogged        `json:"last_decision,omitempty"`
+// explain ranks the queue once with every effect going to a Planner that
+// keeps records in memory: nothing reaches Slurm, the table file or the
+// database, whatever the settings say.
+func explain(ctx context.Context, cfg serveConfig, d serveDeps, id int64, log *slog.Logger) (*sidecar.Explanation, error) {
+	r, err := newServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.RunCycle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sidecar.Explain(res, id)
 }
 
-type neighbour struct {
-	JobID   int64   `json:"job_id"`
-	User    string  `json:"user"`
-	Account string  `json:"account"`
-	Score   float64 `json:"score"`
-}
-
-type lastLogged struct {
-	At     time.Time `json:"at"`
-	Rank   int       `json:"rank"`
-	Field  string    `json:"field"`
-	Value  int64     `json:"value"`
-	DryRun bool      `json:"dry_run"`
-}
-
-// explainJob finds id in a cycle's ranking and gathers its explanation.
-func explainJob(res *cycleResult, id int64) (*explanation, error) {
-	s := res.Snapshot
-	idx := -1
-	for i, sc := range res.Ranked {
-		if sc.JobID == id {
-			idx = i
-			break
-		}
-	}
-	if idx < 0 {
-		return nil, fmt.Errorf("job %d is not among the %d pending jobs Fairway ranks (finished, running, held, exempt, or in an excluded partition?)", id, len(res.Ranked))
-	}
-	jobs := make(map[int64]*policy.Job, len(s.Pending))
-	for i := range s.Pending {
-		jobs[s.Pending[i].ID] = &s.Pending[i]
-	}
-	j := jobs[id]
-	sc := res.Ranked[idx]
-	a := policy.AssocOf(j)
-	ex := &explanation{
-		JobID: id, User: j.User, Account: j.Account, Rank: idx + 1, Of: len(res.Ranked), Score: sc.Value, Parts: sc.Parts.Map(),
-		LimitS: j.TimeLimit.Seconds(), WaitingS: s.Now.Sub(j.Submit).Seconds(), AcctShare: s.Shares.Account(j.Account),
-	}
-	if d, ok := s.Predicted[id]; ok {
-		ex.PredictedS = d.Seconds()
-	}
-	if s.Ledger != nil {
-		ex.UserUsage, ex.UserCounter = s.Ledger.Usage(a, s.Now), s.Ledger.Counter(a)
-		ex.AcctUsage, ex.TotalUsage = s.Ledger.AccountUsage(j.Account, s.Now), s.Ledger.TotalUsage(s.Now)
-	}
-	if idx > 0 {
-		prev := res.Ranked[idx-1]
-		pj := jobs[prev.JobID]
-		ex.Ahead = &neighbour{JobID: prev.JobID, User: pj.User, Account: pj.Account, Score: prev.Value}
-		ex.AheadByParts = map[string]float64{}
-		prevParts := prev.Parts.Map()
-		for k, v := range prevParts {
-			if d := v - ex.Parts[k]; d != 0 {
-				ex.AheadByParts[k] = d
-			}
-		}
-		for k, v := range ex.Parts {
-			if _, ok := prevParts[k]; !ok && v != 0 {
-				ex.AheadByParts[k] = -v
-			}
-		}
-	}
-	return ex, nil
-}
-
-func printExplanation(w io.Writer, ex *explanation) error {
+func printExplanation(w io.Writer, ex *sidecar.Explanation) error {
 	fmt.Fprintf(w, "job %d (user %s, account %s): rank %d of %d pending under %s\n", ex.JobID, ex.User, ex.Account, ex.Rank, ex.Of, ex.Policy)
 	fmt.Fprintf(w, "  waiting %s", time.Duration(ex.WaitingS*float64(time.Second)).Round(time.Second))
 	if ex.PredictedS > 0 {
@@ -213,38 +133,4 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-// lastDecision reads the newest decision-log row of a job.
-func lastDecision(ctx context.Context, url, cluster string, id int64) (*lastLogged, error) {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("read the decision log: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var l lastLogged
-	err = conn.QueryRow(ctx, `SELECT decided_at, rank, field, value, dry_run FROM decision
-		WHERE cluster = $1 AND job_id = $2 ORDER BY decided_at DESC, cycle DESC LIMIT 1`, cluster, id).
-		Scan(&l.At, &l.Rank, &l.Field, &l.Value, &l.DryRun)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the decision log: %w", err)
-	}
-	return &l, nil
-}
-
-// discardRecorder records nothing: explain must not touch the history.
-type discardRecorder struct{}
-
-func (discardRecorder) RecordFinished(context.Context, string, []policy.Job) (accounting.Summary, error) {
-	return accounting.Summary{}, nil
-}
-func (discardRecorder) RecordDecisions(context.Context, []accounting.Decision) (int, error) {
-	return 0, nil
-}
-func (discardRecorder) RecordCycle(context.Context, accounting.Cycle) error { return nil }
-func (discardRecorder) RecordPredictions(context.Context, []accounting.Prediction) error {
-	return nil
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy/trace"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
 
@@ -91,7 +90,7 @@ func ingestCommand() *cli.Command {
 					return err
 				}
 			}
-			store, closeStore, err := openStore(c.Context, c, log)
+			store, closeStore, err := openStore(c.Context, c.String("database-url"), log)
 			if err != nil {
 				return err
 			}
@@ -173,49 +172,14 @@ func openHistory(ctx context.Context, cfg ingestConfig, log *slog.Logger) (*hist
 		fmt.Sprintf("slurmrestd %s at %s", client.Version(), cfg.SlurmURL)}, nil
 }
 
-// openStore connects to --database-url with a small pool, checks the schema
-// is current, and says clearly what is wrong when it cannot.
-func openStore(ctx context.Context, c *cli.Context, log *slog.Logger) (*accounting.Store, func(), error) {
-	return openStoreURL(ctx, c.String("database-url"), log)
-}
-
-// openStoreURL is openStore for a URL already in hand.
-func openStoreURL(ctx context.Context, url string, log *slog.Logger) (*accounting.Store, func(), error) {
-	pool, store, err := openStorePool(ctx, url, log)
+// openStore opens --database-url (accounting.Open) and returns the store
+// with the function that closes it.
+func openStore(ctx context.Context, url string, log *slog.Logger) (*accounting.Store, func(), error) {
+	pool, store, err := accounting.Open(ctx, url, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	return store, pool.Close, nil
-}
-
-// openStorePool is openStoreURL for callers that also query the pool.
-func openStorePool(ctx context.Context, url string, log *slog.Logger) (*pgxpool.Pool, *accounting.Store, error) {
-	if url == "" {
-		return nil, nil, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
-	}
-	cfg.MaxConns = 4
-	where := fmt.Sprintf("PostgreSQL at %s:%d database %q", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
-	}
-	store := accounting.New(pool, log.With("component", "accounting"))
-	if err := store.Check(ctx); err != nil {
-		pool.Close()
-		return nil, nil, fmt.Errorf("%s: %w", where, err)
-	}
-	return pool, store, nil
 }
 
 // ingestResult is the summary printed after an import.

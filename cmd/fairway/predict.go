@@ -164,7 +164,7 @@ func predictJobs(ctx context.Context, cfg predictEvalConfig) (jobs []policy.Job,
 		}
 		return tr.Jobs, filepath.Base(cfg.Trace), tr.LeftOut, nil
 	}
-	store, closeDB, err := openStoreURL(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	store, closeDB, err := openStore(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, "", nil, err
 	}

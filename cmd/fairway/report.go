@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -141,7 +142,7 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 // runReport loads the month and the one before, builds the report and
 // writes it, printing the files written.
 func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, stderr io.Writer) error {
-	pool, store, err := openStorePool(ctx, cfg.DatabaseURL, log)
+	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
 	}

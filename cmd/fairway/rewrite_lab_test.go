@@ -15,6 +15,7 @@ import (
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
 
 // showJob returns one field of `scontrol show job` (e.g. "TresPerNode").
@@ -39,7 +40,7 @@ func showJob(t *testing.T, e *lab.Env, id int64, field string) string {
 func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	e := lab.Get(t)
 	ctx := context.Background()
-	store, closeDB, err := openStoreURL(ctx, e.Database(t), quietLogger())
+	store, closeDB, err := openStore(ctx, e.Database(t), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,14 +80,14 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _ := slurmctl.NewResizeWriter(slurmctl.ResizeConfig{DryRun: true, Runner: slurmctl.ExecRunner{SlurmConf: e.SlurmConf}}, quietLogger())
-	cfg := rewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{policy.RuleShare: true}, Table: table,
+	live := &sidecar.Live{Resizes: resize, Recorder: store}
+	cfg := sidecar.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{policy.RuleShare: true}, Table: table,
 		TableMaxAge: 10 * time.Minute, HistoryDays: 2, RefreshEvery: 1, ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: e.Cluster}
-	rw, err := newRewriter(cfg, quietLogger(), store, resize, plan)
+	rw, err := sidecar.NewRewriter(cfg, quietLogger(), store, resize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := rw.cycle(ctx, 1, &slurmctl.Cluster{}, nil, nil, true)
+	rep := rw.Cycle(ctx, 1, &slurmctl.Cluster{}, nil, nil, live)
 	var shards int
 	for _, r := range rep.Rules {
 		if r.User == "alice" && r.Name == light {
@@ -169,12 +170,15 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	cpus.Rules = map[string]bool{policy.RuleCPUs: true}
 	cpus.Sacct = false
 	for _, dry := range []bool{true, false} {
-		cpus.DryRun = dry
-		rw, err := newRewriter(cpus, quietLogger(), store, map[bool]*slurmctl.ResizeWriter{true: plan, false: resize}[dry], plan)
+		rw, err := sidecar.NewRewriter(cpus, quietLogger(), store, resize)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := rw.cycle(ctx, 1, cl, nil, nil, true)
+		var sink sidecar.Sink = live
+		if dry {
+			sink = sidecar.NewPlanner(nil, nil)
+		}
+		rep := rw.Cycle(ctx, 1, cl, nil, nil, sink)
 		if len(rep.Resize.Planned) != 1 || rep.Resize.Planned[0].JobID != noHistory || rep.Resize.Planned[0].CPUs != 2 {
 			t.Fatalf("dry run %v: planned %+v, want job %d to 2 CPUs", dry, rep.Resize.Planned, noHistory)
 		}

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +16,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 )
@@ -31,8 +29,9 @@ const (
 
 // serveConfig is serve's validated configuration.
 type serveConfig struct {
-	runner  runnerConfig
-	rewrite rewriteConfig // resource rewriting (rewrite.go)
+	runner  sidecar.Config
+	rewrite sidecar.RewriteConfig // resource rewriting (rewrite.go)
+	DryRun  bool                  // decides the Sink (serveSink), nothing else
 
 	SlurmURL      string
 	SlurmUser     string
@@ -117,8 +116,9 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
 	}
-	cfg.runner = runnerConfig{
-		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"), DryRun: c.Bool("dry-run"),
+	cfg.DryRun = c.Bool("dry-run")
+	cfg.runner = sidecar.Config{
+		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
 		ExemptQOS: c.StringSlice("exempt-qos"),
 	}
@@ -164,7 +164,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	if c.String("database-url") == "" {
 		return cfg, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
 	}
-	if cfg.rewrite, err = rewriteSettings(c, cfg.ShardsPerGPU, cfg.runner.DryRun, cfg.runner.Cluster); err != nil {
+	if cfg.rewrite, err = rewriteSettings(c, cfg.ShardsPerGPU, cfg.runner.Cluster); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
@@ -180,20 +180,17 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 	}
 	defer s.close()
 	r := s.runner
-
 	if cfg.Once {
-		res, err := r.runCycle(ctx)
+		res, err := r.RunCycle(ctx)
 		if err != nil {
 			return err
 		}
 		return printOnce(c.App.Writer, res, cfg)
 	}
-	m := r.metrics
-	store := s.store
 
 	var ready atomic.Bool
 	if cfg.Listen != "" {
-		srv, err := startHTTP(cfg.Listen, m, &ready, log)
+		srv, err := sidecar.StartHTTP(cfg.Listen, r.Metrics(), &ready, log)
 		if err != nil {
 			return err
 		}
@@ -204,65 +201,56 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		}()
 	}
 	log.Info("serving", "cluster", cfg.runner.Cluster, "policy", cfg.runner.Policy, "predictor", cfg.runner.Predictor,
-		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.runner.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
+		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
 		"slurm_api", s.client.Version(), "history_from", cfg.HistoryFrom)
 
 	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.client, Cluster: cfg.runner.Cluster}
 	if cfg.HistoryFrom == historyFromSacct {
 		history = &accounting.SacctHistory{Cluster: cfg.runner.Cluster}
 	}
-	wait := time.Duration(0)
-	for {
-		select {
-		case <-ctx.Done():
-			log.Info("stopping: signal received, no cycle in flight")
-			return nil
-		case <-time.After(wait):
-		}
-		// The cycle in flight finishes even when a signal arrives: it
-		// runs on a context that is not cancelled by the signal, bounded
-		// by a generous timeout.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*cfg.Interval+time.Minute)
-		_, err := r.runCycle(cctx)
-		if err == nil && cfg.SyncEvery > 0 && r.cycle%int64(cfg.SyncEvery) == 0 && r.wasLeader {
-			if _, _, _, serr := store.SyncHistory(cctx, history, accounting.SyncOptions{Cluster: cfg.runner.Cluster, SkipBad: true}); serr != nil {
-				log.Warn("slurmdbd history sync", "err", serr)
-			}
-		}
-		cancel()
-		switch {
-		case err == nil:
-			ready.Store(true)
-			wait = cfg.Interval
-		case errors.Is(err, errSlurmRead):
-			ready.Store(false)
-			wait = min(max(2*wait, cfg.Interval), cfg.MaxBackoff)
-			log.Error("cycle skipped: cannot read Slurm; writing nothing", "err", err, "retry_in_seconds", wait.Seconds())
-		default:
-			ready.Store(false)
-			wait = cfg.Interval
-			log.Error("cycle failed", "err", err)
-		}
+	sync := func(ctx context.Context) error {
+		_, _, _, err := s.store.SyncHistory(ctx, history, accounting.SyncOptions{Cluster: cfg.runner.Cluster, SkipBad: true})
+		return err
 	}
+	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery}, &ready, sync)
 }
 
-// served is a wired serve: the runner and what must be closed after it.
+// serveStore is what serve keeps in and reads from the database
+// (accounting.Store).
+type serveStore interface {
+	sidecar.Recorder
+	sidecar.History
+	sidecar.UsageSource
+}
+
+// serveDeps are the adapters a serve (or explain) cycle runs on; tests
+// hand in fakes.
+type serveDeps struct {
+	source   sidecar.Source
+	values   sidecar.ValueWriter
+	resizes  sidecar.Resizer
+	comments sidecar.CommentReader
+	store    serveStore
+	leader   sidecar.Leadership
+}
+
+// served is an opened serve: its adapters, its runner once built, and what
+// must be closed after.
 type served struct {
-	runner *runner
+	runner *sidecar.Runner
+	deps   serveDeps
 	store  *accounting.Store
 	client *slurmctl.Client
 	close  func()
 }
 
-// buildServe connects to PostgreSQL and slurmrestd, warms the engine from
-// history and returns the runner. Tests build the same thing.
-func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Logger) (*served, error) {
-	log := base.With("component", "serve")
-	store, closeDB, err := openStoreURL(ctx, dbURL, base)
+// openServe connects to PostgreSQL and slurmrestd and builds the adapters.
+func openServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Logger) (*served, error) {
+	pool, store, err := accounting.Open(ctx, dbURL, base)
 	if err != nil {
 		return nil, err
 	}
-	closers := []func(){closeDB}
+	closers := []func(){pool.Close}
 	s := &served{store: store, close: func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
@@ -276,113 +264,78 @@ func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.L
 		return fail(err)
 	}
 	s.client = client
-	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.runner.Range, DryRun: cfg.runner.DryRun},
+	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.runner.Range},
 		client, base.With("component", "writer"))
 	if err != nil {
 		return fail(err)
 	}
-	cl, err := client.Read(ctx)
-	if err != nil {
-		return fail(fmt.Errorf("first read of the cluster: %w", err))
-	}
-	engine, err := newServeEngine(ctx, store, cfg, cl, log)
+	resizes, err := slurmctl.NewResizeWriter(slurmctl.ResizeConfig{}, base.With("component", "rewrite"))
 	if err != nil {
 		return fail(err)
 	}
-	var lead leadership = alwaysLeader{}
+	var lead sidecar.Leadership = sidecar.AlwaysLeader{}
 	if cfg.HA {
 		pcfg, err := pgx.ParseConfig(dbURL)
 		if err != nil {
 			return fail(errors.New("--database-url is not a valid PostgreSQL URL or DSN"))
 		}
-		l := newPGLeader(pcfg, cfg.runner.Cluster, base.With("component", "leader"))
+		l := accounting.NewLease(pcfg, cfg.runner.Cluster, base.With("component", "leader"))
 		closers = append(closers, l.Close)
 		lead = l
 	}
-	s.runner = newRunner(cfg.runner, log, client, writer, store, lead, engine, newMetrics())
-	if s.runner.rewrite, err = buildRewriter(cfg.rewrite, store, base); err != nil {
-		return fail(err)
+	s.deps = serveDeps{source: client, values: writer, resizes: resizes, comments: resizes, store: store, leader: lead}
+	return s, nil
+}
+
+// buildServe opens serve's adapters and builds its runner.
+func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Logger) (*served, error) {
+	s, err := openServe(ctx, cfg, dbURL, base)
+	if err != nil {
+		return nil, err
+	}
+	if s.runner, err = newServeRunner(ctx, cfg, s.deps, serveSink(cfg, s.deps), base); err != nil {
+		s.close()
+		return nil, err
 	}
 	return s, nil
 }
 
-// newServeEngine builds the engine and warms it with the cluster's recent
-// history from the database: fair-share usage, VTC counters and the
-// predictor start where the last run (or slurmdbd's history) left them.
-func newServeEngine(ctx context.Context, store *accounting.Store, cfg serveConfig, cl *slurmctl.Cluster, log *slog.Logger) (*policy.Engine, error) {
-	pol, err := policy.NewPolicy(cfg.runner.Policy, policy.PolicyParams{})
+// serveSink is where serve's effects go: Slurm, the table and the database,
+// or, with --dry-run, a Planner that writes nothing to Slurm or the disk and
+// keeps the shadow decision log in the database.
+func serveSink(cfg serveConfig, d serveDeps) sidecar.Sink {
+	if cfg.DryRun {
+		return sidecar.NewPlanner(d.store, nil)
+	}
+	return &sidecar.Live{Values: d.values, Resizes: d.resizes, Recorder: d.store}
+}
+
+// newServeRunner reads the cluster once (for its GPU count), warms the
+// engine from history and returns the runner that hands every effect to
+// sink.
+func newServeRunner(ctx context.Context, cfg serveConfig, d serveDeps, sink sidecar.Sink, base *slog.Logger) (*sidecar.Runner, error) {
+	log := base.With("component", "serve")
+	cl, err := d.source.Read(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("--policy: %w", err)
+		return nil, fmt.Errorf("first read of the cluster: %w", err)
 	}
-	pred, err := policy.NewPredictor(cfg.runner.Predictor, policy.PredictorParams{})
-	if err != nil {
-		return nil, fmt.Errorf("--predictor: %w", err)
-	}
-	var shares *policy.Shares
-	if tree, err := store.LoadShares(ctx, cfg.runner.Cluster); err != nil {
-		return nil, fmt.Errorf("load shares: %w", err)
-	} else if tree != nil && len(tree.Nodes) > 0 {
-		shares = tree.Policy()
-	} else {
-		log.Warn("no share tree in the database: every account and user has one share; run `fairway shares sync`")
-	}
-	engine, err := policy.NewEngine(policy.EngineParams{
-		Policy: pol, Predictor: pred, Shares: shares, GPUs: float64(cl.GPUs(cfg.runner.Partitions...)),
-		Service: policy.Service{ShardsPerGPU: cfg.ShardsPerGPU}, ChargeEvery: cfg.ChargeEvery,
-	})
+	engine, err := sidecar.NewEngine(ctx, d.store, sidecar.EngineConfig{
+		Cluster: cfg.runner.Cluster, Policy: cfg.runner.Policy, Predictor: cfg.runner.Predictor,
+		GPUs: float64(cl.GPUs(cfg.runner.Partitions...)), ShardsPerGPU: cfg.ShardsPerGPU, ChargeEvery: cfg.ChargeEvery,
+		HistoryDays: cfg.HistoryDays,
+	}, log)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.HistoryDays == 0 {
-		return engine, nil
-	}
-	now := time.Now()
-	hist, err := store.FinishedJobs(ctx, cfg.runner.Cluster, now.AddDate(0, 0, -cfg.HistoryDays), now)
+	rw, err := sidecar.NewRewriter(cfg.rewrite, base.With("component", "rewrite"), d.store, d.comments)
 	if err != nil {
-		return nil, fmt.Errorf("load history: %w", err)
+		return nil, err
 	}
-	slices.SortFunc(hist, func(a, b policy.Job) int {
-		if c := a.End.Compare(b.End); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	// One cycle that only learns: every finished job stopped, nothing pending.
-	if _, _, err := engine.Cycle(&policy.Observation{Now: now, Stopped: hist}); err != nil {
-		return nil, fmt.Errorf("warm up from history: %w", err)
-	}
-	log.Info("warmed up from history", "jobs", len(hist), "days", cfg.HistoryDays)
-	return engine, nil
-}
-
-// startHTTP serves /metrics, /healthz (the process is alive) and /readyz
-// (the last cycle succeeded).
-func startHTTP(addr string, m *metrics, ready *atomic.Bool, log *slog.Logger) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "not ready: the last cycle did not complete", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	return srv, nil
+	return sidecar.New(cfg.runner, log, d.source, sink, d.leader, engine, rw, sidecar.NewMetrics()), nil
 }
 
 // printOnce prints what one cycle decided, best first.
-func printOnce(w io.Writer, res *cycleResult, cfg serveConfig) error {
+func printOnce(w io.Writer, res *sidecar.CycleResult, cfg serveConfig) error {
 	jobs := make(map[int64]*policy.Job, len(res.Snapshot.Pending))
 	for i := range res.Snapshot.Pending {
 		jobs[res.Snapshot.Pending[i].ID] = &res.Snapshot.Pending[i]
@@ -392,7 +345,7 @@ func printOnce(w io.Writer, res *cycleResult, cfg serveConfig) error {
 		changed[ch.JobID] = true
 	}
 	mode := "written"
-	if cfg.runner.DryRun || !res.Leader {
+	if res.DryRun {
 		mode = "dry run: nothing written"
 	}
 	fmt.Fprintf(w, "policy %s, %d pending jobs ranked, %d values changed (%s)\n", cfg.runner.Policy, res.Pending, len(res.Changed), mode)

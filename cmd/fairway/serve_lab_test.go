@@ -18,6 +18,7 @@ import (
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -27,7 +28,8 @@ func serveLabConfig(e *lab.Env, pol string, dry bool) serveConfig {
 		SlurmURL: e.RESTURL, SlurmUser: e.RESTUser, TokenFile: e.TokenFile, WriteMode: slurmctl.ModeScontrolSiteFactor,
 		Interval: time.Second, MaxBackoff: 4 * time.Second, HA: true, HistoryDays: 1, ChargeEvery: -1, ShardsPerGPU: 4,
 	}
-	cfg.runner = runnerConfig{Cluster: e.Cluster, Policy: pol, Predictor: "fairway", DryRun: dry,
+	cfg.DryRun = dry
+	cfg.runner = sidecar.Config{Cluster: e.Cluster, Policy: pol, Predictor: "fairway",
 		Range: policy.SiteFactorRange(), Field: "site_factor", Partitions: []string{e.Partition}}
 	return cfg
 }
@@ -173,9 +175,9 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	defer s.close()
 	// Two cycles: the first charges the heavy user's running blocker, the
 	// second ranks with it.
-	var res *cycleResult
+	var res *sidecar.CycleResult
 	for i := 0; i < 2; i++ {
-		if res, err = s.runner.runCycle(ctx); err != nil {
+		if res, err = s.runner.RunCycle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -209,7 +211,7 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 		}
 	}
 	// A second cycle with nothing changed writes nothing.
-	res, err = s.runner.runCycle(ctx)
+	res, err = s.runner.RunCycle(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	res, err := s.runner.runCycle(ctx)
+	res, err := s.runner.RunCycle(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

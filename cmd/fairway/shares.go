@@ -65,7 +65,7 @@ func sharesCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					store, closeStore, err := openStore(c.Context, c, log)
+					store, closeStore, err := openStore(c.Context, c.String("database-url"), log)
 					if err != nil {
 						return err
 					}
@@ -94,7 +94,7 @@ func sharesCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					store, closeStore, err := openStore(c.Context, c, log)
+					store, closeStore, err := openStore(c.Context, c.String("database-url"), log)
 					if err != nil {
 						return err
 					}

@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // (slurmctl/testdata) through a real slurmctl.Client.
 func capturedCluster(tb testing.TB) *slurmctl.Cluster {
 	tb.Helper()
-	dir := filepath.Join("..", "..", "slurmctl", "testdata", "v0.0.38")
+	dir := filepath.Join("..", "testdata", "v0.0.38")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := ""
 		switch {
@@ -94,14 +94,7 @@ type fixedReader struct{ cl *slurmctl.Cluster }
 
 func (f fixedReader) Read(context.Context) (*slurmctl.Cluster, error) { return f.cl, nil }
 
-type noWriter struct{}
-
-func (noWriter) Write(context.Context, []slurmctl.Job, map[int64]int64) (slurmctl.Report, error) {
-	return slurmctl.Report{}, nil
-}
-func (noWriter) Prime(context.Context) (int, error) { return 0, nil }
-
-func benchRunner(tb testing.TB, cl *slurmctl.Cluster) *runner {
+func benchRunner(tb testing.TB, cl *slurmctl.Cluster) *Runner {
 	tb.Helper()
 	pol, err := policy.NewPolicy(policy.DefaultPolicy, policy.PolicyParams{})
 	if err != nil {
@@ -115,9 +108,9 @@ func benchRunner(tb testing.TB, cl *slurmctl.Cluster) *runner {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := runnerConfig{Cluster: "bench", Policy: policy.DefaultPolicy, Predictor: "fairway", DryRun: true,
+	cfg := Config{Cluster: "bench", Policy: policy.DefaultPolicy, Predictor: "fairway",
 		Range: policy.SiteFactorRange(), Field: "site_factor"}
-	r := newRunner(cfg, quietLogger(), fixedReader{cl}, noWriter{}, discardRecorder{}, alwaysLeader{}, eng, newMetrics())
+	r := New(cfg, quietLogger(), fixedReader{cl}, NewPlanner(nil, nil), AlwaysLeader{}, eng, nil, NewMetrics())
 	return r
 }
 
@@ -136,7 +129,7 @@ func BenchmarkServeCycle(b *testing.B) {
 			b.StopTimer()
 			r := benchRunner(b, cl)
 			b.StartTimer()
-			res, err := r.runCycle(ctx)
+			res, err := r.RunCycle(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -147,11 +140,11 @@ func BenchmarkServeCycle(b *testing.B) {
 	})
 	b.Run("steady/jobs=100000/nodes=10000", func(b *testing.B) {
 		r := benchRunner(b, cl)
-		if _, err := r.runCycle(ctx); err != nil {
+		if _, err := r.RunCycle(ctx); err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			res, err := r.runCycle(ctx)
+			res, err := r.RunCycle(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}

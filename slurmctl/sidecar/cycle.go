@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"cmp"
@@ -28,39 +28,32 @@ import (
 //     without the database, so nothing is written to Slurm meanwhile (the
 //     values already written stay in Slurm).
 
-// clusterReader reads the live cluster (slurmctl.Client).
-type clusterReader interface {
+// Source is what a cycle reads: the live cluster (slurmctl.Client).
+type Source interface {
 	Read(ctx context.Context) (*slurmctl.Cluster, error)
 }
 
-// valueWriter writes the wanted values of pending jobs (slurmctl.Writer).
-type valueWriter interface {
-	Write(ctx context.Context, jobs []slurmctl.Job, want map[int64]int64) (slurmctl.Report, error)
-	Prime(ctx context.Context) (int, error)
-}
-
-// recorder is what the cycle keeps in the accounting database
+// Recorder is what the cycle keeps in the accounting database
 // (accounting.Store).
-type recorder interface {
+type Recorder interface {
 	RecordFinished(ctx context.Context, source string, jobs []policy.Job) (accounting.Summary, error)
 	RecordDecisions(ctx context.Context, ds []accounting.Decision) (int, error)
 	RecordCycle(ctx context.Context, c accounting.Cycle) error
 	RecordPredictions(ctx context.Context, ps []accounting.Prediction) error
 }
 
-// leadership says whether this process may write to Slurm.
-type leadership interface {
+// Leadership says whether this process may write to Slurm.
+type Leadership interface {
 	// Leader reports whether this process holds the lease now. It may
 	// block briefly to confirm or acquire it; false on any doubt.
 	Leader(ctx context.Context) bool
 }
 
-// runnerConfig is the part of serve's config the cycle reads.
-type runnerConfig struct {
+// Config is the part of serve's settings the cycle reads.
+type Config struct {
 	Cluster           string
 	Policy            string
 	Predictor         string
-	DryRun            bool
 	MaxWrites         int      // changed values written per cycle, at most; 0 = no cap
 	Partitions        []string // only these partitions (empty: all)
 	ExcludePartitions []string
@@ -70,17 +63,16 @@ type runnerConfig struct {
 	BufferLimit       int    // records kept while the database is down
 }
 
-// runner runs serve cycles. Not safe for concurrent use: one goroutine runs
+// Runner runs serve cycles. Not safe for concurrent use: one goroutine runs
 // the loop.
-type runner struct {
-	cfg     runnerConfig
+type Runner struct {
+	cfg     Config
 	log     *slog.Logger
-	slurm   clusterReader
-	writer  valueWriter
-	store   recorder
-	leader  leadership
+	slurm   Source
+	sink    Sink // every effect; a *Planner in a dry run or explain
+	leader  Leadership
 	engine  *policy.Engine
-	metrics *metrics
+	metrics *Metrics
 	now     func() time.Time
 
 	cycle     int64
@@ -92,27 +84,32 @@ type runner struct {
 	predicted map[int64]time.Duration
 	pendPrev  map[int64]policy.Job // pending at the previous cycle
 	buffer    recordBuffer
-	rewrite   *rewriter // resource rewriting (rewrite.go); nil when off
+	rewrite   *Rewriter // resource rewriting (rewrite.go); nil when off
 }
 
-func newRunner(cfg runnerConfig, log *slog.Logger, slurm clusterReader, writer valueWriter, store recorder,
-	leader leadership, engine *policy.Engine, m *metrics) *runner {
+// New returns a Runner that reads slurm, ranks with engine, and hands
+// every effect to sink while leader says this process may write. rw is the
+// resource rewriter, nil when rewriting is off.
+func New(cfg Config, log *slog.Logger, slurm Source, sink Sink, leader Leadership, engine *policy.Engine, rw *Rewriter, m *Metrics) *Runner {
 	if cfg.BufferLimit <= 0 {
 		cfg.BufferLimit = 200000
 	}
-	return &runner{
-		cfg: cfg, log: log, slurm: slurm, writer: writer, store: store, leader: leader, engine: engine,
+	if m == nil {
+		m = NewMetrics()
+	}
+	return &Runner{
+		cfg: cfg, log: log, slurm: slurm, sink: sink, leader: leader, engine: engine, rewrite: rw,
 		metrics: m, now: time.Now,
 		running: map[int64]policy.Job{}, finished: map[int64]bool{}, assigned: map[int64]int64{},
 		predicted: map[int64]time.Duration{}, pendPrev: map[int64]policy.Job{},
 	}
 }
 
-// errSlurmRead marks a cycle that could not read Slurm: the loop backs off.
-var errSlurmRead = errors.New("read slurm")
+// ErrSlurmRead marks a cycle that could not read Slurm: the loop backs off.
+var ErrSlurmRead = errors.New("read slurm")
 
-// cycleResult is what one cycle decided, for tests and `serve --once`.
-type cycleResult struct {
+// CycleResult is what one cycle decided, for tests and `serve --once`.
+type CycleResult struct {
 	Leader   bool
 	Pending  int
 	Ranked   []policy.Score
@@ -121,27 +118,48 @@ type cycleResult struct {
 	Changed  []slurmctl.Change
 	Report   slurmctl.Report
 	Recorded bool           // everything this cycle produced reached the database
-	Rewrite  *rewriteReport // resource rewriting; nil when off
+	Rewrite  *RewriteReport // resource rewriting; nil when off
+	DryRun   bool           // nothing was written to Slurm or the table
 }
 
-// runCycle runs one cycle.
-func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
+// Cycles is the number of cycles run so far.
+func (r *Runner) Cycles() int64 { return r.cycle }
+
+// WasLeader reports whether the last cycle held the lease.
+func (r *Runner) WasLeader() bool { return r.wasLeader }
+
+// Metrics returns the runner's metrics.
+func (r *Runner) Metrics() *Metrics { return r.metrics }
+
+// RunCycle runs one cycle, in numbered steps:
+//
+//  1. read the cluster (Source);
+//  2. observe: pending jobs Fairway may rank, running jobs, and the jobs
+//     that stopped since the previous cycle;
+//  3. rank them (policy.Engine);
+//  4. decide values that keep Fairway's order in Slurm, capped;
+//  5. hand the values, and the rewriting, to the Sink (a Planner when this
+//     process is not the leader);
+//  6. record decisions, finished jobs and the cycle (buffered through a
+//     database outage).
+func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	start := r.now()
 	r.cycle++
 	log := r.log.With("cycle", r.cycle)
-	rec := accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: start, Policy: r.cfg.Policy, DryRun: r.cfg.DryRun}
-	res := &cycleResult{}
+	rec := accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: start, Policy: r.cfg.Policy, DryRun: planning(r.sink)}
+	res := &CycleResult{}
+
+	// 1. Read.
 
 	cl, err := r.slurm.Read(ctx)
 	rec.Read = r.now().Sub(start)
 	if err != nil {
 		r.metrics.slurmUp.Set(0)
-		return nil, r.failCycle(ctx, log, rec, "read_error", fmt.Errorf("%w: %w", errSlurmRead, err))
+		return nil, r.failCycle(ctx, log, rec, "read_error", fmt.Errorf("%w: %w", ErrSlurmRead, err))
 	}
 	r.metrics.slurmUp.Set(1)
 
-	// Observation: pending jobs Fairway may rank, running jobs, and the
-	// jobs that stopped since the previous cycle.
+	// 2. Observe.
 	pendingRecs := r.rankable(cl)
 	pending := make([]policy.Job, len(pendingRecs))
 	for i := range pendingRecs {
@@ -151,6 +169,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	stopped, newlyFinished := r.stopped(cl, running, start)
 	obs := &policy.Observation{Now: start, Pending: pending, Running: running, Stopped: stopped}
 
+	// 3. Rank.
 	t := r.now()
 	snap, scores, err := r.engine.Cycle(obs)
 	rec.Rank = r.now().Sub(t)
@@ -170,7 +189,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	rec.Pending, rec.Running = len(pending), len(running)
 	res.Pending, res.Ranked, res.Snapshot = len(pending), scores, snap
 
-	// Decision: values that keep Fairway's order in Slurm, as few changes
+	// 4. Decide: values that keep Fairway's order in Slurm, as few changes
 	// as possible, capped.
 	values, err := policy.Assign(scores, r.assigned, r.cfg.Range)
 	if err != nil {
@@ -183,11 +202,17 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	want = r.capWrites(scores, want)
 	res.Values = want
 
-	// Sink: write when leader and not in dry run.
+	// 5. Hand to the sink; a follower only plans, from what this process
+	// last decided.
 	t = r.now()
 	leader := r.leader.Leader(ctx)
-	if leader && !r.wasLeader && !r.cfg.DryRun {
-		if n, err := r.writer.Prime(ctx); err != nil {
+	sink := r.sink
+	if !leader {
+		sink = NewPlanner(r.sink, r.assigned)
+	}
+	dry := planning(sink)
+	if leader && !r.wasLeader && !dry {
+		if n, err := sink.Prime(ctx); err != nil {
 			log.Warn("prime writer from sprio", "err", err)
 		} else {
 			log.Info("became leader", "values_known", n)
@@ -199,22 +224,17 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	r.wasLeader, rec.Leader, res.Leader = leader, leader, leader
 	r.metrics.leader.Set(b2f(leader))
 
-	var report slurmctl.Report
-	if leader && !r.cfg.DryRun {
-		report, err = r.writer.Write(ctx, pendingRecs, want)
-		if err != nil {
-			// The writer reports what it did even on error.
-			log.Error("write to slurm", "err", err, "applied", len(report.Applied), "failed", len(report.Failed))
-			rec.Error = "write: " + err.Error()
-		}
-	} else {
-		report = r.plan(pendingRecs, want)
+	report, err := sink.WriteValues(ctx, pendingRecs, want)
+	if err != nil {
+		// The writer reports what it did even on error.
+		log.Error("write to slurm", "err", err, "applied", len(report.Applied), "failed", len(report.Failed))
+		rec.Error = "write: " + err.Error()
 	}
 	rec.Write = r.now().Sub(t)
 	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)
-	res.Report, res.Changed = report, report.Planned
+	res.Report, res.Changed, res.DryRun = report, report.Planned, dry
 	if r.rewrite != nil {
-		res.Rewrite = r.rewrite.cycle(ctx, r.cycle, cl, snap.Predicted, scores, leader)
+		res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, cl, snap.Predicted, scores, sink)
 	}
 	// Remember what Slurm holds now: applied writes, plus everything
 	// decided when nothing is written (so a dry run converges too).
@@ -224,7 +244,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 			next[id] = v
 		}
 	}
-	if leader && !r.cfg.DryRun {
+	if !dry {
 		for _, c := range report.Applied {
 			next[c.JobID] = c.To
 		}
@@ -235,7 +255,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	}
 	r.assigned = next
 
-	// Record: decisions for every job whose value changed, the jobs that
+	// 6. Record: decisions for every job whose value changed, the jobs that
 	// finished, the cycle.
 	rank := make(map[int64]int, len(scores))
 	for i, s := range scores {
@@ -250,7 +270,7 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 		d := accounting.Decision{
 			Cluster: r.cfg.Cluster, At: start, Cycle: r.cycle, JobID: c.JobID, Policy: r.cfg.Policy,
 			Rank: i + 1, Score: s.Value, Parts: s.Parts.Map(), Predicted: snap.Predicted[c.JobID], Predictor: r.cfg.Predictor,
-			Field: r.cfg.Field, Value: c.To, DryRun: r.cfg.DryRun || !leader,
+			Field: r.cfg.Field, Value: c.To, DryRun: dry,
 		}
 		if c.FromKnown {
 			from := c.From
@@ -270,14 +290,14 @@ func (r *runner) runCycle(ctx context.Context) (*cycleResult, error) {
 	r.metrics.ranked(snap, scores, report)
 	if n := len(report.Planned); n > 0 || len(report.Failed) > 0 {
 		log.Info("cycle", "pending", len(pending), "running", len(running), "changed", n,
-			"written", len(report.Applied), "failed", len(report.Failed), "leader", leader, "dry_run", r.cfg.DryRun,
+			"written", len(report.Applied), "failed", len(report.Failed), "leader", leader, "dry_run", dry,
 			"duration_seconds", rec.Total.Seconds())
 	}
 	return res, nil
 }
 
 // failCycle records a cycle that ended early with err and returns err.
-func (r *runner) failCycle(ctx context.Context, log *slog.Logger, rec accounting.Cycle, result string, err error) error {
+func (r *Runner) failCycle(ctx context.Context, log *slog.Logger, rec accounting.Cycle, result string, err error) error {
 	rec.Error = err.Error()
 	rec.Total = r.now().Sub(rec.Started)
 	r.buffer.addCycle(rec, r.cfg.BufferLimit)
@@ -288,7 +308,7 @@ func (r *runner) failCycle(ctx context.Context, log *slog.Logger, rec accounting
 
 // rankable returns the pending job records Fairway ranks: in an included
 // partition, not exempt by QOS, not held, not part of a heterogeneous job.
-func (r *runner) rankable(cl *slurmctl.Cluster) []slurmctl.Job {
+func (r *Runner) rankable(cl *slurmctl.Cluster) []slurmctl.Job {
 	n := 0
 	for i := range cl.Jobs {
 		if cl.Jobs[i].Pending() {
@@ -342,7 +362,7 @@ func splitComma(s string) func(func(string) bool) {
 // now, and slurmdbd's history corrects its record later. Jobs that started
 // and finished between two cycles are included too (they ran). It also
 // returns the finished jobs to record in the history.
-func (r *runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Time) (stopped, finished []policy.Job) {
+func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Time) (stopped, finished []policy.Job) {
 	listed := make(map[int64]*policy.Job, len(cl.Jobs))
 	for i := range cl.Jobs {
 		listed[cl.Jobs[i].ID] = &cl.Jobs[i].Job
@@ -417,7 +437,7 @@ func (r *runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 
 // capWrites keeps at most MaxWrites changed values, the best-ranked first;
 // the other jobs keep what Slurm holds this cycle.
-func (r *runner) capWrites(scores []policy.Score, want map[int64]int64) map[int64]int64 {
+func (r *Runner) capWrites(scores []policy.Score, want map[int64]int64) map[int64]int64 {
 	if r.cfg.MaxWrites <= 0 {
 		return want
 	}
@@ -440,27 +460,9 @@ func (r *runner) capWrites(scores []policy.Score, want map[int64]int64) map[int6
 	return want
 }
 
-// plan is what a write would do, for dry runs and followers: the values that
-// differ from what this process last decided.
-func (r *runner) plan(jobs []slurmctl.Job, want map[int64]int64) slurmctl.Report {
-	rep := slurmctl.Report{DryRun: true}
-	for _, j := range jobs {
-		v, ok := want[j.ID]
-		if !ok {
-			continue
-		}
-		old, known := r.assigned[j.ID]
-		if known && old == v {
-			continue
-		}
-		rep.Planned = append(rep.Planned, slurmctl.Change{JobID: j.ID, Target: j.Target(), From: old, To: v, FromKnown: known})
-	}
-	return rep
-}
-
 // observePredictionErrors feeds the prediction-error metric with the jobs
 // that finished this cycle and had a prediction while they ran.
-func (r *runner) observePredictionErrors(stopped []policy.Job) {
+func (r *Runner) observePredictionErrors(stopped []policy.Job) {
 	for i := range stopped {
 		j := &stopped[i]
 		p, ok := r.predicted[j.ID]
@@ -476,7 +478,7 @@ func (r *runner) observePredictionErrors(stopped []policy.Job) {
 // recordStartedPredictions logs, for every job that was pending at the
 // previous cycle and runs now, the last run time predicted for it: the
 // prediction outcome the report compares with the actual run time.
-func (r *runner) recordStartedPredictions(running []policy.Job, at time.Time) {
+func (r *Runner) recordStartedPredictions(running []policy.Job, at time.Time) {
 	for i := range running {
 		j := &running[i]
 		if _, was := r.pendPrev[j.ID]; !was {
@@ -493,8 +495,8 @@ func (r *runner) recordStartedPredictions(running []policy.Job, at time.Time) {
 
 // flush ships buffered records to the database. It reports whether the
 // buffer is empty afterwards.
-func (r *runner) flush(ctx context.Context, log *slog.Logger) bool {
-	ok := r.buffer.flush(ctx, r.store)
+func (r *Runner) flush(ctx context.Context, log *slog.Logger) bool {
+	ok := r.buffer.flush(ctx, r.sink)
 	r.metrics.buffered.Set(float64(r.buffer.len()))
 	if ok {
 		r.metrics.dbUp.Set(1)
@@ -544,7 +546,7 @@ func (b *recordBuffer) addCycle(c accounting.Cycle, limit int) {
 	}
 }
 
-func (b *recordBuffer) flush(ctx context.Context, s recorder) bool {
+func (b *recordBuffer) flush(ctx context.Context, s Recorder) bool {
 	if b.len() == 0 {
 		return true
 	}

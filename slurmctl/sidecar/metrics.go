@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"net/http"
@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are serve's Prometheus metrics, on their own registry (no
+// Metrics are serve's Prometheus metrics, on their own registry (no
 // globals). Names follow Prometheus conventions: base units, _total for
 // counters.
-type metrics struct {
+type Metrics struct {
 	reg *prometheus.Registry
 
 	cycleDuration   *prometheus.HistogramVec
@@ -36,8 +36,9 @@ type metrics struct {
 	predictionError prometheus.Histogram
 }
 
-func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+// NewMetrics registers serve's metrics on a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.cycleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "fairway_cycle_duration_seconds", Help: "Duration of serve cycles by phase (read, rank, write, record, total).",
@@ -69,7 +70,7 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) cycle(c accounting.Cycle, result string) {
+func (m *Metrics) cycle(c accounting.Cycle, result string) {
 	m.cycles.WithLabelValues(result).Inc()
 	for phase, d := range map[string]time.Duration{"read": c.Read, "rank": c.Rank, "write": c.Write, "record": c.Record, "total": c.Total} {
 		m.cycleDuration.WithLabelValues(phase).Observe(d.Seconds())
@@ -77,7 +78,7 @@ func (m *metrics) cycle(c accounting.Cycle, result string) {
 }
 
 // ranked updates the per-cycle gauges from the snapshot just ranked.
-func (m *metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl.Report) {
+func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl.Report) {
 	m.jobsPending.Set(float64(len(scores)))
 	m.jobsRunning.Set(float64(len(s.Running)))
 	m.writes.Add(float64(len(rep.Applied)))
@@ -137,6 +138,7 @@ func (m *metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl
 	}
 }
 
-func (m *metrics) handler() http.Handler {
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }

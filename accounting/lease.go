@@ -1,4 +1,4 @@
-package main
+package accounting
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// pgLeader is serve's leader election: a PostgreSQL session-level advisory
+// Lease is serve's leader election: a PostgreSQL session-level advisory
 // lock, keyed by cluster, held on a connection of its own. PostgreSQL
 // releases the lock the moment that session ends (the process died, the
 // host vanished, the connection broke), so a standby that tries every cycle
 // takes over within one cycle of the leader's death. The holder checks its
 // session at every cycle before writing; a lease it cannot confirm counts
 // as lost, so two processes never both write.
-type pgLeader struct {
+type Lease struct {
 	cfg *pgx.ConnConfig
 	key int64
 	log *slog.Logger
@@ -27,16 +27,19 @@ type pgLeader struct {
 	held bool
 }
 
-func newPGLeader(cfg *pgx.ConnConfig, cluster string, log *slog.Logger) *pgLeader {
+// NewLease returns the lease of cluster's serve, taken on connections made
+// from cfg. Nothing connects until Leader is called.
+func NewLease(cfg *pgx.ConnConfig, cluster string, log *slog.Logger) *Lease {
 	h := fnv.New64a()
 	h.Write([]byte("fairway-serve-leader/" + cluster))
 	cfg = cfg.Copy()
 	cfg.ConnectTimeout = 5 * time.Second
-	return &pgLeader{cfg: cfg, key: int64(h.Sum64() >> 1), log: log}
+	return &Lease{cfg: cfg, key: int64(h.Sum64() >> 1), log: log}
 }
 
-// Leader implements leadership.
-func (l *pgLeader) Leader(ctx context.Context) bool {
+// Leader reports whether this process holds the lease now, taking it
+// when free; false on any doubt.
+func (l *Lease) Leader(ctx context.Context) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -71,7 +74,7 @@ func (l *pgLeader) Leader(ctx context.Context) bool {
 	return got
 }
 
-func (l *pgLeader) drop() {
+func (l *Lease) drop() {
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = l.conn.Close(ctx)
@@ -81,13 +84,8 @@ func (l *pgLeader) drop() {
 }
 
 // Close releases the lease (by ending its session).
-func (l *pgLeader) Close() {
+func (l *Lease) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.drop()
 }
-
-// alwaysLeader is the leadership of a serve run without HA (--no-ha).
-type alwaysLeader struct{}
-
-func (alwaysLeader) Leader(context.Context) bool { return true }

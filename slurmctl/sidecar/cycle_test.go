@@ -1,8 +1,10 @@
-package main
+package sidecar
 
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -103,7 +105,7 @@ func job(id int64, user string, st policy.State, submit time.Duration) slurmctl.
 }
 
 type rig struct {
-	r      *runner
+	r      *Runner
 	reader *fakeReader
 	writer *fakeWriter
 	store  *fakeStore
@@ -111,7 +113,9 @@ type rig struct {
 	clock  time.Time
 }
 
-func newRig(t *testing.T, cfg runnerConfig) *rig {
+// newRig is a runner on fakes; plan makes its sink a Planner (a dry run)
+// that records to the fake store.
+func newRig(t *testing.T, cfg Config, plan bool) *rig {
 	t.Helper()
 	pol, err := policy.NewPolicy("fifo", policy.PolicyParams{})
 	if err != nil {
@@ -126,16 +130,20 @@ func newRig(t *testing.T, cfg runnerConfig) *rig {
 	}
 	cfg.Cluster, cfg.Policy, cfg.Field = "c", "fifo", "site_factor"
 	g := &rig{reader: &fakeReader{}, writer: &fakeWriter{}, store: &fakeStore{}, leader: &fakeLeader{leader: true}, clock: t0.Add(time.Minute)}
-	g.r = newRunner(cfg, quietLogger(), g.reader, g.writer, g.store, g.leader, eng, newMetrics())
+	var sink Sink = &Live{Values: g.writer, Recorder: g.store}
+	if plan {
+		sink = NewPlanner(g.store, nil)
+	}
+	g.r = New(cfg, quietLogger(), g.reader, sink, g.leader, eng, nil, NewMetrics())
 	g.r.now = func() time.Time { return g.clock }
 	return g
 }
 
-func (g *rig) cycle(t *testing.T, jobs ...slurmctl.Job) *cycleResult {
+func (g *rig) cycle(t *testing.T, jobs ...slurmctl.Job) *CycleResult {
 	t.Helper()
 	g.clock = g.clock.Add(30 * time.Second)
 	g.reader.cl, g.reader.err = &slurmctl.Cluster{Jobs: jobs}, nil
-	res, err := g.r.runCycle(context.Background())
+	res, err := g.r.RunCycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +151,13 @@ func (g *rig) cycle(t *testing.T, jobs ...slurmctl.Job) *cycleResult {
 }
 
 func TestRunner_SlurmDownWritesNothingKeepsState(t *testing.T) {
-	g := newRig(t, runnerConfig{})
+	g := newRig(t, Config{}, false)
 	g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
 	calls := g.writer.calls
 	g.reader.err = errors.New("connection refused")
-	_, err := g.r.runCycle(context.Background())
-	if !errors.Is(err, errSlurmRead) {
-		t.Fatalf("err = %v, want errSlurmRead", err)
+	_, err := g.r.RunCycle(context.Background())
+	if !errors.Is(err, ErrSlurmRead) {
+		t.Fatalf("err = %v, want ErrSlurmRead", err)
 	}
 	if g.writer.calls != calls {
 		t.Fatal("a cycle that could not read Slurm wrote to it")
@@ -165,7 +173,7 @@ func TestRunner_SlurmDownWritesNothingKeepsState(t *testing.T) {
 }
 
 func TestRunner_DatabaseDownBuffersThenShipsEverything(t *testing.T) {
-	g := newRig(t, runnerConfig{})
+	g := newRig(t, Config{}, false)
 	run := job(1, "a", policy.StateRunning, 0)
 	run.Start = t0.Add(10 * time.Second)
 	g.cycle(t, run, job(2, "b", policy.StatePending, time.Second))
@@ -202,7 +210,7 @@ func TestRunner_FollowerAndDryRunWriteNothing(t *testing.T) {
 		dry    bool
 	}{{"follower", false, false}, {"dry-run-leader", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newRig(t, runnerConfig{DryRun: tc.dry})
+			g := newRig(t, Config{}, tc.dry)
 			g.leader.leader = tc.leader
 			res := g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
 			if g.writer.calls != 0 {
@@ -221,7 +229,7 @@ func TestRunner_FollowerAndDryRunWriteNothing(t *testing.T) {
 }
 
 func TestRunner_MaxWritesTakesBestRankedFirst(t *testing.T) {
-	g := newRig(t, runnerConfig{MaxWrites: 2})
+	g := newRig(t, Config{MaxWrites: 2}, false)
 	jobs := []slurmctl.Job{job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second),
 		job(3, "c", policy.StatePending, 2*time.Second), job(4, "d", policy.StatePending, 3*time.Second)}
 	res := g.cycle(t, jobs...)
@@ -243,7 +251,7 @@ func TestRunner_MaxWritesTakesBestRankedFirst(t *testing.T) {
 }
 
 func TestRunner_NeverRanksHeldHetExemptOrExcluded(t *testing.T) {
-	g := newRig(t, runnerConfig{ExemptQOS: []string{"urgent"}, ExcludePartitions: []string{"debug"}})
+	g := newRig(t, Config{ExemptQOS: []string{"urgent"}, ExcludePartitions: []string{"debug"}}, false)
 	held := job(2, "b", policy.StatePending, 0)
 	held.Held = true
 	het := job(3, "c", policy.StatePending, 0)
@@ -266,7 +274,7 @@ func TestRunner_NeverRanksHeldHetExemptOrExcluded(t *testing.T) {
 }
 
 func TestRunner_StoppedJobs(t *testing.T) {
-	g := newRig(t, runnerConfig{})
+	g := newRig(t, Config{}, false)
 	a, b := job(1, "a", policy.StateRunning, 0), job(2, "b", policy.StateRunning, 0)
 	a.Start, b.Start = t0, t0
 	g.cycle(t, a, b)
@@ -290,7 +298,7 @@ func TestRunner_StoppedJobs(t *testing.T) {
 // warmed from the history that holds them); jobs that finish between two
 // cycles are charged.
 func TestRunner_FirstCycleDoesNotChargeOldJobs(t *testing.T) {
-	g := newRig(t, runnerConfig{})
+	g := newRig(t, Config{}, false)
 	old := job(1, "a", policy.StateCompleted, 0)
 	old.Start, old.End = t0, t0.Add(20*time.Second)
 	st, fin := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{old}}, nil, g.clock)
@@ -303,4 +311,8 @@ func TestRunner_FirstCycleDoesNotChargeOldJobs(t *testing.T) {
 	if len(st) != 1 || st[0].ID != 2 || len(fin) != 1 || fin[0].ID != 2 {
 		t.Fatalf("second cycle: stopped %+v, finished %+v; want job 2 in both", st, fin)
 	}
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"os"
@@ -14,7 +14,7 @@ func TestGrafanaDashboard_UsesOnlyServedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMetrics()
+	m := NewMetrics()
 	// Touch the vectors so they are gathered.
 	m.cycleDuration.WithLabelValues("total").Observe(1)
 	m.cycles.WithLabelValues("ok").Inc()

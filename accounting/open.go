@@ -1,0 +1,74 @@
+package accounting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNoDatabase is returned by Open when no URL is given.
+var ErrNoDatabase = errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
+
+// Open connects to the PostgreSQL database at url with a small pool,
+// checks that its schema is current, and says which server and database
+// when it cannot. The pool is returned for callers that also query it;
+// closing it closes the Store.
+func Open(ctx context.Context, url string, log *slog.Logger) (*pgxpool.Pool, *Store, error) {
+	if url == "" {
+		return nil, nil, ErrNoDatabase
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's error repeats the URL, password included.
+		return nil, nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	cfg.MaxConns = 4
+	where := fmt.Sprintf("PostgreSQL at %s:%d database %q", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
+	}
+	store := New(pool, log.With("component", "accounting"))
+	if err := store.Check(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return pool, store, nil
+}
+
+// LoggedDecision is the newest decision-log row of a job.
+type LoggedDecision struct {
+	At     time.Time `json:"at"`
+	Rank   int       `json:"rank"`
+	Field  string    `json:"field"`
+	Value  int64     `json:"value"`
+	DryRun bool      `json:"dry_run"`
+}
+
+// LastDecision reads the newest decision-log row of job id on cluster; nil
+// when serve never logged one.
+func (s *Store) LastDecision(ctx context.Context, cluster string, id int64) (*LoggedDecision, error) {
+	var l LoggedDecision
+	err := s.pool.QueryRow(ctx, `SELECT decided_at, rank, field, value, dry_run FROM decision
+		WHERE cluster = $1 AND job_id = $2 ORDER BY decided_at DESC, cycle DESC LIMIT 1`, cluster, id).
+		Scan(&l.At, &l.Rank, &l.Field, &l.Value, &l.DryRun)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the decision log: %w", err)
+	}
+	return &l, nil
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+)
+
+// Fakes for every adapter serve and explain touch; each counts its calls
+// so a test can prove what was (not) written.
+
+type countingSource struct{ cl *slurmctl.Cluster }
+
+func (s *countingSource) Read(context.Context) (*slurmctl.Cluster, error) { return s.cl, nil }
+
+type countingValues struct{ writes, primes int }
+
+func (w *countingValues) Write(context.Context, []slurmctl.Job, map[int64]int64) (slurmctl.Report, error) {
+	w.writes++
+	return slurmctl.Report{}, nil
+}
+func (w *countingValues) Prime(context.Context) (int, error) { w.primes++; return 0, nil }
+
+type countingResizer struct {
+	comments map[int64]string
+	resizes  int
+}
+
+func (r *countingResizer) Resize(context.Context, []slurmctl.Job, []slurmctl.Resize) (slurmctl.ResizeReport, error) {
+	r.resizes++
+	return slurmctl.ResizeReport{}, nil
+}
+func (r *countingResizer) Comments(context.Context) (map[int64]string, error) { return r.comments, nil }
+
+type countingStore struct {
+	samples   []policy.UsageSample
+	decisions int
+	cycles    int
+	finished  int
+	preds     int
+}
+
+func (s *countingStore) RecordFinished(_ context.Context, _ string, jobs []policy.Job) (accounting.Summary, error) {
+	s.finished += len(jobs)
+	return accounting.Summary{}, nil
+}
+func (s *countingStore) RecordDecisions(_ context.Context, ds []accounting.Decision) (int, error) {
+	s.decisions += len(ds)
+	return len(ds), nil
+}
+func (s *countingStore) RecordCycle(context.Context, accounting.Cycle) error { s.cycles++; return nil }
+func (s *countingStore) RecordPredictions(_ context.Context, ps []accounting.Prediction) error {
+	s.preds += len(ps)
+	return nil
+}
+func (s *countingStore) LoadShares(context.Context, string) (*accounting.ShareTree, error) {
+	return nil, nil
+}
+func (s *countingStore) FinishedJobs(context.Context, string, time.Time, time.Time) ([]policy.Job, error) {
+	return nil, nil
+}
+func (s *countingStore) UsageSamples(context.Context, string, time.Time) ([]policy.UsageSample, error) {
+	return s.samples, nil
+}
+
+// rewriteDeps is a cluster on which every rewrite rule has work: alice's
+// `light` runs used little of their GPU (share rule), job 1 asks for fewer
+// CPUs than its GPU share (cpus and memory rules), job 5 is elastic.
+func rewriteDeps() (serveDeps, *countingValues, *countingResizer, *countingStore) {
+	node := func(name string) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"IDLE"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000, GPUs: 4, Shards: 16}
+	}
+	pending := func(id int64, user, name string, gpus, cpus int) slurmctl.Job {
+		return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: user, Account: "a-" + user, Name: name, Partition: "gpu",
+			GPUs: gpus, CPUs: cpus, MemoryMB: 1000, Nodes: 1, State: policy.StatePending, TimeLimit: time.Hour,
+			Submit: time.Now().Add(-time.Duration(id) * time.Minute)}, TaskCount: 1}
+	}
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1"), node("gpu2")},
+		Jobs: []slurmctl.Job{pending(1, "alice", "light", 1, 1), pending(2, "bob", "heavy", 1, 1), pending(5, "carol", "el", 2, 2)}}
+	var samples []policy.UsageSample
+	for i := range 4 {
+		samples = append(samples, policy.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
+			State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 12, GPUMemPeakMB: 4000, GPUMemTotalMB: 81920,
+			CPUsUsed: 1.5, MemUsedMB: 3000})
+	}
+	values, resizer, store := &countingValues{}, &countingResizer{comments: map[int64]string{5: "fairway:elastic=1-8"}}, &countingStore{samples: samples}
+	return serveDeps{source: &countingSource{cl}, values: values, resizes: resizer, comments: resizer, store: store, leader: sidecar.AlwaysLeader{}},
+		values, resizer, store
+}
+
+// everyRewriteFlag sets every rewriting flag serve and explain accept.
+func everyRewriteFlag(table string) []string {
+	return []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y", "--no-ha",
+		"--rewrite-partitions", "gpu", "--rewrite-rules", "share,cpus,memory,elastic", "--rewrite-table", table,
+		"--rewrite-table-max-age", "20m", "--rewrite-history-days", "30", "--rewrite-refresh-every", "1",
+		"--rewrite-cpus-per-gpu", "2", "--rewrite-mem-per-gpu", "4000", "--rewrite-share-max-util", "50",
+		"--rewrite-min-history", "3", "--rewrite-sacct=false"}
+}
+
+// TestExplain_WritesNothingWithEveryRewriteFlag: explain ranks through the
+// same runner as serve, with every rewrite rule on, and makes no call to
+// the Slurm writers, writes no table file and records nothing.
+func TestExplain_WritesNothingWithEveryRewriteFlag(t *testing.T) {
+	table := filepath.Join(t.TempDir(), "fairway-rewrite.table")
+	cfg, err := settingsFromArgs(t, everyRewriteFlag(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, values, resizer, store := rewriteDeps()
+	ex, err := explain(context.Background(), cfg, d, 2, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.JobID != 2 || ex.Of != 3 {
+		t.Fatalf("explanation of job %d of %d, want job 2 of 3", ex.JobID, ex.Of)
+	}
+	if values.writes+values.primes+resizer.resizes != 0 {
+		t.Errorf("explain called Slurm: %d value writes, %d primes, %d resizes", values.writes, values.primes, resizer.resizes)
+	}
+	if _, err := os.Stat(table); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("explain wrote the table %s (stat: %v)", table, err)
+	}
+	if store.decisions+store.cycles+store.finished+store.preds != 0 {
+		t.Errorf("explain recorded %d decisions, %d cycles, %d finished, %d predictions; want none",
+			store.decisions, store.cycles, store.finished, store.preds)
+	}
+}
+
+// TestServeDryRun_WritesNothingWithEveryRewriteFlag: serve --dry-run plans
+// the values, the table and the resizes (so the test is not vacuous) and
+// writes none of them; the shadow decision log still reaches the database.
+func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
+	table := filepath.Join(t.TempDir(), "fairway-rewrite.table")
+	cfg, err := settingsFromArgs(t, append(everyRewriteFlag(table), "--dry-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, values, resizer, store := rewriteDeps()
+	r, err := newServeRunner(context.Background(), cfg, d, serveSink(cfg, d), quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		res, err := r.RunCycle(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.DryRun || res.Rewrite == nil || !res.Rewrite.DryRun {
+			t.Fatalf("dry run reported as writing: cycle %v, rewrite %+v", res.DryRun, res.Rewrite)
+		}
+		if len(res.Rewrite.Rules) == 0 || len(res.Rewrite.Resize.Planned) == 0 {
+			t.Fatalf("nothing to rewrite (%d share rules, %d resizes planned): the test proves nothing", len(res.Rewrite.Rules), len(res.Rewrite.Resize.Planned))
+		}
+	}
+	if values.writes+values.primes+resizer.resizes != 0 {
+		t.Errorf("dry run called Slurm: %d value writes, %d primes, %d resizes", values.writes, values.primes, resizer.resizes)
+	}
+	if _, err := os.Stat(table); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dry run wrote the table %s (stat: %v)", table, err)
+	}
+	if store.decisions == 0 || store.cycles != 2 {
+		t.Errorf("dry run recorded %d decisions, %d cycles; want the shadow log (>0, 2)", store.decisions, store.cycles)
+	}
+
+	// The same settings without --dry-run do write: the fakes see it.
+	cfg.DryRun = false
+	d, values, resizer, _ = rewriteDeps()
+	r, err = newServeRunner(context.Background(), cfg, d, serveSink(cfg, d), quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RunCycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if values.writes == 0 || resizer.resizes == 0 {
+		t.Errorf("serve without --dry-run: %d value writes, %d resizes; want both", values.writes, resizer.resizes)
+	}
+	if _, err := os.Stat(table); err != nil {
+		t.Errorf("serve without --dry-run wrote no table: %v", err)
+	}
+}

@@ -1,0 +1,19 @@
+// Package sidecar is `fairway serve`: the process that runs beside
+// slurmctld, reads the queue, ranks it with policy.Engine and writes the
+// order back. It holds the serve cycle (numbered steps in Runner.RunCycle),
+// the outage rules (Slurm unreadable: write nothing; PostgreSQL down: keep
+// ranking and buffer what must be recorded), the resource rewriter, the
+// loop, and the metrics and health endpoints.
+//
+// A cycle reads from a Source and has effects only through a Sink: the
+// Slurm writers, the job_submit.lua table and the decision log. A dry run,
+// explain, and a serve that does not hold the lease hand their decisions to
+// a Planner, the Sink that works out what would change and writes nothing,
+// so "writes nothing" is one type rather than a flag every step must check.
+//
+// Why here: its Source and most of its Sink are Slurm (package slurmctl),
+// and the project's top-level folders are fixed. Living beneath slurmctl
+// does not change slurmctl's own imports: slurmctl imports only policy,
+// while sidecar is the one package that joins slurmctl, accounting and
+// policy. cmd/fairway only turns flags into a Config and wires adapters.
+package sidecar

@@ -1,0 +1,496 @@
+package sidecar
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+)
+
+// Serve's resource rewriting (INSTALL.md, "GPU sharing and resource
+// rewriting"): each cycle, in the partitions where it is on,
+//
+//   - the share rule's table (user, job name → shards) is rebuilt from the
+//     usage history and written atomically for contrib/slurm/job_submit.lua,
+//     which applies it to new submissions;
+//   - elastic jobs get the GPU count AFS-L picks, and pending jobs the CPUs
+//     and memory the Synergy-style rule picks, through slurmctl's
+//     ResizeWriter.
+//
+// Off by default. Every write goes through the cycle's Sink, so a dry run,
+// explain, or a serve that does not hold the lease writes nothing (neither
+// the table nor a job) and reports what it would do. The rules themselves
+// are policy.Rewriter's.
+
+// RuleNames are the rewrite rules serve can run (--rewrite-rules).
+var RuleNames = []string{policy.RuleShare, policy.RuleCPUs, policy.RuleMemory, policy.RuleElastic}
+
+// RewriteConfig is serve's validated rewriting settings.
+type RewriteConfig struct {
+	Partitions  []string // rewriting is on in these partitions only; empty: off
+	Rules       map[string]bool
+	Table       string        // the job_submit.lua table
+	TableMaxAge time.Duration // job_submit.lua ignores an older table
+	// The table is read on slurmctld's submit path, so it is capped: at
+	// most TableMaxRulesPerUser rules per user and TableMaxBytes in all
+	// (0: DefaultTableMaxRulesPerUser, DefaultTableMaxBytes).
+	TableMaxRulesPerUser int
+	TableMaxBytes        int
+	HistoryDays          int
+	RefreshEvery         int     // cycles between history reloads
+	CPUsPerGPU           float64 // 0: each partition's nodes' CPUs over their GPUs
+	MemPerGPUMB          int64   // 0: each partition's nodes' memory over their GPUs
+	ShareMaxUtil         float64
+	MinHistory           int
+	Sacct                bool // read CPU and memory use from sacct
+	ShardsPerGPU         int
+	Cluster              string
+	ExemptQOS            []string // serve's --exempt-qos: never resized either
+}
+
+// Default caps of the job_submit table. job_submit.lua refuses a table
+// larger than 4 MiB (MAX_TABLE_BYTES there) whatever serve writes.
+const (
+	DefaultTableMaxRulesPerUser = 100
+	DefaultTableMaxBytes        = 1 << 20
+)
+
+// UsageSource is where the rules' history comes from (accounting.Store).
+type UsageSource interface {
+	UsageSamples(ctx context.Context, cluster string, since time.Time) ([]policy.UsageSample, error)
+}
+
+// CommentReader reads pending jobs' comments, where users put the opt-out
+// and elastic markers (slurmctl.ResizeWriter).
+type CommentReader interface {
+	Comments(ctx context.Context) (map[int64]string, error)
+}
+
+// Rewriter runs the rewrite rules inside serve's cycle.
+type Rewriter struct {
+	cfg      RewriteConfig
+	log      *slog.Logger
+	usage    UsageSource
+	cpuUse   func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) // nil: not read
+	comments CommentReader
+	now      func() time.Time
+
+	share    *policy.Rewriter // profiles and the share rule (serve's shards per GPU)
+	profiles map[policy.ProfileKey]*policy.UsageProfile
+	loadedAt int64 // cycle of the last history load; 0: never
+	elastic  map[int64]bool
+}
+
+// RewriteReport is what one cycle's rewriting decided.
+type RewriteReport struct {
+	Rules        []policy.ShareRule // the table's rows
+	TableDropped int                // rules left out by the table's caps
+	TableWritten bool
+	Proposals    []policy.Proposal
+	Resize       slurmctl.ResizeReport
+	DryRun       bool
+}
+
+// NewRewriter returns the rewriter for cfg, or nil when rewriting is off
+// (no partition). usage is the rules' history; comments reads opt-outs.
+func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, comments CommentReader) (*Rewriter, error) {
+	if len(cfg.Partitions) == 0 {
+		return nil, nil
+	}
+	if cfg.TableMaxRulesPerUser == 0 {
+		cfg.TableMaxRulesPerUser = DefaultTableMaxRulesPerUser
+	}
+	if cfg.TableMaxBytes == 0 {
+		cfg.TableMaxBytes = DefaultTableMaxBytes
+	}
+	if cfg.TableMaxRulesPerUser < 0 || cfg.TableMaxBytes < 0 {
+		return nil, fmt.Errorf("rewrite table caps: %d rules per user, %d bytes: want positive", cfg.TableMaxRulesPerUser, cfg.TableMaxBytes)
+	}
+	share, err := policy.NewRewriter(policy.RewriteParams{ShardsPerGPU: cfg.ShardsPerGPU, MinHistory: cfg.MinHistory, ShareMaxUtilPct: cfg.ShareMaxUtil})
+	if err != nil {
+		return nil, err
+	}
+	rw := &Rewriter{cfg: cfg, log: log, usage: usage, comments: comments, now: time.Now, share: share, elastic: map[int64]bool{}}
+	if cfg.Sacct {
+		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
+			return accounting.SacctUsage(ctx, "", nil, since, until)
+		}
+	}
+	return rw, nil
+}
+
+// refresh reloads the usage history into profiles.
+func (rw *Rewriter) refresh(ctx context.Context) error {
+	now := rw.now()
+	since := now.AddDate(0, 0, -rw.cfg.HistoryDays)
+	samples, err := rw.usage.UsageSamples(ctx, rw.cfg.Cluster, since)
+	if err != nil {
+		return err
+	}
+	if rw.cpuUse != nil && (rw.cfg.Rules[policy.RuleCPUs] || rw.cfg.Rules[policy.RuleMemory]) {
+		use, err := rw.cpuUse(ctx, since, now)
+		if err != nil {
+			rw.log.Warn("rewrite: CPU and memory use from sacct unavailable; rules treat it as unknown", "err", err)
+		}
+		for i := range samples {
+			if u, ok := use[samples[i].JobID]; ok {
+				samples[i].CPUsUsed, samples[i].MemUsedMB = u.CPUsUsed, u.MemUsedMB
+			}
+		}
+	}
+	rw.profiles = rw.share.Profiles(samples)
+	return nil
+}
+
+// Cycle runs the rules on one read of the cluster. predicted and ranking
+// are the engine's (elastic jobs are judged in Fairway's order); every
+// write goes to sink. It never fails the serve cycle: problems are logged
+// and the report says what was done.
+func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
+	predicted map[int64]time.Duration, ranking []policy.Score, sink Sink) *RewriteReport {
+	log := rw.log.With("cycle", n)
+	rep := &RewriteReport{DryRun: planning(sink)}
+	if rw.loadedAt == 0 || n-rw.loadedAt >= int64(rw.cfg.RefreshEvery) {
+		if err := rw.refresh(ctx); err != nil {
+			log.Warn("rewrite: load usage history", "err", err)
+			if rw.profiles == nil {
+				return rep // nothing to judge by yet
+			}
+		} else {
+			rw.loadedAt = n
+		}
+	}
+	keys := make([]policy.ProfileKey, 0, len(rw.profiles))
+	for k := range rw.profiles {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b policy.ProfileKey) int {
+		return strings.Compare(a.User+"\x00"+a.Name, b.User+"\x00"+b.Name)
+	})
+
+	if rw.cfg.Rules[policy.RuleShare] {
+		for _, k := range keys {
+			if r, ok := rw.share.Share(rw.profiles[k]); ok && tableSafe(r.User) && tableSafe(r.Name) {
+				rep.Rules = append(rep.Rules, r)
+			}
+		}
+		header := len(renderRewriteTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
+		rep.Rules, rep.TableDropped = capTableRules(rep.Rules, rw.cfg.TableMaxRulesPerUser, rw.cfg.TableMaxBytes-header)
+		if rep.TableDropped > 0 {
+			log.Warn("rewrite: share table capped: the users with the most rules lose some", "kept", len(rep.Rules), "dropped", rep.TableDropped,
+				"max_rules_per_user", rw.cfg.TableMaxRulesPerUser, "max_bytes", rw.cfg.TableMaxBytes)
+		}
+		table := renderRewriteTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
+		if err := sink.WriteTable(rw.cfg.Table, table); err != nil {
+			log.Error("rewrite: write the share table", "path", rw.cfg.Table, "err", err)
+		} else if rep.DryRun {
+			log.Info("rewrite: dry run: would write the share table", "path", rw.cfg.Table, "rules", len(rep.Rules))
+		} else {
+			rep.TableWritten = true
+		}
+	}
+
+	if rw.cfg.Rules[policy.RuleCPUs] || rw.cfg.Rules[policy.RuleMemory] || rw.cfg.Rules[policy.RuleElastic] {
+		comments, err := rw.comments.Comments(ctx)
+		if err != nil {
+			log.Warn("rewrite: cannot read job comments (opt-outs): no job resized this cycle", "err", err)
+			return rep
+		}
+		rep.Proposals = rw.propose(cl, comments, predicted, ranking)
+		want := mergeProposals(rep.Proposals)
+		if len(want) > 0 {
+			rep.Resize, err = sink.Resize(ctx, cl.Jobs, want)
+			if err != nil {
+				log.Error("rewrite: resize pending jobs", "err", err, "applied", len(rep.Resize.Applied), "failed", len(rep.Resize.Failed))
+			}
+			planned := map[int64]bool{}
+			for _, c := range rep.Resize.Planned {
+				planned[c.JobID] = true
+			}
+			for _, p := range rep.Proposals {
+				if planned[p.JobID] {
+					log.Info("rewrite", "job_id", p.JobID, "rule", p.Rule, "from", p.From, "cpus", p.CPUs, "memory_mb", p.MemoryMB,
+						"gpus", p.GPUs, "reason", p.Reason, "dry_run", rep.DryRun)
+				}
+			}
+			if !rep.DryRun {
+				for _, c := range rep.Resize.Applied {
+					if c.GPUs > 0 {
+						rw.elastic[c.JobID] = true
+					}
+				}
+			}
+		}
+	}
+	return rep
+}
+
+// partitionShape is what the rules need to know of a partition's nodes.
+type partitionShape struct {
+	cpusPerGPU, memPerGPU float64
+	nodeCPUs              int
+	nodeMem               int64
+	shardsPerGPU          int
+	maxFreeOnNode, free   int
+}
+
+// shape reads a partition's usable GPU nodes: the smallest CPUs and
+// memory per GPU and per node (so a proposal fits every node), shards per
+// GPU, and its free whole GPUs.
+func shape(cl *slurmctl.Cluster, partition string) (partitionShape, bool) {
+	var s partitionShape
+	found := false
+	for i := range cl.Nodes {
+		nd := &cl.Nodes[i]
+		if !slices.Contains(nd.Partitions, partition) || !nd.Usable() || nd.GPUs <= 0 {
+			continue
+		}
+		cpg, mpg := float64(nd.CPUs)/float64(nd.GPUs), float64(nd.MemoryMB)/float64(nd.GPUs)
+		if !found || cpg < s.cpusPerGPU {
+			s.cpusPerGPU = cpg
+		}
+		if !found || mpg < s.memPerGPU {
+			s.memPerGPU = mpg
+		}
+		if !found || nd.CPUs < s.nodeCPUs {
+			s.nodeCPUs = nd.CPUs
+		}
+		if !found || nd.MemoryMB < s.nodeMem {
+			s.nodeMem = nd.MemoryMB
+		}
+		spg := 0
+		if nd.Shards > 0 {
+			spg = nd.Shards / nd.GPUs
+		}
+		if !found || spg < s.shardsPerGPU {
+			s.shardsPerGPU = spg
+		}
+		busy := nd.AllocGPUs
+		if spg > 0 {
+			busy += (nd.AllocShards + spg - 1) / spg
+		}
+		f := max(nd.GPUs-busy, 0)
+		s.free += f
+		s.maxFreeOnNode = max(s.maxFreeOnNode, f)
+		found = true
+	}
+	return s, found
+}
+
+// propose runs the CPU, memory and elastic rules on the pending jobs of
+// the enabled partitions, in Fairway's ranking order (unranked jobs last).
+func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, predicted map[int64]time.Duration, ranking []policy.Score) []policy.Proposal {
+	rank := make(map[int64]int, len(ranking))
+	for i, s := range ranking {
+		rank[s.JobID] = i
+	}
+	byPart := map[string][]*slurmctl.Job{}
+	for i := range cl.Jobs {
+		j := &cl.Jobs[i]
+		if !j.Pending() || j.HetJob || j.ArrayTasks != "" || policy.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
+			continue
+		}
+		parts := strings.Split(j.Partition, ",")
+		ok := true
+		for _, p := range parts {
+			ok = ok && slices.Contains(rw.cfg.Partitions, p)
+		}
+		if ok {
+			byPart[parts[0]] = append(byPart[parts[0]], j)
+		}
+	}
+	var out []policy.Proposal
+	for _, part := range rw.cfg.Partitions {
+		jobs := byPart[part]
+		if len(jobs) == 0 {
+			continue
+		}
+		sh, ok := shape(cl, part)
+		if !ok {
+			continue
+		}
+		slices.SortStableFunc(jobs, func(a, b *slurmctl.Job) int {
+			ra, oka := rank[a.ID]
+			rb, okb := rank[b.ID]
+			switch {
+			case oka && okb:
+				return ra - rb
+			case oka != okb:
+				if oka {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Compare(a.ID, b.ID)
+		})
+		// Shards per GPU as the nodes declare them, else serve's setting.
+		p := policy.RewriteParams{ShardsPerGPU: sh.shardsPerGPU, MinHistory: rw.cfg.MinHistory, GPUsPerNode: sh.maxFreeOnNode}
+		if p.ShardsPerGPU == 0 {
+			p.ShardsPerGPU = rw.cfg.ShardsPerGPU
+		}
+		if rw.cfg.Rules[policy.RuleCPUs] {
+			p.CPUsPerGPU, p.NodeCPUs = rw.cfg.CPUsPerGPU, sh.nodeCPUs
+			if p.CPUsPerGPU == 0 {
+				p.CPUsPerGPU = sh.cpusPerGPU
+			}
+		}
+		if rw.cfg.Rules[policy.RuleMemory] {
+			p.MemPerGPUMB, p.NodeMemMB = rw.cfg.MemPerGPUMB, sh.nodeMem
+			if p.MemPerGPUMB == 0 {
+				p.MemPerGPUMB = int64(sh.memPerGPU)
+			}
+		}
+		rules, err := policy.NewRewriter(p)
+		if err != nil {
+			rw.log.Warn("rewrite: partition settings", "partition", part, "err", err)
+			continue
+		}
+		gpus := map[int64]int{}
+		if rw.cfg.Rules[policy.RuleElastic] {
+			free := sh.free
+			var cands []policy.ElasticJob
+			for _, j := range jobs {
+				lo, hi, isElastic, err := policy.ParseElastic(comments[j.ID])
+				if err != nil {
+					rw.log.Warn("rewrite: ignoring a malformed elastic marker", "job_id", j.ID, "err", err)
+				}
+				if !isElastic || err != nil || rw.elastic[j.ID] {
+					if need := j.GPUs; need > 0 && need <= free {
+						free -= need // ranked ahead: it takes its GPUs first
+					}
+					continue
+				}
+				cands = append(cands, policy.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[policy.ProfileKey{User: j.User, Name: j.Name}], Predicted: predicted[j.ID]})
+			}
+			for _, pr := range rules.Elastic(cands, free) {
+				out = append(out, pr)
+				gpus[pr.JobID] = pr.GPUs
+			}
+		}
+		if rw.cfg.Rules[policy.RuleCPUs] || rw.cfg.Rules[policy.RuleMemory] {
+			for _, j := range jobs {
+				jj := j.Job
+				if g, ok := gpus[j.ID]; ok {
+					jj.GPUs = g // CPUs and memory follow the new GPU count
+				}
+				out = append(out, rules.Resources(&jj, rw.profiles[policy.ProfileKey{User: j.User, Name: j.Name}])...)
+			}
+		}
+	}
+	return out
+}
+
+// mergeProposals turns per-rule proposals into one resize per job.
+func mergeProposals(ps []policy.Proposal) []slurmctl.Resize {
+	by := map[int64]*slurmctl.Resize{}
+	var order []int64
+	for _, p := range ps {
+		r := by[p.JobID]
+		if r == nil {
+			r = &slurmctl.Resize{JobID: p.JobID}
+			by[p.JobID] = r
+			order = append(order, p.JobID)
+		}
+		switch p.Rule {
+		case policy.RuleCPUs:
+			r.CPUs = p.CPUs
+		case policy.RuleMemory:
+			r.MemoryMB = p.MemoryMB
+		case policy.RuleElastic:
+			r.GPUs = p.GPUs
+		}
+	}
+	out := make([]slurmctl.Resize, 0, len(order))
+	for _, id := range order {
+		out = append(out, *by[id])
+	}
+	return out
+}
+
+// tableSafe reports whether a user or job name can be a field of the
+// table: no tab, newline or carriage return (the field separators).
+func tableSafe(s string) bool { return s != "" && !strings.ContainsAny(s, "\t\n\r") }
+
+// renderRewriteTable renders the table job_submit.lua reads (its format
+// is documented at the top of contrib/slurm/job_submit.lua).
+func renderRewriteTable(now time.Time, maxAge time.Duration, partitions []string, rules []policy.ShareRule) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Written by fairway serve for contrib/slurm/job_submit.lua at %s; do not edit.\n", now.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "fairway-rewrite\t1\ngenerated\t%d\nmax_age\t%d\n", now.Unix(), int64(maxAge.Seconds()))
+	for _, p := range partitions {
+		if tableSafe(p) {
+			fmt.Fprintf(&b, "partition\t%s\n", p)
+		}
+	}
+	for _, r := range rules {
+		b.WriteString(tableRuleLines(r))
+	}
+	return b.Bytes()
+}
+
+// tableRuleLines is one rule's lines in the table: its reason as a
+// comment, then the record.
+func tableRuleLines(r policy.ShareRule) string {
+	return fmt.Sprintf("# %s\nshard\t%s\t%d\t%s\n", strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Reason), r.User, r.Shards, r.Name)
+}
+
+// capTableRules keeps at most perUser of each user's rules (the first in
+// rules' order) and, when their lines exceed maxBytes, lowers that limit
+// until they fit: the users with the most rules lose rules first and a user
+// with few keeps all of them. It returns the kept rules, in rules' order,
+// and how many were dropped.
+func capTableRules(rules []policy.ShareRule, perUser, maxBytes int) ([]policy.ShareRule, int) {
+	rank := make([]int, len(rules)) // a rule's place among its user's rules
+	size := make([]int, len(rules))
+	seen := map[string]int{}
+	for i, r := range rules {
+		rank[i] = seen[r.User]
+		seen[r.User]++
+		size[i] = len(tableRuleLines(r))
+	}
+	fits := func(limit int) bool {
+		total := 0
+		for i := range rules {
+			if rank[i] < limit {
+				total += size[i]
+			}
+		}
+		return total <= maxBytes
+	}
+	limit := perUser
+	if !fits(limit) {
+		lo, hi := 0, limit // fits(lo) holds (nothing kept), fits(hi) does not
+		for hi-lo > 1 {
+			if mid := (lo + hi) / 2; fits(mid) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		limit = lo
+	}
+	kept := make([]policy.ShareRule, 0, len(rules))
+	for i, r := range rules {
+		if rank[i] < limit {
+			kept = append(kept, r)
+		}
+	}
+	return kept, len(rules) - len(kept)
+}
+
+// writeRewriteTable writes the table atomically, so job_submit.lua reads
+// either the old table or the new one, never a part.
+func writeRewriteTable(path string, now time.Time, maxAge time.Duration, partitions []string, rules []policy.ShareRule) error {
+	if err := writeFileAtomic(path, renderRewriteTable(now, maxAge, partitions, rules)); err != nil {
+		return fmt.Errorf("write rewrite table: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,354 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/google/go-cmp/cmp"
+)
+
+// luaCase is one job_desc handed to job_submit.lua's slurm_job_submit.
+type luaCase struct {
+	name                          string
+	user, jobName, partition      string
+	tresPerNode, tresPerJob, comm string
+	minNodes                      int // 0: unset (NO_VAL)
+	wantNode, wantJob             string
+}
+
+func luaString(s string) string {
+	if s == "" {
+		return "nil"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// runJobSubmit runs contrib/slurm/job_submit.lua under lua5.1 (Slurm
+// 22.05 embeds Lua 5.1) with a stub of Slurm's `slurm` table and the table
+// at tablePath, and returns, per case, the return code and the job's
+// tres_per_node and tres_per_job afterwards, plus what the script logged
+// as errors.
+func runJobSubmit(t *testing.T, tablePath string, cases []luaCase) (got []string, errLog string) {
+	t.Helper()
+	lua, err := exec.LookPath("lua5.1")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("lua5.1 not installed (apt-get install lua5.1): job_submit.lua cannot be tested")
+		}
+		t.Skip("lua5.1 not installed (apt-get install lua5.1): job_submit.lua not tested")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "contrib", "slurm", "job_submit.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString(`slurm = { SUCCESS = 0, ERROR = -1,
+	log_info = function(...) end, log_debug = function(...) end, log_user = function(...) end,
+	log_error = function(...) io.stderr:write(string.format(...) .. "\n") end }
+dofile(` + fmt.Sprintf("%q", script) + `)
+local parts = { gpu = { name = "gpu", flag_default = 1 }, cpu = { name = "cpu", flag_default = 0 } }
+local cases = {
+`)
+	for _, c := range cases {
+		nodes := "4294967294"
+		if c.minNodes > 0 {
+			nodes = fmt.Sprint(c.minNodes)
+		}
+		comment := luaString(c.comm)
+		if c.comm == "<table>" { // a field of the wrong type: the script must survive it
+			comment = "{}"
+		}
+		fmt.Fprintf(&b, "  { user_name = %s, name = %s, partition = %s, tres_per_node = %s, tres_per_job = %s, comment = %s, min_nodes = %s, max_nodes = 4294967294 },\n",
+			luaString(c.user), luaString(c.jobName), luaString(c.partition), luaString(c.tresPerNode), luaString(c.tresPerJob), comment, nodes)
+	}
+	b.WriteString(`}
+for i, job in ipairs(cases) do
+  local rc = slurm_job_submit(job, parts, 1000)
+  print(rc .. "|" .. tostring(job.tres_per_node) .. "|" .. tostring(job.tres_per_job))
+end
+`)
+	driver := filepath.Join(t.TempDir(), "driver.lua")
+	if err := os.WriteFile(driver, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lua, driver)
+	cmd.Env = append(os.Environ(), "FAIRWAY_REWRITE_TABLE="+tablePath)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lua5.1: %v\n%s", err, stderr.String())
+	}
+	return strings.Split(strings.TrimSpace(stdout.String()), "\n"), stderr.String()
+}
+
+// TestJobSubmitLua_Table writes the table with serve's writer and runs the
+// real job_submit.lua on it: jobs that match are turned into shards, all
+// others are left exactly as submitted, and every job is accepted.
+func TestJobSubmitLua_Table(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "fairway-rewrite.table")
+	rules := []policy.ShareRule{
+		{User: "alice", Name: "train", Shards: 2, Reason: "test"},
+		{User: "alice", Name: "my sweep 3", Shards: 1, Reason: "names may hold spaces"},
+	}
+	if err := writeRewriteTable(table, time.Now(), 15*time.Minute, []string{"gpu"}, rules); err != nil {
+		t.Fatal(err)
+	}
+	cases := []luaCase{
+		{name: "gres", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1", wantNode: "gres:shard:2", wantJob: "nil"},
+		{name: "--gpus, default partition", user: "alice", jobName: "train", tresPerJob: "gres:gpu:1", wantNode: "gres:shard:2", wantJob: ""},
+		{name: "typed", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:h100:1", wantNode: "gres:shard:h100:2", wantJob: "nil"},
+		{name: "name with spaces", user: "alice", jobName: "my sweep 3", partition: "gpu", tresPerNode: "gres:gpu:1", wantNode: "gres:shard:1", wantJob: "nil"},
+		{name: "two GPUs", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:2", wantNode: "gres:gpu:2", wantJob: "nil"},
+		{name: "GPU and shard", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1,gres:shard:1", wantNode: "gres:gpu:1,gres:shard:1", wantJob: "nil"},
+		{name: "opted out", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1", comm: "x fairway:no-rewrite", wantNode: "gres:gpu:1", wantJob: "nil"},
+		{name: "no history", user: "bob", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1", wantNode: "gres:gpu:1", wantJob: "nil"},
+		{name: "partition not enabled", user: "alice", jobName: "train", partition: "cpu", tresPerNode: "gres:gpu:1", wantNode: "gres:gpu:1", wantJob: "nil"},
+		{name: "one of two partitions not enabled", user: "alice", jobName: "train", partition: "gpu,cpu", tresPerNode: "gres:gpu:1", wantNode: "gres:gpu:1", wantJob: "nil"},
+		{name: "two nodes", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1", minNodes: 2, wantNode: "gres:gpu:1", wantJob: "nil"},
+		{name: "no GPU", user: "alice", jobName: "train", partition: "gpu", wantNode: "nil", wantJob: "nil"},
+		{name: "a field of the wrong type", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1", comm: "<table>", wantNode: "gres:gpu:1", wantJob: "nil"},
+	}
+	got, errLog := runJobSubmit(t, table, cases)
+	if len(got) != len(cases) {
+		t.Fatalf("lua printed %d lines for %d cases: %q", len(got), len(cases), got)
+	}
+	for i, c := range cases {
+		if want := "0|" + c.wantNode + "|" + c.wantJob; got[i] != want {
+			t.Errorf("%s: got %q, want %q", c.name, got[i], want)
+		}
+	}
+	if !strings.Contains(errLog, "left as submitted") {
+		t.Errorf("the wrong-typed field was not logged as an error: %q", errLog)
+	}
+
+	// Without a usable table every job is left alone and accepted.
+	match := []luaCase{{name: "match", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1", wantNode: "gres:gpu:1", wantJob: "nil"}}
+	stale := filepath.Join(dir, "stale.table")
+	if err := writeRewriteTable(stale, time.Now().Add(-time.Hour), 15*time.Minute, []string{"gpu"}, rules); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := filepath.Join(dir, "corrupt.table")
+	good := renderRewriteTable(time.Now(), 15*time.Minute, []string{"gpu"}, rules)
+	if err := os.WriteFile(corrupt, append(good, []byte("shard\talice\tmany\ttrain\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(dir, "truncated.table")
+	if err := os.WriteFile(truncated, good[:len(good)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A valid table padded with comments past job_submit.lua's 4 MiB cap.
+	oversized := filepath.Join(dir, "oversized.table")
+	pad := bytes.Repeat([]byte("# padding padding padding padding padding padding padding padding\n"), 4<<20/64)
+	if err := os.WriteFile(oversized, append(slices.Clone(good), pad...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{"missing": filepath.Join(dir, "none"), "stale": stale, "corrupt": corrupt, "truncated": truncated, "oversized": oversized} {
+		got, _ := runJobSubmit(t, path, match)
+		if len(got) != 1 || got[0] != "0|gres:gpu:1|nil" {
+			t.Errorf("%s table: got %q, want the job accepted as submitted", name, got)
+		}
+	}
+}
+
+// TestWriteRewriteTable_Atomic: the table is replaced by rename, leaves no
+// temporary file behind, and is readable by its owner and group only
+// (slurmctld runs as SlurmUser like serve; the table names users and their
+// jobs).
+func TestWriteRewriteTable_Atomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t")
+	for i := range 3 {
+		if err := writeRewriteTable(path, time.Unix(int64(1000+i), 0), time.Minute, []string{"gpu"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want only the table", len(ents))
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o640 {
+		t.Fatalf("stat: %v %v", st, err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), "generated\t1002\nmax_age\t60\npartition\tgpu\n") {
+		t.Errorf("table:\n%s", b)
+	}
+	if err := writeRewriteTable(filepath.Join(dir, "no", "such", "dir"), time.Now(), time.Minute, nil, nil); err == nil {
+		t.Error("writing into a missing directory succeeded")
+	}
+}
+
+// TestCapTableRules: no user gets more than the per-user cap, and when the
+// table would exceed its bytes the users with the most rules lose rules
+// first; a user with few keeps them all. Unbounded, one user with many job
+// names made the table slurmctld reads on every submission grow without
+// limit.
+func TestCapTableRules(t *testing.T) {
+	var rules []policy.ShareRule
+	add := func(user string, n int) {
+		for i := range n {
+			rules = append(rules, policy.ShareRule{User: user, Name: fmt.Sprintf("job-%04d", i), Shards: 2, Reason: "r"})
+		}
+	}
+	add("alice", 2)
+	add("bob", 500)
+	add("carol", 40)
+	kept, dropped := capTableRules(rules, 100, 1<<20)
+	count := func(rs []policy.ShareRule) map[string]int {
+		m := map[string]int{}
+		for _, r := range rs {
+			m[r.User]++
+		}
+		return m
+	}
+	if got := count(kept); got["alice"] != 2 || got["bob"] != 100 || got["carol"] != 40 || dropped != 400 {
+		t.Errorf("per-user cap: kept %v, dropped %d; want alice 2, bob 100, carol 40, 400 dropped", got, dropped)
+	}
+	line := len(tableRuleLines(rules[0]))
+	kept, dropped = capTableRules(rules, 100, 30*line) // room for 30 rules
+	if got := count(kept); got["alice"] != 2 || got["bob"] != 14 || got["carol"] != 14 || dropped != 512 {
+		t.Errorf("bytes cap: kept %v, dropped %d; want alice 2, bob 14, carol 14", got, dropped)
+	}
+	if n := len(renderRewriteTable(time.Unix(0, 0), time.Minute, nil, kept)); n > 30*line+200 {
+		t.Errorf("capped table is %d bytes", n)
+	}
+	if kept, dropped := capTableRules(nil, 100, 10); len(kept) != 0 || dropped != 0 {
+		t.Errorf("no rules: %v %d", kept, dropped)
+	}
+}
+
+type fakeUsage struct{ samples []policy.UsageSample }
+
+func (f *fakeUsage) UsageSamples(context.Context, string, time.Time) ([]policy.UsageSample, error) {
+	return f.samples, nil
+}
+
+type fakeResizer struct {
+	comments map[int64]string
+	resized  [][]slurmctl.Resize
+}
+
+func (f *fakeResizer) Comments(context.Context) (map[int64]string, error) { return f.comments, nil }
+
+func (f *fakeResizer) Resize(_ context.Context, jobs []slurmctl.Job, want []slurmctl.Resize) (slurmctl.ResizeReport, error) {
+	f.resized = append(f.resized, want)
+	var rep slurmctl.ResizeReport
+	for _, w := range want {
+		c := slurmctl.ResizeChange{Resize: w}
+		rep.Planned = append(rep.Planned, c)
+		rep.Applied = append(rep.Applied, c)
+	}
+	return rep, nil
+}
+
+// rewriteCluster is two lab-like nodes (8 CPUs, 16000 MB, 4 GPUs, 16
+// shards each) in partition gpu, one GPU busy, and pending jobs.
+func rewriteCluster(jobs ...slurmctl.Job) *slurmctl.Cluster {
+	node := func(name string, alloc int) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"MIXED"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000,
+			GPUs: 4, Shards: 16, AllocGPUs: alloc}
+	}
+	return &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 1), node("gpu2", 0)}, Jobs: jobs}
+}
+
+func pendingJob(id int64, user, name, part string, gpus, cpus int) slurmctl.Job {
+	return slurmctl.Job{Job: policy.Job{ID: id, User: user, Name: name, Partition: part, GPUs: gpus, CPUs: cpus, MemoryMB: 1000,
+		Nodes: 1, State: policy.StatePending}, TaskCount: 1}
+}
+
+func TestRewriter_Cycle(t *testing.T) {
+	var samples []policy.UsageSample
+	for i := range 4 {
+		samples = append(samples, policy.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
+			State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 12, GPUMemPeakMB: 4000, GPUMemTotalMB: 81920, CPUsUsed: -1},
+			policy.UsageSample{JobID: int64(200 + i), User: "bob", Name: "heavy", End: time.Now().Add(-time.Hour),
+				State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 95, GPUMemPeakMB: 70000, GPUMemTotalMB: 81920, CPUsUsed: 1.5})
+	}
+	cl := rewriteCluster(
+		pendingJob(1, "alice", "light", "gpu", 1, 1),                                                          // no CPU history: raised to 2 CPUs per GPU
+		pendingJob(2, "bob", "heavy", "gpu", 1, 8),                                                            // history: 1.5 × 1.25 → 2 CPUs
+		pendingJob(3, "carol", "opt", "gpu", 1, 1),                                                            // opted out
+		pendingJob(4, "carol", "cpu", "cpu", 1, 1),                                                            // partition not enabled
+		pendingJob(5, "carol", "elastic", "gpu", 2, 2),                                                        // elastic 1-8: 7 GPUs free, at most 4 on a node
+		func() slurmctl.Job { j := pendingJob(6, "carol", "vip", "gpu", 1, 1); j.QOS = "urgent"; return j }(), // exempt QOS
+	)
+	comments := map[int64]string{3: "fairway:no-rewrite", 5: "fairway:elastic=1-8"}
+	dir := t.TempDir()
+	cfg := RewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"share": true, "cpus": true, "elastic": true},
+		Table: filepath.Join(dir, "fairway-rewrite.table"), TableMaxAge: 15 * time.Minute, HistoryDays: 30, RefreshEvery: 10,
+		ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: "c", ExemptQOS: []string{"urgent"}}
+
+	// run is one rewriting cycle; plan makes its sink a Planner (a dry
+	// run, explain, or a follower).
+	run := func(t *testing.T, cfg RewriteConfig, plan bool) (*RewriteReport, *fakeResizer, *Planner) {
+		write := &fakeResizer{comments: comments}
+		rw, err := NewRewriter(cfg, quietLogger(), &fakeUsage{samples}, write)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink Sink = &Live{Values: &fakeWriter{}, Resizes: write, Recorder: &fakeStore{}}
+		var planner *Planner
+		if plan {
+			planner = NewPlanner(nil, nil)
+			sink = planner
+		}
+		return rw.Cycle(context.Background(), 1, cl, nil, nil, sink), write, planner
+	}
+
+	rep, write, _ := run(t, cfg, false)
+	if !rep.TableWritten || len(rep.Rules) != 1 || rep.Rules[0].User != "alice" || rep.Rules[0].Shards != 1 {
+		t.Errorf("share rules %+v, written %v", rep.Rules, rep.TableWritten)
+	}
+	b, err := os.ReadFile(cfg.Table)
+	if err != nil || !strings.Contains(string(b), "shard\talice\t1\tlight\n") {
+		t.Errorf("table %q: %v", b, err)
+	}
+	if len(write.resized) != 1 {
+		t.Fatalf("leader wrote %d batches, want 1", len(write.resized))
+	}
+	want := []slurmctl.Resize{{JobID: 5, GPUs: 4, CPUs: 8}, {JobID: 1, CPUs: 2}, {JobID: 2, CPUs: 2}}
+	if d := cmp.Diff(want, write.resized[0]); d != "" {
+		t.Errorf("resizes (-want +got):\n%s", d)
+	}
+	for _, p := range rep.Proposals {
+		if p.Reason == "" {
+			t.Errorf("proposal without a reason: %+v", p)
+		}
+	}
+
+	// A Planner (dry run, explain, follower): the same decisions, nothing
+	// written.
+	dry := cfg
+	dry.Table = filepath.Join(dir, "dry.table")
+	rep, write, plan := run(t, dry, true)
+	if _, err := os.Stat(dry.Table); !errors.Is(err, os.ErrNotExist) || rep.TableWritten {
+		t.Error("a planning cycle wrote the table")
+	}
+	if _, ok := plan.Tables[dry.Table]; !ok || !rep.DryRun {
+		t.Errorf("planner kept tables %v, dry run %v; want the table planned", plan.Tables, rep.DryRun)
+	}
+	if len(write.resized) != 0 || len(plan.Resizes) != 1 || len(rep.Resize.Applied) != 0 {
+		t.Fatalf("writer %d, planner %d, applied %d", len(write.resized), len(plan.Resizes), len(rep.Resize.Applied))
+	}
+	var planned []slurmctl.Resize
+	for _, c := range plan.Resizes[0].Planned {
+		planned = append(planned, c.Resize)
+	}
+	wantPlanned := []slurmctl.Resize{{JobID: 1, CPUs: 2}, {JobID: 2, CPUs: 2}, {JobID: 5, GPUs: 4, CPUs: 8}} // by job id
+	if d := cmp.Diff(wantPlanned, planned); d != "" {
+		t.Errorf("planned resizes (-want +got):\n%s", d)
+	}
+}
