@@ -81,6 +81,16 @@ local function split_tabs(line)
 	return f
 end
 
+-- plain_int reads a field the writer spells as plain decimal digits (at
+-- most 12 of them), else nil: tonumber would also take "1e20", "0x10" or
+-- "inf", and a shard count like 1e+20 would reach Slurm as a GRES request.
+local function plain_int(s)
+	if type(s) ~= "string" or not s:match("^%d+$") or #s > 12 then
+		return nil
+	end
+	return tonumber(s)
+end
+
 -- parse_table reads the table's text; it returns nil and a reason for
 -- anything it does not fully understand.
 local function parse_table(text)
@@ -96,14 +106,14 @@ local function parse_table(text)
 			if kind == "fairway-rewrite" then
 				version = f[2]
 			elseif kind == "generated" then
-				t.generated = tonumber(f[2])
+				t.generated = plain_int(f[2])
 			elseif kind == "max_age" then
-				t.max_age = tonumber(f[2])
+				t.max_age = plain_int(f[2])
 			elseif kind == "partition" and f[2] and f[2] ~= "" then
 				t.partitions[f[2]] = true
 			elseif kind == "shard" then
-				local user, shards, name = f[2], tonumber(f[3]), f[4]
-				if not user or user == "" or not shards or shards < 1 or shards ~= math.floor(shards) or not name or #f ~= 4 then
+				local user, shards, name = f[2], plain_int(f[3]), f[4]
+				if not user or user == "" or not shards or shards < 1 or not name or #f ~= 4 then
 					return nil, "line " .. n .. ": bad shard record"
 				end
 				t.shards[user .. "\t" .. name] = shards
