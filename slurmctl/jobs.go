@@ -193,7 +193,23 @@ func unixTime(n num) time.Time {
 	return time.Time{}
 }
 
+// maxMinutes bounds a time limit: a century, well inside time.Duration.
+const maxMinutes = 100 * 366 * 24 * 60
+
+// minutes converts a time limit in minutes; unset, infinite and 0 give 0
+// (no limit).
+func minutes(name string, n num) (time.Duration, error) {
+	if !n.Set || n.Infinite || n.V == 0 {
+		return 0, nil
+	}
+	if n.V < 0 || n.V > maxMinutes {
+		return 0, fmt.Errorf("%s %d min: want 0 to %d", name, n.V, maxMinutes)
+	}
+	return time.Duration(n.V) * time.Minute, nil
+}
+
 func translateJob(w *wireJob) (Job, error) {
+	var err error
 	j := Job{
 		Job: policy.Job{
 			Cluster:   w.Cluster,
@@ -218,6 +234,15 @@ func translateJob(w *wireJob) (Job, error) {
 	}
 	if w.JobID <= 0 {
 		return j, fmt.Errorf("job_id %d", w.JobID)
+	}
+	for _, f := range []struct {
+		name string
+		n    num
+	}{{"node_count", w.NodeCount}, {"cpus", w.CPUs}, {"tasks", w.Tasks}, {"memory_per_node", w.MemoryPerNode},
+		{"memory_per_cpu", w.MemoryPerCPU}} {
+		if v := f.n.value(); v < 0 || v > maxCount {
+			return j, fmt.Errorf("%s %d: want 0 to %d", f.name, v, int64(maxCount))
+		}
 	}
 	if a := w.ArrayJobID.value(); a > 0 {
 		j.ArrayJob = a
@@ -246,8 +271,8 @@ func translateJob(w *wireJob) (Job, error) {
 			j.ExitCode = int(w.ExitCode.Code)
 		}
 	}
-	if tl := w.TimeLimit; tl.Set && !tl.Infinite && tl.V > 0 {
-		j.TimeLimit = time.Duration(tl.V) * time.Minute
+	if j.TimeLimit, err = minutes("time_limit", w.TimeLimit); err != nil {
+		return j, err
 	}
 	j.Held = j.State == policy.StatePending && (w.Hold || (w.Priority.Set && w.Priority.V == 0))
 
@@ -259,9 +284,13 @@ func translateJob(w *wireJob) (Job, error) {
 	if mb, ok := tresMemoryMB(tres); ok {
 		j.MemoryMB = mb
 	} else if v := w.MemoryPerNode.value(); v > 0 {
-		j.MemoryMB = v * int64(max(j.Nodes, 1))
+		if j.MemoryMB, err = mulCount(v, int64(max(j.Nodes, 1))); err != nil {
+			return j, fmt.Errorf("memory_per_node × node_count: %v", err)
+		}
 	} else if v := w.MemoryPerCPU.value(); v > 0 {
-		j.MemoryMB = v * int64(max(j.CPUs, 1))
+		if j.MemoryMB, err = mulCount(v, int64(max(j.CPUs, 1))); err != nil {
+			return j, fmt.Errorf("memory_per_cpu × cpus: %v", err)
+		}
 	}
 	if err := gpuDemand(&j, w, running); err != nil {
 		return j, err
@@ -284,7 +313,10 @@ func gpuDemand(j *Job, w *wireJob, running bool) error {
 		if err != nil {
 			return err
 		}
-		g, s, t := gresTotals(terms, mult)
+		g, s, t, err := gresTotals(terms, mult)
+		if err != nil {
+			return fmt.Errorf("%q × %d: %w", spec, mult, err)
+		}
 		gpus += g
 		shards += s
 		if typ == "" {

@@ -35,21 +35,33 @@ var RuleNames = []string{policy.RuleShare, policy.RuleCPUs, policy.RuleMemory, p
 
 // RewriteConfig is serve's validated rewriting settings.
 type RewriteConfig struct {
-	Partitions   []string // rewriting is on in these partitions only; empty: off
-	Rules        map[string]bool
-	Table        string        // the job_submit.lua table
-	TableMaxAge  time.Duration // job_submit.lua ignores an older table
-	HistoryDays  int
-	RefreshEvery int     // cycles between history reloads
-	CPUsPerGPU   float64 // 0: each partition's nodes' CPUs over their GPUs
-	MemPerGPUMB  int64   // 0: each partition's nodes' memory over their GPUs
-	ShareMaxUtil float64
-	MinHistory   int
-	Sacct        bool // read CPU and memory use from sacct
-	ShardsPerGPU int
-	Cluster      string
-	ExemptQOS    []string // serve's --exempt-qos: never resized either
+	Partitions  []string // rewriting is on in these partitions only; empty: off
+	Rules       map[string]bool
+	Table       string        // the job_submit.lua table
+	TableMaxAge time.Duration // job_submit.lua ignores an older table
+	// The table is read on slurmctld's submit path, so it is capped: at
+	// most TableMaxRulesPerUser rules per user and TableMaxBytes in all
+	// (0: DefaultTableMaxRulesPerUser, DefaultTableMaxBytes).
+	TableMaxRulesPerUser int
+	TableMaxBytes        int
+	HistoryDays          int
+	RefreshEvery         int     // cycles between history reloads
+	CPUsPerGPU           float64 // 0: each partition's nodes' CPUs over their GPUs
+	MemPerGPUMB          int64   // 0: each partition's nodes' memory over their GPUs
+	ShareMaxUtil         float64
+	MinHistory           int
+	Sacct                bool // read CPU and memory use from sacct
+	ShardsPerGPU         int
+	Cluster              string
+	ExemptQOS            []string // serve's --exempt-qos: never resized either
 }
+
+// Default caps of the job_submit table. job_submit.lua refuses a table
+// larger than 4 MiB (MAX_TABLE_BYTES there) whatever serve writes.
+const (
+	DefaultTableMaxRulesPerUser = 100
+	DefaultTableMaxBytes        = 1 << 20
+)
 
 // UsageSource is where the rules' history comes from (accounting.Store).
 type UsageSource interface {
@@ -80,6 +92,7 @@ type Rewriter struct {
 // RewriteReport is what one cycle's rewriting decided.
 type RewriteReport struct {
 	Rules        []policy.ShareRule // the table's rows
+	TableDropped int                // rules left out by the table's caps
 	TableWritten bool
 	Proposals    []policy.Proposal
 	Resize       slurmctl.ResizeReport
@@ -91,6 +104,15 @@ type RewriteReport struct {
 func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, comments CommentReader) (*Rewriter, error) {
 	if len(cfg.Partitions) == 0 {
 		return nil, nil
+	}
+	if cfg.TableMaxRulesPerUser == 0 {
+		cfg.TableMaxRulesPerUser = DefaultTableMaxRulesPerUser
+	}
+	if cfg.TableMaxBytes == 0 {
+		cfg.TableMaxBytes = DefaultTableMaxBytes
+	}
+	if cfg.TableMaxRulesPerUser < 0 || cfg.TableMaxBytes < 0 {
+		return nil, fmt.Errorf("rewrite table caps: %d rules per user, %d bytes: want positive", cfg.TableMaxRulesPerUser, cfg.TableMaxBytes)
 	}
 	share, err := policy.NewRewriter(policy.RewriteParams{ShardsPerGPU: cfg.ShardsPerGPU, MinHistory: cfg.MinHistory, ShareMaxUtilPct: cfg.ShareMaxUtil})
 	if err != nil {
@@ -159,6 +181,12 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 			if r, ok := rw.share.Share(rw.profiles[k]); ok && tableSafe(r.User) && tableSafe(r.Name) {
 				rep.Rules = append(rep.Rules, r)
 			}
+		}
+		header := len(renderRewriteTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
+		rep.Rules, rep.TableDropped = capTableRules(rep.Rules, rw.cfg.TableMaxRulesPerUser, rw.cfg.TableMaxBytes-header)
+		if rep.TableDropped > 0 {
+			log.Warn("rewrite: share table capped: the users with the most rules lose some", "kept", len(rep.Rules), "dropped", rep.TableDropped,
+				"max_rules_per_user", rw.cfg.TableMaxRulesPerUser, "max_bytes", rw.cfg.TableMaxBytes)
 		}
 		table := renderRewriteTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
 		if err := sink.WriteTable(rw.cfg.Table, table); err != nil {
@@ -403,9 +431,59 @@ func renderRewriteTable(now time.Time, maxAge time.Duration, partitions []string
 		}
 	}
 	for _, r := range rules {
-		fmt.Fprintf(&b, "# %s\nshard\t%s\t%d\t%s\n", strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Reason), r.User, r.Shards, r.Name)
+		b.WriteString(tableRuleLines(r))
 	}
 	return b.Bytes()
+}
+
+// tableRuleLines is one rule's lines in the table: its reason as a
+// comment, then the record.
+func tableRuleLines(r policy.ShareRule) string {
+	return fmt.Sprintf("# %s\nshard\t%s\t%d\t%s\n", strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Reason), r.User, r.Shards, r.Name)
+}
+
+// capTableRules keeps at most perUser of each user's rules (the first in
+// rules' order) and, when their lines exceed maxBytes, lowers that limit
+// until they fit: the users with the most rules lose rules first and a user
+// with few keeps all of them. It returns the kept rules, in rules' order,
+// and how many were dropped.
+func capTableRules(rules []policy.ShareRule, perUser, maxBytes int) ([]policy.ShareRule, int) {
+	rank := make([]int, len(rules)) // a rule's place among its user's rules
+	size := make([]int, len(rules))
+	seen := map[string]int{}
+	for i, r := range rules {
+		rank[i] = seen[r.User]
+		seen[r.User]++
+		size[i] = len(tableRuleLines(r))
+	}
+	fits := func(limit int) bool {
+		total := 0
+		for i := range rules {
+			if rank[i] < limit {
+				total += size[i]
+			}
+		}
+		return total <= maxBytes
+	}
+	limit := perUser
+	if !fits(limit) {
+		lo, hi := 0, limit // fits(lo) holds (nothing kept), fits(hi) does not
+		for hi-lo > 1 {
+			if mid := (lo + hi) / 2; fits(mid) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		limit = lo
+	}
+	kept := make([]policy.ShareRule, 0, len(rules))
+	for i, r := range rules {
+		if rank[i] < limit {
+			kept = append(kept, r)
+		}
+	}
+	return kept, len(rules) - len(kept)
 }
 
 // writeRewriteTable writes the table atomically, so job_submit.lua reads

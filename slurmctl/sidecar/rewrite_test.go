@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,7 +148,13 @@ func TestJobSubmitLua_Table(t *testing.T) {
 	if err := os.WriteFile(truncated, good[:len(good)/3], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, path := range map[string]string{"missing": filepath.Join(dir, "none"), "stale": stale, "corrupt": corrupt, "truncated": truncated} {
+	// A valid table padded with comments past job_submit.lua's 4 MiB cap.
+	oversized := filepath.Join(dir, "oversized.table")
+	pad := bytes.Repeat([]byte("# padding padding padding padding padding padding padding padding\n"), 4<<20/64)
+	if err := os.WriteFile(oversized, append(slices.Clone(good), pad...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{"missing": filepath.Join(dir, "none"), "stale": stale, "corrupt": corrupt, "truncated": truncated, "oversized": oversized} {
 		got, _ := runJobSubmit(t, path, match)
 		if len(got) != 1 || got[0] != "0|gres:gpu:1|nil" {
 			t.Errorf("%s table: got %q, want the job accepted as submitted", name, got)
@@ -156,7 +163,9 @@ func TestJobSubmitLua_Table(t *testing.T) {
 }
 
 // TestWriteRewriteTable_Atomic: the table is replaced by rename, leaves no
-// temporary file behind, and is world-readable (slurmctld reads it).
+// temporary file behind, and is readable by its owner and group only
+// (slurmctld runs as SlurmUser like serve; the table names users and their
+// jobs).
 func TestWriteRewriteTable_Atomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t")
@@ -170,7 +179,7 @@ func TestWriteRewriteTable_Atomic(t *testing.T) {
 		t.Errorf("directory holds %d entries, want only the table", len(ents))
 	}
 	st, err := os.Stat(path)
-	if err != nil || st.Mode().Perm() != 0o644 {
+	if err != nil || st.Mode().Perm() != 0o640 {
 		t.Fatalf("stat: %v %v", st, err)
 	}
 	b, _ := os.ReadFile(path)
@@ -179,6 +188,45 @@ func TestWriteRewriteTable_Atomic(t *testing.T) {
 	}
 	if err := writeRewriteTable(filepath.Join(dir, "no", "such", "dir"), time.Now(), time.Minute, nil, nil); err == nil {
 		t.Error("writing into a missing directory succeeded")
+	}
+}
+
+// TestCapTableRules: no user gets more than the per-user cap, and when the
+// table would exceed its bytes the users with the most rules lose rules
+// first; a user with few keeps them all. Unbounded, one user with many job
+// names made the table slurmctld reads on every submission grow without
+// limit.
+func TestCapTableRules(t *testing.T) {
+	var rules []policy.ShareRule
+	add := func(user string, n int) {
+		for i := range n {
+			rules = append(rules, policy.ShareRule{User: user, Name: fmt.Sprintf("job-%04d", i), Shards: 2, Reason: "r"})
+		}
+	}
+	add("alice", 2)
+	add("bob", 500)
+	add("carol", 40)
+	kept, dropped := capTableRules(rules, 100, 1<<20)
+	count := func(rs []policy.ShareRule) map[string]int {
+		m := map[string]int{}
+		for _, r := range rs {
+			m[r.User]++
+		}
+		return m
+	}
+	if got := count(kept); got["alice"] != 2 || got["bob"] != 100 || got["carol"] != 40 || dropped != 400 {
+		t.Errorf("per-user cap: kept %v, dropped %d; want alice 2, bob 100, carol 40, 400 dropped", got, dropped)
+	}
+	line := len(tableRuleLines(rules[0]))
+	kept, dropped = capTableRules(rules, 100, 30*line) // room for 30 rules
+	if got := count(kept); got["alice"] != 2 || got["bob"] != 14 || got["carol"] != 14 || dropped != 512 {
+		t.Errorf("bytes cap: kept %v, dropped %d; want alice 2, bob 14, carol 14", got, dropped)
+	}
+	if n := len(renderRewriteTable(time.Unix(0, 0), time.Minute, nil, kept)); n > 30*line+200 {
+		t.Errorf("capped table is %d bytes", n)
+	}
+	if kept, dropped := capTableRules(nil, 100, 10); len(kept) != 0 || dropped != 0 {
+		t.Errorf("no rules: %v %d", kept, dropped)
 	}
 }
 
