@@ -37,9 +37,6 @@ func explainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := applyConfigFile(c); err != nil {
-				return err
-			}
 			cfg, err := serveSettings(c)
 			if err != nil {
 				return err

@@ -56,7 +56,7 @@ type serveConfig struct {
 func serveFlags() []cli.Flag {
 	return append([]cli.Flag{
 		databaseFlag(),
-		&cli.StringFlag{Name: "config", Usage: "root-only file of FAIRWAY_...=value lines (for secrets such as the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
+		&cli.StringFlag{Name: "config", Usage: "file of FAIRWAY_...=value lines for settings not given otherwise (owned by root or the user running fairway, mode 0600; it may hold the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName, the key of this cluster's history", EnvVars: []string{"FAIRWAY_CLUSTER"}},
 		&cli.StringFlag{Name: "slurm-url", Usage: "slurmrestd base URL", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
 		&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "user name sent to slurmrestd (an operator or SlurmUser)", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
@@ -93,9 +93,6 @@ func serveCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			log, err := logger(c)
 			if err != nil {
-				return err
-			}
-			if err := applyConfigFile(c); err != nil {
 				return err
 			}
 			cfg, err := serveSettings(c)
