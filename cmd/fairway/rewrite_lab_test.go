@@ -97,7 +97,13 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	if !rep.TableWritten || shards != 1 { // 8% × 1.25 = 0.1 of 4 shards → 1
 		t.Fatalf("share rules %+v, table written %v; want alice's %s at 1 shard", rep.Rules, rep.TableWritten, light)
 	}
-	time.Sleep(6 * time.Second) // job_submit.lua re-reads the table every 5 s
+	// job_submit.lua re-reads the table every 5 s: probe with held
+	// submissions of the same user and name until one is rewritten.
+	waitFor(t, 30*time.Second, "job_submit.lua to apply the new table", func() bool {
+		probe := e.Submit(t, "alice", "-J", light, "-p", e.Partition, "--hold", "--gres=gpu:1", "--wrap", "true")
+		defer e.Run(t, "", "scancel", strconv.FormatInt(probe, 10))
+		return showJob(t, e, probe, "TresPerNode") == "gres:shard:1"
+	})
 
 	out := func(name string) string { return filepath.Join(e.JobDir, name+".out") }
 	script := `echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $SLURM_JOB_GPUS"; sleep 25`

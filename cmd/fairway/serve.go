@@ -80,6 +80,8 @@ func serveFlags() []cli.Flag {
 		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
 		&cli.StringFlag{Name: "history-from", Value: historyFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
+		&cli.IntFlag{Name: "buffer-limit", Value: sidecar.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
+		&cli.StringFlag{Name: "buffer-dir", Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.BoolFlag{Name: "once", Usage: "run one cycle, print what it decided, and exit"},
 	}, rewriteFlags()...)
@@ -117,7 +119,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	cfg.runner = sidecar.Config{
 		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
-		ExemptQOS: c.StringSlice("exempt-qos"),
+		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
 	}
 	switch {
 	case cfg.runner.Cluster == "":
@@ -130,6 +132,10 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, fmt.Errorf("--interval %s: want at least 1s", cfg.Interval)
 	case cfg.MaxBackoff < cfg.Interval:
 		return cfg, fmt.Errorf("--max-backoff %s: want at least --interval (%s)", cfg.MaxBackoff, cfg.Interval)
+	case cfg.runner.BufferLimit < 1:
+		return cfg, fmt.Errorf("--buffer-limit %d: want at least 1", cfg.runner.BufferLimit)
+	case cfg.runner.BufferDir == "":
+		return cfg, errors.New("--buffer-dir is required: records spilled while PostgreSQL is down go there")
 	case cfg.runner.MaxWrites < 0:
 		return cfg, fmt.Errorf("--max-writes %d: want 0 (no cap) or more", cfg.runner.MaxWrites)
 	case cfg.HistoryDays < 0 || cfg.SyncEvery < 0:
@@ -286,6 +292,11 @@ func openServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Lo
 
 // buildServe opens serve's adapters and builds its runner.
 func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Logger) (*served, error) {
+	if cfg.runner.BufferDir != "" {
+		if err := os.MkdirAll(cfg.runner.BufferDir, 0o700); err != nil {
+			return nil, fmt.Errorf("--buffer-dir: %w", err)
+		}
+	}
 	s, err := openServe(ctx, cfg, dbURL, base)
 	if err != nil {
 		return nil, err
