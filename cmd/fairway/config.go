@@ -159,24 +159,11 @@ func configFileSafe(path string, st fs.FileInfo, euid int) error {
 	return nil
 }
 
-// flagEnvVars are the environment variables a flag reads, for every flag
-// type the commands use.
+// flagEnvVars are the environment variables a flag reads, whatever its
+// type.
 func flagEnvVars(fl cli.Flag) []string {
-	switch f := fl.(type) {
-	case *cli.StringFlag:
-		return f.EnvVars
-	case *cli.BoolFlag:
-		return f.EnvVars
-	case *cli.IntFlag:
-		return f.EnvVars
-	case *cli.Int64Flag:
-		return f.EnvVars
-	case *cli.Float64Flag:
-		return f.EnvVars
-	case *cli.DurationFlag:
-		return f.EnvVars
-	case *cli.StringSliceFlag:
-		return f.EnvVars
+	if f, ok := fl.(interface{ GetEnvVars() []string }); ok {
+		return f.GetEnvVars()
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ func configValue(fl cli.Flag) (string, func(*cli.Context) error) {
 	case *cli.IntFlag:
 		v := f.Value + 7
 		return fmt.Sprint(v), func(c *cli.Context) error { return want(c.Int(name), v) }
+	case *cli.Uint64Flag:
+		v := f.Value + 7
+		return fmt.Sprint(v), func(c *cli.Context) error { return want(c.Uint64(name), v) }
 	case *cli.Int64Flag:
 		v := f.Value + 7
 		return fmt.Sprint(v), func(c *cli.Context) error { return want(c.Int64(name), v) }
