@@ -14,6 +14,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
@@ -81,7 +82,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := &sidecar.Live{Resizes: resize, Recorder: store}
-	cfg := sidecar.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{policy.RuleShare: true}, Table: table,
+	cfg := sidecar.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{rewrite.RuleShare: true}, Table: table,
 		TableMaxAge: 10 * time.Minute, HistoryDays: 2, RefreshEvery: 1, ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: e.Cluster}
 	rw, err := sidecar.NewRewriter(cfg, quietLogger(), store, resize)
 	if err != nil {
@@ -173,7 +174,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	}
 	cl.Jobs = mine
 	cpus := cfg
-	cpus.Rules = map[string]bool{policy.RuleCPUs: true}
+	cpus.Rules = map[string]bool{rewrite.RuleCPUs: true}
 	cpus.Sacct = false
 	for _, dry := range []bool{true, false} {
 		rw, err := sidecar.NewRewriter(cpus, quietLogger(), store, resize)

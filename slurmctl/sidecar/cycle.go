@@ -114,7 +114,7 @@ func New(cfg Config, log *slog.Logger, slurm Source, sink Sink, leader Leadershi
 		metrics: m, now: time.Now,
 		running: map[int64]policy.Job{}, finished: map[int64]bool{}, assigned: map[int64]int64{},
 		predicted: map[int64]time.Duration{}, pendPrev: map[int64]policy.Job{},
-		buffer:    recordBuffer{limit: cfg.BufferLimit, dir: cfg.BufferDir},
+		buffer: recordBuffer{limit: cfg.BufferLimit, dir: cfg.BufferDir},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 )
@@ -97,7 +98,7 @@ end
 func TestJobSubmitLua_Table(t *testing.T) {
 	dir := t.TempDir()
 	table := filepath.Join(dir, "fairway-rewrite.table")
-	rules := []policy.ShareRule{
+	rules := []rewrite.ShareRule{
 		{User: "alice", Name: "train", Shards: 2, Reason: "test"},
 		{User: "alice", Name: "my sweep 3", Shards: 1, Reason: "names may hold spaces"},
 	}
@@ -139,7 +140,7 @@ func TestJobSubmitLua_Table(t *testing.T) {
 		t.Fatal(err)
 	}
 	corrupt := filepath.Join(dir, "corrupt.table")
-	good := renderRewriteTable(time.Now(), 15*time.Minute, []string{"gpu"}, rules)
+	good := rewrite.RenderTable(time.Now(), 15*time.Minute, []string{"gpu"}, rules)
 	if err := os.WriteFile(corrupt, append(good, []byte("shard\talice\tmany\ttrain\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +183,9 @@ func TestWriteRewriteTable_Atomic(t *testing.T) {
 	}
 }
 
-type fakeUsage struct{ samples []policy.UsageSample }
+type fakeUsage struct{ samples []rewrite.UsageSample }
 
-func (f *fakeUsage) UsageSamples(context.Context, string, time.Time) ([]policy.UsageSample, error) {
+func (f *fakeUsage) UsageSamples(context.Context, string, time.Time) ([]rewrite.UsageSample, error) {
 	return f.samples, nil
 }
 
@@ -222,11 +223,11 @@ func pendingJob(id int64, user, name, part string, gpus, cpus int) slurmctl.Job 
 }
 
 func TestRewriter_Cycle(t *testing.T) {
-	var samples []policy.UsageSample
+	var samples []rewrite.UsageSample
 	for i := range 4 {
-		samples = append(samples, policy.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
+		samples = append(samples, rewrite.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
 			State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 12, GPUMemPeakMB: 4000, GPUMemTotalMB: 81920, CPUsUsed: -1},
-			policy.UsageSample{JobID: int64(200 + i), User: "bob", Name: "heavy", End: time.Now().Add(-time.Hour),
+			rewrite.UsageSample{JobID: int64(200 + i), User: "bob", Name: "heavy", End: time.Now().Add(-time.Hour),
 				State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 95, GPUMemPeakMB: 70000, GPUMemTotalMB: 81920, CPUsUsed: 1.5})
 	}
 	cl := rewriteCluster(
