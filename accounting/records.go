@@ -289,6 +289,9 @@ type GPUUsage struct {
 // RecordGPUUsage stores epilog usage records. A record already stored (same
 // cluster, job, node, GPU and end) is left alone, so a spool can be flushed
 // again after a crash without duplicates. It returns how many were new.
+// It goes through fairway_record_gpu_usage (migration 0004), the one right
+// a GPU node's database role holds: the function creates the month's
+// partition and inserts, with the schema owner's rights.
 func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) {
 	if len(us) == 0 {
 		return 0, nil
@@ -302,7 +305,6 @@ func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) 
 		end                        = make([]time.Time, n)
 		uavg, umax, energy         = make([]*float64, n), make([]*float64, n), make([]*float64, n)
 		mpeak, mtotal              = make([]*int64, n), make([]*int64, n)
-		months                     = map[month]bool{}
 	)
 	for i, u := range us {
 		if u.Cluster == "" || u.Node == "" || u.Ended.IsZero() || u.JobID <= 0 {
@@ -315,19 +317,13 @@ func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) 
 			start[i] = &t
 		}
 		uavg[i], umax[i], energy[i], mpeak[i], mtotal[i] = u.UtilAvgPct, u.UtilMaxPct, u.EnergyJ, u.MemPeakMB, u.MemTotalMB
-		months[monthOf(u.Ended)] = true
 	}
-	if err := s.ensureMonths(ctx, s.pool, "job_gpu_usage", months); err != nil {
-		return 0, err
-	}
-	tag, err := s.pool.Exec(ctx, `
-INSERT INTO job_gpu_usage (cluster, job_id, node, gpu_minor, ended_at, started_at, gpu_uuid, gpu_model, shards,
-	util_avg_pct, util_max_pct, mem_peak_mb, mem_total_mb, energy_joules)
-SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::timestamptz[],
-	$7::text[], $8::text[], $9::integer[], $10::real[], $11::real[], $12::bigint[], $13::bigint[], $14::double precision[])
-ON CONFLICT DO NOTHING`, cluster, job, node, minor, end, start, uuid, model, shards, uavg, umax, mpeak, mtotal, energy)
+	var stored int
+	err := s.pool.QueryRow(ctx, `SELECT fairway_record_gpu_usage($1::text[], $2::bigint[], $3::text[], $4::integer[],
+	$5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::real[], $11::real[], $12::bigint[],
+	$13::bigint[], $14::double precision[])`, cluster, job, node, minor, end, start, uuid, model, shards, uavg, umax, mpeak, mtotal, energy).Scan(&stored)
 	if err != nil {
 		return 0, fmt.Errorf("record %d GPU usage records: %w", n, err)
 	}
-	return int(tag.RowsAffected()), nil
+	return stored, nil
 }

@@ -178,6 +178,10 @@ const (
 	slurmNoVal    = 0xFFFFFFFE
 )
 
+// maxLimitMinutes bounds a time limit (a century), so that a corrupt one
+// cannot overflow time.Duration into a negative limit.
+const maxLimitMinutes = 100 * 366 * 24 * 60
+
 func (sj *sacctJob) job() (policy.Job, error) {
 	if !sj.JobID.Set || sj.JobID.N <= 0 {
 		return policy.Job{}, errors.New("no job_id")
@@ -217,6 +221,9 @@ func (sj *sacctJob) job() (policy.Job, error) {
 		}
 	}
 	if l := sj.Time.Limit; l.Set && !l.Infinite && l.N > 0 && l.N < slurmNoVal {
+		if l.N > maxLimitMinutes {
+			return policy.Job{}, fmt.Errorf("time limit %d min: more than a century", l.N)
+		}
 		j.TimeLimit = time.Duration(l.N) * time.Minute
 	}
 	switch st := sj.ExitCode.Status.String(); {

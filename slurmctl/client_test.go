@@ -239,8 +239,10 @@ func TestClient_UpdateBodies(t *testing.T) {
 	}{
 		{V0038, JobUpdate{Priority: &p}, `{"priority":4242}`},
 		{V0041, JobUpdate{Priority: &p}, `{"priority":{"set":true,"number":4242}}`},
-		{V0040, JobUpdate{SiteFactor: &s}, `{"site_factor":77}`},
-		{V0041, JobUpdate{SiteFactor: &s}, `{"site_factor":77}`},
+		{V0040, JobUpdate{SiteFactor: &s}, `{"site_factor":2147483725}`}, // 2^31 + 77: slurmrestd subtracts NICE_OFFSET
+		{V0041, JobUpdate{SiteFactor: &s}, `{"site_factor":2147483725}`},
+		{V0045, JobUpdate{SiteFactor: &s}, `{"site_factor":2147483725}`},
+		{V0045, JobUpdate{Priority: &p}, `{"priority":{"set":true,"number":4242}}`},
 	} {
 		b, err := tc.u.body(tc.version)
 		if err != nil || string(b) != tc.want {

@@ -134,6 +134,12 @@ func parseNodes(body []byte) ([]Node, *envelope, error) {
 	}
 	nodes := make([]Node, 0, len(*r.Nodes))
 	for _, w := range *r.Nodes {
+		for _, v := range []int64{w.CPUs, w.AllocCPUs, w.RealMemory, w.AllocMemory} {
+			if v < 0 || v > maxCount {
+				return nil, &r.envelope, fmt.Errorf("%w: node %s: cpus %d, alloc_cpus %d, real_memory %d, alloc_memory %d: want 0 to %d",
+					ErrMalformed, w.Name, w.CPUs, w.AllocCPUs, w.RealMemory, w.AllocMemory, int64(maxCount))
+			}
+		}
 		n := Node{
 			Name:       w.Name,
 			Partitions: w.Partitions,
@@ -150,13 +156,18 @@ func parseNodes(body []byte) ([]Node, *envelope, error) {
 		if err != nil {
 			return nil, &r.envelope, fmt.Errorf("%w: node %s: %v", ErrMalformed, w.Name, err)
 		}
-		g, s, t := gresTotals(conf, 1)
+		g, s, t, err := gresTotals(conf, 1)
+		if err != nil {
+			return nil, &r.envelope, fmt.Errorf("%w: node %s: gres %q: %v", ErrMalformed, w.Name, w.Gres, err)
+		}
 		n.GPUs, n.Shards, n.GPUType = int(g), int(s), t
 		used, err := ParseGRES(w.GresUsed)
 		if err != nil {
 			return nil, &r.envelope, fmt.Errorf("%w: node %s: %v", ErrMalformed, w.Name, err)
 		}
-		g, s, _ = gresTotals(used, 1)
+		if g, s, _, err = gresTotals(used, 1); err != nil {
+			return nil, &r.envelope, fmt.Errorf("%w: node %s: gres_used %q: %v", ErrMalformed, w.Name, w.GresUsed, err)
+		}
 		n.AllocGPUs, n.AllocShards = int(g), int(s)
 		nodes = append(nodes, n)
 	}
@@ -203,10 +214,13 @@ func parsePartitions(body []byte, version string) ([]Partition, *envelope, error
 		if err != nil {
 			return fmt.Errorf("%w: partition %s: %v", ErrMalformed, name, err)
 		}
+		if cpus < 0 || nn < 0 || cpus > maxCount || nn > maxCount {
+			return fmt.Errorf("%w: partition %s: %d cpus, %d nodes", ErrMalformed, name, cpus, nn)
+		}
 		p := Partition{Name: name, Nodes: nodes, State: strings.ToUpper(state), TotalCPUs: int(cpus),
 			TotalNode: int(nn), GPUs: int(g), Shards: int(s)}
-		if maxTime.Set && !maxTime.Infinite && maxTime.V > 0 {
-			p.MaxTime = time.Duration(maxTime.V) * time.Minute
+		if p.MaxTime, err = minutes("max time", maxTime); err != nil {
+			return fmt.Errorf("%w: partition %s: %v", ErrMalformed, name, err)
 		}
 		out = append(out, p)
 		return nil

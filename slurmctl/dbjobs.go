@@ -26,8 +26,8 @@ const errNothingFound = 9003
 // cluster ("" means every cluster slurmdbd keeps) that were eligible or
 // running at any time in [since, until], steps left out. The result is the
 // response body as slurmrestd sent it (the same document `sacct --json`
-// prints: dbv0.0.38 job objects, or the data_parser shape for v0.0.40 and
-// v0.0.41), after the same checks as every other read: HTTP status, the
+// prints: dbv0.0.38 job objects, or the data_parser shape for v0.0.40 to
+// v0.0.45), after the same checks as every other read: HTTP status, the
 // errors array, retries of transient failures. A query that matches no job
 // returns nil and no error (slurmdbd reports it as error 9003, "Nothing
 // found").
@@ -50,7 +50,7 @@ func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.T
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			hint := "is slurmrestd running its slurmdbd plugin (openapi/db" + c.version + " on Slurm 22.05, openapi/slurmdbd later)?"
+			hint := "is slurmrestd running its slurmdbd plugin? (Slurm 22.05: -s openapi/dbv0.0.38 beside openapi/v0.0.38; 23.11 on: openapi/slurmdbd, loaded by default)"
 			if ae.Detail != "" {
 				hint = ae.Detail + "; " + hint
 			}

@@ -50,34 +50,36 @@
 //
 // # Versions
 //
-// New negotiates the API version from GET /openapi/v3 (the newest of
-// v0.0.41, v0.0.40, v0.0.38 whose /slurm/<v>/jobs it lists), falling back
-// to probing GET /slurm/<v>/ping newest first; Config.Version pins one.
+// New negotiates the API version from GET /openapi/v3: the newest of
+// v0.0.45, v0.0.44, v0.0.43, v0.0.42, v0.0.41, v0.0.40 and v0.0.38 whose
+// /slurm/<v>/jobs path the spec lists. A server that offers only versions
+// newer than these (Slurm 26.11 adds v0.0.46) gets one error naming what it
+// offers and what Fairway knows. Without a usable spec New probes GET
+// /slurm/<v>/ping, newest first; Config.Version pins any known version. The
+// Slurm release is logged at start: from the spec's info.x-slurm (25.05 on)
+// or info.version (23.11-24.11), else from the first answer's meta.
 //
-// One set of wire structs decodes both generations, because the fields
-// Fairway reads keep their names and meanings and only change shape: plain
-// integers in v0.0.38 versus {"set","infinite","number"} structs in the
-// data_parser versions, job_state "PENDING" versus ["PENDING"], an integer
-// exit_code versus an object, "gres:gpu:h100:2" versus "gres/gpu:h100:2",
-// meta.Slurm versus meta.slurm with string versions. Partitions are the
-// exception (flat versus nested) and have a wire type each.
+// One set of wire structs decodes every version, because the fields Fairway
+// reads keep their names and meanings and only change shape: plain integers
+// in v0.0.38 versus {"set","infinite","number"} structs from v0.0.40 on,
+// job_state "PENDING" versus ["PENDING"], an integer exit_code versus an
+// object, "gres:gpu:h100:2" versus "gres/gpu:h100:2", meta.Slurm versus
+// meta.slurm with string versions. Partitions are the exception (flat
+// versus nested) and have a wire type each.
 //
-// What is tested, honestly:
+// What is tested, and how:
 //
-//   - v0.0.38 (Slurm 22.05.8) is tested live in the lab (lab_test.go) and by
-//     replaying responses captured from it (testdata/v0.0.38).
-//   - v0.0.40 and v0.0.41 cannot run here (Debian 12 ships 22.05). Their
-//     shape was taken from SchedMD's generated v0.0.41 spec (the copy in
-//     github.com/SlinkyProject/slurm-client, api/v0041/slurm-openapi.gen.json,
-//     Slurm 24.05) and, for v0.0.40, from a real 23.11 response published in
-//     rackslab/Slurm-web's test assets; no v0.0.40 spec file was found. Neither
-//     file is vendored. The decoding is unit-tested by rewriting the captured
-//     v0.0.38 response into that shape field by field
-//     (TestParseJobs_DataParserShape) and requiring the same translation, and
-//     the v0.0.41 request bodies are checked (TestClient_UpdateBodies,
-//     TestWriter_RESTSiteFactorV0041). No v0.0.40/41 server was ever called:
-//     the REST site-factor mode, v0.0.41's update "results" array, and how
-//     v0.0.40+ treats an "A_[tasks]" job id are untested.
+//   - v0.0.38 (Slurm 22.05.8): live in the lab (lab_test.go) and by
+//     replaying responses captured from it (testdata/v0.0.38, make record).
+//   - v0.0.40-v0.0.42 (Slurm 24.11.7) and v0.0.42-v0.0.45 (Slurm 26.05.3):
+//     by replaying real answers captured from clusters built from SchedMD's
+//     release tags (../shared/data/slurmrestd, read in place; capture_test.go
+//     and writer_rest_test.go). Every release x version combination is
+//     replayed: jobs, nodes, partitions, single jobs, slurmdb jobs, shares,
+//     every update answer and every error case. The captured shapes are the
+//     same from v0.0.40 to v0.0.45 for every key read here.
+//   - Slurm 23.11, 24.05, 25.05 and 25.11 serve versions from these lists
+//     and were not run.
 //
 // # Jobs
 //
@@ -88,9 +90,13 @@
 // (tres_per_job + tres_per_node × nodes + tres_per_task × tasks), with the
 // TRES string's gres/gpu total as fallback. Array tasks that started are
 // their own records; the tasks still pending share one record (ArrayTasks
-// "2-4"), which Fairway ranks and writes as one job. Heterogeneous-job
-// components are read and flagged (HetJob) and never written: a write to one
-// component reaches them all. Slurm's current site factor is in no REST
+// "2-4"), which Fairway ranks and writes as one job (over REST through its
+// plain record id, which updates that record only; see Job.RESTTarget).
+// Heterogeneous-job components are read and flagged (HetJob) and never
+// written: a component's order says nothing about when the whole job starts,
+// and an update reaches that one component only (captured on 24.11.7 and
+// 26.05.3). A record that cannot be translated is skipped, logged and
+// counted, never fatal for the read. Slurm's current site factor is in no REST
 // version's job record, so Job.SiteFactor stays 0 and the Writer keeps
 // track itself (see Writer).
 //
@@ -98,21 +104,29 @@
 //
 // Every failure is an *APIError wrapping one sentinel: ErrUnauthorized
 // (401), ErrForbidden (403), ErrTokenRejected (22.05 answers a token
-// slurmctld refuses with HTTP 500 and error -1 on reads, 1000 on updates),
-// ErrServer (other 5xx), ErrHTTP (other statuses), ErrTimeout, ErrUnreachable
-// (refused or broken connection), ErrMalformed (not the expected JSON), or
-// ErrToken (no usable token on our side; nothing sent). A response whose
+// slurmctld refuses with HTTP 500 and error -1 on reads, 1000 on updates;
+// 24.11 and 26.05 with HTTP 511 and error 1007, and /slurmdb/ with HTTP 502
+// and error 7000), ErrServer (other 5xx), ErrHTTP (other statuses, and
+// redirects, which are never followed), ErrTimeout, ErrUnreachable (refused
+// or broken connection), ErrMalformed (not the expected JSON, or a body over
+// the cap), ErrRejected (an update answered with only warnings), or ErrToken
+// (no usable token on our side; nothing sent). A response whose
 // errors array is not empty is a failure even with HTTP 200, and its entries
 // make the error also match ErrSlurm. Reads retry ErrServer, ErrTimeout and
 // ErrUnreachable with capped, jittered exponential backoff; a rejected token
 // from a renewable source is renewed and the read tried once more. Writes are
 // never retried: an update whose outcome is unknown is left to the next
-// cycle, which reads what Slurm holds. Read is all or nothing, so a cycle
-// never ranks or writes from a partial view.
+// cycle, which reads what Slurm holds; only a rejected token gets one fresh
+// try after renewal, since slurmrestd refused the request before acting.
+// Read is all or nothing, so a cycle never ranks or writes from a partial
+// view. The default HTTP client follows no redirect and ignores proxy
+// variables, and bodies are decoded as they arrive under a cap
+// (Config.MaxResponseBytes).
 //
 // # Tokens
 //
-// FileToken re-reads its file when it changes, StaticToken takes one (e.g.
+// FileToken re-reads its file when it changes and refuses a file others may
+// read or that another user owns, StaticToken takes one (e.g.
 // $SLURM_JWT), and ScontrolToken mints tokens with `scontrol token` and
 // renews them in the last third of their life (Fairway running as SlurmUser).
 // All three check the JWT's exp before sending. The token is never logged
@@ -123,7 +137,10 @@
 //
 // Three modes: ModeScontrolSiteFactor (`scontrol update jobid=a,b,c
 // sitefactor=N`, batched by value, all batches in one scontrol process on
-// stdin; the 22.05 way), ModeRESTSiteFactor (v0.0.40+ REST) and
+// stdin; the 22.05 way, and the recommended one wherever Fairway runs beside
+// slurmctld), ModeRESTSiteFactor (v0.0.40+ REST; the site factor goes on
+// the wire as 2^31 + N, since slurmrestd stores what it gets minus
+// NICE_OFFSET) and
 // ModeRESTPriority (admin priority over REST; it freezes the job's priority
 // until `scontrol hold` + `scontrol release` hands it back to multifactor,
 // which TestLab_AdminPriorityHandBack checks and which Fairway never does
@@ -138,9 +155,18 @@
 //
 // "No partial write" is as strong as Slurm allows. A failed read means no
 // write at all. The plan is validated as a whole before the first write. A
-// REST write stops at the first failed request (bad token, slurmrestd gone,
-// an errors entry) and reports the rest as not attempted; writes made before
-// it stay made, since slurmrestd has no transaction. In the scontrol mode each
+// REST write that Slurm refuses for that job (404, 422, an errors entry, a
+// warning that a key was ignored) fails that job alone; one that would fail
+// for every job (bad token after one renewal, slurmrestd or slurmctld gone)
+// stops the batch and reports the rest as not attempted; writes made before
+// it stay made, since slurmrestd has no transaction. After a REST write the
+// Writer reads up to ReadBackSample written jobs back: in priority mode the
+// priority must equal the value written; in site-factor mode a priority of
+// 0 or 1 where the site factor written, less nice, is above 1 means the
+// value was not stored as meant (every other multifactor term is
+// non-negative, so a job correctly ranked last raises nothing). A mismatch
+// is an ErrReadBack error and stops the Writer for good (Stopped): the
+// safety net for the next surprise like 26.05's N - 2^31. In the scontrol mode each
 // job's update succeeds or fails on its own: failures are attributed from
 // scontrol's stderr ("... for job N"), and any output that cannot be
 // attributed marks every job of the batch as unknown, to be written again
@@ -157,10 +183,10 @@
 // 22.05, Unix seconds are refused (HTTP 500, error 9000 "Unable to parse time
 // format"), absolute times are read in slurmrestd's local time with no zone
 // accepted, and a raw ':' or '/' in the query gets HTTP 400 (encoded, they
-// parse). An empty result is HTTP 200 with error 9003 ("Nothing found"),
-// which DBJobs reports as no jobs. Tested live on v0.0.38 (accounting's
-// TestSyncHistory_Lab) and on captured answers (testdata/v0.0.38/dbjobs*);
-// the v0.0.40/41 paths are only unit-tested against a fake server, and that
-// their data_parser reads the same relative time form is Slurm's common
-// parse_time syntax, not something observed here.
+// parse). An empty result is HTTP 200 with error 9003 ("Nothing found") on
+// 22.05, and HTTP 200 with "jobs": [] and a "found nothing" warning on 24.11
+// and 26.05; DBJobs reports both as no jobs. Tested live on v0.0.38
+// (accounting's TestSyncHistory_Lab) and on captured answers
+// (testdata/v0.0.38/dbjobs*, and every 24.11.7 and 26.05.3 version, where
+// the "now-N" window was captured working).
 package slurmctl

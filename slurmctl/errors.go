@@ -15,11 +15,14 @@ var (
 	ErrUnauthorized = errors.New("slurmrestd: unauthorized (HTTP 401)")
 	// ErrForbidden: HTTP 403, the user may not do this.
 	ErrForbidden = errors.New("slurmrestd: forbidden (HTTP 403)")
-	// ErrTokenRejected: slurmctld refused the token. Slurm 22.05 reports a
-	// bad or expired JWT as HTTP 500 whose errors all carry error number -1
+	// ErrTokenRejected: Slurm refused the token. Slurm 22.05 reports a bad
+	// or expired JWT as HTTP 500 whose errors all carry error number -1
 	// ("Unspecified error", reads) or 1000 ("Unexpected message received",
-	// updates), so that pattern is reported here, not as ErrServer, and is
-	// not retried (except once after renewing a renewable token).
+	// updates); 24.11 and 26.05 as HTTP 511 with error 1007 ("Protocol
+	// authentication error") from slurmctld, and HTTP 502 with error 7000
+	// ("Unable to connect to database") from slurmdbd. Those are reported
+	// here, not as ErrServer, and are not retried (except once after
+	// renewing a renewable token).
 	ErrTokenRejected = errors.New("slurmctld rejected the token")
 	// ErrServer: any other HTTP 5xx. Reads retry it.
 	ErrServer = errors.New("slurmrestd: server error (HTTP 5xx)")
@@ -40,6 +43,9 @@ var (
 	ErrToken = errors.New("slurm token unusable")
 	// ErrVersion: the server offers none of the supported API versions.
 	ErrVersion = errors.New("no supported slurmrestd API version")
+	// ErrRejected: a job update answered HTTP 200 with only warnings,
+	// meaning slurmrestd ignored (part of) it, e.g. an unknown key.
+	ErrRejected = errors.New("slurmrestd ignored the update")
 )
 
 // SlurmError is one entry of a response's "errors" array. slurmrestd 22.05

@@ -117,9 +117,20 @@ func parseGRESTerm(term string) (GRES, bool, error) {
 	return g, true, nil
 }
 
+// isCount reports whether s is spelled as a count (digits, then at most one
+// k/m/g/t), whether or not its value is in range: "gpu:99999999999999999999"
+// is a count to reject, not a type.
 func isCount(s string) bool {
-	_, err := parseCount(s)
-	return err == nil
+	s = strings.TrimRight(s, "kKmMgGtT")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseCount reads a GRES count, with Slurm's k/m/g/t suffixes (x1024).
@@ -143,6 +154,23 @@ func parseCount(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("not a count: %q", s)
+	}
+	if n > maxCount/mult {
+		return 0, fmt.Errorf("count %q: more than %d", s, int64(maxCount))
+	}
+	return n * mult, nil
+}
+
+// maxCount bounds a GRES count and the totals built from it, far above any
+// real one (a million nodes of a million shards) and far enough below
+// 2^63 that no sum or product of two of them overflows into a negative.
+const maxCount = 1 << 40
+
+// mulCount multiplies a count by a node or task count, or fails when the
+// product is beyond maxCount.
+func mulCount(n, mult int64) (int64, error) {
+	if n < 0 || mult < 0 || (mult > 0 && n > maxCount/mult) {
+		return 0, fmt.Errorf("%d × %d: more than %d", n, mult, int64(maxCount))
 	}
 	return n * mult, nil
 }
@@ -174,15 +202,21 @@ func parseRanges(s string) ([]int, error) {
 				return nil, fmt.Errorf("bad range %q", part)
 			}
 		}
-		if (b-a)/step > 1<<20 {
+		if (b-a)/step > maxRange {
 			return nil, fmt.Errorf("range %q too large", part)
 		}
-		for i := a; i <= b; i += step {
-			out = append(out, i)
+		// counting k, not i, so that a range ending near MaxInt cannot
+		// overflow i into a loop that never ends
+		for k := 0; k <= (b-a)/step; k++ {
+			out = append(out, a+k*step)
 		}
 	}
 	return out, nil
 }
+
+// maxRange bounds the indices of one range expression (a GRES index list
+// or an array's task ids; Slurm's MaxArraySize is at most 4,000,001).
+const maxRange = 1 << 22
 
 // countRanges is parseRanges' length without building the list.
 func countRanges(s string) (int, error) {
@@ -210,26 +244,41 @@ func countRanges(s string) (int, error) {
 				return 0, fmt.Errorf("bad range %q", part)
 			}
 		}
-		n += (b-a)/step + 1
+		if (b-a)/step > maxRange {
+			return 0, fmt.Errorf("range %q too large", part)
+		}
+		if n += (b-a)/step + 1; n > maxRange {
+			return 0, fmt.Errorf("ranges %q: more than %d indices", s, maxRange)
+		}
 	}
 	return n, nil
 }
 
 // gresTotals sums GPU and shard counts over terms, each multiplied by mult,
 // and returns the first GPU type seen.
-func gresTotals(terms []GRES, mult int64) (gpus, shards int64, typ string) {
+func gresTotals(terms []GRES, mult int64) (gpus, shards int64, typ string, err error) {
 	for _, g := range terms {
+		var dst *int64
 		switch g.Name {
 		case "gpu":
-			gpus += g.Count * mult
+			dst = &gpus
 			if typ == "" {
 				typ = g.Type
 			}
 		case "shard":
-			shards += g.Count * mult
+			dst = &shards
+		default:
+			continue
+		}
+		n, err := mulCount(g.Count, mult)
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("%s count: %w", g.Name, err)
+		}
+		if *dst += n; *dst > maxCount {
+			return 0, 0, "", fmt.Errorf("%s total more than %d", g.Name, int64(maxCount))
 		}
 	}
-	return gpus, shards, typ
+	return gpus, shards, typ, nil
 }
 
 // tresTotals reads gres/gpu and gres/shard out of a TRES string such as
@@ -256,6 +305,11 @@ func tresTotals(tres string) (gpus, shards int64, typ string, err error) {
 			shards, untypedShard = g.Count, true
 		case g.Name == "shard":
 			typedShard += g.Count
+		}
+		// checked per term: each count is at most maxCount, so a sum
+		// stops here long before it could overflow
+		if typedGPU > maxCount || typedShard > maxCount {
+			return 0, 0, "", fmt.Errorf("tres %q: total more than %d", tres, int64(maxCount))
 		}
 	}
 	if !untypedGPU {
@@ -286,13 +340,15 @@ func tresMemoryMB(tres string) (int64, bool) {
 			mult, v = 1024*1024, v[:len(v)-1]
 		}
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
+		if mult < 0 {
+			f /= 1024
+		} else {
+			f *= float64(mult)
+		}
+		if err != nil || !(f >= 0 && f <= maxCount) { // NaN fails both
 			return 0, false
 		}
-		if mult < 0 {
-			return int64(f / 1024), true
-		}
-		return int64(f * float64(mult)), true
+		return int64(f), true
 	}
 	return 0, false
 }

@@ -1,8 +1,11 @@
 package slurmctl
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +29,7 @@ type Job struct {
 	Reason     string // state_reason: "Resources", "Priority", "JobHeldUser", ...
 	Held       bool   // pending with a hold (priority 0 or hold flag): never written
 	ArrayTasks string // unsplit pending array tasks, e.g. "2-4" (no "%N" limit); "" otherwise
+	Nice       int64  // the job's nice (v0.0.40+; 0 on v0.0.38, which does not report it)
 	TaskCount  int    // tasks this record stands for: 1, or the size of ArrayTasks
 	// GRESAlloc is the per-node allocation from gres_detail, in node order
 	// (running jobs only), e.g. gpu/h100/2/[0 1].
@@ -48,30 +52,138 @@ func (j *Job) Target() string {
 // rank: pending, not held.
 func (j *Job) Pending() bool { return j.State == policy.StatePending && !j.Held }
 
-// parseJobs decodes a /jobs response body (any supported version) and
-// translates its records. It is pure, so the unit tests and the benchmark
-// run it on captured bytes.
-func parseJobs(body []byte) ([]Job, *envelope, error) {
-	var r wireJobsResp
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, nil, fmt.Errorf("%w: jobs: %v", ErrMalformed, err)
+// RESTTarget is how slurmrestd must be told which record to update. From
+// v0.0.40 on it is always the plain record id: REST cannot address array
+// tasks ("10_[2-9]" gets 404/400/422, "10_2" 422 "Submit job update against
+// Array Job's JobID"), and the plain id of the pending array record updates
+// that record only, not its running tasks (captured on 24.11.7 and
+// 26.05.3). On v0.0.38 (Slurm 22.05) the plain id also reached the running
+// tasks, so Target's "A_[tasks]" form is kept there.
+func (j *Job) RESTTarget(version string) string {
+	if version == V0038 {
+		return j.Target()
 	}
-	if len(r.Errors) > 0 {
-		return nil, &r.envelope, nil
+	return strconv.FormatInt(j.ID, 10)
+}
+
+// SkippedRecord is a job record that could not be translated.
+type SkippedRecord struct {
+	JobID int64 // 0 when even the id could not be read
+	Err   error
+}
+
+// jobsResult is one decoded /jobs (or /job/{id}) answer.
+type jobsResult struct {
+	Jobs    []Job
+	Env     *envelope
+	Skipped []SkippedRecord
+}
+
+// decodeJobs decodes a jobs answer as it arrives, one record at a time, so
+// a large queue is never held twice (raw and decoded). A record that does
+// not decode or translate is skipped and reported in Skipped; a body that is
+// not JSON, has no "jobs" array, or whose every record fails is an
+// ErrMalformed error.
+func decodeJobs(r io.Reader) (jobsResult, error) {
+	res := jobsResult{Env: &envelope{}}
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	malformed := func(err error) (jobsResult, error) {
+		return jobsResult{}, fmt.Errorf("%w: jobs: %v", ErrMalformed, err)
 	}
-	if r.Jobs == nil {
-		return nil, &r.envelope, fmt.Errorf("%w: no \"jobs\" array", ErrMalformed)
+	if t, err := dec.Token(); err != nil {
+		return malformed(err)
+	} else if d, ok := t.(json.Delim); !ok || d != '{' {
+		return malformed(fmt.Errorf("want a JSON object, got %v", t))
 	}
-	wj := *r.Jobs
-	jobs := make([]Job, 0, len(wj))
-	for i := range wj {
-		j, err := translateJob(&wj[i])
+	sawJobs, records := false, 0
+	for dec.More() {
+		t, err := dec.Token()
 		if err != nil {
-			return nil, &r.envelope, fmt.Errorf("%w: job %d: %v", ErrMalformed, wj[i].JobID, err)
+			return malformed(err)
 		}
-		jobs = append(jobs, j)
+		key, _ := t.(string)
+		switch strings.ToLower(key) {
+		case "jobs":
+			t, err := dec.Token()
+			if err != nil {
+				return malformed(err)
+			}
+			if t == nil {
+				continue // "jobs": null
+			}
+			if d, ok := t.(json.Delim); !ok || d != '[' {
+				return malformed(fmt.Errorf("\"jobs\" is not an array"))
+			}
+			sawJobs = true
+			for dec.More() {
+				records++
+				var w wireJob
+				if err := dec.Decode(&w); err != nil {
+					var se *json.SyntaxError
+					if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errBodyTooLarge) {
+						return jobsResult{}, fmt.Errorf("%w: jobs: record %d: %w", ErrMalformed, records, err)
+					}
+					res.Skipped = append(res.Skipped, SkippedRecord{JobID: w.JobID, Err: fmt.Errorf("decode: %v", err)})
+					continue
+				}
+				j, err := translateJob(&w)
+				if err != nil {
+					res.Skipped = append(res.Skipped, SkippedRecord{JobID: w.JobID, Err: err})
+					continue
+				}
+				res.Jobs = append(res.Jobs, j)
+			}
+			if _, err := dec.Token(); err != nil {
+				return malformed(err)
+			}
+		case "meta":
+			if err := dec.Decode(&res.Env.Meta); err != nil {
+				return malformed(err)
+			}
+		case "errors":
+			if err := dec.Decode(&res.Env.Errors); err != nil {
+				return malformed(err)
+			}
+		case "warnings":
+			if err := dec.Decode(&res.Env.Warnings); err != nil {
+				return malformed(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return malformed(err)
+			}
+		}
 	}
-	return jobs, &r.envelope, nil
+	if _, err := dec.Token(); err != nil {
+		return malformed(err)
+	}
+	if len(res.Env.Errors) > 0 {
+		res.Jobs, res.Skipped = nil, nil
+		return res, nil
+	}
+	if !sawJobs {
+		return res, fmt.Errorf("%w: no \"jobs\" array", ErrMalformed)
+	}
+	if records > 0 && len(res.Skipped) == records {
+		return res, fmt.Errorf("%w: none of the %d job records could be read, first: job %d: %v", ErrMalformed, records, res.Skipped[0].JobID, res.Skipped[0].Err)
+	}
+	return res, nil
+}
+
+// parseJobs decodes a whole jobs answer held in memory, strictly: any
+// skipped record is an error. The tests and the benchmark use it on
+// captured bytes.
+func parseJobs(body []byte) ([]Job, *envelope, error) {
+	res, err := decodeJobs(bytes.NewReader(body))
+	if err != nil {
+		return nil, res.Env, err
+	}
+	if len(res.Skipped) > 0 {
+		return nil, res.Env, fmt.Errorf("%w: job %d: %v", ErrMalformed, res.Skipped[0].JobID, res.Skipped[0].Err)
+	}
+	return res.Jobs, res.Env, nil
 }
 
 func unixTime(n num) time.Time {
@@ -81,7 +193,23 @@ func unixTime(n num) time.Time {
 	return time.Time{}
 }
 
+// maxMinutes bounds a time limit: a century, well inside time.Duration.
+const maxMinutes = 100 * 366 * 24 * 60
+
+// minutes converts a time limit in minutes; unset, infinite and 0 give 0
+// (no limit).
+func minutes(name string, n num) (time.Duration, error) {
+	if !n.Set || n.Infinite || n.V == 0 {
+		return 0, nil
+	}
+	if n.V < 0 || n.V > maxMinutes {
+		return 0, fmt.Errorf("%s %d min: want 0 to %d", name, n.V, maxMinutes)
+	}
+	return time.Duration(n.V) * time.Minute, nil
+}
+
 func translateJob(w *wireJob) (Job, error) {
+	var err error
 	j := Job{
 		Job: policy.Job{
 			Cluster:   w.Cluster,
@@ -102,9 +230,19 @@ func translateJob(w *wireJob) (Job, error) {
 		},
 		Reason:    w.StateReason,
 		TaskCount: 1,
+		Nice:      w.Nice.value(),
 	}
 	if w.JobID <= 0 {
 		return j, fmt.Errorf("job_id %d", w.JobID)
+	}
+	for _, f := range []struct {
+		name string
+		n    num
+	}{{"node_count", w.NodeCount}, {"cpus", w.CPUs}, {"tasks", w.Tasks}, {"memory_per_node", w.MemoryPerNode},
+		{"memory_per_cpu", w.MemoryPerCPU}} {
+		if v := f.n.value(); v < 0 || v > maxCount {
+			return j, fmt.Errorf("%s %d: want 0 to %d", f.name, v, int64(maxCount))
+		}
 	}
 	if a := w.ArrayJobID.value(); a > 0 {
 		j.ArrayJob = a
@@ -133,8 +271,8 @@ func translateJob(w *wireJob) (Job, error) {
 			j.ExitCode = int(w.ExitCode.Code)
 		}
 	}
-	if tl := w.TimeLimit; tl.Set && !tl.Infinite && tl.V > 0 {
-		j.TimeLimit = time.Duration(tl.V) * time.Minute
+	if j.TimeLimit, err = minutes("time_limit", w.TimeLimit); err != nil {
+		return j, err
 	}
 	j.Held = j.State == policy.StatePending && (w.Hold || (w.Priority.Set && w.Priority.V == 0))
 
@@ -146,9 +284,13 @@ func translateJob(w *wireJob) (Job, error) {
 	if mb, ok := tresMemoryMB(tres); ok {
 		j.MemoryMB = mb
 	} else if v := w.MemoryPerNode.value(); v > 0 {
-		j.MemoryMB = v * int64(max(j.Nodes, 1))
+		if j.MemoryMB, err = mulCount(v, int64(max(j.Nodes, 1))); err != nil {
+			return j, fmt.Errorf("memory_per_node × node_count: %v", err)
+		}
 	} else if v := w.MemoryPerCPU.value(); v > 0 {
-		j.MemoryMB = v * int64(max(j.CPUs, 1))
+		if j.MemoryMB, err = mulCount(v, int64(max(j.CPUs, 1))); err != nil {
+			return j, fmt.Errorf("memory_per_cpu × cpus: %v", err)
+		}
 	}
 	if err := gpuDemand(&j, w, running); err != nil {
 		return j, err
@@ -171,7 +313,10 @@ func gpuDemand(j *Job, w *wireJob, running bool) error {
 		if err != nil {
 			return err
 		}
-		g, s, t := gresTotals(terms, mult)
+		g, s, t, err := gresTotals(terms, mult)
+		if err != nil {
+			return fmt.Errorf("%q × %d: %w", spec, mult, err)
+		}
 		gpus += g
 		shards += s
 		if typ == "" {

@@ -1,7 +1,6 @@
 package slurmctl
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -168,75 +167,6 @@ func TestParseJobs_Fixture(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestParseJobs_DataParserShape checks the decoding of the v0.0.40/41
-// shape. No server of those versions is available here, so the input is
-// the captured v0.0.38 response rewritten field by field into the shape the
-// v0.0.41 spec (and a published 23.11 response) give: integers as
-// {"set","infinite","number"}, job_state as a list, exit_code as an object,
-// "gres/" instead of "gres:", meta.slurm.version as strings. The
-// translation must not change.
-func TestParseJobs_DataParserShape(t *testing.T) {
-	body := fixture(t, "jobs.200.json")
-	want, _, err := parseJobs(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, env, err := parseJobs(toDataParserShape(t, body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("v0.0.41 shape (-v0.0.38 +v0.0.41):\n%s", diff)
-	}
-	if env.Meta.Slurm.Version.Major.V != 22 || env.Meta.Plugin.DataParser == "" {
-		t.Errorf("meta: %+v", env.Meta)
-	}
-}
-
-var noValFields = []string{"array_job_id", "array_task_id", "array_max_tasks", "cpus", "node_count", "tasks", "priority",
-	"time_limit", "memory_per_cpu", "memory_per_node", "het_job_id", "het_job_offset", "submit_time", "eligible_time", "deadline",
-	"start_time", "end_time", "accrue_time", "cpus_per_task"}
-
-func toDataParserShape(t testing.TB, body []byte) []byte {
-	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal(body, &r); err != nil {
-		t.Fatal(err)
-	}
-	noVal := func(v any) any {
-		if v == nil {
-			return map[string]any{"set": false, "infinite": false, "number": 0}
-		}
-		return map[string]any{"set": true, "infinite": false, "number": v}
-	}
-	for _, ji := range r["jobs"].([]any) {
-		j := ji.(map[string]any)
-		for _, k := range noValFields {
-			if v, ok := j[k]; ok {
-				j[k] = noVal(v)
-			}
-		}
-		j["job_state"] = []any{j["job_state"]}
-		code := j["exit_code"].(float64)
-		j["exit_code"] = map[string]any{"status": []any{"SUCCESS"}, "return_code": noVal(float64(int(code) >> 8)),
-			"signal": map[string]any{"id": noVal(nil), "name": ""}}
-		for _, k := range []string{"tres_per_node", "tres_per_job", "tres_per_task"} {
-			j[k] = strings.ReplaceAll(j[k].(string), "gres:", "gres/")
-		}
-		j["hold"] = j["state_reason"] == "JobHeldUser" || j["state_reason"] == "JobHeldAdmin"
-	}
-	r["meta"] = map[string]any{
-		"plugin": map[string]any{"type": "openapi/slurmctld", "name": "Slurm OpenAPI slurmctld", "data_parser": "data_parser/v0.0.41"},
-		"slurm":  map[string]any{"version": map[string]any{"major": "22", "micro": "8", "minor": "5"}, "release": "22.05.8"},
-	}
-	r["warnings"] = []any{}
-	out, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestParseJobs_Malformed(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -43,8 +44,11 @@ func (s staticToken) Token(context.Context) (string, error) {
 }
 
 // FileToken reads the token from a file, again whenever the file's
-// modification time or size changes, so an external renewer (cron, the
-// lab script) can replace it without restarting Fairway.
+// modification time or size changes (or Slurm rejected the token), so an
+// external renewer (cron, the lab script) can replace it without restarting
+// Fairway. The file must be owned by the user Fairway runs as and must not
+// be readable or writable by others (mode 0600 or 0640): the token is
+// SlurmUser's, and whoever reads it can rewrite every job's priority.
 func FileToken(path string) TokenSource { return &fileToken{path: path} }
 
 type fileToken struct {
@@ -62,6 +66,9 @@ func (f *fileToken) Token(context.Context) (string, error) {
 	st, err := os.Stat(f.path)
 	if err != nil {
 		return "", fmt.Errorf("%w: token file: %v", ErrToken, err)
+	}
+	if err := checkSecretFile(f.path, st); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrToken, err)
 	}
 	if f.token == "" || !st.ModTime().Equal(f.mod) || st.Size() != f.size {
 		b, err := os.ReadFile(f.path)
@@ -81,6 +88,30 @@ func (f *fileToken) Token(context.Context) (string, error) {
 		return "", fmt.Errorf("token file %s: %w", f.path, err)
 	}
 	return f.token, nil
+}
+
+// Invalidate makes the next Token call read the file again.
+func (f *fileToken) Invalidate() {
+	f.mu.Lock()
+	f.token = ""
+	f.mu.Unlock()
+}
+
+// checkSecretFile refuses a token file that others may read or write, or
+// that belongs to another user than the one Fairway runs as.
+func checkSecretFile(path string, st os.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("token file %s is not a regular file", path)
+	}
+	if perm := st.Mode().Perm(); perm&0o007 != 0 {
+		return fmt.Errorf("token file %s has mode %04o: others may read or write it; run chmod 0600 %s", path, perm, path)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if uid := os.Geteuid(); int(sys.Uid) != uid {
+			return fmt.Errorf("token file %s is owned by uid %d, not by the user Fairway runs as (uid %d): chown it to the service user", path, sys.Uid, uid)
+		}
+	}
+	return nil
 }
 
 // ScontrolTokenConfig configures ScontrolToken.

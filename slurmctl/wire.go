@@ -315,6 +315,7 @@ type wireJob struct {
 	MemoryPerCPU    num           `json:"memory_per_cpu"`
 	MemoryPerNode   num           `json:"memory_per_node"`
 	Name            string        `json:"name"`
+	Nice            num           `json:"nice"` // v0.0.40+ only
 	NodeCount       num           `json:"node_count"`
 	Partition       string        `json:"partition"`
 	Priority        num           `json:"priority"`
@@ -354,11 +355,12 @@ type wireNode struct {
 }
 
 // wireUpdateResp is the answer to a job update (v0.0.38 has only the
-// envelope; v0.0.40+ adds per-job results).
+// envelope; v0.0.40+ adds per-job results: [] on v0.0.40, null from
+// v0.0.41 on in every capture).
 type wireUpdateResp struct {
 	envelope
 	Results []struct {
-		JobID     int64  `json:"job_id"`
+		JobID     num    `json:"job_id"`
 		Error     string `json:"error"`
 		ErrorCode int    `json:"error_code"`
 		Why       string `json:"why"`

@@ -24,9 +24,10 @@ const (
 	// Fairway runs. Multifactor keeps managing the job: priority = Σ
 	// weight·factor + site_factor − nice.
 	ModeScontrolSiteFactor Mode = iota + 1
-	// ModeRESTSiteFactor posts {"site_factor": N} per job: slurmrestd
-	// v0.0.40/v0.0.41 (Slurm 23.11+; 23.02's v0.0.39 accepts it too but is
-	// not spoken here). Same effect as ModeScontrolSiteFactor.
+	// ModeRESTSiteFactor posts {"site_factor": NiceOffset + N} per job:
+	// slurmrestd v0.0.40-v0.0.45 (Slurm 23.11+; 23.02's v0.0.39 accepts it
+	// too but is not spoken here). Same effect as ModeScontrolSiteFactor;
+	// see JobUpdate for the offset.
 	ModeRESTSiteFactor
 	// ModeRESTPriority posts the admin priority per job ({"priority": N}),
 	// on any version. This freezes the job's priority: multifactor stops
@@ -98,9 +99,19 @@ type Writer struct {
 	client *Client
 	log    *slog.Logger
 
-	mu   sync.Mutex
-	last map[int64]int64 // job id → site factor Slurm holds, as far as we know
+	mu      sync.Mutex
+	last    map[int64]int64 // job id → site factor Slurm holds, as far as we know
+	stopped error           // set when a read-back found Slurm holding something else: no more writes
 }
+
+// ReadBackSample is how many written jobs a REST Write reads back at most
+// (spread over the batch): enough to catch a systematic corruption like
+// 26.05's site factor stored as N - 2^31, bounded in requests.
+const ReadBackSample = 64
+
+// ErrReadBack: after a REST write, Slurm held something other than what was
+// written. The Writer stops writing in its mode until restarted.
+var ErrReadBack = errors.New("slurm does not hold what was written")
 
 // NewWriter checks cfg against the client's API version.
 func NewWriter(cfg WriterConfig, client *Client, log *slog.Logger) (*Writer, error) {
@@ -180,18 +191,45 @@ type Report struct {
 	Failed  []Failure // writes Slurm refused, or whose outcome is unknown
 	Skipped []Skip
 	Calls   int // Slurm calls issued: scontrol processes or HTTP requests
+
+	ReadBack ReadBack // REST modes: what reading the written jobs back found
+}
+
+// ReadBack is the REST writer's check of what Slurm holds after a write.
+type ReadBack struct {
+	Checked    int        // written jobs read back and compared
+	Mismatches []Mismatch // jobs whose priority contradicts the write
+}
+
+// Mismatch is one written job whose priority, read back, contradicts the
+// value written.
+type Mismatch struct {
+	JobID    int64
+	Wrote    int64 // the priority or site factor written
+	Priority int64 // the job's priority read back
+	Nice     int64
+	Why      string
+}
+
+// Stopped is the read-back failure that stopped this Writer, or nil.
+func (w *Writer) Stopped() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopped
 }
 
 // Write makes Slurm hold want[id] for every job in want that jobs lists as
 // writable. jobs is the latest read; want maps job ids to values (e.g.
 // policy.Assign's output keyed by Score.JobID).
 //
-// The whole plan is checked before the first write. A failure stops the
-// writing: REST modes stop at the first failed request (later changes are
-// reported as failed, not attempted); the scontrol mode runs one process,
-// whose per-job errors are attributed from its stderr. No write is retried;
-// the next cycle plans again from what Slurm holds. The returned error is
-// the first failure, wrapped, and the report is complete either way.
+// The whole plan is checked before the first write. REST modes write job
+// by job: a job Slurm refuses fails alone, a failure that would hit every
+// job (token, transport) stops the batch (later changes are reported as
+// failed, not attempted), and the written jobs are read back (see
+// readBack). The scontrol mode runs one process, whose per-job errors are
+// attributed from its stderr. No write is retried; the next cycle plans
+// again from what Slurm holds. The returned error is the first failure,
+// wrapped, and the report is complete either way.
 func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (Report, error) {
 	rep := Report{Mode: w.cfg.Mode, DryRun: w.cfg.DryRun}
 	w.mu.Lock()
@@ -223,6 +261,9 @@ func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (R
 			continue
 		}
 		ch := Change{JobID: id, Target: j.Target(), To: want[id]}
+		if w.cfg.Mode != ModeScontrolSiteFactor {
+			ch.Target = j.RESTTarget(w.client.Version())
+		}
 		if ch.To < w.cfg.Range.Min {
 			ch.To, ch.Clamped = w.cfg.Range.Min, true
 		} else if ch.To > w.cfg.Range.Max {
@@ -246,6 +287,13 @@ func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (R
 		}
 	}
 	if err := w.validate(rep.Planned); err != nil {
+		return rep, err
+	}
+	if w.stopped != nil && !w.cfg.DryRun && len(rep.Planned) > 0 {
+		err := fmt.Errorf("writer %s stopped: %w", w.cfg.Mode, w.stopped)
+		for _, c := range rep.Planned {
+			rep.Failed = append(rep.Failed, Failure{c, err})
+		}
 		return rep, err
 	}
 	if w.cfg.DryRun || len(rep.Planned) == 0 {
@@ -281,7 +329,14 @@ func (w *Writer) validate(plan []Change) error {
 	return nil
 }
 
+// writeREST posts one update per job. A rejection of one job (404, 422, an
+// errors entry, a warning that part of the update was ignored) fails that
+// job alone; a failure that would fail every job the same way
+// (authentication, transport, slurmrestd or slurmctld down) stops the batch
+// and reports the rest as not attempted. The written jobs are then read
+// back (readBack).
 func (w *Writer) writeREST(ctx context.Context, rep *Report) error {
+	var rejected error
 	for i, c := range rep.Planned {
 		v := c.To
 		u := JobUpdate{Priority: &v}
@@ -293,18 +348,121 @@ func (w *Writer) writeREST(ctx context.Context, rep *Report) error {
 		if err != nil {
 			err = fmt.Errorf("write job %s: %w", c.Target, err)
 			rep.Failed = append(rep.Failed, Failure{c, err})
+			delete(w.last, c.JobID) // outcome unknown: rewrite next cycle
+			if jobRejected(err) {
+				w.log.Warn("slurm rejected a write; going on with the others", "job", c.Target, "error", err)
+				if rejected == nil {
+					rejected = err
+				}
+				continue
+			}
 			for _, rest := range rep.Planned[i+1:] {
 				rep.Failed = append(rep.Failed, Failure{rest, errNotAttempted})
 			}
-			delete(w.last, c.JobID) // outcome unknown: rewrite next cycle
-			return fmt.Errorf("%w (%d written before it, %d not attempted)", err, i, len(rep.Planned)-i-1)
+			return fmt.Errorf("%w (%d written before it, %d not attempted)", err, len(rep.Applied), len(rep.Planned)-i-1)
 		}
 		rep.Applied = append(rep.Applied, c)
 		if w.cfg.Mode == ModeRESTSiteFactor {
 			w.last[c.JobID] = c.To
 		}
 	}
+	if err := w.readBack(ctx, rep); err != nil {
+		return err
+	}
+	if rejected != nil {
+		return fmt.Errorf("%d of %d writes rejected, first: %w", len(rep.Failed), len(rep.Planned), rejected)
+	}
 	return nil
+}
+
+// jobRejected reports whether a failed update concerns that job only:
+// Slurm or slurmrestd answered and refused this update (unknown or finished
+// job, bad request, an errors entry, ignored keys). Failures that would
+// repeat for every job (the token, the connection, slurmctld unreachable,
+// an answer that is not JSON) are not.
+func jobRejected(err error) bool {
+	for _, stop := range []error{ErrToken, ErrTokenRejected, ErrUnauthorized, ErrForbidden, ErrTimeout, ErrUnreachable, ErrMalformed} {
+		if errors.Is(err, stop) {
+			return false
+		}
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	for _, e := range ae.Slurm {
+		if e.Number == errControllerDown {
+			return false
+		}
+	}
+	switch {
+	case errors.Is(err, ErrRejected), errors.Is(err, ErrSlurm):
+		return true
+	case errors.Is(err, ErrHTTP):
+		return ae.Status == 400 || ae.Status == 404 || ae.Status == 422
+	}
+	return false
+}
+
+// errControllerDown is Slurm's "Unable to contact slurm controller".
+const errControllerDown = 1001
+
+// readBack reads a sample of the jobs just written and checks that Slurm
+// holds what was meant. Priority mode: the priority equals the value
+// written. Site-factor mode: a job's priority is at least site factor -
+// nice (every multifactor term is non-negative), so a priority of 0 or 1
+// where the written site factor alone puts it above 1 means the site factor
+// was not stored as written (26.05's N - 2^31); a job legitimately ranked
+// last (site factor 1) can sit at 1 without alarm. A job that started or
+// left in between is not judged. A mismatch stops the Writer.
+func (w *Writer) readBack(ctx context.Context, rep *Report) error {
+	n := len(rep.Applied)
+	if n == 0 {
+		return nil
+	}
+	step := 1
+	if n > ReadBackSample {
+		step = (n + ReadBackSample - 1) / ReadBackSample
+	}
+	for i := 0; i < n; i += step {
+		c := rep.Applied[i]
+		rep.Calls++
+		recs, err := w.client.GetJob(ctx, c.JobID)
+		if err != nil {
+			w.log.Warn("read back a written job", "job_id", c.JobID, "error", err)
+			continue
+		}
+		var got *Job
+		for k := range recs {
+			if recs[k].ID == c.JobID {
+				got = &recs[k]
+			}
+		}
+		if got == nil || !got.Pending() {
+			continue
+		}
+		rep.ReadBack.Checked++
+		m := Mismatch{JobID: c.JobID, Wrote: c.To, Priority: got.Priority, Nice: got.Nice}
+		switch {
+		case w.cfg.Mode == ModeRESTPriority && got.Priority != c.To:
+			m.Why = fmt.Sprintf("priority %d read back after writing priority %d", got.Priority, c.To)
+		case w.cfg.Mode == ModeRESTSiteFactor && c.To-got.Nice > 1 && got.Priority <= 1:
+			m.Why = fmt.Sprintf("priority %d read back after writing site factor %d (nice %d): the site factor was not stored as written", got.Priority, c.To, got.Nice)
+		default:
+			continue
+		}
+		rep.ReadBack.Mismatches = append(rep.ReadBack.Mismatches, m)
+		delete(w.last, c.JobID)
+	}
+	if len(rep.ReadBack.Mismatches) == 0 {
+		return nil
+	}
+	first := rep.ReadBack.Mismatches[0]
+	w.stopped = fmt.Errorf("%w: job %d: %s (%d of %d jobs read back)", ErrReadBack, first.JobID, first.Why,
+		len(rep.ReadBack.Mismatches), rep.ReadBack.Checked)
+	w.log.Error("read-back after writing found Slurm holding something else; writing stops in this mode until restarted",
+		"mode", w.cfg.Mode, "mismatches", len(rep.ReadBack.Mismatches), "checked", rep.ReadBack.Checked, "first_job", first.JobID, "why", first.Why)
+	return w.stopped
 }
 
 var errNotAttempted = errors.New("not attempted: an earlier write failed")

@@ -113,6 +113,11 @@ func applyConfigFile(c *cli.Context) error {
 		if cc.Command == nil {
 			continue
 		}
+		for env, name := range rootOnlySettings { // file-only settings: no environment variable
+			if hasFlag(cc.Command, name) {
+				byEnv[env] = name
+			}
+		}
 		for _, fl := range cc.Command.Flags {
 			for _, e := range flagEnvVars(fl) {
 				if _, ok := byEnv[e]; !ok {
@@ -185,6 +190,9 @@ func knownSettings(app *cli.App) map[string]bool {
 		}
 	}
 	walk(app.Flags, app.Commands)
+	for env := range rootOnlySettings {
+		known[env] = true
+	}
 	for e := range known {
 		if !strings.HasPrefix(e, "FAIRWAY_") || e == "FAIRWAY_CONFIG" {
 			delete(known, e)

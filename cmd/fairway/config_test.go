@@ -96,6 +96,11 @@ func TestConfigFile_EveryCommand(t *testing.T) {
 			bools := 0
 			for _, fl := range leaf.flags {
 				envs := flagEnvVars(fl)
+				for env, name := range rootOnlySettings { // set only from the file
+					if fl.Names()[0] == name {
+						envs = []string{env}
+					}
+				}
 				if len(envs) == 0 || envs[0] == "FAIRWAY_CONFIG" || !strings.HasPrefix(envs[0], "FAIRWAY_") {
 					continue
 				}

@@ -48,17 +48,29 @@ func hookFlags(timeoutEnv, timeoutDefault string) []cli.Flag {
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName for usage records (slurmd sets SLURM_CLUSTER_NAME)", EnvVars: []string{"FAIRWAY_CLUSTER", "SLURM_CLUSTER_NAME"}},
 		&cli.StringFlag{Name: "database-url", Usage: "PostgreSQL URL of the accounting database; empty keeps records in the spool", EnvVars: []string{"FAIRWAY_DATABASE_URL"}},
 		&cli.StringFlag{Name: "database-timeout", Value: "2s", Usage: "time for one database write", EnvVars: []string{"FAIRWAY_DATABASE_TIMEOUT"}},
-		&cli.StringFlag{Name: "spool-dir", Value: "/var/spool/fairway", Usage: "usage records not yet in the database (persistent, root only)", EnvVars: []string{"FAIRWAY_SPOOL_DIR"}},
-		&cli.StringFlag{Name: "state-dir", Value: "/run/fairway", Usage: "node state between prolog and epilog, MPS pipes (tmpfs)", EnvVars: []string{"FAIRWAY_STATE_DIR"}},
+		&cli.StringFlag{Name: "spool-dir", Value: "/var/spool/fairway", Usage: "usage records not yet in the database (persistent, root only; FAIRWAY_SPOOL_DIR in the config file, never the environment)"},
+		&cli.StringFlag{Name: "state-dir", Value: "/run/fairway", Usage: "node state between prolog and epilog, MPS pipes (tmpfs, root only; FAIRWAY_STATE_DIR in the config file, never the environment)"},
 		&cli.StringFlag{Name: "log-file", Usage: "append the log here instead of stderr (slurmd discards hook output)", EnvVars: []string{"FAIRWAY_LOG_FILE"}},
 		&cli.StringFlag{Name: "shards-per-gpu", Value: "0", Usage: "shard GRES per GPU in gres.conf; 0 when the node has none", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.StringFlag{Name: "default-compute-mode", Value: "default", Usage: "compute mode a GPU returns to after a job: default, exclusive-process or prohibited", EnvVars: []string{"FAIRWAY_DEFAULT_COMPUTE_MODE"}},
 		&cli.StringFlag{Name: "kill-stray", Value: "false", Usage: "kill processes found on a job's GPUs before it starts (they are always reported)", EnvVars: []string{"FAIRWAY_KILL_STRAY"}},
 		&cli.StringFlag{Name: "drain", Value: "true", Usage: "on a hardware fault, drain the node with a reason naming the GPU and fault", EnvVars: []string{"FAIRWAY_DRAIN"}},
-		&cli.StringFlag{Name: "scontrol", Value: "/usr/bin/scontrol", Usage: "scontrol, for shard lookups and drain reasons", EnvVars: []string{"FAIRWAY_SCONTROL"}},
-		&cli.StringFlag{Name: "mps-control", Value: "/usr/bin/nvidia-cuda-mps-control", Usage: "NVIDIA's MPS control program", EnvVars: []string{"FAIRWAY_MPS_CONTROL"}},
-		&cli.StringFlag{Name: "kernel-log", Value: "/dev/kmsg", Usage: "kernel log to read XIDs from; empty skips the XID check", EnvVars: []string{"FAIRWAY_KERNEL_LOG"}},
+		&cli.StringFlag{Name: "scontrol", Value: "/usr/bin/scontrol", Usage: "scontrol, for drain reasons; squeue next to it, for shard lookups (FAIRWAY_SCONTROL in the config file, never the environment)"},
+		&cli.StringFlag{Name: "mps-control", Value: "/usr/bin/nvidia-cuda-mps-control", Usage: "NVIDIA's MPS control program (FAIRWAY_MPS_CONTROL in the config file, never the environment)"},
+		&cli.StringFlag{Name: "kernel-log", Value: "/dev/kmsg", Usage: "kernel log to read XIDs from; empty skips the XID check (FAIRWAY_KERNEL_LOG in the config file, never the environment)"},
 	}
+}
+
+// rootOnlySettings are the hook settings that name what root runs, reads or
+// keeps state in. They come from the command line (slurm.conf's hook
+// script, root's), the root-only config file or the default, never from
+// the environment, and each path must pass prolog.CheckRootPath.
+var rootOnlySettings = map[string]string{
+	"FAIRWAY_SPOOL_DIR":   "spool-dir",
+	"FAIRWAY_STATE_DIR":   "state-dir",
+	"FAIRWAY_SCONTROL":    "scontrol",
+	"FAIRWAY_MPS_CONTROL": "mps-control",
+	"FAIRWAY_KERNEL_LOG":  "kernel-log",
 }
 
 func prologCommand() *cli.Command {
@@ -265,6 +277,17 @@ func hookSettings(c *cli.Context) (hookConfig, error) {
 		*b.to = v
 	}
 	cfg.Scontrol, cfg.MPSControl, cfg.KernelLog = c.String("scontrol"), c.String("mps-control"), c.String("kernel-log")
+	for _, p := range []struct{ flag, path string }{
+		{"spool-dir", cfg.Hooks.SpoolDir}, {"state-dir", cfg.Hooks.StateDir},
+		{"scontrol", cfg.Scontrol}, {"mps-control", cfg.MPSControl}, {"kernel-log", cfg.KernelLog},
+	} {
+		if p.path == "" && p.flag == "kernel-log" {
+			continue
+		}
+		if err := prolog.CheckRootPath(p.path); err != nil {
+			return cfg, fmt.Errorf("--%s: %w", p.flag, err)
+		}
+	}
 	if c.Command.Name == "flush" {
 		return cfg, nil // a flush needs only the spool and the database
 	}

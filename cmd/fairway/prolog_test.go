@@ -81,7 +81,8 @@ func writeConfig(t *testing.T, mode os.FileMode, body string) string {
 }
 
 // TestHookSettings_Precedence: command line over environment over config
-// file over default.
+// file over default; paths root uses (spool, state, programs) never from
+// the environment.
 func TestHookSettings_Precedence(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the config file must belong to root")
@@ -97,6 +98,8 @@ FAIRWAY_CLUSTER=fromfile
 `)
 	cleanHookEnv(t)
 	t.Setenv("FAIRWAY_SPOOL_DIR", "/env/spool")
+	t.Setenv("FAIRWAY_SCONTROL", "/env/scontrol")
+	t.Setenv("FAIRWAY_DATABASE_TIMEOUT", "2s")
 	got, err := settingsOf(t, "--config", path, "--timeout", "1s")
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +108,63 @@ FAIRWAY_CLUSTER=fromfile
 		t.Fatal(got.ConfigFileError)
 	}
 	want := hookConfig{
-		Hooks: prolog.Config{Cluster: "fromfile", StateDir: "/file/state", SpoolDir: "/env/spool", MPSDir: "/file/state/mps",
+		Hooks: prolog.Config{Cluster: "fromfile", StateDir: "/file/state", SpoolDir: "/file/spool", MPSDir: "/file/state/mps",
 			ShardsPerGPU: 8, DefaultMode: prolog.ComputeDefault, Drain: true, StoreTimeout: 2 * time.Second},
 		Timeout: time.Second, DatabaseURL: "postgres://u:secret@db:5432/fw", LogLevel: -4,
 		Scontrol: "/usr/bin/scontrol", MPSControl: "/usr/bin/nvidia-cuda-mps-control", KernelLog: "/dev/kmsg",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
+	}
+}
+
+// TestHookSettings_RootPaths: FAIRWAY_SCONTROL and FAIRWAY_MPS_CONTROL in
+// the environment do not reach root's exec (they used to override the
+// root-only file), and a state or spool directory, or a program, that
+// another user could change is refused with the path named.
+func TestHookSettings_RootPaths(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a directory of another owner")
+	}
+	cleanHookEnv(t)
+	t.Setenv("FAIRWAY_SCONTROL", "/tmp/evil/scontrol")
+	t.Setenv("FAIRWAY_MPS_CONTROL", "/tmp/evil/mps")
+	t.Setenv("FAIRWAY_STATE_DIR", "/tmp/evil/state")
+	got, err := settingsOf(t, "--config", "", "--cluster", "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Scontrol != "/usr/bin/scontrol" || got.MPSControl != "/usr/bin/nvidia-cuda-mps-control" || got.Hooks.StateDir != "/run/fairway" {
+		t.Errorf("paths from the environment: scontrol %q, MPS %q, state %q", got.Scontrol, got.MPSControl, got.Hooks.StateDir)
+	}
+
+	dir := t.TempDir()
+	userDir := filepath.Join(dir, "alice")
+	if err := os.Mkdir(userDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(userDir, 1001, 1001); err != nil {
+		t.Fatal(err)
+	}
+	worldDir := filepath.Join(dir, "world")
+	if err := os.Mkdir(worldDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(worldDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		body, want string
+	}{
+		{"FAIRWAY_STATE_DIR=" + filepath.Join(userDir, "state") + "\n", "--state-dir: " + userDir + " belongs to uid 1001"},
+		{"FAIRWAY_SPOOL_DIR=" + worldDir + "\n", "--spool-dir: " + worldDir + " has mode 0777"},
+		{"FAIRWAY_SCONTROL=" + filepath.Join(userDir, "scontrol") + "\n", "--scontrol: " + userDir},
+		{"FAIRWAY_MPS_CONTROL=" + filepath.Join(worldDir, "mps") + "\n", "--mps-control: " + worldDir},
+	} {
+		_, err := settingsOf(t, "--config", writeConfig(t, 0o600, tt.body), "--cluster", "lab")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one with %q", strings.TrimSpace(tt.body), err, tt.want)
+		}
 	}
 }
 

@@ -16,7 +16,8 @@ func TestRewriteSettings_Validation(t *testing.T) {
 	}{
 		{args: nil},
 		{args: []string{"--rewrite-partitions", "gpu", "--rewrite-table", filepath.Join(dir, "t")}},
-		{args: []string{"--rewrite-partitions", "gpu"}, bad: "--rewrite-table is required"},
+		{args: []string{"--rewrite-partitions", "gpu", "--rewrite-table", ""}, bad: "--rewrite-table is required"},
+		{args: []string{"--rewrite-partitions", "gpu", "--rewrite-table", filepath.Join(dir, "t"), "--rewrite-table-max-bytes", "100"}, bad: "--rewrite-table-max-bytes"},
 		{args: []string{"--rewrite-partitions", "gpu", "--rewrite-rules", "cpus,bogus"}, bad: "unknown rule"},
 		{args: []string{"--rewrite-partitions", "gpu", "--rewrite-table", "/no/such/dir/t"}, bad: "directory must exist"},
 		{args: []string{"--rewrite-partitions", "gpu", "--rewrite-rules", "cpus", "--rewrite-share-max-util", "0"}, bad: "share-max-util"},

@@ -51,6 +51,7 @@ type serveConfig struct {
 	Once         bool
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
+	Retention    accounting.Retention
 }
 
 func serveFlags() []cli.Flag {
@@ -83,6 +84,8 @@ func serveFlags() []cli.Flag {
 		&cli.IntFlag{Name: "buffer-limit", Value: sidecar.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
 		&cli.StringFlag{Name: "buffer-dir", Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
+		&cli.IntFlag{Name: "retention-job-months", Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
+		&cli.IntFlag{Name: "retention-decision-days", Value: accounting.DefaultRetention.DecisionDays, Usage: "days of decisions (whole monthly partitions) and cycle timings kept; 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_DECISION_DAYS"}},
 		&cli.BoolFlag{Name: "once", Usage: "run one cycle, print what it decided, and exit"},
 	}, rewriteFlags()...)
 }
@@ -114,6 +117,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		Interval: c.Duration("interval"), MaxBackoff: c.Duration("max-backoff"), Listen: c.String("listen"),
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
+		Retention: accounting.Retention{JobMonths: c.Int("retention-job-months"), DecisionDays: c.Int("retention-decision-days")},
 	}
 	cfg.DryRun = c.Bool("dry-run")
 	cfg.runner = sidecar.Config{
@@ -138,6 +142,8 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, errors.New("--buffer-dir is required: records spilled while PostgreSQL is down go there")
 	case cfg.runner.MaxWrites < 0:
 		return cfg, fmt.Errorf("--max-writes %d: want 0 (no cap) or more", cfg.runner.MaxWrites)
+	case cfg.Retention.JobMonths < 0 || cfg.Retention.DecisionDays < 0:
+		return cfg, errors.New("--retention-job-months and --retention-decision-days must not be negative (0 keeps everything)")
 	case cfg.HistoryDays < 0 || cfg.SyncEvery < 0:
 		return cfg, errors.New("--history-days and --sync-history-every must not be negative")
 	case cfg.HistoryFrom != historyFromREST && cfg.HistoryFrom != historyFromSacct:
@@ -215,7 +221,24 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		_, _, _, err := s.store.SyncHistory(ctx, history, accounting.SyncOptions{Cluster: cfg.runner.Cluster, SkipBad: true})
 		return err
 	}
-	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery}, &ready, sync)
+	retain := func(ctx context.Context) error {
+		rep, err := s.store.ApplyRetention(ctx, time.Now(), cfg.Retention)
+		if err != nil {
+			return err
+		}
+		log.Info("retention: history trimmed", "dropped_partitions", rep.Dropped, "cycles_pruned", rep.CyclesPruned,
+			"jobs_kept_since", keptSince(rep.JobsSince), "decisions_kept_since", keptSince(rep.DecisionsSince))
+		return nil
+	}
+	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+}
+
+// keptSince names a retention cutoff for the log.
+func keptSince(t time.Time) string {
+	if t.IsZero() {
+		return "all"
+	}
+	return t.Format(time.RFC3339)
 }
 
 // serveStore is what serve keeps in and reads from the database

@@ -23,8 +23,12 @@ Safety, in order of importance:
     changed, into --gres=shard[:type]:N on one node.
 
 Settings: the table path is $FAIRWAY_REWRITE_TABLE in slurmctld's environment,
-else fairway-rewrite.table in slurm.conf's directory ($SLURM_CONF's, else
-/etc/slurm). Install: copy this file next to slurm.conf (slurmctld loads
+else /var/lib/fairway/fairway-rewrite.table (serve's default: SlurmUser's
+state directory, mode 0640, so /etc/slurm stays read-only to SlurmUser and
+other users cannot read the table), else, for tables written before that
+default, fairway-rewrite.table in slurm.conf's directory ($SLURM_CONF's, else
+/etc/slurm). A table larger than MAX_TABLE_BYTES is ignored: it is read on
+slurmctld's submit path. Install: copy this file next to slurm.conf (slurmctld loads
 job_submit.lua from there), set JobSubmitPlugins=lua, `scontrol reconfigure`.
 See INSTALL.md, "GPU sharing and resource rewriting".
 
@@ -39,6 +43,7 @@ separated by one tab; lines starting with # are comments):
 
 local OPT_OUT = "fairway:no-rewrite"
 local REREAD_SECONDS = 5 -- how long a read of the table is reused
+local MAX_TABLE_BYTES = 4 * 1024 * 1024 -- serve caps its table at 1 MiB by default
 local NO_VAL = 4294967294 -- Slurm's NO_VAL for unset 32-bit numbers
 
 -- conf_dir is where slurm.conf lives: the directory of $SLURM_CONF in
@@ -63,7 +68,10 @@ local function conf_dir()
 	return "/etc/slurm"
 end
 
-local TABLE_PATH = os.getenv("FAIRWAY_REWRITE_TABLE") or (conf_dir() .. "/fairway-rewrite.table")
+local TABLE_PATHS = { os.getenv("FAIRWAY_REWRITE_TABLE") }
+if not TABLE_PATHS[1] or TABLE_PATHS[1] == "" then
+	TABLE_PATHS = { "/var/lib/fairway/fairway-rewrite.table", conf_dir() .. "/fairway-rewrite.table" }
+end
 
 local function split_tabs(line)
 	local f = {}
@@ -71,6 +79,16 @@ local function split_tabs(line)
 		f[#f + 1] = field
 	end
 	return f
+end
+
+-- plain_int reads a field the writer spells as plain decimal digits (at
+-- most 12 of them), else nil: tonumber would also take "1e20", "0x10" or
+-- "inf", and a shard count like 1e+20 would reach Slurm as a GRES request.
+local function plain_int(s)
+	if type(s) ~= "string" or not s:match("^%d+$") or #s > 12 then
+		return nil
+	end
+	return tonumber(s)
 end
 
 -- parse_table reads the table's text; it returns nil and a reason for
@@ -88,14 +106,14 @@ local function parse_table(text)
 			if kind == "fairway-rewrite" then
 				version = f[2]
 			elseif kind == "generated" then
-				t.generated = tonumber(f[2])
+				t.generated = plain_int(f[2])
 			elseif kind == "max_age" then
-				t.max_age = tonumber(f[2])
+				t.max_age = plain_int(f[2])
 			elseif kind == "partition" and f[2] and f[2] ~= "" then
 				t.partitions[f[2]] = true
 			elseif kind == "shard" then
-				local user, shards, name = f[2], tonumber(f[3]), f[4]
-				if not user or user == "" or not shards or shards < 1 or shards ~= math.floor(shards) or not name or #f ~= 4 then
+				local user, shards, name = f[2], plain_int(f[3]), f[4]
+				if not user or user == "" or not shards or shards < 1 or not name or #f ~= 4 then
 					return nil, "line " .. n .. ": bad shard record"
 				end
 				t.shards[user .. "\t" .. name] = shards
@@ -122,16 +140,27 @@ local function current_table(now)
 		return cache.tbl, cache.why
 	end
 	cache.read_at, cache.tbl, cache.why = now, nil, nil
-	local fh = io.open(TABLE_PATH, "r")
+	local fh, path
+	for _, p in ipairs(TABLE_PATHS) do
+		fh = io.open(p, "r")
+		if fh then
+			path = p
+			break
+		end
+	end
 	if not fh then
-		cache.why = "no table at " .. TABLE_PATH
+		cache.why = "no table at " .. table.concat(TABLE_PATHS, " or ")
 		return nil, cache.why
 	end
-	local text = fh:read("*a")
+	local text = fh:read(MAX_TABLE_BYTES + 1)
 	fh:close()
+	if text and #text > MAX_TABLE_BYTES then
+		cache.why = "table " .. path .. " ignored: larger than " .. MAX_TABLE_BYTES .. " bytes"
+		return nil, cache.why
+	end
 	local t, err = parse_table(text or "")
 	if not t then
-		cache.why = "table " .. TABLE_PATH .. " ignored: " .. err
+		cache.why = "table " .. path .. " ignored: " .. err
 		return nil, cache.why
 	end
 	cache.tbl = t

@@ -510,7 +510,7 @@ func (s *shared) anyFits() bool {
 	if minWhole <= per {
 		return maxFree >= minWhole
 	}
-	return whollyFree >= nodesFor(minWhole, per)
+	return whollyFree >= policy.NodesFor(minWhole, per)
 }
 
 // place chooses the GPUs for job k, or nil when it does not fit now.
@@ -536,7 +536,7 @@ func (s *shared) place(k int32) []gpuRef {
 	if j.gpus <= per {
 		return s.wholeGPUs(j.gpus)
 	}
-	need := nodesFor(j.gpus, per)
+	need := policy.NodesFor(j.gpus, per)
 	var out []gpuRef
 	for n := range s.nodes {
 		if s.freeWhole(n) == per {

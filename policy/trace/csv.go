@@ -91,7 +91,7 @@ func (t *csvTable) intCol(rec []string, c string) (int64, error) {
 		return n, nil
 	}
 	x, err := strconv.ParseFloat(s, 64)
-	if err != nil || x != math.Trunc(x) || x < 0 || x > math.MaxInt64/2 {
+	if err != nil || x != math.Trunc(x) || x < 0 || x > maxExact {
 		return 0, fmt.Errorf("column %s: want a non-negative integer, got %q", c, s)
 	}
 	return int64(x), nil
@@ -101,8 +101,8 @@ func (t *csvTable) intCol(rec []string, c string) (int64, error) {
 func (t *csvTable) secondsCol(rec []string, c string) (time.Duration, error) {
 	s := t.get(rec, c)
 	x, err := strconv.ParseFloat(s, 64)
-	if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0, fmt.Errorf("column %s: want a non-negative number of seconds, got %q", c, s)
+	if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) || x > maxSeconds {
+		return 0, fmt.Errorf("column %s: want a non-negative number of seconds up to a century, got %q", c, s)
 	}
 	return seconds(x), nil
 }
@@ -123,8 +123,9 @@ func (t *csvTable) timeCol(rec []string, c string) (time.Time, error) {
 			return tm, nil
 		}
 	}
-	if x, err := strconv.ParseFloat(s, 64); err == nil && x >= 0 {
-		return time.Unix(0, 0).UTC().Add(seconds(x)), nil
+	if x, err := strconv.ParseFloat(s, 64); err == nil && x >= 0 && x <= maxExact {
+		sec := math.Floor(x)
+		return time.Unix(int64(sec), int64(math.Round((x-sec)*1e6))*1e3).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("column %s: want a time like 2020-04-01 00:00:00 or Unix seconds, got %q", c, s)
 }

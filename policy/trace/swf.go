@@ -110,7 +110,20 @@ func (p *swfParser) parse(line []byte, m *Meta, j *policy.Job) error {
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
 			return fmt.Errorf("field %d (%s): invalid number %q", i+1, swfFieldNames[i], f)
 		}
+		if math.Abs(x) > maxExact {
+			return fmt.Errorf("field %d (%s): %s is out of range", i+1, swfFieldNames[i], f)
+		}
 		v[i] = x
+	}
+	for _, i := range []int{1, 2, 3, 8} {
+		if v[i] > maxSeconds {
+			return fmt.Errorf("field %d (%s): %s s is more than a century", i+1, swfFieldNames[i], fs[i])
+		}
+	}
+	for _, i := range []int{4, 7} {
+		if v[i] > maxCount {
+			return fmt.Errorf("field %d (%s): %s is more than %d", i+1, swfFieldNames[i], fs[i], maxCount)
+		}
 	}
 	// Archive logs hold records they could not fully recover, up to a
 	// whole line of -1: well-formed, but nothing a replay can place in
@@ -142,7 +155,11 @@ func (p *swfParser) parse(line []byte, m *Meta, j *policy.Job) error {
 		j.TimeLimit = seconds(v[8])
 	}
 	if v[9] > 0 && j.CPUs > 0 {
-		j.MemoryMB = int64(v[9]) * int64(j.CPUs) / 1024
+		mb := math.Trunc(v[9]) * float64(j.CPUs) / 1024
+		if mb > maxExact {
+			return fmt.Errorf("field 10 (requested memory): %s KB per processor × %d processors is out of range", fs[9], j.CPUs)
+		}
+		j.MemoryMB = int64(mb)
 	}
 	switch v[10] {
 	case 1:
@@ -171,6 +188,17 @@ func idString(x float64) string {
 	}
 	return strconv.FormatInt(int64(x), 10)
 }
+
+// Bounds on trace numbers, so that no conversion to int64 or time.Duration
+// overflows into a negative count or a job that ends before it starts:
+// maxExact is the largest float64 holding every smaller integer exactly,
+// maxSeconds a century (time.Duration reaches 292 years), maxCount a
+// processor or GPU count no machine has.
+const (
+	maxExact   = 1 << 53
+	maxSeconds = 100 * 365.25 * 24 * 3600
+	maxCount   = 1 << 31
+)
 
 // seconds converts a (possibly fractional) number of seconds, rounded to the
 // microsecond so float noise does not show in durations.

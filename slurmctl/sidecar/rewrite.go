@@ -35,21 +35,33 @@ var RuleNames = []string{rewrite.RuleShare, rewrite.RuleCPUs, rewrite.RuleMemory
 
 // RewriteConfig is serve's validated rewriting settings.
 type RewriteConfig struct {
-	Partitions   []string // rewriting is on in these partitions only; empty: off
-	Rules        map[string]bool
-	Table        string        // the job_submit.lua table
-	TableMaxAge  time.Duration // job_submit.lua ignores an older table
-	HistoryDays  int
-	RefreshEvery int     // cycles between history reloads
-	CPUsPerGPU   float64 // 0: each partition's nodes' CPUs over their GPUs
-	MemPerGPUMB  int64   // 0: each partition's nodes' memory over their GPUs
-	ShareMaxUtil float64
-	MinHistory   int
-	Sacct        bool // read CPU and memory use from sacct
-	ShardsPerGPU int
-	Cluster      string
-	ExemptQOS    []string // serve's --exempt-qos: never resized either
+	Partitions  []string // rewriting is on in these partitions only; empty: off
+	Rules       map[string]bool
+	Table       string        // the job_submit.lua table
+	TableMaxAge time.Duration // job_submit.lua ignores an older table
+	// The table is read on slurmctld's submit path, so it is capped: at
+	// most TableMaxRulesPerUser rules per user and TableMaxBytes in all
+	// (0: DefaultTableMaxRulesPerUser, DefaultTableMaxBytes).
+	TableMaxRulesPerUser int
+	TableMaxBytes        int
+	HistoryDays          int
+	RefreshEvery         int     // cycles between history reloads
+	CPUsPerGPU           float64 // 0: each partition's nodes' CPUs over their GPUs
+	MemPerGPUMB          int64   // 0: each partition's nodes' memory over their GPUs
+	ShareMaxUtil         float64
+	MinHistory           int
+	Sacct                bool // read CPU and memory use from sacct
+	ShardsPerGPU         int
+	Cluster              string
+	ExemptQOS            []string // serve's --exempt-qos: never resized either
 }
+
+// Default caps of the job_submit table. job_submit.lua refuses a table
+// larger than 4 MiB (MAX_TABLE_BYTES there) whatever serve writes.
+const (
+	DefaultTableMaxRulesPerUser = 100
+	DefaultTableMaxBytes        = 1 << 20
+)
 
 // UsageSource is where the rules' history comes from (accounting.Store).
 type UsageSource interface {
@@ -80,6 +92,7 @@ type Rewriter struct {
 // RewriteReport is what one cycle's rewriting decided.
 type RewriteReport struct {
 	Rules        []rewrite.ShareRule // the table's rows
+	TableDropped int                 // rules left out by the table's caps
 	TableWritten bool
 	Proposals    []rewrite.Proposal
 	Resize       slurmctl.ResizeReport
@@ -91,6 +104,15 @@ type RewriteReport struct {
 func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, comments CommentReader) (*Rewriter, error) {
 	if len(cfg.Partitions) == 0 {
 		return nil, nil
+	}
+	if cfg.TableMaxRulesPerUser == 0 {
+		cfg.TableMaxRulesPerUser = DefaultTableMaxRulesPerUser
+	}
+	if cfg.TableMaxBytes == 0 {
+		cfg.TableMaxBytes = DefaultTableMaxBytes
+	}
+	if cfg.TableMaxRulesPerUser < 0 || cfg.TableMaxBytes < 0 {
+		return nil, fmt.Errorf("rewrite table caps: %d rules per user, %d bytes: want positive", cfg.TableMaxRulesPerUser, cfg.TableMaxBytes)
 	}
 	share, err := rewrite.New(rewrite.Params{ShardsPerGPU: cfg.ShardsPerGPU, MinHistory: cfg.MinHistory, ShareMaxUtilPct: cfg.ShareMaxUtil})
 	if err != nil {
@@ -159,6 +181,12 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 			if r, ok := rw.share.Share(rw.profiles[k]); ok && rewrite.TableSafe(r.User) && rewrite.TableSafe(r.Name) {
 				rep.Rules = append(rep.Rules, r)
 			}
+		}
+		header := len(rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
+		rep.Rules, rep.TableDropped = rewrite.CapTable(rep.Rules, rw.cfg.TableMaxRulesPerUser, rw.cfg.TableMaxBytes-header)
+		if rep.TableDropped > 0 {
+			log.Warn("rewrite: share table capped: the users with the most rules lose some", "kept", len(rep.Rules), "dropped", rep.TableDropped,
+				"max_rules_per_user", rw.cfg.TableMaxRulesPerUser, "max_bytes", rw.cfg.TableMaxBytes)
 		}
 		table := rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
 		if err := sink.WriteTable(rw.cfg.Table, table); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,7 +149,13 @@ func TestJobSubmitLua_Table(t *testing.T) {
 	if err := os.WriteFile(truncated, good[:len(good)/3], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, path := range map[string]string{"missing": filepath.Join(dir, "none"), "stale": stale, "corrupt": corrupt, "truncated": truncated} {
+	// A valid table padded with comments past job_submit.lua's 4 MiB cap.
+	oversized := filepath.Join(dir, "oversized.table")
+	pad := bytes.Repeat([]byte("# padding padding padding padding padding padding padding padding\n"), 4<<20/64)
+	if err := os.WriteFile(oversized, append(slices.Clone(good), pad...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{"missing": filepath.Join(dir, "none"), "stale": stale, "corrupt": corrupt, "truncated": truncated, "oversized": oversized} {
 		got, _ := runJobSubmit(t, path, match)
 		if len(got) != 1 || got[0] != "0|gres:gpu:1|nil" {
 			t.Errorf("%s table: got %q, want the job accepted as submitted", name, got)
@@ -157,7 +164,9 @@ func TestJobSubmitLua_Table(t *testing.T) {
 }
 
 // TestWriteRewriteTable_Atomic: the table is replaced by rename, leaves no
-// temporary file behind, and is world-readable (slurmctld reads it).
+// temporary file behind, and is readable by its owner and group only
+// (slurmctld runs as SlurmUser like serve; the table names users and their
+// jobs).
 func TestWriteRewriteTable_Atomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t")
@@ -171,7 +180,7 @@ func TestWriteRewriteTable_Atomic(t *testing.T) {
 		t.Errorf("directory holds %d entries, want only the table", len(ents))
 	}
 	st, err := os.Stat(path)
-	if err != nil || st.Mode().Perm() != 0o644 {
+	if err != nil || st.Mode().Perm() != 0o640 {
 		t.Fatalf("stat: %v %v", st, err)
 	}
 	b, _ := os.ReadFile(path)

@@ -88,6 +88,11 @@ type LoopConfig struct {
 	Interval   time.Duration
 	MaxBackoff time.Duration // longest wait while Slurm is unreadable
 	SyncEvery  int           // cycles between slurmdbd history syncs; 0: never
+	// Retain, when not nil, applies the history's retention: while this
+	// process leads, after its first successful cycle and then every
+	// RetainEvery (a day when 0).
+	Retain      func(ctx context.Context) error
+	RetainEvery time.Duration
 }
 
 // HistorySyncer pulls slurmdbd's history into the database
@@ -99,6 +104,10 @@ type HistorySyncer func(ctx context.Context) error
 // when not nil, runs every SyncEvery cycles while this process leads.
 func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, sync HistorySyncer) error {
 	wait := time.Duration(0)
+	if cfg.RetainEvery <= 0 {
+		cfg.RetainEvery = 24 * time.Hour
+	}
+	var retained time.Time // last retention run; zero: none yet
 	for {
 		select {
 		case <-ctx.Done():
@@ -114,6 +123,12 @@ func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, s
 		if err == nil && sync != nil && cfg.SyncEvery > 0 && r.cycle%int64(cfg.SyncEvery) == 0 && r.wasLeader {
 			if serr := sync(cctx); serr != nil {
 				r.log.Warn("slurmdbd history sync", "err", serr)
+			}
+		}
+		if now := r.now(); err == nil && cfg.Retain != nil && r.wasLeader && (retained.IsZero() || now.Sub(retained) >= cfg.RetainEvery) {
+			retained = now
+			if rerr := cfg.Retain(cctx); rerr != nil {
+				r.log.Warn("retention", "err", rerr)
 			}
 		}
 		cancel()
@@ -150,7 +165,10 @@ func StartHTTP(addr string, m *Metrics, ready *atomic.Bool, log *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The endpoints answer in microseconds; the timeouts keep idle, slow or
+	// half-open clients from holding connections (and goroutines) for ever.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "err", err)

@@ -197,7 +197,10 @@ func writeFileAtomic(path string, b []byte) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := f.Chmod(0o644); err != nil {
+	// Readable by its owner (SlurmUser, as serve and slurmctld run) and
+	// group only: the table names users and their jobs, which
+	// PrivateData hides from other users.
+	if err := f.Chmod(0o640); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
