@@ -151,7 +151,7 @@ type sjob struct {
 	start int64 // current start, ns
 	first int64 // first start, ns; -1 before
 	end   int64
-	alloc []use
+	alloc []policy.Use
 	runs  []Span
 }
 
@@ -191,10 +191,10 @@ type simulator struct {
 
 	ends    []endEvent // min-heap
 	byLimit []limitEntry
-	free    *pool
-	shadow  *pool // scratch: free at the reservation
-	long    *pool // scratch: free now and at the reservation
-	place   []use
+	easy    *policy.EASY
+	free    *policy.Pool // easy.Free
+	place   []policy.Use
+	queue   policy.Queue // order, for easy
 
 	needCount []int32
 	minNeed   int
@@ -316,9 +316,8 @@ func (s *simulator) load(res *Result) error {
 		s.byID[j.ID] = int32(k)
 		s.trueRun[j.ID] = run
 	}
-	s.free = newPool(s.cfg.Cluster)
-	s.shadow = newPool(s.cfg.Cluster)
-	s.long = newPool(s.cfg.Cluster)
+	s.easy = policy.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
+	s.free = s.easy.Free
 	s.needCount = make([]int32, capacity+1)
 	s.minNeed = capacity + 1
 	s.sel = make([]uint32, len(s.jobs))
@@ -412,7 +411,7 @@ func (s *simulator) loop() error {
 		if !changed || len(s.pending) == 0 {
 			continue
 		}
-		if !s.cfg.Preempt && !s.free.fits(s.minNeed) {
+		if !s.cfg.Preempt && !s.free.Fits(s.minNeed) {
 			continue
 		}
 		if err := s.cycle(); err != nil {
@@ -461,66 +460,22 @@ func (s *simulator) cycle() error {
 // decideEASY starts jobs in ranking order while they fit, then, under
 // EASY, reserves for the first that does not and backfills behind it.
 func (s *simulator) decideEASY() {
-	i := 0
-	for ; i < len(s.order); i++ {
-		k := s.order[i]
-		if !s.free.fits(int(s.jobs[k].need)) {
-			break
-		}
-		s.start(k, s.free.place(int(s.jobs[k].need), s.place))
-	}
-	if i >= len(s.order) || s.cfg.Backfill == NoBackfill {
-		return
-	}
-	shadow := s.reserve(s.order[i])
-	// long: what a job still running at the shadow time may use, the
-	// smaller of free now and free at the shadow time beyond the
-	// reservation.
-	s.long.copyFrom(s.free)
-	s.long.limitTo(s.shadow)
-	for _, k := range s.order[i+1:] {
-		if s.free.total == 0 {
-			break
-		}
+	s.queue.Reset()
+	for _, k := range s.order {
 		j := &s.jobs[k]
-		need := int(j.need)
-		if !s.free.fits(need) {
-			continue
-		}
-		if s.now+(j.limit-j.done) <= shadow {
-			a := s.free.place(need, s.place)
-			s.start(k, a)
-			s.long.limitTo(s.free)
-			continue
-		}
-		if !s.long.fits(need) {
-			continue
-		}
-		a := s.long.place(need, s.place)
-		s.long.take(a)
-		s.shadow.take(a)
-		s.start(k, a)
+		s.queue.Add(k, int(j.need), j.limit-j.done)
 	}
+	s.easy.Pass(s.now, &s.queue, s.limitEnds, s.cfg.Backfill != NoBackfill,
+		func(i int, a []policy.Use) { s.start(s.order[i], a) })
 }
 
-// reserve computes the reservation of job k: the earliest time it fits,
-// counting running jobs as ending at their time limits, and leaves in
-// s.shadow the units free at that time once k holds its share. It returns
-// the time; k always fits once every running job has ended.
-func (s *simulator) reserve(k int32) int64 {
-	need := int(s.jobs[k].need)
-	s.shadow.copyFrom(s.free)
-	t := s.now
-	for x := 0; x < len(s.byLimit) && !s.shadow.fits(need); {
-		t = s.byLimit[x].t
-		for ; x < len(s.byLimit) && s.byLimit[x].t == t; x++ {
-			s.shadow.give(s.jobs[s.byLimit[x].k].alloc)
+// limitEnds yields the running jobs' limit ends, earliest first.
+func (s *simulator) limitEnds(yield func(int64, []policy.Use) bool) {
+	for _, e := range s.byLimit {
+		if !yield(e.t, s.jobs[e.k].alloc) {
+			return
 		}
 	}
-	if a := s.shadow.place(need, s.place); a != nil {
-		s.shadow.take(a)
-	}
-	return max(t, s.now)
 }
 
 // decidePreemptive runs the best-ranked jobs that fit the capacity and
@@ -544,8 +499,11 @@ func (s *simulator) decidePreemptive() {
 		if s.sel[k] != s.selEpoch || s.isRunning(k) {
 			continue
 		}
-		if s.free.fits(int(j.need)) {
-			s.start(k, s.free.place(int(j.need), s.place))
+		if s.free.Fits(int(j.need)) {
+			a := s.free.Place(int(j.need), s.place)
+			s.free.Take(a)
+			s.place = a
+			s.start(k, a)
 		}
 	}
 }
@@ -595,11 +553,11 @@ func (s *simulator) dequeue(k int32) policy.Job {
 	return pj
 }
 
-// start runs pending job k on allocation a, now.
-func (s *simulator) start(k int32, a []use) {
+// start runs pending job k on allocation a, now; a is already taken
+// from the free units.
+func (s *simulator) start(k int32, a []policy.Use) {
 	j := &s.jobs[k]
 	pj := s.dequeue(k)
-	s.free.take(a)
 	j.alloc = append(j.alloc[:0], a...)
 	j.start = s.now
 	if j.first < 0 {
@@ -625,7 +583,7 @@ func (s *simulator) stop(k int32) policy.Job {
 		s.jobs[s.runK[q]].pos = int32(q)
 	}
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
-	s.free.give(j.alloc)
+	s.free.Give(j.alloc)
 	rj.End = s.at(s.now)
 	return rj
 }

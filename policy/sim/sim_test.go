@@ -49,36 +49,6 @@ func smStarts(t *testing.T, jobs []policy.Job, cfg Config) (map[int64]float64, *
 	return got, res
 }
 
-func TestPool_Place(t *testing.T) {
-	tests := []struct {
-		name string
-		free []int
-		need int
-		want []use
-	}{
-		{"best fit: fewest free that fit", []int{3, 8, 2, 5}, 2, []use{{2, 2}}},
-		{"best fit skips too small nodes", []int{3, 8, 2, 5}, 4, []use{{3, 4}}},
-		{"ties go to the lowest index", []int{5, 8, 5}, 4, []use{{0, 4}}},
-		{"a whole node", []int{3, 8, 2, 8}, 8, []use{{1, 8}}},
-		{"multi-node jobs take whole free nodes", []int{8, 3, 8, 8}, 12, []use{{0, 8}, {2, 8}}},
-		{"not enough whole nodes", []int{8, 7, 7, 7}, 16, nil},
-		{"no node fits", []int{3, 3}, 4, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := &pool{perNode: 8, free: append([]int(nil), tt.free...)}
-			p.refresh()
-			got := p.place(tt.need, nil)
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(use{})); diff != "" {
-				t.Errorf("place(%d) on %v (-want +got):\n%s", tt.need, tt.free, diff)
-			}
-			if fits := p.fits(tt.need); fits != (tt.want != nil) {
-				t.Errorf("fits(%d) = %v, want %v", tt.need, fits, tt.want != nil)
-			}
-		})
-	}
-}
-
 // TestRun_Backfill replays a hand-made queue on 10 processors under FIFO.
 // EASY: job 2 (8 procs) is reserved at t=100, when job 1's limit ends and
 // 10 − 8 = 2 processors stay spare; job 3 ends by its limit (t=92) before

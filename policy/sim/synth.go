@@ -203,7 +203,7 @@ func Synth(p SynthParams) ([]policy.Job, error) {
 			User:      u.name,
 			Partition: "vc1",
 			Name:      tp.name,
-			Nodes:     nodesFor(tp.gpus, p.GPUsPerNode),
+			Nodes:     policy.NodesFor(tp.gpus, p.GPUsPerNode),
 			CPUs:      4 * tp.gpus,
 			GPUs:      tp.gpus,
 			State:     state,

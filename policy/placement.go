@@ -1,0 +1,421 @@
+package policy
+
+import (
+	"iter"
+	"math"
+	"math/bits"
+)
+
+// Use is the part of one node a job holds: Units of node Node.
+type Use struct {
+	Node  int32
+	Units int32
+}
+
+// Pool is the free units of a machine of identical nodes, with the two
+// numbers that decide whether a job fits anywhere: the largest free amount
+// on one node, and how many nodes are wholly free. It implements Helios'
+// consolidated placement (Hu et al., SC'21, §5.1, the artifact's
+// "consolidate" placer): a job that fits on one node goes to the node with
+// the fewest free units that can take it (best fit, lowest index on ties),
+// so large free nodes stay whole; a job larger than a node takes
+// ceil(need/perNode) wholly free nodes and holds them whole.
+//
+// The simulator and the start-time forecast place jobs with the same Pool,
+// so a forecast made with true run times replays the simulator exactly.
+type Pool struct {
+	perNode int
+	free    []int
+	total   int // Σ free
+	maxFree int
+	// count[f] is how many nodes have f units free; bits holds those
+	// nodes as one bit set per f (words words each), so that best fit
+	// finds its node without a scan of every node; hint[f] is the first
+	// word of f's set that may have a bit.
+	count []int32
+	bits  []uint64
+	hint  []int32
+	words int
+}
+
+// NewPool returns a pool of nodes wholly free nodes of perNode units.
+func NewPool(nodes, perNode int) *Pool {
+	free := make([]int, nodes)
+	for i := range free {
+		free[i] = perNode
+	}
+	return NewPoolFree(perNode, free)
+}
+
+// NewPoolFree returns a pool of nodes of perNode units, node i having
+// free[i] free (copied).
+func NewPoolFree(perNode int, free []int) *Pool {
+	p := &Pool{perNode: perNode, free: append([]int(nil), free...)}
+	p.refresh()
+	return p
+}
+
+// Total is the number of free units, over all nodes.
+func (p *Pool) Total() int { return p.total }
+
+// CopyFrom makes p an independent copy of q, reusing p's storage.
+func (p *Pool) CopyFrom(q *Pool) {
+	p.perNode, p.words = q.perNode, q.words
+	p.free = append(p.free[:0], q.free...)
+	p.count = append(p.count[:0], q.count...)
+	p.bits = append(p.bits[:0], q.bits...)
+	p.hint = append(p.hint[:0], q.hint...)
+	p.total, p.maxFree = q.total, q.maxFree
+}
+
+// refresh rebuilds the summary and the index from free.
+func (p *Pool) refresh() {
+	p.words = (len(p.free) + 63) / 64
+	levels := p.perNode + 1
+	p.count = resize(p.count, levels)
+	clear(p.count)
+	p.hint = resize(p.hint, levels)
+	clear(p.hint)
+	p.bits = resize(p.bits, levels*p.words)
+	clear(p.bits)
+	p.total, p.maxFree = 0, 0
+	for i, f := range p.free {
+		p.total += f
+		p.maxFree = max(p.maxFree, f)
+		p.count[f]++
+		p.bits[f*p.words+i>>6] |= 1 << (i & 63)
+	}
+}
+
+// set moves node i from f units free to g.
+func (p *Pool) set(i, f, g int) {
+	p.free[i] = g
+	p.count[f]--
+	p.bits[f*p.words+i>>6] &^= 1 << (i & 63)
+	p.count[g]++
+	w := i >> 6
+	p.bits[g*p.words+w] |= 1 << (i & 63)
+	if int32(w) < p.hint[g] {
+		p.hint[g] = int32(w)
+	}
+	p.total += g - f
+	if g > p.maxFree {
+		p.maxFree = g
+	}
+	for p.maxFree > 0 && p.count[p.maxFree] == 0 {
+		p.maxFree--
+	}
+}
+
+// lowest returns the lowest-index node with f units free, -1 when none.
+func (p *Pool) lowest(f int) int {
+	if p.count[f] == 0 {
+		return -1
+	}
+	set := p.bits[f*p.words : (f+1)*p.words]
+	for w := int(p.hint[f]); w < len(set); w++ {
+		if set[w] != 0 {
+			p.hint[f] = int32(w)
+			return w<<6 + bits.TrailingZeros64(set[w])
+		}
+	}
+	return -1
+}
+
+// Fits reports whether a job of need units can be placed now.
+func (p *Pool) Fits(need int) bool {
+	if need <= p.perNode {
+		return p.maxFree >= need
+	}
+	return int(p.count[p.perNode]) >= NodesFor(need, p.perNode)
+}
+
+// NodesFor is how many whole nodes of perNode units a job of need units takes.
+func NodesFor(need, perNode int) int { return (need + perNode - 1) / perNode }
+
+// Place chooses the nodes for a job of need units without taking them; it
+// returns nil when the job does not fit. dst is reused.
+func (p *Pool) Place(need int, dst []Use) []Use {
+	dst = dst[:0]
+	if need <= p.perNode {
+		for f := max(need, 0); f <= p.maxFree; f++ {
+			if i := p.lowest(f); i >= 0 {
+				return append(dst, Use{int32(i), int32(need)})
+			}
+		}
+		return nil
+	}
+	k := NodesFor(need, p.perNode)
+	if int(p.count[p.perNode]) < k {
+		return nil
+	}
+	set := p.bits[p.perNode*p.words : (p.perNode+1)*p.words]
+	for w := int(p.hint[p.perNode]); w < len(set); w++ {
+		for b := set[w]; b != 0; b &= b - 1 {
+			dst = append(dst, Use{int32(w<<6 + bits.TrailingZeros64(b)), int32(p.perNode)})
+			if len(dst) == k {
+				return dst
+			}
+		}
+	}
+	return nil
+}
+
+// Take removes an allocation from the free units.
+func (p *Pool) Take(a []Use) {
+	for _, u := range a {
+		f := p.free[u.Node]
+		p.set(int(u.Node), f, f-int(u.Units))
+	}
+}
+
+// Give returns an allocation to the free units.
+func (p *Pool) Give(a []Use) {
+	for _, u := range a {
+		f := p.free[u.Node]
+		p.set(int(u.Node), f, f+int(u.Units))
+	}
+}
+
+// limitAt lowers the free units of the nodes of a to at most q's.
+func (p *Pool) limitAt(q *Pool, a []Use) {
+	for _, u := range a {
+		if f, g := p.free[u.Node], q.free[u.Node]; g < f {
+			p.set(int(u.Node), f, g)
+		}
+	}
+}
+
+// EASY is one scheduling pass as Slurm's scheduler makes it over a ranked
+// queue, with EASY backfilling (Lifka, "The ANL/IBM SP scheduling system",
+// JSSPP 1995; Mu'alem and Feitelson, IEEE TPDS 12(6), 2001), as Slurm's
+// backfill plugin does it for the top job: jobs start in order while they
+// fit; the first that does not gets a reservation at the earliest time it
+// fits, judged by the time limits of the running jobs; a lower-ranked job
+// may start now if it fits and either ends (by its own time limit) before
+// that time or uses only units the reservation leaves free. The simulator
+// and the forecast both schedule with it.
+type EASY struct {
+	// Free is the machine's free units; Pass takes what it starts.
+	Free *Pool
+	buf  []Use
+	resv []Use // the reservation's nodes
+	// long[r] is what a job still running at the reservation may use of
+	// node resv[r]: the smaller of its free units now and at the
+	// reservation. Elsewhere that is what is free now, since the
+	// reservation only adds to what the node has free by then.
+	long  []int
+	hold  []Use // Free minus long, where it is more
+	gives [][]Use
+}
+
+// NewEASY returns a pass over a machine of nodes wholly free nodes of
+// perNode units.
+func NewEASY(nodes, perNode int) *EASY {
+	return &EASY{Free: NewPool(nodes, perNode)}
+}
+
+// Queue is the ranked queue a Pass schedules, best first: job i is the
+// caller's job Order[i], needs Need[i] units and holds them for at most
+// Limit[i] ns (its remaining time limit). Pass marks the jobs it starts
+// with a Need of -1 and passes over them after.
+type Queue struct {
+	Order []int32
+	Need  []int32
+	Limit []int64
+	// Lo is where the jobs not started begin: Order[:Lo] have started.
+	Lo   int
+	live int
+	// blockMin[b] is the least Need of the jobs not started in
+	// Need[b*queueBlock:(b+1)*queueBlock], so a pass skips a block
+	// where nothing fits.
+	blockMin []int32
+}
+
+const queueBlock = 64
+
+// Reset empties q, keeping its storage.
+func (q *Queue) Reset() {
+	q.Order, q.Need, q.Limit, q.blockMin = q.Order[:0], q.Need[:0], q.Limit[:0], q.blockMin[:0]
+	q.Lo, q.live = 0, 0
+}
+
+// Add appends job k, needing need units for at most limit ns.
+func (q *Queue) Add(k int32, need int, limit int64) {
+	if len(q.Order)%queueBlock == 0 {
+		q.blockMin = append(q.blockMin, math.MaxInt32)
+	}
+	q.Order, q.Need, q.Limit = append(q.Order, k), append(q.Need, int32(need)), append(q.Limit, limit)
+	b := &q.blockMin[len(q.blockMin)-1]
+	*b = min(*b, int32(need))
+	q.live++
+}
+
+// Live is how many jobs of q have not started.
+func (q *Queue) Live() int { return q.live }
+
+// Compact drops the started jobs once they are a good part of q.
+func (q *Queue) Compact() {
+	if q.live >= (len(q.Order)-q.Lo)*3/4 {
+		return
+	}
+	order, need, limit := q.Order[q.Lo:], q.Need[q.Lo:], q.Limit[q.Lo:]
+	q.Reset()
+	for i, k := range order {
+		if need[i] >= 0 {
+			q.Add(k, int(need[i]), limit[i])
+		}
+	}
+}
+
+// minNeed is the least need of the jobs not started, MaxInt32 when none.
+func (q *Queue) minNeed() int {
+	m := int32(math.MaxInt32)
+	for _, b := range q.blockMin[q.Lo/queueBlock:] {
+		m = min(m, b)
+	}
+	return int(m)
+}
+
+// started marks job i started.
+func (q *Queue) started(i int) {
+	q.Need[i] = -1
+	q.live--
+	b := i / queueBlock
+	m := int32(math.MaxInt32)
+	for _, n := range q.Need[b*queueBlock : min((b+1)*queueBlock, len(q.Need))] {
+		if n >= 0 {
+			m = min(m, n)
+		}
+	}
+	q.blockMin[b] = m
+}
+
+// fitCap is the largest need that fits now: Fits(n) is n <= fitCap().
+func (p *Pool) fitCap() int {
+	if w := int(p.count[p.perNode]); w > 0 {
+		return w * p.perNode
+	}
+	return p.maxFree
+}
+
+// Pass schedules q at instant now (any clock, in ns). ends yields the
+// running jobs' limit ends and allocations in time order, including the
+// jobs this pass started, as start records them. Without backfill the
+// pass stops at the first job that does not fit. For every job it
+// starts, Pass takes the units from Free, marks the job started in q and
+// calls start with the job's place in q and its allocation (valid only
+// during the call).
+func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill bool, start func(i int, a []Use)) {
+	free := e.Free
+	need := q.Need
+	i := q.Lo
+	for ; i < len(need); i++ {
+		if need[i] < 0 {
+			continue
+		}
+		if !free.Fits(int(need[i])) {
+			break
+		}
+		e.start(q, i, free.Place(int(need[i]), e.buf), start)
+	}
+	for q.Lo < len(need) && need[q.Lo] < 0 {
+		q.Lo++
+	}
+	if i >= len(need) || !backfill {
+		return
+	}
+	// The reservation is made when a job first fits: often none does.
+	head, shadow := i, int64(-1)
+	for x := i + 1; x < len(need); x++ {
+		if free.total == 0 {
+			break
+		}
+		if x%queueBlock == 0 && int(q.blockMin[x/queueBlock]) > free.fitCap() {
+			x += queueBlock - 1
+			continue
+		}
+		n := int(need[x])
+		if n < 0 || !free.Fits(n) {
+			continue
+		}
+		if shadow < 0 {
+			shadow = e.reserve(now, int(need[head]), ends)
+		}
+		if now+q.Limit[x] <= shadow {
+			a := free.Place(n, e.buf)
+			e.start(q, x, a, start)
+			for r, u := range e.resv {
+				e.long[r] = min(e.long[r], free.free[u.Node])
+			}
+			continue
+		}
+		// Look at the nodes as a job running past the reservation may
+		// use them: Free with the reservation's share held back.
+		e.hold = e.hold[:0]
+		for r, u := range e.resv {
+			if h := free.free[u.Node] - e.long[r]; h > 0 {
+				e.hold = append(e.hold, Use{u.Node, int32(h)})
+			}
+		}
+		free.Take(e.hold)
+		var a []Use
+		if free.Fits(n) {
+			a = free.Place(n, e.buf)
+		}
+		free.Give(e.hold)
+		if a == nil {
+			continue
+		}
+		for _, v := range a {
+			for r, u := range e.resv {
+				if u.Node == v.Node {
+					e.long[r] -= int(v.Units)
+				}
+			}
+		}
+		e.start(q, x, a, start)
+	}
+}
+
+func (e *EASY) start(q *Queue, i int, a []Use, start func(int, []Use)) {
+	e.Free.Take(a)
+	e.buf = a
+	q.started(i)
+	start(i, a)
+}
+
+// reserve computes the reservation of a job of need units: the earliest
+// time it fits, counting running jobs as ending at their time limits. It
+// leaves in e.resv the nodes it would take then and in e.long what a job
+// running past that time may use of them, and returns the time, never
+// before now. It plays the ends on Free and takes them back after.
+func (e *EASY) reserve(now int64, need int, ends iter.Seq2[int64, []Use]) int64 {
+	free := e.Free
+	t := now
+	e.gives = e.gives[:0]
+	if !free.Fits(need) {
+		first := true
+		for at, a := range ends {
+			if !first && at != t && free.Fits(need) {
+				break
+			}
+			t, first = at, false
+			free.Give(a)
+			e.gives = append(e.gives, a)
+		}
+	}
+	e.resv = free.Place(need, e.resv)
+	e.long = resize(e.long, len(e.resv))
+	for r, u := range e.resv {
+		e.long[r] = free.free[u.Node] - int(u.Units) // free at the reservation
+	}
+	for _, a := range e.gives {
+		free.Take(a)
+	}
+	clear(e.gives) // keep no allocation alive
+	for r, u := range e.resv {
+		e.long[r] = min(e.long[r], free.free[u.Node])
+	}
+	return max(t, now)
+}
