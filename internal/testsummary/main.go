@@ -47,8 +47,12 @@ var location = regexp.MustCompile(`^\s*\S+\.go:\d+: `)
 func why(msg string) string {
 	msg = strings.TrimSpace(location.ReplaceAllString(msg, ""))
 	switch {
+	case strings.HasPrefix(msg, shareddata.SkipPrefix) && strings.Contains(msg, "slurmrestd"):
+		return "slurmrestd captures not found (set FAIRWAY_SHARED to the shared folder, or place shared/ beside the repository; see README, \"Traces and captures\")"
 	case strings.HasPrefix(msg, shareddata.SkipPrefix):
-		return "traces or slurmrestd captures not found (set FAIRWAY_TRACES to the traces folder, FAIRWAY_SHARED to the shared folder, or place shared/ beside the repository; see README, \"Traces and captures\")"
+		return "traces not found (set FAIRWAY_TRACES to the traces folder, or place shared/ beside the repository; see README, \"Traces and captures\")"
+	case strings.HasPrefix(msg, "lab not configured"):
+		return "the lab is not running (make lab-up; eval \"$(contrib/lab/lab env)\")"
 	case msg == "":
 		return "no reason given"
 	}
