@@ -68,11 +68,15 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
 			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "policies simulated at once", EnvVars: []string{"FAIRWAY_SIMULATE_PARALLEL"}},
+			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := simulateSettings(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("forecast") {
+				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.App.Writer, os.Stderr)
 			}
 			return simulate(c.Context, cfg, c.App.Writer, os.Stderr)
 		},
@@ -237,23 +241,10 @@ func runPolicy(ctx context.Context, cfg simulateConfig, w *workload, name string
 	if err := ctx.Err(); err != nil {
 		return policyRun{}, err
 	}
-	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
+	sc, err := simConfig(ctx, cfg, w, name, progress)
 	if err != nil {
 		return policyRun{}, err
 	}
-	var pred policy.Predictor
-	if cfg.Predictor != "none" {
-		if pred, err = policy.NewPredictor(cfg.Predictor, policy.PredictorParams{}); err != nil {
-			return policyRun{}, err
-		}
-	}
-	sc := sim.Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
-		Progress: func(done, total int) error {
-			if progress != nil {
-				progress(name, done, total)
-			}
-			return ctx.Err()
-		}}
 	res, err := sim.Run(w.Jobs, sc)
 	if err != nil {
 		return policyRun{}, err
@@ -265,6 +256,27 @@ func runPolicy(ctx context.Context, cfg simulateConfig, w *workload, name string
 	}
 	slices.Sort(run.JCT)
 	return run, nil
+}
+
+// simConfig is the simulation of policy name on w as cfg says.
+func simConfig(ctx context.Context, cfg simulateConfig, w *workload, name string, progress func(string, int, int)) (sim.Config, error) {
+	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
+	if err != nil {
+		return sim.Config{}, err
+	}
+	var pred policy.Predictor
+	if cfg.Predictor != "none" {
+		if pred, err = policy.NewPredictor(cfg.Predictor, policy.PredictorParams{}); err != nil {
+			return sim.Config{}, err
+		}
+	}
+	return sim.Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
+		Progress: func(done, total int) error {
+			if progress != nil {
+				progress(name, done, total)
+			}
+			return ctx.Err()
+		}}, nil
 }
 
 // simulateReport is the JSON form of the comparison.
