@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/fairway-hpc/fairway/internal/jsonfix"
 )
 
 // API versions this package speaks, newest first: the order negotiation
@@ -372,6 +374,11 @@ func (c *Client) ListJobs(ctx context.Context) ([]Job, error) {
 	return jobs, err
 }
 
+// listJobsSkipped is ListJobs that also returns the records it skipped.
+func (c *Client) listJobsSkipped(ctx context.Context) ([]Job, []SkippedRecord, error) {
+	return c.listJobs(ctx, "/slurm/"+c.version+"/jobs")
+}
+
 // GetJob returns the records of one job id (GET /slurm/<v>/job/{id}): the
 // job itself, or an array's records or a heterogeneous job's components.
 func (c *Client) GetJob(ctx context.Context, id int64) ([]Job, error) {
@@ -379,7 +386,7 @@ func (c *Client) GetJob(ctx context.Context, id int64) ([]Job, error) {
 	return jobs, err
 }
 
-func (c *Client) listJobs(ctx context.Context, op string) ([]Job, *envelope, error) {
+func (c *Client) listJobs(ctx context.Context, op string) ([]Job, []SkippedRecord, error) {
 	var res jobsResult
 	status, err := c.stream(ctx, http.MethodGet, op, true, func(r io.Reader) error {
 		var derr error
@@ -396,7 +403,7 @@ func (c *Client) listJobs(ctx context.Context, op string) ([]Job, *envelope, err
 		c.log.Warn("skipped a job record that cannot be translated", "op", op, "job_id", sk.JobID, "error", c.scrub(sk.Err.Error()))
 	}
 	c.skipped.Add(int64(len(res.Skipped)))
-	return res.Jobs, res.Env, nil
+	return res.Jobs, res.Skipped, nil
 }
 
 // ListNodes returns every node.
@@ -428,8 +435,8 @@ func (c *Client) ListPartitions(ctx context.Context) ([]Partition, error) {
 }
 
 // Shares returns the body of GET /slurm/<v>/shares (Slurm 23.11 on, the
-// tree `sshare` prints) after the usual checks; package accounting parses
-// it. v0.0.38 has no such endpoint: that is an error naming the way out.
+// tree `sshare` prints) after the usual checks, bare Infinity values turned
+// into null; package accounting parses it. v0.0.38 has no such endpoint: that is an error naming the way out.
 func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 	if c.version == V0038 {
 		return nil, fmt.Errorf("%w: slurmrestd %s (Slurm 22.05's API) has no /shares endpoint; Slurm 23.11 and later serve /slurm/<v>/shares from v0.0.40 on: use fairway shares sync --from slurmdbd (sacctmgr) here", ErrVersion, c.version)
@@ -439,6 +446,7 @@ func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	body = jsonfix.NonFinite(body) // 24.11's v0.0.40/41 print "level": Infinity
 	var r struct {
 		envelope
 		Shares *json.RawMessage `json:"shares"`
@@ -459,7 +467,7 @@ func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 // any read fails, Read returns nil and the error, so a cycle never ranks or
 // writes from a partial view.
 func (c *Client) Read(ctx context.Context) (*Cluster, error) {
-	jobs, err := c.ListJobs(ctx)
+	jobs, skipped, err := c.listJobsSkipped(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read cluster: list jobs: %w", err)
 	}
@@ -471,7 +479,7 @@ func (c *Client) Read(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read cluster: list partitions: %w", err)
 	}
-	return &Cluster{Jobs: jobs, Nodes: nodes, Partitions: parts, Version: c.version, Slurm: c.Release()}, nil
+	return &Cluster{Jobs: jobs, Nodes: nodes, Partitions: parts, Version: c.version, Slurm: c.Release(), Skipped: skipped}, nil
 }
 
 // JobUpdate is the one change Fairway makes to a job. Exactly one field is

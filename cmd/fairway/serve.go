@@ -39,6 +39,7 @@ type serveConfig struct {
 	TokenEnv      string // the JWT from $SLURM_JWT, never logged
 	ScontrolToken bool
 	APIVersion    string
+	MaxBody       int64 // --slurm-max-body
 	WriteMode     slurmctl.Mode
 
 	Interval     time.Duration
@@ -51,6 +52,7 @@ type serveConfig struct {
 	Once         bool
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
+	Retention    accounting.Retention
 }
 
 func serveFlags() []cli.Flag {
@@ -62,7 +64,8 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "user name sent to slurmrestd (an operator or SlurmUser)", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
 		&cli.StringFlag{Name: "slurm-token-file", Usage: "file holding the JWT (re-read when it changes); else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
 		&cli.BoolFlag{Name: "scontrol-token", Usage: "mint and renew the JWT with `scontrol token` (Fairway runs as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
-		&cli.StringFlag{Name: "slurm-api", Usage: "pin the REST API version (v0.0.38, v0.0.40, v0.0.41); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
+		&cli.StringFlag{Name: "slurm-api", Usage: "pin the REST API version (v0.0.38, v0.0.40 to v0.0.45); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
+		&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: "largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
 		&cli.StringFlag{Name: "write-mode", Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},
 		&cli.StringFlag{Name: "policy", Value: policy.DefaultPolicy, Usage: "ranking policy: " + strings.Join(policy.PolicyNames(), ", "), EnvVars: []string{"FAIRWAY_POLICY"}},
 		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(policy.PredictorNames(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
@@ -81,6 +84,8 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "history-from", Value: historyFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
+		&cli.IntFlag{Name: "retention-job-months", Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
+		&cli.IntFlag{Name: "retention-decision-days", Value: accounting.DefaultRetention.DecisionDays, Usage: "days of decisions (whole monthly partitions) and cycle timings kept; 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_DECISION_DAYS"}},
 		&cli.BoolFlag{Name: "once", Usage: "run one cycle, print what it decided, and exit"},
 	}, rewriteFlags()...)
 }
@@ -112,9 +117,11 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	cfg := serveConfig{
 		SlurmURL: c.String("slurm-url"), SlurmUser: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
+		MaxBody:  c.Int64("slurm-max-body"),
 		Interval: c.Duration("interval"), MaxBackoff: c.Duration("max-backoff"), Listen: c.String("listen"),
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
+		Retention: accounting.Retention{JobMonths: c.Int("retention-job-months"), DecisionDays: c.Int("retention-decision-days")},
 	}
 	cfg.DryRun = c.Bool("dry-run")
 	cfg.runner = sidecar.Config{
@@ -135,6 +142,8 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, fmt.Errorf("--max-backoff %s: want at least --interval (%s)", cfg.MaxBackoff, cfg.Interval)
 	case cfg.runner.MaxWrites < 0:
 		return cfg, fmt.Errorf("--max-writes %d: want 0 (no cap) or more", cfg.runner.MaxWrites)
+	case cfg.Retention.JobMonths < 0 || cfg.Retention.DecisionDays < 0:
+		return cfg, errors.New("--retention-job-months and --retention-decision-days must not be negative (0 keeps everything)")
 	case cfg.HistoryDays < 0 || cfg.SyncEvery < 0:
 		return cfg, errors.New("--history-days and --sync-history-every must not be negative")
 	case cfg.HistoryFrom != historyFromREST && cfg.HistoryFrom != historyFromSacct:
@@ -204,7 +213,7 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
 		"slurm_api", s.client.Version(), "history_from", cfg.HistoryFrom)
 
-	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.client, Cluster: cfg.runner.Cluster}
+	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.client, Cluster: cfg.runner.Cluster, Log: log.With("component", "history")}
 	if cfg.HistoryFrom == historyFromSacct {
 		history = &accounting.SacctHistory{Cluster: cfg.runner.Cluster}
 	}
@@ -212,7 +221,24 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		_, _, _, err := s.store.SyncHistory(ctx, history, accounting.SyncOptions{Cluster: cfg.runner.Cluster, SkipBad: true})
 		return err
 	}
-	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery}, &ready, sync)
+	retain := func(ctx context.Context) error {
+		rep, err := s.store.ApplyRetention(ctx, time.Now(), cfg.Retention)
+		if err != nil {
+			return err
+		}
+		log.Info("retention: history trimmed", "dropped_partitions", rep.Dropped, "cycles_pruned", rep.CyclesPruned,
+			"jobs_kept_since", keptSince(rep.JobsSince), "decisions_kept_since", keptSince(rep.DecisionsSince))
+		return nil
+	}
+	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+}
+
+// keptSince names a retention cutoff for the log.
+func keptSince(t time.Time) string {
+	if t.IsZero() {
+		return "all"
+	}
+	return t.Format(time.RFC3339)
 }
 
 // serveStore is what serve keeps in and reads from the database
@@ -259,7 +285,7 @@ func openServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Lo
 	fail := func(err error) (*served, error) { s.close(); return nil, err }
 
 	client, err := newSlurmClient(ctx, slurmSettings{URL: cfg.SlurmURL, User: cfg.SlurmUser, TokenFile: cfg.TokenFile,
-		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion}, base)
+		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion, MaxBody: cfg.MaxBody}, base)
 	if err != nil {
 		return fail(err)
 	}
@@ -344,7 +370,7 @@ func printOnce(w io.Writer, res *sidecar.CycleResult, cfg serveConfig) error {
 	for _, ch := range res.Changed {
 		changed[ch.JobID] = true
 	}
-	mode := "written"
+	mode := fmt.Sprintf("written: %d applied, %d failed", len(res.Report.Applied), len(res.Report.Failed))
 	if res.DryRun {
 		mode = "dry run: nothing written"
 	}
@@ -362,5 +388,26 @@ func printOnce(w io.Writer, res *sidecar.CycleResult, cfg serveConfig) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return printRewrite(w, res.Rewrite)
+	if err := printRewrite(w, res.Rewrite); err != nil {
+		return err
+	}
+	return onceWriteErr(res.Report)
+}
+
+// onceWriteErr makes `serve --once` fail when any write failed, naming
+// each job and why, so a script or an operator cannot take a cycle whose
+// writes Slurm refused for a success.
+func onceWriteErr(rep slurmctl.Report) error {
+	if len(rep.Failed) == 0 && len(rep.ReadBack.Mismatches) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d writes failed", len(rep.Failed), len(rep.Planned))
+	for _, f := range rep.Failed {
+		fmt.Fprintf(&b, "\n  job %s: %v", f.Target, f.Err)
+	}
+	for _, m := range rep.ReadBack.Mismatches {
+		fmt.Fprintf(&b, "\n  job %d read back wrong: %s", m.JobID, m.Why)
+	}
+	return errors.New(b.String())
 }

@@ -36,18 +36,11 @@ type simulateConfig struct {
 	JSON      bool
 	Out       string
 	Parallel  int
+	Load      float64 // inter-arrival scale: offered load × Load
 }
 
-// Defaults for traces that do not say how big their cluster was.
-const (
-	// phillyNodes × phillyGPUsPerNode is the cluster the Chronus artifact
-	// replays Philly-MIX on (run/exp_cluster/batch_run.sh:
-	// num_node_p_switch=120; options.py: num_gpu_p_node=8).
-	phillyNodes       = 120
-	phillyGPUsPerNode = 8
-	// bundledSeed fixes the bundled synthetic workload.
-	bundledSeed = 1
-)
+// bundledSeed fixes the bundled synthetic workload.
+const bundledSeed = 1
 
 func simulateCommand() *cli.Command {
 	return &cli.Command{
@@ -67,10 +60,20 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
-			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "policies simulated at once", EnvVars: []string{"FAIRWAY_SIMULATE_PARALLEL"}},
+			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "policies (with --suite, simulations) run at once", EnvVars: []string{"FAIRWAY_SIMULATE_PARALLEL"}},
+			&cli.Float64Flag{Name: "load", Value: 1, Usage: "scale inter-arrival times so the offered load is this many times the trace's own", EnvVars: []string{"FAIRWAY_SIMULATE_LOAD"}},
+			&cli.BoolFlag{Name: "suite", Usage: "replay every policy over the evaluation suite (CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds × loads) and judge the default", EnvVars: []string{"FAIRWAY_SIMULATE_SUITE"}},
+			&cli.StringFlag{Name: "traces-dir", Value: defaultTracesDir, Usage: "with --suite: folder holding the suite's traces", EnvVars: []string{"FAIRWAY_TRACES_DIR"}},
+			&cli.StringFlag{Name: "loads", Value: "0.8,1.0,1.2", Usage: "with --suite: comma-separated load factors", EnvVars: []string{"FAIRWAY_SIMULATE_LOADS"}},
+			&cli.IntFlag{Name: "max-jobs", Usage: "with --suite: replay only each trace's first N jobs (0: all)", EnvVars: []string{"FAIRWAY_SIMULATE_MAX_JOBS"}},
+			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
+			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
 			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("suite") {
+				return simulateSuite(c)
+			}
 			cfg, err := simulateSettings(c)
 			if err != nil {
 				return err
@@ -86,7 +89,7 @@ func simulateCommand() *cli.Command {
 // simulateSettings validates the flags once, naming the bad one.
 func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	cfg := simulateConfig{Trace: c.String("trace"), JSON: c.Bool("json"), Out: c.String("out"),
-		Nodes: c.Int("nodes"), PerNode: c.Int("per-node"), Parallel: c.Int("parallel")}
+		Nodes: c.Int("nodes"), PerNode: c.Int("per-node"), Parallel: c.Int("parallel"), Load: c.Float64("load")}
 	var err error
 	switch {
 	case cfg.Trace != "":
@@ -126,6 +129,9 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	if cfg.Parallel < 1 {
 		return cfg, fmt.Errorf("--parallel %d: want >= 1", cfg.Parallel)
 	}
+	if !(cfg.Load > 0) || cfg.Load > 1000 {
+		return cfg, fmt.Errorf("--load %g: want a factor > 0 (1 replays the trace as it arrived)", cfg.Load)
+	}
 	return cfg, nil
 }
 
@@ -147,62 +153,24 @@ func nameList(s string, known func(string) bool) ([]string, error) {
 	return out, nil
 }
 
-// workload is what a simulation replays.
-type workload struct {
-	Name    string
-	Format  string
-	Jobs    []policy.Job
-	Cluster sim.Cluster
-	// LeftOut counts the trace records the reader left out, by reason.
-	LeftOut map[string]int
-}
-
-// loadWorkload reads the trace, or generates the bundled workload, and
-// sizes the cluster.
-func loadWorkload(cfg simulateConfig) (*workload, error) {
+// loadWorkload reads the trace, or generates the bundled workload, sizes
+// the cluster and scales the offered load by cfg.Load.
+func loadWorkload(cfg simulateConfig) (*sim.Workload, error) {
+	var w *sim.Workload
+	var err error
 	if cfg.Trace == "" {
-		p := sim.SynthParams{Seed: bundledSeed, Nodes: cfg.Nodes, GPUsPerNode: cfg.PerNode}
-		jobs, err := sim.Synth(p)
-		if err != nil {
-			return nil, err
-		}
-		nodes, per := orDefault(cfg.Nodes, 8), orDefault(cfg.PerNode, 8)
-		return &workload{Name: "bundled synthetic workload (seed 1)", Format: "synthetic", Jobs: jobs,
-			Cluster: sim.Cluster{Nodes: nodes, PerNode: per, Unit: sim.GPUs}}, nil
+		w, err = sim.SynthWorkload(fmt.Sprintf("bundled synthetic workload (seed %d)", bundledSeed), bundledSeed, cfg.Nodes, cfg.PerNode)
+	} else {
+		w, err = sim.LoadTrace(cfg.Trace, cfg.Format, cfg.Nodes, cfg.PerNode)
 	}
-	f, err := os.Open(cfg.Trace)
 	if err != nil {
-		return nil, fmt.Errorf("open trace: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	tr, err := trace.ReadAll(f, cfg.Format, trace.Options{Name: cfg.Trace})
-	if err != nil {
-		return nil, fmt.Errorf("read trace: %w", err)
-	}
-	w := &workload{Name: filepath.Base(cfg.Trace), Format: string(cfg.Format), Jobs: tr.Jobs, LeftOut: tr.LeftOut}
-	switch cfg.Format {
-	case trace.SWF:
-		procs := tr.Meta.MaxProcs
-		if procs == 0 {
-			procs = tr.Meta.MaxNodes
-		}
-		if procs == 0 && (cfg.Nodes == 0 || cfg.PerNode == 0) {
-			return nil, fmt.Errorf("%s: no MaxProcs or MaxNodes header: give --nodes and --per-node", cfg.Trace)
-		}
-		w.Cluster = sim.Cluster{Nodes: orDefault(cfg.Nodes, 1), PerNode: orDefault(cfg.PerNode, procs), Unit: sim.CPUs}
-	case trace.PhillyMIX:
-		w.Cluster = sim.Cluster{Nodes: orDefault(cfg.Nodes, phillyNodes), PerNode: orDefault(cfg.PerNode, phillyGPUsPerNode), Unit: sim.GPUs}
-	case trace.Helios:
-		w.Cluster = sim.Cluster{Nodes: cfg.Nodes, PerNode: orDefault(cfg.PerNode, 8), Unit: sim.GPUs}
+	w.OwnLoad = sim.OfferedLoad(w.Jobs, w.Cluster)
+	if w.Jobs, err = sim.ScaleLoad(w.Jobs, cfg.Load); err != nil {
+		return nil, fmt.Errorf("--load: %w", err)
 	}
 	return w, nil
-}
-
-func orDefault(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // policyRun is one policy's simulation, measured.
@@ -214,7 +182,7 @@ type policyRun struct {
 }
 
 // runPolicies simulates every policy of cfg on w, cfg.Parallel at a time.
-func runPolicies(ctx context.Context, cfg simulateConfig, w *workload, progress func(policy string, done, total int)) ([]policyRun, error) {
+func runPolicies(ctx context.Context, cfg simulateConfig, w *sim.Workload, progress func(policy string, done, total int)) ([]policyRun, error) {
 	runs := make([]policyRun, len(cfg.Policies))
 	errs := make([]error, len(cfg.Policies))
 	sem := make(chan struct{}, cfg.Parallel)
@@ -237,7 +205,7 @@ func runPolicies(ctx context.Context, cfg simulateConfig, w *workload, progress 
 	return runs, nil
 }
 
-func runPolicy(ctx context.Context, cfg simulateConfig, w *workload, name string, progress func(string, int, int)) (policyRun, error) {
+func runPolicy(ctx context.Context, cfg simulateConfig, w *sim.Workload, name string, progress func(string, int, int)) (policyRun, error) {
 	if err := ctx.Err(); err != nil {
 		return policyRun{}, err
 	}
@@ -259,7 +227,7 @@ func runPolicy(ctx context.Context, cfg simulateConfig, w *workload, name string
 }
 
 // simConfig is the simulation of policy name on w as cfg says.
-func simConfig(ctx context.Context, cfg simulateConfig, w *workload, name string, progress func(string, int, int)) (sim.Config, error) {
+func simConfig(ctx context.Context, cfg simulateConfig, w *sim.Workload, name string, progress func(string, int, int)) (sim.Config, error) {
 	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
 	if err != nil {
 		return sim.Config{}, err
@@ -289,7 +257,12 @@ type simulateReport struct {
 	Cluster   clusterJSON    `json:"cluster"`
 	Backfill  sim.Backfill   `json:"backfill"`
 	Predictor string         `json:"predictor"`
-	Policies  []sim.Metrics  `json:"policies"`
+	// Load is --load; OwnLoad the trace's offered load as it arrived and
+	// OfferedLoad the one replayed (OwnLoad × Load).
+	Load        float64       `json:"load"`
+	OwnLoad     float64       `json:"own_offered_load"`
+	OfferedLoad float64       `json:"offered_load"`
+	Policies    []sim.Metrics `json:"policies"`
 }
 
 type clusterJSON struct {
@@ -327,6 +300,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		return err
 	}
 	rep := simulateReport{Trace: w.Name, Format: w.Format, LeftOut: w.LeftOut, Skipped: runs[0].Skipped, Backfill: cfg.Backfill, Predictor: cfg.Predictor,
+		Load: cfg.Load, OwnLoad: w.OwnLoad, OfferedLoad: sim.OfferedLoad(w.Jobs, w.Cluster),
 		Cluster: clusterJSON{w.Cluster.Nodes, w.Cluster.PerNode, string(w.Cluster.Unit)}, Jobs: runs[0].Metrics.Jobs}
 	if len(rep.Skipped) == 0 {
 		rep.Skipped = nil
@@ -355,6 +329,11 @@ func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) er
 	}
 	fmt.Fprintf(w, "%s (%s): %d jobs on %d × %d %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
 		rep.Cluster.Nodes, rep.Cluster.PerNode, rep.Cluster.Unit, backfill, rep.Predictor)
+	if rep.Load != 1 {
+		fmt.Fprintf(w, "offered load %.2f: %g × the trace's own %.2f\n", rep.OfferedLoad, rep.Load, rep.OwnLoad)
+	} else {
+		fmt.Fprintf(w, "offered load %.2f (the trace's own)\n", rep.OfferedLoad)
+	}
 	left := maps.Clone(rep.LeftOut)
 	if left == nil {
 		left = map[string]int{}
@@ -427,4 +406,57 @@ func writeCSV(path string, rows [][]string) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// defaultTracesDir is where a checkout beside the project's shared data
+// finds the suite's traces.
+const defaultTracesDir = "../shared/data/traces"
+
+// simulateSuite runs `fairway simulate --suite`.
+func simulateSuite(c *cli.Context) error {
+	cfg := sim.SuiteConfig{Traces: sim.SuiteTraces(c.String("traces-dir")), MaxJobs: c.Int("max-jobs"), Parallel: c.Int("parallel"),
+		Predictors: !c.Bool("no-predictors")}
+	var err error
+	if cfg.Policies, err = nameList(c.String("policies"), func(n string) bool { _, ok := policy.Policies[n]; return ok }); err != nil {
+		return fmt.Errorf("--policies: %w", err)
+	}
+	if cfg.Backfill, err = sim.ParseBackfill(c.String("backfill")); err != nil {
+		return fmt.Errorf("--backfill: %w", err)
+	}
+	cfg.Predictor = c.String("predictor")
+	if _, ok := policy.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
+		return fmt.Errorf("--predictor: unknown predictor %q", cfg.Predictor)
+	}
+	preempt, err := nameList(c.String("preempt"), func(n string) bool { _, ok := policy.Policies[n]; return ok })
+	if err != nil {
+		return fmt.Errorf("--preempt: %w", err)
+	}
+	cfg.Preempt = map[string]bool{}
+	for _, n := range preempt {
+		cfg.Preempt[n] = true
+	}
+	for _, f := range strings.Split(c.String("loads"), ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(x > 0) {
+			return fmt.Errorf("--loads: %q: want positive numbers like 0.8,1.0,1.2", f)
+		}
+		cfg.Loads = append(cfg.Loads, x)
+	}
+	if c.Int("max-jobs") < 0 {
+		return fmt.Errorf("--max-jobs %d: want >= 0", c.Int("max-jobs"))
+	}
+	if isTerminal(os.Stderr) {
+		cfg.Progress = func(msg string) { fmt.Fprintf(os.Stderr, "\r\033[K%s", msg) }
+	}
+	res, err := sim.RunSuite(c.Context, cfg)
+	if cfg.Progress != nil {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("markdown") {
+		return res.WriteMarkdown(c.App.Writer)
+	}
+	return res.WriteText(c.App.Writer)
 }

@@ -215,7 +215,11 @@ func TestSimulate_ArchiveUnknownRecords(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "archive.swf (swf): 2 jobs on 1 × 8 cpus") {
 		t.Errorf("first line %q", lines[0])
 	}
-	if want := "left out: 1 records with unknown run time; 1 records with unknown submit time"; lines[1] != want {
+	// 2 jobs: 4 CPUs × 100 s and 8 × 50 over 8 CPUs × 20 s of submits.
+	if want := "offered load 5.00 (the trace's own)"; lines[1] != want {
 		t.Errorf("second line %q, want %q", lines[1], want)
+	}
+	if want := "left out: 1 records with unknown run time; 1 records with unknown submit time"; lines[2] != want {
+		t.Errorf("third line %q, want %q", lines[2], want)
 	}
 }

@@ -158,6 +158,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 		return nil, r.failCycle(ctx, log, rec, "read_error", fmt.Errorf("%w: %w", ErrSlurmRead, err))
 	}
 	r.metrics.slurmUp.Set(1)
+	r.metrics.skippedRecords.Add(float64(len(cl.Skipped)))
 
 	// 2. Observe.
 	pendingRecs := r.rankable(cl)
@@ -229,6 +230,9 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 		// The writer reports what it did even on error.
 		log.Error("write to slurm", "err", err, "applied", len(report.Applied), "failed", len(report.Failed))
 		rec.Error = "write: " + err.Error()
+		if errors.Is(err, slurmctl.ErrReadBack) {
+			r.metrics.writerStopped.Set(1)
+		}
 	}
 	rec.Write = r.now().Sub(t)
 	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)

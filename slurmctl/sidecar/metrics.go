@@ -24,6 +24,9 @@ type Metrics struct {
 	jobsRunning     prometheus.Gauge
 	writes          prometheus.Counter
 	writeErrors     prometheus.Counter
+	readBackBad     prometheus.Counter
+	writerStopped   prometheus.Gauge
+	skippedRecords  prometheus.Counter
 	planned         prometheus.Counter
 	leader          prometheus.Gauge
 	slurmUp         prometheus.Gauge
@@ -49,6 +52,9 @@ func NewMetrics() *Metrics {
 	m.jobsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_jobs_running", Help: "Running jobs seen in the last cycle."})
 	m.writes = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_writes_total", Help: "Values written to Slurm and confirmed."})
 	m.writeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_write_errors_total", Help: "Writes Slurm refused or whose outcome is unknown."})
+	m.readBackBad = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_write_readback_mismatches_total", Help: "Written jobs whose priority, read back from Slurm, contradicts the value written (REST writer modes)."})
+	m.writerStopped = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_writer_stopped", Help: "1 when a read-back mismatch stopped the writer: nothing is written until serve restarts."})
+	m.skippedRecords = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_slurm_records_skipped_total", Help: "Job records slurmrestd sent that could not be translated and were left out of the cycle (each logged)."})
 	m.planned = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_values_changed_total", Help: "Values decided that differ from the previous cycle (written, or in dry run would be)."})
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_leader", Help: "1 when this process holds the leader lease and may write to Slurm."})
 	m.slurmUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_slurm_up", Help: "1 when the last read of slurmrestd succeeded."})
@@ -63,6 +69,7 @@ func NewMetrics() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(10, 3, 10),
 	})
 	for _, c := range []prometheus.Collector{m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
+		m.readBackBad, m.writerStopped, m.skippedRecords,
 		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
 		m.predictionError, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -83,6 +90,7 @@ func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl
 	m.jobsRunning.Set(float64(len(s.Running)))
 	m.writes.Add(float64(len(rep.Applied)))
 	m.writeErrors.Add(float64(len(rep.Failed)))
+	m.readBackBad.Add(float64(len(rep.ReadBack.Mismatches)))
 	m.planned.Add(float64(len(rep.Planned)))
 
 	type agg struct {

@@ -88,6 +88,11 @@ type LoopConfig struct {
 	Interval   time.Duration
 	MaxBackoff time.Duration // longest wait while Slurm is unreadable
 	SyncEvery  int           // cycles between slurmdbd history syncs; 0: never
+	// Retain, when not nil, applies the history's retention: while this
+	// process leads, after its first successful cycle and then every
+	// RetainEvery (a day when 0).
+	Retain      func(ctx context.Context) error
+	RetainEvery time.Duration
 }
 
 // HistorySyncer pulls slurmdbd's history into the database
@@ -99,6 +104,10 @@ type HistorySyncer func(ctx context.Context) error
 // when not nil, runs every SyncEvery cycles while this process leads.
 func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, sync HistorySyncer) error {
 	wait := time.Duration(0)
+	if cfg.RetainEvery <= 0 {
+		cfg.RetainEvery = 24 * time.Hour
+	}
+	var retained time.Time // last retention run; zero: none yet
 	for {
 		select {
 		case <-ctx.Done():
@@ -114,6 +123,12 @@ func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, s
 		if err == nil && sync != nil && cfg.SyncEvery > 0 && r.cycle%int64(cfg.SyncEvery) == 0 && r.wasLeader {
 			if serr := sync(cctx); serr != nil {
 				r.log.Warn("slurmdbd history sync", "err", serr)
+			}
+		}
+		if now := r.now(); err == nil && cfg.Retain != nil && r.wasLeader && (retained.IsZero() || now.Sub(retained) >= cfg.RetainEvery) {
+			retained = now
+			if rerr := cfg.Retain(cctx); rerr != nil {
+				r.log.Warn("retention", "err", rerr)
 			}
 		}
 		cancel()

@@ -1,0 +1,174 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/trace"
+)
+
+// Workload is what a simulation replays: jobs and the cluster they ran on.
+type Workload struct {
+	Name    string
+	Format  string // a trace.Format, or "synthetic"
+	Jobs    []policy.Job
+	Cluster Cluster
+	// LeftOut counts the trace records the reader left out, by reason
+	// (nil for a synthetic workload).
+	LeftOut map[string]int
+	// OwnLoad is the trace's offered load as it arrived, before any
+	// ScaleLoad (set by whoever scales).
+	OwnLoad float64
+}
+
+// The clusters traces that do not record their size are replayed on.
+const (
+	// PhillyNodes × PhillyGPUsPerNode is the cluster the Chronus artifact
+	// replays Philly-MIX on (run/exp_cluster/batch_run.sh:
+	// num_node_p_switch=120; options.py: num_gpu_p_node=8).
+	PhillyNodes       = 120
+	PhillyGPUsPerNode = 8
+	// SynthNodes × SynthGPUsPerNode is the synthetic workload's cluster,
+	// Synth's default.
+	SynthNodes       = 8
+	SynthGPUsPerNode = 8
+)
+
+// LoadTrace reads the trace at path and sizes its cluster: an SWF trace
+// runs on one pool of its header's MaxProcs (else MaxNodes) processors,
+// Philly-MIX on PhillyNodes × PhillyGPUsPerNode, a Helios trace on nodes ×
+// perNode (8 GPUs a node by default). nodes and perNode, when > 0,
+// override the trace's own size; a trace that gives none needs both.
+func LoadTrace(path string, f trace.Format, nodes, perNode int) (*Workload, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open trace: %w", err)
+	}
+	defer fh.Close()
+	tr, err := trace.ReadAll(fh, f, trace.Options{Name: path})
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	w := &Workload{Name: filepath.Base(path), Format: string(f), Jobs: tr.Jobs, LeftOut: tr.LeftOut}
+	if w.LeftOut == nil {
+		w.LeftOut = map[string]int{}
+	}
+	switch f {
+	case trace.SWF:
+		procs := tr.Meta.MaxProcs
+		if procs == 0 {
+			procs = tr.Meta.MaxNodes
+		}
+		if procs == 0 && (nodes == 0 || perNode == 0) {
+			return nil, fmt.Errorf("%s: no MaxProcs or MaxNodes header: give --nodes and --per-node", path)
+		}
+		w.Cluster = Cluster{Nodes: orDefault(nodes, 1), PerNode: orDefault(perNode, procs), Unit: CPUs}
+	case trace.PhillyMIX:
+		w.Cluster = Cluster{Nodes: orDefault(nodes, PhillyNodes), PerNode: orDefault(perNode, PhillyGPUsPerNode), Unit: GPUs}
+	case trace.Helios:
+		if nodes == 0 {
+			return nil, fmt.Errorf("%s: Helios traces do not record their cluster's size: give --nodes", path)
+		}
+		w.Cluster = Cluster{Nodes: nodes, PerNode: orDefault(perNode, 8), Unit: GPUs}
+	}
+	return w, nil
+}
+
+// SynthWorkload generates the synthetic workload of seed (Synth's
+// defaults) on its cluster, nodes × perNode GPUs when given.
+func SynthWorkload(name string, seed uint64, nodes, perNode int) (*Workload, error) {
+	jobs, err := Synth(SynthParams{Seed: seed, Nodes: nodes, GPUsPerNode: perNode})
+	if err != nil {
+		return nil, err
+	}
+	return &Workload{Name: name, Format: "synthetic", Jobs: jobs,
+		Cluster: Cluster{Nodes: orDefault(nodes, SynthNodes), PerNode: orDefault(perNode, SynthGPUsPerNode), Unit: GPUs}}, nil
+}
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// FirstJobs returns the first n jobs of w in submit order (all when n <= 0
+// or w has no more), for a cheaper replay of a long trace's start.
+func (w *Workload) FirstJobs(n int) *Workload {
+	if n <= 0 || n >= len(w.Jobs) {
+		return w
+	}
+	jobs := slices.Clone(w.Jobs)
+	slices.SortStableFunc(jobs, func(a, b policy.Job) int { return a.Submit.Compare(b.Submit) })
+	c := *w
+	c.Jobs = jobs[:n]
+	return &c
+}
+
+// OfferedLoad is the work the jobs bring (units × run time, over the jobs
+// the cluster can run) over the cluster's capacity across the submit span
+// (first to last submit): 1 means the jobs, arriving as they do, would keep
+// the whole cluster busy. 0 when the span is empty.
+func OfferedLoad(jobs []policy.Job, c Cluster) float64 {
+	var first, last time.Time
+	work := 0.0
+	for i := range jobs {
+		j := &jobs[i]
+		need := c.Need(j)
+		if need <= 0 || need > c.Capacity() || j.Start.IsZero() || j.End.Before(j.Start) || j.Submit.IsZero() {
+			continue
+		}
+		if first.IsZero() || j.Submit.Before(first) {
+			first = j.Submit
+		}
+		if j.Submit.After(last) {
+			last = j.Submit
+		}
+		work += float64(need) * j.End.Sub(j.Start).Seconds()
+	}
+	span := last.Sub(first).Seconds()
+	if span <= 0 || c.Capacity() <= 0 {
+		return 0
+	}
+	return work / (float64(c.Capacity()) * span)
+}
+
+// ScaleLoad returns a copy of jobs whose inter-arrival times are divided by
+// x, so that the offered load is x times the trace's own ("what if our
+// users submit 20% more"): each submit moves to first + (submit − first)/x,
+// and the job's eligible, start, end and deadline instants move with it, so
+// that run times, requested times and recorded waits stay as they were.
+// x must be > 0; 1 returns jobs unchanged.
+func ScaleLoad(jobs []policy.Job, x float64) ([]policy.Job, error) {
+	if !(x > 0) || x > 1e6 {
+		return nil, fmt.Errorf("load %g: want a factor > 0", x)
+	}
+	if x == 1 || len(jobs) == 0 {
+		return jobs, nil
+	}
+	var first time.Time
+	for i := range jobs {
+		if s := jobs[i].Submit; !s.IsZero() && (first.IsZero() || s.Before(first)) {
+			first = s
+		}
+	}
+	out := slices.Clone(jobs)
+	for i := range out {
+		j := &out[i]
+		if j.Submit.IsZero() {
+			continue
+		}
+		off := j.Submit.Sub(first)
+		d := time.Duration(float64(off)/x) - off
+		for _, t := range []*time.Time{&j.Submit, &j.Eligible, &j.Start, &j.End, &j.Deadline} {
+			if !t.IsZero() {
+				*t = t.Add(d)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,80 @@
+package sim
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+func TestScaleLoad(t *testing.T) {
+	t0 := time.Date(2020, 4, 1, 0, 0, 0, 0, time.UTC)
+	job := func(id int64, submit, wait, run int) policy.Job {
+		s := t0.Add(time.Duration(submit) * time.Second)
+		st := s.Add(time.Duration(wait) * time.Second)
+		return policy.Job{ID: id, Submit: s, Start: st, End: st.Add(time.Duration(run) * time.Second), CPUs: 2, TimeLimit: time.Hour}
+	}
+	jobs := []policy.Job{job(1, 100, 5, 50), job(2, 300, 0, 100), job(3, 700, 20, 10)}
+	c := Cluster{Nodes: 1, PerNode: 4, Unit: CPUs}
+	own := OfferedLoad(jobs, c)
+	// 2 CPUs × 160 s over 4 CPUs × 600 s.
+	if want := 2.0 * 160 / (4 * 600); math.Abs(own-want) > 1e-12 {
+		t.Fatalf("OfferedLoad = %g, want %g", own, want)
+	}
+	tests := []struct {
+		x       float64
+		submits []int // seconds after t0
+	}{
+		{1, []int{100, 300, 700}},
+		{2, []int{100, 200, 400}},
+		{0.5, []int{100, 500, 1300}},
+	}
+	for _, tt := range tests {
+		got, err := ScaleLoad(jobs, tt.x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if s := int(got[i].Submit.Sub(t0).Seconds()); s != tt.submits[i] {
+				t.Errorf("x=%g job %d: submit %d, want %d", tt.x, got[i].ID, s, tt.submits[i])
+			}
+			if got[i].RunTime() != jobs[i].RunTime() || got[i].Wait() != jobs[i].Wait() || got[i].TimeLimit != jobs[i].TimeLimit {
+				t.Errorf("x=%g job %d: run %v wait %v limit %v, want %v %v %v", tt.x, got[i].ID, got[i].RunTime(), got[i].Wait(),
+					got[i].TimeLimit, jobs[i].RunTime(), jobs[i].Wait(), jobs[i].TimeLimit)
+			}
+		}
+		if l := OfferedLoad(got, c); math.Abs(l-tt.x*own) > 1e-9 {
+			t.Errorf("x=%g: offered load %g, want %g", tt.x, l, tt.x*own)
+		}
+	}
+	if jobs[1].Submit != t0.Add(300*time.Second) {
+		t.Error("ScaleLoad modified its input")
+	}
+	for _, x := range []float64{0, -1, math.NaN()} {
+		if _, err := ScaleLoad(jobs, x); err == nil {
+			t.Errorf("ScaleLoad(%g): want error", x)
+		}
+	}
+}
+
+func TestCriteria(t *testing.T) {
+	def := Metrics{Name: "d", AvgWait: 100, AvgBSLD: 5, Jain: 0.50, MaxRho: 10, AvgJCT: 1150}
+	others := map[string]Metrics{
+		"fifo":       {AvgWait: 200},
+		"fairshare":  {AvgWait: 150, AvgBSLD: 4, Jain: 0.505, MaxRho: 20},
+		"vtc":        {AvgWait: 100},
+		"qssf":       {MaxRho: 11},
+		"sjf-oracle": {AvgJCT: 1000},
+	}
+	var got []string
+	for _, c := range Criteria(def, others) {
+		if !c.Met {
+			got = append(got, c.Name+" "+c.Miss())
+		}
+	}
+	want := []string{"avg wait < vtc +0.0%", "avg bsld < fairshare +25.0%"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("missed %q, want %q", got, want)
+	}
+}
