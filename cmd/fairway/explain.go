@@ -37,9 +37,6 @@ func explainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := applyConfigFile(c); err != nil {
-				return err
-			}
 			cfg, err := serveSettings(c)
 			if err != nil {
 				return err
@@ -73,6 +70,7 @@ func explainCommand() *cli.Command {
 // keeps records in memory: nothing reaches Slurm, the table file or the
 // database, whatever the settings say.
 func explain(ctx context.Context, cfg serveConfig, d serveDeps, id int64, log *slog.Logger) (*sidecar.Explanation, error) {
+	cfg.runner.BufferDir = "" // serve's spilled records are serve's to ship
 	r, err := newServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
 	if err != nil {
 		return nil, err

@@ -59,10 +59,10 @@ func unsetenv(t *testing.T, keys ...string) {
 	}
 }
 
-// cleanHookEnv unsets every hook setting in the environment (`lab env`
+// cleanHookEnv unsets every setting in the environment (`lab env`
 // exports FAIRWAY_DATABASE_URL, which would win over a config file).
 func cleanHookEnv(t *testing.T) {
-	for k := range knownHookSettings() {
+	for k := range knownSettings(newApp()) {
 		unsetenv(t, k)
 	}
 	unsetenv(t, "SLURM_CLUSTER_NAME", "FAIRWAY_CONFIG")

@@ -58,7 +58,7 @@ type serveConfig struct {
 func serveFlags() []cli.Flag {
 	return append([]cli.Flag{
 		databaseFlag(),
-		&cli.StringFlag{Name: "config", Usage: "root-only file of FAIRWAY_...=value lines (for secrets such as the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
+		&cli.StringFlag{Name: "config", Usage: "file of FAIRWAY_...=value lines for settings not given otherwise (owned by root or the user running fairway, mode 0600; it may hold the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName, the key of this cluster's history", EnvVars: []string{"FAIRWAY_CLUSTER"}},
 		&cli.StringFlag{Name: "slurm-url", Usage: "slurmrestd base URL", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
 		&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "user name sent to slurmrestd (an operator or SlurmUser)", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
@@ -83,6 +83,8 @@ func serveFlags() []cli.Flag {
 		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
 		&cli.StringFlag{Name: "history-from", Value: historyFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
+		&cli.IntFlag{Name: "buffer-limit", Value: sidecar.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
+		&cli.StringFlag{Name: "buffer-dir", Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.IntFlag{Name: "retention-job-months", Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
 		&cli.IntFlag{Name: "retention-decision-days", Value: accounting.DefaultRetention.DecisionDays, Usage: "days of decisions (whole monthly partitions) and cycle timings kept; 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_DECISION_DAYS"}},
@@ -98,9 +100,6 @@ func serveCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			log, err := logger(c)
 			if err != nil {
-				return err
-			}
-			if err := applyConfigFile(c); err != nil {
 				return err
 			}
 			cfg, err := serveSettings(c)
@@ -127,7 +126,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	cfg.runner = sidecar.Config{
 		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
-		ExemptQOS: c.StringSlice("exempt-qos"),
+		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
 	}
 	switch {
 	case cfg.runner.Cluster == "":
@@ -140,6 +139,10 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, fmt.Errorf("--interval %s: want at least 1s", cfg.Interval)
 	case cfg.MaxBackoff < cfg.Interval:
 		return cfg, fmt.Errorf("--max-backoff %s: want at least --interval (%s)", cfg.MaxBackoff, cfg.Interval)
+	case cfg.runner.BufferLimit < 1:
+		return cfg, fmt.Errorf("--buffer-limit %d: want at least 1", cfg.runner.BufferLimit)
+	case cfg.runner.BufferDir == "":
+		return cfg, errors.New("--buffer-dir is required: records spilled while PostgreSQL is down go there")
 	case cfg.runner.MaxWrites < 0:
 		return cfg, fmt.Errorf("--max-writes %d: want 0 (no cap) or more", cfg.runner.MaxWrites)
 	case cfg.Retention.JobMonths < 0 || cfg.Retention.DecisionDays < 0:
@@ -315,6 +318,11 @@ func openServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Lo
 
 // buildServe opens serve's adapters and builds its runner.
 func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Logger) (*served, error) {
+	if cfg.runner.BufferDir != "" {
+		if err := os.MkdirAll(cfg.runner.BufferDir, 0o700); err != nil {
+			return nil, fmt.Errorf("--buffer-dir: %w", err)
+		}
+	}
 	s, err := openServe(ctx, cfg, dbURL, base)
 	if err != nil {
 		return nil, err

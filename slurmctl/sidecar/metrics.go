@@ -32,6 +32,8 @@ type Metrics struct {
 	slurmUp         prometheus.Gauge
 	dbUp            prometheus.Gauge
 	buffered        prometheus.Gauge
+	spilled         prometheus.Gauge
+	spillErrors     prometheus.Counter
 	accountUse      *prometheus.GaugeVec
 	accountShare    *prometheus.GaugeVec
 	accountWait     *prometheus.GaugeVec
@@ -59,7 +61,9 @@ func NewMetrics() *Metrics {
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_leader", Help: "1 when this process holds the leader lease and may write to Slurm."})
 	m.slurmUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_slurm_up", Help: "1 when the last read of slurmrestd succeeded."})
 	m.dbUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_database_up", Help: "1 when the last write to PostgreSQL succeeded."})
-	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL."})
+	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL, in memory and spilled to disk."})
+	m.spilled = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffer_spilled_records", Help: "Records waiting for PostgreSQL in spill files on the local disk."})
+	m.spillErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_buffer_spill_errors_total", Help: "Spills to disk that failed (the records stayed in memory)."})
 	m.accountUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_usage_ratio", Help: "Account's share of the cluster's decayed GPU usage (0..1)."}, []string{"account"})
 	m.accountShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_share_ratio", Help: "Account's normalized share among the accounts with usage or pending work (0..1)."}, []string{"account"})
 	m.accountWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_seconds", Help: "Mean time the account's pending jobs have waited so far."}, []string{"account"})
@@ -70,7 +74,7 @@ func NewMetrics() *Metrics {
 	})
 	for _, c := range []prometheus.Collector{m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
 		m.readBackBad, m.writerStopped, m.skippedRecords,
-		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
+		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.spilled, m.spillErrors, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
 		m.predictionError, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
