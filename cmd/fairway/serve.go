@@ -45,6 +45,8 @@ type serveConfig struct {
 	Interval     time.Duration
 	MaxBackoff   time.Duration
 	Listen       string
+	HTTPAddr     string            // the read-only job API; "" disables it
+	API          sidecar.APIConfig // its privacy option
 	HA           bool
 	HistoryDays  int
 	SyncEvery    int    // cycles between slurmdbd history syncs; 0 = never
@@ -78,6 +80,8 @@ func serveFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "exclude-partitions", Usage: "never rank or write jobs in these partitions", EnvVars: []string{"FAIRWAY_EXCLUDE_PARTITIONS"}},
 		&cli.StringSliceFlag{Name: "exempt-qos", Usage: "never rank or write jobs with these QOS", EnvVars: []string{"FAIRWAY_EXEMPT_QOS"}},
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz; empty to disable", EnvVars: []string{"FAIRWAY_LISTEN"}},
+		&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:9465", Usage: "address of the read-only job API (GET /v1/jobs/{id}, /v1/queue?user=U), answered from the last cycle's start-time forecast; empty to disable", EnvVars: []string{"FAIRWAY_HTTP_ADDR"}},
+		&cli.StringFlag{Name: "http-user-header", Usage: "answer the job API only about the user this request header names (set by the site's authenticating proxy, which must strip it from clients), like PrivateData=jobs; empty: every job is visible", EnvVars: []string{"FAIRWAY_HTTP_USER_HEADER"}},
 		&cli.BoolFlag{Name: "no-ha", Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
 		&cli.IntFlag{Name: "history-days", Value: 30, Usage: "days of finished jobs loaded at start to warm the predictor and fair-share usage", EnvVars: []string{"FAIRWAY_HISTORY_DAYS"}},
 		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
@@ -118,6 +122,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
 		MaxBody:  c.Int64("slurm-max-body"),
 		Interval: c.Duration("interval"), MaxBackoff: c.Duration("max-backoff"), Listen: c.String("listen"),
+		HTTPAddr: c.String("http-addr"), API: sidecar.APIConfig{UserHeader: c.String("http-user-header")},
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
 		Retention: accounting.Retention{JobMonths: c.Int("retention-job-months"), DecisionDays: c.Int("retention-decision-days")},
@@ -127,6 +132,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
 		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
+		Forecast: c.String("http-addr") != "",
 	}
 	switch {
 	case cfg.runner.Cluster == "":
@@ -203,6 +209,17 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 	var ready atomic.Bool
 	if cfg.Listen != "" {
 		srv, err := sidecar.StartHTTP(cfg.Listen, r.Metrics(), &ready, log)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+	if cfg.HTTPAddr != "" {
+		srv, err := sidecar.StartAPI(cfg.HTTPAddr, sidecar.NewAPI(cfg.API, r.LastForecast), log)
 		if err != nil {
 			return err
 		}
