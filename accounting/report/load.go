@@ -37,6 +37,9 @@ type Data struct {
 	Decisions []JobDecisions
 	// Cycles sums up the serve cycles of the month.
 	Cycles CycleStats
+	// KeptSince is the start of the oldest month of jobs the database
+	// still holds (serve's retention drops older ones); zero when unknown.
+	KeptSince time.Time
 }
 
 // Outcome is one prediction and the run time the job really had.
@@ -125,6 +128,16 @@ func (s *Source) Load(ctx context.Context, cluster string, m Month, full bool) (
 	}
 	if len(tree.Nodes) > 0 {
 		d.Shares = tree
+	}
+	var oldest *string
+	if err := s.pool.QueryRow(ctx, `SELECT min(right(c.relname, 6)) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'job'::regclass AND c.relname ~ '_p[0-9]{6}$'`).Scan(&oldest); err != nil {
+		return nil, fmt.Errorf("oldest month kept: %w", err)
+	}
+	if oldest != nil {
+		if t, err := time.Parse("200601", *oldest); err == nil {
+			d.KeptSince = t
+		}
 	}
 	if !full {
 		return d, nil
