@@ -33,16 +33,7 @@ func explainCommand() *cli.Command {
 			if c.NArg() != 1 || err != nil || id <= 0 {
 				return errors.New("usage: fairway explain JOBID (one numeric Slurm job id)")
 			}
-			log, err := logger(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := serveSettings(c)
-			if err != nil {
-				return err
-			}
-			cfg.HA = false // explain never takes the lease from a running serve
-			s, err := openServe(c.Context, cfg, c.String("database-url"), log)
+			cfg, s, log, err := openReadOnly(c)
 			if err != nil {
 				return err
 			}
@@ -75,6 +66,22 @@ func explain(ctx context.Context, cfg serveConfig, d serveDeps, id int64, log *s
 		return nil, err
 	}
 	return sidecar.Explain(res, id)
+}
+
+// openReadOnly opens what explain and queue read with serve's settings,
+// never taking the lease from a running serve.
+func openReadOnly(c *cli.Context) (serveConfig, *served, *slog.Logger, error) {
+	log, err := logger(c)
+	if err != nil {
+		return serveConfig{}, nil, nil, err
+	}
+	cfg, err := serveSettings(c)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	cfg.HA = false
+	s, err := openServe(c.Context, cfg, c.String("database-url"), log)
+	return cfg, s, log, err
 }
 
 // planCycle runs one cycle, forecasts included, with every effect going

@@ -28,16 +28,7 @@ func queueCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return fmt.Errorf("queue takes no arguments, got %q (filter with --user or --account)", c.Args().First())
 			}
-			log, err := logger(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := serveSettings(c)
-			if err != nil {
-				return err
-			}
-			cfg.HA = false // queue never takes the lease from a running serve
-			s, err := openServe(c.Context, cfg, c.String("database-url"), log)
+			cfg, s, log, err := openReadOnly(c)
 			if err != nil {
 				return err
 			}

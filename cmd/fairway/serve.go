@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -213,22 +214,14 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		if err != nil {
 			return err
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
+		defer shutdown(srv)
 	}
 	if cfg.HTTPAddr != "" {
 		srv, err := sidecar.StartAPI(cfg.HTTPAddr, sidecar.NewAPI(cfg.API, r.LastForecast), log)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
+		defer shutdown(srv)
 	}
 	log.Info("serving", "cluster", cfg.runner.Cluster, "policy", cfg.runner.Policy, "predictor", cfg.runner.Predictor,
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
@@ -252,6 +245,13 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		return nil
 	}
 	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+}
+
+// shutdown stops srv, giving its requests in flight 5 seconds.
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }
 
 // keptSince names a retention cutoff for the log.

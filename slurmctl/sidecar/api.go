@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -139,16 +138,5 @@ func writeError(w http.ResponseWriter, code int, err error) {
 
 // StartAPI serves h on addr until the returned server is shut down.
 func StartAPI(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--http-addr %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("job API server", "err", err)
-		}
-	}()
-	return srv, nil
+	return listenAndServe(addr, "--http-addr", "job API server", h, log)
 }
