@@ -47,7 +47,7 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet bool,
 			fmt.Fprintf(errOut, "\r\033[Kforecasting %s under %s: %d%%", w.Name, name, done*100/total)
 		}
 	}
-	sc, err := simConfig(ctx, cfg, w, name, progress)
+	sc, err := sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Progress: progress}.SimConfig(ctx, w, name)
 	if err != nil {
 		return err
 	}
