@@ -13,6 +13,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/urfave/cli/v2"
 )
@@ -123,8 +124,8 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 		}
 	}
 	if o.SimPredictor = c.String("sim-predictor"); o.SimPredictor != "" && o.SimPredictor != "none" {
-		if _, ok := policy.Predictors[o.SimPredictor]; !ok {
-			return cfg, fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(policy.PredictorNames(), ", "))
+		if _, ok := predict.Predictors[o.SimPredictor]; !ok {
+			return cfg, fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(predict.Names(), ", "))
 		}
 	}
 	switch p := c.String("progress"); p {

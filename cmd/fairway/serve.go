@@ -15,6 +15,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/jackc/pgx/v5"
@@ -68,7 +69,7 @@ func serveFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: "largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
 		&cli.StringFlag{Name: "write-mode", Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},
 		&cli.StringFlag{Name: "policy", Value: policy.DefaultPolicy, Usage: "ranking policy: " + strings.Join(policy.PolicyNames(), ", "), EnvVars: []string{"FAIRWAY_POLICY"}},
-		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(policy.PredictorNames(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
+		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(predict.Names(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
 		&cli.DurationFlag{Name: "interval", Value: 30 * time.Second, Usage: "time between cycles", EnvVars: []string{"FAIRWAY_INTERVAL"}},
 		&cli.DurationFlag{Name: "max-backoff", Value: 5 * time.Minute, Usage: "longest wait between cycles while Slurm is unreadable", EnvVars: []string{"FAIRWAY_MAX_BACKOFF"}},
 		&cli.BoolFlag{Name: "dry-run", Usage: "shadow mode: rank, log and record decisions, write nothing to Slurm", EnvVars: []string{"FAIRWAY_DRY_RUN"}},
@@ -153,8 +154,8 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, fmt.Errorf("--history-from %q: want %s or %s", cfg.HistoryFrom, historyFromREST, historyFromSacct)
 	case !slices.Contains(policy.PolicyNames(), cfg.runner.Policy):
 		return cfg, fmt.Errorf("--policy %q: want one of %s", cfg.runner.Policy, strings.Join(policy.PolicyNames(), ", "))
-	case !slices.Contains(policy.PredictorNames(), cfg.runner.Predictor):
-		return cfg, fmt.Errorf("--predictor %q: want one of %s", cfg.runner.Predictor, strings.Join(policy.PredictorNames(), ", "))
+	case !slices.Contains(predict.Names(), cfg.runner.Predictor):
+		return cfg, fmt.Errorf("--predictor %q: want one of %s", cfg.runner.Predictor, strings.Join(predict.Names(), ", "))
 	case cfg.runner.Policy == "sjf-oracle":
 		return cfg, errors.New("--policy sjf-oracle needs true run times: it exists only in `fairway simulate`")
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
@@ -54,7 +55,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
 			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.PolicyNames(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_SIMULATE_BACKFILL"}},
-			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(policy.PredictorNames(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
+			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
 			&cli.StringFlag{Name: "preempt", Value: "tiresias", Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
@@ -113,8 +114,8 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, fmt.Errorf("--backfill: %w", err)
 	}
 	cfg.Predictor = c.String("predictor")
-	if _, ok := policy.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
-		return cfg, fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", cfg.Predictor, strings.Join(policy.PredictorNames(), ", "))
+	if _, ok := predict.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
+		return cfg, fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", cfg.Predictor, strings.Join(predict.Names(), ", "))
 	}
 	if cfg.Nodes < 0 || cfg.PerNode < 0 {
 		return cfg, fmt.Errorf("--nodes %d, --per-node %d: want >= 0", cfg.Nodes, cfg.PerNode)
@@ -211,7 +212,7 @@ func runPolicy(ctx context.Context, cfg simulateConfig, w *sim.Workload, name st
 	}
 	var pred policy.Predictor
 	if cfg.Predictor != "none" {
-		if pred, err = policy.NewPredictor(cfg.Predictor, policy.PredictorParams{}); err != nil {
+		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
 			return policyRun{}, err
 		}
 	}
@@ -412,7 +413,7 @@ func simulateSuite(c *cli.Context) error {
 		return fmt.Errorf("--backfill: %w", err)
 	}
 	cfg.Predictor = c.String("predictor")
-	if _, ok := policy.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
+	if _, ok := predict.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
 		return fmt.Errorf("--predictor: unknown predictor %q", cfg.Predictor)
 	}
 	preempt, err := nameList(c.String("preempt"), func(n string) bool { _, ok := policy.Policies[n]; return ok })

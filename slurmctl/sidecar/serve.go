@@ -14,6 +14,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 )
 
 // EngineConfig is what NewEngine needs of serve's settings.
@@ -42,7 +43,7 @@ func NewEngine(ctx context.Context, h History, cfg EngineConfig, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("--policy: %w", err)
 	}
-	pred, err := policy.NewPredictor(cfg.Predictor, policy.PredictorParams{})
+	pred, err := predict.New(cfg.Predictor, predict.Params{})
 	if err != nil {
 		return nil, fmt.Errorf("--predictor: %w", err)
 	}
