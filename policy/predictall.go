@@ -20,8 +20,8 @@ type ConcurrentPredictor interface {
 const predictAllMinPerWorker = 4096
 
 // PredictAll predicts every job of jobs into out, which must be as long.
-// A ConcurrentPredictor's predictions are shared among up to GOMAXPROCS
-// goroutines when the batch is large (a full queue after a restart, a
+// A ConcurrentPredictor's predictions are shared among the caller and the
+// helpers it can take (TakeHelpers) when the batch is large (a full queue after a restart, a
 // user's thousand queued jobs after one of theirs finished); the results
 // are the same as predicting one job after another.
 func PredictAll(p Predictor, jobs []*Job, out []Prediction) {
@@ -30,7 +30,9 @@ func PredictAll(p Predictor, jobs []*Job, out []Prediction) {
 	}
 	workers := 1
 	if _, ok := p.(ConcurrentPredictor); ok {
-		workers = min(runtime.GOMAXPROCS(0), len(jobs)/predictAllMinPerWorker)
+		got, release := TakeHelpers(min(runtime.GOMAXPROCS(0), len(jobs)/predictAllMinPerWorker) - 1)
+		defer release()
+		workers += got
 	}
 	if workers <= 1 {
 		for i, j := range jobs {
@@ -49,4 +51,35 @@ func PredictAll(p Predictor, jobs []*Job, out []Prediction) {
 		})
 	}
 	wg.Wait()
+}
+
+// helpers bounds the goroutines that data-parallel work (PredictAll, GBT
+// training) starts beside its callers, across the whole process. A
+// simulation of several policies runs one engine per goroutine; if each
+// started GOMAXPROCS more for every large batch, the scheduler would juggle
+// many times more runnable goroutines than there are cores, and every
+// simulation would slow down. The cores are a process-wide resource, so the
+// bound is too.
+var helpers = make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 0))
+
+// TakeHelpers reserves up to want helper goroutines, without waiting: it
+// returns how many it got (possibly 0, and the caller then does the work
+// alone) and the function that gives them back. Work split this way must
+// give the same result whatever the number of helpers.
+func TakeHelpers(want int) (int, func()) {
+	n := 0
+	release := func() {
+		for range n {
+			<-helpers
+		}
+	}
+	for n < want {
+		select {
+		case helpers <- struct{}{}:
+			n++
+		default:
+			return n, release
+		}
+	}
+	return n, release
 }

@@ -170,72 +170,6 @@ func loadWorkload(cfg simulateConfig) (*sim.Workload, error) {
 	return w, nil
 }
 
-// policyRun is one policy's simulation, measured.
-type policyRun struct {
-	Metrics sim.Metrics
-	Users   []sim.UserWait
-	JCT     []float64 // seconds, ascending
-	Skipped map[string]int
-}
-
-// runPolicies simulates every policy of cfg on w, cfg.Parallel at a time.
-func runPolicies(ctx context.Context, cfg simulateConfig, w *sim.Workload, progress func(policy string, done, total int)) ([]policyRun, error) {
-	runs := make([]policyRun, len(cfg.Policies))
-	errs := make([]error, len(cfg.Policies))
-	sem := make(chan struct{}, cfg.Parallel)
-	var wg sync.WaitGroup
-	for i, name := range cfg.Policies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			runs[i], errs[i] = runPolicy(ctx, cfg, w, name, progress)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("simulate %s: %w", cfg.Policies[i], err)
-		}
-	}
-	return runs, nil
-}
-
-func runPolicy(ctx context.Context, cfg simulateConfig, w *sim.Workload, name string, progress func(string, int, int)) (policyRun, error) {
-	if err := ctx.Err(); err != nil {
-		return policyRun{}, err
-	}
-	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
-	if err != nil {
-		return policyRun{}, err
-	}
-	var pred policy.Predictor
-	if cfg.Predictor != "none" {
-		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
-			return policyRun{}, err
-		}
-	}
-	sc := sim.Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
-		Progress: func(done, total int) error {
-			if progress != nil {
-				progress(name, done, total)
-			}
-			return ctx.Err()
-		}}
-	res, err := sim.Run(w.Jobs, sc)
-	if err != nil {
-		return policyRun{}, err
-	}
-	run := policyRun{Metrics: sim.Measure(res, sim.MetricsParams{}), Users: sim.UserWaits(res), Skipped: res.Skipped}
-	run.JCT = make([]float64, len(res.Jobs))
-	for i := range res.Jobs {
-		run.JCT[i] = res.Jobs[i].End.Sub(res.Jobs[i].Submit).Seconds()
-	}
-	slices.Sort(run.JCT)
-	return run, nil
-}
-
 // simulateReport is the JSON form of the comparison.
 type simulateReport struct {
 	Trace     string         `json:"trace"`
@@ -281,7 +215,8 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		}
 	}
 	started := time.Now()
-	runs, err := runPolicies(ctx, cfg, w, progress)
+	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
+		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: progress})
 	if progress != nil {
 		fmt.Fprintf(errOut, "\r\033[Ksimulated %d policies in %s\n", len(cfg.Policies), time.Since(started).Round(time.Millisecond))
 	}
@@ -355,7 +290,7 @@ func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) er
 }
 
 // writeSimulateOut writes the CSV files and plots into dir.
-func writeSimulateOut(dir string, rep *simulateReport, runs []policyRun) error {
+func writeSimulateOut(dir string, rep *simulateReport, runs []sim.PolicyRun) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}

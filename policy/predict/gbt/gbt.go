@@ -27,6 +27,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 const gbtBins = 64
@@ -377,12 +379,18 @@ const gbtMinWork = 1 << 15
 // worth it, else fn(0, n) on the caller's goroutine. fn must write only
 // what belongs to its indices.
 func Parallel(n, work int, fn func(lo, hi int)) {
-	gbtChunks(n, gbtWorkers(n, work), func(_, lo, hi int) { fn(lo, hi) })
+	workers, release := gbtWorkers(n, work)
+	defer release()
+	gbtChunks(n, workers, func(_, lo, hi int) { fn(lo, hi) })
 }
 
-// gbtWorkers is how many chunks Parallel makes of n indices.
-func gbtWorkers(n, work int) int {
-	return max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
+// gbtWorkers is how many chunks to make of n indices: the caller plus the
+// helpers it can take (policy.TakeHelpers), at most one per core, none when
+// the work is too small. release gives the helpers back.
+func gbtWorkers(n, work int) (workers int, release func()) {
+	want := max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
+	got, release := policy.TakeHelpers(want - 1)
+	return 1 + got, release
 }
 
 // gbtChunks calls fn(w, lo, hi) for chunk w < workers of [0, n), chunk 0 on
@@ -547,7 +555,8 @@ func (t *Trainer) histogram(rows []int32) []histBin {
 func (t *Trainer) countHistogram(rows []int32, h []histBin) {
 	nf := t.nf
 	size := nf * gbtBins
-	workers := gbtWorkers(len(rows), len(rows)*nf)
+	workers, release := gbtWorkers(len(rows), len(rows)*nf)
+	defer release()
 	t.counts = resize(t.counts, workers*size)
 	gbtChunks(len(rows), workers, func(w, lo, hi int) {
 		c := t.counts[w*size : (w+1)*size]
