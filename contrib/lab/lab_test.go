@@ -137,12 +137,12 @@ func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
 	v := restVersion(t, e)
 	var live struct {
 		Jobs []struct {
-			JobID     int64  `json:"job_id"`
-			UserName  string `json:"user_name"`
-			Account   string `json:"account"`
+			JobID     int64           `json:"job_id"`
+			UserName  string          `json:"user_name"`
+			Account   string          `json:"account"`
 			JobState  json.RawMessage `json:"job_state"` // "COMPLETED" on v0.0.38, ["COMPLETED"] later
-			Name      string `json:"name"`
-			TRESAlloc string `json:"tres_alloc_str"`
+			Name      string          `json:"name"`
+			TRESAlloc string          `json:"tres_alloc_str"`
 		} `json:"jobs"`
 	}
 	restGet(t, e, "/slurm/"+v+"/jobs", &live)
