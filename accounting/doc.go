@@ -28,10 +28,11 @@
 // calendar month (UTC). The Store creates the partitions a batch needs
 // before writing it (outside the batch's transaction, so readers are never
 // blocked for long), and DropMonthsBefore drops whole months: instant, no
-// vacuum debt. Keep job for as long as reports and predictors look back
-// (a year is typical), decision for a few months; cycle is small and
-// pruned with PruneCycles. usage_daily keeps its days after their jobs are
-// dropped.
+// vacuum debt. ApplyRetention, which serve's leader runs daily, does so
+// for a Retention (by default 13 months of jobs, usage and predictions, 90
+// days of decisions) and prunes cycle rows with PruneCycles. usage_daily
+// keeps its days after their jobs are dropped. GPU nodes write only through
+// fairway_record_gpu_usage (migration 0004), the one right their role has.
 //
 // The package reads slurmdbd through HistorySource (RESTHistory asks
 // slurmrestd, through any client with a DBJobs method such as slurmctl's,

@@ -12,16 +12,17 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/jackc/pgx/v5"
 )
 
-// Usage history for resource rewriting (policy.Rewriter): what each
+// Usage history for resource rewriting (rewrite.Rules): what each
 // finished job did with its GPUs, from the epilog's job_gpu_usage joined
 // with the job's own row, and, where Slurm recorded it, with its CPUs and
 // memory (sacct's TotalCPU and MaxRSS, which need a JobAcctGatherType other
 // than jobacct_gather/none).
 
-// UsageSamples returns one policy.UsageSample per finished job of cluster
+// UsageSamples returns one rewrite.UsageSample per finished job of cluster
 // that has epilog GPU records ending at or after since: the mean of its
 // GPUs' average utilization, the largest peak memory, the smallest device,
 // with user, name, GPUs, shards, CPUs, state and run time from the job
@@ -29,7 +30,7 @@ import (
 // within a day of the record's (job ids are reused when a cluster is
 // rebuilt). CPU and memory use are unknown here (CPUsUsed −1, MemUsedMB 0):
 // SacctUsage fills them. Samples come in end order.
-func (s *Store) UsageSamples(ctx context.Context, cluster string, since time.Time) ([]policy.UsageSample, error) {
+func (s *Store) UsageSamples(ctx context.Context, cluster string, since time.Time) ([]rewrite.UsageSample, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH u AS (
 	SELECT job_id, max(ended_at) AS ended, avg(util_avg_pct)::double precision AS util,
@@ -47,9 +48,9 @@ ORDER BY j.end_time, j.job_id`, cluster, since)
 	if err != nil {
 		return nil, fmt.Errorf("load usage samples: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (policy.UsageSample, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (rewrite.UsageSample, error) {
 		var (
-			u           policy.UsageSample
+			u           rewrite.UsageSample
 			state       string
 			run         float64
 			util        *float64

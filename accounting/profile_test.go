@@ -9,6 +9,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -56,7 +57,7 @@ func TestStore_UsageSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []policy.UsageSample{
+	want := []rewrite.UsageSample{
 		{JobID: 10, User: "alice", Name: "train", End: jobs[0].End, State: policy.StateCompleted, GPUs: 2, CPUs: 2, Run: time.Hour,
 			GPUUtilPct: 20, GPUMemPeakMB: 5000, GPUMemTotalMB: 40960, CPUsUsed: -1},
 		{JobID: 11, User: "alice", Name: "train", End: jobs[1].End, State: policy.StateCompleted, Shards: 2, CPUs: 2, Run: 30 * time.Minute,

@@ -293,9 +293,29 @@ type GPUUsage struct {
 // a GPU node's database role holds: the function creates the month's
 // partition and inserts, with the schema owner's rights.
 func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) {
-	if len(us) == 0 {
-		return 0, nil
+	for _, u := range us {
+		if u.Cluster == "" || u.Node == "" || u.Ended.IsZero() || u.JobID <= 0 {
+			return 0, fmt.Errorf("GPU usage of job %d: cluster, node, job id and end time are required", u.JobID)
+		}
 	}
+	stored := 0
+	for len(us) > 0 {
+		batch := us[:min(len(us), gpuUsageBatch)]
+		us = us[len(batch):]
+		n, err := s.recordGPUUsageBatch(ctx, batch)
+		stored += n
+		if err != nil {
+			return stored, err
+		}
+	}
+	return stored, nil
+}
+
+// gpuUsageBatch is how many records one call of fairway_record_gpu_usage
+// takes; the function refuses more than 10000, so one call stays short.
+const gpuUsageBatch = 5000
+
+func (s *Store) recordGPUUsageBatch(ctx context.Context, us []GPUUsage) (int, error) {
 	n := len(us)
 	var (
 		cluster, node, uuid, model = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -307,9 +327,6 @@ func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) 
 		mpeak, mtotal              = make([]*int64, n), make([]*int64, n)
 	)
 	for i, u := range us {
-		if u.Cluster == "" || u.Node == "" || u.Ended.IsZero() || u.JobID <= 0 {
-			return 0, fmt.Errorf("GPU usage of job %d: cluster, node, job id and end time are required", u.JobID)
-		}
 		cluster[i], node[i], uuid[i], model[i] = u.Cluster, u.Node, u.UUID, u.Model
 		job[i], minor[i], shards[i], end[i] = u.JobID, int32(u.GPUMinor), int32(u.Shards), u.Ended
 		if !u.Started.IsZero() {

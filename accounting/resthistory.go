@@ -3,6 +3,8 @@ package accounting
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -20,10 +22,11 @@ type SlurmdbJobs interface {
 }
 
 // RESTHistory is a HistorySource that reads slurmdbd through slurmrestd
-// (/slurmdb/v0.0.38/jobs on Slurm 22.05, the data_parser /slurmdb/v0.0.40 and
-// v0.0.41 paths later). It needs no Slurm client or munge on this host: the
+// (/slurmdb/v0.0.38/jobs on Slurm 22.05, the data_parser /slurmdb/v0.0.40 to
+// v0.0.45 paths later). It needs no Slurm client or munge on this host: the
 // same URL and token serve reads. slurmrestd must run its slurmdbd plugin
-// (openapi/dbv0.0.38, or openapi/slurmdbd from 23.02).
+// (openapi/dbv0.0.38 on 22.05; openapi/slurmdbd, loaded by default from
+// 23.11 on). Use it by pointer: it counts skipped records.
 type RESTHistory struct {
 	Client  SlurmdbJobs
 	Cluster string // only this cluster's jobs; every cluster slurmdbd keeps when empty
@@ -33,6 +36,14 @@ type RESTHistory struct {
 	// busy cluster in one request would outlast the client's request
 	// timeout or the response size limit.
 	Chunk time.Duration
+	// Log receives one warning per job record that could not be read; nil
+	// discards them.
+	Log *slog.Logger
+
+	// Skipped counts the job records left out because they could not be
+	// read, over the life of this value: one odd record must not stop the
+	// history of every other job.
+	Skipped atomic.Int64
 }
 
 // FinishedJobs implements HistorySource: the jobs that ended in [since,
@@ -63,8 +74,16 @@ func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) 
 		if err != nil {
 			return nil, err
 		}
+		if len(doc.Bad) > 0 && len(doc.Jobs) == 0 {
+			return nil, fmt.Errorf("none of the %d job record(s) slurmrestd sent could be read, first: %w", len(doc.Bad), doc.Bad[0])
+		}
 		if len(doc.Bad) > 0 {
-			return nil, fmt.Errorf("%d job record(s) slurmrestd sent could not be read, first: %w", len(doc.Bad), doc.Bad[0])
+			h.Skipped.Add(int64(len(doc.Bad)))
+			if h.Log != nil {
+				for _, b := range doc.Bad {
+					h.Log.Warn("skipped a slurmdbd job record that cannot be read", "error", b)
+				}
+			}
 		}
 		jobs = append(jobs, endedIn(doc.Jobs, from, to)...)
 	}

@@ -2,16 +2,20 @@ package accounting_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // dbjobsFixture is slurmrestd's answer to a /slurmdb/v0.0.38/jobs query,
@@ -121,5 +125,75 @@ func TestRESTHistory_NothingOrError(t *testing.T) {
 	h = &accounting.RESTHistory{Client: &fakeSlurmdb{body: []byte("Unable find requested URL.")}}
 	if _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); err == nil {
 		t.Error("a body that is not JSON: no error")
+	}
+}
+
+// TestRESTHistory_Captured reads Fairway's own /slurmdb/<v>/jobs query as
+// Slurm 24.11.7 and 26.05.3 answered it, in every version: the five jobs
+// that had finished (manifests: 1 COMPLETED, 2 FAILED exit 3, 3 COMPLETED
+// shard, 4 CANCELLED, 5 FAILED signal 9). Then one record is spoiled: it is
+// skipped and counted, the other four are read.
+func TestRESTHistory_Captured(t *testing.T) {
+	root := shareddata.Dir(t, "data", "slurmrestd")
+	type fin struct {
+		ID    int64
+		User  string
+		State policy.State
+		Exit  int
+		GPUs  int
+	}
+	want := []fin{{1, "alice", policy.StateCompleted, 0, 1}, {2, "bob", policy.StateFailed, 3, 1}, {3, "carol", policy.StateCompleted, 0, 0},
+		{4, "carol", policy.StateCancelled, 0, 1}, {5, "alice", policy.StateFailed, 0, 0}}
+	for rel, vs := range map[string][]string{
+		"slurm-24.11.7": {"v0.0.40", "v0.0.41", "v0.0.42"},
+		"slurm-26.05.3": {"v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45"},
+	} {
+		for _, v := range vs {
+			body, err := os.ReadFile(filepath.Join(root, rel, v, "slurmdb.jobs.fairway-query.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, err := os.ReadFile(filepath.Join(root, rel, "cli", "captured-at.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			now, err := time.Parse(time.RFC3339, strings.TrimSpace(string(at)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			since := now.Add(-24 * time.Hour) // the jobs ran in the hour before the capture
+			h := &accounting.RESTHistory{Client: &fakeSlurmdb{body: body}}
+			jobs, err := h.FinishedJobs(context.Background(), since, now)
+			if err != nil {
+				t.Fatalf("%s %s: %v", rel, v, err)
+			}
+			var got []fin
+			for _, j := range jobs {
+				got = append(got, fin{j.ID, j.User, j.State, j.ExitCode, j.GPUs})
+			}
+			slices.SortFunc(got, func(a, b fin) int { return int(a.ID - b.ID) })
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(fin{}, "Exit")); diff != "" {
+				t.Errorf("%s %s (-manifest +read):\n%s", rel, v, diff)
+			}
+			if len(got) > 1 && got[1].Exit != 3 {
+				t.Errorf("%s %s: job 2 exit code %d, want 3", rel, v, got[1].Exit)
+			}
+
+			var doc map[string]any
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, ji := range doc["jobs"].([]any) {
+				if j := ji.(map[string]any); j["job_id"].(float64) == 3 {
+					j["state"] = "not an object"
+				}
+			}
+			spoiled, _ := json.Marshal(doc)
+			h = &accounting.RESTHistory{Client: &fakeSlurmdb{body: spoiled}}
+			jobs, err = h.FinishedJobs(context.Background(), since, now)
+			if err != nil || len(jobs) != 4 || h.Skipped.Load() != 1 {
+				t.Errorf("%s %s, one spoiled record: %d jobs, %v, %d skipped; want 4, nil, 1", rel, v, len(jobs), err, h.Skipped.Load())
+			}
+		}
 	}
 }

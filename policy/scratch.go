@@ -41,3 +41,12 @@ func zeroed[T any](s []T, n int) []T {
 	clear(s)
 	return s
 }
+
+// resize returns s with length n, reusing its array when it is large
+// enough; the contents are not cleared.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -536,5 +537,23 @@ func TestCapture_UpdateAnswers(t *testing.T) {
 	v := int64(400000)
 	if err := testClient(t, srv.URL, V0040, nil).UpdateJob(context.Background(), "22", JobUpdate{Priority: &v}); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "Expected OpenAPI type=object") {
 		t.Errorf("v0.0.40 answer with a type warning: %v, want ErrRejected quoting it", err)
+	}
+}
+
+// TestCapture_Shares replays /slurm/<v>/shares in every combination (24.11's
+// v0.0.40 and v0.0.41 print a bare Infinity, which must come out as valid
+// JSON), and v0.0.38 gets a clear error without a request.
+func TestCapture_Shares(t *testing.T) {
+	for _, c := range captureCombos(t) {
+		srv := newReplay(t, c.readRoutes(t))
+		body, err := testClient(t, srv.URL, c.version, nil).Shares(context.Background())
+		if err != nil || !json.Valid(body) || !bytes.Contains(body, []byte(`"physics"`)) {
+			t.Errorf("%s: Shares: %v (%d bytes, valid JSON %v)", c, err, len(body), json.Valid(body))
+		}
+	}
+	srv := newReplay(t, map[string][]reply{})
+	_, err := testClient(t, srv.URL, V0038, nil).Shares(context.Background())
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "--from slurmdbd") || srv.total() != 0 {
+		t.Errorf("v0.0.38: %v after %d requests, want a clear error and none", err, srv.total())
 	}
 }

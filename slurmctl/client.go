@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/fairway-hpc/fairway/internal/jsonfix"
 )
 
 // API versions this package speaks, newest first: the order negotiation
@@ -150,9 +152,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 		return nil, err
 	}
 	c.version = v
+	if c.Release() == "" {
+		// 22.05's spec does not name the release; its ping's meta does.
+		if body, _, perr := c.do(ctx, http.MethodGet, "/slurm/"+v+"/ping", nil, false); perr == nil {
+			var env envelope
+			if json.Unmarshal(body, &env) == nil {
+				c.noteReleaseQuiet(&env)
+			}
+		}
+	}
 	rel := c.Release()
 	if rel == "" {
-		rel = "not in the spec; logged with the first answer"
+		rel = "unknown until the first answer"
 	}
 	log.Info("slurmrestd api version negotiated", "version", v, "slurm_release", rel, "offered", offered)
 	return c, nil
@@ -372,6 +383,11 @@ func (c *Client) ListJobs(ctx context.Context) ([]Job, error) {
 	return jobs, err
 }
 
+// listJobsSkipped is ListJobs that also returns the records it skipped.
+func (c *Client) listJobsSkipped(ctx context.Context) ([]Job, []SkippedRecord, error) {
+	return c.listJobs(ctx, "/slurm/"+c.version+"/jobs")
+}
+
 // GetJob returns the records of one job id (GET /slurm/<v>/job/{id}): the
 // job itself, or an array's records or a heterogeneous job's components.
 func (c *Client) GetJob(ctx context.Context, id int64) ([]Job, error) {
@@ -379,7 +395,7 @@ func (c *Client) GetJob(ctx context.Context, id int64) ([]Job, error) {
 	return jobs, err
 }
 
-func (c *Client) listJobs(ctx context.Context, op string) ([]Job, *envelope, error) {
+func (c *Client) listJobs(ctx context.Context, op string) ([]Job, []SkippedRecord, error) {
 	var res jobsResult
 	status, err := c.stream(ctx, http.MethodGet, op, true, func(r io.Reader) error {
 		var derr error
@@ -396,7 +412,7 @@ func (c *Client) listJobs(ctx context.Context, op string) ([]Job, *envelope, err
 		c.log.Warn("skipped a job record that cannot be translated", "op", op, "job_id", sk.JobID, "error", c.scrub(sk.Err.Error()))
 	}
 	c.skipped.Add(int64(len(res.Skipped)))
-	return res.Jobs, res.Env, nil
+	return res.Jobs, res.Skipped, nil
 }
 
 // ListNodes returns every node.
@@ -428,8 +444,9 @@ func (c *Client) ListPartitions(ctx context.Context) ([]Partition, error) {
 }
 
 // Shares returns the body of GET /slurm/<v>/shares (Slurm 23.11 on, the
-// tree `sshare` prints) after the usual checks; package accounting parses
-// it. v0.0.38 has no such endpoint: that is an error naming the way out.
+// tree `sshare` prints) after the usual checks, bare Infinity values turned
+// into null; package accounting parses it. v0.0.38 has no such endpoint:
+// that is an error naming the way out.
 func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 	if c.version == V0038 {
 		return nil, fmt.Errorf("%w: slurmrestd %s (Slurm 22.05's API) has no /shares endpoint; Slurm 23.11 and later serve /slurm/<v>/shares from v0.0.40 on: use fairway shares sync --from slurmdbd (sacctmgr) here", ErrVersion, c.version)
@@ -439,27 +456,41 @@ func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		envelope
-		Shares *json.RawMessage `json:"shares"`
-	}
-	var perr error
-	if jerr := json.Unmarshal(body, &r); jerr != nil {
-		perr = fmt.Errorf("%w: shares: %v", ErrMalformed, jerr)
-	} else if r.Shares == nil && len(r.Errors) == 0 {
-		perr = fmt.Errorf("%w: shares: no \"shares\" key", ErrMalformed)
-	}
-	if err := c.check("GET "+op, status, &r.envelope, perr); err != nil {
+	body = jsonfix.NonFinite(body) // 24.11's v0.0.40/41 print "level": Infinity
+	env, perr := payloadEnvelope(body, "shares")
+	if err := c.check("GET "+op, status, env, perr); err != nil {
 		return nil, err
 	}
 	return body, nil
+}
+
+// payloadEnvelope decodes the envelope of an answer whose payload, under
+// key, is handed on undecoded. A body that is not JSON, or that has neither
+// the key nor errors, is ErrMalformed.
+func payloadEnvelope(body []byte, key string) (*envelope, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, key, err)
+	}
+	env := &envelope{}
+	for k, dst := range map[string]any{"meta": &env.Meta, "errors": &env.Errors, "warnings": &env.Warnings} {
+		if raw, ok := m[k]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return nil, fmt.Errorf("%w: %s: %s: %v", ErrMalformed, key, k, err)
+			}
+		}
+	}
+	if _, ok := m[key]; !ok && len(env.Errors) == 0 {
+		return env, fmt.Errorf("%w: no %q key", ErrMalformed, key)
+	}
+	return env, nil
 }
 
 // Read takes one snapshot of the cluster: jobs, nodes and partitions. If
 // any read fails, Read returns nil and the error, so a cycle never ranks or
 // writes from a partial view.
 func (c *Client) Read(ctx context.Context) (*Cluster, error) {
-	jobs, err := c.ListJobs(ctx)
+	jobs, skipped, err := c.listJobsSkipped(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read cluster: list jobs: %w", err)
 	}
@@ -471,7 +502,7 @@ func (c *Client) Read(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read cluster: list partitions: %w", err)
 	}
-	return &Cluster{Jobs: jobs, Nodes: nodes, Partitions: parts, Version: c.version, Slurm: c.Release()}, nil
+	return &Cluster{Jobs: jobs, Nodes: nodes, Partitions: parts, Version: c.version, Slurm: c.Release(), Skipped: skipped}, nil
 }
 
 // JobUpdate is the one change Fairway makes to a job. Exactly one field is

@@ -59,6 +59,9 @@ type Cluster struct {
 	Partitions []Partition
 	Version    string // API version used, e.g. "v0.0.38"
 	Slurm      string // Slurm release reported by slurmrestd, e.g. "22.05.8"
+	// Skipped are the job records of this read that could not be
+	// translated: left out of Jobs, each logged.
+	Skipped []SkippedRecord
 }
 
 // Pending returns the domain jobs Fairway may rank (pending and not held),
@@ -185,7 +188,7 @@ type wirePartition38 struct {
 	MaxTimeLimit num    `json:"max_time_limit"`
 }
 
-// wirePartition41 is a v0.0.40/41 partition_info (nested).
+// wirePartition41 is a v0.0.40-45 partition_info (nested).
 type wirePartition41 struct {
 	Name  string `json:"name"`
 	Nodes struct {

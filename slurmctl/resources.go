@@ -20,7 +20,7 @@ import (
 // Resizing pending jobs. The Writer changes only a job's place in the
 // queue; the ResizeWriter changes what a pending job asks for — its CPU
 // count, memory and whole-GPU count — for Fairway's resource rewriting
-// (policy.Rewriter). It is a separate type so that the Writer keeps its
+// (rewrite.Rules). It is a separate type so that the Writer keeps its
 // promise of touching nothing but priorities, and it keeps the same
 // invariants:
 //
@@ -117,7 +117,7 @@ func NewResizeWriter(cfg ResizeConfig, log *slog.Logger) (*ResizeWriter, error) 
 // Comments returns the comment (sbatch --comment) of every pending job
 // that has one, by job id, from `squeue --json`: no REST version Fairway
 // speaks returns it with the job. Fairway reads its opt-out and elastic
-// markers there (policy.OptOutMarker, policy.ElasticMarker); callers look
+// markers there (rewrite.OptOutMarker, rewrite.ElasticMarker); callers look
 // up only ids they read from Slurm themselves. A comment is user text, newlines
 // included, so it is read from its JSON key, never from a line of squeue's
 // text output (where "\n7 fairway:elastic=1-8" in one job's comment read

@@ -75,6 +75,9 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 		r.Notes = append(r.Notes, fmt.Sprintf("The month is not over: figures count up to %s, and jobs still running are not counted yet.", r.AsOf.Format("2006-01-02 15:04 MST")))
 	}
 
+	if !cur.KeptSince.IsZero() && cur.Month.Start().Before(cur.KeptSince) {
+		r.Notes = append(r.Notes, fmt.Sprintf("The database keeps jobs from %s on (serve --retention-job-months): this month's figures are incomplete or empty.", cur.KeptSince.Format("January 2006")))
+	}
 	r.Capacity = Capacity{Nodes: opt.Cluster.Nodes, PerNode: opt.Cluster.PerNode, Units: float64(opt.Cluster.Capacity())}
 	if opt.Cluster.Nodes == 0 {
 		peak := peakUnits(cur.Jobs, svc)
@@ -295,6 +298,7 @@ func (a *analysis) summary() Summary {
 			s.Jobs++
 			if !math.IsNaN(a.wait[i]) {
 				wait = append(wait, a.wait[i])
+				s.Started++
 			}
 			if !math.IsNaN(a.rho[i]) {
 				rho = append(rho, a.rho[i])

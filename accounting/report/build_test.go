@@ -163,6 +163,26 @@ func TestBuild_EstimatedCapacity(t *testing.T) {
 	}
 }
 
+// TestBuild_RetentionNote: a month older than what the retention kept says
+// so; a month inside it does not.
+func TestBuild_RetentionNote(t *testing.T) {
+	d := handData()
+	for _, tt := range []struct {
+		kept time.Time
+		note bool
+	}{{time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), true}, {d.Month.Start(), false}, {time.Time{}, false}} {
+		d.KeptSince = tt.kept
+		r, err := report.Build(d, nil, handOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(r.Notes, "\n"), "keeps jobs from November 2026 on")
+		if got != tt.note {
+			t.Errorf("kept since %s: notes %q, want the retention note %v", tt.kept, r.Notes, tt.note)
+		}
+	}
+}
+
 // TestBuild_MonthNotOver counts a month in progress up to Now.
 func TestBuild_MonthNotOver(t *testing.T) {
 	opt := handOptions()

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
@@ -74,7 +75,7 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 		}
 		var pr policy.Predictor
 		if r.pred != "none" {
-			if pr, err = policy.NewPredictor(r.pred, policy.PredictorParams{}); err != nil {
+			if pr, err = predict.New(r.pred, predict.Params{}); err != nil {
 				return nil, fmt.Errorf("counterfactual: %w", err)
 			}
 		}

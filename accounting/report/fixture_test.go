@@ -21,6 +21,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -199,7 +200,7 @@ func (fx *fixture) shares(t testing.TB) {
 
 func (fx *fixture) predictions(t testing.TB, name string) {
 	t.Helper()
-	pr, err := policy.NewPredictor(name, policy.PredictorParams{})
+	pr, err := predict.New(name, predict.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func (fx *fixture) decisions(t testing.TB, pol, pred string, cl sim.Cluster, fir
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := policy.NewPredictor(pred, policy.PredictorParams{})
+	pr, err := predict.New(pred, predict.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func (fx *fixture) gpuUsage(t testing.TB, perJob int) {
 		}
 	}
 	for len(us) > 0 {
-		n := min(len(us), 20000)
+		n := min(len(us), 10000) // fairway_record_gpu_usage takes at most 10,000 per call
 		if _, err := fx.Store.RecordGPUUsage(context.Background(), us[:n]); err != nil {
 			t.Fatal(err)
 		}

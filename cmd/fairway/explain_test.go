@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
@@ -41,7 +42,7 @@ func (r *countingResizer) Resize(context.Context, []slurmctl.Job, []slurmctl.Res
 func (r *countingResizer) Comments(context.Context) (map[int64]string, error) { return r.comments, nil }
 
 type countingStore struct {
-	samples   []policy.UsageSample
+	samples   []rewrite.UsageSample
 	decisions int
 	cycles    int
 	finished  int
@@ -67,7 +68,7 @@ func (s *countingStore) LoadShares(context.Context, string) (*accounting.ShareTr
 func (s *countingStore) FinishedJobs(context.Context, string, time.Time, time.Time) ([]policy.Job, error) {
 	return nil, nil
 }
-func (s *countingStore) UsageSamples(context.Context, string, time.Time) ([]policy.UsageSample, error) {
+func (s *countingStore) UsageSamples(context.Context, string, time.Time) ([]rewrite.UsageSample, error) {
 	return s.samples, nil
 }
 
@@ -85,9 +86,9 @@ func rewriteDeps() (serveDeps, *countingValues, *countingResizer, *countingStore
 	}
 	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1"), node("gpu2")},
 		Jobs: []slurmctl.Job{pending(1, "alice", "light", 1, 1), pending(2, "bob", "heavy", 1, 1), pending(5, "carol", "el", 2, 2)}}
-	var samples []policy.UsageSample
+	var samples []rewrite.UsageSample
 	for i := range 4 {
-		samples = append(samples, policy.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
+		samples = append(samples, rewrite.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
 			State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 12, GPUMemPeakMB: 4000, GPUMemTotalMB: 81920,
 			CPUsUsed: 1.5, MemUsedMB: 3000})
 	}

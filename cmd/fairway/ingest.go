@@ -16,6 +16,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
 )
 
@@ -46,6 +47,7 @@ type ingestConfig struct {
 	TokenEnv      string // the JWT from $SLURM_JWT, never logged
 	ScontrolToken bool
 	APIVersion    string
+	MaxBody       int64 // --slurm-max-body
 }
 
 func ingestCommand() *cli.Command {
@@ -73,7 +75,8 @@ func ingestCommand() *cli.Command {
 			&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "slurmdbd: user name sent to slurmrestd", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
 			&cli.StringFlag{Name: "slurm-token-file", Usage: "slurmdbd: file holding the slurmrestd JWT; else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
 			&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmdbd: mint the slurmrestd JWT with `scontrol token` (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
-			&cli.StringFlag{Name: "slurm-api", Usage: "slurmdbd: pin the REST API version (v0.0.38, v0.0.40, v0.0.41); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
+			&cli.StringFlag{Name: "slurm-api", Usage: "slurmdbd: pin the REST API version (v0.0.38, v0.0.40 to v0.0.45); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
+			&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: "slurmdbd: largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := ingestSettings(c)
@@ -107,6 +110,7 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 		Sacct: c.String("sacct"), Overlap: c.Duration("overlap"),
 		SlurmURL: c.String("slurm-url"), SlurmUser: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
+		MaxBody: c.Int64("slurm-max-body"),
 	}
 	known := false
 	for _, s := range ingestSources {
@@ -164,11 +168,11 @@ func openHistory(ctx context.Context, cfg ingestConfig, log *slog.Logger) (*hist
 		return &historyReader{&accounting.SacctHistory{Path: cfg.Sacct, Cluster: cfg.Cluster}, "sacct"}, nil
 	}
 	client, err := newSlurmClient(ctx, slurmSettings{URL: cfg.SlurmURL, User: cfg.SlurmUser, TokenFile: cfg.TokenFile,
-		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion}, log)
+		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion, MaxBody: cfg.MaxBody}, log)
 	if err != nil {
 		return nil, err
 	}
-	return &historyReader{&accounting.RESTHistory{Client: client, Cluster: cfg.Cluster},
+	return &historyReader{&accounting.RESTHistory{Client: client, Cluster: cfg.Cluster, Log: log},
 		fmt.Sprintf("slurmrestd %s at %s", client.Version(), cfg.SlurmURL)}, nil
 }
 

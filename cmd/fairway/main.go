@@ -29,7 +29,7 @@ func run() int {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "fairway",
 		Usage: "fair, short-waited GPU scheduling for Slurm",
 		Flags: []cli.Flag{
@@ -40,6 +40,7 @@ func newApp() *cli.App {
 			migrateCommand(),
 			serveCommand(),
 			explainCommand(),
+			queueCommand(),
 			predictCommand(),
 			ingestCommand(),
 			sharesCommand(),
@@ -52,6 +53,8 @@ func newApp() *cli.App {
 		},
 		HideHelpCommand: true,
 	}
+	withConfigFiles(app)
+	return app
 }
 
 // logger builds the process logger from the global --log-level flag.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
 )
@@ -44,7 +45,7 @@ func predictCommand() *cli.Command {
 				&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_PREDICT_FORMAT"}},
 				&cli.StringFlag{Name: "protocol", Value: string(predeval.SubmitOrder), Usage: "submit-order (learn from earlier-submitted jobs, the published protocol) or online (learn only from jobs finished before the submit)", EnvVars: []string{"FAIRWAY_PREDICT_PROTOCOL"}},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_PREDICT_JSON"}},
-				&cli.StringFlag{Name: "predictors", Value: strings.Join(policy.PredictorNames(), ","), Usage: "comma-separated predictors to compare", EnvVars: []string{"FAIRWAY_PREDICT_PREDICTORS"}},
+				&cli.StringFlag{Name: "predictors", Value: strings.Join(predict.Names(), ","), Usage: "comma-separated predictors to compare", EnvVars: []string{"FAIRWAY_PREDICT_PREDICTORS"}},
 				&cli.BoolFlag{Name: "from-db", Usage: "replay the finished jobs of --cluster from the accounting database instead of a trace", EnvVars: []string{"FAIRWAY_PREDICT_FROM_DB"}},
 				&cli.StringFlag{Name: "cluster", Usage: "with --from-db: the cluster (Slurm ClusterName)", EnvVars: []string{"FAIRWAY_CLUSTER"}},
 				&cli.IntFlag{Name: "days", Value: 90, Usage: "with --from-db: replay the jobs that ended in the last N days", EnvVars: []string{"FAIRWAY_PREDICT_DAYS"}},
@@ -95,8 +96,8 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 		if n == "" {
 			continue
 		}
-		if _, ok := policy.Predictors[n]; !ok {
-			return cfg, fmt.Errorf("--predictors: unknown predictor %q: want some of %s", n, strings.Join(policy.PredictorNames(), ","))
+		if _, ok := predict.Predictors[n]; !ok {
+			return cfg, fmt.Errorf("--predictors: unknown predictor %q: want some of %s", n, strings.Join(predict.Names(), ","))
 		}
 		cfg.Predictors = append(cfg.Predictors, n)
 	}
@@ -113,7 +114,7 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 	}
 	preds := make([]policy.Predictor, len(cfg.Predictors))
 	for i, n := range cfg.Predictors {
-		if preds[i], err = policy.NewPredictor(n, policy.PredictorParams{}); err != nil {
+		if preds[i], err = predict.New(n, predict.Params{}); err != nil {
 			return err
 		}
 	}

@@ -1,20 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -49,14 +44,14 @@ type hookConfig struct {
 // and timeoutDefault differ per command.
 func hookFlags(timeoutEnv, timeoutDefault string) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "config", Value: defaultHookConfig, Usage: "root-only file of FAIRWAY_...=value lines for the settings below (it holds the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
+		&cli.StringFlag{Name: "config", Value: defaultHookConfig, Usage: "file of FAIRWAY_...=value lines for the settings below (owned by root, mode 0600: it holds the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
 		&cli.StringFlag{Name: "timeout", Value: timeoutDefault, Usage: "hard time budget of the whole run", EnvVars: []string{timeoutEnv}},
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName for usage records (slurmd sets SLURM_CLUSTER_NAME)", EnvVars: []string{"FAIRWAY_CLUSTER", "SLURM_CLUSTER_NAME"}},
 		&cli.StringFlag{Name: "database-url", Usage: "PostgreSQL URL of the accounting database; empty keeps records in the spool", EnvVars: []string{"FAIRWAY_DATABASE_URL"}},
 		&cli.StringFlag{Name: "database-timeout", Value: "2s", Usage: "time for one database write", EnvVars: []string{"FAIRWAY_DATABASE_TIMEOUT"}},
 		&cli.StringFlag{Name: "spool-dir", Value: "/var/spool/fairway", Usage: "usage records not yet in the database (persistent, root only; FAIRWAY_SPOOL_DIR in the config file, never the environment)"},
 		&cli.StringFlag{Name: "state-dir", Value: "/run/fairway", Usage: "node state between prolog and epilog, MPS pipes (tmpfs, root only; FAIRWAY_STATE_DIR in the config file, never the environment)"},
-		&cli.StringFlag{Name: "log-file", Usage: "append the log here instead of stderr (slurmd discards hook output)", EnvVars: []string{"FAIRWAY_LOG_FILE"}},
+		&cli.StringFlag{Name: "log-file", Usage: "append the log here instead of stderr (slurmd discards hook output; FAIRWAY_LOG_FILE in the config file, never the environment)"},
 		&cli.StringFlag{Name: "shards-per-gpu", Value: "0", Usage: "shard GRES per GPU in gres.conf; 0 when the node has none", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.StringFlag{Name: "default-compute-mode", Value: "default", Usage: "compute mode a GPU returns to after a job: default, exclusive-process or prohibited", EnvVars: []string{"FAIRWAY_DEFAULT_COMPUTE_MODE"}},
 		&cli.StringFlag{Name: "kill-stray", Value: "false", Usage: "kill processes found on a job's GPUs before it starts (they are always reported)", EnvVars: []string{"FAIRWAY_KILL_STRAY"}},
@@ -77,6 +72,7 @@ var rootOnlySettings = map[string]string{
 	"FAIRWAY_SCONTROL":    "scontrol",
 	"FAIRWAY_MPS_CONTROL": "mps-control",
 	"FAIRWAY_KERNEL_LOG":  "kernel-log",
+	"FAIRWAY_LOG_FILE":    "log-file",
 }
 
 func prologCommand() *cli.Command {
@@ -229,6 +225,12 @@ func hookSettings(c *cli.Context) (hookConfig, error) {
 
 	// The log settings first: a hook logs every other bad setting there.
 	cfg.LogFile = c.String("log-file")
+	if cfg.LogFile != "" {
+		if err := prolog.CheckRootPath(cfg.LogFile); err != nil {
+			cfg.LogFile = "" // root must not append to a file another user can swap
+			return cfg, fmt.Errorf("--log-file: %w", err)
+		}
+	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		cfg.LogLevel = slog.LevelInfo
 		return cfg, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -314,7 +316,7 @@ func hookLogger(cfg hookConfig, which string) (*slog.Logger, func()) {
 	var w io.Writer = os.Stderr
 	closeFn := func() {}
 	if cfg.LogFile != "" {
-		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
 		if err == nil {
 			w, closeFn = f, func() { f.Close() }
 		} else {
@@ -323,136 +325,6 @@ func hookLogger(cfg hookConfig, which string) (*slog.Logger, func()) {
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	return log.With("component", "prolog", "command", which, "node", os.Getenv("SLURMD_NODENAME")), closeFn
-}
-
-// applyConfigFile sets, from the --config file, every flag of the command
-// that neither the command line nor the environment set. The file holds the
-// database password, so it must belong to root and be unreadable by others.
-// A missing default file is no error; a missing named one is.
-func applyConfigFile(c *cli.Context) error {
-	path := c.String("config")
-	if path == "" {
-		return nil
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) && !c.IsSet("config") {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
-		return fmt.Errorf("config file %s belongs to uid %d, want root: it holds the database password", path, sys.Uid)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("config file %s has mode %04o, want 0600 or stricter: it holds the database password", path, st.Mode().Perm())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
-	if err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	vals, err := parseEnvFile(b)
-	if err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	byEnv := map[string]string{}
-	for k, name := range rootOnlySettings {
-		byEnv[k] = name
-	}
-	for _, fl := range c.Command.Flags {
-		if sf, ok := fl.(*cli.StringFlag); ok {
-			for _, e := range sf.EnvVars {
-				byEnv[e] = sf.Name
-			}
-		}
-	}
-	known := knownHookSettings()
-	for _, kv := range vals { // all or nothing: check every line first
-		if !known[kv.key] {
-			return fmt.Errorf("config file %s line %d: unknown setting %s", path, kv.line, kv.key)
-		}
-	}
-	for _, kv := range vals {
-		if kv.key == "FAIRWAY_LOG_LEVEL" {
-			if !c.IsSet("log-level") {
-				if err := c.Set("log-level", kv.value); err != nil {
-					return fmt.Errorf("config file %s line %d: %w", path, kv.line, err)
-				}
-			}
-			continue
-		}
-		name, ok := byEnv[kv.key]
-		if !ok || c.IsSet(name) {
-			continue // another command's setting, or set more directly
-		}
-		if err := c.Set(name, kv.value); err != nil {
-			return fmt.Errorf("config file %s line %d: %w", path, kv.line, err)
-		}
-	}
-	return nil
-}
-
-// knownHookSettings are the variables a hook config file may set: those of
-// prolog, epilog and spool flush, so one file serves all three.
-func knownHookSettings() map[string]bool {
-	known := map[string]bool{"FAIRWAY_LOG_LEVEL": true}
-	for _, cmd := range []*cli.Command{prologCommand(), epilogCommand(), spoolCommand().Subcommands[0]} {
-		for _, fl := range cmd.Flags {
-			switch f := fl.(type) {
-			case *cli.StringFlag:
-				for _, e := range f.EnvVars {
-					known[e] = true
-				}
-			case *cli.BoolFlag:
-				for _, e := range f.EnvVars {
-					known[e] = true
-				}
-			}
-		}
-	}
-	for k := range rootOnlySettings {
-		known[k] = true
-	}
-	delete(known, "SLURM_CLUSTER_NAME")
-	delete(known, "FAIRWAY_CONFIG")
-	return known
-}
-
-type envLine struct {
-	key, value string
-	line       int
-}
-
-var envKey = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-
-// parseEnvFile parses systemd EnvironmentFile syntax, the one config format:
-// KEY=value lines, # comments, blank lines, values optionally in matching
-// single or double quotes.
-func parseEnvFile(b []byte) ([]envLine, error) {
-	var out []envLine
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		k = strings.TrimSpace(k)
-		if !ok || !envKey.MatchString(k) {
-			return nil, fmt.Errorf("line %d: want NAME=value", n)
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-			v = v[1 : len(v)-1]
-		}
-		out = append(out, envLine{key: k, value: v, line: n})
-	}
-	return out, sc.Err()
 }
 
 // usageStore is prolog.UsageStore over package accounting. A hook stores

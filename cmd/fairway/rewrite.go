@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
@@ -68,11 +68,11 @@ func rewriteSettings(c *cli.Context, shardsPerGPU int, cluster string) (sidecar.
 		return cfg, nil // off
 	case len(cfg.Rules) == 0:
 		return cfg, errors.New("--rewrite-rules: empty while --rewrite-partitions is set")
-	case cfg.Rules[policy.RuleShare] && cfg.Table == "":
+	case cfg.Rules[rewrite.RuleShare] && cfg.Table == "":
 		return cfg, errors.New("--rewrite-table is required by the share rule: the file job_submit.lua reads (default " + defaultRewriteTable + ")")
 	case cfg.TableMaxRulesPerUser < 1 || cfg.TableMaxBytes < 4096:
 		return cfg, fmt.Errorf("--rewrite-table-max-rules-per-user %d, --rewrite-table-max-bytes %d: want at least 1 and 4096", cfg.TableMaxRulesPerUser, cfg.TableMaxBytes)
-	case cfg.Rules[policy.RuleShare] && cfg.ShardsPerGPU < 2:
+	case cfg.Rules[rewrite.RuleShare] && cfg.ShardsPerGPU < 2:
 		return cfg, fmt.Errorf("--shards-per-gpu %d: the share rule needs at least 2", cfg.ShardsPerGPU)
 	case cfg.TableMaxAge < time.Minute:
 		return cfg, fmt.Errorf("--rewrite-table-max-age %s: want at least 1m", cfg.TableMaxAge)
@@ -119,9 +119,9 @@ func printRewrite(w io.Writer, rep *sidecar.RewriteReport) error {
 		for _, p := range rep.Proposals {
 			to := int64(p.CPUs)
 			switch p.Rule {
-			case policy.RuleMemory:
+			case rewrite.RuleMemory:
 				to = p.MemoryMB
-			case policy.RuleElastic:
+			case rewrite.RuleElastic:
 				to = int64(p.GPUs)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\n", p.JobID, p.Rule, p.From, to, p.Reason)

@@ -14,6 +14,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
@@ -81,7 +82,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := &sidecar.Live{Resizes: resize, Recorder: store}
-	cfg := sidecar.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{policy.RuleShare: true}, Table: table,
+	cfg := sidecar.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{rewrite.RuleShare: true}, Table: table,
 		TableMaxAge: 10 * time.Minute, HistoryDays: 2, RefreshEvery: 1, ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: e.Cluster}
 	rw, err := sidecar.NewRewriter(cfg, quietLogger(), store, resize)
 	if err != nil {
@@ -97,7 +98,13 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	if !rep.TableWritten || shards != 1 { // 8% × 1.25 = 0.1 of 4 shards → 1
 		t.Fatalf("share rules %+v, table written %v; want alice's %s at 1 shard", rep.Rules, rep.TableWritten, light)
 	}
-	time.Sleep(6 * time.Second) // job_submit.lua re-reads the table every 5 s
+	// job_submit.lua re-reads the table every 5 s: probe with held
+	// submissions of the same user and name until one is rewritten.
+	waitFor(t, 30*time.Second, "job_submit.lua to apply the new table", func() bool {
+		probe := e.Submit(t, "alice", "-J", light, "-p", e.Partition, "--hold", "--gres=gpu:1", "--wrap", "true")
+		defer e.Run(t, "", "scancel", strconv.FormatInt(probe, 10))
+		return showJob(t, e, probe, "TresPerNode") == "gres:shard:1"
+	})
 
 	out := func(name string) string { return filepath.Join(e.JobDir, name+".out") }
 	script := `echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $SLURM_JOB_GPUS"; sleep 25`
@@ -167,7 +174,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	}
 	cl.Jobs = mine
 	cpus := cfg
-	cpus.Rules = map[string]bool{policy.RuleCPUs: true}
+	cpus.Rules = map[string]bool{rewrite.RuleCPUs: true}
 	cpus.Sacct = false
 	for _, dry := range []bool{true, false} {
 		rw, err := sidecar.NewRewriter(cpus, quietLogger(), store, resize)

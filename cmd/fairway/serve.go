@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/jackc/pgx/v5"
@@ -39,11 +41,14 @@ type serveConfig struct {
 	TokenEnv      string // the JWT from $SLURM_JWT, never logged
 	ScontrolToken bool
 	APIVersion    string
+	MaxBody       int64 // --slurm-max-body
 	WriteMode     slurmctl.Mode
 
 	Interval     time.Duration
 	MaxBackoff   time.Duration
 	Listen       string
+	HTTPAddr     string            // the read-only job API; "" disables it
+	API          sidecar.APIConfig // its privacy option
 	HA           bool
 	HistoryDays  int
 	SyncEvery    int    // cycles between slurmdbd history syncs; 0 = never
@@ -57,16 +62,17 @@ type serveConfig struct {
 func serveFlags() []cli.Flag {
 	return append([]cli.Flag{
 		databaseFlag(),
-		&cli.StringFlag{Name: "config", Usage: "root-only file of FAIRWAY_...=value lines (for secrets such as the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
+		&cli.StringFlag{Name: "config", Usage: "file of FAIRWAY_...=value lines for settings not given otherwise (owned by root or the user running fairway, mode 0600; it may hold the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName, the key of this cluster's history", EnvVars: []string{"FAIRWAY_CLUSTER"}},
 		&cli.StringFlag{Name: "slurm-url", Usage: "slurmrestd base URL", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
 		&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "user name sent to slurmrestd (an operator or SlurmUser)", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
 		&cli.StringFlag{Name: "slurm-token-file", Usage: "file holding the JWT (re-read when it changes); else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
 		&cli.BoolFlag{Name: "scontrol-token", Usage: "mint and renew the JWT with `scontrol token` (Fairway runs as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
-		&cli.StringFlag{Name: "slurm-api", Usage: "pin the REST API version (v0.0.38, v0.0.40, v0.0.41); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
+		&cli.StringFlag{Name: "slurm-api", Usage: "pin the REST API version (v0.0.38, v0.0.40 to v0.0.45); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
+		&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: "largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
 		&cli.StringFlag{Name: "write-mode", Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},
 		&cli.StringFlag{Name: "policy", Value: policy.DefaultPolicy, Usage: "ranking policy: " + strings.Join(policy.PolicyNames(), ", "), EnvVars: []string{"FAIRWAY_POLICY"}},
-		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(policy.PredictorNames(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
+		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(predict.Names(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
 		&cli.DurationFlag{Name: "interval", Value: 30 * time.Second, Usage: "time between cycles", EnvVars: []string{"FAIRWAY_INTERVAL"}},
 		&cli.DurationFlag{Name: "max-backoff", Value: 5 * time.Minute, Usage: "longest wait between cycles while Slurm is unreadable", EnvVars: []string{"FAIRWAY_MAX_BACKOFF"}},
 		&cli.BoolFlag{Name: "dry-run", Usage: "shadow mode: rank, log and record decisions, write nothing to Slurm", EnvVars: []string{"FAIRWAY_DRY_RUN"}},
@@ -76,11 +82,15 @@ func serveFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "exclude-partitions", Usage: "never rank or write jobs in these partitions", EnvVars: []string{"FAIRWAY_EXCLUDE_PARTITIONS"}},
 		&cli.StringSliceFlag{Name: "exempt-qos", Usage: "never rank or write jobs with these QOS", EnvVars: []string{"FAIRWAY_EXEMPT_QOS"}},
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz; empty to disable", EnvVars: []string{"FAIRWAY_LISTEN"}},
+		&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:9465", Usage: "address of the read-only job API (GET /v1/jobs/{id}, /v1/queue?user=U), answered from the last cycle's start-time forecast; empty to disable", EnvVars: []string{"FAIRWAY_HTTP_ADDR"}},
+		&cli.StringFlag{Name: "http-user-header", Usage: "answer the job API only about the user this request header names (set by the site's authenticating proxy, which must strip it from clients), like PrivateData=jobs; empty: every job is visible", EnvVars: []string{"FAIRWAY_HTTP_USER_HEADER"}},
 		&cli.BoolFlag{Name: "no-ha", Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
 		&cli.IntFlag{Name: "history-days", Value: 30, Usage: "days of finished jobs loaded at start to warm the predictor and fair-share usage", EnvVars: []string{"FAIRWAY_HISTORY_DAYS"}},
 		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
 		&cli.StringFlag{Name: "history-from", Value: historyFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
+		&cli.IntFlag{Name: "buffer-limit", Value: sidecar.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
+		&cli.StringFlag{Name: "buffer-dir", Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.IntFlag{Name: "retention-job-months", Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
 		&cli.IntFlag{Name: "retention-decision-days", Value: accounting.DefaultRetention.DecisionDays, Usage: "days of decisions (whole monthly partitions) and cycle timings kept; 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_DECISION_DAYS"}},
@@ -98,9 +108,6 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := applyConfigFile(c); err != nil {
-				return err
-			}
 			cfg, err := serveSettings(c)
 			if err != nil {
 				return err
@@ -115,7 +122,9 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	cfg := serveConfig{
 		SlurmURL: c.String("slurm-url"), SlurmUser: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
+		MaxBody:  c.Int64("slurm-max-body"),
 		Interval: c.Duration("interval"), MaxBackoff: c.Duration("max-backoff"), Listen: c.String("listen"),
+		HTTPAddr: c.String("http-addr"), API: sidecar.APIConfig{UserHeader: c.String("http-user-header")},
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
 		Retention: accounting.Retention{JobMonths: c.Int("retention-job-months"), DecisionDays: c.Int("retention-decision-days")},
@@ -124,7 +133,8 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	cfg.runner = sidecar.Config{
 		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
-		ExemptQOS: c.StringSlice("exempt-qos"),
+		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
+		Forecast: c.String("http-addr") != "",
 	}
 	switch {
 	case cfg.runner.Cluster == "":
@@ -137,6 +147,10 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, fmt.Errorf("--interval %s: want at least 1s", cfg.Interval)
 	case cfg.MaxBackoff < cfg.Interval:
 		return cfg, fmt.Errorf("--max-backoff %s: want at least --interval (%s)", cfg.MaxBackoff, cfg.Interval)
+	case cfg.runner.BufferLimit < 1:
+		return cfg, fmt.Errorf("--buffer-limit %d: want at least 1", cfg.runner.BufferLimit)
+	case cfg.runner.BufferDir == "":
+		return cfg, errors.New("--buffer-dir is required: records spilled while PostgreSQL is down go there")
 	case cfg.runner.MaxWrites < 0:
 		return cfg, fmt.Errorf("--max-writes %d: want 0 (no cap) or more", cfg.runner.MaxWrites)
 	case cfg.Retention.JobMonths < 0 || cfg.Retention.DecisionDays < 0:
@@ -147,8 +161,8 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		return cfg, fmt.Errorf("--history-from %q: want %s or %s", cfg.HistoryFrom, historyFromREST, historyFromSacct)
 	case !slices.Contains(policy.PolicyNames(), cfg.runner.Policy):
 		return cfg, fmt.Errorf("--policy %q: want one of %s", cfg.runner.Policy, strings.Join(policy.PolicyNames(), ", "))
-	case !slices.Contains(policy.PredictorNames(), cfg.runner.Predictor):
-		return cfg, fmt.Errorf("--predictor %q: want one of %s", cfg.runner.Predictor, strings.Join(policy.PredictorNames(), ", "))
+	case !slices.Contains(predict.Names(), cfg.runner.Predictor):
+		return cfg, fmt.Errorf("--predictor %q: want one of %s", cfg.runner.Predictor, strings.Join(predict.Names(), ", "))
 	case cfg.runner.Policy == "sjf-oracle":
 		return cfg, errors.New("--policy sjf-oracle needs true run times: it exists only in `fairway simulate`")
 	}
@@ -200,17 +214,20 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		if err != nil {
 			return err
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
+		defer shutdown(srv)
+	}
+	if cfg.HTTPAddr != "" {
+		srv, err := sidecar.StartAPI(cfg.HTTPAddr, sidecar.NewAPI(cfg.API, r.LastForecast), log)
+		if err != nil {
+			return err
+		}
+		defer shutdown(srv)
 	}
 	log.Info("serving", "cluster", cfg.runner.Cluster, "policy", cfg.runner.Policy, "predictor", cfg.runner.Predictor,
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
 		"slurm_api", s.client.Version(), "history_from", cfg.HistoryFrom)
 
-	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.client, Cluster: cfg.runner.Cluster}
+	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.client, Cluster: cfg.runner.Cluster, Log: log.With("component", "history")}
 	if cfg.HistoryFrom == historyFromSacct {
 		history = &accounting.SacctHistory{Cluster: cfg.runner.Cluster}
 	}
@@ -228,6 +245,13 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		return nil
 	}
 	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+}
+
+// shutdown stops srv, giving its requests in flight 5 seconds.
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }
 
 // keptSince names a retention cutoff for the log.
@@ -282,7 +306,7 @@ func openServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Lo
 	fail := func(err error) (*served, error) { s.close(); return nil, err }
 
 	client, err := newSlurmClient(ctx, slurmSettings{URL: cfg.SlurmURL, User: cfg.SlurmUser, TokenFile: cfg.TokenFile,
-		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion}, base)
+		TokenEnv: cfg.TokenEnv, ScontrolToken: cfg.ScontrolToken, APIVersion: cfg.APIVersion, MaxBody: cfg.MaxBody}, base)
 	if err != nil {
 		return fail(err)
 	}
@@ -312,6 +336,11 @@ func openServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Lo
 
 // buildServe opens serve's adapters and builds its runner.
 func buildServe(ctx context.Context, cfg serveConfig, dbURL string, base *slog.Logger) (*served, error) {
+	if cfg.runner.BufferDir != "" {
+		if err := os.MkdirAll(cfg.runner.BufferDir, 0o700); err != nil {
+			return nil, fmt.Errorf("--buffer-dir: %w", err)
+		}
+	}
 	s, err := openServe(ctx, cfg, dbURL, base)
 	if err != nil {
 		return nil, err
@@ -367,7 +396,7 @@ func printOnce(w io.Writer, res *sidecar.CycleResult, cfg serveConfig) error {
 	for _, ch := range res.Changed {
 		changed[ch.JobID] = true
 	}
-	mode := "written"
+	mode := fmt.Sprintf("written: %d applied, %d failed", len(res.Report.Applied), len(res.Report.Failed))
 	if res.DryRun {
 		mode = "dry run: nothing written"
 	}
@@ -385,5 +414,26 @@ func printOnce(w io.Writer, res *sidecar.CycleResult, cfg serveConfig) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return printRewrite(w, res.Rewrite)
+	if err := printRewrite(w, res.Rewrite); err != nil {
+		return err
+	}
+	return onceWriteErr(res.Report)
+}
+
+// onceWriteErr makes `serve --once` fail when any write failed, naming
+// each job and why, so a script or an operator cannot take a cycle whose
+// writes Slurm refused for a success.
+func onceWriteErr(rep slurmctl.Report) error {
+	if len(rep.Failed) == 0 && len(rep.ReadBack.Mismatches) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d writes failed", len(rep.Failed), len(rep.Planned))
+	for _, f := range rep.Failed {
+		fmt.Fprintf(&b, "\n  job %s: %v", f.Target, f.Err)
+	}
+	for _, m := range rep.ReadBack.Mismatches {
+		fmt.Fprintf(&b, "\n  job %d read back wrong: %s", m.JobID, m.Why)
+	}
+	return errors.New(b.String())
 }

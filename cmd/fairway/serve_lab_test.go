@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,8 +121,53 @@ func fillCluster(t *testing.T, e *lab.Env, user, tag string) int64 {
 	t.Helper()
 	waitQueueEmpty(t, e)
 	id := e.Submit(t, user, "-J", tag+"-blocker", "-p", e.Partition, "-N", "2", "--gres=gpu:4", "--exclusive", "-t", "10", "--wrap", "sleep 600")
-	e.WaitState(t, id, 60*time.Second, "RUNNING")
+	waitJobState(t, e, id, 60*time.Second, "RUNNING")
 	return id
+}
+
+// jobState is slurmctld's state of a job (scontrol), which changes the
+// moment the job does; sacct's comes later, through slurmdbd. "" once
+// slurmctld has forgotten the job.
+func jobState(e *lab.Env, id int64) string {
+	out, err := e.Try("", "scontrol", "show", "job", "-o", strconv.FormatInt(id, 10))
+	if err != nil {
+		return ""
+	}
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "JobState="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// waitJobState waits until slurmctld reports one of states for the job.
+// Callers wait only for states the job cannot leave before they look: a
+// final state, or RUNNING for a job that holds until released (heldJob).
+func waitJobState(t *testing.T, e *lab.Env, id int64, timeout time.Duration, states ...string) {
+	t.Helper()
+	var last string
+	waitFor(t, timeout, fmt.Sprintf("job %d to be one of %v", id, states), func() bool {
+		last = jobState(e, id)
+		return slices.Contains(states, last)
+	})
+}
+
+// heldJob submits, as user, a job that runs until release is called: a
+// test can then look at it running for as long as it needs, however slow
+// the machine. The job polls for a file in the lab's job directory.
+func heldJob(t *testing.T, e *lab.Env, user, tag string, args ...string) (id int64, release func()) {
+	t.Helper()
+	flag := filepath.Join(e.JobDir, tag+".release")
+	_ = os.Remove(flag)
+	t.Cleanup(func() { _ = os.Remove(flag) })
+	script := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.2; done", flag)
+	id = e.Submit(t, user, append(append([]string{"-J", tag}, args...), "--wrap", script)...)
+	return id, func() {
+		if err := os.WriteFile(flag, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // waitQueueEmpty waits until the lab partition has no pending, running or
@@ -159,7 +206,10 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		heavyJobs = append(heavyJobs, e.Submit(t, heavy, "-J", tag+"-heavy", "-p", e.Partition, "--gres=gpu:4", "-t", "2", "--wrap", "sleep 3"))
 	}
-	time.Sleep(1100 * time.Millisecond) // the light jobs are younger
+	// The light jobs must be younger: Slurm's submit times have whole
+	// seconds, so wait for the clock to pass the heavy jobs' second.
+	heavyDone := time.Now()
+	waitFor(t, 3*time.Second, "the clock to pass the heavy jobs' submit second", func() bool { return time.Now().Unix() > heavyDone.Unix() })
 	for i := 0; i < 2; i++ {
 		lightJobs = append(lightJobs, e.Submit(t, light, "-J", tag+"-light", "-p", e.Partition, "--gres=gpu:4", "-t", "2", "--wrap", "sleep 3"))
 	}
@@ -173,14 +223,13 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	// Two cycles: the first charges the heavy user's running blocker, the
-	// second ranks with it.
+	// Two cycles: the first sees the heavy user's running blocker, the
+	// second charges the time it ran since and ranks with it.
 	var res *sidecar.CycleResult
 	for i := 0; i < 2; i++ {
 		if res, err = s.runner.RunCycle(ctx); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	if !res.Leader {
 		t.Fatal("the only serve is not leader")
@@ -281,6 +330,7 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 type serveProc struct {
 	cmd    *exec.Cmd
 	listen string
+	api    string // the job API's address (--http-addr)
 	log    *os.File
 }
 
@@ -296,7 +346,7 @@ func freePort(t *testing.T) string {
 
 func startServe(t *testing.T, bin string, e *lab.Env, dbURL string, extra ...string) *serveProc {
 	t.Helper()
-	p := &serveProc{listen: freePort(t)}
+	p := &serveProc{listen: freePort(t), api: freePort(t)}
 	var err error
 	p.log, err = os.CreateTemp(t.TempDir(), "serve-*.log")
 	if err != nil {
@@ -304,7 +354,7 @@ func startServe(t *testing.T, bin string, e *lab.Env, dbURL string, extra ...str
 	}
 	args := append([]string{"--log-level", "debug", "serve", "--cluster", e.Cluster, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser,
 		"--slurm-token-file", e.TokenFile, "--database-url", dbURL, "--interval", "1s", "--max-backoff", "2s",
-		"--listen", p.listen, "--partitions", e.Partition, "--charge-every=-1s"}, extra...)
+		"--listen", p.listen, "--http-addr", p.api, "--partitions", e.Partition, "--charge-every=-1s", "--buffer-dir", t.TempDir()}, extra...)
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), "SLURM_CONF="+e.SlurmConf)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
@@ -408,7 +458,7 @@ func TestLab_ServeSurvivesOutages(t *testing.T) {
 	dbURL, conn := throwawayDB(t, e)
 	bin := buildFairway(t)
 	tag := fmt.Sprintf("serveC%d", time.Now().UnixNano()%1e6)
-	p := startServe(t, bin, e, dbURL, "--no-ha")
+	p := startServe(t, bin, e, dbURL, "--no-ha", "--buffer-limit", "1")
 	waitFor(t, 30*time.Second, "serve ready", func() bool { return p.status("/readyz") == 200 })
 
 	// slurmrestd down: cycles fail, the daemon lives, /readyz says so.
@@ -426,17 +476,24 @@ func TestLab_ServeSurvivesOutages(t *testing.T) {
 
 	// PostgreSQL down while a job finishes: the record is buffered and
 	// reaches the database once it is back.
-	id := e.Submit(t, "carol", "-J", tag, "-p", e.Partition, "--gres=gpu:1", "-t", "2", "--wrap", "sleep 4")
-	e.WaitState(t, id, 60*time.Second, "RUNNING")
-	waitFor(t, 10*time.Second, "serve to see the job run", func() bool { return p.metric("fairway_jobs_running") >= 1 })
+	// The job runs until released, so every wait below is for a state it
+	// holds until the test moves it on.
+	id, release := heldJob(t, e, "carol", tag, "-p", e.Partition, "--gres=gpu:1", "-t", "5")
+	waitJobState(t, e, id, 60*time.Second, "RUNNING")
+	waitFor(t, 30*time.Second, "serve to see the job run", func() bool { return p.metric("fairway_jobs_running") >= 1 })
 	pgCtl(t, e, "stop")
-	e.WaitState(t, id, 60*time.Second, "COMPLETED")
-	waitFor(t, 15*time.Second, "records to be buffered", func() bool { return p.metric("fairway_buffered_records") > 0 })
+	release()
+	waitJobState(t, e, id, 60*time.Second, "COMPLETED")
+	waitFor(t, 30*time.Second, "records to be buffered", func() bool { return p.metric("fairway_buffered_records") > 0 })
+	// --buffer-limit 1: the outage's records go to disk.
+	waitFor(t, 30*time.Second, "records to be spilled", func() bool { return p.metric("fairway_buffer_spilled_records") > 0 })
 	if p.status("/healthz") != 200 {
 		t.Fatal("serve died while PostgreSQL was down")
 	}
 	restartLab(t)
-	waitFor(t, 30*time.Second, "the buffer to drain", func() bool { return p.metric("fairway_buffered_records") == 0 && p.metric("fairway_database_up") == 1 })
+	waitFor(t, 30*time.Second, "the buffer to drain", func() bool {
+		return p.metric("fairway_buffered_records") == 0 && p.metric("fairway_buffer_spilled_records") == 0 && p.metric("fairway_database_up") == 1
+	})
 	ctx := context.Background()
 	_ = conn.Close(ctx)
 	var n int

@@ -23,14 +23,21 @@ func sharesCommand() *cli.Command {
 				Name:  "sync",
 				Usage: "replace the stored share tree from slurmdbd associations or from a shares file",
 				Description: "--from slurmdbd runs `sacctmgr -nP show associations` (on the slurmctld host it needs no\n" +
-					"token and works whether or not slurmrestd has the dbv0.0.38 plugin). --from config reads a\n" +
-					"shares file, one `ACCOUNT[/SUB][:USER] SHARES` a line. Each source is replaced whole; shares\n" +
-					"from config override slurmdbd's for the same account or association.",
+					"token and works whether or not slurmrestd has the dbv0.0.38 plugin). --from slurmrestd reads the\n" +
+					"same associations from slurmrestd's /slurm/<version>/shares (Slurm 23.11 and later; Slurm 22.05's\n" +
+					"v0.0.38 has no such endpoint), so the host needs no sacctmgr; they are stored as slurmdbd's.\n" +
+					"--from config reads a shares file, one `ACCOUNT[/SUB][:USER] SHARES` a line. Each source is\n" +
+					"replaced whole; shares from config override slurmdbd's for the same account or association.",
 				Flags: []cli.Flag{
 					databaseFlag(), cluster(),
-					&cli.StringFlag{Name: "from", Value: accounting.SharesFromSlurmdbd, Usage: "slurmdbd or config", EnvVars: []string{"FAIRWAY_SHARES_FROM"}},
+					&cli.StringFlag{Name: "from", Value: accounting.SharesFromSlurmdbd, Usage: "slurmdbd, slurmrestd or config", EnvVars: []string{"FAIRWAY_SHARES_FROM"}},
 					&cli.StringFlag{Name: "file", Usage: "config: the shares file", EnvVars: []string{"FAIRWAY_SHARES_FILE"}},
 					&cli.StringFlag{Name: "sacctmgr", Value: "sacctmgr", Usage: "slurmdbd: sacctmgr binary", EnvVars: []string{"FAIRWAY_SACCTMGR"}},
+					&cli.StringFlag{Name: "slurm-url", Usage: "slurmrestd: base URL", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
+					&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "slurmrestd: user name sent", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
+					&cli.StringFlag{Name: "slurm-token-file", Usage: "slurmrestd: file holding the JWT; else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
+					&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmrestd: mint the JWT with `scontrol token` (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
+					&cli.StringFlag{Name: "slurm-api", Usage: "slurmrestd: pin the API version (default: negotiate)", EnvVars: []string{"FAIRWAY_SLURM_API"}},
 				},
 				Action: func(c *cli.Context) error {
 					clusterName, from, file := c.String("cluster"), c.String("from"), c.String("file")
@@ -45,6 +52,12 @@ func sharesCommand() *cli.Command {
 							return errors.New("--file: only with --from config")
 						}
 						nodes, err = accounting.SacctmgrAssociations(c.Context, c.String("sacctmgr"), clusterName)
+					case accounting.SharesFromSlurmrestd:
+						if file != "" {
+							return errors.New("--file: only with --from config")
+						}
+						nodes, err = sharesFromSlurmrestd(c, clusterName)
+						from = accounting.SharesFromSlurmdbd
 					case accounting.SharesFromConfig:
 						if file == "" {
 							return errors.New("--file: required with --from config")
@@ -56,7 +69,7 @@ func sharesCommand() *cli.Command {
 						nodes, err = accounting.ParseSharesConfig(file, f)
 						f.Close()
 					default:
-						return fmt.Errorf("--from %q: want slurmdbd or config", from)
+						return fmt.Errorf("--from %q: want slurmdbd, slurmrestd or config", from)
 					}
 					if err != nil {
 						return err
@@ -133,4 +146,30 @@ func sharesCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// sharesFromSlurmrestd reads the share tree of cluster from slurmrestd's
+// /slurm/<version>/shares.
+func sharesFromSlurmrestd(c *cli.Context, cluster string) ([]accounting.ShareNode, error) {
+	s := slurmSettings{URL: c.String("slurm-url"), User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
+		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api")}
+	if s.URL == "" {
+		return nil, errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
+	}
+	if s.TokenFile == "" && s.TokenEnv == "" && !s.ScontrolToken {
+		return nil, errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
+	}
+	log, err := logger(c)
+	if err != nil {
+		return nil, err
+	}
+	client, err := newSlurmClient(c.Context, s, log)
+	if err != nil {
+		return nil, err
+	}
+	body, err := client.Shares(c.Context)
+	if err != nil {
+		return nil, fmt.Errorf("slurmrestd at %s: %w", s.URL, err)
+	}
+	return accounting.ParseRESTShares("slurmrestd "+client.Version()+" shares", body, cluster)
 }

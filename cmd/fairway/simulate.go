@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
@@ -54,7 +55,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
 			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.PolicyNames(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_SIMULATE_BACKFILL"}},
-			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(policy.PredictorNames(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
+			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
 			&cli.StringFlag{Name: "preempt", Value: "tiresias", Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
@@ -68,6 +69,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-jobs", Usage: "with --suite: replay only each trace's first N jobs (0: all)", EnvVars: []string{"FAIRWAY_SIMULATE_MAX_JOBS"}},
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
+			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
@@ -76,6 +78,9 @@ func simulateCommand() *cli.Command {
 			cfg, err := simulateSettings(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("forecast") {
+				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.App.Writer, os.Stderr)
 			}
 			return simulate(c.Context, cfg, c.App.Writer, os.Stderr)
 		},
@@ -113,8 +118,8 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, fmt.Errorf("--backfill: %w", err)
 	}
 	cfg.Predictor = c.String("predictor")
-	if _, ok := policy.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
-		return cfg, fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", cfg.Predictor, strings.Join(policy.PredictorNames(), ", "))
+	if _, ok := predict.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
+		return cfg, fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", cfg.Predictor, strings.Join(predict.Names(), ", "))
 	}
 	if cfg.Nodes < 0 || cfg.PerNode < 0 {
 		return cfg, fmt.Errorf("--nodes %d, --per-node %d: want >= 0", cfg.Nodes, cfg.PerNode)
@@ -169,72 +174,6 @@ func loadWorkload(cfg simulateConfig) (*sim.Workload, error) {
 	return w, nil
 }
 
-// policyRun is one policy's simulation, measured.
-type policyRun struct {
-	Metrics sim.Metrics
-	Users   []sim.UserWait
-	JCT     []float64 // seconds, ascending
-	Skipped map[string]int
-}
-
-// runPolicies simulates every policy of cfg on w, cfg.Parallel at a time.
-func runPolicies(ctx context.Context, cfg simulateConfig, w *sim.Workload, progress func(policy string, done, total int)) ([]policyRun, error) {
-	runs := make([]policyRun, len(cfg.Policies))
-	errs := make([]error, len(cfg.Policies))
-	sem := make(chan struct{}, cfg.Parallel)
-	var wg sync.WaitGroup
-	for i, name := range cfg.Policies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			runs[i], errs[i] = runPolicy(ctx, cfg, w, name, progress)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("simulate %s: %w", cfg.Policies[i], err)
-		}
-	}
-	return runs, nil
-}
-
-func runPolicy(ctx context.Context, cfg simulateConfig, w *sim.Workload, name string, progress func(string, int, int)) (policyRun, error) {
-	if err := ctx.Err(); err != nil {
-		return policyRun{}, err
-	}
-	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
-	if err != nil {
-		return policyRun{}, err
-	}
-	var pred policy.Predictor
-	if cfg.Predictor != "none" {
-		if pred, err = policy.NewPredictor(cfg.Predictor, policy.PredictorParams{}); err != nil {
-			return policyRun{}, err
-		}
-	}
-	sc := sim.Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
-		Progress: func(done, total int) error {
-			if progress != nil {
-				progress(name, done, total)
-			}
-			return ctx.Err()
-		}}
-	res, err := sim.Run(w.Jobs, sc)
-	if err != nil {
-		return policyRun{}, err
-	}
-	run := policyRun{Metrics: sim.Measure(res, sim.MetricsParams{}), Users: sim.UserWaits(res), Skipped: res.Skipped}
-	run.JCT = make([]float64, len(res.Jobs))
-	for i := range res.Jobs {
-		run.JCT[i] = res.Jobs[i].End.Sub(res.Jobs[i].Submit).Seconds()
-	}
-	slices.Sort(run.JCT)
-	return run, nil
-}
-
 // simulateReport is the JSON form of the comparison.
 type simulateReport struct {
 	Trace     string         `json:"trace"`
@@ -280,7 +219,8 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		}
 	}
 	started := time.Now()
-	runs, err := runPolicies(ctx, cfg, w, progress)
+	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
+		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: progress})
 	if progress != nil {
 		fmt.Fprintf(errOut, "\r\033[Ksimulated %d policies in %s\n", len(cfg.Policies), time.Since(started).Round(time.Millisecond))
 	}
@@ -354,7 +294,7 @@ func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) er
 }
 
 // writeSimulateOut writes the CSV files and plots into dir.
-func writeSimulateOut(dir string, rep *simulateReport, runs []policyRun) error {
+func writeSimulateOut(dir string, rep *simulateReport, runs []sim.PolicyRun) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
@@ -412,7 +352,7 @@ func simulateSuite(c *cli.Context) error {
 		return fmt.Errorf("--backfill: %w", err)
 	}
 	cfg.Predictor = c.String("predictor")
-	if _, ok := policy.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
+	if _, ok := predict.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
 		return fmt.Errorf("--predictor: unknown predictor %q", cfg.Predictor)
 	}
 	preempt, err := nameList(c.String("preempt"), func(n string) bool { _, ok := policy.Policies[n]; return ok })

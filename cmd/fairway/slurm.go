@@ -15,6 +15,7 @@ type slurmSettings struct {
 	TokenEnv      string // the JWT from $SLURM_JWT, never logged
 	ScontrolToken bool   // mint and renew with `scontrol token`
 	APIVersion    string // pinned version, "" to negotiate
+	MaxBody       int64  // largest answer read; 0: slurmctl's default
 }
 
 // newSlurmClient picks the token source (scontrol, file, else environment)
@@ -33,7 +34,7 @@ func newSlurmClient(ctx context.Context, s slurmSettings, log *slog.Logger) (*sl
 	default:
 		tokens = slurmctl.StaticToken(s.TokenEnv)
 	}
-	client, err := slurmctl.New(ctx, slurmctl.Config{URL: s.URL, User: s.User, Token: tokens, Version: s.APIVersion},
+	client, err := slurmctl.New(ctx, slurmctl.Config{URL: s.URL, User: s.User, Token: tokens, Version: s.APIVersion, MaxResponseBytes: s.MaxBody},
 		log.With("component", "slurmctl"))
 	if err != nil {
 		return nil, fmt.Errorf("slurmrestd at %s: %w", s.URL, err)

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"compress/gzip"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
@@ -88,44 +88,30 @@ func writeSynth(path string, stdout io.Writer, jobs []policy.Job) error {
 const heliosTime = "2006-01-02 15:04:05"
 
 // writeHeliosCSV writes jobs in the Helios cluster_log.csv layout that
-// policy/trace reads (with jobname and the time_limit extension). Jobs
+// policy/trace reads (with jobname and the time_limit extension), quoting
+// fields as RFC 4180 says (a job name may hold a comma or a quote). Jobs
 // must have Start and End (a run time).
 func writeHeliosCSV(w io.Writer, jobs []policy.Job) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteString("job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue,time_limit\n")
-	var b []byte
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"job_id", "user", "vc", "jobname", "gpu_num", "cpu_num", "node_num", "state",
+		"submit_time", "start_time", "end_time", "duration", "queue", "time_limit"}); err != nil {
+		return err
+	}
+	rec := make([]string, 14)
 	for i := range jobs {
 		j := &jobs[i]
-		b = b[:0]
-		b = strconv.AppendInt(b, j.ID, 10)
-		b = append(b, ',')
-		b = append(b, j.User...)
-		b = append(b, ',')
-		b = append(b, j.Partition...)
-		b = append(b, ',')
-		b = append(b, j.Name...)
-		for _, n := range []int{j.GPUs, j.CPUs, j.Nodes} {
-			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(n), 10)
-		}
-		b = append(b, ',')
-		b = append(b, j.State.String()...)
-		for _, t := range []string{j.Submit.UTC().Format(heliosTime), j.Start.UTC().Format(heliosTime), j.End.UTC().Format(heliosTime)} {
-			b = append(b, ',')
-			b = append(b, t...)
-		}
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(j.RunTime().Seconds()), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(j.Start.Sub(j.Submit).Seconds()), 10)
-		b = append(b, ',')
+		limit := ""
 		if j.TimeLimit > 0 {
-			b = strconv.AppendInt(b, int64(j.TimeLimit.Seconds()), 10)
+			limit = strconv.FormatInt(int64(j.TimeLimit.Seconds()), 10)
 		}
-		b = append(b, '\n')
-		if _, err := bw.Write(b); err != nil {
+		rec = append(rec[:0], strconv.FormatInt(j.ID, 10), j.User, j.Partition, j.Name,
+			strconv.Itoa(j.GPUs), strconv.Itoa(j.CPUs), strconv.Itoa(j.Nodes), j.State.String(),
+			j.Submit.UTC().Format(heliosTime), j.Start.UTC().Format(heliosTime), j.End.UTC().Format(heliosTime),
+			strconv.FormatInt(int64(j.RunTime().Seconds()), 10), strconv.FormatInt(int64(j.Start.Sub(j.Submit).Seconds()), 10), limit)
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
-	return bw.Flush()
+	cw.Flush()
+	return cw.Error()
 }

@@ -1,5 +1,5 @@
 // Package predeval measures run-time predictors on a job history: it replays
-// finished jobs through policy.Predictors under one of two protocols and
+// finished jobs through predict.Predictors under one of two protocols and
 // scores the predictions. It is pure (no I/O, no logging), so the CLI
 // (`fairway predict eval`), tests and benchmarks run the same code.
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 )
 
 // Protocol is the order in which history is revealed to predictors.
@@ -104,7 +105,7 @@ func Run(jobs []policy.Job, preds []policy.Predictor, opt Options) (*Result, err
 	pred := make([][]float64, len(preds))
 	for i, p := range preds {
 		res.Predictors[i].Name = p.Name()
-		if nl, ok := p.(policy.NeedsTimeLimit); ok && nl.NeedsTimeLimit() && !hasLimit {
+		if nl, ok := p.(predict.NeedsTimeLimit); ok && nl.NeedsTimeLimit() && !hasLimit {
 			res.Predictors[i].NotApplicable = "needs requested times; the trace has none"
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/google/go-cmp/cmp"
 )
@@ -165,7 +166,7 @@ func TestAlea_Published(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			jobs := sharedTrace(t, tt.file, trace.SWF)
-			p, err := policy.NewPredictor("alea", policy.PredictorParams{})
+			p, err := predict.New("alea", predict.Params{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,8 +202,8 @@ func TestFairway_BeatsBaselines(t *testing.T) {
 			t.Run(tr.file+"/"+string(proto), func(t *testing.T) {
 				t.Parallel()
 				var preds []policy.Predictor
-				for _, n := range policy.PredictorNames() {
-					p, err := policy.NewPredictor(n, policy.PredictorParams{})
+				for _, n := range predict.Names() {
+					p, err := predict.New(n, predict.Params{})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -263,7 +264,7 @@ func BenchmarkEvalOnline(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 		for b.Loop() {
-			p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+			p, err := predict.New("fairway", predict.Params{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 )
 
 // Shared GPUs. RunShared replays a GPU trace like Run, with one more thing
 // Slurm can do: a one-GPU job whose user and job name have a history of
 // light use is submitted as shards (what contrib/slurm/job_submit.lua does
-// with the table policy.Rewriter.Share feeds it), and shard jobs share a GPU.
+// with the table rewrite.Rules.Share feeds it), and shard jobs share a GPU.
 // Sharing is not free, so jobs on one GPU slow each other by a stated
 // interference model, and the benefit is measured, not assumed.
 //
@@ -62,9 +63,9 @@ type Sharing struct {
 	// On applies the share rule at submit time. Off, RunShared is the
 	// baseline: every job gets whole GPUs.
 	On bool
-	// Rewrite configures the share rule (policy.Rewriter.Share);
+	// Rewrite configures the share rule (rewrite.Rules.Share);
 	// ShardsPerGPU is required, at least 2.
-	Rewrite policy.RewriteParams
+	Rewrite rewrite.Params
 	// Usage is each job's use of a GPU, by job id. A job not in it uses a
 	// whole GPU (Util 1, MemFrac 1): it is never judged light.
 	Usage map[int64]JobUsage
@@ -141,11 +142,11 @@ func SynthUsage(jobs []policy.Job, m UsageModel) map[int64]JobUsage {
 		m.LightFraction = 0.4
 	}
 	type base struct{ util, mem float64 }
-	templates := map[policy.ProfileKey]base{}
+	templates := map[rewrite.ProfileKey]base{}
 	out := make(map[int64]JobUsage, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
-		k := policy.ProfileKey{User: j.User, Name: j.Name}
+		k := rewrite.ProfileKey{User: j.User, Name: j.Name}
 		b, ok := templates[k]
 		if !ok {
 			h := fnv.New64a()
@@ -210,7 +211,7 @@ type shared struct {
 	jobs   []shJob
 	byID   map[int64]int32
 	eng    *policy.Engine
-	rules  *policy.Rewriter
+	rules  *rewrite.Rules
 	now    int64
 	origin time.Time
 	nodes  [][]sgpu
@@ -224,8 +225,8 @@ type shared struct {
 	trueRun map[int64]time.Duration
 	ends    []shEnd
 
-	samples map[policy.ProfileKey][]policy.UsageSample
-	verdict map[policy.ProfileKey]int // shards for a one-GPU job of the key; 0 none
+	samples map[rewrite.ProfileKey][]rewrite.UsageSample
+	verdict map[rewrite.ProfileKey]int // shards for a one-GPU job of the key; 0 none
 	res     SharedResult
 }
 
@@ -257,7 +258,7 @@ func RunShared(jobs []policy.Job, cfg Config, sh Sharing) (*SharedResult, error)
 	if sh.GPUMemMB <= 0 {
 		sh.GPUMemMB = 81920
 	}
-	rules, err := policy.NewRewriter(sh.Rewrite)
+	rules, err := rewrite.New(sh.Rewrite)
 	if err != nil {
 		return nil, fmt.Errorf("simulate shared GPUs: %w", err)
 	}
@@ -269,7 +270,7 @@ func RunShared(jobs []policy.Job, cfg Config, sh Sharing) (*SharedResult, error)
 		return nil, fmt.Errorf("simulate shared GPUs: %w", err)
 	}
 	s := &shared{cfg: cfg, sh: sh, in: jobs, byID: make(map[int64]int32, len(jobs)), eng: eng, rules: rules,
-		spg: sh.Rewrite.ShardsPerGPU, samples: map[policy.ProfileKey][]policy.UsageSample{}, verdict: map[policy.ProfileKey]int{}}
+		spg: sh.Rewrite.ShardsPerGPU, samples: map[rewrite.ProfileKey][]rewrite.UsageSample{}, verdict: map[rewrite.ProfileKey]int{}}
 	s.res.Result = &Result{Policy: cfg.Policy.Name(), Cluster: cfg.Cluster, Skipped: map[string]int{}}
 	if err := s.load(); err != nil {
 		return nil, err
@@ -401,7 +402,7 @@ func (s *shared) submit(k int32) {
 	pj := s.in[j.src]
 	pj.Start, pj.End, pj.State, pj.ExitCode = time.Time{}, time.Time{}, policy.StatePending, 0
 	if s.sh.On && pj.GPUs == 1 && pj.Nodes <= 1 {
-		if n := s.verdictOf(policy.ProfileKey{User: pj.User, Name: pj.Name}); n > 0 {
+		if n := s.verdictOf(rewrite.ProfileKey{User: pj.User, Name: pj.Name}); n > 0 {
 			j.gpus, j.shards = 0, n
 			pj.GPUs, pj.Shards = 0, n
 			s.res.Shared++
@@ -413,7 +414,7 @@ func (s *shared) submit(k int32) {
 }
 
 // verdictOf is the share rule's answer for a key from the history so far.
-func (s *shared) verdictOf(key policy.ProfileKey) int {
+func (s *shared) verdictOf(key rewrite.ProfileKey) int {
 	if v, ok := s.verdict[key]; ok {
 		return v
 	}
@@ -701,8 +702,8 @@ func (s *shared) finish(k int32) {
 	}
 	// What the epilog and sacct would have recorded.
 	in := &s.in[j.src]
-	key := policy.ProfileKey{User: in.User, Name: in.Name}
-	s.samples[key] = append(s.samples[key], policy.UsageSample{JobID: in.ID, User: in.User, Name: in.Name, End: rj.End, State: state,
+	key := rewrite.ProfileKey{User: in.User, Name: in.Name}
+	s.samples[key] = append(s.samples[key], rewrite.UsageSample{JobID: in.ID, User: in.User, Name: in.Name, End: rj.End, State: state,
 		GPUs: j.gpus, Shards: j.shards, Run: time.Duration(s.now - j.start), GPUUtilPct: 100 * j.u,
 		GPUMemPeakMB: int64(j.mem * float64(s.sh.GPUMemMB)), GPUMemTotalMB: s.sh.GPUMemMB, CPUsUsed: -1})
 	delete(s.verdict, key)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -31,7 +32,7 @@ func stJob(id int64, user, name string, submit, run float64, gpus int) policy.Jo
 		Submit: at, Start: at, End: at.Add(time.Duration(run * float64(time.Second))), State: policy.StateCompleted}
 }
 
-func shareParams() policy.RewriteParams { return policy.RewriteParams{ShardsPerGPU: 4} }
+func shareParams() rewrite.Params { return rewrite.Params{ShardsPerGPU: 4} }
 
 // TestRunShared_OffIsRun: with sharing off, RunShared is Run's Slurm model
 // without backfill, job for job.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -237,7 +238,7 @@ func smSynth(t testing.TB) ([]policy.Job, Cluster) {
 // tests: a fresh predictor, tiresias preemptive.
 func smConfig(t testing.TB, cluster Cluster, name, predictor string) Config {
 	t.Helper()
-	pred, err := policy.NewPredictor(predictor, policy.PredictorParams{})
+	pred, err := predict.New(predictor, predict.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"golang.org/x/sync/errgroup"
 )
@@ -316,7 +317,7 @@ func suiteSim(ctx context.Context, cfg SuiteConfig, name string, jobs []policy.J
 	}
 	var pred policy.Predictor
 	if cfg.Predictor != "none" {
-		if pred, err = policy.NewPredictor(cfg.Predictor, policy.PredictorParams{}); err != nil {
+		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
 			return Metrics{}, err
 		}
 	}
@@ -329,11 +330,11 @@ func suiteSim(ctx context.Context, cfg SuiteConfig, name string, jobs []policy.J
 }
 
 func suitePredictors(ctx context.Context, jobs []policy.Job, name string, proto predeval.Protocol) (PredictorRow, error) {
-	names := policy.PredictorNames()
+	names := predict.Names()
 	preds := make([]policy.Predictor, len(names))
 	for i, n := range names {
 		var err error
-		if preds[i], err = policy.NewPredictor(n, policy.PredictorParams{}); err != nil {
+		if preds[i], err = predict.New(n, predict.Params{}); err != nil {
 			return PredictorRow{}, err
 		}
 	}

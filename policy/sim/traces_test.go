@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
@@ -106,7 +107,7 @@ func TestTraces_FairQSSFAgainstBaselines(t *testing.T) {
 				if name == "qssf" || name == "fair-qssf" {
 					// The others read no prediction: they run without a
 					// predictor, to the same schedule, faster.
-					pred, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+					pred, err := predict.New("fairway", predict.Params{})
 					if err != nil {
 						t.Fatal(err)
 					}

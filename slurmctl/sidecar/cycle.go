@@ -23,8 +23,9 @@ import (
 //     before ranking; nothing is written; engine state is kept; the loop
 //     backs off.
 //   - PostgreSQL down: ranking goes on from in-memory state; what must be
-//     recorded (finished jobs, decisions, cycle timings) is buffered, bounded,
-//     and shipped when the database is back. Leadership cannot be confirmed
+//     recorded (finished jobs, decisions, cycle timings) is buffered in
+//     memory up to Config.BufferLimit records, spilled to Config.BufferDir
+//     past it, and shipped, oldest first, when the database is back. Leadership cannot be confirmed
 //     without the database, so nothing is written to Slurm meanwhile (the
 //     values already written stay in Slurm).
 
@@ -60,8 +61,22 @@ type Config struct {
 	ExemptQOS         []string
 	Range             policy.SlurmRange
 	Field             string // "site_factor" or "priority", for the decision log
-	BufferLimit       int    // records kept while the database is down
+	// BufferLimit is the most records (finished jobs, predictions,
+	// decisions, cycle rows) kept in memory while the database is down;
+	// past it they are spilled to files in BufferDir. 0: DefaultBufferLimit.
+	BufferLimit int
+	// BufferDir holds spilled records until the database is back (and
+	// across a restart). "": records stay in memory, unbounded.
+	BufferDir string
+	// Forecast plays every cycle's ranking forward (NewQueueForecast) for
+	// explain, queue and the HTTP API.
+	Forecast bool
 }
+
+// DefaultBufferLimit bounds the records kept in memory through a database
+// outage: two cycles of a 100,000-job queue whose every value changes (one
+// decision row per change), before the oldest go to disk.
+const DefaultBufferLimit = 200_000
 
 // Runner runs serve cycles. Not safe for concurrent use: one goroutine runs
 // the loop.
@@ -85,6 +100,7 @@ type Runner struct {
 	pendPrev  map[int64]policy.Job // pending at the previous cycle
 	buffer    recordBuffer
 	rewrite   *Rewriter // resource rewriting (rewrite.go); nil when off
+	fc        forecastState
 }
 
 // New returns a Runner that reads slurm, ranks with engine, and hands
@@ -92,7 +108,7 @@ type Runner struct {
 // resource rewriter, nil when rewriting is off.
 func New(cfg Config, log *slog.Logger, slurm Source, sink Sink, leader Leadership, engine *policy.Engine, rw *Rewriter, m *Metrics) *Runner {
 	if cfg.BufferLimit <= 0 {
-		cfg.BufferLimit = 200000
+		cfg.BufferLimit = DefaultBufferLimit
 	}
 	if m == nil {
 		m = NewMetrics()
@@ -102,6 +118,7 @@ func New(cfg Config, log *slog.Logger, slurm Source, sink Sink, leader Leadershi
 		metrics: m, now: time.Now,
 		running: map[int64]policy.Job{}, finished: map[int64]bool{}, assigned: map[int64]int64{},
 		predicted: map[int64]time.Duration{}, pendPrev: map[int64]policy.Job{},
+		buffer: recordBuffer{limit: cfg.BufferLimit, dir: cfg.BufferDir},
 	}
 }
 
@@ -120,6 +137,7 @@ type CycleResult struct {
 	Recorded bool           // everything this cycle produced reached the database
 	Rewrite  *RewriteReport // resource rewriting; nil when off
 	DryRun   bool           // nothing was written to Slurm or the table
+	Forecast *QueueForecast // start-time forecasts; nil when Config.Forecast is off
 }
 
 // Cycles is the number of cycles run so far.
@@ -158,6 +176,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 		return nil, r.failCycle(ctx, log, rec, "read_error", fmt.Errorf("%w: %w", ErrSlurmRead, err))
 	}
 	r.metrics.slurmUp.Set(1)
+	r.metrics.skippedRecords.Add(float64(len(cl.Skipped)))
 
 	// 2. Observe.
 	pendingRecs := r.rankable(cl)
@@ -178,6 +197,9 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	}
 	r.observePredictionErrors(stopped)
 	r.recordStartedPredictions(running, start)
+	if r.cfg.Forecast {
+		res.Forecast = r.forecastCycle(log, cl, snap, scores)
+	}
 	r.pendPrev = make(map[int64]policy.Job, len(pending))
 	for _, j := range pending {
 		r.pendPrev[j.ID] = j
@@ -229,6 +251,9 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 		// The writer reports what it did even on error.
 		log.Error("write to slurm", "err", err, "applied", len(report.Applied), "failed", len(report.Failed))
 		rec.Error = "write: " + err.Error()
+		if errors.Is(err, slurmctl.ErrReadBack) {
+			r.metrics.writerStopped.Set(1)
+		}
 	}
 	rec.Write = r.now().Sub(t)
 	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)
@@ -276,12 +301,12 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 			from := c.From
 			d.Previous = &from
 		}
-		r.buffer.decisions = append(r.buffer.decisions, d)
+		r.buffer.mem.Decisions = append(r.buffer.mem.Decisions, d)
 		log.Debug("decision", "job_id", c.JobID, "rank", i+1, "score", s.Value, "value", c.To, "dry_run", d.DryRun)
 	}
-	r.buffer.finished = append(r.buffer.finished, newlyFinished...)
+	r.buffer.mem.Finished = append(r.buffer.mem.Finished, newlyFinished...)
 	rec.Total = r.now().Sub(start)
-	r.buffer.addCycle(rec, r.cfg.BufferLimit)
+	r.buffer.addCycle(rec)
 	t = r.now()
 	res.Recorded = r.flush(ctx, log)
 	rec.Record = r.now().Sub(t)
@@ -300,7 +325,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 func (r *Runner) failCycle(ctx context.Context, log *slog.Logger, rec accounting.Cycle, result string, err error) error {
 	rec.Error = err.Error()
 	rec.Total = r.now().Sub(rec.Started)
-	r.buffer.addCycle(rec, r.cfg.BufferLimit)
+	r.buffer.addCycle(rec)
 	r.flush(ctx, log)
 	r.metrics.cycle(rec, result)
 	return err
@@ -485,102 +510,12 @@ func (r *Runner) recordStartedPredictions(running []policy.Job, at time.Time) {
 			continue
 		}
 		if p, ok := r.predicted[j.ID]; ok {
-			r.buffer.predictions = append(r.buffer.predictions, accounting.Prediction{
+			r.buffer.mem.Predictions = append(r.buffer.mem.Predictions, accounting.Prediction{
 				Cluster: r.cfg.Cluster, JobID: j.ID, ArrayTask: j.ArrayTask, Submit: j.Submit, Predictor: r.cfg.Predictor,
 				At: at, Run: p, Rule: "engine", Partition: j.Partition,
 			})
 		}
 	}
-}
-
-// flush ships buffered records to the database. It reports whether the
-// buffer is empty afterwards.
-func (r *Runner) flush(ctx context.Context, log *slog.Logger) bool {
-	ok := r.buffer.flush(ctx, r.sink)
-	r.metrics.buffered.Set(float64(r.buffer.len()))
-	if ok {
-		r.metrics.dbUp.Set(1)
-		if r.buffer.failing {
-			log.Info("database is back: buffered records shipped")
-			r.buffer.failing = false
-		}
-		return true
-	}
-	r.metrics.dbUp.Set(0)
-	if !r.buffer.failing {
-		log.Error("record to database failed: buffering until it is back", "err", r.buffer.lastErr, "buffered", r.buffer.len())
-		r.buffer.failing = true
-	}
-	return false
-}
-
-// recordBuffer holds what must reach the database, in order, while it is
-// unreachable. Finished jobs are never dropped (they are history); when the
-// buffer is over its limit the oldest decisions and cycle rows go first,
-// and the drop is counted.
-type recordBuffer struct {
-	finished    []policy.Job
-	predictions []accounting.Prediction
-	decisions   []accounting.Decision
-	cycles      []accounting.Cycle
-	dropped     int
-	failing     bool
-	lastErr     error
-}
-
-func (b *recordBuffer) len() int {
-	return len(b.finished) + len(b.predictions) + len(b.decisions) + len(b.cycles)
-}
-
-func (b *recordBuffer) addCycle(c accounting.Cycle, limit int) {
-	b.cycles = append(b.cycles, c)
-	for b.len() > limit && (len(b.decisions) > 0 || len(b.cycles) > 1) {
-		if len(b.decisions) > 0 {
-			n := min(len(b.decisions), b.len()-limit)
-			b.decisions = b.decisions[n:]
-			b.dropped += n
-			continue
-		}
-		b.cycles = b.cycles[1:]
-		b.dropped++
-	}
-}
-
-func (b *recordBuffer) flush(ctx context.Context, s Recorder) bool {
-	if b.len() == 0 {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if len(b.finished) > 0 {
-		if _, err := s.RecordFinished(ctx, "slurmctld", b.finished); err != nil {
-			b.lastErr = err
-			return false
-		}
-		b.finished = nil
-	}
-	if len(b.predictions) > 0 {
-		if err := s.RecordPredictions(ctx, b.predictions); err != nil {
-			b.lastErr = err
-			return false
-		}
-		b.predictions = nil
-	}
-	if len(b.decisions) > 0 {
-		if _, err := s.RecordDecisions(ctx, b.decisions); err != nil {
-			b.lastErr = err
-			return false
-		}
-		b.decisions = nil
-	}
-	for len(b.cycles) > 0 {
-		if err := s.RecordCycle(ctx, b.cycles[0]); err != nil {
-			b.lastErr = err
-			return false
-		}
-		b.cycles = b.cycles[1:]
-	}
-	return true
 }
 
 func b2f(b bool) float64 {

@@ -3,8 +3,11 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -315,4 +318,134 @@ func TestRunner_FirstCycleDoesNotChargeOldJobs(t *testing.T) {
 
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// TestRunner_BufferSpillsPastBoundNothingLost fills the record buffer past
+// its bound while the database is down: memory never holds more than the
+// bound, the rest goes to spill files, and once the database is back every
+// decision, finished job and cycle row reaches it exactly once. A second
+// runner on the same directory (a restart) ships what the first left.
+func TestRunner_BufferSpillsPastBoundNothingLost(t *testing.T) {
+	const limit = 10
+	dir := t.TempDir()
+	g := newRig(t, Config{BufferLimit: limit, BufferDir: dir}, false)
+	g.store.down = true
+
+	var jobs []slurmctl.Job
+	wantDecisions, wantFinished, cycles := 0, 0, 0
+	for c := range 12 {
+		// Three new pending jobs a cycle (new decisions), and one job
+		// that ran during the previous cycle finishes.
+		for k := range 3 {
+			id := int64(100*c + k + 1)
+			jobs = append(jobs, job(id, fmt.Sprintf("u%d", k), policy.StatePending, time.Duration(id)*time.Second))
+		}
+		if c > 0 {
+			run := job(int64(100*c+50), "r", policy.StateRunning, 0)
+			run.Start = g.clock
+			res := g.cycle(t, append(jobs, run)...)
+			wantDecisions += len(res.Changed)
+			cycles++
+			run.State, run.End = policy.StateCompleted, g.clock.Add(time.Second)
+			jobs = append(jobs, run)
+			wantFinished++
+		}
+		res := g.cycle(t, jobs...)
+		wantDecisions += len(res.Changed)
+		cycles++
+		jobs = slices.DeleteFunc(jobs, func(j slurmctl.Job) bool { return j.State.Finished() })
+		if res.Recorded {
+			t.Fatal("recorded while the database is down")
+		}
+		if n := g.r.buffer.mem.len(); n > limit {
+			t.Fatalf("cycle %d: %d records in memory, bound %d", c, n, limit)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+spillSuffix))
+	if len(files) == 0 || g.r.buffer.spilled == 0 {
+		t.Fatalf("nothing spilled past a bound of %d (%d buffered)", limit, g.r.buffer.len())
+	}
+	if got := gauge(t, g.r.metrics, "fairway_buffer_spilled_records"); got != float64(g.r.buffer.spilled) || got == 0 {
+		t.Errorf("fairway_buffer_spilled_records = %v, want %d", got, g.r.buffer.spilled)
+	}
+	if wantDecisions == 0 || wantFinished == 0 {
+		t.Fatal("the workload made no decisions or finished no job: the test proves nothing")
+	}
+
+	// The database is back: everything reaches it exactly once, oldest
+	// first, and the spill files are gone.
+	g.store.down = false
+	g.cycle(t, jobs...)
+	if g.r.buffer.len() != 0 {
+		t.Fatalf("%d records still buffered", g.r.buffer.len())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*"+spillSuffix)); len(left) != 0 {
+		t.Errorf("%d spill files left after the database came back", len(left))
+	}
+	seen := map[[2]int64]bool{}
+	for _, d := range g.store.decisions {
+		k := [2]int64{d.Cycle, d.JobID}
+		if seen[k] {
+			t.Errorf("decision for job %d in cycle %d recorded twice", d.JobID, d.Cycle)
+		}
+		seen[k] = true
+	}
+	if len(seen) != wantDecisions {
+		t.Errorf("%d distinct decisions recorded, want %d", len(seen), wantDecisions)
+	}
+	if !slices.IsSortedFunc(g.store.cycles, func(a, b accounting.Cycle) int { return int(a.Cycle - b.Cycle) }) {
+		t.Error("cycle rows shipped out of order")
+	}
+	if got := len(g.store.finished); got != wantFinished {
+		t.Errorf("%d finished jobs recorded, want %d", got, wantFinished)
+	}
+	if got := len(g.store.cycles); got != cycles+1 {
+		t.Errorf("%d cycle rows, want %d", got, cycles+1)
+	}
+	if got := gauge(t, g.r.metrics, "fairway_buffered_records"); got != 0 {
+		t.Errorf("fairway_buffered_records = %v after the outage, want 0", got)
+	}
+}
+
+// TestRunner_SpilledRecordsShipAfterRestart: records a runner spilled
+// before it died are shipped by the next runner on the same directory.
+func TestRunner_SpilledRecordsShipAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	g := newRig(t, Config{BufferLimit: 2, BufferDir: dir}, false)
+	g.store.down = true
+	var jobs []slurmctl.Job
+	for c := range 4 {
+		jobs = append(jobs, job(int64(c+1), "a", policy.StatePending, time.Duration(c)*time.Second))
+		g.cycle(t, jobs...)
+	}
+	spilled := g.r.buffer.spilled
+	if spilled == 0 {
+		t.Fatal("nothing spilled")
+	}
+	// g dies here; its memory is lost, its spill files are not.
+	g2 := newRig(t, Config{BufferLimit: 2, BufferDir: dir}, false)
+	g2.cycle(t)
+	got := len(g2.store.decisions) + len(g2.store.cycles) + len(g2.store.finished) + len(g2.store.preds)
+	if got != spilled+1 { // + the new runner's own cycle row
+		t.Errorf("new runner recorded %d records, want the %d spilled + 1", got, spilled)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*"+spillSuffix)); len(left) != 0 {
+		t.Errorf("%d spill files left", len(left))
+	}
+}
+
+// gauge is the value of the unlabelled gauge name in m.
+func gauge(t *testing.T, m *Metrics, name string) float64 {
+	t.Helper()
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 )
 
 // FuzzRewriteTable feeds job_submit.lua's table reader arbitrary tables
@@ -22,13 +22,13 @@ import (
 //	go test -run '^$' -fuzz '^FuzzRewriteTable$' -fuzztime 10m -parallel 1 ./slurmctl/sidecar
 func FuzzRewriteTable(f *testing.F) {
 	now := time.Now()
-	rules := []policy.ShareRule{
+	rules := []rewrite.ShareRule{
 		{User: "alice", Name: "train", Shards: 2, Reason: "p95 memory 9 GiB of 80, utilisation 31%"},
 		{User: "alice", Name: "my sweep 3", Shards: 1, Reason: "names may hold spaces"},
 	}
-	f.Add(string(renderRewriteTable(now, 24*365*time.Hour, []string{"gpu"}, rules)))
-	f.Add(string(renderRewriteTable(now, 15*time.Minute, []string{"gpu", "debug"}, rules[:1])))
-	f.Add(string(renderRewriteTable(now.Add(-time.Hour), 15*time.Minute, []string{"gpu"}, rules)))
+	f.Add(string(rewrite.RenderTable(now, 24*365*time.Hour, []string{"gpu"}, rules)))
+	f.Add(string(rewrite.RenderTable(now, 15*time.Minute, []string{"gpu", "debug"}, rules[:1])))
+	f.Add(string(rewrite.RenderTable(now.Add(-time.Hour), 15*time.Minute, []string{"gpu"}, rules)))
 	f.Add("fairway-rewrite\t1\ngenerated\t" + fmt.Sprint(now.Unix()) + "\nmax_age\t1e9\npartition\tgpu\nshard\talice\t2\ttrain\n")
 	wellFormed := regexp.MustCompile(`^gres:shard:([1-9][0-9]*)$`)
 	f.Fuzz(func(t *testing.T, table string) {

@@ -24,16 +24,22 @@ type Metrics struct {
 	jobsRunning     prometheus.Gauge
 	writes          prometheus.Counter
 	writeErrors     prometheus.Counter
+	readBackBad     prometheus.Counter
+	writerStopped   prometheus.Gauge
+	skippedRecords  prometheus.Counter
 	planned         prometheus.Counter
 	leader          prometheus.Gauge
 	slurmUp         prometheus.Gauge
 	dbUp            prometheus.Gauge
 	buffered        prometheus.Gauge
+	spilled         prometheus.Gauge
+	spillErrors     prometheus.Counter
 	accountUse      *prometheus.GaugeVec
 	accountShare    *prometheus.GaugeVec
 	accountWait     *prometheus.GaugeVec
 	accountWaitMax  *prometheus.GaugeVec
 	predictionError prometheus.Histogram
+	forecastError   *prometheus.HistogramVec
 }
 
 // NewMetrics registers serve's metrics on a registry of their own.
@@ -49,11 +55,16 @@ func NewMetrics() *Metrics {
 	m.jobsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_jobs_running", Help: "Running jobs seen in the last cycle."})
 	m.writes = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_writes_total", Help: "Values written to Slurm and confirmed."})
 	m.writeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_write_errors_total", Help: "Writes Slurm refused or whose outcome is unknown."})
+	m.readBackBad = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_write_readback_mismatches_total", Help: "Written jobs whose priority, read back from Slurm, contradicts the value written (REST writer modes)."})
+	m.writerStopped = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_writer_stopped", Help: "1 when a read-back mismatch stopped the writer: nothing is written until serve restarts."})
+	m.skippedRecords = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_slurm_records_skipped_total", Help: "Job records slurmrestd sent that could not be translated and were left out of the cycle (each logged)."})
 	m.planned = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_values_changed_total", Help: "Values decided that differ from the previous cycle (written, or in dry run would be)."})
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_leader", Help: "1 when this process holds the leader lease and may write to Slurm."})
 	m.slurmUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_slurm_up", Help: "1 when the last read of slurmrestd succeeded."})
 	m.dbUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_database_up", Help: "1 when the last write to PostgreSQL succeeded."})
-	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL."})
+	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL, in memory and spilled to disk."})
+	m.spilled = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffer_spilled_records", Help: "Records waiting for PostgreSQL in spill files on the local disk."})
+	m.spillErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_buffer_spill_errors_total", Help: "Spills to disk that failed (the records stayed in memory)."})
 	m.accountUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_usage_ratio", Help: "Account's share of the cluster's decayed GPU usage (0..1)."}, []string{"account"})
 	m.accountShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_share_ratio", Help: "Account's normalized share among the accounts with usage or pending work (0..1)."}, []string{"account"})
 	m.accountWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_seconds", Help: "Mean time the account's pending jobs have waited so far."}, []string{"account"})
@@ -62,8 +73,13 @@ func NewMetrics() *Metrics {
 		Name: "fairway_prediction_abs_error_seconds", Help: "Absolute error of the run-time prediction of jobs that finished.",
 		Buckets: prometheus.ExponentialBuckets(10, 3, 10),
 	})
-	for _, c := range []prometheus.Collector{m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
-		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
+	m.forecastError = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "fairway_forecast_abs_error_seconds", Help: "Absolute error of the start-time forecast of jobs that started, by method (predicted run times, time limits) and forecast (first made for the job, last before it started).",
+		Buckets: prometheus.ExponentialBuckets(30, 3, 10),
+	}, []string{"method", "made"})
+	for _, c := range []prometheus.Collector{m.forecastError, m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
+		m.readBackBad, m.writerStopped, m.skippedRecords,
+		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.spilled, m.spillErrors, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
 		m.predictionError, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -83,6 +99,7 @@ func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl
 	m.jobsRunning.Set(float64(len(s.Running)))
 	m.writes.Add(float64(len(rep.Applied)))
 	m.writeErrors.Add(float64(len(rep.Failed)))
+	m.readBackBad.Add(float64(len(rep.ReadBack.Mismatches)))
 	m.planned.Add(float64(len(rep.Planned)))
 
 	type agg struct {

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
@@ -28,10 +28,10 @@ import (
 // Off by default. Every write goes through the cycle's Sink, so a dry run,
 // explain, or a serve that does not hold the lease writes nothing (neither
 // the table nor a job) and reports what it would do. The rules themselves
-// are policy.Rewriter's.
+// are rewrite.Rules's.
 
 // RuleNames are the rewrite rules serve can run (--rewrite-rules).
-var RuleNames = []string{policy.RuleShare, policy.RuleCPUs, policy.RuleMemory, policy.RuleElastic}
+var RuleNames = []string{rewrite.RuleShare, rewrite.RuleCPUs, rewrite.RuleMemory, rewrite.RuleElastic}
 
 // RewriteConfig is serve's validated rewriting settings.
 type RewriteConfig struct {
@@ -65,7 +65,7 @@ const (
 
 // UsageSource is where the rules' history comes from (accounting.Store).
 type UsageSource interface {
-	UsageSamples(ctx context.Context, cluster string, since time.Time) ([]policy.UsageSample, error)
+	UsageSamples(ctx context.Context, cluster string, since time.Time) ([]rewrite.UsageSample, error)
 }
 
 // CommentReader reads pending jobs' comments, where users put the opt-out
@@ -83,18 +83,18 @@ type Rewriter struct {
 	comments CommentReader
 	now      func() time.Time
 
-	share    *policy.Rewriter // profiles and the share rule (serve's shards per GPU)
-	profiles map[policy.ProfileKey]*policy.UsageProfile
+	share    *rewrite.Rules // profiles and the share rule (serve's shards per GPU)
+	profiles map[rewrite.ProfileKey]*rewrite.UsageProfile
 	loadedAt int64 // cycle of the last history load; 0: never
 	elastic  map[int64]bool
 }
 
 // RewriteReport is what one cycle's rewriting decided.
 type RewriteReport struct {
-	Rules        []policy.ShareRule // the table's rows
-	TableDropped int                // rules left out by the table's caps
+	Rules        []rewrite.ShareRule // the table's rows
+	TableDropped int                 // rules left out by the table's caps
 	TableWritten bool
-	Proposals    []policy.Proposal
+	Proposals    []rewrite.Proposal
 	Resize       slurmctl.ResizeReport
 	DryRun       bool
 }
@@ -114,7 +114,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, comment
 	if cfg.TableMaxRulesPerUser < 0 || cfg.TableMaxBytes < 0 {
 		return nil, fmt.Errorf("rewrite table caps: %d rules per user, %d bytes: want positive", cfg.TableMaxRulesPerUser, cfg.TableMaxBytes)
 	}
-	share, err := policy.NewRewriter(policy.RewriteParams{ShardsPerGPU: cfg.ShardsPerGPU, MinHistory: cfg.MinHistory, ShareMaxUtilPct: cfg.ShareMaxUtil})
+	share, err := rewrite.New(rewrite.Params{ShardsPerGPU: cfg.ShardsPerGPU, MinHistory: cfg.MinHistory, ShareMaxUtilPct: cfg.ShareMaxUtil})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (rw *Rewriter) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if rw.cpuUse != nil && (rw.cfg.Rules[policy.RuleCPUs] || rw.cfg.Rules[policy.RuleMemory]) {
+	if rw.cpuUse != nil && (rw.cfg.Rules[rewrite.RuleCPUs] || rw.cfg.Rules[rewrite.RuleMemory]) {
 		use, err := rw.cpuUse(ctx, since, now)
 		if err != nil {
 			rw.log.Warn("rewrite: CPU and memory use from sacct unavailable; rules treat it as unknown", "err", err)
@@ -168,27 +168,27 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 			rw.loadedAt = n
 		}
 	}
-	keys := make([]policy.ProfileKey, 0, len(rw.profiles))
+	keys := make([]rewrite.ProfileKey, 0, len(rw.profiles))
 	for k := range rw.profiles {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b policy.ProfileKey) int {
+	slices.SortFunc(keys, func(a, b rewrite.ProfileKey) int {
 		return strings.Compare(a.User+"\x00"+a.Name, b.User+"\x00"+b.Name)
 	})
 
-	if rw.cfg.Rules[policy.RuleShare] {
+	if rw.cfg.Rules[rewrite.RuleShare] {
 		for _, k := range keys {
-			if r, ok := rw.share.Share(rw.profiles[k]); ok && tableSafe(r.User) && tableSafe(r.Name) {
+			if r, ok := rw.share.Share(rw.profiles[k]); ok && rewrite.TableSafe(r.User) && rewrite.TableSafe(r.Name) {
 				rep.Rules = append(rep.Rules, r)
 			}
 		}
-		header := len(renderRewriteTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
-		rep.Rules, rep.TableDropped = capTableRules(rep.Rules, rw.cfg.TableMaxRulesPerUser, rw.cfg.TableMaxBytes-header)
+		header := len(rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
+		rep.Rules, rep.TableDropped = rewrite.CapTable(rep.Rules, rw.cfg.TableMaxRulesPerUser, rw.cfg.TableMaxBytes-header)
 		if rep.TableDropped > 0 {
 			log.Warn("rewrite: share table capped: the users with the most rules lose some", "kept", len(rep.Rules), "dropped", rep.TableDropped,
 				"max_rules_per_user", rw.cfg.TableMaxRulesPerUser, "max_bytes", rw.cfg.TableMaxBytes)
 		}
-		table := renderRewriteTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
+		table := rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
 		if err := sink.WriteTable(rw.cfg.Table, table); err != nil {
 			log.Error("rewrite: write the share table", "path", rw.cfg.Table, "err", err)
 		} else if rep.DryRun {
@@ -198,7 +198,7 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 		}
 	}
 
-	if rw.cfg.Rules[policy.RuleCPUs] || rw.cfg.Rules[policy.RuleMemory] || rw.cfg.Rules[policy.RuleElastic] {
+	if rw.cfg.Rules[rewrite.RuleCPUs] || rw.cfg.Rules[rewrite.RuleMemory] || rw.cfg.Rules[rewrite.RuleElastic] {
 		comments, err := rw.comments.Comments(ctx)
 		if err != nil {
 			log.Warn("rewrite: cannot read job comments (opt-outs): no job resized this cycle", "err", err)
@@ -287,7 +287,7 @@ func shape(cl *slurmctl.Cluster, partition string) (partitionShape, bool) {
 
 // propose runs the CPU, memory and elastic rules on the pending jobs of
 // the enabled partitions, in Fairway's ranking order (unranked jobs last).
-func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, predicted map[int64]time.Duration, ranking []policy.Score) []policy.Proposal {
+func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, predicted map[int64]time.Duration, ranking []policy.Score) []rewrite.Proposal {
 	rank := make(map[int64]int, len(ranking))
 	for i, s := range ranking {
 		rank[s.JobID] = i
@@ -295,7 +295,7 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 	byPart := map[string][]*slurmctl.Job{}
 	for i := range cl.Jobs {
 		j := &cl.Jobs[i]
-		if !j.Pending() || j.HetJob || j.ArrayTasks != "" || policy.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
+		if !j.Pending() || j.HetJob || j.ArrayTasks != "" || rewrite.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
 			continue
 		}
 		parts := strings.Split(j.Partition, ",")
@@ -307,7 +307,7 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 			byPart[parts[0]] = append(byPart[parts[0]], j)
 		}
 	}
-	var out []policy.Proposal
+	var out []rewrite.Proposal
 	for _, part := range rw.cfg.Partitions {
 		jobs := byPart[part]
 		if len(jobs) == 0 {
@@ -332,33 +332,33 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 			return cmp.Compare(a.ID, b.ID)
 		})
 		// Shards per GPU as the nodes declare them, else serve's setting.
-		p := policy.RewriteParams{ShardsPerGPU: sh.shardsPerGPU, MinHistory: rw.cfg.MinHistory, GPUsPerNode: sh.maxFreeOnNode}
+		p := rewrite.Params{ShardsPerGPU: sh.shardsPerGPU, MinHistory: rw.cfg.MinHistory, GPUsPerNode: sh.maxFreeOnNode}
 		if p.ShardsPerGPU == 0 {
 			p.ShardsPerGPU = rw.cfg.ShardsPerGPU
 		}
-		if rw.cfg.Rules[policy.RuleCPUs] {
+		if rw.cfg.Rules[rewrite.RuleCPUs] {
 			p.CPUsPerGPU, p.NodeCPUs = rw.cfg.CPUsPerGPU, sh.nodeCPUs
 			if p.CPUsPerGPU == 0 {
 				p.CPUsPerGPU = sh.cpusPerGPU
 			}
 		}
-		if rw.cfg.Rules[policy.RuleMemory] {
+		if rw.cfg.Rules[rewrite.RuleMemory] {
 			p.MemPerGPUMB, p.NodeMemMB = rw.cfg.MemPerGPUMB, sh.nodeMem
 			if p.MemPerGPUMB == 0 {
 				p.MemPerGPUMB = int64(sh.memPerGPU)
 			}
 		}
-		rules, err := policy.NewRewriter(p)
+		rules, err := rewrite.New(p)
 		if err != nil {
 			rw.log.Warn("rewrite: partition settings", "partition", part, "err", err)
 			continue
 		}
 		gpus := map[int64]int{}
-		if rw.cfg.Rules[policy.RuleElastic] {
+		if rw.cfg.Rules[rewrite.RuleElastic] {
 			free := sh.free
-			var cands []policy.ElasticJob
+			var cands []rewrite.ElasticJob
 			for _, j := range jobs {
-				lo, hi, isElastic, err := policy.ParseElastic(comments[j.ID])
+				lo, hi, isElastic, err := rewrite.ParseElastic(comments[j.ID])
 				if err != nil {
 					rw.log.Warn("rewrite: ignoring a malformed elastic marker", "job_id", j.ID, "err", err)
 				}
@@ -368,20 +368,20 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 					}
 					continue
 				}
-				cands = append(cands, policy.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[policy.ProfileKey{User: j.User, Name: j.Name}], Predicted: predicted[j.ID]})
+				cands = append(cands, rewrite.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}], Predicted: predicted[j.ID]})
 			}
 			for _, pr := range rules.Elastic(cands, free) {
 				out = append(out, pr)
 				gpus[pr.JobID] = pr.GPUs
 			}
 		}
-		if rw.cfg.Rules[policy.RuleCPUs] || rw.cfg.Rules[policy.RuleMemory] {
+		if rw.cfg.Rules[rewrite.RuleCPUs] || rw.cfg.Rules[rewrite.RuleMemory] {
 			for _, j := range jobs {
 				jj := j.Job
 				if g, ok := gpus[j.ID]; ok {
 					jj.GPUs = g // CPUs and memory follow the new GPU count
 				}
-				out = append(out, rules.Resources(&jj, rw.profiles[policy.ProfileKey{User: j.User, Name: j.Name}])...)
+				out = append(out, rules.Resources(&jj, rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}])...)
 			}
 		}
 	}
@@ -389,7 +389,7 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 }
 
 // mergeProposals turns per-rule proposals into one resize per job.
-func mergeProposals(ps []policy.Proposal) []slurmctl.Resize {
+func mergeProposals(ps []rewrite.Proposal) []slurmctl.Resize {
 	by := map[int64]*slurmctl.Resize{}
 	var order []int64
 	for _, p := range ps {
@@ -400,11 +400,11 @@ func mergeProposals(ps []policy.Proposal) []slurmctl.Resize {
 			order = append(order, p.JobID)
 		}
 		switch p.Rule {
-		case policy.RuleCPUs:
+		case rewrite.RuleCPUs:
 			r.CPUs = p.CPUs
-		case policy.RuleMemory:
+		case rewrite.RuleMemory:
 			r.MemoryMB = p.MemoryMB
-		case policy.RuleElastic:
+		case rewrite.RuleElastic:
 			r.GPUs = p.GPUs
 		}
 	}
@@ -415,81 +415,10 @@ func mergeProposals(ps []policy.Proposal) []slurmctl.Resize {
 	return out
 }
 
-// tableSafe reports whether a user or job name can be a field of the
-// table: no tab, newline or carriage return (the field separators).
-func tableSafe(s string) bool { return s != "" && !strings.ContainsAny(s, "\t\n\r") }
-
-// renderRewriteTable renders the table job_submit.lua reads (its format
-// is documented at the top of contrib/slurm/job_submit.lua).
-func renderRewriteTable(now time.Time, maxAge time.Duration, partitions []string, rules []policy.ShareRule) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Written by fairway serve for contrib/slurm/job_submit.lua at %s; do not edit.\n", now.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "fairway-rewrite\t1\ngenerated\t%d\nmax_age\t%d\n", now.Unix(), int64(maxAge.Seconds()))
-	for _, p := range partitions {
-		if tableSafe(p) {
-			fmt.Fprintf(&b, "partition\t%s\n", p)
-		}
-	}
-	for _, r := range rules {
-		b.WriteString(tableRuleLines(r))
-	}
-	return b.Bytes()
-}
-
-// tableRuleLines is one rule's lines in the table: its reason as a
-// comment, then the record.
-func tableRuleLines(r policy.ShareRule) string {
-	return fmt.Sprintf("# %s\nshard\t%s\t%d\t%s\n", strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Reason), r.User, r.Shards, r.Name)
-}
-
-// capTableRules keeps at most perUser of each user's rules (the first in
-// rules' order) and, when their lines exceed maxBytes, lowers that limit
-// until they fit: the users with the most rules lose rules first and a user
-// with few keeps all of them. It returns the kept rules, in rules' order,
-// and how many were dropped.
-func capTableRules(rules []policy.ShareRule, perUser, maxBytes int) ([]policy.ShareRule, int) {
-	rank := make([]int, len(rules)) // a rule's place among its user's rules
-	size := make([]int, len(rules))
-	seen := map[string]int{}
-	for i, r := range rules {
-		rank[i] = seen[r.User]
-		seen[r.User]++
-		size[i] = len(tableRuleLines(r))
-	}
-	fits := func(limit int) bool {
-		total := 0
-		for i := range rules {
-			if rank[i] < limit {
-				total += size[i]
-			}
-		}
-		return total <= maxBytes
-	}
-	limit := perUser
-	if !fits(limit) {
-		lo, hi := 0, limit // fits(lo) holds (nothing kept), fits(hi) does not
-		for hi-lo > 1 {
-			if mid := (lo + hi) / 2; fits(mid) {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		limit = lo
-	}
-	kept := make([]policy.ShareRule, 0, len(rules))
-	for i, r := range rules {
-		if rank[i] < limit {
-			kept = append(kept, r)
-		}
-	}
-	return kept, len(rules) - len(kept)
-}
-
 // writeRewriteTable writes the table atomically, so job_submit.lua reads
 // either the old table or the new one, never a part.
-func writeRewriteTable(path string, now time.Time, maxAge time.Duration, partitions []string, rules []policy.ShareRule) error {
-	if err := writeFileAtomic(path, renderRewriteTable(now, maxAge, partitions, rules)); err != nil {
+func writeRewriteTable(path string, now time.Time, maxAge time.Duration, partitions []string, rules []rewrite.ShareRule) error {
+	if err := writeFileAtomic(path, rewrite.RenderTable(now, maxAge, partitions, rules)); err != nil {
 		return fmt.Errorf("write rewrite table: %w", err)
 	}
 	return nil

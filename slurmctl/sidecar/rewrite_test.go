@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 )
@@ -98,7 +99,7 @@ end
 func TestJobSubmitLua_Table(t *testing.T) {
 	dir := t.TempDir()
 	table := filepath.Join(dir, "fairway-rewrite.table")
-	rules := []policy.ShareRule{
+	rules := []rewrite.ShareRule{
 		{User: "alice", Name: "train", Shards: 2, Reason: "test"},
 		{User: "alice", Name: "my sweep 3", Shards: 1, Reason: "names may hold spaces"},
 	}
@@ -140,7 +141,7 @@ func TestJobSubmitLua_Table(t *testing.T) {
 		t.Fatal(err)
 	}
 	corrupt := filepath.Join(dir, "corrupt.table")
-	good := renderRewriteTable(time.Now(), 15*time.Minute, []string{"gpu"}, rules)
+	good := rewrite.RenderTable(time.Now(), 15*time.Minute, []string{"gpu"}, rules)
 	if err := os.WriteFile(corrupt, append(good, []byte("shard\talice\tmany\ttrain\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -191,48 +192,9 @@ func TestWriteRewriteTable_Atomic(t *testing.T) {
 	}
 }
 
-// TestCapTableRules: no user gets more than the per-user cap, and when the
-// table would exceed its bytes the users with the most rules lose rules
-// first; a user with few keeps them all. Unbounded, one user with many job
-// names made the table slurmctld reads on every submission grow without
-// limit.
-func TestCapTableRules(t *testing.T) {
-	var rules []policy.ShareRule
-	add := func(user string, n int) {
-		for i := range n {
-			rules = append(rules, policy.ShareRule{User: user, Name: fmt.Sprintf("job-%04d", i), Shards: 2, Reason: "r"})
-		}
-	}
-	add("alice", 2)
-	add("bob", 500)
-	add("carol", 40)
-	kept, dropped := capTableRules(rules, 100, 1<<20)
-	count := func(rs []policy.ShareRule) map[string]int {
-		m := map[string]int{}
-		for _, r := range rs {
-			m[r.User]++
-		}
-		return m
-	}
-	if got := count(kept); got["alice"] != 2 || got["bob"] != 100 || got["carol"] != 40 || dropped != 400 {
-		t.Errorf("per-user cap: kept %v, dropped %d; want alice 2, bob 100, carol 40, 400 dropped", got, dropped)
-	}
-	line := len(tableRuleLines(rules[0]))
-	kept, dropped = capTableRules(rules, 100, 30*line) // room for 30 rules
-	if got := count(kept); got["alice"] != 2 || got["bob"] != 14 || got["carol"] != 14 || dropped != 512 {
-		t.Errorf("bytes cap: kept %v, dropped %d; want alice 2, bob 14, carol 14", got, dropped)
-	}
-	if n := len(renderRewriteTable(time.Unix(0, 0), time.Minute, nil, kept)); n > 30*line+200 {
-		t.Errorf("capped table is %d bytes", n)
-	}
-	if kept, dropped := capTableRules(nil, 100, 10); len(kept) != 0 || dropped != 0 {
-		t.Errorf("no rules: %v %d", kept, dropped)
-	}
-}
+type fakeUsage struct{ samples []rewrite.UsageSample }
 
-type fakeUsage struct{ samples []policy.UsageSample }
-
-func (f *fakeUsage) UsageSamples(context.Context, string, time.Time) ([]policy.UsageSample, error) {
+func (f *fakeUsage) UsageSamples(context.Context, string, time.Time) ([]rewrite.UsageSample, error) {
 	return f.samples, nil
 }
 
@@ -270,11 +232,11 @@ func pendingJob(id int64, user, name, part string, gpus, cpus int) slurmctl.Job 
 }
 
 func TestRewriter_Cycle(t *testing.T) {
-	var samples []policy.UsageSample
+	var samples []rewrite.UsageSample
 	for i := range 4 {
-		samples = append(samples, policy.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
+		samples = append(samples, rewrite.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: time.Now().Add(-time.Hour),
 			State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 12, GPUMemPeakMB: 4000, GPUMemTotalMB: 81920, CPUsUsed: -1},
-			policy.UsageSample{JobID: int64(200 + i), User: "bob", Name: "heavy", End: time.Now().Add(-time.Hour),
+			rewrite.UsageSample{JobID: int64(200 + i), User: "bob", Name: "heavy", End: time.Now().Add(-time.Hour),
 				State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 95, GPUMemPeakMB: 70000, GPUMemTotalMB: 81920, CPUsUsed: 1.5})
 	}
 	cl := rewriteCluster(

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 )
 
 // EngineConfig is what NewEngine needs of serve's settings.
@@ -42,7 +43,7 @@ func NewEngine(ctx context.Context, h History, cfg EngineConfig, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("--policy: %w", err)
 	}
-	pred, err := policy.NewPredictor(cfg.Predictor, policy.PredictorParams{})
+	pred, err := predict.New(cfg.Predictor, predict.Params{})
 	if err != nil {
 		return nil, fmt.Errorf("--predictor: %w", err)
 	}
@@ -161,17 +162,23 @@ func StartHTTP(addr string, m *Metrics, ready *atomic.Bool, log *slog.Logger) (*
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	return listenAndServe(addr, "--listen", "metrics server", mux, log)
+}
+
+// listenAndServe serves h on addr (the setting flag names) in the
+// background.
+func listenAndServe(addr, flag, what string, h http.Handler, log *slog.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", addr, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
 	// The endpoints answer in microseconds; the timeouts keep idle, slow or
 	// half-open clients from holding connections (and goroutines) for ever.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
+			log.Error(what, "err", err)
 		}
 	}()
 	return srv, nil

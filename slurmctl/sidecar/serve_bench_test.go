@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
@@ -100,7 +101,7 @@ func benchRunner(tb testing.TB, cl *slurmctl.Cluster) *Runner {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	pred, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+	pred, err := predict.New("fairway", predict.Params{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,12 +1,16 @@
-package policy
+package predict
 
-import "math"
+import (
+	"math"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
 
 // FairwayFeatures computes j's fairway features twice, the way features
 // does (from the per-user summaries when they hold) and by scanning the
 // history ring, for tests in package policy_test. summarized reports
 // whether the first used the summaries.
-func FairwayFeatures(p Predictor, j *Job, endBefore int64) (fast, scan []float32, summarized bool) {
+func FairwayFeatures(p policy.Predictor, j *policy.Job, endBefore int64) (fast, scan []float32, summarized bool) {
 	f := p.(*fairwayPredictor)
 	u := f.users[j.User]
 	var a, b [fwFeatures]float32
@@ -26,8 +30,8 @@ func FairwayFeatures(p Predictor, j *Job, endBefore int64) (fast, scan []float32
 // RetrainFairway trains a fairway predictor's model again on its current
 // window, as Observe does every RetrainEvery jobs, and returns the number
 // of trees, for benchmarks in package policy_test.
-func RetrainFairway(p Predictor) int {
+func RetrainFairway(p policy.Predictor) int {
 	f := p.(*fairwayPredictor)
 	f.train()
-	return len(f.model.trees)
+	return f.model.Trees()
 }

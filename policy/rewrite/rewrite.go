@@ -1,4 +1,4 @@
-package policy
+package rewrite
 
 import (
 	"cmp"
@@ -10,29 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Resource rewriting. Besides ranking, Fairway proposes changes to what a
-// pending job asks for, when that makes the cluster fairer and faster:
-//
-//  1. share: a job that asks for one whole GPU and, by its own history (the
-//     same user and job name), uses a small part of it gets shards instead,
-//     so that two such jobs run on one GPU (packing, as in Gandiva, Xiao et
-//     al., OSDI'18, and Muri's interleaving, Zhao et al., SIGCOMM'22).
-//     Slurm 22.05 cannot turn a pending job's gpu request into shards, so
-//     this rule is applied at submit time: it yields ShareRules, a table that
-//     contrib/slurm/job_submit.lua reads.
-//  2. cpus / memory: CPUs and memory in proportion to the GPUs a job holds,
-//     Synergy-TUNE style (Mohan et al., "Looking Beyond GPUs for DNN
-//     Scheduling on Multi-Tenant Clusters", OSDI'22): the GPU-proportional
-//     share by default, less or more only when the job's history shows it
-//     needs less or more.
-//  3. elastic: a job that declared a GPU range (ElasticMarker) gets the
-//     count the AFS-L rule picks (Hwang et al., "Elastic Resource Sharing
-//     for Distributed Deep Learning", NSDI'21).
-//
-// Every proposal says why (Proposal.Reason). The rules are pure: serve
-// applies them to Slurm, the simulator to its model of it.
+	"github.com/fairway-hpc/fairway/policy"
+)
 
 // The markers a user puts in a job's comment (sbatch --comment). They are
 // matched anywhere in the comment, so they can sit beside the user's own
@@ -90,7 +70,7 @@ type UsageSample struct {
 	User   string
 	Name   string
 	End    time.Time
-	State  State
+	State  policy.State
 	GPUs   int // whole GPUs the run held
 	Shards int // shards the run held (0 for a whole-GPU run)
 	CPUs   int
@@ -113,7 +93,7 @@ type UsageSample struct {
 type ProfileKey struct{ User, Name string }
 
 // UsageProfile is the history of one user's jobs of one name, folded
-// from UsageSamples by Rewriter.Profiles: what the rules judge a new job of
+// from UsageSamples by Rules.Profiles: what the rules judge a new job of
 // that name by.
 type UsageProfile struct {
 	User string
@@ -143,11 +123,11 @@ type UsageProfile struct {
 	RunByGPUs map[int]time.Duration
 }
 
-// RewriteParams configures a Rewriter. Zero fields take the defaults in
+// Params configures a Rules. Zero fields take the defaults in
 // parentheses; ShardsPerGPU is required for the share rule, CPUsPerGPU for
 // the CPU rule and MemPerGPUMB for the memory rule (each rule is off while
 // its field is 0).
-type RewriteParams struct {
+type Params struct {
 	// ShardsPerGPU is how many shards one GPU is split into (gres.conf's
 	// Count= of one GPU's shard line).
 	ShardsPerGPU int
@@ -183,12 +163,12 @@ type RewriteParams struct {
 	ElasticParallel float64
 }
 
-// Rewriter holds the rewrite rules' settings. It is pure and safe for
+// Rules holds the rewrite rules' settings. It is pure and safe for
 // concurrent use.
-type Rewriter struct{ p RewriteParams }
+type Rules struct{ p Params }
 
-// NewRewriter checks p and fills its defaults.
-func NewRewriter(p RewriteParams) (*Rewriter, error) {
+// New checks p and fills its defaults.
+func New(p Params) (*Rules, error) {
 	if p.ShardsPerGPU < 0 || p.Window < 0 || p.MinHistory < 0 || p.CPUsPerGPU < 0 || p.MaxCPUsPerGPU < 0 ||
 		p.MemPerGPUMB < 0 || p.MaxMemPerGPUMB < 0 || p.NodeCPUs < 0 || p.NodeMemMB < 0 || p.GPUsPerNode < 0 {
 		return nil, errors.New("rewrite: negative setting")
@@ -223,15 +203,15 @@ func NewRewriter(p RewriteParams) (*Rewriter, error) {
 	if p.MaxCPUsPerGPU < p.CPUsPerGPU || p.MaxMemPerGPUMB < p.MemPerGPUMB {
 		return nil, errors.New("rewrite: a maximum per GPU below the proportional share")
 	}
-	return &Rewriter{p: p}, nil
+	return &Rules{p: p}, nil
 }
 
 // Params returns the settings in use, defaults filled.
-func (r *Rewriter) Params() RewriteParams { return r.p }
+func (r *Rules) Params() Params { return r.p }
 
 // gpuEq is a job's GPU demand in GPU-equivalents (shards count as their
 // fraction of a GPU).
-func (r *Rewriter) gpuEq(gpus, shards int) float64 {
+func (r *Rules) gpuEq(gpus, shards int) float64 {
 	if gpus > 0 || shards == 0 {
 		return float64(gpus)
 	}
@@ -245,7 +225,7 @@ func (r *Rewriter) gpuEq(gpus, shards int) float64 {
 // each measurement (GPU, CPU, memory, run time by GPU count), the newest
 // Window runs of that name that carry it (by End, then JobID). The result
 // does not depend on the order of samples.
-func (r *Rewriter) Profiles(samples []UsageSample) map[ProfileKey]*UsageProfile {
+func (r *Rules) Profiles(samples []UsageSample) map[ProfileKey]*UsageProfile {
 	by := map[ProfileKey][]*UsageSample{}
 	for i := range samples {
 		s := &samples[i]
@@ -290,7 +270,7 @@ func (r *Rewriter) Profiles(samples []UsageSample) map[ProfileKey]*UsageProfile 
 				p.MemJobs++
 				p.MemPerGPUMB = max(p.MemPerGPUMB, int64(math.Ceil(float64(s.MemUsedMB)/g)))
 			}
-			if s.Shards == 0 && s.GPUs > 0 && s.State == StateCompleted && s.Run > 0 && nRun < r.p.Window {
+			if s.Shards == 0 && s.GPUs > 0 && s.State == policy.StateCompleted && s.Run > 0 && nRun < r.p.Window {
 				nRun++
 				runs[s.GPUs] = append(runs[s.GPUs], s.Run)
 			}
@@ -338,7 +318,7 @@ type ShareRule struct {
 // Guard rails: never more shards than a GPU has, and no rule at all when the
 // job would need the whole GPU anyway (ShardsPerGPU shards or more). The
 // reason is given either way.
-func (r *Rewriter) Share(p *UsageProfile) (ShareRule, bool) {
+func (r *Rules) Share(p *UsageProfile) (ShareRule, bool) {
 	rule := ShareRule{User: p.User, Name: p.Name}
 	s := r.p.ShardsPerGPU
 	switch {
@@ -400,7 +380,7 @@ type Proposal struct {
 //
 // A job without GPUs or shards gets no proposal. Proposals equal to the
 // request are left out.
-func (r *Rewriter) Resources(j *Job, p *UsageProfile) []Proposal {
+func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
 	g := r.gpuEq(j.GPUs, j.Shards)
 	if g <= 0 {
 		return nil
@@ -459,11 +439,11 @@ func ceilInt(x float64) int { return int(math.Ceil(x - 1e-9)) }
 // ElasticJob is a pending job that declared a GPU range, with what the
 // AFS rule needs to know about it.
 type ElasticJob struct {
-	Job      *Job
+	Job      *policy.Job
 	Min, Max int
 	Profile  *UsageProfile // nil when it has no history
 	// Predicted is the predicted run time at the requested GPU count; 0
-	// means none (the time limit is used, then UnknownRun).
+	// means none (the time limit is used, then policy.UnknownRun).
 	Predicted time.Duration
 }
 
@@ -486,7 +466,7 @@ type ElasticJob struct {
 // are not elastic have theirs). A job that gets nothing keeps its request; a
 // job whose count differs from its request gets a RuleElastic proposal.
 // Only single-node jobs whose range holds at least one count are considered.
-func (r *Rewriter) Elastic(jobs []ElasticJob, free int) []Proposal {
+func (r *Rules) Elastic(jobs []ElasticJob, free int) []Proposal {
 	type cand struct {
 		e     *ElasticJob
 		p     float64
@@ -517,7 +497,7 @@ func (r *Rewriter) Elastic(jobs []ElasticJob, free int) []Proposal {
 			run = j.TimeLimit
 		}
 		if run <= 0 {
-			run = UnknownRun
+			run = policy.UnknownRun
 		}
 		// R(g) = R1·((1−p) + p/g): run time at the minimum from the
 		// prediction at the requested count.

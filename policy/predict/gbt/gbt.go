@@ -1,16 +1,7 @@
-package policy
-
-import (
-	"math"
-	"runtime"
-	"slices"
-	"sync"
-)
-
-// This file is a small gradient-boosted regression tree learner for the
+// Package gbt is a small gradient-boosted regression tree learner for the
 // fairway predictor. No maintained pure-Go library trains boosted trees
-// (the Go ones only load LightGBM/XGBoost models), and package policy imports
-// only the standard library, so it is written here, kept to what the
+// (the Go ones only load LightGBM/XGBoost models), and the policy packages
+// import only the standard library, so it is written here, kept to what the
 // predictor needs:
 //
 //   - least-absolute-deviation boosting (Friedman, "Greedy Function
@@ -26,14 +17,24 @@ import (
 //     histogram built and the larger one's obtained by subtraction.
 //
 // Binning, histograms and the pass that adds a new tree to every sample's
-// prediction are shared among the cores (gbtParallel): each feature or
+// prediction are shared among the cores (Parallel): each feature or
 // sample is handled by one goroutine, in the serial order, so a model is the
 // same to the bit on any number of cores.
+package gbt
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
 
 const gbtBins = 64
 
-// gbtConfig sets the learner's size.
-type gbtConfig struct {
+// Config sets the learner's size.
+type Config struct {
 	Trees     int
 	Depth     int
 	Rate      float64
@@ -55,18 +56,24 @@ type gbtNode struct {
 	value       float32
 }
 
-// gbtModel is a trained ensemble. For prediction each tree is also stored
+// Trees is the number of trees of m.
+func (m *Model) Trees() int { return len(m.trees) }
+
+// Depth is the depth every tree of m is stored at.
+func (m *Model) Depth() int { return m.depth }
+
+// Model is a trained ensemble. For prediction each tree is also stored
 // complete (every leaf at depth `depth`, a leaf above it padded with
 // always-left nodes), level by level: node i's children are 2i+1 and 2i+2,
 // so a prediction walks depth steps without branching on the tree shape.
 //
 // Each step of a walk is a chain of dependent loads (the split, then the
-// feature it tests), so predict walks gbtLanes trees at once and the CPU
+// feature it tests), so predict walks Lanes trees at once and the CPU
 // overlaps their chains. The splits are laid out for that: trees in groups
-// of gbtLanes, node i of the group's k-th tree at gbtLanes·i + k within the
+// of Lanes, node i of the group's k-th tree at Lanes·i + k within the
 // group (splitIndex). A step is integer arithmetic on order keys (see
 // gbtOrderKey) with no branch to mispredict.
-type gbtModel struct {
+type Model struct {
 	base   float32
 	trees  [][]gbtNode
 	depth  int
@@ -75,8 +82,8 @@ type gbtModel struct {
 }
 
 const (
-	// gbtLanes is how many trees predict walks at once.
-	gbtLanes = 8
+	// Lanes is how many trees predict walks at once.
+	Lanes = 8
 	// gbtMaxFeatures bounds the number of features of a model, so that
 	// predict's order keys are a small array indexed without bounds checks.
 	gbtMaxFeatures = 64
@@ -113,19 +120,19 @@ func gbtOrderKey(v float32) int32 {
 }
 
 // splitIndex is where node pos of tree t is in m.splits: interleaved within
-// a full group of gbtLanes trees, one tree after another for the trees
+// a full group of Lanes trees, one tree after another for the trees
 // after the last full group.
-func (m *gbtModel) splitIndex(t, pos int) int {
+func (m *Model) splitIndex(t, pos int) int {
 	inner := (1 << m.depth) - 1
-	if g := t / gbtLanes; (g+1)*gbtLanes <= len(m.trees) {
-		return g*gbtLanes*inner + gbtLanes*pos + t%gbtLanes
+	if g := t / Lanes; (g+1)*Lanes <= len(m.trees) {
+		return g*Lanes*inner + Lanes*pos + t%Lanes
 	}
 	return t*inner + pos
 }
 
 // predict returns the model's value for x: the base plus each tree's leaf,
 // added in tree order.
-func (m *gbtModel) predict(x []float32) float32 {
+func (m *Model) Predict(x []float32) float32 {
 	var keys [gbtMaxFeatures]int32
 	for i, v := range x[:min(len(x), gbtMaxFeatures)] {
 		keys[i] = gbtOrderKey(v)
@@ -133,20 +140,20 @@ func (m *gbtModel) predict(x []float32) float32 {
 	f := m.base
 	inner, leaves := (1<<m.depth)-1, 1<<m.depth
 	t := 0
-	for ; t+gbtLanes <= len(m.trees); t += gbtLanes {
-		s := m.splits[t*inner : (t+gbtLanes)*inner]
+	for ; t+Lanes <= len(m.trees); t += Lanes {
+		s := m.splits[t*inner : (t+Lanes)*inner]
 		var i0, i1, i2, i3, i4, i5, i6, i7 int
 		for range m.depth {
-			i0 = 2*i0 + 1 + s[gbtLanes*i0].right(&keys)
-			i1 = 2*i1 + 1 + s[gbtLanes*i1+1].right(&keys)
-			i2 = 2*i2 + 1 + s[gbtLanes*i2+2].right(&keys)
-			i3 = 2*i3 + 1 + s[gbtLanes*i3+3].right(&keys)
-			i4 = 2*i4 + 1 + s[gbtLanes*i4+4].right(&keys)
-			i5 = 2*i5 + 1 + s[gbtLanes*i5+5].right(&keys)
-			i6 = 2*i6 + 1 + s[gbtLanes*i6+6].right(&keys)
-			i7 = 2*i7 + 1 + s[gbtLanes*i7+7].right(&keys)
+			i0 = 2*i0 + 1 + s[Lanes*i0].right(&keys)
+			i1 = 2*i1 + 1 + s[Lanes*i1+1].right(&keys)
+			i2 = 2*i2 + 1 + s[Lanes*i2+2].right(&keys)
+			i3 = 2*i3 + 1 + s[Lanes*i3+3].right(&keys)
+			i4 = 2*i4 + 1 + s[Lanes*i4+4].right(&keys)
+			i5 = 2*i5 + 1 + s[Lanes*i5+5].right(&keys)
+			i6 = 2*i6 + 1 + s[Lanes*i6+6].right(&keys)
+			i7 = 2*i7 + 1 + s[Lanes*i7+7].right(&keys)
 		}
-		l := m.leaf[t*leaves : (t+gbtLanes)*leaves]
+		l := m.leaf[t*leaves : (t+Lanes)*leaves]
 		f += l[i0-inner]
 		f += l[leaves+i1-inner]
 		f += l[2*leaves+i2-inner]
@@ -168,7 +175,7 @@ func (m *gbtModel) predict(x []float32) float32 {
 }
 
 // complete lays the trees out for predict.
-func (m *gbtModel) complete(depth int) {
+func (m *Model) complete(depth int) {
 	m.depth = depth
 	inner, leaves := (1<<depth)-1, 1<<depth
 	m.splits = make([]gbtSplit, len(m.trees)*inner)
@@ -194,9 +201,9 @@ func (m *gbtModel) complete(depth int) {
 	}
 }
 
-// gbtTrainer holds the scratch space of training, reused across retrains.
-type gbtTrainer struct {
-	cfg    gbtConfig
+// Trainer holds the scratch space of training, reused across retrains.
+type Trainer struct {
+	Config Config
 	nf     int
 	cuts   [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
 	bins   []uint8     // n × nf, row-major
@@ -219,14 +226,14 @@ type histBin struct {
 
 // lcg is a 64-bit linear congruential generator (Knuth's MMIX constants);
 // enough to draw subsamples, and deterministic.
-func (t *gbtTrainer) next() uint64 {
+func (t *Trainer) next() uint64 {
 	t.rng = t.rng*6364136223846793005 + 1442695040888963407
 	return t.rng >> 11
 }
 
 // train fits a model to rows x (n × nf, row-major) and targets y; nf is at
 // most gbtMaxFeatures.
-func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
+func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 	if nf > gbtMaxFeatures {
 		panic("gbt: more than gbtMaxFeatures features")
 	}
@@ -237,21 +244,21 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 	t.nf = nf
 	t.rng = 0x9e3779b97f4a7c15
 	t.buildBins(x, n, nf)
-	m := &gbtModel{base: median32(slices.Clone(y))}
+	m := &Model{base: median32(slices.Clone(y))}
 	t.f = resize(t.f, n)
 	t.resid = resize(t.resid, n)
 	for i := range t.f {
 		t.f[i] = m.base
 	}
-	sub := int(float64(n) * t.cfg.Subsample)
-	if sub < 2*t.cfg.MinLeaf || sub > n {
+	sub := int(float64(n) * t.Config.Subsample)
+	if sub < 2*t.Config.MinLeaf || sub > n {
 		sub = n
 	}
 	all := make([]int32, n)
 	for i := range all {
 		all[i] = int32(i)
 	}
-	for k := 0; k < t.cfg.Trees; k++ {
+	for k := 0; k < t.Config.Trees; k++ {
 		// Partial Fisher-Yates: the first sub entries become the sample.
 		for i := 0; i < sub; i++ {
 			j := i + int(t.next()%uint64(n-i))
@@ -262,7 +269,7 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 		for _, r := range t.rows {
 			t.resid[r] = y[r] - t.f[r]
 			t.w[r] = 1
-			if t.cfg.ScaleWeighted {
+			if t.Config.ScaleWeighted {
 				t.w[r] = float32(math.Exp(float64(min(t.f[r], 30))))
 			}
 		}
@@ -271,19 +278,19 @@ func (t *gbtTrainer) train(x []float32, y []float32, nf int) *gbtModel {
 		// Walked on the bins, which are compact, rather than on x: a
 		// split at bin b of feature f sends x left exactly when x's bin
 		// is at most b (leafValue's x[f] <= cuts[f][b]; see buildBins).
-		gbtParallel(n, n*t.cfg.Depth, func(lo, hi int) {
+		Parallel(n, n*t.Config.Depth, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				t.f[i] += t.leafValueBinned(tree, t.bins[i*nf:(i+1)*nf])
 			}
 		})
 	}
-	m.complete(t.cfg.Depth)
+	m.complete(t.Config.Depth)
 	return m
 }
 
 // leafValueBinned is leafValue for a training row given by its bins, on
 // the tree growTree just grew (t.splitBin holds its splits' bins).
-func (t *gbtTrainer) leafValueBinned(tree []gbtNode, bins []uint8) float32 {
+func (t *Trainer) leafValueBinned(tree []gbtNode, bins []uint8) float32 {
 	i := int32(0)
 	for {
 		n := &tree[i]
@@ -314,10 +321,10 @@ func leafValue(tree []gbtNode, x []float32) float32 {
 }
 
 // buildBins chooses quantile cut points per feature and bins every value.
-func (t *gbtTrainer) buildBins(x []float32, n, nf int) {
+func (t *Trainer) buildBins(x []float32, n, nf int) {
 	t.cuts = resize(t.cuts, nf)
 	step := max(n/4096, 1)
-	gbtParallel(nf, nf*(n/step+1)*12, func(f0, f1 int) {
+	Parallel(nf, nf*(n/step+1)*12, func(f0, f1 int) {
 		vals := make([]float32, 0, n/step+1)
 		for f := f0; f < f1; f++ {
 			vals = vals[:0]
@@ -339,7 +346,7 @@ func (t *gbtTrainer) buildBins(x []float32, n, nf int) {
 		}
 	})
 	t.bins = resize(t.bins, n*nf)
-	gbtParallel(n, n*nf*6, func(lo, hi int) {
+	Parallel(n, n*nf*6, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			for f := 0; f < nf; f++ {
 				t.bins[i*nf+f] = uint8(binOf(t.cuts[f], x[i*nf+f]))
@@ -367,17 +374,23 @@ func binOf(cuts []float32, v float32) int {
 // goroutines (a few microseconds of work each).
 const gbtMinWork = 1 << 15
 
-// gbtParallel calls fn on contiguous chunks covering [0, n), one chunk per
+// Parallel calls fn on contiguous chunks covering [0, n), one chunk per
 // core when work (an estimate of the inner-loop steps of the whole range) is
 // worth it, else fn(0, n) on the caller's goroutine. fn must write only
 // what belongs to its indices.
-func gbtParallel(n, work int, fn func(lo, hi int)) {
-	gbtChunks(n, gbtWorkers(n, work), func(_, lo, hi int) { fn(lo, hi) })
+func Parallel(n, work int, fn func(lo, hi int)) {
+	workers, release := gbtWorkers(n, work)
+	defer release()
+	gbtChunks(n, workers, func(_, lo, hi int) { fn(lo, hi) })
 }
 
-// gbtWorkers is how many chunks gbtParallel makes of n indices.
-func gbtWorkers(n, work int) int {
-	return max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
+// gbtWorkers is how many chunks to make of n indices: the caller plus the
+// helpers it can take (policy.TakeHelpers), at most one per core, none when
+// the work is too small. release gives the helpers back.
+func gbtWorkers(n, work int) (workers int, release func()) {
+	want := max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
+	got, release := policy.TakeHelpers(want - 1)
+	return 1 + got, release
 }
 
 // gbtChunks calls fn(w, lo, hi) for chunk w < workers of [0, n), chunk 0 on
@@ -398,7 +411,7 @@ func gbtChunks(n, workers int, fn func(w, lo, hi int)) {
 
 // growTree grows one tree on t.rows, fitting sign(resid) with squared-error
 // splits, and sets each leaf to Rate × the median residual of its rows.
-func (t *gbtTrainer) growTree(x []float32) []gbtNode {
+func (t *Trainer) growTree(x []float32) []gbtNode {
 	type open struct {
 		node   int32
 		lo, hi int // t.rows[lo:hi] are the node's rows
@@ -413,7 +426,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		o := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		rows := t.rows[o.lo:o.hi]
-		if o.depth >= t.cfg.Depth || len(rows) < 2*t.cfg.MinLeaf {
+		if o.depth >= t.Config.Depth || len(rows) < 2*t.Config.MinLeaf {
 			tree[o.node].value = t.leaf(rows)
 			t.release(o.hist)
 			continue
@@ -436,7 +449,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 				hl += h[b].h
 				nl += h[b].n
 				nr := int32(len(rows)) - nl
-				if int(nl) < t.cfg.MinLeaf || int(nr) < t.cfg.MinLeaf {
+				if int(nl) < t.Config.MinLeaf || int(nr) < t.Config.MinLeaf {
 					continue
 				}
 				gr, hr := G-gl, H-hl
@@ -471,14 +484,14 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 		t.splitBin = append(t.splitBin, 0, 0)
 		lo := open{node: l, lo: o.lo, hi: o.lo + i, depth: o.depth + 1}
 		hi := open{node: r, lo: o.lo + i, hi: o.hi, depth: o.depth + 1}
-		if lo.depth < t.cfg.Depth {
+		if lo.depth < t.Config.Depth {
 			// Build the smaller child's histogram; the other is the
 			// parent's minus it.
 			small, big := &lo, &hi
 			if hi.hi-hi.lo < lo.hi-lo.lo {
 				small, big = &hi, &lo
 			}
-			if small.hi-small.lo >= 2*t.cfg.MinLeaf || big.hi-big.lo >= 2*t.cfg.MinLeaf {
+			if small.hi-small.lo >= 2*t.Config.MinLeaf || big.hi-big.lo >= 2*t.Config.MinLeaf {
 				small.hist = t.histogram(t.rows[small.lo:small.hi])
 				big.hist = o.hist
 				for k := range big.hist {
@@ -497,7 +510,7 @@ func (t *gbtTrainer) growTree(x []float32) []gbtNode {
 
 // histogram sums sign(resid) per feature and bin over rows. The features
 // are shared among the cores; each bin is summed in the order of rows.
-func (t *gbtTrainer) histogram(rows []int32) []histBin {
+func (t *Trainer) histogram(rows []int32) []histBin {
 	nf := t.nf
 	var h []histBin
 	if k := len(t.free); k > 0 {
@@ -506,11 +519,11 @@ func (t *gbtTrainer) histogram(rows []int32) []histBin {
 	} else {
 		h = make([]histBin, nf*gbtBins)
 	}
-	if !t.cfg.ScaleWeighted {
+	if !t.Config.ScaleWeighted {
 		t.countHistogram(rows, h)
 		return h
 	}
-	gbtParallel(nf, len(rows)*nf, func(f0, f1 int) {
+	Parallel(nf, len(rows)*nf, func(f0, f1 int) {
 		for _, r := range rows {
 			w := float64(t.w[r])
 			g := 0.0
@@ -539,10 +552,11 @@ func (t *gbtTrainer) histogram(rows []int32) []histBin {
 // shared among the cores, each counting its own, then added up. Adding ±1s
 // and 1s in float64 is exact too, so the result is the float loop's to the
 // bit.
-func (t *gbtTrainer) countHistogram(rows []int32, h []histBin) {
+func (t *Trainer) countHistogram(rows []int32, h []histBin) {
 	nf := t.nf
 	size := nf * gbtBins
-	workers := gbtWorkers(len(rows), len(rows)*nf)
+	workers, release := gbtWorkers(len(rows), len(rows)*nf)
+	defer release()
 	t.counts = resize(t.counts, workers*size)
 	gbtChunks(len(rows), workers, func(w, lo, hi int) {
 		c := t.counts[w*size : (w+1)*size]
@@ -573,29 +587,29 @@ func (t *gbtTrainer) countHistogram(rows []int32, h []histBin) {
 }
 
 // release keeps a histogram no node needs any more for the next one.
-func (t *gbtTrainer) release(h []histBin) {
+func (t *Trainer) release(h []histBin) {
 	if h != nil {
 		t.free = append(t.free, h)
 	}
 }
 
 // leaf is Rate × the (weighted) median residual of rows.
-func (t *gbtTrainer) leaf(rows []int32) float32 {
+func (t *Trainer) leaf(rows []int32) float32 {
 	if len(rows) == 0 {
 		return 0
 	}
-	if !t.cfg.ScaleWeighted {
+	if !t.Config.ScaleWeighted {
 		v := make([]float32, len(rows))
 		for i, r := range rows {
 			v[i] = t.resid[r]
 		}
-		return float32(t.cfg.Rate) * median32(v)
+		return float32(t.Config.Rate) * median32(v)
 	}
 	v := make([]weighted, len(rows))
 	for i, r := range rows {
 		v[i] = weighted{t.resid[r], t.w[r]}
 	}
-	return float32(t.cfg.Rate) * weightedMedian(v)
+	return float32(t.Config.Rate) * weightedMedian(v)
 }
 
 type weighted struct{ v, w float32 }
@@ -674,8 +688,8 @@ func resize[T any](s []T, n int) []T {
 	return make([]T, n)
 }
 
-// quantile32 is the q-quantile (0..1) of v by nearest rank; v is reordered.
-func quantile32(v []float32, q float64) float32 {
+// Quantile32 is the q-quantile (0..1) of v by nearest rank; v is reordered.
+func Quantile32(v []float32, q float64) float32 {
 	if len(v) == 0 {
 		return 0
 	}

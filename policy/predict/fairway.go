@@ -1,9 +1,12 @@
-package policy
+package predict
 
 import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict/gbt"
 )
 
 // FairwayParams configures the fairway predictor. Zero fields take the
@@ -78,7 +81,7 @@ func (p *FairwayParams) defaults() error {
 // the baselines instead of betting on one, in three steps:
 //
 //  1. A model learned online: gradient-boosted trees with least-absolute-
-//     deviation loss on log(1+run time) (predict_gbt.go), retrained as history
+//     deviation loss on log(1+run time) (package gbt), retrained as history
 //     grows on a sliding window of recent jobs. Its features are the job's
 //     request (limit, CPUs, GPUs, submit hour and weekday, the time to its
 //     deadline when it has one) and the user's
@@ -130,14 +133,14 @@ type fairwayPredictor struct {
 	next      int
 	filled    int
 	trainedAt int
-	model     *gbtModel
+	model     *gbt.Model
 	upperLog  float32
 	snapLog   float32
 	// endOrder and submitOrder are running rates of observations arriving
 	// in end and in submit order; lastEnd, lastSubmit the previous one's.
 	endOrder, submitOrder float64
 	lastEnd, lastSubmit   int64
-	trainer               gbtTrainer
+	trainer               gbt.Trainer
 }
 
 // intern returns the id of a job name, adding it when new.
@@ -159,7 +162,7 @@ func (f *fairwayPredictor) nameID(name string) int32 {
 }
 
 // NewFairwayPredictor returns Fairway's own predictor.
-func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
+func NewFairwayPredictor(p FairwayParams) (policy.Predictor, error) {
 	if err := p.defaults(); err != nil {
 		return nil, err
 	}
@@ -170,7 +173,7 @@ func NewFairwayPredictor(p FairwayParams) (Predictor, error) {
 		matches: newFwMatches(),
 		x:       make([]float32, 0, p.Window*fwFeatures),
 		y:       make([]float32, 0, p.Window),
-		trainer: gbtTrainer{cfg: gbtConfig{
+		trainer: gbt.Trainer{Config: gbt.Config{
 			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: p.SecondsLoss,
 		}},
 	}, nil
@@ -183,7 +186,7 @@ func (f *fairwayPredictor) Name() string { return "fairway" }
 func (f *fairwayPredictor) ConcurrentPredict() {}
 
 // Observe learns j's features and outcome, then adds it to the history.
-func (f *fairwayPredictor) Observe(j *Job) {
+func (f *fairwayPredictor) Observe(j *policy.Job) {
 	// Reconstruct the history Predict saw when j was submitted. Jobs
 	// observed in end order (a live system, the online protocol) that ended
 	// after j's submit were not known then; jobs observed in submit order
@@ -227,7 +230,7 @@ func (f *fairwayPredictor) Observe(j *Job) {
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
 		limit: float32(j.TimeLimit.Seconds()), ratio: ratio, name: f.intern(j.Name), cpus: int32(j.CPUs), gpus: int32(j.GPUs),
-		failed: j.State != StateCompleted && j.State != StateUnknown && j.State != StateTimeout,
+		failed: j.State != policy.StateCompleted && j.State != policy.StateUnknown && j.State != policy.StateTimeout,
 	}, f.p.History, &f.matches)
 	if f.observed == 0 {
 		f.recent = float64(y)
@@ -244,24 +247,24 @@ func (f *fairwayPredictor) Observe(j *Job) {
 }
 
 func (f *fairwayPredictor) train() {
-	f.model = f.trainer.train(f.x, f.y, fwFeatures)
+	f.model = f.trainer.Train(f.x, f.y, fwFeatures)
 	f.trainedAt = f.observed
 	res := make([]float32, len(f.y))
-	gbtParallel(len(f.y), len(f.y)*f.model.depth*len(f.model.trees)/gbtLanes, func(lo, hi int) {
+	gbt.Parallel(len(f.y), len(f.y)*f.model.Depth()*f.model.Trees()/gbt.Lanes, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			res[i] = f.y[i] - f.model.predict(f.x[i*fwFeatures:(i+1)*fwFeatures])
+			res[i] = f.y[i] - f.model.Predict(f.x[i*fwFeatures:(i+1)*fwFeatures])
 		}
 	})
-	f.upperLog = quantile32(res, 0.9)
+	f.upperLog = gbt.Quantile32(res, 0.9)
 	for i, r := range res {
 		if r < 0 {
 			res[i] = -r
 		}
 	}
-	f.snapLog = quantile32(res, 0.5)
+	f.snapLog = gbt.Quantile32(res, 0.5)
 }
 
-func (f *fairwayPredictor) Predict(j *Job) Prediction {
+func (f *fairwayPredictor) Predict(j *policy.Job) policy.Prediction {
 	if f.model == nil {
 		return f.rules(j)
 	}
@@ -282,7 +285,7 @@ func (f *fairwayPredictor) Predict(j *Job) Prediction {
 	l := ex[best]
 	run := clampRun(j, secs(math.Expm1(float64(l))))
 	up := clampRun(j, secs(math.Expm1(float64(ex[exModel]+f.upperLog))))
-	return Prediction{Run: run, Upper: max(up, run), Quantile: 0.9, Source: fwExpertNames[best]}
+	return policy.Prediction{Run: run, Upper: max(up, run), Quantile: 0.9, Source: fwExpertNames[best]}
 }
 
 // The experts whose recent accuracy, per user, picks the prediction.
@@ -307,7 +310,7 @@ const fwMinScored = 3
 // experts fills ex with every expert's value in log(1+seconds); an expert
 // without data (no limit, no identical job) gives the snapped model's.
 func (f *fairwayPredictor) experts(x *[fwFeatures]float32, ex *[fwExperts]float32) {
-	l := f.model.predict(x[:])
+	l := f.model.Predict(x[:])
 	ex[exModel] = l
 	ex[exSnapped] = l
 	if c, ok := f.snap(x, l); ok {
@@ -325,7 +328,7 @@ func (f *fairwayPredictor) experts(x *[fwFeatures]float32, ex *[fwExperts]float3
 }
 
 // score updates u's running error of every expert with j's outcome.
-func (f *fairwayPredictor) score(u *fwUser, j *Job, x *[fwFeatures]float32, run float64) {
+func (f *fairwayPredictor) score(u *fwUser, j *policy.Job, x *[fwFeatures]float32, run float64) {
 	var ex [fwExperts]float32
 	f.experts(x, &ex)
 	for i, l := range ex {
@@ -366,26 +369,26 @@ func (f *fairwayPredictor) snap(x *[fwFeatures]float32, l float32) (float32, boo
 }
 
 // rules is the cold-start chain.
-func (f *fairwayPredictor) rules(j *Job) Prediction {
+func (f *fairwayPredictor) rules(j *policy.Job) policy.Prediction {
 	u := f.users[j.User]
 	if u != nil {
 		for k := range u.items {
 			it := u.at(k)
 			if it.name == f.nameID(j.Name) && it.cpus == int32(j.CPUs) && it.gpus == int32(j.GPUs) && it.limit == float32(j.TimeLimit.Seconds()) {
-				return Prediction{Run: clampRun(j, secs(float64(it.run))), Source: "user-same-job"}
+				return policy.Prediction{Run: clampRun(j, secs(float64(it.run))), Source: "user-same-job"}
 			}
 		}
 		if len(u.items) >= 2 {
-			return Prediction{Run: clampRun(j, secs(float64(u.at(0).run+u.at(1).run)/2)), Source: "user-last-mean"}
+			return policy.Prediction{Run: clampRun(j, secs(float64(u.at(0).run+u.at(1).run)/2)), Source: "user-last-mean"}
 		}
 	}
 	if j.TimeLimit > 0 {
-		return Prediction{Run: j.TimeLimit, Source: "limit"}
+		return policy.Prediction{Run: j.TimeLimit, Source: "limit"}
 	}
 	if f.observed > 0 {
-		return Prediction{Run: secs(f.sumRun / float64(f.observed)), Source: "global-mean"}
+		return policy.Prediction{Run: secs(f.sumRun / float64(f.observed)), Source: "global-mean"}
 	}
-	return Prediction{Source: "none"}
+	return policy.Prediction{Source: "none"}
 }
 
 // The features, all known when a job is submitted. "-1" marks a missing
@@ -429,7 +432,7 @@ const (
 // features fills x for job j from u's history (u is nil for a new user):
 // only jobs submitted no later than j and ended before endBefore count, so
 // that the features computed at Observe match those Predict saw.
-func (f *fairwayPredictor) features(j *Job, u *fwUser, endBefore int64, x *[fwFeatures]float32) {
+func (f *fairwayPredictor) features(j *policy.Job, u *fwUser, endBefore int64, x *[fwFeatures]float32) {
 	for i := range x {
 		x[i] = -1
 	}

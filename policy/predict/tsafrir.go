@@ -1,8 +1,10 @@
-package policy
+package predict
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 // TsafrirParams configures the tsafrir predictor.
@@ -29,7 +31,7 @@ type tsafrirPredictor struct {
 }
 
 // NewTsafrirPredictor returns the "tsafrir" baseline.
-func NewTsafrirPredictor(p TsafrirParams) (Predictor, error) {
+func NewTsafrirPredictor(p TsafrirParams) (policy.Predictor, error) {
 	if p.Window < 0 {
 		return nil, fmt.Errorf("tsafrir: window %d: want >= 0", p.Window)
 	}
@@ -41,7 +43,7 @@ func NewTsafrirPredictor(p TsafrirParams) (Predictor, error) {
 
 func (t *tsafrirPredictor) Name() string { return "tsafrir" }
 
-func (t *tsafrirPredictor) Observe(j *Job) {
+func (t *tsafrirPredictor) Observe(j *policy.Job) {
 	r := t.last[j.User]
 	if r == nil {
 		r = newRing(t.window)
@@ -53,19 +55,19 @@ func (t *tsafrirPredictor) Observe(j *Job) {
 	t.n++
 }
 
-func (t *tsafrirPredictor) Predict(j *Job) Prediction {
+func (t *tsafrirPredictor) Predict(j *policy.Job) policy.Prediction {
 	r := t.last[j.User]
 	switch {
 	case r != nil && r.len() >= t.window:
-		return Prediction{Run: clampRun(j, secs(r.mean())), Source: "user-last-mean"}
+		return policy.Prediction{Run: clampRun(j, secs(r.mean())), Source: "user-last-mean"}
 	case j.TimeLimit > 0:
-		return Prediction{Run: j.TimeLimit, Source: "limit"}
+		return policy.Prediction{Run: j.TimeLimit, Source: "limit"}
 	case r != nil && r.len() > 0:
-		return Prediction{Run: secs(r.mean()), Source: "user-last-mean"}
+		return policy.Prediction{Run: secs(r.mean()), Source: "user-last-mean"}
 	case t.n > 0:
-		return Prediction{Run: secs(t.sum / float64(t.n)), Source: "global-mean"}
+		return policy.Prediction{Run: secs(t.sum / float64(t.n)), Source: "global-mean"}
 	}
-	return Prediction{Source: "none"}
+	return policy.Prediction{Source: "none"}
 }
 
 // ring keeps the last cap values pushed, oldest first.

@@ -1,8 +1,10 @@
-package policy
+package predict
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 // AleaParams configures the alea predictor.
@@ -30,7 +32,7 @@ type aleaPredictor struct {
 }
 
 // NewAleaPredictor returns the "alea" baseline.
-func NewAleaPredictor(p AleaParams) (Predictor, error) {
+func NewAleaPredictor(p AleaParams) (policy.Predictor, error) {
 	if p.Window < 0 {
 		return nil, fmt.Errorf("alea: window %d: want >= 0", p.Window)
 	}
@@ -43,7 +45,7 @@ func NewAleaPredictor(p AleaParams) (Predictor, error) {
 func (a *aleaPredictor) Name() string         { return "alea" }
 func (a *aleaPredictor) NeedsTimeLimit() bool { return true }
 
-func (a *aleaPredictor) Observe(j *Job) {
+func (a *aleaPredictor) Observe(j *policy.Job) {
 	if j.TimeLimit <= 0 {
 		return
 	}
@@ -55,14 +57,14 @@ func (a *aleaPredictor) Observe(j *Job) {
 	r.push(float64(j.RunTime()) / float64(j.TimeLimit))
 }
 
-func (a *aleaPredictor) Predict(j *Job) Prediction {
+func (a *aleaPredictor) Predict(j *policy.Job) policy.Prediction {
 	if j.TimeLimit <= 0 {
-		return Prediction{Source: "none"}
+		return policy.Prediction{Source: "none"}
 	}
 	r := a.ratios[j.User]
 	if r == nil || r.len() == 0 {
-		return Prediction{Run: j.TimeLimit, Source: "limit"}
+		return policy.Prediction{Run: j.TimeLimit, Source: "limit"}
 	}
 	run := time.Duration(float64(j.TimeLimit) * r.max())
-	return Prediction{Run: run, Source: "user-max-ratio"}
+	return policy.Prediction{Run: run, Source: "user-max-ratio"}
 }

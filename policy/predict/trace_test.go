@@ -1,4 +1,4 @@
-package policy_test
+package predict_test
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
@@ -18,7 +19,7 @@ import (
 // the repository). A fresh clone has none: skip, except under CI=true.
 func sharedTrace(tb testing.TB, file string, f trace.Format) []policy.Job {
 	tb.Helper()
-	path := filepath.Join("..", "..", "shared", "data", "traces", file)
+	path := filepath.Join("..", "..", "..", "shared", "data", "traces", file)
 	fh, err := os.Open(path)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -48,13 +49,13 @@ func pending(j policy.Job) policy.Job {
 // predicts the same.
 func TestPredictors_Contract(t *testing.T) {
 	jobs := sharedTrace(t, "KTH-SP2-filtered.swf.gz", trace.SWF)[:8000]
-	for _, name := range policy.PredictorNames() {
+	for _, name := range predict.Names() {
 		t.Run(name, func(t *testing.T) {
-			p, err := policy.NewPredictor(name, policy.PredictorParams{})
+			p, err := predict.New(name, predict.Params{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			twin, _ := policy.NewPredictor(name, policy.PredictorParams{})
+			twin, _ := predict.New(name, predict.Params{})
 			sources := map[string]int{}
 			for i := range jobs {
 				pj := pending(jobs[i])
@@ -105,7 +106,7 @@ func TestFairway_SummariesMatchScan(t *testing.T) {
 			jobs []policy.Job
 		}{{"submit", jobs}, {"end", byEnd}} {
 			t.Run(fmt.Sprintf("history=%d/%s", history, order.name), func(t *testing.T) {
-				p, err := policy.NewPredictor("fairway", policy.PredictorParams{Fairway: policy.FairwayParams{History: history, MinTrain: 1 << 30}})
+				p, err := predict.New("fairway", predict.Params{Fairway: predict.FairwayParams{History: history, MinTrain: 1 << 30}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,7 +121,7 @@ func TestFairway_SummariesMatchScan(t *testing.T) {
 						j         *policy.Job
 						endBefore int64
 					}{{"predict", &pj, math.MaxInt64}, {"observe", &pj, pj.Submit.Unix()}, {"future", &future, math.MaxInt64}} {
-						fast, scan, ok := policy.FairwayFeatures(p, c.j, c.endBefore)
+						fast, scan, ok := predict.FairwayFeatures(p, c.j, c.endBefore)
 						if ok {
 							summarized++
 						}
@@ -181,7 +182,7 @@ func BenchmarkPredict(b *testing.B) {
 // one core, as when the simulations of all policies share the machine.
 func BenchmarkFairwayTrain(b *testing.B) {
 	jobs := sharedTrace(b, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
-	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+	p, err := predict.New("fairway", predict.Params{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,14 +192,14 @@ func BenchmarkFairwayTrain(b *testing.B) {
 	for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
 		b.Run(fmt.Sprintf("window=30000/cpus=%d", procs), func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			if trees := policy.RetrainFairway(p); trees != 40 {
+			if trees := predict.RetrainFairway(p); trees != 40 {
 				b.Fatalf("%d trees, want 40", trees)
 			}
 			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				policy.RetrainFairway(p)
+				predict.RetrainFairway(p)
 			}
 		})
 	}
@@ -206,7 +207,7 @@ func BenchmarkFairwayTrain(b *testing.B) {
 
 // warmFairway is a fairway predictor that has observed every job of jobs.
 func warmFairway(tb testing.TB, jobs []policy.Job) policy.Predictor {
-	p, err := policy.NewPredictor("fairway", policy.PredictorParams{})
+	p, err := predict.New("fairway", predict.Params{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-package policy
+package predict
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 // HeliosParams configures the helios predictor.
@@ -83,7 +85,7 @@ func accOf(m *meanAcc) meanAcc {
 }
 
 // NewHeliosPredictor returns the "helios" baseline.
-func NewHeliosPredictor(p HeliosParams) (Predictor, error) {
+func NewHeliosPredictor(p HeliosParams) (policy.Predictor, error) {
 	if p.Matches < 0 {
 		return nil, fmt.Errorf("helios: matches %d: want >= 0", p.Matches)
 	}
@@ -107,14 +109,14 @@ func (h *heliosPredictor) Name() string { return "helios" }
 
 // jobSize is the "gpu_num" Helios restricts to: GPUs, or CPUs for a
 // CPU-only job.
-func jobSize(j *Job) int {
+func jobSize(j *policy.Job) int {
 	if j.GPUs > 0 {
 		return j.GPUs
 	}
 	return -j.CPUs // negative keeps CPU counts apart from GPU counts
 }
 
-func (h *heliosPredictor) Observe(j *Job) {
+func (h *heliosPredictor) Observe(j *policy.Job) {
 	run := j.RunTime().Seconds()
 	h.all.add(run)
 	if h.byName[j.Name] == nil {
@@ -200,12 +202,12 @@ func (h *heliosPredictor) closeMatches(word string) []closeMatch {
 	return top
 }
 
-func (h *heliosPredictor) Predict(j *Job) Prediction {
+func (h *heliosPredictor) Predict(j *policy.Job) policy.Prediction {
 	if h.all.n == 0 {
 		if j.TimeLimit > 0 {
-			return Prediction{Run: j.TimeLimit, Source: "limit"}
+			return policy.Prediction{Run: j.TimeLimit, Source: "limit"}
 		}
-		return Prediction{Source: "none"}
+		return policy.Prediction{Source: "none"}
 	}
 	matches, ok := h.close[j.Name]
 	if !ok {
@@ -238,7 +240,7 @@ func (h *heliosPredictor) Predict(j *Job) Prediction {
 		acc, src = h.all, "global-mean"
 	}
 	run := time.Duration(acc.mean() * float64(time.Second)).Round(time.Second)
-	return Prediction{Run: clampRun(j, run), Source: src}
+	return policy.Prediction{Run: clampRun(j, run), Source: src}
 }
 
 // userNames is the artifact's check_history_job: the user's jobs with one of

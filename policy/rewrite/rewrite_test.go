@@ -1,4 +1,4 @@
-package policy
+package rewrite
 
 import (
 	"errors"
@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
-func mustRewriter(t *testing.T, p RewriteParams) *Rewriter {
+func mustRewriter(t *testing.T, p Params) *Rules {
 	t.Helper()
-	r, err := NewRewriter(p)
+	r, err := New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestParseElastic_Markers(t *testing.T) {
 }
 
 func TestNewRewriter_Validation(t *testing.T) {
-	bad := []RewriteParams{
+	bad := []Params{
 		{ShardsPerGPU: -1},
 		{ShareMaxUtilPct: 120},
 		{Headroom: 0.5},
@@ -59,13 +61,13 @@ func TestNewRewriter_Validation(t *testing.T) {
 		{CPUsPerGPU: 4, MaxCPUsPerGPU: 2},
 	}
 	for _, p := range bad {
-		if _, err := NewRewriter(p); err == nil {
-			t.Errorf("NewRewriter(%+v) accepted", p)
+		if _, err := New(p); err == nil {
+			t.Errorf("New(%+v) accepted", p)
 		}
 	}
-	r := mustRewriter(t, RewriteParams{ShardsPerGPU: 4, CPUsPerGPU: 2})
+	r := mustRewriter(t, Params{ShardsPerGPU: 4, CPUsPerGPU: 2})
 	got := r.Params()
-	want := RewriteParams{ShardsPerGPU: 4, Window: 20, MinHistory: 3, ShareMaxUtilPct: 50, Headroom: 1.25,
+	want := Params{ShardsPerGPU: 4, Window: 20, MinHistory: 3, ShareMaxUtilPct: 50, Headroom: 1.25,
 		CPUsPerGPU: 2, MaxCPUsPerGPU: 4, ElasticParallel: 0.9}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("defaults (-want +got):\n%s", d)
@@ -77,23 +79,23 @@ var rwT0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 // sample is a measured whole-GPU run of alice's "train".
 func sample(id int64, util float64, memMB int64) UsageSample {
 	return UsageSample{JobID: id, User: "alice", Name: "train", End: rwT0.Add(time.Duration(id) * time.Hour),
-		State: StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: util, GPUMemPeakMB: memMB,
+		State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: util, GPUMemPeakMB: memMB,
 		GPUMemTotalMB: 81920, CPUsUsed: -1}
 }
 
 func TestRewriter_Profiles(t *testing.T) {
 	// A window of 3 per measurement: the newest shard run does not push
 	// a whole-GPU run out of the GPU window.
-	r := mustRewriter(t, RewriteParams{ShardsPerGPU: 8, Window: 3})
+	r := mustRewriter(t, Params{ShardsPerGPU: 8, Window: 3})
 	ss := []UsageSample{
 		sample(1, 90, 70000), // oldest whole-GPU run: out of the window of 3
 		sample(2, 10, 4000),
 		sample(3, 20, 6000),
 		sample(4, 15, 5000),
 		// A shard run: its (device-wide) utilization is not the job's.
-		{JobID: 5, User: "alice", Name: "train", End: rwT0.Add(5 * time.Hour), State: StateCompleted, Shards: 2,
+		{JobID: 5, User: "alice", Name: "train", End: rwT0.Add(5 * time.Hour), State: policy.StateCompleted, Shards: 2,
 			CPUs: 1, Run: time.Hour, GPUUtilPct: 95, GPUMemPeakMB: 80000, GPUMemTotalMB: 81920, CPUsUsed: 0.5, MemUsedMB: 3000},
-		{JobID: 6, User: "bob", Name: "train", End: rwT0, GPUs: 2, GPUUtilPct: -1, CPUsUsed: 3, Run: time.Hour, State: StateCompleted},
+		{JobID: 6, User: "bob", Name: "train", End: rwT0, GPUs: 2, GPUUtilPct: -1, CPUsUsed: 3, Run: time.Hour, State: policy.StateCompleted},
 	}
 	// Any input order gives the same profiles.
 	for range 5 {
@@ -139,7 +141,7 @@ func TestRewriter_Share(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := mustRewriter(t, RewriteParams{ShardsPerGPU: tt.shards})
+			r := mustRewriter(t, Params{ShardsPerGPU: tt.shards})
 			got, ok := r.Share(tt.prof)
 			if ok != (tt.want > 0) || got.Shards != tt.want {
 				t.Fatalf("Share = %+v, %v; want %d shards", got, ok, tt.want)
@@ -160,7 +162,7 @@ func TestRewriter_ShareNeverExceedsGPU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 5000 {
 		s := 2 + rng.IntN(30)
-		r := mustRewriter(t, RewriteParams{ShardsPerGPU: s, Headroom: 1 + 2*rng.Float64()})
+		r := mustRewriter(t, Params{ShardsPerGPU: s, Headroom: 1 + 2*rng.Float64()})
 		total := int64(1000 + rng.IntN(100000))
 		p := &UsageProfile{GPUJobs: 3 + rng.IntN(5), GPUUtilPct: 100 * rng.Float64(), GPUMemPeakMB: 1 + rng.Int64N(total), GPUMemTotalMB: total}
 		got, ok := r.Share(p)
@@ -171,16 +173,16 @@ func TestRewriter_ShareNeverExceedsGPU(t *testing.T) {
 }
 
 func TestRewriter_Resources(t *testing.T) {
-	job := func(gpus, shards, cpus int, mem int64) *Job {
-		return &Job{ID: 7, User: "alice", Name: "train", GPUs: gpus, Shards: shards, CPUs: cpus, MemoryMB: mem, Nodes: 1}
+	job := func(gpus, shards, cpus int, mem int64) *policy.Job {
+		return &policy.Job{ID: 7, User: "alice", Name: "train", GPUs: gpus, Shards: shards, CPUs: cpus, MemoryMB: mem, Nodes: 1}
 	}
 	hist := func(cpusPerGPU float64, memPerGPU int64) *UsageProfile {
 		return &UsageProfile{CPUJobs: 5, CPUsPerGPU: cpusPerGPU, MemJobs: 5, MemPerGPUMB: memPerGPU}
 	}
-	params := RewriteParams{ShardsPerGPU: 4, CPUsPerGPU: 2, MemPerGPUMB: 4000, NodeCPUs: 8, NodeMemMB: 16000}
+	params := Params{ShardsPerGPU: 4, CPUsPerGPU: 2, MemPerGPUMB: 4000, NodeCPUs: 8, NodeMemMB: 16000}
 	tests := []struct {
 		name string
-		job  *Job
+		job  *policy.Job
 		prof *UsageProfile
 		want []Proposal
 	}{{
@@ -235,7 +237,7 @@ func TestRewriter_Resources(t *testing.T) {
 			}
 		})
 	}
-	if got := mustRewriter(t, RewriteParams{}).Resources(job(1, 0, 1, 100), nil); got != nil {
+	if got := mustRewriter(t, Params{}).Resources(job(1, 0, 1, 100), nil); got != nil {
 		t.Errorf("rules off: got %+v", got)
 	}
 }
@@ -244,9 +246,9 @@ func TestRewriter_Resources(t *testing.T) {
 // CPU and memory proposals never go below the request.
 func TestRewriter_ResourcesNoHistoryGuard(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	r := mustRewriter(t, RewriteParams{ShardsPerGPU: 8, CPUsPerGPU: 3, MemPerGPUMB: 2000})
+	r := mustRewriter(t, Params{ShardsPerGPU: 8, CPUsPerGPU: 3, MemPerGPUMB: 2000})
 	for range 5000 {
-		j := &Job{ID: 1, GPUs: rng.IntN(9), Shards: rng.IntN(8), CPUs: 1 + rng.IntN(64), MemoryMB: 1 + rng.Int64N(64000)}
+		j := &policy.Job{ID: 1, GPUs: rng.IntN(9), Shards: rng.IntN(8), CPUs: 1 + rng.IntN(64), MemoryMB: 1 + rng.Int64N(64000)}
 		var p *UsageProfile
 		if rng.IntN(2) == 0 {
 			p = &UsageProfile{CPUJobs: rng.IntN(3), CPUsPerGPU: rng.Float64(), MemJobs: rng.IntN(3), MemPerGPUMB: 1}
@@ -260,9 +262,9 @@ func TestRewriter_ResourcesNoHistoryGuard(t *testing.T) {
 }
 
 func TestRewriter_Elastic(t *testing.T) {
-	r := mustRewriter(t, RewriteParams{GPUsPerNode: 4})
-	job := func(id int64, gpus int, limit time.Duration) *Job {
-		return &Job{ID: id, GPUs: gpus, Nodes: 1, TimeLimit: limit}
+	r := mustRewriter(t, Params{GPUsPerNode: 4})
+	job := func(id int64, gpus int, limit time.Duration) *policy.Job {
+		return &policy.Job{ID: id, GPUs: gpus, Nodes: 1, TimeLimit: limit}
 	}
 	linear := &UsageProfile{RunByGPUs: map[int]time.Duration{1: 4 * time.Hour, 2: 2 * time.Hour, 4: time.Hour}} // p = 1
 	serial := &UsageProfile{RunByGPUs: map[int]time.Duration{1: time.Hour, 4: time.Hour}}                       // p = 0
@@ -301,7 +303,7 @@ func TestRewriter_Elastic(t *testing.T) {
 		want: map[int64]int{2: 2},
 	}, {
 		name: "multi-node and empty ranges are left out",
-		jobs: []ElasticJob{{Job: &Job{ID: 1, GPUs: 2, Nodes: 2}, Min: 1, Max: 4}, {Job: job(2, 1, 0), Min: 5, Max: 6}},
+		jobs: []ElasticJob{{Job: &policy.Job{ID: 1, GPUs: 2, Nodes: 2}, Min: 1, Max: 4}, {Job: job(2, 1, 0), Min: 5, Max: 6}},
 		free: 8,
 	}}
 	for _, tt := range tests {

@@ -1,0 +1,216 @@
+package gbt
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+import ()
+
+// TestGBT_LearnsConditionalMedian fits y = 10·[x0 > 0.5] + noise, where the
+// noise is skewed (mostly 0, sometimes +100): least absolute deviation must
+// find the medians (0 and 10), not the means, and train deterministically.
+func TestGBT_LearnsConditionalMedian(t *testing.T) {
+	const n = 4000
+	x := make([]float32, 0, 2*n)
+	y := make([]float32, 0, n)
+	for i := 0; i < n; i++ {
+		x0 := float32(i%100) / 100
+		x1 := float32((i*37)%101) / 101 // irrelevant
+		v := float32(0)
+		if x0 > 0.5 {
+			v = 10
+		}
+		if i%5 == 0 {
+			v += 100
+		}
+		x = append(x, x0, x1)
+		y = append(y, v)
+	}
+	cfg := Config{Trees: 60, Depth: 3, Rate: 0.3, MinLeaf: 20, Subsample: 0.5}
+	tr := Trainer{Config: cfg}
+	m := tr.Train(x, y, 2)
+	got := []float32{m.Predict([]float32{0.2, 0.5}), m.Predict([]float32{0.8, 0.5})}
+	for i, want := range []float32{0, 10} {
+		if math.Abs(float64(got[i]-want)) > 0.5 {
+			t.Errorf("predict at x0=%v = %v, want %v±0.5", []float32{0.2, 0.8}[i], got[i], want)
+		}
+	}
+	tr2 := Trainer{Config: cfg}
+	m2 := tr2.Train(x, y, 2)
+	if diff := cmp.Diff(m, m2, cmp.AllowUnexported(Model{}, gbtNode{})); diff != "" {
+		t.Errorf("training twice gave different models (-first +second):\n%s", diff)
+	}
+}
+
+// TestGBTOrderKey checks that integer compares of order keys are float
+// compares, which the trees rely on: on special values and on random bit
+// patterns, gbtOrderKey(a) > gbtOrderKey(b) exactly when a > b, NaN never above.
+func TestGBTOrderKey(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.5, -0.5, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32,
+		math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -1e-30, 1e-30, 3600, 35100}
+	s := uint64(1)
+	for range 2000 {
+		s = s*6364136223846793005 + 1442695040888963407
+		vals = append(vals, math.Float32frombits(uint32(s>>32)))
+	}
+	for _, a := range vals {
+		for _, b := range vals {
+			if b != b { // thresholds are never NaN
+				continue
+			}
+			if got, want := gbtOrderKey(a) > gbtOrderKey(b), a > b; got != want {
+				t.Fatalf("gbtOrderKey(%v) > gbtOrderKey(%v) = %v, want %v", a, b, got, want)
+			}
+		}
+	}
+}
+
+// TestGBT_PredictMatchesTrees checks the laid-out prediction (complete
+// trees, order keys, walked Lanes at a time, the rest one by one) against
+// a plain walk of the trained trees, to the bit.
+func TestGBT_PredictMatchesTrees(t *testing.T) {
+	const n, nf = 3000, 5
+	x := make([]float32, 0, n*nf)
+	y := make([]float32, 0, n)
+	s := uint64(7)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40)/float32(1<<24) - 0.25 // some negative values
+	}
+	for i := 0; i < n; i++ {
+		row := []float32{rnd(), rnd() * 100, -1, rnd(), float32(i % 7)}
+		if i%3 == 0 {
+			row[2] = rnd()
+		}
+		x = append(x, row...)
+		y = append(y, row[0]*10+row[4]+rnd())
+	}
+	for _, trees := range []int{Lanes - 3, 2*Lanes + 5} {
+		tr := Trainer{Config: Config{Trees: trees, Depth: 4, Rate: 0.3, MinLeaf: 20, Subsample: 0.5}}
+		m := tr.Train(x, y, nf)
+		for i := 0; i < n; i++ {
+			row := x[i*nf : (i+1)*nf]
+			want := m.base
+			for _, tree := range m.trees {
+				want += leafValue(tree, row)
+			}
+			if got := m.Predict(row); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("trees=%d, row %d: predict %v, walking the trees %v", trees, i, got, want)
+			}
+		}
+	}
+}
+
+// TestGBT_TrainSameOnAnyCores checks that training shared among cores
+// (Parallel) gives the model serial training gives, to the bit, and that
+// a trainer reused for a retraining gives a fresh trainer's model.
+func TestGBT_TrainSameOnAnyCores(t *testing.T) {
+	const n, nf = 20000, 9 // enough rows for every step to go parallel
+	x := make([]float32, 0, n*nf)
+	y := make([]float32, 0, n)
+	s := uint64(11)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40) / float32(1<<24)
+	}
+	for i := 0; i < n; i++ {
+		for f := 0; f < nf; f++ {
+			x = append(x, rnd()*float32(f+1))
+		}
+		x[i*nf+2] = float32(i % 5) // few distinct values
+		y = append(y, x[i*nf]*3+x[i*nf+2]+rnd())
+	}
+	sameTrees := func(a, b *Model) bool {
+		if math.Float32bits(a.base) != math.Float32bits(b.base) || len(a.trees) != len(b.trees) {
+			return false
+		}
+		for k := range a.trees {
+			if len(a.trees[k]) != len(b.trees[k]) {
+				return false
+			}
+			for i, na := range a.trees[k] {
+				nb := b.trees[k][i]
+				if na.feature != nb.feature || na.left != nb.left || na.right != nb.right ||
+					math.Float32bits(na.threshold) != math.Float32bits(nb.threshold) ||
+					math.Float32bits(na.value) != math.Float32bits(nb.value) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for _, weighted := range []bool{false, true} {
+		cfg := Config{Trees: 12, Depth: 5, Rate: 0.2, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: weighted}
+		procs := runtime.GOMAXPROCS(1)
+		serial := (&Trainer{Config: cfg}).Train(x, y, nf)
+		runtime.GOMAXPROCS(4)
+		reused := &Trainer{Config: cfg}
+		reused.Train(x[:n/2*nf], y[:n/2], nf)
+		parallel := reused.Train(x, y, nf)
+		runtime.GOMAXPROCS(procs)
+		if len(serial.trees) != cfg.Trees || len(serial.trees[0]) < 7 {
+			t.Fatalf("weighted=%v: %d trees, the first of %d nodes: want %d full trees", weighted, len(serial.trees), len(serial.trees[0]), cfg.Trees)
+		}
+		if !sameTrees(serial, parallel) {
+			t.Errorf("weighted=%v: trained on 4 cores after another training, the model differs from serial training", weighted)
+		}
+	}
+}
+
+// TestQuantile32_MatchesSort checks that Quantile32's selection returns
+// the element a sort puts at the nearest rank, on inputs with repeats,
+// negative values and NaNs.
+func TestQuantile32_MatchesSort(t *testing.T) {
+	s := uint64(3)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(int64(s>>40)%41-20) / 4
+	}
+	for _, n := range []int{1, 2, 3, 10, 101, 3000} {
+		for _, nan := range []bool{false, true} {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = rnd()
+			}
+			if nan {
+				v[n/2] = float32(math.NaN())
+			}
+			for _, q := range []float64{0, 0.1, 0.5, 0.9, 1} {
+				sorted := slices.Clone(v)
+				slices.Sort(sorted)
+				want := sorted[max(min(int(math.Ceil(q*float64(n)))-1, n-1), 0)]
+				got := Quantile32(slices.Clone(v), q)
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("n=%d nan=%v q=%v: Quantile32 %v, sorted %v", n, nan, q, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestBinOf_MatchesSearch checks binOf against sort.Search, as buildBins
+// used it: the first cut v is at most, the last bin above every cut or for
+// NaN.
+func TestBinOf_MatchesSearch(t *testing.T) {
+	for n := 1; n <= 70; n++ {
+		cuts := make([]float32, n)
+		for i := range cuts {
+			cuts[i] = float32(i*3) - 20
+		}
+		for v := float32(-25); v <= float32(3*n-15); v += 0.5 {
+			want := min(sort.Search(n, func(k int) bool { return v <= cuts[k] }), n-1)
+			if got := binOf(cuts, v); got != want {
+				t.Fatalf("%d cuts, v=%v: binOf %d, sort.Search %d", n, v, got, want)
+			}
+		}
+		if got := binOf(cuts, float32(math.NaN())); got != n-1 {
+			t.Errorf("%d cuts, NaN: bin %d, want the last", n, got)
+		}
+	}
+}

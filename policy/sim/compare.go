@@ -1,0 +1,100 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
+)
+
+// CompareConfig is how Compare simulates a workload under several
+// policies.
+type CompareConfig struct {
+	Policies  []string
+	Predictor string // a predict.Predictors name, or "none"
+	Backfill  Backfill
+	Preempt   map[string]bool // policies simulated preemptively
+	Parallel  int             // policies simulated at once (at least 1)
+	// Progress, when set, is called from the simulations' goroutines with
+	// a policy's jobs done so far.
+	Progress func(policy string, done, total int)
+}
+
+// PolicyRun is one policy's simulation, measured.
+type PolicyRun struct {
+	Metrics Metrics
+	Users   []UserWait
+	JCT     []float64 // seconds, ascending
+	Skipped map[string]int
+}
+
+// Compare simulates w under every policy of cfg, cfg.Parallel at a time
+// (each simulation is one goroutine: its event loop is sequential), and
+// returns the runs in cfg.Policies' order. The first failure stops the
+// others.
+func Compare(ctx context.Context, w *Workload, cfg CompareConfig) ([]PolicyRun, error) {
+	runs := make([]PolicyRun, len(cfg.Policies))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(cfg.Parallel, 1))
+	for i, name := range cfg.Policies {
+		g.Go(func() error {
+			run, err := comparePolicy(gctx, cfg, w, name)
+			if err != nil {
+				return fmt.Errorf("simulate %s: %w", name, err)
+			}
+			runs[i] = run
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// SimConfig is the simulation of w under policy name as cfg says, stopped
+// when ctx ends.
+func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string) (Config, error) {
+	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
+	if err != nil {
+		return Config{}, err
+	}
+	var pred policy.Predictor
+	if cfg.Predictor != "none" {
+		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
+			return Config{}, err
+		}
+	}
+	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
+		Progress: func(done, total int) error {
+			if cfg.Progress != nil {
+				cfg.Progress(name, done, total)
+			}
+			return ctx.Err()
+		}}, nil
+}
+
+func comparePolicy(ctx context.Context, cfg CompareConfig, w *Workload, name string) (PolicyRun, error) {
+	if err := ctx.Err(); err != nil {
+		return PolicyRun{}, err
+	}
+	sc, err := cfg.SimConfig(ctx, w, name)
+	if err != nil {
+		return PolicyRun{}, err
+	}
+	res, err := Run(w.Jobs, sc)
+	if err != nil {
+		return PolicyRun{}, err
+	}
+	run := PolicyRun{Metrics: Measure(res, MetricsParams{}), Users: UserWaits(res), Skipped: res.Skipped}
+	run.JCT = make([]float64, len(res.Jobs))
+	for i := range res.Jobs {
+		run.JCT[i] = res.Jobs[i].End.Sub(res.Jobs[i].Submit).Seconds()
+	}
+	slices.Sort(run.JCT)
+	return run, nil
+}
