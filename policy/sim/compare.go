@@ -15,7 +15,8 @@ import (
 // policies.
 type CompareConfig struct {
 	Policies  []string
-	Predictor string // a predict.Predictors name, or "none"
+	Params    policy.PolicyParams // every policy's parameters (zero: defaults)
+	Predictor string              // a predict.Predictors name, or "none"
 	Backfill  Backfill
 	Preempt   map[string]bool // policies simulated preemptively
 	Parallel  int             // policies simulated at once (at least 1)
@@ -60,7 +61,7 @@ func comparePolicy(ctx context.Context, cfg CompareConfig, w *Workload, name str
 	if err := ctx.Err(); err != nil {
 		return PolicyRun{}, err
 	}
-	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
+	pol, err := policy.NewPolicy(name, cfg.Params)
 	if err != nil {
 		return PolicyRun{}, err
 	}
