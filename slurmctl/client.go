@@ -152,9 +152,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 		return nil, err
 	}
 	c.version = v
+	if c.Release() == "" {
+		// 22.05's spec does not name the release; its ping's meta does.
+		if body, _, perr := c.do(ctx, http.MethodGet, "/slurm/"+v+"/ping", nil, false); perr == nil {
+			var env envelope
+			if json.Unmarshal(body, &env) == nil {
+				c.noteReleaseQuiet(&env)
+			}
+		}
+	}
 	rel := c.Release()
 	if rel == "" {
-		rel = "not in the spec; logged with the first answer"
+		rel = "unknown until the first answer"
 	}
 	log.Info("slurmrestd api version negotiated", "version", v, "slurm_release", rel, "offered", offered)
 	return c, nil
@@ -436,7 +445,8 @@ func (c *Client) ListPartitions(ctx context.Context) ([]Partition, error) {
 
 // Shares returns the body of GET /slurm/<v>/shares (Slurm 23.11 on, the
 // tree `sshare` prints) after the usual checks, bare Infinity values turned
-// into null; package accounting parses it. v0.0.38 has no such endpoint: that is an error naming the way out.
+// into null; package accounting parses it. v0.0.38 has no such endpoint:
+// that is an error naming the way out.
 func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 	if c.version == V0038 {
 		return nil, fmt.Errorf("%w: slurmrestd %s (Slurm 22.05's API) has no /shares endpoint; Slurm 23.11 and later serve /slurm/<v>/shares from v0.0.40 on: use fairway shares sync --from slurmdbd (sacctmgr) here", ErrVersion, c.version)
@@ -447,20 +457,33 @@ func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	body = jsonfix.NonFinite(body) // 24.11's v0.0.40/41 print "level": Infinity
-	var r struct {
-		envelope
-		Shares *json.RawMessage `json:"shares"`
-	}
-	var perr error
-	if jerr := json.Unmarshal(body, &r); jerr != nil {
-		perr = fmt.Errorf("%w: shares: %v", ErrMalformed, jerr)
-	} else if r.Shares == nil && len(r.Errors) == 0 {
-		perr = fmt.Errorf("%w: shares: no \"shares\" key", ErrMalformed)
-	}
-	if err := c.check("GET "+op, status, &r.envelope, perr); err != nil {
+	env, perr := payloadEnvelope(body, "shares")
+	if err := c.check("GET "+op, status, env, perr); err != nil {
 		return nil, err
 	}
 	return body, nil
+}
+
+// payloadEnvelope decodes the envelope of an answer whose payload, under
+// key, is handed on undecoded. A body that is not JSON, or that has neither
+// the key nor errors, is ErrMalformed.
+func payloadEnvelope(body []byte, key string) (*envelope, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, key, err)
+	}
+	env := &envelope{}
+	for k, dst := range map[string]any{"meta": &env.Meta, "errors": &env.Errors, "warnings": &env.Warnings} {
+		if raw, ok := m[k]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return nil, fmt.Errorf("%w: %s: %s: %v", ErrMalformed, key, k, err)
+			}
+		}
+	}
+	if _, ok := m[key]; !ok && len(env.Errors) == 0 {
+		return env, fmt.Errorf("%w: no %q key", ErrMalformed, key)
+	}
+	return env, nil
 }
 
 // Read takes one snapshot of the cluster: jobs, nodes and partitions. If

@@ -188,7 +188,7 @@ type wirePartition38 struct {
 	MaxTimeLimit num    `json:"max_time_limit"`
 }
 
-// wirePartition41 is a v0.0.40/41 partition_info (nested).
+// wirePartition41 is a v0.0.40-45 partition_info (nested).
 type wirePartition41 struct {
 	Name  string `json:"name"`
 	Nodes struct {

@@ -2,7 +2,6 @@ package slurmctl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -58,19 +57,11 @@ func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.T
 		}
 		return nil, err
 	}
-	var r struct {
-		envelope
-		Jobs *json.RawMessage `json:"jobs"`
-	}
-	var perr error
-	if jerr := json.Unmarshal(body, &r); jerr != nil {
-		perr = fmt.Errorf("%w: slurmdbd jobs: %v", ErrMalformed, jerr)
-	} else if nothingFound(r.Errors) {
+	env, perr := payloadEnvelope(body, "jobs")
+	if perr == nil && nothingFound(env.Errors) {
 		return nil, nil
-	} else if r.Jobs == nil && len(r.Errors) == 0 {
-		perr = fmt.Errorf("%w: slurmdbd jobs: no jobs key", ErrMalformed)
 	}
-	if err := c.check(op, status, &r.envelope, perr); err != nil {
+	if err := c.check(op, status, env, perr); err != nil {
 		return nil, err
 	}
 	return body, nil

@@ -17,9 +17,9 @@
 //
 //   - The generated v0.0.38 package is 12,869 lines (types and client) and
 //     pulls in github.com/oapi-codegen/runtime, google/uuid and a YAML
-//     library. v0.0.40 and v0.0.41 would each add their own, larger package
-//     (the v0.0.41 spec is 387 kB against 204 kB), and each still needs its
-//     own translation into policy.Job. Fairway reads 33 of the 111 keys a
+//     library. Each data_parser version (v0.0.40 to v0.0.45) would add its
+//     own, larger package (26.05.3's spec of four versions is 1.8 MB), and
+//     each still needs its own translation into policy.Job. Fairway reads 33 of the 111 keys a
 //     22.05 job record carries.
 //   - Unpatched, the generated types cannot decode a single live response:
 //     the spec declares meta.Slurm.version.major a string, slurmrestd sends a
@@ -44,7 +44,8 @@
 //
 // So nothing is generated and there is no go:generate line: the typed wire
 // structs (wire.go) name only what Fairway reads, and TestSpec_WireFieldsExist
-// checks each of their keys against the spec the live server publishes. The
+// and TestSpec_WireFieldsExistCaptured check each of their keys against the
+// specs 22.05.8 (lab), 24.11.7 and 26.05.3 (captured) publish. The
 // fixtures come from the real server through `make record` (the Makefile), the
 // same way a spec would.
 //

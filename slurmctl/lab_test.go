@@ -357,10 +357,11 @@ func TestLab_BadToken(t *testing.T) {
 	assertNotWritten(t, env, map[int64]int64{id: 555555})
 }
 
-// TestLab_ErrorsEntryStopsWrites: between the read and the write the
-// first job is cancelled. slurmrestd answers its update with an errors
-// entry; the Writer reports it and writes none of the others.
-func TestLab_ErrorsEntryStopsWrites(t *testing.T) {
+// TestLab_RefusedJobFailsAlone: between the read and the write the first
+// job is cancelled. Slurm refuses its update; the Writer reports that job
+// alone as failed, writes the other two, and reading them back finds the
+// priorities it wrote.
+func TestLab_RefusedJobFailsAlone(t *testing.T) {
 	env := lab.Get(t)
 	ctx := t.Context()
 	name := tag(t)
@@ -381,15 +382,27 @@ func TestLab_ErrorsEntryStopsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := w.Write(ctx, cl.Jobs, map[int64]int64{ids[0]: 900003, ids[1]: 900002, ids[2]: 900001})
+	want := map[int64]int64{ids[0]: 900003, ids[1]: 900002, ids[2]: 900001}
+	rep, err := w.Write(ctx, cl.Jobs, want)
 	t.Logf("write: %v", err)
 	if !errors.Is(err, ErrSlurm) {
-		t.Fatalf("Write: %v, want an error carrying Slurm's errors entry", err)
+		t.Fatalf("Write: %v, want an error carrying Slurm's refusal", err)
 	}
-	if len(rep.Applied) != 0 || rep.Calls != 1 || len(rep.Failed) != 3 {
-		t.Errorf("applied %d, calls %d, failed %d; want 0, 1, 3", len(rep.Applied), rep.Calls, len(rep.Failed))
+	if len(rep.Applied) != 2 || len(rep.Failed) != 1 || rep.Failed[0].JobID != ids[0] {
+		t.Errorf("applied %v, failed %v; want the cancelled job alone failed", rep.Applied, rep.Failed)
 	}
-	assertNotWritten(t, env, map[int64]int64{ids[1]: 900002, ids[2]: 900001})
+	if rep.ReadBack.Checked != 2 || len(rep.ReadBack.Mismatches) != 0 || w.Stopped() != nil {
+		t.Errorf("read back %+v, stopped %v; want both written jobs checked and holding what was written", rep.ReadBack, w.Stopped())
+	}
+	out := env.Run(t, "", "squeue", "-h", "-j", idList(ids[1:]), "-o", "%i=%Q")
+	for _, f := range strings.Fields(out) {
+		id, prio, _ := strings.Cut(f, "=")
+		n, _ := strconv.ParseInt(id, 10, 64)
+		if p, _ := strconv.ParseInt(prio, 10, 64); p != want[n] {
+			t.Errorf("job %d has priority %d, want %d", n, p, want[n])
+		}
+	}
+	env.Run(t, "", "scancel", idList(ids[1:]))
 }
 
 // TestLab_AdminPriorityHandBack checks what ModeRESTPriority's doc claims:

@@ -154,3 +154,45 @@ func TestSpec_KnownBugs(t *testing.T) {
 		t.Errorf("bug 4: partition sends %q %v, spec declares min_nodes_per_job %v", "min nodes per job", spaced, declaredKey)
 	}
 }
+
+// TestSpec_WireFieldsExistCaptured checks the typed client against the
+// specs Slurm 24.11.7 and 26.05.3 published (captured /openapi/v3): every
+// key it decodes is declared for every data_parser version they serve whose
+// schemas the spec names (24.11's v0.0.41 schemas are inlined under other
+// names, so that version is covered by the replayed answers alone).
+func TestSpec_WireFieldsExistCaptured(t *testing.T) {
+	older := map[string]bool{"state_flags": true} // v0.0.38 only: later versions fold the flags into state
+	checked := 0
+	for _, r := range captureReleases(t) {
+		var spec struct {
+			Components struct {
+				Schemas map[string]struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(captured(t, r.dir, "openapi-v3.json").body, &spec); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range r.versions {
+			for schema, w := range map[string]any{v + "_job_info": wireJob{}, v + "_node": wireNode{}, v + "_partition_info": wirePartition41{}} {
+				props, ok := spec.Components.Schemas[schema]
+				if !ok {
+					if v == V0041 {
+						continue
+					}
+					t.Fatalf("%s: schema %s missing", r.name, schema)
+				}
+				checked++
+				for _, k := range jsonKeys(w) {
+					if _, ok := props.Properties[k]; !ok && !older[k] {
+						t.Errorf("%s %s: the client reads %q, which the spec does not declare", r.name, schema, k)
+					}
+				}
+			}
+		}
+	}
+	if checked != 18 { // 24.11: v0.0.40, v0.0.42; 26.05: four versions; 3 schemas each
+		t.Errorf("%d schemas checked, want 18", checked)
+	}
+}

@@ -13,7 +13,7 @@ import (
 // both API generations, because the fields differ in shape, not in name or
 // meaning:
 //
-//	v0.0.38 (Slurm 22.05)          v0.0.40/41 (data_parser, Slurm 23.11-25.05)
+//	v0.0.38 (Slurm 22.05)          v0.0.40-v0.0.45 (data_parser, Slurm 23.11-26.05)
 //	"priority": 10000              "priority": {"set": true, "infinite": false, "number": 10000}
 //	"array_task_id": null          "array_task_id": {"set": false, ...}
 //	"job_state": "PENDING"         "job_state": ["PENDING"]
@@ -294,7 +294,7 @@ type wireJobsResp struct {
 	Jobs *[]wireJob `json:"jobs"` // nil: the key is missing
 }
 
-// wireJob is one job record (v0.0.38 job_response_properties, v0.0.40/41
+// wireJob is one job record (v0.0.38 job_response_properties, v0.0.40-45
 // job_info).
 type wireJob struct {
 	Account         string        `json:"account"`
@@ -339,7 +339,7 @@ type wireNodesResp struct {
 	Nodes *[]wireNode `json:"nodes"`
 }
 
-// wireNode is one node (v0.0.38 node, v0.0.40/41 node).
+// wireNode is one node (v0.0.38 node, v0.0.40-45 node).
 type wireNode struct {
 	Name        string `json:"name"`
 	State       strs   `json:"state"`

@@ -298,6 +298,7 @@ func (a *analysis) summary() Summary {
 			s.Jobs++
 			if !math.IsNaN(a.wait[i]) {
 				wait = append(wait, a.wait[i])
+				s.Started++
 			}
 			if !math.IsNaN(a.rho[i]) {
 				rho = append(rho, a.rho[i])

@@ -211,6 +211,13 @@ func TestReport_HTMLInChromium(t *testing.T) {
 		}
 		checkScreenshot(t, shot, filepath.Join(dir, "report.png"))
 	})
+
+	t.Run("cards equal table cells", func(t *testing.T) {
+		page := checkPage(t, bctx, file, r)
+		if !strings.Contains(page.WaitsX, "(days") {
+			t.Errorf("wait chart axis %q: want days for KTH's multi-day waits", page.WaitsX)
+		}
+	})
 }
 
 // checkScreenshot saves the PNG and checks it is a page, not a blank.

@@ -323,7 +323,7 @@ func (fx *fixture) gpuUsage(t testing.TB, perJob int) {
 		}
 	}
 	for len(us) > 0 {
-		n := min(len(us), 20000)
+		n := min(len(us), 10000) // fairway_record_gpu_usage takes at most 10,000 per call
 		if _, err := fx.Store.RecordGPUUsage(context.Background(), us[:n]); err != nil {
 			t.Fatal(err)
 		}

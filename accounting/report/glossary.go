@@ -20,7 +20,10 @@ func Glossary(r *Report) []Term {
 		{"hours", h, "One " + u + " used for one hour. A job holding 4 " + u + "s for 2 hours uses 8 " + h + ". A job running across midnight, or across the month's end, is split between the days it ran, so only the hours inside the month count (as in Fairway's usage ledger)."},
 		{"available", "Available " + h, "The cluster's " + u + "s × the hours in the month (up to the time the report was made, for a month not over yet)."},
 		{"utilization", "Utilization", h + " delivered ÷ " + h + " available. 100% means every " + u + " was busy all the time."},
-		{"jobs", "Jobs", "Jobs that ended this month, whatever their outcome; a job that waits or runs over the month's end counts in the month it ends."},
+		{"jobs", "Jobs ended", "Jobs that ended this month, whatever their outcome; a job that waits or runs over the month's end counts in the month it ends. The report counts three sets of jobs and says which: jobs ended (this figure, and every \"Jobs ended\" column), jobs started (those of them that ran, so have a wait: the wait chart; a job cancelled while pending has none), and jobs replayed (the counterfactual: jobs submitted this month that ran, so a job submitted last month or still running is not replayed)."},
+		{"jobsstarted", "Jobs started", "Jobs that ended this month and had started, so have a wait: the jobs behind the wait figures and the wait chart. The others were cancelled while pending."},
+		{"jobsreplayed", "Jobs replayed", "Jobs the counterfactual replays: submitted this month, started, and ended with a run time (a job submitted last month, still running or cancelled while pending is not replayed, and the simulator leaves out jobs larger than the cluster)."},
+		{"jobsmeasured", "Jobs measured", "Whole-GPU jobs with epilog records closed this month."},
 		{"state", "Final state", "How a job ended, as Slurm records it: COMPLETED (ran to the end with exit code 0), FAILED (non-zero exit), CANCELLED (by its user or an administrator, before or while running), TIMEOUT (killed at its time limit), NODE_FAIL, OUT_OF_MEMORY, PREEMPTED, UNKNOWN (the source did not say)."},
 		{"shares", "Shares", "The account's or user's raw share in Slurm's share tree (sacctmgr Fairshare=). An account or user not in the tree has 1 share, Slurm's default."},
 		{"entitled", "Entitled share", "The fraction of the cluster an account's shares entitle it to: its shares ÷ the shares of all accounts in the share tree or with jobs this month. A user's entitled share is its account's, divided among the account's users by their shares. Sub-accounts are counted in their top-level account."},
@@ -50,7 +53,7 @@ func Glossary(r *Report) []Term {
 		{"jainbacklog", "Jain's index while waiting", "Jain's index over the users who had jobs waiting throughout each hour of the month, of the " + h + " each received that hour ÷ its entitled share among them, averaged over those hours (the fairness notion of VTC, Sheng et al., OSDI 2024, §3). Unlike the monthly index it only compares users who all wanted more."},
 		{"p95rho", "95th-percentile ρ", "The finish-time fairness ρ that 95% of jobs did not exceed."},
 		{"capacity", "Capacity", "The number of " + u + "s the cluster has, as configured for the report (fairway report --nodes, --per-node); when not given, the most " + u + "s in use at once during the month, which makes utilization look higher than it was."},
-		{"median", "Median, percentile", "Percentiles interpolate linearly between the two nearest jobs; \"–\" means there were no jobs to measure."},
+		{"median", "Median, percentile", "Percentiles interpolate linearly between the two nearest jobs. A figure that cannot be computed says why: \"none started\" (no job of the group had started), \"nothing ran\" (no unit-hours delivered), \"never two users waiting\" (Jain's index while waiting needs two users waiting at once), \"not measured\" (no epilog utilization)."},
 	}
 	return terms
 }

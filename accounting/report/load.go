@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -110,6 +111,101 @@ func (s *Source) Cluster(ctx context.Context, name string) (string, error) {
 		return names[0], nil
 	}
 	return "", fmt.Errorf("%w: the database holds several (%v): name one", ErrNoCluster, names)
+}
+
+// ClusterSpan is one cluster of the database and the ends of its
+// finished jobs.
+type ClusterSpan struct {
+	Name        string
+	Jobs        int64
+	First, Last time.Time // earliest and latest end time
+}
+
+// String spells the span for messages: "kth (2,913 jobs ending 1996-09-23 to 1997-08-31)".
+func (c ClusterSpan) String() string {
+	return fmt.Sprintf("%s (%d jobs ending %s to %s)", c.Name, c.Jobs, c.First.UTC().Format("2006-01-02"), c.Last.UTC().Format("2006-01-02"))
+}
+
+// Clusters lists the clusters with finished jobs in the database.
+func (s *Source) Clusters(ctx context.Context) ([]ClusterSpan, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT cluster, count(*), min(end_time), max(end_time)
+FROM job WHERE end_time IS NOT NULL
+GROUP BY cluster ORDER BY cluster`)
+	if err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClusterSpan, error) {
+		var c ClusterSpan
+		err := r.Scan(&c.Name, &c.Jobs, &c.First, &c.Last)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	return out, nil
+}
+
+// ErrNoJobs is wrapped by Resolve when the cluster has no finished job in
+// the month asked for, or none at all.
+var ErrNoJobs = errors.New("no jobs")
+
+// Resolve picks what a report with the given settings covers: the cluster
+// named, or the only one in the database; the month given, or when m is
+// the zero Month the last month in which one of the cluster's jobs ended.
+// Its errors say what the database holds instead: "no jobs for cluster X
+// between 2026-10-01 and 2026-11-01; clusters in the database: ...".
+func (s *Source) Resolve(ctx context.Context, name string, m Month) (string, Month, error) {
+	spans, err := s.Clusters(ctx)
+	if err != nil {
+		return "", m, err
+	}
+	held := func() string {
+		if len(spans) == 0 {
+			return "the database holds no finished jobs (fairway ingest, or fairway serve, fills it)"
+		}
+		parts := make([]string, len(spans))
+		for i, c := range spans {
+			parts[i] = c.String()
+		}
+		return "clusters in the database: " + strings.Join(parts, ", ")
+	}
+	if name == "" {
+		switch len(spans) {
+		case 0:
+			return "", m, fmt.Errorf("%w: %s", ErrNoCluster, held())
+		case 1:
+			name = spans[0].Name
+		default:
+			return "", m, fmt.Errorf("%w: name one with --cluster; %s", ErrNoCluster, held())
+		}
+	}
+	var span *ClusterSpan
+	for i := range spans {
+		if spans[i].Name == name {
+			span = &spans[i]
+		}
+	}
+	if m == (Month{}) {
+		if span == nil {
+			return name, m, fmt.Errorf("%w for cluster %s; %s", ErrNoJobs, name, held())
+		}
+		last := span.Last.UTC()
+		return name, Month{Year: last.Year(), Month: last.Month()}, nil
+	}
+	var n int64
+	if span != nil {
+		// the jobs Load reads: ended in the month or ran during it
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM job
+WHERE cluster = $1 AND end_time >= $2 AND (end_time < $3 OR start_time < $3)`, name, m.Start(), m.End()).Scan(&n); err != nil {
+			return name, m, fmt.Errorf("count jobs: %w", err)
+		}
+	}
+	if n == 0 {
+		return name, m, fmt.Errorf("%w for cluster %s between %s and %s; %s", ErrNoJobs, name,
+			m.Start().Format("2006-01-02"), m.End().Format("2006-01-02"), held())
+	}
+	return name, m, nil
 }
 
 // Load reads everything a report on cluster and month needs. With full

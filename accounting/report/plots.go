@@ -219,14 +219,29 @@ func waitsPlot(r *Report) (*plot.Plot, error) {
 	if len(r.waits) == 0 {
 		return nil, nil
 	}
-	p := newPlot("Distribution of waits, by account", "wait before starting (hours, log scale; under a minute drawn at one minute)", "fraction of jobs started")
+	var all []float64
+	for _, aw := range r.waits[:min(maxCurves, len(r.waits))] {
+		all = append(all, aw.waits...)
+	}
+	u := waitUnitFor(all)
+	p := newPlot("Distribution of waits, by account",
+		fmt.Sprintf("wait before starting (%s, log scale; under a second drawn at one second)", u.name), "fraction of jobs started")
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = hourTicks{}
+	p.X.Tick.Marker = waitTicks{u}
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top, p.Legend.Left = false, false
+	// The axis range is set, not left to gonum: when every wait is the
+	// same (all jobs started at once) gonum widens an empty range down to
+	// 0, which a log scale cannot draw.
+	lo, hi := math.Inf(1), 0.0
+	for _, w := range all {
+		x := max(w, 1) / u.seconds
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	p.X.Min, p.X.Max = lo, max(hi, 10*lo)
 	drawn := 0
 	for i, aw := range r.waits[:min(maxCurves, len(r.waits))] {
-		pts := cdfPoints(aw.waits)
+		pts := cdfPoints(aw.waits, u)
 		if len(pts) == 0 {
 			continue
 		}
@@ -239,7 +254,7 @@ func waitsPlot(r *Report) (*plot.Plot, error) {
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(2)}
 		}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s (%d jobs)", aw.account, len(aw.waits)), l)
+		p.Legend.Add(fmt.Sprintf("%s (%d jobs started)", aw.account, len(aw.waits)), l)
 		drawn++
 	}
 	if drawn == 0 {
@@ -248,26 +263,65 @@ func waitsPlot(r *Report) (*plot.Plot, error) {
 	return p, nil
 }
 
-// hourTicks labels a log-scale hours axis at readable waits.
-type hourTicks struct{}
+// waitUnit is the unit a wait axis is drawn in, picked from the data so
+// that sub-minute waits are not squeezed onto one tick and month-long ones
+// are not thousands of hours.
+type waitUnit struct {
+	seconds float64 // seconds per unit
+	name    string  // plural, for the axis label
+}
 
-func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
+// waitUnitFor picks the unit from the largest wait: seconds up to two
+// minutes, minutes up to two hours, hours up to two days, days beyond.
+func waitUnitFor(waits []float64) waitUnit {
+	top := 0.0
+	for _, w := range waits {
+		if !math.IsNaN(w) {
+			top = max(top, w)
+		}
+	}
+	switch {
+	case top < 120:
+		return waitUnit{1, "seconds"}
+	case top < 2*3600:
+		return waitUnit{60, "minutes"}
+	case top < 48*3600:
+		return waitUnit{3600, "hours"}
+	}
+	return waitUnit{86400, "days"}
+}
+
+// waitTicks labels a log-scale wait axis at readable waits.
+type waitTicks struct{ u waitUnit }
+
+func (t waitTicks) Ticks(lo, hi float64) []plot.Tick {
 	marks := []struct {
-		h     float64
+		s     float64
 		label string
-	}{{1.0 / 60, "1 min"}, {10.0 / 60, "10 min"}, {1, "1 h"}, {6, "6 h"}, {24, "1 d"}, {7 * 24, "1 wk"}, {30 * 24, "30 d"}}
+	}{{1, "1 s"}, {2, "2 s"}, {5, "5 s"}, {10, "10 s"}, {30, "30 s"}, {60, "1 min"}, {2 * 60, "2 min"}, {5 * 60, "5 min"},
+		{10 * 60, "10 min"}, {30 * 60, "30 min"}, {3600, "1 h"}, {2 * 3600, "2 h"}, {6 * 3600, "6 h"}, {12 * 3600, "12 h"},
+		{86400, "1 d"}, {2 * 86400, "2 d"}, {7 * 86400, "1 wk"}, {30 * 86400, "30 d"}}
 	var out []plot.Tick
 	for _, m := range marks {
-		if m.h >= lo*0.999 && m.h <= hi*1.001 {
-			out = append(out, plot.Tick{Value: m.h, Label: m.label})
+		v := m.s / t.u.seconds
+		if v >= lo*0.999 && v <= hi*1.001 {
+			out = append(out, plot.Tick{Value: v, Label: m.label})
 		}
+	}
+	for len(out) > 8 { // keep every other mark, always the first and last
+		thin := []plot.Tick{out[0]}
+		for i := 2; i < len(out)-1; i += 2 {
+			thin = append(thin, out[i])
+		}
+		out = append(thin, out[len(out)-1])
 	}
 	return out
 }
 
 // cdfPoints is the empirical distribution of waits (seconds) through at
-// most 200 quantiles, in hours, waits under a minute drawn at one minute.
-func cdfPoints(waits []float64) plotter.XYs {
+// most 200 quantiles, in unit u, waits under a second drawn at one second
+// (a log axis has no zero).
+func cdfPoints(waits []float64, u waitUnit) plotter.XYs {
 	w := slices.Clone(waits)
 	slices.Sort(w)
 	n := len(w)
@@ -276,10 +330,10 @@ func cdfPoints(waits []float64) plotter.XYs {
 	}
 	k := min(n, 200)
 	pts := make(plotter.XYs, 0, k+1)
-	pts = append(pts, plotter.XY{X: max(w[0], 60) / 3600, Y: 0})
+	pts = append(pts, plotter.XY{X: max(w[0], 1) / u.seconds, Y: 0})
 	for i := range k {
 		idx := (i + 1) * n / k
-		pts = append(pts, plotter.XY{X: max(w[idx-1], 60) / 3600, Y: float64(idx) / float64(n)})
+		pts = append(pts, plotter.XY{X: max(w[idx-1], 1) / u.seconds, Y: float64(idx) / float64(n)})
 	}
 	return pts
 }
@@ -305,7 +359,14 @@ func counterfactualPlot(r *Report) (*plot.Plot, error) {
 		return nil, nil
 	}
 	rows := cf.Accounts[:min(maxBars, len(cf.Accounts))]
-	p := newPlot("Median wait by account: what happened vs simulated", "", "median wait (hours)")
+	var medians []float64
+	for _, a := range rows {
+		for _, w := range a.MedianWait {
+			medians = append(medians, orZero(w))
+		}
+	}
+	u := waitUnitFor(medians)
+	p := newPlot("Median wait by account: what happened vs simulated", "", "median wait ("+u.name+")")
 	names := make([]string, len(rows))
 	series := make([][]float64, len(cf.Scenarios))
 	for s := range series {
@@ -314,7 +375,7 @@ func counterfactualPlot(r *Report) (*plot.Plot, error) {
 	for i, a := range rows {
 		names[i] = a.Account
 		for s := range series {
-			series[s][i] = orZero(a.MedianWait[s]) / 3600
+			series[s][i] = orZero(a.MedianWait[s]) / u.seconds
 		}
 	}
 	labels := make([]string, len(cf.Scenarios))

@@ -141,8 +141,16 @@ func highlights(r *Report) []string {
 	if s.Jobs == 0 && (!s.Hours.OK() || s.Hours == 0) {
 		return []string{fmt.Sprintf("No job ran or ended on %s in %s.", r.Cluster, r.Title)}
 	}
-	line := fmt.Sprintf("%s jobs ended this month. The cluster delivered %s %s, %s of the %s it could have delivered.",
-		groupDigits(fmtInt(s.Jobs)), groupDigits(fmtHours(s.Hours)), h, fmtPct(s.Utilization), groupDigits(fmtHours(s.Available)))
+	line := fmt.Sprintf("%s jobs ended this month", groupDigits(fmtInt(s.Jobs)))
+	if s.Started < s.Jobs {
+		were := "were"
+		if s.Jobs-s.Started == 1 {
+			were = "was"
+		}
+		line += fmt.Sprintf(" (%s of them had started; the other %s %s cancelled while pending)", groupDigits(fmtInt(s.Started)), groupDigits(fmtInt(s.Jobs-s.Started)), were)
+	}
+	line += fmt.Sprintf(". The cluster delivered %s %s, %s of the %s it could have delivered.",
+		groupDigits(fmtHours(s.Hours)), h, fmtPct(s.Utilization), groupDigits(fmtHours(s.Available)))
 	if p := r.Previous; p != nil && p.Utilization.OK() {
 		line += fmt.Sprintf(" Last month it was %s.", fmtPct(p.Utilization))
 	}
@@ -156,7 +164,8 @@ func highlights(r *Report) []string {
 			fmtFloat(s.Jain, 3), top.Account, fmtPct(top.Used), h, fmtPct(top.Entitled)))
 	}
 	if s.Lost.OK() {
-		out = append(out, fmt.Sprintf("%s of the %s went to jobs that were cancelled or failed (the Helios study found about 40%% on its clusters).", fmtPct(s.Lost), h))
+		out = append(out, fmt.Sprintf("%s of the %s went to jobs that were cancelled (%s %s) or failed (%s %s); the Helios study found about 40%% on its clusters.",
+			fmtPct(s.Lost), h, fmtHours(s.CancelledHours), h, fmtHours(s.FailedHours), h))
 	}
 	if e := r.Efficiency; e.Ratio.OK() {
 		out = append(out, fmt.Sprintf("Where the epilog measured them, GPUs were busy %s of the time they were held.", fmtPct(e.Ratio)))
@@ -164,8 +173,16 @@ func highlights(r *Report) []string {
 	if cf := r.Counterfactual; cf != nil && len(cf.Scenarios) == 3 {
 		fs, fw := cf.Scenarios[1], cf.Scenarios[2]
 		if fs.MedianWait.OK() && fw.MedianWait.OK() {
-			out = append(out, fmt.Sprintf("Replaying this month's %s jobs in the simulator, the median wait is %s under Slurm's plain fair-share and %s under Fairway.",
-				groupDigits(fmtInt(cf.Jobs)), fmtDur(fs.MedianWait), fmtDur(fw.MedianWait)))
+			left := ""
+			if len(cf.Skipped) > 0 {
+				var parts []string
+				for _, k := range sortedKeys(cf.Skipped) {
+					parts = append(parts, fmt.Sprintf("%d (%s)", cf.Skipped[k], k))
+				}
+				left = "; the simulator left out " + strings.Join(parts, ", ")
+			}
+			out = append(out, fmt.Sprintf("Replaying in the simulator the %s jobs submitted this month that ran (jobs submitted last month, still running or cancelled while pending are not replayed%s), the median wait is %s under Slurm's plain fair-share and %s under Fairway.",
+				groupDigits(fmtInt(cf.Jobs)), left, fmtDur(fs.MedianWait), fmtDur(fw.MedianWait)))
 		}
 	}
 	return out
@@ -254,6 +271,8 @@ type card struct {
 
 func glanceCards(r *Report) []card {
 	s, p := r.Summary, r.Previous
+	// The cards show the summary table's own cells: one formatting per
+	// figure, so a card never disagrees with the table below it.
 	mk := func(label, key string, get func(*Summary) Num, f func(Num) string, fraction bool) card {
 		c := card{Label: label, Key: anchor(key), Value: groupDigits(f(get(&s)))}
 		if p != nil {
@@ -263,11 +282,11 @@ func glanceCards(r *Report) []card {
 		return c
 	}
 	return []card{
-		mk("Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, fmtPct, true),
-		mk(r.Unit+"-hours delivered", "hours", func(s *Summary) Num { return s.Hours }, func(n Num) string { return fmtFloat(n, 0) }, false),
-		mk("Fairness (Jain's index)", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return fmtFloat(n, 3) }, false),
-		mk("Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, fmtDur, false),
-		mk("Cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, fmtPct, true),
+		mk("Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, func(n Num) string { return or(n, fmtPct(n), "no capacity") }, true),
+		mk(r.Unit+"-hours delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false),
+		mk("Fairness (Jain's index)", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return or(n, fmtFloat(n, 3), whyNoHours) }, false),
+		mk("Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, waitOr, false),
+		mk("Cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, func(n Num) string { return or(n, fmtPct(n), whyNoHours) }, true),
 	}
 }
 

@@ -94,10 +94,13 @@ type Capacity struct {
 
 // Summary is the cluster's month in a few figures.
 type Summary struct {
-	Month    string `json:"month"`
-	Jobs     int    `json:"jobs"` // jobs that ended in the month
-	Accounts int    `json:"accounts"`
-	Users    int    `json:"users"`
+	Month string `json:"month"`
+	Jobs  int    `json:"jobs"` // jobs that ended in the month
+	// Started counts the jobs of Jobs that had started (those with a
+	// wait); the others were cancelled while pending.
+	Started  int `json:"jobs_started"`
+	Accounts int `json:"accounts"`
+	Users    int `json:"users"`
 	// Hours is unit-hours delivered in the month; Available is capacity ×
 	// the month's hours (up to AsOf); Utilization is their ratio.
 	Hours       Num `json:"hours"`

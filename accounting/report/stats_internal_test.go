@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,9 +94,13 @@ func TestPeakUnits_EndBeforeStart(t *testing.T) {
 func TestFormat_Table(t *testing.T) {
 	got := []string{fmtDur(Num(42)), fmtDur(Num(720)), fmtDur(Num(3.4 * 3600)), fmtDur(Num(2.5 * 86400)), fmtDur(NaN()),
 		fmtPct(Num(0.1234)), fmtHours(Num(1234.56)), groupDigits("1234567.8"), groupDigits("12345"), groupDigits("1234"),
-		groupDigits("+12345%"), fmtChange(Num(0.5), Num(0.25), true), fmtChange(Num(3), Num(2), false), fmtChange(Num(3), Num(0), false)}
+		groupDigits("+12345%"), fmtChange(Num(0.5), Num(0.25), true), fmtChange(Num(3), Num(2), false), fmtChange(Num(3), Num(0), false),
+		fmtHours(Num(0.4)), fmtHours(Num(0.00417)), fmtHours(Num(3.24)), fmtHours(Num(0)), fmtPct(Num(0.00042)), fmtPct(Num(0)),
+		waitOr(NaN())}
 	want := []string{"42 s", "12 min", "3.4 h", "2.5 d", "–", "12.3%", "1234.6", "1,234,567.8", "12,345", "1234",
-		"+12,345%", "+25.0 pts", "+50%", "–"}
+		"+12,345%", "+25.0 pts", "+50%", "was 0",
+		"0.40", "0.0042", "3.2", "0", "0.042%", "0.0%",
+		"none started"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("formats (-want +got):\n%s", diff)
 	}
@@ -134,6 +139,29 @@ func TestTables_EveryKeyDefined(t *testing.T) {
 					t.Errorf("table %s cell %q: no definition %q", tb.Name, cl.Text, cl.Key)
 				}
 			}
+		}
+	}
+}
+
+// TestWaitsPlot_SameWaits: when every job started at once (all waits 0)
+// the wait chart once panicked (gonum widened the empty log-scale range
+// down to 0); it draws, in seconds.
+func TestWaitsPlot_SameWaits(t *testing.T) {
+	for _, waits := range [][]float64{{0, 0, 0}, {5}, {0.5, 30}, {3 * 86400, 4 * 86400}} {
+		r := &Report{Unit: "GPU", waits: []accountWaits{{account: "a", waits: waits}}}
+		p, err := waitsPlot(r)
+		if err != nil || p == nil {
+			t.Fatalf("waits %v: plot %v, %v", waits, p, err)
+		}
+		if _, err := svg(p); err != nil {
+			t.Fatalf("waits %v: %v", waits, err)
+		}
+		want := "seconds"
+		if waits[0] > 86400 {
+			want = "days"
+		}
+		if !strings.Contains(p.X.Label.Text, want) {
+			t.Errorf("waits %v: axis %q, want %s", waits, p.X.Label.Text, want)
 		}
 	}
 }

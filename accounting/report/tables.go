@@ -35,19 +35,60 @@ func c(s string) cell { return cell{Text: s} }
 // Formats. Missing figures show as "–".
 const missing = "–"
 
+// fmtHours spells unit-hours with enough digits for small amounts: one
+// decimal from 10 up, two significant digits below (3.2, 0.40, 0.0042), so
+// that a small month never shows 0 where it delivered something. Every
+// table, card and sentence uses it.
 func fmtHours(n Num) string {
 	if !n.OK() {
 		return missing
 	}
-	return strconv.FormatFloat(float64(n), 'f', 1, 64)
+	return fmtSig(float64(n))
 }
 
+// fmtSig is fmtHours' rule for any amount.
+func fmtSig(x float64) string {
+	a := math.Abs(x)
+	switch {
+	case x == 0:
+		return "0"
+	case a >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	prec := min(1-int(math.Floor(math.Log10(a))), 8)
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}
+
+// fmtPct spells a fraction as a percentage: one decimal, or two
+// significant digits under 1% so that a small share is not shown as 0.0%.
 func fmtPct(n Num) string {
 	if !n.OK() {
 		return missing
 	}
-	return strconv.FormatFloat(100*float64(n), 'f', 1, 64) + "%"
+	p := 100 * float64(n)
+	if p != 0 && math.Abs(p) < 1 {
+		return fmtSig(p) + "%"
+	}
+	return strconv.FormatFloat(p, 'f', 1, 64) + "%"
 }
+
+// or is text when n exists, else why: a figure that cannot be computed
+// says why instead of showing a bare dash.
+func or(n Num, text, why string) string {
+	if n.OK() {
+		return text
+	}
+	return why
+}
+
+// Why a figure is missing, as the tables and cards say it.
+const (
+	whyNoneStarted = "none started"
+	whyNoHours     = "nothing ran"
+	whyNoPrevious  = "no previous month"
+	whyNoMeasure   = "not measured"
+	whyNoBacklog   = "never two users waiting"
+)
 
 func fmtFloat(n Num, prec int) string {
 	if !n.OK() {
@@ -76,17 +117,20 @@ func fmtDur(n Num) string {
 
 func fmtInt(n int) string { return strconv.Itoa(n) }
 
+// waitOr spells a wait, or says no job started.
+func waitOr(n Num) string { return or(n, fmtDur(n), whyNoneStarted) }
+
 // fmtChange spells the change from prev to cur: a relative change for
 // amounts, a difference in percentage points for fractions.
 func fmtChange(cur, prev Num, fraction bool) string {
 	if !cur.OK() || !prev.OK() {
-		return missing
+		return "not comparable"
 	}
 	if fraction {
 		return fmt.Sprintf("%+.1f pts", 100*float64(cur-prev))
 	}
 	if prev == 0 {
-		return missing
+		return "was 0"
 	}
 	return fmt.Sprintf("%+.0f%%", 100*float64(cur-prev)/math.Abs(float64(prev)))
 }
@@ -111,18 +155,19 @@ func tables(r *Report) []table {
 	}
 	lines := []line{
 		{"Jobs ended", "jobs", func(s *Summary) Num { return Num(s.Jobs) }, func(n Num) string { return fmtFloat(n, 0) }, false},
+		{"Jobs started (of those ended)", "jobsstarted", func(s *Summary) Num { return Num(s.Started) }, func(n Num) string { return fmtFloat(n, 0) }, false},
 		{"Accounts with jobs", "", func(s *Summary) Num { return Num(s.Accounts) }, func(n Num) string { return fmtFloat(n, 0) }, false},
 		{"Users with jobs", "", func(s *Summary) Num { return Num(s.Users) }, func(n Num) string { return fmtFloat(n, 0) }, false},
 		{H + " delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false},
 		{H + " available", "available", func(s *Summary) Num { return s.Available }, fmtHours, false},
-		{"Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, fmtPct, true},
-		{"Jain's index over accounts", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return fmtFloat(n, 3) }, false},
-		{"Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, fmtDur, false},
-		{"95th-percentile wait", "p95", func(s *Summary) Num { return s.P95Wait }, fmtDur, false},
-		{"Median finish-time fairness ρ", "rho", func(s *Summary) Num { return s.MedianRho }, func(n Num) string { return fmtFloat(n, 2) }, false},
+		{"Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, func(n Num) string { return or(n, fmtPct(n), "no capacity") }, true},
+		{"Jain's index over accounts", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return or(n, fmtFloat(n, 3), whyNoHours) }, false},
+		{"Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, waitOr, false},
+		{"95th-percentile wait", "p95", func(s *Summary) Num { return s.P95Wait }, waitOr, false},
+		{"Median finish-time fairness ρ", "rho", func(s *Summary) Num { return s.MedianRho }, func(n Num) string { return or(n, fmtFloat(n, 2), whyNoneStarted) }, false},
 		{"Cancelled " + h, "cancelled", func(s *Summary) Num { return s.CancelledHours }, fmtHours, false},
 		{"Failed " + h, "failed", func(s *Summary) Num { return s.FailedHours }, fmtHours, false},
-		{"Share of " + h + " cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, fmtPct, true},
+		{"Share of " + h + " cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, func(n Num) string { return or(n, fmtPct(n), whyNoHours) }, true},
 	}
 	for _, l := range lines {
 		row := []cell{{Text: l.name, Key: l.key}, c(l.format(l.get(&r.Summary)))}
@@ -151,15 +196,15 @@ func tables(r *Report) []table {
 		return append(first,
 			col{Head: "Shares", Key: "shares", Num: true}, col{Head: "Entitled share", Key: "entitled", Num: true},
 			col{Head: "Used share", Key: "used", Num: true}, col{Head: H, Key: "hours", Num: true},
-			col{Head: "Jobs", Key: "jobs", Num: true})
+			col{Head: "Jobs ended", Key: "jobs", Num: true})
 	}
 	tail := []col{{Head: "Median wait", Key: "wait", Num: true}, {Head: "95th-pct wait", Key: "p95", Num: true},
 		{Head: "Median ρ", Key: "rho", Num: true}, {Head: "Cancelled " + h, Key: "cancelled", Num: true}, {Head: "Failed " + h, Key: "failed", Num: true}}
 	groupCells := func(g Row) []cell {
-		return []cell{c(fmtFloat(g.Shares, 0)), c(fmtPct(g.Entitled)), c(fmtPct(g.Used)), c(fmtHours(g.Hours)), c(fmtInt(g.Jobs))}
+		return []cell{c(fmtFloat(g.Shares, 0)), c(fmtPct(g.Entitled)), c(or(g.Used, fmtPct(g.Used), whyNoHours)), c(fmtHours(g.Hours)), c(fmtInt(g.Jobs))}
 	}
 	tailCells := func(g Row) []cell {
-		return []cell{c(fmtDur(g.MedianWait)), c(fmtDur(g.P95Wait)), c(fmtFloat(g.MedianRho, 2)), c(fmtHours(g.Cancelled)), c(fmtHours(g.Failed))}
+		return []cell{c(waitOr(g.MedianWait)), c(waitOr(g.P95Wait)), c(or(g.MedianRho, fmtFloat(g.MedianRho, 2), whyNoneStarted)), c(fmtHours(g.Cancelled)), c(fmtHours(g.Failed))}
 	}
 	accts := table{Name: "accounts", Title: "Accounts",
 		Cols: append(append(groupCols([]col{{Head: "Account"}}), col{Head: "Users", Num: true}), tail...)}
@@ -179,7 +224,7 @@ func tables(r *Report) []table {
 	out = append(out, users)
 
 	pred := table{Name: "predictions", Title: "Run-time prediction quality, by partition",
-		Cols: []col{{Head: "Partition"}, {Head: "Predictor", Key: "predictor"}, {Head: "Jobs", Num: true},
+		Cols: []col{{Head: "Partition"}, {Head: "Predictor", Key: "predictor"}, {Head: "Jobs ended", Key: "jobs", Num: true},
 			{Head: "MedAE", Key: "medae", Num: true}, {Head: "Within ±50%", Key: "within50", Num: true}, {Head: "Median run time", Key: "medianrun", Num: true}}}
 	for _, p := range r.Predictions {
 		pred.Rows = append(pred.Rows, []cell{c(orNone(p.Partition)), c(p.Predictor), c(fmtInt(p.Jobs)), c(fmtDur(p.MedAE)), c(fmtPct(p.Within50)), c(fmtDur(p.MedianRun))})
@@ -188,13 +233,15 @@ func tables(r *Report) []table {
 
 	e := r.Efficiency
 	eff := table{Name: "efficiency", Title: "GPU efficiency, by account",
-		Cols: []col{{Head: "Account"}, {Head: "Jobs", Num: true}, {Head: "GPU-hours held", Key: "held", Num: true},
+		Cols: []col{{Head: "Account"}, {Head: "Jobs measured", Key: "jobsmeasured", Num: true}, {Head: "GPU-hours held", Key: "held", Num: true},
 			{Head: "GPU-hours busy", Key: "busy", Num: true}, {Head: "Utilization unknown", Key: "unknownutil", Num: true}, {Head: "Efficiency", Key: "efficiency", Num: true}}}
+	effJobs := 0
 	for _, a := range e.Accounts {
-		eff.Rows = append(eff.Rows, []cell{c(a.Account), c(fmtInt(a.Jobs)), c(fmtHours(a.Allocated)), c(fmtHours(a.Busy)), c(fmtHours(a.Unknown)), c(fmtPct(a.Ratio))})
+		effJobs += a.Jobs
+		eff.Rows = append(eff.Rows, []cell{c(a.Account), c(fmtInt(a.Jobs)), c(fmtHours(a.Allocated)), c(fmtHours(a.Busy)), c(fmtHours(a.Unknown)), c(or(a.Ratio, fmtPct(a.Ratio), whyNoMeasure))})
 	}
 	if len(e.Accounts) > 0 {
-		eff.Rows = append(eff.Rows, []cell{c("All accounts"), c(missing), c(fmtHours(e.Allocated)), c(fmtHours(e.Busy)), c(fmtHours(e.Unknown)), c(fmtPct(e.Ratio))})
+		eff.Rows = append(eff.Rows, []cell{c("All accounts"), c(fmtInt(effJobs)), c(fmtHours(e.Allocated)), c(fmtHours(e.Busy)), c(fmtHours(e.Unknown)), c(or(e.Ratio, fmtPct(e.Ratio), whyNoMeasure))})
 	}
 	out = append(out, eff)
 
@@ -213,8 +260,8 @@ func tables(r *Report) []table {
 	for _, l := range []struct {
 		name, key, val string
 	}{
-		{"Policy", "", orMissing(ch.Policy)},
-		{"Predictor", "predictor", orMissing(ch.Predictor)},
+		{"Policy", "", orNoLog(ch.Policy)},
+		{"Predictor", "predictor", orNoLog(ch.Predictor)},
 		{"Decision-log entries", "", fmtInt(ch.Rows)},
 		{"Jobs ranked", "decided", fmtInt(ch.Jobs)},
 		{"Jobs re-ranked while waiting", "reranked", fmtInt(ch.Reranked)},
@@ -239,12 +286,12 @@ func tables(r *Report) []table {
 			name, key string
 			f         func(Scenario) string
 		}{
-			{"Median wait", "wait", func(s Scenario) string { return fmtDur(s.MedianWait) }},
-			{"Mean wait", "wait", func(s Scenario) string { return fmtDur(s.AvgWait) }},
-			{"95th-percentile wait", "p95", func(s Scenario) string { return fmtDur(s.P95Wait) }},
-			{"Mean bounded slowdown", "bsld", func(s Scenario) string { return fmtFloat(s.AvgBSLD, 2) }},
-			{"Jain's index while waiting", "jainbacklog", func(s Scenario) string { return fmtFloat(s.Jain, 3) }},
-			{"95th-percentile ρ", "p95rho", func(s Scenario) string { return fmtFloat(s.P95Rho, 2) }},
+			{"Median wait", "wait", func(s Scenario) string { return waitOr(s.MedianWait) }},
+			{"Mean wait", "wait", func(s Scenario) string { return waitOr(s.AvgWait) }},
+			{"95th-percentile wait", "p95", func(s Scenario) string { return waitOr(s.P95Wait) }},
+			{"Mean bounded slowdown", "bsld", func(s Scenario) string { return or(s.AvgBSLD, fmtFloat(s.AvgBSLD, 2), whyNoneStarted) }},
+			{"Jain's index while waiting", "jainbacklog", func(s Scenario) string { return or(s.Jain, fmtFloat(s.Jain, 3), whyNoBacklog) }},
+			{"95th-percentile ρ", "p95rho", func(s Scenario) string { return or(s.P95Rho, fmtFloat(s.P95Rho, 2), whyNoneStarted) }},
 		} {
 			row := []cell{{Text: l.name, Key: l.key}}
 			for _, s := range cf.Scenarios {
@@ -255,14 +302,14 @@ func tables(r *Report) []table {
 		out = append(out, t)
 
 		ta := table{Name: "counterfactual_accounts", Title: "Median wait by account, as it happened and simulated",
-			Cols: []col{{Head: "Account"}, {Head: "Jobs", Num: true}}}
+			Cols: []col{{Head: "Account"}, {Head: "Jobs replayed", Key: "jobsreplayed", Num: true}}}
 		for _, s := range cf.Scenarios {
 			ta.Cols = append(ta.Cols, col{Head: s.Label, Key: "wait", Num: true})
 		}
 		for _, a := range cf.Accounts {
 			row := []cell{c(a.Account), c(fmtInt(a.Jobs))}
 			for _, w := range a.MedianWait {
-				row = append(row, c(fmtDur(w)))
+				row = append(row, c(waitOr(w)))
 			}
 			ta.Rows = append(ta.Rows, row)
 		}
@@ -273,7 +320,7 @@ func tables(r *Report) []table {
 
 func cycleDur(cy CycleStats) string {
 	if cy.Cycles == 0 {
-		return missing
+		return "no cycle"
 	}
 	return strconv.FormatFloat(cy.MedianSeconds, 'f', 2, 64) + " s"
 }
@@ -286,9 +333,10 @@ func orNone(s string) string {
 	return s
 }
 
-func orMissing(s string) string {
+// orNoLog is a decision-log figure, or says there was no log.
+func orNoLog(s string) string {
 	if s == "" {
-		return missing
+		return "no decision logged"
 	}
 	return s
 }

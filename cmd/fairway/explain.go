@@ -33,16 +33,7 @@ func explainCommand() *cli.Command {
 			if c.NArg() != 1 || err != nil || id <= 0 {
 				return errors.New("usage: fairway explain JOBID (one numeric Slurm job id)")
 			}
-			log, err := logger(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := serveSettings(c)
-			if err != nil {
-				return err
-			}
-			cfg.HA = false // explain never takes the lease from a running serve
-			s, err := openServe(c.Context, cfg, c.String("database-url"), log)
+			cfg, s, log, err := openReadOnly(c)
 			if err != nil {
 				return err
 			}
@@ -70,16 +61,40 @@ func explainCommand() *cli.Command {
 // keeps records in memory: nothing reaches Slurm, the table file or the
 // database, whatever the settings say.
 func explain(ctx context.Context, cfg serveConfig, d serveDeps, id int64, log *slog.Logger) (*sidecar.Explanation, error) {
-	cfg.runner.BufferDir = "" // serve's spilled records are serve's to ship
-	r, err := newServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
-	if err != nil {
-		return nil, err
-	}
-	res, err := r.RunCycle(ctx)
+	res, err := planCycle(ctx, cfg, d, log)
 	if err != nil {
 		return nil, err
 	}
 	return sidecar.Explain(res, id)
+}
+
+// openReadOnly opens what explain and queue read with serve's settings,
+// never taking the lease from a running serve.
+func openReadOnly(c *cli.Context) (serveConfig, *served, *slog.Logger, error) {
+	log, err := logger(c)
+	if err != nil {
+		return serveConfig{}, nil, nil, err
+	}
+	cfg, err := serveSettings(c)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	cfg.HA = false
+	s, err := openServe(c.Context, cfg, c.String("database-url"), log)
+	return cfg, s, log, err
+}
+
+// planCycle runs one cycle, forecasts included, with every effect going
+// to a Planner that keeps records in memory: nothing reaches Slurm, the
+// table file or the database, whatever the settings say.
+func planCycle(ctx context.Context, cfg serveConfig, d serveDeps, log *slog.Logger) (*sidecar.CycleResult, error) {
+	cfg.runner.BufferDir = "" // serve's spilled records are serve's to ship
+	cfg.runner.Forecast = true
+	r, err := newServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
+	if err != nil {
+		return nil, err
+	}
+	return r.RunCycle(ctx)
 }
 
 func printExplanation(w io.Writer, ex *sidecar.Explanation) error {
@@ -114,6 +129,9 @@ func printExplanation(w io.Writer, ex *sidecar.Explanation) error {
 		fmt.Fprintln(w, "  estimated finish-time fairness (estimated_rho) past 5 puts it ahead of the jobs within that")
 		fmt.Fprintln(w, "  bound, and waiting past the starvation guard (24 h) ahead of every job that has not.")
 	}
+	if st := ex.Start; st != nil {
+		printStart(w, st)
+	}
 	if ex.Last != nil {
 		mode := "written"
 		if ex.Last.DryRun {
@@ -131,4 +149,31 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// printStart prints a job's start-time forecast and what must happen
+// before it, the nearest first (at most 10 of each).
+func printStart(w io.Writer, st *sidecar.StartForecast) {
+	if st.Expected == nil {
+		fmt.Fprintln(w, "  expected start: never: it asks for more than the ranked partitions have")
+		return
+	}
+	fmt.Fprintf(w, "  expected start: %s (in %s), from predicted run times; with time limits, as squeue --start plans: %s\n",
+		st.Expected.Format(time.RFC3339), time.Until(*st.Expected).Round(time.Second), st.LimitBound.Format(time.RFC3339))
+	list := func(what string, evs []sidecar.Event) {
+		if len(evs) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "  %d jobs must %s first:", len(evs), what)
+		for i, e := range evs {
+			if i == 10 {
+				fmt.Fprintf(w, " and %d more", len(evs)-10)
+				break
+			}
+			fmt.Fprintf(w, " %d (%s)", e.JobID, e.At.Format("15:04"))
+		}
+		fmt.Fprintln(w)
+	}
+	list("end", st.MustEnd)
+	list("start", st.MustStart)
 }

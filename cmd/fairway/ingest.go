@@ -306,7 +306,6 @@ func spool(r io.Reader) (*os.File, error) {
 	return f, nil
 }
 
-
 func printIngest(w io.Writer, r ingestResult, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 )
@@ -225,5 +226,50 @@ func TestIngestCommand_SlurmdbdNoToken(t *testing.T) {
 		"--cluster", "c", "--slurm-url", "http://127.0.0.1:1")
 	if err == nil || !strings.Contains(err.Error(), "no slurmrestd token") {
 		t.Fatalf("err = %v, want the missing token named", err)
+	}
+}
+
+// TestSharesCommand_SyncFromSlurmrestd runs `shares sync --from slurmrestd`
+// against the lab. Debian's 22.05 (REST v0.0.38) has no /shares endpoint:
+// the command must fail with an error that says so and names the way out,
+// and store nothing. A lab on a newer Slurm (FAIRWAY_LAB_SLURM_PREFIX) must
+// store exactly the tree `--from slurmdbd` (sacctmgr) stores.
+func TestSharesCommand_SyncFromSlurmrestd(t *testing.T) {
+	e := lab.Get(t)
+	url, _ := migratedDB(t)
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	show := func() string {
+		out, err := runApp(t, "shares", "show", "--database-url", url, "--cluster", e.Cluster, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := show()
+	out, err := runApp(t, "shares", "sync", "--database-url", url, "--cluster", e.Cluster, "--from", "slurmrestd",
+		"--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
+	c, cerr := slurmctl.New(t.Context(), slurmctl.Config{URL: e.RESTURL, User: e.RESTUser, Token: slurmctl.FileToken(e.TokenFile)}, nil)
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	if c.Version() == slurmctl.V0038 {
+		if err == nil || !strings.Contains(err.Error(), "no /shares endpoint") || !strings.Contains(err.Error(), "--from slurmdbd") {
+			t.Fatalf("sync from slurmrestd %s: %v\n%s; want the clear error", c.Version(), err, out)
+		}
+		if after := show(); after != before {
+			t.Errorf("a failed sync changed the stored tree:\n%s\nwas\n%s", after, before)
+		}
+		t.Logf("Slurm %s (%s): %v", c.Release(), c.Version(), err)
+		return
+	}
+	if err != nil || !strings.Contains(out, "from slurmdbd: 6 nodes") {
+		t.Fatalf("sync from slurmrestd %s: %v\n%s", c.Version(), err, out)
+	}
+	viaRest := show()
+	if out, err := runApp(t, "shares", "sync", "--database-url", url, "--cluster", e.Cluster); err != nil {
+		t.Fatalf("sync from slurmdbd: %v\n%s", err, out)
+	}
+	if viaSacctmgr := show(); viaSacctmgr != viaRest {
+		t.Errorf("slurmrestd and sacctmgr give different trees:\n%s\n%s", viaRest, viaSacctmgr)
 	}
 }

@@ -40,6 +40,7 @@ func newApp() *cli.App {
 			migrateCommand(),
 			serveCommand(),
 			explainCommand(),
+			queueCommand(),
 			predictCommand(),
 			ingestCommand(),
 			sharesCommand(),

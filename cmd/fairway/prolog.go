@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -50,7 +51,7 @@ func hookFlags(timeoutEnv, timeoutDefault string) []cli.Flag {
 		&cli.StringFlag{Name: "database-timeout", Value: "2s", Usage: "time for one database write", EnvVars: []string{"FAIRWAY_DATABASE_TIMEOUT"}},
 		&cli.StringFlag{Name: "spool-dir", Value: "/var/spool/fairway", Usage: "usage records not yet in the database (persistent, root only; FAIRWAY_SPOOL_DIR in the config file, never the environment)"},
 		&cli.StringFlag{Name: "state-dir", Value: "/run/fairway", Usage: "node state between prolog and epilog, MPS pipes (tmpfs, root only; FAIRWAY_STATE_DIR in the config file, never the environment)"},
-		&cli.StringFlag{Name: "log-file", Usage: "append the log here instead of stderr (slurmd discards hook output)", EnvVars: []string{"FAIRWAY_LOG_FILE"}},
+		&cli.StringFlag{Name: "log-file", Usage: "append the log here instead of stderr (slurmd discards hook output; FAIRWAY_LOG_FILE in the config file, never the environment)"},
 		&cli.StringFlag{Name: "shards-per-gpu", Value: "0", Usage: "shard GRES per GPU in gres.conf; 0 when the node has none", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.StringFlag{Name: "default-compute-mode", Value: "default", Usage: "compute mode a GPU returns to after a job: default, exclusive-process or prohibited", EnvVars: []string{"FAIRWAY_DEFAULT_COMPUTE_MODE"}},
 		&cli.StringFlag{Name: "kill-stray", Value: "false", Usage: "kill processes found on a job's GPUs before it starts (they are always reported)", EnvVars: []string{"FAIRWAY_KILL_STRAY"}},
@@ -71,6 +72,7 @@ var rootOnlySettings = map[string]string{
 	"FAIRWAY_SCONTROL":    "scontrol",
 	"FAIRWAY_MPS_CONTROL": "mps-control",
 	"FAIRWAY_KERNEL_LOG":  "kernel-log",
+	"FAIRWAY_LOG_FILE":    "log-file",
 }
 
 func prologCommand() *cli.Command {
@@ -223,6 +225,12 @@ func hookSettings(c *cli.Context) (hookConfig, error) {
 
 	// The log settings first: a hook logs every other bad setting there.
 	cfg.LogFile = c.String("log-file")
+	if cfg.LogFile != "" {
+		if err := prolog.CheckRootPath(cfg.LogFile); err != nil {
+			cfg.LogFile = "" // root must not append to a file another user can swap
+			return cfg, fmt.Errorf("--log-file: %w", err)
+		}
+	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		cfg.LogLevel = slog.LevelInfo
 		return cfg, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -308,7 +316,7 @@ func hookLogger(cfg hookConfig, which string) (*slog.Logger, func()) {
 	var w io.Writer = os.Stderr
 	closeFn := func() {}
 	if cfg.LogFile != "" {
-		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
 		if err == nil {
 			w, closeFn = f, func() { f.Close() }
 		} else {

@@ -130,12 +130,13 @@ func TestHookSettings_RootPaths(t *testing.T) {
 	t.Setenv("FAIRWAY_SCONTROL", "/tmp/evil/scontrol")
 	t.Setenv("FAIRWAY_MPS_CONTROL", "/tmp/evil/mps")
 	t.Setenv("FAIRWAY_STATE_DIR", "/tmp/evil/state")
+	t.Setenv("FAIRWAY_LOG_FILE", "/tmp/evil/log")
 	got, err := settingsOf(t, "--config", "", "--cluster", "lab")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Scontrol != "/usr/bin/scontrol" || got.MPSControl != "/usr/bin/nvidia-cuda-mps-control" || got.Hooks.StateDir != "/run/fairway" {
-		t.Errorf("paths from the environment: scontrol %q, MPS %q, state %q", got.Scontrol, got.MPSControl, got.Hooks.StateDir)
+	if got.Scontrol != "/usr/bin/scontrol" || got.MPSControl != "/usr/bin/nvidia-cuda-mps-control" || got.Hooks.StateDir != "/run/fairway" || got.LogFile != "" {
+		t.Errorf("paths from the environment: scontrol %q, MPS %q, state %q, log %q", got.Scontrol, got.MPSControl, got.Hooks.StateDir, got.LogFile)
 	}
 
 	dir := t.TempDir()
@@ -160,6 +161,7 @@ func TestHookSettings_RootPaths(t *testing.T) {
 		{"FAIRWAY_SPOOL_DIR=" + worldDir + "\n", "--spool-dir: " + worldDir + " has mode 0777"},
 		{"FAIRWAY_SCONTROL=" + filepath.Join(userDir, "scontrol") + "\n", "--scontrol: " + userDir},
 		{"FAIRWAY_MPS_CONTROL=" + filepath.Join(worldDir, "mps") + "\n", "--mps-control: " + worldDir},
+		{"FAIRWAY_LOG_FILE=" + filepath.Join(userDir, "hooks.log") + "\n", "--log-file: " + userDir},
 	} {
 		_, err := settingsOf(t, "--config", writeConfig(t, 0o600, tt.body), "--cluster", "lab")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -41,7 +41,7 @@ func reportCommand() *cli.Command {
 			"capacity is estimated as the most units in use at once.",
 		Flags: []cli.Flag{
 			databaseFlag(),
-			&cli.StringFlag{Name: "month", Usage: "month to report on, YYYY-MM (UTC); default the previous month", EnvVars: []string{"FAIRWAY_REPORT_MONTH"}},
+			&cli.StringFlag{Name: "month", Usage: "month to report on, YYYY-MM (UTC); default the last month in which a job of the cluster ended", EnvVars: []string{"FAIRWAY_REPORT_MONTH"}},
 			&cli.StringFlag{Name: "cluster", Usage: "cluster name; may be left out when the database holds one cluster", EnvVars: []string{"FAIRWAY_CLUSTER"}},
 			&cli.StringFlag{Name: "format", Value: "html", Usage: "comma-separated: " + strings.Join(report.Formats, ", "), EnvVars: []string{"FAIRWAY_REPORT_FORMAT"}},
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "directory the report is written to (created if missing)", EnvVars: []string{"FAIRWAY_REPORT_OUT"}},
@@ -80,9 +80,7 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 			return cfg, fmt.Errorf("--month: %w", err)
 		}
 		cfg.Month = m
-	} else {
-		cfg.Month = report.Month{Year: now.UTC().Year(), Month: now.UTC().Month()}.Prev()
-	}
+	} // else the zero Month: the last month with jobs (report.Source.Resolve)
 	for _, f := range strings.Split(c.String("format"), ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -149,10 +147,11 @@ func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, 
 	}
 	defer pool.Close()
 	src := report.NewSource(pool, store)
-	cluster, err := src.Cluster(ctx, cfg.Cluster)
+	cluster, month, err := src.Resolve(ctx, cfg.Cluster, cfg.Month)
 	if err != nil {
-		return fmt.Errorf("--cluster: %w", err)
+		return err
 	}
+	cfg.Month = month
 	step := func(s string) {
 		if cfg.Progress {
 			fmt.Fprintf(stderr, "\rreport %s %s: %-40s", cluster, cfg.Month, s)

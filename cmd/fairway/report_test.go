@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 )
 
 func TestReportCommand_BadSettings(t *testing.T) {
@@ -38,20 +39,15 @@ func TestReportCommand_BadSettings(t *testing.T) {
 // writes January 1997's report in every format with `fairway report`.
 func TestReportCommand_KTH(t *testing.T) {
 	e := lab.Get(t)
-	dir := os.Getenv("FAIRWAY_TRACES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data", "traces")
-	}
-	file := filepath.Join(dir, "KTH-SP2-filtered.swf.gz")
-	if _, err := os.Stat(file); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("shared traces not found: %v", err)
-	}
+	file := shareddata.Trace(t, "KTH-SP2-filtered.swf.gz")
 	url := e.EmptyDatabase(t)
 	if out, err := runApp(t, "migrate", "--database-url", url, "up"); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	// an empty database: a clear message, not a simulator error
+	if out, err := runApp(t, "report", "--database-url", url, "--out", t.TempDir(), "--progress", "never"); err == nil ||
+		!strings.Contains(err.Error(), "the database holds no finished jobs") {
+		t.Errorf("report on an empty database: %v, want \"the database holds no finished jobs\"; output:\n%s", err, out)
 	}
 	if out, err := runApp(t, "ingest", "--database-url", url, "--from", "swf", "--cluster", "kth", "--progress", "never", file); err != nil {
 		t.Fatalf("ingest: %v\n%s", err, out)
@@ -74,6 +70,27 @@ func TestReportCommand_KTH(t *testing.T) {
 	for _, want := range []string{"# Fairness report: kth, January 1997", "2913 jobs ended this month", "Capacity: 100 processors"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
+		}
+	}
+
+	// no flags: the last month with jobs (the trace's last job ends in
+	// August 1997); an unknown cluster or an empty month says what there is
+	lastDir := t.TempDir()
+	if out, err := runApp(t, "report", "--database-url", url, "--format", "md", "--out", lastDir, "--progress", "never", "--counterfactual=false"); err != nil {
+		t.Errorf("report with no month: %v\n%s", err, out)
+	} else if md, err := os.ReadFile(filepath.Join(lastDir, "report.md")); err != nil || !strings.Contains(string(md), "# Fairness report: kth, August 1997") {
+		t.Errorf("report with no month: %v; want August 1997, the last month with jobs:\n%.300s", err, md)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", "nosuch"}, "no jobs for cluster nosuch; clusters in the database: kth (28481 jobs ending 1996-"},
+		{[]string{"--month", "2020-01"}, "no jobs for cluster kth between 2020-01-01 and 2020-02-01; clusters in the database: kth ("},
+	} {
+		out, err := runApp(t, append([]string{"report", "--database-url", url, "--out", t.TempDir(), "--progress", "never"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("report %v: %v, want %q; output:\n%s", tc.args, err, tc.want, out)
 		}
 	}
 }

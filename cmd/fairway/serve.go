@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -46,6 +47,8 @@ type serveConfig struct {
 	Interval     time.Duration
 	MaxBackoff   time.Duration
 	Listen       string
+	HTTPAddr     string            // the read-only job API; "" disables it
+	API          sidecar.APIConfig // its privacy option
 	HA           bool
 	HistoryDays  int
 	SyncEvery    int    // cycles between slurmdbd history syncs; 0 = never
@@ -79,6 +82,8 @@ func serveFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "exclude-partitions", Usage: "never rank or write jobs in these partitions", EnvVars: []string{"FAIRWAY_EXCLUDE_PARTITIONS"}},
 		&cli.StringSliceFlag{Name: "exempt-qos", Usage: "never rank or write jobs with these QOS", EnvVars: []string{"FAIRWAY_EXEMPT_QOS"}},
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz; empty to disable", EnvVars: []string{"FAIRWAY_LISTEN"}},
+		&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:9465", Usage: "address of the read-only job API (GET /v1/jobs/{id}, /v1/queue?user=U), answered from the last cycle's start-time forecast; empty to disable", EnvVars: []string{"FAIRWAY_HTTP_ADDR"}},
+		&cli.StringFlag{Name: "http-user-header", Usage: "answer the job API only about the user this request header names (set by the site's authenticating proxy, which must strip it from clients), like PrivateData=jobs; empty: every job is visible", EnvVars: []string{"FAIRWAY_HTTP_USER_HEADER"}},
 		&cli.BoolFlag{Name: "no-ha", Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
 		&cli.IntFlag{Name: "history-days", Value: 30, Usage: "days of finished jobs loaded at start to warm the predictor and fair-share usage", EnvVars: []string{"FAIRWAY_HISTORY_DAYS"}},
 		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
@@ -119,6 +124,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
 		MaxBody:  c.Int64("slurm-max-body"),
 		Interval: c.Duration("interval"), MaxBackoff: c.Duration("max-backoff"), Listen: c.String("listen"),
+		HTTPAddr: c.String("http-addr"), API: sidecar.APIConfig{UserHeader: c.String("http-user-header")},
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
 		Retention: accounting.Retention{JobMonths: c.Int("retention-job-months"), DecisionDays: c.Int("retention-decision-days")},
@@ -128,6 +134,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
 		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
+		Forecast: c.String("http-addr") != "",
 	}
 	switch {
 	case cfg.runner.Cluster == "":
@@ -207,11 +214,14 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		if err != nil {
 			return err
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
+		defer shutdown(srv)
+	}
+	if cfg.HTTPAddr != "" {
+		srv, err := sidecar.StartAPI(cfg.HTTPAddr, sidecar.NewAPI(cfg.API, r.LastForecast), log)
+		if err != nil {
+			return err
+		}
+		defer shutdown(srv)
 	}
 	log.Info("serving", "cluster", cfg.runner.Cluster, "policy", cfg.runner.Policy, "predictor", cfg.runner.Predictor,
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
@@ -235,6 +245,13 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		return nil
 	}
 	return r.Loop(ctx, sidecar.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+}
+
+// shutdown stops srv, giving its requests in flight 5 seconds.
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }
 
 // keptSince names a retention cutoff for the log.

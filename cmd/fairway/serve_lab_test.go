@@ -330,6 +330,7 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 type serveProc struct {
 	cmd    *exec.Cmd
 	listen string
+	api    string // the job API's address (--http-addr)
 	log    *os.File
 }
 
@@ -345,7 +346,7 @@ func freePort(t *testing.T) string {
 
 func startServe(t *testing.T, bin string, e *lab.Env, dbURL string, extra ...string) *serveProc {
 	t.Helper()
-	p := &serveProc{listen: freePort(t)}
+	p := &serveProc{listen: freePort(t), api: freePort(t)}
 	var err error
 	p.log, err = os.CreateTemp(t.TempDir(), "serve-*.log")
 	if err != nil {
@@ -353,7 +354,7 @@ func startServe(t *testing.T, bin string, e *lab.Env, dbURL string, extra ...str
 	}
 	args := append([]string{"--log-level", "debug", "serve", "--cluster", e.Cluster, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser,
 		"--slurm-token-file", e.TokenFile, "--database-url", dbURL, "--interval", "1s", "--max-backoff", "2s",
-		"--listen", p.listen, "--partitions", e.Partition, "--charge-every=-1s", "--buffer-dir", t.TempDir()}, extra...)
+		"--listen", p.listen, "--http-addr", p.api, "--partitions", e.Partition, "--charge-every=-1s", "--buffer-dir", t.TempDir()}, extra...)
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), "SLURM_CONF="+e.SlurmConf)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log

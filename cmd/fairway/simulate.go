@@ -69,6 +69,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-jobs", Usage: "with --suite: replay only each trace's first N jobs (0: all)", EnvVars: []string{"FAIRWAY_SIMULATE_MAX_JOBS"}},
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
+			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
@@ -77,6 +78,9 @@ func simulateCommand() *cli.Command {
 			cfg, err := simulateSettings(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("forecast") {
+				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.App.Writer, os.Stderr)
 			}
 			return simulate(c.Context, cfg, c.App.Writer, os.Stderr)
 		},

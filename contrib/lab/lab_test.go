@@ -11,7 +11,20 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
+
+// restVersion is the REST API version the lab's slurmrestd and Fairway
+// both speak (v0.0.38 on Debian's 22.05, the newest data_parser version
+// with FAIRWAY_LAB_SLURM_PREFIX pointing at a newer Slurm).
+func restVersion(t *testing.T, e *lab.Env) string {
+	t.Helper()
+	c, err := slurmctl.New(t.Context(), slurmctl.Config{URL: e.RESTURL, User: e.RESTUser, Token: slurmctl.FileToken(e.TokenFile)}, nil)
+	if err != nil {
+		t.Fatalf("negotiate with the lab's slurmrestd: %v", err)
+	}
+	return c.Version()
+}
 
 // restGet fetches path from the lab's slurmrestd with the lab's JWT and
 // decodes the JSON body, failing on transport errors, non-200 or a non-empty
@@ -54,7 +67,7 @@ func restGet(t *testing.T, e *lab.Env, path string, out any) {
 // TestLab_JobsRunOnGPUsAsTwoUsers submits GPU jobs as two Unix users from
 // different accounts, checks that Slurm handed each its fake GPUs, reads the
 // jobs back through slurmrestd with a JWT, and reads a finished job from
-// slurmdbd through the dbv0.0.38 plugin.
+// slurmdbd through slurmrestd's slurmdbd plugin.
 func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
 	e := lab.Get(t)
 	if len(e.Users) < 3 {
@@ -119,19 +132,20 @@ func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
 		}
 	}
 
-	// Through slurmrestd (v0.0.38) with the JWT: the finished jobs are
-	// still in slurmctld's memory (MinJobAge=30).
+	// Through slurmrestd with the JWT: the finished jobs are still in
+	// slurmctld's memory (MinJobAge=30).
+	v := restVersion(t, e)
 	var live struct {
 		Jobs []struct {
-			JobID     int64  `json:"job_id"`
-			UserName  string `json:"user_name"`
-			Account   string `json:"account"`
-			JobState  string `json:"job_state"`
-			Name      string `json:"name"`
-			TRESAlloc string `json:"tres_alloc_str"`
+			JobID     int64           `json:"job_id"`
+			UserName  string          `json:"user_name"`
+			Account   string          `json:"account"`
+			JobState  json.RawMessage `json:"job_state"` // "COMPLETED" on v0.0.38, ["COMPLETED"] later
+			Name      string          `json:"name"`
+			TRESAlloc string          `json:"tres_alloc_str"`
 		} `json:"jobs"`
 	}
-	restGet(t, e, "/slurm/v0.0.38/jobs", &live)
+	restGet(t, e, "/slurm/"+v+"/jobs", &live)
 	seen := map[int64]bool{}
 	for _, j := range live.Jobs {
 		for _, s := range subs {
@@ -150,8 +164,8 @@ func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
 		t.Errorf("slurmrestd listed %d of our %d jobs", len(seen), len(subs))
 	}
 
-	// From slurmdbd through dbv0.0.38. slurmdbd receives job records
-	// asynchronously; poll briefly.
+	// From slurmdbd through slurmrestd (dbv0.0.38 on 22.05, openapi/slurmdbd
+	// later). slurmdbd receives job records asynchronously; poll briefly.
 	id := subs[0].id
 	var hist struct {
 		Jobs []struct {
@@ -159,7 +173,7 @@ func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
 			User    string `json:"user"`
 			Account string `json:"account"`
 			State   struct {
-				Current string `json:"current"`
+				Current json.RawMessage `json:"current"` // a string on v0.0.38, a list later
 			} `json:"state"`
 			Time struct {
 				Elapsed int64 `json:"elapsed"`
@@ -170,8 +184,8 @@ func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		restGet(t, e, fmt.Sprintf("/slurmdb/v0.0.38/job/%d", id), &hist)
-		if len(hist.Jobs) == 1 && hist.Jobs[0].State.Current == "COMPLETED" && hist.Jobs[0].Time.End > 0 {
+		restGet(t, e, fmt.Sprintf("/slurmdb/%s/job/%d", v, id), &hist)
+		if len(hist.Jobs) == 1 && strings.Contains(string(hist.Jobs[0].State.Current), `"COMPLETED"`) && hist.Jobs[0].Time.End > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -189,6 +203,7 @@ func TestLab_JobsRunOnGPUsAsTwoUsers(t *testing.T) {
 // slurmctl client relies on: no token gives 401, a forged one is refused.
 func TestLab_RESTRejectsMissingAndBadTokens(t *testing.T) {
 	e := lab.Get(t)
+	v := restVersion(t, e)
 	for _, tc := range []struct {
 		name    string
 		headers map[string]string
@@ -197,7 +212,7 @@ func TestLab_RESTRejectsMissingAndBadTokens(t *testing.T) {
 		{"forged-token", map[string]string{"X-SLURM-USER-NAME": "root", "X-SLURM-USER-TOKEN": "eyJhbGciOiJIUzI1NiJ9.e30.forged"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodGet, e.RESTURL+"/slurm/v0.0.38/ping", nil)
+			req, _ := http.NewRequest(http.MethodGet, e.RESTURL+"/slurm/"+v+"/ping", nil)
 			for k, v := range tc.headers {
 				req.Header.Set(k, v)
 			}

@@ -57,27 +57,36 @@ func Compare(ctx context.Context, w *Workload, cfg CompareConfig) ([]PolicyRun, 
 	return runs, nil
 }
 
-func comparePolicy(ctx context.Context, cfg CompareConfig, w *Workload, name string) (PolicyRun, error) {
-	if err := ctx.Err(); err != nil {
-		return PolicyRun{}, err
-	}
+// SimConfig is the simulation of w under policy name as cfg says, stopped
+// when ctx ends.
+func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string) (Config, error) {
 	pol, err := policy.NewPolicy(name, cfg.Params)
 	if err != nil {
-		return PolicyRun{}, err
+		return Config{}, err
 	}
 	var pred policy.Predictor
 	if cfg.Predictor != "none" {
 		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
-			return PolicyRun{}, err
+			return Config{}, err
 		}
 	}
-	sc := Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
+	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
 		Progress: func(done, total int) error {
 			if cfg.Progress != nil {
 				cfg.Progress(name, done, total)
 			}
 			return ctx.Err()
-		}}
+		}}, nil
+}
+
+func comparePolicy(ctx context.Context, cfg CompareConfig, w *Workload, name string) (PolicyRun, error) {
+	if err := ctx.Err(); err != nil {
+		return PolicyRun{}, err
+	}
+	sc, err := cfg.SimConfig(ctx, w, name)
+	if err != nil {
+		return PolicyRun{}, err
+	}
 	res, err := Run(w.Jobs, sc)
 	if err != nil {
 		return PolicyRun{}, err

@@ -91,3 +91,78 @@ func TestForecast_ReplaysSimulator(t *testing.T) {
 		})
 	}
 }
+
+// TestMeasureForecast checks the measurement leaves the simulation as Run
+// makes it, makes one submit-time forecast per job and the hourly ones the
+// waits allow, and that forecasts from an oracle's run times on a queue
+// where nothing arrives later are exact.
+func TestMeasureForecast(t *testing.T) {
+	t.Run("synthetic workload", func(t *testing.T) {
+		jobs, cluster := smSynth(t)
+		want, err := Run(copyJobs(jobs), smConfig(t, cluster, policy.DefaultPolicy, "fairway"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := MeasureForecast(copyJobs(jobs), smConfig(t, cluster, policy.DefaultPolicy, "fairway"), ForecastParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, rep.Result); diff != "" {
+			t.Fatalf("measuring changed the simulation (-Run +MeasureForecast):\n%s", diff)
+		}
+		maxHourly, waited := 0, 0
+		for _, j := range want.Jobs {
+			maxHourly += int(j.Start.Sub(j.Submit) / time.Hour)
+			if j.Start.After(j.Submit) {
+				waited++
+			}
+		}
+		byMoment := map[string]ForecastAccuracy{}
+		for _, m := range rep.Moments {
+			byMoment[m.Moment] = m
+		}
+		if got := byMoment[MomentSubmit].Forecasts; got != len(want.Jobs) {
+			t.Errorf("%d submit-time forecasts, want one per job: %d", got, len(want.Jobs))
+		}
+		if got := byMoment[MomentSubmitWaited].Forecasts; got != waited {
+			t.Errorf("%d submit-time forecasts of jobs that waited, want %d", got, waited)
+		}
+		if got := byMoment[MomentHourly].Forecasts; got == 0 || got > maxHourly {
+			t.Errorf("%d hourly forecasts, want some and at most %d (whole hours waited)", got, maxHourly)
+		}
+		for _, m := range rep.Moments {
+			t.Logf("%+v", m)
+		}
+	})
+	t.Run("oracle, nothing arrives later", func(t *testing.T) {
+		cluster := Cluster{Nodes: 1, PerNode: 64, Unit: CPUs}
+		cfg := Config{Cluster: cluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{})}
+		jobs := fcQueue(3, 200, 40)
+		runs := map[int64]time.Duration{}
+		for _, j := range jobs {
+			runs[j.ID] = j.RunTime()
+		}
+		cfg.Predictor = trueRuns(runs)
+		rep, err := MeasureForecast(jobs, cfg, ForecastParams{Resolution: time.Nanosecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rep.Moments {
+			if m.Forecasts == 0 || m.Predicted.MeanAbs != 0 || m.Predicted.Within != 1 {
+				t.Errorf("%s: %+v, want exact forecasts", m.Moment, m)
+			}
+			if m.Moment == MomentHourly && m.Limits.MedianAbs <= 0 {
+				t.Errorf("%s: time-limit forecasts exact (%+v): the queue tests nothing", m.Moment, m.Limits)
+			}
+		}
+	})
+}
+
+// trueRuns predicts every job's run time from a table of the true ones.
+type trueRuns map[int64]time.Duration
+
+func (r trueRuns) Name() string        { return "true-runs" }
+func (r trueRuns) Observe(*policy.Job) {}
+func (r trueRuns) Predict(j *policy.Job) policy.Prediction {
+	return policy.Prediction{Run: r[j.ID], Source: "table"}
+}

@@ -76,6 +76,10 @@ type Config struct {
 	// ranking before the simulator acts on it (a recorder, for tests and
 	// decision logs). It must not keep or modify them.
 	OnCycle func(o *policy.Observation, s *policy.Snapshot, ranking []policy.Score)
+
+	// watch, set by MeasureForecast, makes start-time forecasts as the
+	// simulation goes, without changing what it simulates.
+	watch *forecastWatch
 }
 
 // Service is the policy.Service of a cluster: GPUs, or one unit per
@@ -411,6 +415,9 @@ func (s *simulator) loop() error {
 		if s.cfg.Preempt && len(s.pending) > 0 && lastCycle >= 0 {
 			t = min(t, lastCycle+int64(s.cfg.Tick))
 		}
+		if w := s.cfg.watch; w != nil && len(s.pending) > 0 && t != 1<<63-1 {
+			t = min(t, w.next)
+		}
 		if t == 1<<63-1 {
 			return fmt.Errorf("simulate: %d jobs wait on an idle cluster", len(s.pending))
 		}
@@ -427,6 +434,9 @@ func (s *simulator) loop() error {
 		}
 		for next < n && s.submitAt(next) == t {
 			s.submit(int32(next))
+			if w := s.cfg.watch; w != nil {
+				w.arrived = append(w.arrived, int32(next))
+			}
 			next++
 			changed = true
 			if s.cfg.Progress != nil && next%step == 0 {
@@ -435,10 +445,12 @@ func (s *simulator) loop() error {
 				}
 			}
 		}
-		if !changed || len(s.pending) == 0 {
-			continue
-		}
-		if !s.cfg.Preempt && !s.free.Fits(s.minNeed) {
+		if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.free.Fits(s.minNeed) {
+			if w := s.cfg.watch; w != nil {
+				if err := w.idle(s); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err := s.cycle(); err != nil {
@@ -462,6 +474,11 @@ func (s *simulator) cycle() error {
 	}
 	if s.cfg.OnCycle != nil {
 		s.cfg.OnCycle(&o, snap, ranking)
+	}
+	if w := s.cfg.watch; w != nil {
+		if err := w.cycle(s, snap, ranking); err != nil {
+			return err
+		}
 	}
 	s.cycles++
 	s.stopped = s.stopped[:0]

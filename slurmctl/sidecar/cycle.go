@@ -68,6 +68,9 @@ type Config struct {
 	// BufferDir holds spilled records until the database is back (and
 	// across a restart). "": records stay in memory, unbounded.
 	BufferDir string
+	// Forecast plays every cycle's ranking forward (NewQueueForecast) for
+	// explain, queue and the HTTP API.
+	Forecast bool
 }
 
 // DefaultBufferLimit bounds the records kept in memory through a database
@@ -97,6 +100,7 @@ type Runner struct {
 	pendPrev  map[int64]policy.Job // pending at the previous cycle
 	buffer    recordBuffer
 	rewrite   *Rewriter // resource rewriting (rewrite.go); nil when off
+	fc        forecastState
 }
 
 // New returns a Runner that reads slurm, ranks with engine, and hands
@@ -133,6 +137,7 @@ type CycleResult struct {
 	Recorded bool           // everything this cycle produced reached the database
 	Rewrite  *RewriteReport // resource rewriting; nil when off
 	DryRun   bool           // nothing was written to Slurm or the table
+	Forecast *QueueForecast // start-time forecasts; nil when Config.Forecast is off
 }
 
 // Cycles is the number of cycles run so far.
@@ -192,6 +197,9 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	}
 	r.observePredictionErrors(stopped)
 	r.recordStartedPredictions(running, start)
+	if r.cfg.Forecast {
+		res.Forecast = r.forecastCycle(log, cl, snap, scores)
+	}
 	r.pendPrev = make(map[int64]policy.Job, len(pending))
 	for _, j := range pending {
 		r.pendPrev[j.ID] = j

@@ -31,6 +31,8 @@ type Explanation struct {
 	Ahead        *Neighbour                 `json:"ahead,omitempty"`
 	AheadByParts map[string]float64         `json:"ahead_by_parts,omitempty"`
 	Last         *accounting.LoggedDecision `json:"last_decision,omitempty"`
+	// Start is the job's start-time forecast, when the cycle made one.
+	Start *StartForecast `json:"start_forecast,omitempty"`
 }
 
 // Neighbour is the job ranked just ahead.
@@ -71,6 +73,9 @@ func Explain(res *CycleResult, id int64) (*Explanation, error) {
 	if s.Ledger != nil {
 		ex.UserUsage, ex.UserCounter = s.Ledger.Usage(a, s.Now), s.Ledger.Counter(a)
 		ex.AcctUsage, ex.TotalUsage = s.Ledger.AccountUsage(j.Account, s.Now), s.Ledger.TotalUsage(s.Now)
+	}
+	if res.Forecast != nil {
+		ex.Start, _ = res.Forecast.Start(id)
 	}
 	if idx > 0 {
 		prev := res.Ranked[idx-1]

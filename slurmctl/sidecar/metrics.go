@@ -39,6 +39,7 @@ type Metrics struct {
 	accountWait     *prometheus.GaugeVec
 	accountWaitMax  *prometheus.GaugeVec
 	predictionError prometheus.Histogram
+	forecastError   *prometheus.HistogramVec
 }
 
 // NewMetrics registers serve's metrics on a registry of their own.
@@ -72,7 +73,11 @@ func NewMetrics() *Metrics {
 		Name: "fairway_prediction_abs_error_seconds", Help: "Absolute error of the run-time prediction of jobs that finished.",
 		Buckets: prometheus.ExponentialBuckets(10, 3, 10),
 	})
-	for _, c := range []prometheus.Collector{m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
+	m.forecastError = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "fairway_forecast_abs_error_seconds", Help: "Absolute error of the start-time forecast of jobs that started, by method (predicted run times, time limits) and forecast (first made for the job, last before it started).",
+		Buckets: prometheus.ExponentialBuckets(30, 3, 10),
+	}, []string{"method", "made"})
+	for _, c := range []prometheus.Collector{m.forecastError, m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
 		m.readBackBad, m.writerStopped, m.skippedRecords,
 		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.spilled, m.spillErrors, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
 		m.predictionError, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {

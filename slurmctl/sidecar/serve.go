@@ -162,17 +162,23 @@ func StartHTTP(addr string, m *Metrics, ready *atomic.Bool, log *slog.Logger) (*
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	return listenAndServe(addr, "--listen", "metrics server", mux, log)
+}
+
+// listenAndServe serves h on addr (the setting flag names) in the
+// background.
+func listenAndServe(addr, flag, what string, h http.Handler, log *slog.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", addr, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
 	// The endpoints answer in microseconds; the timeouts keep idle, slow or
 	// half-open clients from holding connections (and goroutines) for ever.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
+			log.Error(what, "err", err)
 		}
 	}()
 	return srv, nil

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+)
+
+// forecastReport is the JSON form of `simulate --forecast`.
+type forecastReport struct {
+	Trace     string                 `json:"trace"`
+	Format    string                 `json:"format"`
+	Jobs      int                    `json:"jobs"`
+	Cluster   clusterJSON            `json:"cluster"`
+	Backfill  sim.Backfill           `json:"backfill"`
+	Predictor string                 `json:"predictor"`
+	Policy    string                 `json:"policy"`
+	Moments   []sim.ForecastAccuracy `json:"moments"`
+}
+
+// simulateForecast measures the start-time forecasts of one policy on the
+// workload (sim.MeasureForecast) and prints the comparison.
+func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet bool, out io.Writer, errOut *os.File) error {
+	name := policy.DefaultPolicy
+	if policiesSet {
+		if len(cfg.Policies) != 1 {
+			return fmt.Errorf("--policies: --forecast measures one policy, got %d", len(cfg.Policies))
+		}
+		name = cfg.Policies[0]
+	}
+	if cfg.Preempt[name] {
+		return fmt.Errorf("--preempt: %w: leave %s out of --preempt", sim.ErrPreemptForecast, name)
+	}
+	w, err := loadWorkload(cfg)
+	if err != nil {
+		return err
+	}
+	var progress func(string, int, int)
+	if isTerminal(errOut) {
+		progress = func(name string, done, total int) {
+			fmt.Fprintf(errOut, "\r\033[Kforecasting %s under %s: %d%%", w.Name, name, done*100/total)
+		}
+	}
+	sc, err := sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Progress: progress}.SimConfig(ctx, w, name)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	rep, err := sim.MeasureForecast(w.Jobs, sc, sim.ForecastParams{})
+	if progress != nil {
+		fmt.Fprintf(errOut, "\r\033[Kmeasured forecasts in %s\n", time.Since(started).Round(time.Millisecond))
+	}
+	if err != nil {
+		return fmt.Errorf("simulate %s: %w", name, err)
+	}
+	fr := forecastReport{Trace: w.Name, Format: w.Format, Jobs: len(rep.Result.Jobs), Backfill: cfg.Backfill,
+		Predictor: cfg.Predictor, Policy: name, Moments: rep.Moments,
+		Cluster: clusterJSON{w.Cluster.Nodes, w.Cluster.PerNode, string(w.Cluster.Unit)}}
+	if cfg.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(fr)
+	}
+	return writeForecastTable(out, &fr)
+}
+
+// writeForecastTable prints the comparison as a Markdown table, readable
+// on a terminal and ready for docs/FORECAST.md.
+func writeForecastTable(w io.Writer, r *forecastReport) error {
+	backfill := "EASY backfill"
+	if r.Backfill == sim.NoBackfill {
+		backfill = "no backfill"
+	}
+	fmt.Fprintf(w, "### %s\n\n%d jobs on %d nodes × %d %s, policy %s, %s, predictor %s.\n\n", r.Trace, r.Jobs,
+		r.Cluster.Nodes, r.Cluster.PerNode, r.Cluster.Unit, r.Policy, backfill, r.Predictor)
+	fmt.Fprintln(w, "| forecast made | forecasts | method | median abs error | mean abs error | p90 abs error | within ±max(10 min, 20% of wait) | median signed error | median vs limits |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	for _, m := range r.Moments {
+		ratio := "n/a"
+		if m.Limits.MedianAbs > 0 {
+			ratio = fmt.Sprintf("%.2f×", m.Predicted.MedianAbs/m.Limits.MedianAbs)
+		}
+		fmt.Fprintf(w, "| %s | %d | predicted | %s | %s | %s | %.1f%% | %s | %s |\n", momentLabel(m.Moment), m.Forecasts,
+			dur(m.Predicted.MedianAbs), dur(m.Predicted.MeanAbs), dur(m.Predicted.P90Abs), 100*m.Predicted.Within, dur(m.Predicted.MedianSigned), ratio)
+		fmt.Fprintf(w, "| | | limits | %s | %s | %s | %.1f%% | %s | |\n",
+			dur(m.Limits.MedianAbs), dur(m.Limits.MeanAbs), dur(m.Limits.P90Abs), 100*m.Limits.Within, dur(m.Limits.MedianSigned))
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+func momentLabel(m string) string {
+	switch m {
+	case sim.MomentSubmit:
+		return "at submit, all jobs"
+	case sim.MomentSubmitWaited:
+		return "at submit, jobs that waited"
+	case sim.MomentHourly:
+		return "after each hour waited"
+	}
+	return m
+}
+
+// dur prints seconds as a rounded duration.
+func dur(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Millisecond).String()
+}

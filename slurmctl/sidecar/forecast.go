@@ -1,0 +1,288 @@
+package sidecar
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+)
+
+// QueueForecast is one cycle's start-time forecast (policy.NewForecast)
+// of every ranked job, with predicted run times and with time limits, as
+// `fairway queue`, `fairway explain` and the HTTP API show it. It is
+// built once per cycle and only read after: the API serves it from
+// several goroutines.
+type QueueForecast struct {
+	At      time.Time      `json:"at"`
+	Policy  string         `json:"policy"`
+	Machine policy.Machine `json:"-"`
+	// Jobs is every ranked job, in squeue's order: by partition, then
+	// Fairway's rank.
+	Jobs []JobForecast `json:"jobs"`
+
+	Predicted, Limits *policy.Forecast `json:"-"`
+	byID              map[int64]int
+}
+
+// JobForecast is one pending job's forecast.
+type JobForecast struct {
+	JobID     int64     `json:"job_id"`
+	User      string    `json:"user"`
+	Account   string    `json:"account"`
+	Partition string    `json:"partition"`
+	Rank      int       `json:"rank"`
+	Of        int       `json:"of"`
+	Submit    time.Time `json:"submit"`
+	WaitS     float64   `json:"wait_s"`
+	// PredictedRunS is the run time the forecast assumed (the prediction,
+	// or the time limit when there is none), never above the limit.
+	PredictedRunS float64 `json:"predicted_run_s"`
+	TimeLimitS    float64 `json:"time_limit_s,omitempty"`
+	// ExpectedStart is the forecast with predicted run times; LimitStart
+	// the same with time limits (what `squeue --start` says), a bound
+	// Slurm's own planning gives. Both are absent for a job larger than
+	// the partitions ranked.
+	ExpectedStart *time.Time `json:"expected_start,omitempty"`
+	LimitStart    *time.Time `json:"limit_bound_start,omitempty"`
+	Reason        string     `json:"reason"`
+}
+
+// StartForecast is what must happen before a job starts, for explain.
+type StartForecast struct {
+	Expected   *time.Time `json:"expected_start,omitempty"`
+	LimitBound *time.Time `json:"limit_bound_start,omitempty"`
+	// MustEnd are the running jobs expected to end first, MustStart the
+	// pending jobs expected to start first, in time order.
+	MustEnd   []Event `json:"must_end"`
+	MustStart []Event `json:"must_start"`
+}
+
+// Event is a job expected to start or end at At.
+type Event struct {
+	JobID int64     `json:"job_id"`
+	At    time.Time `json:"at"`
+	Units int       `json:"units"`
+}
+
+// MachineOf is the machine the forecast plays the ranked partitions on:
+// their usable nodes (all partitions when none is named), counted in
+// GPUs when any of them has GPUs, else in CPUs. Nodes are taken as alike,
+// each with the most any has.
+func MachineOf(cl *slurmctl.Cluster, partitions []string) policy.Machine {
+	var gpuNodes, gpuMax, cpuNodes, cpuMax int
+	for i := range cl.Nodes {
+		n := &cl.Nodes[i]
+		if !n.Usable() || !slices.ContainsFunc(n.Partitions, func(p string) bool { return len(partitions) == 0 || slices.Contains(partitions, p) }) {
+			continue
+		}
+		cpuNodes, cpuMax = cpuNodes+1, max(cpuMax, n.CPUs)
+		if n.GPUs > 0 {
+			gpuNodes, gpuMax = gpuNodes+1, max(gpuMax, n.GPUs)
+		}
+	}
+	if gpuNodes > 0 {
+		return policy.Machine{Nodes: gpuNodes, PerNode: gpuMax}
+	}
+	return policy.Machine{Nodes: cpuNodes, PerNode: cpuMax, CPUs: true}
+}
+
+// NewQueueForecast plays a cycle's snapshot and ranking forward on m both
+// ways. running are the running jobs of the ranked partitions (the
+// snapshot's may hold others).
+func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, running []policy.Job, ranking []policy.Score) (*QueueForecast, error) {
+	s := *snap
+	s.Running = running
+	fp := policy.ForecastParams{Machine: m}
+	pf, err := policy.NewForecast(&s, ranking, fp)
+	if err != nil {
+		return nil, err
+	}
+	fp.Limits = true
+	lf, err := policy.NewForecast(&s, ranking, fp)
+	if err != nil {
+		return nil, err
+	}
+	q := &QueueForecast{At: s.Now, Policy: pol, Machine: m, Predicted: pf, Limits: lf, byID: make(map[int64]int, len(ranking))}
+	jobs := make(map[int64]*policy.Job, len(s.Pending))
+	for i := range s.Pending {
+		jobs[s.Pending[i].ID] = &s.Pending[i]
+	}
+	// For the reasons: how many running jobs end, and pending jobs start,
+	// by a given time.
+	ends := make([]time.Time, 0, len(pf.Running))
+	for _, r := range pf.Running {
+		ends = append(ends, r.End)
+	}
+	starts := make([]time.Time, 0, len(pf.Pending))
+	for _, e := range pf.Pending {
+		if !e.Never {
+			starts = append(starts, e.Start)
+		}
+	}
+	slices.SortFunc(ends, time.Time.Compare)
+	slices.SortFunc(starts, time.Time.Compare)
+	var latestAhead time.Time // latest start of the jobs ranked ahead
+	q.Jobs = make([]JobForecast, len(pf.Pending))
+	for r, e := range pf.Pending {
+		j := jobs[e.JobID]
+		jf := JobForecast{JobID: j.ID, User: j.User, Account: j.Account, Partition: j.Partition, Rank: e.Rank, Of: len(pf.Pending),
+			Submit: j.Submit, WaitS: s.Now.Sub(j.Submit).Seconds(), PredictedRunS: e.Run.Seconds(), TimeLimitS: j.TimeLimit.Seconds()}
+		le := lf.Pending[r]
+		switch {
+		case e.Never:
+			jf.Reason = fmt.Sprintf("asks for %d %s, more than the %d the ranked partitions have", e.Units, unitName(m), m.Capacity())
+		default:
+			start, bound := e.Start, le.Start
+			jf.ExpectedStart, jf.LimitStart = &start, &bound
+			nEnd := sort.Search(len(ends), func(i int) bool { return ends[i].After(start) })
+			nStart := sort.Search(len(starts), func(i int) bool { return starts[i].After(start) }) - 1
+			switch {
+			case !start.After(s.Now):
+				jf.Reason = "starts at Slurm's next scheduling pass: it fits now"
+			case start.Before(latestAhead):
+				jf.Reason = fmt.Sprintf("backfills ahead of higher-ranked jobs once %d running jobs end", nEnd)
+			case e.Rank == 1:
+				jf.Reason = fmt.Sprintf("first in Fairway's order; waits for %d running jobs to end", nEnd)
+			default:
+				jf.Reason = fmt.Sprintf("rank %d: waits for %d running jobs to end and %d queued jobs to start", e.Rank, nEnd, nStart)
+			}
+			if start.After(latestAhead) {
+				latestAhead = start
+			}
+		}
+		q.Jobs[r] = jf
+	}
+	slices.SortStableFunc(q.Jobs, func(a, b JobForecast) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Rank, b.Rank))
+	})
+	for i, jf := range q.Jobs {
+		q.byID[jf.JobID] = i
+	}
+	return q, nil
+}
+
+func unitName(m policy.Machine) string {
+	if m.CPUs {
+		return "CPUs"
+	}
+	return "GPUs"
+}
+
+// Job returns pending job id's forecast.
+func (q *QueueForecast) Job(id int64) (JobForecast, bool) {
+	i, ok := q.byID[id]
+	if !ok {
+		return JobForecast{}, false
+	}
+	return q.Jobs[i], true
+}
+
+// Filter returns the jobs of user and account ("" matches any), in
+// squeue's order.
+func (q *QueueForecast) Filter(user, account string) []JobForecast {
+	out := []JobForecast{}
+	for _, jf := range q.Jobs {
+		if (user == "" || jf.User == user) && (account == "" || jf.Account == account) {
+			out = append(out, jf)
+		}
+	}
+	return out
+}
+
+// Start returns what must happen before pending job id starts.
+func (q *QueueForecast) Start(id int64) (*StartForecast, bool) {
+	jf, ok := q.Job(id)
+	if !ok {
+		return nil, false
+	}
+	sf := &StartForecast{Expected: jf.ExpectedStart, LimitBound: jf.LimitStart, MustEnd: []Event{}, MustStart: []Event{}}
+	ends, starts, _ := q.Predicted.Before(id)
+	for _, e := range ends {
+		sf.MustEnd = append(sf.MustEnd, Event{JobID: e.JobID, At: e.End, Units: e.Units})
+	}
+	for _, e := range starts {
+		sf.MustStart = append(sf.MustStart, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
+	}
+	return sf, true
+}
+
+// forecastState is what the Runner keeps of its forecasts.
+type forecastState struct {
+	last atomic.Pointer[QueueForecast] // the last cycle's, for the API
+	// first holds each pending job's first forecast starts (predicted,
+	// limits), observed in the error histogram when it starts.
+	first map[int64][2]time.Time
+}
+
+// LastForecast returns the last cycle's forecast, nil before the first or
+// when forecasts are off. Safe for concurrent use.
+func (r *Runner) LastForecast() *QueueForecast { return r.fc.last.Load() }
+
+// forecastCycle plays the cycle forward, observes the forecast error of
+// the jobs that started since the previous cycle, and publishes the
+// forecast. A forecast that fails is logged: ranking and writing go on.
+func (r *Runner) forecastCycle(log *slog.Logger, cl *slurmctl.Cluster, snap *policy.Snapshot, scores []policy.Score) *QueueForecast {
+	prev := r.fc.last.Load()
+	m := MachineOf(cl, r.cfg.Partitions)
+	var q *QueueForecast
+	if m.Nodes > 0 && m.PerNode > 0 {
+		var err error
+		if q, err = NewQueueForecast(r.cfg.Policy, m, snap, cl.Running(r.cfg.Partitions...), scores); err != nil {
+			log.Warn("start-time forecast", "err", err)
+		}
+	} else {
+		log.Warn("start-time forecast: the ranked partitions have no usable node")
+	}
+	if r.fc.first == nil {
+		r.fc.first = map[int64][2]time.Time{}
+	}
+	if prev != nil {
+		for i := range snap.Running {
+			j := &snap.Running[i]
+			pj, ok := prev.Job(j.ID)
+			if !ok || pj.ExpectedStart == nil || j.Start.IsZero() {
+				continue
+			}
+			first := r.fc.first[j.ID]
+			r.metrics.forecastStarted(j.Start, [2]time.Time{*pj.ExpectedStart, *pj.LimitStart}, first)
+			delete(r.fc.first, j.ID)
+		}
+	}
+	if q != nil {
+		live := make(map[int64][2]time.Time, len(q.Jobs))
+		for _, jf := range q.Jobs {
+			if f, ok := r.fc.first[jf.JobID]; ok {
+				live[jf.JobID] = f
+			} else if jf.ExpectedStart != nil {
+				live[jf.JobID] = [2]time.Time{*jf.ExpectedStart, *jf.LimitStart}
+			}
+		}
+		r.fc.first = live
+	}
+	r.fc.last.Store(q)
+	return q
+}
+
+// forecastStarted observes a started job's forecast errors: the last
+// forecast before it started and, when known, the first made for it.
+func (m *Metrics) forecastStarted(start time.Time, last, first [2]time.Time) {
+	for i, method := range []string{"predicted", "limits"} {
+		m.forecastError.WithLabelValues(method, "last").Observe(absSeconds(last[i].Sub(start)))
+		if !first[i].IsZero() {
+			m.forecastError.WithLabelValues(method, "first").Observe(absSeconds(first[i].Sub(start)))
+		}
+	}
+}
+
+func absSeconds(d time.Duration) float64 {
+	if d < 0 {
+		d = -d
+	}
+	return d.Seconds()
+}
