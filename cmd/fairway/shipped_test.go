@@ -14,15 +14,15 @@ import (
 
 // listenSetting finds listen addresses in shipped files: environment
 // files, unit files, docs and examples.
-var listenSetting = regexp.MustCompile(`(?:FAIRWAY_LISTEN=|--listen[ =])"?([^\s"'` + "`" + `]+)`)
+var listenSetting = regexp.MustCompile(`(?:FAIRWAY_LISTEN=|--listen[ =]|FAIRWAY_HTTP_ADDR=|--http-addr[ =])"?([^\s"'` + "`" + `]+)`)
 
 // TestShippedListenIsLoopback: serve's default and every listen address in a
 // shipped file bind to loopback, so /metrics is never exposed by copying
 // an example (contrib/systemd/fairway.env used to say 0.0.0.0).
 func TestShippedListenIsLoopback(t *testing.T) {
 	for _, f := range serveCommand().Flags {
-		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "listen" {
-			checkLoopback(t, "serve --listen default", sf.Value)
+		if sf, ok := f.(*cli.StringFlag); ok && (sf.Name == "listen" || sf.Name == "http-addr") {
+			checkLoopback(t, "serve --"+sf.Name+" default", sf.Value)
 		}
 	}
 	root := "../.."

@@ -1,0 +1,111 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fcQueue is one node of 4 GPUs: a running job holds 3 for an hour; the
+// ranked queue is a whole-node job, a short one-GPU job that backfills,
+// and a job larger than the node, in two partitions.
+func fcQueue(t *testing.T) *QueueForecast {
+	t.Helper()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	job := func(id int64, user, part string, gpus int, limit time.Duration) policy.Job {
+		return policy.Job{ID: id, User: user, Account: "a-" + user, Partition: part, GPUs: gpus, TimeLimit: limit,
+			Submit: now.Add(-time.Duration(id) * time.Minute), State: policy.StatePending, ArrayTask: -1}
+	}
+	run := job(1, "alice", "gpu", 3, 2*time.Hour)
+	run.State, run.Start = policy.StateRunning, now.Add(-time.Hour)
+	snap := &policy.Snapshot{Now: now, Running: []policy.Job{run},
+		Pending:   []policy.Job{job(2, "bob", "gpu", 4, time.Hour), job(3, "carol", "debug", 1, 30*time.Minute), job(4, "bob", "gpu", 8, time.Hour)},
+		Predicted: map[int64]time.Duration{1: 90 * time.Minute, 3: 10 * time.Minute}}
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{{Name: "g1", State: []string{"MIXED"}, Partitions: []string{"gpu", "debug"}, CPUs: 64, GPUs: 4},
+		{Name: "c1", State: []string{"DOWN"}, Partitions: []string{"gpu"}, CPUs: 64, GPUs: 4}}}
+	m := MachineOf(cl, nil)
+	if m != (policy.Machine{Nodes: 1, PerNode: 4}) {
+		t.Fatalf("machine %+v, want the one usable node of 4 GPUs", m)
+	}
+	q, err := NewQueueForecast("fifo", m, snap, snap.Running, []policy.Score{{JobID: 2}, {JobID: 3}, {JobID: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestNewQueueForecast(t *testing.T) {
+	q := fcQueue(t)
+	at := func(d time.Duration) *time.Time { x := q.At.Add(d); return &x }
+	want := []JobForecast{
+		{JobID: 3, User: "carol", Account: "a-carol", Partition: "debug", Rank: 2, Of: 3, Submit: q.At.Add(-3 * time.Minute), WaitS: 180,
+			PredictedRunS: 600, TimeLimitS: 1800, ExpectedStart: at(0), LimitStart: at(0), Reason: "starts at Slurm's next scheduling pass: it fits now"},
+		{JobID: 2, User: "bob", Account: "a-bob", Partition: "gpu", Rank: 1, Of: 3, Submit: q.At.Add(-2 * time.Minute), WaitS: 120,
+			PredictedRunS: 3600, TimeLimitS: 3600, ExpectedStart: at(30 * time.Minute), LimitStart: at(time.Hour),
+			Reason: "first in Fairway's order; waits for 1 running jobs to end"},
+		{JobID: 4, User: "bob", Account: "a-bob", Partition: "gpu", Rank: 3, Of: 3, Submit: q.At.Add(-4 * time.Minute), WaitS: 240,
+			PredictedRunS: 3600, TimeLimitS: 3600, Reason: "asks for 8 GPUs, more than the 4 the ranked partitions have"},
+	}
+	if diff := cmp.Diff(want, q.Jobs); diff != "" {
+		t.Errorf("queue (-want +got):\n%s", diff)
+	}
+	st, ok := q.Start(2)
+	if !ok || len(st.MustEnd) != 1 || st.MustEnd[0].JobID != 1 || len(st.MustStart) != 1 || st.MustStart[0].JobID != 3 {
+		t.Errorf("job 2 must wait for %+v", st)
+	}
+}
+
+// TestAPI_TrustedUserHeader checks the job API's answers, open and with
+// the privacy option.
+func TestAPI_TrustedUserHeader(t *testing.T) {
+	q := fcQueue(t)
+	last := func() *QueueForecast { return q }
+	tests := []struct {
+		name, header, path, user string
+		want                     int
+		jobs                     int // jobs in a queue answer
+	}{
+		{"open: any job", "", "/v1/jobs/2", "", http.StatusOK, 0},
+		{"open: whole queue", "", "/v1/queue", "", http.StatusOK, 3},
+		{"open: one user's queue", "", "/v1/queue?user=bob", "", http.StatusOK, 2},
+		{"open: unknown job", "", "/v1/jobs/99", "", http.StatusNotFound, 0},
+		{"open: bad id", "", "/v1/jobs/x", "", http.StatusBadRequest, 0},
+		{"private: own job", "X-Remote-User", "/v1/jobs/2", "bob", http.StatusOK, 0},
+		{"private: another user's job", "X-Remote-User", "/v1/jobs/2", "carol", http.StatusForbidden, 0},
+		{"private: no header", "X-Remote-User", "/v1/jobs/2", "", http.StatusUnauthorized, 0},
+		{"private: own queue by default", "X-Remote-User", "/v1/queue", "carol", http.StatusOK, 1},
+		{"private: another user's queue", "X-Remote-User", "/v1/queue?user=bob", "carol", http.StatusForbidden, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewAPI(APIConfig{UserHeader: tt.header}, last)
+			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
+			if tt.user != "" {
+				req.Header.Set("X-Remote-User", tt.user)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.want {
+				t.Fatalf("%d %s, want %d", rec.Code, rec.Body, tt.want)
+			}
+			if tt.want == http.StatusOK && tt.jobs > 0 {
+				var ans QueueAnswer
+				if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || len(ans.Jobs) != tt.jobs {
+					t.Errorf("%v: %d jobs in %s, want %d", err, len(ans.Jobs), rec.Body, tt.jobs)
+				}
+			}
+		})
+	}
+	h := NewAPI(APIConfig{}, func() *QueueForecast { return nil })
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/queue", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("before the first cycle: %d, want 503", rec.Code)
+	}
+}
