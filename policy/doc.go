@@ -1,14 +1,17 @@
-// Package policy is Fairway's pure core: the domain types every adapter
-// produces (Job), run-time predictors, fairness and ranking policies, and the
-// mapping from scores to the integers written to Slurm.
+// Package policy is Fairway's pure ranking core: the domain types every
+// adapter produces (Job), the Engine, the Ledger and shares, the fairness and
+// ranking policies, the Predictor interface, and the mapping from scores to
+// the integers written to Slurm. The predictors are in policy/predict, the
+// resource rewriting rules in policy/rewrite.
 //
 // It does no I/O, never logs, and reads the time only from what it is given,
 // so the same code runs in `fairway serve` (live Slurm) and `fairway simulate`
 // (a trace replayed on a virtual clock):
 //
 //	Source ──► Observation ──► Engine.Cycle ──────────────────► Decision ──► Sink
-//	(slurmctl+accounting │       (Ledger, Predictor, Snapshot,    (Slurm writer+decision log
-//	 | trace replay)     │        Policy.Rank)                     | policy/sim's Slurm model)
+//	(slurmctl+accounting │       (Ledger, Predictor, Snapshot,    (slurmctl/sidecar: Slurm writer,
+//	 | trace replay)     │        Policy.Rank)                     decision log, table; a Planner in
+//	                                                               a dry run | policy/sim's model)
 //
 // Engine.Cycle is the one step serve and simulate share: both hand it what
 // they observed and act on the ranking it returns.

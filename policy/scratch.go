@@ -5,7 +5,7 @@ import "sync"
 // rankScratch holds the buffers one vtc or fair-qssf Rank call needs only
 // while it runs: the per-job inputs, the association groups, VTC's tags and
 // the sort buffers. The simulator ranks millions of queues, and allocating
-// these afresh for each was a fifth of its memory traffic. Nothing a Rank
+// these afresh for each would dominate its memory traffic. Nothing a Rank
 // returns points into a rankScratch: the Scores and their Parts table are
 // allocated for each call, since callers may keep a ranking.
 type rankScratch struct {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -23,7 +22,7 @@ import (
 // Ingest sources, as --from spells them.
 const (
 	fromSlurmdbd  = "slurmdbd"
-	fromSacctJSON = "sacct-json"
+	fromSacctJSON = accounting.FormatSacctJSON
 )
 
 var ingestSources = []string{fromSlurmdbd, fromSacctJSON, string(trace.SWF), string(trace.Helios), string(trace.PhillyMIX)}
@@ -285,42 +284,7 @@ func ingestFile(ctx context.Context, store *accounting.Store, cfg ingestConfig, 
 	if bar != nil {
 		bar.track(&cr.n, size)
 	}
-	opt := accounting.ImportOptions{Source: cfg.From, SkipBad: cfg.SkipBad, Phase: phase}
-	if cfg.From == fromSacctJSON {
-		data, err := io.ReadAll(cr)
-		if err != nil {
-			return accounting.Summary{}, "", fmt.Errorf("read %s: %w", name, err)
-		}
-		doc, err := accounting.ParseSacctJSON(name, data)
-		if err != nil {
-			return accounting.Summary{}, "", err
-		}
-		if len(doc.Bad) > 0 && !cfg.SkipBad {
-			return accounting.Summary{}, "", fmt.Errorf("%w (nothing imported; --skip-bad imports the rest)", doc.Bad[0])
-		}
-		sum, err := store.Import(ctx, accounting.NewJobsSource(doc.Jobs, doc.Where, len(doc.Bad)), opt)
-		for i := 0; i < len(doc.Bad) && len(sum.Rejects) < accounting.MaxRejects; i++ {
-			sum.Rejects = append(sum.Rejects, doc.Bad[i])
-		}
-		return sum, "", err
-	}
-	cluster := cfg.Cluster
-	if cluster == "" {
-		cluster = traceCluster(name)
-	}
-	src, err := accounting.NewTraceSource(cr, trace.Format(cfg.From), name, cluster, cfg.SkipBad)
-	if err != nil {
-		return accounting.Summary{}, cluster, err
-	}
-	sum, err := store.Import(ctx, src, opt)
-	sum.LeftOut = src.LeftOut()
-	if sum.LeftOut == nil {
-		sum.LeftOut = map[string]int{} // read from a trace: "left out: none"
-	}
-	if isBadInput(err) && !cfg.SkipBad {
-		return sum, cluster, fmt.Errorf("%w (nothing imported; --skip-bad imports the rest)", err)
-	}
-	return sum, cluster, err
+	return store.ImportFile(ctx, cr, accounting.FileImport{Format: cfg.From, Name: name, Cluster: cfg.Cluster, SkipBad: cfg.SkipBad, Phase: phase})
 }
 
 // spool copies r into a temporary file and returns it rewound.
@@ -340,22 +304,6 @@ func spool(r io.Reader) (*os.File, error) {
 		return nil, fmt.Errorf("spool standard input: %w", err)
 	}
 	return f, nil
-}
-
-// isBadInput reports whether err is about the input rather than the
-// database.
-func isBadInput(err error) bool {
-	return errors.Is(err, trace.ErrMalformed) || errors.Is(err, accounting.ErrMalformed) || errors.Is(err, accounting.ErrInvalidJob)
-}
-
-// traceCluster names a trace's cluster after its file: KTH-SP2-filtered.swf.gz
-// gives KTH-SP2-filtered.
-func traceCluster(name string) string {
-	base := filepath.Base(name)
-	for _, ext := range []string{".gz", ".swf", ".csv", ".log", ".txt"} {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base
 }
 
 func printIngest(w io.Writer, r ingestResult, asJSON bool) error {

@@ -30,8 +30,8 @@ var Predictors = map[string]func(Params) (policy.Predictor, error){
 	"fairway": func(p Params) (policy.Predictor, error) { return NewFairwayPredictor(p.Fairway) },
 }
 
-// Names lists the registered predictors in a fixed order: the
-// baselines first, as the issue lists them, then fairway.
+// Names lists the registered predictors in a fixed order: the published
+// baselines first, from the simplest, then fairway.
 func Names() []string {
 	order := map[string]int{"limit": 0, "tsafrir": 1, "alea": 2, "helios": 3, "fairway": 4}
 	names := make([]string, 0, len(Predictors))

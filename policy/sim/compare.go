@@ -15,7 +15,8 @@ import (
 // policies.
 type CompareConfig struct {
 	Policies  []string
-	Predictor string // a predict.Predictors name, or "none"
+	Params    policy.PolicyParams // every policy's parameters (zero: defaults)
+	Predictor string              // a predict.Predictors name, or "none"
 	Backfill  Backfill
 	Preempt   map[string]bool // policies simulated preemptively
 	Parallel  int             // policies simulated at once (at least 1)
@@ -59,7 +60,7 @@ func Compare(ctx context.Context, w *Workload, cfg CompareConfig) ([]PolicyRun, 
 // SimConfig is the simulation of w under policy name as cfg says, stopped
 // when ctx ends.
 func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string) (Config, error) {
-	pol, err := policy.NewPolicy(name, policy.PolicyParams{})
+	pol, err := policy.NewPolicy(name, cfg.Params)
 	if err != nil {
 		return Config{}, err
 	}

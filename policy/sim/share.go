@@ -198,12 +198,6 @@ type shJob struct {
 	running bool
 }
 
-type shEnd struct {
-	t     int64
-	k     int32
-	epoch int32
-}
-
 type shared struct {
 	cfg    Config
 	sh     Sharing
@@ -223,7 +217,7 @@ type shared struct {
 	runK    []int32
 	stopped []policy.Job
 	trueRun map[int64]time.Duration
-	ends    []shEnd
+	ends    endHeap
 
 	samples map[rewrite.ProfileKey][]rewrite.UsageSample
 	verdict map[rewrite.ProfileKey]int // shards for a one-GPU job of the key; 0 none
@@ -285,54 +279,22 @@ func RunShared(jobs []policy.Job, cfg Config, sh Sharing) (*SharedResult, error)
 // load prepares the jobs in submit order, skipping as Run skips.
 func (s *shared) load() error {
 	c := s.cfg.Cluster
-	order := make([]int32, 0, len(s.in))
-	for i := range s.in {
-		j := &s.in[i]
-		need := c.Need(j)
-		switch {
-		case j.Start.IsZero() || j.End.IsZero() || j.End.Before(j.Start) || j.Submit.IsZero():
-			s.res.Skipped[SkipNoRun]++
-		case need <= 0:
-			s.res.Skipped[SkipNoUnits]++
-		case need > c.Capacity():
-			s.res.Skipped[SkipTooLarge]++
-		default:
-			if _, dup := s.byID[j.ID]; dup {
-				s.res.Skipped[SkipDuplicate]++
-				continue
-			}
-			s.byID[j.ID] = -1
-			order = append(order, int32(i))
-		}
+	admitted, err := admit(s.in, s.cfg, s.res.Skipped, s.byID)
+	if err != nil {
+		return err
 	}
-	if len(order) == 0 {
-		return fmt.Errorf("simulate %d trace jobs: %w", len(s.in), ErrNoJobs)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int { return s.in[a].Submit.Compare(s.in[b].Submit) })
-	s.origin = s.in[order[0]].Submit
-	s.jobs = make([]shJob, len(order))
-	s.trueRun = make(map[int64]time.Duration, len(order))
-	for k, i := range order {
-		j := &s.in[i]
-		limit := j.TimeLimit
-		if limit <= 0 {
-			limit = s.cfg.DefaultLimit
-		}
-		run, state := j.RunTime(), j.State
-		if run > limit {
-			run, state = limit, policy.StateTimeout
-		}
-		if !state.Finished() {
-			state = policy.StateCompleted
-		}
+	s.origin = s.in[admitted[0].src].Submit
+	s.jobs = make([]shJob, len(admitted))
+	s.trueRun = make(map[int64]time.Duration, len(admitted))
+	for k, a := range admitted {
+		j := &s.in[a.src]
 		u, ok := s.sh.Usage[j.ID]
 		if !ok || u.Util <= 0 || u.MemFrac <= 0 {
 			u = JobUsage{Util: 1, MemFrac: 1}
 		}
-		s.jobs[k] = shJob{src: i, gpus: j.GPUs, state: state, solo: run.Seconds(), soloNs: int64(run), limit: int64(limit), first: -1,
+		s.jobs[k] = shJob{src: a.src, gpus: j.GPUs, state: a.state, solo: a.run.Seconds(), soloNs: int64(a.run), limit: int64(a.limit), first: -1,
 			u: min(u.Util, 1), mem: min(u.MemFrac, 1)}
-		s.byID[j.ID] = int32(k)
-		s.trueRun[j.ID] = run
+		s.trueRun[j.ID] = a.run
 	}
 	s.nodes = make([][]sgpu, c.Nodes)
 	for n := range s.nodes {
@@ -358,7 +320,7 @@ func (s *shared) loop() error {
 			t = s.submitAt(next)
 		}
 		for len(s.ends) > 0 && s.ends[0].epoch != s.jobs[s.ends[0].k].epoch {
-			s.popEnd() // stale: the job's speed changed since
+			s.ends.pop() // stale: the job's speed changed since
 		}
 		if len(s.ends) > 0 {
 			t = min(t, s.ends[0].t)
@@ -369,7 +331,7 @@ func (s *shared) loop() error {
 		s.now = t
 		changed := false
 		for len(s.ends) > 0 && s.ends[0].t == t {
-			e := s.popEnd()
+			e := s.ends.pop()
 			if e.epoch == s.jobs[e.k].epoch {
 				s.finish(e.k)
 				changed = true
@@ -660,7 +622,7 @@ func (s *shared) schedule(k int32) {
 	if j.shards == 0 {
 		done = j.start + j.soloNs // whole GPUs: never slowed
 	}
-	s.pushEnd(shEnd{t: min(done, j.start+j.limit), k: k, epoch: j.epoch})
+	s.ends.push(endEvent{t: min(done, j.start+j.limit), k: k, epoch: j.epoch})
 }
 
 // finish ends running job k now.
@@ -707,53 +669,6 @@ func (s *shared) finish(k int32) {
 		GPUs: j.gpus, Shards: j.shards, Run: time.Duration(s.now - j.start), GPUUtilPct: 100 * j.u,
 		GPUMemPeakMB: int64(j.mem * float64(s.sh.GPUMemMB)), GPUMemTotalMB: s.sh.GPUMemMB, CPUsUsed: -1})
 	delete(s.verdict, key)
-}
-
-func (s *shared) pushEnd(e shEnd) {
-	h := append(s.ends, e)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !lessShEnd(h[i], h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	s.ends = h
-}
-
-func (s *shared) popEnd() shEnd {
-	h := s.ends
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		c := l
-		if r := l + 1; r < len(h) && lessShEnd(h[r], h[l]) {
-			c = r
-		}
-		if !lessShEnd(h[c], h[i]) {
-			break
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
-	s.ends = h
-	return top
-}
-
-func lessShEnd(a, b shEnd) bool {
-	if a.t != b.t {
-		return a.t < b.t
-	}
-	return a.k < b.k
 }
 
 func (s *shared) result() {

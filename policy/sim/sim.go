@@ -193,7 +193,7 @@ type simulator struct {
 	cands   []policy.Job // preemptive: pending + running
 	trueRun map[int64]time.Duration
 
-	ends    []endEvent // min-heap
+	ends    endHeap
 	byLimit []limitEntry
 	easy    *policy.EASY
 	free    *policy.Pool // easy.Free
@@ -274,51 +274,19 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 
 // load prepares the jobs in submit order.
 func (s *simulator) load(res *Result) error {
+	admitted, err := admit(s.in, s.cfg, res.Skipped, s.byID)
+	if err != nil {
+		return err
+	}
 	capacity := s.cfg.Cluster.Capacity()
-	order := make([]int32, 0, len(s.in))
-	for i := range s.in {
-		j := &s.in[i]
-		need := s.cfg.Cluster.Need(j)
-		switch {
-		case j.Start.IsZero() || j.End.IsZero() || j.End.Before(j.Start) || j.Submit.IsZero():
-			res.Skipped[SkipNoRun]++
-		case need <= 0:
-			res.Skipped[SkipNoUnits]++
-		case need > capacity:
-			res.Skipped[SkipTooLarge]++
-		default:
-			if _, dup := s.byID[j.ID]; dup {
-				res.Skipped[SkipDuplicate]++
-				continue
-			}
-			s.byID[j.ID] = -1
-			order = append(order, int32(i))
-		}
-	}
-	if len(order) == 0 {
-		return fmt.Errorf("simulate %d trace jobs: %w", len(s.in), ErrNoJobs)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int { return s.in[a].Submit.Compare(s.in[b].Submit) })
-	s.origin = s.in[order[0]].Submit
-	s.jobs = make([]sjob, len(order))
-	s.trueRun = make(map[int64]time.Duration, len(order))
-	for k, i := range order {
-		j := &s.in[i]
-		limit := j.TimeLimit
-		if limit <= 0 {
-			limit = s.cfg.DefaultLimit
-		}
-		run, state := j.RunTime(), j.State
-		if run > limit {
-			run, state = limit, policy.StateTimeout
-		}
-		if !state.Finished() {
-			state = policy.StateCompleted
-		}
-		s.jobs[k] = sjob{src: i, need: int32(s.cfg.Cluster.Need(j)), state: state,
-			run: int64(run), limit: int64(limit), first: -1}
-		s.byID[j.ID] = int32(k)
-		s.trueRun[j.ID] = run
+	s.origin = s.in[admitted[0].src].Submit
+	s.jobs = make([]sjob, len(admitted))
+	s.trueRun = make(map[int64]time.Duration, len(admitted))
+	for k, a := range admitted {
+		j := &s.in[a.src]
+		s.jobs[k] = sjob{src: a.src, need: int32(s.cfg.Cluster.Need(j)), state: a.state,
+			run: int64(a.run), limit: int64(a.limit), first: -1}
+		s.trueRun[j.ID] = a.run
 	}
 	s.easy = policy.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
 	s.free = s.easy.Free
@@ -327,6 +295,65 @@ func (s *simulator) load(res *Result) error {
 	s.sel = make([]uint32, len(s.jobs))
 	s.indexIDs()
 	return nil
+}
+
+// replay is a job a simulation replays: its index in the input, and the
+// run time, limit and final state it is replayed with.
+type replay struct {
+	src        int32
+	run, limit time.Duration
+	state      policy.State
+}
+
+// admit picks the jobs of in a simulation can replay, in submit order
+// (stable), and counts the others in skipped by reason. byID maps each
+// admitted job's id to its index in the result. A run past the job's limit
+// (or cfg.DefaultLimit when it has none) is cut there and times out; a job
+// whose state is not final completes.
+func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]int32) ([]replay, error) {
+	capacity := cfg.Cluster.Capacity()
+	order := make([]int32, 0, len(in))
+	for i := range in {
+		j := &in[i]
+		need := cfg.Cluster.Need(j)
+		switch {
+		case j.Start.IsZero() || j.End.IsZero() || j.End.Before(j.Start) || j.Submit.IsZero():
+			skipped[SkipNoRun]++
+		case need <= 0:
+			skipped[SkipNoUnits]++
+		case need > capacity:
+			skipped[SkipTooLarge]++
+		default:
+			if _, dup := byID[j.ID]; dup {
+				skipped[SkipDuplicate]++
+				continue
+			}
+			byID[j.ID] = -1
+			order = append(order, int32(i))
+		}
+	}
+	if len(order) == 0 {
+		return nil, fmt.Errorf("simulate %d trace jobs: %w", len(in), ErrNoJobs)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return in[a].Submit.Compare(in[b].Submit) })
+	out := make([]replay, len(order))
+	for k, i := range order {
+		j := &in[i]
+		limit := j.TimeLimit
+		if limit <= 0 {
+			limit = cfg.DefaultLimit
+		}
+		run, state := j.RunTime(), j.State
+		if run > limit {
+			run, state = limit, policy.StateTimeout
+		}
+		if !state.Finished() {
+			state = policy.StateCompleted
+		}
+		out[k] = replay{src: i, run: run, limit: limit, state: state}
+		byID[j.ID] = int32(k)
+	}
+	return out, nil
 }
 
 // indexIDs fills denseID when the simulated jobs' ids span at most four
@@ -399,7 +426,7 @@ func (s *simulator) loop() error {
 		// the stale end event of a preempted run).
 		changed := s.cfg.Preempt && lastCycle >= 0 && t >= lastCycle+int64(s.cfg.Tick)
 		for len(s.ends) > 0 && s.ends[0].t == t {
-			e := s.popEnd()
+			e := s.ends.pop()
 			if e.epoch == s.jobs[e.k].epoch {
 				s.finish(e.k)
 				changed = true
@@ -585,7 +612,7 @@ func (s *simulator) start(k int32, a []policy.Use) {
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
 	s.insertLimit(limitEntry{t: s.now + j.limit - j.done, k: k})
-	s.pushEnd(endEvent{t: s.now + j.run - j.done, k: k, epoch: j.epoch})
+	s.ends.push(endEvent{t: s.now + j.run - j.done, k: k, epoch: j.epoch})
 }
 
 // stop takes running job k off the cluster now and returns its Job.
@@ -652,43 +679,47 @@ func compareLimit(a, b limitEntry) int {
 	return int(a.k) - int(b.k)
 }
 
-func (s *simulator) pushEnd(e endEvent) {
-	h := append(s.ends, e)
-	i := len(h) - 1
+// endHeap is the pending end events, a min-heap by time then job index
+// (so that ties end in a fixed order).
+type endHeap []endEvent
+
+func (h *endHeap) push(e endEvent) {
+	*h = append(*h, e)
+	q := *h
+	i := len(q) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !lessEnd(h[i], h[p]) {
+		if !lessEnd(q[i], q[p]) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		q[i], q[p] = q[p], q[i]
 		i = p
 	}
-	s.ends = h
 }
 
-func (s *simulator) popEnd() endEvent {
-	h := s.ends
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
+func (h *endHeap) pop() endEvent {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
 	i := 0
 	for {
 		l := 2*i + 1
-		if l >= len(h) {
+		if l >= len(q) {
 			break
 		}
 		c := l
-		if r := l + 1; r < len(h) && lessEnd(h[r], h[l]) {
+		if r := l + 1; r < len(q) && lessEnd(q[r], q[l]) {
 			c = r
 		}
-		if !lessEnd(h[c], h[i]) {
+		if !lessEnd(q[c], q[i]) {
 			break
 		}
-		h[i], h[c] = h[c], h[i]
+		q[i], q[c] = q[c], q[i]
 		i = c
 	}
-	s.ends = h
+	*h = q
 	return top
 }
 

@@ -311,22 +311,9 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 }
 
 func suiteSim(ctx context.Context, cfg SuiteConfig, name string, jobs []policy.Job, c Cluster) (Metrics, error) {
-	pol, err := policy.NewPolicy(name, cfg.Params)
-	if err != nil {
-		return Metrics{}, err
-	}
-	var pred policy.Predictor
-	if cfg.Predictor != "none" {
-		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
-			return Metrics{}, err
-		}
-	}
-	res, err := Run(jobs, Config{Cluster: c, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
-		Progress: func(int, int) error { return ctx.Err() }})
-	if err != nil {
-		return Metrics{}, err
-	}
-	return Measure(res, MetricsParams{}), nil
+	run, err := comparePolicy(ctx, CompareConfig{Params: cfg.Params, Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt},
+		&Workload{Jobs: jobs, Cluster: c}, name)
+	return run.Metrics, err
 }
 
 func suitePredictors(ctx context.Context, jobs []policy.Job, name string, proto predeval.Protocol) (PredictorRow, error) {

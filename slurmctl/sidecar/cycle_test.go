@@ -35,20 +35,10 @@ func (f *fakeWriter) Write(_ context.Context, jobs []slurmctl.Job, want map[int6
 	if f.wrote == nil {
 		f.wrote = map[int64]int64{}
 	}
-	var rep slurmctl.Report
-	for _, j := range jobs {
-		v, ok := want[j.ID]
-		if !ok {
-			continue
-		}
-		old, known := f.wrote[j.ID]
-		if known && old == v {
-			continue
-		}
-		ch := slurmctl.Change{JobID: j.ID, From: old, FromKnown: known, To: v}
-		rep.Planned = append(rep.Planned, ch)
-		rep.Applied = append(rep.Applied, ch)
-		f.wrote[j.ID] = v
+	rep := slurmctl.Report{Planned: changes(jobs, want, f.wrote)}
+	rep.Applied = rep.Planned
+	for _, ch := range rep.Applied {
+		f.wrote[ch.JobID] = ch.To
 	}
 	if len(rep.Planned) > 0 {
 		rep.Calls = 1

@@ -106,23 +106,30 @@ func NewPlanner(rec Recorder, held map[int64]int64) *Planner {
 // WriteValues implements Sink: the values that differ from what the
 // Planner believes Slurm holds, none applied.
 func (p *Planner) WriteValues(_ context.Context, jobs []slurmctl.Job, want map[int64]int64) (slurmctl.Report, error) {
-	rep := slurmctl.Report{DryRun: true}
-	for _, j := range jobs {
-		v, ok := want[j.ID]
-		if !ok {
-			continue
-		}
-		old, known := p.held[j.ID]
-		if known && old == v {
-			continue
-		}
-		rep.Planned = append(rep.Planned, slurmctl.Change{JobID: j.ID, Target: j.Target(), From: old, To: v, FromKnown: known})
-	}
+	rep := slurmctl.Report{DryRun: true, Planned: changes(jobs, want, p.held)}
 	if len(rep.Planned) > 0 {
 		p.ValueWrites++
 	}
 	p.held = maps.Clone(want)
 	return rep, nil
+}
+
+// changes are the values of want that differ from held, for the jobs in
+// jobs, in jobs' order.
+func changes(jobs []slurmctl.Job, want, held map[int64]int64) []slurmctl.Change {
+	var out []slurmctl.Change
+	for _, j := range jobs {
+		v, ok := want[j.ID]
+		if !ok {
+			continue
+		}
+		old, known := held[j.ID]
+		if known && old == v {
+			continue
+		}
+		out = append(out, slurmctl.Change{JobID: j.ID, Target: j.Target(), From: old, To: v, FromKnown: known})
+	}
+	return out
 }
 
 // Prime implements Sink: a Planner learns nothing from Slurm.
