@@ -47,6 +47,18 @@ forecast-doc: build
 	  done; } > docs/FORECAST.md.new
 	mv docs/FORECAST.md.new docs/FORECAST.md
 
+## policy-doc: rerun the policy suite (every policy × CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds ×
+## loads 0.8/1.0/1.2) and rewrite the evidence section of docs/POLICY.md; TRACES_DIR=dir, SUITE_FLAGS=--max-jobs N
+SUITE_FLAGS ?= --max-jobs 10000
+.PHONY: policy-doc
+policy-doc:
+	$(GO) build -o fairway.suite ./cmd/fairway
+	{ echo "$$ fairway simulate --suite --traces-dir $(TRACES_DIR) $(SUITE_FLAGS)"; echo; \
+	  nice ./fairway.suite simulate --suite --parallel 2 --traces-dir $(TRACES_DIR) $(SUITE_FLAGS); } > docs/.suite.txt
+	rm -f fairway.suite
+	awk 'BEGIN{skip=0} /<!-- suite:begin -->/{print; print "```text"; while ((getline l < "docs/.suite.txt") > 0) print l; print "```"; skip=1; next} /<!-- suite:end -->/{skip=0} !skip' docs/POLICY.md > docs/.POLICY.md
+	mv docs/.POLICY.md docs/POLICY.md && rm -f docs/.suite.txt
+
 ## chromium: Debian's headless Chromium, for the report's browser test; installed when missing
 .PHONY: chromium
 chromium:
