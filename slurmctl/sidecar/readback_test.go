@@ -24,19 +24,23 @@ func (w *readBackWriter) Write(ctx context.Context, jobs []slurmctl.Job, want ma
 	return rep, fmt.Errorf("%w: job %d", slurmctl.ErrReadBack, c.JobID)
 }
 
-// counter is the value of the unlabelled counter name in m.
-func counter(t *testing.T, m *Metrics, name string) float64 {
+// metricValue is the value of the unlabelled gauge or counter name in m.
+func metricValue(t *testing.T, m *Metrics, name string) float64 {
 	t.Helper()
 	fams, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range fams {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetCounter().GetValue()
+		if f.GetName() != name || len(f.GetMetric()) != 1 {
+			continue
 		}
+		if c := f.GetMetric()[0].GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return f.GetMetric()[0].GetGauge().GetValue()
 	}
-	t.Fatalf("no counter %s", name)
+	t.Fatalf("no metric %s", name)
 	return 0
 }
 
@@ -60,10 +64,10 @@ func TestRunner_ReadBackAndSkippedRecordMetrics(t *testing.T) {
 	if v := gauge(t, m, "fairway_writer_stopped"); v != 1 {
 		t.Errorf("fairway_writer_stopped = %v, want 1", v)
 	}
-	if v := counter(t, m, "fairway_write_readback_mismatches_total"); v != 1 {
+	if v := metricValue(t, m, "fairway_write_readback_mismatches_total"); v != 1 {
 		t.Errorf("fairway_write_readback_mismatches_total = %v, want 1", v)
 	}
-	if v := counter(t, m, "fairway_slurm_records_skipped_total"); v != 1 {
+	if v := metricValue(t, m, "fairway_slurm_records_skipped_total"); v != 1 {
 		t.Errorf("fairway_slurm_records_skipped_total = %v, want 1", v)
 	}
 }
