@@ -18,10 +18,12 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o fairway ./cmd/fairway
 
-## test: lint, then unit + integration tests against the lab (brought up if it is not running)
+## test: lint, then unit + integration tests against the lab (brought up if it is not running); ends
+## with one line on the tests skipped and why (traces not found, ...), and leaves the lab running
 test: lint lab-up chromium
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null   # compile all test binaries in parallel
-	eval "$$($(LAB) env)" && $(GO) test -p 1 -count=1 -timeout 20m $(PKGS)
+	rc=0; eval "$$($(LAB) env)" && $(GO) test -json -p 1 -count=1 -timeout 20m $(PKGS) | $(GO) run ./internal/testsummary || rc=$$?; \
+	echo "The lab's daemons are still running (make lab-status); make lab-down stops them."; exit $$rc
 
 ## unit: tests that need no lab (integration tests skip, or fail under CI=true)
 unit:
@@ -62,7 +64,10 @@ policy-doc:
 ## chromium: Debian's headless Chromium, for the report's browser test; installed when missing
 .PHONY: chromium
 chromium:
-	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null || { \
+		echo "installing Debian's chromium (apt-get install chromium) for the report's browser test; log: /tmp/fairway-chromium-apt.log"; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/tmp/fairway-chromium-apt.log 2>&1 || \
+		{ echo "apt-get install chromium failed:"; tail -20 /tmp/fairway-chromium-apt.log; exit 1; }; }
 
 lab-up:
 	$(LAB) up
