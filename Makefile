@@ -18,10 +18,12 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o fairway ./cmd/fairway
 
-## test: lint, then unit + integration tests against the lab (brought up if it is not running)
+## test: lint, then unit + integration tests against the lab (brought up if it is not running); ends
+## with one line on the tests skipped and why (traces not found, ...), and leaves the lab running
 test: lint lab-up chromium
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null   # compile all test binaries in parallel
-	eval "$$($(LAB) env)" && $(GO) test -p 1 -count=1 -timeout 20m $(PKGS)
+	rc=0; eval "$$($(LAB) env)" && $(GO) test -json -p 1 -count=1 -timeout 20m $(PKGS) | $(GO) run ./internal/testsummary || rc=$$?; \
+	echo "The lab's daemons are still running (make lab-status); make lab-down stops them."; exit $$rc
 
 ## unit: tests that need no lab (integration tests skip, or fail under CI=true)
 unit:
@@ -47,10 +49,25 @@ forecast-doc: build
 	  done; } > docs/FORECAST.md.new
 	mv docs/FORECAST.md.new docs/FORECAST.md
 
+## policy-doc: rerun the policy suite (every policy × CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds ×
+## loads 0.8/1.0/1.2) and rewrite the evidence section of docs/POLICY.md; TRACES_DIR=dir, SUITE_FLAGS=--max-jobs N
+SUITE_FLAGS ?= --max-jobs 10000
+.PHONY: policy-doc
+policy-doc:
+	$(GO) build -o fairway.suite ./cmd/fairway
+	{ echo "$$ fairway simulate --suite --traces-dir $(TRACES_DIR) $(SUITE_FLAGS)"; echo; \
+	  nice ./fairway.suite simulate --suite --parallel 2 --traces-dir $(TRACES_DIR) $(SUITE_FLAGS); } > docs/.suite.txt
+	rm -f fairway.suite
+	awk 'BEGIN{skip=0} /<!-- suite:begin -->/{print; print "```text"; while ((getline l < "docs/.suite.txt") > 0) print l; print "```"; skip=1; next} /<!-- suite:end -->/{skip=0} !skip' docs/POLICY.md > docs/.POLICY.md
+	mv docs/.POLICY.md docs/POLICY.md && rm -f docs/.suite.txt
+
 ## chromium: Debian's headless Chromium, for the report's browser test; installed when missing
 .PHONY: chromium
 chromium:
-	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null || { \
+		echo "installing Debian's chromium (apt-get install chromium) for the report's browser test; log: /tmp/fairway-chromium-apt.log"; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/tmp/fairway-chromium-apt.log 2>&1 || \
+		{ echo "apt-get install chromium failed:"; tail -20 /tmp/fairway-chromium-apt.log; exit 1; }; }
 
 lab-up:
 	$(LAB) up

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"io"
 	"log/slog"
 	"os"
@@ -49,18 +50,7 @@ func freshStore(t testing.TB) (*accounting.Store, *pgxpool.Pool) {
 // absent (a fresh clone), failing it under CI=true.
 func tracesDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("FAIRWAY_TRACES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "data", "traces")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		msg := fmt.Sprintf("shared traces not found at %s (set FAIRWAY_TRACES, or check out shared/ beside the repo)", dir)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
+	return shareddata.Traces(t)
 }
 
 // traceHead returns the first n lines of a shared trace, uncompressed.

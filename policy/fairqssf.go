@@ -28,15 +28,15 @@ type FairQSSFParams struct {
 // tried), the same for all.
 const DefaultRhoMax = 5
 
-// fairQSSF, Fairway's default, combines the two ideas above it: fairness
+// fairQSSF combines two ideas: fairness
 // between accounts and users by VTC (Sheng et al., OSDI'24, §4; see vtc for
 // the batch adaptation, committed service and zero shares included), and
 // within one user, Helios' Quasi-Shortest-Service-First (Hu et al., SC'21):
 // a user's jobs are charged to VTC in ascending predicted GPU time, so each
-// user's shortest job carries the user's turn. Across users the VTC bound
+// user's shortest job carries the user's turn. Across users VTC's order
 // holds — a heavy user's many short jobs do not jump the light user's —
-// while mean completion time benefits from SSF wherever it cannot hurt
-// another user.
+// except where a guard below lifts a job out of it, and then VTC's bound
+// no longer holds either.
 //
 // VTC alone lets a heavy user's short job wait as long as the user's whole
 // backlog takes at the user's fair rate, and finish-time fairness (ρ, the

@@ -16,10 +16,11 @@ type PolicyParams struct {
 	QSSF      QSSFParams
 	SJFOracle SJFOracleParams
 	FairQSSF  FairQSSFParams
+	FairSJF   FairSJFParams
 }
 
 // DefaultPolicy is the policy serve and simulate use when none is named.
-const DefaultPolicy = "fair-qssf"
+const DefaultPolicy = "fair-sjf"
 
 // Policies is the registry of ranking policies by name.
 var Policies = map[string]func(PolicyParams) (Policy, error){
@@ -31,12 +32,13 @@ var Policies = map[string]func(PolicyParams) (Policy, error){
 	"qssf":       func(p PolicyParams) (Policy, error) { return NewQSSF(p.QSSF) },
 	"sjf-oracle": func(p PolicyParams) (Policy, error) { return NewSJFOracle(p.SJFOracle) },
 	"fair-qssf":  func(p PolicyParams) (Policy, error) { return NewFairQSSF(p.FairQSSF) },
+	"fair-sjf":   func(p PolicyParams) (Policy, error) { return NewFairSJF(p.FairSJF) },
 }
 
 // PolicyNames lists the registered policies in a fixed order: the
-// baselines, the oracle, then Fairway's default.
+// baselines, the oracle, fair-qssf, then Fairway's default.
 func PolicyNames() []string {
-	return []string{"fifo", "fairshare", "vtc", "tiresias", "themis", "qssf", "sjf-oracle", "fair-qssf"}
+	return []string{"fifo", "fairshare", "vtc", "tiresias", "themis", "qssf", "sjf-oracle", "fair-qssf", "fair-sjf"}
 }
 
 // NewPolicy builds the registered policy called name.

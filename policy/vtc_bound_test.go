@@ -8,13 +8,15 @@ import (
 	"time"
 )
 
-// TestVTC_FairnessBound runs vtc and fair-qssf through the Ledger contract
+// TestVTC_FairnessBound runs vtc, as shipped, through the Ledger contract
 // on a toy 8-GPU cluster: two users, always backlogged, whose jobs (1–4
 // GPUs, 1–60 min, predicted exactly) start in ranking order as GPUs free
 // up. VTC's bound, in the form the batch adaptation keeps it: the users'
 // weighted service counted at dispatch (received plus the committed
 // remainder of running jobs) never differs by more than twice the largest
-// job's weighted GPU-seconds.
+// job's weighted GPU-seconds. fair-qssf is not checked: as shipped, its ρ
+// and starvation guards lift jobs out of VTC order, and on this loop the
+// difference reaches 33,740 GPU-s against the bound's 28,800.
 func TestVTC_FairnessBound(t *testing.T) {
 	for _, tc := range []struct {
 		policy string
@@ -22,8 +24,6 @@ func TestVTC_FairnessBound(t *testing.T) {
 	}{
 		{"vtc", nil},
 		{"vtc", map[Assoc]float64{{"lab", "a"}: 2}},
-		{"fair-qssf", nil},
-		{"fair-qssf", map[Assoc]float64{{"lab", "b"}: 3}},
 	} {
 		t.Run(fmt.Sprintf("%s/shares=%v", tc.policy, tc.shares), func(t *testing.T) {
 			rkRunBound(t, tc.policy, &Shares{Users: tc.shares})
@@ -34,7 +34,7 @@ func TestVTC_FairnessBound(t *testing.T) {
 func rkRunBound(t *testing.T, policy string, shares *Shares) {
 	const gpus = 8
 	rng := rand.New(rand.NewSource(3))
-	pol, err := NewPolicy(policy, PolicyParams{FairQSSF: FairQSSFParams{MaxWait: -1, RhoMax: -1}})
+	pol, err := NewPolicy(policy, PolicyParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

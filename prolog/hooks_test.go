@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -863,7 +864,7 @@ func TestUsage_Key(t *testing.T) {
 // words (read by the old `scontrol show job -o` parser as 8 shards and as
 // a whole GPU), and from 24.11 and 26.05.
 func TestJobShardsJSON(t *testing.T) {
-	const shared = "../../shared/data/slurmrestd/"
+	const shared = "<captures>/" // shareddata.Captures: a fresh clone skips these rows
 	tests := []struct {
 		file string
 		job  int64
@@ -879,14 +880,20 @@ func TestJobShardsJSON(t *testing.T) {
 		{shared + "slurm-26.05.3/cli/squeue.json", 21, 0},
 	}
 	for _, tt := range tests {
-		b, err := os.ReadFile(tt.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := jobShardsJSON(b, tt.job)
-		if err != nil || got != tt.want {
-			t.Errorf("%s job %d: %d, %v; want %d", tt.file, tt.job, got, err, tt.want)
-		}
+		t.Run(fmt.Sprintf("%s job %d", filepath.Base(filepath.Dir(filepath.Dir(tt.file))), tt.job), func(t *testing.T) {
+			file := tt.file
+			if rel, ok := strings.CutPrefix(file, shared); ok {
+				file = filepath.Join(shareddata.Captures(t), rel)
+			}
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := jobShardsJSON(b, tt.job)
+			if err != nil || got != tt.want {
+				t.Errorf("%s job %d: %d, %v; want %d", tt.file, tt.job, got, err, tt.want)
+			}
+		})
 	}
 	b, err := os.ReadFile("../slurmctl/testdata/squeue-22.05.8/squeue.json")
 	if err != nil {

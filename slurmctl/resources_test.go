@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -161,15 +163,17 @@ func TestParseComments(t *testing.T) {
 		t.Errorf("comments (-want +got):\n%s", d)
 	}
 	for _, rel := range []string{"slurm-24.11.7", "slurm-26.05.3"} {
-		b, err := os.ReadFile("../../shared/data/slurmrestd/" + rel + "/cli/squeue.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, skipped, err := parseComments(b)
-		want := map[int64]string{13: "needs a whole node", 20: "ablation run 7"} // pending ones only; 9 runs
-		if d := cmp.Diff(want, got); d != "" || err != nil || skipped != 0 {
-			t.Errorf("%s: skipped %d, err %v, comments (-want +got):\n%s", rel, skipped, err, d)
-		}
+		t.Run(rel, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(shareddata.Captures(t), rel, "cli", "squeue.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, skipped, err := parseComments(b)
+			want := map[int64]string{13: "needs a whole node", 20: "ablation run 7"} // pending ones only; 9 runs
+			if d := cmp.Diff(want, got); d != "" || err != nil || skipped != 0 {
+				t.Errorf("%s: skipped %d, err %v, comments (-want +got):\n%s", rel, skipped, err, d)
+			}
+		})
 	}
 
 	// One malformed record (its job_id a string of letters) is skipped and

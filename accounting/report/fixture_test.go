@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -53,18 +54,7 @@ func freshDB(t testing.TB) (*pgxpool.Pool, *accounting.Store) {
 // absent (a fresh clone), and fails under CI=true.
 func tracesDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("FAIRWAY_TRACES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data", "traces")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		msg := fmt.Sprintf("shared traces not found at %s (set FAIRWAY_TRACES, or check out shared/ beside the repo)", dir)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
+	return shareddata.Traces(t)
 }
 
 // swfWindow returns the header and the jobs of an SWF trace submitted in

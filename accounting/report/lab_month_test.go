@@ -33,20 +33,23 @@ func labMonth(t *testing.T) *report.Report {
 	// every GPU busy for a few seconds, so that a job can be cancelled
 	// while it waits (a held job is never eligible, and slurmdbd's window
 	// queries do not return it)
-	blocker := e.Submit(t, "alice", "-J", tag+"-all", "-p", e.Partition, "-N", "2", "--gres=gpu:4", "--wrap", "sleep 4")
-	held := e.Submit(t, "carol", "-J", tag+"-cancelled", "-p", e.Partition, "--gres=gpu:1", "--wrap", "true")
+	// (it runs until cancelled, so the test waits on states, never on time)
+	blocker := e.Submit(t, "alice", "-J", tag+"-all", "-p", e.Partition, "-N", "2", "--gres=gpu:4", "--wrap", "sleep 300")
 	e.WaitState(t, blocker, time.Minute, "RUNNING")
+	held := e.Submit(t, "carol", "-J", tag+"-cancelled", "-p", e.Partition, "--gres=gpu:1", "--wrap", "true")
 	e.WaitState(t, held, time.Minute, "PENDING")
 	e.Run(t, "", "scancel", strconv.FormatInt(held, 10)) // cancelled while pending: ended, never started
+	e.WaitState(t, held, time.Minute, "CANCELLED")
+	e.Run(t, "", "scancel", strconv.FormatInt(blocker, 10)) // cancelled while running: cancelled GPU-hours
+	e.WaitState(t, blocker, time.Minute, "CANCELLED")
 	ok := e.Submit(t, "alice", "-J", tag+"-gpu", "-p", e.Partition, "--gres=gpu:1", "--wrap", "sleep 2")
 	two := e.Submit(t, "bob", "-J", tag+"-two", "-p", e.Partition, "--gres=gpu:2", "--wrap", "sleep 1")
 	failed := e.Submit(t, "bob", "-J", tag+"-fail", "-p", e.Partition, "--gres=gpu:1", "--wrap", "sleep 1; exit 3")
 	shard := e.Submit(t, "carol", "-J", tag+"-shard", "-p", e.Partition, "--gres=shard:2", "--wrap", "sleep 1")
-	for _, id := range []int64{blocker, ok, two, shard} {
+	for _, id := range []int64{ok, two, shard} {
 		e.WaitState(t, id, 3*time.Minute, "COMPLETED")
 	}
 	e.WaitState(t, failed, 3*time.Minute, "FAILED")
-	e.WaitState(t, held, time.Minute, "CANCELLED")
 
 	src := &accounting.SacctHistory{Cluster: e.Cluster, Env: []string{"SLURM_CONF=" + e.SlurmConf}}
 	ctx := context.Background()

@@ -89,7 +89,7 @@ func openReadOnly(c *cli.Context) (serveConfig, *served, *slog.Logger, error) {
 // table file or the database, whatever the settings say.
 func planCycle(ctx context.Context, cfg serveConfig, d serveDeps, log *slog.Logger) (*sidecar.CycleResult, error) {
 	cfg.runner.BufferDir = "" // serve's spilled records are serve's to ship
-	cfg.runner.Forecast = true
+	cfg.runner.Forecast, cfg.runner.ForecastAsync = true, false
 	r, err := newServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
 	if err != nil {
 		return nil, err

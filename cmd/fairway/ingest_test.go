@@ -5,7 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"fmt"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,17 +40,9 @@ func migratedDB(t *testing.T) (string, *pgx.Conn) {
 // a temporary directory, corrupting line bad (1-based) when bad > 0.
 func sharedTraceHead(t *testing.T, file string, n, bad int) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "data", "traces")
-	if v := os.Getenv("FAIRWAY_TRACES"); v != "" {
-		dir = v
-	}
-	f, err := os.Open(filepath.Join(dir, file))
+	f, err := os.Open(shareddata.Trace(t, file))
 	if err != nil {
-		msg := fmt.Sprintf("shared traces not found at %s (set FAIRWAY_TRACES, or check out shared/ beside the repo)", dir)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)

@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"strings"
 	"testing"
 	"time"
@@ -16,14 +15,7 @@ import (
 
 func kthTrace(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join("..", "..", "..", "shared", "data", "traces", "KTH-SP2-filtered.swf.gz")
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared trace missing (required under CI=true): %v", err)
-		}
-		t.Skipf("shared trace not found at %s (a fresh clone has none)", path)
-	}
-	return path
+	return shareddata.Trace(t, "KTH-SP2-filtered.swf.gz")
 }
 
 func runPredictApp(t *testing.T, args ...string) (string, error) {
@@ -121,13 +113,7 @@ func TestPredictEval_BadFlags(t *testing.T) {
 func TestPredictEval_FromDB(t *testing.T) {
 	e := lab.Get(t)
 	url := e.Database(t)
-	tracePath := filepath.Join("..", "..", "..", "shared", "data", "traces", "KTH-SP2-filtered.swf.gz")
-	if _, err := os.Stat(tracePath); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared trace missing under CI: %v", err)
-		}
-		t.Skipf("shared traces absent: %v", err)
-	}
+	tracePath := shareddata.Trace(t, "KTH-SP2-filtered.swf.gz")
 	if out, err := runApp(t, "ingest", "--database-url", url, "--from", "swf", "--cluster", "kth", tracePath); err != nil {
 		t.Fatalf("ingest: %v\n%s", err, out)
 	}

@@ -134,7 +134,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
 		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
-		Forecast: c.String("http-addr") != "",
+		Forecast: c.String("http-addr") != "", ForecastAsync: true,
 	}
 	switch {
 	case cfg.runner.Cluster == "":

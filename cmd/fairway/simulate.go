@@ -64,7 +64,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "policies (with --suite, simulations) run at once", EnvVars: []string{"FAIRWAY_SIMULATE_PARALLEL"}},
 			&cli.Float64Flag{Name: "load", Value: 1, Usage: "scale inter-arrival times so the offered load is this many times the trace's own", EnvVars: []string{"FAIRWAY_SIMULATE_LOAD"}},
 			&cli.BoolFlag{Name: "suite", Usage: "replay every policy over the evaluation suite (CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds × loads) and judge the default", EnvVars: []string{"FAIRWAY_SIMULATE_SUITE"}},
-			&cli.StringFlag{Name: "traces-dir", Value: defaultTracesDir, Usage: "with --suite: folder holding the suite's traces", EnvVars: []string{"FAIRWAY_TRACES_DIR"}},
+			&cli.StringFlag{Name: "traces-dir", Value: defaultTracesDir, Usage: "with --suite: folder holding the suite's traces", EnvVars: []string{"FAIRWAY_TRACES", "FAIRWAY_TRACES_DIR"}},
 			&cli.StringFlag{Name: "loads", Value: "0.8,1.0,1.2", Usage: "with --suite: comma-separated load factors", EnvVars: []string{"FAIRWAY_SIMULATE_LOADS"}},
 			&cli.IntFlag{Name: "max-jobs", Usage: "with --suite: replay only each trace's first N jobs (0: all)", EnvVars: []string{"FAIRWAY_SIMULATE_MAX_JOBS"}},
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},

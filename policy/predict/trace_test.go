@@ -2,9 +2,9 @@ package predict_test
 
 import (
 	"fmt"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -15,17 +15,14 @@ import (
 	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
-// sharedTrace reads one of the shared traces (../shared/data/traces beside
-// the repository). A fresh clone has none: skip, except under CI=true.
+// sharedTrace reads one of the shared traces ($FAIRWAY_TRACES, else
+// shared/data/traces beside the repository). A fresh clone has none: skip,
+// except under CI=true.
 func sharedTrace(tb testing.TB, file string, f trace.Format) []policy.Job {
 	tb.Helper()
-	path := filepath.Join("..", "..", "..", "shared", "data", "traces", file)
-	fh, err := os.Open(path)
+	fh, err := os.Open(shareddata.Trace(tb, file))
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("shared trace missing (required under CI=true): %v", err)
-		}
-		tb.Skipf("shared trace not found at %s (a fresh clone has none): %v", path, err)
+		tb.Fatal(err)
 	}
 	defer fh.Close()
 	tr, err := trace.ReadAll(fh, f, trace.Options{Name: file})

@@ -38,7 +38,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // TestGolden_SmallSynthetic simulates the small synthetic workload under
-// every policy and compares the metrics, and fair-qssf's whole schedule,
+// every policy and compares the metrics, and the default policy's whole schedule,
 // with the golden files. It predicts with tsafrir, a published method that
 // will not change, so the files move only when the simulator or a policy
 // does.
@@ -63,7 +63,7 @@ func TestGolden_SmallSynthetic(t *testing.T) {
 			fmt.Fprintf(&sched, "%d %s %d %.0f %.0f %.0f %.0f %.0f\n", j.ID, j.User, j.Units, j.Submit.Sub(res.Jobs[0].Submit).Seconds(),
 				j.Start.Sub(res.Jobs[0].Submit).Seconds(), j.End.Sub(res.Jobs[0].Submit).Seconds(), j.Run.Seconds(), j.Limit.Seconds())
 		}
-		golden(t, "synth300_fair-qssf_schedule.golden", sched.Bytes())
+		golden(t, "synth300_"+policy.DefaultPolicy+"_schedule.golden", sched.Bytes())
 	}
 	golden(t, "synth300_metrics.golden", metrics.Bytes())
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,18 +13,12 @@ import (
 	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
-// tracesDir is the shared trace folder, ../shared/data/traces beside the
-// repository. Absent on a fresh clone (skip), required under CI=true.
+// tracesDir is the shared trace folder ($FAIRWAY_TRACES, else
+// shared/data/traces beside the repository). Absent on a fresh clone
+// (skip), required under CI=true.
 func tracesDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "data", "traces")
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared traces missing at %s (required under CI=true): %v", dir, err)
-		}
-		t.Skipf("shared traces not found at %s (a fresh clone has none): %v", dir, err)
-	}
-	return dir
+	return shareddata.Traces(t)
 }
 
 // sharedTrace is one shared trace and the cluster it is replayed on.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,31 @@ func TestCriteria(t *testing.T) {
 	want := []string{"avg wait < vtc +0.0%", "avg bsld < fairshare +25.0%"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("missed %q, want %q", got, want)
+	}
+}
+
+func TestSuiteResult_WriteText(t *testing.T) {
+	row := SuiteRow{Trace: "t", Load: 1, Offered: 0.5, Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: CPUs},
+		Metrics: []Metrics{
+			{Name: "fairshare", Jobs: 3, AvgWait: 50, AvgBSLD: 2, Jain: 0.6, MaxRho: 9, AvgJCT: 100},
+			{Name: "d", Jobs: 3, AvgWait: 60, AvgBSLD: 1, Jain: 0.6, MaxRho: 9, AvgJCT: 110},
+		}}
+	row.judge("d")
+	var b strings.Builder
+	res := &SuiteResult{Default: "d", Predictor: "fairway", MaxJobs: 3, Rows: []SuiteRow{row}}
+	if err := res.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Policy suite: default d, predictor fairway, EASY backfill, first 3 jobs of each trace.",
+		"== t × load 1.0: offered load 0.50, 3 jobs on 1 × 4 cpus, left out: none",
+		"d is beaten by: fairshare on avg wait (50 vs 60), avg JCT (100 vs 110)",
+		"criteria: 2 of 4 met; MISSED: avg wait < fairshare (60 vs 50, +20.0%); TIED (not met; identical schedules): max ρ < fairshare (both 9)",
+		"Summary: d meets every criterion on 0 of 1 trace × load rows.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"os"
 	"path/filepath"
 	"strings"
@@ -288,18 +289,12 @@ func TestParseFormat(t *testing.T) {
 	}
 }
 
-// tracesDir is the shared trace folder: ../shared/data/traces beside the
-// repository. Absent on a fresh clone (skip), required under CI=true.
+// tracesDir is the shared trace folder ($FAIRWAY_TRACES, else
+// shared/data/traces beside the repository). Absent on a fresh clone
+// (skip), required under CI=true.
 func tracesDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "data", "traces")
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared traces missing at %s (required under CI=true): %v", dir, err)
-		}
-		t.Skipf("shared traces not found at %s (a fresh clone has none): %v", dir, err)
-	}
-	return dir
+	return shareddata.Traces(t)
 }
 
 // TestReadAll_SharedTraces parses the real traces whole and checks what their

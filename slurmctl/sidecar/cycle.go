@@ -69,8 +69,10 @@ type Config struct {
 	// across a restart). "": records stay in memory, unbounded.
 	BufferDir string
 	// Forecast plays every cycle's ranking forward (NewQueueForecast) for
-	// explain, queue and the HTTP API.
-	Forecast bool
+	// explain, queue and the HTTP API; ForecastAsync does it beside the
+	// cycle rather than in it (see Runner.LastForecast).
+	Forecast      bool
+	ForecastAsync bool
 }
 
 // DefaultBufferLimit bounds the records kept in memory through a database

@@ -427,15 +427,5 @@ func TestRunner_SpilledRecordsShipAfterRestart(t *testing.T) {
 // gauge is the value of the unlabelled gauge name in m.
 func gauge(t *testing.T, m *Metrics, name string) float64 {
 	t.Helper()
-	fams, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
+	return metricValue(t, m, name)
 }

@@ -129,6 +129,7 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 	slices.SortFunc(starts, time.Time.Compare)
 	var latestAhead time.Time // latest start of the jobs ranked ahead
 	q.Jobs = make([]JobForecast, len(pf.Pending))
+	times := make([]time.Time, 2*len(pf.Pending)) // the rows' start times, in one allocation
 	for r, e := range pf.Pending {
 		j := jobs[e.JobID]
 		jf := JobForecast{JobID: j.ID, User: j.User, Account: j.Account, Partition: j.Partition, Rank: e.Rank, Of: len(pf.Pending),
@@ -138,8 +139,9 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 		case e.Never:
 			jf.Reason = fmt.Sprintf("asks for %d %s, more than the %d the ranked partitions have", e.Units, unitName(m), m.Capacity())
 		default:
-			start, bound := e.Start, le.Start
-			jf.ExpectedStart, jf.LimitStart = &start, &bound
+			times[2*r], times[2*r+1] = e.Start, le.Start
+			start := e.Start
+			jf.ExpectedStart, jf.LimitStart = &times[2*r], &times[2*r+1]
 			nEnd := sort.Search(len(ends), func(i int) bool { return ends[i].After(start) })
 			nStart := sort.Search(len(starts), func(i int) bool { return starts[i].After(start) }) - 1
 			switch {
@@ -215,25 +217,57 @@ func (q *QueueForecast) Start(id int64) (*StartForecast, bool) {
 // forecastState is what the Runner keeps of its forecasts.
 type forecastState struct {
 	last atomic.Pointer[QueueForecast] // the last cycle's, for the API
+	busy atomic.Bool                   // a background forecast is running
 	// first holds each pending job's first forecast starts (predicted,
-	// limits), observed in the error histogram when it starts.
+	// limits), observed in the error histogram when it starts. Only the
+	// forecast under way touches it.
 	first map[int64][2]time.Time
 }
 
-// LastForecast returns the last cycle's forecast, nil before the first or
+// LastForecast returns the last forecast made, nil before the first or
 // when forecasts are off. Safe for concurrent use.
 func (r *Runner) LastForecast() *QueueForecast { return r.fc.last.Load() }
 
 // forecastCycle plays the cycle forward, observes the forecast error of
-// the jobs that started since the previous cycle, and publishes the
+// the jobs that started since the previous forecast, and publishes the
 // forecast. A forecast that fails is logged: ranking and writing go on.
+// With Config.ForecastAsync it does so on a goroutine of its own and
+// returns nil at once, skipping this cycle's forecast while the previous
+// one still runs; the snapshot's predictions are copied first, since the
+// next cycle updates them.
 func (r *Runner) forecastCycle(log *slog.Logger, cl *slurmctl.Cluster, snap *policy.Snapshot, scores []policy.Score) *QueueForecast {
-	prev := r.fc.last.Load()
 	m := MachineOf(cl, r.cfg.Partitions)
+	running := cl.Running(r.cfg.Partitions...)
+	if !r.cfg.ForecastAsync {
+		return r.forecast(log, m, snap, running, scores)
+	}
+	if !r.fc.busy.CompareAndSwap(false, true) {
+		log.Debug("start-time forecast skipped: the previous one is still running")
+		return nil
+	}
+	s := policy.Snapshot{Now: snap.Now, Pending: snap.Pending, Running: snap.Running,
+		Predicted: make(map[int64]time.Duration, len(snap.Pending)+len(running))}
+	for _, js := range [][]policy.Job{snap.Pending, running} {
+		for i := range js {
+			if d, ok := snap.Predicted[js[i].ID]; ok {
+				s.Predicted[js[i].ID] = d
+			}
+		}
+	}
+	go func() {
+		defer r.fc.busy.Store(false)
+		r.forecast(log, m, &s, running, scores)
+	}()
+	return nil
+}
+
+// forecast makes, observes and publishes one forecast.
+func (r *Runner) forecast(log *slog.Logger, m policy.Machine, snap *policy.Snapshot, running []policy.Job, scores []policy.Score) *QueueForecast {
+	prev := r.fc.last.Load()
 	var q *QueueForecast
 	if m.Nodes > 0 && m.PerNode > 0 {
 		var err error
-		if q, err = NewQueueForecast(r.cfg.Policy, m, snap, cl.Running(r.cfg.Partitions...), scores); err != nil {
+		if q, err = NewQueueForecast(r.cfg.Policy, m, snap, running, scores); err != nil {
 			log.Warn("start-time forecast", "err", err)
 		}
 	} else {
@@ -264,8 +298,8 @@ func (r *Runner) forecastCycle(log *slog.Logger, cl *slurmctl.Cluster, snap *pol
 			}
 		}
 		r.fc.first = live
+		r.fc.last.Store(q)
 	}
-	r.fc.last.Store(q)
 	return q
 }
 

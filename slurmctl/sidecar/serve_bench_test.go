@@ -154,4 +154,23 @@ func BenchmarkServeCycle(b *testing.B) {
 			}
 		}
 	})
+	// The same with the start-time forecast serve makes for its job API
+	// (--http-addr), played in the cycle rather than beside it as serve
+	// does: what the forecast costs.
+	b.Run("steady+forecast/jobs=100000/nodes=10000", func(b *testing.B) {
+		r := benchRunner(b, cl)
+		r.cfg.Forecast = true
+		if _, err := r.RunCycle(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			res, err := r.RunCycle(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Forecast == nil || len(res.Forecast.Jobs) != 100_000 {
+				b.Fatalf("no forecast of the 100000 ranked jobs")
+			}
+		}
+	})
 }
