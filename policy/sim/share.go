@@ -311,50 +311,39 @@ func (s *shared) at(ns int64) time.Time { return s.origin.Add(time.Duration(ns))
 func (s *shared) submitAt(k int) int64 { return int64(s.in[s.jobs[k].src].Submit.Sub(s.origin)) }
 
 func (s *shared) loop() error {
-	n := len(s.jobs)
-	next := 0
-	step := max(n/100, 1)
-	for next < n || len(s.running) > 0 || len(s.pending) > 0 {
-		t := int64(math.MaxInt64)
-		if next < n {
-			t = s.submitAt(next)
-		}
-		for len(s.ends) > 0 && s.ends[0].epoch != s.jobs[s.ends[0].k].epoch {
-			s.ends.pop() // stale: the job's speed changed since
-		}
-		if len(s.ends) > 0 {
-			t = min(t, s.ends[0].t)
-		}
-		if t == math.MaxInt64 {
-			return fmt.Errorf("simulate shared GPUs: %d jobs wait on an idle cluster", len(s.pending))
-		}
-		s.now = t
-		changed := false
-		for len(s.ends) > 0 && s.ends[0].t == t {
-			e := s.ends.pop()
-			if e.epoch == s.jobs[e.k].epoch {
-				s.finish(e.k)
-				changed = true
-			}
-		}
-		for next < n && s.submitAt(next) == t {
-			s.submit(int32(next))
-			next++
-			changed = true
-			if s.cfg.Progress != nil && next%step == 0 {
-				if err := s.cfg.Progress(next, n); err != nil {
-					return fmt.Errorf("simulate shared GPUs: stopped at job %d of %d: %w", next, n, err)
-				}
-			}
-		}
-		if !changed || len(s.pending) == 0 || !s.anyFits() {
-			continue
-		}
-		if err := s.cycle(); err != nil {
-			return err
-		}
+	return runEvents(s, len(s.jobs), &s.ends, s.cfg.Progress, "simulate shared GPUs")
+}
+
+// The shared-GPU model as runEvents drives it.
+
+func (s *shared) busy() bool { return len(s.running) > 0 || len(s.pending) > 0 }
+
+func (s *shared) waiting() int { return len(s.pending) }
+
+func (s *shared) epochOf(k int32) int32 { return s.jobs[k].epoch }
+
+// dropStale pops end events whose job's speed changed since they were
+// pushed: they must not wake the loop.
+func (s *shared) dropStale() {
+	for len(s.ends) > 0 && s.ends[0].epoch != s.jobs[s.ends[0].k].epoch {
+		s.ends.pop()
 	}
-	return nil
+}
+
+func (s *shared) wake(t int64) int64 { return t }
+
+func (s *shared) setNow(t int64) bool {
+	s.now = t
+	return false
+}
+
+func (s *shared) arrive(k int32) { s.submit(k) }
+
+func (s *shared) decide(changed bool) error {
+	if !changed || len(s.pending) == 0 || !s.anyFits() {
+		return nil
+	}
+	return s.cycle()
 }
 
 // submit queues job k, deciding at submit time, as job_submit.lua does,
@@ -546,14 +535,10 @@ func (s *shared) gpu(r gpuRef) *sgpu { return &s.nodes[r.node][r.dev] }
 // start runs pending job k on a now.
 func (s *shared) start(k int32, a []gpuRef) {
 	j := &s.jobs[k]
-	// Dequeue (the pending order does not matter: ranking does not depend on it).
-	p, last := j.pos, int32(len(s.pending)-1)
-	pj := s.pending[p]
-	if p != last {
-		s.pending[p], s.pendK[p] = s.pending[last], s.pendK[last]
-		s.jobs[s.pendK[p]].pos = p
+	pj, moved := removePending(&s.pending, &s.pendK, j.pos)
+	if moved >= 0 {
+		s.jobs[moved].pos = j.pos
 	}
-	s.pending, s.pendK = s.pending[:last], s.pendK[:last]
 
 	j.alloc = append(j.alloc[:0], a...)
 	j.start, j.last, j.left, j.running = s.now, s.now, j.solo, true
@@ -633,13 +618,7 @@ func (s *shared) finish(k int32) {
 	if j.left > 1e-6 { // stopped by its time limit before its work was done
 		state = policy.StateTimeout
 	}
-	p := j.pos
-	rj := s.running[p]
-	s.running = slices.Delete(s.running, int(p), int(p)+1)
-	s.runK = slices.Delete(s.runK, int(p), int(p)+1)
-	for q := int(p); q < len(s.runK); q++ {
-		s.jobs[s.runK[q]].pos = int32(q)
-	}
+	rj := removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
 	j.running, j.end = false, s.now
 	rj.End, rj.State = s.at(s.now), state
 	s.stopped = append(s.stopped, rj)

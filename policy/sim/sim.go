@@ -193,12 +193,15 @@ type simulator struct {
 	cands   []policy.Job // preemptive: pending + running
 	trueRun map[int64]time.Duration
 
-	ends    endHeap
-	byLimit []limitEntry
-	easy    *policy.EASY
-	free    *policy.Pool // easy.Free
-	place   []policy.Use
-	queue   policy.Queue // order, for easy
+	ends endHeap
+	// lastCycle is when the last scheduling cycle ran (-1: none yet): the
+	// preemption tick counts from it.
+	lastCycle int64
+	byLimit   []limitEntry
+	easy      *policy.EASY
+	free      *policy.Pool // easy.Free
+	place     []policy.Use
+	queue     policy.Queue // order, for easy
 
 	needCount []int32
 	minNeed   int
@@ -400,64 +403,59 @@ func (s *simulator) submitAt(k int) int64 {
 
 // loop runs the events to the end.
 func (s *simulator) loop() error {
-	n := len(s.jobs)
-	next := 0 // next job to submit
-	step := max(n/100, 1)
-	lastCycle := int64(-1)
-	for next < n || len(s.running) > 0 || len(s.pending) > 0 {
-		t := int64(1<<63 - 1)
-		if next < n {
-			t = s.submitAt(next)
-		}
-		if len(s.ends) > 0 {
-			t = min(t, s.ends[0].t)
-		}
-		if s.cfg.Preempt && len(s.pending) > 0 && lastCycle >= 0 {
-			t = min(t, lastCycle+int64(s.cfg.Tick))
-		}
-		if w := s.cfg.watch; w != nil && len(s.pending) > 0 && t != 1<<63-1 {
-			t = min(t, w.next)
-		}
-		if t == 1<<63-1 {
-			return fmt.Errorf("simulate: %d jobs wait on an idle cluster", len(s.pending))
-		}
-		s.now = t
-		// Something to decide on: a completion, an arrival or a tick (not
-		// the stale end event of a preempted run).
-		changed := s.cfg.Preempt && lastCycle >= 0 && t >= lastCycle+int64(s.cfg.Tick)
-		for len(s.ends) > 0 && s.ends[0].t == t {
-			e := s.ends.pop()
-			if e.epoch == s.jobs[e.k].epoch {
-				s.finish(e.k)
-				changed = true
-			}
-		}
-		for next < n && s.submitAt(next) == t {
-			s.submit(int32(next))
-			if w := s.cfg.watch; w != nil {
-				w.arrived = append(w.arrived, int32(next))
-			}
-			next++
-			changed = true
-			if s.cfg.Progress != nil && next%step == 0 {
-				if err := s.cfg.Progress(next, n); err != nil {
-					return fmt.Errorf("simulate: stopped at job %d of %d: %w", next, n, err)
-				}
-			}
-		}
-		if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.free.Fits(s.minNeed) {
-			if w := s.cfg.watch; w != nil {
-				if err := w.idle(s); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if err := s.cycle(); err != nil {
-			return err
-		}
-		lastCycle = t
+	s.lastCycle = -1
+	return runEvents(s, len(s.jobs), &s.ends, s.cfg.Progress, "simulate")
+}
+
+// The simulator as runEvents drives it.
+
+func (s *simulator) busy() bool { return len(s.running) > 0 || len(s.pending) > 0 }
+
+func (s *simulator) waiting() int { return len(s.pending) }
+
+func (s *simulator) epochOf(k int32) int32 { return s.jobs[k].epoch }
+
+func (s *simulator) dropStale() {} // a stale end event still wakes the loop, as it always has
+
+// wake brings t forward to the next preemption tick and the next forecast
+// snapshot, when there is a queue to look at.
+func (s *simulator) wake(t int64) int64 {
+	if s.cfg.Preempt && len(s.pending) > 0 && s.lastCycle >= 0 {
+		t = min(t, s.lastCycle+int64(s.cfg.Tick))
 	}
+	if w := s.cfg.watch; w != nil && len(s.pending) > 0 && t != math.MaxInt64 {
+		t = min(t, w.next)
+	}
+	return t
+}
+
+// setNow moves the clock to t and reports whether a preemption tick is due
+// (something to decide on besides completions and arrivals).
+func (s *simulator) setNow(t int64) bool {
+	s.now = t
+	return s.cfg.Preempt && s.lastCycle >= 0 && t >= s.lastCycle+int64(s.cfg.Tick)
+}
+
+func (s *simulator) arrive(k int32) {
+	s.submit(k)
+	if w := s.cfg.watch; w != nil {
+		w.arrived = append(w.arrived, k)
+	}
+}
+
+// decide runs a scheduling cycle when something changed and a pending job
+// could start (any job, when running ones may be preempted).
+func (s *simulator) decide(changed bool) error {
+	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.free.Fits(s.minNeed) {
+		if w := s.cfg.watch; w != nil {
+			return w.idle(s)
+		}
+		return nil
+	}
+	if err := s.cycle(); err != nil {
+		return err
+	}
+	s.lastCycle = s.now
 	return nil
 }
 
@@ -574,16 +572,28 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	s.minNeed = min(s.minNeed, int(j.need))
 }
 
+// removePending swap-removes entry p of a pending list and of its job
+// indices (the order of the pending list does not matter: ranking does not
+// depend on it). It returns the job removed and the index of the job moved
+// into p, -1 when none moved.
+func removePending(pending *[]policy.Job, keys *[]int32, p int32) (policy.Job, int32) {
+	last := int32(len(*pending) - 1)
+	pj, moved := (*pending)[p], int32(-1)
+	if p != last {
+		(*pending)[p], (*keys)[p] = (*pending)[last], (*keys)[last]
+		moved = (*keys)[p]
+	}
+	*pending, *keys = (*pending)[:last], (*keys)[:last]
+	return pj, moved
+}
+
 // dequeue removes job k from the pending list.
 func (s *simulator) dequeue(k int32) policy.Job {
 	j := &s.jobs[k]
-	p, last := j.pos, int32(len(s.pending)-1)
-	pj := s.pending[p]
-	if p != last {
-		s.pending[p], s.pendK[p] = s.pending[last], s.pendK[last]
-		s.jobs[s.pendK[p]].pos = p
+	pj, moved := removePending(&s.pending, &s.pendK, j.pos)
+	if moved >= 0 {
+		s.jobs[moved].pos = j.pos
 	}
-	s.pending, s.pendK = s.pending[:last], s.pendK[:last]
 	s.needCount[j.need]--
 	if int(j.need) == s.minNeed && s.needCount[j.need] == 0 {
 		s.minNeed = len(s.needCount)
@@ -615,17 +625,23 @@ func (s *simulator) start(k int32, a []policy.Use) {
 	s.ends.push(endEvent{t: s.now + j.run - j.done, k: k, epoch: j.epoch})
 }
 
+// removeRunning removes entry p of a running list and of its job indices,
+// keeping the rest in start order (as squeue lists them); setPos is told
+// the new place of every job that moved.
+func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k, q int32)) policy.Job {
+	rj := (*running)[p]
+	*running = slices.Delete(*running, int(p), int(p)+1)
+	*keys = slices.Delete(*keys, int(p), int(p)+1)
+	for q := int(p); q < len(*keys); q++ {
+		setPos((*keys)[q], int32(q))
+	}
+	return rj
+}
+
 // stop takes running job k off the cluster now and returns its Job.
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
-	p := j.pos
-	rj := s.running[p]
-	// Keep the running jobs in start order, as squeue lists them.
-	s.running = slices.Delete(s.running, int(p), int(p)+1)
-	s.runK = slices.Delete(s.runK, int(p), int(p)+1)
-	for q := int(p); q < len(s.runK); q++ {
-		s.jobs[s.runK[q]].pos = int32(q)
-	}
+	rj := removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	s.free.Give(j.alloc)
 	rj.End = s.at(s.now)
@@ -677,6 +693,65 @@ func compareLimit(a, b limitEntry) int {
 		return 1
 	}
 	return int(a.k) - int(b.k)
+}
+
+// eventModel is a simulation's cluster model as runEvents drives it: the
+// plain one (simulator) or the one with GPU sharing (shared).
+type eventModel interface {
+	busy() bool            // a job runs or waits
+	waiting() int          // jobs pending
+	epochOf(k int32) int32 // bumped when a job's end event goes stale
+	dropStale()            // pop stale end events before choosing the next instant
+	wake(t int64) int64    // bring t forward to a wake-up of the model's own
+	setNow(t int64) bool   // move the clock; true when something is due anyway
+	submitAt(k int) int64  // job k's submit instant
+	arrive(k int32)        // job k is submitted now
+	finish(k int32)        // job k's run ends now
+	decide(changed bool) error
+}
+
+// runEvents is the one event loop of the simulators: at each instant, in
+// time order, it ends the runs due (an end event whose job's epoch moved on
+// is stale and skipped), submits the jobs due, and lets the model decide.
+// what names the simulation in errors.
+func runEvents(m eventModel, n int, ends *endHeap, progress func(done, total int) error, what string) error {
+	next := 0 // next job to submit
+	step := max(n/100, 1)
+	for next < n || m.busy() {
+		m.dropStale()
+		t := int64(math.MaxInt64)
+		if next < n {
+			t = m.submitAt(next)
+		}
+		if len(*ends) > 0 {
+			t = min(t, (*ends)[0].t)
+		}
+		t = m.wake(t)
+		if t == math.MaxInt64 {
+			return fmt.Errorf("%s: %d jobs wait on an idle cluster", what, m.waiting())
+		}
+		changed := m.setNow(t)
+		for len(*ends) > 0 && (*ends)[0].t == t {
+			if e := ends.pop(); e.epoch == m.epochOf(e.k) {
+				m.finish(e.k)
+				changed = true
+			}
+		}
+		for next < n && m.submitAt(next) == t {
+			m.arrive(int32(next))
+			next++
+			changed = true
+			if progress != nil && next%step == 0 {
+				if err := progress(next, n); err != nil {
+					return fmt.Errorf("%s: stopped at job %d of %d: %w", what, next, n, err)
+				}
+			}
+		}
+		if err := m.decide(changed); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // endHeap is the pending end events, a min-heap by time then job index
