@@ -125,8 +125,9 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 	opt := predeval.Options{Protocol: cfg.Protocol, Trace: name}
 	tty := isTerminal(errOut)
 	if tty {
+		started := time.Now()
 		opt.Progress = func(done, total int) {
-			fmt.Fprintf(errOut, "\rreplaying %s: %3d%% (%d/%d jobs)", opt.Trace, done*100/total, done, total)
+			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %d jobs (%d predictors); %s", opt.Trace, done, total, len(preds), eta(started, time.Now(), done, total))
 		}
 	}
 	res, err := predeval.Run(jobs, preds, opt)

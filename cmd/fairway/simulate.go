@@ -208,21 +208,24 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		return err
 	}
 	var progress func(string, int, int)
+	started := time.Now()
 	if isTerminal(errOut) {
 		var mu sync.Mutex
-		pct := map[string]int{}
-		progress = func(name string, done, total int) {
+		done := map[string]int{}
+		progress = func(name string, d, total int) {
 			mu.Lock()
 			defer mu.Unlock()
-			pct[name] = done * 100 / total
+			done[name] = d
 			var b strings.Builder
+			all := 0
 			for _, n := range cfg.Policies {
-				fmt.Fprintf(&b, " %s %d%%", n, pct[n])
+				fmt.Fprintf(&b, " %s %d", n, done[n])
+				all += done[n]
 			}
-			fmt.Fprintf(errOut, "\r\033[Ksimulating %s:%s", w.Name, b.String())
+			fmt.Fprintf(errOut, "\r\033[Ksimulating %s, jobs replayed of %d per policy:%s; %s", w.Name, total, b.String(),
+				eta(started, time.Now(), all, total*len(cfg.Policies)))
 		}
 	}
-	started := time.Now()
 	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
 		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: progress})
 	if progress != nil {
@@ -378,7 +381,8 @@ func simulateSuite(c *cli.Context) error {
 		return fmt.Errorf("--max-jobs %d: want >= 0", c.Int("max-jobs"))
 	}
 	if isTerminal(os.Stderr) {
-		cfg.Progress = func(msg string) { fmt.Fprintf(os.Stderr, "\r\033[K%s", msg) }
+		suiteStart := time.Now()
+		cfg.Progress = func(msg string) { fmt.Fprintf(os.Stderr, "\r\033[K%s; %s", msg, eta(suiteStart, time.Now(), 0, 0)) }
 	}
 	res, err := sim.RunSuite(c.Context, cfg)
 	if cfg.Progress != nil {

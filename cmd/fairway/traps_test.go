@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -146,5 +149,43 @@ func TestTrap_ExplainHelpOwnFlags(t *testing.T) {
 	}
 	if _, err := runApp(t, "explain", "--interval", "10s", "12", "--database-url", ""); err != nil && strings.Contains(err.Error(), "not defined") {
 		t.Errorf("explain --interval: %v; hidden flags must still be accepted", err)
+	}
+}
+
+// TestTrap_ProgressElapsedAndETA: a 448k-job simulation ran ten minutes
+// without a word; the progress lines (on a terminal only) now end with the
+// elapsed time and an estimate of what is left.
+func TestTrap_ProgressElapsedAndETA(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		el          time.Duration
+		done, total int
+		want        string
+	}{
+		{10 * time.Second, 250, 1000, "elapsed 10s, about 30s left"},
+		{90 * time.Second, 1, 2, "elapsed 1m30s, about 1m30s left"},
+		{5 * time.Second, 0, 1000, "elapsed 5s"},
+		{5 * time.Second, 1000, 1000, "elapsed 5s"},
+	} {
+		if got := eta(t0, t0.Add(tc.el), tc.done, tc.total); got != tc.want {
+			t.Errorf("eta(%s, %d/%d) = %q, want %q", tc.el, tc.done, tc.total, got, tc.want)
+		}
+	}
+	// not a terminal: quiet
+	errOut, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "w.csv")
+	if out, err := runApp(t, "trace", "synth", "--jobs", "40", "--out", file); err != nil {
+		t.Fatalf("trace synth: %v\n%s", err, out)
+	}
+	var out bytes.Buffer
+	cfg := simulateConfig{Trace: file, Format: "helios", Nodes: 2, PerNode: 8, Policies: []string{"fifo"}, Predictor: "none", Parallel: 1, Load: 1, Backfill: sim.EASY}
+	if err := simulate(context.Background(), cfg, &out, errOut); err != nil {
+		t.Fatalf("simulate: %v", err)
+	}
+	if st, _ := errOut.Stat(); st.Size() != 0 {
+		t.Errorf("simulate wrote %d bytes of progress to a file; want none off a terminal", st.Size())
 	}
 }
