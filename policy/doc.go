@@ -21,4 +21,8 @@
 // updates before it builds each Snapshot, and which policies only read (see
 // Ledger for the contract). Policies are built by name from the Policies
 // registry; Assign turns a ranking into the integers written to Slurm.
+//
+// NewForecast plays a ranked Snapshot forward to say when each pending job
+// is expected to start, scheduling as the simulator does with the EASY pass
+// and the Pool placement they share.
 package policy

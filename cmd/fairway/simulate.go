@@ -52,7 +52,7 @@ func simulateCommand() *cli.Command {
 			"120 nodes × 8 GPUs (the Chronus artifact's cluster); Helios traces need --nodes.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
-			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
+			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
 			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.PolicyNames(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_SIMULATE_BACKFILL"}},
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
@@ -93,6 +93,10 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		Nodes: c.Int("nodes"), PerNode: c.Int("per-node"), Parallel: c.Int("parallel"), Load: c.Float64("load")}
 	var err error
 	switch {
+	case cfg.Trace != "" && c.String("format") == "":
+		if cfg.Format, err = trace.DetectFile(cfg.Trace); err != nil {
+			return cfg, fmt.Errorf("--trace: %w", err)
+		}
 	case cfg.Trace != "":
 		if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
 			return cfg, fmt.Errorf("--format: %w", err)

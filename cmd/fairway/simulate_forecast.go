@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -91,8 +92,35 @@ func writeForecastTable(w io.Writer, r *forecastReport) error {
 		fmt.Fprintf(w, "| | | limits | %s | %s | %s | %.1f%% | %s | |\n",
 			dur(m.Limits.MedianAbs), dur(m.Limits.MeanAbs), dur(m.Limits.P90Abs), 100*m.Limits.Within, dur(m.Limits.MedianSigned))
 	}
-	_, err := fmt.Fprintln(w)
+	_, err := fmt.Fprintf(w, "\n%s\n\n", forecastVerdict(r.Moments))
 	return err
+}
+
+// forecastVerdict says whether the forecast from predicted run times meets
+// issue 19's target: at most half the median absolute error of the
+// time-limit forecast, at submit time (over the jobs that waited: for the
+// others both are exact) and over the hourly re-forecasts.
+func forecastVerdict(ms []sim.ForecastAccuracy) string {
+	var parts []string
+	met := true
+	for _, m := range ms {
+		if m.Moment != sim.MomentSubmitWaited && m.Moment != sim.MomentHourly {
+			continue
+		}
+		if m.Forecasts == 0 || m.Limits.MedianAbs == 0 {
+			parts = append(parts, momentLabel(m.Moment)+": not measurable")
+			met = false
+			continue
+		}
+		ratio := m.Predicted.MedianAbs / m.Limits.MedianAbs
+		met = met && ratio <= 0.5
+		parts = append(parts, fmt.Sprintf("%s %.2f×", momentLabel(m.Moment), ratio))
+	}
+	verdict := "missed"
+	if met {
+		verdict = "met"
+	}
+	return fmt.Sprintf("Target (predicted median abs error ≤ 0.5× the time-limit forecast's): **%s** (%s).", verdict, strings.Join(parts, ", "))
 }
 
 func momentLabel(m string) string {
