@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sort"
 	"strconv"
 	"time"
@@ -22,7 +23,7 @@ import (
 // state, what separates it from the job just ahead, and the last decision
 // serve logged for it.
 func explainCommand() *cli.Command {
-	flags := append(serveFlags(), &cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"})
+	flags := append(readOnlyFlags(), &cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"})
 	return &cli.Command{
 		Name:      "explain",
 		Usage:     "explain where a pending job stands in Fairway's order and what would move it",
@@ -176,4 +177,33 @@ func printStart(w io.Writer, st *sidecar.StartForecast) {
 	}
 	list("end", st.MustEnd)
 	list("start", st.MustStart)
+}
+
+// serveOnly are serve's settings that do not change one ranking of the
+// queue: explain and queue accept them (they read serve's environment and
+// config file) but do not list them in their help.
+var serveOnly = map[string]bool{
+	"write-mode": true, "interval": true, "max-backoff": true, "dry-run": true, "max-writes": true, "gap": true,
+	"listen": true, "http-addr": true, "http-user-header": true, "no-ha": true, "sync-history-every": true,
+	"charge-every": true, "buffer-limit": true, "buffer-dir": true, "retention-job-months": true,
+	"retention-decision-days": true, "once": true, "rewrite-partitions": true, "rewrite-rules": true,
+	"rewrite-table": true, "rewrite-table-max-rules-per-user": true, "rewrite-table-max-bytes": true,
+	"rewrite-table-max-age": true, "rewrite-history-days": true, "rewrite-refresh-every": true,
+	"rewrite-cpus-per-gpu": true, "rewrite-mem-per-gpu": true, "rewrite-share-max-util": true,
+	"rewrite-min-history": true, "rewrite-sacct": true,
+}
+
+// readOnlyFlags are serve's flags with the serve-only ones hidden.
+func readOnlyFlags() []cli.Flag {
+	flags := serveFlags()
+	for _, f := range flags {
+		if !serveOnly[f.Names()[0]] {
+			continue
+		}
+		// every urfave/cli flag type has a Hidden field
+		if h := reflect.ValueOf(f).Elem().FieldByName("Hidden"); h.IsValid() && h.CanSet() {
+			h.SetBool(true)
+		}
+	}
+	return flags
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,7 +74,7 @@ func ingestCommand() *cli.Command {
 			&cli.StringFlag{Name: "slurm-url", Usage: "slurmdbd: read it through this slurmrestd (base URL) instead of sacct; --slurm-url '' forces sacct", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
 			&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "slurmdbd: user name sent to slurmrestd", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
 			&cli.StringFlag{Name: "slurm-token-file", Usage: "slurmdbd: file holding the slurmrestd JWT; else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
-			&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmdbd: mint the slurmrestd JWT with `scontrol token` (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
+			&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmdbd: mint the slurmrestd JWT with \"scontrol token\" (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
 			&cli.StringFlag{Name: "slurm-api", Usage: "slurmdbd: pin the REST API version (v0.0.38, v0.0.40 to v0.0.45); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
 			&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: "slurmdbd: largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
 		},
@@ -102,6 +103,29 @@ func ingestCommand() *cli.Command {
 	}
 }
 
+// ingestSource tells --from from the FILE argument when --from is not
+// given: a trace's format from its first line, sacct --json from a JSON
+// object; without a file it explains the choices in one line.
+func ingestSource(file string) (string, error) {
+	choices := "--from: give one of slurmdbd (no FILE: the cluster's history from slurmdbd), " + fromSacctJSON +
+		" FILE (sacct --json output), or a trace FILE of format swf, helios or philly-mix"
+	if file == "" || file == "-" {
+		return "", errors.New(choices)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", choices, err)
+	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		return fromSacctJSON, nil
+	}
+	f, err := trace.Detect(bytes.NewReader(b), file)
+	if err != nil {
+		return "", fmt.Errorf("%s (%v)", choices, err)
+	}
+	return string(f), nil
+}
+
 // ingestSettings validates the flags once, naming the bad one.
 func ingestSettings(c *cli.Context) (ingestConfig, error) {
 	cfg := ingestConfig{
@@ -110,6 +134,12 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 		SlurmURL: c.String("slurm-url"), SlurmUser: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"),
 		MaxBody: c.Int64("slurm-max-body"),
+	}
+	if cfg.From == "" {
+		var err error
+		if cfg.From, err = ingestSource(c.Args().First()); err != nil {
+			return cfg, err
+		}
 	}
 	known := false
 	for _, s := range ingestSources {

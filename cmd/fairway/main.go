@@ -21,7 +21,7 @@ func run() int {
 	defer stop()
 
 	app := newApp()
-	if err := app.RunContext(ctx, os.Args); err != nil {
+	if err := app.RunContext(ctx, normalizeArgs(app, os.Args)); err != nil {
 		fmt.Fprintf(os.Stderr, "fairway: %v\n", err)
 		return 1
 	}
@@ -54,6 +54,7 @@ func newApp() *cli.App {
 		HideHelpCommand: true,
 	}
 	withConfigFiles(app)
+	withUsageHelp(app)
 	return app
 }
 

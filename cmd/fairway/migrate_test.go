@@ -16,7 +16,7 @@ func runApp(t *testing.T, args ...string) (string, error) {
 	var out bytes.Buffer
 	app.Writer = &out
 	app.ErrWriter = &out
-	err := app.RunContext(context.Background(), append([]string{"fairway"}, args...))
+	err := app.RunContext(context.Background(), normalizeArgs(app, append([]string{"fairway"}, args...)))
 	return out.String(), err
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/accounting/report"
 	"io"
 	"log/slog"
 	"os"
@@ -42,12 +44,12 @@ func predictCommand() *cli.Command {
 			Usage: "replay a trace through the run-time predictors and compare their errors",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain)", EnvVars: []string{"FAIRWAY_PREDICT_TRACE"}},
-				&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_PREDICT_FORMAT"}},
+				&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_PREDICT_FORMAT"}},
 				&cli.StringFlag{Name: "protocol", Value: string(predeval.SubmitOrder), Usage: "submit-order (learn from earlier-submitted jobs, the published protocol) or online (learn only from jobs finished before the submit)", EnvVars: []string{"FAIRWAY_PREDICT_PROTOCOL"}},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_PREDICT_JSON"}},
 				&cli.StringFlag{Name: "predictors", Value: strings.Join(predict.Names(), ","), Usage: "comma-separated predictors to compare", EnvVars: []string{"FAIRWAY_PREDICT_PREDICTORS"}},
 				&cli.BoolFlag{Name: "from-db", Usage: "replay the finished jobs of --cluster from the accounting database instead of a trace", EnvVars: []string{"FAIRWAY_PREDICT_FROM_DB"}},
-				&cli.StringFlag{Name: "cluster", Usage: "with --from-db: the cluster (Slurm ClusterName)", EnvVars: []string{"FAIRWAY_CLUSTER"}},
+				&cli.StringFlag{Name: "cluster", Usage: "with --from-db: the cluster (Slurm ClusterName); may be left out when the database holds one", EnvVars: []string{"FAIRWAY_CLUSTER"}},
 				&cli.IntFlag{Name: "days", Value: 90, Usage: "with --from-db: replay the jobs that ended in the last N days", EnvVars: []string{"FAIRWAY_PREDICT_DAYS"}},
 				databaseFlag(),
 			},
@@ -72,8 +74,6 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 		switch {
 		case cfg.Trace != "":
 			return cfg, fmt.Errorf("--from-db and --trace: give one source")
-		case cfg.Cluster == "":
-			return cfg, fmt.Errorf("--from-db: --cluster (FAIRWAY_CLUSTER) is required")
 		case cfg.Days <= 0:
 			return cfg, fmt.Errorf("--days %d: want at least 1", cfg.Days)
 		case cfg.DatabaseURL == "":
@@ -83,7 +83,11 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 		if cfg.Trace == "" {
 			return cfg, fmt.Errorf("--trace: required (a trace file), or --from-db")
 		}
-		if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
+		if c.String("format") == "" {
+			if cfg.Format, err = trace.DetectFile(cfg.Trace); err != nil {
+				return cfg, fmt.Errorf("--trace: %w", err)
+			}
+		} else if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
 			return cfg, fmt.Errorf("--format: %w", err)
 		}
 	}
@@ -121,8 +125,9 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 	opt := predeval.Options{Protocol: cfg.Protocol, Trace: name}
 	tty := isTerminal(errOut)
 	if tty {
+		started := time.Now()
 		opt.Progress = func(done, total int) {
-			fmt.Fprintf(errOut, "\rreplaying %s: %3d%% (%d/%d jobs)", opt.Trace, done*100/total, done, total)
+			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %d jobs (%d predictors); %s", opt.Trace, done, total, len(preds), eta(started, time.Now(), done, total))
 		}
 	}
 	res, err := predeval.Run(jobs, preds, opt)
@@ -165,11 +170,16 @@ func predictJobs(ctx context.Context, cfg predictEvalConfig) (jobs []policy.Job,
 		}
 		return tr.Jobs, filepath.Base(cfg.Trace), tr.LeftOut, nil
 	}
-	store, closeDB, err := openStore(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, "", nil, err
 	}
-	defer closeDB()
+	defer pool.Close()
+	if cfg.Cluster == "" { // as report finds it: the only cluster in the database
+		if cfg.Cluster, _, err = report.NewSource(pool, store).Resolve(ctx, "", report.Month{}); err != nil {
+			return nil, "", nil, fmt.Errorf("--from-db: %w", err)
+		}
+	}
 	until := time.Now()
 	jobs, err = store.FinishedJobs(ctx, cfg.Cluster, until.AddDate(0, 0, -cfg.Days), until)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // lists the pending jobs with their rank, expected start, predicted run
 // time, wait so far and why they wait, sorted like squeue.
 func queueCommand() *cli.Command {
-	flags := append(serveFlags(),
+	flags := append(readOnlyFlags(),
 		&cli.StringFlag{Name: "user", Usage: "only this user's jobs"},
 		&cli.StringFlag{Name: "account", Usage: "only this account's jobs"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"})

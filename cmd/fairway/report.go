@@ -154,7 +154,7 @@ func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, 
 	cfg.Month = month
 	step := func(s string) {
 		if cfg.Progress {
-			fmt.Fprintf(stderr, "\rreport %s %s: %-40s", cluster, cfg.Month, s)
+			fmt.Fprintf(stderr, "\r\033[Kreport %s %s: %s", cluster, cfg.Month, s)
 		}
 	}
 	start := time.Now()
@@ -169,8 +169,9 @@ func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, 
 	}
 	opt := cfg.Options
 	if cfg.Progress {
+		simStart := time.Now()
 		opt.Progress = func(done, total int) error {
-			step(fmt.Sprintf("simulating: %d/%d jobs", done, total))
+			step(fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, eta(simStart, time.Now(), done, total)))
 			return ctx.Err()
 		}
 	} else {

@@ -67,7 +67,7 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "slurm-url", Usage: "slurmrestd base URL", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
 		&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "user name sent to slurmrestd (an operator or SlurmUser)", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
 		&cli.StringFlag{Name: "slurm-token-file", Usage: "file holding the JWT (re-read when it changes); else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
-		&cli.BoolFlag{Name: "scontrol-token", Usage: "mint and renew the JWT with `scontrol token` (Fairway runs as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
+		&cli.BoolFlag{Name: "scontrol-token", Usage: "mint and renew the JWT with \"scontrol token\" (Fairway runs as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
 		&cli.StringFlag{Name: "slurm-api", Usage: "pin the REST API version (v0.0.38, v0.0.40 to v0.0.45); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
 		&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: "largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
 		&cli.StringFlag{Name: "write-mode", Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},

@@ -36,7 +36,7 @@ func sharesCommand() *cli.Command {
 					&cli.StringFlag{Name: "slurm-url", Usage: "slurmrestd: base URL", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
 					&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "slurmrestd: user name sent", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
 					&cli.StringFlag{Name: "slurm-token-file", Usage: "slurmrestd: file holding the JWT; else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
-					&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmrestd: mint the JWT with `scontrol token` (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
+					&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmrestd: mint the JWT with \"scontrol token\" (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
 					&cli.StringFlag{Name: "slurm-api", Usage: "slurmrestd: pin the API version (default: negotiate)", EnvVars: []string{"FAIRWAY_SLURM_API"}},
 				},
 				Action: func(c *cli.Context) error {

@@ -52,7 +52,7 @@ func simulateCommand() *cli.Command {
 			"120 nodes × 8 GPUs (the Chronus artifact's cluster); Helios traces need --nodes.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
-			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
+			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
 			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.PolicyNames(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_SIMULATE_BACKFILL"}},
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
@@ -93,6 +93,10 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		Nodes: c.Int("nodes"), PerNode: c.Int("per-node"), Parallel: c.Int("parallel"), Load: c.Float64("load")}
 	var err error
 	switch {
+	case cfg.Trace != "" && c.String("format") == "":
+		if cfg.Format, err = trace.DetectFile(cfg.Trace); err != nil {
+			return cfg, fmt.Errorf("--trace: %w", err)
+		}
 	case cfg.Trace != "":
 		if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
 			return cfg, fmt.Errorf("--format: %w", err)
@@ -204,21 +208,24 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		return err
 	}
 	var progress func(string, int, int)
+	started := time.Now()
 	if isTerminal(errOut) {
 		var mu sync.Mutex
-		pct := map[string]int{}
-		progress = func(name string, done, total int) {
+		done := map[string]int{}
+		progress = func(name string, d, total int) {
 			mu.Lock()
 			defer mu.Unlock()
-			pct[name] = done * 100 / total
+			done[name] = d
 			var b strings.Builder
+			all := 0
 			for _, n := range cfg.Policies {
-				fmt.Fprintf(&b, " %s %d%%", n, pct[n])
+				fmt.Fprintf(&b, " %s %d", n, done[n])
+				all += done[n]
 			}
-			fmt.Fprintf(errOut, "\r\033[Ksimulating %s:%s", w.Name, b.String())
+			fmt.Fprintf(errOut, "\r\033[Ksimulating %s, jobs replayed of %d per policy:%s; %s", w.Name, total, b.String(),
+				eta(started, time.Now(), all, total*len(cfg.Policies)))
 		}
 	}
-	started := time.Now()
 	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
 		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: progress})
 	if progress != nil {
@@ -374,7 +381,8 @@ func simulateSuite(c *cli.Context) error {
 		return fmt.Errorf("--max-jobs %d: want >= 0", c.Int("max-jobs"))
 	}
 	if isTerminal(os.Stderr) {
-		cfg.Progress = func(msg string) { fmt.Fprintf(os.Stderr, "\r\033[K%s", msg) }
+		suiteStart := time.Now()
+		cfg.Progress = func(msg string) { fmt.Fprintf(os.Stderr, "\r\033[K%s; %s", msg, eta(suiteStart, time.Now(), 0, 0)) }
 	}
 	res, err := sim.RunSuite(c.Context, cfg)
 	if cfg.Progress != nil {

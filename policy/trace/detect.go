@@ -1,0 +1,87 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Detect tells a trace's format from its first line (gzip-transparent):
+// an SWF header line (";") or a record of 18 numbers is SWF; a CSV header
+// naming job_id, user, num_gpu and duration is Philly-MIX, one naming
+// job_id, user, gpu_num and submit_time is Helios (Fairway's own synthetic
+// traces, `fairway trace synth`, are Helios). name is used in the error.
+func Detect(r io.Reader, name string) (Format, error) {
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return "", fmt.Errorf("gunzip %s: %w", name, err)
+		}
+		defer zr.Close()
+		br = bufio.NewReader(zr)
+	}
+	sc := bufio.NewScanner(br)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if f, ok := detectLine(line); ok {
+			return f, nil
+		}
+		return "", fmt.Errorf("cannot tell the format of %s from its first line %.60q: want an SWF header (\"; ...\") or 18 numbers, "+
+			"or a CSV header with job_id,user,gpu_num,submit_time (Helios) or job_id,user,num_gpu,...,duration (Philly-MIX); give --format", name, line)
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read %s: %w", name, err)
+	}
+	return "", fmt.Errorf("cannot tell the format of %s: it is empty", name)
+}
+
+func detectLine(line string) (Format, bool) {
+	if line[0] == ';' {
+		return SWF, true
+	}
+	if fs := strings.Fields(line); len(fs) == swfFields && !strings.Contains(line, ",") {
+		return SWF, true
+	}
+	cols := map[string]bool{}
+	for _, c := range strings.Split(line, ",") {
+		cols[strings.Trim(strings.TrimSpace(c), `"`)] = true
+	}
+	has := func(names ...string) bool {
+		for _, n := range names {
+			if !cols[n] {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case has(phillyRequired...):
+		return PhillyMIX, true
+	case has(heliosRequired...):
+		return Helios, true
+	}
+	return "", false
+}
+
+// DetectFile is Detect on a file.
+func DetectFile(path string) (Format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("trace %s: no such file", path)
+		}
+		return "", err
+	}
+	defer f.Close()
+	return Detect(f, path)
+}

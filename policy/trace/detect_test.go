@@ -1,0 +1,44 @@
+package trace
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDetect tells each format from the real excerpts, plain and gzipped,
+// and says what it wants of a file it cannot place.
+func TestDetect(t *testing.T) {
+	sdsc, err := os.ReadFile(filepath.Join("testdata", "sdsc-blue-excerpt.swf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noHeader := strings.SplitN(kthHead, "\n", 2)[1] // records only: 18 fields
+	for _, tc := range []struct {
+		name string
+		in   string
+		want Format
+	}{
+		{"swf header", ctcHead, SWF}, {"swf records only", noHeader, SWF}, {"sdsc", string(sdsc), SWF},
+		{"helios", heliosHead, Helios}, {"philly", phillyHead, PhillyMIX},
+		{"blank lines first", "\n\n" + phillyHead, PhillyMIX},
+	} {
+		for _, gz := range []bool{false, true} {
+			in := []byte(tc.in)
+			if gz {
+				in = gzipBytes(t, in)
+			}
+			got, err := Detect(bytes.NewReader(in), "t")
+			if err != nil || got != tc.want {
+				t.Errorf("%s (gzip %v): %q, %v; want %q", tc.name, gz, got, err, tc.want)
+			}
+		}
+	}
+	for _, bad := range []string{"", "a,b,c\n1,2,3\n", "1 2 3\n"} {
+		if f, err := Detect(strings.NewReader(bad), "t"); err == nil || !strings.Contains(err.Error(), "--format") && bad != "" {
+			t.Errorf("Detect(%q) = %q, %v; want an error saying to give --format", bad, f, err)
+		}
+	}
+}
