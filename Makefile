@@ -51,7 +51,7 @@ forecast-doc: build
 
 ## policy-doc: rerun the policy suite (every policy × CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds ×
 ## loads 0.8/1.0/1.2) and rewrite the evidence section of docs/POLICY.md; TRACES_DIR=dir, SUITE_FLAGS=--max-jobs N
-SUITE_FLAGS ?= --max-jobs 10000
+SUITE_FLAGS ?= --max-jobs 30000
 .PHONY: policy-doc
 policy-doc:
 	$(GO) build -o fairway.suite ./cmd/fairway

@@ -289,7 +289,8 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 	slices.SortFunc(byLimit, compareLimitEnd)
 
 	f.Pending = make([]Expected, len(ranking))
-	var q Queue
+	q := Queue{Order: make([]int32, 0, len(ranking)), Need: make([]int32, 0, len(ranking)),
+		Limit: make([]int64, 0, len(ranking)), blockMin: make([]int32, 0, len(ranking)/queueBlock+1)}
 	capacity := m.Capacity()
 	minNeed := capacity + 1
 	for r, sc := range ranking {
@@ -384,21 +385,23 @@ type limitEnds struct {
 	byLimit []LimitEnd
 	added   []LimitEnd
 	dead    int
+	spare   []LimitEnd // the storage rebuild writes next
 }
 
 func (l *limitEnds) add(e LimitEnd) {
 	i, _ := slices.BinarySearchFunc(l.added, e, compareLimitEnd)
 	l.added = slices.Insert(l.added, i, e)
-	if len(l.added) > 64+len(l.byLimit)/8 {
+	if len(l.added) > 64+len(l.byLimit)/32 {
 		l.rebuild()
 	}
 }
 
 func (l *limitEnds) rebuild() {
-	out := make([]LimitEnd, 0, len(l.byLimit)+len(l.added)-l.dead)
+	out := l.spare[:0]
 	for e := range l.all2 {
 		out = append(out, e)
 	}
+	l.spare = l.byLimit[:0]
 	l.byLimit, l.added, l.dead = out, l.added[:0], 0
 }
 
@@ -414,8 +417,15 @@ func (l *limitEnds) all(yield func(int64, []Use) bool) {
 	}
 }
 
-// all2 yields every live end, earliest first.
+// all2 yields every live end, earliest first. Ended jobs at the front of
+// either list are dropped for good: they tend to gather there.
 func (l *limitEnds) all2(yield func(LimitEnd) bool) {
+	for len(l.byLimit) > 0 && l.jobs[l.byLimit[0].K].ended {
+		l.byLimit, l.dead = l.byLimit[1:], l.dead-1
+	}
+	for len(l.added) > 0 && l.jobs[l.added[0].K].ended {
+		l.added, l.dead = l.added[1:], l.dead-1
+	}
 	a := 0
 	for _, e := range l.byLimit {
 		for ; a < len(l.added) && compareLimitEnd(l.added[a], e) < 0; a++ {
