@@ -38,16 +38,16 @@ func explainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer s.close()
-			ex, err := explain(c.Context, cfg, s.deps, id, log)
+			defer s.Close()
+			ex, err := explain(c.Context, cfg, s.Deps, id, log)
 			if err != nil {
 				return err
 			}
-			ex.Last, err = s.store.LastDecision(c.Context, cfg.runner.Cluster, id)
+			ex.Last, err = s.Store.LastDecision(c.Context, cfg.Runner.Cluster, id)
 			if err != nil {
 				return err
 			}
-			ex.Policy = cfg.runner.Policy
+			ex.Policy = cfg.Runner.Policy
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
@@ -61,7 +61,7 @@ func explainCommand() *cli.Command {
 // explain ranks the queue once with every effect going to a Planner that
 // keeps records in memory: nothing reaches Slurm, the table file or the
 // database, whatever the settings say.
-func explain(ctx context.Context, cfg serveConfig, d serveDeps, id int64, log *slog.Logger) (*sidecar.Explanation, error) {
+func explain(ctx context.Context, cfg serveConfig, d sidecar.Deps, id int64, log *slog.Logger) (*sidecar.Explanation, error) {
 	res, err := planCycle(ctx, cfg, d, log)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func explain(ctx context.Context, cfg serveConfig, d serveDeps, id int64, log *s
 
 // openReadOnly opens what explain and queue read with serve's settings,
 // never taking the lease from a running serve.
-func openReadOnly(c *cli.Context) (serveConfig, *served, *slog.Logger, error) {
+func openReadOnly(c *cli.Context) (serveConfig, *sidecar.Opened, *slog.Logger, error) {
 	log, err := logger(c)
 	if err != nil {
 		return serveConfig{}, nil, nil, err
@@ -81,17 +81,17 @@ func openReadOnly(c *cli.Context) (serveConfig, *served, *slog.Logger, error) {
 		return cfg, nil, nil, err
 	}
 	cfg.HA = false
-	s, err := openServe(c.Context, cfg, c.String("database-url"), log)
+	s, err := sidecar.Open(c.Context, cfg, log)
 	return cfg, s, log, err
 }
 
 // planCycle runs one cycle, forecasts included, with every effect going
 // to a Planner that keeps records in memory: nothing reaches Slurm, the
 // table file or the database, whatever the settings say.
-func planCycle(ctx context.Context, cfg serveConfig, d serveDeps, log *slog.Logger) (*sidecar.CycleResult, error) {
-	cfg.runner.BufferDir = "" // serve's spilled records are serve's to ship
-	cfg.runner.Forecast, cfg.runner.ForecastAsync = true, false
-	r, err := newServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
+func planCycle(ctx context.Context, cfg serveConfig, d sidecar.Deps, log *slog.Logger) (*sidecar.CycleResult, error) {
+	cfg.Runner.BufferDir = "" // serve's spilled records are serve's to ship
+	cfg.Runner.Forecast, cfg.Runner.ForecastAsync = true, false
+	r, err := sidecar.NewServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func (s *countingStore) UsageSamples(context.Context, string, time.Time) ([]rewr
 // rewriteDeps is a cluster on which every rewrite rule has work: alice's
 // `light` runs used little of their GPU (share rule), job 1 asks for fewer
 // CPUs than its GPU share (cpus and memory rules), job 5 is elastic.
-func rewriteDeps() (serveDeps, *countingValues, *countingResizer, *countingStore) {
+func rewriteDeps() (sidecar.Deps, *countingValues, *countingResizer, *countingStore) {
 	node := func(name string) slurmctl.Node {
 		return slurmctl.Node{Name: name, State: []string{"IDLE"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000, GPUs: 4, Shards: 16}
 	}
@@ -93,7 +93,7 @@ func rewriteDeps() (serveDeps, *countingValues, *countingResizer, *countingStore
 			CPUsUsed: 1.5, MemUsedMB: 3000})
 	}
 	values, resizer, store := &countingValues{}, &countingResizer{comments: map[int64]string{5: "fairway:elastic=1-8"}}, &countingStore{samples: samples}
-	return serveDeps{source: &countingSource{cl}, values: values, resizes: resizer, comments: resizer, store: store, leader: sidecar.AlwaysLeader{}},
+	return sidecar.Deps{Source: &countingSource{cl}, Values: values, Resizes: resizer, Comments: resizer, Store: store, Leader: sidecar.AlwaysLeader{}},
 		values, resizer, store
 }
 
@@ -145,7 +145,7 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, values, resizer, store := rewriteDeps()
-	r, err := newServeRunner(context.Background(), cfg, d, serveSink(cfg, d), quietLogger())
+	r, err := sidecar.NewServeRunner(context.Background(), cfg, d, sidecar.NewSink(cfg, d), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 	// The same settings without --dry-run do write: the fakes see it.
 	cfg.DryRun = false
 	d, values, resizer, _ = rewriteDeps()
-	r, err = newServeRunner(context.Background(), cfg, d, serveSink(cfg, d), quietLogger())
+	r, err = sidecar.NewServeRunner(context.Background(), cfg, d, sidecar.NewSink(cfg, d), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

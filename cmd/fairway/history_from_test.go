@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
 
 func TestServeSettings_HistoryFrom(t *testing.T) {
@@ -12,9 +14,9 @@ func TestServeSettings_HistoryFrom(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{want: historyFromREST},
-		{args: []string{"--history-from", "sacct"}, want: historyFromSacct},
-		{env: "sacct", want: historyFromSacct},
+		{want: sidecar.HistoryFromREST},
+		{args: []string{"--history-from", "sacct"}, want: sidecar.HistoryFromSacct},
+		{env: "sacct", want: sidecar.HistoryFromSacct},
 		{args: []string{"--history-from", "slurmdbd"}, wantErr: `--history-from "slurmdbd": want rest or sacct`},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" env="+tc.env, func(t *testing.T) {

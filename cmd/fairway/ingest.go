@@ -24,7 +24,7 @@ type ingestConfig struct {
 	JSON     bool
 	Progress bool
 	Sacct    string // slurmdbd: the sacct binary
-	Slurm    slurmSettings
+	Slurm    slurmctl.ConnectConfig
 }
 
 func ingestCommand() *cli.Command {
@@ -96,12 +96,12 @@ func ingestCommand() *cli.Command {
 
 // ingestSettings validates the flags once, naming the bad one.
 func ingestSettings(c *cli.Context) (ingestConfig, error) {
-	cfg := ingestConfig{JSON: c.Bool("json"), Sacct: c.String("sacct"), Slurm: slurmSettings{URL: c.String("slurm-url"),
+	cfg := ingestConfig{JSON: c.Bool("json"), Sacct: c.String("sacct"), Slurm: slurmctl.ConnectConfig{URL: c.String("slurm-url"),
 		User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"), TokenEnv: os.Getenv("SLURM_JWT"),
 		ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"), MaxBody: c.Int64("slurm-max-body")}}
 	cfg.IngestConfig = accounting.IngestConfig{From: c.String("from"), File: c.Args().First(), NArgs: c.NArg(),
 		Cluster: c.String("cluster"), SkipBad: c.Bool("skip-bad"), Overlap: c.Duration("overlap"),
-		SlurmREST: cfg.Slurm.URL != "", HasToken: cfg.Slurm.TokenFile != "" || cfg.Slurm.TokenEnv != "" || cfg.Slurm.ScontrolToken}
+		SlurmREST: cfg.Slurm.URL != "", HasToken: cfg.Slurm.HasToken()}
 	var err error
 	if cfg.From == "" {
 		if cfg.From, err = accounting.IngestSource(cfg.File); err != nil {
@@ -134,7 +134,7 @@ func openHistory(ctx context.Context, cfg ingestConfig, log *slog.Logger) (*acco
 	if cfg.Slurm.URL == "" {
 		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: cfg.Sacct, Cluster: cfg.Cluster}, Via: "sacct"}, nil
 	}
-	client, err := newSlurmClient(ctx, cfg.Slurm, log)
+	client, err := slurmctl.Connect(ctx, cfg.Slurm, log)
 	if err != nil {
 		return nil, err
 	}

@@ -86,13 +86,13 @@ func TestServeOnce_FailsOnAFailedWrite(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.runner.Range}, client, nil)
+				writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.Runner.Range}, client, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				d, _, resizer, _ := rewriteDeps()
-				d.source, d.values, d.resizes, d.comments = client, writer, resizer, resizer
-				r, err := newServeRunner(context.Background(), cfg, d, serveSink(cfg, d), quietLogger())
+				d.Source, d.Values, d.Resizes, d.Comments = client, writer, resizer, resizer
+				r, err := sidecar.NewServeRunner(context.Background(), cfg, d, sidecar.NewSink(cfg, d), quietLogger())
 				if err != nil {
 					t.Fatal(err)
 				}

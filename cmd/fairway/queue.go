@@ -32,8 +32,8 @@ func queueCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer s.close()
-			res, err := planCycle(c.Context, cfg, s.deps, log)
+			defer s.Close()
+			res, err := planCycle(c.Context, cfg, s.Deps, log)
 			if err != nil {
 				return err
 			}

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +19,7 @@ func rewriteFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "rewrite-partitions", Usage: "rewrite requests (GPU sharing, CPUs per GPU, elastic GPU counts) in these partitions; default: nowhere", EnvVars: []string{"FAIRWAY_REWRITE_PARTITIONS"}},
 		&cli.StringFlag{Name: "rewrite-rules", Value: "share,cpus", Usage: "rewrite rules to run: some of " + strings.Join(sidecar.RuleNames, ","), EnvVars: []string{"FAIRWAY_REWRITE_RULES"}},
-		&cli.StringFlag{Name: "rewrite-table", Value: defaultRewriteTable, Usage: "table file job_submit.lua reads (mode 0640; the systemd unit's StateDirectory); used by the share rule", EnvVars: []string{"FAIRWAY_REWRITE_TABLE"}},
+		&cli.StringFlag{Name: "rewrite-table", Value: sidecar.DefaultRewriteTable, Usage: "table file job_submit.lua reads (mode 0640; the systemd unit's StateDirectory); used by the share rule", EnvVars: []string{"FAIRWAY_REWRITE_TABLE"}},
 		&cli.IntFlag{Name: "rewrite-table-max-rules-per-user", Value: sidecar.DefaultTableMaxRulesPerUser, Usage: "share rules per user in the table at most (slurmctld reads it on every submission)", EnvVars: []string{"FAIRWAY_REWRITE_TABLE_MAX_RULES_PER_USER"}},
 		&cli.IntFlag{Name: "rewrite-table-max-bytes", Value: sidecar.DefaultTableMaxBytes, Usage: "size of the table at most; the users with the most rules lose rules first (job_submit.lua ignores a table over 4 MiB)", EnvVars: []string{"FAIRWAY_REWRITE_TABLE_MAX_BYTES"}},
 		&cli.DurationFlag{Name: "rewrite-table-max-age", Value: 15 * time.Minute, Usage: "job_submit.lua ignores a table older than this (serve rewrites it every cycle)", EnvVars: []string{"FAIRWAY_REWRITE_TABLE_MAX_AGE"}},
@@ -37,58 +33,16 @@ func rewriteFlags() []cli.Flag {
 	}
 }
 
-// defaultRewriteTable is where serve writes the job_submit table and where
-// contrib/slurm/job_submit.lua looks first: SlurmUser's state directory
-// (fairway-serve.service's StateDirectory), not /etc/slurm, which must stay
-// read-only to SlurmUser (else it could rewrite slurm.conf).
-const defaultRewriteTable = "/var/lib/fairway/fairway-rewrite.table"
-
-// rewriteSettings validates the rewriting flags; shardsPerGPU and cluster
-// come from serve's own settings.
-func rewriteSettings(c *cli.Context, shardsPerGPU int, cluster string) (sidecar.RewriteConfig, error) {
-	cfg := sidecar.RewriteConfig{
+// rewriteSettings reads the rewriting flags; serve's settings fill the
+// rest and validate them (sidecar.ServeConfig.Validate).
+func rewriteSettings(c *cli.Context) sidecar.RewriteConfig {
+	return sidecar.RewriteConfig{
 		Partitions: c.StringSlice("rewrite-partitions"), Table: c.String("rewrite-table"), TableMaxAge: c.Duration("rewrite-table-max-age"),
 		HistoryDays: c.Int("rewrite-history-days"), RefreshEvery: c.Int("rewrite-refresh-every"), CPUsPerGPU: c.Float64("rewrite-cpus-per-gpu"),
 		MemPerGPUMB: c.Int64("rewrite-mem-per-gpu"), ShareMaxUtil: c.Float64("rewrite-share-max-util"), MinHistory: c.Int("rewrite-min-history"),
-		Sacct: c.Bool("rewrite-sacct"), ShardsPerGPU: shardsPerGPU, Cluster: cluster, Rules: map[string]bool{},
-		ExemptQOS: c.StringSlice("exempt-qos"), TableMaxRulesPerUser: c.Int("rewrite-table-max-rules-per-user"),
-		TableMaxBytes: c.Int("rewrite-table-max-bytes"),
+		Sacct: c.Bool("rewrite-sacct"), ExemptQOS: c.StringSlice("exempt-qos"),
+		TableMaxRulesPerUser: c.Int("rewrite-table-max-rules-per-user"), TableMaxBytes: c.Int("rewrite-table-max-bytes"),
 	}
-	for _, r := range strings.Split(c.String("rewrite-rules"), ",") {
-		if r = strings.TrimSpace(r); r == "" {
-			continue
-		}
-		if !slices.Contains(sidecar.RuleNames, r) {
-			return cfg, fmt.Errorf("--rewrite-rules: unknown rule %q: want some of %s", r, strings.Join(sidecar.RuleNames, ","))
-		}
-		cfg.Rules[r] = true
-	}
-	switch {
-	case len(cfg.Partitions) == 0:
-		return cfg, nil // off
-	case len(cfg.Rules) == 0:
-		return cfg, errors.New("--rewrite-rules: empty while --rewrite-partitions is set")
-	case cfg.Rules[rewrite.RuleShare] && cfg.Table == "":
-		return cfg, errors.New("--rewrite-table is required by the share rule: the file job_submit.lua reads (default " + defaultRewriteTable + ")")
-	case cfg.TableMaxRulesPerUser < 1 || cfg.TableMaxBytes < 4096:
-		return cfg, fmt.Errorf("--rewrite-table-max-rules-per-user %d, --rewrite-table-max-bytes %d: want at least 1 and 4096", cfg.TableMaxRulesPerUser, cfg.TableMaxBytes)
-	case cfg.Rules[rewrite.RuleShare] && cfg.ShardsPerGPU < 2:
-		return cfg, fmt.Errorf("--shards-per-gpu %d: the share rule needs at least 2", cfg.ShardsPerGPU)
-	case cfg.TableMaxAge < time.Minute:
-		return cfg, fmt.Errorf("--rewrite-table-max-age %s: want at least 1m", cfg.TableMaxAge)
-	case cfg.HistoryDays < 1 || cfg.RefreshEvery < 1 || cfg.MinHistory < 1:
-		return cfg, errors.New("--rewrite-history-days, --rewrite-refresh-every and --rewrite-min-history must be at least 1")
-	case cfg.CPUsPerGPU < 0 || cfg.MemPerGPUMB < 0:
-		return cfg, errors.New("--rewrite-cpus-per-gpu and --rewrite-mem-per-gpu must not be negative")
-	case cfg.ShareMaxUtil <= 0 || cfg.ShareMaxUtil > 100:
-		return cfg, fmt.Errorf("--rewrite-share-max-util %g: want more than 0 and at most 100", cfg.ShareMaxUtil)
-	}
-	if cfg.Table != "" {
-		if st, err := os.Stat(filepath.Dir(cfg.Table)); err != nil || !st.IsDir() {
-			return cfg, fmt.Errorf("--rewrite-table %s: its directory must exist", cfg.Table)
-		}
-	}
-	return cfg, nil
 }
 
 // printRewrite prints a cycle's rewriting for `serve --once`.

@@ -32,8 +32,8 @@ func TestRewriteSettings_Validation(t *testing.T) {
 			if tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)) {
 				t.Fatalf("error %v, want it to mention %q", err, tt.bad)
 			}
-			if err == nil && len(tt.args) == 0 && len(cfg.rewrite.Partitions) != 0 {
-				t.Errorf("rewriting on by default: %+v", cfg.rewrite)
+			if err == nil && len(tt.args) == 0 && len(cfg.Rewrite.Partitions) != 0 {
+				t.Errorf("rewriting on by default: %+v", cfg.Rewrite)
 			}
 		})
 	}

@@ -31,7 +31,7 @@ func serveLabConfig(e *lab.Env, pol string, dry bool) serveConfig {
 		Interval: time.Second, MaxBackoff: 4 * time.Second, HA: true, HistoryDays: 1, ChargeEvery: -1, ShardsPerGPU: 4,
 	}
 	cfg.DryRun = dry
-	cfg.runner = sidecar.Config{Cluster: e.Cluster, Policy: pol, Predictor: "fairway",
+	cfg.Runner = sidecar.Config{Cluster: e.Cluster, Policy: pol, Predictor: "fairway",
 		Range: policy.SiteFactorRange(), Field: "site_factor", Partitions: []string{e.Partition}}
 	return cfg
 }
@@ -217,17 +217,17 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	cfg := serveLabConfig(e, "fair-qssf", false)
 	// The lab keeps Slurm's age and fair-share weights (the "before
 	// Fairway" setup); a gap above their sum keeps Fairway's order.
-	cfg.runner.Range.Gap = priorityWeightSum(t, e) + 1
+	cfg.Runner.Range.Gap = priorityWeightSum(t, e) + 1
 	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
+	defer s.Close()
 	// Two cycles: the first sees the heavy user's running blocker, the
 	// second charges the time it ran since and ranks with it.
 	var res *sidecar.CycleResult
 	for i := 0; i < 2; i++ {
-		if res, err = s.runner.RunCycle(ctx); err != nil {
+		if res, err = s.Runner.RunCycle(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -260,7 +260,7 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 		}
 	}
 	// A second cycle with nothing changed writes nothing.
-	res, err = s.runner.RunCycle(ctx)
+	res, err = s.Runner.RunCycle(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +307,8 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
-	res, err := s.runner.RunCycle(ctx)
+	defer s.Close()
+	res, err := s.Runner.RunCycle(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,4 +568,10 @@ func decisionCount(t *testing.T, url, where string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// buildServe builds serve against the lab's database.
+func buildServe(ctx context.Context, cfg serveConfig, dbURL string, log *slog.Logger) (*sidecar.Opened, error) {
+	cfg.DatabaseURL = dbURL
+	return sidecar.Build(ctx, cfg, log)
 }

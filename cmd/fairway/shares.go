@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
 )
 
@@ -151,19 +152,19 @@ func sharesCommand() *cli.Command {
 // sharesFromSlurmrestd reads the share tree of cluster from slurmrestd's
 // /slurm/<version>/shares.
 func sharesFromSlurmrestd(c *cli.Context, cluster string) ([]accounting.ShareNode, error) {
-	s := slurmSettings{URL: c.String("slurm-url"), User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
+	s := slurmctl.ConnectConfig{URL: c.String("slurm-url"), User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api")}
 	if s.URL == "" {
 		return nil, errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
 	}
-	if s.TokenFile == "" && s.TokenEnv == "" && !s.ScontrolToken {
+	if !s.HasToken() {
 		return nil, errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
 	}
 	log, err := logger(c)
 	if err != nil {
 		return nil, err
 	}
-	client, err := newSlurmClient(c.Context, s, log)
+	client, err := slurmctl.Connect(c.Context, s, log)
 	if err != nil {
 		return nil, err
 	}

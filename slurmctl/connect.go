@@ -1,0 +1,46 @@
+package slurmctl
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// ConnectConfig is how a command reaches slurmrestd (serve, ingest).
+type ConnectConfig struct {
+	URL, User     string
+	TokenFile     string // JWT file, re-read when it changes
+	TokenEnv      string // the JWT from $SLURM_JWT, never logged
+	ScontrolToken bool   // mint and renew with `scontrol token`
+	APIVersion    string // pinned version, "" to negotiate
+	MaxBody       int64  // largest answer read; 0: DefaultMaxResponseBytes
+}
+
+// HasToken says whether c names any token source.
+func (c ConnectConfig) HasToken() bool {
+	return c.TokenFile != "" || c.TokenEnv != "" || c.ScontrolToken
+}
+
+// Connect picks the token source (scontrol, file, else environment) and
+// connects, negotiating the API version unless pinned.
+func Connect(ctx context.Context, c ConnectConfig, log *slog.Logger) (*Client, error) {
+	var tokens TokenSource
+	switch {
+	case c.ScontrolToken:
+		st, err := NewScontrolToken(ScontrolTokenConfig{User: c.User}, log.With("component", "token"))
+		if err != nil {
+			return nil, err
+		}
+		tokens = st
+	case c.TokenFile != "":
+		tokens = FileToken(c.TokenFile)
+	default:
+		tokens = StaticToken(c.TokenEnv)
+	}
+	client, err := New(ctx, Config{URL: c.URL, User: c.User, Token: tokens, Version: c.APIVersion, MaxResponseBytes: c.MaxBody},
+		log.With("component", "slurmctl"))
+	if err != nil {
+		return nil, fmt.Errorf("slurmrestd at %s: %w", c.URL, err)
+	}
+	return client, nil
+}
