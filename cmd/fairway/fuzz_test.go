@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/prolog"
 	"github.com/urfave/cli/v2"
 )
 
@@ -41,7 +42,7 @@ func FuzzConfigFile(f *testing.F) {
 		if err := os.WriteFile(path, file, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var got hookConfig
+		var got prolog.Settings
 		var cluster string // --cluster as the command saw it, whatever else was bad
 		app := &cli.App{
 			Name: "fairway", Writer: io.Discard, ErrWriter: io.Discard,

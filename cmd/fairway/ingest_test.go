@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
@@ -65,13 +66,13 @@ func sharedTraceHead(t *testing.T, file string, n, bad int) string {
 	return path
 }
 
-func ingestJSON(t *testing.T, args ...string) ingestResult {
+func ingestJSON(t *testing.T, args ...string) accounting.IngestResult {
 	t.Helper()
 	out, err := runApp(t, append([]string{"ingest", "--json", "--progress", "never"}, args...)...)
 	if err != nil {
 		t.Fatalf("ingest %v: %v\n%s", args, err, out)
 	}
-	var r ingestResult
+	var r accounting.IngestResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("ingest printed %q: %v", out, err)
 	}

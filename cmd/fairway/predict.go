@@ -219,6 +219,8 @@ func writePredictTable(w io.Writer, res *predeval.Result) error {
 			fmt.Fprintf(w, "n/a: %s %s\n", m.Name, m.NotApplicable)
 		}
 	}
+	mae, medae := res.Lowest()
+	fmt.Fprintf(w, "lowest MAE: %s; lowest MedAE: %s\n", strings.Join(mae, " = "), strings.Join(medae, " = "))
 	return nil
 }
 

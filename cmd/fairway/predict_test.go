@@ -74,7 +74,8 @@ func TestPredictEval_Table(t *testing.T) {
 	want := "trace KTH-SP2-filtered.swf.gz, protocol online: 28481 jobs replayed\n" +
 		"left out: none\n" +
 		"  predictor  MAE (s)  MedAE (s)  mean rel err  within ±10%   ±50%  ±100%  under      n\n" +
-		"      limit   4818.4      669.0        297.61        21.9%  38.4%  46.0%   0.0%  28481\n"
+		"      limit   4818.4      669.0        297.61        21.9%  38.4%  46.0%   0.0%  28481\n" +
+		"lowest MAE: limit; lowest MedAE: limit\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
 	}

@@ -5,13 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/prolog"
@@ -26,19 +21,6 @@ import (
 
 // defaultHookConfig is the root-only file of hook settings.
 const defaultHookConfig = "/etc/fairway/hooks.env"
-
-// hookConfig is a hook's validated settings.
-type hookConfig struct {
-	Hooks           prolog.Config
-	Timeout         time.Duration
-	DatabaseURL     string
-	LogFile         string
-	LogLevel        slog.Level
-	Scontrol        string
-	MPSControl      string
-	KernelLog       string
-	ConfigFileError error // the config file was unusable; its settings are missing
-}
 
 // hookFlags are the settings of prolog, epilog and spool flush. timeoutEnv
 // and timeoutDefault differ per command.
@@ -112,7 +94,7 @@ func spoolCommand() *cli.Command {
 // writes to its log); everything else is logged and exits 0.
 func runHook(c *cli.Context, which string) error {
 	cfg, err := hookSettings(c)
-	log, closeLog := hookLogger(cfg, which)
+	log, closeLog := cfg.OpenLog(which, os.Stderr)
 	defer closeLog()
 	if err != nil {
 		log.Error("bad setting: "+which+" does nothing", "err", err)
@@ -121,55 +103,16 @@ func runHook(c *cli.Context, which string) error {
 	if cfg.ConfigFileError != nil {
 		log.Error("config file unusable: running without its settings", "err", cfg.ConfigFileError)
 	}
-	job, err := prolog.JobFromEnv(os.Getenv)
-	if err != nil {
-		log.Error(which+" does nothing", "err", err)
-		return nil
+	var store prolog.UsageStore
+	if cfg.DatabaseURL != "" {
+		store = &usageStore{url: cfg.DatabaseURL, log: log.With("component", "accounting")}
 	}
-	ctx, cancel := context.WithTimeout(c.Context, cfg.Timeout)
-	defer cancel()
-	h, err := prolog.New(cfg.Hooks, hookDeps(cfg, log))
-	if err != nil {
-		log.Error("bad setting: "+which+" does nothing", "err", err)
-		return nil
-	}
-	if which == "epilog" {
-		if err := h.Epilog(ctx, job); err != nil {
-			log.Warn("epilog finished with errors", "err", err)
-		}
-		return nil
-	}
-	err = h.Prolog(ctx, job)
-	var fault *prolog.FaultError
-	if errors.As(err, &fault) {
+	err = prolog.Run(c.Context, which, cfg, cfg.Deps(prolog.NewNVML(nvmlInterface()), store, log), os.Getenv)
+	if fault := (*prolog.FaultError)(nil); errors.As(err, &fault) {
 		fmt.Fprintln(c.App.Writer, fault.Reason())
 		return cli.Exit("", 1)
 	}
-	if err != nil {
-		log.Warn("prolog incomplete; the job starts anyway", "err", err)
-	}
-	return nil
-}
-
-// hookDeps wires the hooks to NVML, MPS, scontrol, the kernel log and the
-// database.
-func hookDeps(cfg hookConfig, log *slog.Logger) prolog.Deps {
-	sc := prolog.Scontrol{Path: cfg.Scontrol}
-	d := prolog.Deps{
-		Library: prolog.NewNVML(nvmlInterface()),
-		MPS:     prolog.MPSControl{Binary: cfg.MPSControl, Dir: cfg.Hooks.MPSDir},
-		Shards:  sc,
-		Drainer: sc,
-		Procs:   prolog.ProcFS{Root: "/proc"},
-		Logger:  log,
-	}
-	if cfg.KernelLog != "" {
-		d.XIDs = prolog.KernelLog{Path: cfg.KernelLog}
-	}
-	if cfg.DatabaseURL != "" {
-		d.Store = &usageStore{url: cfg.DatabaseURL, log: log.With("component", "accounting")}
-	}
-	return d
+	return err
 }
 
 // spoolFlush is `fairway spool flush`.
@@ -184,7 +127,7 @@ func spoolFlush(c *cli.Context) error {
 	if cfg.DatabaseURL == "" {
 		return errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL (environment or config file)")
 	}
-	log, closeLog := hookLogger(cfg, "spool-flush")
+	log, closeLog := cfg.OpenLog("spool-flush", os.Stderr)
 	defer closeLog()
 	ctx, cancel := context.WithTimeout(c.Context, cfg.Timeout)
 	defer cancel()
@@ -219,112 +162,14 @@ func spoolFlush(c *cli.Context) error {
 // hookSettings reads the config file into the flags not set otherwise and
 // validates everything, naming the bad setting. Precedence: command line,
 // environment, config file, default.
-func hookSettings(c *cli.Context) (hookConfig, error) {
-	var cfg hookConfig
-	cfg.ConfigFileError = applyConfigFile(c)
-
-	// The log settings first: a hook logs every other bad setting there.
-	cfg.LogFile = c.String("log-file")
-	if cfg.LogFile != "" {
-		if err := prolog.CheckRootPath(cfg.LogFile); err != nil {
-			cfg.LogFile = "" // root must not append to a file another user can swap
-			return cfg, fmt.Errorf("--log-file: %w", err)
-		}
-	}
-	if err := cfg.LogLevel.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		cfg.LogLevel = slog.LevelInfo
-		return cfg, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
-	}
-	var err error
-	if cfg.Timeout, err = positiveDuration(c, "timeout"); err != nil {
+func hookSettings(c *cli.Context) (prolog.Settings, error) {
+	fileErr := applyConfigFile(c)
+	cfg, err := prolog.ParseSettings(c.String, func(url string) error { _, err := pgxpool.ParseConfig(url); return err })
+	cfg.ConfigFileError = fileErr
+	if err != nil {
 		return cfg, err
 	}
-	if cfg.Hooks.StoreTimeout, err = positiveDuration(c, "database-timeout"); err != nil {
-		return cfg, err
-	}
-	cfg.Hooks.Cluster = c.String("cluster")
-	cfg.DatabaseURL = c.String("database-url")
-	if cfg.DatabaseURL != "" {
-		if _, err := pgxpool.ParseConfig(cfg.DatabaseURL); err != nil {
-			return cfg, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
-		}
-	}
-	for _, p := range []struct {
-		flag string
-		to   *string
-	}{{"spool-dir", &cfg.Hooks.SpoolDir}, {"state-dir", &cfg.Hooks.StateDir}} {
-		*p.to = c.String(p.flag)
-		if !filepath.IsAbs(*p.to) {
-			return cfg, fmt.Errorf("--%s %q: want an absolute path", p.flag, *p.to)
-		}
-	}
-	cfg.Hooks.MPSDir = filepath.Join(cfg.Hooks.StateDir, "mps")
-	n, err := strconv.Atoi(c.String("shards-per-gpu"))
-	if err != nil || n < 0 {
-		return cfg, fmt.Errorf("--shards-per-gpu %q: want 0 or more", c.String("shards-per-gpu"))
-	}
-	cfg.Hooks.ShardsPerGPU = n
-	switch m := c.String("default-compute-mode"); m {
-	case "default":
-		cfg.Hooks.DefaultMode = prolog.ComputeDefault
-	case "exclusive-process":
-		cfg.Hooks.DefaultMode = prolog.ComputeExclusiveProcess
-	case "prohibited":
-		cfg.Hooks.DefaultMode = prolog.ComputeProhibited
-	default:
-		return cfg, fmt.Errorf("--default-compute-mode %q: want default, exclusive-process or prohibited", m)
-	}
-	for _, b := range []struct {
-		flag string
-		to   *bool
-	}{{"kill-stray", &cfg.Hooks.KillStray}, {"drain", &cfg.Hooks.Drain}} {
-		v, err := strconv.ParseBool(c.String(b.flag))
-		if err != nil {
-			return cfg, fmt.Errorf("--%s %q: want true or false", b.flag, c.String(b.flag))
-		}
-		*b.to = v
-	}
-	cfg.Scontrol, cfg.MPSControl, cfg.KernelLog = c.String("scontrol"), c.String("mps-control"), c.String("kernel-log")
-	for _, p := range []struct{ flag, path string }{
-		{"spool-dir", cfg.Hooks.SpoolDir}, {"state-dir", cfg.Hooks.StateDir},
-		{"scontrol", cfg.Scontrol}, {"mps-control", cfg.MPSControl}, {"kernel-log", cfg.KernelLog},
-	} {
-		if p.path == "" && p.flag == "kernel-log" {
-			continue
-		}
-		if err := prolog.CheckRootPath(p.path); err != nil {
-			return cfg, fmt.Errorf("--%s: %w", p.flag, err)
-		}
-	}
-	if c.Command.Name == "flush" {
-		return cfg, nil // a flush needs only the spool and the database
-	}
-	return cfg, cfg.Hooks.Validate()
-}
-
-func positiveDuration(c *cli.Context, flag string) (time.Duration, error) {
-	d, err := time.ParseDuration(c.String(flag))
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--%s %q: want a duration like 5s", flag, c.String(flag))
-	}
-	return d, nil
-}
-
-// hookLogger logs to --log-file when set and openable (slurmd discards what
-// hooks print), else to stderr.
-func hookLogger(cfg hookConfig, which string) (*slog.Logger, func()) {
-	var w io.Writer = os.Stderr
-	closeFn := func() {}
-	if cfg.LogFile != "" {
-		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
-		if err == nil {
-			w, closeFn = f, func() { f.Close() }
-		} else {
-			fmt.Fprintf(os.Stderr, "fairway %s: log file: %v\n", which, err)
-		}
-	}
-	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	return log.With("component", "prolog", "command", which, "node", os.Getenv("SLURMD_NODENAME")), closeFn
+	return cfg, cfg.Validate(c.Command.Name == "flush")
 }
 
 // usageStore is prolog.UsageStore over package accounting. A hook stores
@@ -336,16 +181,6 @@ type usageStore struct {
 }
 
 func (s *usageStore) PutUsage(ctx context.Context, us []prolog.Usage) error {
-	cfg, err := pgxpool.ParseConfig(s.url)
-	if err != nil {
-		return errors.New("database URL is not a valid PostgreSQL URL or DSN")
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("connect to PostgreSQL at %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
-	}
-	defer pool.Close()
 	rows := make([]accounting.GPUUsage, len(us))
 	for i, u := range us {
 		rows[i] = accounting.GPUUsage{
@@ -355,6 +190,5 @@ func (s *usageStore) PutUsage(ctx context.Context, us []prolog.Usage) error {
 			EnergyJ: u.EnergyJoules,
 		}
 	}
-	_, err = accounting.New(pool, s.log).RecordGPUUsage(ctx, rows)
-	return err
+	return accounting.RecordGPUUsageOnce(ctx, s.url, rows, s.log)
 }

@@ -31,9 +31,9 @@ func TestParseEnvFile(t *testing.T) {
 
 // settingsOf runs a prolog command with the real flags and returns the
 // settings it would use.
-func settingsOf(t *testing.T, args ...string) (hookConfig, error) {
+func settingsOf(t *testing.T, args ...string) (prolog.Settings, error) {
 	t.Helper()
-	var cfg hookConfig
+	var cfg prolog.Settings
 	var err error
 	app := newApp()
 	for _, c := range app.Commands {
@@ -107,7 +107,7 @@ FAIRWAY_CLUSTER=fromfile
 	if got.ConfigFileError != nil {
 		t.Fatal(got.ConfigFileError)
 	}
-	want := hookConfig{
+	want := prolog.Settings{
 		Hooks: prolog.Config{Cluster: "fromfile", StateDir: "/file/state", SpoolDir: "/file/spool", MPSDir: "/file/state/mps",
 			ShardsPerGPU: 8, DefaultMode: prolog.ComputeDefault, Drain: true, StoreTimeout: 2 * time.Second},
 		Timeout: time.Second, DatabaseURL: "postgres://u:secret@db:5432/fw", LogLevel: -4,

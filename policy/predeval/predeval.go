@@ -227,3 +227,27 @@ func Median(xs []float64) float64 {
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
+
+// Lowest names the predictors with the lowest MAE and those with the
+// lowest MedAE (more than one when they tie), among those that ran.
+func (r *Result) Lowest() (mae, medae []string) {
+	bestMAE, bestMed := math.Inf(1), math.Inf(1)
+	for _, m := range r.Predictors {
+		if m.NotApplicable != "" {
+			continue
+		}
+		switch {
+		case m.MAE < bestMAE:
+			bestMAE, mae = m.MAE, []string{m.Name}
+		case m.MAE == bestMAE:
+			mae = append(mae, m.Name)
+		}
+		switch {
+		case m.MedAE < bestMed:
+			bestMed, medae = m.MedAE, []string{m.Name}
+		case m.MedAE == bestMed:
+			medae = append(medae, m.Name)
+		}
+	}
+	return mae, medae
+}

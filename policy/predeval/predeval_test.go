@@ -5,6 +5,7 @@ import (
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,4 +275,17 @@ func BenchmarkEvalOnline(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestResult_Lowest(t *testing.T) {
+	r := &Result{Predictors: []Metrics{
+		{Name: "limit", MAE: 9, MedAE: 1},
+		{Name: "alea", NotApplicable: "needs limits"},
+		{Name: "tsafrir", MAE: 5, MedAE: 3},
+		{Name: "fairway", MAE: 5, MedAE: 2},
+	}}
+	mae, medae := r.Lowest()
+	if strings.Join(mae, ",") != "tsafrir,fairway" || strings.Join(medae, ",") != "limit" {
+		t.Errorf("Lowest() = %v, %v; want [tsafrir fairway], [limit]", mae, medae)
+	}
 }

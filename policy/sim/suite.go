@@ -333,19 +333,9 @@ func suitePredictors(ctx context.Context, jobs []policy.Job, name string, proto 
 		return PredictorRow{}, err
 	}
 	row := PredictorRow{Trace: name, Protocol: proto, Jobs: res.Jobs, Results: res.Predictors}
-	mae, medae := math.Inf(1), math.Inf(1)
-	for _, m := range res.Predictors {
-		if m.NotApplicable != "" {
-			continue
-		}
-		// Ties go to fairway: it is not beaten by an equal error.
-		if m.MAE < mae || (m.MAE == mae && m.Name == "fairway") {
-			mae, row.BestMAE = m.MAE, m.Name
-		}
-		if m.MedAE < medae || (m.MedAE == medae && m.Name == "fairway") {
-			medae, row.BestMedAE = m.MedAE, m.Name
-		}
-	}
+	mae, medae := res.Lowest()
+	// A tie does not beat fairway: it keeps the lowest error.
+	row.BestMAE, row.BestMedAE = lowestName(mae), lowestName(medae)
 	return row, nil
 }
 
@@ -496,6 +486,18 @@ func (s *SuiteResult) write(w io.Writer, md bool) error {
 	}
 	fmt.Fprintln(w, ".")
 	return nil
+}
+
+// lowestName is "fairway" when it is among names (tied or alone), else the
+// first of names ("" for none).
+func lowestName(names []string) string {
+	switch {
+	case slices.Contains(names, "fairway"):
+		return "fairway"
+	case len(names) == 0:
+		return ""
+	}
+	return names[0]
 }
 
 func lookup(ms []predeval.Metrics, name string) predeval.Metrics {

@@ -1,0 +1,39 @@
+package progress
+
+import (
+	"bytes"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestBarLine(t *testing.T) {
+	b := New(&bytes.Buffer{}, "ingest swf")
+	b.Stop()
+	start := b.start
+	if got, want := b.line(start.Add(2*time.Second)), "\r\033[Kingest swf: reading 2s"; got != want {
+		t.Errorf("before Track: %q, want %q", got, want)
+	}
+	var n atomic.Int64
+	n.Store(500_000)
+	b.Track(&n, 1_000_000)
+	b.Phase("copy")
+	want := "\r\033[Kingest swf: writing [" + strings.Repeat("#", 15) + strings.Repeat(".", 15) + "]  50% 0.5 MB 3s"
+	if got := b.line(start.Add(3 * time.Second)); got != want {
+		t.Errorf("half read: %q, want %q", got, want)
+	}
+	n.Store(2_000_000) // more than the size: the bar stays full
+	if got := b.line(start); !strings.Contains(got, "["+strings.Repeat("#", 30)+"] 100%") {
+		t.Errorf("past the size: %q", got)
+	}
+	b.Stop() // twice is safe
+}
+
+func TestBarErasesOnStop(t *testing.T) {
+	var w bytes.Buffer
+	New(&w, "x").Stop()
+	if !strings.HasSuffix(w.String(), "\r\033[K") {
+		t.Errorf("after Stop the terminal holds %q, want the line erased", w.String())
+	}
+}
