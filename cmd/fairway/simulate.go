@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,22 +23,13 @@ import (
 
 // simulateConfig is `fairway simulate`'s validated settings.
 type simulateConfig struct {
-	Trace     string // "" runs the bundled synthetic workload
-	Format    trace.Format
-	Policies  []string
-	Backfill  sim.Backfill
-	Predictor string // "none" for no predictor
-	Preempt   map[string]bool
-	Nodes     int // 0: the trace's default
-	PerNode   int
-	JSON      bool
-	Out       string
-	Parallel  int
-	Load      float64 // inter-arrival scale: offered load × Load
+	sim.RunConfig
+	JSON bool
+	Out  string
 }
 
-// bundledSeed fixes the bundled synthetic workload.
-const bundledSeed = 1
+// clusterJSON is a workload's cluster in JSON output.
+type clusterJSON = sim.ClusterInfo
 
 func simulateCommand() *cli.Command {
 	return &cli.Command{
@@ -89,8 +77,8 @@ func simulateCommand() *cli.Command {
 
 // simulateSettings validates the flags once, naming the bad one.
 func simulateSettings(c *cli.Context) (simulateConfig, error) {
-	cfg := simulateConfig{Trace: c.String("trace"), JSON: c.Bool("json"), Out: c.String("out"),
-		Nodes: c.Int("nodes"), PerNode: c.Int("per-node"), Parallel: c.Int("parallel"), Load: c.Float64("load")}
+	cfg := simulateConfig{RunConfig: sim.RunConfig{Trace: c.String("trace"), Nodes: c.Int("nodes"), PerNode: c.Int("per-node"),
+		Parallel: c.Int("parallel"), Load: c.Float64("load"), Predictor: c.String("predictor")}, JSON: c.Bool("json"), Out: c.String("out")}
 	var err error
 	switch {
 	case cfg.Trace != "" && c.String("format") == "":
@@ -104,14 +92,14 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	case c.String("format") != "":
 		return cfg, fmt.Errorf("--format: only with --trace")
 	}
-	if cfg.Policies, err = nameList(c.String("policies"), func(n string) bool { _, ok := policy.Policies[n]; return ok }); err != nil {
+	if cfg.Policies, err = sim.NameList(c.String("policies"), sim.IsPolicy); err != nil {
 		return cfg, fmt.Errorf("--policies: %w (want some of %s)", err, strings.Join(policy.PolicyNames(), ","))
 	}
 	if len(cfg.Policies) == 0 {
 		return cfg, fmt.Errorf("--policies: empty")
 	}
 	cfg.Preempt = map[string]bool{}
-	preempt, err := nameList(c.String("preempt"), func(n string) bool { _, ok := policy.Policies[n]; return ok })
+	preempt, err := sim.NameList(c.String("preempt"), sim.IsPolicy)
 	if err != nil {
 		return cfg, fmt.Errorf("--preempt: %w", err)
 	}
@@ -121,86 +109,11 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	if cfg.Backfill, err = sim.ParseBackfill(c.String("backfill")); err != nil {
 		return cfg, fmt.Errorf("--backfill: %w", err)
 	}
-	cfg.Predictor = c.String("predictor")
-	if _, ok := predict.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
-		return cfg, fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", cfg.Predictor, strings.Join(predict.Names(), ", "))
-	}
-	if cfg.Nodes < 0 || cfg.PerNode < 0 {
-		return cfg, fmt.Errorf("--nodes %d, --per-node %d: want >= 0", cfg.Nodes, cfg.PerNode)
-	}
-	if cfg.Trace != "" && cfg.Format == trace.Helios && cfg.Nodes == 0 {
-		return cfg, fmt.Errorf("--nodes: required for Helios traces, which do not record their cluster's size")
-	}
-	if cfg.Parallel < 1 {
-		return cfg, fmt.Errorf("--parallel %d: want >= 1", cfg.Parallel)
-	}
-	if !(cfg.Load > 0) || cfg.Load > 1000 {
-		return cfg, fmt.Errorf("--load %g: want a factor > 0 (1 replays the trace as it arrived)", cfg.Load)
-	}
-	return cfg, nil
+	return cfg, cfg.Validate()
 }
 
-// nameList splits a comma-separated list, checking each name.
-func nameList(s string, known func(string) bool) ([]string, error) {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
-		if !known(n) {
-			return nil, fmt.Errorf("unknown name %q", n)
-		}
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out, nil
-}
-
-// loadWorkload reads the trace, or generates the bundled workload, sizes
-// the cluster and scales the offered load by cfg.Load.
-func loadWorkload(cfg simulateConfig) (*sim.Workload, error) {
-	var w *sim.Workload
-	var err error
-	if cfg.Trace == "" {
-		w, err = sim.SynthWorkload(fmt.Sprintf("bundled synthetic workload (seed %d)", bundledSeed), bundledSeed, cfg.Nodes, cfg.PerNode)
-	} else {
-		w, err = sim.LoadTrace(cfg.Trace, cfg.Format, cfg.Nodes, cfg.PerNode)
-	}
-	if err != nil {
-		return nil, err
-	}
-	w.OwnLoad = sim.OfferedLoad(w.Jobs, w.Cluster)
-	if w.Jobs, err = sim.ScaleLoad(w.Jobs, cfg.Load); err != nil {
-		return nil, fmt.Errorf("--load: %w", err)
-	}
-	return w, nil
-}
-
-// simulateReport is the JSON form of the comparison.
-type simulateReport struct {
-	Trace     string         `json:"trace"`
-	Format    string         `json:"format"`
-	Jobs      int            `json:"jobs"`
-	LeftOut   map[string]int `json:"left_out,omitempty"` // trace records the reader left out
-	Skipped   map[string]int `json:"skipped,omitempty"`  // jobs the simulator left out
-	Cluster   clusterJSON    `json:"cluster"`
-	Backfill  sim.Backfill   `json:"backfill"`
-	Predictor string         `json:"predictor"`
-	// Load is --load; OwnLoad the trace's offered load as it arrived and
-	// OfferedLoad the one replayed (OwnLoad × Load).
-	Load        float64       `json:"load"`
-	OwnLoad     float64       `json:"own_offered_load"`
-	OfferedLoad float64       `json:"offered_load"`
-	Policies    []sim.Metrics `json:"policies"`
-}
-
-type clusterJSON struct {
-	Nodes   int    `json:"nodes"`
-	PerNode int    `json:"per_node"`
-	Unit    string `json:"unit"`
-}
+// loadWorkload reads cfg's workload (sim.RunConfig.LoadWorkload).
+func loadWorkload(cfg simulateConfig) (*sim.Workload, error) { return cfg.LoadWorkload() }
 
 func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
 	w, err := loadWorkload(cfg)
@@ -234,17 +147,12 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	if err != nil {
 		return err
 	}
-	rep := simulateReport{Trace: w.Name, Format: w.Format, LeftOut: w.LeftOut, Skipped: runs[0].Skipped, Backfill: cfg.Backfill, Predictor: cfg.Predictor,
-		Load: cfg.Load, OwnLoad: w.OwnLoad, OfferedLoad: sim.OfferedLoad(w.Jobs, w.Cluster),
-		Cluster: clusterJSON{w.Cluster.Nodes, w.Cluster.PerNode, string(w.Cluster.Unit)}, Jobs: runs[0].Metrics.Jobs}
-	if len(rep.Skipped) == 0 {
-		rep.Skipped = nil
-	}
-	for i := range runs {
-		rep.Policies = append(rep.Policies, runs[i].Metrics)
-	}
+	rep := sim.NewReport(w, runs, cfg.RunConfig)
 	if cfg.Out != "" {
-		if err := writeSimulateOut(cfg.Out, &rep, runs); err != nil {
+		if err := rep.WriteCSV(cfg.Out, runs); err != nil {
+			return err
+		}
+		if err := writeSimulatePlots(cfg.Out, rep, runs); err != nil {
 			return err
 		}
 	}
@@ -253,11 +161,11 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return writeSimulateTable(out, &rep, cfg)
+	return writeSimulateTable(out, rep, cfg)
 }
 
 // writeSimulateTable prints the comparison for people.
-func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) error {
+func writeSimulateTable(w io.Writer, rep *sim.Report, cfg simulateConfig) error {
 	backfill := "EASY backfill"
 	if rep.Backfill == sim.NoBackfill {
 		backfill = "no backfill"
@@ -300,49 +208,6 @@ func writeSimulateTable(w io.Writer, rep *simulateReport, cfg simulateConfig) er
 	return nil
 }
 
-// writeSimulateOut writes the CSV files and plots into dir.
-func writeSimulateOut(dir string, rep *simulateReport, runs []sim.PolicyRun) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
-	rows := [][]string{{"policy", "jobs", "avg_jct_s", "median_jct_s", "p95_jct_s", "avg_wait_s", "p95_wait_s", "avg_bsld",
-		"makespan_s", "utilization", "jain", "max_rho", "p95_rho", "user_p95_wait_spread_s", "preemptions"}}
-	for _, m := range rep.Policies {
-		rows = append(rows, []string{m.Name, strconv.Itoa(m.Jobs), f(m.AvgJCT), f(m.MedianJCT), f(m.P95JCT), f(m.AvgWait), f(m.P95Wait),
-			f(m.AvgBSLD), f(m.Makespan), f(m.Utilization), f(m.Jain), f(m.MaxRho), f(m.P95Rho), f(m.UserP95WaitSpread), strconv.Itoa(m.Preemptions)})
-	}
-	if err := writeCSV(filepath.Join(dir, "policies.csv"), rows); err != nil {
-		return err
-	}
-	rows = [][]string{{"policy", "user", "jobs", "avg_wait_s", "p95_wait_s"}}
-	for i, r := range runs {
-		for _, u := range r.Users {
-			rows = append(rows, []string{rep.Policies[i].Name, u.User, strconv.Itoa(u.Jobs), f(u.AvgWait), f(u.P95Wait)})
-		}
-	}
-	if err := writeCSV(filepath.Join(dir, "users.csv"), rows); err != nil {
-		return err
-	}
-	return writeSimulatePlots(dir, rep, runs)
-}
-
-func writeCSV(path string, rows [][]string) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	w := csv.NewWriter(fh)
-	if err := w.WriteAll(rows); err != nil {
-		fh.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // defaultTracesDir is where a checkout beside the project's shared data
 // finds the suite's traces.
 const defaultTracesDir = "../shared/data/traces"
@@ -352,7 +217,7 @@ func simulateSuite(c *cli.Context) error {
 	cfg := sim.SuiteConfig{Traces: sim.SuiteTraces(c.String("traces-dir")), MaxJobs: c.Int("max-jobs"), Parallel: c.Int("parallel"),
 		Predictors: !c.Bool("no-predictors")}
 	var err error
-	if cfg.Policies, err = nameList(c.String("policies"), func(n string) bool { _, ok := policy.Policies[n]; return ok }); err != nil {
+	if cfg.Policies, err = sim.NameList(c.String("policies"), sim.IsPolicy); err != nil {
 		return fmt.Errorf("--policies: %w", err)
 	}
 	if cfg.Backfill, err = sim.ParseBackfill(c.String("backfill")); err != nil {
@@ -362,7 +227,7 @@ func simulateSuite(c *cli.Context) error {
 	if _, ok := predict.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
 		return fmt.Errorf("--predictor: unknown predictor %q", cfg.Predictor)
 	}
-	preempt, err := nameList(c.String("preempt"), func(n string) bool { _, ok := policy.Policies[n]; return ok })
+	preempt, err := sim.NameList(c.String("preempt"), sim.IsPolicy)
 	if err != nil {
 		return fmt.Errorf("--preempt: %w", err)
 	}

@@ -62,7 +62,7 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet bool,
 	}
 	fr := forecastReport{Trace: w.Name, Format: w.Format, Jobs: len(rep.Result.Jobs), Backfill: cfg.Backfill,
 		Predictor: cfg.Predictor, Policy: name, Moments: rep.Moments,
-		Cluster: clusterJSON{w.Cluster.Nodes, w.Cluster.PerNode, string(w.Cluster.Unit)}}
+		Cluster: sim.InfoOf(w.Cluster)}
 	if cfg.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

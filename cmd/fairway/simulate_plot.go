@@ -21,7 +21,7 @@ const plotPoints = 400
 // policy (jct_cdf.svg) and every policy's per-user 95th-percentile waits,
 // sorted (user_p95_wait.svg): the flatter and lower that curve, the more
 // evenly waiting is spread over users.
-func writeSimulatePlots(dir string, rep *simulateReport, runs []sim.PolicyRun) error {
+func writeSimulatePlots(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
 	cdf := plot.New()
 	cdf.Title.Text = "Job completion time, " + rep.Trace
 	cdf.X.Label.Text = "JCT (s, log scale)"

@@ -90,7 +90,7 @@ func TestSimulate_JSON(t *testing.T) {
 			t.Errorf("policy entry lacks %q: %s", k, out)
 		}
 	}
-	var rep simulateReport
+	var rep sim.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -181,7 +181,7 @@ func TestTrap_ProgressElapsedAndETA(t *testing.T) {
 		t.Fatalf("trace synth: %v\n%s", err, out)
 	}
 	var out bytes.Buffer
-	cfg := simulateConfig{Trace: file, Format: "helios", Nodes: 2, PerNode: 8, Policies: []string{"fifo"}, Predictor: "none", Parallel: 1, Load: 1, Backfill: sim.EASY}
+	cfg := simulateConfig{RunConfig: sim.RunConfig{Trace: file, Format: "helios", Nodes: 2, PerNode: 8, Policies: []string{"fifo"}, Predictor: "none", Parallel: 1, Load: 1, Backfill: sim.EASY}}
 	if err := simulate(context.Background(), cfg, &out, errOut); err != nil {
 		t.Fatalf("simulate: %v", err)
 	}

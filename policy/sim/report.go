@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
+	"github.com/fairway-hpc/fairway/policy/trace"
+)
+
+// BundledSeed fixes the bundled synthetic workload `fairway simulate` runs
+// without a trace.
+const BundledSeed = 1
+
+// RunConfig is what `fairway simulate` compares: a workload (a trace, or
+// the bundled synthetic one), the cluster it runs on and the policies.
+type RunConfig struct {
+	Trace     string // "" runs the bundled synthetic workload
+	Format    trace.Format
+	Policies  []string
+	Backfill  Backfill
+	Predictor string // "none" for no predictor
+	Preempt   map[string]bool
+	Nodes     int // 0: the trace's default
+	PerNode   int
+	Parallel  int
+	Load      float64 // inter-arrival scale: offered load × Load
+}
+
+// Validate checks what the flags' parsers cannot, naming the flag.
+func (c RunConfig) Validate() error {
+	if _, ok := predict.Predictors[c.Predictor]; !ok && c.Predictor != "none" {
+		return fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", c.Predictor, strings.Join(predict.Names(), ", "))
+	}
+	if c.Nodes < 0 || c.PerNode < 0 {
+		return fmt.Errorf("--nodes %d, --per-node %d: want >= 0", c.Nodes, c.PerNode)
+	}
+	if c.Trace != "" && c.Format == trace.Helios && c.Nodes == 0 {
+		return fmt.Errorf("--nodes: required for Helios traces, which do not record their cluster's size")
+	}
+	if c.Parallel < 1 {
+		return fmt.Errorf("--parallel %d: want >= 1", c.Parallel)
+	}
+	if !(c.Load > 0) || c.Load > 1000 {
+		return fmt.Errorf("--load %g: want a factor > 0 (1 replays the trace as it arrived)", c.Load)
+	}
+	return nil
+}
+
+// NameList splits a comma-separated list, checking each name and dropping
+// repeats.
+func NameList(s string, known func(string) bool) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !known(n) {
+			return nil, fmt.Errorf("unknown name %q", n)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// IsPolicy says whether name is a registered policy.
+func IsPolicy(name string) bool { _, ok := policy.Policies[name]; return ok }
+
+// LoadWorkload reads the trace, or generates the bundled workload, sizes
+// the cluster and scales the offered load by c.Load.
+func (c RunConfig) LoadWorkload() (*Workload, error) {
+	var w *Workload
+	var err error
+	if c.Trace == "" {
+		w, err = SynthWorkload(fmt.Sprintf("bundled synthetic workload (seed %d)", BundledSeed), BundledSeed, c.Nodes, c.PerNode)
+	} else {
+		w, err = LoadTrace(c.Trace, c.Format, c.Nodes, c.PerNode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.OwnLoad = OfferedLoad(w.Jobs, w.Cluster)
+	if w.Jobs, err = ScaleLoad(w.Jobs, c.Load); err != nil {
+		return nil, fmt.Errorf("--load: %w", err)
+	}
+	return w, nil
+}
+
+// ClusterInfo is a workload's cluster as reports print it.
+type ClusterInfo struct {
+	Nodes   int    `json:"nodes"`
+	PerNode int    `json:"per_node"`
+	Unit    string `json:"unit"`
+}
+
+// InfoOf is c as reports print it.
+func InfoOf(c Cluster) ClusterInfo { return ClusterInfo{c.Nodes, c.PerNode, string(c.Unit)} }
+
+// Report is a comparison of policies on one workload (the JSON form of
+// `fairway simulate`).
+type Report struct {
+	Trace     string         `json:"trace"`
+	Format    string         `json:"format"`
+	Jobs      int            `json:"jobs"`
+	LeftOut   map[string]int `json:"left_out,omitempty"` // trace records the reader left out
+	Skipped   map[string]int `json:"skipped,omitempty"`  // jobs the simulator left out
+	Cluster   ClusterInfo    `json:"cluster"`
+	Backfill  Backfill       `json:"backfill"`
+	Predictor string         `json:"predictor"`
+	// Load is RunConfig.Load; OwnLoad the trace's offered load as it
+	// arrived and OfferedLoad the one replayed (OwnLoad × Load).
+	Load        float64   `json:"load"`
+	OwnLoad     float64   `json:"own_offered_load"`
+	OfferedLoad float64   `json:"offered_load"`
+	Policies    []Metrics `json:"policies"`
+}
+
+// NewReport measures runs, Compare's result on w under c.
+func NewReport(w *Workload, runs []PolicyRun, c RunConfig) *Report {
+	rep := &Report{Trace: w.Name, Format: w.Format, LeftOut: w.LeftOut, Skipped: runs[0].Skipped, Backfill: c.Backfill, Predictor: c.Predictor,
+		Load: c.Load, OwnLoad: w.OwnLoad, OfferedLoad: OfferedLoad(w.Jobs, w.Cluster),
+		Cluster: InfoOf(w.Cluster), Jobs: runs[0].Metrics.Jobs}
+	if len(rep.Skipped) == 0 {
+		rep.Skipped = nil
+	}
+	for i := range runs {
+		rep.Policies = append(rep.Policies, runs[i].Metrics)
+	}
+	return rep
+}
+
+// WriteCSV writes policies.csv (one row of metrics per policy) and
+// users.csv (every policy's per-user waits, from runs) into dir.
+func (r *Report) WriteCSV(dir string, runs []PolicyRun) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
+	rows := [][]string{{"policy", "jobs", "avg_jct_s", "median_jct_s", "p95_jct_s", "avg_wait_s", "p95_wait_s", "avg_bsld",
+		"makespan_s", "utilization", "jain", "max_rho", "p95_rho", "user_p95_wait_spread_s", "preemptions"}}
+	for _, m := range r.Policies {
+		rows = append(rows, []string{m.Name, strconv.Itoa(m.Jobs), f(m.AvgJCT), f(m.MedianJCT), f(m.P95JCT), f(m.AvgWait), f(m.P95Wait),
+			f(m.AvgBSLD), f(m.Makespan), f(m.Utilization), f(m.Jain), f(m.MaxRho), f(m.P95Rho), f(m.UserP95WaitSpread), strconv.Itoa(m.Preemptions)})
+	}
+	if err := writeCSV(filepath.Join(dir, "policies.csv"), rows); err != nil {
+		return err
+	}
+	rows = [][]string{{"policy", "user", "jobs", "avg_wait_s", "p95_wait_s"}}
+	for i, run := range runs {
+		for _, u := range run.Users {
+			rows = append(rows, []string{r.Policies[i].Name, u.User, strconv.Itoa(u.Jobs), f(u.AvgWait), f(u.P95Wait)})
+		}
+	}
+	return writeCSV(filepath.Join(dir, "users.csv"), rows)
+}
+
+func writeCSV(path string, rows [][]string) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	w := csv.NewWriter(fh)
+	if err := w.WriteAll(rows); err != nil {
+		fh.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunConfigValidate(t *testing.T) {
+	ok := RunConfig{Policies: []string{"fifo"}, Predictor: "none", Parallel: 1, Load: 1}
+	for _, tc := range []struct {
+		name string
+		edit func(*RunConfig)
+		want string
+	}{
+		{"valid", func(*RunConfig) {}, ""},
+		{"predictor", func(c *RunConfig) { c.Predictor = "oracle" }, `--predictor: unknown predictor "oracle"`},
+		{"nodes", func(c *RunConfig) { c.Nodes = -1 }, "--nodes -1"},
+		{"helios", func(c *RunConfig) { c.Trace, c.Format = "h.csv", "helios" }, "--nodes: required for Helios"},
+		{"parallel", func(c *RunConfig) { c.Parallel = 0 }, "--parallel 0"},
+		{"load", func(c *RunConfig) { c.Load = 0 }, "--load 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNameList(t *testing.T) {
+	got, err := NameList(" fifo, fair-sjf,,fifo ", IsPolicy)
+	if err != nil || strings.Join(got, ",") != "fifo,fair-sjf" {
+		t.Errorf("NameList = %v, %v; want fifo,fair-sjf", got, err)
+	}
+	if _, err := NameList("fifo,lottery", IsPolicy); err == nil || !strings.Contains(err.Error(), `"lottery"`) {
+		t.Errorf("an unknown policy: %v", err)
+	}
+}
+
+// TestReportWriteCSV compares two policies on the bundled workload and
+// checks the CSV files hold a row per policy and per policy and user.
+func TestReportWriteCSV(t *testing.T) {
+	c := RunConfig{Policies: []string{"fifo", "fair-sjf"}, Predictor: "none", Parallel: 1, Load: 1, Backfill: EASY}
+	w, err := c.LoadWorkload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Compare(t.Context(), w, CompareConfig{Policies: c.Policies, Predictor: c.Predictor, Backfill: c.Backfill, Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReport(w, runs, c)
+	if rep.Jobs == 0 || len(rep.Policies) != 2 || rep.Cluster != InfoOf(w.Cluster) || rep.Skipped != nil && len(rep.Skipped) == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	dir := t.TempDir()
+	if err := rep.WriteCSV(dir, runs); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) [][]string {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	if p := read("policies.csv"); len(p) != 3 || p[1][0] != "fifo" || p[2][0] != "fair-sjf" {
+		t.Errorf("policies.csv: %v", p)
+	}
+	if u := read("users.csv"); len(u) != 1+len(runs[0].Users)+len(runs[1].Users) || len(runs[0].Users) == 0 {
+		t.Errorf("users.csv: %d rows for %d+%d users", len(u), len(runs[0].Users), len(runs[1].Users))
+	}
+}
