@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -95,18 +94,8 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 		return cfg, fmt.Errorf("--protocol: %w", err)
 	}
 	cfg.JSON = c.Bool("json")
-	for _, n := range strings.Split(c.String("predictors"), ",") {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
-		if _, ok := predict.Predictors[n]; !ok {
-			return cfg, fmt.Errorf("--predictors: unknown predictor %q: want some of %s", n, strings.Join(predict.Names(), ","))
-		}
-		cfg.Predictors = append(cfg.Predictors, n)
-	}
-	if len(cfg.Predictors) == 0 {
-		return cfg, fmt.Errorf("--predictors: empty")
+	if cfg.Predictors, err = predeval.ParsePredictors(c.String("predictors")); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -116,21 +105,15 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 	if err != nil {
 		return err
 	}
-	preds := make([]policy.Predictor, len(cfg.Predictors))
-	for i, n := range cfg.Predictors {
-		if preds[i], err = predict.New(n, predict.Params{}); err != nil {
-			return err
-		}
-	}
 	opt := predeval.Options{Protocol: cfg.Protocol, Trace: name}
 	tty := isTerminal(errOut)
 	if tty {
 		started := time.Now()
 		opt.Progress = func(done, total int) {
-			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %d jobs (%d predictors); %s", opt.Trace, done, total, len(preds), eta(started, time.Now(), done, total))
+			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %d jobs (%d predictors); %s", opt.Trace, done, total, len(cfg.Predictors), eta(started, time.Now(), done, total))
 		}
 	}
-	res, err := predeval.Run(jobs, preds, opt)
+	res, err := predeval.RunNamed(jobs, cfg.Predictors, opt)
 	if res != nil {
 		res.LeftOut = leftOut
 	}
@@ -156,19 +139,7 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 // cluster's predictor learns from). It returns them and the name reported.
 func predictJobs(ctx context.Context, cfg predictEvalConfig) (jobs []policy.Job, name string, leftOut map[string]int, err error) {
 	if !cfg.FromDB {
-		f, err := os.Open(cfg.Trace)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("open trace: %w", err)
-		}
-		defer f.Close()
-		tr, err := trace.ReadAll(f, cfg.Format, trace.Options{Name: cfg.Trace})
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("read trace: %w", err)
-		}
-		if tr.LeftOut == nil {
-			tr.LeftOut = map[string]int{} // read from a trace: "left out: none"
-		}
-		return tr.Jobs, filepath.Base(cfg.Trace), tr.LeftOut, nil
+		return predeval.LoadTrace(cfg.Trace, cfg.Format)
 	}
 	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
