@@ -368,7 +368,7 @@ func startServe(t *testing.T, bin string, e *lab.Env, dbURL string, extra ...str
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(p.log.Name())
-			t.Logf("serve log %s:\n%s", p.listen, b)
+			t.Log(failureLog(t, e.Dir, "serve-"+p.listen, b))
 		}
 	})
 	return p
