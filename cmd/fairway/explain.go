@@ -125,10 +125,7 @@ func printExplanation(w io.Writer, ex *sidecar.Explanation) error {
 		for _, k := range sortedKeys(ex.AheadByParts) {
 			fmt.Fprintf(w, "    %-18s %+.6g\n", k, ex.AheadByParts[k])
 		}
-		fmt.Fprintln(w, "  what moves it: its account's usage decaying or other users' counters growing as they run;")
-		fmt.Fprintln(w, "  a shorter time limit or a smaller request lowers its predicted service; under fair-qssf, an")
-		fmt.Fprintln(w, "  estimated finish-time fairness (estimated_rho) past 5 puts it ahead of the jobs within that")
-		fmt.Fprintln(w, "  bound, and waiting past the starvation guard (24 h) ahead of every job that has not.")
+		fmt.Fprintln(w, "  what moves it: "+whatMovesIt(ex.Policy))
 	}
 	if st := ex.Start; st != nil {
 		printStart(w, st)
@@ -206,4 +203,22 @@ func readOnlyFlags() []cli.Flag {
 		}
 	}
 	return flags
+}
+
+// whatMovesIt says, in the terms of the policy that ranked the job, what
+// would move it forward; the levers differ between policies, and naming
+// another policy's guards would send a user after the wrong thing.
+func whatMovesIt(policy string) string {
+	switch policy {
+	case "fair-sjf":
+		return "its user's fair-share usage decaying, and its own wait: every second it waits shrinks its key\n" +
+			"  relative to its predicted run time, so it overtakes fresher jobs; a shorter time limit lowers its prediction."
+	case "fair-qssf":
+		return "its account's usage decaying or other users' counters growing as they run; a shorter time limit\n" +
+			"  or a smaller request lowers its predicted service; an estimated finish-time fairness (estimated_rho)\n" +
+			"  past 5 puts it ahead of the jobs within that bound, and waiting past the starvation guard (24 h)\n" +
+			"  ahead of every job that has not."
+	default:
+		return "the score parts above: the job ahead leads by the differences listed."
+	}
 }
