@@ -74,6 +74,9 @@ func (p ProcFS) Pin(pid int) (PinnedProcess, error) {
 		return nil, fmt.Errorf("process %d: %w", pid, err)
 	}
 	pp.info.JobID = jobFromCgroup(cg)
+	if pp.info.JobID == 0 {
+		pp.info.JobID = jobFromStepd(p.Root, pid)
+	}
 	pp.info.Exe, _ = os.Readlink(filepath.Join(dir, "exe"))
 	if err := unix.PidfdSendSignal(fd, 0, nil, 0); err != nil {
 		pp.Close()
@@ -142,14 +145,100 @@ func jobFromCgroup(b []byte) int64 {
 	return 0
 }
 
+// maxAncestry bounds the walk up the parent chain; real job trees are a
+// few levels deep, and the bound keeps a corrupt or racing /proc from
+// looping.
+const maxAncestry = 64
+
+// jobFromStepd finds the job of a process that no job cgroup holds, as on
+// sites with proctrack/linuxproc and no task/cgroup: its nearest ancestor
+// that is root's slurmstepd names the job in its title ("slurmstepd:
+// [42.0]", "[42.batch]", "[42.extern]"). Users cannot forge this: the
+// ancestor must run as root from slurmstepd's binary, and a process
+// cannot choose its parent (orphans go to init or a subreaper, never to
+// another job's slurmstepd). Only the ancestor's own files are trusted,
+// never the process's environment or title. 0 when there is no such
+// ancestor.
+func jobFromStepd(root string, pid int) int64 {
+	for range maxAncestry {
+		ppid, ok := parentOf(root, pid)
+		if !ok || ppid <= 1 {
+			return 0
+		}
+		pid = ppid
+		status, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "status"))
+		if err != nil {
+			return 0
+		}
+		uid, _, ok := parseStatus(status)
+		if !ok || uid != 0 {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join(root, strconv.Itoa(pid), "exe"))
+		if err != nil || !isStepd(filepath.Base(exe)) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "cmdline"))
+		if err != nil {
+			return 0
+		}
+		return jobFromStepdTitle(string(cmdline))
+	}
+	return 0
+}
+
+// isStepd tells slurmstepd's binary by name: "slurmstepd" as SchedMD
+// installs it, "slurmstepd-wlm" as Debian's packages do.
+func isStepd(base string) bool { return base == "slurmstepd" || base == "slurmstepd-wlm" }
+
+// parentOf reads the parent pid from /proc/PID/stat. The command name in
+// parentheses is the process's own choice and may hold spaces or ')', so
+// the fields are read after the last ')'.
+func parentOf(root string, pid int) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// jobFromStepdTitle reads the job id from slurmstepd's title, "slurmstepd:
+// [42.0]" (NUL-padded in /proc/PID/cmdline); 0 for anything else.
+func jobFromStepdTitle(cmdline string) int64 {
+	title := strings.TrimRight(cmdline, "\x00")
+	rest, ok := strings.CutPrefix(title, "slurmstepd: [")
+	if !ok {
+		return 0
+	}
+	end := strings.IndexAny(rest, ".]")
+	if end <= 0 {
+		return 0
+	}
+	id, err := strconv.ParseInt(rest[:end], 10, 64)
+	if err != nil || id <= 0 {
+		return 0
+	}
+	return id
+}
+
 // mpsBinaries are the names of NVIDIA's MPS control daemon and server. The
 // server runs as the first client's user outside the client's cgroup (the
 // control daemon starts it), so on a shared GPU it looks like a stray.
 var mpsBinaries = map[string]bool{"nvidia-cuda-mps-control": true, "nvidia-cuda-mps-server": true}
 
 // strayVerdict says why a process on a GPU must be left alone, or "" when
-// it is a stray the prolog may kill: no job's cgroup holds it, it is no
-// system process (pid 1 or below, root's) and no MPS daemon.
+// it is a stray the prolog may kill: no job holds it (by cgroup or by
+// slurmstepd ancestry), it is no system process (pid 1 or below, root's)
+// and no MPS daemon.
 func strayVerdict(p ProcInfo) string {
 	switch {
 	case p.PID <= 1:
