@@ -548,10 +548,26 @@ func TestImport_DatabaseDiesMidImport(t *testing.T) {
 	ctx := context.Background()
 	data := traceHead(t, "KTH-SP2-filtered.swf.gz", 3000)
 	kill := func() error {
-		_, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
-		time.Sleep(200 * time.Millisecond) // let the backend go
-		return err
+		// pg_terminate_backend only signals: wait until the backends are
+		// gone, however slow the machine, so the import meets a dead
+		// connection and not one that is still closing.
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n); err != nil {
+			return err
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			// The pool's own idle connections were terminated too: a query
+			// that lands on one fails, and the next one reconnects.
+			err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n)
+			if err == nil && n == 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("backends still alive 30 s after pg_terminate_backend (%d, %v)", n, err)
+			}
+		}
 	}
 	for _, tc := range []struct {
 		name     string
