@@ -14,17 +14,6 @@ import (
 	"github.com/fairway-hpc/fairway/prolog"
 )
 
-// buildMockFairway builds the binary with the fairway_nvmlmock tag, in
-// which FAIRWAY_TEST_NVML=dgxh100 selects prolog/nvmltest's mock DGX H100.
-// Release builds (make build) have no such tag and contain no mock.
-func buildMockFairway(b *testing.B) string {
-	bin := filepath.Join(b.TempDir(), "fairway")
-	if out, err := exec.Command("go", "build", "-tags", "fairway_nvmlmock", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // BenchmarkHookProcess measures what slurmd waits for: the wall time of a
 // whole `fairway prolog` and `fairway epilog` process (start, config file,
 // mock NVML, state and spool files, exit) per job, and of /bin/true started
@@ -34,7 +23,7 @@ func buildMockFairway(b *testing.B) string {
 // lab is up, stores them in a throwaway database ("epilog-db" metrics).
 // Run with -benchtime 1000x for the p50/p99 in docs/BENCHMARKS.md.
 func BenchmarkHookProcess(b *testing.B) {
-	bin := buildMockFairway(b)
+	bin := buildFairway(b, "fairway_nvmlmock") // FAIRWAY_TEST_NVML=dgxh100 selects the mock DGX H100
 	dir := b.TempDir()
 	settings := fmt.Sprintf("FAIRWAY_SPOOL_DIR=%s\nFAIRWAY_STATE_DIR=%s\nFAIRWAY_LOG_FILE=%s\n",
 		filepath.Join(dir, "spool"), filepath.Join(dir, "state"), filepath.Join(dir, "hooks.log"))

@@ -41,11 +41,17 @@ type hookLab struct {
 
 func newHookLab(t *testing.T) *hookLab {
 	t.Helper()
+	return newHookLabTags(t)
+}
+
+// newHookLabTags is newHookLab with the binary built with build tags.
+func newHookLabTags(t *testing.T, tags ...string) *hookLab {
+	t.Helper()
 	e := lab.Get(t)
 	if os.Geteuid() != 0 {
 		t.Fatal("the hook lab tests write root-only config files: run as root")
 	}
-	h := &hookLab{e: e, bin: buildFairway(t)}
+	h := &hookLab{e: e, bin: buildFairway(t, tags...)}
 	installHook(t, e, h.bin)
 	h.dir = filepath.Join(e.Dir, "fairway", fmt.Sprintf("test-%d", time.Now().UnixNano()))
 	if err := os.MkdirAll(h.dir, 0o700); err != nil {
@@ -56,11 +62,12 @@ func newHookLab(t *testing.T) *hookLab {
 	return h
 }
 
-// buildFairway builds this package's binary.
-func buildFairway(t *testing.T) string {
+// buildFairway builds this package's binary with the given build tags.
+func buildFairway(t testing.TB, tags ...string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "fairway")
-	cmd := exec.Command("go", "build", "-o", out, ".") // go test puts GOROOT/bin first in PATH
+	// go test puts GOROOT/bin first in PATH.
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", out, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
@@ -151,10 +158,17 @@ func (h *hookLab) config(t *testing.T, name, dbURL string, extra ...string) stri
 // releases it and returns its id and output file.
 func (h *hookLab) run(t *testing.T, user, cfg string, sbatchArgs ...string) (int64, string) {
 	t.Helper()
+	return h.runScript(t, user, cfg, "sleep 1", sbatchArgs...)
+}
+
+// runScript is run with the job's script after its first line, which
+// prints the node and GPUs for jobSaw.
+func (h *hookLab) runScript(t *testing.T, user, cfg, script string, sbatchArgs ...string) (int64, string) {
+	t.Helper()
 	name := fmt.Sprintf("fw-hooks-%d", time.Now().UnixNano())
 	out := filepath.Join(h.e.JobDir, name+".out")
 	args := append([]string{"--hold", "-J", name, "-o", out}, sbatchArgs...)
-	args = append(args, "--wrap", `echo "fwtest node=$SLURMD_NODENAME gpus=$SLURM_JOB_GPUS"; sleep 1`)
+	args = append(args, "--wrap", "echo \"fwtest node=$SLURMD_NODENAME gpus=$SLURM_JOB_GPUS\"\n"+script)
 	id := h.e.Submit(t, user, args...)
 	t.Cleanup(func() { os.Remove(out) })
 	perJob := filepath.Join(filepath.Dir(h.e.SlurmConf), "fairway-hooks.d", strconv.FormatInt(id, 10)+".env")

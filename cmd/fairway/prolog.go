@@ -25,7 +25,7 @@ const defaultHookConfig = "/etc/fairway/hooks.env"
 // hookFlags are the settings of prolog, epilog and spool flush. timeoutEnv
 // and timeoutDefault differ per command.
 func hookFlags(timeoutEnv, timeoutDefault string) []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "config", Value: defaultHookConfig, Usage: "file of FAIRWAY_...=value lines for the settings below (owned by root, mode 0600: it holds the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
 		&cli.StringFlag{Name: "timeout", Value: timeoutDefault, Usage: "hard time budget of the whole run", EnvVars: []string{timeoutEnv}},
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName for usage records (slurmd sets SLURM_CLUSTER_NAME)", EnvVars: []string{"FAIRWAY_CLUSTER", "SLURM_CLUSTER_NAME"}},
@@ -41,7 +41,7 @@ func hookFlags(timeoutEnv, timeoutDefault string) []cli.Flag {
 		&cli.StringFlag{Name: "scontrol", Value: "/usr/bin/scontrol", Usage: "scontrol, for drain reasons; squeue next to it, for shard lookups (FAIRWAY_SCONTROL in the config file, never the environment)"},
 		&cli.StringFlag{Name: "mps-control", Value: "/usr/bin/nvidia-cuda-mps-control", Usage: "NVIDIA's MPS control program (FAIRWAY_MPS_CONTROL in the config file, never the environment)"},
 		&cli.StringFlag{Name: "kernel-log", Value: "/dev/kmsg", Usage: "kernel log to read XIDs from; empty skips the XID check (FAIRWAY_KERNEL_LOG in the config file, never the environment)"},
-	}
+	}, testNVMLFlags()...)
 }
 
 // rootOnlySettings are the hook settings that name what root runs, reads or
@@ -107,7 +107,12 @@ func runHook(c *cli.Context, which string) error {
 	if cfg.DatabaseURL != "" {
 		store = &usageStore{url: cfg.DatabaseURL, log: log.With("component", "accounting")}
 	}
-	err = prolog.Run(c.Context, which, cfg, cfg.Deps(prolog.NewNVML(nvmlInterface()), store, log), os.Getenv)
+	lib, err := nvmlInterface(c.String)
+	if err != nil {
+		log.Error("bad setting: "+which+" does nothing", "err", err)
+		return nil
+	}
+	err = prolog.Run(c.Context, which, cfg, cfg.Deps(prolog.NewNVML(lib), store, log), os.Getenv)
 	if fault := (*prolog.FaultError)(nil); errors.As(err, &fault) {
 		fmt.Fprintln(c.App.Writer, fault.Reason())
 		return cli.Exit("", 1)
