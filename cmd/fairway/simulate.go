@@ -58,6 +58,7 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
 			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
+			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
@@ -68,7 +69,7 @@ func simulateCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("forecast") {
-				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.App.Writer, os.Stderr)
+				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.Bool("forecast-oracle"), c.App.Writer, os.Stderr)
 			}
 			return simulate(c.Context, cfg, c.App.Writer, os.Stderr)
 		},
