@@ -263,10 +263,13 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		Service:   svc,
 		GPUs:      e.p.GPUs,
 	}
-	e.index = rankIndex{running: e.running, shares: e.shareSums.of(&e.snap, e.running)}
 	var scores []Score
 	var err error
 	if p, ok := e.p.Policy.(indexedPolicy); ok {
+		e.index = rankIndex{running: e.running}
+		if p.readsShares() {
+			e.index.shares = e.shareSums.of(&e.snap, e.running)
+		}
 		scores, err = p.rankIndexed(&e.snap, &e.index)
 	} else {
 		scores, err = e.p.Policy.Rank(&e.snap)

@@ -106,6 +106,8 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	return p.rankIndexed(s, &x)
 }
 
+func (*fairQSSF) readsShares() bool { return false }
+
 func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	n := len(s.Pending)
 	buf := getRankScratch()

@@ -82,6 +82,8 @@ func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
 	return p.rank(s, g, shareSums(s, g.keys))
 }
 
+func (*fairshare) readsShares() bool { return true }
+
 func (p *fairshare) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	return p.rank(s, groupByAssoc(s.Pending), x.shares)
 }
@@ -278,30 +280,29 @@ func shareSumsSorted(s *Snapshot, pending []Assoc) shareTotals {
 }
 
 // shareSumCache is what an Engine keeps of shareSums from cycle to cycle.
-// The sums over the Ledger's associations and accounts and the share tree
-// alone change only when the Ledger meets a new association or account
-// (Ledger.keys counts them), and the tree not at all, so they are recomputed
-// only then rather than at every cycle. They are the sums of the Engine's
-// Snapshot whenever its jobs add no association: the Engine's Backlog puts
-// every pending job's association in the Ledger, and its runningIndex
-// counts the running jobs' associations that neither knows.
+// The sums of the Engine's Snapshot depend only on the associations and
+// accounts the Ledger, the share tree and the jobs name: the Engine's
+// Backlog puts every pending job's association in the Ledger, and a running
+// job's association adds to the sums only when neither the Ledger nor the
+// tree knows it. So they change only when the Ledger meets a new
+// association or account (Ledger.keys counts them) or the set of those
+// unknown running associations changes (runningIndex.unknownGen), and are
+// recomputed only then rather than at every cycle.
 type shareSumCache struct {
-	ledger *Ledger
-	keys   uint64
-	shares *Shares
-	set    bool
-	sums   shareTotals
+	ledger     *Ledger
+	keys       uint64
+	shares     *Shares
+	unknownGen uint64
+	set        bool
+	sums       shareTotals
 }
 
 // of returns the sums of s, a Snapshot of the Engine whose Ledger, tree
 // and runningIndex x are s's.
 func (c *shareSumCache) of(s *Snapshot, x *runningIndex) shareTotals {
-	if x.unknown > 0 {
-		return shareSums(s, nil) // pending jobs: in the Ledger, see above
-	}
-	if !c.set || c.ledger != s.Ledger || c.keys != s.Ledger.keys || c.shares != s.Shares {
-		c.sums = shareSums(&Snapshot{Ledger: s.Ledger, Shares: s.Shares}, nil)
-		c.ledger, c.keys, c.shares, c.set = s.Ledger, s.Ledger.keys, s.Shares, true
+	if !c.set || c.ledger != s.Ledger || c.keys != s.Ledger.keys || c.shares != s.Shares || c.unknownGen != x.unknownGen {
+		c.sums = shareSums(s, nil) // pending jobs: in the Ledger, see above
+		c.ledger, c.keys, c.shares, c.unknownGen, c.set = s.Ledger, s.Ledger.keys, s.Shares, x.unknownGen, true
 	}
 	return c.sums
 }

@@ -104,6 +104,8 @@ func (p *fairSJF) Rank(s *Snapshot) ([]Score, error) {
 	return p.rank(s, g, sums)
 }
 
+func (p *fairSJF) readsShares() bool { return p.k > 0 }
+
 func (p *fairSJF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	return p.rank(s, groupByAssoc(s.Pending), x.shares)
 }

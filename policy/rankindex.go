@@ -19,9 +19,11 @@ type rankIndex struct {
 
 // indexedPolicy is a Policy that reads a rankIndex. rankIndexed ranks s
 // with x, which must be s's: built from s (Rank does that) or kept by the
-// Engine that built s. It reads only the parts of x its policy needs.
+// Engine that built s. It reads x.running, and x.shares only when
+// readsShares: an Engine leaves the shares zero otherwise.
 type indexedPolicy interface {
 	Policy
+	readsShares() bool
 	rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error)
 }
 

@@ -41,8 +41,10 @@ type runningIndex struct {
 	left  []*runRec // records whose job left during this match
 	cycle uint64    // match calls, to mark who was seen in this one
 	// unknown counts the associations of running jobs that neither the
-	// Ledger nor the share tree knows (see shareSumCache).
-	unknown int
+	// Ledger nor the share tree knows, and unknownGen changes whenever
+	// their set does (see shareSumCache).
+	unknown    int
+	unknownGen uint64
 }
 
 // runRec is one running job.
@@ -88,6 +90,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 			if !s.known && knownAssoc(a, l, shares) {
 				s.known = true
 				x.unknown--
+				x.unknownGen++
 			}
 		}
 	}
@@ -135,6 +138,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 				x.assocs[a] = r.assoc
 				if !r.assoc.known {
 					x.unknown++
+					x.unknownGen++
 				}
 			}
 			r.acct = x.accounts[j.Account]
@@ -224,6 +228,7 @@ func (x *runningIndex) detach(r *runRec) {
 	}
 	if leaveSum(x.assocs, Assoc{Account: r.account, User: r.user}, r) && !r.assoc.known {
 		x.unknown--
+		x.unknownGen++
 	}
 	leaveSum(x.accounts, r.account, r)
 	if x.users[r.user]--; x.users[r.user] <= 0 {

@@ -131,7 +131,7 @@ func TestEngine_IndexMatchesSnapshot(t *testing.T) {
 						}
 						compared, unknown := 0, 0
 						enChurn(t, e, 3, 600, func(c int, s *Snapshot, ranking []Score) {
-							enCheckIndex(t, c, s, &e.index)
+							enCheckIndex(t, c, s, e)
 							again, err := e.Policy().Rank(s)
 							if err != nil {
 								t.Fatal(err)
@@ -164,16 +164,16 @@ func TestEngine_IndexMatchesSnapshot(t *testing.T) {
 	}
 }
 
-// enCheckIndex checks x, the index an Engine kept for s, against the one
-// built from s alone and against sums made in one plain pass over s.
-func enCheckIndex(t *testing.T, c int, s *Snapshot, x *rankIndex) {
+// enCheckIndex checks what e kept for s, its last Snapshot, against the
+// index built from s alone and against sums made in one plain pass over s.
+func enCheckIndex(t *testing.T, c int, s *Snapshot, e *Engine) {
 	t.Helper()
 	fresh := indexRunning(s)
 	wantU, wantA, wantUsers := enCommitted(s)
 	for _, idx := range []struct {
 		name string
 		x    *runningIndex
-	}{{"engine", x.running}, {"from the snapshot", fresh}} {
+	}{{"engine", e.running}, {"from the snapshot", fresh}} {
 		gotU := map[Assoc]float64{}
 		for a := range idx.x.assocs {
 			gotU[a] = idx.x.committedUser(a)
@@ -186,6 +186,17 @@ func enCheckIndex(t *testing.T, c int, s *Snapshot, x *rankIndex) {
 			t.Fatalf("cycle %d: index %s: committed by association %v, by account %v, users %v; want %v, %v, %v",
 				c, idx.name, gotU, gotA, idx.x.users, wantU, wantA, wantUsers)
 		}
+	}
+	p, ok := e.Policy().(indexedPolicy)
+	if !ok {
+		return
+	}
+	x := &e.index
+	if x.running != e.running {
+		t.Fatalf("cycle %d: the Engine passed another running index", c)
+	}
+	if !p.readsShares() {
+		return
 	}
 	var pending []Assoc
 	for i := range s.Pending {
@@ -277,7 +288,7 @@ func TestEngine_RanksAsSnapshot(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				enCheckIndex(t, c, snap, &e.index)
+				enCheckIndex(t, c, snap, e)
 				again, err := p.Rank(snap)
 				if err != nil {
 					t.Fatal(err)

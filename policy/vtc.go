@@ -71,6 +71,8 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 	return p.rankIndexed(s, &x)
 }
 
+func (*vtc) readsShares() bool { return false }
+
 func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	cost := make([]float64, len(s.Pending))
 	for i := range s.Pending {
