@@ -17,6 +17,7 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/policy/sim/simplot"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
 )
@@ -153,7 +154,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		if err := rep.WriteCSV(cfg.Out, runs); err != nil {
 			return err
 		}
-		if err := writeSimulatePlots(cfg.Out, rep, runs); err != nil {
+		if err := simplot.Write(cfg.Out, rep, runs); err != nil {
 			return err
 		}
 	}
