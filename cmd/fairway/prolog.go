@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -105,7 +104,7 @@ func runHook(c *cli.Context, which string) error {
 	}
 	var store prolog.UsageStore
 	if cfg.DatabaseURL != "" {
-		store = &usageStore{url: cfg.DatabaseURL, log: log.With("component", "accounting")}
+		store = &accounting.HookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
 	}
 	lib, err := nvmlInterface(c.String)
 	if err != nil {
@@ -136,7 +135,7 @@ func spoolFlush(c *cli.Context) error {
 	defer closeLog()
 	ctx, cancel := context.WithTimeout(c.Context, cfg.Timeout)
 	defer cancel()
-	store := &usageStore{url: cfg.DatabaseURL, log: log.With("component", "accounting")}
+	store := &accounting.HookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
 	spool := prolog.Spool{Dir: cfg.Hooks.SpoolDir}
 	stored, left, err := spool.Flush(ctx, store, log)
 	if c.Bool("json") {
@@ -175,25 +174,4 @@ func hookSettings(c *cli.Context) (prolog.Settings, error) {
 		return cfg, err
 	}
 	return cfg, cfg.Validate(c.Command.Name == "flush")
-}
-
-// usageStore is prolog.UsageStore over package accounting. A hook stores
-// once per run, so it connects per call with a one-connection pool rather
-// than keeping one open.
-type usageStore struct {
-	url string
-	log *slog.Logger
-}
-
-func (s *usageStore) PutUsage(ctx context.Context, us []prolog.Usage) error {
-	rows := make([]accounting.GPUUsage, len(us))
-	for i, u := range us {
-		rows[i] = accounting.GPUUsage{
-			Cluster: u.Cluster, JobID: u.JobID, Node: u.Node, GPUMinor: u.GPUMinor,
-			Started: u.StartedAt, Ended: u.EndedAt, UUID: u.GPUUUID, Model: u.GPUModel, Shards: u.Shards,
-			UtilAvgPct: u.UtilAvgPct, UtilMaxPct: u.UtilMaxPct, MemPeakMB: u.MemPeakMB, MemTotalMB: u.MemTotalMB,
-			EnergyJ: u.EnergyJoules,
-		}
-	}
-	return accounting.RecordGPUUsageOnce(ctx, s.url, rows, s.log)
 }
