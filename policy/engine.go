@@ -79,6 +79,13 @@ var ErrClockBackwards = errors.New("observation older than the previous cycle")
 // predictor's answer with Source "none" (nothing to go on) is left out of
 // Predicted so that policies fall back to the time limit.
 //
+// What some policies read besides the Snapshot, sums over the running
+// jobs, the Ledger and the share tree, the Engine keeps up to date from
+// cycle to cycle and passes to the policy (rankIndex): a cycle costs what
+// changed, not a pass over every running job and association. The same
+// policy given a Snapshot alone (Rank) builds those sums from it with the
+// same code, and ranks the same.
+//
 // An Engine is not safe for concurrent use. The Snapshot a Cycle returns is
 // valid until the next Cycle.
 type Engine struct {
@@ -90,7 +97,8 @@ type Engine struct {
 	userGen   map[string]uint64
 	charged   map[int64]time.Time // running jobs charged up to this instant
 	running   *runningIndex       // committed service of the running jobs
-	shareSums shareSumCache       // fairshare's sums of shares
+	shareSums shareSumCache       // fair share's sums of shares
+	index     rankIndex           // the two above, as the cycle's policy reads them
 
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle.
@@ -241,9 +249,9 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 	}
 
 	// 5. Rank, with the running jobs' committed service brought up to
-	// date: their attained service changed if the sweep charged them.
+	// date (their attained service changed if the sweep charged them) and
+	// passed, with the sums of shares, to a policy that reads them.
 	e.running.settle(sweep, e.predicted, e.ledger, svc)
-	e.shareSums.refresh(e.ledger, e.p.Shares)
 	e.snap = Snapshot{
 		Now:       o.Now,
 		Pending:   o.Pending,
@@ -255,15 +263,17 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		Service:   svc,
 		GPUs:      e.p.GPUs,
 	}
-	if e.running.ok {
-		e.snap.running = e.running
-		if e.running.unknown == 0 {
-			e.snap.shareSums = &e.shareSums
+	var scores []Score
+	var err error
+	if p, ok := e.p.Policy.(indexedPolicy); ok {
+		e.index = rankIndex{running: e.running}
+		if p.readsShares() {
+			e.index.shares = e.shareSums.of(&e.snap, e.running)
 		}
+		scores, err = p.rankIndexed(&e.snap, &e.index)
+	} else {
+		scores, err = e.p.Policy.Rank(&e.snap)
 	}
-	scores, err := e.p.Policy.Rank(&e.snap)
-	// What the Engine keeps follows the Engine, not the Snapshot.
-	e.snap.running, e.snap.shareSums = nil, nil
 	if err != nil {
 		return nil, nil, fmt.Errorf("rank: %w", err)
 	}

@@ -99,6 +99,16 @@ func NewFairQSSF(p FairQSSFParams) (Policy, error) {
 func (*fairQSSF) Name() string { return "fair-qssf" }
 
 func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
+	var x rankIndex
+	if !p.ignoreRunning || p.maxWait > 0 || p.rhoMax > 0 {
+		x.running = indexRunning(s)
+	}
+	return p.rankIndexed(s, &x)
+}
+
+func (*fairQSSF) readsShares() bool { return false }
+
+func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	n := len(s.Pending)
 	buf := getRankScratch()
 	defer buf.put()
@@ -114,7 +124,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 		wait[i] = s.Now.Sub(waitingSince(j)).Seconds()
 	}
 	// Within a user, shortest predicted service first.
-	t := computeVTC(s, cost, sub, cost, !p.ignoreRunning, buf)
+	t := computeVTC(s, cost, sub, cost, committedOf(x, p.ignoreRunning), buf)
 
 	minTag := math.Inf(1)
 	for _, v := range t.tag {
@@ -122,7 +132,7 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	}
 	users := 0.0
 	if p.maxWait > 0 || p.rhoMax > 0 {
-		users = t.g.activeUsers(s)
+		users = t.g.activeUsers(x.running)
 	}
 	const k = 6
 	parts := make([]float64, k*n)
@@ -158,16 +168,11 @@ func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	return scores, nil
 }
 
-// activeUsers is activeUsers(s) for the snapshot whose pending jobs g
-// groups. Ranked by its Engine, the running users are those the Engine's
-// runningIndex counts, and N is the pending users plus the running ones
-// that are not pending, probing the larger set with the smaller: no pass
-// over the running jobs. Otherwise it is activeUsers(s).
-func (g *assocGroups) activeUsers(s *Snapshot) float64 {
-	x := s.running
-	if x == nil || !x.ok {
-		return activeUsers(s)
-	}
+// activeUsers is Themis' N (see activeUsers) for the snapshot whose
+// pending jobs g groups and whose running jobs x indexes: the pending users
+// plus the running ones that are not pending, probing the larger set with
+// the smaller, without a pass over the running jobs.
+func (g *assocGroups) activeUsers(x *runningIndex) float64 {
 	both := 0
 	if len(g.byUser) <= len(x.users) {
 		for u := range g.byUser {

@@ -79,7 +79,19 @@ type fsFactor struct{ f, ue, sNorm float64 }
 
 func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
 	g := groupByAssoc(s.Pending)
-	factors := fairshareFactors(s, g, p.damp)
+	return p.rank(s, g, shareSums(s, g.keys))
+}
+
+func (*fairshare) readsShares() bool { return true }
+
+func (p *fairshare) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
+	return p.rank(s, groupByAssoc(s.Pending), x.shares)
+}
+
+// rank ranks s, whose pending jobs g groups and whose sums of shares are
+// sums.
+func (p *fairshare) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, error) {
+	factors := fairshareFactors(s, g, sums, p.damp)
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
@@ -100,9 +112,9 @@ func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
 }
 
 // fairshareFactors computes the classic fair-share factor of every group
-// (association) of g.
-func fairshareFactors(s *Snapshot, g *assocGroups, damp float64) []fsFactor {
-	accounts, sumAccounts := shareSums(s, g)
+// (association) of g, s's pending jobs, from s's sums of shares.
+func fairshareFactors(s *Snapshot, g *assocGroups, sums shareTotals, damp float64) []fsFactor {
+	accounts, sumAccounts := sums.accounts, sums.sum
 
 	total := s.Ledger.TotalUsage(s.Now)
 	norm := func(u float64) float64 {
@@ -139,15 +151,19 @@ func fairshareFactors(s *Snapshot, g *assocGroups, damp float64) []fsFactor {
 	return out
 }
 
-// shareSums returns, for every account the tree, the ledger or the snapshot
-// knows, the sum of its users' shares, and the sum of those accounts'
-// shares: the siblings fair share divides among.
-func shareSums(s *Snapshot, g *assocGroups) (map[string]float64, float64) {
-	if c := s.shareSums; c != nil && c.covers(s, g) {
-		return c.accounts, c.sumAccounts
-	}
+// shareTotals are the sums of shares fair share divides among: for every
+// account the tree, the Ledger or the snapshot knows, the sum of its users'
+// shares (accounts, read-only), and the sum of those accounts' shares.
+type shareTotals struct {
+	accounts map[string]float64
+	sum      float64
+}
+
+// shareSums returns s's shareTotals; pending lists the associations of its
+// pending jobs, each once.
+func shareSums(s *Snapshot, pending []Assoc) shareTotals {
 	if !s.Shares.whole() {
-		return shareSumsSorted(s, g)
+		return shareSumsSorted(s, pending)
 	}
 	// Whole shares add up exactly in any order, so the sums need no
 	// sorting: one pass over the ledger, the tree and the jobs.
@@ -201,7 +217,7 @@ func shareSums(s *Snapshot, g *assocGroups) (map[string]float64, float64) {
 		extra[a] = struct{}{}
 		accounts[a.Account] += s.Shares.User(a)
 	}
-	for _, a := range g.keys {
+	for _, a := range pending {
 		addJob(a)
 	}
 	for i := range s.Running {
@@ -211,12 +227,12 @@ func shareSums(s *Snapshot, g *assocGroups) (map[string]float64, float64) {
 	for name := range accounts {
 		sumAccounts += s.Shares.Account(name)
 	}
-	return accounts, sumAccounts
+	return shareTotals{accounts: accounts, sum: sumAccounts}
 }
 
 // shareSumsSorted is shareSums for fractional shares: it sums in sorted
 // order so that the result does not depend on map iteration.
-func shareSumsSorted(s *Snapshot, g *assocGroups) (map[string]float64, float64) {
+func shareSumsSorted(s *Snapshot, pending []Assoc) shareTotals {
 	accountSet := map[string]struct{}{}
 	userSet := map[Assoc]struct{}{}
 	if s.Shares != nil {
@@ -235,7 +251,7 @@ func shareSumsSorted(s *Snapshot, g *assocGroups) (map[string]float64, float64) 
 			userSet[a] = struct{}{}
 		}
 	}
-	for _, a := range g.keys {
+	for _, a := range pending {
 		userSet[a] = struct{}{}
 	}
 	for i := range s.Running {
@@ -260,46 +276,33 @@ func shareSumsSorted(s *Snapshot, g *assocGroups) (map[string]float64, float64) 
 	for _, name := range names {
 		sumAccounts += s.Shares.Account(name)
 	}
-	return accounts, sumAccounts
+	return shareTotals{accounts: accounts, sum: sumAccounts}
 }
 
-// shareSumCache is shareSums over the Ledger's associations and accounts
-// and the share tree alone, kept by an Engine from cycle to cycle: the
-// Ledger's keys only change when it meets a new association or account
-// (Ledger.keys counts them), and the tree not at all, so the sums are
-// recomputed only then rather than at every cycle. It gives a Snapshot's
-// sums when the snapshot's pending and running jobs add no association
-// (covers): the Engine's Backlog puts every pending job's association in the
-// Ledger, and its runningIndex says whether the running jobs add one.
+// shareSumCache is what an Engine keeps of shareSums from cycle to cycle.
+// The sums of the Engine's Snapshot depend only on the associations and
+// accounts the Ledger, the share tree and the jobs name: the Engine's
+// Backlog puts every pending job's association in the Ledger, and a running
+// job's association adds to the sums only when neither the Ledger nor the
+// tree knows it. So they change only when the Ledger meets a new
+// association or account (Ledger.keys counts them) or the set of those
+// unknown running associations changes (runningIndex.unknownGen), and are
+// recomputed only then rather than at every cycle.
 type shareSumCache struct {
-	ledger      *Ledger
-	keys        uint64
-	shares      *Shares
-	set         bool
-	accounts    map[string]float64 // read-only once computed
-	sumAccounts float64
+	ledger     *Ledger
+	keys       uint64
+	shares     *Shares
+	unknownGen uint64
+	set        bool
+	sums       shareTotals
 }
 
-// refresh recomputes the sums if the Ledger's or the tree's keys changed.
-func (c *shareSumCache) refresh(l *Ledger, shares *Shares) {
-	if c.set && c.ledger == l && c.keys == l.keys && c.shares == shares {
-		return
+// of returns the sums of s, a Snapshot of the Engine whose Ledger, tree
+// and runningIndex x are s's.
+func (c *shareSumCache) of(s *Snapshot, x *runningIndex) shareTotals {
+	if !c.set || c.ledger != s.Ledger || c.keys != s.Ledger.keys || c.shares != s.Shares || c.unknownGen != x.unknownGen {
+		c.sums = shareSums(s, nil) // pending jobs: in the Ledger, see above
+		c.ledger, c.keys, c.shares, c.unknownGen, c.set = s.Ledger, s.Ledger.keys, s.Shares, x.unknownGen, true
 	}
-	c.accounts, c.sumAccounts = shareSums(&Snapshot{Ledger: l, Shares: shares}, &assocGroups{})
-	c.ledger, c.keys, c.shares, c.set = l, l.keys, shares, true
-}
-
-// covers reports whether the cached sums are s's: s is the Snapshot the
-// cache was refreshed for, its running jobs add no association (the Engine
-// sets Snapshot.shareSums only then) and neither do its pending jobs.
-func (c *shareSumCache) covers(s *Snapshot, g *assocGroups) bool {
-	if !c.set || s.Ledger != c.ledger || s.Ledger.keys != c.keys || s.Shares != c.shares {
-		return false
-	}
-	for _, a := range g.keys {
-		if !knownAssoc(a, s.Ledger, s.Shares) {
-			return false
-		}
-	}
-	return true
+	return c.sums
 }

@@ -96,11 +96,27 @@ func (*fairSJF) Name() string { return "fair-sjf" }
 const fairSJFMaxRatio = 1e6
 
 func (p *fairSJF) Rank(s *Snapshot) ([]Score, error) {
-	n := len(s.Pending)
 	g := groupByAssoc(s.Pending)
+	var sums shareTotals
+	if p.k > 0 {
+		sums = shareSums(s, g.keys)
+	}
+	return p.rank(s, g, sums)
+}
+
+func (p *fairSJF) readsShares() bool { return p.k > 0 }
+
+func (p *fairSJF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
+	return p.rank(s, groupByAssoc(s.Pending), x.shares)
+}
+
+// rank ranks s, whose pending jobs g groups and whose sums of shares are
+// sums (read only with fair share on).
+func (p *fairSJF) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, error) {
+	n := len(s.Pending)
 	var factors []fsFactor
 	if p.k > 0 {
-		factors = fairshareFactors(s, g, 1)
+		factors = fairshareFactors(s, g, sums, 1)
 	}
 	const k = 4
 	parts := make([]float64, k*n)

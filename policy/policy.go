@@ -51,13 +51,6 @@ type Snapshot struct {
 	// GPU-equivalents as Service (total GPUs of the partitions ranked).
 	// Zero means unknown; themis then assumes no contention.
 	GPUs float64
-
-	// running and shareSums are what the Engine keeps from cycle to
-	// cycle (see runningIndex and shareSumCache), set only while the
-	// Engine's own Rank call runs; nil otherwise, and then policies
-	// compute from the fields above.
-	running   *runningIndex
-	shareSums *shareSumCache
 }
 
 // Score is one pending job's place in a ranking. Higher Value runs first.

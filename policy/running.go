@@ -17,10 +17,10 @@ import (
 // it is charged (the Engine's sweep, every ChargeEvery) or when its
 // prediction changes, so between two sweeps a cycle only finds the jobs that
 // started or stopped and re-sums the associations and accounts they touch;
-// the sums are bit-identical to the ones computeVTC makes from the Snapshot
+// the sums are bit-identical to the ones an index built from scratch holds
 // (the same terms, added in the same order). The Engine hands the index to
-// its policy through Snapshot.running for the duration of the Rank call
-// only: a Snapshot copied or modified later is ranked from its own fields.
+// its policy in a rankIndex; a Snapshot ranked without an Engine gets one
+// built from scratch by the same code (indexRunning).
 type runningIndex struct {
 	jobs     map[int64]*runRec
 	assocs   map[Assoc]*runSum
@@ -40,10 +40,11 @@ type runningIndex struct {
 	free  []*runRec // records free for reuse
 	left  []*runRec // records whose job left during this match
 	cycle uint64    // match calls, to mark who was seen in this one
-	ok    bool      // the last match indexed every running job
 	// unknown counts the associations of running jobs that neither the
-	// Ledger nor the share tree knows (see shareSumCache).
-	unknown int
+	// Ledger nor the share tree knows, and unknownGen changes whenever
+	// their set does (see shareSumCache).
+	unknown    int
+	unknownGen uint64
 }
 
 // runRec is one running job.
@@ -83,13 +84,13 @@ func newRunningIndex() *runningIndex {
 // match follows o.Running and o.Stopped.
 func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 	x.cycle++
-	x.ok = true
 	if x.unknown > 0 {
 		// The Ledger only learns associations: look again.
 		for a, s := range x.assocs {
 			if !s.known && knownAssoc(a, l, shares) {
 				s.known = true
 				x.unknown--
+				x.unknownGen++
 			}
 		}
 	}
@@ -124,8 +125,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 			x.jobs[j.ID] = r
 			x.newRun = append(x.newRun, int32(i))
 		case r.seen == x.cycle:
-			x.ok = false // a job id twice: let policies read the Snapshot
-			continue
+			continue // a job id listed twice is one job
 		}
 		r.seen = x.cycle
 		if r.assoc == nil || r.user != j.User || r.account != j.Account {
@@ -138,6 +138,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 				x.assocs[a] = r.assoc
 				if !r.assoc.known {
 					x.unknown++
+					x.unknownGen++
 				}
 			}
 			r.acct = x.accounts[j.Account]
@@ -196,8 +197,7 @@ func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l
 			r.attained = l.Attained(j.ID)
 			r.fresh = false
 		}
-		// Exactly sumCommitted's term, from the same values (the job's
-		// own fields may change: they are read each time).
+		// The job's own fields may change: they are read each time.
 		if run := predictedRunOf(j, r.pred, r.hasPred); run != r.run {
 			r.run, r.runSec = run, run.Seconds()
 		}
@@ -228,6 +228,7 @@ func (x *runningIndex) detach(r *runRec) {
 	}
 	if leaveSum(x.assocs, Assoc{Account: r.account, User: r.user}, r) && !r.assoc.known {
 		x.unknown--
+		x.unknownGen++
 	}
 	leaveSum(x.accounts, r.account, r)
 	if x.users[r.user]--; x.users[r.user] <= 0 {

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // VTCParams configures vtc. The zero value gives the defaults.
@@ -65,6 +64,16 @@ func NewVTC(p VTCParams) (Policy, error) {
 func (*vtc) Name() string { return "vtc" }
 
 func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
+	var x rankIndex
+	if !p.ignoreRunning {
+		x.running = indexRunning(s)
+	}
+	return p.rankIndexed(s, &x)
+}
+
+func (*vtc) readsShares() bool { return false }
+
+func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	cost := make([]float64, len(s.Pending))
 	for i := range s.Pending {
 		cost[i] = predictedService(s, &s.Pending[i])
@@ -77,7 +86,7 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 	}
 	buf := getRankScratch()
 	defer buf.put()
-	t := computeVTC(s, cost, sub, fifo, !p.ignoreRunning, buf)
+	t := computeVTC(s, cost, sub, fifo, committedOf(x, p.ignoreRunning), buf)
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
@@ -118,12 +127,12 @@ type vtcTags struct {
 // association in ascending order of within (ties: older, then lower id),
 // then across the users of an account by user tag, then across accounts by
 // account tag. cost is each pending job's predicted service and sub its
-// submitKeys. With committed, running jobs' predicted service not yet
-// charged counts as received.
+// submitKeys. With running, the index of s's running jobs, their predicted
+// service not yet charged counts as received; nil leaves it out.
 //
 // The tags and groups live in buf, which the caller must not put back in
 // the pool while it uses them.
-func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, committed bool, buf *rankScratch) *vtcTags {
+func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, running *runningIndex, buf *rankScratch) *vtcTags {
 	g := &buf.g
 	g.reset(s.Pending)
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
@@ -140,18 +149,13 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	}
 	buf.commU, buf.commA = zeroed(buf.commU, ng), zeroed(buf.commA, na)
 	commU, commA := buf.commU, buf.commA
-	switch {
-	case !committed:
-	case s.running != nil:
-		// The Engine keeps the sums from cycle to cycle.
+	if running != nil {
 		for x, key := range g.keys {
-			commU[x] = s.running.committedUser(key)
+			commU[x] = running.committedUser(key)
 		}
 		for a, name := range g.accounts {
-			commA[a] = s.running.committedAccount(name)
+			commA[a] = running.committedAccount(name)
 		}
-	default:
-		sumCommitted(s, g, commU, commA)
 	}
 
 	buf.acctW = resize(buf.acctW, na) // every entry is written below
@@ -267,89 +271,20 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, comm
 	return t
 }
 
-// sumCommitted adds up, into commU and commA (per group and per account of
-// g), the committed service of the running jobs of s: what each job is
-// predicted to use and the Ledger has not charged yet. The Engine keeps the
-// same sums in its runningIndex; this is the computation from the Snapshot
-// alone.
-func sumCommitted(s *Snapshot, g *assocGroups, commU, commA []float64) {
-	// Summed in job id order, so the result does not depend on the
-	// order of Running. Only the running jobs of users or accounts
-	// with pending jobs count; they are sorted as small records, and
-	// not at all when Running is already in id order.
-	type runCommit struct {
-		id   int64
-		x, a int32 // group and account, -1 when they have no pending job
-		u    float64
+// committedOf is the running index computeVTC reads: x's, or nil when the
+// policy ignores running jobs.
+func committedOf(x *rankIndex, ignoreRunning bool) *runningIndex {
+	if ignoreRunning {
+		return nil
 	}
-	rs := make([]runCommit, 0, len(s.Running))
-	sorted := true
-	var x, a int32
-	var okU, okA bool
-	for i := range s.Running {
-		r := &s.Running[i]
-		// Running jobs come in runs of one user's jobs: look up only
-		// when the association changes.
-		if i == 0 || r.User != s.Running[i-1].User || r.Account != s.Running[i-1].Account {
-			x, okU = g.lookup(r.Account, r.User)
-			a, okA = g.byAcct[r.Account]
-		}
-		if !okU && !okA {
-			continue
-		}
-		rx, ra := x, a
-		if !okU {
-			rx = -1
-		}
-		if !okA {
-			ra = -1
-		}
-		// What the job is predicted to use and the Ledger has not
-		// charged yet: counter + committed does not depend on how
-		// recently the cycle owner charged running jobs.
-		d, ok := s.Predicted[r.ID]
-		u := committedService(s.Service, r, d, ok, s.Ledger.Attained(r.ID))
-		if len(rs) > 0 && rs[len(rs)-1].id > r.ID {
-			sorted = false
-		}
-		rs = append(rs, runCommit{id: r.ID, x: rx, a: ra, u: u})
-	}
-	add := func(r *runCommit) {
-		if r.x >= 0 {
-			commU[r.x] += r.u
-		}
-		if r.a >= 0 {
-			commA[r.a] += r.u
-		}
-	}
-	if sorted {
-		for i := range rs {
-			add(&rs[i])
-		}
-	} else {
-		// Equal values and submit keys: sortRank orders by id.
-		ids := make([]rankEntry, len(rs))
-		for i := range rs {
-			ids[i] = rankEntry{id: rs[i].id, i: int32(i)}
-		}
-		sortRank(ids, nil)
-		for _, e := range ids {
-			add(&rs[e.i])
-		}
-	}
+	return x.running
 }
 
-// committedService is what running job j is predicted to use and has not
-// been charged yet: its predicted service (its prediction d when ok) less
-// the service it attained, at least 0. The conversion keeps the product
-// rounded on its own, so the Engine's runningIndex and sumCommitted agree
-// to the bit whatever the compiler fuses.
-func committedService(svc Service, j *Job, d time.Duration, ok bool, attained float64) float64 {
-	return committed(svc.Rate(j), predictedRunOf(j, d, ok).Seconds(), attained)
-}
-
-// committed is committedService from the job's rate and predicted run time
-// in seconds.
+// committed is what a running job is predicted to use and the Ledger has
+// not charged yet, from its rate and predicted run time in seconds, at
+// least 0: counter + committed does not depend on how recently the cycle
+// owner charged running jobs. The conversion keeps the product rounded on
+// its own, so that sums of it do not depend on what the compiler fuses.
 func committed(rate, runSec, attained float64) float64 {
 	return max(0, float64(rate*runSec)-attained)
 }

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"reflect"
-	"sort"
 	"strconv"
-	"time"
 
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
@@ -39,7 +34,7 @@ func explainCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			ex, err := explain(c.Context, cfg, s.Deps, id, log)
+			ex, err := sidecar.ExplainJob(c.Context, cfg, s.Deps, id, log)
 			if err != nil {
 				return err
 			}
@@ -53,20 +48,9 @@ func explainCommand() *cli.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(ex)
 			}
-			return printExplanation(c.App.Writer, ex)
+			return ex.WriteText(c.App.Writer)
 		},
 	}
-}
-
-// explain ranks the queue once with every effect going to a Planner that
-// keeps records in memory: nothing reaches Slurm, the table file or the
-// database, whatever the settings say.
-func explain(ctx context.Context, cfg serveConfig, d sidecar.Deps, id int64, log *slog.Logger) (*sidecar.Explanation, error) {
-	res, err := planCycle(ctx, cfg, d, log)
-	if err != nil {
-		return nil, err
-	}
-	return sidecar.Explain(res, id)
 }
 
 // openReadOnly opens what explain and queue read with serve's settings,
@@ -83,97 +67,6 @@ func openReadOnly(c *cli.Context) (serveConfig, *sidecar.Opened, *slog.Logger, e
 	cfg.HA = false
 	s, err := sidecar.Open(c.Context, cfg, log)
 	return cfg, s, log, err
-}
-
-// planCycle runs one cycle, forecasts included, with every effect going
-// to a Planner that keeps records in memory: nothing reaches Slurm, the
-// table file or the database, whatever the settings say.
-func planCycle(ctx context.Context, cfg serveConfig, d sidecar.Deps, log *slog.Logger) (*sidecar.CycleResult, error) {
-	cfg.Runner.BufferDir = "" // serve's spilled records are serve's to ship
-	cfg.Runner.Forecast, cfg.Runner.ForecastAsync = true, false
-	r, err := sidecar.NewServeRunner(ctx, cfg, d, sidecar.NewPlanner(nil, nil), log)
-	if err != nil {
-		return nil, err
-	}
-	return r.RunCycle(ctx)
-}
-
-func printExplanation(w io.Writer, ex *sidecar.Explanation) error {
-	fmt.Fprintf(w, "job %d (user %s, account %s): rank %d of %d pending under %s\n", ex.JobID, ex.User, ex.Account, ex.Rank, ex.Of, ex.Policy)
-	fmt.Fprintf(w, "  waiting %s", time.Duration(ex.WaitingS*float64(time.Second)).Round(time.Second))
-	if ex.PredictedS > 0 {
-		fmt.Fprintf(w, ", predicted run %s", time.Duration(ex.PredictedS*float64(time.Second)).Round(time.Second))
-	}
-	if ex.LimitS > 0 {
-		fmt.Fprintf(w, " (time limit %s)", time.Duration(ex.LimitS*float64(time.Second)).Round(time.Second))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  score %.6g, made of:\n", ex.Score)
-	for _, k := range sortedKeys(ex.Parts) {
-		fmt.Fprintf(w, "    %-18s %.6g\n", k, ex.Parts[k])
-	}
-	share := 0.0
-	if ex.TotalUsage > 0 {
-		share = ex.AcctUsage / ex.TotalUsage
-	}
-	fmt.Fprintf(w, "  fair-share state: account %s has %.0f decayed GPU-s (%.1f%% of the cluster's), raw share %g; %s/%s VTC counter %.0f GPU-s\n",
-		ex.Account, ex.AcctUsage, 100*share, ex.AcctShare, ex.Account, ex.User, ex.UserCounter)
-	if ex.Ahead == nil {
-		fmt.Fprintln(w, "  nothing is ahead of it: it is next when resources allow")
-	} else {
-		fmt.Fprintf(w, "  just ahead: job %d (user %s, account %s), score %.6g; it leads by:\n", ex.Ahead.JobID, ex.Ahead.User, ex.Ahead.Account, ex.Ahead.Score)
-		for _, k := range sortedKeys(ex.AheadByParts) {
-			fmt.Fprintf(w, "    %-18s %+.6g\n", k, ex.AheadByParts[k])
-		}
-		fmt.Fprintln(w, "  what moves it: "+whatMovesIt(ex.Policy))
-	}
-	if st := ex.Start; st != nil {
-		printStart(w, st)
-	}
-	if ex.Last != nil {
-		mode := "written"
-		if ex.Last.DryRun {
-			mode = "dry run"
-		}
-		fmt.Fprintf(w, "  last logged decision: %s, rank %d, %s=%d (%s)\n", ex.Last.At.Format(time.RFC3339), ex.Last.Rank, ex.Last.Field, ex.Last.Value, mode)
-	}
-	return nil
-}
-
-func sortedKeys(m map[string]float64) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// printStart prints a job's start-time forecast and what must happen
-// before it, the nearest first (at most 10 of each).
-func printStart(w io.Writer, st *sidecar.StartForecast) {
-	if st.Expected == nil {
-		fmt.Fprintln(w, "  expected start: never: it asks for more than the ranked partitions have")
-		return
-	}
-	fmt.Fprintf(w, "  expected start: %s (in %s), from predicted run times; with time limits, as squeue --start plans: %s\n",
-		st.Expected.Format(time.RFC3339), time.Until(*st.Expected).Round(time.Second), st.LimitBound.Format(time.RFC3339))
-	list := func(what string, evs []sidecar.Event) {
-		if len(evs) == 0 {
-			return
-		}
-		fmt.Fprintf(w, "  %d jobs must %s first:", len(evs), what)
-		for i, e := range evs {
-			if i == 10 {
-				fmt.Fprintf(w, " and %d more", len(evs)-10)
-				break
-			}
-			fmt.Fprintf(w, " %d (%s)", e.JobID, e.At.Format("15:04"))
-		}
-		fmt.Fprintln(w)
-	}
-	list("end", st.MustEnd)
-	list("start", st.MustStart)
 }
 
 // serveOnly are serve's settings that do not change one ranking of the
@@ -203,22 +96,4 @@ func readOnlyFlags() []cli.Flag {
 		}
 	}
 	return flags
-}
-
-// whatMovesIt says, in the terms of the policy that ranked the job, what
-// would move it forward; the levers differ between policies, and naming
-// another policy's guards would send a user after the wrong thing.
-func whatMovesIt(policy string) string {
-	switch policy {
-	case "fair-sjf":
-		return "its user's fair-share usage decaying, and its own wait: every second it waits shrinks its key\n" +
-			"  relative to its predicted run time, so it overtakes fresher jobs; a shorter time limit lowers its prediction."
-	case "fair-qssf":
-		return "its account's usage decaying or other users' counters growing as they run; a shorter time limit\n" +
-			"  or a smaller request lowers its predicted service; an estimated finish-time fairness (estimated_rho)\n" +
-			"  past 5 puts it ahead of the jobs within that bound, and waiting past the starvation guard (24 h)\n" +
-			"  ahead of every job that has not."
-	default:
-		return "the score parts above: the job ahead leads by the differences listed."
-	}
 }

@@ -116,7 +116,7 @@ func TestExplain_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, values, resizer, store := rewriteDeps()
-	ex, err := explain(context.Background(), cfg, d, 2, quietLogger())
+	ex, err := sidecar.ExplainJob(context.Background(), cfg, d, 2, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

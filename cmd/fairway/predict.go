@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -131,7 +130,7 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return writePredictTable(out, res)
+	return res.WriteText(out)
 }
 
 // predictJobs loads the jobs to replay: a trace file, or with --from-db the
@@ -160,39 +159,6 @@ func predictJobs(ctx context.Context, cfg predictEvalConfig) (jobs []policy.Job,
 		return nil, "", nil, fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cfg.Cluster, cfg.Days)
 	}
 	return jobs, fmt.Sprintf("%s (database, last %d days)", cfg.Cluster, cfg.Days), nil, nil
-}
-
-// writePredictTable prints res for people.
-func writePredictTable(w io.Writer, res *predeval.Result) error {
-	fmt.Fprintf(w, "trace %s, protocol %s: %d jobs replayed", res.Trace, res.Protocol, res.Jobs)
-	if res.Skipped > 0 {
-		fmt.Fprintf(w, " (%d without start or end left out)", res.Skipped)
-	}
-	fmt.Fprintln(w)
-	if res.LeftOut != nil {
-		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(res.LeftOut))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "predictor\tMAE (s)\tMedAE (s)\tmean rel err\twithin ±10%\t±50%\t±100%\tunder\tn\t")
-	for _, m := range res.Predictors {
-		if m.NotApplicable != "" {
-			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\tn/a\tn/a\tn/a\t0\t\n", m.Name)
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.2f\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%d\t\n", m.Name, m.MAE, m.MedAE,
-			m.MeanRelErr, 100*m.Within10, 100*m.Within50, 100*m.Within100, 100*m.UnderRate, m.N)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, m := range res.Predictors {
-		if m.NotApplicable != "" {
-			fmt.Fprintf(w, "n/a: %s %s\n", m.Name, m.NotApplicable)
-		}
-	}
-	mae, medae := res.Lowest()
-	fmt.Fprintf(w, "lowest MAE: %s; lowest MedAE: %s\n", strings.Join(mae, " = "), strings.Join(medae, " = "))
-	return nil
 }
 
 // isTerminal reports whether f is a character device (a terminal), so that

@@ -33,7 +33,7 @@ func queueCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			res, err := planCycle(c.Context, cfg, s.Deps, log)
+			res, err := sidecar.PlanCycle(c.Context, cfg, s.Deps, log)
 			if err != nil {
 				return err
 			}

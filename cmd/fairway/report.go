@@ -20,12 +20,8 @@ import (
 
 // reportConfig is `fairway report`'s validated settings.
 type reportConfig struct {
+	report.GenerateConfig
 	DatabaseURL string
-	Month       report.Month
-	Cluster     string // "" when the database holds one cluster
-	Formats     []string
-	Out         string
-	Options     report.Options
 	Progress    bool
 }
 
@@ -70,7 +66,8 @@ func reportCommand() *cli.Command {
 
 // reportSettings validates the flags once, naming the bad one.
 func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
-	cfg := reportConfig{DatabaseURL: c.String("database-url"), Cluster: c.String("cluster"), Out: c.String("out")}
+	cfg := reportConfig{DatabaseURL: c.String("database-url"),
+		GenerateConfig: report.GenerateConfig{Cluster: c.String("cluster"), Out: c.String("out")}}
 	if cfg.DatabaseURL == "" {
 		return cfg, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
 	}
@@ -80,7 +77,7 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 			return cfg, fmt.Errorf("--month: %w", err)
 		}
 		cfg.Month = m
-	} // else the zero Month: the last month with jobs (report.Source.Resolve)
+	} // else the zero Month: the last month with jobs (report.Generate)
 	for _, f := range strings.Split(c.String("format"), ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -138,61 +135,43 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 	return cfg, nil
 }
 
-// runReport loads the month and the one before, builds the report and
-// writes it, printing the files written.
+// runReport opens the database, writes the report (report.Generate) and
+// prints the files written, with progress on stderr when asked.
 func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, stderr io.Writer) error {
 	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	src := report.NewSource(pool, store)
-	cluster, month, err := src.Resolve(ctx, cfg.Cluster, cfg.Month)
-	if err != nil {
-		return err
-	}
-	cfg.Month = month
-	step := func(s string) {
-		if cfg.Progress {
-			fmt.Fprintf(stderr, "\r\033[Kreport %s %s: %s", cluster, cfg.Month, s)
+	gc := cfg.GenerateConfig
+	shown := false // a progress line waits for its newline
+	if cfg.Progress {
+		var cluster string
+		var month report.Month
+		var stepStart time.Time
+		show := func(cluster string, m report.Month, what string) {
+			fmt.Fprintf(stderr, "\r\033[Kreport %s %s: %s", cluster, m, what)
+		}
+		gc.Step = func(c string, m report.Month, what string) {
+			cluster, month, stepStart, shown = c, m, time.Now(), true
+			show(c, m, what)
+		}
+		gc.Options.Progress = func(done, total int) error {
+			show(cluster, month, fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, eta(stepStart, time.Now(), done, total)))
+			return ctx.Err()
 		}
 	}
 	start := time.Now()
-	step("reading the accounting database")
-	cur, err := src.Load(ctx, cluster, cfg.Month, true)
-	if err != nil {
-		return err
-	}
-	prev, err := src.Load(ctx, cluster, cfg.Month.Prev(), false)
-	if err != nil {
-		return err
-	}
-	opt := cfg.Options
-	if cfg.Progress {
-		simStart := time.Now()
-		opt.Progress = func(done, total int) error {
-			step(fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, eta(simStart, time.Now(), done, total)))
-			return ctx.Err()
-		}
-	} else {
-		opt.Progress = func(int, int) error { return ctx.Err() }
-	}
-	step("computing")
-	r, err := report.Build(cur, prev, opt)
-	if err != nil {
-		return err
-	}
-	step("writing")
-	files, err := report.Write(cfg.Out, r, cfg.Formats)
-	if cfg.Progress {
+	g, err := report.Generate(ctx, report.NewSource(pool, store), gc)
+	if shown {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
 		return err
 	}
-	log.Info("report written", "cluster", cluster, "month", cfg.Month.String(), "jobs", r.Summary.Jobs,
-		"files", len(files), "duration_seconds", time.Since(start).Seconds())
-	for _, f := range files {
+	log.Info("report written", "cluster", g.Cluster, "month", g.Month.String(), "jobs", g.Jobs,
+		"files", len(g.Files), "duration_seconds", time.Since(start).Seconds())
+	for _, f := range g.Files {
 		fmt.Fprintln(stdout, f)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,37 +42,13 @@ func sharesCommand() *cli.Command {
 					&cli.StringFlag{Name: "slurm-api", Usage: "slurmrestd: pin the API version (default: negotiate)", EnvVars: []string{"FAIRWAY_SLURM_API"}},
 				},
 				Action: func(c *cli.Context) error {
-					clusterName, from, file := c.String("cluster"), c.String("from"), c.String("file")
+					clusterName := c.String("cluster")
 					if clusterName == "" {
 						return errors.New("--cluster: required")
 					}
-					var nodes []accounting.ShareNode
-					var err error
-					switch from {
-					case accounting.SharesFromSlurmdbd:
-						if file != "" {
-							return errors.New("--file: only with --from config")
-						}
-						nodes, err = accounting.SacctmgrAssociations(c.Context, c.String("sacctmgr"), clusterName)
-					case accounting.SharesFromSlurmrestd:
-						if file != "" {
-							return errors.New("--file: only with --from config")
-						}
-						nodes, err = sharesFromSlurmrestd(c, clusterName)
-						from = accounting.SharesFromSlurmdbd
-					case accounting.SharesFromConfig:
-						if file == "" {
-							return errors.New("--file: required with --from config")
-						}
-						var f *os.File
-						if f, err = os.Open(file); err != nil {
-							return err
-						}
-						nodes, err = accounting.ParseSharesConfig(file, f)
-						f.Close()
-					default:
-						return fmt.Errorf("--from %q: want slurmdbd, slurmrestd or config", from)
-					}
+					src := accounting.SharesSource{From: c.String("from"), File: c.String("file"), Sacctmgr: c.String("sacctmgr"),
+						REST: func(context.Context) (accounting.SharesClient, string, error) { return connectShares(c) }}
+					nodes, from, err := src.Read(c.Context, clusterName)
 					if err != nil {
 						return err
 					}
@@ -149,28 +126,24 @@ func sharesCommand() *cli.Command {
 	}
 }
 
-// sharesFromSlurmrestd reads the share tree of cluster from slurmrestd's
-// /slurm/<version>/shares.
-func sharesFromSlurmrestd(c *cli.Context, cluster string) ([]accounting.ShareNode, error) {
+// connectShares connects to the slurmrestd that shares sync --from
+// slurmrestd reads, returning it with its URL.
+func connectShares(c *cli.Context) (accounting.SharesClient, string, error) {
 	s := slurmctl.ConnectConfig{URL: c.String("slurm-url"), User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
 		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api")}
 	if s.URL == "" {
-		return nil, errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
+		return nil, "", errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
 	}
 	if !s.HasToken() {
-		return nil, errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
+		return nil, "", errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
 	}
 	log, err := logger(c)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	client, err := slurmctl.Connect(c.Context, s, log)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	body, err := client.Shares(c.Context)
-	if err != nil {
-		return nil, fmt.Errorf("slurmrestd at %s: %w", s.URL, err)
-	}
-	return accounting.ParseRESTShares("slurmrestd "+client.Version()+" shares", body, cluster)
+	return client, s.URL, nil
 }

@@ -5,18 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/policy/sim/simplot"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
 )
@@ -58,6 +57,7 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
 			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
+			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
@@ -68,7 +68,7 @@ func simulateCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("forecast") {
-				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.App.Writer, os.Stderr)
+				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.Bool("forecast-oracle"), c.App.Writer, os.Stderr)
 			}
 			return simulate(c.Context, cfg, c.App.Writer, os.Stderr)
 		},
@@ -152,7 +152,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		if err := rep.WriteCSV(cfg.Out, runs); err != nil {
 			return err
 		}
-		if err := writeSimulatePlots(cfg.Out, rep, runs); err != nil {
+		if err := simplot.Write(cfg.Out, rep, runs); err != nil {
 			return err
 		}
 	}
@@ -161,51 +161,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return writeSimulateTable(out, rep, cfg)
-}
-
-// writeSimulateTable prints the comparison for people.
-func writeSimulateTable(w io.Writer, rep *sim.Report, cfg simulateConfig) error {
-	backfill := "EASY backfill"
-	if rep.Backfill == sim.NoBackfill {
-		backfill = "no backfill"
-	}
-	fmt.Fprintf(w, "%s (%s): %d jobs on %d × %d %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
-		rep.Cluster.Nodes, rep.Cluster.PerNode, rep.Cluster.Unit, backfill, rep.Predictor)
-	if rep.Load != 1 {
-		fmt.Fprintf(w, "offered load %.2f: %g × the trace's own %.2f\n", rep.OfferedLoad, rep.Load, rep.OwnLoad)
-	} else {
-		fmt.Fprintf(w, "offered load %.2f (the trace's own)\n", rep.OfferedLoad)
-	}
-	left := maps.Clone(rep.LeftOut)
-	if left == nil {
-		left = map[string]int{}
-	}
-	for r, n := range rep.Skipped {
-		left[r] += n
-	}
-	if len(left) > 0 || rep.Format != "synthetic" {
-		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(left))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tavg JCT (s)\tmedian JCT\tp95 JCT\tavg wait (s)\tp95 wait\tavg bsld\tmakespan (s)\tutil\tJain\tmax ρ\tp95 ρ\tuser p95 wait spread (s)\t")
-	for _, m := range rep.Policies {
-		name := m.Name
-		if cfg.Preempt[name] {
-			name += "*"
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.0f\t\n", name, m.AvgJCT, m.MedianJCT, m.P95JCT,
-			m.AvgWait, m.P95Wait, m.AvgBSLD, m.Makespan, m.Utilization, m.Jain, m.MaxRho, m.P95Rho, m.UserP95WaitSpread)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, m := range rep.Policies {
-		if cfg.Preempt[m.Name] {
-			fmt.Fprintf(w, "* preemptive: requeued and resumed from a checkpoint at no cost, %d preemptions\n", m.Preemptions)
-		}
-	}
-	return nil
+	return rep.WriteText(out, cfg.Preempt)
 }
 
 // defaultTracesDir is where a checkout beside the project's shared data

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +27,9 @@ type forecastReport struct {
 }
 
 // simulateForecast measures the start-time forecasts of one policy on the
-// workload (sim.MeasureForecast) and prints the comparison.
-func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet bool, out io.Writer, errOut *os.File) error {
+// workload (sim.MeasureForecast) and prints the comparison; oracle adds
+// the forecasts played with true run times.
+func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet, oracle bool, out io.Writer, errOut *os.File) error {
 	name := policy.DefaultPolicy
 	if policiesSet {
 		if len(cfg.Policies) != 1 {
@@ -53,7 +55,7 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet bool,
 		return err
 	}
 	started := time.Now()
-	rep, err := sim.MeasureForecast(w.Jobs, sc, sim.ForecastParams{})
+	rep, err := sim.MeasureForecast(w.Jobs, sc, sim.ForecastParams{Oracle: oracle})
 	if progress != nil {
 		fmt.Fprintf(errOut, "\r\033[Kmeasured forecasts in %s\n", time.Since(started).Round(time.Millisecond))
 	}
@@ -83,14 +85,30 @@ func writeForecastTable(w io.Writer, r *forecastReport) error {
 	fmt.Fprintln(w, "| forecast made | forecasts | method | median abs error | mean abs error | p90 abs error | within ±max(10 min, 20% of wait) | median signed error | median vs limits |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, m := range r.Moments {
-		ratio := "n/a"
-		if m.Limits.MedianAbs > 0 {
-			ratio = fmt.Sprintf("%.2f×", m.Predicted.MedianAbs/m.Limits.MedianAbs)
+		ratio := func(e *sim.ForecastErrors) string {
+			if m.Limits.MedianAbs > 0 {
+				return fmt.Sprintf("%.2f×", e.MedianAbs/m.Limits.MedianAbs)
+			}
+			return "n/a"
 		}
-		fmt.Fprintf(w, "| %s | %d | predicted | %s | %s | %s | %.1f%% | %s | %s |\n", momentLabel(m.Moment), m.Forecasts,
-			dur(m.Predicted.MedianAbs), dur(m.Predicted.MeanAbs), dur(m.Predicted.P90Abs), 100*m.Predicted.Within, dur(m.Predicted.MedianSigned), ratio)
-		fmt.Fprintf(w, "| | | limits | %s | %s | %s | %.1f%% | %s | |\n",
-			dur(m.Limits.MedianAbs), dur(m.Limits.MeanAbs), dur(m.Limits.P90Abs), 100*m.Limits.Within, dur(m.Limits.MedianSigned))
+		row := func(moment, forecasts, method string, e *sim.ForecastErrors, ratio string) {
+			var b strings.Builder
+			for _, c := range []string{moment, forecasts, method, dur(e.MedianAbs), dur(e.MeanAbs), dur(e.P90Abs),
+				fmt.Sprintf("%.1f%%", 100*e.Within), dur(e.MedianSigned), ratio} {
+				b.WriteString("|")
+				if c != "" {
+					b.WriteString(" " + c)
+				}
+				b.WriteString(" ")
+			}
+			fmt.Fprintln(w, b.String()+"|")
+		}
+		row(momentLabel(m.Moment), strconv.Itoa(m.Forecasts), "predicted", &m.Predicted, ratio(&m.Predicted))
+		row("", "", "limits", &m.Limits, "")
+		if m.TrueRunning != nil && m.TrueRuns != nil {
+			row("", "", "oracle: true run times of running jobs", m.TrueRunning, ratio(m.TrueRunning))
+			row("", "", "oracle: true run times of all jobs", m.TrueRuns, ratio(m.TrueRuns))
+		}
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n\n", forecastVerdict(r.Moments))
 	return err

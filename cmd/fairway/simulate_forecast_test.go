@@ -40,6 +40,18 @@ func TestSimulateForecast(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
+	if strings.Contains(table, "oracle") {
+		t.Errorf("table without --forecast-oracle has oracle rows:\n%s", table)
+	}
+	table, err = runApp(t, "simulate", "--forecast", "--forecast-oracle", "--predictor", "tsafrir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| | | oracle: true run times of running jobs |", "| | | oracle: true run times of all jobs |"} {
+		if got := strings.Count(table, want); got != len(rep.Moments) {
+			t.Errorf("table has %d rows %q, want one per moment (%d):\n%s", got, want, len(rep.Moments), table)
+		}
+	}
 	for _, args := range [][]string{{"--policies", "fifo,vtc"}, {"--policies", "tiresias"}} {
 		if _, err := runApp(t, append([]string{"simulate", "--forecast"}, args...)...); err == nil {
 			t.Errorf("simulate --forecast %v: no error", args)

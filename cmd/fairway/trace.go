@@ -1,16 +1,10 @@
 package main
 
 import (
-	"compress/gzip"
-	"encoding/csv"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
-	"strings"
 
-	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
 )
 
@@ -49,69 +43,14 @@ func traceCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				return writeSynth(c.String("out"), c.App.Writer, jobs)
+				if path := c.String("out"); path != "" {
+					if err := trace.WriteHeliosFile(path, jobs); err != nil {
+						return fmt.Errorf("--out: %w", err)
+					}
+					return nil
+				}
+				return trace.WriteHelios(c.App.Writer, jobs)
 			},
 		}},
 	}
-}
-
-// writeSynth writes jobs to path (stdout when empty), gzip-compressed when
-// path ends in .gz.
-func writeSynth(path string, stdout io.Writer, jobs []policy.Job) error {
-	if path == "" {
-		return writeHeliosCSV(stdout, jobs)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	var w io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(f)
-		w = zw
-	}
-	err = writeHeliosCSV(w, jobs)
-	if zw != nil && err == nil {
-		err = zw.Close()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// heliosTime is how Helios' cluster_log.csv spells instants.
-const heliosTime = "2006-01-02 15:04:05"
-
-// writeHeliosCSV writes jobs in the Helios cluster_log.csv layout that
-// policy/trace reads (with jobname and the time_limit extension), quoting
-// fields as RFC 4180 says (a job name may hold a comma or a quote). Jobs
-// must have Start and End (a run time).
-func writeHeliosCSV(w io.Writer, jobs []policy.Job) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"job_id", "user", "vc", "jobname", "gpu_num", "cpu_num", "node_num", "state",
-		"submit_time", "start_time", "end_time", "duration", "queue", "time_limit"}); err != nil {
-		return err
-	}
-	rec := make([]string, 14)
-	for i := range jobs {
-		j := &jobs[i]
-		limit := ""
-		if j.TimeLimit > 0 {
-			limit = strconv.FormatInt(int64(j.TimeLimit.Seconds()), 10)
-		}
-		rec = append(rec[:0], strconv.FormatInt(j.ID, 10), j.User, j.Partition, j.Name,
-			strconv.Itoa(j.GPUs), strconv.Itoa(j.CPUs), strconv.Itoa(j.Nodes), j.State.String(),
-			j.Submit.UTC().Format(heliosTime), j.Start.UTC().Format(heliosTime), j.End.UTC().Format(heliosTime),
-			strconv.FormatInt(int64(j.RunTime().Seconds()), 10), strconv.FormatInt(int64(j.Start.Sub(j.Submit).Seconds()), 10), limit)
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }

@@ -19,6 +19,12 @@ type ForecastParams struct {
 	// Resolution is the forecasts' clock step; 0 means
 	// policy.DefaultForecastResolution, as serve uses.
 	Resolution time.Duration
+	// Oracle also plays every forecast with the true run times of the
+	// running jobs, and with the true run times of every job: forecasts
+	// nobody can make, which split the predicted forecast's error into
+	// what a better run-time predictor could remove and what no predictor
+	// can (jobs submitted later, the ranking changing as time passes).
+	Oracle bool
 }
 
 // Forecast moments.
@@ -50,6 +56,11 @@ type ForecastAccuracy struct {
 	// plays time limits (what `squeue --start` would say).
 	Predicted ForecastErrors `json:"predicted"`
 	Limits    ForecastErrors `json:"limits"`
+	// With ForecastParams.Oracle: the predicted forecast played with the
+	// true run times of the running jobs (TrueRunning), and of every job
+	// (TrueRuns).
+	TrueRunning *ForecastErrors `json:"true_running,omitempty"`
+	TrueRuns    *ForecastErrors `json:"true_runs,omitempty"`
 }
 
 // ForecastReport is what MeasureForecast found.
@@ -80,6 +91,8 @@ type forecastWatch struct {
 	// jobs that arrived since.
 	seen map[int64]time.Duration
 	pred map[int64]time.Duration
+	// oracle is scratch for the oracle forecasts' run times.
+	oracle map[int64]time.Duration
 }
 
 type forecastRecord struct {
@@ -88,6 +101,8 @@ type forecastRecord struct {
 	at        int64 // ns
 	predicted int64 // forecast start, ns; -1 when the job never fits
 	limits    int64
+	// The oracle forecasts' starts, with ForecastParams.Oracle.
+	trueRunning, trueRuns int64
 }
 
 // MeasureForecast simulates jobs under cfg, as Run does, and measures
@@ -199,6 +214,16 @@ func (w *forecastWatch) forecast(s *simulator, snap *policy.Snapshot, ranking []
 	if err != nil {
 		return err
 	}
+	var running, all *policy.Forecast
+	if w.p.Oracle {
+		fp.Limits = false
+		if running, err = w.oracleForecast(s, snap, ranking, fp, snap.Running); err != nil {
+			return err
+		}
+		if all, err = w.oracleForecast(s, snap, ranking, fp, snap.Running, snap.Pending); err != nil {
+			return err
+		}
+	}
 	for i, k := range due {
 		moment := MomentSubmit
 		if i >= w.nSubmit {
@@ -206,10 +231,34 @@ func (w *forecastWatch) forecast(s *simulator, snap *policy.Snapshot, ranking []
 			w.hours[k]++
 		}
 		id := s.in[s.jobs[k].src].ID
-		w.records = append(w.records, forecastRecord{k: k, moment: moment, at: s.now,
-			predicted: w.startOf(s, pf, id), limits: w.startOf(s, lf, id)})
+		r := forecastRecord{k: k, moment: moment, at: s.now,
+			predicted: w.startOf(s, pf, id), limits: w.startOf(s, lf, id)}
+		if w.p.Oracle {
+			r.trueRunning, r.trueRuns = w.startOf(s, running, id), w.startOf(s, all, id)
+		}
+		w.records = append(w.records, r)
 	}
 	return nil
+}
+
+// oracleForecast plays snap forward with the true run times of the jobs
+// in exact, the predictions for the others.
+func (w *forecastWatch) oracleForecast(s *simulator, snap *policy.Snapshot, ranking []policy.Score, fp policy.ForecastParams, exact ...[]policy.Job) (*policy.Forecast, error) {
+	if w.oracle == nil {
+		w.oracle = map[int64]time.Duration{}
+	}
+	clear(w.oracle)
+	for id, d := range snap.Predicted {
+		w.oracle[id] = d
+	}
+	for _, js := range exact {
+		for i := range js {
+			w.oracle[js[i].ID] = s.trueRun[js[i].ID]
+		}
+	}
+	o := *snap
+	o.Predicted = w.oracle
+	return policy.NewForecast(&o, ranking, fp)
 }
 
 // startOf is job id's forecast start on the simulator's clock.
@@ -231,6 +280,9 @@ func (w *forecastWatch) report(res *Result) *ForecastReport {
 	type acc struct {
 		pred, lim, preds, lims []float64
 		pin, lin, n            int
+		// the oracle forecasts': absolute and signed errors, within counts
+		orc       [2][2][]float64
+		orcWithin [2]int
 	}
 	accs := map[string]*acc{}
 	for _, m := range []string{MomentSubmit, MomentSubmitWaited, MomentHourly} {
@@ -258,6 +310,15 @@ func (w *forecastWatch) report(res *Result) *ForecastReport {
 			if le <= tol {
 				a.lin++
 			}
+			if w.p.Oracle {
+				for o, f := range []int64{r.trueRunning, r.trueRuns} {
+					se := signedErr(f, actual)
+					a.orc[o][0], a.orc[o][1] = append(a.orc[o][0], math.Abs(se)), append(a.orc[o][1], se)
+					if math.Abs(se) <= tol {
+						a.orcWithin[o]++
+					}
+				}
+			}
 		}
 	}
 	for _, m := range []string{MomentSubmit, MomentSubmitWaited, MomentHourly} {
@@ -266,6 +327,10 @@ func (w *forecastWatch) report(res *Result) *ForecastReport {
 		if a.n > 0 {
 			fa.Predicted = errorsOf(a.pred, a.preds, a.pin)
 			fa.Limits = errorsOf(a.lim, a.lims, a.lin)
+			if w.p.Oracle {
+				tr, ta := errorsOf(a.orc[0][0], a.orc[0][1], a.orcWithin[0]), errorsOf(a.orc[1][0], a.orc[1][1], a.orcWithin[1])
+				fa.TrueRunning, fa.TrueRuns = &tr, &ta
+			}
 		}
 		rep.Moments = append(rep.Moments, fa)
 	}

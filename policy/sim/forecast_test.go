@@ -158,6 +158,41 @@ func TestMeasureForecast(t *testing.T) {
 	})
 }
 
+// TestMeasureForecast_Oracle checks the oracle forecasts: on a queue where
+// nothing arrives later and no job has a prediction (every forecast plays
+// time limits), the forecast with every job's true run time is exact, the
+// one with only the running jobs' true run times lies between it and the
+// predicted one, and without Oracle none is reported.
+func TestMeasureForecast_Oracle(t *testing.T) {
+	cluster := Cluster{Nodes: 1, PerNode: 64, Unit: CPUs}
+	cfg := Config{Cluster: cluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{})}
+	rep, err := MeasureForecast(fcQueue(5, 200, 40), cfg, ForecastParams{Resolution: time.Nanosecond, Oracle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rep.Moments {
+		if m.TrueRunning == nil || m.TrueRuns == nil {
+			t.Fatalf("%s: oracle forecasts missing: %+v", m.Moment, m)
+		}
+		if m.Forecasts == 0 || m.TrueRuns.MeanAbs != 0 || m.TrueRuns.Within != 1 {
+			t.Errorf("%s: true run times of all jobs %+v, want exact forecasts", m.Moment, *m.TrueRuns)
+		}
+		if m.Moment == MomentHourly && !(m.Predicted.MeanAbs > m.TrueRunning.MeanAbs && m.TrueRunning.MeanAbs > 0) {
+			t.Errorf("%s: mean abs error predicted %v, true running %v: want predicted > true running > 0",
+				m.Moment, m.Predicted.MeanAbs, m.TrueRunning.MeanAbs)
+		}
+	}
+	rep, err = MeasureForecast(fcQueue(5, 200, 40), cfg, ForecastParams{Resolution: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rep.Moments {
+		if m.TrueRunning != nil || m.TrueRuns != nil {
+			t.Errorf("%s: oracle forecasts reported without Oracle", m.Moment)
+		}
+	}
+}
+
 // trueRuns predicts every job's run time from a table of the true ones.
 type trueRuns map[int64]time.Duration
 

@@ -1,4 +1,8 @@
-package main
+// Package simplot draws a simulator comparison (sim.Report and its runs) as
+// SVG with gonum/plot. It sits apart from package sim so that the simulator,
+// and everything that imports it (serve's forecast among them), does not
+// pull in the plotting library.
+package simplot
 
 import (
 	"fmt"
@@ -13,15 +17,15 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// plotPoints bounds the points of one curve, so that an SVG of a 77,000-job
+// Points bounds the points of one curve, so that an SVG of a 77,000-job
 // trace stays small: a CDF is drawn through this many quantiles.
-const plotPoints = 400
+const Points = 400
 
-// writeSimulatePlots draws, with gonum/plot, the JCT distribution of every
-// policy (jct_cdf.svg) and every policy's per-user 95th-percentile waits,
-// sorted (user_p95_wait.svg): the flatter and lower that curve, the more
-// evenly waiting is spread over users.
-func writeSimulatePlots(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
+// Write draws into dir the JCT distribution of every policy (jct_cdf.svg)
+// and every policy's per-user 95th-percentile waits, sorted
+// (user_p95_wait.svg): the flatter and lower that curve, the more evenly
+// waiting is spread over users. runs are rep.Policies' runs, in order.
+func Write(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
 	cdf := plot.New()
 	cdf.Title.Text = "Job completion time, " + rep.Trace
 	cdf.X.Label.Text = "JCT (s, log scale)"
@@ -86,11 +90,11 @@ func writeSimulatePlots(dir string, rep *sim.Report, runs []sim.PolicyRun) error
 }
 
 // quantileCurve is the empirical CDF of sorted (ascending, seconds) through
-// at most plotPoints quantiles, with JCTs below 1 s drawn at 1 s for the
+// at most Points quantiles, with JCTs below 1 s drawn at 1 s for the
 // log axis.
 func quantileCurve(sorted []float64) plotter.XYs {
 	n := len(sorted)
-	k := min(n, plotPoints)
+	k := min(n, Points)
 	pts := make(plotter.XYs, 0, k)
 	for i := range k {
 		idx := (i + 1) * n / k

@@ -1,0 +1,56 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"text/tabwriter"
+
+	"github.com/fairway-hpc/fairway/policy/trace"
+)
+
+// WriteText writes the comparison for people: the workload and cluster,
+// the offered load, what was left out, and one row of metrics per policy,
+// those in preempt (simulated preemptively) starred.
+func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
+	backfill := "EASY backfill"
+	if rep.Backfill == NoBackfill {
+		backfill = "no backfill"
+	}
+	fmt.Fprintf(w, "%s (%s): %d jobs on %d × %d %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
+		rep.Cluster.Nodes, rep.Cluster.PerNode, rep.Cluster.Unit, backfill, rep.Predictor)
+	if rep.Load != 1 {
+		fmt.Fprintf(w, "offered load %.2f: %g × the trace's own %.2f\n", rep.OfferedLoad, rep.Load, rep.OwnLoad)
+	} else {
+		fmt.Fprintf(w, "offered load %.2f (the trace's own)\n", rep.OfferedLoad)
+	}
+	left := maps.Clone(rep.LeftOut)
+	if left == nil {
+		left = map[string]int{}
+	}
+	for r, n := range rep.Skipped {
+		left[r] += n
+	}
+	if len(left) > 0 || rep.Format != "synthetic" {
+		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(left))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tavg JCT (s)\tmedian JCT\tp95 JCT\tavg wait (s)\tp95 wait\tavg bsld\tmakespan (s)\tutil\tJain\tmax ρ\tp95 ρ\tuser p95 wait spread (s)\t")
+	for _, m := range rep.Policies {
+		name := m.Name
+		if preempt[name] {
+			name += "*"
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.0f\t\n", name, m.AvgJCT, m.MedianJCT, m.P95JCT,
+			m.AvgWait, m.P95Wait, m.AvgBSLD, m.Makespan, m.Utilization, m.Jain, m.MaxRho, m.P95Rho, m.UserP95WaitSpread)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range rep.Policies {
+		if preempt[m.Name] {
+			fmt.Fprintf(w, "* preemptive: requeued and resumed from a checkpoint at no cost, %d preemptions\n", m.Preemptions)
+		}
+	}
+	return nil
+}
