@@ -1,13 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
@@ -43,46 +39,4 @@ func rewriteSettings(c *cli.Context) sidecar.RewriteConfig {
 		Sacct: c.Bool("rewrite-sacct"), ExemptQOS: c.StringSlice("exempt-qos"),
 		TableMaxRulesPerUser: c.Int("rewrite-table-max-rules-per-user"), TableMaxBytes: c.Int("rewrite-table-max-bytes"),
 	}
-}
-
-// printRewrite prints a cycle's rewriting for `serve --once`.
-func printRewrite(w io.Writer, rep *sidecar.RewriteReport) error {
-	if rep == nil {
-		return nil
-	}
-	mode := "written"
-	if rep.DryRun {
-		mode = "dry run: nothing written"
-	}
-	fmt.Fprintf(w, "\nrewrite: %d share rules (table %s), %d job changes planned, %d applied, %d failed (%s)\n",
-		len(rep.Rules), map[bool]string{true: "written", false: "not written"}[rep.TableWritten],
-		len(rep.Resize.Planned), len(rep.Resize.Applied), len(rep.Resize.Failed), mode)
-	if len(rep.Rules) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "USER\tJOB NAME\tSHARDS\tREASON")
-		for _, r := range rep.Rules {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.User, r.Name, r.Shards, r.Reason)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(rep.Proposals) > 0 {
-		fmt.Fprintln(tw, "JOB\tRULE\tFROM\tTO\tREASON")
-		for _, p := range rep.Proposals {
-			to := int64(p.CPUs)
-			switch p.Rule {
-			case rewrite.RuleMemory:
-				to = p.MemoryMB
-			case rewrite.RuleElastic:
-				to = int64(p.GPUs)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\n", p.JobID, p.Rule, p.From, to, p.Reason)
-		}
-		for _, sk := range rep.Resize.Skipped {
-			fmt.Fprintf(tw, "%d\t-\t\t\tnot changed: %s\n", sk.JobID, sk.Reason)
-		}
-	}
-	return tw.Flush()
 }

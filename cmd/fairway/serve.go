@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -120,54 +117,12 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 	return printOnce(c.App.Writer, res, cfg)
 }
 
-// printOnce prints what one cycle decided, best first.
+// printOnce prints what one cycle decided, best first, and fails when
+// any write failed, so that a script or an operator cannot take a cycle
+// whose writes Slurm refused for a success.
 func printOnce(w io.Writer, res *sidecar.CycleResult, cfg serveConfig) error {
-	jobs := make(map[int64]*policy.Job, len(res.Snapshot.Pending))
-	for i := range res.Snapshot.Pending {
-		jobs[res.Snapshot.Pending[i].ID] = &res.Snapshot.Pending[i]
-	}
-	changed := make(map[int64]bool, len(res.Changed))
-	for _, ch := range res.Changed {
-		changed[ch.JobID] = true
-	}
-	mode := fmt.Sprintf("written: %d applied, %d failed", len(res.Report.Applied), len(res.Report.Failed))
-	if res.DryRun {
-		mode = "dry run: nothing written"
-	}
-	fmt.Fprintf(w, "policy %s, %d pending jobs ranked, %d values changed (%s)\n", cfg.Runner.Policy, res.Pending, len(res.Changed), mode)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "RANK\tJOB\tUSER\tACCOUNT\tGPUS\tPREDICTED\tSCORE\t%s\tCHANGED\n", strings.ToUpper(cfg.Runner.Field))
-	for i, s := range res.Ranked {
-		j := jobs[s.JobID]
-		pred := "-"
-		if d, ok := res.Snapshot.Predicted[s.JobID]; ok {
-			pred = d.Round(time.Second).String()
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, j.User, j.Account, j.GPUs, pred, s.Value, res.Values[s.JobID], changed[s.JobID])
-	}
-	if err := tw.Flush(); err != nil {
+	if err := res.WriteText(w, cfg.Runner.Policy, cfg.Runner.Field); err != nil {
 		return err
 	}
-	if err := printRewrite(w, res.Rewrite); err != nil {
-		return err
-	}
-	return onceWriteErr(res.Report)
-}
-
-// onceWriteErr makes `serve --once` fail when any write failed, naming
-// each job and why, so a script or an operator cannot take a cycle whose
-// writes Slurm refused for a success.
-func onceWriteErr(rep slurmctl.Report) error {
-	if len(rep.Failed) == 0 && len(rep.ReadBack.Mismatches) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d writes failed", len(rep.Failed), len(rep.Planned))
-	for _, f := range rep.Failed {
-		fmt.Fprintf(&b, "\n  job %s: %v", f.Target, f.Err)
-	}
-	for _, m := range rep.ReadBack.Mismatches {
-		fmt.Fprintf(&b, "\n  job %d read back wrong: %s", m.JobID, m.Why)
-	}
-	return errors.New(b.String())
+	return res.Report.Err()
 }
