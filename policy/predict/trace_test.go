@@ -38,7 +38,7 @@ func pending(j policy.Job) policy.Job {
 }
 
 // TestPredictors_Contract replays the KTH trace in submit order through every
-// predictor and checks the Prediction contract on each job: never negative,
+// predictor (and fairway with Contexts) and checks the Prediction contract on each job: never negative,
 // never above the time limit (except alea, which reproduces a published
 // method that scales the request by ratios that may exceed 1), Upper at or
 // above Run when a quantile is given; and Predict does not change the
@@ -46,13 +46,23 @@ func pending(j policy.Job) policy.Job {
 // predicts the same.
 func TestPredictors_Contract(t *testing.T) {
 	jobs := sharedTrace(t, "KTH-SP2-filtered.swf.gz", trace.SWF)[:8000]
+	type variant struct {
+		test, name string
+		params     predict.Params
+	}
+	var variants []variant
 	for _, name := range predict.Names() {
-		t.Run(name, func(t *testing.T) {
-			p, err := predict.New(name, predict.Params{})
+		variants = append(variants, variant{name, name, predict.Params{}})
+	}
+	variants = append(variants, variant{"fairway-contexts", "fairway", predict.Params{Fairway: predict.FairwayParams{Contexts: true}}})
+	for _, v := range variants {
+		name := v.name
+		t.Run(v.test, func(t *testing.T) {
+			p, err := predict.New(name, v.params)
 			if err != nil {
 				t.Fatal(err)
 			}
-			twin, _ := predict.New(name, predict.Params{})
+			twin, _ := predict.New(name, v.params)
 			sources := map[string]int{}
 			for i := range jobs {
 				pj := pending(jobs[i])
