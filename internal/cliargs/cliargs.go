@@ -1,7 +1,11 @@
-package main
+// Package cliargs makes a urfave/cli app forgiving of how people type
+// commands: flags anywhere on the line (Normalize), and an unknown command
+// or flag answered in one line naming the closest valid one
+// (WithUsageHelp). It is CLI plumbing shared by every command, apart from
+// the flags and configs each command defines.
+package cliargs
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -9,13 +13,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// normalizeArgs lets flags go anywhere on the command line, as people type
+// Normalize lets flags go anywhere on the command line, as people type
 // them: urfave/cli stops reading a command's flags at its first argument
-// (`explain 176 --json` was "usage: fairway explain JOBID"), and reads the
+// (`explain 176 --json` would read --json as a second argument), and reads the
 // global flags (--log-level) only before the command name. It moves a
 // command's flags in front of its arguments and the global flags in front
 // of the command, keeping their order; everything after "--" stays as is.
-func normalizeArgs(app *cli.App, args []string) []string {
+func Normalize(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
@@ -122,9 +126,9 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	return nil
 }
 
-// closest is the candidate nearest to s by edit distance, "" when none is
+// Closest is the candidate nearest to s by edit distance, "" when none is
 // near enough to be a typo (more than max(2, len(s)/2) edits away).
-func closest(s string, candidates []string) string {
+func Closest(s string, candidates []string) string {
 	best, bestD := "", max(2, len(s)/2)+1
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestD {
@@ -154,9 +158,6 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// errUsage is a usage mistake already explained in one line.
-var errUsage = errors.New("usage")
-
 // commandNotFound answers an unknown command with one line naming the
 // closest one, instead of "No help topic for 'servee'".
 func commandNotFound(c *cli.Context, name string) {
@@ -170,8 +171,8 @@ func commandNotFound(c *cli.Context, name string) {
 			names = append(names, cmd.Name)
 		}
 	}
-	msg := fmt.Sprintf("fairway: unknown command %q", name)
-	if s := closest(name, names); s != "" {
+	msg := fmt.Sprintf("%s: unknown command %q", c.App.Name, name)
+	if s := Closest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	} else {
 		msg += "; commands: " + strings.Join(names, ", ")
@@ -197,20 +198,20 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	for _, f := range flags {
 		names = append(names, f.Names()[0])
 	}
-	where := "fairway"
+	where := c.App.Name
 	if c.Command != nil && c.Command.Name != "" {
 		where = strings.TrimSpace(c.Command.HelpName)
 	}
 	msg := fmt.Sprintf("unknown flag --%s for %s", m[1], where)
-	if s := closest(m[1], names); s != "" {
+	if s := Closest(m[1], names); s != "" {
 		msg += fmt.Sprintf("; did you mean --%s?", s)
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, where)
 }
 
-// withUsageHelp installs commandNotFound and usageError on the app and
+// WithUsageHelp installs commandNotFound and usageError on the app and
 // every command under it.
-func withUsageHelp(app *cli.App) {
+func WithUsageHelp(app *cli.App) {
 	app.CommandNotFound = commandNotFound
 	app.OnUsageError = usageError
 	var walk func([]*cli.Command)

@@ -1,0 +1,97 @@
+package cliargs
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// testApp is a small app shaped like fairway's: a global flag, a command
+// with a value flag and a boolean, and a command with subcommands whose
+// parent has a flag of its own.
+func testApp(ran *[]string) *cli.App {
+	action := func(c *cli.Context) error {
+		*ran = append(*ran, c.Command.FullName()+" "+strings.Join(c.Args().Slice(), ",")+" json="+map[bool]string{true: "1", false: "0"}[c.Bool("json")])
+		return nil
+	}
+	app := &cli.App{
+		Name:  "tool",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"}},
+		Commands: []*cli.Command{
+			{Name: "explain", Flags: []cli.Flag{&cli.BoolFlag{Name: "json"}, &cli.StringFlag{Name: "cluster"}}, Action: action},
+			{Name: "migrate", Flags: []cli.Flag{&cli.StringFlag{Name: "database-url"}}, Subcommands: []*cli.Command{{Name: "up", Action: action}}},
+		},
+		HideHelpCommand: true,
+	}
+	WithUsageHelp(app)
+	return app
+}
+
+func TestNormalize(t *testing.T) {
+	app := testApp(new([]string))
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"tool"}, []string{"tool"}},
+		{[]string{"tool", "explain", "176", "--json"}, []string{"tool", "explain", "--json", "176"}},
+		{[]string{"tool", "explain", "176", "--cluster", "lab", "--json"}, []string{"tool", "explain", "--cluster", "lab", "--json", "176"}},
+		{[]string{"tool", "explain", "176", "--cluster=lab"}, []string{"tool", "explain", "--cluster=lab", "176"}},
+		{[]string{"tool", "explain", "--log-level", "warn", "176"}, []string{"tool", "--log-level", "warn", "explain", "176"}},
+		{[]string{"tool", "explain", "--", "--weird"}, []string{"tool", "explain", "--", "--weird"}},
+		{[]string{"tool", "migrate", "--database-url", "x", "up"}, []string{"tool", "migrate", "--database-url", "x", "up"}},
+		{[]string{"tool", "servee", "--json"}, []string{"tool", "servee", "--json"}},
+	} {
+		if got := Normalize(app, tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Normalize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestNormalize_Runs: the reordered line runs the command with its flag
+// and argument both read.
+func TestNormalize_Runs(t *testing.T) {
+	var ran []string
+	app := testApp(&ran)
+	if err := app.RunContext(context.Background(), Normalize(app, []string{"tool", "explain", "176", "--json"})); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"explain 176 json=1"}; !reflect.DeepEqual(ran, want) {
+		t.Errorf("ran %q, want %q", ran, want)
+	}
+}
+
+func TestClosest(t *testing.T) {
+	names := []string{"serve", "explain", "queue", "report"}
+	for _, tc := range []struct{ in, want string }{
+		{"servee", "serve"}, {"expalin", "explain"}, {"qeueu", "queue"}, {"zzzzzzzz", ""}, {"", ""},
+	} {
+		if got := Closest(tc.in, names); got != tc.want {
+			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestUsageHelp_OneLine(t *testing.T) {
+	app := testApp(new([]string))
+	err := app.RunContext(context.Background(), Normalize(app, []string{"tool", "explain", "--jsn", "12"}))
+	if err == nil || err.Error() != "unknown flag --jsn for tool explain; did you mean --json? (tool explain --help lists them)" {
+		t.Errorf("bad flag: %v", err)
+	}
+
+	var stderr bytes.Buffer
+	app.ErrWriter = &stderr
+	exited := -1
+	defer func(f func(int)) { cli.OsExiter = f }(cli.OsExiter)
+	cli.OsExiter = func(code int) { exited = code }
+	_ = app.RunContext(context.Background(), []string{"tool", "explian"})
+	if exited != 1 || stderr.String() != "tool: unknown command \"explian\"; did you mean \"explain\"?\n" {
+		t.Errorf("unknown command: exit %d, stderr %q", exited, stderr.String())
+	}
+	stderr.Reset()
+	_ = app.RunContext(context.Background(), []string{"tool", "zzzzzzzz"})
+	if stderr.String() != "tool: unknown command \"zzzzzzzz\"; commands: explain, migrate\n" {
+		t.Errorf("unknown command, nothing close: stderr %q", stderr.String())
+	}
+}
