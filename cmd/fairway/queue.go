@@ -3,9 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"text/tabwriter"
-	"time"
 
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
@@ -47,33 +44,7 @@ func queueCommand() *cli.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(ans)
 			}
-			return printQueue(c.App.Writer, &ans)
+			return ans.WriteText(c.App.Writer)
 		},
 	}
-}
-
-// printQueue prints the queue for people, times in local time.
-func printQueue(w io.Writer, q *sidecar.QueueAnswer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOBID\tPARTITION\tUSER\tACCOUNT\tRANK\tEXPECTED_START\tLIMIT_BOUND\tPREDICTED_RUN\tWAITING\tREASON")
-	at := func(t *time.Time) string {
-		if t == nil {
-			return "never"
-		}
-		return t.Local().Format("2006-01-02T15:04")
-	}
-	for _, j := range q.Jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.Partition, j.User, j.Account, j.Rank, j.Of,
-			at(j.ExpectedStart), at(j.LimitStart), secs(j.PredictedRunS), secs(j.WaitS), j.Reason)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%d pending jobs; forecast of %s under %s: expected starts from predicted run times, limit bounds from time limits (squeue --start)\n",
-		len(q.Jobs), q.At.Local().Format(time.RFC3339), q.Policy)
-	return err
-}
-
-func secs(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"text/tabwriter"
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/slurmctl"
@@ -94,32 +93,12 @@ func sharesCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					type row struct {
-						Account string  `json:"account"`
-						User    string  `json:"user,omitempty"`
-						Parent  string  `json:"parent,omitempty"`
-						Shares  float64 `json:"shares"`
-						Source  string  `json:"source"`
-					}
-					rows := make([]row, len(tree.Nodes))
-					for i, n := range tree.Nodes {
-						rows[i] = row{n.Account, n.User, n.Parent, n.Shares, tree.Source[i]}
-					}
 					if c.Bool("json") {
 						enc := json.NewEncoder(c.App.Writer)
 						enc.SetIndent("", "  ")
-						return enc.Encode(rows)
+						return enc.Encode(tree.Rows())
 					}
-					tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "ACCOUNT\tUSER\tPARENT\tSHARES\tSOURCE")
-					for _, r := range rows {
-						parent := r.Parent
-						if parent == "" && r.User == "" {
-							parent = "root"
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%g\t%s\n", r.Account, r.User, parent, r.Shares, r.Source)
-					}
-					return tw.Flush()
+					return tree.WriteText(c.App.Writer)
 				},
 			},
 		},

@@ -1,0 +1,37 @@
+package sidecar
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText writes the queue for people, one pending job a row with its
+// rank, expected start, limit bound, predicted run and wait, times in
+// local time, then what the forecast rests on.
+func (q *QueueAnswer) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOBID\tPARTITION\tUSER\tACCOUNT\tRANK\tEXPECTED_START\tLIMIT_BOUND\tPREDICTED_RUN\tWAITING\tREASON")
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return t.Local().Format("2006-01-02T15:04")
+	}
+	for _, j := range q.Jobs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.Partition, j.User, j.Account, j.Rank, j.Of,
+			at(j.ExpectedStart), at(j.LimitStart), roundSecs(j.PredictedRunS), roundSecs(j.WaitS), j.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d pending jobs; forecast of %s under %s: expected starts from predicted run times, limit bounds from time limits (squeue --start)\n",
+		len(q.Jobs), q.At.Local().Format(time.RFC3339), q.Policy)
+	return err
+}
+
+// roundSecs is s seconds as a duration rounded to the second.
+func roundSecs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
