@@ -116,7 +116,7 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 	}
 	switch p := c.String("progress"); p {
 	case "auto":
-		cfg.Progress = isTerminal(os.Stderr)
+		cfg.Progress = progress.IsTerminal(os.Stderr)
 	case "always":
 		cfg.Progress = true
 	case "never":

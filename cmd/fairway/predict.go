@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fairway-hpc/fairway/accounting"
-	"github.com/fairway-hpc/fairway/accounting/report"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/predict"
@@ -105,11 +106,11 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 		return err
 	}
 	opt := predeval.Options{Protocol: cfg.Protocol, Trace: name}
-	tty := isTerminal(errOut)
+	tty := progress.IsTerminal(errOut)
 	if tty {
 		started := time.Now()
 		opt.Progress = func(done, total int) {
-			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %d jobs (%d predictors); %s", opt.Trace, done, total, len(cfg.Predictors), eta(started, time.Now(), done, total))
+			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %d jobs (%d predictors); %s", opt.Trace, done, total, len(cfg.Predictors), progress.ETA(started, time.Now(), done, total))
 		}
 	}
 	res, err := predeval.RunNamed(jobs, cfg.Predictors, opt)
@@ -159,11 +160,4 @@ func predictJobs(ctx context.Context, cfg predictEvalConfig) (jobs []policy.Job,
 		return nil, "", nil, fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cfg.Cluster, cfg.Days)
 	}
 	return jobs, fmt.Sprintf("%s (database, last %d days)", cfg.Cluster, cfg.Days), nil, nil
-}
-
-// isTerminal reports whether f is a character device (a terminal), so that
-// progress goes to people and not into logs.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -125,7 +126,7 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 	}
 	switch p := c.String("progress"); p {
 	case "auto":
-		cfg.Progress = isTerminal(os.Stderr)
+		cfg.Progress = progress.IsTerminal(os.Stderr)
 	case "always":
 		cfg.Progress = true
 	case "never":
@@ -157,7 +158,7 @@ func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, 
 			show(c, m, what)
 		}
 		gc.Options.Progress = func(done, total int) error {
-			show(cluster, month, fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, eta(stepStart, time.Now(), done, total)))
+			show(cluster, month, fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, progress.ETA(stepStart, time.Now(), done, total)))
 			return ctx.Err()
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -120,12 +121,12 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	if err != nil {
 		return err
 	}
-	var progress func(string, int, int)
+	var onProgress func(string, int, int)
 	started := time.Now()
-	if isTerminal(errOut) {
+	if progress.IsTerminal(errOut) {
 		var mu sync.Mutex
 		done := map[string]int{}
-		progress = func(name string, d, total int) {
+		onProgress = func(name string, d, total int) {
 			mu.Lock()
 			defer mu.Unlock()
 			done[name] = d
@@ -136,12 +137,12 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 				all += done[n]
 			}
 			fmt.Fprintf(errOut, "\r\033[Ksimulating %s, jobs replayed of %d per policy:%s; %s", w.Name, total, b.String(),
-				eta(started, time.Now(), all, total*len(cfg.Policies)))
+				progress.ETA(started, time.Now(), all, total*len(cfg.Policies)))
 		}
 	}
 	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
-		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: progress})
-	if progress != nil {
+		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress})
+	if onProgress != nil {
 		fmt.Fprintf(errOut, "\r\033[Ksimulated %d policies in %s\n", len(cfg.Policies), time.Since(started).Round(time.Millisecond))
 	}
 	if err != nil {
@@ -201,9 +202,11 @@ func simulateSuite(c *cli.Context) error {
 	if c.Int("max-jobs") < 0 {
 		return fmt.Errorf("--max-jobs %d: want >= 0", c.Int("max-jobs"))
 	}
-	if isTerminal(os.Stderr) {
+	if progress.IsTerminal(os.Stderr) {
 		suiteStart := time.Now()
-		cfg.Progress = func(msg string) { fmt.Fprintf(os.Stderr, "\r\033[K%s; %s", msg, eta(suiteStart, time.Now(), 0, 0)) }
+		cfg.Progress = func(msg string) {
+			fmt.Fprintf(os.Stderr, "\r\033[K%s; %s", msg, progress.ETA(suiteStart, time.Now(), 0, 0))
+		}
 	}
 	res, err := sim.RunSuite(c.Context, cfg)
 	if cfg.Progress != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
@@ -44,19 +45,19 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet, orac
 	if err != nil {
 		return err
 	}
-	var progress func(string, int, int)
-	if isTerminal(errOut) {
-		progress = func(name string, done, total int) {
+	var onProgress func(string, int, int)
+	if progress.IsTerminal(errOut) {
+		onProgress = func(name string, done, total int) {
 			fmt.Fprintf(errOut, "\r\033[Kforecasting %s under %s: %d%%", w.Name, name, done*100/total)
 		}
 	}
-	sc, err := sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Progress: progress}.SimConfig(ctx, w, name)
+	sc, err := sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Progress: onProgress}.SimConfig(ctx, w, name)
 	if err != nil {
 		return err
 	}
 	started := time.Now()
 	rep, err := sim.MeasureForecast(w.Jobs, sc, sim.ForecastParams{Oracle: oracle})
-	if progress != nil {
+	if onProgress != nil {
 		fmt.Fprintf(errOut, "\r\033[Kmeasured forecasts in %s\n", time.Since(started).Round(time.Millisecond))
 	}
 	if err != nil {

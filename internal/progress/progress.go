@@ -5,6 +5,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -94,4 +95,24 @@ func (b *Bar) Stop() {
 	b.once = true
 	close(b.done)
 	<-b.ended
+}
+
+// ETA spells the time a long run has taken and, once a little is done,
+// how long it should still take at the same pace: "elapsed 12s, about 40s
+// left". The CLI's progress lines end with it.
+func ETA(started, now time.Time, done, total int) string {
+	el := now.Sub(started)
+	s := "elapsed " + el.Round(time.Second).String()
+	if done <= 0 || total <= 0 || done >= total || el < time.Second {
+		return s
+	}
+	left := time.Duration(float64(el) * float64(total-done) / float64(done))
+	return fmt.Sprintf("%s, about %s left", s, left.Round(time.Second))
+}
+
+// IsTerminal reports whether f is a character device (a terminal), so
+// that progress goes to people and not into logs.
+func IsTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

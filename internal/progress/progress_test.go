@@ -2,6 +2,7 @@ package progress
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,5 +36,34 @@ func TestBarErasesOnStop(t *testing.T) {
 	New(&w, "x").Stop()
 	if !strings.HasSuffix(w.String(), "\r\033[K") {
 		t.Errorf("after Stop the terminal holds %q, want the line erased", w.String())
+	}
+}
+
+func TestETA(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		el          time.Duration
+		done, total int
+		want        string
+	}{
+		{10 * time.Second, 250, 1000, "elapsed 10s, about 30s left"},
+		{90 * time.Second, 1, 2, "elapsed 1m30s, about 1m30s left"},
+		{5 * time.Second, 0, 1000, "elapsed 5s"},
+		{5 * time.Second, 1000, 1000, "elapsed 5s"},
+	} {
+		if got := ETA(t0, t0.Add(tc.el), tc.done, tc.total); got != tc.want {
+			t.Errorf("ETA(%s, %d/%d) = %q, want %q", tc.el, tc.done, tc.total, got, tc.want)
+		}
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) {
+		t.Error("a plain file taken for a terminal")
 	}
 }
