@@ -16,7 +16,7 @@ func TestSimulateForecast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep forecastReport
+	var rep sim.ForecastSummary
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("decode %q: %v", out, err)
 	}

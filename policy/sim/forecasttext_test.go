@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestForecastSummary_WriteMarkdown(t *testing.T) {
+	errs := func(med float64) ForecastErrors {
+		return ForecastErrors{MedianAbs: med, MeanAbs: 2 * med, P90Abs: 4 * med, MedianSigned: -med / 2, Within: 0.25}
+	}
+	base := func() *ForecastSummary {
+		return &ForecastSummary{Trace: "KTH", Jobs: 100, Cluster: ClusterInfo{Nodes: 1, PerNode: 100, Unit: "cpus"}, Backfill: EASY,
+			Predictor: "tsafrir", Policy: "fair-sjf", Moments: []ForecastAccuracy{
+				{Moment: MomentSubmit, Forecasts: 100, Predicted: errs(30), Limits: errs(60)},
+				{Moment: MomentSubmitWaited, Forecasts: 40, Predicted: errs(1800), Limits: errs(7200)},
+				{Moment: MomentHourly, Forecasts: 10, Predicted: errs(3600), Limits: errs(7200)},
+			}}
+	}
+	for _, tc := range []struct {
+		name       string
+		edit       func(*ForecastSummary)
+		want, none []string
+	}{
+		{"met", func(*ForecastSummary) {}, []string{
+			"### KTH\n\n100 jobs on 1 nodes × 100 cpus, policy fair-sjf, EASY backfill, predictor tsafrir.\n\n",
+			"| at submit, all jobs | 100 | predicted | 30s | 1m0s | 2m0s | 25.0% | -15s | 0.50× |\n| | | limits | 1m0s |",
+			"| at submit, jobs that waited | 40 | predicted | 30m0s | 1h0m0s | 2h0m0s | 25.0% | -15m0s | 0.25× |",
+			"**met** (at submit, jobs that waited 0.25×, after each hour waited 0.50×)."},
+			[]string{"oracle"}},
+		{"missed, with oracle rows", func(r *ForecastSummary) {
+			r.Backfill = NoBackfill
+			m := &r.Moments[2]
+			m.Predicted = errs(5400)
+			tr, ta := errs(1200), errs(600)
+			m.TrueRunning, m.TrueRuns = &tr, &ta
+		}, []string{"no backfill", "| | | oracle: true run times of running jobs | 20m0s |", "| 0.17× |",
+			"| | | oracle: true run times of all jobs | 10m0s |", "**missed** (at submit, jobs that waited 0.25×, after each hour waited 0.75×)."},
+			nil},
+		{"not measurable", func(r *ForecastSummary) { r.Moments[2].Forecasts = 0 }, []string{
+			"**missed** (at submit, jobs that waited 0.25×, after each hour waited: not measurable)."}, nil},
+		{"sub-second errors", func(r *ForecastSummary) { r.Moments[0].Predicted = errs(0.0123) }, []string{"| predicted | 12ms |"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base()
+			tc.edit(r)
+			var b strings.Builder
+			if err := r.WriteMarkdown(&b); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("no %q in:\n%s", w, b.String())
+				}
+			}
+			for _, n := range tc.none {
+				if strings.Contains(b.String(), n) {
+					t.Errorf("%q in:\n%s", n, b.String())
+				}
+			}
+		})
+	}
+}
