@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
 
+	"github.com/fairway-hpc/fairway/internal/envfile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -104,7 +102,7 @@ func applyConfigFile(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	vals, err := parseEnvFile(b)
+	vals, err := envfile.Parse(b)
 	if err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
@@ -128,25 +126,25 @@ func applyConfigFile(c *cli.Context) error {
 	}
 	known := knownSettings(c.App)
 	for _, kv := range vals { // all or nothing: check every line first
-		if !known[kv.key] {
-			return fmt.Errorf("config file %s line %d: unknown setting %s", path, kv.line, kv.key)
+		if !known[kv.Key] {
+			return fmt.Errorf("config file %s line %d: unknown setting %s", path, kv.Line, kv.Key)
 		}
 	}
 	for _, kv := range vals {
-		if kv.key == "FAIRWAY_LOG_LEVEL" {
+		if kv.Key == "FAIRWAY_LOG_LEVEL" {
 			if !c.IsSet("log-level") {
-				if err := c.Set("log-level", kv.value); err != nil {
-					return fmt.Errorf("config file %s line %d: %w", path, kv.line, err)
+				if err := c.Set("log-level", kv.Value); err != nil {
+					return fmt.Errorf("config file %s line %d: %w", path, kv.Line, err)
 				}
 			}
 			continue
 		}
-		name, ok := byEnv[kv.key]
+		name, ok := byEnv[kv.Key]
 		if !ok || c.IsSet(name) {
 			continue // another command's setting, or set more directly
 		}
-		if err := c.Set(name, kv.value); err != nil {
-			return fmt.Errorf("config file %s line %d: %s: %w", path, kv.line, kv.key, err)
+		if err := c.Set(name, kv.Value); err != nil {
+			return fmt.Errorf("config file %s line %d: %s: %w", path, kv.Line, kv.Key, err)
 		}
 	}
 	return nil
@@ -199,36 +197,4 @@ func knownSettings(app *cli.App) map[string]bool {
 		}
 	}
 	return known
-}
-
-type envLine struct {
-	key, value string
-	line       int
-}
-
-var envKey = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-
-// parseEnvFile parses systemd EnvironmentFile syntax, the one config format:
-// KEY=value lines, # comments, blank lines, values optionally in matching
-// single or double quotes.
-func parseEnvFile(b []byte) ([]envLine, error) {
-	var out []envLine
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		k = strings.TrimSpace(k)
-		if !ok || !envKey.MatchString(k) {
-			return nil, fmt.Errorf("line %d: want NAME=value", n)
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-			v = v[1 : len(v)-1]
-		}
-		out = append(out, envLine{key: k, value: v, line: n})
-	}
-	return out, sc.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/internal/envfile"
 	"github.com/fairway-hpc/fairway/prolog"
 	"github.com/urfave/cli/v2"
 )
@@ -28,14 +29,14 @@ func FuzzConfigFile(f *testing.F) {
 	// the environment takes precedence over the file (the lab's env sets it)
 	clusterFromEnv := os.Getenv("FAIRWAY_CLUSTER") != "" || os.Getenv("SLURM_CLUSTER_NAME") != ""
 	f.Fuzz(func(t *testing.T, file []byte) {
-		lines, perr := parseEnvFile(file)
+		lines, perr := envfile.Parse(file)
 		if perr == nil {
 			last := 0
 			for _, l := range lines {
-				if !envKey.MatchString(l.key) || l.line <= last || strings.ContainsAny(l.value, "\n") {
-					t.Fatalf("parseEnvFile: bad line %+v after line %d", l, last)
+				if !envfile.KeyPattern.MatchString(l.Key) || l.Line <= last || strings.ContainsAny(l.Value, "\n") {
+					t.Fatalf("envfile.Parse: bad line %+v after line %d", l, last)
 				}
-				last = l.line
+				last = l.Line
 			}
 		}
 		path := filepath.Join(t.TempDir(), "hooks.env")
@@ -61,13 +62,13 @@ func FuzzConfigFile(f *testing.F) {
 			t.Fatalf("run: %v", err)
 		}
 		if perr != nil && got.ConfigFileError == nil {
-			t.Fatalf("parseEnvFile refused the file (%v) but the loader used it", perr)
+			t.Fatalf("envfile.Parse refused the file (%v) but the loader used it", perr)
 		}
 		if got.ConfigFileError == nil && os.Geteuid() == 0 && !clusterFromEnv {
 			// every setting the file gave reached its flag
 			for _, l := range lines {
-				if l.key == "FAIRWAY_CLUSTER" && cluster != l.value && !lastWins(lines, l) {
-					t.Fatalf("FAIRWAY_CLUSTER=%q in the file, --cluster %q", l.value, cluster)
+				if l.Key == "FAIRWAY_CLUSTER" && cluster != l.Value && !lastWins(lines, l) {
+					t.Fatalf("FAIRWAY_CLUSTER=%q in the file, --cluster %q", l.Value, cluster)
 				}
 			}
 		}
@@ -75,9 +76,9 @@ func FuzzConfigFile(f *testing.F) {
 }
 
 // lastWins reports whether a later line of the file sets l's key again.
-func lastWins(lines []envLine, l envLine) bool {
+func lastWins(lines []envfile.Line, l envfile.Line) bool {
 	for _, o := range lines {
-		if o.key == l.key && o.line > l.line {
+		if o.Key == l.Key && o.Line > l.Line {
 			return true
 		}
 	}

@@ -13,22 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func TestParseEnvFile(t *testing.T) {
-	got, err := parseEnvFile([]byte("# comment\n\nFAIRWAY_A=1\n  FAIRWAY_B = \"two words\" \n; other comment\nFAIRWAY_C='x=y'\nFAIRWAY_D=\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []envLine{{"FAIRWAY_A", "1", 3}, {"FAIRWAY_B", "two words", 4}, {"FAIRWAY_C", "x=y", 6}, {"FAIRWAY_D", "", 7}}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(envLine{})); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	for _, bad := range []string{"novalue\n", "lower=1\n", "=1\n", "export FAIRWAY_A=1\n"} {
-		if _, err := parseEnvFile([]byte(bad)); err == nil {
-			t.Errorf("parseEnvFile(%q): no error", bad)
-		}
-	}
-}
-
 // settingsOf runs a prolog command with the real flags and returns the
 // settings it would use.
 func settingsOf(t *testing.T, args ...string) (prolog.Settings, error) {

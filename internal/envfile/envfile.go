@@ -1,0 +1,47 @@
+// Package envfile parses systemd EnvironmentFile syntax, Fairway's one
+// config-file format, so that the same file can be a unit's
+// EnvironmentFile and a --config file.
+package envfile
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Line is one setting of a file: its key, its value unquoted, and its line
+// number (from 1) for errors.
+type Line struct {
+	Key, Value string
+	Line       int
+}
+
+// KeyPattern is what a setting's name must match.
+var KeyPattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// Parse reads KEY=value lines, # and ; comments and blank lines; a value
+// in matching single or double quotes loses them. A line that is not a
+// setting fails the whole file, naming its line number.
+func Parse(b []byte) ([]Line, error) {
+	var out []Line
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || !KeyPattern.MatchString(k) {
+			return nil, fmt.Errorf("line %d: want NAME=value", n)
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		out = append(out, Line{Key: k, Value: v, Line: n})
+	}
+	return out, sc.Err()
+}
