@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/texttest"
 )
 
 func TestIngestResult_WriteText(t *testing.T) {
@@ -29,16 +30,7 @@ func TestIngestResult_WriteText(t *testing.T) {
 			if err := tc.r.WriteText(&b); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("no %q in:\n%s", w, b.String())
-				}
-			}
-			for _, n := range tc.none {
-				if strings.Contains(b.String(), n) {
-					t.Errorf("%q in:\n%s", n, b.String())
-				}
-			}
+			texttest.Check(t, b.String(), tc.want, tc.none)
 		})
 	}
 }

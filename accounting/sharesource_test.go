@@ -22,7 +22,7 @@ type capturedShares struct {
 }
 
 func (c *capturedShares) Shares(context.Context) ([]byte, error) { c.calls++; return c.body, c.err }
-func (c *capturedShares) Version() string                      { return "v0.0.42" }
+func (c *capturedShares) Version() string                        { return "v0.0.42" }
 
 func TestSharesSource_Read(t *testing.T) {
 	ctx := context.Background()

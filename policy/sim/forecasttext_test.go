@@ -3,6 +3,8 @@ package sim
 import (
 	"strings"
 	"testing"
+
+	"github.com/fairway-hpc/fairway/internal/texttest"
 )
 
 func TestForecastSummary_WriteMarkdown(t *testing.T) {
@@ -48,16 +50,7 @@ func TestForecastSummary_WriteMarkdown(t *testing.T) {
 			if err := r.WriteMarkdown(&b); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("no %q in:\n%s", w, b.String())
-				}
-			}
-			for _, n := range tc.none {
-				if strings.Contains(b.String(), n) {
-					t.Errorf("%q in:\n%s", n, b.String())
-				}
-			}
+			texttest.Check(t, b.String(), tc.want, tc.none)
 		})
 	}
 }

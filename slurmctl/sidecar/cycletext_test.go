@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/texttest"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
@@ -55,15 +56,10 @@ func TestRewriteReport_WriteText(t *testing.T) {
 	if err := rep.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	got := b.String()
-	for _, want := range []string{
+	texttest.Check(t, b.String(), []string{
 		"\nrewrite: 1 share rules (table not written), 2 job changes planned, 0 applied, 0 failed (dry run: nothing written)\n",
 		"USER   JOB NAME  SHARDS  REASON\nalice  light     4       used 12% of a GPU\n",
 		"JOB  RULE     FROM  TO     REASON\n1    cpus     1     16     cpus per GPU\n1    memory   1000  32000  memory per GPU\n" +
 			"5    elastic  2     4      idle GPUs\n7    -                     not changed: opted out\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %q in:\n%s", want, got)
-		}
-	}
+	}, nil)
 }

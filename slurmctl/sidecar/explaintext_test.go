@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/texttest"
 )
 
 func TestWhatMovesIt_NamesOnlyThePolicysOwnLevers(t *testing.T) {
@@ -71,16 +72,7 @@ func TestExplanation_WriteText(t *testing.T) {
 			if err := ex.WriteText(&b); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("no %q in:\n%s", w, b.String())
-				}
-			}
-			for _, n := range tc.none {
-				if strings.Contains(b.String(), n) {
-					t.Errorf("%q in:\n%s", n, b.String())
-				}
-			}
+			texttest.Check(t, b.String(), tc.want, tc.none)
 		})
 	}
 }
