@@ -37,21 +37,14 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet, orac
 			fmt.Fprintf(errOut, "\r\033[Kforecasting %s under %s: %d%%", w.Name, name, done*100/total)
 		}
 	}
-	sc, err := sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Progress: onProgress}.SimConfig(ctx, w, name)
-	if err != nil {
-		return err
-	}
 	started := time.Now()
-	rep, err := sim.MeasureForecast(w.Jobs, sc, sim.ForecastParams{Oracle: oracle})
+	fr, err := sim.SummarizeForecast(ctx, w, sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Progress: onProgress}, name, oracle)
 	if onProgress != nil {
 		fmt.Fprintf(errOut, "\r\033[Kmeasured forecasts in %s\n", time.Since(started).Round(time.Millisecond))
 	}
 	if err != nil {
-		return fmt.Errorf("simulate %s: %w", name, err)
+		return err
 	}
-	fr := sim.ForecastSummary{Trace: w.Name, Format: w.Format, Jobs: len(rep.Result.Jobs), Backfill: cfg.Backfill,
-		Predictor: cfg.Predictor, Policy: name, Moments: rep.Moments,
-		Cluster: sim.InfoOf(w.Cluster)}
 	if cfg.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

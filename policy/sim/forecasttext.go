@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -20,6 +21,22 @@ type ForecastSummary struct {
 	Predictor string             `json:"predictor"`
 	Policy    string             `json:"policy"`
 	Moments   []ForecastAccuracy `json:"moments"`
+}
+
+// SummarizeForecast measures the start-time forecasts of policyName on w
+// (MeasureForecast) under c's predictor, backfill and progress; oracle
+// adds the forecasts played with true run times.
+func SummarizeForecast(ctx context.Context, w *Workload, c CompareConfig, policyName string, oracle bool) (*ForecastSummary, error) {
+	sc, err := c.SimConfig(ctx, w, policyName)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := MeasureForecast(w.Jobs, sc, ForecastParams{Oracle: oracle})
+	if err != nil {
+		return nil, fmt.Errorf("simulate %s: %w", policyName, err)
+	}
+	return &ForecastSummary{Trace: w.Name, Format: w.Format, Jobs: len(rep.Result.Jobs), Cluster: InfoOf(w.Cluster),
+		Backfill: c.Backfill, Predictor: c.Predictor, Policy: policyName, Moments: rep.Moments}, nil
 }
 
 // WriteMarkdown writes the comparison as a Markdown table, readable on a

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -52,5 +53,33 @@ func TestForecastSummary_WriteMarkdown(t *testing.T) {
 			}
 			texttest.Check(t, b.String(), tc.want, tc.none)
 		})
+	}
+}
+
+func TestSummarizeForecast(t *testing.T) {
+	w, err := SynthWorkload("synthetic", 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := CompareConfig{Predictor: "tsafrir", Backfill: EASY}
+	for _, oracle := range []bool{false, true} {
+		s, err := SummarizeForecast(context.Background(), w, c, "fair-sjf", oracle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Policy != "fair-sjf" || s.Predictor != "tsafrir" || s.Backfill != EASY || s.Jobs != len(w.Jobs) || s.Cluster != InfoOf(w.Cluster) {
+			t.Errorf("summary %+v: want fair-sjf, tsafrir, EASY, %d jobs on %+v", s, len(w.Jobs), InfoOf(w.Cluster))
+		}
+		if len(s.Moments) != 3 {
+			t.Fatalf("%d moments, want 3", len(s.Moments))
+		}
+		for _, m := range s.Moments {
+			if m.Forecasts == 0 || (m.TrueRuns != nil) != oracle {
+				t.Errorf("oracle %v, %s: %d forecasts, oracle rows %v", oracle, m.Moment, m.Forecasts, m.TrueRuns != nil)
+			}
+		}
+	}
+	if _, err := SummarizeForecast(context.Background(), w, c, "lottery", false); err == nil {
+		t.Error("an unknown policy was measured")
 	}
 }
