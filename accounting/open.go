@@ -48,6 +48,28 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*pgxpool.Pool, *St
 	return pool, store, nil
 }
 
+// Connect opens one connection to the database at url, for the commands
+// that need a single session (migrate takes an advisory lock on it), and
+// says which server and database when it cannot. Like Open, its errors
+// never repeat the URL, which may hold the password.
+func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	if url == "" {
+		return nil, ErrNoDatabase
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d database %q: %w", cfg.Host, cfg.Port, cfg.Database, err)
+	}
+	return conn, nil
+}
+
 // LoggedDecision is the newest decision-log row of a job.
 type LoggedDecision struct {
 	At     time.Time `json:"at"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -44,9 +43,7 @@ func explainCommand() *cli.Command {
 			}
 			ex.Policy = cfg.Runner.Policy
 			if c.Bool("json") {
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(ex)
+				return printJSON(c.App.Writer, ex)
 			}
 			return ex.WriteText(c.App.Writer)
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,7 +36,7 @@ func ingestCommand() *cli.Command {
 			"gzip or plain; FILE - reads standard input). Re-importing never duplicates: jobs are keyed by\n" +
 			"cluster, job id, array task and submit time. A malformed record fails the whole import with\n" +
 			"its file:line and nothing is written, unless --skip-bad.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			databaseFlag(),
 			&cli.StringFlag{Name: "from", Usage: "source: " + strings.Join(accounting.IngestSources, ", "), EnvVars: []string{"FAIRWAY_INGEST_FROM"}},
 			&cli.StringFlag{Name: "cluster", Usage: "cluster name (slurmdbd: required; traces: default the file name)", EnvVars: []string{"FAIRWAY_CLUSTER"}},
@@ -46,13 +46,7 @@ func ingestCommand() *cli.Command {
 			&cli.StringFlag{Name: "sacct", Value: "sacct", Usage: "slurmdbd: sacct binary used to read slurmdbd", EnvVars: []string{"FAIRWAY_SACCT"}},
 			&cli.DurationFlag{Name: "overlap", Value: time.Hour, Usage: "slurmdbd: how far before the watermark each window starts", EnvVars: []string{"FAIRWAY_INGEST_OVERLAP"}},
 			&cli.StringFlag{Name: "since", Usage: "slurmdbd: start of the first window when there is no watermark (RFC 3339 or YYYY-MM-DD; default 30 days ago)", EnvVars: []string{"FAIRWAY_INGEST_SINCE"}},
-			&cli.StringFlag{Name: "slurm-url", Usage: "slurmdbd: read it through this slurmrestd (base URL) instead of sacct; --slurm-url '' forces sacct", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
-			&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "slurmdbd: user name sent to slurmrestd", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
-			&cli.StringFlag{Name: "slurm-token-file", Usage: "slurmdbd: file holding the slurmrestd JWT; else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
-			&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmdbd: mint the slurmrestd JWT with \"scontrol token\" (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
-			&cli.StringFlag{Name: "slurm-api", Usage: "slurmdbd: pin the REST API version (v0.0.38, v0.0.40 to v0.0.45); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
-			&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: "slurmdbd: largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
-		},
+		}, slurmFlags("slurmdbd: ", "slurmdbd: read it through this slurmrestd (base URL) instead of sacct; --slurm-url '' forces sacct")...),
 		Action: func(c *cli.Context) error {
 			cfg, err := ingestSettings(c)
 			if err != nil {
@@ -64,7 +58,7 @@ func ingestCommand() *cli.Command {
 			}
 			var hist *accounting.NamedHistory
 			if cfg.From == accounting.FromSlurmdbd {
-				if hist, err = openHistory(c.Context, cfg, log); err != nil {
+				if hist, err = sidecar.OpenHistory(c.Context, cfg.Slurm, cfg.Sacct, cfg.Cluster, log); err != nil {
 					return err
 				}
 			}
@@ -94,9 +88,7 @@ func ingestCommand() *cli.Command {
 
 // ingestSettings validates the flags once, naming the bad one.
 func ingestSettings(c *cli.Context) (ingestConfig, error) {
-	cfg := ingestConfig{JSON: c.Bool("json"), Sacct: c.String("sacct"), Slurm: slurmctl.ConnectConfig{URL: c.String("slurm-url"),
-		User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"), TokenEnv: os.Getenv("SLURM_JWT"),
-		ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"), MaxBody: c.Int64("slurm-max-body")}}
+	cfg := ingestConfig{JSON: c.Bool("json"), Sacct: c.String("sacct"), Slurm: slurmConnect(c)}
 	cfg.IngestConfig = accounting.IngestConfig{From: c.String("from"), File: c.Args().First(), NArgs: c.NArg(),
 		Cluster: c.String("cluster"), SkipBad: c.Bool("skip-bad"), Overlap: c.Duration("overlap"),
 		SlurmREST: cfg.Slurm.URL != "", HasToken: cfg.Slurm.HasToken()}
@@ -126,20 +118,6 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 	return cfg, nil
 }
 
-// openHistory picks slurmdbd's reader: slurmrestd when --slurm-url is set
-// (no Slurm client or munge needed here), else sacct on this host.
-func openHistory(ctx context.Context, cfg ingestConfig, log *slog.Logger) (*accounting.NamedHistory, error) {
-	if cfg.Slurm.URL == "" {
-		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: cfg.Sacct, Cluster: cfg.Cluster}, Via: "sacct"}, nil
-	}
-	client, err := slurmctl.Connect(ctx, cfg.Slurm, log)
-	if err != nil {
-		return nil, err
-	}
-	return &accounting.NamedHistory{HistorySource: &accounting.RESTHistory{Client: client, Cluster: cfg.Cluster, Log: log},
-		Via: fmt.Sprintf("slurmrestd %s at %s", client.Version(), cfg.Slurm.URL)}, nil
-}
-
 // openStore opens --database-url (accounting.Open) and returns the store
 // with the function that closes it.
 func openStore(ctx context.Context, url string, log *slog.Logger) (*accounting.Store, func(), error) {
@@ -152,9 +130,7 @@ func openStore(ctx context.Context, url string, log *slog.Logger) (*accounting.S
 
 func printIngest(w io.Writer, r accounting.IngestResult, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(w, r)
 	}
 	return r.WriteText(w)
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
+	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/sql"
-	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 )
 
@@ -22,28 +21,6 @@ func databaseFlag() *cli.StringFlag {
 	}
 }
 
-// connect opens one connection to the database named by --database-url and
-// says clearly what is wrong when it cannot. The password never appears in
-// the error.
-func connect(ctx context.Context, c *cli.Context) (*pgx.Conn, error) {
-	url := c.String("database-url")
-	if url == "" {
-		return nil, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
-	}
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 10 * time.Second
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d database %q: %w", cfg.Host, cfg.Port, cfg.Database, err)
-	}
-	return conn, nil
-}
-
 func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
@@ -54,7 +31,7 @@ func migrateCommand() *cli.Command {
 				Name:  "up",
 				Usage: "apply every migration the database lacks (idempotent)",
 				Action: func(c *cli.Context) error {
-					conn, err := connect(c.Context, c)
+					conn, err := accounting.Connect(c.Context, c.String("database-url"))
 					if err != nil {
 						return err
 					}
@@ -77,7 +54,7 @@ func migrateCommand() *cli.Command {
 				Name:  "status",
 				Usage: "list applied and pending migrations",
 				Action: func(c *cli.Context) error {
-					conn, err := connect(c.Context, c)
+					conn, err := accounting.Connect(c.Context, c.String("database-url"))
 					if err != nil {
 						return err
 					}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -127,9 +126,7 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 		return err
 	}
 	if cfg.JSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(out, res)
 	}
 	return res.WriteText(out)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
@@ -40,9 +39,7 @@ func queueCommand() *cli.Command {
 			ans := sidecar.QueueAnswer{At: res.Forecast.At, Policy: res.Forecast.Policy,
 				Jobs: res.Forecast.Filter(c.String("user"), c.String("account"))}
 			if c.Bool("json") {
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(ans)
+				return printJSON(c.App.Writer, ans)
 			}
 			return ans.WriteText(c.App.Writer)
 		},

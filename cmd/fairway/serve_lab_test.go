@@ -27,7 +27,7 @@ import (
 // serveLabConfig is serve's config against the lab's GPU partition.
 func serveLabConfig(e *lab.Env, pol string, dry bool) serveConfig {
 	cfg := serveConfig{
-		SlurmURL: e.RESTURL, SlurmUser: e.RESTUser, TokenFile: e.TokenFile, WriteMode: slurmctl.ModeScontrolSiteFactor,
+		Slurm: slurmctl.ConnectConfig{URL: e.RESTURL, User: e.RESTUser, TokenFile: e.TokenFile}, WriteMode: slurmctl.ModeScontrolSiteFactor,
 		Interval: time.Second, MaxBackoff: 4 * time.Second, HA: true, HistoryDays: 1, ChargeEvery: -1, ShardsPerGPU: 4,
 	}
 	cfg.DryRun = dry

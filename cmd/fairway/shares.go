@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/fairway-hpc/fairway/accounting"
-	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,29 +27,26 @@ func sharesCommand() *cli.Command {
 					"v0.0.38 has no such endpoint), so the host needs no sacctmgr; they are stored as slurmdbd's.\n" +
 					"--from config reads a shares file, one `ACCOUNT[/SUB][:USER] SHARES` a line. Each source is\n" +
 					"replaced whole; shares from config override slurmdbd's for the same account or association.",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					databaseFlag(), cluster(),
 					&cli.StringFlag{Name: "from", Value: accounting.SharesFromSlurmdbd, Usage: "slurmdbd, slurmrestd or config", EnvVars: []string{"FAIRWAY_SHARES_FROM"}},
 					&cli.StringFlag{Name: "file", Usage: "config: the shares file", EnvVars: []string{"FAIRWAY_SHARES_FILE"}},
 					&cli.StringFlag{Name: "sacctmgr", Value: "sacctmgr", Usage: "slurmdbd: sacctmgr binary", EnvVars: []string{"FAIRWAY_SACCTMGR"}},
-					&cli.StringFlag{Name: "slurm-url", Usage: "slurmrestd: base URL", EnvVars: []string{"FAIRWAY_SLURM_URL"}},
-					&cli.StringFlag{Name: "slurm-user", Value: "slurm", Usage: "slurmrestd: user name sent", EnvVars: []string{"FAIRWAY_SLURM_USER"}},
-					&cli.StringFlag{Name: "slurm-token-file", Usage: "slurmrestd: file holding the JWT; else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
-					&cli.BoolFlag{Name: "scontrol-token", Usage: "slurmrestd: mint the JWT with \"scontrol token\" (as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
-					&cli.StringFlag{Name: "slurm-api", Usage: "slurmrestd: pin the API version (default: negotiate)", EnvVars: []string{"FAIRWAY_SLURM_API"}},
-				},
+				}, slurmFlags("slurmrestd: ", "slurmrestd: base URL")...),
 				Action: func(c *cli.Context) error {
 					clusterName := c.String("cluster")
 					if clusterName == "" {
 						return errors.New("--cluster: required")
 					}
-					src := accounting.SharesSource{From: c.String("from"), File: c.String("file"), Sacctmgr: c.String("sacctmgr"),
-						REST: func(context.Context) (accounting.SharesClient, string, error) { return connectShares(c) }}
-					nodes, from, err := src.Read(c.Context, clusterName)
+					log, err := logger(c)
 					if err != nil {
 						return err
 					}
-					log, err := logger(c)
+					src := accounting.SharesSource{From: c.String("from"), File: c.String("file"), Sacctmgr: c.String("sacctmgr"),
+						REST: func(ctx context.Context) (accounting.SharesClient, string, error) {
+							return sidecar.ConnectShares(ctx, slurmConnect(c), log)
+						}}
+					nodes, from, err := src.Read(c.Context, clusterName)
 					if err != nil {
 						return err
 					}
@@ -94,35 +89,11 @@ func sharesCommand() *cli.Command {
 						return err
 					}
 					if c.Bool("json") {
-						enc := json.NewEncoder(c.App.Writer)
-						enc.SetIndent("", "  ")
-						return enc.Encode(tree.Rows())
+						return printJSON(c.App.Writer, tree.Rows())
 					}
 					return tree.WriteText(c.App.Writer)
 				},
 			},
 		},
 	}
-}
-
-// connectShares connects to the slurmrestd that shares sync --from
-// slurmrestd reads, returning it with its URL.
-func connectShares(c *cli.Context) (accounting.SharesClient, string, error) {
-	s := slurmctl.ConnectConfig{URL: c.String("slurm-url"), User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
-		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api")}
-	if s.URL == "" {
-		return nil, "", errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
-	}
-	if !s.HasToken() {
-		return nil, "", errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
-	}
-	log, err := logger(c)
-	if err != nil {
-		return nil, "", err
-	}
-	client, err := slurmctl.Connect(c.Context, s, log)
-	if err != nil {
-		return nil, "", err
-	}
-	return client, s.URL, nil
 }

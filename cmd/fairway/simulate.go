@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -158,9 +157,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		}
 	}
 	if cfg.JSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(out, rep)
 	}
 	return rep.WriteText(out, cfg.Preempt)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -46,9 +45,7 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet, orac
 		return err
 	}
 	if cfg.JSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(fr)
+		return printJSON(out, fr)
 	}
 	return fr.WriteMarkdown(out)
 }

@@ -43,13 +43,7 @@ type ServeConfig struct {
 	RewriteRules string
 	DryRun       bool // decides the Sink (NewSink), nothing else
 
-	SlurmURL      string
-	SlurmUser     string
-	TokenFile     string
-	TokenEnv      string // the JWT from $SLURM_JWT, never logged
-	ScontrolToken bool
-	APIVersion    string
-	MaxBody       int64
+	Slurm slurmctl.ConnectConfig // how serve reaches slurmrestd
 	// WriteModeName is how values reach Slurm; Validate parses it into
 	// WriteMode and picks Runner.Range and Runner.Field from it.
 	WriteModeName string
@@ -74,8 +68,7 @@ type ServeConfig struct {
 
 // Connect is how c reaches slurmrestd.
 func (c *ServeConfig) Connect() slurmctl.ConnectConfig {
-	return slurmctl.ConnectConfig{URL: c.SlurmURL, User: c.SlurmUser, TokenFile: c.TokenFile, TokenEnv: c.TokenEnv,
-		ScontrolToken: c.ScontrolToken, APIVersion: c.APIVersion, MaxBody: c.MaxBody}
+	return c.Slurm
 }
 
 // Validate checks every setting, naming the first bad one by its flag, and
@@ -84,7 +77,7 @@ func (c *ServeConfig) Validate() error {
 	switch {
 	case c.Runner.Cluster == "":
 		return errors.New("--cluster (FAIRWAY_CLUSTER) is required: Slurm's ClusterName")
-	case c.SlurmURL == "":
+	case c.Slurm.URL == "":
 		return errors.New("--slurm-url (FAIRWAY_SLURM_URL) is required, e.g. http://127.0.0.1:6820")
 	case !c.Connect().HasToken():
 		return errors.New("no slurmrestd token: set --slurm-token-file, $SLURM_JWT, or --scontrol-token")
@@ -363,4 +356,36 @@ func keptSince(t time.Time) string {
 		return "all"
 	}
 	return t.Format(time.RFC3339)
+}
+
+// OpenHistory picks where an ingest reads slurmdbd: through the slurmrestd
+// s names, when it names one (this host then needs no Slurm client or
+// munge), else the sacct binary on this host.
+func OpenHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster string, log *slog.Logger) (*accounting.NamedHistory, error) {
+	if s.URL == "" {
+		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: sacct, Cluster: cluster}, Via: "sacct"}, nil
+	}
+	client, err := slurmctl.Connect(ctx, s, log)
+	if err != nil {
+		return nil, err
+	}
+	return &accounting.NamedHistory{HistorySource: &accounting.RESTHistory{Client: client, Cluster: cluster, Log: log},
+		Via: fmt.Sprintf("slurmrestd %s at %s", client.Version(), s.URL)}, nil
+}
+
+// ConnectShares connects to the slurmrestd that `shares sync --from
+// slurmrestd` reads and returns it with its URL, naming the missing
+// setting before trying.
+func ConnectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logger) (accounting.SharesClient, string, error) {
+	if s.URL == "" {
+		return nil, "", errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
+	}
+	if !s.HasToken() {
+		return nil, "", errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
+	}
+	client, err := slurmctl.Connect(ctx, s, log)
+	if err != nil {
+		return nil, "", err
+	}
+	return client, s.URL, nil
 }

@@ -13,8 +13,8 @@ import (
 // validServe is a ServeConfig that passes Validate.
 func validServe() ServeConfig {
 	return ServeConfig{
-		Runner:   Config{Cluster: "lab", Policy: policy.DefaultPolicy, Predictor: "fairway", BufferLimit: 10, BufferDir: "/tmp/x"},
-		SlurmURL: "http://127.0.0.1:6820", TokenEnv: "jwt", WriteModeName: "scontrol-site-factor", Gap: 1,
+		Runner: Config{Cluster: "lab", Policy: policy.DefaultPolicy, Predictor: "fairway", BufferLimit: 10, BufferDir: "/tmp/x"},
+		Slurm:  slurmctl.ConnectConfig{URL: "http://127.0.0.1:6820", TokenEnv: "jwt"}, WriteModeName: "scontrol-site-factor", Gap: 1,
 		DatabaseURL: "postgres://x/y", Interval: time.Second, MaxBackoff: time.Minute, HistoryFrom: HistoryFromREST,
 		RewriteRules: "share,cpus",
 	}
@@ -29,8 +29,8 @@ func TestServeConfigValidate(t *testing.T) {
 	}{
 		{"valid", func(*ServeConfig) {}, ""},
 		{"no cluster", func(c *ServeConfig) { c.Runner.Cluster = "" }, "--cluster"},
-		{"no url", func(c *ServeConfig) { c.SlurmURL = "" }, "--slurm-url"},
-		{"no token", func(c *ServeConfig) { c.TokenEnv = "" }, "no slurmrestd token"},
+		{"no url", func(c *ServeConfig) { c.Slurm.URL = "" }, "--slurm-url"},
+		{"no token", func(c *ServeConfig) { c.Slurm.TokenEnv = "" }, "no slurmrestd token"},
 		{"fast interval", func(c *ServeConfig) { c.Interval = time.Millisecond }, "--interval"},
 		{"backoff below interval", func(c *ServeConfig) { c.MaxBackoff = 0 }, "--max-backoff"},
 		{"no buffer", func(c *ServeConfig) { c.Runner.BufferLimit = 0 }, "--buffer-limit"},
