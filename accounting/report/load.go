@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -412,4 +414,29 @@ WHERE cluster = $1 AND started_at >= $2 AND started_at < $3`, cluster, from, to)
 		c.MedianSeconds = *median
 	}
 	return c, nil
+}
+
+// RecentJobs loads the jobs of cluster that ended in the last days days
+// before now from the database at url, to replay what a live cluster's
+// predictor learns from, and the name to report them under. cluster ""
+// is the database's only cluster, as a report finds it.
+func RecentJobs(ctx context.Context, url, cluster string, days int, now time.Time) ([]policy.Job, string, error) {
+	pool, store, err := accounting.Open(ctx, url, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, "", err
+	}
+	defer pool.Close()
+	if cluster == "" {
+		if cluster, _, err = NewSource(pool, store).Resolve(ctx, "", Month{}); err != nil {
+			return nil, "", fmt.Errorf("--from-db: %w", err)
+		}
+	}
+	jobs, err := store.FinishedJobs(ctx, cluster, now.AddDate(0, 0, -days), now)
+	if err != nil {
+		return nil, "", fmt.Errorf("load finished jobs of %s: %w", cluster, err)
+	}
+	if len(jobs) == 0 {
+		return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cluster, days)
+	}
+	return jobs, fmt.Sprintf("%s (database, last %d days)", cluster, days), nil
 }

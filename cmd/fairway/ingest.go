@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -106,16 +105,8 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 			return cfg, err
 		}
 	}
-	switch p := c.String("progress"); p {
-	case "auto":
-		cfg.Progress = progress.IsTerminal(os.Stderr)
-	case "always":
-		cfg.Progress = true
-	case "never":
-	default:
-		return cfg, fmt.Errorf("--progress %q: want auto, always or never", p)
-	}
-	return cfg, nil
+	cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr)
+	return cfg, err
 }
 
 // openStore opens --database-url (accounting.Open) and returns the store

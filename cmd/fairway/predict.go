@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
@@ -132,29 +130,12 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 }
 
 // predictJobs loads the jobs to replay: a trace file, or with --from-db the
-// cluster's finished jobs from the accounting database (what a live
-// cluster's predictor learns from). It returns them and the name reported.
+// cluster's finished jobs from the accounting database. It returns them
+// and the name reported.
 func predictJobs(ctx context.Context, cfg predictEvalConfig) (jobs []policy.Job, name string, leftOut map[string]int, err error) {
 	if !cfg.FromDB {
 		return predeval.LoadTrace(cfg.Trace, cfg.Format)
 	}
-	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		return nil, "", nil, err
-	}
-	defer pool.Close()
-	if cfg.Cluster == "" { // as report finds it: the only cluster in the database
-		if cfg.Cluster, _, err = report.NewSource(pool, store).Resolve(ctx, "", report.Month{}); err != nil {
-			return nil, "", nil, fmt.Errorf("--from-db: %w", err)
-		}
-	}
-	until := time.Now()
-	jobs, err = store.FinishedJobs(ctx, cfg.Cluster, until.AddDate(0, 0, -cfg.Days), until)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("load finished jobs of %s: %w", cfg.Cluster, err)
-	}
-	if len(jobs) == 0 {
-		return nil, "", nil, fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cfg.Cluster, cfg.Days)
-	}
-	return jobs, fmt.Sprintf("%s (database, last %d days)", cfg.Cluster, cfg.Days), nil, nil
+	jobs, name, err = report.RecentJobs(ctx, cfg.DatabaseURL, cfg.Cluster, cfg.Days, time.Now())
+	return jobs, name, nil, err
 }

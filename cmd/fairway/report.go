@@ -124,16 +124,9 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 			return cfg, fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(predict.Names(), ", "))
 		}
 	}
-	switch p := c.String("progress"); p {
-	case "auto":
-		cfg.Progress = progress.IsTerminal(os.Stderr)
-	case "always":
-		cfg.Progress = true
-	case "never":
-	default:
-		return cfg, fmt.Errorf("--progress %q: want auto, always or never", p)
-	}
-	return cfg, nil
+	var err error
+	cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr)
+	return cfg, err
 }
 
 // runReport opens the database, writes the report (report.Generate) and

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/progress"
@@ -92,23 +91,14 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	case c.String("format") != "":
 		return cfg, fmt.Errorf("--format: only with --trace")
 	}
-	if cfg.Policies, err = sim.NameList(c.String("policies"), sim.IsPolicy); err != nil {
-		return cfg, fmt.Errorf("--policies: %w (want some of %s)", err, strings.Join(policy.PolicyNames(), ","))
+	ch, err := sim.ParseChoice(c.String("policies"), c.String("preempt"), c.String("backfill"), c.String("predictor"))
+	if err != nil {
+		return cfg, err
 	}
-	if len(cfg.Policies) == 0 {
+	if len(ch.Policies) == 0 {
 		return cfg, fmt.Errorf("--policies: empty")
 	}
-	cfg.Preempt = map[string]bool{}
-	preempt, err := sim.NameList(c.String("preempt"), sim.IsPolicy)
-	if err != nil {
-		return cfg, fmt.Errorf("--preempt: %w", err)
-	}
-	for _, n := range preempt {
-		cfg.Preempt[n] = true
-	}
-	if cfg.Backfill, err = sim.ParseBackfill(c.String("backfill")); err != nil {
-		return cfg, fmt.Errorf("--backfill: %w", err)
-	}
+	cfg.Policies, cfg.Preempt, cfg.Backfill = ch.Policies, ch.Preempt, ch.Backfill
 	return cfg, cfg.Validate()
 }
 
@@ -123,21 +113,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	var onProgress func(string, int, int)
 	started := time.Now()
 	if progress.IsTerminal(errOut) {
-		var mu sync.Mutex
-		done := map[string]int{}
-		onProgress = func(name string, d, total int) {
-			mu.Lock()
-			defer mu.Unlock()
-			done[name] = d
-			var b strings.Builder
-			all := 0
-			for _, n := range cfg.Policies {
-				fmt.Fprintf(&b, " %s %d", n, done[n])
-				all += done[n]
-			}
-			fmt.Fprintf(errOut, "\r\033[Ksimulating %s, jobs replayed of %d per policy:%s; %s", w.Name, total, b.String(),
-				progress.ETA(started, time.Now(), all, total*len(cfg.Policies)))
-		}
+		onProgress = progress.NewTally(errOut, "simulating "+w.Name+", jobs replayed", "per policy", cfg.Policies, started).Update
 	}
 	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
 		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress})
@@ -170,25 +146,11 @@ const defaultTracesDir = "../shared/data/traces"
 func simulateSuite(c *cli.Context) error {
 	cfg := sim.SuiteConfig{Traces: sim.SuiteTraces(c.String("traces-dir")), MaxJobs: c.Int("max-jobs"), Parallel: c.Int("parallel"),
 		Predictors: !c.Bool("no-predictors")}
-	var err error
-	if cfg.Policies, err = sim.NameList(c.String("policies"), sim.IsPolicy); err != nil {
-		return fmt.Errorf("--policies: %w", err)
-	}
-	if cfg.Backfill, err = sim.ParseBackfill(c.String("backfill")); err != nil {
-		return fmt.Errorf("--backfill: %w", err)
-	}
-	cfg.Predictor = c.String("predictor")
-	if _, ok := predict.Predictors[cfg.Predictor]; !ok && cfg.Predictor != "none" {
-		return fmt.Errorf("--predictor: unknown predictor %q", cfg.Predictor)
-	}
-	preempt, err := sim.NameList(c.String("preempt"), sim.IsPolicy)
+	ch, err := sim.ParseChoice(c.String("policies"), c.String("preempt"), c.String("backfill"), c.String("predictor"))
 	if err != nil {
-		return fmt.Errorf("--preempt: %w", err)
+		return err
 	}
-	cfg.Preempt = map[string]bool{}
-	for _, n := range preempt {
-		cfg.Preempt[n] = true
-	}
+	cfg.Policies, cfg.Preempt, cfg.Backfill, cfg.Predictor = ch.Policies, ch.Preempt, ch.Backfill, ch.Predictor
 	for _, f := range strings.Split(c.String("loads"), ",") {
 		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || !(x > 0) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -115,4 +116,52 @@ func ETA(started, now time.Time, done, total int) string {
 func IsTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Wanted reads a --progress setting: auto shows progress when f is a
+// terminal, always and never say so.
+func Wanted(mode string, f *os.File) (bool, error) {
+	switch mode {
+	case "auto":
+		return IsTerminal(f), nil
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	}
+	return false, fmt.Errorf("--progress %q: want auto, always or never", mode)
+}
+
+// Tally is one status line for several runs done side by side, each out
+// of the same total: "simulating kth, jobs replayed of 2913 per policy:
+// fifo 120 sjf 80; elapsed 3s, about 9s left". Its Update may be called
+// from the runs' goroutines.
+type Tally struct {
+	mu      sync.Mutex
+	w       io.Writer
+	head    string // what is done, and of what: "simulating kth, jobs replayed"
+	per     string // what each run is: "per policy"
+	names   []string
+	done    map[string]int
+	started time.Time
+}
+
+// NewTally starts a Tally of the runs names at started.
+func NewTally(w io.Writer, head, per string, names []string, started time.Time) *Tally {
+	return &Tally{w: w, head: head, per: per, names: names, done: map[string]int{}, started: started}
+}
+
+// Update records that run name has done done of total and redraws the
+// line.
+func (t *Tally) Update(name string, done, total int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done[name] = done
+	var b strings.Builder
+	all := 0
+	for _, n := range t.names {
+		fmt.Fprintf(&b, " %s %d", n, t.done[n])
+		all += t.done[n]
+	}
+	fmt.Fprintf(t.w, "\r\033[K%s of %d %s:%s; %s", t.head, total, t.per, b.String(), ETA(t.started, time.Now(), all, total*len(t.names)))
 }

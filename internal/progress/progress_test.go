@@ -67,3 +67,40 @@ func TestIsTerminal(t *testing.T) {
 		t.Error("a plain file taken for a terminal")
 	}
 }
+
+func TestWanted(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, tc := range []struct {
+		mode string
+		want bool
+	}{{"auto", false}, {"always", true}, {"never", false}} {
+		if got, err := Wanted(tc.mode, f); err != nil || got != tc.want {
+			t.Errorf("Wanted(%q, a file) = %v, %v; want %v", tc.mode, got, err, tc.want)
+		}
+	}
+	if _, err := Wanted("sometimes", f); err == nil || err.Error() != `--progress "sometimes": want auto, always or never` {
+		t.Errorf("Wanted(sometimes) = %v", err)
+	}
+}
+
+func TestTally(t *testing.T) {
+	var b bytes.Buffer
+	tl := NewTally(&b, "simulating kth, jobs replayed", "per policy", []string{"fifo", "sjf"}, time.Now())
+	tl.Update("sjf", 80, 2913)
+	tl.Update("fifo", 120, 2913)
+	lines := strings.Split(b.String(), "\r\033[K")
+	if len(lines) != 3 || lines[0] != "" {
+		t.Fatalf("got %q, want two redrawn lines", b.String())
+	}
+	want := []string{"simulating kth, jobs replayed of 2913 per policy: fifo 0 sjf 80; elapsed ",
+		"simulating kth, jobs replayed of 2913 per policy: fifo 120 sjf 80; elapsed "}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i+1], w) {
+			t.Errorf("line %d = %q, want it to start %q", i+1, lines[i+1], w)
+		}
+	}
+}

@@ -35,8 +35,8 @@ type RunConfig struct {
 
 // Validate checks what the flags' parsers cannot, naming the flag.
 func (c RunConfig) Validate() error {
-	if _, ok := predict.Predictors[c.Predictor]; !ok && c.Predictor != "none" {
-		return fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", c.Predictor, strings.Join(predict.Names(), ", "))
+	if err := checkPredictor(c.Predictor); err != nil {
+		return err
 	}
 	if c.Nodes < 0 || c.PerNode < 0 {
 		return fmt.Errorf("--nodes %d, --per-node %d: want >= 0", c.Nodes, c.PerNode)
@@ -51,6 +51,45 @@ func (c RunConfig) Validate() error {
 		return fmt.Errorf("--load %g: want a factor > 0 (1 replays the trace as it arrived)", c.Load)
 	}
 	return nil
+}
+
+// checkPredictor names the predictors there are when name is none of
+// them (nor "none").
+func checkPredictor(name string) error {
+	if _, ok := predict.Predictors[name]; !ok && name != "none" {
+		return fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", name, strings.Join(predict.Names(), ", "))
+	}
+	return nil
+}
+
+// Choice is what a comparison replays besides the workload; simulate and
+// simulate --suite read it from the same flags.
+type Choice struct {
+	Policies  []string // nil when none are named
+	Preempt   map[string]bool
+	Backfill  Backfill
+	Predictor string // "none" for no predictor
+}
+
+// ParseChoice parses --policies, --preempt (comma-separated policy names),
+// --backfill and --predictor, naming the flag of the first bad one.
+func ParseChoice(policies, preempt, backfill, predictor string) (Choice, error) {
+	ch := Choice{Preempt: map[string]bool{}, Predictor: predictor}
+	var err error
+	if ch.Policies, err = NameList(policies, IsPolicy); err != nil {
+		return ch, fmt.Errorf("--policies: %w (want some of %s)", err, strings.Join(policy.PolicyNames(), ","))
+	}
+	names, err := NameList(preempt, IsPolicy)
+	if err != nil {
+		return ch, fmt.Errorf("--preempt: %w", err)
+	}
+	for _, n := range names {
+		ch.Preempt[n] = true
+	}
+	if ch.Backfill, err = ParseBackfill(backfill); err != nil {
+		return ch, fmt.Errorf("--backfill: %w", err)
+	}
+	return ch, checkPredictor(predictor)
 }
 
 // NameList splits a comma-separated list, checking each name and dropping

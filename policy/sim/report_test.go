@@ -43,6 +43,27 @@ func TestNameList(t *testing.T) {
 	}
 }
 
+func TestParseChoice(t *testing.T) {
+	ch, err := ParseChoice(" fifo,fair-sjf,fifo", "tiresias,", "none", "alea")
+	if err != nil || strings.Join(ch.Policies, ",") != "fifo,fair-sjf" || len(ch.Preempt) != 1 || !ch.Preempt["tiresias"] ||
+		ch.Backfill != NoBackfill || ch.Predictor != "alea" {
+		t.Fatalf("ParseChoice = %+v, %v", ch, err)
+	}
+	if ch, err := ParseChoice("", "", "easy", "none"); err != nil || ch.Policies != nil || ch.Preempt == nil || len(ch.Preempt) != 0 {
+		t.Errorf("nothing named: %+v, %v; want no policies and an empty preempt set", ch, err)
+	}
+	for _, tc := range []struct{ policies, preempt, backfill, predictor, want string }{
+		{"fifo,lottery", "", "easy", "none", `--policies: unknown name "lottery" (want some of fifo,`},
+		{"fifo", "lottery", "easy", "none", `--preempt: unknown name "lottery"`},
+		{"fifo", "", "conservative", "none", `--backfill: unknown backfill "conservative": want easy or none`},
+		{"fifo", "", "easy", "oracle", `--predictor: unknown predictor "oracle": want one of`},
+	} {
+		if _, err := ParseChoice(tc.policies, tc.preempt, tc.backfill, tc.predictor); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseChoice(%q, %q, %q, %q) = %v, want %q", tc.policies, tc.preempt, tc.backfill, tc.predictor, err, tc.want)
+		}
+	}
+}
+
 // TestReportWriteCSV compares two policies on the bundled workload and
 // checks the CSV files hold a row per policy and per policy and user.
 func TestReportWriteCSV(t *testing.T) {
