@@ -1,6 +1,16 @@
 package report
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/progress"
+)
 
 // GenerateConfig is one `fairway report` run: which cluster and month,
 // what to compute and where to write it.
@@ -61,4 +71,63 @@ func Generate(ctx context.Context, src *Source, cfg GenerateConfig) (*Generated,
 		return nil, err
 	}
 	return &Generated{Cluster: cluster, Month: month, Jobs: r.Summary.Jobs, Files: files}, nil
+}
+
+// Run opens the accounting database at url and generates cfg's report.
+// With show set, the stage under way and the replay's advance are drawn on
+// show as one line that the next one overwrites; the line is ended before
+// Run returns.
+func Run(ctx context.Context, url string, cfg GenerateConfig, show io.Writer, log *slog.Logger) (*Generated, error) {
+	pool, store, err := accounting.Open(ctx, url, log)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	shown := false // a progress line waits for its newline
+	if show != nil {
+		var cluster string
+		var month Month
+		var stepStart time.Time
+		line := func(cluster string, m Month, what string) {
+			fmt.Fprintf(show, "\r\033[Kreport %s %s: %s", cluster, m, what)
+		}
+		cfg.Step = func(c string, m Month, what string) {
+			cluster, month, stepStart, shown = c, m, time.Now(), true
+			line(c, m, what)
+		}
+		cfg.Options.Progress = func(done, total int) error {
+			line(cluster, month, fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, progress.ETA(stepStart, time.Now(), done, total)))
+			return ctx.Err()
+		}
+	}
+	start := time.Now()
+	g, err := Generate(ctx, NewSource(pool, store), cfg)
+	if shown {
+		fmt.Fprintln(show)
+	}
+	if err != nil {
+		return nil, err
+	}
+	log.Info("report written", "cluster", g.Cluster, "month", g.Month.String(), "jobs", g.Jobs,
+		"files", len(g.Files), "duration_seconds", time.Since(start).Seconds())
+	return g, nil
+}
+
+// ParseFormats reads --format's comma-separated list of Formats.
+func ParseFormats(list string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(","+strings.Join(Formats, ",")+",", ","+f+",") {
+			return nil, fmt.Errorf("--format %q: want some of %s", f, strings.Join(Formats, ", "))
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--format: empty")
+	}
+	return out, nil
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"text/tabwriter"
-	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/sql"
@@ -36,18 +33,7 @@ func migrateCommand() *cli.Command {
 						return err
 					}
 					defer conn.Close(context.WithoutCancel(c.Context))
-					done, err := sql.Up(c.Context, conn)
-					for _, m := range done {
-						fmt.Fprintf(c.App.Writer, "applied %04d_%s\n", m.Version, m.Name)
-					}
-					if err != nil {
-						return err
-					}
-					if len(done) == 0 {
-						latest, _ := sql.Latest()
-						fmt.Fprintf(c.App.Writer, "schema is current (version %d)\n", latest)
-					}
-					return nil
+					return sql.UpText(c.Context, conn, c.App.Writer)
 				},
 			},
 			{
@@ -59,26 +45,7 @@ func migrateCommand() *cli.Command {
 						return err
 					}
 					defer conn.Close(context.WithoutCancel(c.Context))
-					applied, err := sql.Status(c.Context, conn)
-					if err != nil {
-						return err
-					}
-					pend, err := sql.Pending(applied)
-					if err != nil {
-						return err
-					}
-					w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(w, "VERSION\tNAME\tAPPLIED")
-					for _, a := range applied {
-						fmt.Fprintf(w, "%04d\t%s\t%s\n", a.Version, a.Name, a.AppliedAt.UTC().Format(time.RFC3339))
-					}
-					for _, m := range pend {
-						fmt.Fprintf(w, "%04d\t%s\tpending\n", m.Version, m.Name)
-					}
-					if err := w.Flush(); err != nil {
-						return err
-					}
-					return sql.CheckCurrent(c.Context, conn)
+					return sql.StatusText(c.Context, conn, c.App.Writer)
 				},
 			},
 		},

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
@@ -79,18 +78,9 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 		}
 		cfg.Month = m
 	} // else the zero Month: the last month with jobs (report.Generate)
-	for _, f := range strings.Split(c.String("format"), ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if !strings.Contains(","+strings.Join(report.Formats, ",")+",", ","+f+",") {
-			return cfg, fmt.Errorf("--format %q: want some of %s", f, strings.Join(report.Formats, ", "))
-		}
-		cfg.Formats = append(cfg.Formats, f)
-	}
-	if len(cfg.Formats) == 0 {
-		return cfg, errors.New("--format: empty")
+	var err error
+	if cfg.Formats, err = report.ParseFormats(c.String("format")); err != nil {
+		return cfg, err
 	}
 	if cfg.Out == "" {
 		return cfg, errors.New("--out: empty")
@@ -124,47 +114,21 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 			return cfg, fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(predict.Names(), ", "))
 		}
 	}
-	var err error
 	cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr)
 	return cfg, err
 }
 
-// runReport opens the database, writes the report (report.Generate) and
-// prints the files written, with progress on stderr when asked.
+// runReport writes the report (report.Run) and prints the files written,
+// with progress on stderr when asked.
 func runReport(ctx context.Context, cfg reportConfig, log *slog.Logger, stdout, stderr io.Writer) error {
-	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, log)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	gc := cfg.GenerateConfig
-	shown := false // a progress line waits for its newline
+	var show io.Writer
 	if cfg.Progress {
-		var cluster string
-		var month report.Month
-		var stepStart time.Time
-		show := func(cluster string, m report.Month, what string) {
-			fmt.Fprintf(stderr, "\r\033[Kreport %s %s: %s", cluster, m, what)
-		}
-		gc.Step = func(c string, m report.Month, what string) {
-			cluster, month, stepStart, shown = c, m, time.Now(), true
-			show(c, m, what)
-		}
-		gc.Options.Progress = func(done, total int) error {
-			show(cluster, month, fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, progress.ETA(stepStart, time.Now(), done, total)))
-			return ctx.Err()
-		}
+		show = stderr
 	}
-	start := time.Now()
-	g, err := report.Generate(ctx, report.NewSource(pool, store), gc)
-	if shown {
-		fmt.Fprintln(stderr)
-	}
+	g, err := report.Run(ctx, cfg.DatabaseURL, cfg.GenerateConfig, show, log)
 	if err != nil {
 		return err
 	}
-	log.Info("report written", "cluster", g.Cluster, "month", g.Month.String(), "jobs", g.Jobs,
-		"files", len(g.Files), "duration_seconds", time.Since(start).Seconds())
 	for _, f := range g.Files {
 		fmt.Fprintln(stdout, f)
 	}

@@ -1,0 +1,96 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/accounting/report"
+)
+
+// TestRecentJobs: what predict eval --from-db replays is the cluster's
+// stored jobs that ended in the last days, found without naming the
+// cluster when the database holds one.
+func TestRecentJobs(t *testing.T) {
+	if _, _, err := report.RecentJobs(context.Background(), "", "kth", 30, time.Now()); !errors.Is(err, accounting.ErrNoDatabase) {
+		t.Fatalf("no URL: err = %v, want ErrNoDatabase", err)
+	}
+	m := report.Month{Year: 1996, Month: time.October}
+	fx := kthFixture(t, m.Start(), m.End())
+	url := fx.Pool.Config().ConnString()
+	now, days := m.End(), 10
+	since := now.AddDate(0, 0, -days)
+	want := 0
+	for _, j := range fx.Jobs {
+		if !j.End.Before(since) && j.End.Before(now) {
+			want++
+		}
+	}
+	if want == 0 {
+		t.Fatal("the fixture has no job ending in the window: the test would prove nothing")
+	}
+	jobs, name, err := report.RecentJobs(context.Background(), url, "", days, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != want || name != fx.Cluster+" (database, last 10 days)" {
+		t.Errorf("got %d jobs as %q, want %d as %q", len(jobs), name, want, fx.Cluster+" (database, last 10 days)")
+	}
+	for _, j := range jobs {
+		if j.End.Before(since) || !j.End.Before(now) {
+			t.Fatalf("job %v ended %s, outside [%s, %s)", j.ID, j.End, since, now)
+		}
+	}
+	if _, _, err := report.RecentJobs(context.Background(), url, "nosuch", days, now); err == nil || !strings.Contains(err.Error(), `no finished jobs of cluster "nosuch" in the last 10 days`) {
+		t.Errorf("unknown cluster: err = %v", err)
+	}
+}
+
+// TestRun: the command's run opens the database, writes the report and
+// draws its stages on one line that it ends.
+func TestRun(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := report.Run(context.Background(), "", report.GenerateConfig{}, nil, quiet); !errors.Is(err, accounting.ErrNoDatabase) {
+		t.Fatalf("no URL: err = %v, want ErrNoDatabase", err)
+	}
+	m := report.Month{Year: 1996, Month: time.October}
+	fx := kthFixture(t, m.Prev().Start(), m.End())
+	opt := kthOptions()
+	opt.Counterfactual = false
+	out := t.TempDir()
+	var show bytes.Buffer
+	g, err := report.Run(context.Background(), fx.Pool.Config().ConnString(), report.GenerateConfig{Month: m, Formats: []string{"json"}, Out: out, Options: opt}, &show, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Cluster != fx.Cluster || g.Month != m || !slices.Equal(g.Files, []string{filepath.Join(out, "report.json")}) {
+		t.Errorf("generated %+v, want %s %s in %s/report.json", g, fx.Cluster, m, out)
+	}
+	want := "\r\033[Kreport " + fx.Cluster + " 1996-10: reading the accounting database\r\033[Kreport " + fx.Cluster +
+		" 1996-10: computing\r\033[Kreport " + fx.Cluster + " 1996-10: writing\n"
+	if show.String() != want {
+		t.Errorf("progress %q, want %q", show.String(), want)
+	}
+}
+
+func TestParseFormats(t *testing.T) {
+	if got, err := report.ParseFormats(" html,,csv "); err != nil || !slices.Equal(got, []string{"html", "csv"}) {
+		t.Errorf("ParseFormats = %q, %v; want html, csv", got, err)
+	}
+	for list, want := range map[string]string{
+		"html,pdf": `--format "pdf": want some of html, md, csv, json`,
+		" , ":      "--format: empty",
+	} {
+		if _, err := report.ParseFormats(list); err == nil || err.Error() != want {
+			t.Errorf("ParseFormats(%q) = %v, want %q", list, err, want)
+		}
+	}
+}
