@@ -12,8 +12,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/internal/progress"
-	"github.com/fairway-hpc/fairway/policy"
-	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/urfave/cli/v2"
 )
@@ -85,34 +83,13 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 	if cfg.Out == "" {
 		return cfg, errors.New("--out: empty")
 	}
-	o := &cfg.Options
-	o.Now = now
-	o.Counterfactual = c.Bool("counterfactual")
-	o.ShardsPerGPU = c.Int("shards-per-gpu")
-	o.Cluster = sim.Cluster{Nodes: c.Int("nodes"), PerNode: c.Int("per-node")}
-	switch u := c.String("unit"); u {
-	case "gpu":
-		o.Cluster.Unit = sim.GPUs
-	case "cpu":
-		o.Cluster.Unit = sim.CPUs
-	default:
-		return cfg, fmt.Errorf("--unit %q: want gpu or cpu", u)
+	cfg.Options = report.Options{Now: now, Counterfactual: c.Bool("counterfactual"), ShardsPerGPU: c.Int("shards-per-gpu"),
+		Cluster: sim.Cluster{Nodes: c.Int("nodes"), PerNode: c.Int("per-node")}, SimPolicy: c.String("sim-policy"), SimPredictor: c.String("sim-predictor")}
+	if cfg.Options.Cluster.Unit, err = report.ParseUnit(c.String("unit")); err != nil {
+		return cfg, err
 	}
-	if o.Cluster.Nodes < 0 || o.Cluster.PerNode < 0 || (o.Cluster.Nodes > 0) != (o.Cluster.PerNode > 0) {
-		return cfg, fmt.Errorf("--nodes %d, --per-node %d: give both (positive) or neither", o.Cluster.Nodes, o.Cluster.PerNode)
-	}
-	if o.ShardsPerGPU < 0 {
-		return cfg, fmt.Errorf("--shards-per-gpu %d: want >= 0", o.ShardsPerGPU)
-	}
-	if o.SimPolicy = c.String("sim-policy"); o.SimPolicy != "" {
-		if _, ok := policy.Policies[o.SimPolicy]; !ok {
-			return cfg, fmt.Errorf("--sim-policy %q: want one of %s", o.SimPolicy, strings.Join(policy.PolicyNames(), ", "))
-		}
-	}
-	if o.SimPredictor = c.String("sim-predictor"); o.SimPredictor != "" && o.SimPredictor != "none" {
-		if _, ok := predict.Predictors[o.SimPredictor]; !ok {
-			return cfg, fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(predict.Names(), ", "))
-		}
+	if err := cfg.Options.Validate(); err != nil {
+		return cfg, err
 	}
 	cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr)
 	return cfg, err

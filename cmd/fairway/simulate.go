@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,11 +101,8 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	return cfg, cfg.Validate()
 }
 
-// loadWorkload reads cfg's workload (sim.RunConfig.LoadWorkload).
-func loadWorkload(cfg simulateConfig) (*sim.Workload, error) { return cfg.LoadWorkload() }
-
 func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
-	w, err := loadWorkload(cfg)
+	w, err := cfg.LoadWorkload()
 	if err != nil {
 		return err
 	}
@@ -151,12 +147,8 @@ func simulateSuite(c *cli.Context) error {
 		return err
 	}
 	cfg.Policies, cfg.Preempt, cfg.Backfill, cfg.Predictor = ch.Policies, ch.Preempt, ch.Backfill, ch.Predictor
-	for _, f := range strings.Split(c.String("loads"), ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(x > 0) {
-			return fmt.Errorf("--loads: %q: want positive numbers like 0.8,1.0,1.2", f)
-		}
-		cfg.Loads = append(cfg.Loads, x)
+	if cfg.Loads, err = sim.ParseLoads(c.String("loads")); err != nil {
+		return err
 	}
 	if c.Int("max-jobs") < 0 {
 		return fmt.Errorf("--max-jobs %d: want >= 0", c.Int("max-jobs"))

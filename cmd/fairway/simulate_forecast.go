@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/progress"
-	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
@@ -16,17 +15,11 @@ import (
 // workload (sim.MeasureForecast) and prints the comparison; oracle adds
 // the forecasts played with true run times.
 func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet, oracle bool, out io.Writer, errOut *os.File) error {
-	name := policy.DefaultPolicy
-	if policiesSet {
-		if len(cfg.Policies) != 1 {
-			return fmt.Errorf("--policies: --forecast measures one policy, got %d", len(cfg.Policies))
-		}
-		name = cfg.Policies[0]
+	name, err := sim.ForecastPolicy(cfg.Policies, policiesSet, cfg.Preempt)
+	if err != nil {
+		return err
 	}
-	if cfg.Preempt[name] {
-		return fmt.Errorf("--preempt: %w: leave %s out of --preempt", sim.ErrPreemptForecast, name)
-	}
-	w, err := loadWorkload(cfg)
+	w, err := cfg.LoadWorkload()
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,23 @@ type ForecastReport struct {
 	Result *Result `json:"-"`
 }
 
+// ForecastPolicy picks the one policy simulate --forecast measures: the
+// default unless named is set (then it must name exactly one), and never
+// one simulated preemptively.
+func ForecastPolicy(named []string, set bool, preempt map[string]bool) (string, error) {
+	name := policy.DefaultPolicy
+	if set {
+		if len(named) != 1 {
+			return "", fmt.Errorf("--policies: --forecast measures one policy, got %d", len(named))
+		}
+		name = named[0]
+	}
+	if preempt[name] {
+		return "", fmt.Errorf("--preempt: %w: leave %s out of --preempt", ErrPreemptForecast, name)
+	}
+	return name, nil
+}
+
 // ErrPreemptForecast is returned by MeasureForecast for a preemptive
 // configuration: the forecast plays a non-preemptive scheduler.
 var ErrPreemptForecast = errors.New("forecasts are measured without preemption")

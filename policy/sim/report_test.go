@@ -4,8 +4,11 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 func TestRunConfigValidate(t *testing.T) {
@@ -60,6 +63,38 @@ func TestParseChoice(t *testing.T) {
 	} {
 		if _, err := ParseChoice(tc.policies, tc.preempt, tc.backfill, tc.predictor); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseChoice(%q, %q, %q, %q) = %v, want %q", tc.policies, tc.preempt, tc.backfill, tc.predictor, err, tc.want)
+		}
+	}
+}
+
+func TestParseLoads(t *testing.T) {
+	if got, err := ParseLoads("0.8, 1,1.2"); err != nil || !slices.Equal(got, []float64{0.8, 1, 1.2}) {
+		t.Errorf("ParseLoads = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1,,2", "0", "-1", "1,x"} {
+		if _, err := ParseLoads(bad); err == nil || !strings.HasPrefix(err.Error(), "--loads: ") {
+			t.Errorf("ParseLoads(%q) = %v, want a --loads error", bad, err)
+		}
+	}
+}
+
+func TestForecastPolicy(t *testing.T) {
+	tiresias := map[string]bool{"tiresias": true}
+	for _, tc := range []struct {
+		named         []string
+		set           bool
+		preempt       map[string]bool
+		want, wantErr string
+	}{
+		{nil, false, tiresias, policy.DefaultPolicy, ""},
+		{[]string{"fifo", "sjf"}, false, nil, policy.DefaultPolicy, ""},
+		{[]string{"fifo"}, true, tiresias, "fifo", ""},
+		{[]string{"fifo", "sjf"}, true, nil, "", "--policies: --forecast measures one policy, got 2"},
+		{[]string{"tiresias"}, true, tiresias, "", "--preempt: forecasts are measured without preemption: leave tiresias out of --preempt"},
+	} {
+		got, err := ForecastPolicy(tc.named, tc.set, tc.preempt)
+		if got != tc.want || (err == nil) != (tc.wantErr == "") || err != nil && err.Error() != tc.wantErr {
+			t.Errorf("ForecastPolicy(%v, %v, %v) = %q, %v; want %q, %q", tc.named, tc.set, tc.preempt, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -46,6 +47,19 @@ func SuiteTraces(dir string) []SuiteTrace {
 		ts = append(ts, SuiteTrace{Name: name, Load: func() (*Workload, error) { return SynthWorkload(name, seed, 0, 0) }})
 	}
 	return ts
+}
+
+// ParseLoads reads --loads: comma-separated positive load factors.
+func ParseLoads(list string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(x > 0) {
+			return nil, fmt.Errorf("--loads: %q: want positive numbers like 0.8,1.0,1.2", f)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // SuiteLoads are the default offered loads, as factors of each trace's own.
