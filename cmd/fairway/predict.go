@@ -79,12 +79,8 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 		if cfg.Trace == "" {
 			return cfg, fmt.Errorf("--trace: required (a trace file), or --from-db")
 		}
-		if c.String("format") == "" {
-			if cfg.Format, err = trace.DetectFile(cfg.Trace); err != nil {
-				return cfg, fmt.Errorf("--trace: %w", err)
-			}
-		} else if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
-			return cfg, fmt.Errorf("--format: %w", err)
+		if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
+			return cfg, err
 		}
 	}
 	if cfg.Protocol, err = predeval.ParseProtocol(c.String("protocol")); err != nil {

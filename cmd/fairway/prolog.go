@@ -136,31 +136,15 @@ func spoolFlush(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(c.Context, cfg.Timeout)
 	defer cancel()
 	store := &accounting.HookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
-	spool := prolog.Spool{Dir: cfg.Hooks.SpoolDir}
-	stored, left, err := spool.Flush(ctx, store, log)
+	rep := prolog.Spool{Dir: cfg.Hooks.SpoolDir}.FlushReport(ctx, store, log)
 	if c.Bool("json") {
-		out := struct {
-			Spool  string `json:"spool"`
-			Stored int    `json:"stored"`
-			Left   int    `json:"left"`
-			Error  string `json:"error,omitempty"`
-		}{spool.Dir, stored, left, ""}
-		if err != nil {
-			out.Error = err.Error()
+		if err := json.NewEncoder(c.App.Writer).Encode(rep); err != nil {
+			return err
 		}
-		if jerr := json.NewEncoder(c.App.Writer).Encode(out); jerr != nil {
-			return jerr
-		}
-	} else {
-		fmt.Fprintf(c.App.Writer, "stored %d usage records from %s, %d left\n", stored, spool.Dir, left)
-	}
-	if err != nil {
+	} else if err := rep.WriteText(c.App.Writer); err != nil {
 		return err
 	}
-	if left > 0 {
-		return fmt.Errorf("%d spooled files are not usage records; see the log", left)
-	}
-	return nil
+	return rep.Err()
 }
 
 // hookSettings reads the config file into the flags not set otherwise and

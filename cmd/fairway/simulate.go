@@ -79,13 +79,9 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		Parallel: c.Int("parallel"), Load: c.Float64("load"), Predictor: c.String("predictor")}, JSON: c.Bool("json"), Out: c.String("out")}
 	var err error
 	switch {
-	case cfg.Trace != "" && c.String("format") == "":
-		if cfg.Format, err = trace.DetectFile(cfg.Trace); err != nil {
-			return cfg, fmt.Errorf("--trace: %w", err)
-		}
 	case cfg.Trace != "":
-		if cfg.Format, err = trace.ParseFormat(c.String("format")); err != nil {
-			return cfg, fmt.Errorf("--format: %w", err)
+		if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
+			return cfg, err
 		}
 	case c.String("format") != "":
 		return cfg, fmt.Errorf("--format: only with --trace")

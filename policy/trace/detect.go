@@ -85,3 +85,21 @@ func DetectFile(path string) (Format, error) {
 	defer f.Close()
 	return Detect(f, path)
 }
+
+// FileFormat is the format of the trace at path: the one named (--format),
+// or else the one its first line tells (DetectFile). Its errors name the
+// flag at fault.
+func FileFormat(path, named string) (Format, error) {
+	if named != "" {
+		f, err := ParseFormat(named)
+		if err != nil {
+			return "", fmt.Errorf("--format: %w", err)
+		}
+		return f, nil
+	}
+	f, err := DetectFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--trace: %w", err)
+	}
+	return f, nil
+}

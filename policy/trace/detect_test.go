@@ -42,3 +42,22 @@ func TestDetect(t *testing.T) {
 		}
 	}
 }
+
+func TestFileFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "philly.csv")
+	if err := os.WriteFile(path, []byte(phillyHead), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := FileFormat(path, ""); err != nil || f != PhillyMIX {
+		t.Errorf("told from the file: %q, %v; want philly-mix", f, err)
+	}
+	if f, err := FileFormat(path, "helios"); err != nil || f != Helios {
+		t.Errorf("named: %q, %v; want helios, whatever the file holds", f, err)
+	}
+	if _, err := FileFormat(path, "csv"); err == nil || !strings.HasPrefix(err.Error(), "--format: ") {
+		t.Errorf("unknown name: %v, want a --format error", err)
+	}
+	if _, err := FileFormat(filepath.Join(t.TempDir(), "none.swf"), ""); err == nil || !strings.HasPrefix(err.Error(), "--trace: trace ") || !strings.HasSuffix(err.Error(), ": no such file") {
+		t.Errorf("missing file: %v, want a --trace error", err)
+	}
+}
