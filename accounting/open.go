@@ -24,14 +24,10 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*pgxpool.Pool, *St
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		// pgx's error repeats the URL, password included.
-		return nil, nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+		return nil, nil, errBadURL
 	}
 	cfg.MaxConns = 4
-	where := fmt.Sprintf("PostgreSQL at %s:%d database %q", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	where := target(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", where, err)
@@ -58,16 +54,28 @@ func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return nil, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
+		return nil, errBadURL
 	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 10 * time.Second
-	}
+	where := target(cfg)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d database %q: %w", cfg.Host, cfg.Port, cfg.Database, err)
+		return nil, fmt.Errorf("connect to %s: %w", where, err)
 	}
 	return conn, nil
+}
+
+// errBadURL stands for pgx's parse error, which repeats the URL, password
+// included.
+var errBadURL = errors.New("--database-url is not a valid PostgreSQL URL or DSN")
+
+// target gives c the connect timeout Open and Connect share when the URL
+// sets none (a dead server must not hang a command) and names the server
+// and database for errors, without the password.
+func target(c *pgx.ConnConfig) string {
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
+	return fmt.Sprintf("PostgreSQL at %s:%d database %q", c.Host, c.Port, c.Database)
 }
 
 // LoggedDecision is the newest decision-log row of a job.

@@ -21,30 +21,34 @@ import (
 // trace stays small: a CDF is drawn through this many quantiles.
 const Points = 400
 
+// newPlot is a plot with a grid whose X (logX) or else Y axis is logarithmic
+// (waits and JCTs span seconds to weeks), its legend top left or bottom
+// right.
+func newPlot(title, xLabel, yLabel string, logX, legendTopLeft bool) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	log := &p.Y
+	if logX {
+		log = &p.X
+	}
+	log.Scale = plot.LogScale{}
+	log.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = legendTopLeft, legendTopLeft
+	p.Add(plotter.NewGrid())
+	return p
+}
+
 // Write draws into dir the JCT distribution of every policy (jct_cdf.svg)
 // and every policy's per-user 95th-percentile waits, sorted
 // (user_p95_wait.svg): the flatter and lower that curve, the more evenly
 // waiting is spread over users. runs are rep.Policies' runs, in order.
 func Write(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
-	cdf := plot.New()
-	cdf.Title.Text = "Job completion time, " + rep.Trace
-	cdf.X.Label.Text = "JCT (s, log scale)"
-	cdf.Y.Label.Text = "fraction of jobs"
-	cdf.X.Scale = plot.LogScale{}
-	cdf.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	cdf.Legend.Top = false
-	cdf.Legend.Left = false
-	cdf.Add(plotter.NewGrid())
-
-	users := plot.New()
-	users.Title.Text = "Per-user 95th-percentile wait, " + rep.Trace
-	users.X.Label.Text = "users, by their p95 wait (fraction)"
-	users.Y.Label.Text = "p95 wait (s, log scale)"
-	users.Y.Scale = plot.LogScale{}
-	users.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	users.Legend.Top = true
-	users.Legend.Left = true
-	users.Add(plotter.NewGrid())
+	// The JCT CDF rises to the right, so its legend goes bottom right;
+	// the sorted p95 waits rise too, leaving the top left free.
+	cdf := newPlot("Job completion time, "+rep.Trace, "JCT (s, log scale)", "fraction of jobs", true, false)
+	users := newPlot("Per-user 95th-percentile wait, "+rep.Trace, "users, by their p95 wait (fraction)", "p95 wait (s, log scale)", false, true)
 
 	for i, r := range runs {
 		name := rep.Policies[i].Name
