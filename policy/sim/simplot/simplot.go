@@ -52,17 +52,20 @@ func Write(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
 
 	for i, r := range runs {
 		name := rep.Policies[i].Name
-		c := plotutil.Color(i)
-		dash := plotutil.Dashes(i / 7)
-
-		pts := quantileCurve(r.JCT)
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return fmt.Errorf("plot %s: %w", name, err)
+		// A policy keeps its colour and dash in both plots.
+		addLine := func(p *plot.Plot, pts plotter.XYs) error {
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return fmt.Errorf("plot %s: %w", name, err)
+			}
+			l.Color, l.Dashes, l.Width = plotutil.Color(i), plotutil.Dashes(i/7), vg.Points(1.2)
+			p.Add(l)
+			p.Legend.Add(name, l)
+			return nil
 		}
-		l.Color, l.Dashes, l.Width = c, dash, vg.Points(1.2)
-		cdf.Add(l)
-		cdf.Legend.Add(name, l)
+		if err := addLine(cdf, quantileCurve(r.JCT)); err != nil {
+			return err
+		}
 
 		waits := make([]float64, len(r.Users))
 		for k, u := range r.Users {
@@ -73,13 +76,9 @@ func Write(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
 		for k, v := range waits {
 			up[k] = plotter.XY{X: (float64(k) + 0.5) / float64(len(waits)), Y: math.Max(v, 1)}
 		}
-		ul, err := plotter.NewLine(up)
-		if err != nil {
-			return fmt.Errorf("plot %s: %w", name, err)
+		if err := addLine(users, up); err != nil {
+			return err
 		}
-		ul.Color, ul.Dashes, ul.Width = c, dash, vg.Points(1.2)
-		users.Add(ul)
-		users.Legend.Add(name, ul)
 	}
 	for _, p := range []struct {
 		plot *plot.Plot
