@@ -3,6 +3,7 @@ package predict
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,22 @@ type FairwayParams struct {
 	// SecondsLoss trains the trees on the absolute error in seconds instead
 	// of the absolute error of log(1+run).
 	SecondsLoss bool
+	// RequestShare scales the estimates by the request: for a job with a
+	// time limit the trees learn log(1+run) − log(1+limit), about the log
+	// of the share of its limit the job uses, and the limit is added back;
+	// and until the first training, a user without the identical job is
+	// predicted the limit × the median share of their last five jobs, and a
+	// user without history the limit × the median share of every job seen,
+	// instead of the mean of their last two runs and the limit. It gives
+	// the lowest MAE and MedAE of all predictors on every suite trace under
+	// both protocols (the default loses the MAE on the synthetic Helios-like
+	// workloads), and EASY-backfilled fair-sjf's waits and slowdowns over
+	// the suite's rows are, averaged over small perturbations of the
+	// estimates, unchanged; but two schedule checks that compare a single
+	// replay (the CI dominance test on KTH's average bounded slowdown and
+	// fair-qssf's maximum ρ on CTC) fail with it, as they do under ±1%
+	// perturbations of the default's own estimates, so it is off.
+	RequestShare bool
 	// ExpertRate is the weight of the newest job in the running error of
 	// each expert (0.1). With Contexts the running error is the plain mean
 	// until a context has scored 1/ExpertRate jobs, and everyone's errors
@@ -98,7 +115,15 @@ func (p *FairwayParams) defaults() error {
 //
 //  1. A model learned online: gradient-boosted trees with least-absolute-
 //     deviation loss on log(1+run time) (package gbt), retrained as history
-//     grows on a sliding window of recent jobs. Its features are the job's
+//     grows on a sliding window of recent jobs. With RequestShare, for a
+//     job with a time limit the trees learn log(1+run) − log(1+limit), about
+//     the log of the share of its request the job uses, and the limit is
+//     added back: a tree's leaf holds at least MinLeaf jobs and moves by
+//     their median, so on its own the model cannot reach the rare long jobs
+//     (a few in a hundred, but most of the seconds of error) and predicts a
+//     14-day request that runs 10 days at a few hours; the share of the
+//     request is alike at every scale (Alea's ratio rule rests on the same).
+//     Its features are the job's
 //     request (limit, CPUs, GPUs, submit hour and weekday, the time to its
 //     deadline when it has one) and the user's
 //     history: recent run times and their mean of two (Tsafrir et al., TPDS
@@ -133,6 +158,11 @@ func (p *FairwayParams) defaults() error {
 // Until MinTrain jobs have finished, a rule chain predicts: the last run of
 // the user's identical job (same name, size and limit), else the mean of the
 // user's last two runs, else the limit, else the mean of everything seen.
+// With RequestShare the limit is scaled: after the identical job comes the
+// limit × the median run/limit of the user's last five jobs with a limit,
+// and a user without history gets the limit × the median run/limit of every
+// job seen. A request is a bound, not an estimate: users ask for several
+// times what their jobs use.
 //
 // Upper is the 0.9 quantile: the model's estimate shifted by the 0.9 quantile
 // of its log-space residuals on its training window (in-sample, so somewhat
@@ -175,6 +205,10 @@ type fairwayPredictor struct {
 	// Contexts): a user's kinds of job can each be best served by a
 	// different expert.
 	byName map[fwCtxKey]*fwErrs
+	// coldRatios are the run/limit ratios of the jobs observed before the
+	// first training, sorted (with RequestShare): their median scales a new
+	// user's limit in the rule chain.
+	coldRatios []float32
 }
 
 // fwCtxKey is a user's job name.
@@ -281,6 +315,10 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 	var ratio float32
 	if j.TimeLimit > 0 {
 		ratio = float32(run / j.TimeLimit.Seconds())
+		if f.p.RequestShare && f.model == nil {
+			k, _ := slices.BinarySearch(f.coldRatios, ratio)
+			f.coldRatios = slices.Insert(f.coldRatios, k, ratio)
+		}
 	}
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
@@ -302,12 +340,20 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 }
 
 func (f *fairwayPredictor) train() {
-	f.model = f.trainer.Train(f.x, f.y, fwFeatures)
+	y := f.y
+	if f.p.RequestShare {
+		y = make([]float32, len(f.y))
+		for i := range y {
+			y[i] = f.y[i] - f.offset(f.row(i))
+		}
+	}
+	f.model = f.trainer.Train(f.x, y, fwFeatures)
 	f.trainedAt = f.observed
+	f.coldRatios = nil
 	res := make([]float32, len(f.y))
 	gbt.Parallel(len(f.y), len(f.y)*f.model.Depth()*f.model.Trees()/gbt.Lanes, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			res[i] = f.y[i] - f.model.Predict(f.x[i*fwFeatures:(i+1)*fwFeatures])
+			res[i] = f.y[i] - f.modelPredict(f.row(i))
 		}
 	})
 	f.upperLog = gbt.Quantile32(res, 0.9)
@@ -416,7 +462,7 @@ func (f *fairwayPredictor) experts(j *policy.Job, x *[fwFeatures]float32, ex *[f
 
 // modelExperts fills the model's experts: as is and snapped.
 func (f *fairwayPredictor) modelExperts(x *[fwFeatures]float32, ex *[fwExperts]float32) {
-	l := f.model.Predict(x[:])
+	l := f.modelPredict(x)
 	ex[exModel] = l
 	ex[exSnapped] = l
 	if c, ok := f.snap(x, l); ok {
@@ -495,6 +541,26 @@ func track(errs, e *[fwExperts]float32, n int, rate float32, mean bool) {
 	}
 }
 
+// row is training row i's features.
+func (f *fairwayPredictor) row(i int) *[fwFeatures]float32 {
+	return (*[fwFeatures]float32)(f.x[i*fwFeatures : (i+1)*fwFeatures])
+}
+
+// offset is what the trees' output is added to: with RequestShare,
+// log(1+limit) for a job with a limit (the trees learn the share of the
+// request used), else 0.
+func (f *fairwayPredictor) offset(x *[fwFeatures]float32) float32 {
+	if !f.p.RequestShare || x[ftLimit] < 0 {
+		return 0
+	}
+	return x[ftLimit]
+}
+
+// modelPredict is the model's estimate of log(1+run) for features x.
+func (f *fairwayPredictor) modelPredict(x *[fwFeatures]float32) float32 {
+	return f.offset(x) + f.model.Predict(x[:])
+}
+
 // snap moves the model's value l onto the nearest concrete candidate (the
 // limit, or a run time the user actually had) when one lies within the
 // model's typical error, the median absolute residual on its training
@@ -531,11 +597,18 @@ func (f *fairwayPredictor) rules(j *policy.Job) policy.Prediction {
 				return policy.Prediction{Run: clampRun(j, secs(float64(it.run))), Source: "user-same-job"}
 			}
 		}
+		if f.p.RequestShare && j.TimeLimit > 0 && u.stats.nRatio > 0 {
+			return policy.Prediction{Run: clampRun(j, secs(j.TimeLimit.Seconds()*float64(u.stats.ratioMed))), Source: "user-median-ratio"}
+		}
 		if len(u.items) >= 2 {
 			return policy.Prediction{Run: clampRun(j, secs(float64(u.at(0).run+u.at(1).run)/2)), Source: "user-last-mean"}
 		}
 	}
 	if j.TimeLimit > 0 {
+		if n := len(f.coldRatios); n > 0 {
+			r := float64(f.coldRatios[(n-1)/2])
+			return policy.Prediction{Run: clampRun(j, secs(j.TimeLimit.Seconds()*r)), Source: "limit-median-ratio"}
+		}
 		return policy.Prediction{Run: j.TimeLimit, Source: "limit"}
 	}
 	if f.observed > 0 {
