@@ -45,10 +45,11 @@ type FairwayParams struct {
 	// both protocols (the default loses the MAE on the synthetic Helios-like
 	// workloads), and EASY-backfilled fair-sjf's waits and slowdowns over
 	// the suite's rows are, averaged over small perturbations of the
-	// estimates, unchanged; but two schedule checks that compare a single
-	// replay (the CI dominance test on KTH's average bounded slowdown and
-	// fair-qssf's maximum ρ on CTC) fail with it, as they do under ±1%
-	// perturbations of the default's own estimates, so it is off.
+	// estimates, unchanged but on one synthetic row (docs/POLICY.md); but
+	// two schedule checks that compare a single replay (the CI dominance
+	// test on KTH's average bounded slowdown and fair-qssf's maximum ρ on
+	// CTC) fail with it, as they do under ±1% perturbations of the
+	// default's own estimates, so it is off.
 	RequestShare bool
 	// ExpertRate is the weight of the newest job in the running error of
 	// each expert (0.1). With Contexts the running error is the plain mean
