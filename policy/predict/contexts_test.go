@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -24,14 +23,7 @@ func TestFairwayContexts_Synthetic(t *testing.T) {
 		}
 		for _, proto := range []predeval.Protocol{predeval.SubmitOrder, predeval.Online} {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, proto), func(t *testing.T) {
-				var preds []policy.Predictor
-				for _, n := range predict.Names() {
-					p, err := predict.New(n, predict.Params{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					preds = append(preds, p)
-				}
+				preds := everyPredictor(t)
 				ctx, err := predict.NewFairwayPredictor(predict.FairwayParams{Contexts: true})
 				if err != nil {
 					t.Fatal(err)

@@ -43,14 +43,7 @@ func TestFairwayRequestShare_LowestErrors(t *testing.T) {
 		for _, proto := range []predeval.Protocol{predeval.SubmitOrder, predeval.Online} {
 			t.Run(w.name+"/"+string(proto), func(t *testing.T) {
 				jobs := w.jobs(t)
-				var preds []policy.Predictor
-				for _, n := range predict.Names() {
-					p, err := predict.New(n, predict.Params{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					preds = append(preds, p)
-				}
+				preds := everyPredictor(t)
 				share, err := predict.NewFairwayPredictor(predict.FairwayParams{RequestShare: true})
 				if err != nil {
 					t.Fatal(err)
@@ -87,4 +80,19 @@ func TestFairwayRequestShare_LowestErrors(t *testing.T) {
 			})
 		}
 	}
+}
+
+// everyPredictor builds one of each registered predictor with its defaults,
+// the field a variant has to beat.
+func everyPredictor(t *testing.T) []policy.Predictor {
+	t.Helper()
+	var preds []policy.Predictor
+	for _, n := range predict.Names() {
+		p, err := predict.New(n, predict.Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		preds = append(preds, p)
+	}
+	return preds
 }
