@@ -13,12 +13,12 @@ import (
 // them, with a predictor learning online: fairway (the default, gradient-
 // boosted trees retrained as history grows) or tsafrir (a running mean):
 //
-//   - trace=CTC/policies=8: the whole CTC SP2 log (77,222 jobs, 338
-//     processors, EASY) through all eight policies, GOMAXPROCS at a time
-//     as the CLI does (target: under 20 s);
-//   - synth=1000000/policy=fair-qssf: a million synthetic jobs (Helios
+//   - trace=CTC/policies=N: the whole CTC SP2 log (77,222 jobs, 338
+//     processors, EASY) through every registered policy, GOMAXPROCS at a
+//     time as the CLI does (target: under 20 s);
+//   - synth=1000000/policy=P: a million synthetic jobs (Helios
 //     calibration, 3,000 users, load 0.9 on 128 nodes × 8 GPUs) through
-//     fair-qssf (target: under 60 s).
+//     the default policy (target: under 60 s).
 //
 // Each checks every result is non-trivial (the runs are too long to
 // repeat once more before timing).
@@ -29,7 +29,7 @@ func BenchmarkSimulate(b *testing.B) {
 }
 
 func benchmarkSimulate(b *testing.B, predictor string) {
-	b.Run("trace=CTC/policies=8/predictor="+predictor, func(b *testing.B) {
+	b.Run(fmt.Sprintf("trace=CTC/policies=%d/predictor=%s", len(policy.PolicyNames()), predictor), func(b *testing.B) {
 		jobs, cluster := readShared(b, ctcTrace)
 		once := func() []Metrics {
 			out := make([]Metrics, len(policy.PolicyNames()))
@@ -60,7 +60,7 @@ func benchmarkSimulate(b *testing.B, predictor string) {
 			}
 		}
 	})
-	b.Run(fmt.Sprintf("synth=%d/policy=fair-qssf/predictor=%s", 1000000, predictor), func(b *testing.B) {
+	b.Run(fmt.Sprintf("synth=%d/policy=%s/predictor=%s", 1000000, policy.DefaultPolicy, predictor), func(b *testing.B) {
 		jobs, err := Synth(SynthParams{Jobs: 1000000, Users: 3000, Nodes: 128, GPUsPerNode: 8, Seed: 1})
 		if err != nil {
 			b.Fatal(err)
@@ -68,7 +68,7 @@ func benchmarkSimulate(b *testing.B, predictor string) {
 		cluster := Cluster{Nodes: 128, PerNode: 8, Unit: GPUs}
 		b.ResetTimer()
 		for b.Loop() {
-			res, err := Run(jobs, smConfig(b, cluster, "fair-qssf", predictor))
+			res, err := Run(jobs, smConfig(b, cluster, policy.DefaultPolicy, predictor))
 			if err != nil {
 				b.Fatal(err)
 			}
