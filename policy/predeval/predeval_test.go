@@ -199,15 +199,7 @@ func TestFairway_BeatsBaselines(t *testing.T) {
 		for _, proto := range []Protocol{SubmitOrder, Online} {
 			t.Run(tr.file+"/"+string(proto), func(t *testing.T) {
 				t.Parallel()
-				var preds []policy.Predictor
-				for _, n := range predict.Names() {
-					p, err := predict.New(n, predict.Params{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					preds = append(preds, p)
-				}
-				res, err := Run(jobs, preds, Options{Protocol: proto})
+				res, err := RunNamed(jobs, predict.Names(), Options{Protocol: proto})
 				if err != nil {
 					t.Fatal(err)
 				}

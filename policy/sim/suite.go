@@ -331,15 +331,7 @@ func suiteSim(ctx context.Context, cfg SuiteConfig, name string, jobs []policy.J
 }
 
 func suitePredictors(ctx context.Context, jobs []policy.Job, name string, proto predeval.Protocol) (PredictorRow, error) {
-	names := predict.Names()
-	preds := make([]policy.Predictor, len(names))
-	for i, n := range names {
-		var err error
-		if preds[i], err = predict.New(n, predict.Params{}); err != nil {
-			return PredictorRow{}, err
-		}
-	}
-	res, err := predeval.Run(jobs, preds, predeval.Options{Protocol: proto, Trace: name})
+	res, err := predeval.RunNamed(jobs, predict.Names(), predeval.Options{Protocol: proto, Trace: name})
 	if err != nil {
 		return PredictorRow{}, err
 	}
