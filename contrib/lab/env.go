@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,13 +117,24 @@ func (e *Env) Try(asUser string, name string, args ...string) (string, error) {
 	} else {
 		cmd = exec.CommandContext(ctx, name, args...)
 	}
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+e.SlurmConf)
+	cmd.Env = append(userEnv(os.Environ(), asUser), "SLURM_CONF="+e.SlurmConf)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), &runError{err: err, stderr: strings.TrimSpace(stderr.String())}
 	}
 	return stdout.String(), nil
+}
+
+// userEnv is the environment of a command run as asUser: without SLURM_JWT
+// when that is another user, since `lab env` exports root's token and Slurm
+// 24.11+ commands authenticate with a SLURM_JWT they find, so sbatch would
+// submit as root whatever user runs it.
+func userEnv(env []string, asUser string) []string {
+	if asUser == "" {
+		return env
+	}
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "SLURM_JWT=") })
 }
 
 type runError struct {

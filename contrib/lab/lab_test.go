@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,40 @@ func TestLab_RESTRejectsMissingAndBadTokens(t *testing.T) {
 			}
 			t.Logf("status %d", resp.StatusCode)
 		})
+	}
+}
+
+// TestLab_SubmitDoesNotPassRootsToken submits as bob through both doors
+// tests and users have, Env.Submit and `lab submit`, with root's SLURM_JWT
+// in the environment as `lab env` exports it. Slurm 24.11+ sbatch
+// authenticates with a SLURM_JWT it finds, so a leaked token makes the job
+// root's; on every release the job's environment would show it. Each job
+// must run as bob, with no SLURM_JWT.
+func TestLab_SubmitDoesNotPassRootsToken(t *testing.T) {
+	e := lab.Get(t)
+	t.Setenv("SLURM_JWT", e.Token)
+	check := `test "$(id -un)" = bob && test -z "${SLURM_JWT:-}"`
+	viaEnv := e.Submit(t, "bob", "-p", e.Partition, "-t", "1", "--wrap", check)
+
+	script, err := filepath.Abs("lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.Try("", script, "submit", "bob", "-p", e.Partition, "-t", "1", "--wrap", check)
+	if err != nil {
+		t.Fatalf("lab submit: %v", err)
+	}
+	viaScript, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		t.Fatalf("lab submit printed %q, want a job id", out)
+	}
+	t.Cleanup(func() { _, _ = e.Try("", "scancel", strconv.FormatInt(viaScript, 10)) })
+
+	for door, id := range map[string]int64{"Env.Submit": viaEnv, "lab submit": viaScript} {
+		state := e.WaitState(t, id, 90*time.Second, "COMPLETED", "FAILED")
+		user := strings.TrimSpace(e.Run(t, "", "sacct", "-n", "-X", "-P", "-o", "User", "-j", strconv.FormatInt(id, 10)))
+		if state != "COMPLETED" || user != "bob" {
+			t.Errorf("%s: job %d ran as %q and ended %s; want bob, COMPLETED (no SLURM_JWT in its environment)", door, id, user, state)
+		}
 	}
 }
