@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"testing"
 	"time"
 
@@ -227,4 +228,54 @@ func randomTag(prefix string) string {
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	return prefix + hex.EncodeToString(rnd[:])
+}
+
+// TestSyncHistory_LabCancelledWhilePending cancels a held job on the lab and
+// pulls slurmdbd's history into one database through sacct, slurmrestd and
+// sacct again. Slurm sends such a job with a start time (NO_VAL from sacct
+// on 24.11+, the query window's end from slurmrestd): the row must have no
+// start after every pull, and the later pulls change nothing.
+func TestSyncHistory_LabCancelledWhilePending(t *testing.T) {
+	e := lab.Get(t)
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	began := time.Now().Add(-2 * time.Second).Truncate(time.Second)
+	// A job waiting for resources is eligible, so slurmdbd's window query
+	// lists it (a held one never is): one job takes gpu1's four GPUs, a
+	// second waits for one of them and is cancelled.
+	tag := randomTag("fwcancel-")
+	blocker := e.Submit(t, "bob", "-J", tag, "-p", e.Partition, "-w", "gpu1", "--gres=gpu:4", "-t", "2", "--wrap", "sleep 120")
+	e.WaitState(t, blocker, time.Minute, "RUNNING")
+	id := e.Submit(t, "bob", "-J", tag, "-p", e.Partition, "-w", "gpu1", "--gres=gpu:1", "-t", "1", "--wrap", "true")
+	e.Run(t, "", "scancel", strconv.FormatInt(id, 10))
+	e.WaitState(t, id, time.Minute, "CANCELLED")
+	e.Run(t, "", "scancel", strconv.FormatInt(blocker, 10))
+	until := time.Now().Add(time.Second).Truncate(time.Second)
+	opt := accounting.SyncOptions{Cluster: e.Cluster, Initial: began, Now: until, Overlap: until.Sub(began)}
+
+	for i, via := range []string{"sacct", "slurmrestd", "sacct"} {
+		src := labHistory(t, e, via)
+		var sum accounting.Summary
+		// slurmdbd may list the job a moment after sacct -j does.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+			var err error
+			if sum, _, _, err = store.SyncHistory(ctx, src, opt); err != nil {
+				t.Fatal(err)
+			}
+			if countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = $1 AND job_id = $2`, e.Cluster, id) == 1 || time.Now().After(deadline) {
+				break
+			}
+		}
+		var state string
+		var start *time.Time
+		if err := pool.QueryRow(ctx, `SELECT state, start_time FROM job WHERE cluster = $1 AND job_id = $2`, e.Cluster, id).Scan(&state, &start); err != nil {
+			t.Fatalf("pull %d via %s: job %d: %v", i+1, via, id, err)
+		}
+		if state != "CANCELLED" || start != nil {
+			t.Errorf("pull %d via %s: job %d is %s with start %v; want CANCELLED with no start", i+1, via, id, state, start)
+		}
+		if i > 0 && sum.Updated != 0 {
+			t.Errorf("pull %d via %s of the same window: %+v; want nothing updated", i+1, via, sum)
+		}
+	}
 }

@@ -197,3 +197,58 @@ func TestRESTHistory_Captured(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSacctJSON_NeverAllocatedHasNoStart reads slurmdbd's REST answers
+// of 24.11.7 and 26.05.3 (Fairway's own query, every version). Slurm sends
+// the jobs that never got a node with a start time anyway (the end of the
+// query window; sacct sends NO_VAL for a job cancelled while pending): a
+// job without allocated nodes must parse with no start, and every job that
+// was allocated keeps its own.
+func TestParseSacctJSON_NeverAllocatedHasNoStart(t *testing.T) {
+	root := shareddata.Dir(t, "data", "slurmrestd")
+	for rel, vs := range map[string][]string{
+		"slurm-24.11.7": {"v0.0.40", "v0.0.41", "v0.0.42"},
+		"slurm-26.05.3": {"v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45"},
+	} {
+		for _, v := range vs {
+			name := filepath.Join(rel, v, "slurmdb.jobs.fairway-query.json")
+			body, err := os.ReadFile(filepath.Join(root, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw struct {
+				Jobs []struct {
+					ID    int64           `json:"job_id"`
+					Nodes string          `json:"nodes"`
+					Time  json.RawMessage `json:"time"`
+				} `json:"jobs"`
+			}
+			if err := json.Unmarshal(body, &raw); err != nil {
+				t.Fatal(err)
+			}
+			allocated := map[int64]bool{}
+			for _, j := range raw.Jobs {
+				allocated[j.ID] = j.Nodes != "" && j.Nodes != "None assigned"
+			}
+			doc, err := accounting.ParseSacctJSON(name, body)
+			if err != nil || len(doc.Bad) != 0 {
+				t.Fatalf("%s: %v, bad %v", name, err, doc.Bad)
+			}
+			never := 0
+			for _, j := range doc.Jobs {
+				switch {
+				case !allocated[j.ID] && !j.Start.IsZero():
+					t.Errorf("%s: job %d never had a node but starts at %v", name, j.ID, j.Start)
+				case allocated[j.ID] && j.Start.IsZero():
+					t.Errorf("%s: job %d ran on a node but has no start", name, j.ID)
+				}
+				if !allocated[j.ID] {
+					never++
+				}
+			}
+			if never == 0 {
+				t.Errorf("%s: no job without a node; the capture should hold pending ones", name)
+			}
+		}
+	}
+}

@@ -275,14 +275,25 @@ func (sj *sacctJob) job() (policy.Job, error) {
 	if j.Nodes == 0 && sj.AllocNodes.N > 0 {
 		j.Nodes = int(sj.AllocNodes.N)
 	}
+	// A job that was never allocated a node never started, whatever its
+	// start field says: for a job cancelled while pending, sacct on 24.11+
+	// sends NO_VAL (read as 2106-02-07) and slurmdbd's REST answer the end
+	// of the query window, so the two ingest paths would store different
+	// starts and re-ingesting would flip them.
+	if sj.AllocNodes.Set && sj.AllocNodes.N == 0 && len(sj.TRES.Allocated) == 0 {
+		j.Start = time.Time{}
+	}
 	if j.CPUs == 0 && sj.Required.CPUs.N > 0 {
 		j.CPUs = int(sj.Required.CPUs.N)
 	}
 	return j, nil
 }
 
+// unixTime is a Slurm time in Unix seconds; unset, infinite, zero and
+// Slurm's NO_VAL and INFINITE markers (which 24.11+ send as plain numbers
+// for a time that never happened) are the zero time.
 func unixTime(n num) time.Time {
-	if !n.Set || n.Infinite || n.N <= 0 {
+	if !n.Set || n.Infinite || n.N <= 0 || n.N == slurmNoVal || n.N == slurmInfinite {
 		return time.Time{}
 	}
 	return time.Unix(n.N, 0).UTC()

@@ -3,6 +3,7 @@ package accounting
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -54,5 +55,26 @@ func TestStateName_UnmarshalJSON(t *testing.T) {
 				t.Errorf("got %q, want %q", s.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestUnixTime_Markers: a time Slurm sends as its NO_VAL or INFINITE marker
+// in a plain number (24.11+ sacct for a job cancelled while pending) is no
+// time, not 2106-02-07.
+func TestUnixTime_Markers(t *testing.T) {
+	for _, tc := range []struct {
+		in   num
+		want time.Time
+	}{
+		{num{N: 1795507849, Set: true}, time.Unix(1795507849, 0).UTC()},
+		{num{N: slurmNoVal, Set: true}, time.Time{}},
+		{num{N: slurmInfinite, Set: true}, time.Time{}},
+		{num{Set: true, Infinite: true}, time.Time{}},
+		{num{N: 0, Set: true}, time.Time{}},
+		{num{}, time.Time{}},
+	} {
+		if got := unixTime(tc.in); !got.Equal(tc.want) {
+			t.Errorf("unixTime(%+v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }
