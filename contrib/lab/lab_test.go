@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -262,5 +263,61 @@ func TestLab_SubmitDoesNotPassRootsToken(t *testing.T) {
 		if state != "COMPLETED" || user != "bob" {
 			t.Errorf("%s: job %d ran as %q and ended %s; want bob, COMPLETED (no SLURM_JWT in its environment)", door, id, user, state)
 		}
+	}
+}
+
+// TestLabScript_StatesReady feeds the lab script's readiness check the node
+// states sinfo prints: a node planned by backfill (`mix-`, on a busy lab)
+// is ready; a node down, drained, powered off or not responding is not.
+func TestLabScript_StatesReady(t *testing.T) {
+	for _, tc := range []struct {
+		sinfo string
+		ready bool
+	}{
+		{"gpu1 idle\ngpu2 idle", true},
+		{"gpu1 mix-\ngpu2 alloc", true},
+		{"gpu1 alloc-\ngpu2 plnd", true},
+		{"gpu1 idle\ngpu1 idle\ngpu2 comp", true}, // a node in two partitions
+		{"gpu1 idle*\ngpu2 idle", false},
+		{"gpu1 idle~\ngpu2 idle", false},
+		{"gpu1 down\ngpu2 idle", false},
+		{"gpu1 drain\ngpu2 idle", false},
+		{"gpu1 idle", false},
+	} {
+		cmd := exec.Command("bash", "-c", "LAB_SOURCE_ONLY=1 source ./lab && states_ready")
+		cmd.Stdin = strings.NewReader(tc.sinfo + "\n")
+		out, err := cmd.CombinedOutput()
+		if got := err == nil; got != tc.ready {
+			t.Errorf("states_ready on %q: ready %v, want %v (%v %s)", tc.sinfo, got, tc.ready, err, out)
+		}
+	}
+}
+
+// TestLab_DownWithAnotherLabDir runs `lab down` with a FAIRWAY_LAB_DIR
+// that no lab was started with: on the running lab's ports it must fail
+// and name the process that holds them (it used to exit 0 silently,
+// stopping nothing); on a free port range it says nothing runs there.
+func TestLab_DownWithAnotherLabDir(t *testing.T) {
+	e := lab.Get(t)
+	down := func(portBase string) (string, error) {
+		cmd := exec.Command("./lab", "down")
+		cmd.Env = append(os.Environ(), "FAIRWAY_LAB_DIR="+t.TempDir(), "FAIRWAY_LAB_PORT_BASE="+portBase)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	base := os.Getenv("FAIRWAY_LAB_PORT_BASE")
+	if base == "" {
+		base = "16800"
+	}
+	out, err := down(base)
+	if err == nil || !strings.Contains(out, "is held by") || !strings.Contains(out, "another FAIRWAY_LAB_DIR") {
+		t.Errorf("lab down with another lab's ports busy: %v, %q; want a failure naming the port's holder", err, out)
+	}
+	out, err = down("41000")
+	if err != nil || !strings.Contains(out, "nothing running under") {
+		t.Errorf("lab down on a free port range: %v, %q; want exit 0 saying nothing runs there", err, out)
+	}
+	if _, err := e.Try("", "scontrol", "ping"); err != nil {
+		t.Errorf("the lab after the other lab down: %v", err)
 	}
 }
