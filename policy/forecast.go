@@ -239,8 +239,11 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 		if p.Limits {
 			return limit
 		}
-		if d, ok := s.Predicted[j.ID]; ok && d > 0 {
-			return min(int64(d), limit)
+		// A prediction of 0 s is a prediction (jobs that end at once, as
+		// on a test cluster), as it is to the policies' predictedRun; only
+		// a missing one falls back to the limit.
+		if d, ok := s.Predicted[j.ID]; ok {
+			return min(max(int64(d), 0), limit)
 		}
 		return limit
 	}

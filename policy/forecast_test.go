@@ -127,3 +127,36 @@ func TestForecast_Before(t *testing.T) {
 		t.Error("Before(running job) ok, want not pending")
 	}
 }
+
+// TestForecast_ZeroPredictionIsAPrediction: a job predicted to run 0 s (a
+// test cluster's history of jobs that end at once) ends when it starts; a
+// job with no prediction is played for its time limit. Before, 0 s counted
+// as missing, so every expected start on such a cluster was the time-limit
+// bound.
+func TestForecast_ZeroPredictionIsAPrediction(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := time.Hour
+	for _, tc := range []struct {
+		name      string
+		predicted map[int64]time.Duration
+		want      time.Time // job 3's expected start, after job 2
+	}{
+		{"zero", map[int64]time.Duration{2: 0}, t0},
+		{"minute", map[int64]time.Duration{2: time.Minute}, t0.Add(time.Minute)},
+		{"none", nil, t0.Add(h)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{Now: t0, Predicted: tc.predicted,
+				Pending: []Job{{ID: 2, GPUs: 4, TimeLimit: h}, {ID: 3, GPUs: 4, TimeLimit: h}},
+			}
+			f, err := NewForecast(s, []Score{{JobID: 2}, {JobID: 3}}, ForecastParams{Machine: Machine{Nodes: 1, PerNode: 4}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, ok := f.Job(3)
+			if !ok || !e.Start.Equal(tc.want) {
+				t.Errorf("job 3 expected at %v (found %v), want %v", e.Start, ok, tc.want)
+			}
+		})
+	}
+}
