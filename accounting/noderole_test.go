@@ -143,7 +143,7 @@ func TestNodeRole_Lab(t *testing.T) {
 	third := []time.Time{now, now.AddDate(0, 1, 0), now.AddDate(0, 2, 0)}
 	var stored int
 	err = pool.QueryRow(ctx, `SELECT fairway_record_gpu_usage('{c,c,c}', '{78,78,78}', '{gpu1,gpu1,gpu1}', '{0,0,0}',
-		$1::timestamptz[], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`, third).Scan(&stored)
+		$1::timestamptz[], NULL, '{"","",""}', '{"","",""}', '{0,0,0}', NULL, NULL, NULL, NULL, NULL)`, third).Scan(&stored)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "FW001" || !strings.Contains(pgErr.Message, "records of 3 months in one call; a node may send at most 2") {
 		t.Errorf("as gpu1's login, a call spanning three months: %d, %v; want refused (FW001)", stored, err)
