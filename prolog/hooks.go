@@ -698,7 +698,7 @@ func (h *Hooks) ship(ctx context.Context, log *slog.Logger, fresh []Usage) error
 	// carry them along for ever.
 	stored, refused, err := h.spool.setAsideRefused(all, h.d.Store.PutUsage(sctx, all), log)
 	if err != nil {
-		log.Warn("database unreachable: records stay in the spool for the next hook or `fairway spool flush`", "records", len(all), "err", err)
+		log.Warn("database unreachable or this login not allowed: records stay in the spool for the next hook or `fairway spool flush`", "records", len(all), "err", err)
 		return fmt.Errorf("store usage: %w", err)
 	}
 	if err := h.spool.Remove(stored); err != nil {
