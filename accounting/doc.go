@@ -32,7 +32,8 @@
 // for a Retention (by default 13 months of jobs, usage and predictions, 90
 // days of decisions) and prunes cycle rows with PruneCycles. usage_daily
 // keeps its days after their jobs are dropped. GPU nodes write only through
-// fairway_record_gpu_usage (migration 0004), the one right their role has.
+// fairway_record_gpu_usage (migrations 0004 and 0005), the one right their
+// roles have, and only their own node's current records.
 //
 // The package reads slurmdbd through HistorySource (RESTHistory asks
 // slurmrestd, through any client with a DBJobs method such as slurmctl's,

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/fairway-hpc/fairway/prolog"
@@ -18,9 +19,24 @@ type HookUsageStore struct {
 
 var _ prolog.UsageStore = (*HookUsageStore)(nil)
 
-// PutUsage stores us, leaving records already stored alone.
+// PutUsage stores us, leaving records already stored alone. Records the
+// database refuses come back as a *prolog.RefusedError; the rest are stored.
 func (s *HookUsageStore) PutUsage(ctx context.Context, us []prolog.Usage) error {
-	return RecordGPUUsageOnce(ctx, s.URL, GPUUsageOf(us), s.Log)
+	return refusedOf(us, RecordGPUUsageOnce(ctx, s.URL, GPUUsageOf(us), s.Log))
+}
+
+// refusedOf turns RecordGPUUsage's *UsageRefusedError about us into the
+// hooks' *prolog.RefusedError; any other error is returned as it is.
+func refusedOf(us []prolog.Usage, err error) error {
+	var re *UsageRefusedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	out := &prolog.RefusedError{Refused: make([]prolog.Refusal, len(re.Refused))}
+	for i, r := range re.Refused {
+		out.Refused[i] = prolog.Refusal{Usage: us[r.Index], Reason: r.Reason}
+	}
+	return out
 }
 
 // GPUUsageOf is the hooks' usage records as the database stores them.

@@ -23,27 +23,38 @@ import (
 // than jobacct_gather/none).
 
 // UsageSamples returns one rewrite.UsageSample per finished job of cluster
-// that has epilog GPU records ending at or after since: the mean of its
-// GPUs' average utilization, the largest peak memory, the smallest device,
-// with user, name, GPUs, shards, CPUs, state and run time from the job
-// table. A usage record is matched to the job with its id whose end lies
-// within a day of the record's (job ids are reused when a cluster is
-// rebuilt). CPU and memory use are unknown here (CPUsUsed −1, MemUsedMB 0):
-// SacctUsage fills them. Samples come in end order.
+// that has epilog GPU records ending at or after since: its GPUs' average
+// utilization, the largest peak memory, the smallest device, with user,
+// name, GPUs, shards, CPUs, state and run time from the job table. A
+// node's usage records are matched to the job with its id whose end lies
+// within a day of the node's last record (job ids are reused when a
+// cluster is rebuilt). CPU and memory use are unknown here (CPUsUsed −1,
+// MemUsedMB 0): SacctUsage fills them. Samples come in end order.
+//
+// Records are averaged per node, and a job's utilization is its busiest
+// node's average: a node's login may write records for any job id under
+// its own node name (the job table keeps a job's node count, not its node
+// names, so rows of nodes the job never ran on cannot be told apart), and
+// a mean over every row would let one node's made-up idle records dilute
+// the real ones until the share rule cut the job to shards. Taken this
+// way, extra records can only raise a reading (utilization, peak) or lower
+// the device size, each of which keeps a job on more of a GPU, not less.
+// For a job on one node, the usual case, it is the mean over its GPUs.
 func (s *Store) UsageSamples(ctx context.Context, cluster string, since time.Time) ([]rewrite.UsageSample, error) {
 	rows, err := s.pool.Query(ctx, `
-WITH u AS (
-	SELECT job_id, max(ended_at) AS ended, avg(util_avg_pct)::double precision AS util,
+WITH n AS (
+	SELECT job_id, node, max(ended_at) AS ended, avg(util_avg_pct)::double precision AS util,
 		max(mem_peak_mb) AS peak, min(mem_total_mb) AS total
 	FROM job_gpu_usage
 	WHERE cluster = $1 AND ended_at >= $2
-	GROUP BY job_id
+	GROUP BY job_id, node
 )
 SELECT j.job_id, j.user_name, j.name, j.end_time, j.state, j.gpus, j.shards, j.cpus,
-	extract(epoch FROM j.end_time - j.start_time)::double precision, u.util, u.peak, u.total
-FROM u JOIN job j ON j.cluster = $1 AND j.job_id = u.job_id
-	AND j.end_time BETWEEN u.ended - interval '1 day' AND u.ended + interval '1 day'
+	extract(epoch FROM j.end_time - j.start_time)::double precision, max(n.util), max(n.peak), min(n.total)
+FROM n JOIN job j ON j.cluster = $1 AND j.job_id = n.job_id
+	AND j.end_time BETWEEN n.ended - interval '1 day' AND n.ended + interval '1 day'
 WHERE j.end_time >= $2::timestamptz - interval '1 day' AND j.start_time IS NOT NULL
+GROUP BY j.job_id, j.array_task, j.submit_time, j.user_name, j.name, j.end_time, j.state, j.gpus, j.shards, j.cpus, j.start_time
 ORDER BY j.end_time, j.job_id`, cluster, since)
 	if err != nil {
 		return nil, fmt.Errorf("load usage samples: %w", err)

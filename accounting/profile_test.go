@@ -68,6 +68,57 @@ func TestStore_UsageSamples(t *testing.T) {
 	}
 }
 
+// TestStore_UsageSamples_OtherNodeCannotDilute: another node's login may
+// store records for any job id under its own node name (the job table does
+// not know which nodes a job ran on). Seven idle records from gpu9 for
+// bob's job, which ran on gpu1 at 95%, used to be averaged in (11.88%) and
+// got his whole-GPU jobs cut to shards; the reading is now the busiest
+// node's average, so they cannot lower it. A made-up high reading or peak
+// only keeps a job on more of its GPU.
+func TestStore_UsageSamples_OtherNodeCannotDilute(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	start := time.Date(2025, 5, 10, 12, 0, 0, 0, time.UTC)
+	jobs := []policy.Job{
+		{Cluster: "c1", ID: 20, ArrayTask: -1, User: "bob", Name: "train", Submit: start.Add(-time.Minute), Start: start,
+			End: start.Add(time.Hour), Nodes: 1, CPUs: 2, GPUs: 1, State: policy.StateCompleted},
+		{Cluster: "c1", ID: 21, ArrayTask: -1, User: "bob", Name: "wide", Submit: start.Add(-time.Minute), Start: start,
+			End: start.Add(time.Hour), Nodes: 2, CPUs: 4, GPUs: 4, State: policy.StateCompleted},
+	}
+	if _, err := store.RecordFinished(ctx, "test", jobs); err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) *float64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	end := start.Add(time.Hour + 2*time.Second)
+	us := []accounting.GPUUsage{
+		{Cluster: "c1", JobID: 20, Node: "gpu1", GPUMinor: 0, Ended: end, UtilAvgPct: f(95), MemPeakMB: i(60000), MemTotalMB: i(81920)},
+		// Job 21 ran on two nodes, one busier than the other.
+		{Cluster: "c1", JobID: 21, Node: "gpu1", GPUMinor: 1, Ended: end, UtilAvgPct: f(70), MemPeakMB: i(1000), MemTotalMB: i(81920)},
+		{Cluster: "c1", JobID: 21, Node: "gpu1", GPUMinor: 2, Ended: end, UtilAvgPct: f(90), MemPeakMB: i(1000), MemTotalMB: i(81920)},
+		{Cluster: "c1", JobID: 21, Node: "gpu2", GPUMinor: 0, Ended: end, UtilAvgPct: f(40), MemPeakMB: i(1000), MemTotalMB: i(81920)},
+		{Cluster: "c1", JobID: 21, Node: "gpu2", GPUMinor: 1, Ended: end, UtilAvgPct: f(40), MemPeakMB: i(1000), MemTotalMB: i(81920)},
+	}
+	for m := range 7 {
+		us = append(us, accounting.GPUUsage{Cluster: "c1", JobID: 20, Node: "gpu9", GPUMinor: m, Ended: end.Add(time.Duration(m) * time.Second),
+			UtilAvgPct: f(0), MemPeakMB: i(0), MemTotalMB: i(81920)})
+	}
+	if _, err := store.RecordGPUUsage(ctx, us); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.UsageSamples(ctx, "c1", start.AddDate(0, 0, -7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	util := map[int64]float64{}
+	for _, s := range got {
+		util[s.JobID] = s.GPUUtilPct
+	}
+	if diff := cmp.Diff(map[int64]float64{20: 95, 21: 80}, util); diff != "" {
+		t.Errorf("GPU utilization by job (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseSacctUsage(t *testing.T) {
 	// The TotalCPU and MaxRSS spellings sacct documents: [DD-[HH:]]MM:SS[.mmm],
 	// sizes with a unit suffix.

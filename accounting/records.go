@@ -289,9 +289,15 @@ type GPUUsage struct {
 // RecordGPUUsage stores epilog usage records. A record already stored (same
 // cluster, job, node, GPU and end) is left alone, so a spool can be flushed
 // again after a crash without duplicates. It returns how many were new.
-// It goes through fairway_record_gpu_usage (migration 0004), the one right
-// a GPU node's database role holds: the function creates the month's
-// partition and inserts, with the schema owner's rights.
+// It goes through fairway_record_gpu_usage (migrations 0004 and 0005), the
+// one right a GPU node's database role holds: the function creates the
+// month's partition and inserts, with the schema owner's rights.
+//
+// A node's login may store only its own node's records ending within a day
+// of now (0005). When the function refuses a call, RecordGPUUsage splits it
+// to find the records it refuses, stores the rest, and returns a
+// *UsageRefusedError naming the refused ones: sending them again would be
+// refused again, so the caller must set them aside, not retry them.
 func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) {
 	for _, u := range us {
 		if u.Cluster == "" || u.Node == "" || u.Ended.IsZero() || u.JobID <= 0 {
@@ -299,16 +305,66 @@ func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) 
 		}
 	}
 	stored := 0
-	for len(us) > 0 {
-		batch := us[:min(len(us), gpuUsageBatch)]
-		us = us[len(batch):]
-		n, err := s.recordGPUUsageBatch(ctx, batch)
+	var refused []RefusedUsage
+	for base := 0; base < len(us); base += gpuUsageBatch {
+		batch := us[base:min(len(us), base+gpuUsageBatch)]
+		n, err := s.recordGPUUsageSplitting(ctx, batch, base, &refused)
 		stored += n
 		if err != nil {
 			return stored, err
 		}
 	}
+	if len(refused) > 0 {
+		return stored, &UsageRefusedError{Refused: refused}
+	}
 	return stored, nil
+}
+
+// ErrUsageRefused is what a *UsageRefusedError matches with errors.Is.
+var ErrUsageRefused = errors.New("usage records refused by the database")
+
+// RefusedUsage is one record fairway_record_gpu_usage refused: its index in
+// the slice given to RecordGPUUsage and the database's reason.
+type RefusedUsage struct {
+	Index  int
+	Reason string
+}
+
+// UsageRefusedError lists the records the database refused; every other
+// record was stored.
+type UsageRefusedError struct{ Refused []RefusedUsage }
+
+func (e *UsageRefusedError) Error() string {
+	return fmt.Sprintf("%d GPU usage records refused by the database, the first: %s", len(e.Refused), e.Refused[0].Reason)
+}
+
+func (e *UsageRefusedError) Is(target error) bool { return target == ErrUsageRefused }
+
+// sqlStateRefused is the SQLSTATE fairway_record_gpu_usage raises when a
+// node's login sends records it may not store (migration 0005).
+const sqlStateRefused = "FW001"
+
+// recordGPUUsageSplitting stores us; when the function refuses the call it
+// halves it until the refused records stand alone and adds them (indexes
+// offset by base) to refused. A refused record costs about 2·log2(len(us))
+// calls, each refused before it writes anything.
+func (s *Store) recordGPUUsageSplitting(ctx context.Context, us []GPUUsage, base int, refused *[]RefusedUsage) (int, error) {
+	n, err := s.recordGPUUsageBatch(ctx, us)
+	var pgErr *pgconn.PgError
+	if err == nil || !errors.As(err, &pgErr) || pgErr.Code != sqlStateRefused {
+		return n, err
+	}
+	if len(us) == 1 {
+		*refused = append(*refused, RefusedUsage{Index: base, Reason: pgErr.Message})
+		return 0, nil
+	}
+	h := len(us) / 2
+	a, err := s.recordGPUUsageSplitting(ctx, us[:h], base, refused)
+	if err != nil {
+		return a, err
+	}
+	b, err := s.recordGPUUsageSplitting(ctx, us[h:], base+h, refused)
+	return a + b, err
 }
 
 // gpuUsageBatch is how many records one call of fairway_record_gpu_usage

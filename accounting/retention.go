@@ -29,7 +29,7 @@ var DefaultRetention = Retention{JobMonths: 13, DecisionDays: 90}
 // RetentionReport says what ApplyRetention dropped and from when on it
 // keeps rows; a zero time means everything is kept.
 type RetentionReport struct {
-	Dropped        []string // partitions dropped, by table in the order job, job_gpu_usage, prediction, decision
+	Dropped        []string // partitions dropped, by table in the order job, job_gpu_usage (old, then future), prediction, decision
 	CyclesPruned   int64
 	JobsSince      time.Time
 	DecisionsSince time.Time
@@ -49,19 +49,38 @@ func (r Retention) Cutoffs(now time.Time) (jobs, decisions time.Time) {
 	return jobs, decisions
 }
 
+// UsageFrom is the first month of job_gpu_usage partitions that cannot
+// hold real records at now: a GPU node's login may write records ending
+// within a day of the database's clock (migration 0005), so this month's
+// and next month's partitions at most. Later ones are what a node could
+// make before 0005, one per month it named, without bound.
+func UsageFrom(now time.Time) time.Time {
+	now = now.UTC()
+	return time.Date(now.Year(), now.Month()+2, 1, 0, 0, 0, 0, time.UTC)
+}
+
 // ApplyRetention drops the monthly partitions that end on or before r's
-// cutoffs and deletes older cycle rows. Partitions hold every cluster's
-// rows, so retention is the database's, not one cluster's: serve's leader
-// runs it.
+// cutoffs and deletes older cycle rows. Whatever r says, it also drops the
+// partitions of job_gpu_usage from UsageFrom(now) on: they hold no history,
+// and thousands of them slow every query on the table. Partitions hold
+// every cluster's rows, so retention is the database's, not one
+// cluster's: serve's leader runs it.
 func (s *Store) ApplyRetention(ctx context.Context, now time.Time, r Retention) (RetentionReport, error) {
 	if r.JobMonths < 0 || r.DecisionDays < 0 {
 		return RetentionReport{}, fmt.Errorf("retention %+v: want 0 (keep all) or more", r)
 	}
 	var rep RetentionReport
 	rep.JobsSince, rep.DecisionsSince = r.Cutoffs(now)
-	if !rep.JobsSince.IsZero() {
-		for _, table := range []string{"job", "job_gpu_usage", "prediction"} {
+	for _, table := range []string{"job", "job_gpu_usage", "prediction"} {
+		if !rep.JobsSince.IsZero() {
 			names, err := s.DropMonthsBefore(ctx, table, rep.JobsSince)
+			rep.Dropped = append(rep.Dropped, names...)
+			if err != nil {
+				return rep, err
+			}
+		}
+		if table == "job_gpu_usage" {
+			names, err := s.DropMonthsFrom(ctx, table, UsageFrom(now))
 			rep.Dropped = append(rep.Dropped, names...)
 			if err != nil {
 				return rep, err

@@ -3,6 +3,7 @@ package accounting_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,5 +82,63 @@ func TestApplyRetention_Lab(t *testing.T) {
 	}
 	if none, err := store.ApplyRetention(ctx, now.AddDate(5, 0, 0), accounting.Retention{}); err != nil || len(none.Dropped) != 0 {
 		t.Errorf("zero retention five years later: %+v, %v; want nothing dropped", none, err)
+	}
+}
+
+// TestUsageFrom: the first month no node may write is the one after next.
+func TestUsageFrom(t *testing.T) {
+	for _, tt := range []struct{ now, want time.Time }{
+		{time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{time.Date(2026, 12, 31, 23, 59, 0, 0, time.UTC), time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)},
+		{time.Date(2027, 1, 1, 0, 30, 0, 0, time.FixedZone("CET", 3600)), time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)}, // 2026-12-31 UTC
+	} {
+		if got := accounting.UsageFrom(tt.now); !got.Equal(tt.want) {
+			t.Errorf("UsageFrom(%s) = %s, want %s", tt.now, got, tt.want)
+		}
+	}
+}
+
+// TestApplyRetention_FutureUsagePartitions_Lab: partitions of
+// job_gpu_usage dated after next month, which a GPU node's login could make
+// before migration 0005 (one per month it named, year 12000 included), go
+// with the default retention and with none; this month's and next month's
+// stay with their rows. Before, retention dropped only old partitions and
+// all 201 survived.
+func TestApplyRetention_FutureUsagePartitions_Lab(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
+	var us []accounting.GPUUsage
+	var want []string
+	for i := 0; i < 202; i++ {
+		m := time.Date(2026, 11+time.Month(i), 1, 12, 0, 0, 0, time.UTC)
+		us = append(us, accounting.GPUUsage{Cluster: "c", JobID: int64(i + 1), Node: "gpu9", Ended: m})
+		if i >= 2 {
+			want = append(want, "job_gpu_usage_p"+m.Format("200601"))
+		}
+	}
+	us = append(us, accounting.GPUUsage{Cluster: "c", JobID: 999, Node: "gpu9", Ended: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	want = append(want, "job_gpu_usage_p1200001")
+	if n, err := store.RecordGPUUsage(ctx, us); err != nil || n != len(us) {
+		t.Fatalf("record %d usage rows: %d, %v", len(us), n, err)
+	}
+	for _, r := range []accounting.Retention{accounting.DefaultRetention, {}} {
+		rep, err := store.ApplyRetention(ctx, now, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(rep.Dropped)
+		slices.Sort(want)
+		if diff := cmp.Diff(want, rep.Dropped); diff != "" {
+			t.Errorf("retention %+v dropped (-want +got):\n%s", r, diff)
+		}
+		if n := countRows(t, pool, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'job_gpu_usage'::regclass`); n != 2 {
+			t.Errorf("retention %+v: %d job_gpu_usage partitions left, want 2 (2026-11, 2026-12)", r, n)
+		}
+		if n := countRows(t, pool, `SELECT count(*) FROM job_gpu_usage`); n != 2 {
+			t.Errorf("retention %+v: %d usage rows left, want 2 (this month's and next month's)", r, n)
+		}
+		// The next run (and the zero retention) finds none.
+		want = nil
 	}
 }

@@ -117,6 +117,38 @@ func (s *Store) DropMonthsBefore(ctx context.Context, table string, cutoff time.
 	return names, nil
 }
 
+// DropMonthsFrom drops the monthly partitions of table whose month starts
+// on or after start and returns their names. It drops dropMonthsBatch per
+// transaction: a dropped table stays locked until commit, and a few
+// thousand in one transaction exhaust PostgreSQL's lock table ("out of
+// shared memory"), which is how many a node's login could make before
+// migration 0005.
+func (s *Store) DropMonthsFrom(ctx context.Context, table string, start time.Time) ([]string, error) {
+	if _, ok := partitioned[table]; !ok {
+		return nil, fmt.Errorf("table %q is not partitioned by month (want job, prediction, decision or job_gpu_usage)", table)
+	}
+	defer s.forgetMonths()
+	var all []string
+	for {
+		rows, err := s.pool.Query(ctx, `SELECT fairway_drop_months_from($1::regclass, $2, $3)`, table, start, dropMonthsBatch)
+		if err != nil {
+			return all, fmt.Errorf("drop partitions of %s from %s: %w", table, start.Format("2006-01"), err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		all = append(all, names...)
+		if err != nil {
+			return all, fmt.Errorf("drop partitions of %s from %s: %w", table, start.Format("2006-01"), err)
+		}
+		if len(names) < dropMonthsBatch {
+			return all, nil
+		}
+	}
+}
+
+// dropMonthsBatch is how many partitions one DropMonthsFrom transaction
+// drops; PostgreSQL's default lock table holds 64 per connection slot.
+const dropMonthsBatch = 200
+
 // querier is what both a connection and a transaction offer.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

@@ -693,16 +693,20 @@ func (h *Hooks) ship(ctx context.Context, log *slog.Logger, fresh []Usage) error
 	}
 	sctx, cancel := context.WithTimeout(ctx, min(h.cfg.StoreTimeout, remaining(ctx)))
 	defer cancel()
-	if err := h.d.Store.PutUsage(sctx, all); err != nil {
-		log.Warn("database unreachable: records stay in the spool for the next hook or `fairway spool flush`", "records", len(all), "err", err)
+	// Refused records (RefusedError) are set aside, not kept for the next
+	// hook: the database would refuse them again, and each ship would
+	// carry them along for ever.
+	stored, refused, err := h.spool.setAsideRefused(all, h.d.Store.PutUsage(sctx, all), log)
+	if err != nil {
+		log.Warn("database unreachable or this login not allowed: records stay in the spool for the next hook or `fairway spool flush`", "records", len(all), "err", err)
 		return fmt.Errorf("store usage: %w", err)
 	}
-	if err := h.spool.Remove(all); err != nil {
+	if err := h.spool.Remove(stored); err != nil {
 		// Stored but still spooled: the next ship stores them again, which
 		// the keys turn into a no-op.
 		log.Warn("stored records not removed from the spool", "err", err)
 	}
-	log.Info("usage records stored", "records", len(all), "backlog", len(all)-len(fresh))
+	log.Info("usage records stored", "records", len(stored), "backlog", len(all)-len(fresh), "refused", refused)
 	return nil
 }
 

@@ -47,22 +47,39 @@ type memStore struct {
 	rows  map[string]Usage
 	calls int
 	fail  error
+	// refuse, when set, gives the reason the database refuses a record
+	// ("" stores it), as fairway_record_gpu_usage refuses a node's login.
+	refuse func(Usage) string
+	sent   []string // keys of every record offered, in order
 }
 
 func (m *memStore) PutUsage(_ context.Context, us []Usage) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
+	for _, u := range us {
+		m.sent = append(m.sent, u.Key())
+	}
 	if m.fail != nil {
 		return m.fail
 	}
 	if m.rows == nil {
 		m.rows = map[string]Usage{}
 	}
+	var refused []Refusal
 	for _, u := range us {
+		if m.refuse != nil {
+			if why := m.refuse(u); why != "" {
+				refused = append(refused, Refusal{Usage: u, Reason: why})
+				continue
+			}
+		}
 		if _, ok := m.rows[u.Key()]; !ok {
 			m.rows[u.Key()] = u
 		}
+	}
+	if len(refused) > 0 {
+		return &RefusedError{Refused: refused}
 	}
 	return nil
 }
@@ -715,9 +732,9 @@ func TestHooks_DatabaseDown(t *testing.T) {
 	if err := r.h.spool.Put(pending); err != nil {
 		t.Fatal(err)
 	}
-	stored, left, err := r.h.spool.Flush(ctx, r.store, r.h.log)
-	if err != nil || stored != 1 || left != 0 {
-		t.Fatalf("flush: stored %d left %d err %v, want 1 0 nil", stored, left, err)
+	c, err := r.h.spool.Flush(ctx, r.store, r.h.log)
+	if err != nil || c != (FlushCounts{Stored: 1}) {
+		t.Fatalf("flush: %+v err %v, want 1 stored", c, err)
 	}
 	if got := r.store.sorted(); len(got) != 1 {
 		t.Errorf("%d records stored after re-shipping one, want 1", len(got))
@@ -766,18 +783,124 @@ func TestHooks_FlushBadFile(t *testing.T) {
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
-	stored, left, err := r.h.spool.Flush(budget(t, 5*time.Second), r.store, r.h.log)
+	c, err := r.h.spool.Flush(budget(t, 5*time.Second), r.store, r.h.log)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("interrupted write from 2 hours ago still in the spool: %v", err)
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("a write that may be in progress was removed: %v", err)
 	}
-	if err != nil || stored != 1 || left != 1 {
-		t.Errorf("flush: stored %d left %d err %v, want 1 1 nil", stored, left, err)
+	if err != nil || c != (FlushCounts{Stored: 1, Left: 1}) {
+		t.Errorf("flush: %+v err %v, want 1 stored 1 left", c, err)
 	}
 	if _, err := os.Stat(bad); err != nil {
 		t.Errorf("bad spool file removed: %v", err)
+	}
+}
+
+// TestHooks_RefusedSetAside: records the database refuses (here: ending
+// more than a day before the database's clock, as after a long outage) are
+// moved to the spool's refused/ directory with an error line naming the
+// reason, never offered again by a hook or the flush timer, and the rest
+// are stored. Importing refused/ with a login the database accepts them
+// from (the schema owner's) stores them. Before, the epilog and the
+// flush kept a refused record in the spool and sent it with every later
+// call, which the database refused whole: nothing was stored again.
+func TestHooks_RefusedSetAside(t *testing.T) {
+	r := newRig(t, nil)
+	ctx := budget(t, 10*time.Second)
+	r.store.refuse = func(u Usage) string {
+		if r.now.Sub(u.EndedAt) > 24*time.Hour {
+			return "ends more than a day from now"
+		}
+		return ""
+	}
+	old := Usage{Cluster: "lab", JobID: 7, Node: "gpu1", GPUMinor: 2, EndedAt: r.now.Add(-72 * time.Hour)}
+	recent := Usage{Cluster: "lab", JobID: 8, Node: "gpu1", GPUMinor: 3, EndedAt: r.now.Add(-time.Hour)}
+	if err := r.h.spool.Put([]Usage{old, recent}); err != nil {
+		t.Fatal(err)
+	}
+	// The epilog of job 100 ships its record and the backlog.
+	if err := r.h.Prolog(ctx, job(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Epilog(ctx, job(100, 0)); err != nil {
+		t.Fatalf("epilog with a refused backlog record: %v", err)
+	}
+	var got []int64
+	for _, u := range r.store.sorted() {
+		got = append(got, u.JobID)
+	}
+	if diff := cmp.Diff([]int64{8, 100}, got); diff != "" {
+		t.Errorf("stored jobs (-want +got):\n%s", diff)
+	}
+	if left, bad, err := r.h.spool.Pending(); len(left) != 0 || len(bad) != 0 || err != nil {
+		t.Errorf("spool after the epilog: %d records, %v bad, %v; want empty", len(left), bad, err)
+	}
+	aside := filepath.Join(r.cfg.SpoolDir, RefusedDir, old.Key()+".json")
+	if st, err := os.Stat(aside); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("refused record not set aside in %s: %v", aside, err)
+	}
+	if log := r.log.String(); !strings.Contains(log, "usage record refused by the database: set aside") ||
+		!strings.Contains(log, "ends more than a day from now") || !strings.Contains(log, old.Key()) {
+		t.Errorf("no error line naming the refused record and the reason:\n%s", log)
+	}
+
+	// Neither the next epilog nor the timer offers it again.
+	sent := len(r.store.sent)
+	if err := r.h.Epilog(ctx, job(101)); err != nil {
+		t.Fatal(err)
+	}
+	rep := r.h.spool.FlushReport(ctx, r.store, r.h.log)
+	if rep.Stored != 0 || rep.Refused != 0 || rep.Err() != nil {
+		t.Errorf("flush after the set-aside: %+v, err %v; want nothing to do", rep, rep.Err())
+	}
+	if len(r.store.sent) != sent {
+		t.Errorf("refused record offered again: %v", r.store.sent[sent:])
+	}
+	if !strings.Contains(r.log.String(), "usage records the database refused wait to be imported") {
+		t.Errorf("the flush does not remind of the set-aside records:\n%s", r.log)
+	}
+
+	// A flush that meets a refusal says so and fails, so the timer's run shows red.
+	older := Usage{Cluster: "lab", JobID: 9, Node: "gpu1", GPUMinor: 0, EndedAt: r.now.Add(-48 * time.Hour)}
+	if err := r.h.spool.Put([]Usage{older}); err != nil {
+		t.Fatal(err)
+	}
+	rep = r.h.spool.FlushReport(ctx, r.store, r.h.log)
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "stored 0 usage records from " + r.cfg.SpoolDir + ", 0 left, 1 refused and set aside in " + filepath.Join(r.cfg.SpoolDir, RefusedDir) + "\n"
+	if b.String() != want || rep.Err() == nil || !strings.Contains(rep.Err().Error(), "refused 1 usage records") {
+		t.Errorf("flush with a refusal: %q, err %v; want %q and an error", b.String(), rep.Err(), want)
+	}
+
+	// The administrator imports refused/ with the owner's login.
+	r.store.refuse = nil
+	imp := Spool{Dir: filepath.Join(r.cfg.SpoolDir, RefusedDir)}.FlushReport(ctx, r.store, r.h.log)
+	if imp.Stored != 2 || imp.Refused != 0 || imp.Err() != nil {
+		t.Errorf("import of the refused records: %+v, err %v; want 2 stored", imp, imp.Err())
+	}
+	if n := len(r.store.sorted()); n != 4 {
+		t.Errorf("%d records stored in the end, want 4 (7, 8, 9, 100)", n)
+	}
+}
+
+// TestSpool_SetAsideUnspooled: a refused record the spool does not hold
+// (its spool write failed) is written to refused/ from memory.
+func TestSpool_SetAsideUnspooled(t *testing.T) {
+	s := Spool{Dir: t.TempDir()}
+	u := Usage{Cluster: "lab", JobID: 3, Node: "gpu1", GPUMinor: 1, EndedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var log syncBuffer
+	s.SetAside([]Refusal{{Usage: u, Reason: "another node's"}}, slog.New(slog.NewTextHandler(&log, nil)))
+	got, bad, err := Spool{Dir: filepath.Join(s.Dir, RefusedDir)}.Pending()
+	if err != nil || len(bad) != 0 || len(got) != 1 || got[0].Key() != u.Key() {
+		t.Errorf("refused/ holds %+v (bad %v, %v), want job 3's record", got, bad, err)
+	}
+	if !strings.Contains(log.String(), "another node's") {
+		t.Errorf("reason not logged:\n%s", log.String())
 	}
 }
 

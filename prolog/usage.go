@@ -57,10 +57,33 @@ func (u Usage) Validate() error {
 
 // UsageStore keeps usage records (in PostgreSQL, through package accounting).
 type UsageStore interface {
-	// PutUsage stores us in one transaction. A record whose Key is already
-	// stored is left as it is, so storing the same records again is a no-op:
-	// that is what makes retries after a crash safe.
+	// PutUsage stores us. A record whose Key is already stored is left as
+	// it is, so storing the same records again is a no-op: that is what
+	// makes retries after a crash safe. When the database refuses some
+	// records for what they are (see RefusedError) it stores the others
+	// and returns a *RefusedError.
 	PutUsage(ctx context.Context, us []Usage) error
+}
+
+// RefusedError lists records the database refused for what they are, not
+// for being unreachable: another node's, or ending too far from the
+// database's clock for a node's login (after an outage of more than a
+// day, say). Sending them again gets the same answer, so they are set
+// aside (Spool.SetAside) for an administrator to import with the schema
+// owner's login. Every other record of the call was stored.
+type RefusedError struct{ Refused []Refusal }
+
+// Refusal is one refused record and the database's reason.
+type Refusal struct {
+	Usage  Usage
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	if len(e.Refused) == 0 {
+		return "no usage records refused"
+	}
+	return fmt.Sprintf("%d usage records refused by the database, the first (%s): %s", len(e.Refused), e.Refused[0].Usage.Key(), e.Refused[0].Reason)
 }
 
 // summarize turns NVML's per-process accounting of one GPU into the usage

@@ -77,7 +77,8 @@ type UsageSample struct {
 	Run    time.Duration
 
 	// GPUUtilPct is the mean over the run's GPUs of their average
-	// utilization (0-100).
+	// utilization (0-100); for a run on several nodes, the busiest node's
+	// mean (accounting.UsageSamples says why).
 	GPUUtilPct float64
 	// GPUMemPeakMB is the largest peak device memory of one of its GPUs;
 	// GPUMemTotalMB the memory of the smallest device it ran on.
