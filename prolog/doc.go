@@ -29,11 +29,13 @@
 // which is the NVML minor number, not the NVML index) in SLURM_JOB_GPUS and
 // CUDA_VISIBLE_DEVICES. Slurm 22.05 gives a shard job the same variables as
 // a one-GPU job and no shard count, so on nodes with shards (Config
-// ShardsPerGPU > 0) the prolog asks `squeue --json` (ShardLookup, about
-// 10 ms on the lab). It reads only fields Slurm writes (tres_per_node,
-// tres_alloc_str) from their JSON keys, never user text (comment, mail
-// user, paths) from a line of words. When it cannot tell, it leaves the
-// GPU's settings alone.
+// ShardsPerGPU > 0) the prolog asks squeue for the one job's tres-per-node,
+// tres-alloc and node count (ShardLookup, about 30 ms on the lab, within
+// half the remaining budget), never for user text (comment, mail user,
+// paths). When it cannot tell, it does not fail open: alone on the GPU the
+// job gets it as a whole GPU would (strays hunted, EXCLUSIVE_PROCESS) until
+// a known sharer's prolog returns it to DEFAULT; beside other jobs it
+// holds shards too, and the GPU stays shared.
 //
 // Shards and MPS. The first shard job on a GPU switches it to compute mode
 // DEFAULT and starts an MPS control daemon for that GPU alone (pipe
@@ -50,8 +52,11 @@
 // Strays. A process on a GPU the prolog is handing out is reported, and
 // with KillStray killed, only when it is provably nobody's live work: it is
 // pinned with a pidfd before it is judged (so the number cannot be reused
-// under the kill), and processes of a running job (its cgroup names
-// job_N), pid 1, root's processes and MPS daemons are left alone. GPU
+// under the kill; only pinned processes NVML still lists afterwards are
+// judged), and pid 1, root's processes, processes of a job that holds
+// this GPU (its root-owned task/cgroup directory or root slurmstepd
+// ancestor names the job) and the MPS server of root's control daemon
+// (root's binary, also once deleted by an upgrade) are left alone. GPU
 // state is saved right after each change, so a prolog abandoned at its
 // budget leaves its sharers recorded; a job whose shard lookup failed is
 // recorded as Unknown on its GPUs for the same reason.

@@ -293,15 +293,9 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		persist := func() { save(g.Minor, gs.clone()) }
 		switch {
 		case shards < 0:
-			// Noted, so that a later sharer's prolog does not take this
-			// job for absent and its processes for strays.
-			log.Warn("cannot tell whether the job holds shards: GPU settings left as they are", "gpu", g.Minor)
-			if !slices.Contains(gs.Unknown, job.ID) {
-				gs.Unknown = append(gs.Unknown, job.ID)
-			}
-			persist()
+			h.prepareUnknown(log, dev, g, &gs, job.ID, persist)
 		case shards == 0:
-			h.prepareExclusive(ctx, log, dev, g, &gs, persist)
+			h.prepareExclusive(ctx, log, dev, g, &gs, job.ID, persist)
 			if e, err := dev.EnergyMillijoules(); err == nil {
 				rec.GPUs[i].EnergyMJ = &e
 			}
@@ -382,7 +376,11 @@ func (h *Hooks) jobShards(ctx context.Context, log *slog.Logger, job Job) int {
 	if h.d.Shards == nil {
 		return -1
 	}
-	n, err := h.d.Shards.JobShards(ctx, job.ID)
+	// The lookup may take half of what is left, so the exclusivity and
+	// stray work that depends on its answer still has time when it fails.
+	lctx, cancel := context.WithTimeout(ctx, remaining(ctx)/2)
+	defer cancel()
+	n, err := h.d.Shards.JobShards(lctx, job.ID)
 	if err != nil {
 		log.Warn("cannot look up the job's shards", "err", err)
 		return -1
@@ -392,16 +390,18 @@ func (h *Hooks) jobShards(ctx context.Context, log *slog.Logger, job Job) int {
 
 // prepareExclusive gives a whole GPU to one job. persist saves gs after
 // each change.
-func (h *Hooks) prepareExclusive(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState, persist func()) {
+func (h *Hooks) prepareExclusive(ctx context.Context, log *slog.Logger, dev Device, g gpuRecord, gs *gpuState, jobID int64, persist func()) {
 	if len(gs.Sharers) > 0 || len(gs.Unknown) > 0 || gs.MPS {
 		// Slurm gives a GPU whole or as shards, never both, so sharers
 		// here were left by epilogs that never ran.
 		log.Warn("GPU given whole but state lists shard jobs: clearing", "gpu", g.Minor, "sharers", gs.Sharers, "unknown", gs.Unknown)
 		h.stopMPS(ctx, log, g, gs)
-		gs.Sharers, gs.Unknown = nil, nil
+		gs.Sharers, gs.Unknown, gs.HeldExclusive = nil, nil, false
 		persist()
 	}
-	h.strays(log, dev, g.Minor)
+	// Slurm gives a whole GPU to one job: no other job's process belongs
+	// on it.
+	h.strays(log, dev, g.Minor, []int64{jobID})
 	if err := dev.SetComputeMode(ComputeExclusiveProcess); err != nil {
 		log.Warn("cannot make GPU exclusive", "gpu", g.Minor, "err", err)
 	}
@@ -420,10 +420,12 @@ func (h *Hooks) prepareShared(ctx context.Context, log *slog.Logger, dev Device,
 		persist()
 	}
 	if first {
-		h.strays(log, dev, g.Minor)
+		h.strays(log, dev, g.Minor, h.holders(log, g.Minor, *gs, jobID))
 		if err := dev.SetComputeMode(ComputeDefault); err != nil {
 			log.Warn("cannot set GPU compute mode to default", "gpu", g.Minor, "err", err)
 		}
+	} else {
+		h.shareAgain(log, dev, g.Minor, gs, persist)
 	}
 	if gs.MPS || h.d.MPS == nil {
 		return
@@ -435,6 +437,82 @@ func (h *Hooks) prepareShared(ctx context.Context, log *slog.Logger, dev Device,
 	gs.MPS = true
 	persist()
 	log.Info("MPS started", "gpu", g.Minor)
+}
+
+// prepareUnknown gives the GPU to a job whose shard lookup failed: it
+// holds the GPU whole or holds shards of it, and the prolog cannot tell
+// which. It does not fail open. Slurm never gives a GPU whole while shard
+// jobs hold it, so when other jobs hold the GPU this job holds shards too,
+// and the GPU stays shared. Alone on the GPU, the job gets it as a whole
+// GPU would: strays hunted, EXCLUSIVE_PROCESS. That is right if it holds
+// the GPU whole; if it holds shards, the first known sharer's prolog finds
+// it recorded as Unknown and returns the GPU to DEFAULT (shareAgain), so
+// a failed lookup costs sharing only until then.
+func (h *Hooks) prepareUnknown(log *slog.Logger, dev Device, g gpuRecord, gs *gpuState, jobID int64, persist func()) {
+	holders := h.holders(log, g.Minor, *gs, jobID)
+	// Noted, so that a later sharer's prolog does not take this job for
+	// absent and its processes for strays.
+	if !slices.Contains(gs.Unknown, jobID) {
+		gs.Unknown = append(gs.Unknown, jobID)
+		persist()
+	}
+	if len(holders) > 1 {
+		log.Warn("cannot tell whether the job holds shards; other jobs hold the GPU, so it holds shards too: GPU stays shared", "gpu", g.Minor, "holders", holders)
+		h.shareAgain(log, dev, g.Minor, gs, persist)
+		return
+	}
+	log.Warn("cannot tell whether the job holds shards: GPU made exclusive to it, as for a whole GPU", "gpu", g.Minor)
+	h.strays(log, dev, g.Minor, holders)
+	if err := dev.SetComputeMode(ComputeExclusiveProcess); err != nil {
+		log.Warn("cannot make GPU exclusive", "gpu", g.Minor, "err", err)
+		return
+	}
+	gs.HeldExclusive = true
+	persist()
+}
+
+// shareAgain returns a GPU that prepareUnknown made exclusive to DEFAULT,
+// now that another job shares it.
+func (h *Hooks) shareAgain(log *slog.Logger, dev Device, minor int, gs *gpuState, persist func()) {
+	if !gs.HeldExclusive {
+		return
+	}
+	if err := dev.SetComputeMode(ComputeDefault); err != nil {
+		log.Warn("cannot return the GPU to compute mode default for its sharers", "gpu", minor, "err", err)
+		return
+	}
+	gs.HeldExclusive = false
+	persist()
+	log.Info("GPU shared again: compute mode default", "gpu", minor)
+}
+
+// holders are the jobs that hold shards of GPU minor, or may (their lookup
+// failed), with jobID first: the ones in its state, and those whose
+// prolog noted the GPU in their job record but was cut off before it
+// recorded them in the GPU's state. Runs under the state lock.
+func (h *Hooks) holders(log *slog.Logger, minor int, gs gpuState, jobID int64) []int64 {
+	out := []int64{jobID}
+	add := func(id int64) {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	for _, id := range gs.Sharers {
+		add(id)
+	}
+	for _, id := range gs.Unknown {
+		add(id)
+	}
+	recs, err := h.state.jobs()
+	if err != nil {
+		log.Warn("cannot read every job record: their processes may be taken for strays", "err", err)
+	}
+	for _, r := range recs {
+		if r.Shards != 0 && slices.ContainsFunc(r.GPUs, func(g gpuRecord) bool { return g.Minor == minor }) {
+			add(r.JobID)
+		}
+	}
+	return out
 }
 
 func (h *Hooks) stopMPS(ctx context.Context, log *slog.Logger, g gpuRecord, gs *gpuState) {
@@ -452,14 +530,25 @@ func (h *Hooks) stopMPS(ctx context.Context, log *slog.Logger, g gpuRecord, gs *
 // strays reports, and with KillStray kills, compute processes on a GPU that
 // no job should be using yet. Killing is the last resort and aimed: each
 // process is pinned (pidfd) before it is judged, and only a process that
-// no running job's cgroup holds and that is no system or MPS process is
-// killed, through its pin. Without Procs nothing is killed.
-func (h *Hooks) strays(log *slog.Logger, dev Device, minor int) {
+// belongs to no job in holders (the jobs Slurm gave this GPU), and that is
+// no system process and not root's MPS server, is killed, through its pin.
+// A number NVML listed may belong to another process by the time it is
+// pinned, so the GPU's processes are listed again after the pins and only
+// a pinned process still listed is judged: a pinned live process keeps
+// its number, so a number NVML lists after the pin is that process's.
+// Without Procs nothing is killed.
+func (h *Hooks) strays(log *slog.Logger, dev Device, minor int, holders []int64) {
 	pids, err := dev.Processes()
 	if err != nil {
 		log.Warn("cannot list processes on GPU", "gpu", minor, "err", err)
 		return
 	}
+	var pins []PinnedProcess
+	defer func() {
+		for _, p := range pins {
+			p.Close()
+		}
+	}()
 	for _, pid := range pids {
 		if pid <= 1 || h.d.Procs == nil {
 			log.Warn("process on GPU: left alone", "gpu", minor, "pid", pid)
@@ -470,9 +559,25 @@ func (h *Hooks) strays(log *slog.Logger, dev Device, minor int) {
 			log.Warn("process on GPU: cannot judge it, left alone", "gpu", minor, "pid", pid, "err", err)
 			continue
 		}
+		pins = append(pins, p)
+	}
+	if len(pins) == 0 {
+		return
+	}
+	again, err := dev.Processes()
+	if err != nil {
+		log.Warn("cannot list processes on GPU again after pinning them: all left alone", "gpu", minor, "err", err)
+		return
+	}
+	holds := func(id int64) bool { return slices.Contains(holders, id) }
+	for _, p := range pins {
 		info := p.Info()
-		attrs := []any{"gpu", minor, "pid", pid, "uid", info.UID, "command", info.Comm, "job_id_of_process", info.JobID}
-		switch why := strayVerdict(info); {
+		attrs := []any{"gpu", minor, "pid", info.PID, "uid", info.UID, "command", info.Comm, "job_id_of_process", info.JobID}
+		if !slices.Contains(again, info.PID) {
+			log.Warn("process on GPU: gone from the GPU before it was judged, left alone", attrs...)
+			continue
+		}
+		switch why := strayVerdict(info, holds); {
 		case why != "":
 			log.Warn("process on GPU: left alone ("+why+")", attrs...)
 		case !h.cfg.KillStray:
@@ -480,7 +585,6 @@ func (h *Hooks) strays(log *slog.Logger, dev Device, minor int) {
 		default:
 			log.Warn("stray process on GPU: killed", append(attrs, "err", p.Kill())...)
 		}
-		p.Close()
 	}
 }
 
@@ -604,6 +708,7 @@ func (h *Hooks) epilogGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 			if len(gs.Sharers) == 0 && len(gs.Unknown) == 0 {
 				h.stopMPS(ctx, log, gpuRecord{Minor: minor, UUID: info.UUID}, &gs)
 				h.resetMode(log, dev, minor)
+				gs.HeldExclusive = false
 			}
 			if err := h.state.putGPU(minor, gs); err != nil {
 				log.Warn("cannot save GPU state", "gpu", minor, "err", err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -469,18 +468,23 @@ func (k *rawKmsg) Read(context.Context) ([]XID, uint64, error) {
 }
 
 // TestHooks_StrayKillSparesLiveWork: the GPU's state is stale (the prolog
-// of the shard job already on GPU 2 ran out of budget before it saved
-// anything), so the next shard job's prolog takes itself for the first
-// sharer and looks for strays. It kills only the process that is in no
-// job, not root's and not an MPS daemon; the old code killed all four.
+// of shard job 50 on GPU 2 ran out of budget after it noted the job, before
+// it recorded the sharer on the GPU), so the next shard job's prolog takes
+// itself for the first sharer and looks for strays. It kills the process
+// that is in no job and leaves job 50's and root's alone.
 func TestHooks_StrayKillSparesLiveWork(t *testing.T) {
 	r := newRig(t, func(c *Config, _ *Deps) { c.KillStray = true })
+	if err := r.h.state.init(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.state.putJob(jobRecord{JobID: 50, Start: r.now, Shards: 4, GPUs: []gpuRecord{{Minor: 2}}}); err != nil {
+		t.Fatal(err)
+	}
 	g2 := r.m.ByMinor(2)
 	other, otherDone := r.spawn(t, 1002, "0::/system.slice/slurmstepd.scope/job_50/step_0/user/task_0\n", "")
 	daemon, daemonDone := r.spawn(t, 0, "0::/system.slice/nvidia-persistenced.service\n", "")
-	server, serverDone := r.spawn(t, 1002, "0::/system.slice/slurmd.service\n", "/usr/bin/nvidia-cuda-mps-server")
 	stray, strayDone := r.spawn(t, 1001, "12:memory:/user.slice\n0::/user.slice/user-1001.slice/session-4.scope\n", "/home/alice/a.out")
-	for _, p := range []*exec.Cmd{other, daemon, server, stray} {
+	for _, p := range []*exec.Cmd{other, daemon, stray} {
 		g2.Run(uint32(p.Process.Pid), nvml.AccountingStats{})
 	}
 	j := job(51, 2)
@@ -493,12 +497,12 @@ func TestHooks_StrayKillSparesLiveWork(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stray outside any job survived the prolog with KillStray")
 	}
-	for name, done := range map[string]<-chan struct{}{"job 50's process": otherDone, "root's daemon": daemonDone, "the MPS server": serverDone} {
+	for name, done := range map[string]<-chan struct{}{"job 50's process": otherDone, "root's daemon": daemonDone} {
 		if !alive(done) {
 			t.Errorf("%s was killed", name)
 		}
 	}
-	for _, want := range []string{"left alone (process of running job 50)", "left alone (root's process)", "left alone (MPS daemon)", "stray process on GPU: killed"} {
+	for _, want := range []string{"left alone (process of running job 50)", "left alone (root's process)", "stray process on GPU: killed"} {
 		if !strings.Contains(r.log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, r.log)
 		}
@@ -534,29 +538,31 @@ func TestHooks_StateSavedBeforeAbandon(t *testing.T) {
 
 // TestHooks_UnknownShardsRecorded: a job whose shard lookup failed is noted
 // on its GPU, so the next shard job there is not the first sharer (which
-// would hunt strays and reset the mode under it); its epilog clears it.
+// would hunt strays among job 53's processes); that sharer's prolog knows
+// job 53 holds shards too (Slurm never gives a GPU whole and as shards at
+// once), so it returns the GPU, which job 53 was given exclusively, to
+// DEFAULT. Job 53's epilog clears it.
 func TestHooks_UnknownShardsRecorded(t *testing.T) {
 	r := newRig(t, func(c *Config, d *Deps) { c.KillStray = true; d.Shards = failingLookup{} })
 	if err := r.h.Prolog(budget(t, 5*time.Second), job(53, 5)); err != nil {
 		t.Fatalf("prolog: %v", err)
 	}
 	gs, err := r.h.state.gpu(5)
-	if err != nil || !slices.Equal(gs.Unknown, []int64{53}) {
-		t.Fatalf("GPU 5 state: %+v, %v; want unknown job 53", gs, err)
+	if err != nil || !slices.Equal(gs.Unknown, []int64{53}) || !gs.HeldExclusive {
+		t.Fatalf("GPU 5 state: %+v, %v; want unknown job 53, held exclusive", gs, err)
 	}
-	sets := r.m.ByMinor(5).ModeSets()
 	j := job(54, 5)
 	j.Shards = 4
 	if err := r.h.Prolog(budget(t, 5*time.Second), j); err != nil {
 		t.Fatalf("second prolog: %v", err)
 	}
-	if r.m.ByMinor(5).ModeSets() != sets {
-		t.Error("the second sharer reset the GPU's mode under job 53")
+	if m := r.m.ByMinor(5).ComputeMode(); m != nvml.COMPUTEMODE_DEFAULT {
+		t.Errorf("GPU 5 in mode %d with two sharers, want DEFAULT", m)
 	}
 	if err := r.h.Epilog(budget(t, 5*time.Second), job(53, 5)); err != nil {
 		t.Fatalf("epilog: %v", err)
 	}
-	if gs, _ := r.h.state.gpu(5); len(gs.Unknown) != 0 || !slices.Equal(gs.Sharers, []int64{54}) {
+	if gs, _ := r.h.state.gpu(5); len(gs.Unknown) != 0 || !slices.Equal(gs.Sharers, []int64{54}) || gs.HeldExclusive {
 		t.Errorf("after job 53's epilog: %+v, want sharer 54 only", gs)
 	}
 }
@@ -982,54 +988,6 @@ func TestUsage_Key(t *testing.T) {
 	}
 }
 
-// TestJobShardsJSON reads real `squeue --json` output: from the 22.05 lab
-// with jobs whose comment or mail user imitates Slurm's own "Key=value"
-// words (read by the old `scontrol show job -o` parser as 8 shards and as
-// a whole GPU), and from 24.11 and 26.05.
-func TestJobShardsJSON(t *testing.T) {
-	const shared = "<captures>/" // shareddata.Captures: a fresh clone skips these rows
-	tests := []struct {
-		file string
-		job  int64
-		want int
-	}{
-		{"../slurmctl/testdata/squeue-22.05.8/squeue.json", 4, 0}, // whole GPU, comment "x TRES=gres/shard=8 ..."
-		{"../slurmctl/testdata/squeue-22.05.8/squeue.json", 5, 3}, // 3 shards, mail user "a TresPerNode=gres:gpu:1 ..."
-		{"../slurmctl/testdata/squeue-22.05.8/squeue.json", 8, 0},
-		{shared + "slurm-24.11.7/cli/squeue.json", 6, 0},
-		{shared + "slurm-24.11.7/cli/squeue.json", 9, 3},
-		{shared + "slurm-24.11.7/cli/squeue.json", 19, 2},
-		{shared + "slurm-26.05.3/cli/squeue.json", 8, 3},
-		{shared + "slurm-26.05.3/cli/squeue.json", 21, 0},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s job %d", filepath.Base(filepath.Dir(filepath.Dir(tt.file))), tt.job), func(t *testing.T) {
-			file := tt.file
-			if rel, ok := strings.CutPrefix(file, shared); ok {
-				file = filepath.Join(shareddata.Captures(t), rel)
-			}
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := jobShardsJSON(b, tt.job)
-			if err != nil || got != tt.want {
-				t.Errorf("%s job %d: %d, %v; want %d", tt.file, tt.job, got, err, tt.want)
-			}
-		})
-	}
-	b, err := os.ReadFile("../slurmctl/testdata/squeue-22.05.8/squeue.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := jobShardsJSON(b, 999); err == nil || !strings.Contains(err.Error(), "job 999 not listed") {
-		t.Errorf("unknown job: %v", err)
-	}
-	if _, err := jobShardsJSON(b[:len(b)/2], 4); err == nil {
-		t.Error("truncated output: no error")
-	}
-}
-
 // TestJobShards covers the request forms no capture has.
 func TestJobShards(t *testing.T) {
 	tests := []struct {
@@ -1055,22 +1013,6 @@ type failingLookup struct{}
 
 func (failingLookup) JobShards(context.Context, int64) (int, error) {
 	return 0, errors.New("slurmctld not responding")
-}
-
-// TestHooks_ShardsUnknown: when the prolog cannot tell a shard job from a
-// one-GPU job it changes nothing on the GPU, rather than guess and make a
-// shared GPU exclusive.
-func TestHooks_ShardsUnknown(t *testing.T) {
-	r := newRig(t, func(_ *Config, d *Deps) { d.Shards = failingLookup{} })
-	if err := r.h.Prolog(budget(t, 5*time.Second), job(120, 6)); err != nil {
-		t.Fatalf("prolog: %v", err)
-	}
-	if g := r.m.ByMinor(6); g.ModeSets() != 0 || g.AccountingEnabled() || len(r.mps.starts) != 0 {
-		t.Errorf("GPU changed with shards unknown: mode sets %d, accounting %v, MPS starts %v", g.ModeSets(), g.AccountingEnabled(), r.mps.starts)
-	}
-	if !strings.Contains(r.log.String(), "cannot tell whether the job holds shards") {
-		t.Errorf("not logged:\n%s", r.log)
-	}
 }
 
 // TestHooks_EpilogWithoutProlog: an epilog whose prolog left no note (it

@@ -6,6 +6,11 @@ import (
 	"testing"
 )
 
+// TestJobFromCgroup: only Slurm's task/cgroup layouts name a job. A user
+// can create cgroups, named as they like, under the part of the tree
+// systemd delegates to them (user@UID.service), so a "job_N" there must
+// not make their process a job's (the old parser took the first "job_N"
+// anywhere).
 func TestJobFromCgroup(t *testing.T) {
 	tests := []struct {
 		cgroup string
@@ -14,33 +19,27 @@ func TestJobFromCgroup(t *testing.T) {
 		{"0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n", 42},                       // cgroup/v2
 		{"12:memory:/slurm/uid_1001/job_7/step_batch/task_0\n11:cpuset:/slurm/uid_1001/job_7\n", 7}, // cgroup/v1
 		{"0::/system.slice/slurmstepd.scope/job_9/step_extern/slurm_processes\n", 9},
+		{"0::/system.slice/gpu1_slurmstepd.scope/job_11/step_0/user/task_0\n", 11}, // several slurmd on a node
+		{"4:memory:/slurm_gpu1/uid_1001/job_12/step_0/task_0\n", 12},
 		{"0::/user.slice/user-1001.slice/session-4.scope\n", 0},
 		{"0::/user.slice/job_x/job_\n", 0},
 		{"", 0},
+		// A user's own cgroups, in the subtree systemd delegates to them.
+		{"0::/user.slice/user-1001.slice/user@1001.service/app.slice/job_4242\n", 0},
+		{"0::/user.slice/user-1001.slice/user@1001.service/job_4242/step_0/user/task_0\n", 0},
+		{"0::/user.slice/user-1001.slice/user@1001.service/uid_1001/job_4242\n", 0},
+		{"4:memory:/user.slice/slurm/uid_1001/job_4242\n", 0},
+		{"4:memory:/slurm/job_4242\n", 0},
+		{"0::/system.slice/slurmstepd.scope/step_0/job_4242\n", 0},
+		{"0::/system.slice/slurmstepd.scope/job_+42\n", 0},
+		{"0::/system.slice/slurmstepd.scope/job_042\n", 0},
+		{"0::/system.slice/slurmstepd.scope/../job_42\n", 0},
+		// Two hierarchies naming different jobs: neither is believed.
+		{"12:memory:/slurm/uid_1/job_7\n11:cpuset:/slurm/uid_1/job_8\n", 0},
 	}
 	for _, tt := range tests {
 		if got := jobFromCgroup([]byte(tt.cgroup)); got != tt.want {
 			t.Errorf("jobFromCgroup(%q) = %d, want %d", tt.cgroup, got, tt.want)
-		}
-	}
-}
-
-func TestStrayVerdict(t *testing.T) {
-	tests := []struct {
-		p    ProcInfo
-		want string
-	}{
-		{ProcInfo{PID: 1, UID: 1001}, "system process"},
-		{ProcInfo{PID: 0, UID: 1001}, "system process"},
-		{ProcInfo{PID: 900, UID: 0}, "root's process"},
-		{ProcInfo{PID: 900, UID: 1001, JobID: 12}, "process of running job 12"},
-		{ProcInfo{PID: 900, UID: 1001, Exe: "/usr/bin/nvidia-cuda-mps-server"}, "MPS daemon"},
-		{ProcInfo{PID: 900, UID: 1001, Exe: "/home/u/nvidia-cuda-mps-server-not"}, ""},
-		{ProcInfo{PID: 900, UID: 1001}, ""},
-	}
-	for _, tt := range tests {
-		if got := strayVerdict(tt.p); got != tt.want {
-			t.Errorf("strayVerdict(%+v) = %q, want %q", tt.p, got, tt.want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package prolog
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -25,28 +24,37 @@ type Drainer interface {
 	Drain(ctx context.Context, node, reason string) error
 }
 
-// Scontrol is ShardLookup through squeue's JSON (Squeue) and Drainer
-// through scontrol (Path); both absolute paths, since slurmd gives hooks no
-// PATH. An empty Squeue means the squeue next to Path.
+// Scontrol is ShardLookup through squeue (Squeue) and Drainer through
+// scontrol (Path); both absolute paths, since slurmd gives hooks no PATH.
+// An empty Squeue means the squeue next to Path.
 type Scontrol struct{ Path, Squeue string }
 
-// JobShards reads `squeue --json --jobs=ID`. A job's text fields (comment,
-// mail user, work dir, name) are user input: in `scontrol show job -o`
-// they print as "Key=value" words among Slurm's own, so a comment
-// "x TRES=gres/shard=8" read as a shard count. JSON keeps every field in
-// its place. Slurm 22.05's squeue ignores --jobs with --json (it prints
-// every job, a few KB each) and its scontrol has no --json; newer releases
-// print the one job.
+// squeueFormat prints only fields Slurm writes and validates, each ended by
+// "|" (no width: nothing padded or cut). A job's text fields (comment, mail
+// user, work dir, name) are user input and are not asked for: in a line of
+// words a comment "x TRES=gres/shard=8" read as a shard count. With -O,
+// JobID is the job's own id, also for an array's tasks.
+const squeueFormat = "JobID:|,tres-per-node:|,tres-alloc:|,NumNodes:|"
+
+// JobShards reads `squeue --noheader --states=all --jobs=ID --Format=...`:
+// one line of the job's own fields. squeue --json was the first choice,
+// but Slurm 22.05's ignores --jobs and prints the whole queue, a few KB a
+// job, which held jobs with long comments pushed past the prolog's budget.
+// squeue runs as root, so its path must be root's alone like scontrol's
+// (CheckRootPath): next to scontrol is not enough.
 func (s Scontrol) JobShards(ctx context.Context, jobID int64) (int, error) {
 	sq := s.Squeue
 	if sq == "" {
 		sq = filepath.Join(filepath.Dir(s.Path), "squeue")
 	}
-	out, err := run(ctx, sq, "--json", "--jobs="+strconv.FormatInt(jobID, 10))
+	if err := CheckRootPath(sq); err != nil {
+		return 0, fmt.Errorf("squeue not run: %w", err)
+	}
+	out, err := run(ctx, sq, "--noheader", "--states=all", "--jobs="+strconv.FormatInt(jobID, 10), "--Format="+squeueFormat)
 	if err != nil {
 		return 0, err
 	}
-	return jobShardsJSON(out, jobID)
+	return jobShardsText(out, jobID)
 }
 
 // Drain runs `scontrol update nodename=NODE state=drain reason=...`, so the
@@ -69,35 +77,52 @@ func run(ctx context.Context, path string, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-// squeueJob is what the prolog reads of one job in `squeue --json`: only
-// fields Slurm itself writes and validates.
+// squeueJob is what the prolog reads of one job from squeue.
 type squeueJob struct {
-	JobID       jsonInt `json:"job_id"`
-	TresPerNode string  `json:"tres_per_node"` // gres:shard:3 (22.05), gres/shard:3 (newer)
-	TresAlloc   string  `json:"tres_alloc_str"`
-	NodeCount   jsonInt `json:"node_count"`
+	JobID       int64
+	TresPerNode string // gres:shard:3 (22.05), gres/shard:3 (newer)
+	TresAlloc   string
+	NodeCount   int64
 }
 
-// jobShardsJSON finds jobID in `squeue --json` output and returns its
+// jobShardsText finds jobID in squeue's squeueFormat output and returns its
 // shards per node: from tres_per_node, else the allocated gres/shard TRES
-// divided by the node count; 0 for a job without shards. Records that do
-// not decode are skipped (they may belong to other jobs); the job itself
+// divided by the node count; 0 for a job without shards. `--jobs=ID` of an
+// array's first task lists the whole array, so lines of other jobs are
+// skipped; a line that is not four fields is an error, and the job itself
 // must be there.
-func jobShardsJSON(out []byte, jobID int64) (int, error) {
-	var doc struct {
-		Jobs []json.RawMessage `json:"jobs"`
+func jobShardsText(out []byte, jobID int64) (int, error) {
+	text := strings.TrimRight(string(out), "\n")
+	if text == "" {
+		return 0, fmt.Errorf("squeue: job %d not listed", jobID)
 	}
-	if err := json.Unmarshal(out, &doc); err != nil {
-		return 0, fmt.Errorf("squeue --json: %w", err)
-	}
-	for _, raw := range doc.Jobs {
-		var j squeueJob
-		if err := json.Unmarshal(raw, &j); err != nil || int64(j.JobID) != jobID {
+	for line := range strings.SplitSeq(text, "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 5 || f[4] != "" {
+			return 0, fmt.Errorf("squeue: line %q: want 4 fields ended by |", line)
+		}
+		id, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("squeue: line %q: job id %q is not a number", line, f[0])
+		}
+		if id != jobID {
 			continue
+		}
+		j := squeueJob{JobID: id, TresPerNode: naToEmpty(f[1]), TresAlloc: naToEmpty(f[2])}
+		if j.NodeCount, err = strconv.ParseInt(f[3], 10, 64); err != nil || j.NodeCount < 0 {
+			return 0, fmt.Errorf("squeue: job %d: node count %q is not a count", jobID, f[3])
 		}
 		return jobShards(j)
 	}
-	return 0, fmt.Errorf("squeue --json: job %d not listed", jobID)
+	return 0, fmt.Errorf("squeue: job %d not listed", jobID)
+}
+
+// naToEmpty is s without squeue's "N/A" for an unset field.
+func naToEmpty(s string) string {
+	if s == "N/A" {
+		return ""
+	}
+	return s
 }
 
 func jobShards(j squeueJob) (int, error) {
@@ -124,37 +149,4 @@ func jobShards(j squeueJob) (int, error) {
 		}
 	}
 	return 0, nil
-}
-
-// jsonInt is an integer as squeue --json prints it: a plain number (22.05)
-// or {"set": true, "infinite": false, "number": N} (23.02 and later); an
-// unset or infinite one reads as 0.
-type jsonInt int64
-
-func (n *jsonInt) UnmarshalJSON(b []byte) error {
-	*n = 0
-	b = bytes.TrimSpace(b)
-	switch {
-	case bytes.Equal(b, []byte("null")):
-		return nil
-	case len(b) > 0 && b[0] == '{':
-		var s struct {
-			Set      bool  `json:"set"`
-			Infinite bool  `json:"infinite"`
-			Number   int64 `json:"number"`
-		}
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		if s.Set && !s.Infinite {
-			*n = jsonInt(s.Number)
-		}
-		return nil
-	}
-	var v int64
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*n = jsonInt(v)
-	return nil
 }

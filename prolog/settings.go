@@ -156,7 +156,7 @@ func (s Settings) Deps(lib Library, store UsageStore, log *slog.Logger) Deps {
 		MPS:     MPSControl{Binary: s.MPSControl, Dir: s.Hooks.MPSDir},
 		Shards:  sc,
 		Drainer: sc,
-		Procs:   ProcFS{Root: "/proc"},
+		Procs:   ProcFS{Root: "/proc", CgroupRoot: "/sys/fs/cgroup"},
 		Store:   store,
 		Logger:  log,
 	}

@@ -49,6 +49,10 @@ type gpuState struct {
 	// share it, so a later sharer is not the first.
 	Unknown []int64 `json:"unknown,omitempty"`
 	MPS     bool    `json:"mps,omitempty"` // Fairway started its MPS daemon
+	// HeldExclusive says a job whose shard lookup failed was given the GPU
+	// as a whole GPU (EXCLUSIVE_PROCESS); the next job to share it returns
+	// it to DEFAULT.
+	HeldExclusive bool `json:"held_exclusive,omitempty"`
 	// XIDSeq is the newest kernel log record judged for this GPU; XIDKnown
 	// is false until a first look sets the baseline.
 	XIDSeq   uint64 `json:"xid_seq,omitempty"`
@@ -62,7 +66,7 @@ func (g gpuState) clone() gpuState {
 }
 
 func (g gpuState) equal(o gpuState) bool {
-	return slices.Equal(g.Sharers, o.Sharers) && slices.Equal(g.Unknown, o.Unknown) && g.MPS == o.MPS && g.XIDSeq == o.XIDSeq && g.XIDKnown == o.XIDKnown
+	return slices.Equal(g.Sharers, o.Sharers) && slices.Equal(g.Unknown, o.Unknown) && g.MPS == o.MPS && g.HeldExclusive == o.HeldExclusive && g.XIDSeq == o.XIDSeq && g.XIDKnown == o.XIDKnown
 }
 
 func (s nodeState) jobPath(id int64) string {
@@ -136,6 +140,31 @@ func (s nodeState) job(id int64) (r jobRecord, ok bool, err error) {
 		return r, false, fmt.Errorf("job state %s: %w", s.jobPath(id), err)
 	}
 	return r, true, nil
+}
+
+// jobs reads every job record on the node; records it cannot read are
+// left out and named in the error.
+func (s nodeState) jobs() ([]jobRecord, error) {
+	names, err := filepath.Glob(filepath.Join(s.dir, "jobs", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []jobRecord
+	var errs []error
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var r jobRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			errs = append(errs, fmt.Errorf("job state %s: %w", n, err))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
 }
 
 func (s nodeState) dropJob(id int64) error {

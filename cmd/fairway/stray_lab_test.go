@@ -18,15 +18,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestLab_PrologKillsStraysNotSharers: the lab runs proctrack/linuxproc
-// without task/cgroup, so a job's processes are in no job cgroup. A whole-GPU
-// job's prolog with FAIRWAY_KILL_STRAY=true, finding on its GPU a shard
-// job's running process and a process a user started outside any job,
-// leaves the first alone as the running job's (its root slurmstepd
-// ancestor names the job) and kills the second. The hooks are the
-// fairway_nvmlmock build: the mock GPUs list both real PIDs as compute
+// TestLab_PrologKillsStraysAndOtherJobsProcesses: the lab runs
+// proctrack/linuxproc without task/cgroup, so a job's processes are in no
+// job cgroup. A whole-GPU job's prolog with FAIRWAY_KILL_STRAY=true finds on
+// its GPU a shard job's running process and a process a user started
+// outside any job. The prolog knows the first as the shard job's (its root
+// slurmstepd ancestor names the job), but that job holds another GPU, so
+// the process has no business on this one: both are killed. The hooks are
+// the fairway_nvmlmock build: the mock GPUs list both real PIDs as compute
 // processes (FAIRWAY_TEST_NVML_PROCS in the whole job's root-only config).
-func TestLab_PrologKillsStraysNotSharers(t *testing.T) {
+func TestLab_PrologKillsStraysAndOtherJobsProcesses(t *testing.T) {
 	h := newHookLabTags(t, "fairway_nvmlmock")
 
 	// The shard job's sleep runs until the test writes to the job's release
@@ -42,7 +43,8 @@ func TestLab_PrologKillsStraysNotSharers(t *testing.T) {
 	if err := os.Chown(release, carol.uid, carol.gid); err != nil {
 		t.Fatal(err)
 	}
-	shardScript := fmt.Sprintf("exec 3<>%s\nsleep 1000000 &\necho \"fwtest sleep=$!\"\nread x <&3\nkill $!\n", release)
+	// The whole-GPU job's prolog kills the sleep; the script outlives it.
+	shardScript := fmt.Sprintf("exec 3<>%s\nsleep 1000000 &\necho \"fwtest sleep=$!\"\nread x <&3\nkill $! 2>/dev/null\nexit 0\n", release)
 	shard, shardOut := h.runScript(t, "carol", h.config(t, "shard.env", h.db), shardScript, "--gres=shard:2")
 	m := waitOutput(t, h, shard, shardOut, regexp.MustCompile(`fwtest sleep=(\d+)`))
 	sharerPID, _ := strconv.Atoi(m[1])
@@ -82,8 +84,8 @@ func TestLab_PrologKillsStraysNotSharers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the stray process outside any job survived the prolog with FAIRWAY_KILL_STRAY=true")
 	}
-	if err := alive(sharer, sharerPID); err != nil {
-		t.Errorf("shard job %d's process %d did not survive the whole-GPU job's prolog: %v", shard, sharerPID, err)
+	if err := waitExit(sharer, 10*time.Second); err != nil {
+		t.Errorf("shard job %d's process %d on the whole-GPU job's GPU: %v", shard, sharerPID, err)
 	}
 
 	log, err := os.ReadFile(filepath.Join(h.dir, "hooks.log"))
@@ -93,11 +95,11 @@ func TestLab_PrologKillsStraysNotSharers(t *testing.T) {
 	t.Logf("shard job %d on %s GPUs %v, sleep pid %d; whole-GPU job %d on GPU %v; stray pid %d; hook log:\n%s",
 		shard, node, shardGPUs, sharerPID, whole, wholeGPUs, stray.Process.Pid, log)
 	gpu := strconv.Itoa(wholeGPUs[0])
-	for _, want := range []struct{ msg, pid string }{
-		{fmt.Sprintf("process on GPU: left alone (process of running job %d)", shard), strconv.Itoa(sharerPID)},
-		{"stray process on GPU: killed", strconv.Itoa(stray.Process.Pid)},
+	for _, want := range []struct{ msg, pid, job string }{
+		{"stray process on GPU: killed", strconv.Itoa(sharerPID), fmt.Sprintf("job_id_of_process=%d", shard)},
+		{"stray process on GPU: killed", strconv.Itoa(stray.Process.Pid), "job_id_of_process=0"},
 	} {
-		if !logHas(log, whole, want.msg, "gpu="+gpu, "pid="+want.pid) {
+		if !logHas(log, whole, want.msg, "gpu="+gpu, "pid="+want.pid, want.job) {
 			t.Errorf("the prolog of job %d did not log %q for pid %s on GPU %s:\n%s", whole, want.msg, want.pid, gpu, log)
 		}
 	}
@@ -161,23 +163,23 @@ func pin(t *testing.T, pid int) int {
 	return fd
 }
 
-// alive tells whether the process pinned by pidfd fd (number pid) still
-// runs. A killed child whose parent has not reaped it yet still takes
-// signals through its pidfd, so a zombie counts as dead.
-func alive(fd, pid int) error {
-	if err := unix.PidfdSendSignal(fd, 0, nil, 0); err != nil {
-		return err
+// waitExit waits until the process pinned by pidfd fd ends (its pidfd
+// turns readable), for at most d.
+func waitExit(fd int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("still running after %s", d)
+		}
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left.Milliseconds())+1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
 	}
-	// Not reaped, so the number is still this process's.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return err
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if f := strings.Fields(string(b[i+1:])); i < 0 || len(f) == 0 || f[0] == "Z" || f[0] == "X" {
-		return fmt.Errorf("process %d is dead (stat %q)", pid, b)
-	}
-	return nil
 }
 
 // logHas reports whether a line of the hook log of job has msg and every
