@@ -224,3 +224,35 @@ func versionLess(a, b string) (bool, error) {
 	}
 	return apre && !bpre, nil
 }
+
+// TestServeSettings_JobAPIAudience: the job API is off unless asked for,
+// and an address without an audience (the trusted user header, or every
+// job to all) is refused at start, naming both: no local user of the
+// serve host reads the whole queue unless the site chose that.
+func TestServeSettings_JobAPIAudience(t *testing.T) {
+	base := []string{"serve", "--cluster", "c", "--slurm-url", "http://127.0.0.1:6820", "--database-url", "postgres://x/y", "--no-ha"}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		addr    string
+		wantErr string
+	}{
+		{"off by default", nil, "", ""},
+		{"address without an audience", []string{"--http-addr", "127.0.0.1:9465"}, "", "--http-all-users"},
+		{"trusted header", []string{"--http-addr", "127.0.0.1:9465", "--http-user-header", "X-Remote-User"}, "127.0.0.1:9465", ""},
+		{"every job to all", []string{"--http-addr", "127.0.0.1:9465", "--http-all-users"}, "127.0.0.1:9465", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := settingsFromArgs(t, append(slices.Clone(base), c.args...))
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "--http-user-header") {
+					t.Errorf("%v: want an error naming --http-user-header and %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || cfg.HTTPAddr != c.addr {
+				t.Errorf("%v, job API on %q; want it on %q", err, cfg.HTTPAddr, c.addr)
+			}
+		})
+	}
+}
