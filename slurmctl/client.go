@@ -64,6 +64,13 @@ type Config struct {
 	// DefaultMaxResponseBytes; size it to the cluster (see there).
 	MaxResponseBytes int64
 
+	// AllowInsecureHTTP lets an http:// URL name a host other than this
+	// one (loopback). Refused otherwise: every request carries the token,
+	// SlurmUser's on a serve host, and plain http sends it across the
+	// network in clear text for anyone on the path to replay. Allowed, it
+	// is warned about on every New.
+	AllowInsecureHTTP bool
+
 	// HTTPClient replaces the default client. The default follows no
 	// redirect and uses no proxy (HTTP_PROXY and HTTPS_PROXY are ignored):
 	// every request carries the token, which must go to slurmrestd and
@@ -140,6 +147,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if base.Scheme == "http" && !isLoopbackHost(base.Hostname()) {
+		if !cfg.AllowInsecureHTTP {
+			return nil, fmt.Errorf("slurmrestd url %q: plain http to another host would send the Slurm token in clear text: "+
+				"use https (a TLS proxy in front of slurmrestd), run Fairway on slurmrestd's host with http://127.0.0.1, "+
+				"or accept the risk on a network you trust with --slurm-allow-insecure-http", base.Redacted())
+		}
+		log.Warn("slurmrestd over plain http to another host: the Slurm token crosses the network in clear text (--slurm-allow-insecure-http)",
+			"url", base.Redacted())
 	}
 	c := &Client{cfg: cfg, base: base, http: hc, log: log, sleep: sleepCtx}
 	if cfg.Version != "" {
@@ -908,4 +924,15 @@ func allNumbered(errs []SlurmError, nums ...int) bool {
 		}
 	}
 	return true
+}
+
+// isLoopbackHost says whether host (a URL's, without port) is this machine:
+// "localhost" or a loopback address. Other names are not resolved: DNS may
+// answer differently later, or to someone else.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -14,6 +14,8 @@ type ConnectConfig struct {
 	ScontrolToken bool   // mint and renew with `scontrol token`
 	APIVersion    string // pinned version, "" to negotiate
 	MaxBody       int64  // largest answer read; 0: DefaultMaxResponseBytes
+	// AllowInsecureHTTP: Config.AllowInsecureHTTP.
+	AllowInsecureHTTP bool
 }
 
 // HasToken says whether c names any token source.
@@ -37,7 +39,8 @@ func Connect(ctx context.Context, c ConnectConfig, log *slog.Logger) (*Client, e
 	default:
 		tokens = StaticToken(c.TokenEnv)
 	}
-	client, err := New(ctx, Config{URL: c.URL, User: c.User, Token: tokens, Version: c.APIVersion, MaxResponseBytes: c.MaxBody},
+	client, err := New(ctx, Config{URL: c.URL, User: c.User, Token: tokens, Version: c.APIVersion, MaxResponseBytes: c.MaxBody,
+		AllowInsecureHTTP: c.AllowInsecureHTTP},
 		log.With("component", "slurmctl"))
 	if err != nil {
 		return nil, fmt.Errorf("slurmrestd at %s: %w", c.URL, err)

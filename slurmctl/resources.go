@@ -216,6 +216,13 @@ func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (R
 		case r.CPUs < 0 || r.MemoryMB < 0 || r.GPUs < 0:
 			return rep, fmt.Errorf("resize plan: job %d: negative value in %+v", r.JobID, r)
 		}
+		// The type goes into scontrol's input as read from Slurm: one
+		// with a space, '=', ':', ',' or a newline would add fields or a
+		// whole command to the batch, so such a job is left alone.
+		if err := CheckGRESType(j.GPUType); err != nil {
+			rep.Skipped = append(rep.Skipped, Skip{r.JobID, err.Error()})
+			continue
+		}
 		ch := ResizeChange{Target: j.Target(), GPUType: j.GPUType}
 		ch.JobID = r.JobID
 		if r.CPUs > 0 && r.CPUs != j.CPUs {
@@ -293,6 +300,19 @@ func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (R
 		return rep, fmt.Errorf("resize jobs: %d of %d failed: %w", len(rep.Failed), len(rep.Planned), first)
 	}
 	return rep, nil
+}
+
+// CheckGRESType accepts a GRES type name as Slurm's gres.conf allows it
+// (Type=h100, a100_80g, rtx-6000, mi300x.v2): letters, digits, '_', '-'
+// and '.'; "" is an untyped request. Anything else is refused with an
+// error that names the type.
+func CheckGRESType(typ string) error {
+	for _, r := range typ {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Errorf("GPU type %q: %q is not allowed in a Slurm GRES type name (letters, digits, '_', '-', '.')", typ, r)
+		}
+	}
+	return nil
 }
 
 // resizeBatch renders the plan as scontrol commands, one line per job:

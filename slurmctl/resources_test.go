@@ -199,3 +199,58 @@ func TestParseComments(t *testing.T) {
 		t.Errorf("Comments: %v, %v, %q", got, err, fake.calls)
 	}
 }
+
+// TestResizeWriter_GPUTypeChecked: a GPU type that is not a GRES type name
+// never reaches scontrol's input; that job is left alone with a reason
+// naming the type, the others are written.
+func TestResizeWriter_GPUTypeChecked(t *testing.T) {
+	tests := []struct {
+		name, typ string
+		ok        bool
+	}{
+		{"plain", "h100", true},
+		{"underscore dash dot", "a100_80g-sxm.v2", true},
+		{"newline adds a command", "h100:1\nupdate jobid=1 Priority=1", false},
+		{"space adds a field", "h100 Priority=1", false},
+		{"equals", "h100=1", false},
+		{"colon", "h100:8", false},
+		{"comma adds a gres", "h100,shard", false},
+		{"non-ASCII letter", "h100é", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jobs, by := fixtureJobs(t)
+			victim, other := by["pend-untyped"][0], by["pend-pertask"][0]
+			victim.GPUType = tt.typ
+			fake := &fakeRunner{}
+			w, err := NewResizeWriter(ResizeConfig{Runner: fake}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := w.Resize(context.Background(), jobs, []Resize{{JobID: victim.ID, GPUs: victim.GPUs + 1}, {JobID: other.ID, CPUs: other.CPUs + 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := ""
+			if len(fake.stdin) == 1 {
+				batch = string(fake.stdin[0])
+			}
+			if !strings.Contains(batch, fmt.Sprintf("update jobid=%d NumCPUs=%d\n", other.ID, other.CPUs+1)) {
+				t.Errorf("the other job was not written:\n%s", batch)
+			}
+			written := strings.Contains(batch, fmt.Sprintf("jobid=%d ", victim.ID))
+			if tt.ok {
+				if want := fmt.Sprintf("update jobid=%d gres=gpu:%s:%d\n", victim.ID, tt.typ, victim.GPUs+1); !strings.Contains(batch, want) {
+					t.Errorf("batch lacks %q:\n%s", want, batch)
+				}
+				return
+			}
+			if written || strings.Count(batch, "\n") != 1 {
+				t.Errorf("type %q reached scontrol:\n%s", tt.typ, batch)
+			}
+			if len(rep.Skipped) != 1 || rep.Skipped[0].JobID != victim.ID || !strings.Contains(rep.Skipped[0].Reason, fmt.Sprintf("GPU type %q", tt.typ)) {
+				t.Errorf("skipped %+v, want job %d with a reason naming the type", rep.Skipped, victim.ID)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -48,11 +49,16 @@ func (s staticToken) Token(context.Context) (string, error) {
 // external renewer (cron, the lab script) can replace it without restarting
 // Fairway. The file must be owned by the user Fairway runs as and must not
 // be readable or writable by others (mode 0600 or 0640): the token is
-// SlurmUser's, and whoever reads it can rewrite every job's priority.
+// SlurmUser's, and whoever reads it can rewrite every job's priority. The
+// path must name the file itself, not a symbolic link; the renewer should
+// replace it by rename, as `lab token` does.
 func FileToken(path string) TokenSource { return &fileToken{path: path} }
 
 type fileToken struct {
 	path string
+	// checked, when set (tests), runs after the checks and before the
+	// read, where a check-then-read-by-path would be raced.
+	checked func()
 
 	mu    sync.Mutex
 	mod   time.Time
@@ -60,20 +66,45 @@ type fileToken struct {
 	token string
 }
 
+// maxTokenFile is the most read of a token file: a Slurm JWT is a few
+// hundred bytes, so more is not a token.
+const maxTokenFile = 64 << 10
+
 func (f *fileToken) Token(context.Context) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st, err := os.Stat(f.path)
+	// One open, then every check and the read on that descriptor: checking
+	// the path and reading it again would let the file be replaced between
+	// the two (by whoever may write the directory). O_NOFOLLOW refuses a
+	// symbolic link, which could point at another file the service user
+	// owns; O_NONBLOCK keeps a FIFO put in its place from blocking the
+	// cycle (fstat then finds it is not a regular file).
+	fd, err := syscall.Open(f.path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return "", fmt.Errorf("%w: token file %s is a symbolic link: name the file itself", ErrToken, f.path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: token file: open %s: %v", ErrToken, f.path, err)
+	}
+	file := os.NewFile(uintptr(fd), f.path)
+	defer file.Close()
+	st, err := file.Stat()
 	if err != nil {
 		return "", fmt.Errorf("%w: token file: %v", ErrToken, err)
 	}
 	if err := checkSecretFile(f.path, st); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrToken, err)
 	}
+	if f.checked != nil {
+		f.checked()
+	}
 	if f.token == "" || !st.ModTime().Equal(f.mod) || st.Size() != f.size {
-		b, err := os.ReadFile(f.path)
+		b, err := io.ReadAll(io.LimitReader(file, maxTokenFile+1))
 		if err != nil {
 			return "", fmt.Errorf("%w: token file: %v", ErrToken, err)
+		}
+		if len(b) > maxTokenFile {
+			return "", fmt.Errorf("%w: token file %s is larger than %d bytes: not a token", ErrToken, f.path, maxTokenFile)
 		}
 		tok := strings.TrimSpace(string(b))
 		if strings.HasPrefix(tok, "SLURM_JWT=") { // `scontrol token` output saved as is

@@ -1,11 +1,15 @@
 package slurmctl
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -152,5 +156,105 @@ func TestNewScontrolToken_Config(t *testing.T) {
 		if _, err := NewScontrolToken(cfg, nil); err == nil {
 			t.Errorf("accepted %+v", cfg)
 		}
+	}
+}
+
+// TestFileToken_RefusesSymlink: a token path that is a symbolic link is
+// refused, even to a file that would pass the checks: the link could name
+// any other file the service user owns.
+func TestFileToken_RefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "real"), filepath.Join(dir, "jwt")
+	if err := os.WriteFile(target, []byte(testJWT(time.Now().Add(time.Hour))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := FileToken(link).Token(context.Background())
+	if !errors.Is(err, ErrToken) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("token through a symlink: got a token %v, err %v; want ErrToken naming the link", tok != "", err)
+	}
+}
+
+// TestFileToken_ChecksWhatItReads: the owner and mode checks and the read
+// use one open file, so a file put in place after the checks (here a
+// world-readable one, renamed over the path) is never what is read.
+func TestFileToken_ChecksWhatItReads(t *testing.T) {
+	dir := t.TempDir()
+	path, swap := filepath.Join(dir, "jwt"), filepath.Join(dir, "swap")
+	good, planted := testJWT(time.Now().Add(time.Hour)), testJWT(time.Now().Add(2*time.Hour))
+	if err := os.WriteFile(path, []byte(good+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(swap, []byte(planted+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(swap, 0o666); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	src := &fileToken{path: path}
+	src.checked = func() {
+		src.checked = nil
+		if err := os.Rename(swap, path); err != nil {
+			t.Error(err)
+		}
+	}
+	if got, err := src.Token(context.Background()); err != nil || got != good {
+		t.Errorf("got the checked file's token %v, the planted one %v, err %v", got == good, got == planted, err)
+	}
+	// Read again, the planted file is checked itself, and refused.
+	if _, err := src.Token(context.Background()); !errors.Is(err, ErrToken) || !strings.Contains(err.Error(), "mode 0666") {
+		t.Errorf("world-writable token file: %v, want ErrToken naming the mode", err)
+	}
+}
+
+// TestFileToken_RefusesFIFO: a FIFO in the token's place is refused at
+// once instead of blocking the cycle on open.
+func TestFileToken_RefusesFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jwt")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FileToken(path).Token(context.Background()); !errors.Is(err, ErrToken) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("FIFO: %v, want ErrToken: not a regular file", err)
+	}
+}
+
+// TestNew_PlainHTTPToAnotherHost: an http:// URL naming another host is
+// refused unless allowed, since every request carries the token; allowed,
+// it is warned about. Loopback and https need nothing.
+func TestNew_PlainHTTPToAnotherHost(t *testing.T) {
+	tests := []struct {
+		url   string
+		allow bool
+		ok    bool
+		warn  bool
+	}{
+		{"http://10.1.2.3:6820", false, false, false},
+		{"http://slurm.example.org:6820/", false, false, false},
+		{"http://127.0.0.2.example.org:6820", false, false, false}, // a name, not a loopback address
+		{"http://10.1.2.3:6820", true, true, true},
+		{"http://127.0.0.1:6820", false, true, false},
+		{"http://[::1]:6820", false, true, false},
+		{"http://localhost:6820", false, true, false},
+		{"https://slurm.example.org:6820", false, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s allow=%v", tt.url, tt.allow), func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			_, err := New(context.Background(), Config{URL: tt.url, User: "slurm", Token: StaticToken(testJWT(time.Now().Add(time.Hour))),
+				Version: V0044, AllowInsecureHTTP: tt.allow}, log)
+			if tt.ok != (err == nil) {
+				t.Fatalf("New: %v, want ok %v", err, tt.ok)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "clear text") || !strings.Contains(err.Error(), "--slurm-allow-insecure-http")) {
+				t.Errorf("the error %q does not say why and what to set", err)
+			}
+			if warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "clear text"); warned != tt.warn {
+				t.Errorf("warned %v, want %v: %s", warned, tt.warn, logs.String())
+			}
+		})
 	}
 }

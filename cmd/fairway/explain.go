@@ -71,7 +71,8 @@ func openReadOnly(c *cli.Context) (serveConfig, *sidecar.Opened, *slog.Logger, e
 // config file) but do not list them in their help.
 var serveOnly = map[string]bool{
 	"write-mode": true, "interval": true, "max-backoff": true, "dry-run": true, "max-writes": true, "gap": true,
-	"listen": true, "http-addr": true, "http-user-header": true, "no-ha": true, "sync-history-every": true,
+	"listen": true, "http-addr": true, "http-user-header": true, "http-all-users": true,
+	"http-rate": true, "http-burst": true, "http-max-in-flight": true, "no-ha": true, "sync-history-every": true,
 	"charge-every": true, "buffer-limit": true, "buffer-dir": true, "retention-job-months": true,
 	"retention-decision-days": true, "once": true, "rewrite-partitions": true, "rewrite-rules": true,
 	"rewrite-table": true, "rewrite-table-max-rules-per-user": true, "rewrite-table-max-bytes": true,

@@ -22,6 +22,7 @@ func slurmFlags(scope, urlUsage string) []cli.Flag {
 		&cli.StringFlag{Name: "slurm-token-file", Usage: scope + "file holding the JWT (re-read when it changes); else $SLURM_JWT", EnvVars: []string{"FAIRWAY_SLURM_TOKEN_FILE"}},
 		&cli.BoolFlag{Name: "scontrol-token", Usage: scope + "mint and renew the JWT with \"scontrol token\" (Fairway runs as SlurmUser)", EnvVars: []string{"FAIRWAY_SCONTROL_TOKEN"}},
 		&cli.StringFlag{Name: "slurm-api", Usage: scope + "pin the REST API version (v0.0.38, v0.0.40 to v0.0.45); default: negotiate", EnvVars: []string{"FAIRWAY_SLURM_API"}},
+		&cli.BoolFlag{Name: "slurm-allow-insecure-http", Usage: scope + "allow an http:// --slurm-url on another host, which sends the Slurm token in clear text (refused otherwise; loopback and https need nothing)", EnvVars: []string{"FAIRWAY_SLURM_ALLOW_INSECURE_HTTP"}},
 		&cli.Int64Flag{Name: "slurm-max-body", Value: slurmctl.DefaultMaxResponseBytes, Usage: scope + "largest slurmrestd answer read, in bytes: about 10 kB per job record on Slurm 24.11+ (3 kB on 22.05), so 256 MiB holds ~27,000 jobs; raise it with MaxJobCount", EnvVars: []string{"FAIRWAY_SLURM_MAX_BODY"}},
 	}
 }
@@ -29,7 +30,8 @@ func slurmFlags(scope, urlUsage string) []cli.Flag {
 // slurmConnect reads slurmFlags; the token may also come from $SLURM_JWT.
 func slurmConnect(c *cli.Context) slurmctl.ConnectConfig {
 	return slurmctl.ConnectConfig{URL: c.String("slurm-url"), User: c.String("slurm-user"), TokenFile: c.String("slurm-token-file"),
-		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"), MaxBody: c.Int64("slurm-max-body")}
+		TokenEnv: os.Getenv("SLURM_JWT"), ScontrolToken: c.Bool("scontrol-token"), APIVersion: c.String("slurm-api"), MaxBody: c.Int64("slurm-max-body"),
+		AllowInsecureHTTP: c.Bool("slurm-allow-insecure-http")}
 }
 
 // printJSON is every command's --json output: indented, one value.

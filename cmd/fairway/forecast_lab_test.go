@@ -223,7 +223,7 @@ func TestLab_ServeJobAPI(t *testing.T) {
 		path, user string
 		want       int
 	}{
-		{bob, "carol", http.StatusForbidden},                  // another user's job
+		{bob, "carol", http.StatusNotFound},                   // another user's job: as if absent
 		{"/v1/queue?user=bob", "carol", http.StatusForbidden}, // another user's queue
 		{bob, "", http.StatusUnauthorized},                    // no trusted header
 		{"/v1/jobs/1", "carol", http.StatusNotFound},          // no such pending job

@@ -355,6 +355,9 @@ func startServe(t *testing.T, bin string, e *lab.Env, dbURL string, extra ...str
 	args := append([]string{"--log-level", "debug", "serve", "--cluster", e.Cluster, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser,
 		"--slurm-token-file", e.TokenFile, "--database-url", dbURL, "--interval", "1s", "--max-backoff", "2s",
 		"--listen", p.listen, "--http-addr", p.api, "--partitions", e.Partition, "--charge-every=-1s", "--buffer-dir", t.TempDir()}, extra...)
+	if !slices.Contains(extra, "--http-user-header") {
+		args = append(args, "--http-all-users") // the job API needs an audience
+	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), "SLURM_CONF="+e.SlurmConf)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log

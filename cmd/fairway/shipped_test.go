@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,5 +109,150 @@ func TestShippedRewriteTableLocation(t *testing.T) {
 	}
 	if regexp.MustCompile(`(?m)^ReadWritePaths=.*/etc/slurm`).Match(unit) {
 		t.Error("fairway-serve.service makes /etc/slurm writable")
+	}
+}
+
+// TestShippedGoMod_PatchedToolchainAndImage: go.mod keeps the module off
+// Go releases and x/image versions with known advisories.
+//
+// Why both a go line and a toolchain line: the go line is a hard minimum.
+// A Go older than it refuses to build the module when GOTOOLCHAIN=local,
+// and with GOTOOLCHAIN=auto (the default) switches to a newer toolchain,
+// so go 1.26.6 makes the net/http, net/url and crypto/x509 fixes of
+// 1.26.6 a floor that no GOTOOLCHAIN setting lowers. The toolchain line
+// only names the toolchain auto mode switches to when the running Go is
+// older (it is ignored under GOTOOLCHAIN=local), so it asks for the newest
+// patched release known, go1.26.8; `go mod tidy` drops a toolchain line
+// that is not above the go line, which is why the go line is not raised to
+// 1.26.8 as well. golang.org/x/image below v0.45.0 has GO-2026-4962 and
+// GO-2026-4815, reachable through the plots.
+func TestShippedGoMod_PatchedToolchainAndImage(t *testing.T) {
+	b, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := parseGoMod(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, got, least string }{
+		{"go line", mod.goVersion, "1.26.6"},
+		{"toolchain line", strings.TrimPrefix(mod.toolchain, "go"), "1.26.6"},
+		{"golang.org/x/image", strings.TrimPrefix(mod.require["golang.org/x/image"], "v"), "0.45.0"},
+	} {
+		if c.got == "" {
+			t.Errorf("go.mod has no %s: want at least %s", c.what, c.least)
+			continue
+		}
+		less, err := versionLess(c.got, c.least)
+		switch {
+		case err != nil:
+			t.Errorf("go.mod %s: %v", c.what, err)
+		case less:
+			t.Errorf("go.mod %s %s: want at least %s", c.what, c.got, c.least)
+		}
+	}
+}
+
+// goMod is what TestShippedGoMod_PatchedToolchainAndImage reads of go.mod.
+type goMod struct {
+	goVersion, toolchain string
+	require              map[string]string // module path → version
+}
+
+// parseGoMod reads the go and toolchain directives and the requirements,
+// in one-line and block form, of a go.mod file. golang.org/x/mod/modfile
+// is not a dependency of Fairway, and these three directives are all the
+// test needs.
+func parseGoMod(text string) (goMod, error) {
+	mod := goMod{require: map[string]string{}}
+	inRequire := false
+	for n, line := range strings.Split(text, "\n") {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case inRequire && f[0] == ")":
+			inRequire = false
+		case inRequire && len(f) == 2:
+			mod.require[f[0]] = f[1]
+		case inRequire:
+			return mod, fmt.Errorf("go.mod line %d: %q in a require block: want module and version", n+1, line)
+		case f[0] == "require" && len(f) == 2 && f[1] == "(":
+			inRequire = true
+		case f[0] == "require" && len(f) == 3:
+			mod.require[f[1]] = f[2]
+		case f[0] == "go" && len(f) == 2:
+			mod.goVersion = f[1]
+		case f[0] == "toolchain" && len(f) == 2:
+			mod.toolchain = f[1]
+		}
+	}
+	if inRequire {
+		return mod, errors.New("go.mod: a require block is not closed")
+	}
+	return mod, nil
+}
+
+// versionLess compares dotted release numbers ("1.26.6", "0.45.0"); a
+// pre-release or pseudo-version suffix after '-' sorts below its release.
+func versionLess(a, b string) (bool, error) {
+	parse := func(v string) ([]int, bool, error) {
+		v, suffix, _ := strings.Cut(v, "-")
+		var out []int
+		for _, p := range strings.Split(v, ".") {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				return nil, false, fmt.Errorf("version %q: %q is not a number", v, p)
+			}
+			out = append(out, n)
+		}
+		return out, suffix != "", nil
+	}
+	av, apre, err := parse(a)
+	if err != nil {
+		return false, err
+	}
+	bv, bpre, err := parse(b)
+	if err != nil {
+		return false, err
+	}
+	if c := slices.Compare(av, bv); c != 0 {
+		return c < 0, nil
+	}
+	return apre && !bpre, nil
+}
+
+// TestServeSettings_JobAPIAudience: the job API is off unless asked for,
+// and an address without an audience (the trusted user header, or every
+// job to all) is refused at start, naming both: no local user of the
+// serve host reads the whole queue unless the site chose that.
+func TestServeSettings_JobAPIAudience(t *testing.T) {
+	base := []string{"serve", "--cluster", "c", "--slurm-url", "http://127.0.0.1:6820", "--database-url", "postgres://x/y", "--no-ha"}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		addr    string
+		wantErr string
+	}{
+		{"off by default", nil, "", ""},
+		{"address without an audience", []string{"--http-addr", "127.0.0.1:9465"}, "", "--http-all-users"},
+		{"trusted header", []string{"--http-addr", "127.0.0.1:9465", "--http-user-header", "X-Remote-User"}, "127.0.0.1:9465", ""},
+		{"every job to all", []string{"--http-addr", "127.0.0.1:9465", "--http-all-users"}, "127.0.0.1:9465", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := settingsFromArgs(t, append(slices.Clone(base), c.args...))
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "--http-user-header") {
+					t.Errorf("%v: want an error naming --http-user-header and %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || cfg.HTTPAddr != c.addr {
+				t.Errorf("%v, job API on %q; want it on %q", err, cfg.HTTPAddr, c.addr)
+			}
+		})
 	}
 }

@@ -28,6 +28,7 @@ type QueueForecast struct {
 
 	Predicted, Limits *policy.Forecast `json:"-"`
 	byID              map[int64]int
+	runningUser       map[int64]string // the running jobs' users, for StartFor
 }
 
 // JobForecast is one pending job's forecast.
@@ -58,9 +59,13 @@ type StartForecast struct {
 	Expected   *time.Time `json:"expected_start,omitempty"`
 	LimitBound *time.Time `json:"limit_bound_start,omitempty"`
 	// MustEnd are the running jobs expected to end first, MustStart the
-	// pending jobs expected to start first, in time order.
-	MustEnd   []Event `json:"must_end"`
-	MustStart []Event `json:"must_start"`
+	// pending jobs expected to start first, in time order. The counts are
+	// of all of them, also where the lists hold only the asking user's
+	// own (StartFor).
+	MustEnd        []Event `json:"must_end"`
+	MustStart      []Event `json:"must_start"`
+	MustEndCount   int     `json:"must_end_count"`
+	MustStartCount int     `json:"must_start_count"`
 }
 
 // Event is a job expected to start or end at At.
@@ -108,7 +113,11 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 	if err != nil {
 		return nil, err
 	}
-	q := &QueueForecast{At: s.Now, Policy: pol, Machine: m, Predicted: pf, Limits: lf, byID: make(map[int64]int, len(ranking))}
+	q := &QueueForecast{At: s.Now, Policy: pol, Machine: m, Predicted: pf, Limits: lf, byID: make(map[int64]int, len(ranking)),
+		runningUser: make(map[int64]string, len(running))}
+	for i := range running {
+		q.runningUser[running[i].ID] = running[i].User
+	}
 	jobs := make(map[int64]*policy.Job, len(s.Pending))
 	for i := range s.Pending {
 		jobs[s.Pending[i].ID] = &s.Pending[i]
@@ -198,18 +207,28 @@ func (q *QueueForecast) Filter(user, account string) []JobForecast {
 }
 
 // Start returns what must happen before pending job id starts.
-func (q *QueueForecast) Start(id int64) (*StartForecast, bool) {
+func (q *QueueForecast) Start(id int64) (*StartForecast, bool) { return q.StartFor(id, "") }
+
+// StartFor is Start as user may see it: the jobs of other users that must
+// end or start first are counted but not listed (no id, time or size of
+// theirs), as Slurm's PrivateData=jobs hides them. user "" lists all.
+func (q *QueueForecast) StartFor(id int64, user string) (*StartForecast, bool) {
 	jf, ok := q.Job(id)
 	if !ok {
 		return nil, false
 	}
 	sf := &StartForecast{Expected: jf.ExpectedStart, LimitBound: jf.LimitStart, MustEnd: []Event{}, MustStart: []Event{}}
 	ends, starts, _ := q.Predicted.Before(id)
+	sf.MustEndCount, sf.MustStartCount = len(ends), len(starts)
 	for _, e := range ends {
-		sf.MustEnd = append(sf.MustEnd, Event{JobID: e.JobID, At: e.End, Units: e.Units})
+		if user == "" || q.runningUser[e.JobID] == user {
+			sf.MustEnd = append(sf.MustEnd, Event{JobID: e.JobID, At: e.End, Units: e.Units})
+		}
 	}
 	for _, e := range starts {
-		sf.MustStart = append(sf.MustStart, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
+		if p, _ := q.Job(e.JobID); user == "" || p.User == user {
+			sf.MustStart = append(sf.MustStart, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
+		}
 	}
 	return sf, true
 }

@@ -61,30 +61,34 @@ func TestNewQueueForecast(t *testing.T) {
 	}
 }
 
-// TestAPI_TrustedUserHeader checks the job API's answers, open and with
-// the privacy option.
+// TestAPI_TrustedUserHeader checks the job API's answers, open to all
+// users and with the trusted user header.
 func TestAPI_TrustedUserHeader(t *testing.T) {
 	q := fcQueue(t)
 	last := func() *QueueForecast { return q }
+	all, private := APIConfig{AllUsers: true}, APIConfig{UserHeader: "X-Remote-User"}
 	tests := []struct {
-		name, header, path, user string
-		want                     int
-		jobs                     int // jobs in a queue answer
+		name       string
+		cfg        APIConfig
+		path, user string
+		want       int
+		jobs       int // jobs in a queue answer
 	}{
-		{"open: any job", "", "/v1/jobs/2", "", http.StatusOK, 0},
-		{"open: whole queue", "", "/v1/queue", "", http.StatusOK, 3},
-		{"open: one user's queue", "", "/v1/queue?user=bob", "", http.StatusOK, 2},
-		{"open: unknown job", "", "/v1/jobs/99", "", http.StatusNotFound, 0},
-		{"open: bad id", "", "/v1/jobs/x", "", http.StatusBadRequest, 0},
-		{"private: own job", "X-Remote-User", "/v1/jobs/2", "bob", http.StatusOK, 0},
-		{"private: another user's job", "X-Remote-User", "/v1/jobs/2", "carol", http.StatusForbidden, 0},
-		{"private: no header", "X-Remote-User", "/v1/jobs/2", "", http.StatusUnauthorized, 0},
-		{"private: own queue by default", "X-Remote-User", "/v1/queue", "carol", http.StatusOK, 1},
-		{"private: another user's queue", "X-Remote-User", "/v1/queue?user=bob", "carol", http.StatusForbidden, 0},
+		{"all users: any job", all, "/v1/jobs/2", "", http.StatusOK, 0},
+		{"all users: whole queue", all, "/v1/queue", "", http.StatusOK, 3},
+		{"all users: one user's queue", all, "/v1/queue?user=bob", "", http.StatusOK, 2},
+		{"all users: unknown job", all, "/v1/jobs/99", "", http.StatusNotFound, 0},
+		{"all users: bad id", all, "/v1/jobs/x", "", http.StatusBadRequest, 0},
+		{"private: own job", private, "/v1/jobs/2", "bob", http.StatusOK, 0},
+		{"private: another user's job, as if absent", private, "/v1/jobs/2", "carol", http.StatusNotFound, 0},
+		{"private: no header", private, "/v1/jobs/2", "", http.StatusUnauthorized, 0},
+		{"private: own queue by default", private, "/v1/queue", "carol", http.StatusOK, 1},
+		{"private: another user's queue", private, "/v1/queue?user=bob", "carol", http.StatusForbidden, 0},
+		{"no audience chosen", APIConfig{}, "/v1/queue", "carol", http.StatusForbidden, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewAPI(APIConfig{UserHeader: tt.header}, last)
+			h := NewAPI(tt.cfg, last)
 			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
 			if tt.user != "" {
 				req.Header.Set("X-Remote-User", tt.user)
@@ -96,13 +100,13 @@ func TestAPI_TrustedUserHeader(t *testing.T) {
 			}
 			if tt.want == http.StatusOK && tt.jobs > 0 {
 				var ans QueueAnswer
-				if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || len(ans.Jobs) != tt.jobs {
-					t.Errorf("%v: %d jobs in %s, want %d", err, len(ans.Jobs), rec.Body, tt.jobs)
+				if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || len(ans.Jobs) != tt.jobs || ans.Total != tt.jobs {
+					t.Errorf("%v: %d jobs (total %d) in %s, want %d", err, len(ans.Jobs), ans.Total, rec.Body, tt.jobs)
 				}
 			}
 		})
 	}
-	h := NewAPI(APIConfig{}, func() *QueueForecast { return nil })
+	h := NewAPI(all, func() *QueueForecast { return nil })
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/queue", nil))
 	if rec.Code != http.StatusServiceUnavailable {

@@ -55,7 +55,7 @@ type ServeConfig struct {
 	MaxBackoff   time.Duration
 	Listen       string
 	HTTPAddr     string    // the read-only job API; "" disables it
-	API          APIConfig // its privacy option
+	API          APIConfig // its audience and limits
 	HA           bool
 	HistoryDays  int
 	SyncEvery    int    // cycles between slurmdbd history syncs; 0 = never
@@ -120,6 +120,11 @@ func (c *ServeConfig) Validate() error {
 	c.Runner.Range.Gap = c.Gap
 	if c.DatabaseURL == "" {
 		return errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
+	}
+	if c.HTTPAddr != "" {
+		if err := c.API.Validate(); err != nil {
+			return err
+		}
 	}
 	c.Rewrite.ShardsPerGPU, c.Rewrite.Cluster = c.ShardsPerGPU, c.Runner.Cluster
 	if c.Rewrite.Rules, err = ParseRules(c.RewriteRules); err != nil {
