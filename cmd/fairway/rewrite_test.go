@@ -47,7 +47,7 @@ func settingsFromArgs(t *testing.T, args []string) (serveConfig, error) {
 	var serr error
 	app := newApp()
 	for _, c := range app.Commands {
-		if c.Name == "serve" {
+		if c.Name == args[0] {
 			c.Action = func(c *cli.Context) error { cfg, serr = serveSettings(c); return nil }
 		}
 	}

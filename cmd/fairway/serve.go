@@ -93,6 +93,11 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
 		Forecast: c.String("http-addr") != "", ForecastAsync: true,
 	}
+	if c.Command != nil && c.Command.Name != "serve" {
+		// explain and queue read serve's environment and config file but
+		// answer no HTTP: the job API's audience is not theirs to refuse.
+		cfg.HTTPAddr = ""
+	}
 	return cfg, cfg.Validate()
 }
 

@@ -255,4 +255,13 @@ func TestServeSettings_JobAPIAudience(t *testing.T) {
 			}
 		})
 	}
+	// explain and queue read serve's environment, FAIRWAY_HTTP_ADDR
+	// included, but answer no HTTP: a serve setting they do not use must
+	// not stop them.
+	for _, cmd := range []string{"explain", "queue"} {
+		args := append([]string{cmd}, base[1:len(base)-1]...)
+		if _, err := settingsFromArgs(t, append(args, "--http-addr", "127.0.0.1:9465")); err != nil {
+			t.Errorf("%s with serve's --http-addr and no audience: %v; want it to run", cmd, err)
+		}
+	}
 }
