@@ -148,11 +148,15 @@ func TestLab_ResizeKeepsGrpTRES(t *testing.T) {
 		t.Errorf("job %d: NumCPUs=%s after the cycle, want 1 (left alone)", small, got)
 	}
 
-	// Slurm has had its say once two backfill passes (bf_interval=5) have
-	// run since the cycle: the job still waits and the account holds at
-	// most its 4 CPUs.
+	// Slurm has had its say once the job has started, or two backfill
+	// passes (bf_interval=5; they run while a job pends) have run since
+	// the cycle: the job must still wait and the account hold at most its
+	// 4 CPUs.
 	start := backfillCycles(t, e)
-	waitFor(t, 2*time.Minute, "two backfill passes after the rewriting cycle", func() bool {
+	waitFor(t, 2*time.Minute, "job "+id+" to start, or two backfill passes after the rewriting cycle", func() bool {
+		if out, _ := e.Try("", "squeue", "-h", "-j", id, "-o", "%T"); strings.TrimSpace(out) != "PENDING" {
+			return true
+		}
 		n := backfillCycles(t, e)
 		return n >= start+2 || n < start // sdiag's counters restart at midnight
 	})
