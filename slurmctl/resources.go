@@ -37,7 +37,9 @@ import (
 //
 // It runs scontrol (one process, one line per job, on stdin) and squeue,
 // both through the Runner, so it needs SlurmUser or operator rights where
-// Fairway runs, like ModeScontrolSiteFactor.
+// Fairway runs, like ModeScontrolSiteFactor. Those rights are also why a
+// CPU or memory change lifts Slurm's limits on the job (limits.go): the
+// caller checks Limits first and asks for no such change where one applies.
 
 // Resize is a wanted request for one pending job: the new CPU count,
 // memory per node (MB) and whole-GPU count. A zero field is left as it is.
@@ -79,6 +81,7 @@ type ResizeConfig struct {
 	DryRun     bool          // plan and report, write nothing
 	Scontrol   string        // default "scontrol"
 	Squeue     string        // default "squeue"
+	Sacctmgr   string        // default "sacctmgr" (Limits)
 	Runner     Runner        // default ExecRunner{}
 	CmdTimeout time.Duration // per command; default 2m
 }
@@ -98,6 +101,9 @@ func NewResizeWriter(cfg ResizeConfig, log *slog.Logger) (*ResizeWriter, error) 
 	}
 	if cfg.Squeue == "" {
 		cfg.Squeue = "squeue"
+	}
+	if cfg.Sacctmgr == "" {
+		cfg.Sacctmgr = "sacctmgr"
 	}
 	if cfg.Runner == nil {
 		cfg.Runner = ExecRunner{}

@@ -41,6 +41,19 @@ func (r *countingResizer) Resize(context.Context, []slurmctl.Job, []slurmctl.Res
 }
 func (r *countingResizer) Comments(context.Context) (map[int64]string, error) { return r.comments, nil }
 
+// Limits answers with the lab's real sacctmgr and scontrol output of a
+// cluster without limits (slurmctl/testdata/sacctmgr-22.05.8/nolimits).
+func (r *countingResizer) Limits(context.Context) (*slurmctl.Limits, error) {
+	var b [3][]byte
+	for i, name := range []string{"associations.txt", "qos.txt", "partitions.txt"} {
+		var err error
+		if b[i], err = os.ReadFile(filepath.Join("..", "..", "slurmctl", "testdata", "sacctmgr-22.05.8", "nolimits", name)); err != nil {
+			return nil, err
+		}
+	}
+	return slurmctl.NewLimits(b[0], b[1], b[2])
+}
+
 type countingStore struct {
 	samples   []rewrite.UsageSample
 	decisions int
@@ -80,7 +93,8 @@ func rewriteDeps() (sidecar.Deps, *countingValues, *countingResizer, *countingSt
 		return slurmctl.Node{Name: name, State: []string{"IDLE"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000, GPUs: 4, Shards: 16}
 	}
 	pending := func(id int64, user, name string, gpus, cpus int) slurmctl.Job {
-		return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: user, Account: "a-" + user, Name: name, Partition: "gpu",
+		account := map[string]string{"alice": "physics", "bob": "physics", "carol": "chem"}[user] // the lab's associations
+		return slurmctl.Job{Job: policy.Job{Cluster: "fairwaylab", ID: id, ArrayTask: -1, User: user, Account: account, QOS: "normal", Name: name, Partition: "gpu",
 			GPUs: gpus, CPUs: cpus, MemoryMB: 1000, Nodes: 1, State: policy.StatePending, TimeLimit: time.Hour,
 			Submit: time.Now().Add(-time.Duration(id) * time.Minute)}, TaskCount: 1}
 	}

@@ -55,9 +55,9 @@ func (rep *RewriteReport) WriteText(w io.Writer) error {
 	if rep.DryRun {
 		mode = "dry run: nothing written"
 	}
-	fmt.Fprintf(w, "\nrewrite: %d share rules (table %s), %d job changes planned, %d applied, %d failed (%s)\n",
+	fmt.Fprintf(w, "\nrewrite: %d share rules (table %s), %d job changes planned, %d applied, %d failed, %d withheld under Slurm limits (%s)\n",
 		len(rep.Rules), map[bool]string{true: "written", false: "not written"}[rep.TableWritten],
-		len(rep.Resize.Planned), len(rep.Resize.Applied), len(rep.Resize.Failed), mode)
+		len(rep.Resize.Planned), len(rep.Resize.Applied), len(rep.Resize.Failed), len(rep.Withheld), mode)
 	if len(rep.Rules) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tJOB NAME\tSHARDS\tREASON")
@@ -69,21 +69,28 @@ func (rep *RewriteReport) WriteText(w io.Writer) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(rep.Proposals) > 0 {
+	if len(rep.Proposals) > 0 || len(rep.Withheld) > 0 {
 		fmt.Fprintln(tw, "JOB\tRULE\tFROM\tTO\tREASON")
 		for _, p := range rep.Proposals {
-			to := int64(p.CPUs)
-			switch p.Rule {
-			case rewrite.RuleMemory:
-				to = p.MemoryMB
-			case rewrite.RuleElastic:
-				to = int64(p.GPUs)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\n", p.JobID, p.Rule, p.From, to, p.Reason)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\n", p.JobID, p.Rule, p.From, proposedValue(p), p.Reason)
+		}
+		for _, h := range rep.Withheld {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\tnot changed: %s\n", h.JobID, h.Rule, h.From, proposedValue(h.Proposal), h.Why)
 		}
 		for _, sk := range rep.Resize.Skipped {
 			fmt.Fprintf(tw, "%d\t-\t\t\tnot changed: %s\n", sk.JobID, sk.Reason)
 		}
 	}
 	return tw.Flush()
+}
+
+// proposedValue is the value a proposal asks for: CPUs, MB or GPUs by rule.
+func proposedValue(p rewrite.Proposal) int64 {
+	switch p.Rule {
+	case rewrite.RuleMemory:
+		return p.MemoryMB
+	case rewrite.RuleElastic:
+		return int64(p.GPUs)
+	}
+	return int64(p.CPUs)
 }

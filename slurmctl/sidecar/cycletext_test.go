@@ -52,14 +52,17 @@ func TestRewriteReport_WriteText(t *testing.T) {
 			{JobID: 1, Rule: rewrite.RuleCPUs, CPUs: 16, From: 1, Reason: "cpus per GPU"},
 			{JobID: 1, Rule: rewrite.RuleMemory, MemoryMB: 32000, From: 1000, Reason: "memory per GPU"},
 			{JobID: 5, Rule: rewrite.RuleElastic, GPUs: 4, From: 2, Reason: "idle GPUs"}},
+		Withheld: []Withheld{{Proposal: rewrite.Proposal{JobID: 6, Rule: rewrite.RuleCPUs, CPUs: 2, From: 1, Reason: "cpus per GPU"},
+			Why: "Slurm limits apply (GrpTRES=cpu=4 on account lim)"}},
 		Resize: slurmctl.ResizeReport{Planned: make([]slurmctl.ResizeChange, 2), Skipped: []slurmctl.Skip{{JobID: 7, Reason: "opted out"}}}}
 	if err := rep.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
 	texttest.Check(t, b.String(), []string{
-		"\nrewrite: 1 share rules (table not written), 2 job changes planned, 0 applied, 0 failed (dry run: nothing written)\n",
+		"\nrewrite: 1 share rules (table not written), 2 job changes planned, 0 applied, 0 failed, 1 withheld under Slurm limits (dry run: nothing written)\n",
 		"USER   JOB NAME  SHARDS  REASON\nalice  light     4       used 12% of a GPU\n",
 		"JOB  RULE     FROM  TO     REASON\n1    cpus     1     16     cpus per GPU\n1    memory   1000  32000  memory per GPU\n" +
-			"5    elastic  2     4      idle GPUs\n7    -                     not changed: opted out\n",
+			"5    elastic  2     4      idle GPUs\n6    cpus     1     2      not changed: Slurm limits apply (GrpTRES=cpu=4 on account lim)\n" +
+			"7    -                     not changed: opted out\n",
 	}, nil)
 }

@@ -193,7 +193,7 @@ type Deps struct {
 	Source   Source
 	Values   ValueWriter
 	Resizes  Resizer
-	Comments CommentReader
+	Comments SlurmReader // pending jobs' comments and Slurm's limits, for rewriting
 	Store    Store
 	Leader   Leadership
 }

@@ -68,20 +68,25 @@ type UsageSource interface {
 	UsageSamples(ctx context.Context, cluster string, since time.Time) ([]rewrite.UsageSample, error)
 }
 
-// CommentReader reads pending jobs' comments, where users put the opt-out
-// and elastic markers (slurmctl.ResizeWriter).
-type CommentReader interface {
+// SlurmReader reads what the rules need of Slurm besides the jobs
+// (slurmctl.ResizeWriter): pending jobs' comments, where users put the
+// opt-out and elastic markers, and the CPU and memory limits of Slurm's
+// associations and QOS. The CPU and memory rules change no job that such a
+// limit applies to, because the change would exempt the job from it
+// (guardLimits).
+type SlurmReader interface {
 	Comments(ctx context.Context) (map[int64]string, error)
+	Limits(ctx context.Context) (*slurmctl.Limits, error)
 }
 
 // Rewriter runs the rewrite rules inside serve's cycle.
 type Rewriter struct {
-	cfg      RewriteConfig
-	log      *slog.Logger
-	usage    UsageSource
-	cpuUse   func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) // nil: not read
-	comments CommentReader
-	now      func() time.Time
+	cfg    RewriteConfig
+	log    *slog.Logger
+	usage  UsageSource
+	cpuUse func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) // nil: not read
+	slurm  SlurmReader
+	now    func() time.Time
 
 	share    *rewrite.Rules // profiles and the share rule (serve's shards per GPU)
 	profiles map[rewrite.ProfileKey]*rewrite.UsageProfile
@@ -94,14 +99,23 @@ type RewriteReport struct {
 	Rules        []rewrite.ShareRule // the table's rows
 	TableDropped int                 // rules left out by the table's caps
 	TableWritten bool
-	Proposals    []rewrite.Proposal
+	Proposals    []rewrite.Proposal // the changes asked of Slurm
+	Withheld     []Withheld         // CPU and memory changes not asked for: Slurm limits apply
 	Resize       slurmctl.ResizeReport
 	DryRun       bool
 }
 
+// Withheld is a CPU or memory change the rules proposed and Fairway did
+// not make, and why.
+type Withheld struct {
+	rewrite.Proposal
+	Why string
+}
+
 // NewRewriter returns the rewriter for cfg, or nil when rewriting is off
-// (no partition). usage is the rules' history; comments reads opt-outs.
-func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, comments CommentReader) (*Rewriter, error) {
+// (no partition). usage is the rules' history; slurm reads opt-outs and
+// limits.
+func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm SlurmReader) (*Rewriter, error) {
 	if len(cfg.Partitions) == 0 {
 		return nil, nil
 	}
@@ -118,7 +132,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, comment
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewriter{cfg: cfg, log: log, usage: usage, comments: comments, now: time.Now, share: share, elastic: map[int64]bool{}}
+	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}}
 	if cfg.Sacct {
 		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
 			return accounting.SacctUsage(ctx, "", nil, since, until)
@@ -199,12 +213,12 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 	}
 
 	if rw.cfg.Rules[rewrite.RuleCPUs] || rw.cfg.Rules[rewrite.RuleMemory] || rw.cfg.Rules[rewrite.RuleElastic] {
-		comments, err := rw.comments.Comments(ctx)
+		comments, err := rw.slurm.Comments(ctx)
 		if err != nil {
 			log.Warn("rewrite: cannot read job comments (opt-outs): no job resized this cycle", "err", err)
 			return rep
 		}
-		rep.Proposals = rw.propose(cl, comments, predicted, ranking)
+		rep.Proposals, rep.Withheld = rw.guardLimits(ctx, log, cl, rw.propose(cl, comments, predicted, ranking))
 		want := mergeProposals(rep.Proposals)
 		if len(want) > 0 {
 			rep.Resize, err = sink.Resize(ctx, cl.Jobs, want)
@@ -386,6 +400,70 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 		}
 	}
 	return out
+}
+
+// guardLimits keeps the CPU and memory proposals of jobs that no Slurm CPU
+// or memory limit applies to, and withholds the others. A CPU or memory
+// update by SlurmUser marks that resource admin-set, and Slurm then skips
+// it in every association and QOS limit check until the job starts
+// (slurmctl/limits.go), so a resized job could start past GrpTRES=cpu=N
+// or MaxTRESPerUser=mem=M. Capping the change to what the limits leave
+// room for now would not hold (the exemption outlives the moment of
+// the check, and lowering a request exempts the job too), so a job that
+// any such limit applies to keeps its CPUs and memory. When the limits
+// cannot be read, or not told for a job, the change is withheld as well:
+// fail safe. Elastic GPU counts are kept: a GRES update does not exempt.
+func (rw *Rewriter) guardLimits(ctx context.Context, log *slog.Logger, cl *slurmctl.Cluster, ps []rewrite.Proposal) ([]rewrite.Proposal, []Withheld) {
+	resource := func(p rewrite.Proposal) bool { return p.Rule == rewrite.RuleCPUs || p.Rule == rewrite.RuleMemory }
+	if !slices.ContainsFunc(ps, resource) {
+		return ps, nil
+	}
+	lim, readErr := rw.slurm.Limits(ctx)
+	if readErr != nil {
+		log.Warn("rewrite: cannot read Slurm's association and QOS limits: no job's CPUs or memory changed this cycle", "err", readErr)
+	}
+	byID := make(map[int64]*slurmctl.Job, len(cl.Jobs))
+	for i := range cl.Jobs {
+		byID[cl.Jobs[i].ID] = &cl.Jobs[i]
+	}
+	why := map[int64]string{}
+	var kept []rewrite.Proposal
+	var held []Withheld
+	for _, p := range ps {
+		if !resource(p) {
+			kept = append(kept, p)
+			continue
+		}
+		reason, seen := why[p.JobID]
+		if !seen {
+			switch j := byID[p.JobID]; {
+			case readErr != nil:
+				reason = "Slurm's limits could not be read"
+			case j == nil:
+				reason = "job not in the cluster read"
+			default:
+				l, err := lim.CPUMem(j)
+				switch {
+				case err != nil:
+					reason = err.Error()
+					log.Warn("rewrite: limits of a job unknown: its CPUs and memory left alone", "job_id", p.JobID, "err", err)
+				case len(l) > 0:
+					reason = "Slurm limits apply (" + strings.Join(l, "; ") + "); a resize by SlurmUser would exempt the job from them"
+				}
+			}
+			why[p.JobID] = reason
+		}
+		if reason == "" {
+			kept = append(kept, p)
+			continue
+		}
+		held = append(held, Withheld{Proposal: p, Why: reason})
+		log.Debug("rewrite withheld", "job_id", p.JobID, "rule", p.Rule, "from", p.From, "cpus", p.CPUs, "memory_mb", p.MemoryMB, "why", reason)
+	}
+	if len(held) > 0 {
+		log.Info("rewrite: CPU and memory changes withheld where Slurm limits apply", "withheld", len(held))
+	}
+	return kept, held
 }
 
 // mergeProposals turns per-rule proposals into one resize per job.

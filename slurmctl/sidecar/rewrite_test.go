@@ -201,9 +201,31 @@ func (f *fakeUsage) UsageSamples(context.Context, string, time.Time) ([]rewrite.
 type fakeResizer struct {
 	comments map[int64]string
 	resized  [][]slurmctl.Resize
+	limits   string // the lab capture Limits answers: "nolimits" (also for ""), "limits"
+	limitErr error  // Limits fails with it
 }
 
 func (f *fakeResizer) Comments(context.Context) (map[int64]string, error) { return f.comments, nil }
+
+// Limits answers with the lab's real sacctmgr and scontrol output
+// (slurmctl/testdata/sacctmgr-22.05.8).
+func (f *fakeResizer) Limits(context.Context) (*slurmctl.Limits, error) {
+	if f.limitErr != nil {
+		return nil, f.limitErr
+	}
+	dir := f.limits
+	if dir == "" {
+		dir = "nolimits"
+	}
+	var b [3][]byte
+	for i, name := range []string{"associations.txt", "qos.txt", "partitions.txt"} {
+		var err error
+		if b[i], err = os.ReadFile(filepath.Join("..", "testdata", "sacctmgr-22.05.8", dir, name)); err != nil {
+			return nil, err
+		}
+	}
+	return slurmctl.NewLimits(b[0], b[1], b[2])
+}
 
 func (f *fakeResizer) Resize(_ context.Context, jobs []slurmctl.Job, want []slurmctl.Resize) (slurmctl.ResizeReport, error) {
 	f.resized = append(f.resized, want)
@@ -226,9 +248,12 @@ func rewriteCluster(jobs ...slurmctl.Job) *slurmctl.Cluster {
 	return &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 1), node("gpu2", 0)}, Jobs: jobs}
 }
 
+// pendingJob is a pending job of a lab user in the lab's cluster, in the
+// user's account (alice, bob: physics; carol: chem) and QOS normal.
 func pendingJob(id int64, user, name, part string, gpus, cpus int) slurmctl.Job {
-	return slurmctl.Job{Job: policy.Job{ID: id, User: user, Name: name, Partition: part, GPUs: gpus, CPUs: cpus, MemoryMB: 1000,
-		Nodes: 1, State: policy.StatePending}, TaskCount: 1}
+	account := map[string]string{"alice": "physics", "bob": "physics", "carol": "chem"}[user]
+	return slurmctl.Job{Job: policy.Job{Cluster: "fairwaylab", ID: id, User: user, Account: account, QOS: "normal", Name: name,
+		Partition: part, GPUs: gpus, CPUs: cpus, MemoryMB: 1000, Nodes: 1, State: policy.StatePending}, TaskCount: 1}
 }
 
 func TestRewriter_Cycle(t *testing.T) {
@@ -312,5 +337,91 @@ func TestRewriter_Cycle(t *testing.T) {
 	wantPlanned := []slurmctl.Resize{{JobID: 1, CPUs: 2}, {JobID: 2, CPUs: 2}, {JobID: 5, GPUs: 4, CPUs: 8}} // by job id
 	if d := cmp.Diff(wantPlanned, planned); d != "" {
 		t.Errorf("planned resizes (-want +got):\n%s", d)
+	}
+}
+
+// TestRewriter_LimitsGuard: a CPU or memory change by SlurmUser exempts
+// the job from Slurm's limits on that resource, so the rules leave the
+// CPUs and memory of every job that a CPU or memory limit applies to, or
+// whose limits cannot be told, as they are, and all of them when the
+// limits cannot be read. Elastic GPU counts still change (a GRES update
+// exempts nothing). Limits are the lab's real answers (bob in account lim
+// under GrpTRES=cpu=4, alice under MaxTRES=mem=4000M, chem under
+// GrpTRESMins=cpu=600000), and a planning cycle decides the same.
+func TestRewriter_LimitsGuard(t *testing.T) {
+	cl := rewriteCluster(
+		pendingJob(1, "bob", "free", "gpu", 1, 1), // no limit anywhere: 2 CPUs, 4000 MB
+		func() slurmctl.Job { j := pendingJob(2, "bob", "capped", "gpu", 1, 1); j.Account = "lim"; return j }(),
+		pendingJob(3, "alice", "memcap", "gpu", 1, 1),
+		func() slurmctl.Job {
+			j := pendingJob(4, "dave", "stranger", "gpu", 1, 1)
+			j.Account = "physics"
+			return j
+		}(), // no association
+		pendingJob(5, "carol", "elastic", "gpu", 2, 2),
+	)
+	comments := map[int64]string{5: "fairway:elastic=1-8"}
+	cfg := RewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"cpus": true, "memory": true, "elastic": true},
+		Table: filepath.Join(t.TempDir(), "t"), TableMaxAge: time.Minute, HistoryDays: 30, RefreshEvery: 10, MinHistory: 3, ShardsPerGPU: 4, Cluster: "c"}
+	withheld := func(rep *RewriteReport) map[int64]string {
+		got := map[int64]string{}
+		for _, h := range rep.Withheld {
+			if h.Rule != rewrite.RuleCPUs && h.Rule != rewrite.RuleMemory {
+				t.Errorf("withheld a %s change: %+v", h.Rule, h)
+			}
+			got[h.JobID] = h.Why
+		}
+		return got
+	}
+	for _, plan := range []bool{false, true} {
+		write := &fakeResizer{comments: comments, limits: "limits"}
+		rw, err := NewRewriter(cfg, quietLogger(), &fakeUsage{}, write)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink Sink = &Live{Values: &fakeWriter{}, Resizes: write, Recorder: &fakeStore{}}
+		if plan {
+			sink = NewPlanner(nil, nil)
+		}
+		rep := rw.Cycle(context.Background(), 1, cl, nil, nil, sink)
+		var asked []slurmctl.Resize
+		for _, c := range rep.Resize.Planned {
+			asked = append(asked, c.Resize)
+		}
+		slices.SortFunc(asked, func(a, b slurmctl.Resize) int { return int(a.JobID - b.JobID) })
+		// 7 free GPUs, 4 taken by the jobs ranked ahead: the elastic job gets 3.
+		want := []slurmctl.Resize{{JobID: 1, CPUs: 2, MemoryMB: 4000}, {JobID: 5, GPUs: 3}}
+		if d := cmp.Diff(want, asked); d != "" {
+			t.Errorf("plan %v: resizes asked (-want +got):\n%s", plan, d)
+		}
+		got := withheld(rep)
+		for id, why := range map[int64]string{
+			2: "GrpTRES=cpu=4 on account lim", 3: "MaxTRES=mem=4000M on user alice in account physics",
+			4: "no association of user dave in account physics", 5: "GrpTRESMins=cpu=600000 on account chem",
+		} {
+			if !strings.Contains(got[id], why) {
+				t.Errorf("plan %v: job %d withheld for %q, want %q", plan, id, got[id], why)
+			}
+		}
+		if _, ok := got[1]; ok || len(rep.Withheld) != 8 { // jobs 2-5, a CPU and a memory change each
+			t.Errorf("plan %v: withheld %+v, want the CPU and memory changes of jobs 2-5", plan, rep.Withheld)
+		}
+	}
+
+	// Limits that cannot be read: no CPU or memory change at all.
+	write := &fakeResizer{comments: comments, limitErr: errors.New("sacctmgr: Connection refused")}
+	rw, err := NewRewriter(cfg, quietLogger(), &fakeUsage{}, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := rw.Cycle(context.Background(), 1, cl, nil, nil, &Live{Values: &fakeWriter{}, Resizes: write, Recorder: &fakeStore{}})
+	if len(write.resized) != 1 || cmp.Diff([]slurmctl.Resize{{JobID: 5, GPUs: 3}}, write.resized[0]) != "" {
+		t.Errorf("limits unreadable: resized %+v, want only the elastic GPU count", write.resized)
+	}
+	got := withheld(rep)
+	for id := int64(1); id <= 5; id++ {
+		if !strings.Contains(got[id], "could not be read") {
+			t.Errorf("limits unreadable: job %d withheld for %q", id, got[id])
+		}
 	}
 }
