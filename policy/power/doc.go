@@ -17,6 +17,9 @@
 //   - Predictive and IdleTime: the two power rules, replayed step by step
 //     with the same state and the same accounting (Replay), so that their
 //     node-hours off and their lack compare like for like.
+//   - Setting and Envelope: the predictive family around the artifact's
+//     rule (its conditions switchable, or a forecast envelope), one
+//     setting chosen on the validation days.
 //   - Evaluate: the whole offline protocol of `fairway power eval`, one
 //     table and a dominance verdict.
 package power

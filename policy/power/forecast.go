@@ -179,6 +179,28 @@ func (f *GBTForecaster) Forecast(s *Series, now int, out []float64) {
 	}
 }
 
+// Anchored is a GBT forecast shifted, at every lead, by the model's error
+// at the issue step: its prediction for step now from measured features
+// against the demand measured there. The GBT's freshest lag is 3 h old,
+// so its level misses what happened since; its errors persist from one
+// step to the next, so the last one is the best guess of the next.
+type Anchored struct{ F *GBTForecaster }
+
+// Name implements Forecaster.
+func (a Anchored) Name() string { return "gbt anchored" }
+
+// Forecast implements Forecaster. now must be at least
+// a.F.Lags.FirstFeatureStep().
+func (a Anchored) Forecast(s *Series, now int, out []float64) {
+	a.F.Forecast(s, now, out)
+	var row [NumFeatures]float32
+	Features(s.Time(now), now, func(k int) float64 { return float64(s.Active[k]) }, a.F.Lags, row[:])
+	r := float64(s.Active[now]) - a.F.predict(row[:])
+	for h := range out {
+		out[h] = max(out[h]+r, 0)
+	}
+}
+
 // Seasonal is the seasonal-naive forecaster: the demand one Period
 // earlier (a day: same time yesterday; a week: same time last week). Beyond
 // one period ahead it repeats its own forecast.

@@ -39,10 +39,18 @@ type Rule interface {
 // for step i+h, at least 2·Future−1 long; the artifact's window starts at
 // step i itself, which here is the measured demand. Forecasts are floored
 // to whole nodes as in the artifact.
+//
+// The zero value of the Any* switches is the artifact's rule; each one
+// drops one of its three power-down conditions, so the artifact's rule is
+// one point of a family Evaluate searches on the validation days.
 type Predictive struct {
 	Buffer, History, Future, Keep, WarmUp int
 	Forecast                              func(i int) []float64
-	// Label names the rule in tables; "predictive" when empty.
+	// AnyHistory drops "demand fell over the last History steps";
+	// AnyForecast drops "the forecast mean is at most the demand now";
+	// AnyTrend drops "the forecast is not rising".
+	AnyHistory, AnyForecast, AnyTrend bool
+	// Label names the rule in tables; "predictive buffer N" when empty.
 	Label string
 
 	s          *Series
@@ -81,14 +89,17 @@ func (p *Predictive) Powered(i, prev int) int {
 		p.stableTill = i + p.Keep
 	}
 	on = min(on, total)
-	if i < p.History {
+	if i < p.History && !p.AnyHistory {
 		return on
 	}
-	var hist float64
-	for k := i - p.History; k < i; k++ {
-		hist += float64(p.s.Active[k])
+	hist := 1.0 // passes the falling test when it is switched off
+	if !p.AnyHistory {
+		hist = 0
+		for k := i - p.History; k < i; k++ {
+			hist += float64(p.s.Active[k])
+		}
+		hist = hist/float64(p.History) - float64(a)
 	}
-	hist = hist/float64(p.History) - float64(a)
 	fc := p.Forecast(i)
 	window := func(n int) float64 { // mean of step i's demand and the next n−1 forecasts
 		sum := float64(a)
@@ -98,20 +109,76 @@ func (p *Predictive) Powered(i, prev int) int {
 		return sum / float64(n)
 	}
 	near := window(p.Future)
-	if hist < 0.1 || float64(a)-near < 0 {
+	if hist < 0.1 || (!p.AnyForecast && float64(a)-near < 0) {
 		return on
 	}
 	if i < p.stableTill {
 		return on
 	}
 	p.stableTill = i
-	if near < window(2*p.Future) {
+	if !p.AnyTrend && near < window(2*p.Future) {
 		return on
 	}
 	if target := min(on, a+p.Buffer); on-target >= 1 {
 		on = target
 	}
 	return on
+}
+
+// Envelope keeps powered, every step, the most nodes the forecast says
+// the next Horizon steps need (each lead's forecast plus its Margin, an
+// upper quantile rather than the mean), the demand of the last Hold steps
+// and now, plus Buffer. It powers down as soon as that is below what is
+// powered and up as soon as it is above: no trend test, no hold after a
+// power-up. With Horizon 0 it looks only back, and Hold s−1 with Buffer 0
+// is Slurm's idle-time rule at SuspendTime s steps (TestEnvelope_HoldIsIdleTime).
+type Envelope struct {
+	Buffer, Horizon, Hold int
+	// Margin[h−1] is added to the forecast for h steps ahead; shorter or
+	// nil means 0 beyond its end.
+	Margin []float64
+	// Forecast(i) is the forecast issued at step i, index h−1 for step
+	// i+h, at least Horizon long.
+	Forecast func(i int) []float64
+	// Label names the rule in tables; "envelope buffer N" when empty.
+	Label string
+
+	s *Series
+}
+
+// Name implements Rule.
+func (e *Envelope) Name() string {
+	if e.Label != "" {
+		return e.Label
+	}
+	return fmt.Sprintf("envelope buffer %d", e.Buffer)
+}
+
+// Reset implements Rule.
+func (e *Envelope) Reset(s *Series) { e.s = s }
+
+// Start implements Rule.
+func (e *Envelope) Start() int { return min(e.s.Active[0]+e.Buffer, e.s.Total[0]) }
+
+// Powered implements Rule.
+func (e *Envelope) Powered(i, prev int) int {
+	need := 0
+	for k := max(i-e.Hold, 0); k <= i; k++ {
+		need = max(need, e.s.Active[k])
+	}
+	if e.Horizon > 0 {
+		fc := e.Forecast(i)
+		for h := 1; h <= e.Horizon; h++ {
+			v := fc[h-1]
+			if h <= len(e.Margin) {
+				v += e.Margin[h-1]
+			}
+			// A forecast of 290.3 nodes needs 291; the slack keeps float
+			// noise on a whole number from adding a node.
+			need = max(need, int(math.Ceil(v-1e-9)))
+		}
+	}
+	return min(need+e.Buffer, e.s.Total[i])
 }
 
 // IdleTime is Slurm's own power saving (slurm.conf SuspendTime): a node
