@@ -51,6 +51,7 @@ func newApp() *cli.App {
 			simulateCommand(),
 			reportCommand(),
 			traceCommand(),
+			powerCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -55,6 +55,10 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
 			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
+			&cli.BoolFlag{Name: "power", Usage: "replay one policy (the first of --policies, default " + policy.DefaultPolicy + ") without power saving and with each power rule, and print the power table with the waits", EnvVars: []string{"FAIRWAY_SIMULATE_POWER"}},
+			&cli.DurationFlag{Name: "resume-time", Value: 5 * time.Minute, Usage: "with --power: how long a powered-down node takes to come up for a job (Slurm's ResumeTimeout)", EnvVars: []string{"FAIRWAY_SIMULATE_RESUME_TIME"}},
+			&cli.StringFlag{Name: "power-buffer", Value: "0,5,10,20", Usage: "with --power: comma-separated buffers of the artifact's predictive rule", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_BUFFER"}},
+			&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "with --power: comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_SIMULATE_SUSPEND_TIME"}},
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
 		},
 		Action: func(c *cli.Context) error {
@@ -64,6 +68,9 @@ func simulateCommand() *cli.Command {
 			cfg, err := simulateSettings(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("power") {
+				return simulatePower(c, cfg)
 			}
 			if c.Bool("forecast") {
 				return simulateForecast(c.Context, cfg, c.IsSet("policies"), c.Bool("forecast-oracle"), c.App.Writer, os.Stderr)
@@ -166,4 +173,35 @@ func simulateSuite(c *cli.Context) error {
 		return res.WriteMarkdown(c.App.Writer)
 	}
 	return res.WriteText(c.App.Writer)
+}
+
+// simulatePower is `fairway simulate --power`.
+func simulatePower(c *cli.Context, cfg simulateConfig) error {
+	ps := sim.PowerSettings{Resume: c.Duration("resume-time")}
+	if ps.Resume < 0 {
+		return fmt.Errorf("--resume-time %v: want ≥ 0", ps.Resume)
+	}
+	var err error
+	if ps.Buffers, err = parseInts(c.String("power-buffer")); err != nil {
+		return fmt.Errorf("--power-buffer: %w", err)
+	}
+	if ps.SuspendTimes, err = parseDurations(c.String("suspend-time")); err != nil {
+		return fmt.Errorf("--suspend-time: %w", err)
+	}
+	name := policy.DefaultPolicy
+	if c.IsSet("policies") {
+		name = cfg.Policies[0]
+	}
+	w, err := cfg.LoadWorkload()
+	if err != nil {
+		return err
+	}
+	rows, err := sim.ComparePower(c.Context, w, sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt}, name, ps)
+	if err != nil {
+		return err
+	}
+	if cfg.JSON {
+		return printJSON(c.App.Writer, rows)
+	}
+	return sim.WritePowerText(c.App.Writer, name, ps.Resume, rows)
 }

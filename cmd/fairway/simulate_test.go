@@ -223,3 +223,30 @@ func TestSimulate_ArchiveUnknownRecords(t *testing.T) {
 		t.Errorf("third line %q, want %q", lines[2], want)
 	}
 }
+
+// TestSimulate_Power runs `simulate --power` on the bundled synthetic
+// workload: one row without power saving, one per rule, waits beside.
+func TestSimulate_Power(t *testing.T) {
+	out, err := runApp(t, "simulate", "--power", "--resume-time", "5m", "--power-buffer", "0,10", "--suspend-time", "10m,1h")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"resume time 5m0s", "no power saving", "idle-time 10m", "idle-time 1h", "artifact, buffer 0", "artifact, buffer 10", "avg wait +s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--power-buffer", "x"}, `--power-buffer: "x"`},
+		{[]string{"--suspend-time", "soon"}, `--suspend-time: "soon"`},
+		{[]string{"--resume-time", "-1m"}, "--resume-time -1m0s"},
+		{[]string{"--policies", "tiresias"}, "preemptively"},
+	} {
+		if _, err := runApp(t, append([]string{"simulate", "--power"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}

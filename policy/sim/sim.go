@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/power"
 )
 
 // Backfill selects how jobs behind a blocked one may start.
@@ -77,6 +78,11 @@ type Config struct {
 	// decision logs). It must not keep or modify them.
 	OnCycle func(o *policy.Observation, s *policy.Snapshot, ranking []policy.Score)
 
+	// Power, when set, saves power by its rule and charges the resume
+	// delay to the jobs placed on powered-down nodes (Result.Power).
+	// Not with Preempt.
+	Power *Power
+
 	// watch, set by MeasureForecast, makes start-time forecasts as the
 	// simulation goes, without changing what it simulates.
 	watch *forecastWatch
@@ -110,6 +116,8 @@ type Result struct {
 	// Cycles counts the scheduling cycles run (policy rankings).
 	Cycles      int
 	Preemptions int
+	// Power is what power saving did, when Config.Power was set.
+	Power *PowerResult
 }
 
 // JobResult is one simulated job.
@@ -211,6 +219,8 @@ type simulator struct {
 	selEpoch    uint32
 	cycles      int
 	preemptions int
+
+	power *powerModel // nil: every node always up
 }
 
 // Run simulates jobs on cfg's cluster under cfg's policy and returns what
@@ -244,6 +254,9 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	}
 	if cfg.DefaultLimit <= 0 {
 		cfg.DefaultLimit = policy.UnknownRun
+	}
+	if cfg.Power != nil && cfg.Preempt {
+		return nil, fmt.Errorf("simulate: power saving with preemption is not modelled")
 	}
 	chargeEvery := cfg.ChargeEvery
 	if cfg.Preempt && chargeEvery == 0 {
@@ -297,6 +310,11 @@ func (s *simulator) load(res *Result) error {
 	s.minNeed = capacity + 1
 	s.sel = make([]uint32, len(s.jobs))
 	s.indexIDs()
+	if s.cfg.Power != nil {
+		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -426,6 +444,9 @@ func (s *simulator) wake(t int64) int64 {
 	if w := s.cfg.watch; w != nil && len(s.pending) > 0 && t != math.MaxInt64 {
 		t = min(t, w.next)
 	}
+	if s.power != nil && t != math.MaxInt64 {
+		t = min(t, s.power.next)
+	}
 	return t
 }
 
@@ -433,6 +454,9 @@ func (s *simulator) wake(t int64) int64 {
 // (something to decide on besides completions and arrivals).
 func (s *simulator) setNow(t int64) bool {
 	s.now = t
+	if s.power != nil {
+		s.power.tick(t)
+	}
 	return s.cfg.Preempt && s.lastCycle >= 0 && t >= s.lastCycle+int64(s.cfg.Tick)
 }
 
@@ -614,15 +638,20 @@ func (s *simulator) start(k int32, a []policy.Use) {
 	pj := s.dequeue(k)
 	j.alloc = append(j.alloc[:0], a...)
 	j.start = s.now
+	if s.power != nil {
+		// The job holds its nodes from now and runs once they are up;
+		// its time limit counts from then, as Slurm's does after a boot.
+		j.start += s.power.take(s.now, a)
+	}
 	if j.first < 0 {
-		j.first = s.now
+		j.first = j.start
 	}
 	pj.Start, pj.State = s.at(s.now), policy.StateRunning
 	j.pos = int32(len(s.running))
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
-	s.insertLimit(limitEntry{t: s.now + j.limit - j.done, k: k})
-	s.ends.push(endEvent{t: s.now + j.run - j.done, k: k, epoch: j.epoch})
+	s.insertLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
+	s.ends.push(endEvent{t: j.start + j.run - j.done, k: k, epoch: j.epoch})
 }
 
 // removeRunning removes entry p of a running list and of its job indices,
@@ -644,6 +673,9 @@ func (s *simulator) stop(k int32) policy.Job {
 	rj := removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	s.free.Give(j.alloc)
+	if s.power != nil {
+		s.power.give(j.alloc)
+	}
 	rj.End = s.at(s.now)
 	return rj
 }
@@ -818,4 +850,9 @@ func (s *simulator) result(res *Result) {
 		}
 	}
 	res.Cycles, res.Preemptions = s.cycles, s.preemptions
+	if p := s.power; p != nil {
+		p.tick(p.next) // the last, partial step
+		p.res.Metrics = power.Summarise(p.rule.Name(), p.res.Steps, p.series.Step)
+		res.Power = &p.res
+	}
 }

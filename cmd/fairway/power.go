@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/internal/progress"
+	"github.com/fairway-hpc/fairway/policy/power"
+	"github.com/urfave/cli/v2"
+)
+
+// powerEvalConfig is `fairway power eval`'s validated settings.
+type powerEvalConfig struct {
+	Sequence string
+	Step     time.Duration
+	JSON     bool
+	Eval     power.EvalConfig
+}
+
+func powerCommand() *cli.Command {
+	def := power.DefaultEvalConfig()
+	return &cli.Command{
+		Name:  "power",
+		Usage: "power saving from predicted node demand",
+		Subcommands: []*cli.Command{{
+			Name:  "eval",
+			Usage: "fit the node-demand forecaster and replay the predictive power rule against Slurm's idle-time rule on a node sequence",
+			Description: "The sequence is a CSV time,active,total (gzip or plain), e.g. ../shared/data/power/philly_node_sequence.csv.gz.\n" +
+				"Dates are days (the until dates are included whole) or times \"2017-12-01 06:00\". docs/POWER.md has the method.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total (gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
+				&cli.StringFlag{Name: "train-until", Value: "2017-11-30", Usage: "last day (or time) the forecaster learns from", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
+				&cli.StringFlag{Name: "test-from", Value: "2017-12-01", Usage: "first day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
+				&cli.StringFlag{Name: "test-until", Value: "2017-12-14", Usage: "last day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
+				&cli.StringFlag{Name: "buffer", Value: joinInts(def.Buffers), Usage: "comma-separated buffers (nodes kept powered above demand) of the predictive rule", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
+				&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_POWER_SUSPEND_TIME"}},
+				&cli.DurationFlag{Name: "step", Value: 10 * time.Minute, Usage: "resampling step (each step keeps its maximum demand)", EnvVars: []string{"FAIRWAY_POWER_STEP"}},
+				&cli.IntFlag{Name: "history", Value: def.History, Usage: "predictive rule: steps of falling demand before a power-down", EnvVars: []string{"FAIRWAY_POWER_HISTORY"}},
+				&cli.IntFlag{Name: "future", Value: def.Future, Usage: "predictive rule: forecast steps that must not exceed demand now", EnvVars: []string{"FAIRWAY_POWER_FUTURE"}},
+				&cli.IntFlag{Name: "keep", Value: def.Keep, Usage: "predictive rule: steps held after a power-up", EnvVars: []string{"FAIRWAY_POWER_KEEP"}},
+				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_POWER_JSON"}},
+			},
+			Action: func(c *cli.Context) error {
+				cfg, err := powerEvalSettings(c)
+				if err != nil {
+					return err
+				}
+				return powerEval(cfg, c.App.Writer, os.Stderr)
+			},
+		}},
+	}
+}
+
+// powerEvalSettings validates the flags once, naming the bad one.
+func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
+	cfg := powerEvalConfig{Sequence: c.String("sequence"), Step: c.Duration("step"), JSON: c.Bool("json"), Eval: power.DefaultEvalConfig()}
+	if cfg.Sequence == "" {
+		return cfg, fmt.Errorf("--sequence: required (a CSV time,active,total)")
+	}
+	if cfg.Step <= 0 {
+		return cfg, fmt.Errorf("--step %v: want a positive duration", cfg.Step)
+	}
+	var err error
+	if cfg.Eval.TrainUntil, err = parseDay(c.String("train-until"), true); err != nil {
+		return cfg, fmt.Errorf("--train-until: %w", err)
+	}
+	if cfg.Eval.TestFrom, err = parseDay(c.String("test-from"), false); err != nil {
+		return cfg, fmt.Errorf("--test-from: %w", err)
+	}
+	if cfg.Eval.TestUntil, err = parseDay(c.String("test-until"), true); err != nil {
+		return cfg, fmt.Errorf("--test-until: %w", err)
+	}
+	if cfg.Eval.Buffers, err = parseInts(c.String("buffer")); err != nil {
+		return cfg, fmt.Errorf("--buffer: %w", err)
+	}
+	if cfg.Eval.SuspendTimes, err = parseDurations(c.String("suspend-time")); err != nil {
+		return cfg, fmt.Errorf("--suspend-time: %w", err)
+	}
+	cfg.Eval.History, cfg.Eval.Future, cfg.Eval.Keep = c.Int("history"), c.Int("future"), c.Int("keep")
+	switch {
+	case cfg.Eval.History < 1:
+		return cfg, fmt.Errorf("--history %d: want at least 1", cfg.Eval.History)
+	case cfg.Eval.Future < 1:
+		return cfg, fmt.Errorf("--future %d: want at least 1", cfg.Eval.Future)
+	case cfg.Eval.Keep < 0:
+		return cfg, fmt.Errorf("--keep %d: want at least 0", cfg.Eval.Keep)
+	}
+	return cfg, nil
+}
+
+func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
+	f, err := os.Open(cfg.Sequence)
+	if err != nil {
+		return fmt.Errorf("open sequence: %w", err)
+	}
+	defer f.Close()
+	samples, err := power.ReadSequence(f, cfg.Sequence)
+	if err != nil {
+		return err
+	}
+	s, err := power.Resample(samples, cfg.Step)
+	if err != nil {
+		return err
+	}
+	if progress.IsTerminal(errOut) {
+		cfg.Eval.Progress = func(stage string) { fmt.Fprintf(errOut, "\r\033[K%s", stage) }
+		defer fmt.Fprint(errOut, "\r\033[K")
+	}
+	res, err := power.Evaluate(s, cfg.Eval)
+	if err != nil {
+		return err
+	}
+	if cfg.JSON {
+		return printJSON(out, res)
+	}
+	return res.WriteText(out)
+}
+
+// parseDay reads a day (2017-12-01) or a time (2017-12-01 06:00, RFC 3339)
+// as UTC; a day read as an end (through=true) is the midnight after it.
+func parseDay(v string, through bool) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if d, err := time.Parse(time.DateOnly, v); err == nil {
+		if through {
+			d = d.AddDate(0, 0, 1)
+		}
+		return d, nil
+	}
+	for _, l := range []string{"2006-01-02 15:04", time.DateTime, time.RFC3339} {
+		if t, err := time.Parse(l, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: want a day 2017-12-01 or a time 2017-12-01 06:00", v)
+}
+
+func parseInts(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want non-negative whole numbers, comma-separated", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseDurations(v string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q: want positive durations like 10m, comma-separated", f)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPowerEval_BadFlags(t *testing.T) {
+	seq := filepath.Join(t.TempDir(), "s.csv")
+	if err := os.WriteFile(seq, []byte("time,active,total\n2017-10-03 00:00:00,1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no sequence", nil, "--sequence: required"},
+		{"bad buffer", []string{"--sequence", seq, "--buffer", "10,x"}, `--buffer: "x"`},
+		{"bad suspend time", []string{"--sequence", seq, "--suspend-time", "10m,soon"}, `--suspend-time: "soon"`},
+		{"bad day", []string{"--sequence", seq, "--test-from", "12/01/2017"}, `--test-from: "12/01/2017"`},
+		{"broken line", []string{"--sequence", writeSeq(t, "time,active,total\n2017-10-03 00:00:00,1,2\n2017-10-03 00:01:00,x,2\n")}, "s.csv:3: active:"},
+		{"too short", []string{"--sequence", seq}, "outside the sequence"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runApp(t, append([]string{"power", "eval"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func writeSeq(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "s.csv")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPowerEval_Synthetic runs the command end to end on 50 days of a
+// daily cycle: one table with every rule and the verdict line.
+func TestPowerEval_Synthetic(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("time,active,total\n")
+	t0 := time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC)
+	for m := 0; m < 50*1440; m += 5 {
+		a := 50 + 30*math.Sin(2*math.Pi*float64(m%1440)/1440)
+		fmt.Fprintf(&b, "%s,%d,100\n", t0.Add(time.Duration(m)*time.Minute).Format(time.DateTime), int(a))
+	}
+	out, err := runApp(t, "power", "eval", "--sequence", writeSeq(t, b.String()), "--train-until", "2017-11-10",
+		"--test-from", "2017-11-11", "--test-until", "2017-11-17", "--buffer", "0,10", "--suspend-time", "10m,1h")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"test 2017-11-11 00:00:00 to 2017-11-18 00:00:00: 1008 steps", "artifact, buffer 0", "artifact, buffer 10", "chosen on the validation days",
+		"idle-time 10m", "idle-time 1h", "same time yesterday", "dominance on the test days (a predictive row"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+// Package power decides how many nodes a cluster keeps powered from a
+// forecast of node demand, after the Cluster Energy Saving service of
+// Helios (Hu et al., "Characterization and Prediction of Deep Learning
+// Workloads in Large-Scale GPU Datacenters", SC'21, §5.2), and replays
+// that rule against Slurm's own idle-time rule (slurm.conf SuspendTime) on a
+// node-demand sequence.
+//
+// The pieces, each pure (the package opens no files and keeps no clock):
+//
+//   - ReadSequence parses a `time,active,total` CSV (gzip or plain) from an
+//     io.Reader; Resample turns it into fixed steps holding each step's
+//     maximum, the artifact's 10-minute maxima.
+//   - Features and Forecaster: the artifact's demand features (calendar,
+//     rolling statistics shifted by a day, the value three hours earlier and
+//     a softened one) fitted with the project's GBT learner, plus the
+//     seasonal-naive baselines it has to beat.
+//   - Predictive and IdleTime: the two power rules, replayed step by step
+//     with the same state and the same accounting (Replay), so that their
+//     node-hours off and their lack compare like for like.
+//   - Setting and Envelope: the predictive family around the artifact's
+//     rule (its conditions switchable, or a forecast envelope), one
+//     setting chosen on the validation days.
+//   - Evaluate: the whole offline protocol of `fairway power eval`, one
+//     table and a dominance verdict.
+package power

@@ -1,0 +1,541 @@
+package power
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy/predict/gbt"
+)
+
+// EvalConfig is the offline protocol of `fairway power eval`.
+type EvalConfig struct {
+	// TrainUntil is the first instant not trained on; the last ValidDays
+	// before it choose the forecaster's size, then it is refit on all of it.
+	TrainUntil time.Time
+	// TestFrom and TestUntil bound the replayed steps, [TestFrom, TestUntil).
+	TestFrom, TestUntil time.Time
+	ValidDays           int
+	Buffers             []int
+	SuspendTimes        []time.Duration
+	// History, Future and Keep are the artifact's rule, always replayed;
+	// Buffers vary.
+	History, Future, Keep int
+	// Family is the predictive settings searched on the validation days;
+	// the one whose curve best dominates the idle-time rule there is
+	// replayed on the test days next to the artifact's.
+	Family []Setting
+	// TreeChoices are the GBT sizes, and Variants the shapes, tried on the
+	// validation days.
+	TreeChoices []int
+	Variants    []GBTForecaster
+	GBT         gbt.Config
+	// Progress, when set, is told each stage as it starts.
+	Progress func(stage string)
+}
+
+// DefaultEvalConfig is the artifact's split for Philly (train through
+// 2017-11-30, test 2017-12-01 to 12-14) and settings.
+func DefaultEvalConfig() EvalConfig {
+	day := func(m time.Month, d int) time.Time { return time.Date(2017, m, d, 0, 0, 0, 0, time.UTC) }
+	return EvalConfig{
+		TrainUntil: day(12, 1), TestFrom: day(12, 1), TestUntil: day(12, 15), ValidDays: 30,
+		Buffers:      []int{0, 1, 2, 3, 5, 10, 20, 30, 40},
+		SuspendTimes: []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
+		History:      2, Future: 30, Keep: 10,
+		Family:      DefaultFamily(),
+		TreeChoices: []int{10, 25, 50, 100, 200},
+		Variants:    GBTVariants(),
+		// Row subsampling 0.85 as the artifact's bagging_fraction.
+		GBT: gbt.Config{Depth: 6, Rate: 0.1, MinLeaf: 20, Subsample: 0.85},
+	}
+}
+
+// ForecastRow is one forecaster's error at one lead.
+type ForecastRow struct {
+	Forecaster string
+	Lead       string // e.g. "3h", "1d", "10m-5h" (the mean over the rule's window)
+	Errors
+}
+
+// RuleRow is one rule's replay over the test steps.
+type RuleRow struct {
+	Metrics
+	Kind     string // "predictive", "idle-time", "reference"
+	Setting  string // the predictive family's point, without the buffer
+	Buffer   int
+	Suspend  time.Duration
+	Forecast string // the forecaster driving a predictive rule
+}
+
+// Verdict answers, for one idle-time setting, whether a predictive setting
+// has at least as many node-hours off and less lack.
+type Verdict struct {
+	Idle    string
+	Witness string // the best such predictive setting; "" when none
+	Holds   bool
+	// ValidWitness is the chosen setting's buffer that dominated this
+	// idle-time setting on the validation days ("" when none did), and
+	// ValidHolds whether it still does on the test days: the verdict with
+	// the buffer too fixed before the test.
+	ValidWitness string
+	ValidHolds   bool
+}
+
+// EvalResult is what Evaluate measured.
+type EvalResult struct {
+	TrainSteps, ValidSteps, TestSteps int
+	Step                              time.Duration
+	Filled                            int
+	Trees                             int     // the GBT size chosen on validation
+	Variant                           string  // the GBT shape chosen on validation
+	ValidRMSE                         float64 // its validation RMSE at the 3 h lead
+	// Sigma[h−1] and SigmaAnchored[h−1] are the validation forecasts' RMSE
+	// h steps ahead (plain and anchored GBT), the envelope's margin unit.
+	Sigma, SigmaAnchored []float64
+	// Chosen is the family setting chosen on the validation days, out of
+	// Searched; Validation holds its rows, the artifact's and the
+	// idle-time rule's there.
+	Chosen     Setting
+	Searched   int
+	Validation []RuleRow
+	// Ranked is every searched setting's validation score, best first.
+	Ranked []RankedSetting
+	// MaxNodeHoursOff is Σ (total − active) over the test steps: no rule
+	// keeps more off, since every active node is powered.
+	MaxNodeHoursOff     float64
+	TestFrom, TestUntil time.Time
+	Forecasts           []ForecastRow
+	Rules               []RuleRow
+	Verdicts            []Verdict
+	Dominates           bool
+}
+
+// Evaluate runs the offline protocol on s: fit the forecaster on the
+// training steps, score it and the naive baselines on the test steps at
+// the same leads, then replay the predictive rule at every buffer (driven
+// by forecasts issued at each step from what was measured by then) and the
+// idle-time rule at every SuspendTime.
+func Evaluate(s *Series, cfg EvalConfig) (*EvalResult, error) {
+	l, err := LagsFor(s.Step)
+	if err != nil {
+		return nil, err
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if cfg.Future < 1 || cfg.History < 1 || cfg.Keep < 0 {
+		return nil, fmt.Errorf("history %d, future %d, keep %d: want history and future at least 1", cfg.History, cfg.Future, cfg.Keep)
+	}
+	if len(cfg.Buffers) == 0 || len(cfg.SuspendTimes) == 0 || len(cfg.TreeChoices) == 0 || len(cfg.Variants) == 0 {
+		return nil, errors.New("evaluate: want at least one buffer, one SuspendTime, one tree count and one forecaster variant")
+	}
+	trainHi := min(s.Index(cfg.TrainUntil), s.Len())
+	testLo, testHi := s.Index(cfg.TestFrom), s.Index(cfg.TestUntil)
+	horizon := max(l.Day, 2*cfg.Future)
+	for _, st := range cfg.Family {
+		horizon = max(horizon, st.reach())
+	}
+	artifact := ArtifactSetting(cfg.History, cfg.Future, cfg.Keep)
+	switch {
+	case testLo < trainHi:
+		return nil, fmt.Errorf("test from %s is before train until %s: the test must not overlap the training", cfg.TestFrom.Format(time.DateTime), cfg.TrainUntil.Format(time.DateTime))
+	case testHi <= testLo:
+		return nil, fmt.Errorf("test %s to %s: empty", cfg.TestFrom.Format(time.DateTime), cfg.TestUntil.Format(time.DateTime))
+	case testLo < 0 || testHi > s.Len():
+		return nil, fmt.Errorf("test %s to %s: outside the sequence (%s to %s)", cfg.TestFrom.Format(time.DateTime), cfg.TestUntil.Format(time.DateTime),
+			s.Start.Format(time.DateTime), s.Time(s.Len()).Format(time.DateTime))
+	case testLo-l.Day < 7*l.Day:
+		return nil, fmt.Errorf("test from %s: want at least 8 days of sequence before it (the weekly baseline and a day of forecasts)", cfg.TestFrom.Format(time.DateTime))
+	}
+	validHi := trainHi
+	validLo := max(validHi-cfg.ValidDays*l.Day, 0)
+	if validLo-l.FirstFeatureStep() < 7*l.Day {
+		return nil, fmt.Errorf("train until %s: want at least %d days of training before the %d validation days", cfg.TrainUntil.Format(time.DateTime), 7+1, cfg.ValidDays)
+	}
+	res := &EvalResult{Step: s.Step, Filled: s.Filled, TestFrom: s.Time(testLo), TestUntil: s.Time(testHi),
+		TrainSteps: trainHi - l.FirstFeatureStep(), ValidSteps: validHi - validLo, TestSteps: testHi - testLo}
+
+	// Choose the size on the validation days (the artifact's early stopping
+	// on November), at the lead whose features are all measured.
+	best := math.Inf(1)
+	var chosen GBTForecaster
+	var vmodel *GBTForecaster // the chosen shape fitted before validation
+	for _, v := range cfg.Variants {
+		for _, trees := range cfg.TreeChoices {
+			progress(fmt.Sprintf("fitting %s, %d trees, on the steps before validation", v.Variant, trees))
+			c := cfg.GBT
+			c.Trees = trees
+			f, err := TrainGBT(s, 0, validLo, l, c, v)
+			if err != nil {
+				return nil, err
+			}
+			if e := measuredLead(f, s, validLo, validHi, l); e.RMSE < best {
+				best, res.Trees, chosen, vmodel = e.RMSE, trees, v, f
+			}
+		}
+	}
+	res.ValidRMSE, res.Variant = best, chosen.Variant
+	progress(fmt.Sprintf("refitting %d trees on all training steps", res.Trees))
+	c := cfg.GBT
+	c.Trees = res.Trees
+	model, err := TrainGBT(s, 0, trainHi, l, c, chosen)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := chooseSetting(res, s, vmodel, validLo, validHi, horizon, l, cfg, progress); err != nil {
+		return nil, err
+	}
+
+	issueLo := testLo - l.Day
+	forecasters := []Forecaster{model, Anchored{F: model}, Seasonal{Label: "same time yesterday", Period: l.Day},
+		Seasonal{Label: "same time last week", Period: 7 * l.Day}, Seasonal{Label: "last value", Period: 1}}
+	issued := map[string]*Forecasts{}
+	for _, f := range forecasters {
+		progress("forecasting with " + f.Name())
+		issued[f.Name()] = Issue(f, s, issueLo, testHi, horizon)
+	}
+	lead := func(name, label string, h int) {
+		res.Forecasts = append(res.Forecasts, ForecastRow{Forecaster: name, Lead: label, Errors: issued[name].Lead(s, testLo, testHi, h)})
+	}
+	window := func(name string) {
+		var p, a []float64
+		for i := testLo; i < testHi; i++ {
+			fc := issued[name].At(i)
+			for h := 1; h < cfg.Future && i+h < testHi; h++ {
+				p = append(p, fc[h-1])
+				a = append(a, float64(s.Active[i+h]))
+			}
+		}
+		res.Forecasts = append(res.Forecasts, ForecastRow{Forecaster: name, Lead: fmt.Sprintf("%s-%s", shortDuration(s.Step), shortDuration(time.Duration(cfg.Future-1)*s.Step)), Errors: Score(p, a)})
+	}
+	// A seasonal forecast is the same at every lead up to its period, so
+	// each naive forecaster shows the leads where it differs.
+	lead("gbt", "3h", l.Recent)
+	lead("gbt", "1d", l.Day)
+	window("gbt")
+	lead("gbt anchored", "10m", 1)
+	lead("gbt anchored", "3h", l.Recent)
+	window("gbt anchored")
+	for _, name := range []string{"same time yesterday", "same time last week"} {
+		lead(name, "1d", l.Day)
+		window(name)
+	}
+	lead("last value", "10m", 1)
+	lead("last value", "3h", l.Recent)
+	window("last value")
+
+	progress("replaying the power rules")
+	test := s.Slice(testLo, testHi)
+	for i := range test.Active {
+		res.MaxNodeHoursOff += float64(test.Total[i]-test.Active[i]) * s.Step.Hours()
+	}
+	from := func(fc *Forecasts) func(int) []float64 {
+		return func(i int) []float64 { return fc.At(testLo + i) }
+	}
+	drive := driver{plain: issued["gbt"], anchored: issued["gbt anchored"], lo: testLo, sigma: res.Sigma, sigmaAnchored: res.SigmaAnchored}
+	settings := []Setting{artifact}
+	if res.Chosen != artifact {
+		settings = append(settings, res.Chosen)
+	}
+	for _, st := range settings {
+		res.Rules = append(res.Rules, replayCurve(st, artifact, cfg.Buffers, l.Long, drive, test)...)
+	}
+	for _, d := range cfg.SuspendTimes {
+		r := &IdleTime{SuspendTime: d}
+		_, m := Replay(r, test)
+		res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "idle-time", Suspend: d})
+	}
+	// References: the artifact's buffer driven by the naive forecast and by
+	// the measured future (what a perfect forecast would give), and no
+	// power saving at all.
+	oracle := &Forecasts{Lo: testLo, Hi: testHi, Horizon: horizon, v: make([]float64, (testHi-testLo)*horizon)}
+	for i := testLo; i < testHi; i++ {
+		for h, fc := 1, oracle.At(i); h <= horizon; h++ {
+			fc[h-1] = float64(s.Active[min(i+h, s.Len()-1)])
+		}
+	}
+	for _, ref := range []struct {
+		name string
+		fc   *Forecasts
+	}{{"same time yesterday", issued["same time yesterday"]}, {"measured future", oracle}} {
+		p := ArtifactPredictive(from(ref.fc))
+		p.WarmUp = l.Long
+		p.Label = fmt.Sprintf("artifact, buffer %d", p.Buffer)
+		_, m := Replay(p, test)
+		res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "reference", Buffer: p.Buffer, Forecast: ref.name})
+	}
+	_, m := Replay(&alwaysOn{}, test)
+	res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "reference"})
+
+	res.Verdicts, res.Dominates = Dominance(res.Rules)
+	// The verdict with the buffer too chosen on validation: the chosen
+	// setting's validation witness for each idle-time setting, on the test.
+	var idleV []RuleRow
+	for _, r := range res.Validation {
+		if r.Kind == "idle-time" {
+			idleV = append(idleV, r)
+		}
+	}
+	var chosenV []RuleRow
+	for _, r := range res.Validation {
+		if r.Kind == "predictive" && r.Setting == res.Chosen.String() {
+			chosenV = append(chosenV, r)
+		}
+	}
+	w := scoreCurve(chosenV, idleV).witness
+	for k := range res.Verdicts {
+		v := &res.Verdicts[k]
+		var idle RuleRow
+		for _, r := range res.Rules {
+			if r.Kind == "idle-time" && r.Rule == v.Idle {
+				idle = r
+			}
+		}
+		for j, r := range idleV {
+			if r.Rule != v.Idle || w[j] < 0 || !validDominates(chosenV, r, w[j]) {
+				continue
+			}
+			for _, p := range res.Rules {
+				if p.Kind == "predictive" && p.Setting == res.Chosen.String() && p.Buffer == w[j] {
+					v.ValidWitness = p.Rule
+					v.ValidHolds = p.NodeHoursOff >= idle.NodeHoursOff && p.LackNodeMinutes < idle.LackNodeMinutes
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// RankedSetting is one family setting's score on the validation days:
+// how many idle-time settings its curve dominates there, and the sum of
+// its relative node-hours-off margins (−1 for an idle-time setting no row
+// lacks less than).
+type RankedSetting struct {
+	Setting   Setting
+	Dominated int
+	Margin    float64
+}
+
+// validDominates says whether the row at buffer b dominated idle on the
+// validation days.
+func validDominates(curve []RuleRow, idle RuleRow, b int) bool {
+	for _, p := range curve {
+		if p.Buffer == b {
+			return p.NodeHoursOff >= idle.NodeHoursOff && p.LackNodeMinutes < idle.LackNodeMinutes
+		}
+	}
+	return false
+}
+
+// driver hands a setting the forecasts issued over a replayed slice
+// starting at step lo, and the margins measured on validation.
+type driver struct {
+	plain, anchored      *Forecasts
+	lo                   int
+	sigma, sigmaAnchored []float64
+}
+
+func (d driver) of(st Setting) (name string, fc func(int) []float64, sigma []float64) {
+	f, name, sigma := d.plain, "gbt", d.sigma
+	if st.Anchored {
+		f, name, sigma = d.anchored, "gbt anchored", d.sigmaAnchored
+	}
+	return name, func(i int) []float64 { return f.At(d.lo + i) }, sigma
+}
+
+// replayCurve replays one family setting at every buffer.
+func replayCurve(st, artifact Setting, buffers []int, warmUp int, d driver, s *Series) []RuleRow {
+	name, fc, sigma := d.of(st)
+	var out []RuleRow
+	for _, b := range buffers {
+		r := st.Rule(b, warmUp, fc, sigma)
+		if st == artifact {
+			r.(*Predictive).Label = fmt.Sprintf("artifact, buffer %d", b)
+		}
+		_, m := Replay(r, s)
+		out = append(out, RuleRow{Metrics: m, Kind: "predictive", Setting: st.String(), Buffer: b, Forecast: name})
+	}
+	return out
+}
+
+// chooseSetting picks the family's setting on the validation days
+// [validLo, validHi), driven by vmodel (fitted before them): the one
+// whose curve over the buffers dominates the most idle-time settings
+// there, then by the largest node-hours-off margin. It also measures the
+// per-lead RMSE the envelope's margin is made of. No test step is read.
+func chooseSetting(res *EvalResult, s *Series, vmodel *GBTForecaster, validLo, validHi, horizon int, l Lags, cfg EvalConfig, progress func(string)) error {
+	if len(cfg.Family) == 0 {
+		return errors.New("evaluate: want at least one predictive setting in the family")
+	}
+	progress("forecasting the validation days")
+	if validHi-validLo <= horizon {
+		return fmt.Errorf("evaluate: %d validation steps, want more than the forecast horizon %d", validHi-validLo, horizon)
+	}
+	d := driver{plain: Issue(vmodel, s, validLo, validHi, horizon), anchored: Issue(Anchored{F: vmodel}, s, validLo, validHi, horizon), lo: validLo}
+	res.Sigma, res.SigmaAnchored = make([]float64, horizon), make([]float64, horizon)
+	for h := 1; h <= horizon; h++ {
+		res.Sigma[h-1] = d.plain.Lead(s, validLo+h, validHi, h).RMSE
+		res.SigmaAnchored[h-1] = d.anchored.Lead(s, validLo+h, validHi, h).RMSE
+	}
+	d.sigma, d.sigmaAnchored = res.Sigma, res.SigmaAnchored
+	valid := s.Slice(validLo, validHi)
+	var idle []RuleRow
+	for _, d := range cfg.SuspendTimes {
+		_, m := Replay(&IdleTime{SuspendTime: d}, valid)
+		idle = append(idle, RuleRow{Metrics: m, Kind: "idle-time", Suspend: d})
+	}
+	artifact := ArtifactSetting(cfg.History, cfg.Future, cfg.Keep)
+	progress(fmt.Sprintf("replaying %d settings × %d buffers on the validation days", len(cfg.Family), len(cfg.Buffers)))
+	var bestCurve, artifactCurve []RuleRow
+	best := curveScore{dominated: -1}
+	for _, st := range cfg.Family {
+		curve := replayCurve(st, artifact, cfg.Buffers, l.Long, d, valid)
+		if st == artifact {
+			artifactCurve = curve
+		}
+		sc := scoreCurve(curve, idle)
+		res.Ranked = append(res.Ranked, RankedSetting{Setting: st, Dominated: sc.dominated, Margin: sc.margin})
+		if sc.better(best) {
+			best, res.Chosen, bestCurve = sc, st, curve
+		}
+	}
+	slices.SortStableFunc(res.Ranked, func(a, b RankedSetting) int {
+		if a.Dominated != b.Dominated {
+			return b.Dominated - a.Dominated
+		}
+		return cmp.Compare(b.Margin, a.Margin)
+	})
+	if artifactCurve == nil {
+		artifactCurve = replayCurve(artifact, artifact, cfg.Buffers, l.Long, d, valid)
+	}
+	res.Searched = len(cfg.Family)
+	res.Validation = append(res.Validation, artifactCurve...)
+	if res.Chosen != artifact {
+		res.Validation = append(res.Validation, bestCurve...)
+	}
+	res.Validation = append(res.Validation, idle...)
+	return nil
+}
+
+// measuredLead scores f at the 3 h lead on [lo, hi) with features from
+// measured demand (every feature of the lead lies at or before the issue).
+func measuredLead(f *GBTForecaster, s *Series, lo, hi int, l Lags) Errors {
+	x := func(k int) float64 { return float64(s.Active[k]) }
+	var row [NumFeatures]float32
+	p, a := make([]float64, 0, hi-lo), make([]float64, 0, hi-lo)
+	for j := lo; j < hi; j++ {
+		Features(s.Time(j), j, x, l, row[:])
+		p = append(p, f.predict(row[:]))
+		a = append(a, float64(s.Active[j]))
+	}
+	return Score(p, a)
+}
+
+// alwaysOn is no power saving: every node up.
+type alwaysOn struct{ s *Series }
+
+func (*alwaysOn) Name() string              { return "always on" }
+func (a *alwaysOn) Reset(s *Series)         { a.s = s }
+func (a *alwaysOn) Start() int              { return a.s.Total[0] }
+func (a *alwaysOn) Powered(i, prev int) int { return a.s.Total[i] }
+
+// Dominance checks, for every idle-time row, whether a predictive row has
+// at least as many node-hours off and strictly less lack (node-minutes);
+// the witness is the one with the most node-hours off.
+func Dominance(rows []RuleRow) ([]Verdict, bool) {
+	var out []Verdict
+	all := true
+	for _, idle := range rows {
+		if idle.Kind != "idle-time" {
+			continue
+		}
+		v := Verdict{Idle: idle.Rule}
+		bestOff := -1.0
+		for _, p := range rows {
+			if p.Kind != "predictive" {
+				continue
+			}
+			if p.NodeHoursOff >= idle.NodeHoursOff && p.LackNodeMinutes < idle.LackNodeMinutes && p.NodeHoursOff > bestOff {
+				bestOff, v.Witness, v.Holds = p.NodeHoursOff, p.Rule, true
+			}
+		}
+		all = all && v.Holds
+		out = append(out, v)
+	}
+	return out, all && len(out) > 0
+}
+
+// WriteText writes the result as one table and the dominance verdict.
+func (r *EvalResult) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "test %s to %s: %d steps of %s (%d training steps, %d empty steps carried forward); GBT %q, %d trees, chosen on %d validation steps before the test (RMSE %.2f at 3h)\n",
+		r.TestFrom.Format(time.DateTime), r.TestUntil.Format(time.DateTime), r.TestSteps, shortDuration(r.Step), r.TrainSteps, r.Filled, r.Variant, r.Trees, r.ValidSteps, r.ValidRMSE)
+	fmt.Fprintf(w, "predictive setting chosen on the validation days out of %d: %s (the artifact's: %s)\n", r.Searched, r.Chosen, r.artifactName())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "row\tforecast\tlead\tRMSE\tSMAPE %\tmean off\tnode-h off\tutil powered\tutil cluster\tchanges/day\tups/day\tlack node-min\tlack events\t")
+	for _, f := range r.Forecasts {
+		fmt.Fprintf(tw, "forecast\t%s\t%s\t%.2f\t%.2f\t-\t-\t-\t-\t-\t-\t-\t-\t\n", f.Forecaster, f.Lead, f.RMSE, f.SMAPE)
+	}
+	rows := make([]RuleRow, 0, len(r.Validation)+len(r.Rules))
+	for _, x := range r.Validation {
+		x.Rule = "validation: " + x.Rule
+		rows = append(rows, x)
+	}
+	for _, x := range append(rows, r.Rules...) {
+		fc := x.Forecast
+		if fc == "" {
+			fc = "-"
+		}
+		name := x.Rule
+		if x.Kind == "reference" {
+			name = "ref: " + name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%.1f\t%.0f\t%.1f%%\t%.1f%%\t%.1f\t%.1f\t%.0f\t%d\t\n", name, fc, x.MeanOff, x.NodeHoursOff,
+			100*x.UtilPowered, 100*x.UtilCluster, x.ChangesPerDay, x.UpsPerDay, x.LackNodeMinutes, x.LackEvents)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "most node-hours off any rule can keep on the test days (powered = demand every step): %.0f\n", r.MaxNodeHoursOff)
+	fmt.Fprintln(w, "lack: active nodes above those powered in the previous step, each short for the whole step (node-minutes = nodes × step); same for every rule")
+	var parts, fixed []string
+	for _, v := range r.Verdicts {
+		if v.Holds {
+			parts = append(parts, fmt.Sprintf("%s: yes (%s)", v.Idle, v.Witness))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s: no", v.Idle))
+		}
+		switch {
+		case v.ValidWitness == "":
+			fixed = append(fixed, fmt.Sprintf("%s: none on validation", v.Idle))
+		case v.ValidHolds:
+			fixed = append(fixed, fmt.Sprintf("%s: %s holds", v.Idle, v.ValidWitness))
+		default:
+			fixed = append(fixed, fmt.Sprintf("%s: %s fails", v.Idle, v.ValidWitness))
+		}
+	}
+	verdict := "does not dominate"
+	if r.Dominates {
+		verdict = "dominates"
+	}
+	fmt.Fprintf(w, "dominance on the test days (a predictive row with ≥ node-hours off and less lack): %s; the predictive rule %s the idle-time rule\n", strings.Join(parts, ", "), verdict)
+	fmt.Fprintf(w, "with the buffer also fixed on validation (the chosen setting's validation witness, on the test days): %s\n", strings.Join(fixed, ", "))
+	return nil
+}
+
+func (r *EvalResult) artifactName() string {
+	for _, x := range r.Validation {
+		if x.Kind == "predictive" && strings.HasPrefix(x.Rule, "artifact") {
+			return x.Setting
+		}
+	}
+	return "-"
+}

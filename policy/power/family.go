@@ -1,0 +1,154 @@
+package power
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Setting is one point of the predictive family, every parameter but the
+// buffer: either the artifact's trend rule (Predictive) with its
+// conditions switchable, or the forecast envelope (Envelope). Evaluate
+// replays each at every buffer on the validation days and keeps the one
+// whose curve best dominates the idle-time rule there.
+type Setting struct {
+	Envelope bool
+	// The trend rule's (Predictive).
+	History, Future, Keep             int
+	AnyHistory, AnyForecast, AnyTrend bool
+	// The envelope's: Horizon steps ahead, each lead's forecast plus K
+	// times that lead's validation RMSE, and the demand of the last Hold
+	// steps.
+	Horizon, Hold int
+	K             float64
+	// Anchored drives the rule with the GBT forecast shifted by its error
+	// at the issue step (Anchored) rather than the plain GBT forecast.
+	Anchored bool
+}
+
+// ArtifactSetting is the artifact's own rule.
+func ArtifactSetting(history, future, keep int) Setting {
+	return Setting{History: history, Future: future, Keep: keep}
+}
+
+// String names the setting in tables.
+func (st Setting) String() string {
+	if st.Anchored {
+		plain := st
+		plain.Anchored = false
+		return plain.String() + ", anchored"
+	}
+	if st.Envelope {
+		if st.Horizon == 0 {
+			return fmt.Sprintf("envelope hold %d", st.Hold)
+		}
+		return fmt.Sprintf("envelope %d steps +%gσ hold %d", st.Horizon, st.K, st.Hold)
+	}
+	var off []string
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{st.AnyHistory, "falling"}, {st.AnyForecast, "below"}, {st.AnyTrend, "not rising"}} {
+		if x.on {
+			off = append(off, x.name)
+		}
+	}
+	s := fmt.Sprintf("trend h%d f%d keep %d", st.History, st.Future, st.Keep)
+	if len(off) > 0 {
+		s += " without " + strings.Join(off, ", ")
+	}
+	return s
+}
+
+// reach is how far ahead the setting reads the forecast.
+func (st Setting) reach() int {
+	if st.Envelope {
+		return st.Horizon
+	}
+	return 2 * st.Future
+}
+
+// Rule builds the setting at one buffer. sigma[h−1] is the forecaster's
+// RMSE h steps ahead on the validation days; warmUp the trend rule's first
+// steps at demand + buffer.
+func (st Setting) Rule(buffer, warmUp int, forecast func(int) []float64, sigma []float64) Rule {
+	if st.Envelope {
+		m := make([]float64, min(st.Horizon, len(sigma)))
+		for h := range m {
+			m[h] = st.K * sigma[h]
+		}
+		return &Envelope{Buffer: buffer, Horizon: st.Horizon, Hold: st.Hold, Margin: m, Forecast: forecast,
+			Label: fmt.Sprintf("%s, buffer %d", st, buffer)}
+	}
+	return &Predictive{Buffer: buffer, History: st.History, Future: st.Future, Keep: st.Keep, WarmUp: warmUp, Forecast: forecast,
+		AnyHistory: st.AnyHistory, AnyForecast: st.AnyForecast, AnyTrend: st.AnyTrend,
+		Label: fmt.Sprintf("%s, buffer %d", st, buffer)}
+}
+
+// DefaultFamily is the grid Evaluate searches, each driven by the plain
+// and by the anchored GBT forecast: the trend rule with every combination
+// of its conditions switched off over short and long windows, and the
+// envelope over horizons from 10 minutes to 5 hours, margins of 0 to 2
+// RMSE and look-backs of 0 to 5 steps. Every setting reads the forecast:
+// an envelope with no horizon is the idle-time rule plus a buffer, not a
+// prediction, and would make the comparison with it empty.
+func DefaultFamily() []Setting {
+	var out []Setting
+	for _, anchored := range []bool{false, true} {
+		for _, h := range []int{1, 2} {
+			for _, f := range []int{6, 30} {
+				for _, k := range []int{0, 10} {
+					for bits := range 8 {
+						out = append(out, Setting{History: h, Future: f, Keep: k, Anchored: anchored,
+							AnyHistory: bits&1 != 0, AnyForecast: bits&2 != 0, AnyTrend: bits&4 != 0})
+					}
+				}
+			}
+		}
+		for _, hold := range []int{0, 1, 2, 3, 5} {
+			for _, h := range []int{1, 2, 3, 6, 12, 30} {
+				for _, k := range []float64{0, 0.5, 1, 2} {
+					out = append(out, Setting{Envelope: true, Horizon: h, K: k, Hold: hold, Anchored: anchored})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// curveScore is how well one setting's curve (its rows at every buffer)
+// dominates the idle-time rows: how many idle-time settings it dominates,
+// then the sum over them of the relative node-hours-off margin of its best
+// row with less lack (−1 where no row lacks less). The witness per idle
+// setting is that best row's buffer, −1 when none.
+type curveScore struct {
+	dominated int
+	margin    float64
+	witness   []int
+}
+
+func (a curveScore) better(b curveScore) bool {
+	if a.dominated != b.dominated {
+		return a.dominated > b.dominated
+	}
+	return a.margin > b.margin
+}
+
+func scoreCurve(curve []RuleRow, idle []RuleRow) curveScore {
+	var sc curveScore
+	for _, r := range idle {
+		best, w := -1.0, -1
+		for _, p := range curve {
+			if p.LackNodeMinutes < r.LackNodeMinutes {
+				if m := (p.NodeHoursOff - r.NodeHoursOff) / max(r.NodeHoursOff, 1); w < 0 || m > best {
+					best, w = m, p.Buffer
+				}
+			}
+		}
+		if w >= 0 && best >= 0 {
+			sc.dominated++
+		}
+		sc.margin += best
+		sc.witness = append(sc.witness, w)
+	}
+	return sc
+}

@@ -1,0 +1,72 @@
+package power
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadSequence_Errors(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"empty", "", "seq: empty"},
+		{"no total column", "time,active\n2017-10-03 00:00:00,3\n", `seq:1: header "time,active" has no column "total"`},
+		{"bad time", "time,active,total\n2017-10-03 00:00:00,3,10\nyesterday,3,10\n", "seq:3: time: malformed sequence"},
+		{"bad active", "time,active,total\n2017-10-03 00:00:00,three,10\n", `seq:2: active: malformed sequence: "three" is not a node count`},
+		{"negative total", "time,active,total\n2017-10-03 00:00:00,3,-1\n", "seq:2: total: malformed sequence: -1 is negative"},
+		{"active above total", "time,active,total\n2017-10-03 00:00:00,11,10\n", "seq:2: active: malformed sequence: 11 active nodes of 10"},
+		{"short row", "time,active,total\n2017-10-03 00:00:00,3\n", "seq:2: 2 fields, want at least 3"},
+		{"time goes back", "time,active,total\n2017-10-03 00:01:00,3,10\n2017-10-03 00:00:00,3,10\n", "seq:3: time: malformed sequence: 2017-10-03 00:00:00 is not after"},
+		{"header only", "time,active,total\n", "seq: no rows after the header"},
+		{"bad quote", "time,active,total\n2017-10-03 00:00:00,\"3,10\n", "seq:2: malformed sequence"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadSequence(strings.NewReader(tc.in), "seq")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("err = %v, want it to wrap ErrMalformed", err)
+			}
+		})
+	}
+}
+
+func TestReadSequence_GzipAndColumnOrder(t *testing.T) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte("total,time,active,extra\n420,2017-10-03 00:00:00,312,x\n420.0,2017-10-03T00:01:00Z,309.0,y\n"))
+	zw.Close()
+	got, err := ReadSequence(&b, "seq.csv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2017, 10, 3, 0, 0, 0, 0, time.UTC)
+	want := []Sample{{t0, 312, 420}, {t0.Add(time.Minute), 309, 420}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+func TestResample_MaximaAndGaps(t *testing.T) {
+	t0 := time.Date(2017, 10, 3, 0, 3, 0, 0, time.UTC)
+	in := []Sample{{t0, 3, 10}, {t0.Add(5 * time.Minute), 5, 10}, {t0.Add(6 * time.Minute), 4, 12}, {t0.Add(25 * time.Minute), 2, 10}}
+	got, err := Resample(in, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Series{Start: time.Date(2017, 10, 3, 0, 0, 0, 0, time.UTC), Step: 10 * time.Minute,
+		Active: []int{5, 5, 2}, Total: []int{12, 12, 10}, Filled: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if _, err := Resample(in, 0); err == nil {
+		t.Error("step 0: no error")
+	}
+}
