@@ -16,7 +16,6 @@ import (
 // powerEvalConfig is `fairway power eval`'s validated settings.
 type powerEvalConfig struct {
 	Sequence string
-	Step     time.Duration
 	JSON     bool
 	Eval     power.EvalConfig
 }
@@ -38,7 +37,8 @@ func powerCommand() *cli.Command {
 				&cli.StringFlag{Name: "test-until", Value: "2017-12-14", Usage: "last day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
 				&cli.StringFlag{Name: "buffer", Value: joinInts(def.Buffers), Usage: "comma-separated buffers (nodes kept powered above demand) of the predictive rule", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
 				&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_POWER_SUSPEND_TIME"}},
-				&cli.DurationFlag{Name: "step", Value: 10 * time.Minute, Usage: "resampling step (each step keeps its maximum demand)", EnvVars: []string{"FAIRWAY_POWER_STEP"}},
+				&cli.DurationFlag{Name: "step", Value: def.Step, Usage: "the forecaster's step and how often the predictive rules decide, in whole minutes (each step keeps its maximum demand); every rule is accounted per minute", EnvVars: []string{"FAIRWAY_POWER_STEP"}},
+				&cli.DurationFlag{Name: "resume-time", Value: def.Resume, Usage: "how long a powered-down node takes to become usable, under every rule (Slurm's ResumeTimeout; rounded up to whole minutes)", EnvVars: []string{"FAIRWAY_POWER_RESUME_TIME"}},
 				&cli.IntFlag{Name: "history", Value: def.History, Usage: "predictive rule: steps of falling demand before a power-down", EnvVars: []string{"FAIRWAY_POWER_HISTORY"}},
 				&cli.IntFlag{Name: "future", Value: def.Future, Usage: "predictive rule: forecast steps that must not exceed demand now", EnvVars: []string{"FAIRWAY_POWER_FUTURE"}},
 				&cli.IntFlag{Name: "keep", Value: def.Keep, Usage: "predictive rule: steps held after a power-up", EnvVars: []string{"FAIRWAY_POWER_KEEP"}},
@@ -57,12 +57,15 @@ func powerCommand() *cli.Command {
 
 // powerEvalSettings validates the flags once, naming the bad one.
 func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
-	cfg := powerEvalConfig{Sequence: c.String("sequence"), Step: c.Duration("step"), JSON: c.Bool("json"), Eval: power.DefaultEvalConfig()}
+	cfg := powerEvalConfig{Sequence: c.String("sequence"), JSON: c.Bool("json"), Eval: power.DefaultEvalConfig()}
 	if cfg.Sequence == "" {
 		return cfg, fmt.Errorf("--sequence: required (a CSV time,active,total)")
 	}
-	if cfg.Step <= 0 {
-		return cfg, fmt.Errorf("--step %v: want a positive duration", cfg.Step)
+	if cfg.Eval.Step = c.Duration("step"); cfg.Eval.Step <= 0 || cfg.Eval.Step%time.Minute != 0 {
+		return cfg, fmt.Errorf("--step %v: want a positive whole number of minutes", cfg.Eval.Step)
+	}
+	if cfg.Eval.Resume = c.Duration("resume-time"); cfg.Eval.Resume <= 0 {
+		return cfg, fmt.Errorf("--resume-time %v: want a positive duration (a node is never usable the instant it is resumed)", cfg.Eval.Resume)
 	}
 	var err error
 	if cfg.Eval.TrainUntil, err = parseDay(c.String("train-until"), true); err != nil {
@@ -102,15 +105,11 @@ func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
 	if err != nil {
 		return err
 	}
-	s, err := power.Resample(samples, cfg.Step)
-	if err != nil {
-		return err
-	}
 	if progress.IsTerminal(errOut) {
 		cfg.Eval.Progress = func(stage string) { fmt.Fprintf(errOut, "\r\033[K%s", stage) }
 		defer fmt.Fprint(errOut, "\r\033[K")
 	}
-	res, err := power.Evaluate(s, cfg.Eval)
+	res, err := power.Evaluate(samples, cfg.Eval)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -24,6 +25,8 @@ func TestPowerEval_BadFlags(t *testing.T) {
 		{"bad buffer", []string{"--sequence", seq, "--buffer", "10,x"}, `--buffer: "x"`},
 		{"bad suspend time", []string{"--sequence", seq, "--suspend-time", "10m,soon"}, `--suspend-time: "soon"`},
 		{"bad day", []string{"--sequence", seq, "--test-from", "12/01/2017"}, `--test-from: "12/01/2017"`},
+		{"no resume time", []string{"--sequence", seq, "--resume-time", "0s"}, "--resume-time 0s: want a positive duration"},
+		{"step not whole minutes", []string{"--sequence", seq, "--step", "90s"}, "--step 1m30s: want a positive whole number of minutes"},
 		{"broken line", []string{"--sequence", writeSeq(t, "time,active,total\n2017-10-03 00:00:00,1,2\n2017-10-03 00:01:00,x,2\n")}, "s.csv:3: active:"},
 		{"too short", []string{"--sequence", seq}, "outside the sequence"},
 	} {
@@ -44,9 +47,8 @@ func writeSeq(t *testing.T, body string) string {
 	return p
 }
 
-// TestPowerEval_Synthetic runs the command end to end on 50 days of a
-// daily cycle: one table with every rule and the verdict line.
-func TestPowerEval_Synthetic(t *testing.T) {
+// dailyCycle is 50 days of a daily cycle sampled every 5 minutes.
+func dailyCycle(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("time,active,total\n")
 	t0 := time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC)
@@ -54,7 +56,13 @@ func TestPowerEval_Synthetic(t *testing.T) {
 		a := 50 + 30*math.Sin(2*math.Pi*float64(m%1440)/1440)
 		fmt.Fprintf(&b, "%s,%d,100\n", t0.Add(time.Duration(m)*time.Minute).Format(time.DateTime), int(a))
 	}
-	out, err := runApp(t, "power", "eval", "--sequence", writeSeq(t, b.String()), "--train-until", "2017-11-10",
+	return writeSeq(t, b.String())
+}
+
+// TestPowerEval_Synthetic runs the command end to end on 50 days of a
+// daily cycle: one table with every rule and the verdict line.
+func TestPowerEval_Synthetic(t *testing.T) {
+	out, err := runApp(t, "power", "eval", "--sequence", dailyCycle(t), "--train-until", "2017-11-10",
 		"--test-from", "2017-11-11", "--test-until", "2017-11-17", "--buffer", "0,10", "--suspend-time", "10m,1h")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -64,5 +72,44 @@ func TestPowerEval_Synthetic(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestPowerEval_IdleTimeActsPerMinute: Slurm's SuspendTime counts each
+// node's own idle time, so at SuspendTime 10m a node freed as demand
+// falls stays powered for its 10 idle minutes. Replayed on 10-minute
+// maxima the idle-time rule powered exactly each step's busiest minute,
+// the most any rule can keep off, so no rule could ever dominate it; per
+// minute it keeps less off than the minute demand allows.
+func TestPowerEval_IdleTimeActsPerMinute(t *testing.T) {
+	out, err := runApp(t, "power", "eval", "--sequence", dailyCycle(t), "--train-until", "2017-11-10",
+		"--test-from", "2017-11-11", "--test-until", "2017-11-17", "--buffer", "0", "--suspend-time", "10m", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var res struct {
+		MaxNodeHoursOff float64
+		Rules           []struct {
+			Kind         string
+			Rule         string
+			NodeHoursOff float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	found := false
+	for _, r := range res.Rules {
+		if r.Kind != "idle-time" {
+			continue
+		}
+		found = true
+		if r.NodeHoursOff >= res.MaxNodeHoursOff-1 {
+			t.Errorf("%s keeps %.1f node-hours off, the most any rule can keep is %.1f: want it below, as a node idles 10 minutes before it goes down",
+				r.Rule, r.NodeHoursOff, res.MaxNodeHoursOff)
+		}
+	}
+	if !found {
+		t.Errorf("no idle-time row in\n%s", out)
 	}
 }

@@ -14,9 +14,13 @@
 //     rolling statistics shifted by a day, the value three hours earlier and
 //     a softened one) fitted with the project's GBT learner, plus the
 //     seasonal-naive baselines it has to beat.
-//   - Predictive and IdleTime: the two power rules, replayed step by step
-//     with the same state and the same accounting (Replay), so that their
-//     node-hours off and their lack compare like for like.
+//   - Predictive and Envelope: power rules deciding every step from a
+//     forecast; ReplayRule replays one against the demand of every minute.
+//     ReplayIdleTime replays Slurm's SuspendTime on the same demand, each
+//     node on its own idle clock. Both move nodes through the same fleet
+//     (the same resume delay, the same lack), so that their node-hours off
+//     and their lack compare like for like. IdleTime is SuspendTime as a
+//     Rule on step maxima, for the simulator.
 //   - Setting and Envelope: the predictive family around the artifact's
 //     rule (its conditions switchable, or a forecast envelope), one
 //     setting chosen on the validation days.

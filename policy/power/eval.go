@@ -16,6 +16,14 @@ import (
 
 // EvalConfig is the offline protocol of `fairway power eval`.
 type EvalConfig struct {
+	// Step is the forecaster's and the predictive rules' step: the
+	// sequence is resampled to its maxima (the artifact's 10 minutes), and
+	// the rules decide at the end of each. The rules are replayed against
+	// the demand of every minute.
+	Step time.Duration
+	// Resume is how long a powered-down node takes to become usable
+	// (slurm.conf ResumeTimeout), for every rule.
+	Resume time.Duration
 	// TrainUntil is the first instant not trained on; the last ValidDays
 	// before it choose the forecaster's size, then it is refit on all of it.
 	TrainUntil time.Time
@@ -45,6 +53,7 @@ type EvalConfig struct {
 func DefaultEvalConfig() EvalConfig {
 	day := func(m time.Month, d int) time.Time { return time.Date(2017, m, d, 0, 0, 0, 0, time.UTC) }
 	return EvalConfig{
+		Step: 10 * time.Minute, Resume: 5 * time.Minute,
 		TrainUntil: day(12, 1), TestFrom: day(12, 1), TestUntil: day(12, 15), ValidDays: 30,
 		Buffers:      []int{0, 1, 2, 3, 5, 10, 20, 30, 40},
 		SuspendTimes: []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
@@ -91,7 +100,7 @@ type Verdict struct {
 // EvalResult is what Evaluate measured.
 type EvalResult struct {
 	TrainSteps, ValidSteps, TestSteps int
-	Step                              time.Duration
+	Step, Resume                      time.Duration
 	Filled                            int
 	Trees                             int     // the GBT size chosen on validation
 	Variant                           string  // the GBT shape chosen on validation
@@ -107,8 +116,8 @@ type EvalResult struct {
 	Validation []RuleRow
 	// Ranked is every searched setting's validation score, best first.
 	Ranked []RankedSetting
-	// MaxNodeHoursOff is Σ (total − active) over the test steps: no rule
-	// keeps more off, since every active node is powered.
+	// MaxNodeHoursOff is Σ (total − active) over the test minutes: no
+	// rule keeps more off without lacking.
 	MaxNodeHoursOff     float64
 	TestFrom, TestUntil time.Time
 	Forecasts           []ForecastRow
@@ -117,12 +126,27 @@ type EvalResult struct {
 	Dominates           bool
 }
 
-// Evaluate runs the offline protocol on s: fit the forecaster on the
-// training steps, score it and the naive baselines on the test steps at
-// the same leads, then replay the predictive rule at every buffer (driven
-// by forecasts issued at each step from what was measured by then) and the
-// idle-time rule at every SuspendTime.
-func Evaluate(s *Series, cfg EvalConfig) (*EvalResult, error) {
+// Evaluate runs the offline protocol on a sequence: fit the forecaster on
+// the training steps of its cfg.Step maxima, score it and the naive
+// baselines on the test steps at the same leads, then replay the
+// predictive rule at every buffer (deciding at the end of each step from
+// forecasts issued from what was measured by then) and the idle-time rule
+// at every SuspendTime, both against the demand of every minute.
+func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
+	if cfg.Step <= 0 || cfg.Step%time.Minute != 0 {
+		return nil, fmt.Errorf("evaluate: step %v: want a whole number of minutes", cfg.Step)
+	}
+	if cfg.Resume <= 0 {
+		return nil, fmt.Errorf("evaluate: resume time %v: want a positive duration", cfg.Resume)
+	}
+	s, err := Resample(samples, cfg.Step)
+	if err != nil {
+		return nil, err
+	}
+	fine, err := Resample(samples, time.Minute)
+	if err != nil {
+		return nil, err
+	}
 	l, err := LagsFor(s.Step)
 	if err != nil {
 		return nil, err
@@ -160,7 +184,7 @@ func Evaluate(s *Series, cfg EvalConfig) (*EvalResult, error) {
 	if validLo-l.FirstFeatureStep() < 7*l.Day {
 		return nil, fmt.Errorf("train until %s: want at least %d days of training before the %d validation days", cfg.TrainUntil.Format(time.DateTime), 7+1, cfg.ValidDays)
 	}
-	res := &EvalResult{Step: s.Step, Filled: s.Filled, TestFrom: s.Time(testLo), TestUntil: s.Time(testHi),
+	res := &EvalResult{Step: s.Step, Resume: cfg.Resume, Filled: s.Filled, TestFrom: s.Time(testLo), TestUntil: s.Time(testHi),
 		TrainSteps: trainHi - l.FirstFeatureStep(), ValidSteps: validHi - validLo, TestSteps: testHi - testLo}
 
 	// Choose the size on the validation days (the artifact's early stopping
@@ -191,7 +215,7 @@ func Evaluate(s *Series, cfg EvalConfig) (*EvalResult, error) {
 		return nil, err
 	}
 
-	if err := chooseSetting(res, s, vmodel, validLo, validHi, horizon, l, cfg, progress); err != nil {
+	if err := chooseSetting(res, s, fine, vmodel, validLo, validHi, horizon, l, cfg, progress); err != nil {
 		return nil, err
 	}
 
@@ -234,9 +258,9 @@ func Evaluate(s *Series, cfg EvalConfig) (*EvalResult, error) {
 	window("last value")
 
 	progress("replaying the power rules")
-	test := s.Slice(testLo, testHi)
-	for i := range test.Active {
-		res.MaxNodeHoursOff += float64(test.Total[i]-test.Active[i]) * s.Step.Hours()
+	test := replayer{decide: s.Slice(testLo, testHi), demand: minutes(s, fine, testLo, testHi), resume: cfg.Resume}
+	for i, a := range test.demand.Active {
+		res.MaxNodeHoursOff += float64(test.demand.Total[i]-a) * test.demand.Step.Hours()
 	}
 	from := func(fc *Forecasts) func(int) []float64 {
 		return func(i int) []float64 { return fc.At(testLo + i) }
@@ -247,13 +271,13 @@ func Evaluate(s *Series, cfg EvalConfig) (*EvalResult, error) {
 		settings = append(settings, res.Chosen)
 	}
 	for _, st := range settings {
-		res.Rules = append(res.Rules, replayCurve(st, artifact, cfg.Buffers, l.Long, drive, test)...)
+		rows, err := replayCurve(st, artifact, cfg.Buffers, l.Long, drive, test)
+		if err != nil {
+			return nil, err
+		}
+		res.Rules = append(res.Rules, rows...)
 	}
-	for _, d := range cfg.SuspendTimes {
-		r := &IdleTime{SuspendTime: d}
-		_, m := Replay(r, test)
-		res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "idle-time", Suspend: d})
-	}
+	res.Rules = append(res.Rules, test.idleTime(cfg.SuspendTimes)...)
 	// References: the artifact's buffer driven by the naive forecast and by
 	// the measured future (what a perfect forecast would give), and no
 	// power saving at all.
@@ -270,10 +294,16 @@ func Evaluate(s *Series, cfg EvalConfig) (*EvalResult, error) {
 		p := ArtifactPredictive(from(ref.fc))
 		p.WarmUp = l.Long
 		p.Label = fmt.Sprintf("artifact, buffer %d", p.Buffer)
-		_, m := Replay(p, test)
+		m, err := test.rule(p)
+		if err != nil {
+			return nil, err
+		}
 		res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "reference", Buffer: p.Buffer, Forecast: ref.name})
 	}
-	_, m := Replay(&alwaysOn{}, test)
+	m, err := test.rule(&alwaysOn{})
+	if err != nil {
+		return nil, err
+	}
 	res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "reference"})
 
 	res.Verdicts, res.Dominates = Dominance(res.Rules)
@@ -352,8 +382,42 @@ func (d driver) of(st Setting) (name string, fc func(int) []float64, sigma []flo
 	return name, func(i int) []float64 { return f.At(d.lo + i) }, sigma
 }
 
+// replayer replays rules over one span: decide is its steps (what the
+// rules and forecasts read), demand the same span a minute a step (what
+// is accounted).
+type replayer struct {
+	decide, demand *Series
+	resume         time.Duration
+}
+
+func (p replayer) rule(r Rule) (Metrics, error) { return ReplayRule(r, p.decide, p.demand, p.resume) }
+
+func (p replayer) idleTime(suspend []time.Duration) []RuleRow {
+	var out []RuleRow
+	for _, d := range suspend {
+		out = append(out, RuleRow{Metrics: ReplayIdleTime(d, p.demand, p.resume), Kind: "idle-time", Suspend: d})
+	}
+	return out
+}
+
+// minutes is fine's minutes covering s's steps [lo, hi), starting at the
+// same instant; minutes past fine's end carry its last value forward
+// (the last step of s may reach past the last sample).
+func minutes(s, fine *Series, lo, hi int) *Series {
+	a, b := fine.Index(s.Time(lo)), fine.Index(s.Time(hi))
+	if b <= fine.Len() {
+		return fine.Slice(a, b)
+	}
+	out := &Series{Start: fine.Time(a), Step: fine.Step, Active: slices.Clone(fine.Active[a:]), Total: slices.Clone(fine.Total[a:])}
+	for len(out.Active) < b-a {
+		out.Active = append(out.Active, out.Active[len(out.Active)-1])
+		out.Total = append(out.Total, out.Total[len(out.Total)-1])
+	}
+	return out
+}
+
 // replayCurve replays one family setting at every buffer.
-func replayCurve(st, artifact Setting, buffers []int, warmUp int, d driver, s *Series) []RuleRow {
+func replayCurve(st, artifact Setting, buffers []int, warmUp int, d driver, p replayer) ([]RuleRow, error) {
 	name, fc, sigma := d.of(st)
 	var out []RuleRow
 	for _, b := range buffers {
@@ -361,10 +425,13 @@ func replayCurve(st, artifact Setting, buffers []int, warmUp int, d driver, s *S
 		if st == artifact {
 			r.(*Predictive).Label = fmt.Sprintf("artifact, buffer %d", b)
 		}
-		_, m := Replay(r, s)
+		m, err := p.rule(r)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, RuleRow{Metrics: m, Kind: "predictive", Setting: st.String(), Buffer: b, Forecast: name})
 	}
-	return out
+	return out, nil
 }
 
 // chooseSetting picks the family's setting on the validation days
@@ -372,7 +439,7 @@ func replayCurve(st, artifact Setting, buffers []int, warmUp int, d driver, s *S
 // whose curve over the buffers dominates the most idle-time settings
 // there, then by the largest node-hours-off margin. It also measures the
 // per-lead RMSE the envelope's margin is made of. No test step is read.
-func chooseSetting(res *EvalResult, s *Series, vmodel *GBTForecaster, validLo, validHi, horizon int, l Lags, cfg EvalConfig, progress func(string)) error {
+func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, validLo, validHi, horizon int, l Lags, cfg EvalConfig, progress func(string)) error {
 	if len(cfg.Family) == 0 {
 		return errors.New("evaluate: want at least one predictive setting in the family")
 	}
@@ -387,18 +454,17 @@ func chooseSetting(res *EvalResult, s *Series, vmodel *GBTForecaster, validLo, v
 		res.SigmaAnchored[h-1] = d.anchored.Lead(s, validLo+h, validHi, h).RMSE
 	}
 	d.sigma, d.sigmaAnchored = res.Sigma, res.SigmaAnchored
-	valid := s.Slice(validLo, validHi)
-	var idle []RuleRow
-	for _, d := range cfg.SuspendTimes {
-		_, m := Replay(&IdleTime{SuspendTime: d}, valid)
-		idle = append(idle, RuleRow{Metrics: m, Kind: "idle-time", Suspend: d})
-	}
+	valid := replayer{decide: s.Slice(validLo, validHi), demand: minutes(s, fine, validLo, validHi), resume: cfg.Resume}
+	idle := valid.idleTime(cfg.SuspendTimes)
 	artifact := ArtifactSetting(cfg.History, cfg.Future, cfg.Keep)
 	progress(fmt.Sprintf("replaying %d settings × %d buffers on the validation days", len(cfg.Family), len(cfg.Buffers)))
 	var bestCurve, artifactCurve []RuleRow
 	best := curveScore{dominated: -1}
 	for _, st := range cfg.Family {
-		curve := replayCurve(st, artifact, cfg.Buffers, l.Long, d, valid)
+		curve, err := replayCurve(st, artifact, cfg.Buffers, l.Long, d, valid)
+		if err != nil {
+			return err
+		}
 		if st == artifact {
 			artifactCurve = curve
 		}
@@ -415,7 +481,10 @@ func chooseSetting(res *EvalResult, s *Series, vmodel *GBTForecaster, validLo, v
 		return cmp.Compare(b.Margin, a.Margin)
 	})
 	if artifactCurve == nil {
-		artifactCurve = replayCurve(artifact, artifact, cfg.Buffers, l.Long, d, valid)
+		var err error
+		if artifactCurve, err = replayCurve(artifact, artifact, cfg.Buffers, l.Long, d, valid); err != nil {
+			return err
+		}
 	}
 	res.Searched = len(cfg.Family)
 	res.Validation = append(res.Validation, artifactCurve...)
@@ -445,7 +514,6 @@ type alwaysOn struct{ s *Series }
 
 func (*alwaysOn) Name() string              { return "always on" }
 func (a *alwaysOn) Reset(s *Series)         { a.s = s }
-func (a *alwaysOn) Start() int              { return a.s.Total[0] }
 func (a *alwaysOn) Powered(i, prev int) int { return a.s.Total[i] }
 
 // Dominance checks, for every idle-time row, whether a predictive row has
@@ -479,6 +547,8 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "test %s to %s: %d steps of %s (%d training steps, %d empty steps carried forward); GBT %q, %d trees, chosen on %d validation steps before the test (RMSE %.2f at 3h)\n",
 		r.TestFrom.Format(time.DateTime), r.TestUntil.Format(time.DateTime), r.TestSteps, shortDuration(r.Step), r.TrainSteps, r.Filled, r.Variant, r.Trees, r.ValidSteps, r.ValidRMSE)
 	fmt.Fprintf(w, "predictive setting chosen on the validation days out of %d: %s (the artifact's: %s)\n", r.Searched, r.Chosen, r.artifactName())
+	fmt.Fprintf(w, "rules replayed against the demand of every minute: the predictive rules decide at the end of each %s step, Slurm's idle-time rule acts on each node's idle time; a resume takes %s under every rule\n",
+		shortDuration(r.Step), shortDuration(r.Resume))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "row\tforecast\tlead\tRMSE\tSMAPE %\tmean off\tnode-h off\tutil powered\tutil cluster\tchanges/day\tups/day\tlack node-min\tlack events\t")
 	for _, f := range r.Forecasts {
@@ -504,8 +574,8 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "most node-hours off any rule can keep on the test days (powered = demand every step): %.0f\n", r.MaxNodeHoursOff)
-	fmt.Fprintln(w, "lack: active nodes above those powered in the previous step, each short for the whole step (node-minutes = nodes × step); same for every rule")
+	fmt.Fprintf(w, "most node-hours off any rule can keep on the test days without lacking (powered = demand every minute): %.0f\n", r.MaxNodeHoursOff)
+	fmt.Fprintln(w, "lack: each minute, the active nodes above the powered nodes done resuming (node-minutes); lack events: runs of consecutive minutes with any lack; same for every rule")
 	var parts, fixed []string
 	for _, v := range r.Verdicts {
 		if v.Holds {

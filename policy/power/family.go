@@ -59,6 +59,16 @@ func (st Setting) String() string {
 	return s
 }
 
+// ReadsForecast says whether the setting's decisions depend on the
+// forecast: an envelope with no horizon, or the trend rule without both
+// the "below" and the "not rising" conditions, reads none.
+func (st Setting) ReadsForecast() bool {
+	if st.Envelope {
+		return st.Horizon > 0
+	}
+	return !st.AnyForecast || !st.AnyTrend
+}
+
 // reach is how far ahead the setting reads the forecast.
 func (st Setting) reach() int {
 	if st.Envelope {
@@ -88,9 +98,11 @@ func (st Setting) Rule(buffer, warmUp int, forecast func(int) []float64, sigma [
 // and by the anchored GBT forecast: the trend rule with every combination
 // of its conditions switched off over short and long windows, and the
 // envelope over horizons from 10 minutes to 5 hours, margins of 0 to 2
-// RMSE and look-backs of 0 to 5 steps. Every setting reads the forecast:
-// an envelope with no horizon is the idle-time rule plus a buffer, not a
-// prediction, and would make the comparison with it empty.
+// RMSE and look-backs of 0 to 5 steps. Every setting reads the forecast
+// (ReadsForecast): one that reads none (an envelope with no horizon, the
+// trend rule without both forecast conditions) is a reactive rule with a
+// buffer, not a prediction, and would not answer whether forecasting
+// pays.
 func DefaultFamily() []Setting {
 	var out []Setting
 	for _, anchored := range []bool{false, true} {
@@ -98,8 +110,11 @@ func DefaultFamily() []Setting {
 			for _, f := range []int{6, 30} {
 				for _, k := range []int{0, 10} {
 					for bits := range 8 {
-						out = append(out, Setting{History: h, Future: f, Keep: k, Anchored: anchored,
-							AnyHistory: bits&1 != 0, AnyForecast: bits&2 != 0, AnyTrend: bits&4 != 0})
+						st := Setting{History: h, Future: f, Keep: k, Anchored: anchored,
+							AnyHistory: bits&1 != 0, AnyForecast: bits&2 != 0, AnyTrend: bits&4 != 0}
+						if st.ReadsForecast() {
+							out = append(out, st)
+						}
 					}
 				}
 			}

@@ -1,15 +1,16 @@
 package power
 
 import (
+	"fmt"
 	"time"
 )
 
-// Step is what a replay did at one step.
+// Step is what a replay did at one step of the demand it accounts.
 type Step struct {
 	Active, Total, Powered int
-	// Lack is the demand that found no powered node: the active nodes
-	// above those powered during the previous step. The same definition
-	// holds for every rule; each such node waits for a resume.
+	// Lack is the demand that found no usable powered node in the step:
+	// the active nodes above those powered and done resuming. The same
+	// definition holds for every rule.
 	Lack int
 }
 
@@ -18,8 +19,9 @@ type Metrics struct {
 	Rule  string
 	Steps int
 	Days  float64
-	// MeanOff is the mean of total − powered over the steps; NodeHoursOff
-	// its sum times the step length, in hours.
+	// MeanOff is the mean of total − powered over the steps (a resuming
+	// node counts as powered); NodeHoursOff its sum times the step length,
+	// in hours.
 	MeanOff      float64
 	NodeHoursOff float64
 	// UtilPowered is the mean of active/powered; UtilCluster the mean of
@@ -27,67 +29,69 @@ type Metrics struct {
 	// as fully used).
 	UtilPowered, UtilCluster float64
 	// ChangesPerDay counts steps where the powered count changed, UpsPerDay
-	// those where it rose (the artifact's "increase changes"), NodesUpPerDay
-	// the nodes powered up.
+	// those where it rose, NodesUpPerDay the nodes powered up.
 	ChangesPerDay, UpsPerDay, NodesUpPerDay float64
-	// LackNodeMinutes is Σ Lack × the step length in minutes: a node short
-	// for a step is short for the whole step. LackEvents counts the steps
-	// with any lack.
+	// LackNodeMinutes is Σ Lack × the step length in minutes. LackEvents
+	// counts the runs of consecutive steps with any lack: each run is
+	// demand waiting for at least one resume.
 	LackNodeMinutes float64
 	LackEvents      int
 }
 
-// Replay runs rule over every step of s and returns each step and the
-// summary. It holds the two bounds every rule obeys: never more nodes
-// than the cluster has, never fewer than the demand (demand above the
-// previous step's powered nodes is lack and resumes the nodes it needs).
-func Replay(rule Rule, s *Series) ([]Step, Metrics) {
-	rule.Reset(s)
-	steps := make([]Step, s.Len())
-	prev := rule.Start()
-	for i := range steps {
-		a, total := s.Active[i], s.Total[i]
-		on := max(min(rule.Powered(i, prev), total), a)
-		steps[i] = Step{Active: a, Total: total, Powered: on, Lack: max(a-min(prev, total), 0)}
-		prev = on
-	}
-	return steps, Summarise(rule.Name(), steps, s.Step)
-}
-
 // Summarise computes the metrics of a replay's steps.
 func Summarise(name string, steps []Step, step time.Duration) Metrics {
-	m := Metrics{Rule: name, Steps: len(steps)}
-	if len(steps) == 0 {
+	var acc summary
+	for _, x := range steps {
+		acc.add(x)
+	}
+	return acc.metrics(name, step)
+}
+
+// summary accumulates Metrics step by step, so that a replay of many
+// steps keeps no trace unless asked.
+type summary struct {
+	n, off, up, ch, ups, lack, events int
+	uP, uC                            float64
+	prev                              Step
+}
+
+func (a *summary) add(x Step) {
+	a.off += x.Total - x.Powered
+	a.uP += ratio(x.Active, x.Powered)
+	a.uC += ratio(x.Active, x.Total)
+	if a.n > 0 {
+		d := x.Powered - a.prev.Powered
+		if d != 0 {
+			a.ch++
+		}
+		if d > 0 {
+			a.ups++
+			a.up += d
+		}
+	}
+	if x.Lack > 0 {
+		if a.n == 0 || a.prev.Lack == 0 {
+			a.events++
+		}
+		a.lack += x.Lack
+	}
+	a.n++
+	a.prev = x
+}
+
+func (a *summary) metrics(name string, step time.Duration) Metrics {
+	m := Metrics{Rule: name, Steps: a.n}
+	if a.n == 0 {
 		return m
 	}
-	m.Days = float64(len(steps)) * step.Hours() / 24
-	var off, up, ch, ups, lack int
-	var uP, uC float64
-	for i, x := range steps {
-		off += x.Total - x.Powered
-		uP += ratio(x.Active, x.Powered)
-		uC += ratio(x.Active, x.Total)
-		if i > 0 {
-			d := x.Powered - steps[i-1].Powered
-			if d != 0 {
-				ch++
-			}
-			if d > 0 {
-				ups++
-				up += d
-			}
-		}
-		if x.Lack > 0 {
-			m.LackEvents++
-			lack += x.Lack
-		}
-	}
-	n := float64(len(steps))
-	m.MeanOff = float64(off) / n
-	m.NodeHoursOff = float64(off) * step.Hours()
-	m.UtilPowered, m.UtilCluster = uP/n, uC/n
-	m.ChangesPerDay, m.UpsPerDay, m.NodesUpPerDay = float64(ch)/m.Days, float64(ups)/m.Days, float64(up)/m.Days
-	m.LackNodeMinutes = float64(lack) * step.Minutes()
+	n := float64(a.n)
+	m.Days = n * step.Hours() / 24
+	m.MeanOff = float64(a.off) / n
+	m.NodeHoursOff = float64(a.off) * step.Hours()
+	m.UtilPowered, m.UtilCluster = a.uP/n, a.uC/n
+	m.ChangesPerDay, m.UpsPerDay, m.NodesUpPerDay = float64(a.ch)/m.Days, float64(a.ups)/m.Days, float64(a.up)/m.Days
+	m.LackNodeMinutes = float64(a.lack) * step.Minutes()
+	m.LackEvents = a.events
 	return m
 }
 
@@ -95,5 +99,247 @@ func ratio(a, b int) float64 {
 	if b == 0 {
 		return 1
 	}
-	return float64(a) / float64(b)
+	return min(float64(a)/float64(b), 1)
+}
+
+// fleet is the nodes of a cluster in a replay of a demand sequence, by
+// count: busy (serving demand), idle (powered, usable, no demand),
+// resuming (powered, not yet usable) and off. Both rules move nodes
+// through the same fleet, so lack and node-hours off are counted alike.
+//
+// A sequence gives counts, not node names, so which idle node a rise in
+// demand takes is a modelling choice: the most recently idled one (last
+// in, first out). That keeps long-idle nodes idle, the order that lets
+// Slurm's SuspendTime power down the most, so the comparison is at the
+// idle-time rule's best.
+type fleet struct {
+	total, busy, idleN, bootN int
+	idle                      []idleRun // oldest first; since = the first idle step
+	boots                     []idleRun // since = the first step the nodes are usable
+	resume                    int       // steps from a resume to a usable node, at least 1
+	acc                       summary
+	trace                     *[]Step
+}
+
+type idleRun struct{ since, n int }
+
+// newFleet starts with every node powered and idle, as a cluster is
+// before any power saving acts.
+func newFleet(total int, resume time.Duration, step time.Duration, trace *[]Step) *fleet {
+	f := &fleet{total: total, resume: max(int((resume+step-1)/step), 1), trace: trace}
+	f.pushIdle(0, total)
+	return f
+}
+
+func (f *fleet) powered() int { return f.busy + f.idleN + f.bootN }
+
+// serve meets step m's demand a with the usable nodes and resumes those
+// it lacks; it returns the lack.
+func (f *fleet) serve(m, a, total int) int {
+	f.resize(m, total)
+	for len(f.boots) > 0 && f.boots[0].since <= m {
+		f.bootN -= f.boots[0].n
+		f.pushIdle(m, f.boots[0].n)
+		f.boots = f.boots[1:]
+	}
+	served := min(a, f.busy+f.idleN)
+	switch {
+	case served > f.busy:
+		f.takeIdle(served - f.busy)
+	case served < f.busy:
+		f.pushIdle(m, f.busy-served)
+	}
+	f.busy = served
+	lack := a - served
+	if lack > f.bootN { // resume what the nodes already resuming do not cover
+		f.boot(m, lack-f.bootN)
+	}
+	return lack
+}
+
+// record accounts step m once it is served, before the rule acts on it.
+func (f *fleet) record(a, lack int) {
+	x := Step{Active: a, Total: f.total, Powered: f.powered(), Lack: lack}
+	f.acc.add(x)
+	if f.trace != nil {
+		*f.trace = append(*f.trace, x)
+	}
+}
+
+// boot resumes up to n off nodes, counted powered from step from and
+// usable resume steps later.
+func (f *fleet) boot(from, n int) {
+	n = min(n, f.total-f.powered())
+	if n <= 0 {
+		return
+	}
+	f.bootN += n
+	if k := len(f.boots); k > 0 && f.boots[k-1].since == from+f.resume {
+		f.boots[k-1].n += n
+		return
+	}
+	f.boots = append(f.boots, idleRun{since: from + f.resume, n: n})
+}
+
+func (f *fleet) pushIdle(m, n int) {
+	if n <= 0 {
+		return
+	}
+	f.idleN += n
+	if k := len(f.idle); k > 0 && f.idle[k-1].since == m {
+		f.idle[k-1].n += n
+		return
+	}
+	f.idle = append(f.idle, idleRun{since: m, n: n})
+}
+
+// takeIdle removes n nodes from the newest end of the idle pool.
+func (f *fleet) takeIdle(n int) {
+	f.idleN -= n
+	for n > 0 {
+		last := &f.idle[len(f.idle)-1]
+		d := min(n, last.n)
+		last.n -= d
+		n -= d
+		if last.n == 0 {
+			f.idle = f.idle[:len(f.idle)-1]
+		}
+	}
+}
+
+// powerDown powers off up to n idle nodes, those idle longest first.
+func (f *fleet) powerDown(n int) {
+	n = min(n, f.idleN)
+	f.idleN -= n
+	for n > 0 {
+		first := &f.idle[0]
+		d := min(n, first.n)
+		first.n -= d
+		n -= d
+		if first.n == 0 {
+			f.idle = f.idle[1:]
+		}
+	}
+}
+
+// suspendIdle powers off every node idle for at least steps steps by the
+// end of step m (Slurm's SuspendTime, each node's own clock).
+func (f *fleet) suspendIdle(m, steps int) {
+	k := 0
+	for ; k < len(f.idle) && m-f.idle[k].since+1 >= steps; k++ {
+		f.idleN -= f.idle[k].n
+	}
+	f.idle = f.idle[k:]
+}
+
+// target powers nodes up or down towards n: idle nodes off (longest idle
+// first) or off nodes resumed from step from. Busy nodes are never
+// touched and resuming ones finish.
+func (f *fleet) target(from, n int) {
+	switch on := f.powered(); {
+	case on > n:
+		f.powerDown(on - n)
+	case on < n:
+		f.boot(from, n-on)
+	}
+}
+
+// resize follows a change of the cluster's size: added nodes come up
+// idle; removed ones are taken from the off nodes first, then idle,
+// resuming and busy ones.
+func (f *fleet) resize(m, total int) {
+	if total == f.total {
+		return
+	}
+	if total > f.total {
+		f.pushIdle(m, total-f.total)
+		f.total = total
+		return
+	}
+	d := f.total - total
+	f.total = total
+	d -= min(d, f.total+d-f.powered()) // off nodes
+	if k := min(d, f.idleN); k > 0 {
+		f.takeIdle(k)
+		d -= k
+	}
+	for d > 0 && len(f.boots) > 0 {
+		last := &f.boots[len(f.boots)-1]
+		k := min(d, last.n)
+		last.n -= k
+		f.bootN -= k
+		d -= k
+		if last.n == 0 {
+			f.boots = f.boots[:len(f.boots)-1]
+		}
+	}
+	f.busy -= min(d, f.busy)
+}
+
+// ReplayIdleTime replays Slurm's own power saving (slurm.conf
+// SuspendTime) on demand, step by step (a minute in `fairway power
+// eval`): a node powers down once it has been idle for SuspendTime
+// (rounded up to whole steps), each node on its own clock; demand above
+// the usable nodes resumes exactly the nodes it lacks, usable resume
+// later (slurm.conf ResumeTimeout; rounded up to whole steps, at least
+// one). It never looks ahead and keeps no buffer.
+func ReplayIdleTime(suspend time.Duration, demand *Series, resume time.Duration) Metrics {
+	return replayIdleTime(suspend, demand, resume, nil)
+}
+
+func replayIdleTime(suspend time.Duration, demand *Series, resume time.Duration, trace *[]Step) Metrics {
+	name := "idle-time " + shortDuration(suspend)
+	if demand.Len() == 0 {
+		return Metrics{Rule: name}
+	}
+	steps := max(int((suspend+demand.Step-1)/demand.Step), 1)
+	f := newFleet(demand.Total[0], resume, demand.Step, trace)
+	for m := range demand.Active {
+		a := demand.Active[m]
+		lack := f.serve(m, a, demand.Total[m])
+		f.record(a, lack)
+		f.suspendIdle(m, steps)
+	}
+	return f.acc.metrics(name, demand.Step)
+}
+
+// ReplayRule replays rule on demand: the rule decides at the end of each
+// step of decide (coarser: 10 minutes in `fairway power eval`, each step
+// the maximum of demand's steps in it), from what was measured by then,
+// how many nodes stay powered until its next decision; the fleet powers
+// idle nodes down or resumes off ones to match. Between decisions, demand
+// above the usable nodes resumes the nodes it lacks at once, as under the
+// idle-time rule, and the same resume delay applies to every resume.
+// decide and demand start at the same instant and decide's step is a
+// whole number of demand's.
+func ReplayRule(rule Rule, decide, demand *Series, resume time.Duration) (Metrics, error) {
+	return replayRule(rule, decide, demand, resume, nil)
+}
+
+func replayRule(rule Rule, decide, demand *Series, resume time.Duration, trace *[]Step) (Metrics, error) {
+	k := int(decide.Step / demand.Step)
+	switch {
+	case demand.Step <= 0 || k < 1 || decide.Step%demand.Step != 0:
+		return Metrics{}, fmt.Errorf("replay: decision step %v is not a whole number of demand steps %v", decide.Step, demand.Step)
+	case !decide.Start.Equal(demand.Start):
+		return Metrics{}, fmt.Errorf("replay: decisions start at %s, demand at %s", decide.Start.Format(time.DateTime), demand.Start.Format(time.DateTime))
+	case demand.Len() < decide.Len()*k:
+		return Metrics{}, fmt.Errorf("replay: %d demand steps, want %d (%d decisions × %d)", demand.Len(), decide.Len()*k, decide.Len(), k)
+	}
+	if decide.Len() == 0 {
+		return Metrics{Rule: rule.Name()}, nil
+	}
+	rule.Reset(decide)
+	f := newFleet(demand.Total[0], resume, demand.Step, trace)
+	plan := decide.Total[0]
+	for i := range decide.Active {
+		for m := i * k; m < (i+1)*k; m++ {
+			a := demand.Active[m]
+			lack := f.serve(m, a, demand.Total[m])
+			f.record(a, lack)
+		}
+		plan = max(min(rule.Powered(i, plan), decide.Total[i]), decide.Active[i])
+		f.target((i+1)*k, plan)
+	}
+	return f.acc.metrics(rule.Name(), demand.Step), nil
 }

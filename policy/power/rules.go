@@ -6,29 +6,27 @@ import (
 	"time"
 )
 
-// Rule decides, step by step, how many nodes are powered. Replay drives
-// it and does all the accounting, so every rule's lack and savings are
-// counted the same way.
+// Rule decides, step by step, how many nodes are powered. ReplayRule
+// (and the simulator) drive it and do all the accounting, so every rule's
+// lack and savings are counted the same way.
 type Rule interface {
 	Name() string
 	// Reset prepares a replay of s.
 	Reset(s *Series)
-	// Powered returns the nodes powered during step i, once the step's
-	// demand s.Active[i] is known; prev is the nodes powered during step
-	// i−1 (for i = 0, the rule's own start). The result is at least the
-	// demand: demand above prev is lack, and the nodes it needs are
-	// powered up at once (Replay enforces both bounds).
+	// Powered is called at the end of step i, once the step's demand
+	// s.Active[i] (its maximum) is known, and returns the nodes to keep
+	// powered from then until the next call; prev is what the previous
+	// call returned (for i = 0, every node). The caller caps the result
+	// at the cluster and raises it to at least s.Active[i].
 	Powered(i, prev int) int
-	// Start is the nodes powered before step 0.
-	Start() int
 }
 
 // Predictive is the Helios artifact's power rule (CES_Philly.py, the
 // simulation loop and hyperparameters()), every step:
 //
 //   - the first WarmUp steps keep active + Buffer nodes powered;
-//   - if fewer nodes are powered than the demand, power up to
-//     active + Buffer at once and hold that for Keep steps;
+//   - if fewer nodes were planned than the step's demand, power up to
+//     active + Buffer and hold that for Keep steps;
 //   - power down to active + Buffer only when demand fell over the last
 //     History steps (their mean minus now ≥ 0.1 node), the forecast mean over
 //     the next Future steps is at most now, the forecast is not rising (its
@@ -38,7 +36,10 @@ type Rule interface {
 // The forecast is Forecast(i): the forecast issued at step i, index h−1
 // for step i+h, at least 2·Future−1 long; the artifact's window starts at
 // step i itself, which here is the measured demand. Forecasts are floored
-// to whole nodes as in the artifact.
+// to whole nodes as in the artifact. The artifact applies the decision to
+// step i itself, knowing its maximum before it happens; here it holds
+// from the end of step i (Rule.Powered), so the rule reads nothing it
+// could not have measured.
 //
 // The zero value of the Any* switches is the artifact's rule; each one
 // drops one of its three power-down conditions, so the artifact's rule is
@@ -73,9 +74,6 @@ func (p *Predictive) Name() string {
 
 // Reset implements Rule.
 func (p *Predictive) Reset(s *Series) { p.s, p.stableTill = s, 0 }
-
-// Start implements Rule.
-func (p *Predictive) Start() int { return min(p.s.Active[0]+p.Buffer, p.s.Total[0]) }
 
 // Powered implements Rule.
 func (p *Predictive) Powered(i, prev int) int {
@@ -157,9 +155,6 @@ func (e *Envelope) Name() string {
 // Reset implements Rule.
 func (e *Envelope) Reset(s *Series) { e.s = s }
 
-// Start implements Rule.
-func (e *Envelope) Start() int { return min(e.s.Active[0]+e.Buffer, e.s.Total[0]) }
-
 // Powered implements Rule.
 func (e *Envelope) Powered(i, prev int) int {
 	need := 0
@@ -181,16 +176,18 @@ func (e *Envelope) Powered(i, prev int) int {
 	return min(need+e.Buffer, e.s.Total[i])
 }
 
-// IdleTime is Slurm's own power saving (slurm.conf SuspendTime): a node
-// that has been idle for SuspendTime is powered down; demand above the
-// powered nodes resumes exactly the nodes it needs (ResumeProgram). It
-// never looks ahead and keeps no buffer.
+// IdleTime is Slurm's own power saving (slurm.conf SuspendTime) as a Rule
+// on a series of step maxima, for the simulator, which hands its rules
+// one count per step: a node whose step demand left it idle for
+// SuspendTime (rounded up to whole steps) is powered down; demand above
+// the powered nodes resumes exactly the nodes it needs (ResumeProgram).
+// It never looks ahead and keeps no buffer. Nodes are taken last idled,
+// first taken, as in the fleet of ReplayIdleTime.
 //
-// A sequence gives counts, not node names, so which idle node a rise in
-// demand takes is a modelling choice: the most recently idled one (last
-// in, first out). That keeps long-idle nodes idle, the order that lets
-// SuspendTime power down the most, so the comparison is at the idle-time
-// rule's best.
+// On a sequence, `fairway power eval` replays the rule per minute with
+// ReplayIdleTime instead: on 10-minute maxima, SuspendTime 10m powers
+// exactly each step's busiest minute, the most any rule can keep off, and
+// no rule could compare with it.
 type IdleTime struct {
 	SuspendTime time.Duration
 
@@ -199,8 +196,6 @@ type IdleTime struct {
 	idle  []idleRun // oldest first
 	steps int       // SuspendTime in steps, rounded up
 }
-
-type idleRun struct{ since, n int }
 
 // Name implements Rule.
 func (r *IdleTime) Name() string { return "idle-time " + shortDuration(r.SuspendTime) }
@@ -211,9 +206,6 @@ func (r *IdleTime) Reset(s *Series) {
 	r.steps = max(int((r.SuspendTime+s.Step-1)/s.Step), 1)
 	r.idle = []idleRun{{since: 0, n: s.Total[0]}} // step 0 takes its demand from here
 }
-
-// Start implements Rule: every node is up before the first step.
-func (r *IdleTime) Start() int { return r.s.Total[0] }
 
 // Powered implements Rule.
 func (r *IdleTime) Powered(i, prev int) int {
