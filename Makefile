@@ -10,13 +10,27 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: all build test unit lint bench lab-up lab-down lab-hooks lab-status clean forecast-doc
+.PHONY: all build install test unit lint bench lab-up lab-down lab-hooks lab-status clean forecast-doc glibc
 
 all: build
 
 ## build: the fairway binary in ./fairway
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o fairway ./cmd/fairway
+
+## install: the binary, hook scripts, systemd units and timers, env files (never replacing an existing
+## one), state, spool and log directories, with the owners and modes INSTALL.md lists ("Install the
+## files"). DESTDIR=dir for a package; PREFIX (/usr/local), UNITDIR (/etc/systemd/system), SLURM_PREFIX
+## (Slurm built from source, e.g. /opt/slurm), SLURM_USER (slurm), STATE_DIR (/run/fairway)
+## (make exports command-line variables to the script)
+install: build
+	contrib/install
+
+## glibc: the newest GLIBC symbol version ./fairway needs; a node with an older glibc cannot run it
+## (INSTALL.md, "Building for older nodes")
+glibc: build
+	@v=$$(objdump -T fairway | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1); \
+	echo "./fairway needs $${v/_/ } or newer (built with $$(ldd --version | head -1))"
 
 ## test: lint, then unit + integration tests against the lab (brought up if it is not running); ends
 ## with one line on the tests skipped and why (traces not found, ...), and leaves the lab running
