@@ -12,15 +12,18 @@ import (
 // association's fair-share state, and what separates it from the job just
 // ahead.
 type Explanation struct {
-	Policy       string                     `json:"policy"`
-	JobID        int64                      `json:"job_id"`
-	User         string                     `json:"user"`
-	Account      string                     `json:"account"`
-	Rank         int                        `json:"rank"`
-	Of           int                        `json:"of"`
-	Score        float64                    `json:"score"`
-	Parts        map[string]float64         `json:"parts"`
-	PredictedS   float64                    `json:"predicted_run_s,omitempty"`
+	Policy  string             `json:"policy"`
+	JobID   int64              `json:"job_id"`
+	User    string             `json:"user"`
+	Account string             `json:"account"`
+	Rank    int                `json:"rank"`
+	Of      int                `json:"of"`
+	Score   float64            `json:"score"`
+	Parts   map[string]float64 `json:"parts"`
+	// PredictedS is the predicted run time; nil when there is none (the
+	// job is then ranked by its time limit). 0 is a prediction: jobs that
+	// end at once.
+	PredictedS   *float64                   `json:"predicted_run_s,omitempty"`
 	LimitS       float64                    `json:"time_limit_s,omitempty"`
 	WaitingS     float64                    `json:"waiting_s"`
 	UserUsage    float64                    `json:"association_usage_gpu_s"`
@@ -68,7 +71,8 @@ func Explain(res *CycleResult, id int64) (*Explanation, error) {
 		LimitS: j.TimeLimit.Seconds(), WaitingS: s.Now.Sub(j.Submit).Seconds(), AcctShare: s.Shares.Account(j.Account),
 	}
 	if d, ok := s.Predicted[id]; ok {
-		ex.PredictedS = d.Seconds()
+		p := d.Seconds()
+		ex.PredictedS = &p
 	}
 	if s.Ledger != nil {
 		ex.UserUsage, ex.UserCounter = s.Ledger.Usage(a, s.Now), s.Ledger.Counter(a)
