@@ -13,6 +13,7 @@ import (
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+	"github.com/google/go-cmp/cmp"
 )
 
 // Fakes for every adapter serve and explain touch; each counts its calls
@@ -186,5 +187,92 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 	}
 	if _, err := os.Stat(table); err != nil {
 		t.Errorf("serve without --dry-run wrote no table: %v", err)
+	}
+}
+
+// historyStore is a countingStore whose history is what was recorded, as
+// the accounting database's is.
+type historyStore struct {
+	countingStore
+	jobs []policy.Job
+}
+
+func (s *historyStore) RecordFinished(_ context.Context, _ string, jobs []policy.Job) (accounting.Summary, error) {
+	s.finished += len(jobs)
+	s.jobs = append(s.jobs, jobs...)
+	return accounting.Summary{}, nil
+}
+
+func (s *historyStore) FinishedJobs(_ context.Context, _ string, since, until time.Time) ([]policy.Job, error) {
+	var out []policy.Job
+	for _, j := range s.jobs {
+		if !j.End.Before(since) && j.End.Before(until) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// TestServeAndExplain_RankFromTheSameHistory: `serve --dry-run --once`
+// then `explain` on the same cluster, database and clock give every job
+// the same score. Slurm still lists finished jobs the database lacks;
+// serve's first cycle stores them. serve warmed up from the database
+// alone (0 jobs) and explain, just after, from the 9 serve had stored, so
+// the two disagreed on the same job's score.
+func TestServeAndExplain_RankFromTheSameHistory(t *testing.T) {
+	now := time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	node := func(name string) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"MIXED"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000, GPUs: 4}
+	}
+	job := func(id int64, user, name string, gpus int, st policy.State) slurmctl.Job {
+		return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: user, Account: "physics", Name: name, Partition: "gpu",
+			GPUs: gpus, CPUs: 1, Nodes: 1, State: st, TimeLimit: time.Hour, Submit: now.Add(-2 * time.Hour)}, TaskCount: 1}
+	}
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1"), node("gpu2")}}
+	for i := range 9 { // alice's finished runs: 10 minutes on 4 GPUs each
+		j := job(int64(100+i), "alice", "train", 4, policy.StateCompleted)
+		j.Start = now.Add(-time.Duration(90-5*i) * time.Minute)
+		j.End = j.Start.Add(10 * time.Minute)
+		cl.Jobs = append(cl.Jobs, j)
+	}
+	run := job(120, "carol", "sim", 4, policy.StateRunning)
+	run.Start = now.Add(-5 * time.Minute)
+	cl.Jobs = append(cl.Jobs, run, job(131, "alice", "train", 4, policy.StatePending), job(132, "bob", "train", 1, policy.StatePending),
+		job(133, "bob", "eval", 2, policy.StatePending))
+	store := &historyStore{}
+	d := sidecar.Deps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
+		Store: store, Leader: sidecar.AlwaysLeader{}, Now: clock}
+	cfg, err := settingsFromArgs(t, []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y", "--no-ha", "--dry-run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := sidecar.NewServeRunner(context.Background(), cfg, d, sidecar.NewSink(cfg, d), quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(store.jobs) != 9 {
+		t.Fatalf("serve's cycle stored %d finished jobs, want the 9 Slurm lists (else the test proves nothing)", len(store.jobs))
+	}
+	explained, err := sidecar.PlanCycle(context.Background(), cfg, d, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(served.Ranked, explained.Ranked); diff != "" {
+		t.Errorf("serve and explain rank the same queue differently (-serve +explain):\n%s", diff)
+	}
+	ex, err := sidecar.Explain(explained, 131)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range served.Ranked {
+		if sc.JobID == 131 && sc.Value != ex.Score {
+			t.Errorf("job 131: serve's score %g, explain's %g", sc.Value, ex.Score)
+		}
 	}
 }
