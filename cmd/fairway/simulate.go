@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
@@ -110,7 +111,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
 		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress})
 	if onProgress != nil {
-		fmt.Fprintf(errOut, "\r\033[Ksimulated %d policies in %s\n", len(cfg.Policies), time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(errOut, "\r\033[Ksimulated %s in %s\n", plural.N(len(cfg.Policies), "policy", "policies"), time.Since(started).Round(time.Millisecond))
 	}
 	if err != nil {
 		return err
