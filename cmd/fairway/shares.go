@@ -60,7 +60,7 @@ func sharesCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(c.App.Writer, "shares of %s from %s: %s (was %d)\n", clusterName, from, plural.N(after, "node", "nodes"), before)
+					fmt.Fprintf(c.App.Writer, "shares of %s from %s: %s (was %d)\n", clusterName, src.Via(), plural.N(after, "node", "nodes"), before)
 					return nil
 				},
 			},
