@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,5 +275,67 @@ func TestServeAndExplain_RankFromTheSameHistory(t *testing.T) {
 		if sc.JobID == 131 && sc.Value != ex.Score {
 			t.Errorf("job 131: serve's score %g, explain's %g", sc.Value, ex.Score)
 		}
+	}
+}
+
+func (s *countingStore) FinishedJob(context.Context, string, int64) (*policy.Job, error) {
+	return nil, nil
+}
+
+func (s *historyStore) FinishedJob(_ context.Context, _ string, id int64) (*policy.Job, error) {
+	for i := range s.jobs {
+		if s.jobs[i].ID == id {
+			return &s.jobs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// TestExplain_NotQueuedSaysWhy: a job that is not ranked gets the reason:
+// running, finished (as Slurm lists it, or as the history has it once
+// Slurm forgot it), held, left out by partition, or unknown. All of them
+// got the same "not among the pending jobs Fairway ranks (finished,
+// running, held, ...?)".
+func TestExplain_NotQueuedSaysWhy(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	now := time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC)
+	job := func(id int64, part string, st policy.State) slurmctl.Job {
+		return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: "bob", Account: "physics", Name: "x", Partition: part,
+			GPUs: 1, CPUs: 1, Nodes: 1, State: st, TimeLimit: time.Hour, Submit: now.Add(-2 * time.Hour)}, TaskCount: 1}
+	}
+	running, done, held := job(120, "gpu", policy.StateRunning), job(100, "gpu", policy.StateCompleted), job(140, "gpu", policy.StatePending)
+	running.Start = now.Add(-5 * time.Minute)
+	done.Start, done.End = now.Add(-time.Hour), now.Add(-30*time.Minute)
+	held.Held = true
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{{Name: "gpu1", State: []string{"MIXED"}, Partitions: []string{"gpu", "debug"}, CPUs: 8, GPUs: 4}},
+		Jobs: []slurmctl.Job{running, done, held, job(141, "debug", policy.StatePending), job(142, "gpu", policy.StatePending)}}
+	forgotten := job(50, "gpu", policy.StateFailed).Job
+	forgotten.Start, forgotten.End = now.Add(-48*time.Hour), now.Add(-47*time.Hour)
+	store := &historyStore{jobs: []policy.Job{forgotten}}
+	d := sidecar.Deps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
+		Store: store, Leader: sidecar.AlwaysLeader{}}
+	cfg, err := settingsFromArgs(t, []string{"explain", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y",
+		"--exclude-partitions", "debug", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id   int64
+		want string
+	}{
+		{120, "job 120 is not in the queue: it is running, since 2026-11-25T22:55:00Z"},
+		{100, "job 100 is not in the queue: it finished at 2026-11-25T22:30:00Z (COMPLETED)"},
+		{50, "job 50 is not in the queue: it finished at 2026-11-24T00:00:00Z (FAILED), per Fairway's job history"},
+		{140, "job 140 is held: Fairway ranks it once it is released (scontrol release 140)"},
+		{141, "job 141 is pending in partition debug, but Fairway does not rank it: --partitions, --exclude-partitions or --exempt-qos leave it out"},
+		{999, "job 999 is not known to Slurm: no job with that id is queued, running or recently finished"},
+	} {
+		_, err := sidecar.ExplainJob(context.Background(), cfg, d, tc.id, quietLogger())
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("explain %d: %v\nwant it to start with %q", tc.id, err, tc.want)
+		}
+	}
+	if ex, err := sidecar.ExplainJob(context.Background(), cfg, d, 142, quietLogger()); err != nil || ex.JobID != 142 {
+		t.Errorf("explain 142 (pending, ranked): %v", err)
 	}
 }

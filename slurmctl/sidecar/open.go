@@ -185,6 +185,7 @@ type Store interface {
 	Recorder
 	History
 	UsageSource
+	JobFinder
 }
 
 // Deps are the adapters a serve (or explain) cycle runs on; tests hand in
