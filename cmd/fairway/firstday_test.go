@@ -82,3 +82,31 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("fairway --version: %q, %v; want %q", got, err, want)
 	}
 }
+
+// TestREADME_TryItBlock: the README's try-it block wrote under fixed /tmp
+// paths (another user's file, or a stale one from an earlier run, was
+// read back), and ranked before ingesting any history, so every expected
+// start was the time-limit bound. It ingests first and writes under a
+// mktemp -d folder.
+func TestREADME_TryItBlock(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "## Try it on the lab")
+	if !ok {
+		t.Fatal("README has no '## Try it on the lab'")
+	}
+	_, block, _ := strings.Cut(rest, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	if strings.Contains(block, "/tmp") {
+		t.Errorf("the try-it block writes under /tmp:\n%s", block)
+	}
+	if !strings.Contains(block, "mktemp -d") {
+		t.Errorf("the try-it block makes no folder of its own (mktemp -d):\n%s", block)
+	}
+	ingest, serve := strings.Index(block, "fairway ingest"), strings.Index(block, "fairway serve")
+	if ingest < 0 || serve < 0 || ingest > serve {
+		t.Errorf("the try-it block must ingest the history before serve ranks (ingest at %d, serve at %d):\n%s", ingest, serve, block)
+	}
+}
