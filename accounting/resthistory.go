@@ -58,16 +58,31 @@ func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) 
 		chunk = 24 * time.Hour
 	}
 	var jobs []policy.Job
+	chunks, empty := 0, 0
+	defer func() {
+		// One line for the empty windows, not one per window: a quiet
+		// month is thirty empty days.
+		if empty > 0 && h.Log != nil {
+			lvl := slog.LevelInfo
+			if chunks == 1 {
+				lvl = slog.LevelDebug // a serve sync of a quiet moment
+			}
+			h.Log.Log(ctx, lvl, "slurmdbd found no jobs in some windows", "empty_windows", empty, "windows", chunks,
+				"window_hours", chunk.Hours())
+		}
+	}()
 	for from := since; from.Before(until); from = from.Add(chunk) {
 		to := from.Add(chunk)
 		if to.After(until) {
 			to = until
 		}
+		chunks++
 		body, err := h.Client.DBJobs(ctx, h.Cluster, from, to)
 		if err != nil {
 			return nil, err
 		}
 		if body == nil {
+			empty++
 			continue
 		}
 		doc, err := ParseSacctJSON("slurmrestd", body)

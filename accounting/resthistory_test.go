@@ -1,9 +1,11 @@
 package accounting_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -250,5 +252,20 @@ func TestParseSacctJSON_NeverAllocatedHasNoStart(t *testing.T) {
 				t.Errorf("%s: no job without a node; the capture should hold pending ones", name)
 			}
 		}
+	}
+}
+
+// TestRESTHistory_EmptyDaysLogOneLine: thirty days with no jobs give one
+// summary line, not one per day.
+func TestRESTHistory_EmptyDaysLogOneLine(t *testing.T) {
+	var logged bytes.Buffer
+	now := time.Now()
+	h := &accounting.RESTHistory{Client: &fakeSlurmdb{}, Log: slog.New(slog.NewTextHandler(&logged, nil))}
+	if jobs, err := h.FinishedJobs(context.Background(), now.AddDate(0, 0, -30), now); err != nil || len(jobs) != 0 {
+		t.Fatalf("%d jobs, %v; want none and no error", len(jobs), err)
+	}
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "empty_windows=30 windows=30") {
+		t.Errorf("logged %d lines, want one INFO summary of 30 empty windows:\n%s", len(lines), logged.String())
 	}
 }

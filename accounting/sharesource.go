@@ -75,3 +75,16 @@ func (s SharesSource) readREST(ctx context.Context, cluster string) ([]ShareNode
 	}
 	return ParseRESTShares("slurmrestd "+client.Version()+" shares", body, cluster)
 }
+
+// Via names, for people, where Read reads the tree: the road the user
+// chose and, where it differs, the source the tree is stored under
+// ("slurmdbd through slurmrestd").
+func (s SharesSource) Via() string {
+	switch s.From {
+	case SharesFromSlurmrestd:
+		return "slurmdbd through slurmrestd"
+	case SharesFromConfig:
+		return "the config file " + s.File
+	}
+	return s.From
+}

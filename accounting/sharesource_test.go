@@ -123,3 +123,20 @@ func TestSharesSource_Read(t *testing.T) {
 		})
 	}
 }
+
+// TestSharesSource_Via: `shares sync --from slurmrestd` printed "from
+// slurmdbd", the source the tree is stored under, not the road it came by.
+func TestSharesSource_Via(t *testing.T) {
+	for _, tc := range []struct {
+		src  accounting.SharesSource
+		want string
+	}{
+		{accounting.SharesSource{From: accounting.SharesFromSlurmdbd}, "slurmdbd"},
+		{accounting.SharesSource{From: accounting.SharesFromSlurmrestd}, "slurmdbd through slurmrestd"},
+		{accounting.SharesSource{From: accounting.SharesFromConfig, File: "/etc/fairway/shares.conf"}, "the config file /etc/fairway/shares.conf"},
+	} {
+		if got := tc.src.Via(); got != tc.want {
+			t.Errorf("%s: Via() = %q, want %q", tc.src.From, got, tc.want)
+		}
+	}
+}

@@ -221,6 +221,25 @@ func (s *Store) FinishedJobs(ctx context.Context, cluster string, since, until t
 	return jobs, nil
 }
 
+// FinishedJob returns the newest stored record of job id on cluster (by
+// submit time, then array task), nil when the history has none: explain's
+// answer for a job Slurm no longer lists.
+func (s *Store) FinishedJob(ctx context.Context, cluster string, id int64) (*policy.Job, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumnList+` FROM job WHERE cluster = $1 AND job_id = $2
+		ORDER BY submit_time DESC, array_task DESC LIMIT 1`, cluster, id)
+	if err != nil {
+		return nil, fmt.Errorf("look up job %d: %w", id, err)
+	}
+	jobs, err := pgx.CollectRows(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("look up job %d: %w", id, err)
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	return &jobs[0], nil
+}
+
 const jobColumnList = `cluster, job_id, array_job_id, array_task, het_job, user_name, account, partition, qos, name,
 	submit_time, eligible_time, start_time, end_time, time_limit_s, nodes, cpus, memory_mb, gpus, gpu_type, shards,
 	state, exit_code, deadline`

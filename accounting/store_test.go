@@ -278,6 +278,16 @@ func TestImport_SacctTwiceIdentical(t *testing.T) {
 			t.Errorf("FinishedJobs not in end order at %d", i)
 		}
 	}
+
+	// FinishedJob finds one of them by id (explain's answer for a job
+	// Slurm forgot), and nothing for an id the history lacks.
+	one, err := store.FinishedJob(ctx, "fairwaylab", want[0].ID)
+	if err != nil || one == nil || one.ID != want[0].ID || !one.End.Equal(byKey[[2]int64{one.ID, int64(one.ArrayTask)}].End) {
+		t.Errorf("FinishedJob(%d) = %+v, %v", want[0].ID, one, err)
+	}
+	if none, err := store.FinishedJob(ctx, "fairwaylab", 987654321); err != nil || none != nil {
+		t.Errorf("FinishedJob(unknown) = %+v, %v; want nil, nil", none, err)
+	}
 }
 
 // TestImport_UpdateAndDuplicates changes one stored job and repeats a key

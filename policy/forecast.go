@@ -102,13 +102,16 @@ func (f *Forecast) Job(id int64) (Expected, bool) {
 	return f.Pending[i], true
 }
 
-// Before returns what must happen before pending job id can start: the
-// running jobs expected to end by then and the pending jobs expected to
-// start by then, each in time order. ok is false when id is not pending.
-func (f *Forecast) Before(id int64) (ends, starts []Expected, ok bool) {
+// Before returns what happens before pending job id can start, each in
+// time order: the running jobs expected to end by then; the jobs ranked
+// ahead of it expected to start by then, which must start first; and the
+// jobs ranked below it expected to start by then, which backfill into
+// room it cannot use yet and need not start first. ok is false when id is
+// not pending.
+func (f *Forecast) Before(id int64) (ends, ahead, backfill []Expected, ok bool) {
 	e, ok := f.Job(id)
 	if !ok || e.Never {
-		return nil, nil, ok
+		return nil, nil, nil, ok
 	}
 	for _, r := range f.Running {
 		if !r.End.After(e.Start) {
@@ -116,13 +119,20 @@ func (f *Forecast) Before(id int64) (ends, starts []Expected, ok bool) {
 		}
 	}
 	for _, p := range f.Pending {
-		if p.JobID != id && !p.Never && !p.Start.After(e.Start) {
-			starts = append(starts, p)
+		if p.JobID == id || p.Never || p.Start.After(e.Start) {
+			continue
+		}
+		if p.Rank < e.Rank {
+			ahead = append(ahead, p)
+		} else {
+			backfill = append(backfill, p)
 		}
 	}
 	slices.SortStableFunc(ends, func(a, b Expected) int { return a.End.Compare(b.End) })
-	slices.SortStableFunc(starts, func(a, b Expected) int { return a.Start.Compare(b.Start) })
-	return ends, starts, true
+	for _, es := range [][]Expected{ahead, backfill} {
+		slices.SortStableFunc(es, func(a, b Expected) int { return a.Start.Compare(b.Start) })
+	}
+	return ends, ahead, backfill, true
 }
 
 // fjob is one job's state in a play-forward.

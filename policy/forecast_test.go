@@ -113,17 +113,28 @@ func TestForecast_Before(t *testing.T) {
 		}
 		return out
 	}
-	ends, starts, ok := f.Before(4)
-	if !ok {
-		t.Fatal("job 4 not found")
+	for _, tc := range []struct {
+		id                    int64
+		ends, ahead, backfill []int64
+	}{
+		// Job 4 (rank 3) starts when job 1 ends: 3 and 2, both ranked
+		// ahead, start by then.
+		{id: 4, ends: []int64{1}, ahead: []int64{3, 2}},
+		// Job 2 (rank 1) waits for job 1; job 3 (rank 2) starts before it
+		// by backfill: it is not ahead of job 2 and need not start first.
+		{id: 2, ends: []int64{1}, backfill: []int64{3}},
+		// Job 3 fits now: nothing happens before it.
+		{id: 3},
+	} {
+		ends, ahead, backfill, ok := f.Before(tc.id)
+		if !ok {
+			t.Fatalf("job %d not found", tc.id)
+		}
+		if diff := cmp.Diff([][]int64{tc.ends, tc.ahead, tc.backfill}, [][]int64{ids(ends), ids(ahead), ids(backfill)}); diff != "" {
+			t.Errorf("job %d: ends, ahead, backfill (-want +got):\n%s", tc.id, diff)
+		}
 	}
-	if diff := cmp.Diff([]int64{1}, ids(ends)); diff != "" {
-		t.Errorf("ends (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]int64{3, 2}, ids(starts)); diff != "" {
-		t.Errorf("starts (-want +got):\n%s", diff)
-	}
-	if _, _, ok := f.Before(1); ok {
+	if _, _, _, ok := f.Before(1); ok {
 		t.Error("Before(running job) ok, want not pending")
 	}
 }

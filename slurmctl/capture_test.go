@@ -477,9 +477,22 @@ func TestCapture_SlurmdbJobs(t *testing.T) {
 			if q := srv.urls[0].Query(); !strings.HasPrefix(q.Get("start_time"), "now-") || q.Get("cluster") != c.cluster || q.Get("skip_steps") != "true" {
 				t.Errorf("query %s", srv.urls[0].RawQuery)
 			}
+			// Nothing found: no jobs and no warning logged (slurmrestd sends
+			// "slurmdb_jobs_get() found nothing" as a warning, which was
+			// logged at WARN for every empty day of an ingest).
 			srv = newReplay(t, map[string][]reply{c.path("GET", "slurmdb/jobs"): {c.reply(t, "slurmdb.jobs.nothing-found-users-root.json")}})
-			if body, err := testClient(t, srv.URL, c.version, nil).DBJobs(context.Background(), c.cluster, since, until); err != nil || !bytes.Contains(body, []byte(`"jobs"`)) {
-				t.Errorf("DBJobs, nothing found: %v", err)
+			var logged bytes.Buffer
+			cfg := Config{URL: srv.URL, User: "root", Token: StaticToken(testJWT(time.Now().Add(time.Hour))), Version: c.version,
+				RequestTimeout: time.Second, RetryBase: time.Millisecond, RetryMax: 2 * time.Millisecond}
+			quiet, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body, err := quiet.DBJobs(context.Background(), c.cluster, since, until); err != nil || body != nil {
+				t.Errorf("DBJobs, nothing found: %d bytes, %v; want none and no error", len(body), err)
+			}
+			if logged.Len() > 0 {
+				t.Errorf("DBJobs, nothing found, logged:\n%s", logged.String())
 			}
 			srv = newReplay(t, map[string][]reply{c.path("GET", "slurmdb/jobs"): {c.reply(t, "slurmdb.err.jobs-forged-token.json")}})
 			if _, err := testClient(t, srv.URL, c.version, nil).DBJobs(context.Background(), c.cluster, since, until); !errors.Is(err, ErrTokenRejected) || errors.Is(err, ErrServer) || srv.total() != 1 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
 )
 
@@ -96,7 +97,7 @@ func Run(ctx context.Context, url string, cfg GenerateConfig, show io.Writer, lo
 			line(c, m, what)
 		}
 		cfg.Options.Progress = func(done, total int) error {
-			line(cluster, month, fmt.Sprintf("replaying the month: %d of %d jobs under Fairway's policy; %s", done, total, progress.ETA(stepStart, time.Now(), done, total)))
+			line(cluster, month, fmt.Sprintf("replaying the month: %d of %s under Fairway's policy; %s", done, plural.N(total, "job", "jobs"), progress.ETA(stepStart, time.Now(), done, total)))
 			return ctx.Err()
 		}
 	}

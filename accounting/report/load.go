@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -125,7 +126,7 @@ type ClusterSpan struct {
 
 // String spells the span for messages: "kth (2,913 jobs ending 1996-09-23 to 1997-08-31)".
 func (c ClusterSpan) String() string {
-	return fmt.Sprintf("%s (%d jobs ending %s to %s)", c.Name, c.Jobs, c.First.UTC().Format("2006-01-02"), c.Last.UTC().Format("2006-01-02"))
+	return fmt.Sprintf("%s (%s ending %s to %s)", c.Name, plural.N(int(c.Jobs), "job", "jobs"), c.First.UTC().Format("2006-01-02"), c.Last.UTC().Format("2006-01-02"))
 }
 
 // Clusters lists the clusters with finished jobs in the database.
@@ -438,5 +439,5 @@ func RecentJobs(ctx context.Context, url, cluster string, days int, now time.Tim
 	if len(jobs) == 0 {
 		return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cluster, days)
 	}
-	return jobs, fmt.Sprintf("%s (database, last %d days)", cluster, days), nil
+	return jobs, fmt.Sprintf("%s (database, last %s)", cluster, plural.N(days, "day", "days")), nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
@@ -254,7 +255,7 @@ func waitsPlot(r *Report) (*plot.Plot, error) {
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(2)}
 		}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s (%d jobs started)", aw.account, len(aw.waits)), l)
+		p.Legend.Add(fmt.Sprintf("%s (%s started)", aw.account, plural.N(len(aw.waits), "job", "jobs")), l)
 		drawn++
 	}
 	if drawn == 0 {

@@ -50,10 +50,15 @@ func explainCommand() *cli.Command {
 	}
 }
 
+// readOnlyLogLevel is explain's and queue's log level when --log-level is
+// not set: their answer is the output, and serve's info lines (API version
+// negotiated, warmed up, cycle) are noise above it.
+const readOnlyLogLevel = "warn"
+
 // openReadOnly opens what explain and queue read with serve's settings,
 // never taking the lease from a running serve.
 func openReadOnly(c *cli.Context) (serveConfig, *sidecar.Opened, *slog.Logger, error) {
-	log, err := logger(c)
+	log, err := loggerDefault(c, readOnlyLogLevel)
 	if err != nil {
 		return serveConfig{}, nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+	"github.com/google/go-cmp/cmp"
 )
 
 // Fakes for every adapter serve and explain touch; each counts its calls
@@ -200,5 +202,154 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 	}
 	if _, err := os.Stat(table); err != nil {
 		t.Errorf("serve without --dry-run wrote no table: %v", err)
+	}
+}
+
+// historyStore is a countingStore whose history is what was recorded, as
+// the accounting database's is.
+type historyStore struct {
+	countingStore
+	jobs []policy.Job
+}
+
+func (s *historyStore) RecordFinished(_ context.Context, _ string, jobs []policy.Job) (accounting.Summary, error) {
+	s.finished += len(jobs)
+	s.jobs = append(s.jobs, jobs...)
+	return accounting.Summary{}, nil
+}
+
+func (s *historyStore) FinishedJobs(_ context.Context, _ string, since, until time.Time) ([]policy.Job, error) {
+	var out []policy.Job
+	for _, j := range s.jobs {
+		if !j.End.Before(since) && j.End.Before(until) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// TestServeAndExplain_RankFromTheSameHistory: `serve --dry-run --once`
+// then `explain` on the same cluster, database and clock give every job
+// the same score. Slurm still lists finished jobs the database lacks;
+// serve's first cycle stores them. serve warmed up from the database
+// alone (0 jobs) and explain, just after, from the 9 serve had stored, so
+// the two disagreed on the same job's score.
+func TestServeAndExplain_RankFromTheSameHistory(t *testing.T) {
+	now := time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	node := func(name string) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"MIXED"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000, GPUs: 4}
+	}
+	job := func(id int64, user, name string, gpus int, st policy.State) slurmctl.Job {
+		return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: user, Account: "physics", Name: name, Partition: "gpu",
+			GPUs: gpus, CPUs: 1, Nodes: 1, State: st, TimeLimit: time.Hour, Submit: now.Add(-2 * time.Hour)}, TaskCount: 1}
+	}
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1"), node("gpu2")}}
+	for i := range 9 { // alice's finished runs: 10 minutes on 4 GPUs each
+		j := job(int64(100+i), "alice", "train", 4, policy.StateCompleted)
+		j.Start = now.Add(-time.Duration(90-5*i) * time.Minute)
+		j.End = j.Start.Add(10 * time.Minute)
+		cl.Jobs = append(cl.Jobs, j)
+	}
+	run := job(120, "carol", "sim", 4, policy.StateRunning)
+	run.Start = now.Add(-5 * time.Minute)
+	cl.Jobs = append(cl.Jobs, run, job(131, "alice", "train", 4, policy.StatePending), job(132, "bob", "train", 1, policy.StatePending),
+		job(133, "bob", "eval", 2, policy.StatePending))
+	store := &historyStore{}
+	d := sidecar.Deps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
+		Store: store, Leader: sidecar.AlwaysLeader{}, Now: clock}
+	cfg, err := settingsFromArgs(t, []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y", "--no-ha", "--dry-run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := sidecar.NewServeRunner(context.Background(), cfg, d, sidecar.NewSink(cfg, d), quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(store.jobs) != 9 {
+		t.Fatalf("serve's cycle stored %d finished jobs, want the 9 Slurm lists (else the test proves nothing)", len(store.jobs))
+	}
+	explained, err := sidecar.PlanCycle(context.Background(), cfg, d, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(served.Ranked, explained.Ranked); diff != "" {
+		t.Errorf("serve and explain rank the same queue differently (-serve +explain):\n%s", diff)
+	}
+	ex, err := sidecar.Explain(explained, 131)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range served.Ranked {
+		if sc.JobID == 131 && sc.Value != ex.Score {
+			t.Errorf("job 131: serve's score %g, explain's %g", sc.Value, ex.Score)
+		}
+	}
+}
+
+func (s *countingStore) FinishedJob(context.Context, string, int64) (*policy.Job, error) {
+	return nil, nil
+}
+
+func (s *historyStore) FinishedJob(_ context.Context, _ string, id int64) (*policy.Job, error) {
+	for i := range s.jobs {
+		if s.jobs[i].ID == id {
+			return &s.jobs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// TestExplain_NotQueuedSaysWhy: a job that is not ranked gets the reason:
+// running, finished (as Slurm lists it, or as the history has it once
+// Slurm forgot it), held, left out by partition, or unknown. All of them
+// got the same "not among the pending jobs Fairway ranks (finished,
+// running, held, ...?)".
+func TestExplain_NotQueuedSaysWhy(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	now := time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC)
+	job := func(id int64, part string, st policy.State) slurmctl.Job {
+		return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: "bob", Account: "physics", Name: "x", Partition: part,
+			GPUs: 1, CPUs: 1, Nodes: 1, State: st, TimeLimit: time.Hour, Submit: now.Add(-2 * time.Hour)}, TaskCount: 1}
+	}
+	running, done, held := job(120, "gpu", policy.StateRunning), job(100, "gpu", policy.StateCompleted), job(140, "gpu", policy.StatePending)
+	running.Start = now.Add(-5 * time.Minute)
+	done.Start, done.End = now.Add(-time.Hour), now.Add(-30*time.Minute)
+	held.Held = true
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{{Name: "gpu1", State: []string{"MIXED"}, Partitions: []string{"gpu", "debug"}, CPUs: 8, GPUs: 4}},
+		Jobs: []slurmctl.Job{running, done, held, job(141, "debug", policy.StatePending), job(142, "gpu", policy.StatePending)}}
+	forgotten := job(50, "gpu", policy.StateFailed).Job
+	forgotten.Start, forgotten.End = now.Add(-48*time.Hour), now.Add(-47*time.Hour)
+	store := &historyStore{jobs: []policy.Job{forgotten}}
+	d := sidecar.Deps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
+		Store: store, Leader: sidecar.AlwaysLeader{}}
+	cfg, err := settingsFromArgs(t, []string{"explain", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y",
+		"--exclude-partitions", "debug", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id   int64
+		want string
+	}{
+		{120, "job 120 is not in the queue: it is running, since 2026-11-25T22:55:00Z"},
+		{100, "job 100 is not in the queue: it finished at 2026-11-25T22:30:00Z (COMPLETED)"},
+		{50, "job 50 is not in the queue: it finished at 2026-11-24T00:00:00Z (FAILED), per Fairway's job history"},
+		{140, "job 140 is held: Fairway ranks it once it is released (scontrol release 140)"},
+		{141, "job 141 is pending in partition debug, but Fairway does not rank it: --partitions, --exclude-partitions or --exempt-qos leave it out"},
+		{999, "job 999 is not known to Slurm: no job with that id is queued, running or recently finished"},
+	} {
+		_, err := sidecar.ExplainJob(context.Background(), cfg, d, tc.id, quietLogger())
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("explain %d: %v\nwant it to start with %q", tc.id, err, tc.want)
+		}
+	}
+	if ex, err := sidecar.ExplainJob(context.Background(), cfg, d, 142, quietLogger()); err != nil || ex.JobID != 142 {
+		t.Errorf("explain 142 (pending, ranked): %v", err)
 	}
 }

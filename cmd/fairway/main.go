@@ -35,6 +35,18 @@ func newApp() *cli.App {
 		Usage: "fair, short-waited GPU scheduling for Slurm",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"FAIRWAY_LOG_LEVEL"}},
+			&cli.BoolFlag{Name: "version", Usage: "print the version and exit (as `fairway version`)"},
+		},
+		// Without a command: --version, or the help.
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				return printVersion(c)
+			}
+			if c.NArg() > 0 && c.App.CommandNotFound != nil {
+				c.App.CommandNotFound(c, c.Args().First())
+				return nil
+			}
+			return cli.ShowAppHelp(c)
 		},
 		Commands: []*cli.Command{
 			versionCommand(),
@@ -62,9 +74,30 @@ func newApp() *cli.App {
 
 // logger builds the process logger from the global --log-level flag.
 func logger(c *cli.Context) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+	return loggerDefault(c, "")
+}
+
+// loggerDefault is logger for a command whose output is meant for people
+// (explain, queue): it logs at def unless --log-level is set (flag,
+// FAIRWAY_LOG_LEVEL or config file), so that the answer is not buried in
+// the progress notes a daemon's log wants. def "" keeps the flag's default.
+func loggerDefault(c *cli.Context, def string) (*slog.Logger, error) {
+	lvl, err := logLevel(c, def)
+	if err != nil {
+		return nil, err
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// logLevel is the level loggerDefault logs at.
+func logLevel(c *cli.Context, def string) (slog.Level, error) {
+	name := c.String("log-level")
+	if def != "" && !c.IsSet("log-level") {
+		name = def
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(name)); err != nil {
+		return lvl, fmt.Errorf("--log-level %q: want debug, info, warn or error", name)
+	}
+	return lvl, nil
 }

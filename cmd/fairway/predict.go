@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
@@ -103,7 +104,7 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 	if tty {
 		started := time.Now()
 		opt.Progress = func(done, total int) {
-			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %d jobs (%d predictors); %s", opt.Trace, done, total, len(cfg.Predictors), progress.ETA(started, time.Now(), done, total))
+			fmt.Fprintf(errOut, "\r\033[Kreplaying %s: %d of %s (%s); %s", opt.Trace, done, plural.N(total, "job", "jobs"), plural.N(len(cfg.Predictors), "predictor", "predictors"), progress.ETA(started, time.Now(), done, total))
 		}
 	}
 	res, err := predeval.RunNamed(jobs, cfg.Predictors, opt)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
@@ -59,7 +60,7 @@ func sharesCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(c.App.Writer, "shares of %s from %s: %d nodes (was %d)\n", clusterName, from, after, before)
+					fmt.Fprintf(c.App.Writer, "shares of %s from %s: %s (was %d)\n", clusterName, src.Via(), plural.N(after, "node", "nodes"), before)
 					return nil
 				},
 			},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
@@ -23,6 +24,8 @@ type simulateConfig struct {
 	sim.RunConfig
 	JSON bool
 	Out  string
+	// Progress draws a status line on stderr (--progress).
+	Progress bool
 }
 
 // clusterJSON is a workload's cluster in JSON output.
@@ -45,6 +48,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
+			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_SIMULATE_PROGRESS"}},
 			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
 			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "policies (with --suite, simulations) run at once", EnvVars: []string{"FAIRWAY_SIMULATE_PARALLEL"}},
 			&cli.Float64Flag{Name: "load", Value: 1, Usage: "scale inter-arrival times so the offered load is this many times the trace's own", EnvVars: []string{"FAIRWAY_SIMULATE_LOAD"}},
@@ -85,6 +89,9 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	cfg := simulateConfig{RunConfig: sim.RunConfig{Trace: c.String("trace"), Nodes: c.Int("nodes"), PerNode: c.Int("per-node"),
 		Parallel: c.Int("parallel"), Load: c.Float64("load"), Predictor: c.String("predictor")}, JSON: c.Bool("json"), Out: c.String("out")}
 	var err error
+	if cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr); err != nil {
+		return cfg, err
+	}
 	switch {
 	case cfg.Trace != "":
 		if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
@@ -111,13 +118,13 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	}
 	var onProgress func(string, int, int)
 	started := time.Now()
-	if progress.IsTerminal(errOut) {
-		onProgress = progress.NewTally(errOut, "simulating "+w.Name+", jobs replayed", "per policy", cfg.Policies, started).Update
+	if cfg.Progress {
+		onProgress = progress.NewTally(errOut, "simulating "+w.Name, plural.N(len(cfg.Policies), "policy", "policies"), "jobs", started).Update
 	}
 	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
 		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress})
 	if onProgress != nil {
-		fmt.Fprintf(errOut, "\r\033[Ksimulated %d policies in %s\n", len(cfg.Policies), time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(errOut, "\r\033[Ksimulated %s in %s\n", plural.N(len(cfg.Policies), "policy", "policies"), time.Since(started).Round(time.Millisecond))
 	}
 	if err != nil {
 		return err
@@ -156,10 +163,15 @@ func simulateSuite(c *cli.Context) error {
 	if c.Int("max-jobs") < 0 {
 		return fmt.Errorf("--max-jobs %d: want >= 0", c.Int("max-jobs"))
 	}
-	if progress.IsTerminal(os.Stderr) {
+	show, err := progress.Wanted(c.String("progress"), os.Stderr)
+	if err != nil {
+		return err
+	}
+	if show {
 		suiteStart := time.Now()
 		cfg.Progress = func(msg string) {
-			fmt.Fprintf(os.Stderr, "\r\033[K%s; %s", msg, progress.ETA(suiteStart, time.Now(), 0, 0))
+			eta := "; " + progress.ETA(suiteStart, time.Now(), 0, 0)
+			fmt.Fprint(os.Stderr, "\r\033[K"+progress.Fit(msg, progress.MaxLine-len(eta))+eta)
 		}
 	}
 	res, err := sim.RunSuite(c.Context, cfg)

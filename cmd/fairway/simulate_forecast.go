@@ -24,12 +24,10 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet, orac
 		return err
 	}
 	var onProgress func(string, int, int)
-	if progress.IsTerminal(errOut) {
-		onProgress = func(name string, done, total int) {
-			fmt.Fprintf(errOut, "\r\033[Kforecasting %s under %s: %d%%", w.Name, name, done*100/total)
-		}
-	}
 	started := time.Now()
+	if cfg.Progress {
+		onProgress = progress.NewTally(errOut, "forecasting "+w.Name+" under "+name, "1 policy", "jobs", started).Update
+	}
 	fr, err := sim.SummarizeForecast(ctx, w, sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Progress: onProgress}, name, oracle)
 	if onProgress != nil {
 		fmt.Fprintf(errOut, "\r\033[Kmeasured forecasts in %s\n", time.Since(started).Round(time.Millisecond))

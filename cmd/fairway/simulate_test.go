@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/google/go-cmp/cmp"
+	"github.com/urfave/cli/v2"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the current output")
@@ -248,5 +251,65 @@ func TestSimulate_Power(t *testing.T) {
 		if _, err := runApp(t, append([]string{"simulate", "--power"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want it to contain %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestSimulate_Progress: --progress always draws short lines, a few in
+// all, on stderr even when it is not a terminal; never draws none. Without
+// the flag (it did not exist) the progress was a line listing every
+// policy's count, redrawn every 100 jobs and only on a terminal.
+func TestSimulate_Progress(t *testing.T) {
+	for _, mode := range []string{"always", "never"} {
+		t.Run(mode, func(t *testing.T) {
+			errOut, err := os.CreateTemp(t.TempDir(), "stderr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer errOut.Close()
+			app := newApp()
+			var out strings.Builder
+			app.Writer, app.ErrWriter = &out, &out
+			for _, c := range app.Commands {
+				if c.Name == "simulate" {
+					c.Action = func(c *cli.Context) error {
+						cfg, err := simulateSettings(c)
+						if err != nil {
+							return err
+						}
+						return simulate(c.Context, cfg, c.App.Writer, errOut)
+					}
+				}
+			}
+			if err := app.Run([]string{"fairway", "simulate", "--progress", mode, "--parallel", "1"}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(errOut.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(string(b), "\r\033[K")
+			if mode == "never" {
+				if len(b) != 0 {
+					t.Errorf("--progress never wrote %q", b)
+				}
+				return
+			}
+			// The bundled run takes about a second: a few redraws, each
+			// short enough for an 80-column terminal, then the summary.
+			if len(lines) < 3 || len(lines) > 2+int(20*time.Second/progress.Redraw) {
+				t.Errorf("%d redraws, want a few", len(lines)-1)
+			}
+			for _, l := range lines {
+				if n := len([]rune(strings.TrimSuffix(l, "\n"))); n > progress.MaxLine {
+					t.Errorf("a %d-character line: %q", n, l)
+				}
+			}
+			if last := lines[len(lines)-1]; !strings.HasPrefix(last, "simulated 9 policies in ") {
+				t.Errorf("last line %q", last)
+			}
+		})
+	}
+	if _, err := runApp(t, "simulate", "--progress", "sometimes"); err == nil || !strings.Contains(err.Error(), `--progress "sometimes": want auto, always or never`) {
+		t.Errorf("--progress sometimes: %v", err)
 	}
 }

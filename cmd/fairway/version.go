@@ -14,16 +14,19 @@ var version = "dev"
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print the version, the Go version and the newest schema version this binary knows",
-		Action: func(c *cli.Context) error {
-			v, rev := buildinfo.Version(version)
-			latest, err := sql.Latest()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.Writer, "fairway %s%s %s schema %d\n", v, rev, runtime.Version(), latest)
-			return nil
-		},
+		Name:   "version",
+		Usage:  "print the version, the Go version and the newest schema version this binary knows",
+		Action: printVersion,
 	}
+}
+
+// printVersion is `fairway version` and `fairway --version`.
+func printVersion(c *cli.Context) error {
+	v, rev := buildinfo.Version(version)
+	latest, err := sql.Latest()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "fairway %s%s %s schema %d\n", v, rev, runtime.Version(), latest)
+	return nil
 }

@@ -132,36 +132,85 @@ func Wanted(mode string, f *os.File) (bool, error) {
 	return false, fmt.Errorf("--progress %q: want auto, always or never", mode)
 }
 
-// Tally is one status line for several runs done side by side, each out
-// of the same total: "simulating kth, jobs replayed of 2913 per policy:
-// fifo 120 sjf 80; elapsed 3s, about 9s left". Its Update may be called
-// from the runs' goroutines.
+// Tally is one short status line for several runs done side by side,
+// each out of the same total: "simulating kth: 40% of 9 policies × 2913
+// jobs; elapsed 3s, about 9s left". It fits an 80-column terminal
+// (MaxLine) and is redrawn at most every Redraw, however often Update is
+// called: a line per run listing each run's count was 205 characters,
+// redrawn every 100 jobs, and wrapped into thousands of lines. Its Update
+// may be called from the runs' goroutines.
 type Tally struct {
 	mu      sync.Mutex
 	w       io.Writer
-	head    string // what is done, and of what: "simulating kth, jobs replayed"
-	per     string // what each run is: "per policy"
-	names   []string
+	head    string // what is done: "simulating kth"
+	runs    string // the runs, counted: "9 policies"
+	unit    string // what each run goes through: "jobs"
 	done    map[string]int
 	started time.Time
+	drawn   time.Time // last redraw; zero: never
+	now     func() time.Time
 }
 
-// NewTally starts a Tally of the runs names at started.
-func NewTally(w io.Writer, head, per string, names []string, started time.Time) *Tally {
-	return &Tally{w: w, head: head, per: per, names: names, done: map[string]int{}, started: started}
+// MaxLine is the longest status line drawn: one less than an 80-column
+// terminal, so that the cursor never wraps.
+const MaxLine = 79
+
+// Redraw is the least time between two redraws of a Tally.
+const Redraw = 250 * time.Millisecond
+
+// NewTally starts a Tally at started of runs (counted, as "9 policies"),
+// each going through total units (as "jobs").
+func NewTally(w io.Writer, head, runs, unit string, started time.Time) *Tally {
+	return &Tally{w: w, head: head, runs: runs, unit: unit, done: map[string]int{}, started: started, now: time.Now}
 }
 
 // Update records that run name has done done of total and redraws the
-// line.
+// line, unless it was drawn less than Redraw ago.
 func (t *Tally) Update(name string, done, total int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done[name] = done
-	var b strings.Builder
-	all := 0
-	for _, n := range t.names {
-		fmt.Fprintf(&b, " %s %d", n, t.done[n])
-		all += t.done[n]
+	now := t.now()
+	if !t.drawn.IsZero() && now.Sub(t.drawn) < Redraw {
+		return
 	}
-	fmt.Fprintf(t.w, "\r\033[K%s of %d %s:%s; %s", t.head, total, t.per, b.String(), ETA(t.started, time.Now(), all, total*len(t.names)))
+	t.drawn = now
+	all := 0
+	for _, d := range t.done {
+		all += d
+	}
+	n := len(t.done)
+	if n == 0 || total <= 0 {
+		return
+	}
+	// The share of all runs' work done, counting runs not reported yet
+	// as not started: runs is how many there are.
+	runs := max(n, leadingInt(t.runs))
+	pct := 100 * float64(all) / float64(runs*total)
+	tail := fmt.Sprintf(": %.0f%% of %s × %d %s; %s", pct, t.runs, total, t.unit, ETA(t.started, now, all, runs*total))
+	fmt.Fprint(t.w, "\r\033[K"+Fit(t.head, MaxLine-len([]rune(tail)))+tail)
+}
+
+// leadingInt is the number s starts with ("9 policies": 9), 0 if none.
+func leadingInt(s string) int {
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = 10*n + int(r-'0')
+	}
+	return n
+}
+
+// Fit cuts s to at most n runes, ending in "…" when cut.
+func Fit(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return string(r[:max(n, 0)])
+	}
+	return string(r[:n-1]) + "…"
 }

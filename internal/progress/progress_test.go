@@ -87,20 +87,43 @@ func TestWanted(t *testing.T) {
 	}
 }
 
+// TestTally: one short line, redrawn at most every Redraw. It was a line
+// listing every run's count (205 characters for the nine policies) drawn
+// on every Update.
 func TestTally(t *testing.T) {
 	var b bytes.Buffer
-	tl := NewTally(&b, "simulating kth, jobs replayed", "per policy", []string{"fifo", "sjf"}, time.Now())
-	tl.Update("sjf", 80, 2913)
-	tl.Update("fifo", 120, 2913)
-	lines := strings.Split(b.String(), "\r\033[K")
-	if len(lines) != 3 || lines[0] != "" {
-		t.Fatalf("got %q, want two redrawn lines", b.String())
-	}
-	want := []string{"simulating kth, jobs replayed of 2913 per policy: fifo 0 sjf 80; elapsed ",
-		"simulating kth, jobs replayed of 2913 per policy: fifo 120 sjf 80; elapsed "}
-	for i, w := range want {
-		if !strings.HasPrefix(lines[i+1], w) {
-			t.Errorf("line %d = %q, want it to start %q", i+1, lines[i+1], w)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := t0
+	long := "simulating " + strings.Repeat("a-very-long-trace-name-", 4) + ".csv.gz"
+	tl := NewTally(&b, long, "9 policies", "jobs", t0)
+	tl.now = func() time.Time { return clock }
+	names := []string{"fifo", "fairshare", "vtc", "tiresias", "themis", "qssf", "sjf-oracle", "fair-qssf", "fair-sjf"}
+	for step := 1; step <= 20; step++ { // every 100 jobs of 2000, every 10 ms
+		clock = clock.Add(10 * time.Millisecond)
+		for _, n := range names {
+			tl.Update(n, 100*step, 2000)
 		}
+	}
+	lines := strings.Split(b.String(), "\r\033[K")[1:]
+	// 180 updates over 200 ms: the first draws, then none until 250 ms.
+	if len(lines) != 1 {
+		t.Fatalf("%d redraws in 200 ms, want 1: %q", len(lines), b.String())
+	}
+	clock = clock.Add(Redraw)
+	tl.Update("fifo", 2000, 2000)
+	lines = strings.Split(b.String(), "\r\033[K")[1:]
+	if len(lines) != 2 {
+		t.Fatalf("%d redraws after %s more, want 2", len(lines), Redraw)
+	}
+	for i, l := range lines {
+		if n := len([]rune(l)); n > MaxLine {
+			t.Errorf("line %d is %d characters, want at most %d: %q", i+1, n, MaxLine, l)
+		}
+	}
+	if want := "…: 1% of 9 policies × 2000 jobs; elapsed 0s"; !strings.HasSuffix(lines[0], want) || !strings.HasPrefix(lines[0], "simulating a-very") {
+		t.Errorf("first line %q, want the head cut and ending %q", lines[0], want)
+	}
+	if !strings.Contains(lines[1], ": 100% of 9 policies × 2000 jobs; elapsed 0s") {
+		t.Errorf("second line %q", lines[1])
 	}
 }

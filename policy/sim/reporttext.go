@@ -49,7 +49,11 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 	}
 	for _, m := range rep.Policies {
 		if preempt[m.Name] {
-			fmt.Fprintf(w, "* preemptive: requeued and resumed from a checkpoint at no cost, %d preemptions\n", m.Preemptions)
+			n := "preemptions"
+			if m.Preemptions == 1 {
+				n = "preemption"
+			}
+			fmt.Fprintf(w, "* preemptive: requeued and resumed from a checkpoint at no cost, %d %s\n", m.Preemptions, n)
 		}
 	}
 	return nil

@@ -89,21 +89,25 @@ func TestQueueForecast_StartFor(t *testing.T) {
 		}
 		return out
 	}
+	// Carol's job 3 (rank 2) backfills before bob's job 2 (rank 1): it is
+	// listed under backfill, not among the jobs that must start first.
 	for _, c := range []struct {
-		user           string
-		ends, starts   []int64
-		nEnds, nStarts int
+		user                      string
+		ends, starts, backfill    []int64
+		nEnds, nStarts, nBackfill int
 	}{
-		{"", []int64{1}, []int64{3}, 1, 1},
-		{"bob", []int64{}, []int64{}, 1, 1},
-		{"carol", []int64{}, []int64{3}, 1, 1},
-		{"alice", []int64{1}, []int64{}, 1, 1},
+		{"", []int64{1}, []int64{}, []int64{3}, 1, 0, 1},
+		{"bob", []int64{}, []int64{}, []int64{}, 1, 0, 1},
+		{"carol", []int64{}, []int64{}, []int64{3}, 1, 0, 1},
+		{"alice", []int64{1}, []int64{}, []int64{}, 1, 0, 1},
 	} {
 		sf, ok := q.StartFor(2, c.user)
 		if !ok {
 			t.Fatal("job 2 not found")
 		}
-		if d := cmp.Diff([]any{c.ends, c.starts, c.nEnds, c.nStarts}, []any{ids(sf.MustEnd), ids(sf.MustStart), sf.MustEndCount, sf.MustStartCount}); d != "" {
+		want := []any{c.ends, c.starts, c.backfill, c.nEnds, c.nStarts, c.nBackfill}
+		got := []any{ids(sf.MustEnd), ids(sf.MustStart), ids(sf.Backfill), sf.MustEndCount, sf.MustStartCount, sf.BackfillCount}
+		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("as %q (-want +got):\n%s", c.user, d)
 		}
 	}

@@ -50,7 +50,7 @@ func TestAPI_NotYoursAnswersAsNotThere(t *testing.T) {
 // TestAPI_OwnJobHidesOtherUsers: a user's own job says how many jobs must
 // end or start first, but not which: no other user's job id, time or size.
 func TestAPI_OwnJobHidesOtherUsers(t *testing.T) {
-	q := fcQueue(t) // bob's job 2 waits for alice's running job 1 and carol's job 3
+	q := fcQueue(t) // bob's job 2 waits for alice's running job 1; carol's job 3 backfills before it
 	h := privateAPI(t, func() *QueueForecast { return q })
 	rec := getAPI(h, "/v1/jobs/2", "bob")
 	if rec.Code != http.StatusOK {
@@ -62,7 +62,8 @@ func TestAPI_OwnJobHidesOtherUsers(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]string{"must_end": "[]", "must_start": "[]", "must_end_count": "1", "must_start_count": "1"} {
+	for key, want := range map[string]string{"must_end": "[]", "must_start": "[]", "backfill": "[]",
+		"must_end_count": "1", "must_start_count": "0", "backfill_count": "1"} {
 		if got := string(ans.Start[key]); got != want {
 			t.Errorf("start.%s = %s, want %s", key, got, want)
 		}

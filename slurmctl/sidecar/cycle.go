@@ -140,6 +140,9 @@ type CycleResult struct {
 	Rewrite  *RewriteReport // resource rewriting; nil when off
 	DryRun   bool           // nothing was written to Slurm or the table
 	Forecast *QueueForecast // start-time forecasts; nil when Config.Forecast is off
+	// Read is the cluster as the cycle read it: explain says from it why a
+	// job is not ranked.
+	Read *slurmctl.Cluster
 }
 
 // Cycles is the number of cycles run so far.
@@ -179,6 +182,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	}
 	r.metrics.slurmUp.Set(1)
 	r.metrics.skippedRecords.Add(float64(len(cl.Skipped)))
+	res.Read = cl
 
 	// 2. Observe.
 	pendingRecs := r.rankable(cl)

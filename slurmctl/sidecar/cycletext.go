@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 )
@@ -27,7 +28,8 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 	if res.DryRun {
 		mode = "dry run: nothing written"
 	}
-	fmt.Fprintf(w, "policy %s, %d pending jobs ranked, %d values changed (%s)\n", policyName, res.Pending, len(res.Changed), mode)
+	fmt.Fprintf(w, "policy %s, %s ranked, %s changed (%s)\n", policyName, plural.N(res.Pending, "pending job", "pending jobs"),
+		plural.N(len(res.Changed), "value", "values"), mode)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "RANK\tJOB\tUSER\tACCOUNT\tGPUS\tPREDICTED\tSCORE\t%s\tCHANGED\n", strings.ToUpper(field))
 	for i, s := range res.Ranked {
@@ -55,9 +57,9 @@ func (rep *RewriteReport) WriteText(w io.Writer) error {
 	if rep.DryRun {
 		mode = "dry run: nothing written"
 	}
-	fmt.Fprintf(w, "\nrewrite: %d share rules (table %s), %d job changes planned, %d applied, %d failed, %d withheld under Slurm limits (%s)\n",
-		len(rep.Rules), map[bool]string{true: "written", false: "not written"}[rep.TableWritten],
-		len(rep.Resize.Planned), len(rep.Resize.Applied), len(rep.Resize.Failed), len(rep.Withheld), mode)
+	fmt.Fprintf(w, "\nrewrite: %s (table %s), %s planned, %d applied, %d failed, %d withheld under Slurm limits (%s)\n",
+		plural.N(len(rep.Rules), "share rule", "share rules"), map[bool]string{true: "written", false: "not written"}[rep.TableWritten],
+		plural.N(len(rep.Resize.Planned), "job change", "job changes"), len(rep.Resize.Applied), len(rep.Resize.Failed), len(rep.Withheld), mode)
 	if len(rep.Rules) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tJOB NAME\tSHARDS\tREASON")

@@ -59,10 +59,24 @@ func TestRewriteReport_WriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	texttest.Check(t, b.String(), []string{
-		"\nrewrite: 1 share rules (table not written), 2 job changes planned, 0 applied, 0 failed, 1 withheld under Slurm limits (dry run: nothing written)\n",
+		"\nrewrite: 1 share rule (table not written), 2 job changes planned, 0 applied, 0 failed, 1 withheld under Slurm limits (dry run: nothing written)\n",
 		"USER   JOB NAME  SHARDS  REASON\nalice  light     4       used 12% of a GPU\n",
 		"JOB  RULE     FROM  TO     REASON\n1    cpus     1     16     cpus per GPU\n1    memory   1000  32000  memory per GPU\n" +
 			"5    elastic  2     4      idle GPUs\n6    cpus     1     2      not changed: Slurm limits apply (GrpTRES=cpu=4 on account lim)\n" +
 			"7    -                     not changed: opted out\n",
 	}, nil)
+}
+
+// TestCycleResult_WriteText_OneJob: a count of one is singular ("1
+// pending job ranked, 1 value changed"; it said "1 pending jobs ranked").
+func TestCycleResult_WriteText_OneJob(t *testing.T) {
+	g := newRig(t, Config{}, true)
+	res := g.cycle(t, job(1, "a", policy.StatePending, 0))
+	var b strings.Builder
+	if err := res.WriteText(&b, "fifo", "site_factor"); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(b.String(), "\n"); first != "policy fifo, 1 pending job ranked, 1 value changed (dry run: nothing written)" {
+		t.Errorf("first line %q", first)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"time"
+
+	"github.com/fairway-hpc/fairway/internal/plural"
 )
 
 // WriteText writes ex for people: the job's place and score parts, its
@@ -14,8 +16,10 @@ import (
 func (ex *Explanation) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "job %d (user %s, account %s): rank %d of %d pending under %s\n", ex.JobID, ex.User, ex.Account, ex.Rank, ex.Of, ex.Policy)
 	fmt.Fprintf(w, "  waiting %s", time.Duration(ex.WaitingS*float64(time.Second)).Round(time.Second))
-	if ex.PredictedS > 0 {
-		fmt.Fprintf(w, ", predicted run %s", time.Duration(ex.PredictedS*float64(time.Second)).Round(time.Second))
+	if ex.PredictedS != nil {
+		fmt.Fprintf(w, ", predicted run %s", time.Duration(*ex.PredictedS*float64(time.Second)).Round(time.Second))
+	} else {
+		fmt.Fprint(w, ", no predicted run time (no history to predict from: ranked by its time limit)")
 	}
 	if ex.LimitS > 0 {
 		fmt.Fprintf(w, " (time limit %s)", time.Duration(ex.LimitS*float64(time.Second)).Round(time.Second))
@@ -29,8 +33,11 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 	if ex.TotalUsage > 0 {
 		share = ex.AcctUsage / ex.TotalUsage
 	}
-	fmt.Fprintf(w, "  fair-share state: account %s has %.0f decayed GPU-s (%.1f%% of the cluster's), raw share %g; %s/%s VTC counter %.0f GPU-s\n",
-		ex.Account, ex.AcctUsage, 100*share, ex.AcctShare, ex.Account, ex.User, ex.UserCounter)
+	fmt.Fprintf(w, "  fair-share state: account %s has %.0f decayed GPU-s (%.1f%% of the cluster's), raw share %g; %s/%s has %.0f decayed GPU-s, VTC counter %.0f GPU-s\n",
+		ex.Account, ex.AcctUsage, 100*share, ex.AcctShare, ex.Account, ex.User, ex.UserUsage, ex.UserCounter)
+	if r, ok := ex.Parts["usage_ratio"]; ok {
+		fmt.Fprintln(w, "  "+usageRatio(r, ex.UserUsage))
+	}
 	if ex.Ahead == nil {
 		fmt.Fprintln(w, "  nothing is ahead of it: it is next when resources allow")
 	} else {
@@ -62,8 +69,30 @@ func sortedKeys(m map[string]float64) []string {
 	return ks
 }
 
+// usageRatio says what the usage_ratio part means. It is Slurm's classic
+// fair-share UE/S, whose effective usage inherits the parent's: a user who
+// has used nothing gets the account's ratio, and an account that has used
+// nothing gets 1. So 1 beside zero usage is "exactly at its share".
+func usageRatio(r, userUsage float64) string {
+	var s string
+	switch {
+	case r == 1:
+		s = fmt.Sprintf("usage_ratio %.4g: its fair-share usage is exactly its share (Slurm's classic UE/S)", r)
+	case r > 1:
+		s = fmt.Sprintf("usage_ratio %.4g: its fair-share usage is %.4g times its share (Slurm's classic UE/S), which stretches its key", r, r)
+	default:
+		s = fmt.Sprintf("usage_ratio %.4g: its fair-share usage is %.4g times its share (Slurm's classic UE/S), which shortens its key", r, r)
+	}
+	if userUsage == 0 {
+		s += ";\n  with no usage of its own it takes its account's ratio, which is 1 for an account that has used nothing"
+	}
+	return s
+}
+
 // writeStart writes a job's start-time forecast and what must happen
-// before it, the nearest first (at most 10 of each).
+// before it, the nearest first (at most 10 of each): running jobs that
+// end, jobs ranked ahead that start, and jobs ranked below that backfill
+// before it (they start earlier but are not waited for).
 func writeStart(w io.Writer, st *StartForecast) {
 	if st.Expected == nil {
 		fmt.Fprintln(w, "  expected start: never: it asks for more than the ranked partitions have")
@@ -71,11 +100,11 @@ func writeStart(w io.Writer, st *StartForecast) {
 	}
 	fmt.Fprintf(w, "  expected start: %s (in %s), from predicted run times; with time limits, as squeue --start plans: %s\n",
 		st.Expected.Format(time.RFC3339), time.Until(*st.Expected).Round(time.Second), st.LimitBound.Format(time.RFC3339))
-	list := func(what string, evs []Event) {
+	list := func(head string, evs []Event) {
 		if len(evs) == 0 {
 			return
 		}
-		fmt.Fprintf(w, "  %d jobs must %s first:", len(evs), what)
+		fmt.Fprintf(w, "  %s:", head)
 		for i, e := range evs {
 			if i == 10 {
 				fmt.Fprintf(w, " and %d more", len(evs)-10)
@@ -85,8 +114,20 @@ func writeStart(w io.Writer, st *StartForecast) {
 		}
 		fmt.Fprintln(w)
 	}
-	list("end", st.MustEnd)
-	list("start", st.MustStart)
+	n := len(st.MustEnd)
+	list(plural.N(n, "running job", "running jobs")+" must end first", st.MustEnd)
+	n = len(st.MustStart)
+	list(plural.N(n, "job", "jobs")+" ranked ahead must start first", st.MustStart)
+	n = len(st.Backfill)
+	list(plural.N(n, "job", "jobs")+" ranked below "+pick(n == 1, "backfills", "backfill")+" before it, in room it cannot use yet", st.Backfill)
+}
+
+// pick is one when b, else other.
+func pick(b bool, one, other string) string {
+	if b {
+		return one
+	}
+	return other
 }
 
 // WhatMovesIt says, in the terms of the policy that ranked the job, what

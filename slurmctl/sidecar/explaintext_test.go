@@ -29,7 +29,7 @@ func TestExplanation_WriteText(t *testing.T) {
 	at := time.Date(2026, 11, 2, 9, 30, 0, 0, time.UTC)
 	base := func() *Explanation {
 		return &Explanation{Policy: "fair-sjf", JobID: 7, User: "bob", Account: "physics", Rank: 2, Of: 3, Score: 0.25,
-			Parts: map[string]float64{"wait": 0.1, "fairshare": 0.15}, WaitingS: 90, PredictedS: 3600, LimitS: 7200,
+			Parts: map[string]float64{"wait": 0.1, "fairshare": 0.15}, WaitingS: 90, PredictedS: ptr(3600.0), LimitS: 7200,
 			AcctUsage: 250, TotalUsage: 1000, AcctShare: 60, UserCounter: 40}
 	}
 	for _, tc := range []struct {
@@ -41,9 +41,9 @@ func TestExplanation_WriteText(t *testing.T) {
 			"job 7 (user bob, account physics): rank 2 of 3 pending under fair-sjf\n",
 			"  waiting 1m30s, predicted run 1h0m0s (time limit 2h0m0s)\n",
 			"  score 0.25, made of:\n    fairshare          0.15\n    wait               0.1\n",
-			"account physics has 250 decayed GPU-s (25.0% of the cluster's), raw share 60; physics/bob VTC counter 40 GPU-s\n",
+			"account physics has 250 decayed GPU-s (25.0% of the cluster's), raw share 60; physics/bob has 0 decayed GPU-s, VTC counter 40 GPU-s\n",
 			"  nothing is ahead of it: it is next when resources allow\n"},
-			[]string{"just ahead", "expected start", "last logged decision"}},
+			[]string{"just ahead", "expected start", "last logged decision", "usage_ratio"}},
 		{"behind a job, never starts, logged", func(ex *Explanation) {
 			ex.Ahead = &Neighbour{JobID: 3, User: "alice", Account: "chem", Score: 0.5}
 			ex.AheadByParts = map[string]float64{"wait": -0.05, "fairshare": 0.3}
@@ -62,8 +62,35 @@ func TestExplanation_WriteText(t *testing.T) {
 				ex.Start.MustEnd = append(ex.Start.MustEnd, Event{JobID: int64(100 + i), At: at})
 			}
 		}, []string{"with time limits, as squeue --start plans: 2026-11-02T10:30:00Z\n",
-			"  12 jobs must end first: 100 (09:30)", " 109 (09:30) and 2 more\n"},
-			[]string{"110 (09:30)", "must start"}},
+			"  12 running jobs must end first: 100 (09:30)", " 109 (09:30) and 2 more\n"},
+			[]string{"110 (09:30)", "must start", "backfill"}},
+		// A prediction of 0 s is shown: it is what ranked the job.
+		{"zero prediction", func(ex *Explanation) { ex.PredictedS = ptr(0.0) },
+			[]string{"  waiting 1m30s, predicted run 0s (time limit 2h0m0s)\n"}, []string{"no predicted run time"}},
+		{"no prediction", func(ex *Explanation) { ex.PredictedS = nil },
+			[]string{"  waiting 1m30s, no predicted run time (no history to predict from: ranked by its time limit) (time limit 2h0m0s)\n"},
+			[]string{"predicted run 0s"}},
+		// usage_ratio 1 beside no usage is explained, not left to look
+		// like a mistake.
+		{"usage ratio 1 with no usage", func(ex *Explanation) {
+			ex.Parts["usage_ratio"], ex.AcctUsage, ex.TotalUsage = 1, 0, 0
+		}, []string{"account physics has 0 decayed GPU-s (0.0% of the cluster's)",
+			"  usage_ratio 1: its fair-share usage is exactly its share (Slurm's classic UE/S);\n" +
+				"  with no usage of its own it takes its account's ratio, which is 1 for an account that has used nothing\n"}, nil},
+		{"usage ratio above 1", func(ex *Explanation) { ex.Parts["usage_ratio"], ex.UserUsage = 2.5, 100 },
+			[]string{"  usage_ratio 2.5: its fair-share usage is 2.5 times its share (Slurm's classic UE/S), which stretches its key\n"},
+			[]string{"no usage of its own"}},
+		// Rank 1 with a lower-ranked job that backfills before it: nothing
+		// is ahead, and the backfilling job is not said to start first.
+		{"first, with a job backfilling before it", func(ex *Explanation) {
+			lb := at.Add(time.Hour)
+			ex.Rank = 1
+			ex.Start = &StartForecast{Expected: &at, LimitBound: &lb, MustEnd: []Event{{JobID: 130, At: at}},
+				Backfill: []Event{{JobID: 132, At: at.Add(-time.Hour)}}}
+		}, []string{"  nothing is ahead of it: it is next when resources allow\n",
+			"  1 running job must end first: 130 (09:30)\n",
+			"  1 job ranked below backfills before it, in room it cannot use yet: 132 (08:30)\n"},
+			[]string{"must start first"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := base()
@@ -76,3 +103,5 @@ func TestExplanation_WriteText(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
@@ -59,13 +60,17 @@ type StartForecast struct {
 	Expected   *time.Time `json:"expected_start,omitempty"`
 	LimitBound *time.Time `json:"limit_bound_start,omitempty"`
 	// MustEnd are the running jobs expected to end first, MustStart the
-	// pending jobs expected to start first, in time order. The counts are
-	// of all of them, also where the lists hold only the asking user's
-	// own (StartFor).
+	// jobs ranked ahead expected to start first, Backfill the jobs ranked
+	// below expected to start by then in room this job cannot use yet
+	// (they need not start first), each in time order (policy.Forecast.Before).
+	// The counts are of all of them, also where the lists hold only the
+	// asking user's own (StartFor).
 	MustEnd        []Event `json:"must_end"`
 	MustStart      []Event `json:"must_start"`
+	Backfill       []Event `json:"backfill"`
 	MustEndCount   int     `json:"must_end_count"`
 	MustStartCount int     `json:"must_start_count"`
+	BackfillCount  int     `json:"backfill_count"`
 }
 
 // Event is a job expected to start or end at At.
@@ -122,8 +127,10 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 	for i := range s.Pending {
 		jobs[s.Pending[i].ID] = &s.Pending[i]
 	}
-	// For the reasons: how many running jobs end, and pending jobs start,
-	// by a given time.
+	// For the reasons: how many running jobs end by a given time, and how
+	// many of the jobs ranked ahead start by then (jobs ranked below that
+	// start earlier backfill and are not waited for). Jobs are visited in
+	// rank order; ahead counts, by start time, the starts seen so far.
 	ends := make([]time.Time, 0, len(pf.Running))
 	for _, r := range pf.Running {
 		ends = append(ends, r.End)
@@ -136,6 +143,7 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 	}
 	slices.SortFunc(ends, time.Time.Compare)
 	slices.SortFunc(starts, time.Time.Compare)
+	ahead := make(fenwick, len(starts)+1)
 	var latestAhead time.Time // latest start of the jobs ranked ahead
 	q.Jobs = make([]JobForecast, len(pf.Pending))
 	times := make([]time.Time, 2*len(pf.Pending)) // the rows' start times, in one allocation
@@ -152,16 +160,23 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 			start := e.Start
 			jf.ExpectedStart, jf.LimitStart = &times[2*r], &times[2*r+1]
 			nEnd := sort.Search(len(ends), func(i int) bool { return ends[i].After(start) })
-			nStart := sort.Search(len(starts), func(i int) bool { return starts[i].After(start) }) - 1
+			upTo := sort.Search(len(starts), func(i int) bool { return starts[i].After(start) }) // starts ≤ start
+			nStart := ahead.sum(upTo)
+			ahead.add(sort.Search(len(starts), func(i int) bool { return !starts[i].Before(start) }))
+			ending := plural.N(nEnd, "running job", "running jobs")
 			switch {
 			case !start.After(s.Now):
 				jf.Reason = "starts at Slurm's next scheduling pass: it fits now"
 			case start.Before(latestAhead):
-				jf.Reason = fmt.Sprintf("backfills ahead of higher-ranked jobs once %d running jobs end", nEnd)
+				jf.Reason = fmt.Sprintf("backfills ahead of higher-ranked jobs once %s end", ending)
+				if nEnd == 1 {
+					jf.Reason = fmt.Sprintf("backfills ahead of higher-ranked jobs once %s ends", ending)
+				}
 			case e.Rank == 1:
-				jf.Reason = fmt.Sprintf("first in Fairway's order; waits for %d running jobs to end", nEnd)
+				jf.Reason = fmt.Sprintf("first in Fairway's order; waits for %s to end", ending)
 			default:
-				jf.Reason = fmt.Sprintf("rank %d: waits for %d running jobs to end and %d queued jobs to start", e.Rank, nEnd, nStart)
+				jf.Reason = fmt.Sprintf("rank %d: waits for %s to end and %s ranked ahead to start", e.Rank, ending,
+					plural.N(nStart, "queued job", "queued jobs"))
 			}
 			if start.After(latestAhead) {
 				latestAhead = start
@@ -176,6 +191,27 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 		q.byID[jf.JobID] = i
 	}
 	return q, nil
+}
+
+// fenwick counts items by position (a binary indexed tree over 1..n-1):
+// add and sum cost O(log n), so counting, for every job of a long queue,
+// the starts of the jobs ranked ahead stays O(n log n).
+type fenwick []int
+
+// add counts one item at position i (0-based).
+func (f fenwick) add(i int) {
+	for i++; i < len(f); i += i & -i {
+		f[i]++
+	}
+}
+
+// sum is the number of items at positions below n.
+func (f fenwick) sum(n int) int {
+	c := 0
+	for ; n > 0; n -= n & -n {
+		c += f[n]
+	}
+	return c
 }
 
 func unitName(m policy.Machine) string {
@@ -217,17 +253,22 @@ func (q *QueueForecast) StartFor(id int64, user string) (*StartForecast, bool) {
 	if !ok {
 		return nil, false
 	}
-	sf := &StartForecast{Expected: jf.ExpectedStart, LimitBound: jf.LimitStart, MustEnd: []Event{}, MustStart: []Event{}}
-	ends, starts, _ := q.Predicted.Before(id)
-	sf.MustEndCount, sf.MustStartCount = len(ends), len(starts)
+	sf := &StartForecast{Expected: jf.ExpectedStart, LimitBound: jf.LimitStart, MustEnd: []Event{}, MustStart: []Event{}, Backfill: []Event{}}
+	ends, ahead, backfill, _ := q.Predicted.Before(id)
+	sf.MustEndCount, sf.MustStartCount, sf.BackfillCount = len(ends), len(ahead), len(backfill)
 	for _, e := range ends {
 		if user == "" || q.runningUser[e.JobID] == user {
 			sf.MustEnd = append(sf.MustEnd, Event{JobID: e.JobID, At: e.End, Units: e.Units})
 		}
 	}
-	for _, e := range starts {
-		if p, _ := q.Job(e.JobID); user == "" || p.User == user {
-			sf.MustStart = append(sf.MustStart, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
+	for _, l := range []struct {
+		from []policy.Expected
+		to   *[]Event
+	}{{ahead, &sf.MustStart}, {backfill, &sf.Backfill}} {
+		for _, e := range l.from {
+			if p, _ := q.Job(e.JobID); user == "" || p.User == user {
+				*l.to = append(*l.to, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
+			}
 		}
 	}
 	return sf, true

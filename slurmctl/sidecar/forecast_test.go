@@ -48,17 +48,65 @@ func TestNewQueueForecast(t *testing.T) {
 			PredictedRunS: 600, TimeLimitS: 1800, ExpectedStart: at(0), LimitStart: at(0), Reason: "starts at Slurm's next scheduling pass: it fits now"},
 		{JobID: 2, User: "bob", Account: "a-bob", Partition: "gpu", Rank: 1, Of: 3, Submit: q.At.Add(-2 * time.Minute), WaitS: 120,
 			PredictedRunS: 3600, TimeLimitS: 3600, ExpectedStart: at(30 * time.Minute), LimitStart: at(time.Hour),
-			Reason: "first in Fairway's order; waits for 1 running jobs to end"},
+			Reason: "first in Fairway's order; waits for 1 running job to end"},
 		{JobID: 4, User: "bob", Account: "a-bob", Partition: "gpu", Rank: 3, Of: 3, Submit: q.At.Add(-4 * time.Minute), WaitS: 240,
 			PredictedRunS: 3600, TimeLimitS: 3600, Reason: "asks for 8 GPUs, more than the 4 the ranked partitions have"},
 	}
 	if diff := cmp.Diff(want, q.Jobs); diff != "" {
 		t.Errorf("queue (-want +got):\n%s", diff)
 	}
+	// Job 3 (rank 2) starts before job 2 (rank 1) by backfill: it is not
+	// a job that must start first.
 	st, ok := q.Start(2)
-	if !ok || len(st.MustEnd) != 1 || st.MustEnd[0].JobID != 1 || len(st.MustStart) != 1 || st.MustStart[0].JobID != 3 {
+	if !ok || len(st.MustEnd) != 1 || st.MustEnd[0].JobID != 1 || len(st.MustStart) != 0 || len(st.Backfill) != 1 || st.Backfill[0].JobID != 3 {
 		t.Errorf("job 2 must wait for %+v", st)
 	}
+}
+
+// TestNewQueueForecast_ReasonsCountOnlyJobsRankedAhead: a node of 4 GPUs,
+// 3 held by a running job for 30 more minutes; ranks 1 and 2 ask for 2
+// GPUs each and start when it ends, rank 3 asks for 1 and backfills now.
+// Rank 2 waits for rank 1 only: the job that backfilled is ranked below
+// it and is not waited for (it was counted, as "2 queued jobs").
+func TestNewQueueForecast_ReasonsCountOnlyJobsRankedAhead(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	job := func(id int64, gpus int, limit time.Duration) policy.Job {
+		return policy.Job{ID: id, User: "u", Account: "a", Partition: "gpu", GPUs: gpus, TimeLimit: limit,
+			Submit: now.Add(-time.Minute), State: policy.StatePending, ArrayTask: -1}
+	}
+	run := job(1, 3, 2*time.Hour)
+	run.State, run.Start = policy.StateRunning, now.Add(-time.Hour)
+	snap := &policy.Snapshot{Now: now, Running: []policy.Job{run},
+		Pending:   []policy.Job{job(2, 2, time.Hour), job(3, 2, time.Hour), job(4, 1, 20*time.Minute)},
+		Predicted: map[int64]time.Duration{1: 90 * time.Minute, 4: 10 * time.Minute}}
+	q, err := NewQueueForecast("fifo", policy.Machine{Nodes: 1, PerNode: 4}, snap, snap.Running, []policy.Score{{JobID: 2}, {JobID: 3}, {JobID: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[int64]string{}
+	for _, jf := range q.Jobs {
+		reasons[jf.JobID] = jf.Reason
+	}
+	want := map[int64]string{
+		2: "first in Fairway's order; waits for 1 running job to end",
+		3: "rank 2: waits for 1 running job to end and 1 queued job ranked ahead to start",
+		4: "starts at Slurm's next scheduling pass: it fits now",
+	}
+	if diff := cmp.Diff(want, reasons); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
+	}
+	st, _ := q.Start(3)
+	if got := [][]int64{eventIDs(st.MustEnd), eventIDs(st.MustStart), eventIDs(st.Backfill)}; !cmp.Equal(got, [][]int64{{1}, {2}, {4}}) {
+		t.Errorf("job 3: must end, must start, backfill %v, want [[1] [2] [4]]", got)
+	}
+}
+
+func eventIDs(es []Event) []int64 {
+	out := []int64{}
+	for _, e := range es {
+		out = append(out, e.JobID)
+	}
+	return out
 }
 
 // TestAPI_TrustedUserHeader checks the job API's answers, open to all

@@ -185,6 +185,7 @@ type Store interface {
 	Recorder
 	History
 	UsageSource
+	JobFinder
 }
 
 // Deps are the adapters a serve (or explain) cycle runs on; tests hand in
@@ -196,6 +197,8 @@ type Deps struct {
 	Comments SlurmReader // pending jobs' comments and Slurm's limits, for rewriting
 	Store    Store
 	Leader   Leadership
+	// Now is the clock of the warm-up and of every cycle; nil: time.Now.
+	Now func() time.Time
 }
 
 // Opened is an opened serve: its adapters, its runner once built, and what
@@ -284,15 +287,25 @@ func NewSink(cfg ServeConfig, d Deps) Sink {
 // sink.
 func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, base *slog.Logger) (*Runner, error) {
 	log := base.With("component", "serve")
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
 	cl, err := d.Source.Read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("first read of the cluster: %w", err)
+	}
+	var listed []policy.Job
+	for i := range cl.Jobs {
+		if cl.Jobs[i].State.Finished() {
+			listed = append(listed, cl.Jobs[i].Job)
+		}
 	}
 	engine, err := NewEngine(ctx, d.Store, EngineConfig{
 		Cluster: cfg.Runner.Cluster, Policy: cfg.Runner.Policy, Predictor: cfg.Runner.Predictor,
 		GPUs: float64(cl.GPUs(cfg.Runner.Partitions...)), ShardsPerGPU: cfg.ShardsPerGPU, ChargeEvery: cfg.ChargeEvery,
 		HistoryDays: cfg.HistoryDays,
-	}, log)
+	}, now(), listed, log)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +313,9 @@ func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, bas
 	if err != nil {
 		return nil, err
 	}
-	return New(cfg.Runner, log, d.Source, sink, d.Leader, engine, rw, NewMetrics()), nil
+	r := New(cfg.Runner, log, d.Source, sink, d.Leader, engine, rw, NewMetrics())
+	r.now = now
+	return r, nil
 }
 
 // Serve runs s's loop until ctx ends (SIGTERM/SIGINT), finishing the cycle

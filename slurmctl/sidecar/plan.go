@@ -2,7 +2,12 @@ package sidecar
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // PlanCycle runs one cycle of serve's runner, forecasts included, with
@@ -27,5 +32,15 @@ func ExplainJob(ctx context.Context, cfg ServeConfig, d Deps, id int64, log *slo
 	if err != nil {
 		return nil, err
 	}
-	return Explain(res, id)
+	ex, err := Explain(res, id)
+	var nq *NotQueuedError
+	if errors.As(err, &nq) && res.Read != nil && !slices.ContainsFunc(res.Read.Jobs, func(j slurmctl.Job) bool { return j.ID == id }) {
+		// Slurm forgot it (MinJobAge); the history may know how it ended.
+		j, ferr := d.Store.FinishedJob(ctx, cfg.Runner.Cluster, id)
+		if ferr != nil {
+			return nil, fmt.Errorf("%w (and the job history could not be read: %w)", err, ferr)
+		}
+		fromHistory(nq, j)
+	}
+	return ex, err
 }

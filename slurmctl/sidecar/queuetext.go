@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"fmt"
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -26,8 +27,8 @@ func (q *QueueAnswer) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d pending jobs; forecast of %s under %s: expected starts from predicted run times, limit bounds from time limits (squeue --start)\n",
-		len(q.Jobs), q.At.Local().Format(time.RFC3339), q.Policy)
+	_, err := fmt.Fprintf(w, "%s; forecast of %s under %s: expected starts from predicted run times, limit bounds from time limits (squeue --start)\n",
+		plural.N(len(q.Jobs), "pending job", "pending jobs"), q.At.Local().Format(time.RFC3339), q.Policy)
 	return err
 }
 

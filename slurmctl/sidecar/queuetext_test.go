@@ -34,3 +34,15 @@ func TestQueueAnswer_WriteText(t *testing.T) {
 		t.Errorf("summary %q, want it to start with %q", lines[3], want)
 	}
 }
+
+func TestQueueAnswer_WriteText_OneJob(t *testing.T) {
+	q := &QueueAnswer{At: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Policy: "fair-sjf",
+		Jobs: []JobForecast{{JobID: 12, Partition: "gpu", User: "alice", Account: "physics", Rank: 1, Of: 1, Reason: "Priority"}}}
+	var b strings.Builder
+	if err := q.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\n1 pending job; forecast of ") {
+		t.Errorf("summary of one job:\n%s", b.String())
+	}
+}

@@ -34,11 +34,15 @@ type History interface {
 	FinishedJobs(ctx context.Context, cluster string, since, until time.Time) ([]policy.Job, error)
 }
 
-// NewEngine builds the engine and warms it with the cluster's recent
-// history: fair-share usage, VTC counters and the predictor start where
-// the last run (or slurmdbd's history) left them, so a restart does not
-// forget who used the cluster.
-func NewEngine(ctx context.Context, h History, cfg EngineConfig, log *slog.Logger) (*policy.Engine, error) {
+// NewEngine builds the engine and warms it at now with the cluster's
+// recent history: fair-share usage, VTC counters and the predictor start
+// where the last run (or slurmdbd's history) left them, so a restart does
+// not forget who used the cluster. listed are the finished jobs Slurm
+// still lists: the first cycle records them in the history without
+// charging them (Runner.stopped), so the warm-up takes those the history
+// lacks yet. Without them a serve started before its first cycle stored
+// them would rank from less history than an explain run just after it.
+func NewEngine(ctx context.Context, h History, cfg EngineConfig, now time.Time, listed []policy.Job, log *slog.Logger) (*policy.Engine, error) {
 	pol, err := policy.NewPolicy(cfg.Policy, policy.PolicyParams{})
 	if err != nil {
 		return nil, fmt.Errorf("--policy: %w", err)
@@ -65,11 +69,13 @@ func NewEngine(ctx context.Context, h History, cfg EngineConfig, log *slog.Logge
 	if cfg.HistoryDays == 0 {
 		return engine, nil
 	}
-	now := time.Now()
-	hist, err := h.FinishedJobs(ctx, cfg.Cluster, now.AddDate(0, 0, -cfg.HistoryDays), now)
+	since := now.AddDate(0, 0, -cfg.HistoryDays)
+	hist, err := h.FinishedJobs(ctx, cfg.Cluster, since, now)
 	if err != nil {
 		return nil, fmt.Errorf("load history: %w", err)
 	}
+	stored := len(hist)
+	hist = withListed(hist, listed, since, now)
 	slices.SortFunc(hist, func(a, b policy.Job) int {
 		if c := a.End.Compare(b.End); c != 0 {
 			return c
@@ -80,8 +86,34 @@ func NewEngine(ctx context.Context, h History, cfg EngineConfig, log *slog.Logge
 	if _, _, err := engine.Cycle(&policy.Observation{Now: now, Stopped: hist}); err != nil {
 		return nil, fmt.Errorf("warm up from history: %w", err)
 	}
-	log.Info("warmed up from history", "jobs", len(hist), "days", cfg.HistoryDays)
+	log.Info("warmed up from history", "jobs", len(hist), "stored", stored, "listed_by_slurm", len(hist)-stored, "days", cfg.HistoryDays)
 	return engine, nil
+}
+
+// withListed adds to hist the jobs of listed that ran, ended in [since,
+// until) and are not in hist (the same job id, array task and submit
+// time), as the first cycle will record them.
+func withListed(hist, listed []policy.Job, since, until time.Time) []policy.Job {
+	type key struct {
+		id     int64
+		task   int
+		submit int64
+	}
+	have := make(map[key]bool, len(hist))
+	for i := range hist {
+		j := &hist[i]
+		have[key{j.ID, j.ArrayTask, j.Submit.Unix()}] = true
+	}
+	for i := range listed {
+		j := &listed[i]
+		k := key{j.ID, j.ArrayTask, j.Submit.Unix()}
+		if !j.State.Finished() || j.Start.IsZero() || j.End.Before(since) || !j.End.Before(until) || have[k] {
+			continue
+		}
+		have[k] = true
+		hist = append(hist, *j)
+	}
+	return hist
 }
 
 // LoopConfig is how often Loop runs cycles.
