@@ -37,6 +37,7 @@ func powerCommand() *cli.Command {
 				&cli.StringFlag{Name: "test-until", Value: "2017-12-14", Usage: "last day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
 				&cli.StringFlag{Name: "buffer", Value: joinInts(def.Buffers), Usage: "comma-separated buffers (nodes kept powered above demand) of the predictive rule", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
 				&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_POWER_SUSPEND_TIME"}},
+				&cli.StringFlag{Name: "hybrid-idle", Value: joinDurations(def.IdleAfter), Usage: "comma-separated idle times of the hybrid rule (Slurm's idle clock with the forecast holding idle nodes), a parameter of its curve with the buffer", EnvVars: []string{"FAIRWAY_POWER_HYBRID_IDLE"}},
 				&cli.DurationFlag{Name: "step", Value: def.Step, Usage: "the forecaster's step and how often the predictive rules decide, in whole minutes (each step keeps its maximum demand); every rule is accounted per minute", EnvVars: []string{"FAIRWAY_POWER_STEP"}},
 				&cli.DurationFlag{Name: "resume-time", Value: def.Resume, Usage: "how long a powered-down node takes to become usable, under every rule (Slurm's ResumeTimeout; rounded up to whole minutes)", EnvVars: []string{"FAIRWAY_POWER_RESUME_TIME"}},
 				&cli.IntFlag{Name: "history", Value: def.History, Usage: "predictive rule: steps of falling demand before a power-down", EnvVars: []string{"FAIRWAY_POWER_HISTORY"}},
@@ -82,6 +83,9 @@ func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
 	}
 	if cfg.Eval.SuspendTimes, err = parseDurations(c.String("suspend-time")); err != nil {
 		return cfg, fmt.Errorf("--suspend-time: %w", err)
+	}
+	if cfg.Eval.IdleAfter, err = parseDurations(c.String("hybrid-idle")); err != nil {
+		return cfg, fmt.Errorf("--hybrid-idle: %w", err)
 	}
 	cfg.Eval.History, cfg.Eval.Future, cfg.Eval.Keep = c.Int("history"), c.Int("future"), c.Int("keep")
 	switch {
@@ -165,6 +169,18 @@ func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
 		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// joinDurations writes whole minutes as 10m (time.Duration writes 10m0s).
+func joinDurations(v []time.Duration) string {
+	s := make([]string, len(v))
+	for i, d := range v {
+		s[i] = d.String()
+		if d%time.Minute == 0 {
+			s[i] = fmt.Sprintf("%dm", d/time.Minute)
+		}
 	}
 	return strings.Join(s, ",")
 }

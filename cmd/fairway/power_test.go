@@ -24,6 +24,7 @@ func TestPowerEval_BadFlags(t *testing.T) {
 		{"no sequence", nil, "--sequence: required"},
 		{"bad buffer", []string{"--sequence", seq, "--buffer", "10,x"}, `--buffer: "x"`},
 		{"bad suspend time", []string{"--sequence", seq, "--suspend-time", "10m,soon"}, `--suspend-time: "soon"`},
+		{"bad hybrid idle time", []string{"--sequence", seq, "--hybrid-idle", "5m,0s"}, `--hybrid-idle: "0s"`},
 		{"bad day", []string{"--sequence", seq, "--test-from", "12/01/2017"}, `--test-from: "12/01/2017"`},
 		{"no resume time", []string{"--sequence", seq, "--resume-time", "0s"}, "--resume-time 0s: want a positive duration"},
 		{"step not whole minutes", []string{"--sequence", seq, "--step", "90s"}, "--step 1m30s: want a positive whole number of minutes"},

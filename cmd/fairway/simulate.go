@@ -63,6 +63,7 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "resume-time", Value: 5 * time.Minute, Usage: "with --power: how long a powered-down node takes to come up for a job (Slurm's ResumeTimeout)", EnvVars: []string{"FAIRWAY_SIMULATE_RESUME_TIME"}},
 			&cli.StringFlag{Name: "power-buffer", Value: "0,5,10,20", Usage: "with --power: comma-separated buffers of the artifact's predictive rule", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_BUFFER"}},
 			&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "with --power: comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_SIMULATE_SUSPEND_TIME"}},
+			&cli.StringFlag{Name: "hybrid-idle", Value: "5m,50m", Usage: "with --power: comma-separated idle times of the hybrid rule (Slurm's idle clock holding the nodes the same-time-yesterday forecast wants)", EnvVars: []string{"FAIRWAY_SIMULATE_HYBRID_IDLE"}},
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
 		},
 		Action: func(c *cli.Context) error {
@@ -199,6 +200,9 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 	}
 	if ps.SuspendTimes, err = parseDurations(c.String("suspend-time")); err != nil {
 		return fmt.Errorf("--suspend-time: %w", err)
+	}
+	if ps.HybridIdle, err = parseDurations(c.String("hybrid-idle")); err != nil {
+		return fmt.Errorf("--hybrid-idle: %w", err)
 	}
 	name := policy.DefaultPolicy
 	if c.IsSet("policies") {

@@ -21,6 +21,9 @@
 //     (the same resume delay, the same lack), so that their node-hours off
 //     and their lack compare like for like. IdleTime is SuspendTime as a
 //     Rule on step maxima, for the simulator.
+//   - Hybrid and ReplayHybrid: Slurm's per-node idle clock that powers
+//     no node down below the forecast, and may resume ahead of a forecast
+//     rise, deciding every minute from the latest 10-minute forecast.
 //   - Setting and Envelope: the predictive family around the artifact's
 //     rule (its conditions switchable, or a forecast envelope), one
 //     setting chosen on the validation days.

@@ -32,6 +32,9 @@ type EvalConfig struct {
 	ValidDays           int
 	Buffers             []int
 	SuspendTimes        []time.Duration
+	// IdleAfter are the hybrid rule's idle times, a parameter of its curve
+	// with the buffer.
+	IdleAfter []time.Duration
 	// History, Future and Keep are the artifact's rule, always replayed;
 	// Buffers vary.
 	History, Future, Keep int
@@ -57,6 +60,7 @@ func DefaultEvalConfig() EvalConfig {
 		TrainUntil: day(12, 1), TestFrom: day(12, 1), TestUntil: day(12, 15), ValidDays: 30,
 		Buffers:      []int{0, 1, 2, 3, 5, 10, 20, 30, 40},
 		SuspendTimes: []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
+		IdleAfter:    minutesOf(2, 5, 10, 15, 20, 25, 30, 40, 50, 60),
 		History:      2, Future: 30, Keep: 10,
 		Family:      DefaultFamily(),
 		TreeChoices: []int{10, 25, 50, 100, 200},
@@ -64,6 +68,14 @@ func DefaultEvalConfig() EvalConfig {
 		// Row subsampling 0.85 as the artifact's bagging_fraction.
 		GBT: gbt.Config{Depth: 6, Rate: 0.1, MinLeaf: 20, Subsample: 0.85},
 	}
+}
+
+func minutesOf(v ...int) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, m := range v {
+		out[i] = time.Duration(m) * time.Minute
+	}
+	return out
 }
 
 // ForecastRow is one forecaster's error at one lead.
@@ -76,11 +88,13 @@ type ForecastRow struct {
 // RuleRow is one rule's replay over the test steps.
 type RuleRow struct {
 	Metrics
-	Kind     string // "predictive", "idle-time", "reference"
-	Setting  string // the predictive family's point, without the buffer
-	Buffer   int
-	Suspend  time.Duration
-	Forecast string // the forecaster driving a predictive rule
+	Kind    string // "predictive", "idle-time", "reference"
+	Setting string // the predictive family's point, without the buffer
+	Buffer  int
+	Suspend time.Duration
+	// IdleAfter is a hybrid row's idle time.
+	IdleAfter time.Duration
+	Forecast  string // the forecaster driving a predictive rule
 }
 
 // Verdict answers, for one idle-time setting, whether a predictive setting
@@ -89,12 +103,14 @@ type Verdict struct {
 	Idle    string
 	Witness string // the best such predictive setting; "" when none
 	Holds   bool
-	// ValidWitness is the chosen setting's buffer that dominated this
-	// idle-time setting on the validation days ("" when none did), and
-	// ValidHolds whether it still does on the test days: the verdict with
-	// the buffer too fixed before the test.
+	// ValidWitness is the chosen setting's row (buffer, idle time) that
+	// dominated this idle-time setting on the validation days ("" when
+	// none did), and ValidHolds whether it still does on the test days:
+	// the verdict with the buffer too fixed before the test. Same says
+	// whether it is the test days' Witness.
 	ValidWitness string
 	ValidHolds   bool
+	Same         bool
 }
 
 // EvalResult is what Evaluate measured.
@@ -161,11 +177,21 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	if len(cfg.Buffers) == 0 || len(cfg.SuspendTimes) == 0 || len(cfg.TreeChoices) == 0 || len(cfg.Variants) == 0 {
 		return nil, errors.New("evaluate: want at least one buffer, one SuspendTime, one tree count and one forecaster variant")
 	}
+	for _, st := range cfg.Family {
+		if st.Hybrid && len(cfg.IdleAfter) == 0 {
+			return nil, fmt.Errorf("evaluate: the family has the hybrid %s, want at least one idle time", st)
+		}
+	}
+	for _, d := range cfg.IdleAfter {
+		if d <= 0 {
+			return nil, fmt.Errorf("evaluate: hybrid idle time %v: want a positive duration", d)
+		}
+	}
 	trainHi := min(s.Index(cfg.TrainUntil), s.Len())
 	testLo, testHi := s.Index(cfg.TestFrom), s.Index(cfg.TestUntil)
 	horizon := max(l.Day, 2*cfg.Future)
 	for _, st := range cfg.Family {
-		horizon = max(horizon, st.reach())
+		horizon = max(horizon, st.reach(cfg.Step, cfg.Resume))
 	}
 	artifact := ArtifactSetting(cfg.History, cfg.Future, cfg.Keep)
 	switch {
@@ -270,10 +296,14 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	if res.Chosen != artifact {
 		settings = append(settings, res.Chosen)
 	}
+	var chosenT []RuleRow // the chosen setting's test rows, in its validation rows' order
 	for _, st := range settings {
-		rows, err := replayCurve(st, artifact, cfg.Buffers, l.Long, drive, test)
+		rows, err := replayCurve(st, artifact, cfg.Buffers, cfg.IdleAfter, l.Long, drive, test)
 		if err != nil {
 			return nil, err
+		}
+		if st == res.Chosen {
+			chosenT = rows
 		}
 		res.Rules = append(res.Rules, rows...)
 	}
@@ -331,15 +361,12 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 			}
 		}
 		for j, r := range idleV {
-			if r.Rule != v.Idle || w[j] < 0 || !validDominates(chosenV, r, w[j]) {
+			if r.Rule != v.Idle || w[j] < 0 || !dominates(chosenV[w[j]], r) {
 				continue
 			}
-			for _, p := range res.Rules {
-				if p.Kind == "predictive" && p.Setting == res.Chosen.String() && p.Buffer == w[j] {
-					v.ValidWitness = p.Rule
-					v.ValidHolds = p.NodeHoursOff >= idle.NodeHoursOff && p.LackNodeMinutes < idle.LackNodeMinutes
-				}
-			}
+			p := chosenT[w[j]]
+			v.ValidWitness, v.ValidHolds = p.Rule, dominates(p, idle)
+			v.Same = v.Holds && v.Witness == p.Rule
 		}
 	}
 	return res, nil
@@ -355,15 +382,10 @@ type RankedSetting struct {
 	Margin    float64
 }
 
-// validDominates says whether the row at buffer b dominated idle on the
-// validation days.
-func validDominates(curve []RuleRow, idle RuleRow, b int) bool {
-	for _, p := range curve {
-		if p.Buffer == b {
-			return p.NodeHoursOff >= idle.NodeHoursOff && p.LackNodeMinutes < idle.LackNodeMinutes
-		}
-	}
-	return false
+// dominates says whether p keeps at least as many node-hours off as idle
+// with less lack.
+func dominates(p, idle RuleRow) bool {
+	return p.NodeHoursOff >= idle.NodeHoursOff && p.LackNodeMinutes < idle.LackNodeMinutes
 }
 
 // driver hands a setting the forecasts issued over a replayed slice
@@ -392,6 +414,10 @@ type replayer struct {
 
 func (p replayer) rule(r Rule) (Metrics, error) { return ReplayRule(r, p.decide, p.demand, p.resume) }
 
+func (p replayer) hybrid(h *Hybrid) (Metrics, error) {
+	return ReplayHybrid(h, p.decide, p.demand, p.resume)
+}
+
 func (p replayer) idleTime(suspend []time.Duration) []RuleRow {
 	var out []RuleRow
 	for _, d := range suspend {
@@ -416,10 +442,23 @@ func minutes(s, fine *Series, lo, hi int) *Series {
 	return out
 }
 
-// replayCurve replays one family setting at every buffer.
-func replayCurve(st, artifact Setting, buffers []int, warmUp int, d driver, p replayer) ([]RuleRow, error) {
+// replayCurve replays one family setting at every buffer, and a hybrid
+// one at every idle time too.
+func replayCurve(st, artifact Setting, buffers []int, idleAfter []time.Duration, warmUp int, d driver, p replayer) ([]RuleRow, error) {
 	name, fc, sigma := d.of(st)
 	var out []RuleRow
+	if st.Hybrid {
+		for _, t := range idleAfter {
+			for _, b := range buffers {
+				m, err := p.hybrid(st.HybridRule(t, b, fc, sigma))
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, RuleRow{Metrics: m, Kind: "predictive", Setting: st.String(), Buffer: b, IdleAfter: t, Forecast: name})
+			}
+		}
+		return out, nil
+	}
 	for _, b := range buffers {
 		r := st.Rule(b, warmUp, fc, sigma)
 		if st == artifact {
@@ -461,7 +500,7 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 	var bestCurve, artifactCurve []RuleRow
 	best := curveScore{dominated: -1}
 	for _, st := range cfg.Family {
-		curve, err := replayCurve(st, artifact, cfg.Buffers, l.Long, d, valid)
+		curve, err := replayCurve(st, artifact, cfg.Buffers, cfg.IdleAfter, l.Long, d, valid)
 		if err != nil {
 			return err
 		}
@@ -482,7 +521,7 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 	})
 	if artifactCurve == nil {
 		var err error
-		if artifactCurve, err = replayCurve(artifact, artifact, cfg.Buffers, l.Long, d, valid); err != nil {
+		if artifactCurve, err = replayCurve(artifact, artifact, cfg.Buffers, cfg.IdleAfter, l.Long, d, valid); err != nil {
 			return err
 		}
 	}
@@ -532,7 +571,7 @@ func Dominance(rows []RuleRow) ([]Verdict, bool) {
 			if p.Kind != "predictive" {
 				continue
 			}
-			if p.NodeHoursOff >= idle.NodeHoursOff && p.LackNodeMinutes < idle.LackNodeMinutes && p.NodeHoursOff > bestOff {
+			if dominates(p, idle) && p.NodeHoursOff > bestOff {
 				bestOff, v.Witness, v.Holds = p.NodeHoursOff, p.Rule, true
 			}
 		}
@@ -547,19 +586,25 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "test %s to %s: %d steps of %s (%d training steps, %d empty steps carried forward); GBT %q, %d trees, chosen on %d validation steps before the test (RMSE %.2f at 3h)\n",
 		r.TestFrom.Format(time.DateTime), r.TestUntil.Format(time.DateTime), r.TestSteps, shortDuration(r.Step), r.TrainSteps, r.Filled, r.Variant, r.Trees, r.ValidSteps, r.ValidRMSE)
 	fmt.Fprintf(w, "predictive setting chosen on the validation days out of %d: %s (the artifact's: %s)\n", r.Searched, r.Chosen, r.artifactName())
-	fmt.Fprintf(w, "rules replayed against the demand of every minute: the predictive rules decide at the end of each %s step, Slurm's idle-time rule acts on each node's idle time; a resume takes %s under every rule\n",
+	fmt.Fprintf(w, "rules replayed against the demand of every minute: the trend and envelope rules decide at the end of each %s step, Slurm's idle-time rule acts on each node's idle time, the hybrid every minute on each node's idle time and the latest forecast; a resume takes %s under every rule\n",
 		shortDuration(r.Step), shortDuration(r.Resume))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "row\tforecast\tlead\tRMSE\tSMAPE %\tmean off\tnode-h off\tutil powered\tutil cluster\tchanges/day\tups/day\tlack node-min\tlack events\t")
 	for _, f := range r.Forecasts {
 		fmt.Fprintf(tw, "forecast\t%s\t%s\t%.2f\t%.2f\t-\t-\t-\t-\t-\t-\t-\t-\t\n", f.Forecaster, f.Lead, f.RMSE, f.SMAPE)
 	}
-	rows := make([]RuleRow, 0, len(r.Validation)+len(r.Rules))
-	for _, x := range r.Validation {
+	keep := map[string]bool{}
+	for _, v := range r.Verdicts {
+		keep[v.Witness], keep[v.ValidWitness] = true, true
+	}
+	valid, vHidden := front(r.Validation, keep)
+	test, tHidden := front(r.Rules, keep)
+	rows := make([]RuleRow, 0, len(valid)+len(test))
+	for _, x := range valid {
 		x.Rule = "validation: " + x.Rule
 		rows = append(rows, x)
 	}
-	for _, x := range append(rows, r.Rules...) {
+	for _, x := range append(rows, test...) {
 		fc := x.Forecast
 		if fc == "" {
 			fc = "-"
@@ -574,6 +619,9 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if vHidden+tHidden > 0 {
+		fmt.Fprintf(w, "hybrid rows left out (%d validation, %d test): those another row of the same setting beats on node-hours off and lack, and not a witness; --json has every row\n", vHidden, tHidden)
+	}
 	fmt.Fprintf(w, "most node-hours off any rule can keep on the test days without lacking (powered = demand every minute): %.0f\n", r.MaxNodeHoursOff)
 	fmt.Fprintln(w, "lack: each minute, the active nodes above the powered nodes done resuming (node-minutes); lack events: runs of consecutive minutes with any lack; same for every rule")
 	var parts, fixed []string
@@ -586,6 +634,8 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 		switch {
 		case v.ValidWitness == "":
 			fixed = append(fixed, fmt.Sprintf("%s: none on validation", v.Idle))
+		case v.Same:
+			fixed = append(fixed, fmt.Sprintf("%s: %s holds (the same witness)", v.Idle, v.ValidWitness))
 		case v.ValidHolds:
 			fixed = append(fixed, fmt.Sprintf("%s: %s holds", v.Idle, v.ValidWitness))
 		default:
@@ -608,4 +658,27 @@ func (r *EvalResult) artifactName() string {
 		}
 	}
 	return "-"
+}
+
+// front is rows without the hybrid rows that another hybrid row of the
+// same setting matches or beats on both node-hours off and lack (and beats
+// on one), unless keep names them; it returns how many it left out. A
+// hybrid curve has a row per idle time and buffer, most of them behind
+// its front.
+func front(rows []RuleRow, keep map[string]bool) ([]RuleRow, int) {
+	var out []RuleRow
+	for _, x := range rows {
+		beaten := false
+		for _, y := range rows {
+			if x.IdleAfter > 0 && y.IdleAfter > 0 && x.Setting == y.Setting && y.NodeHoursOff >= x.NodeHoursOff && y.LackNodeMinutes <= x.LackNodeMinutes &&
+				(y.NodeHoursOff > x.NodeHoursOff || y.LackNodeMinutes < x.LackNodeMinutes) {
+				beaten = true
+				break
+			}
+		}
+		if !beaten || keep[x.Rule] {
+			out = append(out, x)
+		}
+	}
+	return out, len(rows) - len(out)
 }

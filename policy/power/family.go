@@ -3,23 +3,31 @@ package power
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Setting is one point of the predictive family, every parameter but the
-// buffer: either the artifact's trend rule (Predictive) with its
-// conditions switchable, or the forecast envelope (Envelope). Evaluate
-// replays each at every buffer on the validation days and keeps the one
-// whose curve best dominates the idle-time rule there.
+// buffer (and, for the hybrid, its idle time): the artifact's trend rule
+// (Predictive) with its conditions switchable, the forecast envelope
+// (Envelope), or the hybrid of Slurm's idle time and the forecast
+// (Hybrid). Evaluate replays each at every buffer (and idle time) on the
+// validation days and keeps the one whose curve best dominates the
+// idle-time rule there.
 type Setting struct {
 	Envelope bool
+	Hybrid   bool
 	// The trend rule's (Predictive).
 	History, Future, Keep             int
 	AnyHistory, AnyForecast, AnyTrend bool
 	// The envelope's: Horizon steps ahead, each lead's forecast plus K
 	// times that lead's validation RMSE, and the demand of the last Hold
-	// steps.
+	// steps. The hybrid's K is the same margin.
 	Horizon, Hold int
 	K             float64
+	// The hybrid's: the look-ahead in minutes over which the forecast
+	// holds idle nodes powered, and whether it resumes ahead of a rise.
+	Lookahead int
+	NoAhead   bool
 	// Anchored drives the rule with the GBT forecast shifted by its error
 	// at the issue step (Anchored) rather than the plain GBT forecast.
 	Anchored bool
@@ -36,6 +44,13 @@ func (st Setting) String() string {
 		plain := st
 		plain.Anchored = false
 		return plain.String() + ", anchored"
+	}
+	if st.Hybrid {
+		s := fmt.Sprintf("hybrid look %dm %+gσ", st.Lookahead, st.K)
+		if st.NoAhead {
+			s += " no resume ahead"
+		}
+		return s
 	}
 	if st.Envelope {
 		if st.Horizon == 0 {
@@ -63,30 +78,57 @@ func (st Setting) String() string {
 // forecast: an envelope with no horizon, or the trend rule without both
 // the "below" and the "not rising" conditions, reads none.
 func (st Setting) ReadsForecast() bool {
+	if st.Hybrid {
+		return st.Lookahead > 0 || !st.NoAhead
+	}
 	if st.Envelope {
 		return st.Horizon > 0
 	}
 	return !st.AnyForecast || !st.AnyTrend
 }
 
-// reach is how far ahead the setting reads the forecast.
-func (st Setting) reach() int {
+// reach is how far ahead the setting reads the forecast, in decision
+// steps of step, with a resume time of resume (the hybrid decides every
+// minute from the latest forecast).
+func (st Setting) reach(step, resume time.Duration) int {
+	if st.Hybrid {
+		return hybridReach(int((time.Duration(st.Lookahead)*time.Minute+time.Minute-1)/time.Minute),
+			max(int((resume+time.Minute-1)/time.Minute), 1), int(step/time.Minute))
+	}
 	if st.Envelope {
 		return st.Horizon
 	}
 	return 2 * st.Future
 }
 
-// Rule builds the setting at one buffer. sigma[h−1] is the forecaster's
+// margins is k times each lead's RMSE, up to n leads.
+func margins(k float64, n int, sigma []float64) []float64 {
+	m := make([]float64, min(n, len(sigma)))
+	for h := range m {
+		m[h] = k * sigma[h]
+	}
+	return m
+}
+
+// HybridRule builds a hybrid setting at one idle time and buffer.
+func (st Setting) HybridRule(idle time.Duration, buffer int, forecast func(int) []float64, sigma []float64) *Hybrid {
+	return &Hybrid{IdleAfter: idle, Lookahead: time.Duration(st.Lookahead) * time.Minute, Buffer: buffer,
+		Margin: margins(st.K, len(sigma), sigma), Forecast: forecast, NoAhead: st.NoAhead,
+		Label: st.hybridLabel(idle, buffer)}
+}
+
+// hybridLabel names a hybrid row: its idle time, then the setting.
+func (st Setting) hybridLabel(idle time.Duration, buffer int) string {
+	name := strings.Replace(st.String(), "hybrid ", fmt.Sprintf("hybrid idle %s, ", shortDuration(idle)), 1)
+	return fmt.Sprintf("%s, buffer %d", name, buffer)
+}
+
+// Rule builds the setting at one buffer; not for the hybrid (HybridRule). sigma[h−1] is the forecaster's
 // RMSE h steps ahead on the validation days; warmUp the trend rule's first
 // steps at demand + buffer.
 func (st Setting) Rule(buffer, warmUp int, forecast func(int) []float64, sigma []float64) Rule {
 	if st.Envelope {
-		m := make([]float64, min(st.Horizon, len(sigma)))
-		for h := range m {
-			m[h] = st.K * sigma[h]
-		}
-		return &Envelope{Buffer: buffer, Horizon: st.Horizon, Hold: st.Hold, Margin: m, Forecast: forecast,
+		return &Envelope{Buffer: buffer, Horizon: st.Horizon, Hold: st.Hold, Margin: margins(st.K, st.Horizon, sigma), Forecast: forecast,
 			Label: fmt.Sprintf("%s, buffer %d", st, buffer)}
 	}
 	return &Predictive{Buffer: buffer, History: st.History, Future: st.Future, Keep: st.Keep, WarmUp: warmUp, Forecast: forecast,
@@ -126,15 +168,23 @@ func DefaultFamily() []Setting {
 				}
 			}
 		}
+		for _, look := range []int{5, 10, 20, 30} {
+			for _, k := range []float64{-1, -0.5, 0, 0.5} {
+				for _, noAhead := range []bool{false, true} {
+					out = append(out, Setting{Hybrid: true, Lookahead: look, K: k, NoAhead: noAhead, Anchored: anchored})
+				}
+			}
+		}
 	}
 	return out
 }
 
-// curveScore is how well one setting's curve (its rows at every buffer)
-// dominates the idle-time rows: how many idle-time settings it dominates,
-// then the sum over them of the relative node-hours-off margin of its best
-// row with less lack (−1 where no row lacks less). The witness per idle
-// setting is that best row's buffer, −1 when none.
+// curveScore is how well one setting's curve (its rows at every buffer,
+// and for the hybrid every idle time) dominates the idle-time rows: how
+// many idle-time settings it dominates, then the sum over them of the
+// relative node-hours-off margin of its best row with less lack (−1 where
+// no row lacks less). The witness per idle setting is that best row's
+// index in the curve, −1 when none.
 type curveScore struct {
 	dominated int
 	margin    float64
@@ -152,10 +202,10 @@ func scoreCurve(curve []RuleRow, idle []RuleRow) curveScore {
 	var sc curveScore
 	for _, r := range idle {
 		best, w := -1.0, -1
-		for _, p := range curve {
+		for j, p := range curve {
 			if p.LackNodeMinutes < r.LackNodeMinutes {
 				if m := (p.NodeHoursOff - r.NodeHoursOff) / max(r.NodeHoursOff, 1); w < 0 || m > best {
-					best, w = m, p.Buffer
+					best, w = m, j
 				}
 			}
 		}

@@ -110,10 +110,10 @@ func TestScoreCurve(t *testing.T) {
 	idle := []RuleRow{row(0, 100, 50), row(0, 90, 10)}
 	curve := []RuleRow{row(0, 110, 40), row(5, 100, 20), row(10, 80, 5)}
 	got := scoreCurve(curve, idle)
-	// Against the first: buffer 0 has less lack and +10 %; against the
-	// second only buffer 10 lacks less, at −11.1 %.
-	if got.dominated != 1 || !cmp.Equal(got.witness, []int{0, 10}) || got.margin < 0.1-1/9.0-1e-9 || got.margin > 0.1-1/9.0+1e-9 {
-		t.Errorf("got %+v, want 1 dominated, witnesses [0 10], margin %.4f", got, 0.1-1/9.0)
+	// Against the first: buffer 0 (row 0) has less lack and +10 %;
+	// against the second only buffer 10 (row 2) lacks less, at −11.1 %.
+	if got.dominated != 1 || !cmp.Equal(got.witness, []int{0, 2}) || got.margin < 0.1-1/9.0-1e-9 || got.margin > 0.1-1/9.0+1e-9 {
+		t.Errorf("got %+v, want 1 dominated, witnesses [0 2], margin %.4f", got, 0.1-1/9.0)
 	}
 	none := scoreCurve([]RuleRow{row(0, 200, 60)}, idle)
 	if none.dominated != 0 || none.margin != -2 || !cmp.Equal(none.witness, []int{-1, -1}) {

@@ -2,6 +2,7 @@ package power
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -210,6 +211,9 @@ func (f *fleet) takeIdle(n int) {
 // powerDown powers off up to n idle nodes, those idle longest first.
 func (f *fleet) powerDown(n int) {
 	n = min(n, f.idleN)
+	if n <= 0 {
+		return
+	}
 	f.idleN -= n
 	for n > 0 {
 		first := &f.idle[0]
@@ -230,6 +234,17 @@ func (f *fleet) suspendIdle(m, steps int) {
 		f.idleN -= f.idle[k].n
 	}
 	f.idle = f.idle[k:]
+}
+
+// suspendIdleKeep powers off the nodes idle for at least steps steps by
+// the end of step m, longest idle first, but keeps at least keep nodes
+// powered.
+func (f *fleet) suspendIdleKeep(m, steps, keep int) {
+	due := 0
+	for k := 0; k < len(f.idle) && m-f.idle[k].since+1 >= steps; k++ {
+		due += f.idle[k].n
+	}
+	f.powerDown(min(due, f.powered()-keep))
 }
 
 // target powers nodes up or down towards n: idle nodes off (longest idle
@@ -317,14 +332,9 @@ func ReplayRule(rule Rule, decide, demand *Series, resume time.Duration) (Metric
 }
 
 func replayRule(rule Rule, decide, demand *Series, resume time.Duration, trace *[]Step) (Metrics, error) {
-	k := int(decide.Step / demand.Step)
-	switch {
-	case demand.Step <= 0 || k < 1 || decide.Step%demand.Step != 0:
-		return Metrics{}, fmt.Errorf("replay: decision step %v is not a whole number of demand steps %v", decide.Step, demand.Step)
-	case !decide.Start.Equal(demand.Start):
-		return Metrics{}, fmt.Errorf("replay: decisions start at %s, demand at %s", decide.Start.Format(time.DateTime), demand.Start.Format(time.DateTime))
-	case demand.Len() < decide.Len()*k:
-		return Metrics{}, fmt.Errorf("replay: %d demand steps, want %d (%d decisions × %d)", demand.Len(), decide.Len()*k, decide.Len(), k)
+	k, err := aligned(decide, demand)
+	if err != nil {
+		return Metrics{}, err
 	}
 	if decide.Len() == 0 {
 		return Metrics{Rule: rule.Name()}, nil
@@ -342,4 +352,93 @@ func replayRule(rule Rule, decide, demand *Series, resume time.Duration, trace *
 		f.target((i+1)*k, plan)
 	}
 	return f.acc.metrics(rule.Name(), demand.Step), nil
+}
+
+// aligned checks that decide's steps are whole numbers k of demand's,
+// from the same instant, and that demand covers them; it returns k.
+func aligned(decide, demand *Series) (int, error) {
+	if demand.Step <= 0 || decide.Step < demand.Step || decide.Step%demand.Step != 0 {
+		return 0, fmt.Errorf("replay: decision step %v is not a whole number of demand steps %v", decide.Step, demand.Step)
+	}
+	k := int(decide.Step / demand.Step)
+	switch {
+	case !decide.Start.Equal(demand.Start):
+		return 0, fmt.Errorf("replay: decisions start at %s, demand at %s", decide.Start.Format(time.DateTime), demand.Start.Format(time.DateTime))
+	case demand.Len() < decide.Len()*k:
+		return 0, fmt.Errorf("replay: %d demand steps, want %d (%d decisions × %d)", demand.Len(), decide.Len()*k, decide.Len(), k)
+	}
+	return k, nil
+}
+
+// ReplayHybrid replays h on demand, deciding after every step of demand
+// (a minute in `fairway power eval`) from the forecast issued at the end
+// of the last complete step of decide (10 minutes): forecasts are issued
+// only from what was measured by then, and a decision between two issues
+// reads the older one. Demand above the usable nodes resumes what it
+// lacks at once, as under every rule; decide and demand are aligned as
+// for ReplayRule.
+func ReplayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration) (Metrics, error) {
+	return replayHybrid(h, decide, demand, resume, nil)
+}
+
+func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace *[]Step) (Metrics, error) {
+	k, err := aligned(decide, demand)
+	if err != nil {
+		return Metrics{}, err
+	}
+	if h.IdleAfter <= 0 || h.Lookahead < 0 || h.Buffer < 0 {
+		return Metrics{}, fmt.Errorf("replay %s: idle time %v, look-ahead %v, buffer %d: want a positive idle time and the others at least 0", h.Name(), h.IdleAfter, h.Lookahead, h.Buffer)
+	}
+	if decide.Len() == 0 {
+		return Metrics{Rule: h.Name()}, nil
+	}
+	f := newFleet(demand.Total[0], resume, demand.Step, trace)
+	idle := max(int((h.IdleAfter+demand.Step-1)/demand.Step), 1)
+	look := int((h.Lookahead + demand.Step - 1) / demand.Step)
+	// need[lead−1] is the nodes the forecast issued at step issued wants
+	// lead steps ahead, margin and buffer included.
+	var need []int
+	issued := -1
+	reach := hybridReach(look, f.resume, k)
+	for m := range decide.Len() * k {
+		a := demand.Active[m]
+		lack := f.serve(m, a, demand.Total[m])
+		f.record(a, lack)
+		if i := (m+1)/k - 1; i > issued { // step i has just ended: a new forecast
+			issued = i
+			fc := h.Forecast(i)
+			if len(fc) < reach {
+				return Metrics{}, fmt.Errorf("replay %s: forecast of %d steps at step %d, want %d", h.Name(), len(fc), i, reach)
+			}
+			need = need[:0]
+			for lead := 1; lead <= reach; lead++ {
+				v := fc[lead-1]
+				if lead <= len(h.Margin) {
+					v += h.Margin[lead-1]
+				}
+				// A forecast of 290.3 nodes needs 291; the slack keeps float
+				// noise on a whole number from adding a node.
+				need = append(need, int(math.Ceil(v-1e-9))+h.Buffer)
+			}
+		}
+		if issued < 0 { // no forecast yet: Slurm's rule alone
+			f.suspendIdle(m, idle)
+			continue
+		}
+		// The decision holds from minute m+1. Keep what the forecast wants
+		// over the next look minutes; resume now what it wants when a node
+		// resumed now is usable.
+		keep := 0
+		for j := (m + 1) / k; j <= (m+look)/k; j++ {
+			keep = max(keep, need[j-issued-1])
+		}
+		total := demand.Total[m]
+		f.suspendIdleKeep(m, idle, min(keep, total))
+		if !h.NoAhead {
+			if want := min(need[(m+1+f.resume)/k-issued-1], total); want > f.powered() {
+				f.boot(m+1, want-f.powered())
+			}
+		}
+	}
+	return f.acc.metrics(h.Name(), demand.Step), nil
 }

@@ -1,6 +1,7 @@
 package power
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,152 @@ func TestFleet_Resize(t *testing.T) {
 		if x.Powered > x.Total || x.Powered < 0 {
 			t.Errorf("minute %d: %d powered of %d", i, x.Powered, x.Total)
 		}
+	}
+}
+
+// stepForecast is a forecast that wants v nodes in decision step at and
+// none in any other: the forecast issued at step i, lead h, is for step
+// i+h.
+func stepForecast(at, v, n int) func(int) []float64 {
+	return func(i int) []float64 {
+		out := make([]float64, n)
+		if h := at - i; h >= 1 && h <= n {
+			out[h-1] = float64(v)
+		}
+		return out
+	}
+}
+
+func TestReplayHybrid_HandChecked(t *testing.T) {
+	// Decisions every 5 minutes on 5 nodes, resume 2 minutes, idle time 1
+	// minute. Demand 5 in minutes 0–4 and 10–14, none between; the
+	// forecast wants 5 nodes in step 2 (minutes 10–14) and is first issued
+	// at the end of minute 4.
+	demand := minuteSeries(5, 5, 5, 5, 5, 5, 0, 0, 0, 0, 0, 5, 5, 5, 5, 5)
+	for _, tc := range []struct {
+		name             string
+		h                Hybrid
+		want             int // the forecast for step 2
+		wantOn, wantLack []int
+	}{
+		// Slurm's rule alone (no forecast wants anything): the 5 idle nodes
+		// go off after minute 5; minute 10 finds none and waits 2 minutes.
+		{"idle time alone", Hybrid{Lookahead: 10 * time.Minute}, 0,
+			[]int{5, 5, 5, 5, 5, 5, 0, 0, 0, 0, 5, 5, 5, 5, 5}, []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 0, 0, 0}},
+		// The forecast over the next 10 minutes wants 5: nothing goes off.
+		{"the forecast holds idle nodes", Hybrid{Lookahead: 10 * time.Minute, NoAhead: true}, 5,
+			[]int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, make([]int, 15)},
+		// Off after minute 5 as Slurm's; at the end of minute 7 a node
+		// resumed is usable at minute 10, inside step 2: 5 resume then.
+		{"resumed ahead of the rise", Hybrid{}, 5,
+			[]int{5, 5, 5, 5, 5, 5, 0, 0, 5, 5, 5, 5, 5, 5, 5}, make([]int, 15)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.h
+			h.IdleAfter, h.Forecast = time.Minute, stepForecast(2, tc.want, 4)
+			var steps []Step
+			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps); err != nil {
+				t.Fatal(err)
+			}
+			on, lack := onAndLack(steps)
+			if diff := cmp.Diff(tc.wantOn, on); diff != "" {
+				t.Errorf("powered (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantLack, lack); diff != "" {
+				t.Errorf("lack (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReplayHybrid_NothingForecastIsIdleTime: with a forecast that wants
+// no node and no buffer, the hybrid at idle time T is Slurm's rule at
+// SuspendTime T, minute for minute.
+func TestReplayHybrid_NothingForecastIsIdleTime(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 20 {
+		active := make([]int, 300)
+		for i := range active {
+			active[i] = r.IntN(13)
+		}
+		demand := minuteSeries(12, active...)
+		for _, T := range []time.Duration{time.Minute, 3 * time.Minute, 10 * time.Minute} {
+			var idle, hyb []Step
+			replayIdleTime(T, demand, 2*time.Minute, &idle)
+			h := &Hybrid{IdleAfter: T, Lookahead: 20 * time.Minute, Forecast: stepForecast(-1, 0, 5)}
+			if _, err := replayHybrid(h, coarsen(demand, 10), demand, 2*time.Minute, &hyb); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(idle, hyb); diff != "" {
+				t.Fatalf("trial %d, T %v: (-idle-time +hybrid)\n%s", trial, T, diff)
+			}
+		}
+	}
+}
+
+// TestReplayHybrid_NeverReadsTheFuture: deciding every minute, the hybrid
+// reads only the demand up to the minute and the forecasts issued by then
+// (at the end of each 10-minute step): changing every later minute and
+// every later forecast leaves its trace up to the minute unchanged.
+func TestReplayHybrid_NeverReadsTheFuture(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const minutes, k, horizon = 200, 10, 6
+	active := make([]int, minutes)
+	for i := range active {
+		active[i] = r.IntN(21)
+	}
+	fc := make([][]float64, minutes/k)
+	for i := range fc {
+		fc[i] = make([]float64, horizon)
+		for h := range fc[i] {
+			fc[i][h] = r.Float64() * 20
+		}
+	}
+	run := func(active []int, fc [][]float64) []Step {
+		var steps []Step
+		h := &Hybrid{IdleAfter: 2 * time.Minute, Lookahead: 15 * time.Minute, Buffer: 1, Margin: []float64{0.5, 1},
+			Forecast: func(i int) []float64 { return fc[i] }}
+		demand := minuteSeries(30, active...)
+		if _, err := replayHybrid(h, coarsen(demand, k), demand, 3*time.Minute, &steps); err != nil {
+			t.Fatal(err)
+		}
+		return steps
+	}
+	before := run(active, fc)
+	for _, m := range []int{0, 9, 10, 57, 99, 150, 198} {
+		a := append([]int(nil), active...)
+		for j := m + 1; j < minutes; j++ {
+			a[j] = 30 - a[j]
+		}
+		f := make([][]float64, len(fc))
+		for i := range fc {
+			f[i] = fc[i]
+			if (i+1)*k-1 > m { // issued after minute m
+				f[i] = []float64{30, 30, 30, 30, 30, 30}
+			}
+		}
+		after := run(a, f)
+		if diff := cmp.Diff(before[:m+1], after[:m+1]); diff != "" {
+			t.Errorf("minutes 0–%d changed with what came after them (-before +after)\n%s", m, diff)
+		}
+	}
+}
+
+func TestReplayHybrid_Errors(t *testing.T) {
+	demand := minuteSeries(4, 1, 1, 1, 1)
+	for _, tc := range []struct {
+		name string
+		h    Hybrid
+		want string
+	}{
+		{"no idle time", Hybrid{Forecast: stepForecast(0, 0, 5)}, "want a positive idle time"},
+		{"forecast too short", Hybrid{IdleAfter: time.Minute, Lookahead: 10 * time.Minute, Forecast: stepForecast(0, 0, 1)}, "forecast of 1 steps at step 0, want"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReplayHybrid(&tc.h, coarsen(demand, 2), demand, time.Minute)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }

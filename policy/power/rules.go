@@ -269,3 +269,49 @@ func shortDuration(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// Hybrid is Slurm's idle-time rule that reads the forecast where Slurm is
+// blind, replayed by ReplayHybrid a minute at a time:
+//
+//   - a node powers down once it has been idle IdleAfter on its own clock
+//     (Slurm's SuspendTime, which may here be shorter than a site would
+//     dare without a forecast), unless the forecast needs it: the powered
+//     nodes never go below the most the forecast wants over the next
+//     Lookahead (each lead's forecast plus its Margin, plus Buffer);
+//   - nodes are resumed ahead of a forecast rise: when the forecast for
+//     the step a node resumed now would be usable in (plus margin and
+//     buffer) exceeds the powered nodes, the difference is resumed now,
+//     unless NoAhead.
+//
+// Forecast(i) is the forecast issued at the end of decision step i
+// (10 minutes), index h−1 for step i+h; between issues the rule reads the
+// latest one, so it never reads a step after the minute it decides in.
+// The forecast is of step maxima, so it errs towards powering too much
+// within a step.
+type Hybrid struct {
+	IdleAfter, Lookahead time.Duration
+	Buffer               int
+	// Margin[h−1] is added to the forecast for h steps ahead; shorter or
+	// nil means 0 beyond its end.
+	Margin   []float64
+	Forecast func(i int) []float64
+	NoAhead  bool
+	// Label names the rule in tables; "hybrid idle T buffer N" when empty.
+	Label string
+}
+
+// Name names the rule.
+func (h *Hybrid) Name() string {
+	if h.Label != "" {
+		return h.Label
+	}
+	return fmt.Sprintf("hybrid idle %s buffer %d", shortDuration(h.IdleAfter), h.Buffer)
+}
+
+// hybridReach is the forecast leads a hybrid reads, in decision steps of
+// k demand steps, with a look-ahead of look and a resume of resume demand
+// steps: both counted from the last demand step of a decision step, whose
+// forecast is the oldest in use.
+func hybridReach(look, resume, k int) int {
+	return 1 + max((k-2+look)/k, (k-1+resume)/k)
+}

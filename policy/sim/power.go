@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -13,7 +16,13 @@ import (
 // of it) to a power.Series of its own usage and asks Rule how many nodes
 // to keep powered; idle nodes beyond that are powered down (the highest
 // numbered first), and nodes short of it are powered up (the lowest
-// first), ready Resume later. The scheduler does not see power states, as
+// first), ready Resume later.
+//
+// With IdleAfter set, each node instead powers down once it has been idle
+// that long on its own clock, at that instant (Slurm's SuspendTime), not
+// at a step's end; Rule, when set, only keeps nodes powered: the idle
+// clock does not power down below its count, and nodes short of it are
+// powered up at the step's end (the hybrid rule). The scheduler does not see power states, as
 // Slurm's does not: a job placed on a powered-down node resumes it and
 // starts when the last of its nodes is ready, so a node resumed for a job
 // is charged Resume once, and a job on a node still booting waits only
@@ -25,6 +34,11 @@ type Power struct {
 	NewRule func(s *power.Series) power.Rule
 	Step    time.Duration // 0: 10 minutes
 	Resume  time.Duration // Slurm's ResumeTimeout analogue
+	// IdleAfter > 0 is a per-node idle clock: SuspendTime.
+	IdleAfter time.Duration
+	// NoAhead, with IdleAfter, only holds nodes at Rule's count: nodes
+	// short of it are not powered up.
+	NoAhead bool
 }
 
 // PowerResult is what power saving did in a simulation: the power table's
@@ -60,11 +74,24 @@ type powerModel struct {
 	next    int64 // end of the current step, ns
 	prev    int   // nodes powered during the previous step
 	res     PowerResult
+
+	// The idle clock (cfg.IdleAfter > 0): idleSince is when each node last
+	// became idle and up; due is no later than the next instant a node's
+	// clock runs out (MaxInt64: none); floor is the rule's count, below
+	// which the clock powers nothing down.
+	idleSince []int64
+	due       int64
+	floor     int
+	// off is the nodes powered down; offNs their time off, summed up to
+	// last (node-nanoseconds), for the node-hours off of every rule.
+	off   int
+	offNs float64
+	last  int64
 }
 
 func newPowerModel(p *Power, c Cluster, origin time.Time) (*powerModel, error) {
-	if p.NewRule == nil {
-		return nil, fmt.Errorf("simulate: power saving without a rule")
+	if p.NewRule == nil && p.IdleAfter <= 0 {
+		return nil, fmt.Errorf("simulate: power saving without a rule or an idle time")
 	}
 	if p.Resume < 0 {
 		return nil, fmt.Errorf("simulate: resume time %v: want ≥ 0", p.Resume)
@@ -75,9 +102,38 @@ func newPowerModel(p *Power, c Cluster, origin time.Time) (*powerModel, error) {
 	}
 	m := &powerModel{cfg: p, series: &power.Series{Start: origin, Step: step},
 		state: make([]int8, c.Nodes), ready: make([]int64, c.Nodes), used: make([]int32, c.Nodes),
-		next: int64(step), prev: c.Nodes}
-	m.rule = p.NewRule(m.series)
+		next: int64(step), prev: c.Nodes, due: math.MaxInt64}
+	if p.IdleAfter > 0 {
+		m.idleSince, m.due = make([]int64, c.Nodes), int64(p.IdleAfter)
+	}
+	if p.NewRule != nil {
+		m.rule = p.NewRule(m.series)
+	}
 	return m, nil
+}
+
+// clock reports whether nodes power down on their own idle clock.
+func (m *powerModel) clock() bool { return m.idleSince != nil }
+
+// wakeAt is the next instant the power model acts on its own.
+func (m *powerModel) wakeAt() int64 { return min(m.next, m.due) }
+
+// account adds the time off up to t.
+func (m *powerModel) account(t int64) {
+	m.offNs += float64(m.off) * float64(t-m.last)
+	m.last = t
+}
+
+// setState moves node n to st at time t, keeping the off count.
+func (m *powerModel) setState(t int64, n int, st int8) {
+	m.account(t)
+	if m.state[n] == nodeOff {
+		m.off--
+	}
+	if st == nodeOff {
+		m.off++
+	}
+	m.state[n] = st
 }
 
 // take records allocation a starting now and returns how long the job
@@ -88,7 +144,8 @@ func (m *powerModel) take(now int64, a []policy.Use) int64 {
 		n := u.Node
 		switch m.state[n] {
 		case nodeOff:
-			m.state[n], m.ready[n] = nodeBooting, now+int64(m.cfg.Resume)
+			m.setState(now, int(n), nodeBooting)
+			m.ready[n] = now + int64(m.cfg.Resume)
 			m.res.Resumes++
 			m.lack++
 		}
@@ -108,21 +165,67 @@ func (m *powerModel) take(now int64, a []policy.Use) int64 {
 	return delay
 }
 
-// give records allocation a ending.
-func (m *powerModel) give(a []policy.Use) {
+// give records allocation a ending now.
+func (m *powerModel) give(now int64, a []policy.Use) {
 	for _, u := range a {
 		m.used[u.Node] -= u.Units
 		if m.used[u.Node] == 0 {
 			m.active--
+			if m.clock() {
+				m.idleSince[u.Node] = max(now, m.ready[u.Node])
+				m.due = min(m.due, m.idleSince[u.Node]+int64(m.cfg.IdleAfter))
+			}
 		}
 	}
 }
 
-// tick closes every step ending at or before now and applies the rule.
+// tick closes every step ending at or before now and applies the rule,
+// and runs the idle clock, in time order.
 func (m *powerModel) tick(now int64) {
-	for m.next <= now {
-		m.closeStep(m.next)
-		m.next += int64(m.series.Step)
+	for {
+		switch {
+		case m.due <= now && m.due < m.next:
+			m.suspendIdle(m.due)
+		case m.next <= now:
+			m.closeStep(m.next)
+			m.next += int64(m.series.Step)
+		default:
+			return
+		}
+	}
+}
+
+// suspendIdle powers down, at time at, every up and idle node whose idle
+// clock has run out, longest idle first, keeping at least floor nodes
+// powered, and sets due to the next instant a clock runs out. A node the
+// floor holds is looked at again at the next step's end.
+func (m *powerModel) suspendIdle(at int64) {
+	t := int64(m.cfg.IdleAfter)
+	var out []int
+	powered := len(m.state) - m.off
+	m.due = math.MaxInt64
+	for n, st := range m.state {
+		if st == nodeBooting && m.ready[n] <= at {
+			m.state[n] = nodeOn // a boot that finished
+		}
+		if m.state[n] != nodeOn || m.used[n] != 0 {
+			continue
+		}
+		if since := max(m.idleSince[n], m.ready[n]); since+t <= at {
+			out = append(out, n)
+		} else {
+			m.due = min(m.due, since+t)
+		}
+	}
+	slices.SortFunc(out, func(a, b int) int {
+		return cmp.Or(cmp.Compare(max(m.idleSince[a], m.ready[a]), max(m.idleSince[b], m.ready[b])), cmp.Compare(a, b))
+	})
+	for _, n := range out {
+		if powered <= m.floor {
+			break
+		}
+		m.setState(at, n, nodeOff)
+		powered--
 	}
 }
 
@@ -131,35 +234,83 @@ func (m *powerModel) closeStep(at int64) {
 	m.series.Active = append(m.series.Active, m.stepMax)
 	m.series.Total = append(m.series.Total, total)
 	i := len(m.series.Active) - 1
-	if i == 0 {
+	if i == 0 && m.rule != nil {
 		m.rule.Reset(m.series)
 	}
 	a := m.stepMax
-	target := max(min(m.rule.Powered(i, m.prev), total), a)
+	target := 0
+	if m.rule != nil {
+		target = min(m.rule.Powered(i, m.prev), total)
+	}
+	if !m.clock() {
+		target = max(target, a)
+	}
 	for n := range m.state { // boots that finished
 		if m.state[n] == nodeBooting && m.ready[n] <= at {
 			m.state[n] = nodeOn
 		}
 	}
-	powered := 0
-	for _, st := range m.state {
-		if st != nodeOff {
-			powered++
+	powered := total - m.off
+	if m.clock() {
+		// The idle clock powers down; the rule's count only holds nodes
+		// and resumes those short of it.
+		m.floor = target
+		m.suspendIdle(at)
+		powered = total - m.off
+	} else {
+		for n := total - 1; n >= 0 && powered > target; n-- {
+			if m.state[n] == nodeOn && m.used[n] == 0 {
+				m.setState(at, n, nodeOff)
+				powered--
+			}
 		}
 	}
-	for n := total - 1; n >= 0 && powered > target; n-- {
-		if m.state[n] == nodeOn && m.used[n] == 0 {
-			m.state[n] = nodeOff
-			powered--
-		}
-	}
-	for n := 0; n < total && powered < target; n++ {
+	for n := 0; n < total && powered < target && !(m.clock() && m.cfg.NoAhead); n++ {
 		if m.state[n] == nodeOff {
-			m.state[n], m.ready[n] = nodeBooting, at+int64(m.cfg.Resume)
+			m.setState(at, n, nodeBooting)
+			m.ready[n] = at + int64(m.cfg.Resume)
 			powered++
+			if m.clock() {
+				m.idleSince[n] = m.ready[n]
+				m.due = min(m.due, m.ready[n]+int64(m.cfg.IdleAfter))
+			}
 		}
 	}
 	m.res.Steps = append(m.res.Steps, power.Step{Active: a, Total: total, Powered: powered, Lack: m.lack})
 	m.prev = powered
 	m.lack, m.stepMax = 0, m.active
+}
+
+// name is the rule's name in the power table.
+func (m *powerModel) name() string {
+	switch {
+	case m.rule == nil:
+		return (&power.IdleTime{SuspendTime: m.cfg.IdleAfter}).Name()
+	}
+	return m.rule.Name()
+}
+
+// ForecastFloor is the hybrid rule's count in the simulator: the most
+// nodes Forecast (issued at step i, index h−1 for step i+h) wants over
+// the next Lookahead steps, each rounded up, plus Buffer. With
+// Power.IdleAfter the idle clock powers down no node below it.
+type ForecastFloor struct {
+	Lookahead, Buffer int
+	Forecast          func(i int) []float64
+	Label             string
+}
+
+// Name implements power.Rule.
+func (f *ForecastFloor) Name() string { return f.Label }
+
+// Reset implements power.Rule.
+func (f *ForecastFloor) Reset(*power.Series) {}
+
+// Powered implements power.Rule.
+func (f *ForecastFloor) Powered(i, prev int) int {
+	need := 0
+	for _, v := range f.Forecast(i)[:f.Lookahead] {
+		need = max(need, int(math.Ceil(v-1e-9)))
+	}
+	return need + f.Buffer
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// idlePower is Slurm's idle-time rule at SuspendTime 10 minutes, one step:
-// after the first step every idle node is powered down.
+// idlePower is Slurm's idle-time rule at SuspendTime 10 minutes, each
+// node on its own idle clock: a node never used is off at 600 s.
 func idlePower(resume time.Duration) *Power {
-	return &Power{NewRule: func(*power.Series) power.Rule { return &power.IdleTime{SuspendTime: 10 * time.Minute} }, Resume: resume}
+	return &Power{IdleAfter: 10 * time.Minute, Resume: resume}
 }
 
 // TestRun_PowerResumeDelay: job 1 keeps node 0 busy; at t=600 s the idle
@@ -58,7 +58,8 @@ func TestRun_PowerResumeDelay(t *testing.T) {
 			if p.Resumes != tc.resumes || p.DelayedJobs != tc.delayed || p.Delay != tc.delay {
 				t.Errorf("resumes %d, delayed jobs %d, delay %v; want %d, %d, %v", p.Resumes, p.DelayedJobs, p.Delay, tc.resumes, tc.delayed, tc.delay)
 			}
-			// SuspendTime of one step powers exactly the step's demand.
+			// Node 0 is busy throughout; the others, never used, are off at
+			// the first step's end.
 			if len(p.Steps) == 0 || p.Steps[0].Powered != p.Steps[0].Active {
 				t.Errorf("steps %+v: want the first step to end with its busy nodes powered, no more", p.Steps)
 			}
@@ -115,5 +116,60 @@ func TestRun_PowerRejectsPreempt(t *testing.T) {
 		Policy: smPolicy(t, "fifo", policy.PolicyParams{}), Preempt: true, Power: idlePower(time.Minute)})
 	if err == nil {
 		t.Fatal("power saving with preemption: no error")
+	}
+}
+
+// TestRun_PowerIdleClockPerNode: a node is powered down SuspendTime after
+// its own last job ended, not at a step's end from the step's busiest
+// instant. Job 1 uses node 0 for the first minute; under SuspendTime 10m
+// node 0 is off at 660 s (node 1, never used, at 600 s), so job 2 at
+// 900 s waits the 300 s resume. On step maxima node 0 counted busy in the
+// first step and stayed up until 1200 s, and job 2 started at once.
+func TestRun_PowerIdleClockPerNode(t *testing.T) {
+	jobs := []policy.Job{smJob(1, "a", 0, 1, 60, 60), smJob(2, "b", 900, 1, 60, 60)}
+	cfg := Config{Cluster: Cluster{Nodes: 2, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{}),
+		Power: idlePower(300 * time.Second)}
+	got, res := smStarts(t, jobs, cfg)
+	if diff := cmp.Diff(map[int64]float64{1: 0, 2: 1200}, got); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+	if p := res.Power; p == nil || p.Resumes != 1 || p.DelayedJobs != 1 {
+		t.Fatalf("power %+v: want one node resumed for one job", p)
+	}
+	// Node-hours off as the nodes were: node 1 from 600 s, node 0 from
+	// 660 s to 900 s and again from 1860 s (job 2 ends at 1260 s), to the
+	// end of the last step (1800 s).
+	want := (1800.0 - 600 + 900 - 660) / 3600
+	if m := res.Power.Metrics; m.NodeHoursOff < want-1e-9 || m.NodeHoursOff > want+1e-9 {
+		t.Errorf("%.4f node-hours off, want %.4f", m.NodeHoursOff, want)
+	}
+}
+
+// TestRun_PowerHybridHolds: the hybrid's count keeps a node the idle
+// clock would power down. Job 1 holds node 0 until 700 s; node 1, never
+// used, is off at 60 s (no count is known before the first step ends at
+// 600 s). From 600 s the count is 2: node 1 is not resumed (NoAhead), but
+// node 0, idle from 700 s, is held, so job 2 at 900 s starts at once;
+// with the idle clock alone node 0 is off at 760 s and job 2 waits 300 s.
+func TestRun_PowerHybridHolds(t *testing.T) {
+	jobs := []policy.Job{smJob(1, "a", 0, 1, 700, 700), smJob(2, "b", 900, 1, 60, 60)}
+	hold := &Power{IdleAfter: time.Minute, Resume: 300 * time.Second, NoAhead: true, NewRule: func(*power.Series) power.Rule {
+		return &ForecastFloor{Lookahead: 1, Label: "hold 2", Forecast: func(int) []float64 { return []float64{2} }}
+	}}
+	for _, tc := range []struct {
+		name  string
+		power *Power
+		want  float64
+	}{
+		{"held by the count", hold, 900},
+		{"idle clock alone", &Power{IdleAfter: time.Minute, Resume: 300 * time.Second}, 1200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Cluster: Cluster{Nodes: 2, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{}), Power: tc.power}
+			got, _ := smStarts(t, jobs, cfg)
+			if diff := cmp.Diff(map[int64]float64{1: 0, 2: tc.want}, got); diff != "" {
+				t.Errorf("starts (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

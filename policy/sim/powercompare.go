@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +20,11 @@ type PowerSettings struct {
 	// SuspendTimes Slurm's idle-time rule's.
 	Buffers      []int
 	SuspendTimes []time.Duration
+	// HybridIdle are the hybrid rule's idle times: Slurm's idle clock that
+	// powers no node down below the same-time-yesterday forecast of the
+	// next step (buffer 0; it holds, it does not resume ahead: the setting
+	// `fairway power eval` chose on Philly).
+	HybridIdle []time.Duration
 }
 
 // PowerRow is one simulation of ComparePower: no power saving (Power nil)
@@ -42,18 +48,31 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 	}
 	day := int(24 * time.Hour / step)
 	type rule struct {
-		name string
-		new  func(s *power.Series) power.Rule
+		name      string
+		new       func(s *power.Series) power.Rule
+		idleAfter time.Duration
 	}
 	rules := []rule{{name: "no power saving"}}
 	for _, d := range ps.SuspendTimes {
-		rules = append(rules, rule{(&power.IdleTime{SuspendTime: d}).Name(), func(*power.Series) power.Rule { return &power.IdleTime{SuspendTime: d} }})
+		// Each node on its own idle clock, powered down the instant it
+		// runs out, as slurmctld does (not at a step's end).
+		rules = append(rules, rule{name: (&power.IdleTime{SuspendTime: d}).Name(), idleAfter: d})
+	}
+	yesterday := power.Seasonal{Label: "same time yesterday", Period: day}
+	for _, d := range ps.HybridIdle {
+		name := "hybrid " + strings.TrimPrefix((&power.IdleTime{SuspendTime: d}).Name(), "idle-time ") + ", buffer 0"
+		rules = append(rules, rule{name: name, idleAfter: d, new: func(s *power.Series) power.Rule {
+			return &ForecastFloor{Lookahead: 1, Label: name, Forecast: func(i int) []float64 {
+				out := make([]float64, 1)
+				yesterday.Forecast(s, i, out)
+				return out
+			}}
+		}})
 	}
 	for _, b := range ps.Buffers {
-		rules = append(rules, rule{fmt.Sprintf("artifact, buffer %d", b), func(s *power.Series) power.Rule {
+		rules = append(rules, rule{name: fmt.Sprintf("artifact, buffer %d", b), new: func(s *power.Series) power.Rule {
 			p := power.ArtifactPredictive(nil)
 			p.Buffer, p.Label = b, fmt.Sprintf("artifact, buffer %d", b)
-			yesterday := power.Seasonal{Label: "same time yesterday", Period: day}
 			p.Forecast = func(i int) []float64 {
 				out := make([]float64, 2*p.Future)
 				yesterday.Forecast(s, i, out)
@@ -71,8 +90,8 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 		if sc.Preempt {
 			return nil, fmt.Errorf("simulate --power: %s runs preemptively; power saving with preemption is not modelled", name)
 		}
-		if r.new != nil {
-			sc.Power = &Power{NewRule: r.new, Step: step, Resume: ps.Resume}
+		if r.new != nil || r.idleAfter > 0 {
+			sc.Power = &Power{NewRule: r.new, Step: step, Resume: ps.Resume, IdleAfter: r.idleAfter, NoAhead: true}
 		}
 		res, err := Run(w.Jobs, sc)
 		if err != nil {
@@ -105,6 +124,6 @@ func WritePowerText(w io.Writer, policyName string, resume time.Duration, rows [
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule forecasts it as the same time yesterday of the simulated usage")
+	_, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule and the hybrid forecast it as the same time yesterday of the simulated usage; idle-time and hybrid rows power each node down on its own idle clock; node-h off as the nodes were off")
 	return err
 }

@@ -445,7 +445,7 @@ func (s *simulator) wake(t int64) int64 {
 		t = min(t, w.next)
 	}
 	if s.power != nil && t != math.MaxInt64 {
-		t = min(t, s.power.next)
+		t = min(t, s.power.wakeAt())
 	}
 	return t
 }
@@ -674,7 +674,7 @@ func (s *simulator) stop(k int32) policy.Job {
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	s.free.Give(j.alloc)
 	if s.power != nil {
-		s.power.give(j.alloc)
+		s.power.give(s.now, j.alloc)
 	}
 	rj.End = s.at(s.now)
 	return rj
@@ -852,7 +852,14 @@ func (s *simulator) result(res *Result) {
 	res.Cycles, res.Preemptions = s.cycles, s.preemptions
 	if p := s.power; p != nil {
 		p.tick(p.next) // the last, partial step
-		p.res.Metrics = power.Summarise(p.rule.Name(), p.res.Steps, p.series.Step)
+		p.account(p.next - int64(p.series.Step))
+		p.res.Metrics = power.Summarise(p.name(), p.res.Steps, p.series.Step)
+		// Node-hours off as the nodes were off, not sampled at step ends:
+		// the idle clock powers down between them.
+		p.res.Metrics.NodeHoursOff = p.offNs / float64(time.Hour)
+		if d := p.res.Metrics.Days; d > 0 {
+			p.res.Metrics.MeanOff = p.res.Metrics.NodeHoursOff / (24 * d)
+		}
 		res.Power = &p.res
 	}
 }
