@@ -73,7 +73,7 @@ type WriterConfig struct {
 	DryRun bool // plan and report, write nothing
 
 	Scontrol   string        // scontrol path for ModeScontrolSiteFactor; default "scontrol"
-	Sprio      string        // sprio path for Prime; default "sprio"
+	Sprio      string        // sprio path for Prime (scontrol mode only); default "sprio"
 	Runner     Runner        // default ExecRunner{}
 	CmdTimeout time.Duration // per scontrol/sprio run; default 2m
 	MaxPerLine int           // job ids per scontrol line; default 200
@@ -93,7 +93,7 @@ type WriterConfig struct {
 //
 // The value Slurm holds is: for priorities, Job.Priority as read; for site
 // factors (which no REST version reports), the last value this Writer wrote
-// successfully, or what Prime read from sprio.
+// successfully, or (scontrol mode) what Prime read from sprio.
 type Writer struct {
 	cfg    WriterConfig
 	client *Client

@@ -237,7 +237,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	dry := planning(sink)
 	if leader && !r.wasLeader && !dry {
 		if n, err := sink.Prime(ctx); err != nil {
-			log.Warn("prime writer from sprio", "err", err)
+			log.Warn("prime writer", "err", err)
 		} else {
 			log.Info("became leader", "values_known", n)
 		}
