@@ -160,7 +160,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	c := &Client{cfg: cfg, base: base, http: hc, log: log, sleep: sleepCtx}
 	if cfg.Version != "" {
 		c.version = cfg.Version
-		log.Info("slurmrestd api version pinned", "version", c.version)
+		if err := c.checkPinned(ctx); err != nil {
+			return nil, err
+		}
+		log.Info("slurmrestd api version pinned", "version", c.version, "slurm_release", c.Release())
 		return c, nil
 	}
 	v, offered, err := c.negotiate(ctx)
@@ -289,10 +292,7 @@ func offeredVersions(paths map[string]json.RawMessage) []string {
 // Fairway knows.
 func pickVersion(paths map[string]json.RawMessage, offered []string) (string, error) {
 	for _, v := range versions {
-		if _, ok := paths["/slurm/"+v+"/jobs/"]; ok {
-			return v, nil
-		}
-		if _, ok := paths["/slurm/"+v+"/jobs"]; ok {
+		if servesJobs(paths, v) {
 			return v, nil
 		}
 	}
@@ -324,6 +324,61 @@ func releaseFromSpec(s *specInfo) string {
 		return r
 	}
 	return ""
+}
+
+// checkPinned reads the server's spec and fails when it does not list the
+// pinned version's jobs path, naming the versions it serves: otherwise the
+// first read would fail with a bare HTTP 404 ("Unable find requested URL").
+// A spec that cannot be read (slurmrestd down, a token it wants first, a
+// proxy without it) decides nothing: the pin stands and the first read
+// says what is wrong.
+func (c *Client) checkPinned(ctx context.Context) error {
+	body, _, err := c.do(ctx, http.MethodGet, "/openapi/v3", nil, false)
+	if err != nil {
+		c.log.Debug("no /openapi/v3 to check the pinned version against", "version", c.version, "error", err)
+		return nil
+	}
+	var spec specInfo
+	if json.Unmarshal(body, &spec) != nil || len(spec.Paths) == 0 {
+		return nil
+	}
+	rel := releaseFromSpec(&spec)
+	if rel != "" {
+		c.release.Store(&rel)
+		c.releaseOnce.Do(func() {})
+	}
+	if servesJobs(spec.Paths, c.version) {
+		return nil
+	}
+	offered := offeredVersions(spec.Paths)
+	who := "this slurmrestd"
+	if rel != "" {
+		who += " (Slurm " + rel + ")"
+	}
+	var usable []string
+	for _, v := range offered {
+		if supported(v) && servesJobs(spec.Paths, v) {
+			usable = append(usable, v)
+		}
+	}
+	hint := "pin nothing to negotiate"
+	switch {
+	case len(usable) == len(offered):
+		hint = "pin one of those, or pin nothing to negotiate"
+	case len(usable) > 0:
+		hint = "pin one of " + strings.Join(usable, ", ") + " (the ones Fairway knows), or pin nothing to negotiate"
+	}
+	if len(offered) == 0 {
+		return fmt.Errorf("%w: pinned %s, but %s lists no /slurm/<version>/ paths (is it running openapi/slurmctld?)", ErrVersion, c.version, who)
+	}
+	return fmt.Errorf("%w: pinned %s, but %s serves %s: %s", ErrVersion, c.version, who, strings.Join(offered, ", "), hint)
+}
+
+// servesJobs says whether a spec's paths list version v's jobs path.
+func servesJobs(paths map[string]json.RawMessage, v string) bool {
+	_, a := paths["/slurm/"+v+"/jobs/"]
+	_, b := paths["/slurm/"+v+"/jobs"]
+	return a || b
 }
 
 func (c *Client) negotiate(ctx context.Context) (string, []string, error) {
