@@ -589,6 +589,14 @@ type JobUpdate struct {
 	// version v0.0.40-v0.0.45).
 	SiteFactor *int64
 	Priority   *int64 // admin priority: freezes the job's priority (see Writer)
+	// HandBack resets the job's priority to multifactor's (priority
+	// INFINITE, as `scontrol release` sends) and sets its nice to
+	// *HandBack, in one update: slurmctld applies the priority first
+	// (which zeroes the nice) and then the nice, which it drops while the
+	// priority is admin-set. v0.0.40+ only: v0.0.38 refuses INFINITE
+	// ("Priority too large"). On a held job this is a release, so the
+	// Writer sends it only to a job it has just read not held.
+	HandBack *int64
 }
 
 // NiceOffset is Slurm's NICE_OFFSET (2^31): how site factors and nice
@@ -596,9 +604,24 @@ type JobUpdate struct {
 const NiceOffset = 1 << 31
 
 func (u JobUpdate) body(version string) ([]byte, error) {
+	set := 0
+	for _, p := range []*int64{u.SiteFactor, u.Priority, u.HandBack} {
+		if p != nil {
+			set++
+		}
+	}
 	switch {
-	case u.SiteFactor != nil && u.Priority != nil, u.SiteFactor == nil && u.Priority == nil:
-		return nil, errors.New("job update: set exactly one of site factor and priority")
+	case set != 1:
+		return nil, errors.New("job update: set exactly one of site factor, priority and hand-back")
+	case u.HandBack != nil && version == V0038:
+		return nil, fmt.Errorf("job update: slurmrestd %s cannot hand a priority back (Slurm 22.05 refuses priority INFINITE); use scontrol release", version)
+	case u.HandBack != nil && (*u.HandBack <= -(NiceOffset-3) || *u.HandBack >= NiceOffset-3):
+		return nil, fmt.Errorf("job update: nice %d outside Slurm's range (+/- 2147483645)", *u.HandBack)
+	case u.HandBack != nil:
+		return json.Marshal(struct {
+			Priority noValOut `json:"priority"`
+			Nice     int64    `json:"nice"`
+		}{noValOut{Infinite: true}, *u.HandBack})
 	case u.Priority != nil && *u.Priority < 1:
 		return nil, fmt.Errorf("job update: priority %d would hold the job", *u.Priority)
 	case u.SiteFactor != nil && version == V0038:
@@ -614,13 +637,18 @@ func (u JobUpdate) body(version string) ([]byte, error) {
 			Priority int64 `json:"priority"`
 		}{*u.Priority})
 	}
-	type noValOut struct {
-		Set    bool  `json:"set"`
-		Number int64 `json:"number"`
-	}
 	return json.Marshal(struct {
 		Priority noValOut `json:"priority"`
 	}{noValOut{Set: true, Number: *u.Priority}})
+}
+
+// noValOut is the {"set", "infinite", "number"} form of a number that
+// v0.0.40+ reads (a plain integer priority is ignored with a warning on
+// v0.0.40).
+type noValOut struct {
+	Set      bool  `json:"set"`
+	Infinite bool  `json:"infinite,omitempty"`
+	Number   int64 `json:"number"`
 }
 
 // UpdateJob sends one job update for target (a job id; on v0.0.38 also

@@ -28,6 +28,14 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 		mode = "dry run: nothing written"
 	}
 	fmt.Fprintf(w, "policy %s, %d pending jobs ranked, %d values changed (%s)\n", policyName, res.Pending, len(res.Changed), mode)
+	if hb := res.HandBack; hb != nil {
+		if hb.DryRun {
+			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d would be handed back to multifactor (nice restored)\n", len(hb.Planned))
+		} else {
+			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d handed back to multifactor (nice restored), %d failed (no site factor for those until it succeeds), %d no longer Fairway's\n",
+				len(hb.Applied), len(hb.Failed), len(hb.Skipped))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "RANK\tJOB\tUSER\tACCOUNT\tGPUS\tPREDICTED\tSCORE\t%s\tCHANGED\n", strings.ToUpper(field))
 	for i, s := range res.Ranked {
