@@ -87,6 +87,46 @@ type LoggedDecision struct {
 	DryRun bool      `json:"dry_run"`
 }
 
+// FrozenPriority is an admin priority serve wrote (rest-priority), as the
+// decision log has it, with the job's nice from before.
+type FrozenPriority struct {
+	Priority int64
+	Nice     int64 // 0 when the row predates the nice column
+}
+
+// FrozenPriorities returns, for those of ids whose newest decision-log row
+// on cluster that was written to Slurm (not a dry run) set a priority, that
+// priority and the nice kept with it: the admin priorities a rest-priority
+// serve left, which a later serve adopts or hands back. Whether Slurm
+// still holds each is for the caller to compare with what it reads.
+func (s *Store) FrozenPriorities(ctx context.Context, cluster string, ids []int64) (map[int64]FrozenPriority, error) {
+	out := map[int64]FrozenPriority{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT job_id, field, value, coalesce(nice, 0) FROM (
+		SELECT DISTINCT ON (job_id) job_id, field, value, nice FROM decision
+		WHERE cluster = $1 AND job_id = ANY($2) AND NOT dry_run
+		ORDER BY job_id, decided_at DESC, cycle DESC) newest
+		WHERE field = 'priority'`, cluster, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read frozen priorities from the decision log: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, v, nice int64
+		var field string
+		if err := rows.Scan(&id, &field, &v, &nice); err != nil {
+			return nil, fmt.Errorf("read frozen priorities from the decision log: %w", err)
+		}
+		out[id] = FrozenPriority{Priority: v, Nice: nice}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read frozen priorities from the decision log: %w", err)
+	}
+	return out, nil
+}
+
 // LastDecision reads the newest decision-log row of job id on cluster; nil
 // when serve never logged one.
 func (s *Store) LastDecision(ctx context.Context, cluster string, id int64) (*LoggedDecision, error) {

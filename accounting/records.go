@@ -30,6 +30,10 @@ type Decision struct {
 	Value     int64  // the value written (or that would be, in dry run)
 	Previous  *int64 // the value before, nil when unknown
 	DryRun    bool
+	// Nice is, on priority rows, the job's nice before Fairway's first
+	// admin priority (Slurm resets it to 0): what a hand-back restores.
+	// nil on site-factor rows.
+	Nice *int64
 }
 
 // RecordDecisions appends decisions to the log in one transaction.
@@ -69,8 +73,12 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 		if d.Previous != nil {
 			prev = *d.Previous
 		}
+		var nice any
+		if d.Nice != nil {
+			nice = *d.Nice
+		}
 		return []any{d.Cluster, d.At, d.Cycle, d.JobID, d.Policy, int32(d.Rank), d.Score, json.RawMessage(parts[i]), pred,
-			d.Predictor, d.Field, d.Value, prev, d.DryRun}
+			d.Predictor, d.Field, d.Value, prev, d.DryRun, nice}
 	}
 	var added int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -97,7 +105,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 			cluster, pol, predictor, field, js = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 			at                                 = make([]time.Time, n)
 			cycle, job, value                  = make([]int64, n), make([]int64, n), make([]int64, n)
-			prev                               = make([]*int64, n)
+			prev, nice                         = make([]*int64, n), make([]*int64, n)
 			rank                               = make([]int32, n)
 			score                              = make([]float64, n)
 			pred                               = make([]*float64, n)
@@ -105,7 +113,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 		)
 		for i, d := range ds {
 			cluster[i], pol[i], predictor[i], field[i], js[i] = d.Cluster, d.Policy, d.Predictor, d.Field, string(parts[i])
-			at[i], cycle[i], job[i], value[i], prev[i] = d.At, d.Cycle, d.JobID, d.Value, d.Previous
+			at[i], cycle[i], job[i], value[i], prev[i], nice[i] = d.At, d.Cycle, d.JobID, d.Value, d.Previous, d.Nice
 			rank[i], score[i], dry[i] = int32(d.Rank), d.Score, d.DryRun
 			if d.Predicted > 0 {
 				p := d.Predicted.Seconds()
@@ -116,8 +124,8 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 INSERT INTO decision (`+strings.Join(decisionColumns, ", ")+`)
 SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
 	$7::double precision[], $8::jsonb[], $9::double precision[], $10::text[], $11::text[], $12::bigint[],
-	$13::bigint[], $14::boolean[])
-ON CONFLICT DO NOTHING`, cluster, at, cycle, job, pol, rank, score, js, pred, predictor, field, value, prev, dry)
+	$13::bigint[], $14::boolean[], $15::bigint[])
+ON CONFLICT DO NOTHING`, cluster, at, cycle, job, pol, rank, score, js, pred, predictor, field, value, prev, dry, nice)
 		if err != nil {
 			return err
 		}
@@ -131,7 +139,7 @@ ON CONFLICT DO NOTHING`, cluster, at, cycle, job, pol, rank, score, js, pred, pr
 }
 
 var decisionColumns = []string{"cluster", "decided_at", "cycle", "job_id", "policy", "rank", "score", "parts",
-	"predicted_run_s", "predictor", "field", "value", "previous", "dry_run"}
+	"predicted_run_s", "predictor", "field", "value", "previous", "dry_run", "nice"}
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation.
 func isUniqueViolation(err error) bool {

@@ -200,3 +200,46 @@ func TestShares_SyncAndLoad(t *testing.T) {
 		t.Error("unknown share source accepted")
 	}
 }
+
+// TestFrozenPriorities_NewestWrittenPriorityRow: the decision log tells a
+// later serve which jobs hold an admin priority Fairway wrote, and the
+// nice each had: a job whose newest row written to Slurm set a priority.
+// A later site-factor row (handed back), a dry-run row (never written) and
+// another cluster do not count; the nice survives the replay path too.
+func TestFrozenPriorities_NewestWrittenPriorityRow(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	nice := func(n int64) *int64 { return &n }
+	d := func(cycle, job int64, field string, v int64, n *int64, dry bool) accounting.Decision {
+		return accounting.Decision{Cluster: "c", At: at.Add(time.Duration(cycle) * time.Minute), Cycle: cycle, JobID: job, Policy: "fifo",
+			Rank: 1, Field: field, Value: v, Nice: n, DryRun: dry}
+	}
+	first := []accounting.Decision{
+		d(1, 21, "priority", 500000, nice(100), false),
+		d(1, 22, "priority", 400000, nice(0), false),
+		d(1, 23, "priority", 300000, nice(5), false),
+		d(1, 24, "priority", 200000, nil, false), // before the nice column
+	}
+	if _, err := store.RecordDecisions(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	later := []accounting.Decision{
+		d(2, 21, "priority", 510000, nice(100), false), // the newest priority counts
+		d(2, 22, "site_factor", 4000, nil, false),      // handed back since
+		d(2, 23, "priority", 999999, nice(5), true),    // a dry run wrote nothing
+		{Cluster: "other", At: at, Cycle: 1, JobID: 25, Policy: "fifo", Rank: 1, Field: "priority", Value: 7, Nice: nice(3)},
+	}
+	// Replay path: one row of the batch is stored already.
+	if _, err := store.RecordDecisions(ctx, append(later, first[0])); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.FrozenPriorities(ctx, "c", []int64{21, 22, 23, 24, 25, 26})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]accounting.FrozenPriority{21: {510000, 100}, 23: {300000, 5}, 24: {200000, 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FrozenPriorities (-want +got):\n%s", diff)
+	}
+}

@@ -10,11 +10,16 @@ import (
 
 // Machine is the cluster a forecast plays the queue forward on: Nodes
 // identical nodes of PerNode units, a unit being a GPU, or a processor
-// when CPUs is set.
+// when CPUs is set, or a GPU shard when ShardsPerGPU is set.
 type Machine struct {
 	Nodes   int
 	PerNode int
 	CPUs    bool
+	// ShardsPerGPU, when above 0, counts the machine in GPU shards: a
+	// whole GPU is ShardsPerGPU units, a shard one, so a shard job waits
+	// for room like any other instead of needing nothing. (Which shards
+	// share which GPU is not modelled.)
+	ShardsPerGPU int
 }
 
 // Capacity is the machine's total number of units.
@@ -24,6 +29,9 @@ func (m Machine) Capacity() int { return m.Nodes * m.PerNode }
 func (m Machine) Need(j *Job) int {
 	if m.CPUs {
 		return j.CPUs
+	}
+	if m.ShardsPerGPU > 0 {
+		return j.GPUs*m.ShardsPerGPU + j.Shards
 	}
 	return j.GPUs
 }
@@ -70,6 +78,12 @@ type Expected struct {
 	// Never is set for a pending job larger than the machine; Start and
 	// End are zero.
 	Never bool
+	// Tasks is how many jobs a pending array record stands for (Job.Tasks,
+	// at least 1). Start and End are its first task's, LastStart and
+	// LastEnd its last task's (the same as Start and End for one job):
+	// each task holds Units and runs Run.
+	Tasks              int
+	LastStart, LastEnd time.Time
 }
 
 // Forecast is what a play-forward of one snapshot expects: a start for
@@ -266,7 +280,18 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 	}
 	slices.SortStableFunc(run, func(a, b int) int { return s.Running[a].Start.Compare(s.Running[b].Start) })
 	nr := len(run)
-	jobs := make([]fjob, nr+len(ranking))
+	// A pending array record stands for Tasks jobs: its first task is job
+	// nr+r like any record's, the others come after every record, and
+	// taskOf maps them back to the record's rank.
+	extra := 0
+	for _, sc := range ranking {
+		if i, ok := byID[sc.JobID]; ok && i >= 0 {
+			extra += max(s.Pending[i].Tasks, 1) - 1
+		}
+	}
+	nk := nr + len(ranking)
+	taskOf := make([]int32, 0, extra)
+	jobs := make([]fjob, nk+extra)
 	easy := NewEASY(m.Nodes, m.PerNode)
 	events := make(fcEnds, 0, nr)
 	byLimit := make([]LimitEnd, 0, nr)
@@ -302,8 +327,9 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 	slices.SortFunc(byLimit, compareLimitEnd)
 
 	f.Pending = make([]Expected, len(ranking))
-	q := Queue{Order: make([]int32, 0, len(ranking)), Need: make([]int32, 0, len(ranking)),
-		Limit: make([]int64, 0, len(ranking)), blockMin: make([]int32, 0, len(ranking)/queueBlock+1)}
+	nq := len(ranking) + extra
+	q := Queue{Order: make([]int32, 0, nq), Need: make([]int32, 0, nq),
+		Limit: make([]int64, 0, nq), blockMin: make([]int32, 0, nq/queueBlock+1)}
 	capacity := m.Capacity()
 	minNeed := capacity + 1
 	for r, sc := range ranking {
@@ -320,7 +346,8 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 		fj.limit = limitOf(j)
 		fj.run = runOf(j, fj.limit)
 		need := m.Need(j)
-		f.Pending[r] = Expected{JobID: j.ID, Rank: r + 1, Units: need, Run: time.Duration(fj.run)}
+		tasks := max(j.Tasks, 1)
+		f.Pending[r] = Expected{JobID: j.ID, Rank: r + 1, Units: need, Run: time.Duration(fj.run), Tasks: tasks}
 		byID[sc.JobID] = -1
 		if need > capacity {
 			f.Pending[r].Never = true
@@ -329,6 +356,14 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 		// A job asking for none of the machine's units starts at once.
 		q.Add(int32(k), max(need, 0), fj.limit)
 		minNeed = min(minNeed, max(need, 0))
+		// Its other tasks queue right behind it: Slurm starts an array's
+		// tasks in index order, at the record's priority.
+		for range tasks - 1 {
+			kt := nk + len(taskOf)
+			jobs[kt] = fjob{limit: fj.limit, run: fj.run}
+			taskOf = append(taskOf, int32(r))
+			q.Add(int32(kt), max(need, 0), fj.limit)
+		}
 	}
 
 	ends := &limitEnds{jobs: jobs, byLimit: byLimit}
@@ -346,9 +381,20 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 		fj.end = stepUp(t+fj.run, res)
 		events.push(fcEnd{fj.end, k})
 		ends.add(LimitEnd{T: t + fj.limit, K: k})
+		start, end := now.Add(time.Duration(t)), now.Add(time.Duration(fj.end))
 		r := int(k) - nr
-		f.Pending[r].Start = now.Add(time.Duration(t))
-		f.Pending[r].End = now.Add(time.Duration(fj.end))
+		if int(k) >= nk {
+			r = int(taskOf[int(k)-nk])
+		} else {
+			f.Pending[r].Start, f.Pending[r].End = start, end
+		}
+		e := &f.Pending[r]
+		if start.After(e.LastStart) {
+			e.LastStart = start
+		}
+		if end.After(e.LastEnd) {
+			e.LastEnd = end
+		}
 	}
 	for q.Live() > 0 {
 		f.steps++

@@ -89,6 +89,11 @@ type Job struct {
 	GPUs     int    // whole GPUs (total over all nodes)
 	GPUType  string // e.g. "h100"; empty when untyped
 	Shards   int    // GPU shards (total)
+	// Tasks is how many jobs a pending array record stands for: the
+	// tasks Slurm has not split off yet ("10_[2-6]" is 5). 0 or 1: one
+	// job. Ranked and written as one record, it is played forward as
+	// Tasks jobs.
+	Tasks int
 
 	State    State
 	ExitCode int

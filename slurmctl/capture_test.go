@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -568,5 +570,56 @@ func TestCapture_Shares(t *testing.T) {
 	_, err := testClient(t, srv.URL, V0038, nil).Shares(context.Background())
 	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "--from slurmdbd") || srv.total() != 0 {
 		t.Errorf("v0.0.38: %v after %d requests, want a clear error and none", err, srv.total())
+	}
+}
+
+// TestCapture_PinnedVersionNotServed: pinning a version the release does
+// not serve fails at connect, naming what it serves, instead of at the
+// first read with a bare HTTP 404. The server answers the release's
+// captured spec, and every other path with the release's captured 404.
+func TestCapture_PinnedVersionNotServed(t *testing.T) {
+	for _, tc := range []struct {
+		rel, notFound, pin, serves string
+	}{
+		{"24.11.7", "err.slurm-v0.0.38-jobs-404.json", V0045, "v0.0.42, v0.0.41, v0.0.40"},
+		{"24.11.7", "err.slurm-v0.0.38-jobs-404.json", V0038, "v0.0.42, v0.0.41, v0.0.40"},
+		{"26.05.3", "err.slurm-v0.0.41-jobs-404.json", V0041, "v0.0.45, v0.0.44, v0.0.43, v0.0.42"},
+	} {
+		for _, r := range captureReleases(t) {
+			if r.name != tc.rel {
+				continue
+			}
+			t.Run(tc.rel+"/"+tc.pin, func(t *testing.T) {
+				spec := captured(t, r.dir, "openapi-v3.json")
+				nf := captured(t, r.dir, tc.notFound)
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					rep := nf
+					if req.URL.Path == "/openapi/v3" {
+						rep = spec
+					}
+					w.WriteHeader(rep.status)
+					_, _ = w.Write(rep.body)
+				}))
+				defer srv.Close()
+				_, err := New(context.Background(), Config{URL: srv.URL, User: "root", Token: StaticToken(testJWT(time.Now().Add(time.Hour))),
+					Version: tc.pin, RetryBase: time.Millisecond, RetryMax: time.Millisecond}, nil)
+				if !errors.Is(err, ErrVersion) {
+					t.Fatalf("New pinned %s: %v, want ErrVersion at connect", tc.pin, err)
+				}
+				for _, want := range []string{"pinned " + tc.pin, "Slurm " + tc.rel, "serves " + tc.serves} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+				t.Logf("%v", err)
+			})
+		}
+	}
+	// A version the release serves connects, pinned.
+	r := captureReleases(t)[0]
+	spec := captured(t, r.dir, "openapi-v3.json")
+	srv := newReplay(t, map[string][]reply{"GET /openapi/v3": {spec}})
+	if c := testClient(t, srv.URL, V0040, nil); c.Release() != "24.11.7" {
+		t.Errorf("pinned v0.0.40 on 24.11.7: release %q, want it read from the spec", c.Release())
 	}
 }

@@ -160,7 +160,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	c := &Client{cfg: cfg, base: base, http: hc, log: log, sleep: sleepCtx}
 	if cfg.Version != "" {
 		c.version = cfg.Version
-		log.Info("slurmrestd api version pinned", "version", c.version)
+		if err := c.checkPinned(ctx); err != nil {
+			return nil, err
+		}
+		log.Info("slurmrestd api version pinned", "version", c.version, "slurm_release", c.Release())
 		return c, nil
 	}
 	v, offered, err := c.negotiate(ctx)
@@ -289,10 +292,7 @@ func offeredVersions(paths map[string]json.RawMessage) []string {
 // Fairway knows.
 func pickVersion(paths map[string]json.RawMessage, offered []string) (string, error) {
 	for _, v := range versions {
-		if _, ok := paths["/slurm/"+v+"/jobs/"]; ok {
-			return v, nil
-		}
-		if _, ok := paths["/slurm/"+v+"/jobs"]; ok {
+		if servesJobs(paths, v) {
 			return v, nil
 		}
 	}
@@ -324,6 +324,61 @@ func releaseFromSpec(s *specInfo) string {
 		return r
 	}
 	return ""
+}
+
+// checkPinned reads the server's spec and fails when it does not list the
+// pinned version's jobs path, naming the versions it serves: otherwise the
+// first read would fail with a bare HTTP 404 ("Unable find requested URL").
+// A spec that cannot be read (slurmrestd down, a token it wants first, a
+// proxy without it) decides nothing: the pin stands and the first read
+// says what is wrong.
+func (c *Client) checkPinned(ctx context.Context) error {
+	body, _, err := c.do(ctx, http.MethodGet, "/openapi/v3", nil, false)
+	if err != nil {
+		c.log.Debug("no /openapi/v3 to check the pinned version against", "version", c.version, "error", err)
+		return nil
+	}
+	var spec specInfo
+	if json.Unmarshal(body, &spec) != nil || len(spec.Paths) == 0 {
+		return nil
+	}
+	rel := releaseFromSpec(&spec)
+	if rel != "" {
+		c.release.Store(&rel)
+		c.releaseOnce.Do(func() {})
+	}
+	if servesJobs(spec.Paths, c.version) {
+		return nil
+	}
+	offered := offeredVersions(spec.Paths)
+	who := "this slurmrestd"
+	if rel != "" {
+		who += " (Slurm " + rel + ")"
+	}
+	var usable []string
+	for _, v := range offered {
+		if supported(v) && servesJobs(spec.Paths, v) {
+			usable = append(usable, v)
+		}
+	}
+	hint := "pin nothing to negotiate"
+	switch {
+	case len(usable) == len(offered):
+		hint = "pin one of those, or pin nothing to negotiate"
+	case len(usable) > 0:
+		hint = "pin one of " + strings.Join(usable, ", ") + " (the ones Fairway knows), or pin nothing to negotiate"
+	}
+	if len(offered) == 0 {
+		return fmt.Errorf("%w: pinned %s, but %s lists no /slurm/<version>/ paths (is it running openapi/slurmctld?)", ErrVersion, c.version, who)
+	}
+	return fmt.Errorf("%w: pinned %s, but %s serves %s: %s", ErrVersion, c.version, who, strings.Join(offered, ", "), hint)
+}
+
+// servesJobs says whether a spec's paths list version v's jobs path.
+func servesJobs(paths map[string]json.RawMessage, v string) bool {
+	_, a := paths["/slurm/"+v+"/jobs/"]
+	_, b := paths["/slurm/"+v+"/jobs"]
+	return a || b
 }
 
 func (c *Client) negotiate(ctx context.Context) (string, []string, error) {
@@ -534,6 +589,14 @@ type JobUpdate struct {
 	// version v0.0.40-v0.0.45).
 	SiteFactor *int64
 	Priority   *int64 // admin priority: freezes the job's priority (see Writer)
+	// HandBack resets the job's priority to multifactor's (priority
+	// INFINITE, as `scontrol release` sends) and sets its nice to
+	// *HandBack, in one update: slurmctld applies the priority first
+	// (which zeroes the nice) and then the nice, which it drops while the
+	// priority is admin-set. v0.0.40+ only: v0.0.38 refuses INFINITE
+	// ("Priority too large"). On a held job this is a release, so the
+	// Writer sends it only to a job it has just read not held.
+	HandBack *int64
 }
 
 // NiceOffset is Slurm's NICE_OFFSET (2^31): how site factors and nice
@@ -541,9 +604,24 @@ type JobUpdate struct {
 const NiceOffset = 1 << 31
 
 func (u JobUpdate) body(version string) ([]byte, error) {
+	set := 0
+	for _, p := range []*int64{u.SiteFactor, u.Priority, u.HandBack} {
+		if p != nil {
+			set++
+		}
+	}
 	switch {
-	case u.SiteFactor != nil && u.Priority != nil, u.SiteFactor == nil && u.Priority == nil:
-		return nil, errors.New("job update: set exactly one of site factor and priority")
+	case set != 1:
+		return nil, errors.New("job update: set exactly one of site factor, priority and hand-back")
+	case u.HandBack != nil && version == V0038:
+		return nil, fmt.Errorf("job update: slurmrestd %s cannot hand a priority back (Slurm 22.05 refuses priority INFINITE); use scontrol release", version)
+	case u.HandBack != nil && (*u.HandBack <= -(NiceOffset-3) || *u.HandBack >= NiceOffset-3):
+		return nil, fmt.Errorf("job update: nice %d outside Slurm's range (+/- 2147483645)", *u.HandBack)
+	case u.HandBack != nil:
+		return json.Marshal(struct {
+			Priority noValOut `json:"priority"`
+			Nice     int64    `json:"nice"`
+		}{noValOut{Infinite: true}, *u.HandBack})
 	case u.Priority != nil && *u.Priority < 1:
 		return nil, fmt.Errorf("job update: priority %d would hold the job", *u.Priority)
 	case u.SiteFactor != nil && version == V0038:
@@ -559,13 +637,18 @@ func (u JobUpdate) body(version string) ([]byte, error) {
 			Priority int64 `json:"priority"`
 		}{*u.Priority})
 	}
-	type noValOut struct {
-		Set    bool  `json:"set"`
-		Number int64 `json:"number"`
-	}
 	return json.Marshal(struct {
 		Priority noValOut `json:"priority"`
 	}{noValOut{Set: true, Number: *u.Priority}})
+}
+
+// noValOut is the {"set", "infinite", "number"} form of a number that
+// v0.0.40+ reads (a plain integer priority is ignored with a warning on
+// v0.0.40).
+type noValOut struct {
+	Set      bool  `json:"set"`
+	Infinite bool  `json:"infinite,omitempty"`
+	Number   int64 `json:"number"`
 }
 
 // UpdateJob sends one job update for target (a job id; on v0.0.38 also

@@ -143,15 +143,22 @@
 // the wire as 2^31 + N, since slurmrestd stores what it gets minus
 // NICE_OFFSET) and
 // ModeRESTPriority (admin priority over REST; it freezes the job's priority
-// until `scontrol hold` + `scontrol release` hands it back to multifactor,
-// which TestLab_AdminPriorityHandBack checks and which Fairway never does
-// itself). The invariants are enforced in Write and unit-tested
+// and Slurm resets its nice to 0, TestLab_AdminPriorityHandBack and
+// TestLab_HandBackRestoresNice). Writer.HandBack gives such a job back to
+// multifactor and restores the nice the Writer kept (Frozen): one REST
+// update with priority INFINITE and the nice on v0.0.40+, `scontrol release`
+// and `scontrol update nice=N` on 22.05, whose REST refuses INFINITE. Serve
+// logs each job's nice with its priority decisions, so a later serve adopts
+// them (rest-priority) or hands them back before writing site factors.
+// The invariants are enforced in Write and unit-tested
 // (TestWriter_*): only pending, non-held, non-heterogeneous records that
 // were in the read are touched; values are clamped to a range whose minimum
 // is at least 1 (never a 0, never a hold); the only operations are "set site
-// factor" and "set priority" (no hold, release or cancel exists in the code);
+// factor", "set priority" and the hand-back of a priority Fairway wrote, to
+// a job re-read as not held just before (no hold or cancel exists in the code);
 // values equal to what Slurm holds are not written (for site factors: what
-// this Writer last wrote, or what Prime read from sprio); dry-run writes
+// this Writer last wrote, or what Prime read from sprio in the scontrol
+// mode); dry-run writes
 // nothing and reports what it would write.
 //
 // "No partial write" is as strong as Slurm allows. A failed read means no

@@ -259,7 +259,7 @@ func translateJob(w *wireJob) (Job, error) {
 		if j.ArrayJob == 0 {
 			j.ArrayJob = j.ID
 		}
-		j.ArrayTasks, j.TaskCount = expr, n
+		j.ArrayTasks, j.TaskCount, j.Tasks = expr, n, n
 	}
 	j.HetJob = w.HetJobID.value() > 0
 	if j.State != policy.StatePending {

@@ -474,3 +474,79 @@ func TestLab_ReadsDeadline(t *testing.T) {
 		t.Errorf("job %d without --deadline: deadline %v (read: %v), want none", without, d, ok)
 	}
 }
+
+// TestLab_HandBackRestoresNice: what Slurm does to an admin priority and
+// how Fairway undoes it. A job submitted with --nice=100 gets a
+// rest-priority value: Slurm freezes the priority and resets the nice to
+// 0, and a nice sent now is dropped without an error. The Writer kept the
+// nice read before; HandBack (scontrol release + nice on 22.05, one REST
+// update on v0.0.40+) gives the job back to multifactor with nice 100,
+// after which a site factor moves its priority again.
+func TestLab_HandBackRestoresNice(t *testing.T) {
+	env := lab.Get(t)
+	ctx := t.Context()
+	id := env.Submit(t, "bob", "-J", tag(t), "--nice=100", "--begin=now+1hour", "-t", "5", "--wrap", "sleep 1")
+	sid := strconv.FormatInt(id, 10)
+	c := labClient(t, env, nil)
+	read := func() ([]Job, *Job) {
+		t.Helper()
+		cl, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range cl.Jobs {
+			if cl.Jobs[i].ID == id {
+				return cl.Jobs, &cl.Jobs[i]
+			}
+		}
+		t.Fatalf("job %d not read", id)
+		return nil, nil
+	}
+	jobs, j := read()
+	if j.Nice != 100 {
+		t.Fatalf("job %d read with nice %d, want 100", id, j.Nice)
+	}
+	pw, err := NewWriter(WriterConfig{Mode: ModeRESTPriority, Range: policy.PriorityRange()}, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := pw.Write(ctx, jobs, map[int64]int64{id: 99999})
+	if err != nil || len(rep.Applied) != 1 || rep.Applied[0].Nice != 100 {
+		t.Fatalf("rest-priority write: %v, applied %+v; want job %d with nice 100 kept", err, rep.Applied, id)
+	}
+	// Slurm's side: frozen at 99999, nice reset, a nice update ignored.
+	env.Run(t, "", "scontrol", "update", "jobid="+sid, "nice=100")
+	jobs, j = read()
+	if j.Priority != 99999 || j.Nice != 0 {
+		t.Fatalf("after the admin priority and a nice update: priority %d nice %d, want 99999 and 0 (Slurm's reset)", j.Priority, j.Nice)
+	}
+	frozen := pw.Frozen()
+	if frozen[id] != (Frozen{Priority: 99999, Nice: 100}) {
+		t.Fatalf("Frozen()[%d] = %+v, want priority 99999 nice 100", id, frozen[id])
+	}
+
+	// A site-factor serve takes over and hands the job back.
+	sw, err := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: policy.SiteFactorRange(), Runner: ExecRunner{SlurmConf: env.SlurmConf}}, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := sw.HandBack(ctx, jobs, frozen)
+	if err != nil || len(hb.Applied) != 1 {
+		t.Fatalf("HandBack: %v, %+v", err, hb)
+	}
+	_, j = read()
+	if j.Nice != 100 || j.Priority == 99999 {
+		t.Fatalf("after the hand-back: priority %d nice %d, want multifactor's priority and nice 100", j.Priority, j.Nice)
+	}
+	released := j.Priority
+	env.Run(t, "", "scontrol", "update", "jobid="+sid, "sitefactor=777")
+	if _, j = read(); j.Priority == released {
+		t.Errorf("a site factor did not move the handed-back priority %d", released)
+	}
+	t.Logf("nice 100 -> admin 99999 (nice 0) -> handed back at %d (nice %d) -> site factor 777: %d", released, 100, j.Priority)
+	// A second hand-back finds nothing of Fairway's left.
+	hb, err = sw.HandBack(ctx, jobs, frozen)
+	if err != nil || len(hb.Applied) != 0 {
+		t.Errorf("second HandBack: %v, %+v; want nothing handed back", err, hb)
+	}
+}

@@ -138,14 +138,19 @@ func attributeScontrol(stderr []byte, plan []Change) (failed map[string]string, 
 	return failed, unattributed
 }
 
-// Prime loads the site factors Slurm holds for pending jobs from sprio, so
-// that a restarted Fairway does not rewrite values that are already in
-// place. sprio lists only jobs whose priority multifactor computes (pending,
+// Prime loads the site factors Slurm holds for pending jobs, so that a
+// restarted Fairway does not rewrite values that are already in place. Only
+// the scontrol mode can: it runs beside Slurm's commands and asks sprio,
+// which lists the jobs whose priority multifactor computes (pending,
 // eligible, not held); the others stay unknown and are written when next
-// wanted. It returns how many jobs it learned.
+// wanted. The REST modes run where no Slurm command may exist and learn
+// nothing here: priorities come with every job read, and no REST version
+// reports a site factor, so rest-site-factor writes each wanted value once
+// after a start (the write is idempotent) and knows it from then on. It
+// returns how many jobs it learned.
 func (w *Writer) Prime(ctx context.Context) (int, error) {
-	if w.cfg.Mode == ModeRESTPriority {
-		return 0, nil // priorities are read with the jobs
+	if w.cfg.Mode != ModeScontrolSiteFactor {
+		return 0, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
 	defer cancel()

@@ -31,11 +31,13 @@ const (
 	ModeRESTSiteFactor
 	// ModeRESTPriority posts the admin priority per job ({"priority": N}),
 	// on any version. This freezes the job's priority: multifactor stops
-	// managing it (site factor, age and fair-share no longer move it) until
-	// it is handed back with `scontrol hold <job>; scontrol release <job>`,
-	// after which multifactor recomputes it (verified on 22.05). Fairway
-	// never does that hand-back itself, because it is a hold; an operator
-	// who switches away from this mode runs it for the pending jobs.
+	// managing it (site factor, age and fair-share no longer move it), and
+	// Slurm resets the job's nice to 0 and drops any nice sent while it is
+	// frozen (slurmctld 22.05-26.05; TestLab_HandBackRestoresNice). The
+	// Writer keeps each job's nice from before (Change.Nice, Frozen), serve
+	// logs it with the decision, and a serve in a site-factor mode hands
+	// such jobs back to multifactor with their nice restored (HandBack)
+	// before it writes site factors.
 	ModeRESTPriority
 )
 
@@ -73,7 +75,7 @@ type WriterConfig struct {
 	DryRun bool // plan and report, write nothing
 
 	Scontrol   string        // scontrol path for ModeScontrolSiteFactor; default "scontrol"
-	Sprio      string        // sprio path for Prime; default "sprio"
+	Sprio      string        // sprio path for Prime (scontrol mode only); default "sprio"
 	Runner     Runner        // default ExecRunner{}
 	CmdTimeout time.Duration // per scontrol/sprio run; default 2m
 	MaxPerLine int           // job ids per scontrol line; default 200
@@ -86,22 +88,27 @@ type WriterConfig struct {
 //     job, and were present in the jobs passed in are touched;
 //   - values are clamped to Range, whose Min is at least 1, so a write is
 //     never a 0 priority (a hold);
-//   - the only operations are "set site factor" and "set priority": there
-//     is no code path that holds, releases, cancels or changes anything else;
+//   - the only operations are "set site factor", "set priority" and, in
+//     HandBack, "reset the priority to multifactor's and restore the nice"
+//     for a job still holding an admin priority Fairway wrote: there is no
+//     code path that holds, cancels or changes anything else, and the
+//     reset (a release, to a held job) goes only to a job read not held a
+//     moment before;
 //   - only values that differ from the value Slurm holds are written;
 //   - in dry-run mode nothing is written and the report says what would be.
 //
 // The value Slurm holds is: for priorities, Job.Priority as read; for site
 // factors (which no REST version reports), the last value this Writer wrote
-// successfully, or what Prime read from sprio.
+// successfully, or (scontrol mode) what Prime read from sprio.
 type Writer struct {
 	cfg    WriterConfig
 	client *Client
 	log    *slog.Logger
 
 	mu      sync.Mutex
-	last    map[int64]int64 // job id → site factor Slurm holds, as far as we know
-	stopped error           // set when a read-back found Slurm holding something else: no more writes
+	last    map[int64]int64  // job id → site factor Slurm holds, as far as we know
+	frozen  map[int64]Frozen // rest-priority: jobs whose admin priority this Writer (or one it adopted from) wrote
+	stopped error            // set when a read-back found Slurm holding something else: no more writes
 }
 
 // ReadBackSample is how many written jobs a REST Write reads back at most
@@ -155,7 +162,7 @@ func NewWriter(cfg WriterConfig, client *Client, log *slog.Logger) (*Writer, err
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Writer{cfg: cfg, client: client, log: log, last: map[int64]int64{}}, nil
+	return &Writer{cfg: cfg, client: client, log: log, last: map[int64]int64{}, frozen: map[int64]Frozen{}}, nil
 }
 
 // Change is one value to write.
@@ -168,6 +175,10 @@ type Change struct {
 	// primed since it started.
 	FromKnown bool
 	Clamped   bool // To was clamped into Range
+	// Nice is, in rest-priority mode, the job's nice from before Fairway
+	// first froze its priority (Slurm resets it to 0 then): what a
+	// hand-back restores, and what the decision log keeps.
+	Nice int64
 }
 
 // Skip is a job in the wanted values that was not written, and why.
@@ -271,6 +282,10 @@ func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (R
 		}
 		if w.cfg.Mode == ModeRESTPriority {
 			ch.From, ch.FromKnown = j.Priority, true
+			ch.Nice = j.Nice
+			if f, ok := w.frozen[id]; ok {
+				ch.Nice = f.Nice
+			}
 		} else {
 			ch.From, ch.FromKnown = w.last[id]
 		}
@@ -284,6 +299,11 @@ func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (R
 	for id := range w.last {
 		if j, ok := byID[id]; !ok || j.State != policy.StatePending {
 			delete(w.last, id)
+		}
+	}
+	for id := range w.frozen {
+		if j, ok := byID[id]; !ok || j.State != policy.StatePending {
+			delete(w.frozen, id)
 		}
 	}
 	if err := w.validate(rep.Planned); err != nil {
@@ -364,6 +384,8 @@ func (w *Writer) writeREST(ctx context.Context, rep *Report) error {
 		rep.Applied = append(rep.Applied, c)
 		if w.cfg.Mode == ModeRESTSiteFactor {
 			w.last[c.JobID] = c.To
+		} else {
+			w.frozen[c.JobID] = Frozen{Priority: c.To, Nice: c.Nice}
 		}
 	}
 	if err := w.readBack(ctx, rep); err != nil {

@@ -399,3 +399,33 @@ func TestWriter_InvariantsRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestWriter_PrimeRESTRunsNoCommand: the REST modes run where Slurm's
+// commands may be absent (slurmrestd on another host), so Prime must not
+// run sprio there; rest-site-factor then writes every wanted value once.
+func TestWriter_PrimeRESTRunsNoCommand(t *testing.T) {
+	jobs, by := fixtureJobs(t)
+	srv := newReplay(t, map[string][]reply{})
+	for _, m := range []Mode{ModeRESTSiteFactor, ModeRESTPriority} {
+		t.Run(m.String(), func(t *testing.T) {
+			// A runner that fails like a host without Slurm's commands.
+			fake := &fakeRunner{err: &exec.Error{Name: "sprio", Err: exec.ErrNotFound}}
+			w, err := NewWriter(WriterConfig{Mode: m, Range: restRange(m), Runner: fake, DryRun: true}, testClient(t, srv.URL, V0041, nil), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := w.Prime(context.Background())
+			if err != nil || n != 0 || len(fake.calls) != 0 {
+				t.Fatalf("Prime: %d, %v, ran %q; want 0, no error, no command", n, err, fake.calls)
+			}
+			if m != ModeRESTSiteFactor {
+				return
+			}
+			j := by["pend-untyped"][0]
+			rep, err := w.Write(context.Background(), jobs, map[int64]int64{j.ID: 77})
+			if err != nil || len(rep.Planned) != 1 || rep.Planned[0].FromKnown {
+				t.Errorf("Write after Prime: %v, planned %+v; want the value planned as unknown", err, rep.Planned)
+			}
+		})
+	}
+}

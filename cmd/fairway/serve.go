@@ -104,6 +104,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 // runServe builds serve and runs its loop until ctx ends (SIGTERM/SIGINT),
 // or, with --once, one cycle whose decisions it prints.
 func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.Logger) error {
+	cfg.WaitForSlurm = !cfg.Once
 	s, err := sidecar.Build(ctx, cfg, base)
 	if err != nil {
 		return err

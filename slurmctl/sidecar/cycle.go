@@ -103,6 +103,9 @@ type Runner struct {
 	buffer    recordBuffer
 	rewrite   *Rewriter // resource rewriting (rewrite.go); nil when off
 	fc        forecastState
+	// toHandBack are admin priorities an earlier rest-priority serve left
+	// that this site-factor serve has not handed back yet (handOver).
+	toHandBack map[int64]slurmctl.Frozen
 }
 
 // New returns a Runner that reads slurm, ranks with engine, and hands
@@ -143,6 +146,10 @@ type CycleResult struct {
 	// Read is the cluster as the cycle read it: explain says from it why a
 	// job is not ranked.
 	Read *slurmctl.Cluster
+	// HandBack is what handing an earlier rest-priority serve's admin
+	// priorities back to multifactor did this cycle; nil when there were
+	// none to hand back.
+	HandBack *slurmctl.HandBackReport
 }
 
 // Cycles is the number of cycles run so far.
@@ -239,12 +246,18 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 		sink = NewPlanner(r.sink, r.assigned)
 	}
 	dry := planning(sink)
-	if leader && !r.wasLeader && !dry {
-		if n, err := sink.Prime(ctx); err != nil {
-			log.Warn("prime writer from sprio", "err", err)
-		} else {
-			log.Info("became leader", "values_known", n)
+	if leader && !r.wasLeader {
+		if !dry {
+			if n, err := sink.Prime(ctx); err != nil {
+				log.Warn("prime writer", "err", err)
+			} else {
+				log.Info("became leader", "values_known", n)
+			}
 		}
+		r.takeOver(ctx, log, sink, pendingRecs)
+	}
+	if leader && len(r.toHandBack) > 0 {
+		res.HandBack = r.handOver(ctx, log, sink, cl.Jobs, want)
 	}
 	if !leader && r.wasLeader {
 		log.Warn("lost leadership: writing nothing until it is confirmed again")
@@ -253,6 +266,11 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	r.metrics.leader.Set(b2f(leader))
 
 	report, err := sink.WriteValues(ctx, pendingRecs, want)
+	for id := range r.toHandBack {
+		if _, ranked := r.pendPrev[id]; ranked {
+			report.Skipped = append(report.Skipped, slurmctl.Skip{JobID: id, Reason: "admin priority of an earlier rest-priority serve not handed back yet"})
+		}
+	}
 	if err != nil {
 		// The writer reports what it did even on error.
 		log.Error("write to slurm", "err", err, "applied", len(report.Applied), "failed", len(report.Failed))
@@ -307,6 +325,10 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 			from := c.From
 			d.Previous = &from
 		}
+		if r.cfg.Field == "priority" {
+			nice := c.Nice
+			d.Nice = &nice
+		}
 		r.buffer.mem.Decisions = append(r.buffer.mem.Decisions, d)
 		log.Debug("decision", "job_id", c.JobID, "rank", i+1, "score", s.Value, "value", c.To, "dry_run", d.DryRun)
 	}
@@ -325,6 +347,61 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 			"duration_seconds", rec.Total.Seconds())
 	}
 	return res, nil
+}
+
+// takeOver runs when this process becomes the leader: it reads from the
+// decision log which pending jobs still hold an admin priority a
+// rest-priority serve wrote (the value logged is the one Slurm holds).
+// A rest-priority serve adopts them, so each job's nice from before is
+// carried on (Slurm now reports it as 0). A site-factor serve must hand
+// them back first: a site factor does not move a frozen priority, so
+// writing one there would report as applied a value that changes nothing.
+func (r *Runner) takeOver(ctx context.Context, log *slog.Logger, sink Sink, pending []slurmctl.Job) {
+	logged, err := sink.FrozenPriorities(ctx, r.cfg.Cluster, pending)
+	if err != nil {
+		log.Warn("read the admin priorities earlier serves wrote; none adopted or handed back", "err", err)
+		return
+	}
+	frozen := map[int64]slurmctl.Frozen{}
+	for _, j := range pending {
+		if f, ok := logged[j.ID]; ok && f.Priority == j.Priority {
+			frozen[j.ID] = f
+		}
+	}
+	if len(frozen) == 0 {
+		return
+	}
+	if r.cfg.Field == "priority" {
+		sink.Adopt(frozen)
+		log.Info("adopted the admin priorities an earlier rest-priority serve wrote", "jobs", len(frozen))
+		return
+	}
+	r.toHandBack = frozen
+	log.Warn("pending jobs hold admin priorities an earlier rest-priority serve wrote: handing them back to multifactor before writing site factors",
+		"jobs", len(frozen))
+}
+
+// handOver hands r.toHandBack back to multifactor. What Slurm refused or
+// did not take stays to be tried next cycle, and gets no site factor
+// meanwhile (it would not move a frozen priority); what is no longer
+// Fairway's (started, held, given another priority) is forgotten.
+func (r *Runner) handOver(ctx context.Context, log *slog.Logger, sink Sink, jobs []slurmctl.Job, want map[int64]int64) *slurmctl.HandBackReport {
+	rep, err := sink.HandBack(ctx, jobs, r.toHandBack)
+	next := map[int64]slurmctl.Frozen{}
+	for _, f := range rep.Failed {
+		next[f.JobID] = f.Frozen
+	}
+	if err != nil {
+		log.Error("hand admin priorities back to multifactor; those jobs get no site factor until it succeeds", "err", err,
+			"handed_back", len(rep.Applied), "failed", len(rep.Failed))
+	} else if len(rep.Applied) > 0 {
+		log.Info("handed admin priorities back to multifactor, nice restored", "jobs", len(rep.Applied), "skipped", len(rep.Skipped))
+	}
+	r.toHandBack = next
+	for id := range next {
+		delete(want, id)
+	}
+	return &rep
 }
 
 // failCycle records a cycle that ended early with err and returns err.

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,6 +31,14 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 	}
 	fmt.Fprintf(w, "policy %s, %s ranked, %s changed (%s)\n", policyName, plural.N(res.Pending, "pending job", "pending jobs"),
 		plural.N(len(res.Changed), "value", "values"), mode)
+	if hb := res.HandBack; hb != nil {
+		if hb.DryRun {
+			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d would be handed back to multifactor (nice restored)\n", len(hb.Planned))
+		} else {
+			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d handed back to multifactor (nice restored), %d failed (no site factor for those until it succeeds), %d no longer Fairway's\n",
+				len(hb.Applied), len(hb.Failed), len(hb.Skipped))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "RANK\tJOB\tUSER\tACCOUNT\tGPUS\tPREDICTED\tSCORE\t%s\tCHANGED\n", strings.ToUpper(field))
 	for i, s := range res.Ranked {
@@ -38,7 +47,7 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 		if d, ok := res.Snapshot.Predicted[s.JobID]; ok {
 			pred = d.Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, j.User, j.Account, j.GPUs, pred, s.Value, res.Values[s.JobID], changed[s.JobID])
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, j.User, j.Account, GPUsText(j), pred, s.Value, res.Values[s.JobID], changed[s.JobID])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -95,4 +104,29 @@ func proposedValue(p rewrite.Proposal) int64 {
 		return int64(p.GPUs)
 	}
 	return int64(p.CPUs)
+}
+
+// GPUsText is a job's GPU request for a GPUS column: whole GPUs, then, in
+// brackets, what the number alone hides: the shards of a shard job and
+// the tasks of a pending array record, whose total it is.
+//
+//	2            two GPUs
+//	0 (3 shards) three shards of a GPU
+//	5 (5 tasks × 1) a pending array record of five one-GPU tasks
+func GPUsText(j *policy.Job) string {
+	tasks := max(j.Tasks, 1)
+	per := strconv.Itoa(j.GPUs)
+	if j.Shards > 0 {
+		per = fmt.Sprintf("%d shards", j.Shards)
+		if j.GPUs > 0 {
+			per = fmt.Sprintf("%d + %d shards", j.GPUs, j.Shards)
+		}
+	}
+	switch {
+	case tasks > 1:
+		return fmt.Sprintf("%d (%d tasks × %s)", j.GPUs*tasks, tasks, per)
+	case j.Shards > 0:
+		return fmt.Sprintf("%d (%s)", j.GPUs, per)
+	}
+	return per
 }

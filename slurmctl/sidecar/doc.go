@@ -11,6 +11,15 @@
 // a Planner, the Sink that works out what would change and writes nothing,
 // so "writes nothing" is one type rather than a flag every step must check.
 //
+// A serve that becomes the leader takes over what an earlier serve left in
+// Slurm (Runner.takeOver): admin priorities a rest-priority serve wrote,
+// found in the decision log with each job's nice from before. A
+// rest-priority serve adopts them; a site-factor serve hands them back to
+// multifactor, nice restored, before it writes site factors (a site factor
+// does not move a frozen priority). At start, slurmrestd being down or
+// restarting is waited out with the loop's backoff (StartRetry), as it is
+// mid-run.
+//
 // Why here: its Source and most of its Sink are Slurm (package slurmctl),
 // and the project's top-level folders are fixed. Living beneath slurmctl
 // does not change slurmctl's own imports: slurmctl imports only policy,

@@ -53,6 +53,14 @@ type JobForecast struct {
 	ExpectedStart *time.Time `json:"expected_start,omitempty"`
 	LimitStart    *time.Time `json:"limit_bound_start,omitempty"`
 	Reason        string     `json:"reason"`
+	// GPUs and Shards are what one task asks for; Tasks is how many jobs
+	// a pending array record stands for (1 otherwise), each played
+	// forward as its own job: ExpectedStart is the first task's,
+	// LastTaskExpectedStart the last one's.
+	GPUs                  int        `json:"gpus"`
+	Shards                int        `json:"shards,omitempty"`
+	Tasks                 int        `json:"tasks"`
+	LastTaskExpectedStart *time.Time `json:"last_task_expected_start,omitempty"`
 }
 
 // StartForecast is what must happen before a job starts, for explain.
@@ -82,10 +90,13 @@ type Event struct {
 
 // MachineOf is the machine the forecast plays the ranked partitions on:
 // their usable nodes (all partitions when none is named), counted in
-// GPUs when any of them has GPUs, else in CPUs. Nodes are taken as alike,
-// each with the most any has.
+// GPUs when any of them has GPUs, else in CPUs; in GPU shards when every
+// GPU node splits each GPU into the same number of shards, so that shard
+// jobs take room too. Nodes are taken as alike, each with the most any
+// has.
 func MachineOf(cl *slurmctl.Cluster, partitions []string) policy.Machine {
-	var gpuNodes, gpuMax, cpuNodes, cpuMax int
+	var gpuNodes, gpuMax, cpuNodes, cpuMax, spg int
+	sharded := true
 	for i := range cl.Nodes {
 		n := &cl.Nodes[i]
 		if !n.Usable() || !slices.ContainsFunc(n.Partitions, func(p string) bool { return len(partitions) == 0 || slices.Contains(partitions, p) }) {
@@ -94,7 +105,15 @@ func MachineOf(cl *slurmctl.Cluster, partitions []string) policy.Machine {
 		cpuNodes, cpuMax = cpuNodes+1, max(cpuMax, n.CPUs)
 		if n.GPUs > 0 {
 			gpuNodes, gpuMax = gpuNodes+1, max(gpuMax, n.GPUs)
+			if n.Shards == 0 || n.Shards%n.GPUs != 0 || (spg != 0 && n.Shards/n.GPUs != spg) {
+				sharded = false
+			} else {
+				spg = n.Shards / n.GPUs
+			}
 		}
+	}
+	if gpuNodes > 0 && sharded && spg > 1 {
+		return policy.Machine{Nodes: gpuNodes, PerNode: gpuMax * spg, ShardsPerGPU: spg}
 	}
 	if gpuNodes > 0 {
 		return policy.Machine{Nodes: gpuNodes, PerNode: gpuMax}
@@ -150,7 +169,8 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 	for r, e := range pf.Pending {
 		j := jobs[e.JobID]
 		jf := JobForecast{JobID: j.ID, User: j.User, Account: j.Account, Partition: j.Partition, Rank: e.Rank, Of: len(pf.Pending),
-			Submit: j.Submit, WaitS: s.Now.Sub(j.Submit).Seconds(), PredictedRunS: e.Run.Seconds(), TimeLimitS: j.TimeLimit.Seconds()}
+			Submit: j.Submit, WaitS: s.Now.Sub(j.Submit).Seconds(), PredictedRunS: e.Run.Seconds(), TimeLimitS: j.TimeLimit.Seconds(),
+			GPUs: j.GPUs, Shards: j.Shards, Tasks: e.Tasks}
 		le := lf.Pending[r]
 		switch {
 		case e.Never:
@@ -159,6 +179,10 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 			times[2*r], times[2*r+1] = e.Start, le.Start
 			start := e.Start
 			jf.ExpectedStart, jf.LimitStart = &times[2*r], &times[2*r+1]
+			if e.Tasks > 1 {
+				last := e.LastStart
+				jf.LastTaskExpectedStart = &last
+			}
 			nEnd := sort.Search(len(ends), func(i int) bool { return ends[i].After(start) })
 			upTo := sort.Search(len(starts), func(i int) bool { return starts[i].After(start) }) // starts ≤ start
 			nStart := ahead.sum(upTo)
@@ -215,8 +239,11 @@ func (f fenwick) sum(n int) int {
 }
 
 func unitName(m policy.Machine) string {
-	if m.CPUs {
+	switch {
+	case m.CPUs:
 		return "CPUs"
+	case m.ShardsPerGPU > 0:
+		return fmt.Sprintf("GPU shards (%d a GPU)", m.ShardsPerGPU)
 	}
 	return "GPUs"
 }

@@ -45,12 +45,13 @@ func TestNewQueueForecast(t *testing.T) {
 	at := func(d time.Duration) *time.Time { x := q.At.Add(d); return &x }
 	want := []JobForecast{
 		{JobID: 3, User: "carol", Account: "a-carol", Partition: "debug", Rank: 2, Of: 3, Submit: q.At.Add(-3 * time.Minute), WaitS: 180,
-			PredictedRunS: 600, TimeLimitS: 1800, ExpectedStart: at(0), LimitStart: at(0), Reason: "starts at Slurm's next scheduling pass: it fits now"},
+			PredictedRunS: 600, TimeLimitS: 1800, ExpectedStart: at(0), LimitStart: at(0), Reason: "starts at Slurm's next scheduling pass: it fits now",
+			GPUs: 1, Tasks: 1},
 		{JobID: 2, User: "bob", Account: "a-bob", Partition: "gpu", Rank: 1, Of: 3, Submit: q.At.Add(-2 * time.Minute), WaitS: 120,
 			PredictedRunS: 3600, TimeLimitS: 3600, ExpectedStart: at(30 * time.Minute), LimitStart: at(time.Hour),
-			Reason: "first in Fairway's order; waits for 1 running job to end"},
+			Reason: "first in Fairway's order; waits for 1 running job to end", GPUs: 4, Tasks: 1},
 		{JobID: 4, User: "bob", Account: "a-bob", Partition: "gpu", Rank: 3, Of: 3, Submit: q.At.Add(-4 * time.Minute), WaitS: 240,
-			PredictedRunS: 3600, TimeLimitS: 3600, Reason: "asks for 8 GPUs, more than the 4 the ranked partitions have"},
+			PredictedRunS: 3600, TimeLimitS: 3600, Reason: "asks for 8 GPUs, more than the 4 the ranked partitions have", GPUs: 8, Tasks: 1},
 	}
 	if diff := cmp.Diff(want, q.Jobs); diff != "" {
 		t.Errorf("queue (-want +got):\n%s", diff)

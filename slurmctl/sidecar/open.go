@@ -64,6 +64,20 @@ type ServeConfig struct {
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
 	Retention    accounting.Retention
+
+	// WaitForSlurm retries slurmrestd at start the way the loop does
+	// mid-run (StartRetry): serve's loop sets it; explain, queue and
+	// serve --once answer now or fail.
+	WaitForSlurm bool
+	startSleep   func(context.Context, time.Duration) error // StartRetry.Sleep; tests replace it
+}
+
+// startRetry waits for slurmrestd at start as the loop does mid-run.
+func (c *ServeConfig) startRetry(base *slog.Logger) StartRetry {
+	if !c.WaitForSlurm {
+		return StartRetry{Log: base}
+	}
+	return StartRetry{Interval: c.Interval, MaxBackoff: c.MaxBackoff, Log: base.With("component", "serve"), Sleep: c.startSleep}
 }
 
 // Connect is how c reaches slurmrestd.
@@ -226,7 +240,7 @@ func Open(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, err
 	}}
 	fail := func(err error) (*Opened, error) { s.Close(); return nil, err }
 
-	client, err := slurmctl.Connect(ctx, cfg.Connect(), base)
+	client, err := connectSlurm(ctx, cfg, base)
 	if err != nil {
 		return fail(err)
 	}
@@ -252,6 +266,19 @@ func Open(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, err
 	}
 	s.Deps = Deps{Source: client, Values: writer, Resizes: resizes, Comments: resizes, Store: store, Leader: lead}
 	return s, nil
+}
+
+// connectSlurm connects to slurmrestd, waiting for it with cfg's backoff
+// when cfg.WaitForSlurm: a serve started while slurmrestd is down or
+// restarting rides it out as a running one does.
+func connectSlurm(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*slurmctl.Client, error) {
+	var client *slurmctl.Client
+	err := cfg.startRetry(base).Do(ctx, "connect to slurmrestd", func(ctx context.Context) error {
+		var cerr error
+		client, cerr = slurmctl.Connect(ctx, cfg.Connect(), base)
+		return cerr
+	})
+	return client, err
 }
 
 // Build opens serve's adapters and builds its runner.
@@ -291,7 +318,12 @@ func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, bas
 	if now == nil {
 		now = time.Now
 	}
-	cl, err := d.Source.Read(ctx)
+	var cl *slurmctl.Cluster
+	err := cfg.startRetry(base).Do(ctx, "first read of the cluster", func(ctx context.Context) error {
+		var rerr error
+		cl, rerr = d.Source.Read(ctx)
+		return rerr
+	})
 	if err != nil {
 		return nil, fmt.Errorf("first read of the cluster: %w", err)
 	}

@@ -21,8 +21,17 @@ func (q *QueueAnswer) WriteText(w io.Writer) error {
 		return t.Local().Format("2006-01-02T15:04")
 	}
 	for _, j := range q.Jobs {
+		start := at(j.ExpectedStart)
+		if j.LastTaskExpectedStart != nil {
+			// A pending array record's tasks start one after another:
+			// the first's start, then the last's.
+			start += ".." + j.LastTaskExpectedStart.Local().Format("15:04")
+			if !sameDay(*j.ExpectedStart, *j.LastTaskExpectedStart) {
+				start = at(j.ExpectedStart) + ".." + at(j.LastTaskExpectedStart)
+			}
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.Partition, j.User, j.Account, j.Rank, j.Of,
-			at(j.ExpectedStart), at(j.LimitStart), roundSecs(j.PredictedRunS), roundSecs(j.WaitS), j.Reason)
+			start, at(j.LimitStart), roundSecs(j.PredictedRunS), roundSecs(j.WaitS), j.Reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -35,4 +44,11 @@ func (q *QueueAnswer) WriteText(w io.Writer) error {
 // roundSecs is s seconds as a duration rounded to the second.
 func roundSecs(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// sameDay says whether a and b fall on the same local day.
+func sameDay(a, b time.Time) bool {
+	ay, am, ad := a.Local().Date()
+	by, bm, bd := b.Local().Date()
+	return ay == by && am == bm && ad == bd
 }

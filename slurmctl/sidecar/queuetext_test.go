@@ -46,3 +46,20 @@ func TestQueueAnswer_WriteText_OneJob(t *testing.T) {
 		t.Errorf("summary of one job:\n%s", b.String())
 	}
 }
+
+// TestQueueAnswer_WriteTextArrayTasks: a pending array record's row says
+// when its first and its last task are expected to start.
+func TestQueueAnswer_WriteTextArrayTasks(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	at := time.Date(2026, 11, 24, 8, 11, 0, 0, time.UTC)
+	first, last, bound := at.Add(time.Hour), at.Add(3*time.Hour), at.Add(4*time.Hour)
+	q := &QueueAnswer{At: at, Policy: "fifo", Jobs: []JobForecast{{JobID: 10, Partition: "gpu", User: "carol", Account: "chem", Rank: 1, Of: 1,
+		ExpectedStart: &first, LastTaskExpectedStart: &last, LimitStart: &bound, GPUs: 1, Tasks: 8, Reason: "Resources"}}}
+	var b strings.Builder
+	if err := q.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if row := strings.Fields(strings.Split(b.String(), "\n")[1]); len(row) < 6 || row[5] != "2026-11-24T09:11..11:11" {
+		t.Errorf("array row %q: want the expected start 2026-11-24T09:11..11:11", row)
+	}
+}

@@ -29,7 +29,53 @@ type Sink interface {
 	Resize(ctx context.Context, jobs []slurmctl.Job, want []slurmctl.Resize) (slurmctl.ResizeReport, error)
 	// WriteTable replaces the job_submit.lua table at path with table.
 	WriteTable(path string, table []byte) error
+	// FrozenPriorities reads, for jobs, the admin priorities an earlier
+	// rest-priority serve wrote and the nice each job had before
+	// (accounting.Store.FrozenPriorities); none where records are not
+	// kept.
+	FrozenPriorities(ctx context.Context, cluster string, jobs []slurmctl.Job) (map[int64]slurmctl.Frozen, error)
+	// HandBack gives frozen priorities back to multifactor, restoring
+	// each job's nice (slurmctl.Writer.HandBack).
+	HandBack(ctx context.Context, jobs []slurmctl.Job, frozen map[int64]slurmctl.Frozen) (slurmctl.HandBackReport, error)
+	// Adopt tells a rest-priority writer which jobs it froze before a
+	// restart, so their nice is carried on (slurmctl.Writer.Adopt).
+	Adopt(frozen map[int64]slurmctl.Frozen)
 	Recorder
+}
+
+// HandBacker is the part of a ValueWriter that carries rest-priority's
+// admin priorities across serves (slurmctl.Writer).
+type HandBacker interface {
+	HandBack(ctx context.Context, jobs []slurmctl.Job, frozen map[int64]slurmctl.Frozen) (slurmctl.HandBackReport, error)
+	Adopt(frozen map[int64]slurmctl.Frozen)
+}
+
+// FrozenLog is where the admin priorities serve wrote are kept
+// (accounting.Store, the decision log).
+type FrozenLog interface {
+	FrozenPriorities(ctx context.Context, cluster string, ids []int64) (map[int64]accounting.FrozenPriority, error)
+}
+
+// frozenFrom reads the frozen priorities of jobs from rec, when it keeps
+// them.
+func frozenFrom(ctx context.Context, rec any, cluster string, jobs []slurmctl.Job) (map[int64]slurmctl.Frozen, error) {
+	fl, ok := rec.(FrozenLog)
+	if !ok || len(jobs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(jobs))
+	for i := range jobs {
+		ids[i] = jobs[i].ID
+	}
+	got, err := fl.FrozenPriorities(ctx, cluster, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]slurmctl.Frozen, len(got))
+	for id, f := range got {
+		out[id] = slurmctl.Frozen{Priority: f.Priority, Nice: f.Nice}
+	}
+	return out, nil
 }
 
 // ValueWriter writes the wanted values of pending jobs (slurmctl.Writer).
@@ -58,6 +104,27 @@ func (l *Live) WriteValues(ctx context.Context, jobs []slurmctl.Job, want map[in
 
 // Prime implements Sink.
 func (l *Live) Prime(ctx context.Context) (int, error) { return l.Values.Prime(ctx) }
+
+// FrozenPriorities implements Sink.
+func (l *Live) FrozenPriorities(ctx context.Context, cluster string, jobs []slurmctl.Job) (map[int64]slurmctl.Frozen, error) {
+	return frozenFrom(ctx, l.Recorder, cluster, jobs)
+}
+
+// HandBack implements Sink.
+func (l *Live) HandBack(ctx context.Context, jobs []slurmctl.Job, frozen map[int64]slurmctl.Frozen) (slurmctl.HandBackReport, error) {
+	hb, ok := l.Values.(HandBacker)
+	if !ok {
+		return slurmctl.HandBackReport{}, fmt.Errorf("hand back %d admin priorities: the value writer %T cannot", len(frozen), l.Values)
+	}
+	return hb.HandBack(ctx, jobs, frozen)
+}
+
+// Adopt implements Sink.
+func (l *Live) Adopt(frozen map[int64]slurmctl.Frozen) {
+	if hb, ok := l.Values.(HandBacker); ok {
+		hb.Adopt(frozen)
+	}
+}
 
 // Resize implements Sink.
 func (l *Live) Resize(ctx context.Context, jobs []slurmctl.Job, want []slurmctl.Resize) (slurmctl.ResizeReport, error) {
@@ -131,6 +198,25 @@ func changes(jobs []slurmctl.Job, want, held map[int64]int64) []slurmctl.Change 
 	}
 	return out
 }
+
+// FrozenPriorities implements Sink: from the Recorder, when it keeps them.
+func (p *Planner) FrozenPriorities(ctx context.Context, cluster string, jobs []slurmctl.Job) (map[int64]slurmctl.Frozen, error) {
+	return frozenFrom(ctx, p.Recorder, cluster, jobs)
+}
+
+// HandBack implements Sink: every hand-back planned, none made.
+func (p *Planner) HandBack(_ context.Context, jobs []slurmctl.Job, frozen map[int64]slurmctl.Frozen) (slurmctl.HandBackReport, error) {
+	rep := slurmctl.HandBackReport{DryRun: true}
+	for _, j := range jobs {
+		if f, ok := frozen[j.ID]; ok {
+			rep.Planned = append(rep.Planned, slurmctl.HandBackOne{JobID: j.ID, Target: j.Target(), Frozen: f})
+		}
+	}
+	return rep, nil
+}
+
+// Adopt implements Sink: a Planner writes no priorities.
+func (p *Planner) Adopt(map[int64]slurmctl.Frozen) {}
 
 // Prime implements Sink: a Planner learns nothing from Slurm.
 func (p *Planner) Prime(context.Context) (int, error) { return len(p.held), nil }

@@ -1,0 +1,11 @@
+-- 0006_decision_nice: the nice a job had before serve's rest-priority
+-- writer first set its admin priority. Slurm resets a job's nice to 0 when
+-- an admin priority is set and drops a nice sent while it holds, so this
+-- row is the only place the user's nice survives: a later serve (the same
+-- mode after a restart, or a site-factor mode handing the priority back to
+-- multifactor) restores it from here. NULL on site-factor rows and on rows
+-- written before this column existed (a hand-back then restores nice 0).
+--
+-- Nullable without a default: only the catalog changes, on the partitioned
+-- parent and every monthly partition alike.
+ALTER TABLE decision ADD COLUMN nice bigint;
