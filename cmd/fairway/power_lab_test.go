@@ -61,9 +61,18 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	waitQueueEmpty(t, e)
 	powerUpAfter(t, e, "gpu1")
 	powerUpAfter(t, e, "gpu2")
-	waitFor(t, 90*time.Second, "both nodes idle and powered", func() bool {
-		return sinfoState(e, "gpu1") == "idle" && sinfoState(e, "gpu2") == "idle"
-	})
+	var states string
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		states = sinfoState(e, "gpu1") + " " + sinfoState(e, "gpu2")
+		if states == "idle idle" {
+			break
+		}
+		if time.Now().After(deadline) {
+			out, _ := e.Try("", "squeue", "-h", "-o", "%i %P %T %R")
+			t.Fatalf("nodes still %q after 90s, want both idle and powered; queue:\n%s", states, out)
+		}
+	}
+	t.Logf("nodes before the test: %s", states)
 
 	// gpu1 runs a job for the whole test.
 	busy := e.Submit(t, "alice", "-J", tag+"-busy", "-p", e.Partition, "-w", "gpu1", "--gres=gpu:1", "-t", "10", "--wrap", "sleep 600")
