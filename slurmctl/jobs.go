@@ -31,6 +31,10 @@ type Job struct {
 	ArrayTasks string // unsplit pending array tasks, e.g. "2-4" (no "%N" limit); "" otherwise
 	Nice       int64  // the job's nice (v0.0.40+; 0 on v0.0.38, which does not report it)
 	TaskCount  int    // tasks this record stands for: 1, or the size of ArrayTasks
+	// NodeList names the nodes a started job holds, or those the backfill
+	// plan holds for a pending one (REST v0.0.40+; on 22.05 serve asks
+	// squeue, see PowerWriter.ScheduledNodes). Empty when Slurm names none.
+	NodeList []string
 	// GRESAlloc is the per-node allocation from gres_detail, in node order
 	// (running jobs only), e.g. gpu/h100/2/[0 1].
 	GRESAlloc []GRES
@@ -270,6 +274,13 @@ func translateJob(w *wireJob) (Job, error) {
 		if w.ExitCode.Set {
 			j.ExitCode = int(w.ExitCode.Code)
 		}
+	}
+	hosts := w.ScheduledNodes
+	if j.State != policy.StatePending {
+		hosts = w.Nodes
+	}
+	if j.NodeList, err = ExpandHostlist(hosts); err != nil {
+		return j, fmt.Errorf("nodes: %w", err)
 	}
 	if j.TimeLimit, err = minutes("time_limit", w.TimeLimit); err != nil {
 		return j, err

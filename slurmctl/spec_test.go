@@ -49,7 +49,7 @@ func jsonKeys(v any) []string {
 // server sends that its spec omits).
 func TestSpec_WireFieldsExist(t *testing.T) {
 	s := loadSpec38(t)
-	newer := map[string]bool{"hold": true} // v0.0.40+ only
+	newer := map[string]bool{"hold": true, "scheduled_nodes": true} // v0.0.40+ only
 	for schema, v := range map[string]any{
 		"v0.0.38_job_response_properties": wireJob{},
 		"v0.0.38_node":                    wireNode{},

@@ -317,6 +317,8 @@ type wireJob struct {
 	Name            string        `json:"name"`
 	Nice            num           `json:"nice"` // v0.0.40+ only
 	NodeCount       num           `json:"node_count"`
+	Nodes           string        `json:"nodes"`           // host list the job runs on
+	ScheduledNodes  string        `json:"scheduled_nodes"` // v0.0.40+: nodes the backfill plan holds for a pending job
 	Partition       string        `json:"partition"`
 	Priority        num           `json:"priority"`
 	QOS             string        `json:"qos"`

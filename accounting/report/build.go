@@ -41,6 +41,9 @@ type Options struct {
 	TopIdle int
 	// Tau is the floor on run time in ρ and bounded slowdown (10 s when 0).
 	Tau time.Duration
+	// IdleWatts is what one idle node draws, for the power section's
+	// energy estimate (0: no estimate).
+	IdleWatts float64
 }
 
 // ErrBadOptions is wrapped by Build's complaints about its Options.
@@ -100,6 +103,7 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 	r.Predictions = predictions(cur)
 	r.Efficiency = efficiency(cur, a, opt.TopIdle)
 	r.Changes = changes(cur)
+	r.Power = powerSection(cur, r.AsOf, opt.IdleWatts)
 	if opt.Counterfactual {
 		cf, err := counterfactual(cur, a, opt, r.Changes)
 		if err != nil && !errors.Is(err, sim.ErrNoJobs) {
@@ -675,5 +679,20 @@ func (a *analysis) waitsByAccount() []accountWaits {
 		}
 	}
 	slices.SortStableFunc(out, func(x, y accountWaits) int { return cmp.Compare(len(y.waits), len(x.waits)) })
+	return out
+}
+
+// powerSection sums up serve's power saving over the month, what Slurm
+// took (live) and, apart, what a dry run only planned; nil when there is
+// neither.
+func powerSection(d *Data, asOf time.Time, idleWatts float64) []accounting.PowerSummary {
+	var out []accounting.PowerSummary
+	from := d.Month.Start()
+	for _, dry := range []bool{false, true} {
+		s := accounting.SummarisePower(d.PowerActions, from, asOf, idleWatts, dry)
+		if s.NodeHoursOff > 0 || s.PowerDowns+s.PowerUps+s.Refused+s.LackCycles > 0 {
+			out = append(out, s)
+		}
+	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -310,4 +311,35 @@ func approxNaN(a, b float64) bool {
 		return math.IsNaN(a) && math.IsNaN(b)
 	}
 	return approx(a, b)
+}
+
+// TestBuild_PowerSection: serve's power actions become the power table in
+// every format: node-hours off, energy from the idle watts, lack.
+func TestBuild_PowerSection(t *testing.T) {
+	d := handData()
+	start := d.Month.Start()
+	d.PowerActions = []accounting.PowerAction{
+		{At: start.Add(time.Hour), Node: "gpu2", Action: "power-down"},
+		{At: start.Add(11 * time.Hour), Node: "gpu2", Action: "power-up"},
+		{At: start.Add(11 * time.Hour), Action: "lack", LackNodes: 1, Span: 30 * time.Minute},
+	}
+	opt := handOptions()
+	opt.IdleWatts = 300
+	r, err := report.Build(d, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Power) != 1 || r.Power[0].DryRun || math.Abs(r.Power[0].NodeHoursOff-10) > 1e-9 || math.Abs(r.Power[0].EnergyKWh-3) > 1e-9 ||
+		math.Abs(r.Power[0].LackNodeHours-0.5) > 1e-9 {
+		t.Fatalf("power = %+v, want 10 node-hours off, 3 kWh, 0.5 node-hours of lack", r.Power)
+	}
+	var md bytes.Buffer
+	if err := report.WriteMarkdown(&md, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Power saving", "| Node-hours powered off | 10.0 |", "| Estimated energy saved (kWh) | 3.0 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md.String()[strings.Index(md.String(), "## Power saving"):])
+		}
+	}
 }

@@ -41,6 +41,10 @@ type Data struct {
 	Decisions []JobDecisions
 	// Cycles sums up the serve cycles of the month.
 	Cycles CycleStats
+	// PowerActions are serve's power-saving records up to the month's end
+	// (earlier ones too: a node powered down before the month counts from
+	// its start), oldest first.
+	PowerActions []accounting.PowerAction
 	// KeptSince is the start of the oldest month of jobs the database
 	// still holds (serve's retention drops older ones); zero when unknown.
 	KeptSince time.Time
@@ -251,6 +255,9 @@ func (s *Source) Load(ctx context.Context, cluster string, m Month, full bool) (
 		return nil, err
 	}
 	if d.Cycles, err = s.cycles(ctx, cluster, from, to); err != nil {
+		return nil, err
+	}
+	if d.PowerActions, err = s.store.PowerActions(ctx, cluster, "", time.Time{}, to); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -193,6 +193,7 @@ const (
 	introAccounts = "Each account's entitlement comes from its shares in Slurm's share tree. An account above its entitlement used time others left idle or took it from them; the wait columns tell which."
 	introPredict  = "Fairway predicts how long each pending job will run, to start short jobs early without starving long ones. Predictions are compared with the run times the jobs really had; users' own time limits are shown for comparison."
 	introEff      = "Measured by Fairway's epilog on every GPU a job held (NVML). GPU time held but not used is lost to everyone else."
+	introPower    = "With serve --power, Fairway powers idle nodes down through Slurm ahead of demand and up when jobs need them. Node-hours off count from each power-down Slurm took to the next power-up; the energy is those hours times the idle power of a node (report --power-idle-watts). Lack is the nodes jobs waiting for nodes found no powered node for, times how long."
 	introChanges  = "Fairway ranks the pending jobs at every cycle and writes the ranking into Slurm. The counterfactual replays this month's jobs in Fairway's simulator under Slurm's plain fair-share and under Fairway, on a cluster of the same size."
 )
 
@@ -206,6 +207,7 @@ var sections = []struct {
 	{"predictions", "Prediction quality", introPredict, nil, []string{"predictions"}},
 	{"efficiency", "GPU efficiency", introEff, []string{"efficiency"}, []string{"efficiency", "idle_jobs"}},
 	{"changes", "What Fairway changed", introChanges, []string{"counterfactual"}, []string{"changes", "counterfactual", "counterfactual_accounts"}},
+	{"power", "Power saving", introPower, nil, []string{"power"}},
 }
 
 // emptyNote says why a table has no rows.
@@ -213,6 +215,8 @@ func emptyNote(name string) string {
 	switch name {
 	case "predictions":
 		return "No prediction was recorded for the jobs that ended this month, and none of them had a time limit."
+	case "power":
+		return "serve's power saving was off this month (serve --power), or it recorded no action."
 	case "efficiency", "idle_jobs":
 		return "No epilog record of a whole-GPU job this month: the epilog hooks were not installed, or no GPU job ran."
 	}

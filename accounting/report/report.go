@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy/sim"
+
+	"github.com/fairway-hpc/fairway/accounting"
 )
 
 // Num is a report figure: a float64 that is NaN when the figure does not
@@ -66,6 +68,9 @@ type Report struct {
 	Predictions []PredictionRow `json:"predictions"`
 	Efficiency  Efficiency      `json:"efficiency"`
 	Changes     Changes         `json:"changes"`
+	// Power sums up serve's power saving: what Slurm did, then what a dry
+	// run planned; empty when power saving was off.
+	Power []accounting.PowerSummary `json:"power,omitempty"`
 	// Counterfactual is nil when it was not computed.
 	Counterfactual *Counterfactual `json:"counterfactual,omitempty"`
 	// Notes are caveats a reader must know (an estimated capacity, a month

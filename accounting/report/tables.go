@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/fairway-hpc/fairway/accounting"
 )
 
 // table is one table of the report, built once from a Report and rendered
@@ -276,6 +278,41 @@ func tables(r *Report) []table {
 		chg.Rows = append(chg.Rows, []cell{{Text: l.name, Key: l.key}, c(l.val)})
 	}
 	out = append(out, chg)
+
+	pw := table{Name: "power", Title: "Power saving", Cols: []col{{Head: "Figure"}}}
+	for _, p := range r.Power {
+		head := "Done"
+		if p.DryRun {
+			head = "Dry run (planned only)"
+		}
+		pw.Cols = append(pw.Cols, col{Head: head, Num: true})
+	}
+	if len(r.Power) > 0 {
+		for _, l := range []struct {
+			name string
+			f    func(accounting.PowerSummary) string
+		}{
+			{"Node-hours powered off", func(p accounting.PowerSummary) string { return fmtHours(Num(p.NodeHoursOff)) }},
+			{"Estimated energy saved (kWh)", func(p accounting.PowerSummary) string {
+				if p.IdleWatts <= 0 {
+					return "no idle power given"
+				}
+				return fmtFloat(Num(p.EnergyKWh), 1)
+			}},
+			{"Power-downs", func(p accounting.PowerSummary) string { return fmtInt(p.PowerDowns) }},
+			{"Power-ups", func(p accounting.PowerSummary) string { return fmtInt(p.PowerUps) }},
+			{"Changes Slurm refused", func(p accounting.PowerSummary) string { return fmtInt(p.Refused) }},
+			{"Lack (node-hours)", func(p accounting.PowerSummary) string { return fmtHours(Num(p.LackNodeHours)) }},
+			{"Cycles with lack", func(p accounting.PowerSummary) string { return fmtInt(p.LackCycles) }},
+		} {
+			row := []cell{c(l.name)}
+			for _, p := range r.Power {
+				row = append(row, c(l.f(p)))
+			}
+			pw.Rows = append(pw.Rows, row)
+		}
+	}
+	out = append(out, pw)
 
 	if cf := r.Counterfactual; cf != nil {
 		t := table{Name: "counterfactual", Title: "The same jobs under Slurm's plain fair-share", Cols: []col{{Head: "Figure"}}}

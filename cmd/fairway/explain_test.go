@@ -353,3 +353,26 @@ func TestExplain_NotQueuedSaysWhy(t *testing.T) {
 		t.Errorf("explain 142 (pending, ranked): %v", err)
 	}
 }
+
+func TestWriteNodeActions(t *testing.T) {
+	at := time.Date(2026, 11, 26, 3, 0, 0, 0, time.Local)
+	acts := []accounting.PowerAction{
+		{At: at, Cycle: 4, Node: "gpu2", Action: "power-down", Reason: "idle above need: keep 1 powered", Parts: map[string]float64{"target": 1, "busy": 1}},
+		{At: at.Add(time.Minute), Cycle: 6, Node: "gpu2", Action: "power-up", Reason: "jobs waiting for nodes need 1, 0 idle powered", Error: "Invalid node state specified"},
+		{At: at.Add(2 * time.Minute), Cycle: 8, Node: "gpu2", Action: "power-down", Reason: "idle above need", DryRun: true, Parts: map[string]float64{"target": 2}},
+	}
+	var b strings.Builder
+	if err := writeNodeActions(&b, "lab", "gpu2", acts); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"node gpu2 of lab: 3 power actions", "idle above need: keep 1 powered",
+		"refused: Invalid node state specified", "dry run", "the latest decision was made from: target=2"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := writeNodeActions(&b, "lab", "gpu9", nil); err != nil || !strings.Contains(b.String(), "no power action") {
+		t.Errorf("no actions: %q, %v", b.String(), err)
+	}
+}

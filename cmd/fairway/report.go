@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ func reportCommand() *cli.Command {
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, with --unit cpu) per node", EnvVars: []string{"FAIRWAY_REPORT_PER_NODE"}},
 			&cli.StringFlag{Name: "unit", Value: "gpu", Usage: "what jobs are counted in: gpu, or cpu for a CPU cluster (processor-hours)", EnvVars: []string{"FAIRWAY_REPORT_UNIT"}},
 			&cli.IntFlag{Name: "shards-per-gpu", Usage: "GPU shards per GPU, to count a shard-only job as a fraction of a GPU (0: one GPU)", EnvVars: []string{"FAIRWAY_REPORT_SHARDS_PER_GPU"}},
+			&cli.Float64Flag{Name: "power-idle-watts", Usage: "power one idle node draws, for the power section's energy estimate (0: none); serve's setting of the same name", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
 			&cli.BoolFlag{Name: "counterfactual", Value: true, Usage: "replay the month in the simulator under plain fair-share and Fairway's policy", EnvVars: []string{"FAIRWAY_REPORT_COUNTERFACTUAL"}},
 			&cli.StringFlag{Name: "sim-policy", Usage: "Fairway's policy in the counterfactual (default: the one the decision log used most)", EnvVars: []string{"FAIRWAY_REPORT_SIM_POLICY"}},
 			&cli.StringFlag{Name: "sim-predictor", Usage: "predictor in the counterfactual, or none (default: the one the decision log used most)", EnvVars: []string{"FAIRWAY_REPORT_SIM_PREDICTOR"}},
@@ -84,7 +86,11 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 		return cfg, errors.New("--out: empty")
 	}
 	cfg.Options = report.Options{Now: now, Counterfactual: c.Bool("counterfactual"), ShardsPerGPU: c.Int("shards-per-gpu"),
-		Cluster: sim.Cluster{Nodes: c.Int("nodes"), PerNode: c.Int("per-node")}, SimPolicy: c.String("sim-policy"), SimPredictor: c.String("sim-predictor")}
+		Cluster: sim.Cluster{Nodes: c.Int("nodes"), PerNode: c.Int("per-node")}, SimPolicy: c.String("sim-policy"), SimPredictor: c.String("sim-predictor"),
+		IdleWatts: c.Float64("power-idle-watts")}
+	if cfg.Options.IdleWatts < 0 || math.IsNaN(cfg.Options.IdleWatts) || math.IsInf(cfg.Options.IdleWatts, 0) {
+		return cfg, fmt.Errorf("--power-idle-watts %g: want 0 or more watts", cfg.Options.IdleWatts)
+	}
 	if cfg.Options.Cluster.Unit, err = report.ParseUnit(c.String("unit")); err != nil {
 		return cfg, err
 	}

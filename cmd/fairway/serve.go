@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
@@ -53,6 +55,7 @@ func serveFlags() []cli.Flag {
 		&cli.IntFlag{Name: "retention-job-months", Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
 		&cli.IntFlag{Name: "retention-decision-days", Value: accounting.DefaultRetention.DecisionDays, Usage: "days of decisions (whole monthly partitions) and cycle timings kept; 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_DECISION_DAYS"}},
 		&cli.BoolFlag{Name: "once", Usage: "run one cycle, print what it decided, and exit"})
+	flags = append(flags, powerServeFlags()...)
 	return append(flags, rewriteFlags()...)
 }
 
@@ -87,6 +90,10 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		Retention: accounting.Retention{JobMonths: c.Int("retention-job-months"), DecisionDays: c.Int("retention-decision-days")},
 		DryRun:    c.Bool("dry-run"), RewriteRules: c.String("rewrite-rules"), Rewrite: rewriteSettings(c),
 	}
+	var err error
+	if cfg.Power, err = powerServeSettings(c); err != nil {
+		return cfg, err
+	}
 	cfg.Runner = sidecar.Config{
 		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
@@ -99,6 +106,32 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		cfg.HTTPAddr = ""
 	}
 	return cfg, cfg.Validate()
+}
+
+// powerServeFlags are serve's power-saving settings (INSTALL.md, "Power
+// saving").
+func powerServeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "power", Value: sidecar.PowerOff, Usage: "power saving: off, dry-run (decide and record which idle nodes to power down or up, change nothing) or on (scontrol update nodename=N state=POWER_DOWN|POWER_UP)", EnvVars: []string{"FAIRWAY_POWER"}},
+		&cli.IntFlag{Name: "power-buffer", Value: 1, Usage: "idle nodes kept powered above demand (busy nodes, nodes pending jobs wait for, and the forecast)", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
+		&cli.IntFlag{Name: "power-max-changes-per-hour", Value: 10, Usage: "power-downs and forecast power-ups per hour at most; power-ups for jobs waiting now are never held back", EnvVars: []string{"FAIRWAY_POWER_MAX_CHANGES_PER_HOUR"}},
+		&cli.Float64Flag{Name: "power-idle-watts", Value: 0, Usage: "power an idle node draws, for the report's energy estimate (0: no estimate)", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
+		&cli.StringFlag{Name: "power-exclude", Usage: "nodes never powered down or up, as a Slurm host list (e.g. gpu[1-2],login1): SuspendExcNodes' role for Fairway", EnvVars: []string{"FAIRWAY_POWER_EXCLUDE"}},
+		&cli.DurationFlag{Name: "power-horizon", Value: time.Hour, Usage: "how far ahead the demand forecast (the same time a day earlier, from serve's own observations) keeps nodes powered; 0: no forecast", EnvVars: []string{"FAIRWAY_POWER_HORIZON"}},
+	}
+}
+
+// powerServeSettings reads the power-saving flags; ServeConfig.Validate
+// checks them.
+func powerServeSettings(c *cli.Context) (sidecar.PowerConfig, error) {
+	cfg := sidecar.PowerConfig{Mode: c.String("power"), Buffer: c.Int("power-buffer"), MaxChangesPerHour: c.Int("power-max-changes-per-hour"),
+		IdleWatts: c.Float64("power-idle-watts"), Horizon: c.Duration("power-horizon"), Step: 10 * time.Minute}
+	ex, err := slurmctl.ExpandHostlist(c.String("power-exclude"))
+	if err != nil {
+		return cfg, fmt.Errorf("--power-exclude: %w", err)
+	}
+	cfg.Exclude = ex
+	return cfg, nil
 }
 
 // runServe builds serve and runs its loop until ctx ends (SIGTERM/SIGINT),

@@ -101,7 +101,8 @@ type Runner struct {
 	predicted map[int64]time.Duration
 	pendPrev  map[int64]policy.Job // pending at the previous cycle
 	buffer    recordBuffer
-	rewrite   *Rewriter // resource rewriting (rewrite.go); nil when off
+	rewrite   *Rewriter   // resource rewriting (rewrite.go); nil when off
+	power     *PowerSaver // power saving (power.go); nil when off
 	fc        forecastState
 	// toHandBack are admin priorities an earlier rest-priority serve left
 	// that this site-factor serve has not handed back yet (handOver).
@@ -143,6 +144,7 @@ type CycleResult struct {
 	Rewrite  *RewriteReport // resource rewriting; nil when off
 	DryRun   bool           // nothing was written to Slurm or the table
 	Forecast *QueueForecast // start-time forecasts; nil when Config.Forecast is off
+	Power    *PowerReport   // power saving; nil when off
 	// Read is the cluster as the cycle read it: explain says from it why a
 	// job is not ranked.
 	Read *slurmctl.Cluster
@@ -151,6 +153,9 @@ type CycleResult struct {
 	// none to hand back.
 	HandBack *slurmctl.HandBackReport
 }
+
+// SetPowerSaver turns power saving on for the following cycles (nil: off).
+func (r *Runner) SetPowerSaver(p *PowerSaver) { r.power = p }
 
 // Cycles is the number of cycles run so far.
 func (r *Runner) Cycles() int64 { return r.cycle }
@@ -284,6 +289,9 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	res.Report, res.Changed, res.DryRun = report, report.Planned, dry
 	if r.rewrite != nil {
 		res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, cl, snap.Predicted, scores, sink)
+	}
+	if r.power != nil {
+		res.Power = r.power.Cycle(ctx, r.cycle, start, cl, dry)
 	}
 	// Remember what Slurm holds now: applied writes, plus everything
 	// decided when nothing is written (so a dry run converges too).

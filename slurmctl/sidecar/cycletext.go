@@ -52,7 +52,10 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return res.Rewrite.WriteText(w)
+	if err := res.Rewrite.WriteText(w); err != nil {
+		return err
+	}
+	return res.Power.WriteText(w)
 }
 
 // WriteText writes a cycle's rewriting for people: the share rules of the

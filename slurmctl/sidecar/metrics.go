@@ -40,11 +40,13 @@ type Metrics struct {
 	accountWaitMax  *prometheus.GaugeVec
 	predictionError prometheus.Histogram
 	forecastError   *prometheus.HistogramVec
+	power           *powerMetrics
 }
 
 // NewMetrics registers serve's metrics on a registry of their own.
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.power = newPowerMetrics(m.reg)
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.cycleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "fairway_cycle_duration_seconds", Help: "Duration of serve cycles by phase (read, rank, write, record, total).",

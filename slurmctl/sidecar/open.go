@@ -64,6 +64,7 @@ type ServeConfig struct {
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
 	Retention    accounting.Retention
+	Power        PowerConfig
 
 	// WaitForSlurm retries slurmrestd at start the way the loop does
 	// mid-run (StartRetry): serve's loop sets it; explain, queue and
@@ -139,6 +140,9 @@ func (c *ServeConfig) Validate() error {
 		if err := c.API.Validate(); err != nil {
 			return err
 		}
+	}
+	if err := c.Power.Validate(); err != nil {
+		return err
 	}
 	c.Rewrite.ShardsPerGPU, c.Rewrite.Cluster = c.ShardsPerGPU, c.Runner.Cluster
 	if c.Rewrite.Rules, err = ParseRules(c.RewriteRules); err != nil {
@@ -295,6 +299,32 @@ func Build(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, er
 	if s.Runner, err = NewServeRunner(ctx, cfg, s.Deps, NewSink(cfg, s.Deps), base); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if cfg.Power.Enabled() {
+		pw, err := slurmctl.NewPowerWriter(slurmctl.PowerConfig{})
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		ps, err := NewPowerSaver(cfg.Power, cfg.Runner.Cluster, pw, s.Store, s.Runner.Metrics(), base.With("component", "power"))
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		// The hourly cap counts what an earlier serve changed too.
+		now := time.Now()
+		if recent, err := s.Store.PowerActions(ctx, cfg.Runner.Cluster, "", now.Add(-time.Hour), now.Add(time.Second)); err == nil {
+			var at []time.Time
+			for _, a := range recent {
+				if a.Action != "lack" && a.Error == "" {
+					at = append(at, a.At)
+				}
+			}
+			ps.SeedChanges(at)
+		} else {
+			base.Warn("read the last hour's power changes: the hourly cap starts from none", "err", err)
+		}
+		s.Runner.SetPowerSaver(ps)
 	}
 	return s, nil
 }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+)
+
+// sinfoState is sinfo's compact state of one node ("idle", "idle~",
+// "mix", ...).
+func sinfoState(e *lab.Env, node string) string {
+	out, err := e.Try("", "sinfo", "-h", "-N", "-n", node, "-o", "%t")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// powerUpAfter makes sure the test leaves node powered and idle for the
+// other lab tests, whatever happened.
+func powerUpAfter(t *testing.T, e *lab.Env, node string) {
+	t.Cleanup(func() {
+		// POWER_UP is taken only once a power-down has finished ("~"):
+		// during one ("!", "%") it waits, so ask again when it has.
+		var asked time.Time
+		deadline := time.Now().Add(90 * time.Second)
+		for time.Now().Before(deadline) {
+			s := sinfoState(e, node)
+			if s == "idle" || s == "mix" || s == "alloc" {
+				return
+			}
+			if strings.HasSuffix(s, "~") && time.Since(asked) > 5*time.Second {
+				_, _ = e.Try("", "scontrol", "update", "nodename="+node, "state=POWER_UP")
+				asked = time.Now()
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		t.Errorf("node %s is %q 90s after the test, want it powered", node, sinfoState(e, node))
+	})
+}
+
+// TestLab_ServePowerSaving is issue 30's lab scenario: with serve's power
+// saving on, an idle node is powered down through Slurm (sinfo shows
+// "idle~"), a pending job that needs it brings it back (Fairway powers it
+// up, or Slurm's ResumeProgram does when it allocates the job there first),
+// the job runs, and the node with a job is never touched. Every action is a
+// record in power_action.
+func TestLab_ServePowerSaving(t *testing.T) {
+	e := lab.Get(t)
+	ctx := context.Background()
+	dbURL, _ := throwawayDB(t, e)
+	tag := fmt.Sprintf("power%d", time.Now().UnixNano()%1e6)
+	if out := e.Run(t, "", "scontrol", "show", "config"); !strings.Contains(out, "ResumeProgram") || strings.Contains(out, "ResumeProgram           = (null)") {
+		t.Fatalf("the lab's slurm.conf has no ResumeProgram: restart it with this checkout's contrib/lab/lab up")
+	}
+	waitQueueEmpty(t, e)
+	powerUpAfter(t, e, "gpu1")
+	powerUpAfter(t, e, "gpu2")
+	var states string
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		states = sinfoState(e, "gpu1") + " " + sinfoState(e, "gpu2")
+		if states == "idle idle" {
+			break
+		}
+		if time.Now().After(deadline) {
+			out, _ := e.Try("", "squeue", "-h", "-o", "%i %P %T %R")
+			t.Fatalf("nodes still %q after 90s, want both idle and powered; queue:\n%s", states, out)
+		}
+	}
+	t.Logf("nodes before the test: %s", states)
+
+	// gpu1 runs a job for the whole test.
+	busy := e.Submit(t, "alice", "-J", tag+"-busy", "-p", e.Partition, "-w", "gpu1", "--gres=gpu:1", "-t", "10", "--wrap", "sleep 600")
+	waitJobState(t, e, busy, 60*time.Second, "RUNNING")
+
+	cfg := serveLabConfig(e, "fair-sjf", false)
+	cfg.Power = sidecar.PowerConfig{Mode: sidecar.PowerOn, Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute}
+	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	touched := func(res *sidecar.CycleResult) {
+		t.Helper()
+		if res.Power == nil {
+			t.Fatal("power saving is on but the cycle has no power report")
+		}
+		for _, a := range res.Power.Decision.Actions {
+			t.Logf("cycle action: %s %s: %s", a.Op, a.Node, a.Reason)
+			if a.Node == "gpu1" {
+				t.Fatalf("serve acted on gpu1, which runs job %d: %s %s", busy, a.Op, a.Reason)
+			}
+		}
+		if st := sinfoState(e, "gpu1"); st != "mix" && st != "alloc" {
+			t.Fatalf("gpu1 is %q, want it still running job %d (mix)", st, busy)
+		}
+	}
+
+	// 1. The idle node goes down through Slurm.
+	res, err := s.Runner.RunCycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touched(res)
+	if len(res.Power.Applied) != 1 || res.Power.Applied[0].Node != "gpu2" || res.Power.Applied[0].Op != "power-down" || res.Power.DryRun {
+		t.Fatalf("first cycle: applied %+v (dry run %v, refused %v), want gpu2 powered down", res.Power.Applied, res.Power.DryRun, res.Power.Failed)
+	}
+	waitFor(t, 60*time.Second, "sinfo to show gpu2 powered down (idle~)", func() bool { return sinfoState(e, "gpu2") == "idle~" })
+	t.Logf("gpu2 after the power-down: sinfo %%t %q", sinfoState(e, "gpu2"))
+	cl, err := s.Client.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.Nodes {
+		if n.Name == "gpu2" {
+			t.Logf("gpu2 as slurmrestd reports it: %v", n.State)
+			if !strings.Contains(strings.Join(n.State, ","), "POWERED_DOWN") {
+				t.Errorf("gpu2's REST state %v, want POWERED_DOWN", n.State)
+			}
+		}
+	}
+	// With the node off and nothing pending, the next cycle changes nothing.
+	if res, err = s.Runner.RunCycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	touched(res)
+	if len(res.Power.Decision.Actions) != 0 {
+		t.Fatalf("second cycle: actions %+v, want none", res.Power.Decision.Actions)
+	}
+
+	// 2. A job that needs gpu2 brings it back and runs.
+	job := e.Submit(t, "bob", "-J", tag+"-needs-gpu2", "-p", e.Partition, "-w", "gpu2", "--gres=gpu:1", "-t", "2", "--wrap", "sleep 2")
+	if res, err = s.Runner.RunCycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	touched(res)
+	by := "Slurm's ResumeProgram (slurmctld allocated the job to the powered-down node first)"
+	for _, a := range res.Power.Applied {
+		if a.Node == "gpu2" && a.Op == "power-up" {
+			by = "Fairway: " + a.Reason
+		}
+	}
+	t.Logf("job %d: gpu2 powered up by %s; the cycle saw %d pending node demand, lack %d", job, by,
+		res.Power.Decision.PendingNodes, res.Power.Decision.Lack)
+	waitFor(t, 90*time.Second, fmt.Sprintf("job %d to run on gpu2", job), func() bool {
+		st := jobState(e, job)
+		return st == "RUNNING" || st == "COMPLETING" || st == "COMPLETED" || st == ""
+	})
+	if st := e.WaitState(t, job, 90*time.Second, "COMPLETED", "FAILED"); st != "COMPLETED" {
+		t.Fatalf("job %d ended %s, want COMPLETED", job, st)
+	}
+	waitFor(t, 60*time.Second, "gpu2 to be powered and idle", func() bool { return sinfoState(e, "gpu2") == "idle" })
+
+	// 3. The decisions are on record, with their reasons.
+	acts, err := s.Store.PowerActions(ctx, e.Cluster, "", time.Time{}, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	downs := 0
+	for _, a := range acts {
+		t.Logf("power_action: %s %s %q error=%q lack=%d dry_run=%v", a.Action, a.Node, a.Reason, a.Error, a.LackNodes, a.DryRun)
+		if a.Node == "gpu1" {
+			t.Errorf("a power action names gpu1: %+v", a)
+		}
+		if a.Action == "power-down" && a.Node == "gpu2" && a.Error == "" && !a.DryRun && a.Reason != "" {
+			downs++
+		}
+	}
+	if downs == 0 {
+		t.Errorf("no recorded power-down of gpu2 among %d actions", len(acts))
+	}
+}

@@ -1,0 +1,230 @@
+package power
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// ops renders a decision's actions as "power-down gpu3" lines, in order.
+func ops(d Decision) []string {
+	var out []string
+	for _, a := range d.Actions {
+		out = append(out, string(a.Op)+" "+a.Node)
+	}
+	return out
+}
+
+func idle(names ...string) []Node {
+	var out []Node
+	for _, n := range names {
+		out = append(out, Node{Name: n, Power: On, Usable: true})
+	}
+	return out
+}
+
+func TestDecide_Actions(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	off := func(n string) Node { return Node{Name: n, Power: Off, Usable: true} }
+	busy := func(n string) Node { return Node{Name: n, Power: On, Usable: true, Busy: true} }
+	tests := []struct {
+		name string
+		in   Inputs
+		want []string
+		lack int
+	}{{
+		name: "idle nodes above the buffer go down, highest names first",
+		in:   Inputs{Nodes: idle("n1", "n2", "n3", "n4"), Settings: Settings{Buffer: 1}},
+		want: []string{"power-down n4", "power-down n3", "power-down n2"},
+	}, {
+		name: "never below the buffer of idle powered nodes",
+		in:   Inputs{Nodes: append(idle("n1", "n2"), busy("n3")), Settings: Settings{Buffer: 2}},
+		want: nil,
+	}, {
+		name: "a node with a job is never touched, even one Slurm lists as idle but a job names",
+		in: Inputs{Nodes: idle("n1", "n2", "n3"), Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 7, Nodes: 1, NodeList: []string{"n3"}}}},
+		want: []string{"power-down n2", "power-down n1"},
+	}, {
+		name: "a node a pending job is scheduled on is never powered down",
+		in: Inputs{Nodes: idle("n1", "n2", "n3"), Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 8, Pending: true, Nodes: 1, NodeList: []string{"n3"}}}},
+		// nothing else needs a node: n1 and n2 go, n3 stays for the job
+		want: []string{"power-down n2", "power-down n1"},
+	}, {
+		name: "an off node a pending job is scheduled on is powered up at once",
+		in: Inputs{Nodes: []Node{off("n1"), off("n2")}, Settings: Settings{Buffer: 0, MaxChangesPerHour: 1},
+			Changes: []time.Time{now.Add(-time.Minute)},
+			Jobs:    []Job{{ID: 9, Pending: true, Nodes: 1, NodeList: []string{"n2"}, WaitsForNodes: true}}},
+		want: []string{"power-up n2"},
+		lack: 1,
+	}, {
+		name: "pending demand above powered capacity powers up at once, whatever the cap",
+		in: Inputs{Nodes: []Node{busy("n1"), off("n2"), off("n3"), off("n4")}, Settings: Settings{Buffer: 0, MaxChangesPerHour: 1},
+			Changes: []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Minute)},
+			Jobs:    []Job{{ID: 10, Pending: true, Nodes: 2, WaitsForNodes: true}}},
+		want: []string{"power-up n2", "power-up n3"},
+		lack: 2,
+	}, {
+		name: "a job held by a limit is no demand",
+		in: Inputs{Nodes: []Node{busy("n1"), off("n2")}, Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 11, Pending: true, Nodes: 1, WaitsForNodes: false}}},
+		want: nil,
+	}, {
+		name: "nodes powering up count as capacity",
+		in: Inputs{Nodes: []Node{{Name: "n1", Power: PoweringUp, Usable: true}, off("n2")}, Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 12, Pending: true, Nodes: 1, WaitsForNodes: true}}},
+		want: nil,
+	}, {
+		name: "the buffer powers nodes up when too few idle are on",
+		in:   Inputs{Nodes: []Node{busy("n1"), off("n2"), off("n3"), off("n4")}, Settings: Settings{Buffer: 2}},
+		want: []string{"power-up n2", "power-up n3"},
+	}, {
+		name: "the forecast peak within the horizon keeps nodes on",
+		in: Inputs{Nodes: append(idle("n1", "n2", "n3", "n4"), busy("n0")), Settings: Settings{Buffer: 0, Horizon: 20 * time.Minute},
+			Forecast: []float64{1, 2.2, 4}, Step: 10 * time.Minute},
+		// peak over two steps is 2.2 → 3 nodes; 5 powered → 2 down
+		want: []string{"power-down n4", "power-down n3"},
+	}, {
+		name: "the hourly cap holds power-downs back",
+		in: Inputs{Now: now, Nodes: idle("n1", "n2", "n3", "n4"), Settings: Settings{Buffer: 0, MaxChangesPerHour: 3},
+			Changes: []time.Time{now.Add(-10 * time.Minute), now.Add(-2 * time.Hour)}},
+		want: []string{"power-down n4", "power-down n3"},
+	}, {
+		name: "excluded, unusable and powering-down nodes are never touched",
+		in: Inputs{Nodes: []Node{{Name: "n1", Power: On, Usable: true}, {Name: "n2", Power: On, Usable: false},
+			{Name: "n3", Power: PoweringDown, Usable: true}, {Name: "n4", Power: Off, Usable: true}},
+			Settings: Settings{Buffer: 0, Exclude: []string{"n1", "n4"}}},
+		want: nil,
+	}, {
+		name: "an excluded idle node is capacity for pending jobs",
+		in: Inputs{Nodes: []Node{{Name: "n1", Power: On, Usable: true}, off("n2")},
+			Settings: Settings{Buffer: 0, Exclude: []string{"n1"}},
+			Jobs:     []Job{{ID: 13, Pending: true, Nodes: 1, WaitsForNodes: true}}},
+		want: nil,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.in.Now.IsZero() {
+				tc.in.Now = now
+			}
+			d, err := Decide(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ops(d)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if d.Lack != tc.lack {
+				t.Errorf("lack %d, want %d", d.Lack, tc.lack)
+			}
+			for _, a := range d.Actions {
+				if a.Reason == "" || a.Parts["target"] != float64(d.Target) {
+					t.Errorf("action %s %s: reason %q, parts %v: want a reason and the target among the parts", a.Op, a.Node, a.Reason, a.Parts)
+				}
+			}
+		})
+	}
+}
+
+// TestDecide_NeverTouchesBusyOrReserved checks the safety rules over many
+// random clusters: no action on a busy, reserved-and-on, excluded or
+// unusable node, never fewer idle powered nodes than the buffer after a
+// power-down, and every lacking job node met when off nodes remain.
+func TestDecide_NeverTouchesBusyOrReserved(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	seed := uint64(42)
+	rnd := func(n int) int {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return int((seed >> 33) % uint64(n))
+	}
+	for trial := 0; trial < 2000; trial++ {
+		var in Inputs
+		in.Now = now
+		in.Settings = Settings{Buffer: rnd(3), MaxChangesPerHour: rnd(4)}
+		nn := 1 + rnd(8)
+		for i := 0; i < nn; i++ {
+			n := Node{Name: fmt.Sprintf("n%d", i), Power: Power(rnd(4)), Usable: rnd(6) > 0, Busy: rnd(3) == 0}
+			in.Nodes = append(in.Nodes, n)
+			if rnd(5) == 0 {
+				in.Settings.Exclude = append(in.Settings.Exclude, n.Name)
+			}
+		}
+		for j := 0; j < rnd(4); j++ {
+			job := Job{ID: int64(j + 1), Pending: rnd(2) == 0, Nodes: 1 + rnd(2), WaitsForNodes: rnd(3) > 0}
+			if rnd(2) == 0 {
+				job.NodeList = []string{fmt.Sprintf("n%d", rnd(nn))}
+			}
+			in.Jobs = append(in.Jobs, job)
+		}
+		d, err := Decide(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy, reserved := map[string]bool{}, map[string]bool{}
+		for _, j := range in.Jobs {
+			for _, n := range j.NodeList {
+				if j.Pending {
+					reserved[n] = true
+				} else {
+					busy[n] = true
+				}
+			}
+		}
+		byName := map[string]Node{}
+		for _, n := range in.Nodes {
+			byName[n.Name] = n
+		}
+		downs := 0
+		for _, a := range d.Actions {
+			n := byName[a.Node]
+			ex := strings.Contains(","+strings.Join(in.Settings.Exclude, ",")+",", ","+a.Node+",")
+			switch {
+			case n.Busy || busy[a.Node]:
+				t.Fatalf("trial %d: %s on busy node %s (%+v)", trial, a.Op, a.Node, in)
+			case !n.Usable || ex:
+				t.Fatalf("trial %d: %s on unusable or excluded node %s (%+v)", trial, a.Op, a.Node, in)
+			case a.Op == PowerDown && (reserved[a.Node] || n.Power != On):
+				t.Fatalf("trial %d: power-down of %s (reserved %v, %s) (%+v)", trial, a.Node, reserved[a.Node], n.Power, in)
+			case a.Op == PowerUp && n.Power != Off:
+				t.Fatalf("trial %d: power-up of %s, which is %s", trial, a.Node, n.Power)
+			}
+			if a.Op == PowerDown {
+				downs++
+			}
+		}
+		if downs > 0 && d.IdleOn+d.PoweringUp-downs < in.Settings.Buffer+d.PendingNodes {
+			t.Fatalf("trial %d: %d down leaves %d idle powered, below buffer %d + pending %d", trial, downs,
+				d.IdleOn+d.PoweringUp-downs, in.Settings.Buffer, d.PendingNodes)
+		}
+		if in.Settings.MaxChangesPerHour > 0 && downs > in.Settings.MaxChangesPerHour {
+			t.Fatalf("trial %d: %d power-downs over a cap of %d", trial, downs, in.Settings.MaxChangesPerHour)
+		}
+	}
+}
+
+func TestDecide_BadSettings(t *testing.T) {
+	for _, in := range []Inputs{
+		{Settings: Settings{Buffer: -1}},
+		{Settings: Settings{MaxChangesPerHour: -2}},
+		{Forecast: []float64{1}},
+	} {
+		if _, err := Decide(in); err == nil {
+			t.Errorf("Decide(%+v): no error", in)
+		}
+	}
+}
+
+func TestWaitsForNodes(t *testing.T) {
+	for reason, want := range map[string]bool{
+		"Resources": true, "Priority": true, "None": true, "": true, "ReqNodeNotAvail,_UnavailableNodes:gpu2": true,
+		"Dependency": false, "BeginTime": false, "QOSMaxGRESPerUser": false, "AssocGrpGRES": false, "JobHeldUser": false,
+	} {
+		if got := WaitsForNodes(reason); got != want {
+			t.Errorf("WaitsForNodes(%q) = %v, want %v", reason, got, want)
+		}
+	}
+}

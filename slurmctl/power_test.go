@@ -1,0 +1,165 @@
+package slurmctl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fairway-hpc/fairway/internal/shareddata"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestExpandHostlist(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{in: "", want: nil},
+		{in: "None assigned", want: nil},
+		{in: "gpu1", want: []string{"gpu1"}},
+		{in: "gpu[1-2]", want: []string{"gpu1", "gpu2"}},
+		{in: "gpu[1-3,7],cpu1", want: []string{"gpu1", "gpu2", "gpu3", "gpu7", "cpu1"}},
+		{in: "n[08-10]", want: []string{"n08", "n09", "n10"}},
+		{in: "r[1-2]n[1-2]", want: []string{"r1n1", "r1n2", "r2n1", "r2n2"}},
+		{in: "gpu[2-1]", err: "want N or N-M"},
+		{in: "gpu[1-2", err: "unbalanced"},
+		{in: "gpu1]", err: "unbalanced"},
+		{in: "a,,b", err: "empty host name"},
+		{in: "n[1-999999999]", err: "more than"},
+	}
+	for _, tc := range tests {
+		got, err := ExpandHostlist(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ExpandHostlist(%q): err %v, want one containing %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ExpandHostlist(%q): %v", tc.in, err)
+			continue
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("ExpandHostlist(%q) (-want +got):\n%s", tc.in, d)
+		}
+	}
+}
+
+func TestNode_Power(t *testing.T) {
+	tests := []struct {
+		state  []string
+		power  NodePower
+		busy   bool
+		usable bool
+	}{
+		{[]string{"IDLE"}, NodeOn, false, true},
+		{[]string{"IDLE", "POWERED_DOWN"}, NodeOff, false, true},
+		{[]string{"IDLE", "POWER_DOWN"}, NodePoweringDown, false, true},
+		{[]string{"IDLE", "POWERING_DOWN"}, NodePoweringDown, false, true},
+		{[]string{"IDLE", "NOT_RESPONDING", "POWERING_UP"}, NodePoweringUp, false, false},
+		{[]string{"MIXED"}, NodeOn, true, true},
+		{[]string{"ALLOCATED", "POWERING_UP"}, NodePoweringUp, true, true},
+		{[]string{"IDLE", "DRAIN", "POWERED_DOWN"}, NodeOff, false, false},
+		{[]string{"DOWN", "POWERED_DOWN"}, NodeOff, false, false},
+	}
+	for _, tc := range tests {
+		n := Node{Name: "n", State: tc.state}
+		if p, b, u := n.Power(), n.Busy(), n.UsableWhenPowered(); p != tc.power || b != tc.busy || u != tc.usable {
+			t.Errorf("%v: power %d busy %v usable %v, want %d %v %v", tc.state, p, b, u, tc.power, tc.busy, tc.usable)
+		}
+	}
+}
+
+// TestJobs_NodeList reads the nodes of running jobs (22.05 and newer) and
+// the backfill plan's nodes of pending ones (scheduled_nodes, v0.0.40+)
+// from captured answers.
+func TestJobs_NodeList(t *testing.T) {
+	jobs, _, err := parseJobs(fixture(t, "jobs.200.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, j := range jobs {
+		if j.State == policy.StateRunning {
+			running++
+			if len(j.NodeList) == 0 {
+				t.Errorf("22.05 running job %d: no nodes", j.ID)
+			}
+		}
+		if j.Pending() && len(j.NodeList) != 0 {
+			t.Errorf("22.05 pending job %d: nodes %v, want none (v0.0.38 has no scheduled_nodes)", j.ID, j.NodeList)
+		}
+	}
+	if running == 0 {
+		t.Fatal("no running job in the 22.05 capture")
+	}
+	b, err := os.ReadFile(filepath.Join(shareddata.Captures(t), "slurm-24.11.7", "v0.0.42", "jobs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, err = parseJobs(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]string{}
+	for _, j := range jobs {
+		if j.ID == 6 || j.ID == 8 || j.ID == 13 || j.ID == 14 || j.ID == 16 {
+			got[j.ID] = j.NodeList
+		}
+	}
+	want := map[int64][]string{6: {"gpu1"}, 8: {"gpu2"}, 13: {"gpu2"}, 14: {"gpu1"}, 16: nil}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("24.11 node lists (-want +got):\n%s", d)
+	}
+}
+
+func TestParseScheduledNodes(t *testing.T) {
+	got, err := parseScheduledNodes([]byte("12 gpu[1-2]\n13 (null)\n14 N/A\n15\n16 gpu2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[int64][]string{12: {"gpu1", "gpu2"}, 16: {"gpu2"}}, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	for _, bad := range []string{"x gpu1\n", "12 gpu1 extra\n", "12 gpu[1\n"} {
+		if _, err := parseScheduledNodes([]byte(bad)); err == nil {
+			t.Errorf("parseScheduledNodes(%q): no error", bad)
+		}
+	}
+}
+
+func TestPowerWriter_SetPower(t *testing.T) {
+	r := &fakeRunner{}
+	w, err := NewPowerWriter(PowerConfig{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetPower(t.Context(), "gpu2", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetPower(t.Context(), "gpu2", true); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"scontrol update nodename=gpu2 state=POWER_DOWN", "scontrol update nodename=gpu2 state=POWER_UP"}
+	if d := cmp.Diff(want, r.calls); d != "" {
+		t.Errorf("commands (-want +got):\n%s", d)
+	}
+	// A host list or an injected setting is refused before any command runs.
+	for _, bad := range []string{"gpu[1-2]", "gpu1 state=DOWN", "gpu1,gpu2", ""} {
+		if err := w.SetPower(t.Context(), bad, false); err == nil {
+			t.Errorf("SetPower(%q): no error", bad)
+		}
+	}
+	if len(r.calls) != 2 {
+		t.Errorf("%d commands run, want 2", len(r.calls))
+	}
+	// scontrol's refusal is the error, as 22.05 says it with power saving off.
+	r.stderr, r.err = []byte("slurm_update error: Invalid node state specified\n"), exitError(t)
+	err = w.SetPower(t.Context(), "gpu2", false)
+	if err == nil || !strings.Contains(err.Error(), "Invalid node state specified") {
+		t.Errorf("refused power-down: err %v, want scontrol's message", err)
+	}
+}
