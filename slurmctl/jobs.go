@@ -282,6 +282,12 @@ func translateJob(w *wireJob) (Job, error) {
 	if j.NodeList, err = ExpandHostlist(hosts); err != nil {
 		return j, fmt.Errorf("nodes: %w", err)
 	}
+	// A job that ended without a node never started: Slurm gives one
+	// cancelled while pending start = end, which history and the
+	// predictors would take for a 0 s run.
+	if j.State.Finished() && len(j.NodeList) == 0 {
+		j.Start = time.Time{}
+	}
 	if j.TimeLimit, err = minutes("time_limit", w.TimeLimit); err != nil {
 		return j, err
 	}

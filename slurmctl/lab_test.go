@@ -550,3 +550,36 @@ func TestLab_HandBackRestoresNice(t *testing.T) {
 		t.Errorf("second HandBack: %v, %+v; want nothing handed back", err, hb)
 	}
 }
+
+// TestLab_CancelledWhilePendingNeverStarted: a job cancelled while it waited
+// for resources is listed by slurmctld (MinJobAge) with start = end and no
+// nodes. Read must give it no start: serve stores finished jobs it reads
+// into the history, and a start would make it a 0 s run the predictors
+// learn from.
+func TestLab_CancelledWhilePendingNeverStarted(t *testing.T) {
+	env := lab.Get(t)
+	name := tag(t)
+	blocker := env.Submit(t, "bob", "-J", name, "-p", env.Partition, "-w", "gpu1", "--gres=gpu:4", "-t", "2", "--wrap", "sleep 120")
+	env.WaitState(t, blocker, time.Minute, "RUNNING")
+	id := env.Submit(t, "bob", "-J", name, "-p", env.Partition, "-w", "gpu1", "--gres=gpu:1", "-t", "1", "--wrap", "true")
+	env.Run(t, "", "scancel", strconv.FormatInt(id, 10))
+	env.WaitState(t, id, time.Minute, "CANCELLED")
+	env.Run(t, "", "scancel", strconv.FormatInt(blocker, 10))
+	cl, err := labClient(t, env, nil).Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, j := range cl.Jobs {
+		if j.ID != id {
+			continue
+		}
+		found = true
+		if j.State != policy.StateCancelled || !j.Start.IsZero() || j.End.IsZero() {
+			t.Errorf("job %d: %s, start %v, end %v; want CANCELLED with an end and no start", id, j.State, j.Start, j.End)
+		}
+	}
+	if !found {
+		t.Fatalf("job %d is not in slurmctld's list", id)
+	}
+}
