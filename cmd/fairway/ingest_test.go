@@ -255,7 +255,7 @@ func TestSharesCommand_SyncFromSlurmrestd(t *testing.T) {
 		t.Logf("Slurm %s (%s): %v", c.Release(), c.Version(), err)
 		return
 	}
-	if err != nil || !strings.Contains(out, "from slurmdbd: 6 nodes") {
+	if err != nil || !strings.Contains(out, "from slurmdbd through slurmrestd: 6 nodes") {
 		t.Fatalf("sync from slurmrestd %s: %v\n%s", c.Version(), err, out)
 	}
 	viaRest := show()
