@@ -188,6 +188,24 @@ func waitQueueEmpty(t *testing.T, e *lab.Env) {
 	}
 }
 
+// waitNoListedJobs waits until slurmctld lists no job of user, finished
+// ones included: it forgets a finished job MinJobAge (the lab: 30 s) after
+// the end, at its next purge.
+func waitNoListedJobs(t *testing.T, e *lab.Env, user string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		out, err := e.Try("", "squeue", "-h", "-u", user, "-t", "all", "-o", "%i %T")
+		if err == nil && strings.TrimSpace(out) == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmctld still lists jobs of %s after 3 minutes:\n%s", user, out)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // TestLab_ServeLightUserFirst is the scenario (a): a heavy user
 // floods the queue with 20 jobs, a light user submits 2 later. Slurm alone
 // (multifactor: age and fair-share) ranks the heavy user's older jobs first;
@@ -200,6 +218,10 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	tag := fmt.Sprintf("serveA%d", time.Now().UnixNano()%1e6)
 	heavy, light := "alice", "carol"
 
+	// serve charges the finished jobs slurmctld still lists (MinJobAge) to
+	// their users: the light user's jobs from earlier tests must be gone,
+	// or that user is not light.
+	waitNoListedJobs(t, e, light)
 	blocker := fillCluster(t, e, heavy, tag)
 	var heavyJobs, lightJobs []int64
 	for i := 0; i < 20; i++ {
