@@ -57,7 +57,7 @@ func TestSimulate_Default(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "bundled synthetic workload (seed 1) (synthetic): 2000 jobs on 8 × 8 gpus, EASY backfill, predictor fairway") {
 		t.Errorf("first line %q", lines[0])
 	}
-	for _, name := range policy.PolicyNames() {
+	for _, name := range policy.Names() {
 		found := false
 		for _, l := range lines[2:] {
 			if f := strings.Fields(l); len(f) == 13 && strings.TrimSuffix(f[0], "*") == name {

@@ -45,7 +45,7 @@ func TestRun_PowerResumeDelay(t *testing.T) {
 			map[int64]float64{1: 0, 2: 100}, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Cluster: Cluster{Nodes: 4, PerNode: tc.perNode, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{}),
+			cfg := Config{Cluster: Cluster{Nodes: 4, PerNode: tc.perNode, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil),
 				Power: idlePower(300 * time.Second)}
 			got, res := smStarts(t, tc.jobs, cfg)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -82,7 +82,7 @@ func TestRun_PowerProperties(t *testing.T) {
 			jobs = append(jobs, smJob(id, "u", at, 1+r.IntN(4), run, run*1.5))
 		}
 		cluster := Cluster{Nodes: 6, PerNode: 2, Unit: GPUs}
-		pol := func() policy.Policy { return smPolicy(t, "fifo", policy.PolicyParams{}) }
+		pol := func() policy.Policy { return smPolicy(t, "fifo", nil) }
 		base, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: pol()})
 		zero, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: pol(), Power: idlePower(0)})
 		if diff := cmp.Diff(base, zero); diff != "" {
@@ -112,7 +112,7 @@ func TestRun_PowerProperties(t *testing.T) {
 
 func TestRun_PowerRejectsPreempt(t *testing.T) {
 	_, err := Run([]policy.Job{smJob(1, "a", 0, 1, 10, 10)}, Config{Cluster: Cluster{Nodes: 1, PerNode: 1, Unit: GPUs},
-		Policy: smPolicy(t, "fifo", policy.PolicyParams{}), Preempt: true, Power: idlePower(time.Minute)})
+		Policy: smPolicy(t, "fifo", nil), Preempt: true, Power: idlePower(time.Minute)})
 	if err == nil {
 		t.Fatal("power saving with preemption: no error")
 	}
