@@ -63,7 +63,8 @@ func entry[P any](name, doc string, traits Traits, mk func(P) (Policy, error)) E
 }
 
 // registry lists the policies in the order comparisons print them: the
-// baselines, the oracle, fair-qssf, then Fairway's default.
+// baselines (fair-share and GPU-cluster policies, then the HPC heuristics
+// of RLScheduler's tables), the oracle, fair-qssf, then Fairway's default.
 var registry = []Entry{
 	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{}, NewFIFO),
 	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{}, NewFairshare),
@@ -71,6 +72,10 @@ var registry = []Entry{
 	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true}, NewTiresias),
 	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),
 	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{}, NewQSSF),
+	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{}, NewSJFLimit),
+	entry("f1", "log10(limit)·size + 870·log10(submit), smallest first (Carastan-Santos & de Camargo, SC'17)", Traits{}, NewF1),
+	entry("wfp3", "(wait/limit)³·size, largest first (Tang et al., CLUSTER'09)", Traits{}, NewWFP3),
+	entry("unicep", "wait/(log2(size)·limit), largest first (Tang et al., CLUSTER'09)", Traits{}, NewUNICEP),
 	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true}, NewSJFOracle),
 	entry("fair-qssf", "VTC across users, shortest predicted service within one, with starvation and ρ guards", Traits{}, NewFairQSSF),
 	entry("fair-sjf", "predicted shortest job first, stretched by fair share, shrunk by age", Traits{}, NewFairSJF),
