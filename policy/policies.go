@@ -15,6 +15,11 @@ type Traits struct {
 	// NeedsTrueRunTimes: it ranks by Snapshot.TrueRun, which only the
 	// simulator knows; serve, explain and queue refuse it.
 	NeedsTrueRunTimes bool
+	// Family: a parameterised family whose defaults repeat another
+	// policy (learned's are fair-sjf's point). Comparisons that name no
+	// policies leave it out (Compared): name it, with its parameters, to
+	// compare a point of it.
+	Family bool
 	// Preemptive: it was designed to preempt (its ranking is meant to be
 	// applied to running jobs too); simulate replays it preemptively
 	// unless told otherwise.
@@ -49,8 +54,15 @@ type Explainer interface {
 // entry registers a policy whose constructor takes a P: New accepts nil
 // (P's zero value, the defaults) or a P.
 func entry[P any](name, doc string, traits Traits, mk func(P) (Policy, error)) Entry {
+	var zero P
+	return entryWith(name, doc, traits, zero, mk)
+}
+
+// entryWith is entry for a policy whose defaults are def rather than P's
+// zero value.
+func entryWith[P any](name, doc string, traits Traits, def P, mk func(P) (Policy, error)) Entry {
 	return Entry{Name: name, Doc: doc, Traits: traits, New: func(params any) (Policy, error) {
-		var p P
+		p := def
 		if params != nil {
 			v, ok := params.(P)
 			if !ok {
@@ -79,6 +91,8 @@ var registry = []Entry{
 	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true}, NewSJFOracle),
 	entry("fair-qssf", "VTC across users, shortest predicted service within one, with starvation and ρ guards", Traits{}, NewFairQSSF),
 	entry("fair-sjf", "predicted shortest job first, stretched by fair share, shrunk by age", Traits{}, NewFairSJF),
+	entryWith("learned", "product of powers of run time, limit, size, fair-share usage, VTC counter and age, fitted by fairway tune",
+		Traits{Family: true}, DefaultLearnedParams(), NewLearned),
 }
 
 // Registered returns every registered policy in the registry's order. The
@@ -90,6 +104,18 @@ func Names() []string {
 	out := make([]string, len(registry))
 	for i, e := range registry {
 		out[i] = e.Name
+	}
+	return out
+}
+
+// Compared lists the policies a comparison replays when none are named:
+// every registered policy but the families, in the registry's order.
+func Compared() []string {
+	var out []string
+	for _, e := range registry {
+		if !e.Traits.Family {
+			out = append(out, e.Name)
+		}
 	}
 	return out
 }

@@ -41,7 +41,7 @@ func simulateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
-			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.Names(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
+			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.Compared(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_SIMULATE_BACKFILL"}},
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
 			&cli.StringFlag{Name: "preempt", Value: strings.Join(policy.Preemptive(), ","), Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},

@@ -71,7 +71,7 @@ type SuiteConfig struct {
 	// Loads scale each trace's inter-arrival times (ScaleLoad); nil means
 	// SuiteLoads.
 	Loads []float64
-	// Policies to replay; nil means every registered policy. Default is the
+	// Policies to replay; nil means policy.Compared(). Default is the
 	// one the criteria judge; "" means policy.Default.
 	Policies []string
 	Default  string
@@ -213,7 +213,7 @@ func (c *SuiteConfig) defaults() error {
 		c.Loads = SuiteLoads
 	}
 	if len(c.Policies) == 0 {
-		c.Policies = policy.Names()
+		c.Policies = policy.Compared()
 	}
 	if c.Default == "" {
 		c.Default = policy.Default
