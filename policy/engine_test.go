@@ -37,7 +37,7 @@ func (f *enFakePredictor) Predict(j *Job) Prediction {
 
 func enEngine(t *testing.T, pol string, pred Predictor, every time.Duration) *Engine {
 	t.Helper()
-	p, err := NewPolicy(pol, PolicyParams{})
+	p, err := New(pol, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

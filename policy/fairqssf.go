@@ -98,6 +98,22 @@ func NewFairQSSF(p FairQSSFParams) (Policy, error) {
 
 func (*fairQSSF) Name() string { return "fair-qssf" }
 
+// WhatMovesIt names fair-qssf's levers: the VTC counters, the predicted
+// service, and the two guards with their bounds.
+func (p *fairQSSF) WhatMovesIt(map[string]float64) string {
+	s := "its account's usage decaying or other users' counters growing as they run; a shorter time limit\n" +
+		"  or a smaller request lowers its predicted service"
+	if p.rhoMax > 0 {
+		s += fmt.Sprintf("; an estimated finish-time fairness (estimated_rho)\n"+
+			"  past %g puts it ahead of the jobs within that bound", p.rhoMax)
+	}
+	if p.maxWait > 0 {
+		s += fmt.Sprintf(", and waiting past the starvation guard (%g h)\n"+
+			"  ahead of every job that has not", p.maxWait/3600)
+	}
+	return s + "."
+}
+
 func (p *fairQSSF) Rank(s *Snapshot) ([]Score, error) {
 	var x rankIndex
 	if !p.ignoreRunning || p.maxWait > 0 || p.rhoMax > 0 {

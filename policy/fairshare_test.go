@@ -56,7 +56,7 @@ func TestFairshare_Rank(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := rkSnap(60, jobs...)
 			s.Shares, s.Ledger = shares, l
-			got, by := rkRank(t, "fairshare", PolicyParams{Fairshare: tc.params}, s)
+			got, by := rkRank(t, "fairshare", tc.params, s)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
@@ -74,7 +74,7 @@ func TestFairshare_Rank(t *testing.T) {
 // the order is FIFO.
 func TestFairshare_NoHistory(t *testing.T) {
 	s := rkSnap(60, rkJob{id: 1, acct: "a", user: "x", submit: 30}, rkJob{id: 2, acct: "b", user: "y", submit: 10})
-	got, by := rkRank(t, "fairshare", PolicyParams{}, s)
+	got, by := rkRank(t, "fairshare", nil, s)
 	if diff := cmp.Diff([]int64{2, 1}, got); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}

@@ -91,6 +91,19 @@ func NewFairSJF(p FairSJFParams) (Policy, error) {
 
 func (*fairSJF) Name() string { return "fair-sjf" }
 
+// WhatMovesIt names fair-sjf's levers: the three factors of the key.
+func (p *fairSJF) WhatMovesIt(map[string]float64) string {
+	share := "its user's fair-share usage decaying, and "
+	if p.k == 0 {
+		share = ""
+	}
+	if p.a == 0 {
+		return share + "a shorter time limit, which lowers its prediction (aging is off: waiting does not move it)."
+	}
+	return share + "its own wait: every second it waits shrinks its key\n" +
+		"  relative to its predicted run time, so it overtakes fresher jobs; a shorter time limit lowers its prediction."
+}
+
 // fairSJFMaxRatio caps UE/S: a zero-share association's stretch is large
 // but finite, so that the order among such jobs is still by key.
 const fairSJFMaxRatio = 1e6

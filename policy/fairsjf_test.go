@@ -10,7 +10,7 @@ import (
 // fsjfShipped is fair-sjf as serve and simulate run it: registry defaults.
 func fsjfShipped(t *testing.T) Policy {
 	t.Helper()
-	pol, err := NewPolicy("fair-sjf", PolicyParams{})
+	pol, err := New("fair-sjf", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func BenchmarkForecast(b *testing.B) {
 	for _, sz := range []struct{ jobs, nodes int }{{1000, 100}, {10000, 1000}, {100000, 10000}} {
 		s := rkRandomSnapshot(1, sz.jobs, sz.jobs/20)
-		p, err := NewPolicy(DefaultPolicy, PolicyParams{})
+		p, err := New(Default, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -24,7 +24,7 @@ func BenchmarkForecast(b *testing.B) {
 			b.Fatal(err)
 		}
 		name := fmt.Sprintf("pending=%d/nodes=%d", sz.jobs, sz.nodes)
-		b.Run(name+"/rank="+DefaultPolicy, func(b *testing.B) {
+		b.Run(name+"/rank="+Default, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu := rkCPUTime(b)
 			for b.Loop() {

@@ -5,47 +5,149 @@ import (
 	"strings"
 )
 
-// PolicyParams configures the registered policies; each constructor reads
-// its own part. The zero value gives every policy its documented defaults.
-type PolicyParams struct {
-	FIFO      FIFOParams
-	Fairshare FairshareParams
-	VTC       VTCParams
-	Tiresias  TiresiasParams
-	Themis    ThemisParams
-	QSSF      QSSFParams
-	SJFOracle SJFOracleParams
-	FairQSSF  FairQSSFParams
-	FairSJF   FairSJFParams
+// Default is the policy serve and simulate use when none is named.
+const Default = "fair-sjf"
+
+// Traits are what the rest of Fairway must know about a policy beyond its
+// ranking, so that nothing outside this package switches on a policy's
+// name.
+type Traits struct {
+	// NeedsTrueRunTimes: it ranks by Snapshot.TrueRun, which only the
+	// simulator knows; serve, explain and queue refuse it.
+	NeedsTrueRunTimes bool
+	// Family: a parameterised family whose defaults repeat another
+	// policy (learned's are fair-sjf's point). Comparisons that name no
+	// policies leave it out (Compared): name it, with its parameters, to
+	// compare a point of it.
+	Family bool
+	// Preemptive: it was designed to preempt (its ranking is meant to be
+	// applied to running jobs too); simulate replays it preemptively
+	// unless told otherwise.
+	Preemptive bool
 }
 
-// DefaultPolicy is the policy serve and simulate use when none is named.
-const DefaultPolicy = "fair-sjf"
-
-// Policies is the registry of ranking policies by name.
-var Policies = map[string]func(PolicyParams) (Policy, error){
-	"fifo":       func(p PolicyParams) (Policy, error) { return NewFIFO(p.FIFO) },
-	"fairshare":  func(p PolicyParams) (Policy, error) { return NewFairshare(p.Fairshare) },
-	"vtc":        func(p PolicyParams) (Policy, error) { return NewVTC(p.VTC) },
-	"tiresias":   func(p PolicyParams) (Policy, error) { return NewTiresias(p.Tiresias) },
-	"themis":     func(p PolicyParams) (Policy, error) { return NewThemis(p.Themis) },
-	"qssf":       func(p PolicyParams) (Policy, error) { return NewQSSF(p.QSSF) },
-	"sjf-oracle": func(p PolicyParams) (Policy, error) { return NewSJFOracle(p.SJFOracle) },
-	"fair-qssf":  func(p PolicyParams) (Policy, error) { return NewFairQSSF(p.FairQSSF) },
-	"fair-sjf":   func(p PolicyParams) (Policy, error) { return NewFairSJF(p.FairSJF) },
+// Entry is one registered policy.
+type Entry struct {
+	// Name is the registry name, what Policy.Name returns.
+	Name string
+	// Doc says in one line what the policy ranks by.
+	Doc    string
+	Traits Traits
+	// New builds the policy from its parameters: nil gives its documented
+	// defaults, otherwise a value of its own parameter type (FairSJFParams
+	// for fair-sjf, ...). Another type is refused.
+	New func(params any) (Policy, error)
 }
 
-// PolicyNames lists the registered policies in a fixed order: the
-// baselines, the oracle, fair-qssf, then Fairway's default.
-func PolicyNames() []string {
-	return []string{"fifo", "fairshare", "vtc", "tiresias", "themis", "qssf", "sjf-oracle", "fair-qssf", "fair-sjf"}
+// Explainer is a Policy that says, in its own terms, what would move a
+// pending job forward: explain prints it after what the job ahead leads
+// by. A policy that is not one gets a generic answer, the score parts.
+type Explainer interface {
+	Policy
+	// WhatMovesIt says what would move forward the job whose score parts
+	// (Parts.Map of its Score in this policy's ranking) are parts: the
+	// levers of this policy's formula, with its parameters. parts may be
+	// nil (the explanation lost them); the answer must still be true.
+	WhatMovesIt(parts map[string]float64) string
 }
 
-// NewPolicy builds the registered policy called name.
-func NewPolicy(name string, p PolicyParams) (Policy, error) {
-	mk, ok := Policies[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown policy %q: want one of %s", name, strings.Join(PolicyNames(), ", "))
+// entry registers a policy whose constructor takes a P: New accepts nil
+// (P's zero value, the defaults) or a P.
+func entry[P any](name, doc string, traits Traits, mk func(P) (Policy, error)) Entry {
+	var zero P
+	return entryWith(name, doc, traits, zero, mk)
+}
+
+// entryWith is entry for a policy whose defaults are def rather than P's
+// zero value.
+func entryWith[P any](name, doc string, traits Traits, def P, mk func(P) (Policy, error)) Entry {
+	return Entry{Name: name, Doc: doc, Traits: traits, New: func(params any) (Policy, error) {
+		p := def
+		if params != nil {
+			v, ok := params.(P)
+			if !ok {
+				return nil, fmt.Errorf("%s: parameters of type %T: want %T", name, params, p)
+			}
+			p = v
+		}
+		return mk(p)
+	}}
+}
+
+// registry lists the policies in the order comparisons print them: the
+// baselines (fair-share and GPU-cluster policies, then the HPC heuristics
+// of RLScheduler's tables), the oracle, fair-qssf, then Fairway's default.
+var registry = []Entry{
+	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{}, NewFIFO),
+	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{}, NewFairshare),
+	entry("vtc", "Virtual Token Counter: the least-served user first (Sheng et al., OSDI'24)", Traits{}, NewVTC),
+	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true}, NewTiresias),
+	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),
+	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{}, NewQSSF),
+	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{}, NewSJFLimit),
+	entry("f1", "log10(limit)·size + 870·log10(submit), smallest first (Carastan-Santos & de Camargo, SC'17)", Traits{}, NewF1),
+	entry("wfp3", "(wait/limit)³·size, largest first (Tang et al., CLUSTER'09)", Traits{}, NewWFP3),
+	entry("unicep", "wait/(log2(size)·limit), largest first (Tang et al., CLUSTER'09)", Traits{}, NewUNICEP),
+	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true}, NewSJFOracle),
+	entry("fair-qssf", "VTC across users, shortest predicted service within one, with starvation and ρ guards", Traits{}, NewFairQSSF),
+	entry("fair-sjf", "predicted shortest job first, stretched by fair share, shrunk by age", Traits{}, NewFairSJF),
+	entryWith("learned", "product of powers of run time, limit, size, fair-share usage, VTC counter and age, fitted by fairway tune",
+		Traits{Family: true}, DefaultLearnedParams(), NewLearned),
+}
+
+// Registered returns every registered policy in the registry's order. The
+// slice is a copy; the entries' functions are shared.
+func Registered() []Entry { return append([]Entry(nil), registry...) }
+
+// Names lists the registered policies in the registry's order.
+func Names() []string {
+	out := make([]string, len(registry))
+	for i, e := range registry {
+		out[i] = e.Name
 	}
-	return mk(p)
+	return out
+}
+
+// Compared lists the policies a comparison replays when none are named:
+// every registered policy but the families, in the registry's order.
+func Compared() []string {
+	var out []string
+	for _, e := range registry {
+		if !e.Traits.Family {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// Lookup returns the registered policy called name.
+func Lookup(name string) (Entry, bool) {
+	for _, e := range registry {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Preemptive lists the registered policies with the Preemptive trait, in
+// the registry's order.
+func Preemptive() []string {
+	var out []string
+	for _, e := range registry {
+		if e.Traits.Preemptive {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// New builds the registered policy called name from params (see
+// Entry.New).
+func New(name string, params any) (Policy, error) {
+	e, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown policy %q: want one of %s", name, strings.Join(Names(), ", "))
+	}
+	return e.New(params)
 }

@@ -47,7 +47,7 @@ func TestQSSF_Rank(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, by := rkRank(t, "qssf", PolicyParams{}, rkSnap(100, tc.jobs...))
+			got, by := rkRank(t, "qssf", nil, rkSnap(100, tc.jobs...))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
@@ -66,11 +66,11 @@ func TestSJFOracle_Rank(t *testing.T) {
 		{id: 2, submit: 1, gpus: 1, trueRun: 20 * time.Minute, run: time.Minute},
 		{id: 3, submit: 2, gpus: 1, trueRun: 10 * time.Minute},
 	}
-	got, _ := rkRank(t, "sjf-oracle", PolicyParams{}, rkSnap(5, jobs...))
+	got, _ := rkRank(t, "sjf-oracle", nil, rkSnap(5, jobs...))
 	if diff := cmp.Diff([]int64{1, 3, 2}, got); diff != "" {
 		t.Errorf("by true run time, predictions ignored (-want +got):\n%s", diff)
 	}
-	got, _ = rkRank(t, "sjf-oracle", PolicyParams{SJFOracle: SJFOracleParams{ByService: true}}, rkSnap(5, jobs...))
+	got, _ = rkRank(t, "sjf-oracle", SJFOracleParams{ByService: true}, rkSnap(5, jobs...))
 	if diff := cmp.Diff([]int64{3, 2, 1}, got); diff != "" {
 		t.Errorf("by true GPU time (-want +got):\n%s", diff)
 	}
@@ -100,7 +100,7 @@ func TestThemis_Rank(t *testing.T) {
 	s.Predicted[3] = 0
 	s.Running = []Job{{ID: 9, User: "carol", GPUs: 4, Start: rkAt(0), State: StateRunning}}
 	s.GPUs = 8
-	got, by := rkRank(t, "themis", PolicyParams{}, s)
+	got, by := rkRank(t, "themis", nil, s)
 	if diff := cmp.Diff([]int64{2, 1, 3}, got); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
@@ -111,7 +111,7 @@ func TestThemis_Rank(t *testing.T) {
 	}
 	// Capacity unknown: no slowdown, so job 1's ρ is 120/60 = 2.
 	s.GPUs = 0
-	_, by = rkRank(t, "themis", PolicyParams{}, s)
+	_, by = rkRank(t, "themis", nil, s)
 	if !rkClose(by[1].Value, 2) {
 		t.Errorf("job 1 without capacity: ρ = %v, want 2", by[1].Value)
 	}

@@ -22,7 +22,7 @@ func rkCPUTime(b *testing.B) time.Duration {
 var rkSizes = []struct{ jobs, users int }{{1000, 50}, {10000, 500}, {100000, 5000}}
 
 // rkParams are the policies' parameters in the ranking benchmarks.
-var rkParams = PolicyParams{Tiresias: TiresiasParams{Gittins: true, PromoteKnob: 2}}
+var rkParams = map[string]any{"tiresias": TiresiasParams{Gittins: true, PromoteKnob: 2}}
 
 // rkServeInterval is serve's default time between cycles.
 const rkServeInterval = 30 * time.Second
@@ -37,11 +37,11 @@ const rkServeInterval = 30 * time.Second
 // running job: run at least 10 ops. The target is fair-qssf at 100,000
 // jobs and 5,000 users: under 100 ms and 200 MB allocated per cycle.
 func BenchmarkRank(b *testing.B) {
-	for _, name := range PolicyNames() {
+	for _, name := range Names() {
 		for _, sz := range rkSizes {
 			b.Run(fmt.Sprintf("policy=%s/jobs=%d/users=%d", name, sz.jobs, sz.users), func(b *testing.B) {
 				s := rkRandomSnapshot(1, sz.jobs, sz.users)
-				p, err := NewPolicy(name, rkParams)
+				p, err := New(name, rkParams[name])
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -66,11 +66,11 @@ func BenchmarkRank(b *testing.B) {
 // a Snapshot no Engine keeps (the simulator's forecast, tests), so the
 // policies that read a rankIndex build it from the Snapshot at every op.
 func BenchmarkRankSnapshot(b *testing.B) {
-	for _, name := range PolicyNames() {
+	for _, name := range Names() {
 		for _, sz := range rkSizes {
 			b.Run(fmt.Sprintf("policy=%s/jobs=%d/users=%d", name, sz.jobs, sz.users), func(b *testing.B) {
 				s := rkRandomSnapshot(1, sz.jobs, sz.users)
-				p, err := NewPolicy(name, rkParams)
+				p, err := New(name, rkParams[name])
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -146,7 +146,7 @@ func BenchmarkLedger_Backlog(b *testing.B) {
 // ranking changed by a new job at the head.
 func BenchmarkAssign(b *testing.B) {
 	s := rkRandomSnapshot(1, 100000, 5000)
-	p, err := NewPolicy("fair-qssf", PolicyParams{})
+	p, err := New("fair-qssf", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,11 +57,11 @@ func rkSnap(now float64, jobs ...rkJob) *Snapshot {
 
 // rkRank ranks s with the registered policy name and returns the job ids
 // best first and the values by id.
-func rkRank(t *testing.T, name string, p PolicyParams, s *Snapshot) ([]int64, map[int64]Score) {
+func rkRank(t *testing.T, name string, p any, s *Snapshot) ([]int64, map[int64]Score) {
 	t.Helper()
-	pol, err := NewPolicy(name, p)
+	pol, err := New(name, p)
 	if err != nil {
-		t.Fatalf("NewPolicy(%q): %v", name, err)
+		t.Fatalf("New(%q): %v", name, err)
 	}
 	scores, err := pol.Rank(s)
 	if err != nil {
@@ -87,7 +88,7 @@ func TestFIFO_Rank(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, by := rkRank(t, "fifo", PolicyParams{}, rkSnap(60, tc.jobs...))
+			got, by := rkRank(t, "fifo", nil, rkSnap(60, tc.jobs...))
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
@@ -100,30 +101,33 @@ func TestFIFO_Rank(t *testing.T) {
 	}
 }
 
-func TestPolicies_RegistryMatchesNames(t *testing.T) {
-	var reg []string
-	for n := range Policies {
-		reg = append(reg, n)
+func TestRegistry_NamesUniqueDefaultRegistered(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range Registered() {
+		if seen[e.Name] {
+			t.Errorf("%q is registered twice", e.Name)
+		}
+		seen[e.Name] = true
+		if e.Doc == "" {
+			t.Errorf("%q has no Doc", e.Name)
+		}
 	}
-	slices.Sort(reg)
-	names := slices.Clone(PolicyNames())
-	slices.Sort(names)
-	if diff := cmp.Diff(reg, names); diff != "" {
-		t.Errorf("registry vs PolicyNames (-registry +names):\n%s", diff)
+	if _, ok := Lookup(Default); !ok {
+		t.Errorf("default policy %q is not registered", Default)
 	}
-	if _, ok := Policies[DefaultPolicy]; !ok {
-		t.Errorf("default policy %q is not registered", DefaultPolicy)
+	if _, err := New("fair-sjf", TiresiasParams{}); err == nil || !strings.Contains(err.Error(), "want policy.FairSJFParams") {
+		t.Errorf("New(fair-sjf, TiresiasParams) = %v, want an error naming the parameter type", err)
 	}
-	if _, err := NewPolicy("lottery", PolicyParams{}); err == nil {
-		t.Error(`NewPolicy("lottery") succeeded, want an error`)
+	if _, err := New("lottery", nil); err == nil {
+		t.Error(`New("lottery") succeeded, want an error`)
 	}
-	for _, n := range PolicyNames() {
-		p, err := NewPolicy(n, PolicyParams{})
+	for _, n := range Names() {
+		p, err := New(n, nil)
 		if err != nil {
-			t.Fatalf("NewPolicy(%q) with defaults: %v", n, err)
+			t.Fatalf("New(%q) with defaults: %v", n, err)
 		}
 		if p.Name() != n {
-			t.Errorf("NewPolicy(%q).Name() = %q", n, p.Name())
+			t.Errorf("New(%q).Name() = %q", n, p.Name())
 		}
 	}
 }
@@ -132,17 +136,17 @@ func TestPolicies_RejectBadParams(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy string
-		p      PolicyParams
+		p      any
 	}{
-		{"negative fairshare weight", "fairshare", PolicyParams{Fairshare: FairshareParams{AgeWeight: -1}}},
-		{"descending tiresias thresholds", "tiresias", PolicyParams{Tiresias: TiresiasParams{Thresholds: []float64{100, 50}}}},
-		{"negative promote knob", "tiresias", PolicyParams{Tiresias: TiresiasParams{PromoteKnob: -1}}},
-		{"negative themis min run", "themis", PolicyParams{Themis: ThemisParams{MinRun: -time.Second}}},
+		{"negative fairshare weight", "fairshare", FairshareParams{AgeWeight: -1}},
+		{"descending tiresias thresholds", "tiresias", TiresiasParams{Thresholds: []float64{100, 50}}},
+		{"negative promote knob", "tiresias", TiresiasParams{PromoteKnob: -1}},
+		{"negative themis min run", "themis", ThemisParams{MinRun: -time.Second}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := NewPolicy(tc.policy, tc.p); err == nil {
-				t.Errorf("NewPolicy(%q, %+v) succeeded, want an error", tc.policy, tc.p)
+			if _, err := New(tc.policy, tc.p); err == nil {
+				t.Errorf("New(%q, %+v) succeeded, want an error", tc.policy, tc.p)
 			}
 		})
 	}
@@ -259,12 +263,11 @@ func rkRandomSnapshot(seed int64, jobs, users int) *Snapshot {
 // ranking, values and parts whatever the order of Pending and Running, and
 // the same result twice on the same snapshot.
 func TestPolicies_InputOrderIndependent(t *testing.T) {
-	params := PolicyParams{Tiresias: TiresiasParams{Gittins: true, PromoteKnob: 2}}
-	for _, name := range PolicyNames() {
+	for _, name := range Names() {
 		for seed := int64(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
 				s := rkRandomSnapshot(seed, 400, 40)
-				pol, err := NewPolicy(name, params)
+				pol, err := New(name, rkParams[name])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -381,5 +384,54 @@ func TestSortRank_MatchesSortFunc(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestRegistry_TraitsAnswerWhatNamesDid(t *testing.T) {
+	if diff := cmp.Diff([]string{"tiresias"}, Preemptive()); diff != "" {
+		t.Errorf("Preemptive (-want +got):\n%s", diff)
+	}
+	var oracles []string
+	for _, e := range Registered() {
+		if e.Traits.NeedsTrueRunTimes {
+			oracles = append(oracles, e.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"sjf-oracle"}, oracles); diff != "" {
+		t.Errorf("NeedsTrueRunTimes (-want +got):\n%s", diff)
+	}
+}
+
+// TestExplainer_NamesOnlyTheGuardsItHas checks that a policy's answer to
+// "what moves it" follows its parameters: a guard turned off is not
+// offered as a lever.
+func TestExplainer_NamesOnlyTheGuardsItHas(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		policy      string
+		params      any
+		want, never string
+	}{
+		{"fair-qssf as shipped", "fair-qssf", nil, "starvation guard (24 h)", "overtakes"},
+		{"fair-qssf, guards off", "fair-qssf", FairQSSFParams{MaxWait: -1, RhoMax: -1}, "predicted service.", "guard"},
+		{"fair-qssf, 2 h guard", "fair-qssf", FairQSSFParams{MaxWait: 2 * time.Hour}, "starvation guard (2 h)", "24 h"},
+		{"fair-sjf as shipped", "fair-sjf", nil, "overtakes fresher jobs", "guard"},
+		{"fair-sjf, no aging", "fair-sjf", FairSJFParams{AgeExponent: -1}, "aging is off", "overtakes"},
+		{"fair-sjf, no fair share", "fair-sjf", FairSJFParams{ShareExponent: -1}, "its own wait", "fair-share"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(tc.policy, tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, ok := p.(Explainer)
+			if !ok {
+				t.Fatalf("%s is not an Explainer", tc.policy)
+			}
+			got := ex.WhatMovesIt(nil)
+			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.never) {
+				t.Errorf("%q, want it to say %q and never %q", got, tc.want, tc.never)
+			}
+		})
 	}
 }

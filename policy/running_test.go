@@ -121,7 +121,7 @@ func TestEngine_IndexMatchesSnapshot(t *testing.T) {
 						if withPred {
 							pred = newEnFake()
 						}
-						pol, err := NewPolicy(name, PolicyParams{})
+						pol, err := New(name, nil)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -273,10 +273,10 @@ func TestEngine_PredictsJobFirstSeenRunning(t *testing.T) {
 // times) rank exactly as the policy's Rank ranks each cycle's Snapshot
 // alone, charging cycles included.
 func TestEngine_RanksAsSnapshot(t *testing.T) {
-	for _, name := range PolicyNames() {
+	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			s := rkRandomSnapshot(2, 3000, 150)
-			p, err := NewPolicy(name, rkParams)
+			p, err := New(name, rkParams[name])
 			if err != nil {
 				t.Fatal(err)
 			}

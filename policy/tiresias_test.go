@@ -54,7 +54,7 @@ func TestTiresias_Rank(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, by := rkRank(t, "tiresias", PolicyParams{Tiresias: tc.params}, build())
+			got, by := rkRank(t, "tiresias", tc.params, build())
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}

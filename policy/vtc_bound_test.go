@@ -31,7 +31,7 @@ func TestVTC_FairnessBound(t *testing.T) {
 }
 
 func rkRunBound(t *testing.T, policy string, shares *Shares) {
-	pol, err := NewPolicy(policy, PolicyParams{})
+	pol, err := New(policy, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestVTC_Rank(t *testing.T) {
 			}
 			s := rkSnap(10, tc.jobs...)
 			s.Shares, s.Ledger = tc.shares, l
-			got, by := rkRank(t, "vtc", PolicyParams{}, s)
+			got, by := rkRank(t, "vtc", nil, s)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
@@ -139,7 +139,7 @@ func TestVTC_ReturningUserIsLifted(t *testing.T) {
 		return s
 	}
 	// Not lifted: carol 0, 3600, 7200 (ties bob, who is older); alice 9000.
-	got, _ := rkRank(t, "vtc", PolicyParams{}, build(false))
+	got, _ := rkRank(t, "vtc", nil, build(false))
 	if diff := cmp.Diff([]int64{3, 4, 2, 5, 1}, got); diff != "" {
 		t.Errorf("without the lift (-want +got):\n%s", diff)
 	}
@@ -149,7 +149,7 @@ func TestVTC_ReturningUserIsLifted(t *testing.T) {
 	if c := s.Ledger.Counter(Assoc{"lab", "carol"}); c != 7200 {
 		t.Fatalf("carol's counter after the lift = %v, want 7200", c)
 	}
-	got, _ = rkRank(t, "vtc", PolicyParams{}, s)
+	got, _ = rkRank(t, "vtc", nil, s)
 	if diff := cmp.Diff([]int64{2, 3, 1, 4, 5}, got); diff != "" {
 		t.Errorf("with the lift (-want +got):\n%s", diff)
 	}
@@ -170,14 +170,14 @@ func TestVTC_CommittedRunningService(t *testing.T) {
 	s.Predicted[3] = time.Hour
 	s.Ledger = l
 
-	got, by := rkRank(t, "vtc", PolicyParams{}, s)
+	got, by := rkRank(t, "vtc", nil, s)
 	if diff := cmp.Diff([]int64{1, 2}, got); diff != "" {
 		t.Errorf("committed counted (-want +got):\n%s", diff)
 	}
 	if c := by[2].Parts.Get("user_counter"); c != 3600 {
 		t.Errorf("bob's counter = %v, want 600 received + 3000 committed", c)
 	}
-	got, _ = rkRank(t, "vtc", PolicyParams{VTC: VTCParams{IgnoreRunning: true}}, s)
+	got, _ = rkRank(t, "vtc", VTCParams{IgnoreRunning: true}, s)
 	if diff := cmp.Diff([]int64{2, 1}, got); diff != "" {
 		t.Errorf("received service only (-want +got):\n%s", diff)
 	}
@@ -188,7 +188,7 @@ func TestVTC_CommittedRunningService(t *testing.T) {
 	rkCharge(stale, 10, "lab", "alice", 2000)
 	stale.Charge(&running, running.Start, rkAt(55), Service{})
 	s.Ledger = stale
-	_, by = rkRank(t, "vtc", PolicyParams{}, s)
+	_, by = rkRank(t, "vtc", nil, s)
 	if c := by[2].Parts.Get("user_counter"); c != 3600 {
 		t.Errorf("bob's counter with stale charging = %v, want 300 received + 3300 committed", c)
 	}
@@ -312,7 +312,7 @@ func TestFairQSSF_Rank(t *testing.T) {
 			}
 			s := rkSnap(tc.now, tc.jobs...)
 			s.Ledger, s.GPUs = l, tc.gpus
-			got, by := rkRank(t, "fair-qssf", PolicyParams{FairQSSF: tc.params}, s)
+			got, by := rkRank(t, "fair-qssf", tc.params, s)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}

@@ -36,7 +36,7 @@ func synthFixture(b *testing.B, jobs int) *fixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fs, err := policy.NewPolicy("fairshare", policy.PolicyParams{})
+	fs, err := policy.New("fairshare", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,7 @@ type Options struct {
 	Counterfactual bool
 	// SimPolicy and SimPredictor are Fairway's policy and predictor in the
 	// counterfactual; "" takes the ones the decision log used most, or
-	// policy.DefaultPolicy and "fairway" when there is no log. SimPredictor
+	// policy.Default and "fairway" when there is no log. SimPredictor
 	// "none" runs without a predictor.
 	SimPolicy    string
 	SimPredictor string

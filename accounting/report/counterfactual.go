@@ -30,7 +30,7 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 		polName = ch.Policy
 	}
 	if polName == "" {
-		polName = policy.DefaultPolicy
+		polName = policy.Default
 	}
 	if predName == "" {
 		predName = ch.Predictor
@@ -69,7 +69,7 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 	var wg sync.WaitGroup
 	for i := range runs {
 		r := &runs[i]
-		p, err := policy.NewPolicy(r.pol, policy.PolicyParams{})
+		p, err := policy.New(r.pol, nil)
 		if err != nil {
 			return nil, fmt.Errorf("counterfactual: %w", err)
 		}

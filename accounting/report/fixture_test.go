@@ -223,7 +223,7 @@ func (fx *fixture) predictions(t testing.TB, name string) {
 // logs only each job's first decision (the benchmark's volume control).
 func (fx *fixture) decisions(t testing.TB, pol, pred string, cl sim.Cluster, firstOnly bool) {
 	t.Helper()
-	p, err := policy.NewPolicy(pol, policy.PolicyParams{})
+	p, err := policy.New(pol, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

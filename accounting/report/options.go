@@ -30,8 +30,8 @@ func (o Options) Validate() error {
 	if o.ShardsPerGPU < 0 {
 		return fmt.Errorf("--shards-per-gpu %d: want >= 0", o.ShardsPerGPU)
 	}
-	if _, ok := policy.Policies[o.SimPolicy]; !ok && o.SimPolicy != "" {
-		return fmt.Errorf("--sim-policy %q: want one of %s", o.SimPolicy, strings.Join(policy.PolicyNames(), ", "))
+	if _, ok := policy.Lookup(o.SimPolicy); !ok && o.SimPolicy != "" {
+		return fmt.Errorf("--sim-policy %q: want one of %s", o.SimPolicy, strings.Join(policy.Names(), ", "))
 	}
 	if _, ok := predict.Predictors[o.SimPredictor]; !ok && o.SimPredictor != "" && o.SimPredictor != "none" {
 		return fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(predict.Names(), ", "))

@@ -27,7 +27,7 @@ func serveFlags() []cli.Flag {
 	}, slurmFlags("", "slurmrestd base URL")...)
 	flags = append(flags,
 		&cli.StringFlag{Name: "write-mode", Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},
-		&cli.StringFlag{Name: "policy", Value: policy.DefaultPolicy, Usage: "ranking policy: " + strings.Join(policy.PolicyNames(), ", "), EnvVars: []string{"FAIRWAY_POLICY"}},
+		&cli.StringFlag{Name: "policy", Value: policy.Default, Usage: "ranking policy: " + strings.Join(policy.Names(), ", "), EnvVars: []string{"FAIRWAY_POLICY"}},
 		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(predict.Names(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
 		&cli.DurationFlag{Name: "interval", Value: 30 * time.Second, Usage: "time between cycles", EnvVars: []string{"FAIRWAY_INTERVAL"}},
 		&cli.DurationFlag{Name: "max-backoff", Value: 5 * time.Minute, Usage: "longest wait between cycles while Slurm is unreadable", EnvVars: []string{"FAIRWAY_MAX_BACKOFF"}},

@@ -41,10 +41,10 @@ func simulateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
-			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.PolicyNames(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
+			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.Compared(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_SIMULATE_BACKFILL"}},
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
-			&cli.StringFlag{Name: "preempt", Value: "tiresias", Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
+			&cli.StringFlag{Name: "preempt", Value: strings.Join(policy.Preemptive(), ","), Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
@@ -58,8 +58,8 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-jobs", Usage: "with --suite: replay only each trace's first N jobs (0: all)", EnvVars: []string{"FAIRWAY_SIMULATE_MAX_JOBS"}},
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
-			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.DefaultPolicy + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
-			&cli.BoolFlag{Name: "power", Usage: "replay one policy (the first of --policies, default " + policy.DefaultPolicy + ") without power saving and with each power rule, and print the power table with the waits", EnvVars: []string{"FAIRWAY_SIMULATE_POWER"}},
+			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.Default + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
+			&cli.BoolFlag{Name: "power", Usage: "replay one policy (the first of --policies, default " + policy.Default + ") without power saving and with each power rule, and print the power table with the waits", EnvVars: []string{"FAIRWAY_SIMULATE_POWER"}},
 			&cli.DurationFlag{Name: "resume-time", Value: 5 * time.Minute, Usage: "with --power: how long a powered-down node takes to come up for a job (Slurm's ResumeTimeout)", EnvVars: []string{"FAIRWAY_SIMULATE_RESUME_TIME"}},
 			&cli.StringFlag{Name: "power-buffer", Value: "0,5,10,20", Usage: "with --power: comma-separated buffers of the artifact's predictive rule", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_BUFFER"}},
 			&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "with --power: comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_SIMULATE_SUSPEND_TIME"}},
@@ -204,7 +204,7 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 	if ps.HybridIdle, err = parseDurations(c.String("hybrid-idle")); err != nil {
 		return fmt.Errorf("--hybrid-idle: %w", err)
 	}
-	name := policy.DefaultPolicy
+	name := policy.Default
 	if c.IsSet("policies") {
 		name = cfg.Policies[0]
 	}

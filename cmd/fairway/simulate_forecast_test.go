@@ -20,7 +20,7 @@ func TestSimulateForecast(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("decode %q: %v", out, err)
 	}
-	if rep.Policy != policy.DefaultPolicy || len(rep.Moments) != 3 {
+	if rep.Policy != policy.Default || len(rep.Moments) != 3 {
 		t.Fatalf("policy %q with %d moments, want the default policy and 3", rep.Policy, len(rep.Moments))
 	}
 	for _, m := range rep.Moments {
@@ -35,7 +35,7 @@ func TestSimulateForecast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"after each hour waited", "| | | limits |", "policy " + policy.DefaultPolicy + ", EASY backfill"} {
+	for _, want := range []string{"after each hour waited", "| | | limits |", "policy " + policy.Default + ", EASY backfill"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

@@ -29,13 +29,13 @@ func BenchmarkSimulate(b *testing.B) {
 }
 
 func benchmarkSimulate(b *testing.B, predictor string) {
-	b.Run(fmt.Sprintf("trace=CTC/policies=%d/predictor=%s", len(policy.PolicyNames()), predictor), func(b *testing.B) {
+	b.Run(fmt.Sprintf("trace=CTC/policies=%d/predictor=%s", len(policy.Names()), predictor), func(b *testing.B) {
 		jobs, cluster := readShared(b, ctcTrace)
 		once := func() []Metrics {
-			out := make([]Metrics, len(policy.PolicyNames()))
+			out := make([]Metrics, len(policy.Names()))
 			sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 			var wg sync.WaitGroup
-			for i, name := range policy.PolicyNames() {
+			for i, name := range policy.Names() {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -60,7 +60,7 @@ func benchmarkSimulate(b *testing.B, predictor string) {
 			}
 		}
 	})
-	b.Run(fmt.Sprintf("synth=%d/policy=%s/predictor=%s", 1000000, policy.DefaultPolicy, predictor), func(b *testing.B) {
+	b.Run(fmt.Sprintf("synth=%d/policy=%s/predictor=%s", 1000000, policy.Default, predictor), func(b *testing.B) {
 		jobs, err := Synth(SynthParams{Jobs: 1000000, Users: 3000, Nodes: 128, GPUsPerNode: 8, Seed: 1})
 		if err != nil {
 			b.Fatal(err)
@@ -68,7 +68,7 @@ func benchmarkSimulate(b *testing.B, predictor string) {
 		cluster := Cluster{Nodes: 128, PerNode: 8, Unit: GPUs}
 		b.ResetTimer()
 		for b.Loop() {
-			res, err := Run(jobs, smConfig(b, cluster, policy.DefaultPolicy, predictor))
+			res, err := Run(jobs, smConfig(b, cluster, policy.Default, predictor))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,8 +15,8 @@ import (
 // policies.
 type CompareConfig struct {
 	Policies  []string
-	Params    policy.PolicyParams // every policy's parameters (zero: defaults)
-	Predictor string              // a predict.Predictors name, or "none"
+	Params    map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
+	Predictor string         // a predict.Predictors name, or "none"
 	Backfill  Backfill
 	Preempt   map[string]bool // policies simulated preemptively
 	Parallel  int             // policies simulated at once (at least 1)
@@ -60,7 +60,7 @@ func Compare(ctx context.Context, w *Workload, cfg CompareConfig) ([]PolicyRun, 
 // SimConfig is the simulation of w under policy name as cfg says, stopped
 // when ctx ends.
 func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string) (Config, error) {
-	pol, err := policy.NewPolicy(name, cfg.Params)
+	pol, err := policy.New(name, cfg.Params[name])
 	if err != nil {
 		return Config{}, err
 	}

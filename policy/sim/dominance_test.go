@@ -31,7 +31,7 @@ func TestSuite_DefaultDominatesFairshare(t *testing.T) {
 	res, err := RunSuite(context.Background(), SuiteConfig{
 		Traces:   traces,
 		Loads:    []float64{1.0, 1.2},
-		Policies: []string{"fifo", "fairshare", "vtc", "qssf", "sjf-oracle", policy.DefaultPolicy},
+		Policies: []string{"fifo", "fairshare", "vtc", "qssf", "sjf-oracle", policy.Default},
 		MaxJobs:  3000,
 		Parallel: 2,
 	})

@@ -76,7 +76,7 @@ type ForecastReport struct {
 // default unless named is set (then it must name exactly one), and never
 // one simulated preemptively.
 func ForecastPolicy(named []string, set bool, preempt map[string]bool) (string, error) {
-	name := policy.DefaultPolicy
+	name := policy.Default
 	if set {
 		if len(named) != 1 {
 			return "", fmt.Errorf("--policies: --forecast measures one policy, got %d", len(named))

@@ -51,7 +51,7 @@ func TestForecast_ReplaysSimulator(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			jobs := fcQueue(7, 300, tt.maxUnits)
 			var forecasts []*policy.Forecast
-			cfg := Config{Cluster: tt.cluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{}), Backfill: tt.backfill,
+			cfg := Config{Cluster: tt.cluster, Policy: smPolicy(t, "fifo", nil), Backfill: tt.backfill,
 				OnCycle: func(o *policy.Observation, s *policy.Snapshot, ranking []policy.Score) {
 					if !tt.allCycles && len(forecasts) > 0 {
 						return
@@ -99,11 +99,11 @@ func TestForecast_ReplaysSimulator(t *testing.T) {
 func TestMeasureForecast(t *testing.T) {
 	t.Run("synthetic workload", func(t *testing.T) {
 		jobs, cluster := smSynth(t)
-		want, err := Run(copyJobs(jobs), smConfig(t, cluster, policy.DefaultPolicy, "fairway"))
+		want, err := Run(copyJobs(jobs), smConfig(t, cluster, policy.Default, "fairway"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := MeasureForecast(copyJobs(jobs), smConfig(t, cluster, policy.DefaultPolicy, "fairway"), ForecastParams{})
+		rep, err := MeasureForecast(copyJobs(jobs), smConfig(t, cluster, policy.Default, "fairway"), ForecastParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestMeasureForecast(t *testing.T) {
 	})
 	t.Run("oracle, nothing arrives later", func(t *testing.T) {
 		cluster := Cluster{Nodes: 1, PerNode: 64, Unit: CPUs}
-		cfg := Config{Cluster: cluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{})}
+		cfg := Config{Cluster: cluster, Policy: smPolicy(t, "fifo", nil)}
 		jobs := fcQueue(3, 200, 40)
 		runs := map[int64]time.Duration{}
 		for _, j := range jobs {
@@ -165,7 +165,7 @@ func TestMeasureForecast(t *testing.T) {
 // predicted one, and without Oracle none is reported.
 func TestMeasureForecast_Oracle(t *testing.T) {
 	cluster := Cluster{Nodes: 1, PerNode: 64, Unit: CPUs}
-	cfg := Config{Cluster: cluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{})}
+	cfg := Config{Cluster: cluster, Policy: smPolicy(t, "fifo", nil)}
 	rep, err := MeasureForecast(fcQueue(5, 200, 40), cfg, ForecastParams{Resolution: time.Nanosecond, Oracle: true})
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func TestGolden_SmallSynthetic(t *testing.T) {
 	jobs, cluster := smSynth(t)
 	var metrics bytes.Buffer
 	fmt.Fprintln(&metrics, "policy jobs avg_jct_s median_jct_s p95_jct_s avg_wait_s p95_wait_s avg_bsld makespan_s utilization jain jain_windows max_rho p95_rho user_p95_wait_spread_s preemptions cycles")
-	for _, name := range policy.PolicyNames() {
+	for _, name := range policy.Compared() {
 		res, err := Run(jobs, smConfig(t, cluster, name, "tsafrir"))
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestGolden_SmallSynthetic(t *testing.T) {
 		m := Measure(res, MetricsParams{})
 		fmt.Fprintf(&metrics, "%s %d %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %d %.6g %.6g %.6g %d %d\n", m.Name, m.Jobs, m.AvgJCT, m.MedianJCT, m.P95JCT,
 			m.AvgWait, m.P95Wait, m.AvgBSLD, m.Makespan, m.Utilization, m.Jain, m.JainWindows, m.MaxRho, m.P95Rho, m.UserP95WaitSpread, m.Preemptions, m.Cycles)
-		if name != policy.DefaultPolicy {
+		if name != policy.Default {
 			continue
 		}
 		var sched bytes.Buffer
@@ -63,7 +63,35 @@ func TestGolden_SmallSynthetic(t *testing.T) {
 			fmt.Fprintf(&sched, "%d %s %d %.0f %.0f %.0f %.0f %.0f\n", j.ID, j.User, j.Units, j.Submit.Sub(res.Jobs[0].Submit).Seconds(),
 				j.Start.Sub(res.Jobs[0].Submit).Seconds(), j.End.Sub(res.Jobs[0].Submit).Seconds(), j.Run.Seconds(), j.Limit.Seconds())
 		}
-		golden(t, "synth300_"+policy.DefaultPolicy+"_schedule.golden", sched.Bytes())
+		golden(t, "synth300_"+policy.Default+"_schedule.golden", sched.Bytes())
 	}
 	golden(t, "synth300_metrics.golden", metrics.Bytes())
+}
+
+// TestLearned_DefaultReplaysFairSJF checks that the learned family with
+// its defaults (fair-sjf's point) schedules the small synthetic workload
+// exactly as fair-sjf does: same metrics, same start of every job.
+func TestLearned_DefaultReplaysFairSJF(t *testing.T) {
+	jobs, cluster := smSynth(t)
+	run := func(name string) *Result {
+		res, err := Run(jobs, smConfig(t, cluster, name, "tsafrir"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	want, got := run("fair-sjf"), run("learned")
+	if len(want.Jobs) != len(got.Jobs) {
+		t.Fatalf("%d jobs, fair-sjf %d", len(got.Jobs), len(want.Jobs))
+	}
+	for i := range want.Jobs {
+		if w, g := want.Jobs[i], got.Jobs[i]; w.ID != g.ID || !w.Start.Equal(g.Start) {
+			t.Fatalf("job %d starts at %v under learned, %v under fair-sjf", g.ID, g.Start, w.Start)
+		}
+	}
+	wm, gm := Measure(want, MetricsParams{}), Measure(got, MetricsParams{})
+	wm.Name = gm.Name
+	if diff := cmp.Diff(wm, gm); diff != "" {
+		t.Errorf("metrics (-fair-sjf +learned):\n%s", diff)
+	}
 }

@@ -45,7 +45,7 @@ func TestRun_PowerResumeDelay(t *testing.T) {
 			map[int64]float64{1: 0, 2: 100}, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Cluster: Cluster{Nodes: 4, PerNode: tc.perNode, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{}),
+			cfg := Config{Cluster: Cluster{Nodes: 4, PerNode: tc.perNode, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil),
 				Power: idlePower(300 * time.Second)}
 			got, res := smStarts(t, tc.jobs, cfg)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -83,7 +83,7 @@ func TestRun_PowerProperties(t *testing.T) {
 			jobs = append(jobs, smJob(id, "u", at, 1+r.IntN(4), run, run*1.5))
 		}
 		cluster := Cluster{Nodes: 6, PerNode: 2, Unit: GPUs}
-		pol := func() policy.Policy { return smPolicy(t, "fifo", policy.PolicyParams{}) }
+		pol := func() policy.Policy { return smPolicy(t, "fifo", nil) }
 		base, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: pol()})
 		zero, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: pol(), Power: idlePower(0)})
 		if diff := cmp.Diff(base, zero); diff != "" {
@@ -113,7 +113,7 @@ func TestRun_PowerProperties(t *testing.T) {
 
 func TestRun_PowerRejectsPreempt(t *testing.T) {
 	_, err := Run([]policy.Job{smJob(1, "a", 0, 1, 10, 10)}, Config{Cluster: Cluster{Nodes: 1, PerNode: 1, Unit: GPUs},
-		Policy: smPolicy(t, "fifo", policy.PolicyParams{}), Preempt: true, Power: idlePower(time.Minute)})
+		Policy: smPolicy(t, "fifo", nil), Preempt: true, Power: idlePower(time.Minute)})
 	if err == nil {
 		t.Fatal("power saving with preemption: no error")
 	}
@@ -127,7 +127,7 @@ func TestRun_PowerRejectsPreempt(t *testing.T) {
 // first step and stayed up until 1200 s, and job 2 started at once.
 func TestRun_PowerIdleClockPerNode(t *testing.T) {
 	jobs := []policy.Job{smJob(1, "a", 0, 1, 60, 60), smJob(2, "b", 900, 1, 60, 60)}
-	cfg := Config{Cluster: Cluster{Nodes: 2, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{}),
+	cfg := Config{Cluster: Cluster{Nodes: 2, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil),
 		Power: idlePower(300 * time.Second)}
 	got, res := smStarts(t, jobs, cfg)
 	if diff := cmp.Diff(map[int64]float64{1: 0, 2: 1200}, got); diff != "" {
@@ -165,7 +165,7 @@ func TestRun_PowerHybridHolds(t *testing.T) {
 		{"idle clock alone", &Power{IdleAfter: time.Minute, Resume: 300 * time.Second}, 1200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Cluster: Cluster{Nodes: 2, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{}), Power: tc.power}
+			cfg := Config{Cluster: Cluster{Nodes: 2, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil), Power: tc.power}
 			got, _ := smStarts(t, jobs, cfg)
 			if diff := cmp.Diff(map[int64]float64{1: 0, 2: tc.want}, got); diff != "" {
 				t.Errorf("starts (-want +got):\n%s", diff)

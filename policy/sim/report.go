@@ -77,7 +77,7 @@ func ParseChoice(policies, preempt, backfill, predictor string) (Choice, error) 
 	ch := Choice{Preempt: map[string]bool{}, Predictor: predictor}
 	var err error
 	if ch.Policies, err = NameList(policies, IsPolicy); err != nil {
-		return ch, fmt.Errorf("--policies: %w (want some of %s)", err, strings.Join(policy.PolicyNames(), ","))
+		return ch, fmt.Errorf("--policies: %w (want some of %s)", err, strings.Join(policy.Names(), ","))
 	}
 	names, err := NameList(preempt, IsPolicy)
 	if err != nil {
@@ -112,7 +112,7 @@ func NameList(s string, known func(string) bool) ([]string, error) {
 }
 
 // IsPolicy says whether name is a registered policy.
-func IsPolicy(name string) bool { _, ok := policy.Policies[name]; return ok }
+func IsPolicy(name string) bool { _, ok := policy.Lookup(name); return ok }
 
 // LoadWorkload reads the trace, or generates the bundled workload, sizes
 // the cluster and scales the offered load by c.Load.

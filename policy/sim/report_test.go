@@ -86,8 +86,8 @@ func TestForecastPolicy(t *testing.T) {
 		preempt       map[string]bool
 		want, wantErr string
 	}{
-		{nil, false, tiresias, policy.DefaultPolicy, ""},
-		{[]string{"fifo", "sjf"}, false, nil, policy.DefaultPolicy, ""},
+		{nil, false, tiresias, policy.Default, ""},
+		{[]string{"fifo", "sjf"}, false, nil, policy.Default, ""},
 		{[]string{"fifo"}, true, tiresias, "fifo", ""},
 		{[]string{"fifo", "sjf"}, true, nil, "", "--policies: --forecast measures one policy, got 2"},
 		{[]string{"tiresias"}, true, tiresias, "", "--preempt: forecasts are measured without preemption: leave tiresias out of --preempt"},

@@ -15,7 +15,7 @@ import (
 
 func shPolicy(t testing.TB, name string) policy.Policy {
 	t.Helper()
-	p, err := policy.NewPolicy(name, policy.PolicyParams{})
+	p, err := policy.New(name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,9 @@ func smJob(id int64, user string, submit float64, units int, run, limit float64)
 		State: policy.StateCompleted}
 }
 
-func smPolicy(t testing.TB, name string, p policy.PolicyParams) policy.Policy {
+func smPolicy(t testing.TB, name string, p any) policy.Policy {
 	t.Helper()
-	pol, err := policy.NewPolicy(name, p)
+	pol, err := policy.New(name, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRun_Backfill(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.backfill), func(t *testing.T) {
-			got, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{}), Backfill: tt.backfill})
+			got, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: smPolicy(t, "fifo", nil), Backfill: tt.backfill})
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("starts (-want +got):\n%s", diff)
 			}
@@ -95,7 +95,7 @@ func TestRun_NodeReservation(t *testing.T) {
 		smJob(4, "d", 2, 2, 50, 50),   // D
 		smJob(5, "e", 3, 1, 20, 1000), // E
 	}
-	got, _ := smStarts(t, jobs, Config{Cluster: Cluster{Nodes: 2, PerNode: 4, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{})})
+	got, _ := smStarts(t, jobs, Config{Cluster: Cluster{Nodes: 2, PerNode: 4, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil)})
 	want := map[int64]float64{1: 0, 2: 0, 3: 300, 4: 2, 5: 310}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("starts (-want +got):\n%s", diff)
@@ -108,7 +108,7 @@ func TestRun_NodeReservation(t *testing.T) {
 // t=150 and, keeping its progress, ends at 150 + 900.
 func TestRun_Preemptive(t *testing.T) {
 	jobs := []policy.Job{smJob(1, "a", 0, 2, 1000, 2000), smJob(2, "b", 100, 2, 50, 100)}
-	pol := smPolicy(t, "tiresias", policy.PolicyParams{Tiresias: policy.TiresiasParams{Thresholds: []float64{100}}})
+	pol := smPolicy(t, "tiresias", policy.TiresiasParams{Thresholds: []float64{100}})
 	res, err := Run(jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 2, Unit: GPUs}, Policy: pol, Preempt: true, Tick: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestRun_Trace(t *testing.T) {
 	dup := smJob(1, "b", 5, 1, 10, 10)
 	over := smJob(6, "c", 0, 2, 500, 100) // runs past its limit: killed at it
 	jobs := []policy.Job{smJob(1, "a", 0, 1, 10, 10), smJob(2, "a", 0, 0, 10, 10), noRun, smJob(4, "a", 0, 9, 10, 10), dup, over}
-	res, err := Run(jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{})})
+	res, err := Run(jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +153,14 @@ func TestRun_Trace(t *testing.T) {
 	if diff := cmp.Diff([]int64{1, 6}, ids); diff != "" {
 		t.Errorf("simulated jobs (-want +got):\n%s", diff)
 	}
-	if _, err := Run(jobs[1:4], Config{Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}, Policy: smPolicy(t, "fifo", policy.PolicyParams{})}); !errors.Is(err, ErrNoJobs) {
+	if _, err := Run(jobs[1:4], Config{Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil)}); !errors.Is(err, ErrNoJobs) {
 		t.Errorf("nothing to replay: err %v, want ErrNoJobs", err)
 	}
 }
 
 func TestRun_BadConfig(t *testing.T) {
 	jobs := []policy.Job{smJob(1, "a", 0, 1, 10, 10)}
-	fifo := smPolicy(t, "fifo", policy.PolicyParams{})
+	fifo := smPolicy(t, "fifo", nil)
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -242,7 +242,7 @@ func smConfig(t testing.TB, cluster Cluster, name, predictor string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Cluster: cluster, Policy: smPolicy(t, name, policy.PolicyParams{}), Predictor: pred, Preempt: name == "tiresias"}
+	return Config{Cluster: cluster, Policy: smPolicy(t, name, nil), Predictor: pred, Preempt: name == "tiresias"}
 }
 
 // recorded is one cycle as a recorder saw it: deep copies.
@@ -262,7 +262,7 @@ func copyJobs(js []policy.Job) []policy.Job { return append([]policy.Job(nil), j
 // ranked again by a new policy, ranks the same.
 func TestSim_RankingIsServes(t *testing.T) {
 	jobs, cluster := smSynth(t)
-	for _, name := range policy.PolicyNames() {
+	for _, name := range policy.Names() {
 		t.Run(name, func(t *testing.T) {
 			cfg := smConfig(t, cluster, name, "fairway")
 			var cycles []recorded
@@ -309,7 +309,7 @@ func TestSim_RankingIsServes(t *testing.T) {
 					t.Fatalf("cycle %d at %s: serve's ranking differs from the simulator's (-sim +serve):\n%s", i, c.obs.Now, diff)
 				}
 				if c.snapshot {
-					again, err := smPolicy(t, name, policy.PolicyParams{}).Rank(&c.snap)
+					again, err := smPolicy(t, name, nil).Rank(&c.snap)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -346,7 +346,7 @@ func TestSim_VTCFairnessBound(t *testing.T) {
 		for _, backfill := range []Backfill{EASY, NoBackfill} {
 			for _, shares := range []*policy.Shares{nil, {Users: map[policy.Assoc]float64{{Account: "lab", User: "a"}: 2}}} {
 				t.Run(fmt.Sprintf("%s/%s/weighted=%v", name, backfill, shares != nil), func(t *testing.T) {
-					pol := smPolicy(t, name, policy.PolicyParams{FairQSSF: policy.FairQSSFParams{MaxWait: -1, RhoMax: -1}})
+					pol := smPolicy(t, name, map[string]any{"fair-qssf": policy.FairQSSFParams{MaxWait: -1, RhoMax: -1}}[name])
 					wa, wb := shares.User(policy.Assoc{Account: "lab", User: "a"}), shares.User(policy.Assoc{Account: "lab", User: "b"})
 					bound := 2 * maxJob / min(wa, wb)
 					started := map[int64]bool{}
@@ -401,7 +401,7 @@ func TestRun_PredictionBlindPolicies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		without, err := Run(jobs, Config{Cluster: cluster, Policy: smPolicy(t, name, policy.PolicyParams{})})
+		without, err := Run(jobs, Config{Cluster: cluster, Policy: smPolicy(t, name, nil)})
 		if err != nil {
 			t.Fatal(err)
 		}

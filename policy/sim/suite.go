@@ -71,18 +71,18 @@ type SuiteConfig struct {
 	// Loads scale each trace's inter-arrival times (ScaleLoad); nil means
 	// SuiteLoads.
 	Loads []float64
-	// Policies to replay; nil means every registered policy. Default is the
-	// one the criteria judge; "" means policy.DefaultPolicy.
+	// Policies to replay; nil means policy.Compared(). Default is the
+	// one the criteria judge; "" means policy.Default.
 	Policies []string
 	Default  string
-	// Params configures the policies.
-	Params policy.PolicyParams
+	// Params are the policies' parameters by name (see CompareConfig).
+	Params map[string]any
 	// Predictor learns online in every simulation ("none" for none; ""
 	// means "fairway").
 	Predictor string
 	Backfill  Backfill
-	// Preempt names the policies simulated preemptively; nil means
-	// tiresias, as `fairway simulate` does.
+	// Preempt names the policies simulated preemptively; nil means those
+	// with the Preemptive trait (tiresias), as `fairway simulate` does.
 	Preempt map[string]bool
 	// MaxJobs replays only each trace's first MaxJobs jobs (0: all).
 	MaxJobs int
@@ -213,10 +213,10 @@ func (c *SuiteConfig) defaults() error {
 		c.Loads = SuiteLoads
 	}
 	if len(c.Policies) == 0 {
-		c.Policies = policy.PolicyNames()
+		c.Policies = policy.Compared()
 	}
 	if c.Default == "" {
-		c.Default = policy.DefaultPolicy
+		c.Default = policy.Default
 	}
 	if !slices.Contains(c.Policies, c.Default) {
 		return fmt.Errorf("suite: default policy %q is not among the policies %s", c.Default, strings.Join(c.Policies, ","))
@@ -225,7 +225,10 @@ func (c *SuiteConfig) defaults() error {
 		c.Predictor = "fairway"
 	}
 	if c.Preempt == nil {
-		c.Preempt = map[string]bool{"tiresias": true}
+		c.Preempt = map[string]bool{}
+		for _, name := range policy.Preemptive() {
+			c.Preempt[name] = true
+		}
 	}
 	if c.Parallel < 1 {
 		c.Parallel = 1

@@ -67,7 +67,7 @@ func readShared(t testing.TB, st sharedTrace) ([]policy.Job, Cluster) {
 // predictsim artifact's 92.58 on the same file.
 func TestKTH_FIFOEASYFidelity(t *testing.T) {
 	jobs, cluster := readShared(t, kthTrace)
-	res, err := Run(jobs, Config{Cluster: cluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{})})
+	res, err := Run(jobs, Config{Cluster: cluster, Policy: smPolicy(t, "fifo", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestTraces_FairQSSFAgainstBaselines(t *testing.T) {
 			jobs, cluster := readShared(t, st)
 			m := map[string]Metrics{}
 			for _, name := range []string{"fifo", "fairshare", "qssf", "sjf-oracle", "fair-qssf"} {
-				cfg := Config{Cluster: cluster, Policy: smPolicy(t, name, policy.PolicyParams{})}
+				cfg := Config{Cluster: cluster, Policy: smPolicy(t, name, nil)}
 				if name == "qssf" || name == "fair-qssf" {
 					// The others read no prediction: they run without a
 					// predictor, to the same schedule, faster.

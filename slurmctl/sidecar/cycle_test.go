@@ -110,7 +110,7 @@ type rig struct {
 // that records to the fake store.
 func newRig(t *testing.T, cfg Config, plan bool) *rig {
 	t.Helper()
-	pol, err := policy.NewPolicy("fifo", policy.PolicyParams{})
+	pol, err := policy.New("fifo", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/plural"
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 // WriteText writes ex for people: the job's place and score parts, its
@@ -45,7 +46,7 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 		for _, k := range sortedKeys(ex.AheadByParts) {
 			fmt.Fprintf(w, "    %-18s %+.6g\n", k, ex.AheadByParts[k])
 		}
-		fmt.Fprintln(w, "  what moves it: "+WhatMovesIt(ex.Policy))
+		fmt.Fprintln(w, "  what moves it: "+WhatMovesIt(ex.Policy, ex.Parts))
 	}
 	if st := ex.Start; st != nil {
 		writeStart(w, st)
@@ -130,20 +131,16 @@ func pick(b bool, one, other string) string {
 	return other
 }
 
-// WhatMovesIt says, in the terms of the policy that ranked the job, what
-// would move it forward; the levers differ between policies, and naming
+// WhatMovesIt says, in the terms of the policy called name that ranked the
+// job (as built with its defaults), what would move it forward, given the
+// job's score parts: the policy's own answer when it is a
+// policy.Explainer, since the levers differ between policies and naming
 // another policy's guards would send a user after the wrong thing.
-func WhatMovesIt(policy string) string {
-	switch policy {
-	case "fair-sjf":
-		return "its user's fair-share usage decaying, and its own wait: every second it waits shrinks its key\n" +
-			"  relative to its predicted run time, so it overtakes fresher jobs; a shorter time limit lowers its prediction."
-	case "fair-qssf":
-		return "its account's usage decaying or other users' counters growing as they run; a shorter time limit\n" +
-			"  or a smaller request lowers its predicted service; an estimated finish-time fairness (estimated_rho)\n" +
-			"  past 5 puts it ahead of the jobs within that bound, and waiting past the starvation guard (24 h)\n" +
-			"  ahead of every job that has not."
-	default:
-		return "the score parts above: the job ahead leads by the differences listed."
+func WhatMovesIt(name string, parts map[string]float64) string {
+	if p, err := policy.New(name, nil); err == nil {
+		if ex, ok := p.(policy.Explainer); ok {
+			return ex.WhatMovesIt(parts)
+		}
 	}
+	return "the score parts above: the job ahead leads by the differences listed."
 }

@@ -18,7 +18,7 @@ func TestWhatMovesIt_NamesOnlyThePolicysOwnLevers(t *testing.T) {
 		{"fair-qssf", "starvation guard (24 h)", "overtakes fresher jobs"},
 		{"fifo", "score parts above", "starvation guard"},
 	} {
-		got := WhatMovesIt(tc.policy)
+		got := WhatMovesIt(tc.policy, nil)
 		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.never) {
 			t.Errorf("%s: %q, want it to say %q and never %q", tc.policy, got, tc.want, tc.never)
 		}

@@ -62,7 +62,7 @@ func (s *frozenStore) FrozenPriorities(_ context.Context, _ string, ids []int64)
 
 func handOverRig(t *testing.T, field string) (*Runner, *handBackWriter, *frozenStore, *time.Time) {
 	t.Helper()
-	pol, err := policy.NewPolicy("fifo", policy.PolicyParams{})
+	pol, err := policy.New("fifo", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

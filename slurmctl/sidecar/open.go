@@ -112,12 +112,12 @@ func (c *ServeConfig) Validate() error {
 		return errors.New("--history-days and --sync-history-every must not be negative")
 	case c.HistoryFrom != HistoryFromREST && c.HistoryFrom != HistoryFromSacct:
 		return fmt.Errorf("--history-from %q: want %s or %s", c.HistoryFrom, HistoryFromREST, HistoryFromSacct)
-	case !slices.Contains(policy.PolicyNames(), c.Runner.Policy):
-		return fmt.Errorf("--policy %q: want one of %s", c.Runner.Policy, strings.Join(policy.PolicyNames(), ", "))
+	case !known(c.Runner.Policy):
+		return fmt.Errorf("--policy %q: want one of %s", c.Runner.Policy, strings.Join(policy.Names(), ", "))
 	case !slices.Contains(predict.Names(), c.Runner.Predictor):
 		return fmt.Errorf("--predictor %q: want one of %s", c.Runner.Predictor, strings.Join(predict.Names(), ", "))
-	case c.Runner.Policy == "sjf-oracle":
-		return errors.New("--policy sjf-oracle needs true run times: it exists only in `fairway simulate`")
+	case needsTrueRunTimes(c.Runner.Policy):
+		return fmt.Errorf("--policy %s needs true run times: it exists only in `fairway simulate`", c.Runner.Policy)
 	}
 	mode, err := slurmctl.ParseMode(c.WriteModeName)
 	if err != nil {
@@ -149,6 +149,19 @@ func (c *ServeConfig) Validate() error {
 		return err
 	}
 	return c.Rewrite.Validate()
+}
+
+// known reports whether name is a registered policy.
+func known(name string) bool {
+	_, ok := policy.Lookup(name)
+	return ok
+}
+
+// needsTrueRunTimes reports whether the policy called name ranks by run
+// times only the simulator knows.
+func needsTrueRunTimes(name string) bool {
+	e, ok := policy.Lookup(name)
+	return ok && e.Traits.NeedsTrueRunTimes
 }
 
 // ParseRules reads a comma-separated list of RuleNames.

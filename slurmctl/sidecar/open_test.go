@@ -13,7 +13,7 @@ import (
 // validServe is a ServeConfig that passes Validate.
 func validServe() ServeConfig {
 	return ServeConfig{
-		Runner: Config{Cluster: "lab", Policy: policy.DefaultPolicy, Predictor: "fairway", BufferLimit: 10, BufferDir: "/tmp/x"},
+		Runner: Config{Cluster: "lab", Policy: policy.Default, Predictor: "fairway", BufferLimit: 10, BufferDir: "/tmp/x"},
 		Slurm:  slurmctl.ConnectConfig{URL: "http://127.0.0.1:6820", TokenEnv: "jwt"}, WriteModeName: "scontrol-site-factor", Gap: 1,
 		DatabaseURL: "postgres://x/y", Interval: time.Second, MaxBackoff: time.Minute, HistoryFrom: HistoryFromREST,
 		RewriteRules: "share,cpus",

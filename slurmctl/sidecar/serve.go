@@ -43,7 +43,7 @@ type History interface {
 // lacks yet. Without them a serve started before its first cycle stored
 // them would rank from less history than an explain run just after it.
 func NewEngine(ctx context.Context, h History, cfg EngineConfig, now time.Time, listed []policy.Job, log *slog.Logger) (*policy.Engine, error) {
-	pol, err := policy.NewPolicy(cfg.Policy, policy.PolicyParams{})
+	pol, err := policy.New(cfg.Policy, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--policy: %w", err)
 	}

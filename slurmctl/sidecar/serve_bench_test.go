@@ -97,7 +97,7 @@ func (f fixedReader) Read(context.Context) (*slurmctl.Cluster, error) { return f
 
 func benchRunner(tb testing.TB, cl *slurmctl.Cluster) *Runner {
 	tb.Helper()
-	pol, err := policy.NewPolicy(policy.DefaultPolicy, policy.PolicyParams{})
+	pol, err := policy.New(policy.Default, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func benchRunner(tb testing.TB, cl *slurmctl.Cluster) *Runner {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := Config{Cluster: "bench", Policy: policy.DefaultPolicy, Predictor: "fairway",
+	cfg := Config{Cluster: "bench", Policy: policy.Default, Predictor: "fairway",
 		Range: policy.SiteFactorRange(), Field: "site_factor"}
 	r := New(cfg, quietLogger(), fixedReader{cl}, NewPlanner(nil, nil), AlwaysLeader{}, eng, nil, NewMetrics())
 	return r

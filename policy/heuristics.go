@@ -1,0 +1,225 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The HPC heuristics RLScheduler compares itself with (Zhang et al.,
+// "RLScheduler: An Automated HPC Batch Job Scheduler Using Reinforcement
+// Learning", SC'20, in its evaluation): SJF, F1, WFP3 and UNICEP. They are
+// registered so that Fairway's comparisons set its policies beside the
+// published baselines on the same simulator.
+//
+// Like RLScheduler, they read what the user asked, not a prediction: r is
+// the job's time limit (UnknownRun when it has none), and n its requested
+// size: whole GPUs where the job asks for GPUs or shards (Job.GPUCount,
+// Service.ShardsPerGPU), else CPUs (processors, the unit of SWF traces),
+// at least 1. w, the time waited, counts from eligibility as Slurm's age
+// does. None of them reads fair share: they are efficiency baselines.
+
+// requestedRun is r: the job's time limit in seconds, UnknownRun's when
+// it has none.
+func requestedRun(j *Job) float64 {
+	if j.TimeLimit > 0 {
+		return j.TimeLimit.Seconds()
+	}
+	return UnknownRun.Seconds()
+}
+
+// requestedSize is n: GPUs where the job has GPUs or shards, else CPUs, at
+// least 1.
+func requestedSize(s *Snapshot, j *Job) float64 {
+	if j.GPUs > 0 || j.Shards > 0 {
+		return max(j.GPUCount(s.Service.ShardsPerGPU), 1)
+	}
+	return float64(max(j.CPUs, 1))
+}
+
+// waited is w: seconds since the job became eligible, at least 0.
+func waited(s *Snapshot, j *Job) float64 {
+	return max(0, s.Now.Sub(waitingSince(j)).Seconds())
+}
+
+// SJFLimitParams configures sjf-limit, which has no parameters.
+type SJFLimitParams struct{}
+
+// sjfLimit is Shortest-Job-First by the user's time limit, RLScheduler's
+// SJF (Zhang et al., SC'20: the queue sorted by requested time,
+// then submit time): the predictor-free SJF of the HPC literature.
+// Value = −r. Parts: limit_s.
+type sjfLimit struct{ sc scorer }
+
+// NewSJFLimit returns the "sjf-limit" policy.
+func NewSJFLimit(SJFLimitParams) (Policy, error) {
+	return &sjfLimit{sc: scorer{names: []string{"limit_s"}, weights: []float64{-1}}}, nil
+}
+
+func (*sjfLimit) Name() string { return "sjf-limit" }
+
+func (p *sjfLimit) Rank(s *Snapshot) ([]Score, error) {
+	parts := make([]float64, len(s.Pending))
+	for i := range s.Pending {
+		parts[i] = requestedRun(&s.Pending[i])
+	}
+	scores, err := p.sc.rank(s, parts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sjf-limit: %w", err)
+	}
+	return scores, nil
+}
+
+// F1Params configures f1.
+type F1Params struct {
+	// Origin is where submit times s are counted from. The zero time means
+	// the earliest submit time among the snapshot's pending and running
+	// jobs (see f1).
+	Origin time.Time
+}
+
+// f1 is the first of the four scheduling functions Carastan-Santos and de
+// Camargo obtained by regression over simulated schedules ("Obtaining
+// Dynamic Scheduling Policies with Simulation and Machine Learning",
+// SC'17, the first of its functions F1 to F4):
+//
+//	F1 = log10(r)·n + 8.70·10²·log10(s)
+//
+// the smallest first, with s the job's submit time; RLScheduler's F1
+// (SC'20) evaluates it with r the requested time and n the requested
+// processors, and replaces an r or s of 0 by 0.1, as here.
+//
+// Adaptation: the papers count s from the start of the simulated
+// sequence (RLScheduler from the start of the trace); a live queue has no
+// start, so s counts from F1Params.Origin, by default the earliest submit
+// time among the snapshot's pending and running jobs. The nearer the
+// origin, the more the log10(s) term orders by age; the farther, the more
+// F1 is log10(r)·n. Value = −F1. Parts: f1, log10_limit, size,
+// log10_submit.
+type f1 struct {
+	origin time.Time
+	sc     scorer
+}
+
+// NewF1 returns the "f1" policy.
+func NewF1(p F1Params) (Policy, error) {
+	return &f1{origin: p.Origin, sc: scorer{
+		names:   []string{"f1", "log10_limit", "size", "log10_submit"},
+		weights: []float64{-1, 0, 0, 0},
+	}}, nil
+}
+
+func (*f1) Name() string { return "f1" }
+
+// f1SubmitWeight is F1's 8.70·10².
+const f1SubmitWeight = 870
+
+func (p *f1) Rank(s *Snapshot) ([]Score, error) {
+	origin := p.origin
+	if origin.IsZero() {
+		for _, jobs := range [][]Job{s.Pending, s.Running} {
+			for i := range jobs {
+				if t := jobs[i].Submit; !t.IsZero() && (origin.IsZero() || t.Before(origin)) {
+					origin = t
+				}
+			}
+		}
+	}
+	log10Pos := func(v float64) float64 {
+		if v <= 0 {
+			v = 0.1
+		}
+		return math.Log10(v)
+	}
+	const k = 4
+	parts := make([]float64, k*len(s.Pending))
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		lr, n := log10Pos(requestedRun(j)), requestedSize(s, j)
+		ls := log10Pos(j.Submit.Sub(origin).Seconds())
+		row := parts[k*i : k*i+k]
+		row[0], row[1], row[2], row[3] = lr*n+f1SubmitWeight*ls, lr, n, ls
+	}
+	scores, err := p.sc.rank(s, parts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("f1: %w", err)
+	}
+	return scores, nil
+}
+
+// WFP3Params configures wfp3, which has no parameters.
+type WFP3Params struct{}
+
+// wfp3 is WFP3 (Tang et al., "Fault-aware, utility-based job scheduling
+// on Blue Gene/P systems", IEEE CLUSTER 2009), one of
+// RLScheduler's baselines (SC'20): the job with the largest
+//
+//	(w/r)³·n
+//
+// first. It favours jobs that have waited long relative to their
+// requested time, and large jobs. Value = (w/r)³·n. Parts: wfp3, wait_s,
+// limit_s, size.
+type wfp3 struct{ sc scorer }
+
+// NewWFP3 returns the "wfp3" policy.
+func NewWFP3(WFP3Params) (Policy, error) {
+	return &wfp3{sc: scorer{names: []string{"wfp3", "wait_s", "limit_s", "size"}, weights: []float64{1, 0, 0, 0}}}, nil
+}
+
+func (*wfp3) Name() string { return "wfp3" }
+
+func (p *wfp3) Rank(s *Snapshot) ([]Score, error) {
+	const k = 4
+	parts := make([]float64, k*len(s.Pending))
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		w, r, n := waited(s, j), requestedRun(j), requestedSize(s, j)
+		x := w / r
+		row := parts[k*i : k*i+k]
+		row[0], row[1], row[2], row[3] = x*x*x*n, w, r, n
+	}
+	scores, err := p.sc.rank(s, parts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("wfp3: %w", err)
+	}
+	return scores, nil
+}
+
+// UNICEPParams configures unicep, which has no parameters.
+type UNICEPParams struct{}
+
+// unicep is UNICEP (Tang et al., IEEE CLUSTER 2009), one of
+// RLScheduler's baselines (SC'20): the job with the largest
+//
+//	w / (log2(n)·r)
+//
+// first: waited long relative to its requested time, and small. On Blue
+// Gene/P n was at least a 32-node partition; here a one-processor (or
+// one-GPU) job would divide by log2(1) = 0, so log2(n) is floored at 1:
+// such a job ranks as a job of 2. (RLScheduler adds 10⁻¹⁵ instead, which
+// puts every one-processor job ahead of all others.) Value =
+// w/(max(log2 n, 1)·r). Parts: unicep, wait_s, limit_s, size.
+type unicep struct{ sc scorer }
+
+// NewUNICEP returns the "unicep" policy.
+func NewUNICEP(UNICEPParams) (Policy, error) {
+	return &unicep{sc: scorer{names: []string{"unicep", "wait_s", "limit_s", "size"}, weights: []float64{1, 0, 0, 0}}}, nil
+}
+
+func (*unicep) Name() string { return "unicep" }
+
+func (p *unicep) Rank(s *Snapshot) ([]Score, error) {
+	const k = 4
+	parts := make([]float64, k*len(s.Pending))
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		w, r, n := waited(s, j), requestedRun(j), requestedSize(s, j)
+		row := parts[k*i : k*i+k]
+		row[0], row[1], row[2], row[3] = w/(max(math.Log2(n), 1)*r), w, r, n
+	}
+	scores, err := p.sc.rank(s, parts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("unicep: %w", err)
+	}
+	return scores, nil
+}

@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FileVersion is the policy file format this Fairway reads and writes.
+// A reader refuses any other: a file's meaning may change with it.
+const FileVersion = 1
+
+// ErrPolicyFile is the error of a policy file that cannot be used; the
+// message names the problem.
+var ErrPolicyFile = errors.New("bad policy file")
+
+// File is a policy file: a point of a registered family, with what it
+// was fitted on and how it did. `fairway tune` writes it; serve,
+// simulate, explain and queue load it. JSON, one object.
+type File struct {
+	// Version is FileVersion.
+	Version int `json:"format_version"`
+	// Family is the registered family the parameters are a point of
+	// ("learned").
+	Family string `json:"family"`
+	// Features lists the family's features the file was fitted with, in
+	// the family's order; every one the family has must be there.
+	Features []string `json:"features"`
+	// Parameters holds each feature's exponent, by feature name. Kept as
+	// written so that a value no float64 holds is named, not rounded.
+	Parameters map[string]json.Number `json:"parameters"`
+	// TrainedOn says which history the parameters were fitted on.
+	TrainedOn TrainedOn `json:"trained_on"`
+	// Objective is what the fit minimised, e.g. "bsld subject to avg
+	// wait ≤ fairshare, Jain ≥ fairshare − 0.01, max ρ ≤ fairshare".
+	Objective string `json:"objective"`
+	// Validation is how every compared policy did on the held-out part
+	// of the history.
+	Validation []ValidationRow `json:"validation,omitempty"`
+}
+
+// TrainedOn is the history a policy file was fitted on.
+type TrainedOn struct {
+	Cluster string    `json:"cluster"`
+	From    time.Time `json:"from"` // earliest submit time of the training jobs
+	To      time.Time `json:"to"`   // latest submit time of the training jobs
+	Jobs    int       `json:"jobs"`
+	Source  string    `json:"source,omitempty"` // trace file or "accounting database"
+}
+
+// ValidationRow is one policy's metrics on the validation jobs.
+type ValidationRow struct {
+	Policy  string             `json:"policy"`
+	Metrics map[string]float64 `json:"metrics"`
+	// Meets lists the objective's constraints the policy met.
+	Meets []string `json:"meets,omitempty"`
+}
+
+// NewLearnedFile returns a policy file holding p, a point of the learned
+// family.
+func NewLearnedFile(p LearnedParams) *File {
+	f := &File{Version: FileVersion, Family: "learned", Parameters: map[string]json.Number{}}
+	for i, v := range p.Vector() {
+		name := LearnedFeatures[i].Name
+		f.Features = append(f.Features, name)
+		f.Parameters[name] = json.Number(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return f
+}
+
+// Encode writes f as indented JSON.
+func (f *File) Encode() ([]byte, error) {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode policy file: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// ParseFile reads a policy file from b and checks it can be run: the
+// format version, the family, every feature of the family listed and
+// given a finite parameter, no feature the family lacks, and parameters
+// the family's Validate accepts. Every error wraps ErrPolicyFile and
+// names the problem.
+func ParseFile(b []byte) (*File, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrPolicyFile, fmt.Sprintf(format, a...))
+	}
+	// The version first, alone: a file of another version may have
+	// another shape, and saying so beats a confusing field error.
+	var v struct {
+		Version *int `json:"format_version"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, bad("not a JSON object: %v", err)
+	}
+	switch {
+	case v.Version == nil:
+		return nil, bad("no format_version: want %d", FileVersion)
+	case *v.Version != FileVersion:
+		return nil, bad("format_version %d: this Fairway reads version %d", *v.Version, FileVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, bad("%v", err)
+	}
+	if f.Family != "learned" {
+		return nil, bad("family %q: want learned (the one registered family)", f.Family)
+	}
+	want := learnedNames()
+	for _, name := range f.Features {
+		if !slices.Contains(want, name) {
+			return nil, bad("feature %q: the learned family has no such feature (it has %s)", name, strings.Join(want, ", "))
+		}
+	}
+	for name := range f.Parameters {
+		if !slices.Contains(want, name) {
+			return nil, bad("parameter %q: the learned family has no such feature (it has %s)", name, strings.Join(want, ", "))
+		}
+	}
+	vec := make([]float64, len(want))
+	for i, name := range want {
+		if !slices.Contains(f.Features, name) {
+			return nil, bad("feature %q missing from features: a file must list every feature of the family (%s)", name, strings.Join(want, ", "))
+		}
+		num, ok := f.Parameters[name]
+		if !ok {
+			return nil, bad("parameter %q missing: every feature needs one", name)
+		}
+		x, err := strconv.ParseFloat(num.String(), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, bad("parameter %q = %s: want a finite number", name, num)
+		}
+		vec[i] = x
+	}
+	p, err := LearnedParamsOf(vec)
+	if err == nil {
+		err = p.Validate()
+	}
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	return &f, nil
+}
+
+// LearnedParams returns the parameters of a file ParseFile accepted.
+func (f *File) LearnedParams() (LearnedParams, error) {
+	vec := make([]float64, len(LearnedFeatures))
+	for i, feat := range LearnedFeatures {
+		x, err := f.Parameters[feat.Name].Float64()
+		if err != nil {
+			return LearnedParams{}, fmt.Errorf("%w: parameter %q: %v", ErrPolicyFile, feat.Name, err)
+		}
+		vec[i] = x
+	}
+	p, err := LearnedParamsOf(vec)
+	if err != nil {
+		return p, err
+	}
+	return p, p.Validate()
+}
+
+// Policy builds the policy a file ParseFile accepted describes.
+func (f *File) Policy() (Policy, error) {
+	p, err := f.LearnedParams()
+	if err != nil {
+		return nil, err
+	}
+	return New(f.Family, p)
+}

@@ -1,0 +1,78 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFile_RoundTrip(t *testing.T) {
+	p := LearnedParams{Run: 0.8, Limit: 0.25, Size: -0.5, Usage: 3, Counter: 0.1, Age: 1.5}
+	f := NewLearnedFile(p)
+	f.TrainedOn = TrainedOn{Cluster: "lab", From: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), Jobs: 30000, Source: "ctc.swf.gz"}
+	f.Objective = "bsld"
+	f.Validation = []ValidationRow{{Policy: "learned", Metrics: map[string]float64{"avg_bsld": 12.5}, Meets: []string{"avg wait ≤ fairshare"}}}
+	b, err := f.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ParseFile(b)
+	if err != nil {
+		t.Fatalf("ParseFile(Encode()) = %v\n%s", err, b)
+	}
+	if diff := cmp.Diff(f, g); diff != "" {
+		t.Errorf("round trip (-written +read):\n%s", diff)
+	}
+	got, err := g.LearnedParams()
+	if err != nil || got != p {
+		t.Errorf("LearnedParams() = %+v, %v; want %+v", got, err, p)
+	}
+	pol, err := g.Policy()
+	if err != nil || pol.Name() != "learned" {
+		t.Fatalf("Policy() = %v, %v", pol, err)
+	}
+}
+
+// TestParseFile_Refuses checks each way a file can be unusable is refused
+// with an error naming the problem.
+func TestParseFile_Refuses(t *testing.T) {
+	const good = `{"format_version": 1, "family": "learned",
+  "features": ["run", "limit", "size", "usage", "counter", "age"],
+  "parameters": {"run": 1, "limit": 0, "size": 0, "usage": 2, "counter": 0, "age": 1},
+  "trained_on": {"cluster": "lab", "from": "2026-01-01T00:00:00Z", "to": "2026-02-01T00:00:00Z", "jobs": 100},
+  "objective": "bsld"}`
+	if _, err := ParseFile([]byte(good)); err != nil {
+		t.Fatalf("the good file: %v", err)
+	}
+	tests := []struct {
+		name     string
+		old, new string // edit of good
+		want     string
+	}{
+		{"another format version", `"format_version": 1`, `"format_version": 2`, "format_version 2: this Fairway reads version 1"},
+		{"no format version", `"format_version": 1,`, ``, "no format_version: want 1"},
+		{"not JSON", `{"format_version"`, `{format_version`, "not a JSON object"},
+		{"a feature missing", `"counter", "age"]`, `"age"]`, `feature "counter" missing from features`},
+		{"a parameter missing", `"counter": 0, `, ``, `parameter "counter" missing`},
+		{"an unknown feature", `"age"]`, `"age", "colour"]`, `feature "colour": the learned family has no such feature`},
+		{"an unknown parameter", `"age": 1}`, `"age": 1, "colour": 2}`, `parameter "colour": the learned family has no such feature`},
+		{"a non-finite parameter", `"usage": 2`, `"usage": 1e999`, `parameter "usage" = 1e999: want a finite number`},
+		{"a negative age", `"age": 1}`, `"age": -1}`, "age = -1: want >= 0"},
+		{"another family", `"family": "learned"`, `"family": "neural"`, `family "neural": want learned`},
+		{"an unknown field", `"objective": "bsld"`, `"objective": "bsld", "extra": 1`, `unknown field "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(good, tt.old) {
+				t.Fatalf("%q is not in the good file", tt.old)
+			}
+			_, err := ParseFile([]byte(strings.Replace(good, tt.old, tt.new, 1)))
+			if err == nil || !errors.Is(err, ErrPolicyFile) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ParseFile = %v, want ErrPolicyFile saying %q", err, tt.want)
+			}
+		})
+	}
+}
