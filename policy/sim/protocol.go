@@ -375,7 +375,7 @@ type tablePredictor struct {
 	runs map[int64]policy.Prediction
 }
 
-func (t tablePredictor) Name() string      { return t.name }
+func (t tablePredictor) Name() string        { return t.name }
 func (t tablePredictor) Observe(*policy.Job) {}
 func (t tablePredictor) Predict(j *policy.Job) policy.Prediction {
 	if p, ok := t.runs[j.ID]; ok {
