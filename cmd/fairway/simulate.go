@@ -37,7 +37,21 @@ func simulateCommand() *cli.Command {
 		Usage: "replay a trace through the ranking policies on a simulated Slurm cluster and compare them",
 		Description: "Without --trace, simulates a small synthetic workload (`fairway trace synth` defaults, seed 1)\n" +
 			"on 8 nodes × 8 GPUs. SWF traces run on one pool of the header's MaxProcs processors; Philly-MIX on\n" +
-			"120 nodes × 8 GPUs (the Chronus artifact's cluster); Helios traces need --nodes.",
+			"120 nodes × 8 GPUs (the Chronus artifact's cluster); Helios traces need --nodes.\n\n" +
+			"Two evaluation protocols replay only part of the trace, each part on an empty cluster, every policy\n" +
+			"without preemption. The trace's jobs are put in submit order; a fraction F of the trace is the\n" +
+			"boundary index ⌊F × jobs⌋, so the parts before and from it never share a job.\n" +
+			"  --split 0.7: replays the last 30% of submits and says which of fairshare's constraints each policy\n" +
+			"    meets (avg wait ≤ fairshare's, Jain ≥ fairshare's − 0.01, max ρ ≤ fairshare's; all met when\n" +
+			"    every policy gives the same schedule). fairshare is added to --policies when missing.\n" +
+			"  --sequences 10 --length 1024: RLScheduler's protocol (SC'20): 10 windows of 1024 consecutive jobs\n" +
+			"    from random starts (--seed) within --window-from/--window-to; the mean, spread and range of\n" +
+			"    their average bounded slowdowns (τ = 10 s). Unlike RLScheduler's simulator, backfilling is\n" +
+			"    Slurm's EASY in priority order (theirs backfills in FCFS order, only jobs that end before the\n" +
+			"    reservation), runs are cut at their time limits, and jobs that ran 0 s are kept.\n" +
+			"Unless --cold, the jobs that ended before a replay's first submit warm its fair-share ledger and\n" +
+			"predictor first, as serve warms from the accounting history; jobs still pending or running then\n" +
+			"are left out. A replay cannot know how users would react to another policy.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},

@@ -30,6 +30,19 @@ const (
 	// "RLScheduler: an automated HPC batch job scheduler using
 	// reinforcement learning", SC'20, §5: average bounded slowdown over 10
 	// sequences of 1024 jobs).
+	//
+	// Their code (DIR-LAB/deep-batch-scheduler, HPCSimPickJobs.py) differs
+	// from this replay in ways that move the numbers, not the protocol:
+	// it draws starts in [L, jobs − L − 1) of the whole trace, not within
+	// a window; its backfilling takes jobs in FCFS order and only those
+	// that end, by their requested time, before the blocked job's earliest
+	// start (Slurm's EASY here: in priority order, and also jobs that fit
+	// beside the reservation); it drops jobs that ran 0 s, lets a job run
+	// past its requested time and sizes a job by the larger of its
+	// requested and allocated processors (Run keeps 0 s jobs, cuts runs at
+	// the limit, and policy/trace takes the requested processors). Its
+	// bounded slowdown is Measure's: max((wait + run)/max(run, 10 s), 1),
+	// averaged over the sequence's jobs, then over the sequences.
 	Sequences ProtocolKind = "sequences"
 )
 
