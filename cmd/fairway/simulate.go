@@ -37,7 +37,21 @@ func simulateCommand() *cli.Command {
 		Usage: "replay a trace through the ranking policies on a simulated Slurm cluster and compare them",
 		Description: "Without --trace, simulates a small synthetic workload (`fairway trace synth` defaults, seed 1)\n" +
 			"on 8 nodes × 8 GPUs. SWF traces run on one pool of the header's MaxProcs processors; Philly-MIX on\n" +
-			"120 nodes × 8 GPUs (the Chronus artifact's cluster); Helios traces need --nodes.",
+			"120 nodes × 8 GPUs (the Chronus artifact's cluster); Helios traces need --nodes.\n\n" +
+			"Two evaluation protocols replay only part of the trace, each part on an empty cluster, every policy\n" +
+			"without preemption. The trace's jobs are put in submit order; a fraction F of the trace is the\n" +
+			"boundary index ⌊F × jobs⌋, so the parts before and from it never share a job.\n" +
+			"  --split 0.7: replays the last 30% of submits and says which of fairshare's constraints each policy\n" +
+			"    meets (avg wait ≤ fairshare's, Jain ≥ fairshare's − 0.01, max ρ ≤ fairshare's; all met when\n" +
+			"    every policy gives the same schedule). fairshare is added to --policies when missing.\n" +
+			"  --sequences 10 --length 1024: RLScheduler's protocol (SC'20): 10 windows of 1024 consecutive jobs\n" +
+			"    from random starts (--seed) within --window-from/--window-to; the mean, spread and range of\n" +
+			"    their average bounded slowdowns (τ = 10 s). Unlike RLScheduler's simulator, backfilling is\n" +
+			"    Slurm's EASY in priority order (theirs backfills in FCFS order, only jobs that end before the\n" +
+			"    reservation), runs are cut at their time limits, and jobs that ran 0 s are kept.\n" +
+			"Unless --cold, the jobs that ended before a replay's first submit warm its fair-share ledger and\n" +
+			"predictor first, as serve warms from the accounting history; jobs still pending or running then\n" +
+			"are left out. A replay cannot know how users would react to another policy.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
@@ -55,7 +69,15 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "suite", Usage: "replay every policy over the evaluation suite (CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds × loads) and judge the default", EnvVars: []string{"FAIRWAY_SIMULATE_SUITE"}},
 			&cli.StringFlag{Name: "traces-dir", Value: defaultTracesDir, Usage: "with --suite: folder holding the suite's traces", EnvVars: []string{"FAIRWAY_TRACES", "FAIRWAY_TRACES_DIR"}},
 			&cli.StringFlag{Name: "loads", Value: "0.8,1.0,1.2", Usage: "with --suite: comma-separated load factors", EnvVars: []string{"FAIRWAY_SIMULATE_LOADS"}},
-			&cli.IntFlag{Name: "max-jobs", Usage: "with --suite: replay only each trace's first N jobs (0: all)", EnvVars: []string{"FAIRWAY_SIMULATE_MAX_JOBS"}},
+			&cli.IntFlag{Name: "max-jobs", Usage: "with --suite, --split or --sequences: replay only each trace's first N jobs in submit order (0: all)", EnvVars: []string{"FAIRWAY_SIMULATE_MAX_JOBS"}},
+			&cli.Float64Flag{Name: "split", Usage: "time-split evaluation: replay the submits after this fraction (0.7: the last 30%) with every policy, warmed on the history before, and judge each against fairshare (0: off)", EnvVars: []string{"FAIRWAY_SIMULATE_SPLIT"}},
+			&cli.IntFlag{Name: "sequences", Usage: "RLScheduler's protocol: replay this many random windows of --length consecutive jobs, each on an empty cluster, and average their bounded slowdowns (0: off)", EnvVars: []string{"FAIRWAY_SIMULATE_SEQUENCES"}},
+			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --sequences: jobs per sequence", EnvVars: []string{"FAIRWAY_SIMULATE_LENGTH"}},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "with --sequences: seed of the sequences' random starts", EnvVars: []string{"FAIRWAY_SIMULATE_SEED"}},
+			&cli.Float64Flag{Name: "window-from", Value: 0, Usage: "with --sequences: draw them from the submits from this fraction of the trace (0.7: the last 30%)", EnvVars: []string{"FAIRWAY_SIMULATE_WINDOW_FROM"}},
+			&cli.Float64Flag{Name: "window-to", Value: 1, Usage: "with --sequences: ... up to this fraction (0.7: the first 70%)", EnvVars: []string{"FAIRWAY_SIMULATE_WINDOW_TO"}},
+			&cli.StringFlag{Name: "predictions", Value: string(sim.PredictOnline), Usage: "with --split or --sequences: online (each replay's predictor learns as jobs finish, as serve's does) or at-submit (each job predicted once from the history before its submit: faster, the same for every policy)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTIONS"}},
+			&cli.BoolFlag{Name: "cold", Usage: "with --split or --sequences: no warm-up from the history before the replayed jobs (RLScheduler's own setting)", EnvVars: []string{"FAIRWAY_SIMULATE_COLD"}},
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
 			&cli.BoolFlag{Name: "forecast", Usage: "measure start-time forecasts (predicted run times vs time limits) for one policy (default " + policy.Default + ") instead of comparing policies", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST"}},
@@ -73,6 +95,9 @@ func simulateCommand() *cli.Command {
 			cfg, err := simulateSettings(c)
 			if err != nil {
 				return err
+			}
+			if c.IsSet("split") || c.IsSet("sequences") {
+				return simulateProtocol(c, cfg)
 			}
 			if c.Bool("power") {
 				return simulatePower(c, cfg)

@@ -65,6 +65,13 @@ type Config struct {
 	// as a partition's DefaultTime would give them. 0 means
 	// policy.UnknownRun, 7 days.
 	DefaultLimit time.Duration
+	// History, when set, are finished jobs (with their recorded Start and
+	// End, in end order) the engine learns from before the first event,
+	// in one cycle at the first submit with nothing pending: the predictor
+	// observes them and the fair-share ledger is charged for them, as
+	// serve warms up from the accounting history. Every one must have
+	// ended before the first simulated submit. Run only reads them.
+	History []policy.Job
 	// Shares, Ledger and ChargeEvery configure the policy.Engine.
 	Shares      *policy.Shares
 	Ledger      policy.LedgerParams
@@ -281,6 +288,9 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	if err := s.load(res); err != nil {
 		return nil, err
 	}
+	if err := s.warm(); err != nil {
+		return nil, err
+	}
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
@@ -314,6 +324,26 @@ func (s *simulator) load(res *Result) error {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// warm runs the engine's learning cycle on cfg.History at the first
+// submit. It is not a scheduling cycle: nothing is pending, OnCycle does
+// not see it and Result.Cycles does not count it.
+func (s *simulator) warm() error {
+	h := s.cfg.History
+	if len(h) == 0 {
+		return nil
+	}
+	for i := range h {
+		if h[i].Start.IsZero() || h[i].End.Before(h[i].Start) || !h[i].End.Before(s.origin) {
+			return fmt.Errorf("simulate: history job %d (start %s, end %s) did not end before the first submit %s",
+				h[i].ID, h[i].Start.Format(time.RFC3339), h[i].End.Format(time.RFC3339), s.origin.Format(time.RFC3339))
+		}
+	}
+	if _, _, err := s.eng.Cycle(&policy.Observation{Now: s.origin, Stopped: h}); err != nil {
+		return fmt.Errorf("simulate: warm up from %d history jobs: %w", len(h), err)
 	}
 	return nil
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/fairway-hpc/fairway/internal/progress"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/urfave/cli/v2"
+)
+
+// protocolSettings reads --split or --sequences and their flags into a
+// sim.Protocol, naming the bad flag. The policies gain fairshare under
+// --split: the constraints are judged against it.
+func protocolSettings(c *cli.Context, cfg *simulateConfig) (sim.Protocol, error) {
+	p := sim.Protocol{Backfill: cfg.Backfill, Predictions: sim.PredictionMode(c.String("predictions")), Cold: c.Bool("cold")}
+	switch {
+	case c.IsSet("split") && c.IsSet("sequences"):
+		return p, fmt.Errorf("--split and --sequences: choose one protocol")
+	case c.IsSet("split"):
+		p.Kind, p.Split = sim.Split, c.Float64("split")
+		if !(p.Split > 0 && p.Split < 1) {
+			return p, fmt.Errorf("--split %g: want a fraction in (0, 1), e.g. 0.7 to replay the last 30%%", p.Split)
+		}
+		for _, f := range []string{"length", "seed", "window-from", "window-to"} {
+			if c.IsSet(f) {
+				return p, fmt.Errorf("--%s: only with --sequences", f)
+			}
+		}
+		if !slices.Contains(cfg.Policies, sim.Reference) {
+			cfg.Policies = append(cfg.Policies, sim.Reference)
+		}
+	default:
+		p.Kind, p.Sequences, p.Length, p.Seed = sim.Sequences, c.Int("sequences"), c.Int("length"), c.Uint64("seed")
+		p.From, p.To = c.Float64("window-from"), c.Float64("window-to")
+		if p.Sequences < 1 {
+			return p, fmt.Errorf("--sequences %d: want >= 1", p.Sequences)
+		}
+		if p.Length < 1 {
+			return p, fmt.Errorf("--length %d: want >= 1", p.Length)
+		}
+		if !(p.From >= 0 && p.From < p.To && p.To <= 1) {
+			return p, fmt.Errorf("--window-from %g, --window-to %g: want 0 <= from < to <= 1", p.From, p.To)
+		}
+	}
+	switch p.Predictions {
+	case sim.PredictOnline, sim.PredictAtSubmit:
+	default:
+		return p, fmt.Errorf("--predictions %q: want %s or %s", p.Predictions, sim.PredictOnline, sim.PredictAtSubmit)
+	}
+	if c.Int("max-jobs") < 0 {
+		return p, fmt.Errorf("--max-jobs %d: want >= 0", c.Int("max-jobs"))
+	}
+	for _, f := range []string{"power", "forecast", "out"} {
+		if c.IsSet(f) {
+			return p, fmt.Errorf("--%s: not with --split or --sequences", f)
+		}
+	}
+	if name := cfg.Predictor; name != "none" {
+		p.NewPredictor = func() (policy.Predictor, error) { return predict.New(name, predict.Params{}) }
+	}
+	return p, nil
+}
+
+// simulateProtocol is `fairway simulate --split F` and `--sequences N`.
+func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
+	p, err := protocolSettings(c, &cfg)
+	if err != nil {
+		return err
+	}
+	w, err := cfg.LoadWorkload()
+	if err != nil {
+		return err
+	}
+	w = w.FirstJobs(c.Int("max-jobs"))
+	pc := sim.ProtocolConfig{Trace: w.Name, Policies: cfg.Policies, Protocol: p, Predictor: cfg.Predictor, Parallel: cfg.Parallel}
+	if cfg.Progress {
+		started, done := time.Now(), 0
+		pc.Progress = func(name string) {
+			done++
+			fmt.Fprint(os.Stderr, "\r\033[K"+progress.Fit(fmt.Sprintf("%s: %s done (%d of %d policies)", w.Name, name, done, len(cfg.Policies)), progress.MaxLine))
+			if done == len(cfg.Policies) {
+				fmt.Fprintf(os.Stderr, "\r\033[Kevaluated %d policies in %s\n", done, time.Since(started).Round(time.Millisecond))
+			}
+		}
+	}
+	t, err := sim.RunProtocol(c.Context, w.Jobs, w.Cluster, pc)
+	if err != nil {
+		return err
+	}
+	if cfg.JSON {
+		return printJSON(c.App.Writer, t)
+	}
+	return t.WriteText(c.App.Writer)
+}

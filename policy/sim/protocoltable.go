@@ -1,0 +1,253 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// Reference is the policy the split protocol's fairness constraints
+// compare against: Slurm's own fair-share (issue 31's criteria).
+const Reference = "fairshare"
+
+// Constraints says which of the fairness constraints a policy meets
+// against the Reference: an average wait no longer than its, Jain's index
+// at least its − 0.01, a maximum ρ no larger than its.
+type Constraints struct {
+	Wait bool `json:"avg_wait"`
+	Jain bool `json:"jain"`
+	Rho  bool `json:"max_rho"`
+}
+
+// All reports whether every constraint is met.
+func (c Constraints) All() bool { return c.Wait && c.Jain && c.Rho }
+
+// JainSlack is how far below the Reference's Jain index a policy may be.
+const JainSlack = 0.01
+
+// Meets judges m against the reference's metrics ref.
+func Meets(m, ref Metrics) Constraints {
+	return Constraints{Wait: m.AvgWait <= ref.AvgWait, Jain: m.Jain >= ref.Jain-JainSlack, Rho: m.MaxRho <= ref.MaxRho}
+}
+
+// ProtocolRow is one policy of a ProtocolTable.
+type ProtocolRow struct {
+	Evaluation
+	// Meets is nil for Sequences, and for Split when the table has no
+	// Reference row.
+	Meets *Constraints `json:"meets,omitempty"`
+}
+
+// ProtocolTable is every policy under one protocol on one trace.
+type ProtocolTable struct {
+	Trace    string       `json:"trace"`
+	Cluster  ClusterInfo  `json:"cluster"`
+	Kind     ProtocolKind `json:"protocol"`
+	Backfill Backfill     `json:"backfill"`
+	// Predictor names the predictor ("none") and Predictions its mode.
+	Predictor   string         `json:"predictor"`
+	Predictions PredictionMode `json:"predictions"`
+	Cold        bool           `json:"cold,omitempty"`
+	Tau         float64        `json:"tau_s"`
+	// Jobs is the trace's replayable jobs; Window the evaluated part, as
+	// indices [lo, hi) in submit order.
+	Jobs   int    `json:"jobs"`
+	Window [2]int `json:"window"`
+	// Split is the split fraction, SplitAt the first evaluated submit and
+	// History the jobs that warm the replay (Split only).
+	Split   float64   `json:"split,omitempty"`
+	SplitAt time.Time `json:"split_at,omitzero"`
+	History int       `json:"history_jobs,omitempty"`
+	// Sequences, Length, Seed, From, To and Starts: the sequences drawn
+	// (Sequences only).
+	Sequences int     `json:"sequences,omitempty"`
+	Length    int     `json:"length,omitempty"`
+	Seed      uint64  `json:"seed,omitempty"`
+	From      float64 `json:"from,omitempty"`
+	To        float64 `json:"to,omitempty"`
+	Starts    []int   `json:"starts,omitempty"`
+	// Histories are the jobs that warm each sequence, in Starts order.
+	Histories []int `json:"history_jobs_per_sequence,omitempty"`
+	// SameSchedule is set when every policy started every job at the same
+	// instant: no order can change anything, and every constraint counts
+	// as met.
+	SameSchedule bool          `json:"same_schedule"`
+	Rows         []ProtocolRow `json:"rows"`
+}
+
+// ProtocolConfig is a protocol run over several policies by name.
+type ProtocolConfig struct {
+	Trace     string
+	Policies  []string
+	Params    policy.PolicyParams
+	Protocol  Protocol
+	Predictor string // the name of Protocol.NewPredictor's predictor, "none" for none
+	// Parallel bounds the policies evaluated at once (at least 1).
+	Parallel int
+	// Progress, when set, is told of each policy done.
+	Progress func(name string)
+}
+
+// RunProtocol evaluates every policy of cfg on jobs and c, cfg.Parallel at
+// a time, and judges them: under Split, each row's Constraints against the
+// Reference row, when there is one.
+func RunProtocol(ctx context.Context, jobs []policy.Job, c Cluster, cfg ProtocolConfig) (*ProtocolTable, error) {
+	e, err := NewEvaluator(jobs, c, cfg.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	p := cfg.Protocol
+	t := &ProtocolTable{Trace: cfg.Trace, Cluster: InfoOf(c), Kind: p.Kind, Backfill: p.Backfill, Predictor: cfg.Predictor,
+		Predictions: p.Predictions, Cold: p.Cold, Tau: p.Metrics.Tau.Seconds(), Jobs: e.Jobs()}
+	if t.Backfill == "" {
+		t.Backfill = EASY
+	}
+	if t.Predictions == "" {
+		t.Predictions = PredictOnline
+	}
+	if t.Tau == 0 {
+		t.Tau = 10
+	}
+	lo, hi := e.Window()
+	t.Window = [2]int{lo, hi}
+	switch p.Kind {
+	case Split:
+		t.Split, t.SplitAt, t.History = p.Split, e.Job(lo).Submit, e.History(lo)
+	case Sequences:
+		t.Sequences, t.Length, t.Seed, t.From, t.To, t.Starts = p.Sequences, p.Length, p.Seed, p.From, p.To, e.Starts()
+		for _, s := range t.Starts {
+			t.Histories = append(t.Histories, e.History(s))
+		}
+	}
+	t.Rows = make([]ProtocolRow, len(cfg.Policies))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(cfg.Parallel, 1))
+	var mu sync.Mutex
+	for i, name := range cfg.Policies {
+		g.Go(func() error {
+			ev, err := e.Evaluate(gctx, func() (policy.Policy, error) { return policy.NewPolicy(name, cfg.Params) })
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			ev.Name = name
+			t.Rows[i].Evaluation = ev
+			if cfg.Progress != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				cfg.Progress(name)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	t.judge()
+	return t, nil
+}
+
+// judge sets SameSchedule and, under Split, each row's Constraints.
+func (t *ProtocolTable) judge() {
+	t.SameSchedule = len(t.Rows) > 1
+	for _, r := range t.Rows {
+		if r.Schedule != t.Rows[0].Schedule {
+			t.SameSchedule = false
+		}
+	}
+	if t.Kind != Split {
+		return
+	}
+	var ref *Metrics
+	for i := range t.Rows {
+		if t.Rows[i].Name == Reference {
+			ref = &t.Rows[i].Metrics
+		}
+	}
+	if ref == nil {
+		return
+	}
+	for i := range t.Rows {
+		c := Meets(t.Rows[i].Metrics, *ref)
+		if t.SameSchedule {
+			c = Constraints{true, true, true}
+		}
+		t.Rows[i].Meets = &c
+	}
+}
+
+// WriteText prints the table for people.
+func (t *ProtocolTable) WriteText(w io.Writer) error {
+	backfill := "EASY backfill"
+	if t.Backfill == NoBackfill {
+		backfill = "no backfill"
+	}
+	warm := fmt.Sprintf("the %d jobs that ended before it warm the fair-share ledger and the predictor", t.History)
+	if t.Kind == Sequences && len(t.Histories) > 0 {
+		warm = fmt.Sprintf("the jobs that ended before each (%d to %d) warm the fair-share ledger and the predictor", slices.Min(t.Histories), slices.Max(t.Histories))
+	}
+	if t.Cold {
+		warm = "no history (cold)"
+	}
+	pred := t.Predictor
+	if pred != "none" {
+		pred += " (" + string(t.Predictions) + ")"
+	}
+	fmt.Fprintf(w, "%s: %d jobs on %d × %d %s, %s, predictor %s, bounded slowdown τ = %gs\n",
+		t.Trace, t.Jobs, t.Cluster.Nodes, t.Cluster.PerNode, t.Cluster.Unit, backfill, pred, t.Tau)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	switch t.Kind {
+	case Split:
+		fmt.Fprintf(w, "time split at %g: replays the last %d jobs (submits %d–%d, from %s) on an empty cluster; %s\n",
+			t.Split, t.Window[1]-t.Window[0], t.Window[0], t.Window[1]-1, t.SplitAt.UTC().Format(time.RFC3339), warm)
+		fmt.Fprintf(tw, "policy\tavg wait (s)\tavg bsld\tJain\tmax ρ\twait ≤ %s\tJain ≥ %s − %g\tmax ρ ≤ %s\t\n", Reference, Reference, JainSlack, Reference)
+		for _, r := range t.Rows {
+			flags := "\t-\t-\t-"
+			if r.Meets != nil {
+				flags = fmt.Sprintf("\t%s\t%s\t%s", yes(r.Meets.Wait), yes(r.Meets.Jain), yes(r.Meets.Rho))
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.3f\t%.1f%s\t\n", r.Name, r.AvgWait, r.AvgBSLD, r.Jain, r.MaxRho, flags)
+		}
+	case Sequences:
+		fmt.Fprintf(w, "RLScheduler's protocol: %d sequences × %d jobs, seed %d, drawn from submits [%g, %g) (jobs %d–%d), each on an empty cluster; %s\n",
+			t.Sequences, t.Length, t.Seed, t.From, t.To, t.Window[0], t.Window[1]-1, warm)
+		fmt.Fprintf(w, "starts: %s\n", joinInts(t.Starts))
+		fmt.Fprintln(tw, "policy\tavg bsld (mean)\tsd\tmin\tmax\tavg wait (s)\tJain\tmax ρ\t")
+		for _, r := range t.Rows {
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.3f\t%.1f\t\n", r.Name, r.AvgBSLD, r.BSLDStd, r.BSLDMin, r.BSLDMax, r.AvgWait, r.Jain, r.MaxRho)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if t.SameSchedule {
+		fmt.Fprintln(w, "every policy gave the same schedule: no order changes anything here, so every constraint counts as met")
+	}
+	if t.Kind == Split && len(t.Rows) > 0 && t.Rows[0].Meets == nil {
+		fmt.Fprintf(w, "constraints not judged: %s was not evaluated\n", Reference)
+	}
+	return nil
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " ")
+}
