@@ -96,13 +96,13 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 	cluster := Cluster{Nodes: SynthNodes, PerNode: SynthGPUsPerNode, Unit: GPUs}
 	for _, mode := range []PredictionMode{PredictAtSubmit, PredictOnline} {
-		b.Run(fmt.Sprintf("split=0.7/jobs=30000/policy=%s/predictions=%s", policy.DefaultPolicy, mode), func(b *testing.B) {
+		b.Run(fmt.Sprintf("split=0.7/jobs=30000/policy=%s/predictions=%s", policy.Default, mode), func(b *testing.B) {
 			e, err := NewEvaluator(jobs, cluster, Protocol{Kind: Split, Split: 0.7, Predictions: mode,
 				NewPredictor: func() (policy.Predictor, error) { return predict.New("fairway", predict.Params{}) }})
 			if err != nil {
 				b.Fatal(err)
 			}
-			mk := func() (policy.Policy, error) { return policy.NewPolicy(policy.DefaultPolicy, policy.PolicyParams{}) }
+			mk := func() (policy.Policy, error) { return policy.New(policy.Default, nil) }
 			check := func(ev Evaluation) {
 				if ev.Jobs != 9000 || ev.AvgWait <= 0 || ev.AvgBSLD <= 1 {
 					b.Fatalf("%d jobs, avg wait %v, avg bsld %v: trivial", ev.Jobs, ev.AvgWait, ev.AvgBSLD)

@@ -18,7 +18,7 @@ var ptCluster = Cluster{Nodes: 1, PerNode: 2, Unit: CPUs}
 
 // ptFactory makes the registered policy name.
 func ptFactory(name string) PolicyFactory {
-	return func() (policy.Policy, error) { return policy.NewPolicy(name, policy.PolicyParams{}) }
+	return func() (policy.Policy, error) { return policy.New(name, nil) }
 }
 
 // ptSerial is n jobs of one processor-pair each, submitted 1000 s apart,
@@ -215,7 +215,7 @@ func TestEvaluate_SequenceMean(t *testing.T) {
 	}
 	sum := 0.0
 	for i, s := range e.Starts() {
-		res, err := Run(e.jobs[s:s+p.Length], Config{Cluster: ptCluster, Policy: smPolicy(t, "fairshare", policy.PolicyParams{}),
+		res, err := Run(e.jobs[s:s+p.Length], Config{Cluster: ptCluster, Policy: smPolicy(t, "fairshare", nil),
 			History: e.history[:e.History(s)]})
 		if err != nil {
 			t.Fatal(err)
@@ -457,7 +457,7 @@ func TestRunProtocol_Constraints(t *testing.T) {
 func TestRun_HistoryAfterFirstSubmit(t *testing.T) {
 	jobs := []policy.Job{smJob(2, "u", 100, 1, 10, 10)}
 	h := []policy.Job{smJob(1, "u", 0, 1, 100, 100)} // ends at 100, the first submit
-	_, err := Run(jobs, Config{Cluster: ptCluster, Policy: smPolicy(t, "fifo", policy.PolicyParams{}), History: h})
+	_, err := Run(jobs, Config{Cluster: ptCluster, Policy: smPolicy(t, "fifo", nil), History: h})
 	if err == nil || !strings.Contains(err.Error(), "did not end before the first submit") {
 		t.Errorf("error %v, want one saying the history job did not end before the first submit", err)
 	}

@@ -88,7 +88,7 @@ type ProtocolTable struct {
 type ProtocolConfig struct {
 	Trace     string
 	Policies  []string
-	Params    policy.PolicyParams
+	Params    map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
 	Protocol  Protocol
 	Predictor string // the name of Protocol.NewPredictor's predictor, "none" for none
 	// Parallel bounds the policies evaluated at once (at least 1).
@@ -134,7 +134,7 @@ func RunProtocol(ctx context.Context, jobs []policy.Job, c Cluster, cfg Protocol
 	var mu sync.Mutex
 	for i, name := range cfg.Policies {
 		g.Go(func() error {
-			ev, err := e.Evaluate(gctx, func() (policy.Policy, error) { return policy.NewPolicy(name, cfg.Params) })
+			ev, err := e.Evaluate(gctx, func() (policy.Policy, error) { return policy.New(name, cfg.Params[name]) })
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
