@@ -19,12 +19,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// luaCase is one job_desc handed to job_submit.lua's slurm_job_submit.
+// luaCase is one job_desc handed to job_submit.lua's slurm_job_submit:
+// built from the fields below, or, when desc is set, that Lua table
+// constructor as it is (captured from a release, testdata/job_desc).
 type luaCase struct {
 	name                          string
 	user, jobName, partition      string
 	tresPerNode, tresPerJob, comm string
 	minNodes                      int // 0: unset (NO_VAL)
+	desc                          string
 	wantNode, wantJob             string
 }
 
@@ -35,33 +38,93 @@ func luaString(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// runJobSubmit runs contrib/slurm/job_submit.lua under lua5.1 (Slurm
-// 22.05 embeds Lua 5.1) with a stub of Slurm's `slurm` table and the table
-// at tablePath, and returns, per case, the return code and the job's
-// tres_per_node and tres_per_job afterwards, plus what the script logged
-// as errors.
+// luaInterpreters are the Lua releases Slurm links job_submit/lua against
+// (configure takes lua 5.1 to 5.4; Debian's and a default source build of
+// 22.05 and 26.05 take 5.1, EL9's packages 5.4): the script must behave
+// the same under each. Debian ships all three as lua5.N; the lab installs
+// them. Under CI=true a missing one fails the test.
+var luaInterpreters = []string{"lua5.1", "lua5.3", "lua5.4"}
+
+// luaRun is what one run of the script printed: per case, the return
+// code and tres_per_node, tres_per_job and tres_per_task afterwards
+// (rc|node|job|task), the messages for the user, and what it logged.
+type luaRun struct {
+	lines              []string
+	user, info, errLog string
+}
+
+// runJobSubmit runs contrib/slurm/job_submit.lua with a stub of Slurm's
+// `slurm` table and the table at tablePath, under every Lua in
+// luaInterpreters, checks that they agree, and returns lua5.1's rc|node|job
+// lines and its error log.
 func runJobSubmit(t *testing.T, tablePath string, cases []luaCase) (got []string, errLog string) {
 	t.Helper()
-	lua, err := exec.LookPath("lua5.1")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("lua5.1 not installed (apt-get install lua5.1): job_submit.lua cannot be tested")
-		}
-		t.Skip("lua5.1 not installed (apt-get install lua5.1): job_submit.lua not tested")
+	r := runJobSubmitEnv(t, []string{"FAIRWAY_REWRITE_TABLE=" + tablePath}, cases)
+	for _, l := range r.lines {
+		rc, rest, _ := strings.Cut(l, "|")
+		node, rest, _ := strings.Cut(rest, "|")
+		job, _, _ := strings.Cut(rest, "|")
+		got = append(got, rc+"|"+node+"|"+job)
 	}
+	return got, r.errLog
+}
+
+// runJobSubmitEnv is runJobSubmit with the script's environment given
+// (FAIRWAY_REWRITE_TABLE, SLURM_CONF) and all it printed returned.
+func runJobSubmitEnv(t *testing.T, env []string, cases []luaCase) luaRun {
+	t.Helper()
+	var runs []luaRun
+	for _, name := range luaInterpreters {
+		lua, err := exec.LookPath(name)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s not installed (apt-get install %s): job_submit.lua cannot be tested under it", name, name)
+			}
+			t.Logf("%s not installed (apt-get install %s): job_submit.lua not tested under it", name, name)
+			continue
+		}
+		r := runLua(t, lua, env, cases)
+		if len(runs) > 0 {
+			// Lua's own error texts differ between releases: the errors
+			// must only be as many.
+			a, b := runs[0], r
+			a.errLog, b.errLog = fmt.Sprint(strings.Count(a.errLog, "\n"), " errors"), fmt.Sprint(strings.Count(b.errLog, "\n"), " errors")
+			if d := cmp.Diff(a, b, cmp.AllowUnexported(luaRun{})); d != "" {
+				t.Fatalf("job_submit.lua under %s differs from %s (-%s +%s):\n%s", name, luaInterpreters[0], luaInterpreters[0], name, d)
+			}
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		t.Skip("no Lua installed (apt-get install lua5.1): job_submit.lua not tested")
+	}
+	return runs[0]
+}
+
+func runLua(t *testing.T, lua string, env []string, cases []luaCase) luaRun {
+	t.Helper()
 	script, err := filepath.Abs(filepath.Join("..", "..", "contrib", "slurm", "job_submit.lua"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	b.WriteString(`slurm = { SUCCESS = 0, ERROR = -1,
-	log_info = function(...) end, log_debug = function(...) end, log_user = function(...) end,
-	log_error = function(...) io.stderr:write(string.format(...) .. "\n") end }
-dofile(` + fmt.Sprintf("%q", script) + `)
+	b.WriteString(`local function out(f, prefix) return function(fmt, ...) f:write(prefix .. string.format(fmt, ...) .. "\n") end end
+slurm = { SUCCESS = 0, ERROR = -1, log_debug = function(...) end,
+	log_info = out(io.stderr, "INFO "), log_error = out(io.stderr, "ERROR "), log_user = out(io.stderr, "USER ") }
+-- FAIRWAY_TEST_STATE_DIR stands in for /var/lib/fairway, which a test must not touch.
+local src = assert(io.open(` + fmt.Sprintf("%q", script) + `)):read("*a")
+if os.getenv("FAIRWAY_TEST_STATE_DIR") then
+	src = src:gsub("/var/lib/fairway/", os.getenv("FAIRWAY_TEST_STATE_DIR") .. "/")
+end
+assert((loadstring or load)(src, "@job_submit.lua"))()
 local parts = { gpu = { name = "gpu", flag_default = 1 }, cpu = { name = "cpu", flag_default = 0 } }
 local cases = {
 `)
 	for _, c := range cases {
+		if c.desc != "" {
+			b.WriteString("  " + c.desc + ",\n")
+			continue
+		}
 		nodes := "4294967294"
 		if c.minNodes > 0 {
 			nodes = fmt.Sprint(c.minNodes)
@@ -76,7 +139,7 @@ local cases = {
 	b.WriteString(`}
 for i, job in ipairs(cases) do
   local rc = slurm_job_submit(job, parts, 1000)
-  print(rc .. "|" .. tostring(job.tres_per_node) .. "|" .. tostring(job.tres_per_job))
+  print(rc .. "|" .. tostring(job.tres_per_node) .. "|" .. tostring(job.tres_per_job) .. "|" .. tostring(job.tres_per_task))
 end
 `)
 	driver := filepath.Join(t.TempDir(), "driver.lua")
@@ -84,13 +147,25 @@ end
 		t.Fatal(err)
 	}
 	cmd := exec.Command(lua, driver)
-	cmd.Env = append(os.Environ(), "FAIRWAY_REWRITE_TABLE="+tablePath)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("lua5.1: %v\n%s", err, stderr.String())
+		t.Fatalf("%s: %v\n%s", lua, err, stderr.String())
 	}
-	return strings.Split(strings.TrimSpace(stdout.String()), "\n"), stderr.String()
+	var r luaRun
+	r.lines = strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "USER "):
+			r.user += strings.TrimPrefix(l, "USER ") + "\n"
+		case strings.HasPrefix(l, "INFO "):
+			r.info += strings.TrimPrefix(l, "INFO ") + "\n"
+		case l != "":
+			r.errLog += l + "\n"
+		}
+	}
+	return r
 }
 
 // TestJobSubmitLua_Table writes the table with serve's writer and runs the
