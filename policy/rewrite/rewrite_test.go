@@ -302,6 +302,18 @@ func TestRewriter_Elastic(t *testing.T) {
 		free: 2,
 		want: map[int64]int{2: 2},
 	}, {
+		// A job that is not elastic ranked between the two takes its 2
+		// GPUs before the second, not before the first.
+		name: "jobs ranked ahead take theirs first",
+		jobs: []ElasticJob{{Job: job(1, 4, time.Hour), Min: 1, Max: 4}, {Job: job(2, 4, time.Hour), Min: 1, Max: 4, Ahead: 2}},
+		free: 3,
+		want: map[int64]int{1: 3},
+	}, {
+		name: "what is ahead leaves the rest",
+		jobs: []ElasticJob{{Job: job(1, 4, time.Hour), Min: 1, Max: 4, Ahead: 1}},
+		free: 3,
+		want: map[int64]int{1: 2},
+	}, {
 		name: "multi-node and empty ranges are left out",
 		jobs: []ElasticJob{{Job: &policy.Job{ID: 1, GPUs: 2, Nodes: 2}, Min: 1, Max: 4}, {Job: job(2, 1, 0), Min: 5, Max: 6}},
 		free: 8,
@@ -338,5 +350,19 @@ func TestAmdahlFit_Recovers(t *testing.T) {
 	}
 	if _, ok := amdahlFit(&UsageProfile{RunByGPUs: map[int]time.Duration{2: time.Hour}}); ok {
 		t.Error("one GPU count cannot be fitted")
+	}
+}
+
+// TestRewriter_ElasticReasonNamesTheCap: a count capped by the GPUs free on
+// one node is not called the job's maximum ("gives its maximum 2" for a
+// job of range 1-4).
+func TestRewriter_ElasticReasonNamesTheCap(t *testing.T) {
+	r := mustRewriter(t, Params{GPUsPerNode: 2})
+	ps := r.Elastic([]ElasticJob{{Job: &policy.Job{ID: 1, GPUs: 4, Nodes: 1, TimeLimit: time.Hour}, Min: 1, Max: 4}}, 4)
+	if len(ps) != 1 || ps[0].GPUs != 2 {
+		t.Fatalf("proposals %+v, want job 1 at 2 GPUs", ps)
+	}
+	if want := "gives 2, the most GPUs free on one node"; !strings.Contains(ps[0].Reason, want) || strings.Contains(ps[0].Reason, "maximum") {
+		t.Errorf("reason %q, want it to say %q", ps[0].Reason, want)
 	}
 }

@@ -306,13 +306,35 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 	for i, s := range ranking {
 		rank[s.JobID] = i
 	}
+	byRank := func(a, b *slurmctl.Job) int {
+		ra, oka := rank[a.ID]
+		rb, okb := rank[b.ID]
+		switch {
+		case oka && okb:
+			return ra - rb
+		case oka != okb:
+			if oka {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.ID, b.ID)
+	}
+	// byPart: the jobs the rules may change; queued: every pending job of
+	// a partition, opted out or not, for the GPUs the jobs ranked ahead of
+	// an elastic one take first.
 	byPart := map[string][]*slurmctl.Job{}
+	queued := map[string][]*slurmctl.Job{}
 	for i := range cl.Jobs {
 		j := &cl.Jobs[i]
-		if !j.Pending() || j.HetJob || j.ArrayTasks != "" || rewrite.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
+		if !j.Pending() {
 			continue
 		}
 		parts := strings.Split(j.Partition, ",")
+		queued[parts[0]] = append(queued[parts[0]], j)
+		if j.HetJob || j.ArrayTasks != "" || rewrite.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
+			continue
+		}
 		ok := true
 		for _, p := range parts {
 			ok = ok && slices.Contains(rw.cfg.Partitions, p)
@@ -331,20 +353,7 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 		if !ok {
 			continue
 		}
-		slices.SortStableFunc(jobs, func(a, b *slurmctl.Job) int {
-			ra, oka := rank[a.ID]
-			rb, okb := rank[b.ID]
-			switch {
-			case oka && okb:
-				return ra - rb
-			case oka != okb:
-				if oka {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Compare(a.ID, b.ID)
-		})
+		slices.SortStableFunc(jobs, byRank)
 		// Shards per GPU as the nodes declare them, else serve's setting.
 		p := rewrite.Params{ShardsPerGPU: sh.shardsPerGPU, MinHistory: rw.cfg.MinHistory, GPUsPerNode: sh.maxFreeOnNode}
 		if p.ShardsPerGPU == 0 {
@@ -369,22 +378,29 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 		}
 		gpus := map[int64]int{}
 		if rw.cfg.Rules[rewrite.RuleElastic] {
-			free := sh.free
-			var cands []rewrite.ElasticJob
+			mine := make(map[int64]bool, len(jobs))
 			for _, j := range jobs {
+				mine[j.ID] = true
+			}
+			all := queued[part]
+			slices.SortStableFunc(all, byRank)
+			ahead := 0 // GPUs the jobs ranked so far that are not elastic take first
+			var cands []rewrite.ElasticJob
+			for _, j := range all {
 				lo, hi, isElastic, err := rewrite.ParseElastic(comments[j.ID])
-				if err != nil {
+				if err != nil && mine[j.ID] {
 					rw.log.Warn("rewrite: ignoring a malformed elastic marker", "job_id", j.ID, "err", err)
 				}
-				if !isElastic || err != nil || rw.elastic[j.ID] {
-					if need := j.GPUs; need > 0 && need <= free {
-						free -= need // ranked ahead: it takes its GPUs first
-					}
+				if mine[j.ID] && isElastic && err == nil && !rw.elastic[j.ID] {
+					cands = append(cands, rewrite.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}],
+						Predicted: predicted[j.ID], Ahead: ahead})
 					continue
 				}
-				cands = append(cands, rewrite.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}], Predicted: predicted[j.ID]})
+				if need := j.GPUs; need > 0 && ahead+need <= sh.free && canStart(j, rw.now()) {
+					ahead += need
+				}
 			}
-			for _, pr := range rules.Elastic(cands, free) {
+			for _, pr := range rules.Elastic(cands, sh.free) {
 				out = append(out, pr)
 				gpus[pr.JobID] = pr.GPUs
 			}
@@ -400,6 +416,18 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 		}
 	}
 	return out
+}
+
+// canStart reports whether a pending job could start now if resources
+// were free: not before its begin time (sbatch --begin) and not waiting on
+// a dependency. One that cannot holds no GPUs back from the jobs ranked
+// below it.
+func canStart(j *slurmctl.Job, now time.Time) bool {
+	switch j.Reason {
+	case "BeginTime", "Dependency", "DependencyNeverSatisfied":
+		return false
+	}
+	return j.Eligible.IsZero() || !j.Eligible.After(now)
 }
 
 // guardLimits keeps the CPU and memory proposals of jobs that no Slurm CPU

@@ -500,3 +500,49 @@ func TestRewriter_LimitsGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriter_ElasticRanksAhead: only the jobs ranked ahead of an elastic
+// job take free GPUs before it, and only those that can start now. Sizing
+// used to let every job that is not elastic take its GPUs first, and to
+// count jobs that cannot start yet (--begin), so on the lab the job ranked
+// first got 4 → 1 instead of the GPUs it could have.
+func TestRewriter_ElasticRanksAhead(t *testing.T) {
+	node := func(name string, alloc int) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"MIXED"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000,
+			GPUs: 4, Shards: 16, AllocGPUs: alloc}
+	}
+	elastic := pendingJob(10, "carol", "elastic", "gpu", 4, 1)
+	other := pendingJob(11, "alice", "other", "gpu", 1, 1)
+	later := pendingJob(12, "bob", "later", "gpu", 1, 1)
+	later.Reason = "BeginTime" // sbatch --begin=now+1hour
+	for _, tc := range []struct {
+		name  string
+		order []int64
+		want  int
+	}{
+		{"elastic first", []int64{10, 11, 12}, 3},
+		{"one job ahead", []int64{11, 10, 12}, 2},
+		{"a job that cannot start yet ahead", []int64{12, 10, 11}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 3 GPUs free, all on gpu1.
+			cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 1), node("gpu2", 4)}, Jobs: []slurmctl.Job{elastic, other, later}}
+			var ranking []policy.Score
+			for _, id := range tc.order {
+				ranking = append(ranking, policy.Score{JobID: id})
+			}
+			write := &fakeResizer{comments: map[int64]string{10: "fairway:elastic=1-4"}}
+			cfg := RewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"elastic": true}, HistoryDays: 30, RefreshEvery: 10,
+				MinHistory: 3, ShardsPerGPU: 4, Cluster: "c"}
+			rw, err := NewRewriter(cfg, quietLogger(), &fakeUsage{}, write)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := rw.Cycle(context.Background(), 1, cl, nil, ranking, &Live{Values: &fakeWriter{}, Resizes: write, Recorder: &fakeStore{}})
+			want := []slurmctl.Resize{{JobID: 10, GPUs: tc.want}}
+			if len(write.resized) != 1 || cmp.Diff(want, write.resized[0]) != "" {
+				t.Errorf("resizes %+v, want %+v (proposals %+v)", write.resized, want, rep.Proposals)
+			}
+		})
+	}
+}
