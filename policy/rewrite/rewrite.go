@@ -364,8 +364,18 @@ type Proposal struct {
 	Reason   string
 }
 
+// Asked is what a job asked for before Fairway changed its request. A zero
+// field means the job's current request is what it asked for.
+type Asked struct {
+	CPUs     int
+	MemoryMB int64
+}
+
 // Resources proposes the CPUs and memory of pending job j, Synergy-TUNE
-// style, from its profile p (nil when it has none):
+// style, from its profile p (nil when it has none). asked is what the job
+// asked for before Fairway changed it: the floor "never fewer than it asked
+// for" is that, not what an earlier proposal raised it to (a job grown to 8
+// CPUs for 4 GPUs and then shrunk to 2 GPUs would otherwise keep 8).
 //
 //   - proportional share: CPUsPerGPU (MemPerGPUMB) × the job's
 //     GPU-equivalents, rounded up;
@@ -381,16 +391,22 @@ type Proposal struct {
 //
 // A job without GPUs or shards gets no proposal. Proposals equal to the
 // request are left out.
-func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
+func (r *Rules) Resources(j *policy.Job, asked Asked, p *UsageProfile) []Proposal {
 	g := r.gpuEq(j.GPUs, j.Shards)
 	if g <= 0 {
 		return nil
+	}
+	if asked.CPUs <= 0 {
+		asked.CPUs = j.CPUs
+	}
+	if asked.MemoryMB <= 0 {
+		asked.MemoryMB = j.MemoryMB
 	}
 	var out []Proposal
 	nodes := max(j.Nodes, 1)
 	if r.p.CPUsPerGPU > 0 && j.CPUs > 0 {
 		prop := ceilInt(r.p.CPUsPerGPU * g)
-		want, why := max(j.CPUs, prop), ""
+		want, why := max(asked.CPUs, prop), ""
 		if p != nil && p.CPUJobs >= r.p.MinHistory {
 			need := max(ceilInt(p.CPUsPerGPU*g*r.p.Headroom), 1)
 			want = min(need, ceilInt(r.p.MaxCPUsPerGPU*g))
@@ -402,7 +418,7 @@ func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
 				have = p.CPUJobs
 			}
 			why = fmt.Sprintf("no CPU history (%d of %d runs): GPU-proportional share %.3g CPUs per GPU × %.3g GPUs = %d, never below the %d asked",
-				have, r.p.MinHistory, r.p.CPUsPerGPU, g, prop, j.CPUs)
+				have, r.p.MinHistory, r.p.CPUsPerGPU, g, prop, asked.CPUs)
 		}
 		if r.p.NodeCPUs > 0 && want > r.p.NodeCPUs*nodes {
 			want = r.p.NodeCPUs * nodes
@@ -414,7 +430,7 @@ func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
 	}
 	if r.p.MemPerGPUMB > 0 && j.MemoryMB > 0 {
 		prop := int64(math.Ceil(float64(r.p.MemPerGPUMB) * g))
-		want, why := max(j.MemoryMB, prop), ""
+		want, why := max(asked.MemoryMB, prop), ""
 		if p != nil && p.MemJobs >= r.p.MinHistory {
 			need := max(int64(math.Ceil(float64(p.MemPerGPUMB)*g*r.p.Headroom)), 1)
 			want = min(need, int64(math.Ceil(float64(r.p.MaxMemPerGPUMB)*g)))
@@ -422,7 +438,7 @@ func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
 				p.MemJobs, p.MemPerGPUMB, r.p.Headroom, g, want, prop)
 		} else {
 			why = fmt.Sprintf("no memory history: GPU-proportional share %d MB per GPU × %.3g GPUs = %d MB, never below the %d MB asked",
-				r.p.MemPerGPUMB, g, prop, j.MemoryMB)
+				r.p.MemPerGPUMB, g, prop, asked.MemoryMB)
 		}
 		if r.p.NodeMemMB > 0 && want > r.p.NodeMemMB*int64(nodes) {
 			want = r.p.NodeMemMB * int64(nodes)

@@ -225,7 +225,7 @@ func TestRewriter_Resources(t *testing.T) {
 	r := mustRewriter(t, params)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := r.Resources(tt.job, tt.prof)
+			got := r.Resources(tt.job, Asked{}, tt.prof)
 			for i := range got {
 				if got[i].Reason == "" {
 					t.Errorf("proposal %d has no reason", i)
@@ -237,7 +237,7 @@ func TestRewriter_Resources(t *testing.T) {
 			}
 		})
 	}
-	if got := mustRewriter(t, Params{}).Resources(job(1, 0, 1, 100), nil); got != nil {
+	if got := mustRewriter(t, Params{}).Resources(job(1, 0, 1, 100), Asked{}, nil); got != nil {
 		t.Errorf("rules off: got %+v", got)
 	}
 }
@@ -253,7 +253,7 @@ func TestRewriter_ResourcesNoHistoryGuard(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			p = &UsageProfile{CPUJobs: rng.IntN(3), CPUsPerGPU: rng.Float64(), MemJobs: rng.IntN(3), MemPerGPUMB: 1}
 		}
-		for _, pr := range r.Resources(j, p) {
+		for _, pr := range r.Resources(j, Asked{}, p) {
 			if (pr.Rule == RuleCPUs && pr.CPUs < j.CPUs) || (pr.Rule == RuleMemory && pr.MemoryMB < j.MemoryMB) {
 				t.Fatalf("job %+v without history: %+v below the request", j, pr)
 			}

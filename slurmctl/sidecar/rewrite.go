@@ -92,6 +92,12 @@ type Rewriter struct {
 	profiles map[rewrite.ProfileKey]*rewrite.UsageProfile
 	loadedAt int64 // cycle of the last history load; 0: never
 	elastic  map[int64]bool
+	// asked is what pending jobs asked for before Fairway first changed
+	// their CPUs or memory, so the rules size them from the request and not
+	// from an earlier change. Kept in memory: after serve restarts (or a
+	// standby takes over) a changed job's current request counts as asked.
+	// Only Cycle touches it, and cycles do not overlap.
+	asked map[int64]rewrite.Asked
 }
 
 // RewriteReport is what one cycle's rewriting decided.
@@ -132,7 +138,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}}
+	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}, asked: map[int64]rewrite.Asked{}}
 	if cfg.Sacct {
 		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
 			return accounting.SacctUsage(ctx, "", nil, since, until)
@@ -213,6 +219,7 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 	}
 
 	if rw.cfg.Rules[rewrite.RuleCPUs] || rw.cfg.Rules[rewrite.RuleMemory] || rw.cfg.Rules[rewrite.RuleElastic] {
+		rw.forgetGone(cl)
 		comments, err := rw.slurm.Comments(ctx)
 		if err != nil {
 			log.Warn("rewrite: cannot read job comments (opt-outs): no job resized this cycle", "err", err)
@@ -239,6 +246,16 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 				for _, c := range rep.Resize.Applied {
 					if c.GPUs > 0 {
 						rw.elastic[c.JobID] = true
+					}
+					a := rw.asked[c.JobID]
+					if c.CPUs > 0 && a.CPUs == 0 {
+						a.CPUs = c.From.CPUs
+					}
+					if c.MemoryMB > 0 && a.MemoryMB == 0 {
+						a.MemoryMB = c.From.MemoryMB
+					}
+					if a != (rewrite.Asked{}) {
+						rw.asked[c.JobID] = a
 					}
 				}
 			}
@@ -411,11 +428,32 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 				if g, ok := gpus[j.ID]; ok {
 					jj.GPUs = g // CPUs and memory follow the new GPU count
 				}
-				out = append(out, rules.Resources(&jj, rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}])...)
+				out = append(out, rules.Resources(&jj, rw.asked[j.ID], rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}])...)
 			}
 		}
 	}
 	return out
+}
+
+// forgetGone drops what Fairway remembers of jobs that are no longer
+// pending: their requests cannot change any more.
+func (rw *Rewriter) forgetGone(cl *slurmctl.Cluster) {
+	pending := make(map[int64]bool, len(cl.Jobs))
+	for i := range cl.Jobs {
+		if cl.Jobs[i].State == policy.StatePending {
+			pending[cl.Jobs[i].ID] = true
+		}
+	}
+	for id := range rw.asked {
+		if !pending[id] {
+			delete(rw.asked, id)
+		}
+	}
+	for id := range rw.elastic {
+		if !pending[id] {
+			delete(rw.elastic, id)
+		}
+	}
 }
 
 // canStart reports whether a pending job could start now if resources

@@ -306,7 +306,22 @@ func (f *fakeResizer) Resize(_ context.Context, jobs []slurmctl.Job, want []slur
 	f.resized = append(f.resized, want)
 	var rep slurmctl.ResizeReport
 	for _, w := range want {
-		c := slurmctl.ResizeChange{Resize: w}
+		// As ResizeWriter: From holds the request read, for the fields that change.
+		c := slurmctl.ResizeChange{Resize: w, From: slurmctl.Resize{JobID: w.JobID}}
+		for _, j := range jobs {
+			if j.ID != w.JobID {
+				continue
+			}
+			if w.CPUs > 0 {
+				c.From.CPUs = j.CPUs
+			}
+			if w.MemoryMB > 0 {
+				c.From.MemoryMB = j.MemoryMB
+			}
+			if w.GPUs > 0 {
+				c.From.GPUs = j.GPUs
+			}
+		}
 		rep.Planned = append(rep.Planned, c)
 		rep.Applied = append(rep.Applied, c)
 	}
@@ -544,5 +559,49 @@ func TestRewriter_ElasticRanksAhead(t *testing.T) {
 				t.Errorf("resizes %+v, want %+v (proposals %+v)", write.resized, want, rep.Proposals)
 			}
 		})
+	}
+}
+
+// TestRewriter_CPUsFromTheRequest: the CPU rule sizes a job from what it
+// asked for, not from CPUs Fairway gave it earlier. On the lab an elastic
+// job of 4 GPUs and 1 CPU was grown to 8 CPUs, then shrunk to 2 GPUs; the
+// rule took its 8 CPUs as the request ("never fewer than asked"), kept
+// them, and the job stayed PENDING (Resources) on a node with 2 free GPUs
+// and 7 free CPUs.
+func TestRewriter_CPUsFromTheRequest(t *testing.T) {
+	node := func(name string, alloc int) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"MIXED"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000,
+			GPUs: 4, Shards: 16, AllocGPUs: alloc}
+	}
+	job := pendingJob(10, "carol", "elastic", "gpu", 4, 1)
+	write := &fakeResizer{comments: map[int64]string{10: "fairway:elastic=1-4"}}
+	cfg := RewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"elastic": true, "cpus": true}, HistoryDays: 30, RefreshEvery: 10,
+		MinHistory: 3, ShardsPerGPU: 4, Cluster: "c"}
+	rw, err := NewRewriter(cfg, quietLogger(), &fakeUsage{}, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &Live{Values: &fakeWriter{}, Resizes: write, Recorder: &fakeStore{}}
+
+	// Cycle 1: 4 GPUs free on gpu1: the job keeps 4 GPUs and gets their
+	// proportional 8 CPUs.
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 0), node("gpu2", 4)}, Jobs: []slurmctl.Job{job}}
+	rw.Cycle(context.Background(), 1, cl, nil, nil, sink)
+	if want := []slurmctl.Resize{{JobID: 10, CPUs: 8}}; len(write.resized) != 1 || cmp.Diff(want, write.resized[0]) != "" {
+		t.Fatalf("cycle 1: resizes %+v, want %+v", write.resized, want)
+	}
+
+	// Cycle 2: Slurm holds the job at 8 CPUs; only 2 GPUs are free now.
+	// 2 GPUs, and the CPUs of 2 GPUs: 4, not the 8 of the earlier change.
+	job.CPUs = 8
+	cl = &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 2), node("gpu2", 4)}, Jobs: []slurmctl.Job{job}}
+	rep := rw.Cycle(context.Background(), 2, cl, nil, nil, sink)
+	if want := []slurmctl.Resize{{JobID: 10, GPUs: 2, CPUs: 4}}; len(write.resized) != 2 || cmp.Diff(want, write.resized[1]) != "" {
+		t.Fatalf("cycle 2: resizes %+v, want %+v (proposals %+v)", write.resized, want, rep.Proposals)
+	}
+	for _, p := range rep.Proposals {
+		if p.Rule == rewrite.RuleCPUs && (p.From != 8 || !strings.Contains(p.Reason, "never below the 1 asked")) {
+			t.Errorf("CPU proposal %+v: want from 8, never below the 1 asked", p)
+		}
 	}
 }
