@@ -103,6 +103,7 @@ type Rewriter struct {
 // RewriteReport is what one cycle's rewriting decided.
 type RewriteReport struct {
 	Rules        []rewrite.ShareRule // the table's rows
+	NoShare      []rewrite.ShareRule // the users' job names with history that got no row, and why
 	TableDropped int                 // rules left out by the table's caps
 	TableWritten bool
 	Proposals    []rewrite.Proposal // the changes asked of Slurm
@@ -198,8 +199,15 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 
 	if rw.cfg.Rules[rewrite.RuleShare] {
 		for _, k := range keys {
-			if r, ok := rw.share.Share(rw.profiles[k]); ok && rewrite.TableSafe(r.User) && rewrite.TableSafe(r.Name) {
+			r, ok := rw.share.Share(rw.profiles[k])
+			switch {
+			case ok && rewrite.TableSafe(r.User) && rewrite.TableSafe(r.Name):
 				rep.Rules = append(rep.Rules, r)
+			case ok:
+				r.Shards, r.Reason = 0, "user or job name cannot be written to the table (tab, newline or control character)"
+				fallthrough
+			default:
+				rep.NoShare = append(rep.NoShare, r)
 			}
 		}
 		header := len(rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))

@@ -389,6 +389,11 @@ func TestRewriter_Cycle(t *testing.T) {
 	if !rep.TableWritten || len(rep.Rules) != 1 || rep.Rules[0].User != "alice" || rep.Rules[0].Shards != 1 {
 		t.Errorf("share rules %+v, written %v", rep.Rules, rep.TableWritten)
 	}
+	// Why bob's heavy got no rule is reported too (serve listed only the
+	// rules it made).
+	if len(rep.NoShare) != 1 || rep.NoShare[0].User != "bob" || !strings.Contains(rep.NoShare[0].Reason, "uses 95% of its GPU") {
+		t.Errorf("names without a share rule %+v, want bob's heavy with its reason", rep.NoShare)
+	}
 	b, err := os.ReadFile(cfg.Table)
 	if err != nil || !strings.Contains(string(b), "shard\talice\t1\tlight\n") {
 		t.Errorf("table %q: %v", b, err)
