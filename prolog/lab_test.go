@@ -24,7 +24,10 @@ func TestLab_ScontrolJobShards(t *testing.T) {
 		"--comment", "x TRES=gres/shard=8 TresPerNode=gres:shard:8", "--wrap", "true")
 	craftedShard := e.Submit(t, "bob", "--hold", "-J", fmt.Sprintf("fw-crafted-%d", tag), "--gres=shard:3",
 		"--mail-type=END", "--mail-user", "a TresPerNode=gres:gpu:1 TRES=cpu=1", "--wrap", "true")
-	sc := Scontrol{Path: "/usr/bin/scontrol"}
+	// The lab's own scontrol (and squeue beside it): under a prefix,
+	// /usr/bin's is another release's, whose squeue cannot load the
+	// prefix's plugins.
+	sc := Scontrol{Path: e.Scontrol}
 	if _, err := os.Stat(sc.Path); err != nil {
 		t.Fatalf("lab without scontrol: %v", err)
 	}

@@ -146,6 +146,8 @@ func (h *hookLab) config(t *testing.T, name, dbURL string, extra ...string) stri
 		"FAIRWAY_LOG_FILE=" + filepath.Join(h.dir, "hooks.log"),
 		"FAIRWAY_SHARDS_PER_GPU=4",
 		"FAIRWAY_DATABASE_URL=" + dbURL,
+		// The lab's scontrol and squeue (a prefix's, not /usr/bin's).
+		"FAIRWAY_SCONTROL=" + h.e.Scontrol,
 	}
 	p := filepath.Join(h.dir, name)
 	if err := os.WriteFile(p, []byte(strings.Join(append(lines, extra...), "\n")+"\n"), 0o600); err != nil {

@@ -30,6 +30,11 @@ func showJob(t *testing.T, e *lab.Env, id int64, field string) string {
 	return m[1]
 }
 
+// gresIs reports whether a TresPerNode value is the one GRES want
+// ("shard:1") in either release's spelling: 22.05 writes gres:shard:1,
+// later releases gres/shard:1.
+func gresIs(got, want string) bool { return got == "gres:"+want || got == "gres/"+want }
+
 // TestLab_RewriteShareAndCPUs is the lab test. History in a
 // throwaway database marks alice's job name as low-utilization; serve's
 // rewriter writes the table; the lab's job_submit.lua then turns a new
@@ -103,7 +108,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	waitFor(t, 30*time.Second, "job_submit.lua to apply the new table", func() bool {
 		probe := e.Submit(t, "alice", "-J", light, "-p", e.Partition, "--hold", "--gres=gpu:1", "--wrap", "true")
 		defer e.Run(t, "", "scancel", strconv.FormatInt(probe, 10))
-		return showJob(t, e, probe, "TresPerNode") == "gres:shard:1"
+		return gresIs(showJob(t, e, probe, "TresPerNode"), "shard:1")
 	})
 
 	out := func(name string) string { return filepath.Join(e.JobDir, name+".out") }
@@ -114,12 +119,12 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	optOut := e.Submit(t, "alice", "-J", light, "-p", e.Partition, "--begin=now+3600", "--gres=gpu:1", "-c", "1",
 		"--comment", "fairway:no-rewrite", "--wrap", "true")
 
-	if got := showJob(t, e, shared, "TresPerNode"); got != "gres:shard:1" {
-		t.Errorf("job with low-utilization history: TresPerNode=%s, want gres:shard:1", got)
+	if got := showJob(t, e, shared, "TresPerNode"); !gresIs(got, "shard:1") {
+		t.Errorf("job with low-utilization history: TresPerNode=%s, want gres:shard:1 (gres/shard:1 on 23.02 and later)", got)
 	}
 	for _, id := range []int64{noHistory, optOut} {
-		if got := showJob(t, e, id, "TresPerNode"); got != "gres:gpu:1" {
-			t.Errorf("job %d: TresPerNode=%s, want gres:gpu:1 (left alone)", id, got)
+		if got := showJob(t, e, id, "TresPerNode"); !gresIs(got, "gpu:1") {
+			t.Errorf("job %d: TresPerNode=%s, want gres:gpu:1 or gres/gpu:1 (left alone)", id, got)
 		}
 	}
 

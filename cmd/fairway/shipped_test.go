@@ -265,3 +265,37 @@ func TestServeSettings_JobAPIAudience(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedEnv_RewriteSettings: the shipped serve.env shows the resource
+// rewriting settings an admin turns it on with, commented out (it had no
+// FAIRWAY_REWRITE_* line at all), each a setting of serve with the binary's
+// default, but for the partition, which is an example.
+func TestShippedEnv_RewriteSettings(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "contrib", "systemd", "fairway.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := map[string]string{}
+	for _, fl := range serveFlags() {
+		for _, e := range flagEnvVars(fl) {
+			defaults[e] = flagDefault(fl)
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# (FAIRWAY_REWRITE_[A-Z_]+)=(.*)$`).FindAllStringSubmatch(string(b), -1) {
+		key, val := m[1], m[2]
+		seen[key] = true
+		def, ok := defaults[key]
+		switch {
+		case !ok:
+			t.Errorf("fairway.env: %s is no setting of serve", key)
+		case key != "FAIRWAY_REWRITE_PARTITIONS" && !sameSetting(val, def):
+			t.Errorf("fairway.env: # %s=%s, but the binary's default is %q", key, val, def)
+		}
+	}
+	for _, k := range []string{"FAIRWAY_REWRITE_PARTITIONS", "FAIRWAY_REWRITE_RULES", "FAIRWAY_REWRITE_TABLE"} {
+		if !seen[k] {
+			t.Errorf("fairway.env does not show %s (commented out)", k)
+		}
+	}
+}

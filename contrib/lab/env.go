@@ -35,6 +35,11 @@ type Env struct {
 	Partition   string // the GPU partition
 	JobDir      string // world-writable directory for job output
 	Users       []User // Unix users with Slurm associations
+	// Scontrol is the absolute path of the lab's scontrol, what the
+	// hooks' FAIRWAY_SCONTROL must name (they run squeue beside it): the
+	// prefix's under FAIRWAY_LAB_SLURM_PREFIX, where /usr/bin's may be
+	// another release's or missing.
+	Scontrol string
 }
 
 // User is a lab Unix user and the Slurm account it belongs to.
@@ -73,6 +78,15 @@ func Get(t testing.TB) *Env {
 		Cluster:     envOr("FAIRWAY_LAB_CLUSTER", "fairwaylab"),
 		Partition:   envOr("FAIRWAY_LAB_PARTITION", "gpu"),
 		JobDir:      envOr("FAIRWAY_LAB_JOBDIR", os.TempDir()),
+		Scontrol:    os.Getenv("FAIRWAY_SCONTROL"),
+	}
+	if e.Scontrol == "" { // a lab env from before it said: the PATH it set
+		e.Scontrol = "/usr/bin/scontrol"
+		if p, err := exec.LookPath("scontrol"); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				e.Scontrol = abs
+			}
+		}
 	}
 	for _, f := range strings.Fields(os.Getenv("FAIRWAY_LAB_USERS")) {
 		name, acct, _ := strings.Cut(f, ":")

@@ -18,19 +18,27 @@ Safety, in order of importance:
     --rewrite-partitions), the table is fresh (younger than its max_age:
     rewriting stops by itself when serve stops), and the job's comment does
     not carry the opt-out marker "fairway:no-rewrite".
-  * Only a request for exactly one GPU (--gres=gpu[:type]:1 or
-    --gpus=[type:]1, nothing else in the GRES request, at most one node) is
-    changed, into --gres=shard[:type]:N on one node.
+  * Only a request for exactly one GPU (--gres=gpu[:type]:1, --gpus-per-node=1
+    or --gpus=[type:]1, nothing else in the GRES request, no CPUs or memory
+    per GPU, at most one node; CPUs per task are fine) is changed, into
+    --gres=shard[:type]:N on one node, written in the form the release passed
+    the request in ("gres:" on 22.05, "gres/" on 24.11 and later: each
+    release rejects the other's).
 
-Settings: the table path is $FAIRWAY_REWRITE_TABLE in slurmctld's environment,
-else /var/lib/fairway/fairway-rewrite.table (serve's default: SlurmUser's
-state directory, mode 0640, so /etc/slurm stays read-only to SlurmUser and
-other users cannot read the table), else, for tables written before that
-default, fairway-rewrite.table in slurm.conf's directory ($SLURM_CONF's, else
-/etc/slurm). A table larger than MAX_TABLE_BYTES is ignored: it is read on
-slurmctld's submit path. Install: copy this file next to slurm.conf (slurmctld loads
-job_submit.lua from there), set JobSubmitPlugins=lua, `scontrol reconfigure`.
-See INSTALL.md, "GPU sharing and resource rewriting".
+Settings: the table path is $FAIRWAY_REWRITE_TABLE in slurmctld's environment;
+without it, the newer (by its generated line) of
+/var/lib/fairway/fairway-rewrite.table (serve's default: SlurmUser's state
+directory, mode 0640, so /etc/slurm stays read-only to SlurmUser and other
+users cannot read the table) and, for tables written before that default,
+fairway-rewrite.table in slurm.conf's directory ($SLURM_CONF's, else
+/etc/slurm). Which table is in use, or why none is, goes to slurmctld's log
+at info whenever it changes. A table larger than MAX_TABLE_BYTES is ignored:
+it is read on slurmctld's submit path. Install: copy this file next to
+slurm.conf (slurmctld loads job_submit.lua from there), set
+JobSubmitPlugins=lua, `scontrol reconfigure`; a site that has its own
+job_submit.lua merges the two (INSTALL.md says how). Lua 5.1 to 5.4 (the
+one Slurm was built with). See INSTALL.md, "GPU sharing and resource
+rewriting".
 
 Table format (written atomically by serve; one record per line, fields
 separated by one tab; lines starting with # are comments):
@@ -42,6 +50,7 @@ separated by one tab; lines starting with # are comments):
 ]]
 
 local OPT_OUT = "fairway:no-rewrite"
+local ELASTIC = "fairway:elastic"
 local REREAD_SECONDS = 5 -- how long a read of the table is reused
 local MAX_TABLE_BYTES = 4 * 1024 * 1024 -- serve caps its table at 1 MiB by default
 local NO_VAL = 4294967294 -- Slurm's NO_VAL for unset 32-bit numbers
@@ -131,51 +140,90 @@ local function parse_table(text)
 	return t
 end
 
-local cache = { read_at = nil, tbl = nil, why = nil }
+local cache = { read_at = nil, tbl = nil, why = nil, logged = nil }
+
+-- read_table reads and parses one table file; it returns the table, or nil
+-- and why not (nil and nil when there is no file at path).
+local function read_table(path)
+	local fh, open_err = io.open(path, "r")
+	if not fh then
+		if open_err and not open_err:find("No such file", 1, true) then
+			return nil, "table " .. path .. " unreadable: " .. open_err
+		end
+		return nil, nil
+	end
+	local text = fh:read(MAX_TABLE_BYTES + 1)
+	fh:close()
+	if text and #text > MAX_TABLE_BYTES then
+		return nil, "table " .. path .. " ignored: larger than " .. MAX_TABLE_BYTES .. " bytes"
+	end
+	local t, err = parse_table(text or "")
+	if not t then
+		return nil, "table " .. path .. " ignored: " .. err
+	end
+	t.path = path
+	return t
+end
 
 -- current_table returns the table, or nil and why there is none; a read is
--- reused for REREAD_SECONDS.
+-- reused for REREAD_SECONDS. Of the places it looks, the table serve
+-- generated last wins: a table left behind in one place (an old install's,
+-- another serve's) must not hide the one serve keeps writing in another.
+-- Which table is used, and why none is, is logged at info each time it
+-- changes, so an admin sees in slurmctld's log why no job is rewritten.
 local function current_table(now)
 	if cache.read_at and now - cache.read_at < REREAD_SECONDS then
 		return cache.tbl, cache.why
 	end
 	cache.read_at, cache.tbl, cache.why = now, nil, nil
-	local fh, path
+	local best, whys = nil, {}
 	for _, p in ipairs(TABLE_PATHS) do
-		fh = io.open(p, "r")
-		if fh then
-			path = p
-			break
+		local t, why = read_table(p)
+		if t and (not best or t.generated > best.generated) then
+			best = t
+		elseif why then
+			whys[#whys + 1] = why
 		end
 	end
-	if not fh then
-		cache.why = "no table at " .. table.concat(TABLE_PATHS, " or ")
-		return nil, cache.why
+	local said
+	if best then
+		cache.tbl = best
+		said = "fairway: rewrite table " .. best.path .. " in use"
+		if now - best.generated > best.max_age then
+			said = "fairway: rewrite table " .. best.path .. " is older than its max_age (is serve running?): jobs left as submitted"
+		end
+	else
+		if #whys == 0 then
+			whys[1] = "no table at " .. table.concat(TABLE_PATHS, " or ")
+		end
+		cache.why = table.concat(whys, "; ")
+		said = "fairway: no rewrite table in use (jobs left as submitted): " .. cache.why
 	end
-	local text = fh:read(MAX_TABLE_BYTES + 1)
-	fh:close()
-	if text and #text > MAX_TABLE_BYTES then
-		cache.why = "table " .. path .. " ignored: larger than " .. MAX_TABLE_BYTES .. " bytes"
-		return nil, cache.why
+	if said ~= cache.logged then
+		cache.logged = said
+		pcall(slurm.log_info, "%s", said)
 	end
-	local t, err = parse_table(text or "")
-	if not t then
-		cache.why = "table " .. path .. " ignored: " .. err
-		return nil, cache.why
-	end
-	cache.tbl = t
-	return t
+	return cache.tbl, cache.why
 end
 
 -- one_gpu reads a tres_per_* string that asks for exactly one gpu and
--- nothing else ("gres:gpu:1", "gres:gpu:h100:1", "gres:gpu:h100", "gpu",
--- "gres/gpu:1") and returns true and the type ("" when untyped). Slurm reads
--- name[:type][:count], a missing count meaning 1.
+-- nothing else and returns true, the type ("" when untyped) and the prefix
+-- the release spells GRES with. Slurm reads name[:type][:count], a missing
+-- count meaning 1. Releases differ in the prefix, and each one's parser
+-- accepts only its own: 22.05 passes "gres:gpu:1" and rejects a request of
+-- "gres/shard:1", 26.05 passes "gres/gpu:1" and rejects "gres:shard:1"
+-- ("Invalid Trackable RESource (TRES) specification"). A request without
+-- either prefix is not recognised, so the rewrite always writes the form
+-- the job came with.
 local function one_gpu(spec)
-	if spec == nil or spec == "" or spec:find(",", 1, true) then
+	if type(spec) ~= "string" or spec == "" or spec:find(",", 1, true) then
 		return false
 	end
-	local s = spec:gsub("^gres[:/]", "")
+	local prefix = spec:match("^gres[:/]")
+	if not prefix then
+		return false
+	end
+	local s = spec:sub(#prefix + 1)
 	local f = {}
 	for field in (s .. ":"):gmatch("([^:]*):") do
 		f[#f + 1] = field
@@ -196,7 +244,26 @@ local function one_gpu(spec)
 	if count ~= 1 or typ:find("[^%w_.-]") then
 		return false
 	end
-	return true, typ
+	return true, typ, prefix
+end
+
+-- cpus_only reports whether a tres_per_task string asks for CPUs and
+-- nothing else: 26.05 passes `-c N` as "cpu=N" there (22.05 leaves it
+-- empty and sets cpus_per_task only), which must not keep the job from
+-- being shared. A GPU per task ("gres/gpu=1", --gpus-per-task) is not.
+local function cpus_only(spec)
+	if spec == nil or spec == "" then
+		return true
+	end
+	if type(spec) ~= "string" then
+		return false
+	end
+	for entry in (spec .. ","):gmatch("([^,]*),") do
+		if not entry:match("^cpu[=:]%d+$") then
+			return false
+		end
+	end
+	return true
 end
 
 local function empty(v)
@@ -233,22 +300,27 @@ local function partitions_of(job_desc, part_list)
 end
 
 local function rewrite(job_desc, part_list, submit_uid)
+	-- An elastic job (fairway:elastic=MIN-MAX) declared it runs on whole
+	-- GPUs; serve sizes it, and shards could not be turned back into GPUs.
 	local comment = job_desc.comment
-	if not empty(comment) and comment:find(OPT_OUT, 1, true) then
+	if not empty(comment) and (comment:find(OPT_OUT, 1, true) or comment:find(ELASTIC, 1, true)) then
 		return
 	end
 	-- Only a request for exactly one whole GPU, through one field.
-	local via, typ
-	local node_gpu, node_typ = one_gpu(job_desc.tres_per_node)
-	local job_gpu, job_typ = one_gpu(job_desc.tres_per_job)
+	local via, typ, prefix
+	local node_gpu, node_typ, node_prefix = one_gpu(job_desc.tres_per_node)
+	local job_gpu, job_typ, job_prefix = one_gpu(job_desc.tres_per_job)
 	if node_gpu and empty(job_desc.tres_per_job) then
-		via, typ = "tres_per_node", node_typ
+		via, typ, prefix = "tres_per_node", node_typ, node_prefix
 	elseif job_gpu and empty(job_desc.tres_per_node) then
-		via, typ = "tres_per_job", job_typ
+		via, typ, prefix = "tres_per_job", job_typ, job_prefix
 	else
 		return
 	end
-	if not empty(job_desc.tres_per_task) or not empty(job_desc.tres_per_socket) or not single_node(job_desc) then
+	-- CPUs or memory per GPU (--cpus-per-gpu, --mem-per-gpu) name the gpu
+	-- request the rewrite removes: such a job is left as submitted.
+	if not cpus_only(job_desc.tres_per_task) or not empty(job_desc.tres_per_socket) or
+		not empty(job_desc.cpus_per_tres) or not empty(job_desc.mem_per_tres) or not single_node(job_desc) then
 		return
 	end
 	local user, name = job_desc.user_name, job_desc.name
@@ -278,9 +350,9 @@ local function rewrite(job_desc, part_list, submit_uid)
 		return
 	end
 	local before = job_desc[via]
-	local want = "gres:shard:" .. shards
+	local want = prefix .. "shard:" .. shards
 	if typ ~= "" then
-		want = "gres:shard:" .. typ .. ":" .. shards
+		want = prefix .. "shard:" .. typ .. ":" .. shards
 	end
 	if via == "tres_per_job" then
 		job_desc.tres_per_job = ""

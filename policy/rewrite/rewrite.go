@@ -364,8 +364,18 @@ type Proposal struct {
 	Reason   string
 }
 
+// Asked is what a job asked for before Fairway changed its request. A zero
+// field means the job's current request is what it asked for.
+type Asked struct {
+	CPUs     int
+	MemoryMB int64
+}
+
 // Resources proposes the CPUs and memory of pending job j, Synergy-TUNE
-// style, from its profile p (nil when it has none):
+// style, from its profile p (nil when it has none). asked is what the job
+// asked for before Fairway changed it: the floor "never fewer than it asked
+// for" is that, not what an earlier proposal raised it to (a job grown to 8
+// CPUs for 4 GPUs and then shrunk to 2 GPUs would otherwise keep 8).
 //
 //   - proportional share: CPUsPerGPU (MemPerGPUMB) × the job's
 //     GPU-equivalents, rounded up;
@@ -381,16 +391,22 @@ type Proposal struct {
 //
 // A job without GPUs or shards gets no proposal. Proposals equal to the
 // request are left out.
-func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
+func (r *Rules) Resources(j *policy.Job, asked Asked, p *UsageProfile) []Proposal {
 	g := r.gpuEq(j.GPUs, j.Shards)
 	if g <= 0 {
 		return nil
+	}
+	if asked.CPUs <= 0 {
+		asked.CPUs = j.CPUs
+	}
+	if asked.MemoryMB <= 0 {
+		asked.MemoryMB = j.MemoryMB
 	}
 	var out []Proposal
 	nodes := max(j.Nodes, 1)
 	if r.p.CPUsPerGPU > 0 && j.CPUs > 0 {
 		prop := ceilInt(r.p.CPUsPerGPU * g)
-		want, why := max(j.CPUs, prop), ""
+		want, why := max(asked.CPUs, prop), ""
 		if p != nil && p.CPUJobs >= r.p.MinHistory {
 			need := max(ceilInt(p.CPUsPerGPU*g*r.p.Headroom), 1)
 			want = min(need, ceilInt(r.p.MaxCPUsPerGPU*g))
@@ -402,7 +418,7 @@ func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
 				have = p.CPUJobs
 			}
 			why = fmt.Sprintf("no CPU history (%d of %d runs): GPU-proportional share %.3g CPUs per GPU × %.3g GPUs = %d, never below the %d asked",
-				have, r.p.MinHistory, r.p.CPUsPerGPU, g, prop, j.CPUs)
+				have, r.p.MinHistory, r.p.CPUsPerGPU, g, prop, asked.CPUs)
 		}
 		if r.p.NodeCPUs > 0 && want > r.p.NodeCPUs*nodes {
 			want = r.p.NodeCPUs * nodes
@@ -414,7 +430,7 @@ func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
 	}
 	if r.p.MemPerGPUMB > 0 && j.MemoryMB > 0 {
 		prop := int64(math.Ceil(float64(r.p.MemPerGPUMB) * g))
-		want, why := max(j.MemoryMB, prop), ""
+		want, why := max(asked.MemoryMB, prop), ""
 		if p != nil && p.MemJobs >= r.p.MinHistory {
 			need := max(int64(math.Ceil(float64(p.MemPerGPUMB)*g*r.p.Headroom)), 1)
 			want = min(need, int64(math.Ceil(float64(r.p.MaxMemPerGPUMB)*g)))
@@ -422,7 +438,7 @@ func (r *Rules) Resources(j *policy.Job, p *UsageProfile) []Proposal {
 				p.MemJobs, p.MemPerGPUMB, r.p.Headroom, g, want, prop)
 		} else {
 			why = fmt.Sprintf("no memory history: GPU-proportional share %d MB per GPU × %.3g GPUs = %d MB, never below the %d MB asked",
-				r.p.MemPerGPUMB, g, prop, j.MemoryMB)
+				r.p.MemPerGPUMB, g, prop, asked.MemoryMB)
 		}
 		if r.p.NodeMemMB > 0 && want > r.p.NodeMemMB*int64(nodes) {
 			want = r.p.NodeMemMB * int64(nodes)
@@ -446,6 +462,9 @@ type ElasticJob struct {
 	// Predicted is the predicted run time at the requested GPU count; 0
 	// means none (the time limit is used, then policy.UnknownRun).
 	Predicted time.Duration
+	// Ahead is how many of the free GPUs the jobs ranked ahead of this
+	// one that are not elastic, and can start now, take first.
+	Ahead int
 }
 
 // Elastic chooses GPU counts for the elastic jobs by AFS-L (Hwang et al.,
@@ -462,11 +481,13 @@ type ElasticJob struct {
 // T is Amdahl's law, T(g) = 1 / ((1 − p) + p/g), with the parallel
 // fraction p fitted to the job's history when it ran with at least two GPU
 // counts (run time R(g) = a + b/g by least squares, p = b/(a+b)), else
-// ElasticParallel. Jobs are the elastic candidates in ranking order, free the
-// GPUs they may share (those left once the jobs ranked ahead of them that
-// are not elastic have theirs). A job that gets nothing keeps its request; a
-// job whose count differs from its request gets a RuleElastic proposal.
-// Only single-node jobs whose range holds at least one count are considered.
+// ElasticParallel. Jobs are the elastic candidates in ranking order and free
+// the free GPUs. A job may be given only what is left of free once the jobs
+// ranked ahead of it have theirs: the elastic ones what this division gives
+// them, the others their Ahead. Jobs ranked below a job that are not
+// elastic hold no GPUs back from it. A job that gets nothing keeps its request; a job whose count
+// differs from its request gets a RuleElastic proposal. Only single-node
+// jobs whose range holds at least one count are considered.
 func (r *Rules) Elastic(jobs []ElasticJob, free int) []Proposal {
 	type cand struct {
 		e     *ElasticJob
@@ -476,6 +497,7 @@ func (r *Rules) Elastic(jobs []ElasticJob, free int) []Proposal {
 		run1  float64 // run time at the minimum, seconds
 		g     int
 		order int
+		ahead int
 		why   string
 	}
 	var cs []*cand
@@ -503,8 +525,26 @@ func (r *Rules) Elastic(jobs []ElasticJob, free int) []Proposal {
 		// R(g) = R1·((1−p) + p/g): run time at the minimum from the
 		// prediction at the requested count.
 		atMin := run.Seconds() * amdahlTime(p, e.Min) / amdahlTime(p, j.GPUs)
-		cs = append(cs, &cand{e: e, p: p, lo: e.Min, hi: hi, run1: atMin, order: i,
+		cs = append(cs, &cand{e: e, p: p, lo: e.Min, hi: hi, run1: atMin, order: i, ahead: max(e.Ahead, 0),
 			why: fmt.Sprintf("parallel fraction %.2f (%s)", p, src)})
+	}
+	// fits reports whether c may take step more GPUs: for c and every
+	// candidate ranked below it that holds some, what the jobs ranked
+	// ahead of that one hold (elastic: given here; others: their Ahead)
+	// must stay within free. cs is in ranking order.
+	fits := func(c *cand, step int) bool {
+		held := 0
+		for _, d := range cs {
+			g := d.g
+			if d == c {
+				g += step
+			}
+			held += g
+			if d.order >= c.order && g > 0 && held+d.ahead > free {
+				return false
+			}
+		}
+		return true
 	}
 	better := func(a, b *cand) bool { // a goes before b
 		if (a.g == 0) != (b.g == 0) {
@@ -525,14 +565,14 @@ func (r *Rules) Elastic(jobs []ElasticJob, free int) []Proposal {
 		}
 		return a.order < b.order
 	}
-	for free > 0 {
+	for {
 		var best *cand
 		for _, c := range cs {
 			step := 1
 			if c.g == 0 {
 				step = c.lo
 			}
-			if c.g >= c.hi || step > free {
+			if c.g >= c.hi || !fits(c, step) {
 				continue
 			}
 			if best == nil || better(c, best) {
@@ -544,10 +584,8 @@ func (r *Rules) Elastic(jobs []ElasticJob, free int) []Proposal {
 		}
 		if best.g == 0 {
 			best.g = best.lo
-			free -= best.lo
 		} else {
 			best.g++
-			free--
 		}
 	}
 	var out []Proposal
@@ -558,8 +596,11 @@ func (r *Rules) Elastic(jobs []ElasticJob, free int) []Proposal {
 		}
 		why := fmt.Sprintf("elastic %d-%d: AFS-L gives %d of the free GPUs (%s; marginal gain of one more %.3f)",
 			c.e.Min, c.e.Max, c.g, c.why, afsWeight(c.p, c.g))
-		if c.g == c.hi {
+		switch {
+		case c.g == c.e.Max:
 			why = fmt.Sprintf("elastic %d-%d: AFS-L gives its maximum %d (%s)", c.e.Min, c.e.Max, c.g, c.why)
+		case c.g == c.hi:
+			why = fmt.Sprintf("elastic %d-%d: AFS-L gives %d, the most GPUs free on one node (%s)", c.e.Min, c.e.Max, c.g, c.why)
 		}
 		out = append(out, Proposal{JobID: j.ID, Rule: RuleElastic, GPUs: c.g, From: int64(j.GPUs), Reason: why})
 	}

@@ -225,7 +225,7 @@ func TestRewriter_Resources(t *testing.T) {
 	r := mustRewriter(t, params)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := r.Resources(tt.job, tt.prof)
+			got := r.Resources(tt.job, Asked{}, tt.prof)
 			for i := range got {
 				if got[i].Reason == "" {
 					t.Errorf("proposal %d has no reason", i)
@@ -237,7 +237,7 @@ func TestRewriter_Resources(t *testing.T) {
 			}
 		})
 	}
-	if got := mustRewriter(t, Params{}).Resources(job(1, 0, 1, 100), nil); got != nil {
+	if got := mustRewriter(t, Params{}).Resources(job(1, 0, 1, 100), Asked{}, nil); got != nil {
 		t.Errorf("rules off: got %+v", got)
 	}
 }
@@ -253,7 +253,7 @@ func TestRewriter_ResourcesNoHistoryGuard(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			p = &UsageProfile{CPUJobs: rng.IntN(3), CPUsPerGPU: rng.Float64(), MemJobs: rng.IntN(3), MemPerGPUMB: 1}
 		}
-		for _, pr := range r.Resources(j, p) {
+		for _, pr := range r.Resources(j, Asked{}, p) {
 			if (pr.Rule == RuleCPUs && pr.CPUs < j.CPUs) || (pr.Rule == RuleMemory && pr.MemoryMB < j.MemoryMB) {
 				t.Fatalf("job %+v without history: %+v below the request", j, pr)
 			}
@@ -302,6 +302,18 @@ func TestRewriter_Elastic(t *testing.T) {
 		free: 2,
 		want: map[int64]int{2: 2},
 	}, {
+		// A job that is not elastic ranked between the two takes its 2
+		// GPUs before the second, not before the first.
+		name: "jobs ranked ahead take theirs first",
+		jobs: []ElasticJob{{Job: job(1, 4, time.Hour), Min: 1, Max: 4}, {Job: job(2, 4, time.Hour), Min: 1, Max: 4, Ahead: 2}},
+		free: 3,
+		want: map[int64]int{1: 3},
+	}, {
+		name: "what is ahead leaves the rest",
+		jobs: []ElasticJob{{Job: job(1, 4, time.Hour), Min: 1, Max: 4, Ahead: 1}},
+		free: 3,
+		want: map[int64]int{1: 2},
+	}, {
 		name: "multi-node and empty ranges are left out",
 		jobs: []ElasticJob{{Job: &policy.Job{ID: 1, GPUs: 2, Nodes: 2}, Min: 1, Max: 4}, {Job: job(2, 1, 0), Min: 5, Max: 6}},
 		free: 8,
@@ -338,5 +350,19 @@ func TestAmdahlFit_Recovers(t *testing.T) {
 	}
 	if _, ok := amdahlFit(&UsageProfile{RunByGPUs: map[int]time.Duration{2: time.Hour}}); ok {
 		t.Error("one GPU count cannot be fitted")
+	}
+}
+
+// TestRewriter_ElasticReasonNamesTheCap: a count capped by the GPUs free on
+// one node is not called the job's maximum ("gives its maximum 2" for a
+// job of range 1-4).
+func TestRewriter_ElasticReasonNamesTheCap(t *testing.T) {
+	r := mustRewriter(t, Params{GPUsPerNode: 2})
+	ps := r.Elastic([]ElasticJob{{Job: &policy.Job{ID: 1, GPUs: 4, Nodes: 1, TimeLimit: time.Hour}, Min: 1, Max: 4}}, 4)
+	if len(ps) != 1 || ps[0].GPUs != 2 {
+		t.Fatalf("proposals %+v, want job 1 at 2 GPUs", ps)
+	}
+	if want := "gives 2, the most GPUs free on one node"; !strings.Contains(ps[0].Reason, want) || strings.Contains(ps[0].Reason, "maximum") {
+		t.Errorf("reason %q, want it to say %q", ps[0].Reason, want)
 	}
 }

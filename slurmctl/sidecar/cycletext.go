@@ -72,11 +72,15 @@ func (rep *RewriteReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\nrewrite: %s (table %s), %s planned, %d applied, %d failed, %d withheld under Slurm limits (%s)\n",
 		plural.N(len(rep.Rules), "share rule", "share rules"), map[bool]string{true: "written", false: "not written"}[rep.TableWritten],
 		plural.N(len(rep.Resize.Planned), "job change", "job changes"), len(rep.Resize.Applied), len(rep.Resize.Failed), len(rep.Withheld), mode)
-	if len(rep.Rules) > 0 {
+	if len(rep.Rules) > 0 || len(rep.NoShare) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tJOB NAME\tSHARDS\tREASON")
 		for _, r := range rep.Rules {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.User, r.Name, r.Shards, r.Reason)
+		}
+		// The names that got no rule, so an admin sees why a job was not shared.
+		for _, r := range rep.NoShare {
+			fmt.Fprintf(tw, "%s\t%s\t-\tnot shared: %s\n", r.User, r.Name, r.Reason)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -47,7 +47,8 @@ func TestRewriteReport_WriteText(t *testing.T) {
 		t.Fatalf("nil report (rewriting off): %q, %v; want nothing", b.String(), err)
 	}
 	rep := &RewriteReport{DryRun: true,
-		Rules: []rewrite.ShareRule{{User: "alice", Name: "light", Shards: 4, Reason: "used 12% of a GPU"}},
+		Rules:   []rewrite.ShareRule{{User: "alice", Name: "light", Shards: 4, Reason: "used 12% of a GPU"}},
+		NoShare: []rewrite.ShareRule{{User: "bob", Name: "heavy", Reason: "uses 95% of its GPU"}},
 		Proposals: []rewrite.Proposal{
 			{JobID: 1, Rule: rewrite.RuleCPUs, CPUs: 16, From: 1, Reason: "cpus per GPU"},
 			{JobID: 1, Rule: rewrite.RuleMemory, MemoryMB: 32000, From: 1000, Reason: "memory per GPU"},
@@ -60,7 +61,7 @@ func TestRewriteReport_WriteText(t *testing.T) {
 	}
 	texttest.Check(t, b.String(), []string{
 		"\nrewrite: 1 share rule (table not written), 2 job changes planned, 0 applied, 0 failed, 1 withheld under Slurm limits (dry run: nothing written)\n",
-		"USER   JOB NAME  SHARDS  REASON\nalice  light     4       used 12% of a GPU\n",
+		"USER   JOB NAME  SHARDS  REASON\nalice  light     4       used 12% of a GPU\nbob    heavy     -       not shared: uses 95% of its GPU\n",
 		"JOB  RULE     FROM  TO     REASON\n1    cpus     1     16     cpus per GPU\n1    memory   1000  32000  memory per GPU\n" +
 			"5    elastic  2     4      idle GPUs\n6    cpus     1     2      not changed: Slurm limits apply (GrpTRES=cpu=4 on account lim)\n" +
 			"7    -                     not changed: opted out\n",

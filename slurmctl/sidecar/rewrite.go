@@ -92,11 +92,18 @@ type Rewriter struct {
 	profiles map[rewrite.ProfileKey]*rewrite.UsageProfile
 	loadedAt int64 // cycle of the last history load; 0: never
 	elastic  map[int64]bool
+	// asked is what pending jobs asked for before Fairway first changed
+	// their CPUs or memory, so the rules size them from the request and not
+	// from an earlier change. Kept in memory: after serve restarts (or a
+	// standby takes over) a changed job's current request counts as asked.
+	// Only Cycle touches it, and cycles do not overlap.
+	asked map[int64]rewrite.Asked
 }
 
 // RewriteReport is what one cycle's rewriting decided.
 type RewriteReport struct {
 	Rules        []rewrite.ShareRule // the table's rows
+	NoShare      []rewrite.ShareRule // the users' job names with history that got no row, and why
 	TableDropped int                 // rules left out by the table's caps
 	TableWritten bool
 	Proposals    []rewrite.Proposal // the changes asked of Slurm
@@ -132,7 +139,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}}
+	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}, asked: map[int64]rewrite.Asked{}}
 	if cfg.Sacct {
 		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
 			return accounting.SacctUsage(ctx, "", nil, since, until)
@@ -192,8 +199,15 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 
 	if rw.cfg.Rules[rewrite.RuleShare] {
 		for _, k := range keys {
-			if r, ok := rw.share.Share(rw.profiles[k]); ok && rewrite.TableSafe(r.User) && rewrite.TableSafe(r.Name) {
+			r, ok := rw.share.Share(rw.profiles[k])
+			switch {
+			case ok && rewrite.TableSafe(r.User) && rewrite.TableSafe(r.Name):
 				rep.Rules = append(rep.Rules, r)
+			case ok:
+				r.Shards, r.Reason = 0, "user or job name cannot be written to the table (tab, newline or control character)"
+				fallthrough
+			default:
+				rep.NoShare = append(rep.NoShare, r)
 			}
 		}
 		header := len(rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
@@ -213,6 +227,7 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 	}
 
 	if rw.cfg.Rules[rewrite.RuleCPUs] || rw.cfg.Rules[rewrite.RuleMemory] || rw.cfg.Rules[rewrite.RuleElastic] {
+		rw.forgetGone(cl)
 		comments, err := rw.slurm.Comments(ctx)
 		if err != nil {
 			log.Warn("rewrite: cannot read job comments (opt-outs): no job resized this cycle", "err", err)
@@ -239,6 +254,16 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 				for _, c := range rep.Resize.Applied {
 					if c.GPUs > 0 {
 						rw.elastic[c.JobID] = true
+					}
+					a := rw.asked[c.JobID]
+					if c.CPUs > 0 && a.CPUs == 0 {
+						a.CPUs = c.From.CPUs
+					}
+					if c.MemoryMB > 0 && a.MemoryMB == 0 {
+						a.MemoryMB = c.From.MemoryMB
+					}
+					if a != (rewrite.Asked{}) {
+						rw.asked[c.JobID] = a
 					}
 				}
 			}
@@ -306,13 +331,35 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 	for i, s := range ranking {
 		rank[s.JobID] = i
 	}
+	byRank := func(a, b *slurmctl.Job) int {
+		ra, oka := rank[a.ID]
+		rb, okb := rank[b.ID]
+		switch {
+		case oka && okb:
+			return ra - rb
+		case oka != okb:
+			if oka {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.ID, b.ID)
+	}
+	// byPart: the jobs the rules may change; queued: every pending job of
+	// a partition, opted out or not, for the GPUs the jobs ranked ahead of
+	// an elastic one take first.
 	byPart := map[string][]*slurmctl.Job{}
+	queued := map[string][]*slurmctl.Job{}
 	for i := range cl.Jobs {
 		j := &cl.Jobs[i]
-		if !j.Pending() || j.HetJob || j.ArrayTasks != "" || rewrite.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
+		if !j.Pending() {
 			continue
 		}
 		parts := strings.Split(j.Partition, ",")
+		queued[parts[0]] = append(queued[parts[0]], j)
+		if j.HetJob || j.ArrayTasks != "" || rewrite.OptedOut(comments[j.ID]) || slices.Contains(rw.cfg.ExemptQOS, j.QOS) {
+			continue
+		}
 		ok := true
 		for _, p := range parts {
 			ok = ok && slices.Contains(rw.cfg.Partitions, p)
@@ -331,20 +378,7 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 		if !ok {
 			continue
 		}
-		slices.SortStableFunc(jobs, func(a, b *slurmctl.Job) int {
-			ra, oka := rank[a.ID]
-			rb, okb := rank[b.ID]
-			switch {
-			case oka && okb:
-				return ra - rb
-			case oka != okb:
-				if oka {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Compare(a.ID, b.ID)
-		})
+		slices.SortStableFunc(jobs, byRank)
 		// Shards per GPU as the nodes declare them, else serve's setting.
 		p := rewrite.Params{ShardsPerGPU: sh.shardsPerGPU, MinHistory: rw.cfg.MinHistory, GPUsPerNode: sh.maxFreeOnNode}
 		if p.ShardsPerGPU == 0 {
@@ -369,22 +403,29 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 		}
 		gpus := map[int64]int{}
 		if rw.cfg.Rules[rewrite.RuleElastic] {
-			free := sh.free
-			var cands []rewrite.ElasticJob
+			mine := make(map[int64]bool, len(jobs))
 			for _, j := range jobs {
+				mine[j.ID] = true
+			}
+			all := queued[part]
+			slices.SortStableFunc(all, byRank)
+			ahead := 0 // GPUs the jobs ranked so far that are not elastic take first
+			var cands []rewrite.ElasticJob
+			for _, j := range all {
 				lo, hi, isElastic, err := rewrite.ParseElastic(comments[j.ID])
-				if err != nil {
+				if err != nil && mine[j.ID] {
 					rw.log.Warn("rewrite: ignoring a malformed elastic marker", "job_id", j.ID, "err", err)
 				}
-				if !isElastic || err != nil || rw.elastic[j.ID] {
-					if need := j.GPUs; need > 0 && need <= free {
-						free -= need // ranked ahead: it takes its GPUs first
-					}
+				if mine[j.ID] && isElastic && err == nil && !rw.elastic[j.ID] {
+					cands = append(cands, rewrite.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}],
+						Predicted: predicted[j.ID], Ahead: ahead})
 					continue
 				}
-				cands = append(cands, rewrite.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}], Predicted: predicted[j.ID]})
+				if need := j.GPUs; need > 0 && ahead+need <= sh.free && canStart(j, rw.now()) {
+					ahead += need
+				}
 			}
-			for _, pr := range rules.Elastic(cands, free) {
+			for _, pr := range rules.Elastic(cands, sh.free) {
 				out = append(out, pr)
 				gpus[pr.JobID] = pr.GPUs
 			}
@@ -395,11 +436,44 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 				if g, ok := gpus[j.ID]; ok {
 					jj.GPUs = g // CPUs and memory follow the new GPU count
 				}
-				out = append(out, rules.Resources(&jj, rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}])...)
+				out = append(out, rules.Resources(&jj, rw.asked[j.ID], rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}])...)
 			}
 		}
 	}
 	return out
+}
+
+// forgetGone drops what Fairway remembers of jobs that are no longer
+// pending: their requests cannot change any more.
+func (rw *Rewriter) forgetGone(cl *slurmctl.Cluster) {
+	pending := make(map[int64]bool, len(cl.Jobs))
+	for i := range cl.Jobs {
+		if cl.Jobs[i].State == policy.StatePending {
+			pending[cl.Jobs[i].ID] = true
+		}
+	}
+	for id := range rw.asked {
+		if !pending[id] {
+			delete(rw.asked, id)
+		}
+	}
+	for id := range rw.elastic {
+		if !pending[id] {
+			delete(rw.elastic, id)
+		}
+	}
+}
+
+// canStart reports whether a pending job could start now if resources
+// were free: not before its begin time (sbatch --begin) and not waiting on
+// a dependency. One that cannot holds no GPUs back from the jobs ranked
+// below it.
+func canStart(j *slurmctl.Job, now time.Time) bool {
+	switch j.Reason {
+	case "BeginTime", "Dependency", "DependencyNeverSatisfied":
+		return false
+	}
+	return j.Eligible.IsZero() || !j.Eligible.After(now)
 }
 
 // guardLimits keeps the CPU and memory proposals of jobs that no Slurm CPU

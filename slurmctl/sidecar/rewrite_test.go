@@ -19,12 +19,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// luaCase is one job_desc handed to job_submit.lua's slurm_job_submit.
+// luaCase is one job_desc handed to job_submit.lua's slurm_job_submit:
+// built from the fields below, or, when desc is set, that Lua table
+// constructor as it is (captured from a release, testdata/job_desc).
 type luaCase struct {
 	name                          string
 	user, jobName, partition      string
 	tresPerNode, tresPerJob, comm string
 	minNodes                      int // 0: unset (NO_VAL)
+	desc                          string
 	wantNode, wantJob             string
 }
 
@@ -35,33 +38,93 @@ func luaString(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// runJobSubmit runs contrib/slurm/job_submit.lua under lua5.1 (Slurm
-// 22.05 embeds Lua 5.1) with a stub of Slurm's `slurm` table and the table
-// at tablePath, and returns, per case, the return code and the job's
-// tres_per_node and tres_per_job afterwards, plus what the script logged
-// as errors.
+// luaInterpreters are the Lua releases Slurm links job_submit/lua against
+// (configure takes lua 5.1 to 5.4; Debian's and a default source build of
+// 22.05 and 26.05 take 5.1, EL9's packages 5.4): the script must behave
+// the same under each. Debian ships all three as lua5.N; the lab installs
+// them. Under CI=true a missing one fails the test.
+var luaInterpreters = []string{"lua5.1", "lua5.3", "lua5.4"}
+
+// luaRun is what one run of the script printed: per case, the return
+// code and tres_per_node, tres_per_job and tres_per_task afterwards
+// (rc|node|job|task), the messages for the user, and what it logged.
+type luaRun struct {
+	lines              []string
+	user, info, errLog string
+}
+
+// runJobSubmit runs contrib/slurm/job_submit.lua with a stub of Slurm's
+// `slurm` table and the table at tablePath, under every Lua in
+// luaInterpreters, checks that they agree, and returns lua5.1's rc|node|job
+// lines and its error log.
 func runJobSubmit(t *testing.T, tablePath string, cases []luaCase) (got []string, errLog string) {
 	t.Helper()
-	lua, err := exec.LookPath("lua5.1")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("lua5.1 not installed (apt-get install lua5.1): job_submit.lua cannot be tested")
-		}
-		t.Skip("lua5.1 not installed (apt-get install lua5.1): job_submit.lua not tested")
+	r := runJobSubmitEnv(t, []string{"FAIRWAY_REWRITE_TABLE=" + tablePath}, cases)
+	for _, l := range r.lines {
+		rc, rest, _ := strings.Cut(l, "|")
+		node, rest, _ := strings.Cut(rest, "|")
+		job, _, _ := strings.Cut(rest, "|")
+		got = append(got, rc+"|"+node+"|"+job)
 	}
+	return got, r.errLog
+}
+
+// runJobSubmitEnv is runJobSubmit with the script's environment given
+// (FAIRWAY_REWRITE_TABLE, SLURM_CONF) and all it printed returned.
+func runJobSubmitEnv(t *testing.T, env []string, cases []luaCase) luaRun {
+	t.Helper()
+	var runs []luaRun
+	for _, name := range luaInterpreters {
+		lua, err := exec.LookPath(name)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s not installed (apt-get install %s): job_submit.lua cannot be tested under it", name, name)
+			}
+			t.Logf("%s not installed (apt-get install %s): job_submit.lua not tested under it", name, name)
+			continue
+		}
+		r := runLua(t, lua, env, cases)
+		if len(runs) > 0 {
+			// Lua's own error texts differ between releases: the errors
+			// must only be as many.
+			a, b := runs[0], r
+			a.errLog, b.errLog = fmt.Sprint(strings.Count(a.errLog, "\n"), " errors"), fmt.Sprint(strings.Count(b.errLog, "\n"), " errors")
+			if d := cmp.Diff(a, b, cmp.AllowUnexported(luaRun{})); d != "" {
+				t.Fatalf("job_submit.lua under %s differs from %s (-%s +%s):\n%s", name, luaInterpreters[0], luaInterpreters[0], name, d)
+			}
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		t.Skip("no Lua installed (apt-get install lua5.1): job_submit.lua not tested")
+	}
+	return runs[0]
+}
+
+func runLua(t *testing.T, lua string, env []string, cases []luaCase) luaRun {
+	t.Helper()
 	script, err := filepath.Abs(filepath.Join("..", "..", "contrib", "slurm", "job_submit.lua"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	b.WriteString(`slurm = { SUCCESS = 0, ERROR = -1,
-	log_info = function(...) end, log_debug = function(...) end, log_user = function(...) end,
-	log_error = function(...) io.stderr:write(string.format(...) .. "\n") end }
-dofile(` + fmt.Sprintf("%q", script) + `)
+	b.WriteString(`local function out(f, prefix) return function(fmt, ...) f:write(prefix .. string.format(fmt, ...) .. "\n") end end
+slurm = { SUCCESS = 0, ERROR = -1, log_debug = function(...) end,
+	log_info = out(io.stderr, "INFO "), log_error = out(io.stderr, "ERROR "), log_user = out(io.stderr, "USER ") }
+-- FAIRWAY_TEST_STATE_DIR stands in for /var/lib/fairway, which a test must not touch.
+local src = assert(io.open(` + fmt.Sprintf("%q", script) + `)):read("*a")
+if os.getenv("FAIRWAY_TEST_STATE_DIR") then
+	src = src:gsub("/var/lib/fairway/", os.getenv("FAIRWAY_TEST_STATE_DIR") .. "/")
+end
+assert((loadstring or load)(src, "@job_submit.lua"))()
 local parts = { gpu = { name = "gpu", flag_default = 1 }, cpu = { name = "cpu", flag_default = 0 } }
 local cases = {
 `)
 	for _, c := range cases {
+		if c.desc != "" {
+			b.WriteString("  " + c.desc + ",\n")
+			continue
+		}
 		nodes := "4294967294"
 		if c.minNodes > 0 {
 			nodes = fmt.Sprint(c.minNodes)
@@ -76,7 +139,7 @@ local cases = {
 	b.WriteString(`}
 for i, job in ipairs(cases) do
   local rc = slurm_job_submit(job, parts, 1000)
-  print(rc .. "|" .. tostring(job.tres_per_node) .. "|" .. tostring(job.tres_per_job))
+  print(rc .. "|" .. tostring(job.tres_per_node) .. "|" .. tostring(job.tres_per_job) .. "|" .. tostring(job.tres_per_task))
 end
 `)
 	driver := filepath.Join(t.TempDir(), "driver.lua")
@@ -84,13 +147,25 @@ end
 		t.Fatal(err)
 	}
 	cmd := exec.Command(lua, driver)
-	cmd.Env = append(os.Environ(), "FAIRWAY_REWRITE_TABLE="+tablePath)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("lua5.1: %v\n%s", err, stderr.String())
+		t.Fatalf("%s: %v\n%s", lua, err, stderr.String())
 	}
-	return strings.Split(strings.TrimSpace(stdout.String()), "\n"), stderr.String()
+	var r luaRun
+	r.lines = strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "USER "):
+			r.user += strings.TrimPrefix(l, "USER ") + "\n"
+		case strings.HasPrefix(l, "INFO "):
+			r.info += strings.TrimPrefix(l, "INFO ") + "\n"
+		case l != "":
+			r.errLog += l + "\n"
+		}
+	}
+	return r
 }
 
 // TestJobSubmitLua_Table writes the table with serve's writer and runs the
@@ -231,7 +306,22 @@ func (f *fakeResizer) Resize(_ context.Context, jobs []slurmctl.Job, want []slur
 	f.resized = append(f.resized, want)
 	var rep slurmctl.ResizeReport
 	for _, w := range want {
-		c := slurmctl.ResizeChange{Resize: w}
+		// As ResizeWriter: From holds the request read, for the fields that change.
+		c := slurmctl.ResizeChange{Resize: w, From: slurmctl.Resize{JobID: w.JobID}}
+		for _, j := range jobs {
+			if j.ID != w.JobID {
+				continue
+			}
+			if w.CPUs > 0 {
+				c.From.CPUs = j.CPUs
+			}
+			if w.MemoryMB > 0 {
+				c.From.MemoryMB = j.MemoryMB
+			}
+			if w.GPUs > 0 {
+				c.From.GPUs = j.GPUs
+			}
+		}
 		rep.Planned = append(rep.Planned, c)
 		rep.Applied = append(rep.Applied, c)
 	}
@@ -298,6 +388,11 @@ func TestRewriter_Cycle(t *testing.T) {
 	rep, write, _ := run(t, cfg, false)
 	if !rep.TableWritten || len(rep.Rules) != 1 || rep.Rules[0].User != "alice" || rep.Rules[0].Shards != 1 {
 		t.Errorf("share rules %+v, written %v", rep.Rules, rep.TableWritten)
+	}
+	// Why bob's heavy got no rule is reported too (serve listed only the
+	// rules it made).
+	if len(rep.NoShare) != 1 || rep.NoShare[0].User != "bob" || !strings.Contains(rep.NoShare[0].Reason, "uses 95% of its GPU") {
+		t.Errorf("names without a share rule %+v, want bob's heavy with its reason", rep.NoShare)
 	}
 	b, err := os.ReadFile(cfg.Table)
 	if err != nil || !strings.Contains(string(b), "shard\talice\t1\tlight\n") {
@@ -422,6 +517,96 @@ func TestRewriter_LimitsGuard(t *testing.T) {
 	for id := int64(1); id <= 5; id++ {
 		if !strings.Contains(got[id], "could not be read") {
 			t.Errorf("limits unreadable: job %d withheld for %q", id, got[id])
+		}
+	}
+}
+
+// TestRewriter_ElasticRanksAhead: only the jobs ranked ahead of an elastic
+// job take free GPUs before it, and only those that can start now. Sizing
+// used to let every job that is not elastic take its GPUs first, and to
+// count jobs that cannot start yet (--begin), so on the lab the job ranked
+// first got 4 → 1 instead of the GPUs it could have.
+func TestRewriter_ElasticRanksAhead(t *testing.T) {
+	node := func(name string, alloc int) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"MIXED"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000,
+			GPUs: 4, Shards: 16, AllocGPUs: alloc}
+	}
+	elastic := pendingJob(10, "carol", "elastic", "gpu", 4, 1)
+	other := pendingJob(11, "alice", "other", "gpu", 1, 1)
+	later := pendingJob(12, "bob", "later", "gpu", 1, 1)
+	later.Reason = "BeginTime" // sbatch --begin=now+1hour
+	for _, tc := range []struct {
+		name  string
+		order []int64
+		want  int
+	}{
+		{"elastic first", []int64{10, 11, 12}, 3},
+		{"one job ahead", []int64{11, 10, 12}, 2},
+		{"a job that cannot start yet ahead", []int64{12, 10, 11}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 3 GPUs free, all on gpu1.
+			cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 1), node("gpu2", 4)}, Jobs: []slurmctl.Job{elastic, other, later}}
+			var ranking []policy.Score
+			for _, id := range tc.order {
+				ranking = append(ranking, policy.Score{JobID: id})
+			}
+			write := &fakeResizer{comments: map[int64]string{10: "fairway:elastic=1-4"}}
+			cfg := RewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"elastic": true}, HistoryDays: 30, RefreshEvery: 10,
+				MinHistory: 3, ShardsPerGPU: 4, Cluster: "c"}
+			rw, err := NewRewriter(cfg, quietLogger(), &fakeUsage{}, write)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := rw.Cycle(context.Background(), 1, cl, nil, ranking, &Live{Values: &fakeWriter{}, Resizes: write, Recorder: &fakeStore{}})
+			want := []slurmctl.Resize{{JobID: 10, GPUs: tc.want}}
+			if len(write.resized) != 1 || cmp.Diff(want, write.resized[0]) != "" {
+				t.Errorf("resizes %+v, want %+v (proposals %+v)", write.resized, want, rep.Proposals)
+			}
+		})
+	}
+}
+
+// TestRewriter_CPUsFromTheRequest: the CPU rule sizes a job from what it
+// asked for, not from CPUs Fairway gave it earlier. On the lab an elastic
+// job of 4 GPUs and 1 CPU was grown to 8 CPUs, then shrunk to 2 GPUs; the
+// rule took its 8 CPUs as the request ("never fewer than asked"), kept
+// them, and the job stayed PENDING (Resources) on a node with 2 free GPUs
+// and 7 free CPUs.
+func TestRewriter_CPUsFromTheRequest(t *testing.T) {
+	node := func(name string, alloc int) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: []string{"MIXED"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000,
+			GPUs: 4, Shards: 16, AllocGPUs: alloc}
+	}
+	job := pendingJob(10, "carol", "elastic", "gpu", 4, 1)
+	write := &fakeResizer{comments: map[int64]string{10: "fairway:elastic=1-4"}}
+	cfg := RewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"elastic": true, "cpus": true}, HistoryDays: 30, RefreshEvery: 10,
+		MinHistory: 3, ShardsPerGPU: 4, Cluster: "c"}
+	rw, err := NewRewriter(cfg, quietLogger(), &fakeUsage{}, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &Live{Values: &fakeWriter{}, Resizes: write, Recorder: &fakeStore{}}
+
+	// Cycle 1: 4 GPUs free on gpu1: the job keeps 4 GPUs and gets their
+	// proportional 8 CPUs.
+	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 0), node("gpu2", 4)}, Jobs: []slurmctl.Job{job}}
+	rw.Cycle(context.Background(), 1, cl, nil, nil, sink)
+	if want := []slurmctl.Resize{{JobID: 10, CPUs: 8}}; len(write.resized) != 1 || cmp.Diff(want, write.resized[0]) != "" {
+		t.Fatalf("cycle 1: resizes %+v, want %+v", write.resized, want)
+	}
+
+	// Cycle 2: Slurm holds the job at 8 CPUs; only 2 GPUs are free now.
+	// 2 GPUs, and the CPUs of 2 GPUs: 4, not the 8 of the earlier change.
+	job.CPUs = 8
+	cl = &slurmctl.Cluster{Nodes: []slurmctl.Node{node("gpu1", 2), node("gpu2", 4)}, Jobs: []slurmctl.Job{job}}
+	rep := rw.Cycle(context.Background(), 2, cl, nil, nil, sink)
+	if want := []slurmctl.Resize{{JobID: 10, GPUs: 2, CPUs: 4}}; len(write.resized) != 2 || cmp.Diff(want, write.resized[1]) != "" {
+		t.Fatalf("cycle 2: resizes %+v, want %+v (proposals %+v)", write.resized, want, rep.Proposals)
+	}
+	for _, p := range rep.Proposals {
+		if p.Rule == rewrite.RuleCPUs && (p.From != 8 || !strings.Contains(p.Reason, "never below the 1 asked")) {
+			t.Errorf("CPU proposal %+v: want from 8, never below the 1 asked", p)
 		}
 	}
 }
