@@ -349,7 +349,7 @@ func (p *learned) WhatMovesIt(parts map[string]float64) string {
 		}
 		texts = append(texts, t)
 	}
-	s := "its key is the product of its features' powers; log key is the sum of the log_ parts above"
+	s := "its key is the product of its features' powers; log key is the sum of their contributions above (the log_ parts)"
 	if len(texts) > 0 {
 		s += ".\n  Levers, the largest contribution first: " + strings.Join(texts, "; ")
 	}
