@@ -158,6 +158,18 @@ func NewEngine(p EngineParams) (*Engine, error) {
 // Policy returns the engine's policy.
 func (e *Engine) Policy() Policy { return e.p.Policy }
 
+// SetPolicy makes p rank from the next Cycle on: serve swaps in the policy
+// of a policy file that changed. Everything else the Engine keeps (Ledger,
+// predictions, sums over running jobs and shares) is the cluster's state,
+// not the policy's, so it carries over unchanged.
+func (e *Engine) SetPolicy(p Policy) error {
+	if p == nil {
+		return fmt.Errorf("engine: no policy")
+	}
+	e.p.Policy = p
+	return nil
+}
+
 // Ledger returns the fairness state the engine keeps. Callers only read it
 // (or Clone it for what-if work).
 func (e *Engine) Ledger() *Ledger { return e.ledger }

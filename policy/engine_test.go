@@ -187,6 +187,41 @@ func TestEngine_ClockBackwards(t *testing.T) {
 	}
 }
 
+// TestEngine_SetPolicy: after SetPolicy the next cycle ranks with the new
+// policy, and the usage the engine charged under the old one carries over
+// (alice ran, so fair-share puts bob first, where FIFO put alice's older
+// job first). A nil policy is refused and the old one kept.
+func TestEngine_SetPolicy(t *testing.T) {
+	e := enEngine(t, "fifo", nil, -1)
+	ran := enJob(1, "alice", 0)
+	ran.State, ran.Start = StateRunning, rkAt(0)
+	pending := []Job{enJob(2, "alice", 1), enJob(3, "bob", 2)}
+	_, scores, err := e.Cycle(&Observation{Now: rkAt(30), Pending: pending, Running: []Job{ran}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lnOrder(scores); !cmp.Equal(got, []int64{2, 3}) {
+		t.Fatalf("fifo ranks %v, want [2 3]", got)
+	}
+	if err := e.SetPolicy(nil); err == nil || e.Policy().Name() != "fifo" {
+		t.Fatalf("SetPolicy(nil) = %v, policy %s: want an error and fifo kept", err, e.Policy().Name())
+	}
+	fs, err := New("fairshare", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetPolicy(fs); err != nil {
+		t.Fatal(err)
+	}
+	_, scores, err = e.Cycle(&Observation{Now: rkAt(60), Pending: pending, Running: []Job{ran}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lnOrder(scores); !cmp.Equal(got, []int64{3, 2}) {
+		t.Errorf("fairshare after SetPolicy ranks %v, want [3 2]: bob has used nothing", got)
+	}
+}
+
 func TestNewEngine_Errors(t *testing.T) {
 	fifo, _ := NewFIFO(FIFOParams{})
 	for _, tc := range []struct {

@@ -269,6 +269,50 @@ func (p *learned) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, 
 	return scores, nil
 }
 
+// Contributions splits the key whose parts are parts into one term per
+// feature of LearnedFeatures, with the factor each exponent applies to:
+// max(r̂,τ), r, n, 1 + UE/S, 1 + c/c̄ and 1 + w/max(r̂,τ), whose exponent
+// is −a since it divides the key. The last three are computed only when
+// their exponent is not 0; their Value is nil otherwise, and every Value
+// is nil when parts is.
+func (p *learned) Contributions(parts map[string]float64) []Contribution {
+	// Parts that are 0 are left out of parts (Parts.Map); nil parts are
+	// an explanation that lost them.
+	val := func(part string, f func(float64) float64) *float64 {
+		if parts == nil {
+			return nil
+		}
+		x := f(parts[part])
+		return &x
+	}
+	same := func(v float64) float64 { return v }
+	onePlus := func(v float64) float64 { return 1 + v }
+	var usage, counter, age *float64
+	if p.p.Usage != 0 {
+		usage = val("usage_ratio", onePlus)
+	}
+	if p.p.Counter != 0 {
+		counter = val("counter_ratio", onePlus)
+	}
+	if p.p.Age != 0 {
+		// age_factor is (1 + w/max(r̂,τ))^a.
+		age = val("age_factor", func(v float64) float64 { return math.Pow(v, 1/p.p.Age) })
+	}
+	values := []*float64{
+		val("predicted_run_s", func(v float64) float64 { return max(v, fairSJFMinRun) }),
+		val("limit_s", same), val("size", same), usage, counter, age,
+	}
+	out := make([]Contribution, len(LearnedFeatures))
+	for i, theta := range p.p.Vector() {
+		name := LearnedFeatures[i].Name
+		if name == "age" && theta != 0 {
+			theta = -theta
+		}
+		out[i] = Contribution{Feature: name, Value: values[i], Exponent: theta, LogKey: parts["log_"+name]}
+	}
+	return out
+}
+
 // WhatMovesIt names the levers of the family's key that this policy's
 // exponents use, the largest contribution to the job's log key first
 // when parts has them.
@@ -305,7 +349,7 @@ func (p *learned) WhatMovesIt(parts map[string]float64) string {
 		}
 		texts = append(texts, t)
 	}
-	s := "its key is the product of its features' powers; log key is the sum of the log_ parts above"
+	s := "its key is the product of its features' powers; log key is the sum of their contributions above (the log_ parts)"
 	if len(texts) > 0 {
 		s += ".\n  Levers, the largest contribution first: " + strings.Join(texts, "; ")
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,72 @@ func TestLearned_ExplainsEachFeature(t *testing.T) {
 	off, _ := NewLearned(LearnedParams{Run: 1})
 	if text := off.(Explainer).WhatMovesIt(nil); strings.Contains(text, "fair-share") || !strings.Contains(text, "aging is off") {
 		t.Errorf("SJF point: WhatMovesIt = %q: want no fair-share lever and aging off", text)
+	}
+}
+
+// TestLearned_Contributions checks explain's table: for each point, every
+// feature whose exponent is used has a value with Exponent · ln(Value) =
+// its log_ part, the terms add up to ln(key), and a feature the ranking
+// skipped (exponent 0) has no value and no term.
+func TestLearned_Contributions(t *testing.T) {
+	tests := []struct {
+		name     string
+		p        LearnedParams
+		noValues []string // features the ranking does not compute
+	}{
+		{"fair-sjf's point", DefaultLearnedParams(), []string{"counter"}},
+		{"every feature", LearnedParams{Run: 0.7, Limit: 0.5, Size: -0.5, Usage: 2, Counter: 1.5, Age: 1.3}, nil},
+		{"sjf, aging off", LearnedParams{Run: 1}, []string{"usage", "counter", "age"}},
+	}
+	s := rkRandomSnapshot(5, 150, 20)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pol, err := NewLearned(tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scores, err := pol.Rank(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sc := range scores {
+				m := sc.Parts.Map()
+				cs := pol.(Decomposer).Contributions(m)
+				var names []string
+				sum := 0.0
+				for i, c := range cs {
+					names = append(names, c.Feature)
+					sum += c.LogKey
+					wantExp := tt.p.Vector()[i]
+					if c.Feature == "age" {
+						wantExp = -wantExp
+					}
+					if c.Exponent != wantExp {
+						t.Fatalf("job %d %s: exponent %v, want %v", sc.JobID, c.Feature, c.Exponent, wantExp)
+					}
+					if c.Value == nil {
+						if !slices.Contains(tt.noValues, c.Feature) {
+							t.Fatalf("job %d %s: no value", sc.JobID, c.Feature)
+						}
+						if c.LogKey != 0 {
+							t.Fatalf("job %d %s: no value but a term %v", sc.JobID, c.Feature, c.LogKey)
+						}
+						continue
+					}
+					if slices.Contains(tt.noValues, c.Feature) {
+						t.Fatalf("job %d %s: value %v for a feature the ranking skips", sc.JobID, c.Feature, *c.Value)
+					}
+					if term := c.Exponent * math.Log(*c.Value); !rkClose(term, c.LogKey) {
+						t.Fatalf("job %d %s: %v · ln %v = %v, the part says %v", sc.JobID, c.Feature, c.Exponent, *c.Value, term, c.LogKey)
+					}
+				}
+				if diff := cmp.Diff(learnedNames(), names); diff != "" {
+					t.Fatalf("features (-want +got):\n%s", diff)
+				}
+				if !rkClose(sum, math.Log(m["key"])) {
+					t.Fatalf("job %d: terms add up to %v, ln key is %v", sc.JobID, sum, math.Log(m["key"]))
+				}
+			}
+		})
 	}
 }

@@ -51,6 +51,32 @@ type Explainer interface {
 	WhatMovesIt(parts map[string]float64) string
 }
 
+// Decomposer is a Policy whose key is a product of powers of the job's
+// features, so that log key is a sum of one term per feature: explain
+// prints each feature's term, and the "learned" family is one.
+type Decomposer interface {
+	Policy
+	// Contributions splits the key of the job whose score parts (Parts.Map
+	// of its Score in this policy's ranking) are parts into one term per
+	// feature, in the family's feature order, with this policy's
+	// exponents.
+	Contributions(parts map[string]float64) []Contribution
+}
+
+// Contribution is one feature's term in a key that is a product of
+// powers: LogKey = Exponent · ln(Value), and the terms add up to ln(key).
+type Contribution struct {
+	Feature string `json:"feature"`
+	// Value is the factor the exponent applies to. nil when the ranking
+	// did not compute it: a feature whose exponent is 0 may be skipped,
+	// and parts may lack it.
+	Value *float64 `json:"value,omitempty"`
+	// Exponent is the feature's power in the key; a feature that divides
+	// the key (learned's age) has a negative one.
+	Exponent float64 `json:"exponent"`
+	LogKey   float64 `json:"log_key"`
+}
+
 // entry registers a policy whose constructor takes a P: New accepts nil
 // (P's zero value, the defaults) or a P.
 func entry[P any](name, doc string, traits Traits, mk func(P) (Policy, error)) Entry {

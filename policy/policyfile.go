@@ -54,6 +54,29 @@ type TrainedOn struct {
 	Source  string    `json:"source,omitempty"` // trace file or "accounting database"
 }
 
+// String says in one line what t describes, for logs and explain:
+// "cluster C, jobs submitted 2026-01-01 to 2026-03-31, 12000 jobs (source)",
+// leaving out what the file does not say.
+func (t TrainedOn) String() string {
+	var parts []string
+	if t.Cluster != "" {
+		parts = append(parts, "cluster "+t.Cluster)
+	}
+	if !t.From.IsZero() || !t.To.IsZero() {
+		parts = append(parts, fmt.Sprintf("jobs submitted %s to %s", t.From.UTC().Format(time.DateOnly), t.To.UTC().Format(time.DateOnly)))
+	}
+	if t.Jobs > 0 {
+		parts = append(parts, fmt.Sprintf("%d jobs", t.Jobs))
+	}
+	if t.Source != "" {
+		parts = append(parts, "from "+t.Source)
+	}
+	if len(parts) == 0 {
+		return "unknown history (the file does not say)"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // ValidationRow is one policy's metrics on the validation jobs.
 type ValidationRow struct {
 	Policy  string             `json:"policy"`

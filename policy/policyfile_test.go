@@ -76,3 +76,24 @@ func TestParseFile_Refuses(t *testing.T) {
 		})
 	}
 }
+
+func TestTrainedOn_String(t *testing.T) {
+	from, to := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 31, 23, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		on   TrainedOn
+		want string
+	}{
+		{"everything", TrainedOn{Cluster: "lab", From: from, To: to, Jobs: 1200, Source: "accounting database"},
+			"cluster lab, jobs submitted 2026-01-01 to 2026-03-31, 1200 jobs, from accounting database"},
+		{"a trace", TrainedOn{Jobs: 30000, Source: "ctc.swf.gz"}, "30000 jobs, from ctc.swf.gz"},
+		{"nothing", TrainedOn{}, "unknown history (the file does not say)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.on.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

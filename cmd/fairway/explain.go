@@ -56,7 +56,9 @@ func explainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ex.Policy = cfg.Runner.Policy
+			if ex.Policy == "" {
+				ex.Policy = cfg.Runner.Policy
+			}
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, ex)
 			}

@@ -28,6 +28,7 @@ func serveFlags() []cli.Flag {
 	flags = append(flags,
 		&cli.StringFlag{Name: "write-mode", Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},
 		&cli.StringFlag{Name: "policy", Value: policy.Default, Usage: "ranking policy: " + strings.Join(policy.Names(), ", "), EnvVars: []string{"FAIRWAY_POLICY"}},
+		&cli.StringFlag{Name: "policy-file", Usage: "rank with the policy this file describes (JSON, as fairway tune writes it) instead of --policy; setting both is refused. serve checks the file at every cycle and reloads it when it changes, keeping the last good policy while the file cannot be loaded (docs/POLICY.md, Policy files)", EnvVars: []string{"FAIRWAY_POLICY_FILE"}},
 		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(predict.Names(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
 		&cli.DurationFlag{Name: "interval", Value: 30 * time.Second, Usage: "time between cycles", EnvVars: []string{"FAIRWAY_INTERVAL"}},
 		&cli.DurationFlag{Name: "max-backoff", Value: 5 * time.Minute, Usage: "longest wait between cycles while Slurm is unreadable", EnvVars: []string{"FAIRWAY_MAX_BACKOFF"}},
@@ -94,8 +95,11 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	if cfg.Power, err = powerServeSettings(c); err != nil {
 		return cfg, err
 	}
+	if err := policyOrFile(c); err != nil {
+		return cfg, err
+	}
 	cfg.Runner = sidecar.Config{
-		Cluster: c.String("cluster"), Policy: c.String("policy"), Predictor: c.String("predictor"),
+		Cluster: c.String("cluster"), Policy: c.String("policy"), PolicyFile: c.String("policy-file"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
 		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
 		Forecast: c.String("http-addr") != "", ForecastAsync: true,
@@ -106,6 +110,18 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		cfg.HTTPAddr = ""
 	}
 	return cfg, cfg.Validate()
+}
+
+// policyOrFile refuses --policy and --policy-file set together: which one
+// the admin meant cannot be known, and ranking with the other one without
+// a word would be the surprise a daemon must not spring. --policy's
+// default does not count as set.
+func policyOrFile(c *cli.Context) error {
+	if c.String("policy-file") == "" || !c.IsSet("policy") {
+		return nil
+	}
+	return fmt.Errorf("--policy %s and --policy-file %s are both set (on the command line, as FAIRWAY_POLICY and FAIRWAY_POLICY_FILE in the environment, or in the config file): a policy file replaces --policy, so set only one",
+		c.String("policy"), c.String("policy-file"))
 }
 
 // powerServeFlags are serve's power-saving settings (INSTALL.md, "Power

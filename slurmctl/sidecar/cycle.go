@@ -52,8 +52,13 @@ type Leadership interface {
 
 // Config is the part of serve's settings the cycle reads.
 type Config struct {
-	Cluster           string
-	Policy            string
+	Cluster string
+	// Policy names the registered policy that ranks, with its defaults;
+	// with PolicyFile, the file's family (Validate sets it).
+	Policy string
+	// PolicyFile is a policy file (policy.File) whose policy ranks
+	// instead; serve reloads it when it changes (policyWatch). "": none.
+	PolicyFile        string
 	Predictor         string
 	MaxWrites         int      // changed values written per cycle, at most; 0 = no cap
 	Partitions        []string // only these partitions (empty: all)
@@ -101,8 +106,9 @@ type Runner struct {
 	predicted map[int64]time.Duration
 	pendPrev  map[int64]policy.Job // pending at the previous cycle
 	buffer    recordBuffer
-	rewrite   *Rewriter   // resource rewriting (rewrite.go); nil when off
-	power     *PowerSaver // power saving (power.go); nil when off
+	rewrite   *Rewriter    // resource rewriting (rewrite.go); nil when off
+	power     *PowerSaver  // power saving (power.go); nil when off
+	pf        *policyWatch // the policy file (policyfile.go); nil without one
 	fc        forecastState
 	// toHandBack are admin priorities an earlier rest-priority serve left
 	// that this site-factor serve has not handed back yet (handOver).
@@ -148,6 +154,11 @@ type CycleResult struct {
 	// Read is the cluster as the cycle read it: explain says from it why a
 	// job is not ranked.
 	Read *slurmctl.Cluster
+	// Policy is the policy that ranked, with its parameters: explain asks
+	// it what moves a job.
+	Policy policy.Policy
+	// PolicyFile is the policy file Policy came from; nil without one.
+	PolicyFile *PolicyFileInfo
 	// HandBack is what handing an earlier rest-priority serve's admin
 	// priorities back to multifactor did this cycle; nil when there were
 	// none to hand back.
@@ -168,6 +179,7 @@ func (r *Runner) Metrics() *Metrics { return r.metrics }
 
 // RunCycle runs one cycle, in numbered steps:
 //
+//  0. reload the policy file when it changed;
 //  1. read the cluster (Source);
 //  2. observe: pending jobs Fairway may rank, running jobs, and the jobs
 //     that stopped since the previous cycle;
@@ -181,6 +193,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	start := r.now()
 	r.cycle++
 	log := r.log.With("cycle", r.cycle)
+	r.checkPolicyFile(log)
 	rec := accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: start, Policy: r.cfg.Policy, DryRun: planning(r.sink)}
 	res := &CycleResult{}
 
@@ -227,7 +240,10 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 		r.predicted[id] = d
 	}
 	rec.Pending, rec.Running = len(pending), len(running)
-	res.Pending, res.Ranked, res.Snapshot = len(pending), scores, snap
+	res.Pending, res.Ranked, res.Snapshot, res.Policy = len(pending), scores, snap, r.engine.Policy()
+	if r.pf != nil {
+		res.PolicyFile = r.pf.info()
+	}
 
 	// 4. Decide: values that keep Fairway's order in Slurm, as few changes
 	// as possible, capped.

@@ -31,6 +31,9 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 	}
 	fmt.Fprintf(w, "policy %s, %s ranked, %s changed (%s)\n", policyName, plural.N(res.Pending, "pending job", "pending jobs"),
 		plural.N(len(res.Changed), "value", "values"), mode)
+	if res.PolicyFile != nil {
+		fmt.Fprintf(w, "ranked with %s\n", res.PolicyFile)
+	}
 	if hb := res.HandBack; hb != nil {
 		if hb.DryRun {
 			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d would be handed back to multifactor (nice restored)\n", len(hb.Planned))

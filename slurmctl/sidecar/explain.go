@@ -16,14 +16,20 @@ import (
 // association's fair-share state, and what separates it from the job just
 // ahead.
 type Explanation struct {
-	Policy  string             `json:"policy"`
-	JobID   int64              `json:"job_id"`
-	User    string             `json:"user"`
-	Account string             `json:"account"`
-	Rank    int                `json:"rank"`
-	Of      int                `json:"of"`
-	Score   float64            `json:"score"`
-	Parts   map[string]float64 `json:"parts"`
+	Policy string `json:"policy"`
+	// PolicyFile is the policy file the policy came from; nil without.
+	PolicyFile *PolicyFileInfo `json:"policy_file,omitempty"`
+	// Contributions is each feature's term in the job's key, for a policy
+	// whose key is a product of powers (policy.Decomposer): the learned
+	// family.
+	Contributions []policy.Contribution `json:"contributions,omitempty"`
+	JobID         int64                 `json:"job_id"`
+	User          string                `json:"user"`
+	Account       string                `json:"account"`
+	Rank          int                   `json:"rank"`
+	Of            int                   `json:"of"`
+	Score         float64               `json:"score"`
+	Parts         map[string]float64    `json:"parts"`
 	// PredictedS is the predicted run time; nil when there is none (the
 	// job is then ranked by its time limit). 0 is a prediction: jobs that
 	// end at once.
@@ -40,6 +46,10 @@ type Explanation struct {
 	Last         *accounting.LoggedDecision `json:"last_decision,omitempty"`
 	// Start is the job's start-time forecast, when the cycle made one.
 	Start *StartForecast `json:"start_forecast,omitempty"`
+
+	// ranker is the policy that ranked, with its parameters (a policy
+	// file's are not its family's defaults): WhatMovesIt asks it.
+	ranker policy.Policy
 }
 
 // Neighbour is the job ranked just ahead.
@@ -78,6 +88,13 @@ func Explain(res *CycleResult, id int64) (*Explanation, error) {
 		p := d.Seconds()
 		ex.PredictedS = &p
 	}
+	if p := res.Policy; p != nil {
+		ex.Policy, ex.ranker = p.Name(), p
+		if d, ok := p.(policy.Decomposer); ok {
+			ex.Contributions = d.Contributions(ex.Parts)
+		}
+	}
+	ex.PolicyFile = res.PolicyFile
 	if s.Ledger != nil {
 		ex.UserUsage, ex.UserCounter = s.Ledger.Usage(a, s.Now), s.Ledger.Counter(a)
 		ex.AcctUsage, ex.TotalUsage = s.Ledger.AccountUsage(j.Account, s.Now), s.Ledger.TotalUsage(s.Now)

@@ -4,18 +4,23 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"text/tabwriter"
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-// WriteText writes ex for people: the job's place and score parts, its
+// WriteText writes ex for people: the job's place and score parts (for a
+// learned policy, a table of each feature's contribution to its key), its
 // association's fair-share state, what the job ahead leads by and what
 // would move it (WhatMovesIt), its start forecast and the last decision
 // serve logged for it.
 func (ex *Explanation) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "job %d (user %s, account %s): rank %d of %d pending under %s\n", ex.JobID, ex.User, ex.Account, ex.Rank, ex.Of, ex.Policy)
+	if ex.PolicyFile != nil {
+		fmt.Fprintf(w, "  from %s\n", ex.PolicyFile)
+	}
 	fmt.Fprintf(w, "  waiting %s", time.Duration(ex.WaitingS*float64(time.Second)).Round(time.Second))
 	if ex.PredictedS != nil {
 		fmt.Fprintf(w, ", predicted run %s", time.Duration(*ex.PredictedS*float64(time.Second)).Round(time.Second))
@@ -26,9 +31,15 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, " (time limit %s)", time.Duration(ex.LimitS*float64(time.Second)).Round(time.Second))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  score %.6g, made of:\n", ex.Score)
-	for _, k := range sortedKeys(ex.Parts) {
-		fmt.Fprintf(w, "    %-18s %.6g\n", k, ex.Parts[k])
+	if len(ex.Contributions) > 0 {
+		if err := writeContributions(w, ex.Score, ex.Parts["key"], ex.Contributions); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "  score %.6g, made of:\n", ex.Score)
+		for _, k := range sortedKeys(ex.Parts) {
+			fmt.Fprintf(w, "    %-18s %.6g\n", k, ex.Parts[k])
+		}
 	}
 	share := 0.0
 	if ex.TotalUsage > 0 {
@@ -46,7 +57,7 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 		for _, k := range sortedKeys(ex.AheadByParts) {
 			fmt.Fprintf(w, "    %-18s %+.6g\n", k, ex.AheadByParts[k])
 		}
-		fmt.Fprintln(w, "  what moves it: "+WhatMovesIt(ex.Policy, ex.Parts))
+		fmt.Fprintln(w, "  what moves it: "+WhatMovesIt(ex.policy(), ex.Parts))
 	}
 	if st := ex.Start; st != nil {
 		writeStart(w, st)
@@ -131,16 +142,63 @@ func pick(b bool, one, other string) string {
 	return other
 }
 
-// WhatMovesIt says, in the terms of the policy called name that ranked the
-// job (as built with its defaults), what would move it forward, given the
-// job's score parts: the policy's own answer when it is a
-// policy.Explainer, since the levers differ between policies and naming
-// another policy's guards would send a user after the wrong thing.
-func WhatMovesIt(name string, parts map[string]float64) string {
-	if p, err := policy.New(name, nil); err == nil {
-		if ex, ok := p.(policy.Explainer); ok {
-			return ex.WhatMovesIt(parts)
+// writeContributions writes a key that is a product of powers feature by
+// feature: the factor, its exponent and its term of log key, which add up
+// to log key; a feature the policy does not use shows "-" for its value.
+func writeContributions(w io.Writer, score, key float64, cs []policy.Contribution) error {
+	fmt.Fprintf(w, "  score %.6g = -key (the smallest key ranks first); key %.6g, feature by feature:\n", score, key)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "    FEATURE\tVALUE\tEXPONENT\tCONTRIBUTION TO LOG KEY")
+	sum := 0.0
+	for _, c := range cs {
+		val := "-"
+		if c.Value != nil {
+			val = fmt.Sprintf("%.6g", *c.Value)
 		}
+		term := "0"
+		if c.LogKey != 0 {
+			term = fmt.Sprintf("%+.4g", c.LogKey)
+		}
+		sum += c.LogKey
+		fmt.Fprintf(tw, "    %s\t%s\t%g\t%s\n", c.Feature, val, c.Exponent, term)
+	}
+	fmt.Fprintf(tw, "    log key\t\t\t%+.4g\n", sum)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "    (contribution = exponent · ln value; the value of a feature this policy does not use is not computed: -)")
+	return err
+}
+
+// policy is the policy that ranked the job: the one the cycle ranked with
+// (its parameters included) or, for an explanation that lost it (read
+// back from JSON), the registered policy ex.Policy names when its
+// defaults are all it can be. A family's point cannot be rebuilt from its
+// name: nil.
+func (ex *Explanation) policy() policy.Policy {
+	if ex.ranker != nil {
+		return ex.ranker
+	}
+	e, ok := policy.Lookup(ex.Policy)
+	if !ok || e.Traits.Family {
+		return nil
+	}
+	p, err := e.New(nil)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// WhatMovesIt says, in the terms of p, the policy that ranked the job with
+// the parameters it ranked with, what would move it forward, given the
+// job's score parts: the policy's own answer when it is a
+// policy.Explainer, since the levers differ between policies (and between
+// points of a family) and naming another policy's guards would send a
+// user after the wrong thing. p may be nil (unknown): the generic answer.
+func WhatMovesIt(p policy.Policy, parts map[string]float64) string {
+	if ex, ok := p.(policy.Explainer); ok {
+		return ex.WhatMovesIt(parts)
 	}
 	return "the score parts above: the job ahead leads by the differences listed."
 }

@@ -1,12 +1,14 @@
 package sidecar
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/texttest"
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 func TestWhatMovesIt_NamesOnlyThePolicysOwnLevers(t *testing.T) {
@@ -18,7 +20,11 @@ func TestWhatMovesIt_NamesOnlyThePolicysOwnLevers(t *testing.T) {
 		{"fair-qssf", "starvation guard (24 h)", "overtakes fresher jobs"},
 		{"fifo", "score parts above", "starvation guard"},
 	} {
-		got := WhatMovesIt(tc.policy, nil)
+		p, err := policy.New(tc.policy, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := WhatMovesIt(p, nil)
 		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.never) {
 			t.Errorf("%s: %q, want it to say %q and never %q", tc.policy, got, tc.want, tc.never)
 		}
@@ -80,6 +86,30 @@ func TestExplanation_WriteText(t *testing.T) {
 		{"usage ratio above 1", func(ex *Explanation) { ex.Parts["usage_ratio"], ex.UserUsage = 2.5, 100 },
 			[]string{"  usage_ratio 2.5: its fair-share usage is 2.5 times its share (Slurm's classic UE/S), which stretches its key\n"},
 			[]string{"no usage of its own"}},
+		// A learned policy from a policy file: the file, and the key
+		// feature by feature instead of the raw parts.
+		{"learned from a policy file", func(ex *Explanation) {
+			ex.Policy = "learned"
+			ex.PolicyFile = &PolicyFileInfo{Path: "/etc/fairway/policy.json", TrainedOn: policy.TrainedOn{Cluster: "lab", Jobs: 1200}}
+			ex.Parts = map[string]float64{"key": 1800, "log_run": math.Log(3600), "log_age": -math.Log(2), "predicted_run_s": 3600, "limit_s": 7200, "size": 1, "age_factor": 2}
+			ex.Score = -1800
+			v := func(x float64) *float64 { return &x }
+			ex.Contributions = []policy.Contribution{{Feature: "run", Value: v(3600), Exponent: 1, LogKey: math.Log(3600)},
+				{Feature: "limit", Value: v(7200)}, {Feature: "size", Value: v(1)}, {Feature: "usage"}, {Feature: "counter"},
+				{Feature: "age", Value: v(2), Exponent: -1, LogKey: -math.Log(2)}}
+		}, []string{
+			"job 7 (user bob, account physics): rank 2 of 3 pending under learned\n  from policy file /etc/fairway/policy.json (trained on cluster lab, 1200 jobs)\n",
+			"  score -1800 = -key (the smallest key ranks first); key 1800, feature by feature:\n" +
+				"    FEATURE  VALUE  EXPONENT  CONTRIBUTION TO LOG KEY\n" +
+				"    run      3600   1         +8.189\n" +
+				"    limit    7200   0         0\n" +
+				"    size     1      0         0\n" +
+				"    usage    -      0         0\n" +
+				"    counter  -      0         0\n" +
+				"    age      2      -1        -0.6931\n" +
+				"    log key                   +7.496\n",
+			"(contribution = exponent · ln value; "},
+			[]string{"made of", "predicted_run_s"}},
 		// Rank 1 with a lower-ranked job that backfills before it: nothing
 		// is ahead, and the backfilling job is not said to start first.
 		{"first, with a job backfilling before it", func(ex *Explanation) {

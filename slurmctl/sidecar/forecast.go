@@ -326,7 +326,7 @@ func (r *Runner) forecastCycle(log *slog.Logger, cl *slurmctl.Cluster, snap *pol
 	m := MachineOf(cl, r.cfg.Partitions)
 	running := cl.Running(r.cfg.Partitions...)
 	if !r.cfg.ForecastAsync {
-		return r.forecast(log, m, snap, running, scores)
+		return r.forecast(log, r.policyLabel(), m, snap, running, scores)
 	}
 	if !r.fc.busy.CompareAndSwap(false, true) {
 		log.Debug("start-time forecast skipped: the previous one is still running")
@@ -341,20 +341,22 @@ func (r *Runner) forecastCycle(log *slog.Logger, cl *slurmctl.Cluster, snap *pol
 			}
 		}
 	}
+	label := r.policyLabel() // read here: a reload may change it while the forecast runs
 	go func() {
 		defer r.fc.busy.Store(false)
-		r.forecast(log, m, &s, running, scores)
+		r.forecast(log, label, m, &s, running, scores)
 	}()
 	return nil
 }
 
-// forecast makes, observes and publishes one forecast.
-func (r *Runner) forecast(log *slog.Logger, m policy.Machine, snap *policy.Snapshot, running []policy.Job, scores []policy.Score) *QueueForecast {
+// forecast makes, observes and publishes one forecast of the ranking of
+// the policy called label.
+func (r *Runner) forecast(log *slog.Logger, label string, m policy.Machine, snap *policy.Snapshot, running []policy.Job, scores []policy.Score) *QueueForecast {
 	prev := r.fc.last.Load()
 	var q *QueueForecast
 	if m.Nodes > 0 && m.PerNode > 0 {
 		var err error
-		if q, err = NewQueueForecast(r.cfg.Policy, m, snap, running, scores); err != nil {
+		if q, err = NewQueueForecast(label, m, snap, running, scores); err != nil {
 			log.Warn("start-time forecast", "err", err)
 		}
 	} else {

@@ -41,6 +41,7 @@ type Metrics struct {
 	predictionError prometheus.Histogram
 	forecastError   *prometheus.HistogramVec
 	power           *powerMetrics
+	policyFile      *policyFileMetrics // nil without a policy file
 }
 
 // NewMetrics registers serve's metrics on a registry of their own.

@@ -87,7 +87,8 @@ func (c *ServeConfig) Connect() slurmctl.ConnectConfig {
 }
 
 // Validate checks every setting, naming the first bad one by its flag, and
-// fills WriteMode, Runner.Range, Runner.Field and Rewrite.Rules.
+// fills WriteMode, Runner.Range, Runner.Field and Rewrite.Rules, and, with
+// a policy file, Runner.Policy (the file's family).
 func (c *ServeConfig) Validate() error {
 	switch {
 	case c.Runner.Cluster == "":
@@ -112,6 +113,17 @@ func (c *ServeConfig) Validate() error {
 		return errors.New("--history-days and --sync-history-every must not be negative")
 	case c.HistoryFrom != HistoryFromREST && c.HistoryFrom != HistoryFromSacct:
 		return fmt.Errorf("--history-from %q: want %s or %s", c.HistoryFrom, HistoryFromREST, HistoryFromSacct)
+	}
+	if c.Runner.PolicyFile != "" {
+		// Read now so that a bad file stops serve at start, naming it;
+		// NewServeRunner reads it again for the policy it ranks with.
+		pf, err := LoadPolicyFile(c.Runner.PolicyFile)
+		if err != nil {
+			return fmt.Errorf("--policy-file: %w", err)
+		}
+		c.Runner.Policy = pf.Policy.Name()
+	}
+	switch {
 	case !known(c.Runner.Policy):
 		return fmt.Errorf("--policy %q: want one of %s", c.Runner.Policy, strings.Join(policy.Names(), ", "))
 	case !slices.Contains(predict.Names(), c.Runner.Predictor):
@@ -376,11 +388,21 @@ func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, bas
 			listed = append(listed, cl.Jobs[i].Job)
 		}
 	}
-	engine, err := NewEngine(ctx, d.Store, EngineConfig{
+	var pf *PolicyFile
+	if cfg.Runner.PolicyFile != "" {
+		if pf, err = LoadPolicyFile(cfg.Runner.PolicyFile); err != nil {
+			return nil, fmt.Errorf("--policy-file: %w", err)
+		}
+	}
+	engCfg := EngineConfig{
 		Cluster: cfg.Runner.Cluster, Policy: cfg.Runner.Policy, Predictor: cfg.Runner.Predictor,
 		GPUs: float64(cl.GPUs(cfg.Runner.Partitions...)), ShardsPerGPU: cfg.ShardsPerGPU, ChargeEvery: cfg.ChargeEvery,
 		HistoryDays: cfg.HistoryDays,
-	}, now(), listed, log)
+	}
+	if pf != nil {
+		engCfg.Ranker = pf.Policy
+	}
+	engine, err := NewEngine(ctx, d.Store, engCfg, now(), listed, log)
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +412,11 @@ func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, bas
 	}
 	r := New(cfg.Runner, log, d.Source, sink, d.Leader, engine, rw, NewMetrics())
 	r.now = now
+	if pf != nil {
+		if err := r.SetPolicyFile(pf); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -417,6 +444,10 @@ func Serve(ctx context.Context, cfg ServeConfig, s *Opened, base *slog.Logger) e
 	log.Info("serving", "cluster", cfg.Runner.Cluster, "policy", cfg.Runner.Policy, "predictor", cfg.Runner.Predictor,
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
 		"slurm_api", s.Client.Version(), "history_from", cfg.HistoryFrom)
+	if pf := r.pf; pf != nil {
+		log.Info("ranking with a policy file, reloaded when it changes", "path", pf.cur.Path, "policy", pf.cur.Policy.Name(),
+			"trained_on", pf.cur.File.TrainedOn.String(), "objective", pf.cur.File.Objective)
+	}
 
 	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.Client, Cluster: cfg.Runner.Cluster, Log: log.With("component", "history")}
 	if cfg.HistoryFrom == HistoryFromSacct {

@@ -19,8 +19,11 @@ import (
 
 // EngineConfig is what NewEngine needs of serve's settings.
 type EngineConfig struct {
-	Cluster      string
-	Policy       string
+	Cluster string
+	Policy  string
+	// Ranker, when not nil, ranks instead of the registered policy
+	// Policy names with its defaults: a policy file's.
+	Ranker       policy.Policy
 	Predictor    string
 	GPUs         float64 // GPUs of the partitions ranked
 	ShardsPerGPU int
@@ -43,9 +46,12 @@ type History interface {
 // lacks yet. Without them a serve started before its first cycle stored
 // them would rank from less history than an explain run just after it.
 func NewEngine(ctx context.Context, h History, cfg EngineConfig, now time.Time, listed []policy.Job, log *slog.Logger) (*policy.Engine, error) {
-	pol, err := policy.New(cfg.Policy, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--policy: %w", err)
+	pol := cfg.Ranker
+	if pol == nil {
+		var err error
+		if pol, err = policy.New(cfg.Policy, nil); err != nil {
+			return nil, fmt.Errorf("--policy: %w", err)
+		}
 	}
 	pred, err := predict.New(cfg.Predictor, predict.Params{})
 	if err != nil {
