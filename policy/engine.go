@@ -104,6 +104,9 @@ type Engine struct {
 	// predictions, reused from cycle to cycle.
 	batch []*Job
 	preds []Prediction
+	// repredicted lists the jobs whose entry in predicted the last cycle
+	// changed (added, moved or dropped), for Repredicted.
+	repredicted []int64
 	// genUser and gen are the last user due looked up and that user's
 	// generation: pending jobs come in runs of one user's jobs, and
 	// userGen does not change while due runs.
@@ -178,8 +181,34 @@ func (e *Engine) Ledger() *Ledger { return e.ledger }
 // ranking, best first (Policy.Rank's contract). o's slices are read, never
 // modified, and referenced by the Snapshot.
 func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
+	if _, err := e.Update(o); err != nil {
+		return nil, nil, err
+	}
+	var scores []Score
+	var err error
+	if p, ok := e.p.Policy.(indexedPolicy); ok {
+		e.index = rankIndex{running: e.running}
+		if p.readsShares() {
+			e.index.shares = e.shareSums.of(&e.snap, e.running)
+		}
+		scores, err = p.rankIndexed(&e.snap, &e.index)
+	} else {
+		scores, err = e.p.Policy.Rank(&e.snap)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("rank: %w", err)
+	}
+	return &e.snap, scores, nil
+}
+
+// Update runs every step of a Cycle on o but the ranking, and returns the
+// Snapshot the policy would rank: a caller that keeps the queue in a
+// static-key policy's order (StaticOrder) ranks only what changed, the
+// jobs new to the queue and those Repredicted. The Engine's state after
+// it is the state after Cycle.
+func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	if e.started && o.Now.Before(e.now) {
-		return nil, nil, fmt.Errorf("cycle at %s after %s: %w", o.Now.Format(time.RFC3339), e.now.Format(time.RFC3339), ErrClockBackwards)
+		return nil, fmt.Errorf("cycle at %s after %s: %w", o.Now.Format(time.RFC3339), e.now.Format(time.RFC3339), ErrClockBackwards)
 	}
 	e.started, e.now = true, o.Now
 	e.cycle++
@@ -249,11 +278,19 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		}
 		e.preds = resize(e.preds, len(e.batch))
 		PredictAll(e.p.Predictor, e.batch, e.preds)
+		e.repredicted = e.repredicted[:0]
 		for i, j := range e.batch {
+			old, had := e.predicted[j.ID]
 			if e.preds[i].Source == sourceNone {
 				delete(e.predicted, j.ID)
+				if had {
+					e.repredicted = append(e.repredicted, j.ID)
+				}
 			} else {
 				e.predicted[j.ID] = e.preds[i].Run
+				if !had || old != e.preds[i].Run {
+					e.repredicted = append(e.repredicted, j.ID)
+				}
 			}
 		}
 		clear(e.batch) // keep no pointer into the observation
@@ -275,22 +312,15 @@ func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
 		Service:   svc,
 		GPUs:      e.p.GPUs,
 	}
-	var scores []Score
-	var err error
-	if p, ok := e.p.Policy.(indexedPolicy); ok {
-		e.index = rankIndex{running: e.running}
-		if p.readsShares() {
-			e.index.shares = e.shareSums.of(&e.snap, e.running)
-		}
-		scores, err = p.rankIndexed(&e.snap, &e.index)
-	} else {
-		scores, err = e.p.Policy.Rank(&e.snap)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("rank: %w", err)
-	}
-	return &e.snap, scores, nil
+	return &e.snap, nil
 }
+
+// Repredicted lists the jobs, pending or newly running, whose entry in the
+// last cycle's Snapshot.Predicted changed in that cycle: predicted for the
+// first time, predicted again to another value, or dropped (the predictor
+// had nothing to go on). Every other job kept the entry it had. The slice
+// is reused by the next cycle.
+func (e *Engine) Repredicted() []int64 { return e.repredicted }
 
 // due adds j to the cycle's batch of predictions when it has none or, for a
 // pending job, when its user has had a job finish since. A running job

@@ -29,3 +29,14 @@ func (p *fifo) Rank(s *Snapshot) ([]Score, error) {
 	}
 	return scores, nil
 }
+
+func (*fifo) staticOrder() bool { return true }
+
+// staticKey is 0 for every job, leaving the order to compareRank's
+// tie-break, submit time then id: Rank's value, the age
+// Now.Sub(Submit).Seconds(), never increases with the submit time
+// (Duration.Seconds is monotone: a whole-second part plus a fraction
+// below 1, rounded), so two jobs it tells apart are in submit order, and
+// two it does not fall to the same tie-break. A zero submit time is the
+// oldest for both (the largest age; math.MinInt64 as the tie-break).
+func (*fifo) staticKey(*Snapshot, *Job) (float64, error) { return 0, nil }

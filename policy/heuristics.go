@@ -70,6 +70,13 @@ func (p *sjfLimit) Rank(s *Snapshot) ([]Score, error) {
 	return scores, nil
 }
 
+func (*sjfLimit) staticOrder() bool { return true }
+
+func (p *sjfLimit) staticKey(_ *Snapshot, j *Job) (float64, error) {
+	row := [1]float64{requestedRun(j)}
+	return p.sc.value(row[:]), nil
+}
+
 // F1Params configures f1.
 type F1Params struct {
 	// Origin is where submit times s are counted from. The zero time means
@@ -125,26 +132,41 @@ func (p *f1) Rank(s *Snapshot) ([]Score, error) {
 			}
 		}
 	}
-	log10Pos := func(v float64) float64 {
-		if v <= 0 {
-			v = 0.1
-		}
-		return math.Log10(v)
-	}
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
-		j := &s.Pending[i]
-		lr, n := log10Pos(requestedRun(j)), requestedSize(s, j)
-		ls := log10Pos(j.Submit.Sub(origin).Seconds())
-		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = lr*n+f1SubmitWeight*ls, lr, n, ls
+		f1Row(s, &s.Pending[i], origin, parts[k*i:k*i+k])
 	}
 	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("f1: %w", err)
 	}
 	return scores, nil
+}
+
+// f1Row fills j's parts: F1, log10 r, n, log10 s, with s counted from
+// origin.
+func f1Row(s *Snapshot, j *Job, origin time.Time, row []float64) {
+	log10Pos := func(v float64) float64 {
+		if v <= 0 {
+			v = 0.1
+		}
+		return math.Log10(v)
+	}
+	lr, n := log10Pos(requestedRun(j)), requestedSize(s, j)
+	ls := log10Pos(j.Submit.Sub(origin).Seconds())
+	row[0], row[1], row[2], row[3] = lr*n+f1SubmitWeight*ls, lr, n, ls
+}
+
+// f1's key is static only with a fixed origin: the default, the earliest
+// submit time among the queued and running jobs, moves as they leave, and
+// moves every job's log10(s) term by a different amount.
+func (p *f1) staticOrder() bool { return !p.origin.IsZero() }
+
+func (p *f1) staticKey(s *Snapshot, j *Job) (float64, error) {
+	var row [4]float64
+	f1Row(s, j, p.origin, row[:])
+	return p.sc.value(row[:]), nil
 }
 
 // WFP3Params configures wfp3, which has no parameters.

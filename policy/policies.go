@@ -24,6 +24,13 @@ type Traits struct {
 	// applied to running jobs too); simulate replays it preemptively
 	// unless told otherwise.
 	Preemptive bool
+	// StaticOrder: its key of a job depends only on the job and what is
+	// fixed when it is submitted or predicted (time limit, size, submit
+	// time, true run time, its prediction), so its order of two waiting
+	// jobs never changes and a caller that sees jobs come and go keeps the
+	// queue sorted (StaticOrder) instead of re-ranking it at every cycle.
+	// f1 has it only with a fixed Origin (F1Params), so not by default.
+	StaticOrder bool
 }
 
 // Entry is one registered policy.
@@ -104,17 +111,17 @@ func entryWith[P any](name, doc string, traits Traits, def P, mk func(P) (Policy
 // baselines (fair-share and GPU-cluster policies, then the HPC heuristics
 // of RLScheduler's tables), the oracle, fair-qssf, then Fairway's default.
 var registry = []Entry{
-	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{}, NewFIFO),
+	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{StaticOrder: true}, NewFIFO),
 	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{}, NewFairshare),
 	entry("vtc", "Virtual Token Counter: the least-served user first (Sheng et al., OSDI'24)", Traits{}, NewVTC),
 	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true}, NewTiresias),
 	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),
-	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{}, NewQSSF),
-	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{}, NewSJFLimit),
+	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{StaticOrder: true}, NewQSSF),
+	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{StaticOrder: true}, NewSJFLimit),
 	entry("f1", "log10(limit)·size + 870·log10(submit), smallest first (Carastan-Santos & de Camargo, SC'17)", Traits{}, NewF1),
 	entry("wfp3", "(wait/limit)³·size, largest first (Tang et al., CLUSTER'09)", Traits{}, NewWFP3),
 	entry("unicep", "wait/(log2(size)·limit), largest first (Tang et al., CLUSTER'09)", Traits{}, NewUNICEP),
-	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true}, NewSJFOracle),
+	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true, StaticOrder: true}, NewSJFOracle),
 	entry("fair-qssf", "VTC across users, shortest predicted service within one, with starvation and ρ guards", Traits{}, NewFairQSSF),
 	entry("fair-sjf", "predicted shortest job first, stretched by fair share, shrunk by age", Traits{}, NewFairSJF),
 	entryWith("learned", "product of powers of run time, limit, size, fair-share usage, VTC counter and age, fitted by fairway tune",

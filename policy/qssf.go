@@ -33,16 +33,29 @@ func (*qssf) Name() string { return "qssf" }
 func (p *qssf) Rank(s *Snapshot) ([]Score, error) {
 	parts := make([]float64, 2*len(s.Pending))
 	for i := range s.Pending {
-		j := &s.Pending[i]
-		run := predictedRun(s, j).Seconds()
-		parts[2*i] = s.Service.Rate(j) * run
-		parts[2*i+1] = run
+		qssfRow(s, &s.Pending[i], parts[2*i:2*i+2])
 	}
 	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("qssf: %w", err)
 	}
 	return scores, nil
+}
+
+// qssfRow fills j's parts: predicted GPU-seconds, predicted run seconds.
+func qssfRow(s *Snapshot, j *Job, row []float64) {
+	run := predictedRun(s, j).Seconds()
+	row[0] = s.Service.Rate(j) * run
+	row[1] = run
+}
+
+// qssf's key is static while the job's prediction stands.
+func (*qssf) staticOrder() bool { return true }
+
+func (p *qssf) staticKey(s *Snapshot, j *Job) (float64, error) {
+	var row [2]float64
+	qssfRow(s, j, row[:])
+	return p.sc.value(row[:]), nil
 }
 
 // SJFOracleParams configures sjf-oracle.
@@ -86,18 +99,35 @@ func (*sjfOracle) Name() string { return "sjf-oracle" }
 func (p *sjfOracle) Rank(s *Snapshot) ([]Score, error) {
 	parts := make([]float64, 2*len(s.Pending))
 	for i := range s.Pending {
-		j := &s.Pending[i]
-		d, ok := s.TrueRun[j.ID]
-		if !ok {
-			return nil, fmt.Errorf("sjf-oracle: job %d: %w", j.ID, ErrNoTrueRun)
+		if err := sjfOracleRow(s, &s.Pending[i], parts[2*i:2*i+2]); err != nil {
+			return nil, err
 		}
-		run := max(d, 0).Seconds()
-		parts[2*i] = run
-		parts[2*i+1] = s.Service.Rate(j) * run
 	}
 	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sjf-oracle: %w", err)
 	}
 	return scores, nil
+}
+
+// sjfOracleRow fills j's parts: true run seconds, true GPU-seconds.
+func sjfOracleRow(s *Snapshot, j *Job, row []float64) error {
+	d, ok := s.TrueRun[j.ID]
+	if !ok {
+		return fmt.Errorf("sjf-oracle: job %d: %w", j.ID, ErrNoTrueRun)
+	}
+	run := max(d, 0).Seconds()
+	row[0] = run
+	row[1] = s.Service.Rate(j) * run
+	return nil
+}
+
+func (*sjfOracle) staticOrder() bool { return true }
+
+func (p *sjfOracle) staticKey(s *Snapshot, j *Job) (float64, error) {
+	var row [2]float64
+	if err := sjfOracleRow(s, j, row[:]); err != nil {
+		return 0, err
+	}
+	return p.sc.value(row[:]), nil
 }

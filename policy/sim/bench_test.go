@@ -81,6 +81,28 @@ func benchmarkSimulate(b *testing.B, predictor string) {
 	})
 }
 
+// BenchmarkSimulateCTC replays the whole CTC SP2 log (77,222 jobs, 338
+// processors, EASY, the fairway predictor learning online) through one
+// registered policy at a time, as `fairway simulate --policies P` does:
+// the per-policy cost the target "CTC through every registered policy in
+// under 10 s" adds up.
+func BenchmarkSimulateCTC(b *testing.B) {
+	for _, name := range policy.Names() {
+		b.Run(fmt.Sprintf("policy=%s/predictor=fairway", name), func(b *testing.B) {
+			jobs, cluster := readShared(b, ctcTrace)
+			for b.Loop() {
+				res, err := Run(jobs, smConfig(b, cluster, name, "fairway"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if m := Measure(res, MetricsParams{}); m.Jobs != 77222 || m.AvgWait <= 0 {
+					b.Fatalf("%d jobs, average wait %v: trivial", m.Jobs, m.AvgWait)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkEvaluate measures one evaluation as a tuner makes thousands of:
 // the time split at 0.7 of the issue's 30,000-job synthetic workload
 // (`fairway trace synth --jobs 30000`, seed 1, on 8 × 8 GPUs), replaying

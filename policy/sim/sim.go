@@ -228,6 +228,15 @@ type simulator struct {
 	preemptions int
 
 	power *powerModel // nil: every node always up
+
+	// static, when the policy's keys are static (policy.Traits.StaticOrder)
+	// and nothing needs the Scores (no OnCycle, no forecast, no
+	// preemption), holds the pending jobs keyed so far in the policy's
+	// order: a cycle keys only the jobs that arrived since the last one
+	// (unkeyed) and those the engine predicted anew, instead of re-ranking
+	// the queue.
+	static  *policy.StaticOrder
+	unkeyed []int32
 }
 
 // Run simulates jobs on cfg's cluster under cfg's policy and returns what
@@ -320,6 +329,9 @@ func (s *simulator) load(res *Result) error {
 	s.minNeed = capacity + 1
 	s.sel = make([]uint32, len(s.jobs))
 	s.indexIDs()
+	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
+		s.static, _ = policy.NewStaticOrder(s.cfg.Policy)
+	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
 			return err
@@ -515,6 +527,9 @@ func (s *simulator) decide(changed bool) error {
 
 // cycle ranks the queue through the engine and acts on the ranking.
 func (s *simulator) cycle() error {
+	if s.static != nil {
+		return s.cycleStatic()
+	}
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
 	if s.cfg.Preempt {
 		s.cands = append(append(s.cands[:0], s.pending...), s.running...)
@@ -551,6 +566,48 @@ func (s *simulator) cycle() error {
 		s.decideEASY()
 	}
 	return nil
+}
+
+// cycleStatic is cycle for a policy with static keys: the engine updates
+// its state as in a full cycle, and the order is the kept one, with the
+// new jobs and the jobs predicted anew (re)keyed into it.
+func (s *simulator) cycleStatic() error {
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
+	snap, err := s.eng.Update(&o)
+	if err != nil {
+		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	}
+	for _, id := range s.eng.Repredicted() {
+		if k, ok := s.jobIndex(id); ok && k >= 0 && s.static.Has(id) {
+			if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
+				return s.rankError(snap, err)
+			}
+		}
+	}
+	for _, k := range s.unkeyed {
+		if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
+			return s.rankError(snap, err)
+		}
+	}
+	s.unkeyed = s.unkeyed[:0]
+	s.cycles++
+	s.stopped = s.stopped[:0]
+	s.order = append(s.order[:0], s.static.Tags()...)
+	if len(s.order) != len(o.Pending) {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), len(s.order), len(o.Pending))
+	}
+	s.decideEASY()
+	return nil
+}
+
+// rankError is the error of a cycle whose ranking failed: the policy's
+// own Rank's, as a full cycle returns it, else keyErr.
+func (s *simulator) rankError(snap *policy.Snapshot, keyErr error) error {
+	err := keyErr
+	if _, rerr := s.cfg.Policy.Rank(snap); rerr != nil {
+		err = rerr
+	}
+	return fmt.Errorf("simulate: cycle at %s: rank: %w", snap.Now.Format(time.RFC3339), err)
 }
 
 // decideEASY starts jobs in ranking order while they fit, then, under
@@ -624,6 +681,9 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	s.pendK = append(s.pendK, k)
 	s.needCount[j.need]++
 	s.minNeed = min(s.minNeed, int(j.need))
+	if s.static != nil {
+		s.unkeyed = append(s.unkeyed, k)
+	}
 }
 
 // removePending swap-removes entry p of a pending list and of its job
@@ -647,6 +707,9 @@ func (s *simulator) dequeue(k int32) policy.Job {
 	pj, moved := removePending(&s.pending, &s.pendK, j.pos)
 	if moved >= 0 {
 		s.jobs[moved].pos = j.pos
+	}
+	if s.static != nil {
+		s.static.Remove(pj.ID)
 	}
 	s.needCount[j.need]--
 	if int(j.need) == s.minNeed && s.needCount[j.need] == 0 {

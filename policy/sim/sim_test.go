@@ -410,3 +410,55 @@ func TestRun_PredictionBlindPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_StaticOrderSameAsRanking checks that the policies with static
+// keys, whose queue the simulator keeps sorted instead of re-ranking it,
+// schedule exactly as the full ranking at every cycle does (which a
+// recorder, needing the Scores, gets): with a predictor learning online
+// (qssf's keys move with its predictions) and without, and with submit
+// times rounded to the minute so that keys tie.
+func TestRun_StaticOrderSameAsRanking(t *testing.T) {
+	jobs, cluster := smSynth(t)
+	tied := copyJobs(jobs)
+	for i := range tied {
+		tied[i].Submit = tied[i].Submit.Truncate(time.Minute)
+	}
+	workloads := map[string][]policy.Job{"synthetic": jobs, "tied": tied}
+	for _, name := range []string{"fifo", "qssf", "sjf-limit", "sjf-oracle", "f1"} {
+		for wname, w := range workloads {
+			for _, predictor := range []string{"", "fairway"} {
+				t.Run(fmt.Sprintf("%s/%s/predictor=%s", name, wname, predictor), func(t *testing.T) {
+					mk := func() Config {
+						var params any
+						if name == "f1" {
+							params = policy.F1Params{Origin: w[0].Submit.Add(-time.Hour)}
+						}
+						cfg := Config{Cluster: cluster}
+						if predictor != "" {
+							cfg = smConfig(t, cluster, name, predictor)
+						}
+						cfg.Policy = smPolicy(t, name, params)
+						return cfg
+					}
+					kept, err := Run(w, mk())
+					if err != nil {
+						t.Fatal(err)
+					}
+					full := mk()
+					cycles := 0
+					full.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) { cycles++ }
+					ranked, err := Run(w, full)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if cycles == 0 || cycles != ranked.Cycles {
+						t.Fatalf("full ranking: %d recorded cycles of %d", cycles, ranked.Cycles)
+					}
+					if diff := cmp.Diff(ranked, kept); diff != "" {
+						t.Errorf("kept order schedules differently (-ranked +kept):\n%s", diff)
+					}
+				})
+			}
+		}
+	}
+}
