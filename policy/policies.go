@@ -31,6 +31,12 @@ type Traits struct {
 	// queue sorted (StaticOrder) instead of re-ranking it at every cycle.
 	// f1 has it only with a fixed Origin (F1Params), so not by default.
 	StaticOrder bool
+	// PredictionBlind: it reads no prediction (Snapshot.Predicted, nor
+	// the Engine's committed service of running jobs, which is made of
+	// them), so a run-time predictor cannot change its ranking and a
+	// simulation that shows nobody the predictions need not feed one
+	// (ReadsPredictions).
+	PredictionBlind bool
 }
 
 // Entry is one registered policy.
@@ -111,17 +117,17 @@ func entryWith[P any](name, doc string, traits Traits, def P, mk func(P) (Policy
 // baselines (fair-share and GPU-cluster policies, then the HPC heuristics
 // of RLScheduler's tables), the oracle, fair-qssf, then Fairway's default.
 var registry = []Entry{
-	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{StaticOrder: true}, NewFIFO),
+	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{StaticOrder: true, PredictionBlind: true}, NewFIFO),
 	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{}, NewFairshare),
 	entry("vtc", "Virtual Token Counter: the least-served user first (Sheng et al., OSDI'24)", Traits{}, NewVTC),
 	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true}, NewTiresias),
 	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),
 	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{StaticOrder: true}, NewQSSF),
-	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{StaticOrder: true}, NewSJFLimit),
-	entry("f1", "log10(limit)·size + 870·log10(submit), smallest first (Carastan-Santos & de Camargo, SC'17)", Traits{}, NewF1),
-	entry("wfp3", "(wait/limit)³·size, largest first (Tang et al., CLUSTER'09)", Traits{}, NewWFP3),
-	entry("unicep", "wait/(log2(size)·limit), largest first (Tang et al., CLUSTER'09)", Traits{}, NewUNICEP),
-	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true, StaticOrder: true}, NewSJFOracle),
+	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{StaticOrder: true, PredictionBlind: true}, NewSJFLimit),
+	entry("f1", "log10(limit)·size + 870·log10(submit), smallest first (Carastan-Santos & de Camargo, SC'17)", Traits{PredictionBlind: true}, NewF1),
+	entry("wfp3", "(wait/limit)³·size, largest first (Tang et al., CLUSTER'09)", Traits{PredictionBlind: true}, NewWFP3),
+	entry("unicep", "wait/(log2(size)·limit), largest first (Tang et al., CLUSTER'09)", Traits{PredictionBlind: true}, NewUNICEP),
+	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true, StaticOrder: true, PredictionBlind: true}, NewSJFOracle),
 	entry("fair-qssf", "VTC across users, shortest predicted service within one, with starvation and ρ guards", Traits{}, NewFairQSSF),
 	entry("fair-sjf", "predicted shortest job first, stretched by fair share, shrunk by age", Traits{}, NewFairSJF),
 	entryWith("learned", "product of powers of run time, limit, size, fair-share usage, VTC counter and age, fitted by fairway tune",

@@ -8,9 +8,11 @@ import (
 	"time"
 )
 
-// TestStaticOrder_Traits checks that the registry's StaticOrder trait says
-// what the policies do: a default instance of a policy with the trait gets
-// a StaticOrder, every other does not, and f1 gets one with a fixed origin.
+// TestStaticOrder_Traits checks that the registry's StaticOrder and
+// PredictionBlind traits say what the policies do: a default instance of a
+// policy with StaticOrder gets a StaticOrder, every other does not, and f1
+// gets one with a fixed origin; ReadsPredictions is false exactly for the
+// policies with PredictionBlind.
 func TestStaticOrder_Traits(t *testing.T) {
 	for _, e := range Registered() {
 		p, err := e.New(nil)
@@ -19,6 +21,15 @@ func TestStaticOrder_Traits(t *testing.T) {
 		}
 		if _, ok := NewStaticOrder(p); ok != e.Traits.StaticOrder {
 			t.Errorf("%s: NewStaticOrder ok = %v, trait StaticOrder = %v", e.Name, ok, e.Traits.StaticOrder)
+		}
+	}
+	for _, e := range Registered() {
+		p, err := e.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blind := !ReadsPredictions(p); blind != e.Traits.PredictionBlind {
+			t.Errorf("%s: ReadsPredictions = %v, trait PredictionBlind = %v", e.Name, !blind, e.Traits.PredictionBlind)
 		}
 	}
 	p, err := New("f1", F1Params{Origin: rkT0})

@@ -45,8 +45,11 @@ type Config struct {
 	// Policy ranks the queue at every scheduling point.
 	Policy policy.Policy
 	// Predictor predicts run times, learning from jobs as they finish in
-	// simulated time. It must be fresh: Run feeds it. nil leaves policies
-	// to cost jobs by their time limits.
+	// simulated time. It must be fresh: Run feeds it, unless the policy
+	// reads no prediction (policy.ReadsPredictions) and nothing else sees
+	// them (no OnCycle, no forecast): then it leaves it untouched, since
+	// it could not change the schedule. nil leaves policies to cost jobs
+	// by their time limits.
 	Predictor policy.Predictor
 	// Backfill is EASY (the default, "") or NoBackfill. Ignored when
 	// Preempt is set.
@@ -280,9 +283,15 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 		// attained: charge them at least as often as it reconsiders.
 		chargeEvery = cfg.Tick
 	}
+	pred := cfg.Predictor
+	if !policy.ReadsPredictions(cfg.Policy) && cfg.OnCycle == nil && cfg.watch == nil {
+		// Training and querying it is most of such a run's time, for
+		// predictions nobody reads.
+		pred = nil
+	}
 	eng, err := policy.NewEngine(policy.EngineParams{
 		Policy:      cfg.Policy,
-		Predictor:   cfg.Predictor,
+		Predictor:   pred,
 		Ledger:      cfg.Ledger,
 		Shares:      cfg.Shares,
 		Service:     cfg.Cluster.Service(),

@@ -462,3 +462,58 @@ func TestRun_StaticOrderSameAsRanking(t *testing.T) {
 		}
 	}
 }
+
+// countingPredictor counts the jobs a predictor observes and predicts.
+type countingPredictor struct {
+	policy.Predictor
+	observed, predicted int
+}
+
+func (c *countingPredictor) Observe(j *policy.Job) { c.observed++; c.Predictor.Observe(j) }
+
+func (c *countingPredictor) Predict(j *policy.Job) policy.Prediction {
+	c.predicted++
+	return c.Predictor.Predict(j)
+}
+
+// TestRun_PredictionBlindSkipsPredictor checks that a policy that reads no
+// prediction is simulated without feeding the predictor, and schedules
+// exactly as it does when the predictor is fed and the cycles are recorded
+// (the path that shows the predictions, and ranks in full), preemptively
+// too.
+func TestRun_PredictionBlindSkipsPredictor(t *testing.T) {
+	jobs, cluster := smSynth(t)
+	for _, e := range policy.Registered() {
+		if !e.Traits.PredictionBlind {
+			continue
+		}
+		for _, preempt := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/preempt=%v", e.Name, preempt), func(t *testing.T) {
+				mk := func() (Config, *countingPredictor) {
+					cfg := smConfig(t, cluster, e.Name, "fairway")
+					c := &countingPredictor{Predictor: cfg.Predictor}
+					cfg.Predictor, cfg.Preempt = c, preempt
+					return cfg, c
+				}
+				cfg, skipped := mk()
+				got, err := Run(jobs, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg, fed := mk()
+				cfg.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
+				want, err := Run(jobs, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if skipped.observed+skipped.predicted != 0 || fed.observed == 0 || fed.predicted == 0 {
+					t.Errorf("observed/predicted: %d/%d without a recorder (want 0/0), %d/%d with one (want both > 0)",
+						skipped.observed, skipped.predicted, fed.observed, fed.predicted)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("schedule without the predictor differs (-fed +skipped):\n%s", diff)
+				}
+			})
+		}
+	}
+}
