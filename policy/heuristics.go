@@ -122,16 +122,7 @@ func (*f1) Name() string { return "f1" }
 const f1SubmitWeight = 870
 
 func (p *f1) Rank(s *Snapshot) ([]Score, error) {
-	origin := p.origin
-	if origin.IsZero() {
-		for _, jobs := range [][]Job{s.Pending, s.Running} {
-			for i := range jobs {
-				if t := jobs[i].Submit; !t.IsZero() && (origin.IsZero() || t.Before(origin)) {
-					origin = t
-				}
-			}
-		}
-	}
+	origin := p.keyOrigin(s)
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
@@ -158,14 +149,35 @@ func f1Row(s *Snapshot, j *Job, origin time.Time, row []float64) {
 	row[0], row[1], row[2], row[3] = lr*n+f1SubmitWeight*ls, lr, n, ls
 }
 
-// f1's key is static only with a fixed origin: the default, the earliest
-// submit time among the queued and running jobs, moves as they leave, and
-// moves every job's log10(s) term by a different amount.
-func (p *f1) staticOrder() bool { return !p.origin.IsZero() }
+// keyOrigin is where s counts from in s: F1Params.Origin, else the
+// earliest submit time among s's pending and running jobs.
+func (p *f1) keyOrigin(s *Snapshot) time.Time {
+	origin := p.origin
+	if origin.IsZero() {
+		for _, jobs := range [][]Job{s.Pending, s.Running} {
+			for i := range jobs {
+				if t := jobs[i].Submit; !t.IsZero() && (origin.IsZero() || t.Before(origin)) {
+					origin = t
+				}
+			}
+		}
+	}
+	return origin
+}
+
+// f1's key is static while its origin stays: a fixed one always, the
+// default (the earliest submit time still in the system) until that job
+// leaves, when it moves every job's log10(s) term by a different amount
+// and every key is computed again (originKeyed).
+func (p *f1) staticOrder() bool { return true }
 
 func (p *f1) staticKey(s *Snapshot, j *Job) (float64, error) {
+	return p.staticKeyFrom(s, p.keyOrigin(s), j)
+}
+
+func (p *f1) staticKeyFrom(s *Snapshot, origin time.Time, j *Job) (float64, error) {
 	var row [4]float64
-	f1Row(s, j, p.origin, row[:])
+	f1Row(s, j, origin, row[:])
 	return p.sc.value(row[:]), nil
 }
 

@@ -29,7 +29,8 @@ type Traits struct {
 	// time, true run time, its prediction), so its order of two waiting
 	// jobs never changes and a caller that sees jobs come and go keeps the
 	// queue sorted (StaticOrder) instead of re-ranking it at every cycle.
-	// f1 has it only with a fixed Origin (F1Params), so not by default.
+	// f1's default origin moves now and then: every key is computed again
+	// then (f1's, with a fixed Origin, never moves).
 	StaticOrder bool
 	// PredictionBlind: it reads no prediction (Snapshot.Predicted, nor
 	// the Engine's committed service of running jobs, which is made of
@@ -124,7 +125,7 @@ var registry = []Entry{
 	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),
 	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{StaticOrder: true}, NewQSSF),
 	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{StaticOrder: true, PredictionBlind: true}, NewSJFLimit),
-	entry("f1", "log10(limit)·size + 870·log10(submit), smallest first (Carastan-Santos & de Camargo, SC'17)", Traits{PredictionBlind: true}, NewF1),
+	entry("f1", "log10(limit)·size + 870·log10(submit), smallest first (Carastan-Santos & de Camargo, SC'17)", Traits{StaticOrder: true, PredictionBlind: true}, NewF1),
 	entry("wfp3", "(wait/limit)³·size, largest first (Tang et al., CLUSTER'09)", Traits{PredictionBlind: true}, NewWFP3),
 	entry("unicep", "wait/(log2(size)·limit), largest first (Tang et al., CLUSTER'09)", Traits{PredictionBlind: true}, NewUNICEP),
 	entry("sjf-oracle", "true run time, shortest first: the simulator's lower bound", Traits{NeedsTrueRunTimes: true, StaticOrder: true, PredictionBlind: true}, NewSJFOracle),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // staticKeyed is a Policy whose order of two pending jobs cannot change
@@ -26,6 +27,18 @@ type staticKeyed interface {
 	staticKey(s *Snapshot, j *Job) (float64, error)
 }
 
+// originKeyed is a staticKeyed policy whose keys also depend on an origin
+// the whole queue shares and that moves now and then (f1's default, the
+// earliest submit time in the system): while it stays the keys are static;
+// when it moves every key must be computed again.
+type originKeyed interface {
+	staticKeyed
+	// keyOrigin is the origin in s, as Rank computes it.
+	keyOrigin(s *Snapshot) time.Time
+	// staticKeyFrom is staticKey with the origin already computed.
+	staticKeyFrom(s *Snapshot, origin time.Time, j *Job) (float64, error)
+}
+
 // StaticOrder keeps the pending jobs of a policy with static keys (see
 // Traits.StaticOrder) in that policy's ranking order as they come and go:
 // a job is keyed once, when added, and again only when its prediction
@@ -42,6 +55,10 @@ type StaticOrder struct {
 	ents []rankEntry // sorted by compareRank; i holds the caller's tag
 	key  map[int64]rankEntry
 	tags []int32
+	// op is p when its keys count from a shared origin, which is then
+	// origin, the one of the keys held.
+	op     originKeyed
+	origin time.Time
 }
 
 // NewStaticOrder returns an empty StaticOrder for p, or false when p's
@@ -52,7 +69,65 @@ func NewStaticOrder(p Policy) (*StaticOrder, bool) {
 	if !ok || !sp.staticOrder() {
 		return nil, false
 	}
-	return &StaticOrder{p: sp, key: map[int64]rankEntry{}}, true
+	op, _ := p.(originKeyed)
+	return &StaticOrder{p: sp, op: op, key: map[int64]rankEntry{}}, true
+}
+
+// Moved is called with each cycle's Snapshot before the jobs of the
+// cycle are added. It reports whether the origin the policy's keys count
+// from moved in s, for a policy whose keys have one (f1 by default): every
+// key held is then stale, the order is emptied, and the caller adds every
+// pending job again (AddAll).
+func (o *StaticOrder) Moved(s *Snapshot) bool {
+	if o.op == nil {
+		return false
+	}
+	origin := o.op.keyOrigin(s)
+	if origin.Equal(o.origin) {
+		return false
+	}
+	o.origin = origin
+	if len(o.ents) == 0 {
+		return false
+	}
+	o.ents = o.ents[:0]
+	clear(o.key)
+	return true
+}
+
+// AddAll adds jobs, jobs[i] with tags[i], to an empty order, as Add would
+// one by one.
+func (o *StaticOrder) AddAll(s *Snapshot, jobs []Job, tags []int32) error {
+	for i := range jobs {
+		e, err := o.entry(s, &jobs[i], tags[i])
+		if err != nil {
+			return err
+		}
+		o.ents = append(o.ents, e)
+		o.key[e.id] = e
+	}
+	// compareRank is a total order on distinct ids: any correct sort
+	// gives the one order binary insertion gives.
+	sortRank(o.ents, nil)
+	return nil
+}
+
+// entry is j's entry, keyed as the policy ranks it in s.
+func (o *StaticOrder) entry(s *Snapshot, j *Job, tag int32) (rankEntry, error) {
+	var v float64
+	var err error
+	if o.op != nil {
+		v, err = o.op.staticKeyFrom(s, o.origin, j)
+	} else {
+		v, err = o.p.staticKey(s, j)
+	}
+	if err != nil {
+		return rankEntry{}, err
+	}
+	if math.IsNaN(v) {
+		return rankEntry{}, fmt.Errorf("%s: job %d: %w", o.p.Name(), j.ID, ErrBadScore)
+	}
+	return rankEntry{value: v, submit: unixNanoOrMin(j.Submit), id: j.ID, i: tag}, nil
 }
 
 // Len is the number of jobs held.
@@ -68,14 +143,10 @@ func (o *StaticOrder) Has(id int64) bool {
 // (the caller's handle on the job, returned by Tags). A job already held
 // is re-keyed. The error is the one the policy's Rank would return for j.
 func (o *StaticOrder) Add(s *Snapshot, j *Job, tag int32) error {
-	v, err := o.p.staticKey(s, j)
+	e, err := o.entry(s, j, tag)
 	if err != nil {
 		return err
 	}
-	if math.IsNaN(v) {
-		return fmt.Errorf("%s: job %d: %w", o.p.Name(), j.ID, ErrBadScore)
-	}
-	e := rankEntry{value: v, submit: unixNanoOrMin(j.Submit), id: j.ID, i: tag}
 	if old, ok := o.key[j.ID]; ok {
 		if old == e {
 			return nil

@@ -579,23 +579,31 @@ func (s *simulator) cycle() error {
 
 // cycleStatic is cycle for a policy with static keys: the engine updates
 // its state as in a full cycle, and the order is the kept one, with the
-// new jobs and the jobs predicted anew (re)keyed into it.
+// new jobs and the jobs predicted anew (re)keyed into it, or every job
+// keyed again when the keys' origin moved.
 func (s *simulator) cycleStatic() error {
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
 	snap, err := s.eng.Update(&o)
 	if err != nil {
 		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
 	}
-	for _, id := range s.eng.Repredicted() {
-		if k, ok := s.jobIndex(id); ok && k >= 0 && s.static.Has(id) {
+	if s.static.Moved(snap) {
+		// The keys' origin moved (f1's): key the whole queue again.
+		if err := s.static.AddAll(snap, s.pending, s.pendK); err != nil {
+			return s.rankError(snap, err)
+		}
+	} else {
+		for _, id := range s.eng.Repredicted() {
+			if k, ok := s.jobIndex(id); ok && k >= 0 && s.static.Has(id) {
+				if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
+					return s.rankError(snap, err)
+				}
+			}
+		}
+		for _, k := range s.unkeyed {
 			if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
 				return s.rankError(snap, err)
 			}
-		}
-	}
-	for _, k := range s.unkeyed {
-		if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
-			return s.rankError(snap, err)
 		}
 	}
 	s.unkeyed = s.unkeyed[:0]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -414,7 +415,8 @@ func TestRun_PredictionBlindPolicies(t *testing.T) {
 // TestRun_StaticOrderSameAsRanking checks that the policies with static
 // keys, whose queue the simulator keeps sorted instead of re-ranking it,
 // schedule exactly as the full ranking at every cycle does (which a
-// recorder, needing the Scores, gets): with a predictor learning online
+// recorder, needing the Scores, gets), f1 with its default, moving origin
+// and a fixed one: with a predictor learning online
 // (qssf's keys move with its predictions) and without, and with submit
 // times rounded to the minute so that keys tie.
 func TestRun_StaticOrderSameAsRanking(t *testing.T) {
@@ -424,13 +426,14 @@ func TestRun_StaticOrderSameAsRanking(t *testing.T) {
 		tied[i].Submit = tied[i].Submit.Truncate(time.Minute)
 	}
 	workloads := map[string][]policy.Job{"synthetic": jobs, "tied": tied}
-	for _, name := range []string{"fifo", "qssf", "sjf-limit", "sjf-oracle", "f1"} {
+	for _, label := range []string{"fifo", "qssf", "sjf-limit", "sjf-oracle", "f1", "f1/origin"} {
+		name, _, fixed := strings.Cut(label, "/")
 		for wname, w := range workloads {
 			for _, predictor := range []string{"", "fairway"} {
-				t.Run(fmt.Sprintf("%s/%s/predictor=%s", name, wname, predictor), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/predictor=%s", label, wname, predictor), func(t *testing.T) {
 					mk := func() Config {
 						var params any
-						if name == "f1" {
+						if fixed {
 							params = policy.F1Params{Origin: w[0].Submit.Add(-time.Hour)}
 						}
 						cfg := Config{Cluster: cluster}
