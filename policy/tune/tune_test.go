@@ -1,0 +1,172 @@
+package tune
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+)
+
+func TestJudge_Constraints(t *testing.T) {
+	ref := sim.Evaluation{Metrics: sim.Metrics{AvgWait: 100, AvgBSLD: 10, Jain: 0.5, MaxRho: 20}, Schedule: 1}
+	ev := func(wait, bsld, jain, rho float64, schedule uint64) sim.Evaluation {
+		return sim.Evaluation{Metrics: sim.Metrics{AvgWait: wait, AvgBSLD: bsld, Jain: jain, MaxRho: rho}, Schedule: schedule}
+	}
+	for _, tc := range []struct {
+		name string
+		o    Objective
+		ev   sim.Evaluation
+		want Score
+	}{
+		{"meets all three", Fair, ev(90, 8, 0.495, 20, 2), Score{Value: 8}},
+		{"waits 10% longer", Fair, ev(110, 8, 0.5, 20, 2), Score{Violation: 0.1, Value: 8}},
+		{"Jain 0.02 below the slack", Fair, ev(90, 8, 0.47, 20, 2), Score{Violation: 0.02, Value: 8}},
+		{"max ρ 50% higher", Fair, ev(90, 8, 0.5, 30, 2), Score{Violation: 0.5, Value: 8}},
+		{"the reference's own schedule meets them", Fair, ev(100, 10, 0.5, 20, 1), Score{Value: 10}},
+		{"bsld ignores fairness", BSLD, ev(500, 7, 0.1, 99, 2), Score{Value: 7}},
+		{"wait ignores fairness", Wait, ev(50, 7, 0.1, 99, 2), Score{Value: 50}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Judge(tc.o, tc.ev, ref)
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if got.Feasible() != (tc.want.Violation == 0) {
+				t.Errorf("Feasible() = %v with violation %g", got.Feasible(), got.Violation)
+			}
+		})
+	}
+}
+
+func TestScore_Compare(t *testing.T) {
+	feasible, slow, infeasible := Score{Value: 5}, Score{Value: 6}, Score{Violation: 0.001, Value: 1}
+	if feasible.Compare(slow) >= 0 || feasible.Compare(infeasible) >= 0 || infeasible.Compare(slow) <= 0 {
+		t.Errorf("want feasible < slow < infeasible: %d %d %d", feasible.Compare(slow), feasible.Compare(infeasible), infeasible.Compare(slow))
+	}
+}
+
+// TestUnbounded_Box checks that every point of the search space maps into
+// the tuner's box and that the start maps back to itself.
+func TestUnbounded_Box(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		z := make([]float64, len(policy.LearnedFeatures))
+		for i := range z {
+			z[i] = r.NormFloat64() * 10
+		}
+		if p := fromUnbounded(z); !p.InBounds() || p.Validate() != nil {
+			t.Fatalf("z %v maps to %+v, outside the box or invalid", z, p)
+		}
+	}
+	start := policy.DefaultLearnedParams()
+	if got := fromUnbounded(toUnbounded(start)); got != start {
+		t.Errorf("the start maps back to %+v, want %+v", got, start)
+	}
+}
+
+// workload is a small synthetic history, cut into windows as tune does.
+func workload(t *testing.T, o Objective) *Windows {
+	t.Helper()
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
+		Setup{Objective: o, Seen: 0.7, Validate: 0.3, Sequences: 3, Length: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestNewWindows_Disjoint checks that the training and validation windows
+// replay no common job, and neither replays a held-out one.
+func TestNewWindows_Disjoint(t *testing.T) {
+	w := workload(t, Fair)
+	if w.Seen != 1050 || w.Total != 1500 {
+		t.Fatalf("looked at %d of %d jobs, want the first 1050 of 1500", w.Seen, w.Total)
+	}
+	trLo, trHi := w.Train.Window()
+	vaLo, vaHi := w.Validate.Window()
+	trained := map[int64]bool{}
+	for i := trLo; i < trHi; i++ {
+		trained[w.Train.Job(i).ID] = true
+	}
+	for i := vaLo; i < vaHi; i++ {
+		if j := w.Validate.Job(i); trained[j.ID] {
+			t.Fatalf("job %d is both trained and validated on", j.ID)
+		}
+	}
+	if trHi-trLo == 0 || vaHi-vaLo != 1050-735 || w.Validate.Job(vaHi-1).Submit.After(w.To) {
+		t.Errorf("training [%d, %d), validation [%d, %d) ending %v, seen up to %v", trLo, trHi, vaLo, vaHi, w.Validate.Job(vaHi-1).Submit, w.To)
+	}
+
+	b := workload(t, BSLD)
+	vaLo, _ = b.Validate.Window()
+	_, trHi = b.Train.Window()
+	for _, s := range b.Train.Starts() {
+		if s+100 > trHi || s+100 > vaLo {
+			t.Errorf("training sequence from %d runs into the validation part from %d", s, vaLo)
+		}
+	}
+}
+
+// TestRun_Reproducible runs the same short search twice: the same seed
+// gives the same points, chosen by the validation, never worse there
+// than the start.
+func TestRun_Reproducible(t *testing.T) {
+	w := workload(t, Fair)
+	run := func() *Result {
+		res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+			Start: policy.DefaultLearnedParams(), Seed: 7, Parallel: 2, Generations: 2, Candidates: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(), run()
+	if a.Evaluations != 2*a.Population || a.Stopped != "generations" {
+		t.Errorf("%d evaluations of population %d, stopped by %q: want 2 generations", a.Evaluations, a.Population, a.Stopped)
+	}
+	if diff := cmp.Diff(a.Candidates, b.Candidates); diff != "" || a.Params != b.Params {
+		t.Errorf("same seed, other result (-first +second):\n%s", diff)
+	}
+	if len(a.Candidates) != 3 {
+		t.Errorf("%d candidates validated, want 3", len(a.Candidates))
+	}
+	if a.Chosen.Validation.Compare(*a.Start.Validation) > 0 {
+		t.Errorf("chose %+v, worse on validation than the start %+v", *a.Chosen.Validation, *a.Start.Validation)
+	}
+	if !a.KeptStart && a.Params == a.Start.Params {
+		t.Errorf("KeptStart false but the start's parameters")
+	}
+}
+
+// TestRun_BudgetKeepsStart gives the search no time: it stops at once and
+// keeps the start, without an error.
+func TestRun_BudgetKeepsStart(t *testing.T) {
+	w := workload(t, Fair)
+	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+		Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Budget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "budget" || !res.KeptStart || res.Params != policy.DefaultLearnedParams() {
+		t.Errorf("stopped by %q, kept start %v, params %+v: want the start kept at the budget", res.Stopped, res.KeptStart, res.Params)
+	}
+}
+
+func TestRun_Cancelled(t *testing.T) {
+	w := workload(t, Fair)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Start: policy.DefaultLearnedParams()}); err == nil {
+		t.Error("a cancelled run returned no error")
+	}
+}
