@@ -253,9 +253,14 @@ func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) stri
 		return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on %d sequences × %d jobs (seed %d) drawn from the first %g of them, validated on as many from the last %g",
 			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, s.Validate)
 	}
-	lo, hi := win.Train.Window()
-	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %d–%d of them (the %d before warm up), validated on jobs %d–%d",
-		win.Seen, win.Total, held, lo, hi-1, lo, tab.Window[0], tab.Window[1]-1)
+	var chunks []string
+	for _, e := range win.Train {
+		lo, hi := e.Window()
+		chunks = append(chunks, fmt.Sprintf("%d–%d", lo, hi-1))
+	}
+	first, _ := win.Train[0].Window()
+	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d",
+		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1)
 }
 
 func scoreText(o tune.Objective, s tune.Score) string {

@@ -131,10 +131,13 @@ func excess(a, b float64) float64 {
 // Config is one tuning run.
 type Config struct {
 	Objective Objective
-	// Train is the window the search scores points on; Validate the later
-	// window its best points are re-judged on. They must not share an
-	// evaluated job (Windows builds them so).
-	Train, Validate *sim.Evaluator
+	// Train are the windows the search scores points on (a point's
+	// training score sums their violations and averages their values,
+	// weighted by jobs: a point must meet the constraints on each);
+	// Validate is the later window its best points are re-judged on. They
+	// must not share an evaluated job (NewWindows builds them so).
+	Train    []*sim.Evaluator
+	Validate *sim.Evaluator
 	// Start is where the search starts, and what is kept unless a point
 	// does better on the validation window: fair-sjf's point by default
 	// (policy.DefaultLearnedParams).
@@ -183,10 +186,42 @@ type Point struct {
 	Validation *Score `json:"validation,omitempty"`
 }
 
+// Selection is how the re-judged points are compared: the violations on
+// the training windows and the validation window together, then the
+// value on the validation window. A point that meets the constraints on
+// validation only, by luck of that window, does not beat one that meets
+// them everywhere.
+func (p Point) Selection() Score {
+	return Score{Violation: p.Train.Violation + p.Validation.Violation, Value: p.Validation.Value}
+}
+
+// JudgeAll scores evaluations on several windows, each against the
+// reference's on the same window (refs may be nil without constraints):
+// the violations summed, the values averaged weighted by the windows'
+// jobs.
+func JudgeAll(o Objective, evs, refs []sim.Evaluation) Score {
+	var out Score
+	jobs := 0
+	for i, ev := range evs {
+		var ref sim.Evaluation
+		if refs != nil {
+			ref = refs[i]
+		}
+		s := Judge(o, ev, ref)
+		out.Violation += s.Violation
+		out.Value += s.Value * float64(ev.Jobs)
+		jobs += ev.Jobs
+	}
+	if jobs > 0 {
+		out.Value /= float64(jobs)
+	}
+	return out
+}
+
 // Result is a tuning run's outcome.
 type Result struct {
 	// Params are the chosen exponents: the candidate (or the start) with
-	// the best validation score, the start on a tie.
+	// the best Selection, the start on a tie.
 	Params policy.LearnedParams
 	// KeptStart is set when no candidate beat the start on validation.
 	KeptStart bool
@@ -195,9 +230,10 @@ type Result struct {
 	// Candidates are the points re-judged on validation, best training
 	// score first.
 	Candidates []Point
-	// Reference holds the Reference's evaluations on the training and
-	// validation windows (Fair and Wait).
-	ReferenceTrain, ReferenceValidation  *sim.Evaluation
+	// ReferenceTrain and ReferenceValidation are the Reference's
+	// evaluations on the training and validation windows (Fair and Wait).
+	ReferenceTrain                       []sim.Evaluation
+	ReferenceValidation                  *sim.Evaluation
 	Evaluations, Generations, Population int
 	// Stopped says why the search ended: "budget", "generations" or
 	// "converged".
@@ -208,7 +244,7 @@ type Result struct {
 // Run searches the learned family's box for cfg.Objective's best point.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	started := time.Now()
-	if cfg.Train == nil || cfg.Validate == nil {
+	if len(cfg.Train) == 0 || slices.Contains(cfg.Train, nil) || cfg.Validate == nil {
 		return nil, errors.New("tune: no training or validation window")
 	}
 	if _, err := ParseObjective(string(cfg.Objective)); err != nil {
@@ -234,7 +270,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// The references and the start on both windows first: every score
 	// needs them, and the validation's pace sets the reserve.
-	var refTr, refVal, startTr, startVal sim.Evaluation
+	nt := len(cfg.Train)
+	var refVal, startVal sim.Evaluation
+	var refTr []sim.Evaluation
+	startTr := make([]sim.Evaluation, nt)
 	var valTook time.Duration
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(par)
@@ -243,9 +282,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		mk  sim.PolicyFactory
 		out *sim.Evaluation
 	}
-	jobs := []job{{cfg.Train, mk(cfg.Start), &startTr}, {cfg.Validate, mk(cfg.Start), &startVal}}
+	jobs := []job{{cfg.Validate, mk(cfg.Start), &startVal}}
+	for i, e := range cfg.Train {
+		jobs = append(jobs, job{e, mk(cfg.Start), &startTr[i]})
+	}
 	if cfg.Objective != BSLD {
-		jobs = append(jobs, job{cfg.Train, refMk, &refTr}, job{cfg.Validate, refMk, &refVal})
+		refTr = make([]sim.Evaluation, nt)
+		jobs = append(jobs, job{cfg.Validate, refMk, &refVal})
+		for i, e := range cfg.Train {
+			jobs = append(jobs, job{e, refMk, &refTr[i]})
+		}
 	}
 	for i, j := range jobs {
 		g.Go(func() error {
@@ -255,7 +301,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return fmt.Errorf("tune: evaluate the start and %s: %w", sim.Reference, err)
 			}
 			*j.out = ev
-			if i == 1 {
+			if i == 0 {
 				valTook = time.Since(t0)
 			}
 			return nil
@@ -265,9 +311,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if cfg.Objective != BSLD {
-		res.ReferenceTrain, res.ReferenceValidation = &refTr, &refVal
+		res.ReferenceTrain, res.ReferenceValidation = refTr, &refVal
 	}
-	res.Start = Point{Params: cfg.Start, Train: Judge(cfg.Objective, startTr, refTr)}
+	res.Start = Point{Params: cfg.Start, Train: JudgeAll(cfg.Objective, startTr, refTr)}
 	sv := Judge(cfg.Objective, startVal, refVal)
 	res.Start.Validation = &sv
 	// Scale the value CMA-ES ranks by the start's, so that Penalty means
@@ -298,16 +344,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	)
 	objective := func(z []float64) float64 {
 		p := fromUnbounded(z)
-		ev, err := cfg.Train.Evaluate(sctx, mk(p))
-		if err != nil {
-			mu.Lock()
-			if sctx.Err() == nil && evalErr == nil {
-				evalErr = err
+		evs := make([]sim.Evaluation, nt)
+		for i, e := range cfg.Train {
+			ev, err := e.Evaluate(sctx, mk(p))
+			if err != nil {
+				mu.Lock()
+				if sctx.Err() == nil && evalErr == nil {
+					evalErr = err
+				}
+				mu.Unlock()
+				return math.Inf(1)
 			}
-			mu.Unlock()
-			return math.Inf(1)
+			evs[i] = ev
 		}
-		s := Judge(cfg.Objective, ev, refTr)
+		s := JudgeAll(cfg.Objective, evs, refTr)
 		mu.Lock()
 		defer mu.Unlock()
 		points = append(points, Point{Params: p, Train: s})
@@ -392,7 +442,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Candidates = cands
 	res.Chosen, res.KeptStart = res.Start, true
 	for _, c := range cands {
-		if c.Validation.Compare(*res.Chosen.Validation) < 0 {
+		if c.Selection().Compare(res.Chosen.Selection()) < 0 {
 			res.Chosen, res.KeptStart = c, false
 		}
 	}

@@ -92,25 +92,35 @@ func TestNewWindows_Disjoint(t *testing.T) {
 	if w.Seen != 1050 || w.Total != 1500 {
 		t.Fatalf("looked at %d of %d jobs, want the first 1050 of 1500", w.Seen, w.Total)
 	}
-	trLo, trHi := w.Train.Window()
 	vaLo, vaHi := w.Validate.Window()
 	trained := map[int64]bool{}
-	for i := trLo; i < trHi; i++ {
-		trained[w.Train.Job(i).ID] = true
+	next := 0
+	for k, e := range w.Train {
+		lo, hi := e.Window()
+		if k > 0 && lo != next || hi <= lo {
+			t.Errorf("training window %d is [%d, %d), want it to start at %d and hold a job", k+1, lo, hi, next)
+		}
+		next = hi
+		for i := lo; i < hi; i++ {
+			trained[e.Job(i).ID] = true
+		}
+	}
+	if len(w.Train) != 3 || next != 735 {
+		t.Errorf("%d training windows ending at %d, want 3 ending at 735", len(w.Train), next)
 	}
 	for i := vaLo; i < vaHi; i++ {
 		if j := w.Validate.Job(i); trained[j.ID] {
 			t.Fatalf("job %d is both trained and validated on", j.ID)
 		}
 	}
-	if trHi-trLo == 0 || vaHi-vaLo != 1050-735 || w.Validate.Job(vaHi-1).Submit.After(w.To) {
-		t.Errorf("training [%d, %d), validation [%d, %d) ending %v, seen up to %v", trLo, trHi, vaLo, vaHi, w.Validate.Job(vaHi-1).Submit, w.To)
+	if vaHi-vaLo != 1050-735 || w.Validate.Job(vaHi-1).Submit.After(w.To) {
+		t.Errorf("validation [%d, %d) ending %v, seen up to %v", vaLo, vaHi, w.Validate.Job(vaHi-1).Submit, w.To)
 	}
 
 	b := workload(t, BSLD)
 	vaLo, _ = b.Validate.Window()
-	_, trHi = b.Train.Window()
-	for _, s := range b.Train.Starts() {
+	_, trHi := b.Train[0].Window()
+	for _, s := range b.Train[0].Starts() {
 		if s+100 > trHi || s+100 > vaLo {
 			t.Errorf("training sequence from %d runs into the validation part from %d", s, vaLo)
 		}
@@ -140,8 +150,8 @@ func TestRun_Reproducible(t *testing.T) {
 	if len(a.Candidates) != 3 {
 		t.Errorf("%d candidates validated, want 3", len(a.Candidates))
 	}
-	if a.Chosen.Validation.Compare(*a.Start.Validation) > 0 {
-		t.Errorf("chose %+v, worse on validation than the start %+v", *a.Chosen.Validation, *a.Start.Validation)
+	if a.Chosen.Selection().Compare(a.Start.Selection()) > 0 {
+		t.Errorf("chose %+v, worse than the start %+v", a.Chosen.Selection(), a.Start.Selection())
 	}
 	if !a.KeptStart && a.Params == a.Start.Params {
 		t.Errorf("KeptStart false but the start's parameters")
@@ -168,5 +178,21 @@ func TestRun_Cancelled(t *testing.T) {
 	cancel()
 	if _, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Start: policy.DefaultLearnedParams()}); err == nil {
 		t.Error("a cancelled run returned no error")
+	}
+}
+
+// TestJudgeAll_EachWindow checks that a point must meet the constraints on
+// every training window: violations add up, values are averaged weighted
+// by each window's jobs.
+func TestJudgeAll_EachWindow(t *testing.T) {
+	ref := sim.Evaluation{Metrics: sim.Metrics{Jobs: 100, AvgWait: 100, AvgBSLD: 10, Jain: 0.5, MaxRho: 20}, Schedule: 1}
+	ok := sim.Evaluation{Metrics: sim.Metrics{Jobs: 100, AvgWait: 90, AvgBSLD: 4, Jain: 0.5, MaxRho: 10}, Schedule: 2}
+	rho := sim.Evaluation{Metrics: sim.Metrics{Jobs: 300, AvgWait: 90, AvgBSLD: 8, Jain: 0.5, MaxRho: 30}, Schedule: 3}
+	got := JudgeAll(Fair, []sim.Evaluation{ok, rho}, []sim.Evaluation{ref, ref})
+	if want := (Score{Violation: 0.5, Value: 7}); math.Abs(got.Violation-want.Violation) > 1e-9 || math.Abs(got.Value-want.Value) > 1e-9 {
+		t.Errorf("got %+v, want %+v: the second window's max ρ is 50%% over, bsld (4·100 + 8·300)/400", got, want)
+	}
+	if got := JudgeAll(BSLD, []sim.Evaluation{ok}, nil); got != (Score{Value: 4}) {
+		t.Errorf("bsld without references: %+v, want value 4", got)
 	}
 }

@@ -23,6 +23,12 @@ type Setup struct {
 	// fair-share ledger and predictor before the replayed training jobs
 	// (Fair and Wait; 0.3 by default).
 	Warm float64
+	// Chunks cuts the replayed training jobs into this many consecutive
+	// windows, each replayed on its own, warmed by the history before it
+	// (Fair and Wait; 3 by default): a point must meet the constraints on
+	// each, which a ranking fitted to one period's extremes (max ρ) does
+	// not.
+	Chunks int
 	// Sequences, Length and Seed: RLScheduler's sequences (BSLD), drawn
 	// from the training part for training and from the validation part
 	// for validation.
@@ -36,7 +42,8 @@ type Setup struct {
 
 // Windows are a history cut for tuning.
 type Windows struct {
-	Train, Validate *sim.Evaluator
+	Train    []*sim.Evaluator
+	Validate *sim.Evaluator
 	// Seen is how many jobs the tuner looked at, the replayable jobs
 	// before the held-out part, submitted From to To.
 	Seen     int
@@ -58,6 +65,12 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 	}
 	if s.Warm == 0 {
 		s.Warm = 0.3
+	}
+	if s.Chunks == 0 {
+		s.Chunks = 3
+	}
+	if s.Chunks < 0 {
+		return nil, fmt.Errorf("training chunks %d: want >= 1", s.Chunks)
 	}
 	if !(s.Warm > 0 && s.Warm < 1) {
 		return nil, fmt.Errorf("warm-up fraction %g: want one in (0, 1)", s.Warm)
@@ -95,19 +108,34 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		tr, val := base, base
 		tr.Kind, tr.Sequences, tr.Length, tr.Seed, tr.From, tr.To = sim.Sequences, s.Sequences, s.Length, s.Seed, 0, 1-s.Validate
 		val.Kind, val.Sequences, val.Length, val.Seed, val.From, val.To = sim.Sequences, s.Sequences, s.Length, s.Seed, 1-s.Validate, 1
-		if w.Train, err = sim.NewEvaluator(all, c, tr); err != nil {
+		e, err := sim.NewEvaluator(all, c, tr)
+		if err != nil {
 			return nil, fmt.Errorf("training sequences: %w", err)
 		}
+		w.Train = []*sim.Evaluator{e}
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
 			return nil, fmt.Errorf("validation sequences: %w", err)
 		}
 	default:
 		cut := int(math.Floor((1 - s.Validate) * float64(len(all))))
-		tr, val := base, base
-		tr.Kind, tr.Split = sim.Split, s.Warm
+		val := base
 		val.Kind, val.Split = sim.Split, 1-s.Validate
-		if w.Train, err = sim.NewEvaluator(all[:cut], c, tr); err != nil {
-			return nil, fmt.Errorf("training window: %w", err)
+		// Chunk k replays jobs [a, b) of the training part: a Split of
+		// all[:b] at a (the fraction nudged half a job up, so that its
+		// floor is a whatever the rounding).
+		lo := int(math.Floor(s.Warm * float64(cut)))
+		for k := range s.Chunks {
+			a, b := lo+(cut-lo)*k/s.Chunks, lo+(cut-lo)*(k+1)/s.Chunks
+			if a == 0 || a >= b {
+				return nil, fmt.Errorf("training window: %d jobs cannot make %d chunks after a warm-up of %d: %w", cut, s.Chunks, lo, sim.ErrShortWindow)
+			}
+			tr := base
+			tr.Kind, tr.Split = sim.Split, (float64(a)+0.5)/float64(b)
+			e, err := sim.NewEvaluator(all[:b], c, tr)
+			if err != nil {
+				return nil, fmt.Errorf("training window %d: %w", k+1, err)
+			}
+			w.Train = append(w.Train, e)
 		}
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
 			return nil, fmt.Errorf("validation window: %w", err)
