@@ -31,9 +31,11 @@ func tuneCommand() *cli.Command {
 			"(1+wait/run)^age; `fairway explain` shows each part) with CMA-ES over replays of the trace.\n" +
 			"The trace's jobs are put in submit order. Only the first --train of them are looked at; the rest\n" +
 			"are held out for `fairway simulate --split <train> --policy-file FILE`. Of the part looked at, the\n" +
-			"search scores points on the jobs before its last --validate (after a warm-up) and re-judges its best\n" +
-			"points on that last part, never the same jobs; fair-sjf's point is the start and is kept unless a\n" +
-			"point does better there.\n" +
+			"search scores points on the jobs before its last --validate: after a warm-up of 30%, three\n" +
+			"consecutive windows, each replayed alone and warmed by the history before it, the constraints\n" +
+			"required on each. It re-judges its best points on the last --validate, never the same jobs, and\n" +
+			"chooses by the violations on both, then the validation's value; fair-sjf's point is the start and\n" +
+			"is kept unless a point does better. Each job's run time is predicted once, at submit.\n" +
 			"  --objective fair (default): the lowest avg bounded slowdown subject to avg wait ≤ fairshare's,\n" +
 			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
 			"    penalised so that the search moves towards feasibility.\n" +
@@ -47,12 +49,12 @@ func tuneCommand() *cli.Command {
 			"ask for shorter limits, split jobs, or submit more; a tuned ranking is fitted to how they behaved\n" +
 			"under the old one. Re-tune on fresh history after a change, and watch the waits it was meant to cut.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain)", Required: true, EnvVars: []string{"FAIRWAY_TUNE_TRACE"}},
+			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); required", EnvVars: []string{"FAIRWAY_TUNE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_TUNE_FORMAT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default; required for Helios)", EnvVars: []string{"FAIRWAY_TUNE_NODES"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_TUNE_PER_NODE"}},
 			&cli.IntFlag{Name: "max-jobs", Usage: "use only the trace's first N jobs in submit order (0: all)", EnvVars: []string{"FAIRWAY_TUNE_MAX_JOBS"}},
-			&cli.StringFlag{Name: "out", Usage: "policy file to write", Required: true, EnvVars: []string{"FAIRWAY_TUNE_OUT"}},
+			&cli.StringFlag{Name: "out", Usage: "policy file to write; required", EnvVars: []string{"FAIRWAY_TUNE_OUT"}},
 			&cli.StringFlag{Name: "objective", Value: string(tune.Fair), Usage: "fair, bsld or wait", EnvVars: []string{"FAIRWAY_TUNE_OBJECTIVE"}},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the search (and of the sequences, with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_SEED"}},
 			&cli.DurationFlag{Name: "budget", Value: 10 * time.Minute, Usage: "wall time for the search and the validation; the best point so far is kept when it ends", EnvVars: []string{"FAIRWAY_TUNE_BUDGET"}},
@@ -96,6 +98,12 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 		Parallel: c.Int("parallel"), Load: 1, Predictor: c.String("predictor"), Policies: []string{policy.Default}},
 		MaxJobs: c.Int("max-jobs"), Out: c.String("out"), Seed: c.Uint64("seed"), Budget: c.Duration("budget"),
 		Generations: c.Int("generations"), Population: c.Int("population")}
+	switch {
+	case cfg.Trace == "":
+		return cfg, fmt.Errorf("--trace: required (the history to tune on)")
+	case cfg.Out == "":
+		return cfg, fmt.Errorf("--out: required (the policy file to write)")
+	}
 	var err error
 	if cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr); err != nil {
 		return cfg, err

@@ -38,6 +38,7 @@ func TestTune_BadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
+		{"no out", []string{"--out", ""}, "--out: required"},
 		{"unknown objective", []string{"--objective", "speed"}, `--objective "speed": want fair, bsld or wait`},
 		{"train above 1", []string{"--train", "1.5"}, "--train 1.5: want a fraction in (0, 1]"},
 		{"no validation", []string{"--validate", "0"}, "--validate 0: want a fraction in (0, 1)"},
