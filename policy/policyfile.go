@@ -65,6 +65,9 @@ type Tuning struct {
 	KeptStart bool `json:"kept_start"`
 	// Start holds the start's exponents, by feature name.
 	Start map[string]float64 `json:"start,omitempty"`
+	// SearchFrom names the point the search started from: "start" or
+	// one of the family's heuristics (an anchor).
+	SearchFrom string `json:"search_from,omitempty"`
 }
 
 // TrainedOn is the history a policy file was fitted on.

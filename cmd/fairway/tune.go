@@ -35,7 +35,10 @@ func tuneCommand() *cli.Command {
 			"consecutive windows, each replayed alone and warmed by the history before it, the constraints\n" +
 			"required on each. It re-judges its best points on the last --validate, never the same jobs, and\n" +
 			"chooses by the violations on both, then the validation's value; fair-sjf's point is the start and\n" +
-			"is kept unless a point does better. Each job's run time is predicted once, at submit.\n" +
+			"is kept unless a point does better. The family's heuristics (SJF on predictions, QSSF, SJF on\n" +
+			"limits, fair share, fair share × QSSF, each with the least aging) are anchors: always judged, and\n" +
+			"CMA-ES starts from the best of them and fair-sjf on training. Each job's run time is predicted\n" +
+			"once, at submit.\n" +
 			"  --objective fair (default): the lowest avg bounded slowdown subject to avg wait ≤ fairshare's,\n" +
 			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
 			"    penalised so that the search moves towards feasibility.\n" +
@@ -166,7 +169,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	policies := append(policy.Compared(), tunedRow)
 	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, Start: policy.DefaultLearnedParams(),
 		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
-		After: len(policies)}
+		After: len(policies), Anchors: tune.Anchors()}
 	if cfg.Budget > 0 {
 		tc.Budget = cfg.Budget - time.Since(started)
 		if tc.Budget <= 0 {
@@ -230,7 +233,7 @@ func tuneFile(cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Resu
 	}
 	f.Tuning = &policy.Tuning{Method: "CMA-ES (gonum optimize.CmaEsChol)", Seed: cfg.Seed, Population: res.Population,
 		Generations: res.Generations, Evaluations: res.Evaluations, Stopped: res.Stopped, KeptStart: res.KeptStart,
-		Windows: windowsText(cfg, win, tab), Start: start}
+		Windows: windowsText(cfg, win, tab), Start: start, SearchFrom: res.SearchFrom}
 	for _, r := range tab.Rows {
 		row := policy.ValidationRow{Policy: r.Name, Metrics: map[string]float64{
 			"avg_wait_s": r.AvgWait, "p95_wait_s": r.P95Wait, "avg_bsld": r.AvgBSLD, "avg_jct_s": r.AvgJCT,
@@ -305,13 +308,22 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 		return strings.Join(parts, ", ")
 	}
 	fmt.Fprintf(out, "start (fair-sjf's point): %s; training %s, validation %s\n", vec(res.Start.Params), scoreText(o, res.Start.Train), scoreText(o, *res.Start.Validation))
+	fmt.Fprintf(out, "CMA-ES started from %s's point (the best of the start and the anchors on training)\n", res.SearchFrom)
 	for i, c := range res.Candidates {
-		fmt.Fprintf(out, "candidate %d: %s; training %s, validation %s\n", i+1, vec(c.Params), scoreText(o, c.Train), scoreText(o, *c.Validation))
+		name := "drawn"
+		if c.Name != "" {
+			name = "anchor " + c.Name
+		}
+		fmt.Fprintf(out, "candidate %d (%s): %s; training %s, validation %s\n", i+1, name, vec(c.Params), scoreText(o, c.Train), scoreText(o, *c.Validation))
 	}
 	if res.KeptStart {
 		fmt.Fprintln(out, "kept the start: no candidate did better on the validation window")
 	} else {
-		fmt.Fprintf(out, "chosen: %s\n", vec(res.Params))
+		name := "a drawn point"
+		if res.Chosen.Name != "" {
+			name = "anchor " + res.Chosen.Name
+		}
+		fmt.Fprintf(out, "chosen (%s): %s\n", name, vec(res.Params))
 	}
 	fmt.Fprintf(out, "wrote %s\n\nvalidation window:\n", cfg.Out)
 	return tab.WriteText(out)

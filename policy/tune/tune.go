@@ -160,12 +160,39 @@ type Config struct {
 	// but ctx's.
 	Budget time.Duration
 	After  int
-	// Candidates is how many of the best distinct training points are
-	// re-judged on the validation window (0: 8).
+	// Candidates is how many of the best distinct training points the
+	// search drew are re-judged on the validation window (0: 8).
 	Candidates int
+	// Anchors are points of the family evaluated beside the start and
+	// always re-judged on validation (Anchors() gives the heuristics the
+	// family contains). CMA-ES starts from the best of the start and the
+	// anchors on the training windows; the start stays the fallback.
+	Anchors []Anchor
 	// Progress, when set, is told of each evaluation, from the evaluating
 	// goroutine, one call at a time.
 	Progress func(Progress)
+}
+
+// Anchor is a named point of the family.
+type Anchor struct {
+	Name   string
+	Params policy.LearnedParams
+}
+
+// Anchors are the heuristics the learned family holds, each with the
+// box's least aging (a = 0.25, so that no job starves): SJF on predicted
+// run times, QSSF's predicted service (run × size, Hu et al., SC'21), SJF
+// on time limits (RLScheduler's SJF), fair share alone, and fair share
+// with SJF.
+func Anchors() []Anchor {
+	a := policy.LearnedFeatures[5].Min
+	return []Anchor{
+		{"sjf", policy.LearnedParams{Run: 1, Age: a}},
+		{"qssf", policy.LearnedParams{Run: 1, Size: 1, Age: a}},
+		{"sjf-limit", policy.LearnedParams{Limit: 1, Age: a}},
+		{"fairshare", policy.LearnedParams{Usage: policy.DefaultShareExponent, Age: a}},
+		{"fair-qssf", policy.LearnedParams{Run: 1, Size: 1, Usage: policy.DefaultShareExponent, Age: a}},
+	}
 }
 
 // Progress is the state of a run after an evaluation.
@@ -180,6 +207,9 @@ type Progress struct {
 
 // Point is one evaluated point.
 type Point struct {
+	// Name is "start", an anchor's name, or empty for a point the search
+	// drew.
+	Name   string               `json:"name,omitempty"`
 	Params policy.LearnedParams `json:"params"`
 	Train  Score                `json:"train"`
 	// Validation is set for the points re-judged on the validation window.
@@ -227,13 +257,16 @@ type Result struct {
 	KeptStart bool
 	// Start and Chosen are the start's and the chosen point's scores.
 	Start, Chosen Point
-	// Candidates are the points re-judged on validation, best training
-	// score first.
+	// Candidates are the points re-judged on validation: the anchors, then
+	// the points the search drew, best training score first.
 	Candidates []Point
 	// ReferenceTrain and ReferenceValidation are the Reference's
 	// evaluations on the training and validation windows (Fair and Wait).
-	ReferenceTrain                       []sim.Evaluation
-	ReferenceValidation                  *sim.Evaluation
+	ReferenceTrain      []sim.Evaluation
+	ReferenceValidation *sim.Evaluation
+	// SearchFrom names the point CMA-ES started from: "start" or an
+	// anchor's name.
+	SearchFrom                           string
 	Evaluations, Generations, Population int
 	// Stopped says why the search ended: "budget", "generations" or
 	// "converged".
@@ -313,7 +346,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Objective != BSLD {
 		res.ReferenceTrain, res.ReferenceValidation = refTr, &refVal
 	}
-	res.Start = Point{Params: cfg.Start, Train: JudgeAll(cfg.Objective, startTr, refTr)}
+	res.Start = Point{Name: "start", Params: cfg.Start, Train: JudgeAll(cfg.Objective, startTr, refTr)}
 	sv := Judge(cfg.Objective, startVal, refVal)
 	res.Start.Validation = &sv
 	// Scale the value CMA-ES ranks by the start's, so that Penalty means
@@ -323,12 +356,45 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		norm = 1
 	}
 
+	// The anchors on the training windows; the search starts from the
+	// best of them and the start.
+	anchors := make([]Point, len(cfg.Anchors))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(par)
+	for i, a := range cfg.Anchors {
+		if err := a.Params.Validate(); err != nil {
+			return nil, fmt.Errorf("tune: anchor %s: %w", a.Name, err)
+		}
+		g.Go(func() error {
+			evs := make([]sim.Evaluation, nt)
+			for w, e := range cfg.Train {
+				ev, err := e.Evaluate(gctx, mk(a.Params))
+				if err != nil {
+					return fmt.Errorf("tune: anchor %s: %w", a.Name, err)
+				}
+				evs[w] = ev
+			}
+			anchors[i] = Point{Name: a.Name, Params: a.Params, Train: JudgeAll(cfg.Objective, evs, refTr)}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	from := res.Start
+	for _, a := range anchors {
+		if a.Train.Compare(from.Train) < 0 {
+			from = a
+		}
+	}
+	res.SearchFrom = from.Name
+
 	// The search, stopped early enough for the validation and the
 	// caller's table.
 	sctx, cancel := ctx, context.CancelFunc(func() {})
 	var deadline time.Duration
 	if cfg.Budget > 0 {
-		rounds := (k + cfg.After + par - 1) / par
+		rounds := (k + len(cfg.Anchors) + cfg.After + par - 1) / par
 		reserve := time.Duration(float64(valTook) * float64(rounds) * 1.25)
 		deadline = cfg.Budget - reserve
 		sctx, cancel = context.WithDeadline(ctx, started.Add(deadline))
@@ -385,7 +451,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}),
 	}
 	method := &optimize.CmaEsChol{InitStepSize: 0.6, Population: pop, Src: rand.NewPCG(cfg.Seed, 0x7e57ab1e)}
-	out, err := optimize.Minimize(optimize.Problem{Func: objective}, toUnbounded(cfg.Start), settings, method)
+	out, err := optimize.Minimize(optimize.Problem{Func: objective}, toUnbounded(from.Params), settings, method)
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("tune: %w", ctx.Err())
@@ -415,12 +481,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	})
 	points = slices.CompactFunc(points, func(a, b Point) bool { return a.Params == b.Params })
 	var cands []Point
+	seen := map[policy.LearnedParams]bool{cfg.Start: true}
+	for _, a := range anchors {
+		if !seen[a.Params] {
+			seen[a.Params] = true
+			cands = append(cands, a)
+		}
+	}
+	drawn := 0
 	for _, p := range points {
-		if len(cands) == k {
+		if drawn == k {
 			break
 		}
-		if p.Params != cfg.Start {
+		if !seen[p.Params] {
+			seen[p.Params] = true
 			cands = append(cands, p)
+			drawn++
 		}
 	}
 	g, gctx = errgroup.WithContext(ctx)

@@ -196,3 +196,37 @@ func TestJudgeAll_EachWindow(t *testing.T) {
 		t.Errorf("bsld without references: %+v, want value 4", got)
 	}
 }
+
+// TestRun_Anchors checks that every anchor is judged on validation and
+// that the choice is no worse than any of them.
+func TestRun_Anchors(t *testing.T) {
+	w := workload(t, Fair)
+	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+		Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Generations: 1, Candidates: 2, Anchors: Anchors()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, c := range res.Candidates {
+		if c.Validation == nil {
+			t.Fatalf("candidate %q not validated", c.Name)
+		}
+		if c.Name != "" {
+			named[c.Name] = true
+		}
+		if res.Chosen.Selection().Compare(c.Selection()) > 0 {
+			t.Errorf("chose %+v, worse than candidate %q %+v", res.Chosen.Selection(), c.Name, c.Selection())
+		}
+	}
+	if len(named) != len(Anchors()) || len(res.Candidates) != len(Anchors())+2 {
+		t.Errorf("anchors validated %v, %d candidates: want all %d anchors and 2 drawn points", named, len(res.Candidates), len(Anchors()))
+	}
+	if res.SearchFrom == "" {
+		t.Error("SearchFrom not set")
+	}
+	for _, a := range Anchors() {
+		if !a.Params.InBounds() {
+			t.Errorf("anchor %s %+v is outside the tuner's box", a.Name, a.Params)
+		}
+	}
+}
