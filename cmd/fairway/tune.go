@@ -308,7 +308,11 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 		return strings.Join(parts, ", ")
 	}
 	fmt.Fprintf(out, "start (fair-sjf's point): %s; training %s, validation %s\n", vec(res.Start.Params), scoreText(o, res.Start.Train), scoreText(o, *res.Start.Validation))
-	fmt.Fprintf(out, "CMA-ES started from %s's point (the best of the start and the anchors on training)\n", res.SearchFrom)
+	from := "anchor " + res.SearchFrom
+	if res.SearchFrom == "start" {
+		from = "the start"
+	}
+	fmt.Fprintf(out, "CMA-ES started from %s, the best of the start and the anchors on training\n", from)
 	for i, c := range res.Candidates {
 		name := "drawn"
 		if c.Name != "" {
