@@ -43,6 +43,31 @@ type File struct {
 	// Validation is how every compared policy did on the held-out part
 	// of the history.
 	Validation []ValidationRow `json:"validation,omitempty"`
+	// Tuning says how the search ran, so that it can be repeated.
+	Tuning *Tuning `json:"tuning,omitempty"`
+}
+
+// Tuning is how `fairway tune` searched: the same trace, windows, seed,
+// population and generations give the same parameters (a wall-time
+// budget that stops the search earlier may not).
+type Tuning struct {
+	Method      string `json:"method"`
+	Seed        uint64 `json:"seed"`
+	Population  int    `json:"population"`
+	Generations int    `json:"generations"`
+	Evaluations int    `json:"evaluations"`
+	// Stopped says why the search ended: budget, generations or converged.
+	Stopped string `json:"stopped"`
+	// Windows describes the training and validation windows.
+	Windows string `json:"windows"`
+	// KeptStart is set when no point beat the start (fair-sjf's) on the
+	// validation window, and the start was kept.
+	KeptStart bool `json:"kept_start"`
+	// Start holds the start's exponents, by feature name.
+	Start map[string]float64 `json:"start,omitempty"`
+	// SearchFrom names the point the search started from: "start" or
+	// one of the family's heuristics (an anchor).
+	SearchFrom string `json:"search_from,omitempty"`
 }
 
 // TrainedOn is the history a policy file was fitted on.

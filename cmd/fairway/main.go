@@ -61,6 +61,7 @@ func newApp() *cli.App {
 			epilogCommand(),
 			spoolCommand(),
 			simulateCommand(),
+			tuneCommand(),
 			reportCommand(),
 			traceCommand(),
 			powerCommand(),

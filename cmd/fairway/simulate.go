@@ -77,6 +77,7 @@ func simulateCommand() *cli.Command {
 			&cli.Float64Flag{Name: "window-from", Value: 0, Usage: "with --sequences: draw them from the submits from this fraction of the trace (0.7: the last 30%)", EnvVars: []string{"FAIRWAY_SIMULATE_WINDOW_FROM"}},
 			&cli.Float64Flag{Name: "window-to", Value: 1, Usage: "with --sequences: ... up to this fraction (0.7: the first 70%)", EnvVars: []string{"FAIRWAY_SIMULATE_WINDOW_TO"}},
 			&cli.StringFlag{Name: "predictions", Value: string(sim.PredictOnline), Usage: "with --split or --sequences: online (each replay's predictor learns as jobs finish, as serve's does) or at-submit (each job predicted once from the history before its submit: faster, the same for every policy)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTIONS"}},
+			&cli.StringSliceFlag{Name: "policy-file", Usage: "with --split or --sequences: also replay the policy in this file (`fairway tune` writes one), as the row \"" + tunedRow + "\"; given more than once, each file's row is named after the file, without .json", EnvVars: []string{"FAIRWAY_SIMULATE_POLICY_FILE"}},
 			&cli.BoolFlag{Name: "cold", Usage: "with --split or --sequences: no warm-up from the history before the replayed jobs (RLScheduler's own setting)", EnvVars: []string{"FAIRWAY_SIMULATE_COLD"}},
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
@@ -98,6 +99,9 @@ func simulateCommand() *cli.Command {
 			}
 			if c.IsSet("split") || c.IsSet("sequences") {
 				return simulateProtocol(c, cfg)
+			}
+			if len(c.StringSlice("policy-file")) > 0 {
+				return fmt.Errorf("--policy-file: only with --split or --sequences")
 			}
 			if c.Bool("power") {
 				return simulatePower(c, cfg)

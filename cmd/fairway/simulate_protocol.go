@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/progress"
@@ -72,18 +74,29 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
+	files, err := policyFileRows(c.StringSlice("policy-file"), cfg.Policies)
+	if err != nil {
+		return err
+	}
 	w, err := cfg.LoadWorkload()
 	if err != nil {
 		return err
 	}
 	w = w.FirstJobs(c.Int("max-jobs"))
 	pc := sim.ProtocolConfig{Trace: w.Name, Policies: cfg.Policies, Protocol: p, Predictor: cfg.Predictor, Parallel: cfg.Parallel}
+	if len(files) > 0 {
+		pc.Policies, pc.Factories = slices.Clone(pc.Policies), map[string]sim.PolicyFactory{}
+		for _, f := range files {
+			pc.Policies = append(pc.Policies, f.row)
+			pc.Factories[f.row] = f.mk
+		}
+	}
 	if cfg.Progress {
 		started, done := time.Now(), 0
 		pc.Progress = func(name string) {
 			done++
-			fmt.Fprint(os.Stderr, "\r\033[K"+progress.Fit(fmt.Sprintf("%s: %s done (%d of %d policies)", w.Name, name, done, len(cfg.Policies)), progress.MaxLine))
-			if done == len(cfg.Policies) {
+			fmt.Fprint(os.Stderr, "\r\033[K"+progress.Fit(fmt.Sprintf("%s: %s done (%d of %d policies)", w.Name, name, done, len(pc.Policies)), progress.MaxLine))
+			if done == len(pc.Policies) {
 				fmt.Fprintf(os.Stderr, "\r\033[Kevaluated %d policies in %s\n", done, time.Since(started).Round(time.Millisecond))
 			}
 		}
@@ -96,4 +109,37 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 		return printJSON(c.App.Writer, t)
 	}
 	return t.WriteText(c.App.Writer)
+}
+
+// policyFileRow is a policy file's row in a protocol table.
+type policyFileRow struct {
+	row string
+	mk  sim.PolicyFactory
+}
+
+// policyFileRows loads simulate's --policy-file files, each as a row: one
+// file is the row "tuned", several are named after their files. A row
+// name that is already a policy of the table is refused.
+func policyFileRows(paths, policies []string) ([]policyFileRow, error) {
+	var out []policyFileRow
+	for _, path := range paths {
+		mk, err := tunedFactory(path)
+		if err != nil {
+			return nil, err
+		}
+		row := tunedRow
+		if len(paths) > 1 {
+			row = strings.TrimSuffix(filepath.Base(path), ".json")
+		}
+		for _, o := range out {
+			if o.row == row {
+				return nil, fmt.Errorf("--policy-file %s: a second file named %q: rename one", path, row)
+			}
+		}
+		if slices.Contains(policies, row) {
+			return nil, fmt.Errorf("--policy-file %s: its row %q is also a policy of --policies: rename the file", path, row)
+		}
+		out = append(out, policyFileRow{row, mk})
+	}
+	return out, nil
 }

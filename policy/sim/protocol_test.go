@@ -462,3 +462,19 @@ func TestRun_HistoryAfterFirstSubmit(t *testing.T) {
 		t.Errorf("error %v, want one saying the history job did not end before the first submit", err)
 	}
 }
+
+// TestRunProtocol_Factories checks that a row made by a factory (a tuned
+// policy file's) is replayed under its own name, not looked up: the
+// learned family at fair-sjf's point gives fair-sjf's schedule.
+func TestRunProtocol_Factories(t *testing.T) {
+	tab, err := RunProtocol(context.Background(), smBusyTrace(300), ptCluster, ProtocolConfig{Trace: "busy",
+		Policies: []string{"fairshare", "fair-sjf", "tuned"}, Protocol: Protocol{Kind: Split, Split: 0.7}, Predictor: "none",
+		Factories: map[string]PolicyFactory{"tuned": func() (policy.Policy, error) { return policy.NewLearned(policy.DefaultLearnedParams()) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tab.Rows[2]
+	if got.Name != "tuned" || got.Schedule != tab.Rows[1].Schedule || got.Meets == nil {
+		t.Errorf("row %q, schedule %x (fair-sjf's %x), judged %v: want tuned, fair-sjf's schedule, judged", got.Name, got.Schedule, tab.Rows[1].Schedule, got.Meets != nil)
+	}
+}

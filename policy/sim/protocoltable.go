@@ -86,9 +86,13 @@ type ProtocolTable struct {
 
 // ProtocolConfig is a protocol run over several policies by name.
 type ProtocolConfig struct {
-	Trace     string
-	Policies  []string
-	Params    map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
+	Trace    string
+	Policies []string
+	Params   map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
+	// Factories makes the policies that are not registered under their
+	// row's name, by row name: a tuned policy file's row ("tuned"). A
+	// name found here is not looked up in the registry.
+	Factories map[string]PolicyFactory
 	Protocol  Protocol
 	Predictor string // the name of Protocol.NewPredictor's predictor, "none" for none
 	// Parallel bounds the policies evaluated at once (at least 1).
@@ -105,7 +109,15 @@ func RunProtocol(ctx context.Context, jobs []policy.Job, c Cluster, cfg Protocol
 	if err != nil {
 		return nil, err
 	}
-	p := cfg.Protocol
+	return e.Table(ctx, cfg)
+}
+
+// Table evaluates every policy of cfg with e, cfg.Parallel at a time, and
+// judges them as RunProtocol does. cfg.Protocol is ignored: e's is used,
+// so that a caller holding an Evaluator (the tuner's validation window)
+// does not prepare it twice.
+func (e *Evaluator) Table(ctx context.Context, cfg ProtocolConfig) (*ProtocolTable, error) {
+	p, c := e.proto, e.cluster
 	t := &ProtocolTable{Trace: cfg.Trace, Cluster: InfoOf(c), Kind: p.Kind, Backfill: p.Backfill, Predictor: cfg.Predictor,
 		Predictions: p.Predictions, Cold: p.Cold, Tau: p.Metrics.Tau.Seconds(), Jobs: e.Jobs()}
 	if t.Backfill == "" {
@@ -134,7 +146,11 @@ func RunProtocol(ctx context.Context, jobs []policy.Job, c Cluster, cfg Protocol
 	var mu sync.Mutex
 	for i, name := range cfg.Policies {
 		g.Go(func() error {
-			ev, err := e.Evaluate(gctx, func() (policy.Policy, error) { return policy.New(name, cfg.Params[name]) })
+			mk := cfg.Factories[name]
+			if mk == nil {
+				mk = func() (policy.Policy, error) { return policy.New(name, cfg.Params[name]) }
+			}
+			ev, err := e.Evaluate(gctx, mk)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}

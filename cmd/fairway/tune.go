@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fairway-hpc/fairway/internal/progress"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/policy/tune"
+	"github.com/urfave/cli/v2"
+)
+
+// tunedRow is the row name of a tuned policy in the tables tune and
+// simulate --policy-file print.
+const tunedRow = "tuned"
+
+func tuneCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "tune",
+		Usage: "fit the learned ranking's exponents to a trace and write a policy file",
+		Description: "Searches the learned family (key = run^a · limit^b · size^c · (1+usage)^d · (1+counter)^e /\n" +
+			"(1+wait/run)^age; `fairway explain` shows each part) with CMA-ES over replays of the trace.\n" +
+			"The trace's jobs are put in submit order. Only the first --train of them are looked at; the rest\n" +
+			"are held out for `fairway simulate --split <train> --policy-file FILE`. Of the part looked at, the\n" +
+			"search scores points on the jobs before its last --validate: after a warm-up of 30%, three\n" +
+			"consecutive windows, each replayed alone and warmed by the history before it, the constraints\n" +
+			"required on each. It re-judges its best points on the last --validate, never the same jobs, and\n" +
+			"chooses by the violations on both, then the validation's value; fair-sjf's point is the start and\n" +
+			"is kept unless a point does better. The family's heuristics (SJF on predictions, QSSF, SJF on\n" +
+			"limits, fair share, fair share × QSSF, each with the least aging) are anchors: always judged, and\n" +
+			"CMA-ES starts from the best of them and fair-sjf on training. Each job's run time is predicted\n" +
+			"once, at submit.\n" +
+			"  --objective fair (default): the lowest avg bounded slowdown subject to avg wait ≤ fairshare's,\n" +
+			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
+			"    penalised so that the search moves towards feasibility.\n" +
+			"  --objective bsld: the lowest avg bounded slowdown, no fairness constraint, over RLScheduler's\n" +
+			"    sequences (--sequences × --length) drawn from each part.\n" +
+			"  --objective wait: the lowest avg wait, no fairness constraint.\n" +
+			"The same trace, flags, --seed, --population and --generations give the same file; a --budget that\n" +
+			"stops the search first gives the best found by then. The file records what it was trained on and\n" +
+			"every policy's metrics on the validation part.\n\n" +
+			"What a replay cannot know: users react to a new policy. Once short requests start sooner, users\n" +
+			"ask for shorter limits, split jobs, or submit more; a tuned ranking is fitted to how they behaved\n" +
+			"under the old one. Re-tune on fresh history after a change, and watch the waits it was meant to cut.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); required", EnvVars: []string{"FAIRWAY_TUNE_TRACE"}},
+			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_TUNE_FORMAT"}},
+			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default; required for Helios)", EnvVars: []string{"FAIRWAY_TUNE_NODES"}},
+			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_TUNE_PER_NODE"}},
+			&cli.IntFlag{Name: "max-jobs", Usage: "use only the trace's first N jobs in submit order (0: all)", EnvVars: []string{"FAIRWAY_TUNE_MAX_JOBS"}},
+			&cli.StringFlag{Name: "out", Usage: "policy file to write; required", EnvVars: []string{"FAIRWAY_TUNE_OUT"}},
+			&cli.StringFlag{Name: "objective", Value: string(tune.Fair), Usage: "fair, bsld or wait", EnvVars: []string{"FAIRWAY_TUNE_OBJECTIVE"}},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the search (and of the sequences, with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_SEED"}},
+			&cli.DurationFlag{Name: "budget", Value: 10 * time.Minute, Usage: "wall time for the search and the validation; the best point so far is kept when it ends", EnvVars: []string{"FAIRWAY_TUNE_BUDGET"}},
+			&cli.IntFlag{Name: "generations", Usage: "stop after this many CMA-ES generations (0: when the budget ends or the search converges)", EnvVars: []string{"FAIRWAY_TUNE_GENERATIONS"}},
+			&cli.IntFlag{Name: "population", Usage: "points per generation (0: the larger of 9 and --parallel)", EnvVars: []string{"FAIRWAY_TUNE_POPULATION"}},
+			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "replays run at once", EnvVars: []string{"FAIRWAY_TUNE_PARALLEL"}},
+			&cli.Float64Flag{Name: "train", Value: 0.7, Usage: "fraction of the trace's submits the tuner looks at (the rest is held out; 1: all)", EnvVars: []string{"FAIRWAY_TUNE_TRAIN"}},
+			&cli.Float64Flag{Name: "validate", Value: 0.3, Usage: "fraction of the part looked at, at its end, that only validates", EnvVars: []string{"FAIRWAY_TUNE_VALIDATE"}},
+			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor (" + strings.Join(predict.Names(), ", ") + ", or none); each job is predicted once, at submit, from the jobs ended before", EnvVars: []string{"FAIRWAY_TUNE_PREDICTOR"}},
+			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_TUNE_BACKFILL"}},
+			&cli.IntFlag{Name: "sequences", Value: 10, Usage: "with --objective bsld: sequences per window", EnvVars: []string{"FAIRWAY_TUNE_SEQUENCES"}},
+			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --objective bsld: jobs per sequence", EnvVars: []string{"FAIRWAY_TUNE_LENGTH"}},
+			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_TUNE_PROGRESS"}},
+		},
+		Action: func(c *cli.Context) error {
+			cfg, err := tuneSettings(c)
+			if err != nil {
+				return err
+			}
+			return runTune(c.Context, cfg, c.App.Writer, os.Stderr)
+		},
+	}
+}
+
+// tuneConfig is `fairway tune`'s validated settings.
+type tuneConfig struct {
+	sim.RunConfig
+	MaxJobs     int
+	Out         string
+	Setup       tune.Setup
+	Seed        uint64
+	Budget      time.Duration
+	Generations int
+	Population  int
+	Progress    bool
+}
+
+// tuneSettings validates the flags once, naming the bad one.
+func tuneSettings(c *cli.Context) (tuneConfig, error) {
+	cfg := tuneConfig{RunConfig: sim.RunConfig{Trace: c.String("trace"), Nodes: c.Int("nodes"), PerNode: c.Int("per-node"),
+		Parallel: c.Int("parallel"), Load: 1, Predictor: c.String("predictor"), Policies: []string{policy.Default}},
+		MaxJobs: c.Int("max-jobs"), Out: c.String("out"), Seed: c.Uint64("seed"), Budget: c.Duration("budget"),
+		Generations: c.Int("generations"), Population: c.Int("population")}
+	switch {
+	case cfg.Trace == "":
+		return cfg, fmt.Errorf("--trace: required (the history to tune on)")
+	case cfg.Out == "":
+		return cfg, fmt.Errorf("--out: required (the policy file to write)")
+	}
+	var err error
+	if cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr); err != nil {
+		return cfg, err
+	}
+	if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
+		return cfg, err
+	}
+	ch, err := sim.ParseChoice(policy.Default, "", c.String("backfill"), cfg.Predictor)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Backfill = ch.Backfill
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	obj, err := tune.ParseObjective(c.String("objective"))
+	if err != nil {
+		return cfg, fmt.Errorf("--%w", err)
+	}
+	s := tune.Setup{Objective: obj, Seen: c.Float64("train"), Validate: c.Float64("validate"), Sequences: c.Int("sequences"),
+		Length: c.Int("length"), Seed: cfg.Seed, Backfill: cfg.Backfill, Predictions: sim.PredictAtSubmit}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max-jobs", cfg.MaxJobs}, {"generations", cfg.Generations}, {"population", cfg.Population}} {
+		if f.v < 0 {
+			return cfg, fmt.Errorf("--%s %d: want >= 0", f.name, f.v)
+		}
+	}
+	switch {
+	case !(s.Seen > 0 && s.Seen <= 1):
+		return cfg, fmt.Errorf("--train %g: want a fraction in (0, 1], e.g. 0.7 to hold out the last 30%%", s.Seen)
+	case !(s.Validate > 0 && s.Validate < 1):
+		return cfg, fmt.Errorf("--validate %g: want a fraction in (0, 1)", s.Validate)
+	case cfg.Budget < 0:
+		return cfg, fmt.Errorf("--budget %s: want >= 0 (0: no limit)", cfg.Budget)
+	case obj == tune.BSLD && (s.Sequences < 1 || s.Length < 1):
+		return cfg, fmt.Errorf("--sequences %d, --length %d: want >= 1", s.Sequences, s.Length)
+	case obj != tune.BSLD && (c.IsSet("sequences") || c.IsSet("length")):
+		return cfg, fmt.Errorf("--sequences, --length: only with --objective bsld")
+	}
+	if name := cfg.Predictor; name != "none" {
+		s.NewPredictor = func() (policy.Predictor, error) { return predict.New(name, predict.Params{}) }
+	}
+	cfg.Setup = s
+	return cfg, nil
+}
+
+func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File) error {
+	started := time.Now()
+	w, err := cfg.LoadWorkload()
+	if err != nil {
+		return err
+	}
+	w = w.FirstJobs(cfg.MaxJobs)
+	win, err := tune.NewWindows(w.Jobs, w.Cluster, cfg.Setup)
+	if err != nil {
+		return err
+	}
+	policies := append(policy.Compared(), tunedRow)
+	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, Start: policy.DefaultLearnedParams(),
+		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
+		After: len(policies), Anchors: tune.Anchors()}
+	if cfg.Budget > 0 {
+		tc.Budget = cfg.Budget - time.Since(started)
+		if tc.Budget <= 0 {
+			return fmt.Errorf("--budget %s: spent loading the trace and preparing its windows (%s)", cfg.Budget, time.Since(started).Round(time.Second))
+		}
+	}
+	if cfg.Progress {
+		var mu sync.Mutex
+		var drawn time.Time
+		tc.Progress = func(p tune.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if time.Since(drawn) < progress.Redraw {
+				return
+			}
+			drawn = time.Now()
+			line := fmt.Sprintf("tuning %s: %d evaluations, generation %d; best %s (start %s); %s",
+				w.Name, p.Evaluations, p.Generation, scoreText(cfg.Setup.Objective, p.Best), scoreText(cfg.Setup.Objective, p.Start),
+				progress.ETA(started, time.Now(), int(p.Elapsed), int(p.Deadline)))
+			fmt.Fprint(errOut, "\r\033[K"+progress.Fit(line, progress.MaxLine))
+		}
+	}
+	res, err := tune.Run(ctx, tc)
+	if cfg.Progress {
+		fmt.Fprint(errOut, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	tuned := res.Params
+	tab, err := win.Validate.Table(ctx, sim.ProtocolConfig{Trace: w.Name, Policies: policies, Predictor: cfg.Predictor,
+		Parallel: cfg.Parallel, Factories: map[string]sim.PolicyFactory{tunedRow: func() (policy.Policy, error) { return policy.NewLearned(tuned) }}})
+	if err != nil {
+		return fmt.Errorf("validation table: %w", err)
+	}
+	f := tuneFile(cfg, w, win, res, tab)
+	b, err := f.Encode()
+	if err != nil {
+		return err
+	}
+	// What is written must load: the same strict reader serve uses.
+	if _, err := policy.ParseFile(b); err != nil {
+		return fmt.Errorf("the policy file tune made does not load: %w", err)
+	}
+	if err := os.WriteFile(cfg.Out, b, 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return writeTuneSummary(out, cfg, w, win, res, tab, time.Since(started))
+}
+
+// tuneFile is the policy file of a tuning run.
+func tuneFile(cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Result, tab *sim.ProtocolTable) *policy.File {
+	f := policy.NewLearnedFile(res.Params)
+	ci := sim.InfoOf(w.Cluster)
+	f.TrainedOn = policy.TrainedOn{Cluster: fmt.Sprintf("%s: %d × %d %s", w.Name, ci.Nodes, ci.PerNode, ci.Unit),
+		From: win.From.UTC(), To: win.To.UTC(), Jobs: win.Seen, Source: cfg.Trace}
+	f.Objective = cfg.Setup.Objective.Describe()
+	start := map[string]float64{}
+	for i, v := range res.Start.Params.Vector() {
+		start[policy.LearnedFeatures[i].Name] = v
+	}
+	f.Tuning = &policy.Tuning{Method: "CMA-ES (gonum optimize.CmaEsChol)", Seed: cfg.Seed, Population: res.Population,
+		Generations: res.Generations, Evaluations: res.Evaluations, Stopped: res.Stopped, KeptStart: res.KeptStart,
+		Windows: windowsText(cfg, win, tab), Start: start, SearchFrom: res.SearchFrom}
+	for _, r := range tab.Rows {
+		row := policy.ValidationRow{Policy: r.Name, Metrics: map[string]float64{
+			"avg_wait_s": r.AvgWait, "p95_wait_s": r.P95Wait, "avg_bsld": r.AvgBSLD, "avg_jct_s": r.AvgJCT,
+			"jain": r.Jain, "max_rho": r.MaxRho, "utilization": r.Utilization, "jobs": float64(r.Jobs)}}
+		if r.Meets != nil {
+			for _, m := range []struct {
+				ok   bool
+				name string
+			}{{r.Meets.Wait, "avg_wait"}, {r.Meets.Jain, "jain"}, {r.Meets.Rho, "max_rho"}} {
+				if m.ok {
+					row.Meets = append(row.Meets, m.name)
+				}
+			}
+		}
+		f.Validation = append(f.Validation, row)
+	}
+	return f
+}
+
+// windowsText says which jobs trained and which validated.
+func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) string {
+	s := cfg.Setup
+	held := "none held out"
+	if s.Seen < 1 {
+		held = fmt.Sprintf("the last %d held out for the final evaluation", win.Total-win.Seen)
+	}
+	if s.Objective == tune.BSLD {
+		return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on %d sequences × %d jobs (seed %d) drawn from the first %g of them, validated on as many from the last %g",
+			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, s.Validate)
+	}
+	var chunks []string
+	for _, e := range win.Train {
+		lo, hi := e.Window()
+		chunks = append(chunks, fmt.Sprintf("%d–%d", lo, hi-1))
+	}
+	first, _ := win.Train[0].Window()
+	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d",
+		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1)
+}
+
+func scoreText(o tune.Objective, s tune.Score) string {
+	unit := "bsld"
+	if o == tune.Wait {
+		unit = "wait"
+	}
+	t := fmt.Sprintf("%s %.4g", unit, s.Value)
+	if o == tune.Fair {
+		if s.Feasible() {
+			t += " feasible"
+		} else {
+			t += fmt.Sprintf(" violating %.3g", s.Violation)
+		}
+	}
+	return t
+}
+
+// writeTuneSummary prints what was chosen and the validation table.
+func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Result, tab *sim.ProtocolTable, took time.Duration) error {
+	o := cfg.Setup.Objective
+	fmt.Fprintf(out, "tuned %s on %s (%s)\n", o.Describe(), w.Name, windowsText(cfg, win, tab))
+	fmt.Fprintf(out, "search: CMA-ES, seed %d, population %d, %d generations, %d evaluations, stopped: %s; whole run %s\n",
+		cfg.Seed, res.Population, res.Generations, res.Evaluations, res.Stopped, took.Round(time.Second))
+	names := make([]string, len(policy.LearnedFeatures))
+	for i, f := range policy.LearnedFeatures {
+		names[i] = f.Name
+	}
+	vec := func(p policy.LearnedParams) string {
+		var parts []string
+		for i, v := range p.Vector() {
+			parts = append(parts, fmt.Sprintf("%s %g", names[i], v))
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(out, "start (fair-sjf's point): %s; training %s, validation %s\n", vec(res.Start.Params), scoreText(o, res.Start.Train), scoreText(o, *res.Start.Validation))
+	from := "anchor " + res.SearchFrom
+	if res.SearchFrom == "start" {
+		from = "the start"
+	}
+	fmt.Fprintf(out, "CMA-ES started from %s, the best of the start and the anchors on training\n", from)
+	for i, c := range res.Candidates {
+		name := "drawn"
+		if c.Name != "" {
+			name = "anchor " + c.Name
+		}
+		fmt.Fprintf(out, "candidate %d (%s): %s; training %s, validation %s\n", i+1, name, vec(c.Params), scoreText(o, c.Train), scoreText(o, *c.Validation))
+	}
+	if res.KeptStart {
+		fmt.Fprintln(out, "kept the start: no candidate did better on the validation window")
+	} else {
+		name := "a drawn point"
+		if res.Chosen.Name != "" {
+			name = "anchor " + res.Chosen.Name
+		}
+		fmt.Fprintf(out, "chosen (%s): %s\n", name, vec(res.Params))
+	}
+	fmt.Fprintf(out, "wrote %s\n\nvalidation window:\n", cfg.Out)
+	return tab.WriteText(out)
+}
+
+// tunedFactory reads a policy file for simulate --policy-file.
+func tunedFactory(path string) (sim.PolicyFactory, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--policy-file: %w", err)
+	}
+	f, err := policy.ParseFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("--policy-file %s: %w", path, err)
+	}
+	if _, err := f.Policy(); err != nil {
+		return nil, fmt.Errorf("--policy-file %s: %w", path, err)
+	}
+	return f.Policy, nil
+}

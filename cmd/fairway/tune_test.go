@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/policy/trace"
+)
+
+// synthTrace writes a small synthetic Helios trace (8 × 8 GPUs) and
+// returns its path.
+func synthTrace(t *testing.T) string {
+	t.Helper()
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 2, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "synth.csv")
+	if err := trace.WriteHeliosFile(path, jobs); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTune_BadFlags(t *testing.T) {
+	path := synthTrace(t)
+	out := filepath.Join(t.TempDir(), "p.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no out", []string{"--out", ""}, "--out: required"},
+		{"unknown objective", []string{"--objective", "speed"}, `--objective "speed": want fair, bsld or wait`},
+		{"train above 1", []string{"--train", "1.5"}, "--train 1.5: want a fraction in (0, 1]"},
+		{"no validation", []string{"--validate", "0"}, "--validate 0: want a fraction in (0, 1)"},
+		{"sequences without bsld", []string{"--sequences", "3"}, "--sequences, --length: only with --objective bsld"},
+		{"negative generations", []string{"--generations", "-1"}, "--generations -1: want >= 0"},
+		{"no nodes for Helios", []string{"--nodes", "0"}, "--nodes: required for Helios traces"},
+		{"unknown predictor", []string{"--predictor", "crystal-ball"}, `unknown predictor "crystal-ball"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--progress", "never"}, tc.args...)
+			got, err := runApp(t, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %q; output:\n%s", err, tc.want, got)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a refused run wrote %s", out)
+			}
+		})
+	}
+}
+
+// TestTune_FileRunsInSimulate tunes a short search, checks the file loads
+// with what it was trained on and the validation table, then replays the
+// held-out part with it as simulate --policy-file's row.
+func TestTune_FileRunsInSimulate(t *testing.T) {
+	path := synthTrace(t)
+	out := filepath.Join(t.TempDir(), "tuned.json")
+	text, err := runApp(t, "tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--predictor", "none",
+		"--generations", "1", "--parallel", "2", "--seed", "3", "--progress", "never")
+	if err != nil {
+		t.Fatalf("%v; output:\n%s", err, text)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := policy.ParseFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.TrainedOn.Jobs != 1050 || f.TrainedOn.Source != path || !f.TrainedOn.From.Before(f.TrainedOn.To) {
+		t.Errorf("trained on %+v: want the first 1050 of 1500 jobs of %s", f.TrainedOn, path)
+	}
+	if f.Tuning == nil || f.Tuning.Seed != 3 || f.Tuning.Generations != 1 || f.Tuning.Evaluations != f.Tuning.Population {
+		t.Errorf("tuning %+v: want seed 3, one generation", f.Tuning)
+	}
+	var rows []string
+	for _, r := range f.Validation {
+		rows = append(rows, r.Policy)
+	}
+	if want := append(policy.Compared(), tunedRow); !cmp.Equal(want, rows) {
+		t.Errorf("validation rows %v, want %v", rows, want)
+	}
+	for _, want := range []string{"kept the start", "validation window:", "wait ≤ fairshare"} {
+		if want == "kept the start" && !f.Tuning.KeptStart {
+			want = "chosen:"
+		}
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+
+	js, err := runApp(t, "simulate", "--trace", path, "--format", "helios", "--nodes", "8", "--split", "0.7", "--policies", "fifo",
+		"--policy-file", out, "--predictor", "none", "--json", "--progress", "never")
+	if err != nil {
+		t.Fatalf("%v; output:\n%s", err, js)
+	}
+	var tab sim.ProtocolTable
+	if err := json.Unmarshal([]byte(js), &tab); err != nil {
+		t.Fatalf("%v in:\n%s", err, js)
+	}
+	var names []string
+	for _, r := range tab.Rows {
+		names = append(names, r.Name)
+		if r.Meets == nil || r.Jobs != 450 {
+			t.Errorf("%s: %d jobs, judged %v: want the held-out 450, judged", r.Name, r.Jobs, r.Meets != nil)
+		}
+	}
+	if diff := cmp.Diff([]string{"fifo", "fairshare", tunedRow}, names); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+func TestSimulate_PolicyFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	good, err := policy.NewLearnedFile(policy.DefaultLearnedParams()).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodPath, fifoPath := write("good.json", good), write("fifo.json", good)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"another format version", []string{"--split", "0.7", "--policy-file", write("v2.json", []byte(`{"format_version": 2}`))}, "format_version 2"},
+		{"missing file", []string{"--split", "0.7", "--policy-file", filepath.Join(dir, "nope.json")}, "--policy-file: open"},
+		{"without a protocol", []string{"--policy-file", goodPath}, "--policy-file: only with --split or --sequences"},
+		{"row named as a policy", []string{"--split", "0.7", "--policies", "fifo", "--policy-file", goodPath, "--policy-file", fifoPath}, `its row "fifo" is also a policy`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runApp(t, append([]string{"simulate", "--predictor", "none", "--progress", "never"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %q; output:\n%s", err, tc.want, got)
+			}
+		})
+	}
+	// Two files: each a row named after its file.
+	other := write("other.json", good)
+	js, err := runApp(t, "simulate", "--predictor", "none", "--progress", "never", "--split", "0.7", "--policies", "fair-sjf",
+		"--policy-file", goodPath, "--policy-file", other, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab sim.ProtocolTable
+	if err := json.Unmarshal([]byte(js), &tab); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range tab.Rows {
+		names = append(names, r.Name)
+		if r.Schedule != tab.Rows[0].Schedule && r.Name != sim.Reference {
+			t.Errorf("%s: fair-sjf's point gave another schedule than fair-sjf", r.Name)
+		}
+	}
+	if !slices.Equal(names, []string{"fair-sjf", "fairshare", "good", "other"}) {
+		t.Errorf("rows %v, want fair-sjf, fairshare, good, other", names)
+	}
+}

@@ -1,0 +1,232 @@
+package tune
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+)
+
+func TestJudge_Constraints(t *testing.T) {
+	ref := sim.Evaluation{Metrics: sim.Metrics{AvgWait: 100, AvgBSLD: 10, Jain: 0.5, MaxRho: 20}, Schedule: 1}
+	ev := func(wait, bsld, jain, rho float64, schedule uint64) sim.Evaluation {
+		return sim.Evaluation{Metrics: sim.Metrics{AvgWait: wait, AvgBSLD: bsld, Jain: jain, MaxRho: rho}, Schedule: schedule}
+	}
+	for _, tc := range []struct {
+		name string
+		o    Objective
+		ev   sim.Evaluation
+		want Score
+	}{
+		{"meets all three", Fair, ev(90, 8, 0.495, 20, 2), Score{Value: 8}},
+		{"waits 10% longer", Fair, ev(110, 8, 0.5, 20, 2), Score{Violation: 0.1, Value: 8}},
+		{"Jain 0.02 below the slack", Fair, ev(90, 8, 0.47, 20, 2), Score{Violation: 0.02, Value: 8}},
+		{"max ρ 50% higher", Fair, ev(90, 8, 0.5, 30, 2), Score{Violation: 0.5, Value: 8}},
+		{"the reference's own schedule meets them", Fair, ev(100, 10, 0.5, 20, 1), Score{Value: 10}},
+		{"bsld ignores fairness", BSLD, ev(500, 7, 0.1, 99, 2), Score{Value: 7}},
+		{"wait ignores fairness", Wait, ev(50, 7, 0.1, 99, 2), Score{Value: 50}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Judge(tc.o, tc.ev, ref)
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if got.Feasible() != (tc.want.Violation == 0) {
+				t.Errorf("Feasible() = %v with violation %g", got.Feasible(), got.Violation)
+			}
+		})
+	}
+}
+
+func TestScore_Compare(t *testing.T) {
+	feasible, slow, infeasible := Score{Value: 5}, Score{Value: 6}, Score{Violation: 0.001, Value: 1}
+	if feasible.Compare(slow) >= 0 || feasible.Compare(infeasible) >= 0 || infeasible.Compare(slow) <= 0 {
+		t.Errorf("want feasible < slow < infeasible: %d %d %d", feasible.Compare(slow), feasible.Compare(infeasible), infeasible.Compare(slow))
+	}
+}
+
+// TestUnbounded_Box checks that every point of the search space maps into
+// the tuner's box and that the start maps back to itself.
+func TestUnbounded_Box(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		z := make([]float64, len(policy.LearnedFeatures))
+		for i := range z {
+			z[i] = r.NormFloat64() * 10
+		}
+		if p := fromUnbounded(z); !p.InBounds() || p.Validate() != nil {
+			t.Fatalf("z %v maps to %+v, outside the box or invalid", z, p)
+		}
+	}
+	start := policy.DefaultLearnedParams()
+	if got := fromUnbounded(toUnbounded(start)); got != start {
+		t.Errorf("the start maps back to %+v, want %+v", got, start)
+	}
+}
+
+// workload is a small synthetic history, cut into windows as tune does.
+func workload(t *testing.T, o Objective) *Windows {
+	t.Helper()
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
+		Setup{Objective: o, Seen: 0.7, Validate: 0.3, Sequences: 3, Length: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestNewWindows_Disjoint checks that the training and validation windows
+// replay no common job, and neither replays a held-out one.
+func TestNewWindows_Disjoint(t *testing.T) {
+	w := workload(t, Fair)
+	if w.Seen != 1050 || w.Total != 1500 {
+		t.Fatalf("looked at %d of %d jobs, want the first 1050 of 1500", w.Seen, w.Total)
+	}
+	vaLo, vaHi := w.Validate.Window()
+	trained := map[int64]bool{}
+	next := 0
+	for k, e := range w.Train {
+		lo, hi := e.Window()
+		if k > 0 && lo != next || hi <= lo {
+			t.Errorf("training window %d is [%d, %d), want it to start at %d and hold a job", k+1, lo, hi, next)
+		}
+		next = hi
+		for i := lo; i < hi; i++ {
+			trained[e.Job(i).ID] = true
+		}
+	}
+	if len(w.Train) != 3 || next != 735 {
+		t.Errorf("%d training windows ending at %d, want 3 ending at 735", len(w.Train), next)
+	}
+	for i := vaLo; i < vaHi; i++ {
+		if j := w.Validate.Job(i); trained[j.ID] {
+			t.Fatalf("job %d is both trained and validated on", j.ID)
+		}
+	}
+	if vaHi-vaLo != 1050-735 || w.Validate.Job(vaHi-1).Submit.After(w.To) {
+		t.Errorf("validation [%d, %d) ending %v, seen up to %v", vaLo, vaHi, w.Validate.Job(vaHi-1).Submit, w.To)
+	}
+
+	b := workload(t, BSLD)
+	vaLo, _ = b.Validate.Window()
+	_, trHi := b.Train[0].Window()
+	for _, s := range b.Train[0].Starts() {
+		if s+100 > trHi || s+100 > vaLo {
+			t.Errorf("training sequence from %d runs into the validation part from %d", s, vaLo)
+		}
+	}
+}
+
+// TestRun_Reproducible runs the same short search twice: the same seed
+// gives the same points, chosen by the validation, never worse there
+// than the start.
+func TestRun_Reproducible(t *testing.T) {
+	w := workload(t, Fair)
+	run := func() *Result {
+		res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+			Start: policy.DefaultLearnedParams(), Seed: 7, Parallel: 2, Generations: 2, Candidates: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(), run()
+	if a.Evaluations != 2*a.Population || a.Stopped != "generations" {
+		t.Errorf("%d evaluations of population %d, stopped by %q: want 2 generations", a.Evaluations, a.Population, a.Stopped)
+	}
+	if diff := cmp.Diff(a.Candidates, b.Candidates); diff != "" || a.Params != b.Params {
+		t.Errorf("same seed, other result (-first +second):\n%s", diff)
+	}
+	if len(a.Candidates) != 3 {
+		t.Errorf("%d candidates validated, want 3", len(a.Candidates))
+	}
+	if a.Chosen.Selection().Compare(a.Start.Selection()) > 0 {
+		t.Errorf("chose %+v, worse than the start %+v", a.Chosen.Selection(), a.Start.Selection())
+	}
+	if !a.KeptStart && a.Params == a.Start.Params {
+		t.Errorf("KeptStart false but the start's parameters")
+	}
+}
+
+// TestRun_BudgetKeepsStart gives the search no time: it stops at once and
+// keeps the start, without an error.
+func TestRun_BudgetKeepsStart(t *testing.T) {
+	w := workload(t, Fair)
+	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+		Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Budget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "budget" || !res.KeptStart || res.Params != policy.DefaultLearnedParams() {
+		t.Errorf("stopped by %q, kept start %v, params %+v: want the start kept at the budget", res.Stopped, res.KeptStart, res.Params)
+	}
+}
+
+func TestRun_Cancelled(t *testing.T) {
+	w := workload(t, Fair)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Start: policy.DefaultLearnedParams()}); err == nil {
+		t.Error("a cancelled run returned no error")
+	}
+}
+
+// TestJudgeAll_EachWindow checks that a point must meet the constraints on
+// every training window: violations add up, values are averaged weighted
+// by each window's jobs.
+func TestJudgeAll_EachWindow(t *testing.T) {
+	ref := sim.Evaluation{Metrics: sim.Metrics{Jobs: 100, AvgWait: 100, AvgBSLD: 10, Jain: 0.5, MaxRho: 20}, Schedule: 1}
+	ok := sim.Evaluation{Metrics: sim.Metrics{Jobs: 100, AvgWait: 90, AvgBSLD: 4, Jain: 0.5, MaxRho: 10}, Schedule: 2}
+	rho := sim.Evaluation{Metrics: sim.Metrics{Jobs: 300, AvgWait: 90, AvgBSLD: 8, Jain: 0.5, MaxRho: 30}, Schedule: 3}
+	got := JudgeAll(Fair, []sim.Evaluation{ok, rho}, []sim.Evaluation{ref, ref})
+	if want := (Score{Violation: 0.5, Value: 7}); math.Abs(got.Violation-want.Violation) > 1e-9 || math.Abs(got.Value-want.Value) > 1e-9 {
+		t.Errorf("got %+v, want %+v: the second window's max ρ is 50%% over, bsld (4·100 + 8·300)/400", got, want)
+	}
+	if got := JudgeAll(BSLD, []sim.Evaluation{ok}, nil); got != (Score{Value: 4}) {
+		t.Errorf("bsld without references: %+v, want value 4", got)
+	}
+}
+
+// TestRun_Anchors checks that every anchor is judged on validation and
+// that the choice is no worse than any of them.
+func TestRun_Anchors(t *testing.T) {
+	w := workload(t, Fair)
+	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+		Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Generations: 1, Candidates: 2, Anchors: Anchors()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, c := range res.Candidates {
+		if c.Validation == nil {
+			t.Fatalf("candidate %q not validated", c.Name)
+		}
+		if c.Name != "" {
+			named[c.Name] = true
+		}
+		if res.Chosen.Selection().Compare(c.Selection()) > 0 {
+			t.Errorf("chose %+v, worse than candidate %q %+v", res.Chosen.Selection(), c.Name, c.Selection())
+		}
+	}
+	if len(named) != len(Anchors()) || len(res.Candidates) != len(Anchors())+2 {
+		t.Errorf("anchors validated %v, %d candidates: want all %d anchors and 2 drawn points", named, len(res.Candidates), len(Anchors()))
+	}
+	if res.SearchFrom == "" {
+		t.Error("SearchFrom not set")
+	}
+	for _, a := range Anchors() {
+		if !a.Params.InBounds() {
+			t.Errorf("anchor %s %+v is outside the tuner's box", a.Name, a.Params)
+		}
+	}
+}

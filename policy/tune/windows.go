@@ -1,0 +1,145 @@
+package tune
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+)
+
+// Setup is how a history is cut into the tuner's windows.
+type Setup struct {
+	Objective Objective
+	// Seen is the fraction of the history, in submit order, the tuner may
+	// look at (0.7: the first 70%); the rest is held out for the final
+	// evaluation (`simulate --split 0.7`), which the tuner never replays.
+	Seen float64
+	// Validate is the fraction of the seen part, at its end, that only
+	// validates (0.3: its last 30%). The search trains on the part before.
+	Validate float64
+	// Warm is the fraction of the training part that only warms the
+	// fair-share ledger and predictor before the replayed training jobs
+	// (Fair and Wait; 0.3 by default).
+	Warm float64
+	// Chunks cuts the replayed training jobs into this many consecutive
+	// windows, each replayed on its own, warmed by the history before it
+	// (Fair and Wait; 3 by default): a point must meet the constraints on
+	// each, which a ranking fitted to one period's extremes (max ρ) does
+	// not.
+	Chunks int
+	// Sequences, Length and Seed: RLScheduler's sequences (BSLD), drawn
+	// from the training part for training and from the validation part
+	// for validation.
+	Sequences, Length int
+	Seed              uint64
+	// Backfill, NewPredictor and Predictions as sim.Protocol's.
+	Backfill     sim.Backfill
+	NewPredictor func() (policy.Predictor, error)
+	Predictions  sim.PredictionMode
+}
+
+// Windows are a history cut for tuning.
+type Windows struct {
+	Train    []*sim.Evaluator
+	Validate *sim.Evaluator
+	// Seen is how many jobs the tuner looked at, the replayable jobs
+	// before the held-out part, submitted From to To.
+	Seen     int
+	From, To time.Time
+	// Total is the history's replayable jobs.
+	Total int
+}
+
+// NewWindows cuts jobs on cluster c as s says. The seen part is the
+// replayable jobs before index ⌊Seen × n⌋ in submit order, exactly the
+// jobs before `simulate --split Seen`'s evaluated part, so that the final
+// table replays none of them.
+func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
+	if !(s.Seen > 0 && s.Seen <= 1) {
+		return nil, fmt.Errorf("train fraction %g: want one in (0, 1]", s.Seen)
+	}
+	if !(s.Validate > 0 && s.Validate < 1) {
+		return nil, fmt.Errorf("validation fraction %g: want one in (0, 1)", s.Validate)
+	}
+	if s.Warm == 0 {
+		s.Warm = 0.3
+	}
+	if s.Chunks == 0 {
+		s.Chunks = 3
+	}
+	if s.Chunks < 0 {
+		return nil, fmt.Errorf("training chunks %d: want >= 1", s.Chunks)
+	}
+	if !(s.Warm > 0 && s.Warm < 1) {
+		return nil, fmt.Errorf("warm-up fraction %g: want one in (0, 1)", s.Warm)
+	}
+	all := jobs
+	if s.Seen < 1 {
+		// A split Evaluator admits and orders the jobs as simulate's does.
+		e, err := sim.NewEvaluator(jobs, c, sim.Protocol{Kind: sim.Split, Split: s.Seen, Cold: true})
+		if err != nil {
+			return nil, fmt.Errorf("hold out the last %g: %w", 1-s.Seen, err)
+		}
+		lo, _ := e.Window()
+		all = make([]policy.Job, lo)
+		for i := range lo {
+			all[i] = e.Job(i)
+		}
+	} else {
+		e, err := sim.NewEvaluator(jobs, c, sim.Protocol{Kind: sim.Sequences, Sequences: 1, Length: 1, To: 1, Cold: true})
+		if err != nil {
+			return nil, err
+		}
+		all = make([]policy.Job, e.Jobs())
+		for i := range all {
+			all[i] = e.Job(i)
+		}
+	}
+	w := &Windows{Seen: len(all), Total: len(jobs)}
+	if len(all) > 0 {
+		w.From, w.To = all[0].Submit, all[len(all)-1].Submit
+	}
+	base := sim.Protocol{Backfill: s.Backfill, NewPredictor: s.NewPredictor, Predictions: s.Predictions}
+	var err error
+	switch s.Objective {
+	case BSLD:
+		tr, val := base, base
+		tr.Kind, tr.Sequences, tr.Length, tr.Seed, tr.From, tr.To = sim.Sequences, s.Sequences, s.Length, s.Seed, 0, 1-s.Validate
+		val.Kind, val.Sequences, val.Length, val.Seed, val.From, val.To = sim.Sequences, s.Sequences, s.Length, s.Seed, 1-s.Validate, 1
+		e, err := sim.NewEvaluator(all, c, tr)
+		if err != nil {
+			return nil, fmt.Errorf("training sequences: %w", err)
+		}
+		w.Train = []*sim.Evaluator{e}
+		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
+			return nil, fmt.Errorf("validation sequences: %w", err)
+		}
+	default:
+		cut := int(math.Floor((1 - s.Validate) * float64(len(all))))
+		val := base
+		val.Kind, val.Split = sim.Split, 1-s.Validate
+		// Chunk k replays jobs [a, b) of the training part: a Split of
+		// all[:b] at a (the fraction nudged half a job up, so that its
+		// floor is a whatever the rounding).
+		lo := int(math.Floor(s.Warm * float64(cut)))
+		for k := range s.Chunks {
+			a, b := lo+(cut-lo)*k/s.Chunks, lo+(cut-lo)*(k+1)/s.Chunks
+			if a == 0 || a >= b {
+				return nil, fmt.Errorf("training window: %d jobs cannot make %d chunks after a warm-up of %d: %w", cut, s.Chunks, lo, sim.ErrShortWindow)
+			}
+			tr := base
+			tr.Kind, tr.Split = sim.Split, (float64(a)+0.5)/float64(b)
+			e, err := sim.NewEvaluator(all[:b], c, tr)
+			if err != nil {
+				return nil, fmt.Errorf("training window %d: %w", k+1, err)
+			}
+			w.Train = append(w.Train, e)
+		}
+		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
+			return nil, fmt.Errorf("validation window: %w", err)
+		}
+	}
+	return w, nil
+}
