@@ -198,6 +198,8 @@ func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, runni
 				}
 			case e.Rank == 1:
 				jf.Reason = fmt.Sprintf("first in Fairway's order; waits for %s to end", ending)
+			case nEnd == 0:
+				jf.Reason = fmt.Sprintf("rank %d: waits for %s ranked ahead to start", e.Rank, plural.N(nStart, "queued job", "queued jobs"))
 			default:
 				jf.Reason = fmt.Sprintf("rank %d: waits for %s to end and %s ranked ahead to start", e.Rank, ending,
 					plural.N(nStart, "queued job", "queued jobs"))

@@ -162,3 +162,24 @@ func TestAPI_TrustedUserHeader(t *testing.T) {
 		t.Errorf("before the first cycle: %d, want 503", rec.Code)
 	}
 }
+
+// TestNewQueueForecast_NoRunningJobToWaitFor: rank 2 waits only for rank 1,
+// which holds the node once it starts; no job runs now, so the reason names
+// no running job ("waits for 0 running jobs to end and ..." before).
+func TestNewQueueForecast_NoRunningJobToWaitFor(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	job := func(id int64) policy.Job {
+		return policy.Job{ID: id, User: "u", Account: "a", Partition: "gpu", GPUs: 4, TimeLimit: time.Hour,
+			Submit: now.Add(-time.Minute), State: policy.StatePending, ArrayTask: -1}
+	}
+	snap := &policy.Snapshot{Now: now, Pending: []policy.Job{job(2), job(3)}, Predicted: map[int64]time.Duration{2: 10 * time.Minute}}
+	q, err := NewQueueForecast("fifo", policy.Machine{Nodes: 1, PerNode: 4}, snap, nil, []policy.Score{{JobID: 2}, {JobID: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, jf := range q.Jobs {
+		if jf.JobID == 3 && jf.Reason != "rank 2: waits for 1 queued job ranked ahead to start" {
+			t.Errorf("job 3: %q", jf.Reason)
+		}
+	}
+}
