@@ -9,7 +9,7 @@
 // (a trace replayed on a virtual clock):
 //
 //	Source ──► Observation ──► Engine.Cycle ──────────────────► Decision ──► Sink
-//	(slurmctl+accounting │       (Ledger, Predictor, Snapshot,    (slurmctl/sidecar: Slurm writer,
+//	(slurmctl+accounting │       (Ledger, Predictor, Snapshot,    (internal/serve: Slurm writer,
 //	 | trace replay)     │        Policy.Rank)                     decision log, table; a Planner in
 //	                                                               a dry run | policy/sim's model)
 //

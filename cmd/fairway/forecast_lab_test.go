@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+	"github.com/fairway-hpc/fairway/internal/serve"
 )
 
 // forecastQueue is a lab queue for the start-time forecast surfaces: a
@@ -81,7 +81,7 @@ func TestLab_ExplainStart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		var ex sidecar.Explanation
+		var ex serve.Explanation
 		if err := json.Unmarshal([]byte(out), &ex); err != nil {
 			t.Fatalf("decode %q: %v", out, err)
 		}
@@ -125,7 +125,7 @@ func TestLab_Queue(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	var ans sidecar.QueueAnswer
+	var ans serve.QueueAnswer
 	if err := json.Unmarshal([]byte(out), &ans); err != nil {
 		t.Fatalf("decode %q: %v", out, err)
 	}
@@ -204,7 +204,7 @@ func TestLab_ServeJobAPI(t *testing.T) {
 		}
 		return resp.StatusCode, []byte(b.String())
 	}
-	var ans sidecar.QueueAnswer
+	var ans serve.QueueAnswer
 	waitFor(t, 30*time.Second, "the API to answer carol's queue", func() bool {
 		code, body := get("/v1/queue", "carol")
 		return code == http.StatusOK && json.Unmarshal(body, &ans) == nil && len(ans.Jobs) == 2
@@ -216,7 +216,7 @@ func TestLab_ServeJobAPI(t *testing.T) {
 	}
 	bob := "/v1/jobs/" + strconv.FormatInt(q.bob, 10)
 	code, body := get(bob, "bob")
-	var job sidecar.JobAnswer
+	var job serve.JobAnswer
 	if code != http.StatusOK || json.Unmarshal(body, &job) != nil || job.JobID != q.bob || job.Start == nil || job.Start.Expected == nil {
 		t.Errorf("bob's own job: %d %s", code, body)
 	}

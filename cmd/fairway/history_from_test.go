@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+	"github.com/fairway-hpc/fairway/internal/serve"
 )
 
 func TestServeSettings_HistoryFrom(t *testing.T) {
@@ -14,9 +14,9 @@ func TestServeSettings_HistoryFrom(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{want: sidecar.HistoryFromREST},
-		{args: []string{"--history-from", "sacct"}, want: sidecar.HistoryFromSacct},
-		{env: "sacct", want: sidecar.HistoryFromSacct},
+		{want: serve.HistoryFromREST},
+		{args: []string{"--history-from", "sacct"}, want: serve.HistoryFromSacct},
+		{env: "sacct", want: serve.HistoryFromSacct},
 		{args: []string{"--history-from", "slurmdbd"}, wantErr: `--history-from "slurmdbd": want rest or sacct`},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" env="+tc.env, func(t *testing.T) {

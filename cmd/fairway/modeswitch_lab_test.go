@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -20,7 +20,7 @@ import (
 // (and so writes) only this test's jobs, never another test's on the
 // shared lab.
 type onlyJobs struct {
-	sidecar.Source
+	serve.Source
 	ids []int64
 }
 
@@ -62,7 +62,7 @@ func TestLab_ServeModeSwitchHandsBack(t *testing.T) {
 			e.Submit(t, "bob", "-J", tag, "-p", e.Partition, "--nice=100", "--begin=now+1hour", "-t", "5", "--wrap", "sleep 1"),
 			e.Submit(t, "carol", "-J", tag, "-p", e.Partition, "--begin=now+1hour", "-t", "5", "--wrap", "sleep 1"),
 		}
-		run := func(mode slurmctl.Mode) (*sidecar.CycleResult, string) {
+		run := func(mode slurmctl.Mode) (*serve.CycleResult, string) {
 			t.Helper()
 			cfg := serveLabConfig(e, "fifo", false)
 			cfg.HA, cfg.DatabaseURL, cfg.Runner.BufferDir = false, dbURL, t.TempDir()
@@ -71,14 +71,14 @@ func TestLab_ServeModeSwitchHandsBack(t *testing.T) {
 				cfg.Runner.Range, cfg.Runner.Field = policy.PriorityRange(), "priority"
 			}
 			cfg.Runner.Range.Gap = 1
-			s, err := sidecar.Open(ctx, cfg, quietLogger())
+			s, err := serve.Open(ctx, cfg, quietLogger())
 			if err != nil {
 				t.Fatalf("%s: %v", mode, err)
 			}
 			defer s.Close()
 			d := s.Deps
 			d.Source = onlyJobs{d.Source, ids}
-			r, err := sidecar.NewServeRunner(ctx, cfg, d, sidecar.NewSink(cfg, d), quietLogger())
+			r, err := serve.NewServeRunner(ctx, cfg, d, serve.NewSink(cfg, d), quietLogger())
 			if err != nil {
 				t.Fatal(err)
 			}

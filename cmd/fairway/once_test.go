@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/slurmctl"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
 
 // capturedServer answers from the real Slurm 26.05.3 v0.0.45 captures
@@ -92,7 +92,7 @@ func TestServeOnce_FailsOnAFailedWrite(t *testing.T) {
 				}
 				d, _, resizer, _ := rewriteDeps()
 				d.Source, d.Values, d.Resizes, d.Comments = client, writer, resizer, resizer
-				r, err := sidecar.NewServeRunner(context.Background(), cfg, d, sidecar.NewSink(cfg, d), quietLogger())
+				r, err := serve.NewServeRunner(context.Background(), cfg, d, serve.NewSink(cfg, d), quietLogger())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,4 +123,4 @@ func TestServeOnce_FailsOnAFailedWrite(t *testing.T) {
 	}
 }
 
-var _ sidecar.Source = (*slurmctl.Client)(nil)
+var _ serve.Source = (*slurmctl.Client)(nil)

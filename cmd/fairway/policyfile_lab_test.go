@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -66,7 +66,7 @@ func TestLab_PolicyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := sidecar.LoadPolicyFile(path)
+	pf, err := serve.LoadPolicyFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestLab_PolicyFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("explain --json: %v\n%s", err, js)
 	}
-	var ex sidecar.Explanation
+	var ex serve.Explanation
 	if err := json.Unmarshal([]byte(js), &ex); err != nil {
 		t.Fatalf("decode %q: %v", js, err)
 	}

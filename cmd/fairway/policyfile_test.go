@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -112,7 +112,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _, _, _ := rewriteDeps()
-	r, err := sidecar.NewServeRunner(context.Background(), cfg, d, sidecar.NewSink(cfg, d), quietLogger())
+	r, err := serve.NewServeRunner(context.Background(), cfg, d, serve.NewSink(cfg, d), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := sidecar.LoadPolicyFile(path)
+	pf, err := serve.LoadPolicyFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		}
 	}
 
-	ex, err := sidecar.ExplainJob(context.Background(), cfg, d, 2, quietLogger())
+	ex, err := serve.ExplainJob(context.Background(), cfg, d, 2, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		t.Errorf("explain --json: %d contributions, want one per feature (%d)", len(ex.Contributions), len(policy.LearnedFeatures))
 	}
 
-	q, err := sidecar.PlanCycle(context.Background(), cfg, d, quietLogger())
+	q, err := serve.PlanCycle(context.Background(), cfg, d, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

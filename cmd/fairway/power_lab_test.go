@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+	"github.com/fairway-hpc/fairway/internal/serve"
 )
 
 // sinfoState is sinfo's compact state of one node ("idle", "idle~",
@@ -79,13 +79,13 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	waitJobState(t, e, busy, 60*time.Second, "RUNNING")
 
 	cfg := serveLabConfig(e, "fair-sjf", false)
-	cfg.Power = sidecar.PowerConfig{Mode: sidecar.PowerOn, Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute}
+	cfg.Power = serve.PowerConfig{Mode: serve.PowerOn, Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute}
 	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	touched := func(res *sidecar.CycleResult) {
+	touched := func(res *serve.CycleResult) {
 		t.Helper()
 		if res.Power == nil {
 			t.Fatal("power saving is on but the cycle has no power report")

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,14 +29,14 @@ func queueCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			res, err := sidecar.PlanCycle(c.Context, cfg, s.Deps, log)
+			res, err := serve.PlanCycle(c.Context, cfg, s.Deps, log)
 			if err != nil {
 				return err
 			}
 			if res.Forecast == nil {
 				return fmt.Errorf("no start-time forecast: the ranked partitions have no usable node")
 			}
-			ans := sidecar.QueueAnswer{At: res.Forecast.At, Policy: res.Forecast.Policy,
+			ans := serve.QueueAnswer{At: res.Forecast.At, Policy: res.Forecast.Policy,
 				Jobs: res.Forecast.Filter(c.String("user"), c.String("account"))}
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, ans)

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
 
 // backfillCycles is sdiag's count of backfill cycles.
@@ -131,14 +131,14 @@ func TestLab_ResizeKeepsGrpTRES(t *testing.T) {
 		t.Fatalf("read %d records of job %d, want 1", len(mine), small)
 	}
 	cl.Jobs = mine
-	cfg := sidecar.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{rewrite.RuleCPUs: true},
+	cfg := serve.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{rewrite.RuleCPUs: true},
 		Table: filepath.Join(t.TempDir(), "fairway-rewrite.table"), TableMaxAge: 10 * time.Minute, HistoryDays: 2, RefreshEvery: 1,
 		MinHistory: 3, ShardsPerGPU: 4, Cluster: e.Cluster}
-	rw, err := sidecar.NewRewriter(cfg, quietLogger(), store, resize)
+	rw, err := serve.NewRewriter(cfg, quietLogger(), store, resize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := rw.Cycle(ctx, 1, cl, nil, nil, &sidecar.Live{Resizes: resize, Recorder: store})
+	rep := rw.Cycle(ctx, 1, cl, nil, nil, &serve.Live{Resizes: resize, Recorder: store})
 	for _, c := range rep.Resize.Planned {
 		if c.JobID == small && (c.CPUs != 0 || c.MemoryMB != 0) {
 			t.Errorf("Fairway resized job %d under GrpTRES=cpu=4: %+v (a CPU change by SlurmUser exempts it from the limit)", small, c)

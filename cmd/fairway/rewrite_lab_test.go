@@ -13,10 +13,10 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
 
 // showJob returns one field of `scontrol show job` (e.g. "TresPerNode").
@@ -86,10 +86,10 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := &sidecar.Live{Resizes: resize, Recorder: store}
-	cfg := sidecar.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{rewrite.RuleShare: true}, Table: table,
+	live := &serve.Live{Resizes: resize, Recorder: store}
+	cfg := serve.RewriteConfig{Partitions: []string{e.Partition}, Rules: map[string]bool{rewrite.RuleShare: true}, Table: table,
 		TableMaxAge: 10 * time.Minute, HistoryDays: 2, RefreshEvery: 1, ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: e.Cluster}
-	rw, err := sidecar.NewRewriter(cfg, quietLogger(), store, resize)
+	rw, err := serve.NewRewriter(cfg, quietLogger(), store, resize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +182,13 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	cpus.Rules = map[string]bool{rewrite.RuleCPUs: true}
 	cpus.Sacct = false
 	for _, dry := range []bool{true, false} {
-		rw, err := sidecar.NewRewriter(cpus, quietLogger(), store, resize)
+		rw, err := serve.NewRewriter(cpus, quietLogger(), store, resize)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sink sidecar.Sink = live
+		var sink serve.Sink = live
 		if dry {
-			sink = sidecar.NewPlanner(nil, nil)
+			sink = serve.NewPlanner(nil, nil)
 		}
 		rep := rw.Cycle(ctx, 1, cl, nil, nil, sink)
 		if len(rep.Resize.Planned) != 1 || rep.Resize.Planned[0].JobID != noHistory || rep.Resize.Planned[0].CPUs != 2 {

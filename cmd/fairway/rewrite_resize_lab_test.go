@@ -14,10 +14,10 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 )
 
 // rewriteLab is what the resize lab tests share: a throwaway database (the
@@ -72,21 +72,21 @@ func (l *rewriteLab) read(t *testing.T, ids ...int64) *slurmctl.Cluster {
 
 // cycle runs one rewriting cycle with the given rules on cl, live or as a
 // dry run, and fails the test on a resize that Slurm refused.
-func (l *rewriteLab) cycle(t *testing.T, rules []string, cl *slurmctl.Cluster, ranking []policy.Score, dry bool) *sidecar.RewriteReport {
+func (l *rewriteLab) cycle(t *testing.T, rules []string, cl *slurmctl.Cluster, ranking []policy.Score, dry bool) *serve.RewriteReport {
 	t.Helper()
 	on := map[string]bool{}
 	for _, r := range rules {
 		on[r] = true
 	}
-	cfg := sidecar.RewriteConfig{Partitions: []string{l.e.Partition}, Rules: on, Table: filepath.Join(t.TempDir(), "fairway-rewrite.table"),
+	cfg := serve.RewriteConfig{Partitions: []string{l.e.Partition}, Rules: on, Table: filepath.Join(t.TempDir(), "fairway-rewrite.table"),
 		TableMaxAge: 10 * time.Minute, HistoryDays: 2, RefreshEvery: 1, MinHistory: 3, ShardsPerGPU: 4, Cluster: l.e.Cluster}
-	rw, err := sidecar.NewRewriter(cfg, quietLogger(), l.store, l.resize)
+	rw, err := serve.NewRewriter(cfg, quietLogger(), l.store, l.resize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink sidecar.Sink = &sidecar.Live{Resizes: l.resize, Recorder: l.store}
+	var sink serve.Sink = &serve.Live{Resizes: l.resize, Recorder: l.store}
 	if dry {
-		sink = sidecar.NewPlanner(nil, nil)
+		sink = serve.NewPlanner(nil, nil)
 	}
 	rep := rw.Cycle(context.Background(), 1, cl, nil, ranking, sink)
 	if len(rep.Resize.Failed) > 0 {
@@ -96,7 +96,7 @@ func (l *rewriteLab) cycle(t *testing.T, rules []string, cl *slurmctl.Cluster, r
 }
 
 // planned is a cycle's planned changes by job id.
-func planned(rep *sidecar.RewriteReport) map[int64]slurmctl.ResizeChange {
+func planned(rep *serve.RewriteReport) map[int64]slurmctl.ResizeChange {
 	out := map[int64]slurmctl.ResizeChange{}
 	for _, c := range rep.Resize.Planned {
 		out[c.JobID] = c

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/slurmctl"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/urfave/cli/v2"
 )
 
 // serveConfig is serve's validated configuration.
-type serveConfig = sidecar.ServeConfig
+type serveConfig = serve.ServeConfig
 
 func serveFlags() []cli.Flag {
 	flags := append([]cli.Flag{
@@ -42,15 +42,15 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "http-addr", Usage: "address of the read-only job API (GET /v1/jobs/{id}, /v1/queue?user=U), answered from the last cycle's start-time forecast, e.g. 127.0.0.1:9465; needs --http-user-header or --http-all-users; empty (default): off", EnvVars: []string{"FAIRWAY_HTTP_ADDR"}},
 		&cli.StringFlag{Name: "http-user-header", Usage: "answer the job API only about the user this request header names (set by the site's authenticating proxy, which must replace any the client sent), like PrivateData=jobs", EnvVars: []string{"FAIRWAY_HTTP_USER_HEADER"}},
 		&cli.BoolFlag{Name: "http-all-users", Usage: "without --http-user-header, show every pending job's user, account and forecast to anyone who reaches --http-addr, like squeue without PrivateData=jobs", EnvVars: []string{"FAIRWAY_HTTP_ALL_USERS"}},
-		&cli.Float64Flag{Name: "http-rate", Value: sidecar.DefaultAPIRate, Usage: "job API requests per second per caller (the trusted user, else the client address); past it 429 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_RATE"}},
-		&cli.IntFlag{Name: "http-burst", Value: sidecar.DefaultAPIBurst, Usage: "job API requests a caller may make at once after a pause", EnvVars: []string{"FAIRWAY_HTTP_BURST"}},
-		&cli.IntFlag{Name: "http-max-in-flight", Value: sidecar.DefaultAPIMaxInFlight, Usage: "job API requests answered at the same time, all callers; past it 503 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_MAX_IN_FLIGHT"}},
+		&cli.Float64Flag{Name: "http-rate", Value: serve.DefaultAPIRate, Usage: "job API requests per second per caller (the trusted user, else the client address); past it 429 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_RATE"}},
+		&cli.IntFlag{Name: "http-burst", Value: serve.DefaultAPIBurst, Usage: "job API requests a caller may make at once after a pause", EnvVars: []string{"FAIRWAY_HTTP_BURST"}},
+		&cli.IntFlag{Name: "http-max-in-flight", Value: serve.DefaultAPIMaxInFlight, Usage: "job API requests answered at the same time, all callers; past it 503 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_MAX_IN_FLIGHT"}},
 		&cli.BoolFlag{Name: "no-ha", Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
 		&cli.IntFlag{Name: "history-days", Value: 30, Usage: "days of finished jobs loaded at start to warm the predictor and fair-share usage", EnvVars: []string{"FAIRWAY_HISTORY_DAYS"}},
 		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
-		&cli.StringFlag{Name: "history-from", Value: sidecar.HistoryFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
+		&cli.StringFlag{Name: "history-from", Value: serve.HistoryFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
-		&cli.IntFlag{Name: "buffer-limit", Value: sidecar.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
+		&cli.IntFlag{Name: "buffer-limit", Value: serve.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
 		&cli.StringFlag{Name: "buffer-dir", Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
 		&cli.IntFlag{Name: "retention-job-months", Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
@@ -84,7 +84,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	cfg := serveConfig{
 		Slurm: slurmConnect(c), WriteModeName: c.String("write-mode"), Gap: c.Int64("gap"), DatabaseURL: c.String("database-url"),
 		Interval: c.Duration("interval"), MaxBackoff: c.Duration("max-backoff"), Listen: c.String("listen"),
-		HTTPAddr: c.String("http-addr"), API: sidecar.APIConfig{UserHeader: c.String("http-user-header"), AllUsers: c.Bool("http-all-users"),
+		HTTPAddr: c.String("http-addr"), API: serve.APIConfig{UserHeader: c.String("http-user-header"), AllUsers: c.Bool("http-all-users"),
 			Rate: c.Float64("http-rate"), Burst: c.Int("http-burst"), MaxInFlight: c.Int("http-max-in-flight")},
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
@@ -98,7 +98,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 	if err := policyOrFile(c); err != nil {
 		return cfg, err
 	}
-	cfg.Runner = sidecar.Config{
+	cfg.Runner = serve.Config{
 		Cluster: c.String("cluster"), Policy: c.String("policy"), PolicyFile: c.String("policy-file"), Predictor: c.String("predictor"),
 		MaxWrites: c.Int("max-writes"), Partitions: c.StringSlice("partitions"), ExcludePartitions: c.StringSlice("exclude-partitions"),
 		ExemptQOS: c.StringSlice("exempt-qos"), BufferLimit: c.Int("buffer-limit"), BufferDir: c.String("buffer-dir"),
@@ -128,7 +128,7 @@ func policyOrFile(c *cli.Context) error {
 // saving").
 func powerServeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "power", Value: sidecar.PowerOff, Usage: "power saving: off, dry-run (decide and record which idle nodes to power down or up, change nothing) or on (scontrol update nodename=N state=POWER_DOWN|POWER_UP)", EnvVars: []string{"FAIRWAY_POWER"}},
+		&cli.StringFlag{Name: "power", Value: serve.PowerOff, Usage: "power saving: off, dry-run (decide and record which idle nodes to power down or up, change nothing) or on (scontrol update nodename=N state=POWER_DOWN|POWER_UP)", EnvVars: []string{"FAIRWAY_POWER"}},
 		&cli.IntFlag{Name: "power-buffer", Value: 1, Usage: "idle nodes kept powered above demand (busy nodes, nodes pending jobs wait for, and the forecast)", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
 		&cli.IntFlag{Name: "power-max-changes-per-hour", Value: 10, Usage: "power-downs and forecast power-ups per hour at most; power-ups for jobs waiting now are never held back", EnvVars: []string{"FAIRWAY_POWER_MAX_CHANGES_PER_HOUR"}},
 		&cli.Float64Flag{Name: "power-idle-watts", Value: 0, Usage: "power an idle node draws, for the report's energy estimate (0: no estimate)", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
@@ -139,8 +139,8 @@ func powerServeFlags() []cli.Flag {
 
 // powerServeSettings reads the power-saving flags; ServeConfig.Validate
 // checks them.
-func powerServeSettings(c *cli.Context) (sidecar.PowerConfig, error) {
-	cfg := sidecar.PowerConfig{Mode: c.String("power"), Buffer: c.Int("power-buffer"), MaxChangesPerHour: c.Int("power-max-changes-per-hour"),
+func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
+	cfg := serve.PowerConfig{Mode: c.String("power"), Buffer: c.Int("power-buffer"), MaxChangesPerHour: c.Int("power-max-changes-per-hour"),
 		IdleWatts: c.Float64("power-idle-watts"), Horizon: c.Duration("power-horizon"), Step: 10 * time.Minute}
 	ex, err := slurmctl.ExpandHostlist(c.String("power-exclude"))
 	if err != nil {
@@ -154,13 +154,13 @@ func powerServeSettings(c *cli.Context) (sidecar.PowerConfig, error) {
 // or, with --once, one cycle whose decisions it prints.
 func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.Logger) error {
 	cfg.WaitForSlurm = !cfg.Once
-	s, err := sidecar.Build(ctx, cfg, base)
+	s, err := serve.Build(ctx, cfg, base)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	if !cfg.Once {
-		return sidecar.Serve(ctx, cfg, s, base)
+		return serve.Serve(ctx, cfg, s, base)
 	}
 	res, err := s.Runner.RunCycle(ctx)
 	if err != nil {
@@ -172,7 +172,7 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 // printOnce prints what one cycle decided, best first, and fails when
 // any write failed, so that a script or an operator cannot take a cycle
 // whose writes Slurm refused for a success.
-func printOnce(w io.Writer, res *sidecar.CycleResult, cfg serveConfig) error {
+func printOnce(w io.Writer, res *serve.CycleResult, cfg serveConfig) error {
 	if err := res.WriteText(w, cfg.Runner.Policy, cfg.Runner.Field); err != nil {
 		return err
 	}

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
-	"github.com/fairway-hpc/fairway/slurmctl/sidecar"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,7 +31,7 @@ func serveLabConfig(e *lab.Env, pol string, dry bool) serveConfig {
 		Interval: time.Second, MaxBackoff: 4 * time.Second, HA: true, HistoryDays: 1, ChargeEvery: -1, ShardsPerGPU: 4,
 	}
 	cfg.DryRun = dry
-	cfg.Runner = sidecar.Config{Cluster: e.Cluster, Policy: pol, Predictor: "fairway",
+	cfg.Runner = serve.Config{Cluster: e.Cluster, Policy: pol, Predictor: "fairway",
 		Range: policy.SiteFactorRange(), Field: "site_factor", Partitions: []string{e.Partition}}
 	return cfg
 }
@@ -246,7 +246,7 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	defer s.Close()
 	// Two cycles: the first sees the heavy user's running blocker, the
 	// second charges the time it ran since and ranks with it.
-	var res *sidecar.CycleResult
+	var res *serve.CycleResult
 	for i := 0; i < 2; i++ {
 		if res, err = s.Runner.RunCycle(ctx); err != nil {
 			t.Fatal(err)
@@ -595,7 +595,7 @@ func decisionCount(t *testing.T, url, where string) int {
 }
 
 // buildServe builds serve against the lab's database.
-func buildServe(ctx context.Context, cfg serveConfig, dbURL string, log *slog.Logger) (*sidecar.Opened, error) {
+func buildServe(ctx context.Context, cfg serveConfig, dbURL string, log *slog.Logger) (*serve.Opened, error) {
 	cfg.DatabaseURL = dbURL
-	return sidecar.Build(ctx, cfg, log)
+	return serve.Build(ctx, cfg, log)
 }

@@ -1,0 +1,139 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAPI_RateLimit: each caller gets Burst requests at once, then Rate a
+// second; Retry-After says when the next one is there.
+func TestAPI_RateLimit(t *testing.T) {
+	q := fcQueue(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	h := newAPI(APIConfig{UserHeader: "X-Remote-User", Rate: 0.5, Burst: 2}, func() *QueueForecast { return q }, func() time.Time { return now })
+	codes := func(user string, n int) []int {
+		var out []int
+		for range n {
+			out = append(out, getAPI(h, "/v1/queue", user).Code)
+		}
+		return out
+	}
+	if d := cmp.Diff([]int{200, 200, 429}, codes("carol", 3)); d != "" {
+		t.Errorf("carol's burst (-want +got):\n%s", d)
+	}
+	if rec := getAPI(h, "/v1/queue", "carol"); rec.Header().Get("Retry-After") != "2" {
+		t.Errorf("Retry-After %q, want 2 (one request per 2 s)", rec.Header().Get("Retry-After"))
+	}
+	if d := cmp.Diff([]int{200, 200}, codes("bob", 2)); d != "" {
+		t.Errorf("bob, a caller of his own (-want +got):\n%s", d)
+	}
+	now = now.Add(2 * time.Second)
+	if d := cmp.Diff([]int{200, 429}, codes("carol", 2)); d != "" {
+		t.Errorf("carol 2 s later (-want +got):\n%s", d)
+	}
+	now = now.Add(time.Hour) // refilled to the burst, not beyond
+	if d := cmp.Diff([]int{200, 200, 429}, codes("carol", 3)); d != "" {
+		t.Errorf("carol an hour later (-want +got):\n%s", d)
+	}
+}
+
+// TestAPI_RateLimiterKeysBounded: the per-caller buckets are bounded;
+// idle ones are dropped to make room.
+func TestAPI_RateLimiterKeysBounded(t *testing.T) {
+	l := &rateLimiter{rate: 1, burst: 1, buckets: map[string]*bucket{}}
+	now := time.Unix(0, 0)
+	for i := range maxRateKeys {
+		if _, ok := l.take(string(rune(i)), now); !ok {
+			t.Fatalf("caller %d refused", i)
+		}
+	}
+	if _, ok := l.take("one more", now); ok {
+		t.Error("a caller past the bound was answered while every bucket is in use")
+	}
+	if _, ok := l.take("one more", now.Add(time.Second)); !ok || len(l.buckets) != 1 {
+		t.Errorf("after the buckets refilled: ok %v, %d buckets; want the idle ones dropped", ok, len(l.buckets))
+	}
+}
+
+// TestAPI_QueueCursorStale: a cursor from a forecast that has been
+// replaced is answered 410, never a page of the new one at the old offset.
+func TestAPI_QueueCursorStale(t *testing.T) {
+	q := fcQueue(t)
+	cur := q
+	h := NewAPI(APIConfig{AllUsers: true}, func() *QueueForecast { return cur })
+	var p QueueAnswer
+	if rec := getAPI(h, "/v1/queue?limit=2"); rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.NextCursor == "" || len(p.Jobs) != 2 {
+		t.Fatalf("first page: %d %s", rec.Code, rec.Body)
+	}
+	next := *q
+	next.At = q.At.Add(30 * time.Second)
+	cur = &next
+	if rec := getAPI(h, "/v1/queue?limit=2&cursor="+p.NextCursor); rec.Code != http.StatusGone || !strings.Contains(rec.Body.String(), "without a cursor") {
+		t.Errorf("stale cursor: %d %s, want 410 saying to start again", rec.Code, rec.Body)
+	}
+}
+
+// TestQueueForecast_StartFor: a user sees their own jobs ahead listed and
+// everyone's counted.
+func TestQueueForecast_StartFor(t *testing.T) {
+	q := fcQueue(t)
+	ids := func(es []Event) []int64 {
+		out := []int64{}
+		for _, e := range es {
+			out = append(out, e.JobID)
+		}
+		return out
+	}
+	// Carol's job 3 (rank 2) backfills before bob's job 2 (rank 1): it is
+	// listed under backfill, not among the jobs that must start first.
+	for _, c := range []struct {
+		user                      string
+		ends, starts, backfill    []int64
+		nEnds, nStarts, nBackfill int
+	}{
+		{"", []int64{1}, []int64{}, []int64{3}, 1, 0, 1},
+		{"bob", []int64{}, []int64{}, []int64{}, 1, 0, 1},
+		{"carol", []int64{}, []int64{}, []int64{3}, 1, 0, 1},
+		{"alice", []int64{1}, []int64{}, []int64{}, 1, 0, 1},
+	} {
+		sf, ok := q.StartFor(2, c.user)
+		if !ok {
+			t.Fatal("job 2 not found")
+		}
+		want := []any{c.ends, c.starts, c.backfill, c.nEnds, c.nStarts, c.nBackfill}
+		got := []any{ids(sf.MustEnd), ids(sf.MustStart), ids(sf.Backfill), sf.MustEndCount, sf.MustStartCount, sf.BackfillCount}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("as %q (-want +got):\n%s", c.user, d)
+		}
+	}
+}
+
+func TestAPIConfig_Validate(t *testing.T) {
+	ok := APIConfig{UserHeader: "X-Remote-User", Rate: 1, Burst: 1, MaxInFlight: 1}
+	for _, c := range []struct {
+		name string
+		mod  func(*APIConfig)
+		want string // in the error; "" for none
+	}{
+		{"trusted header", func(*APIConfig) {}, ""},
+		{"all users", func(c *APIConfig) { c.UserHeader, c.AllUsers = "", true }, ""},
+		{"no audience", func(c *APIConfig) { c.UserHeader = "" }, "--http-all-users"},
+		{"both", func(c *APIConfig) { c.AllUsers = true }, "choose one"},
+		{"header not a name", func(c *APIConfig) { c.UserHeader = "X User:" }, "not an HTTP header name"},
+		{"rate 0", func(c *APIConfig) { c.Rate = 0 }, "--http-rate"},
+		{"burst 0", func(c *APIConfig) { c.Burst = 0 }, "--http-burst"},
+		{"in flight 0", func(c *APIConfig) { c.MaxInFlight = 0 }, "--http-max-in-flight"},
+	} {
+		cfg := ok
+		c.mod(&cfg)
+		err := cfg.Validate()
+		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package serve
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/internal/texttest"
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// TestExplain_WhatMovesItAsksTheLoadedPolicy is the regression test of
+// explain's "what moves it" for a point of the learned family that is not
+// its defaults (a policy file's): the levers named must be those of the
+// exponents that ranked the job, not those of the family's defaults
+// (fair-sjf's point: run time, fair-share usage, aging on), which is what
+// building the policy again from its name gave.
+func TestExplain_WhatMovesItAsksTheLoadedPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		params      policy.LearnedParams
+		want, never []string
+	}{
+		{"limit and large jobs first, aging off", policy.LearnedParams{Limit: 1, Size: -0.5},
+			[]string{"a shorter time limit", "a larger request (this policy favours large jobs)", "aging is off"},
+			[]string{"fair-share usage decaying", "lowers its predicted run time", "divides its key"}},
+		{"usage alone, aging off", policy.LearnedParams{Usage: 1},
+			[]string{"its user's fair-share usage decaying", "aging is off"},
+			[]string{"a shorter time limit", "divides its key"}},
+		{"counter and slow aging", policy.LearnedParams{Run: 1, Counter: 2, Age: 0.5},
+			[]string{"other users' VTC counters growing", "divides its key by 1.41"},
+			[]string{"fair-share usage decaying", "aging is off"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := policy.NewLearned(tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := newRig(t, Config{}, true)
+			g.r.engine = eng
+			big := job(2, "b", policy.StatePending, time.Second)
+			big.GPUs = 4
+			res := g.cycle(t, job(1, "a", policy.StatePending, 0), big, job(3, "c", policy.StatePending, 2*time.Second))
+			if len(res.Ranked) != 3 {
+				t.Fatalf("%d jobs ranked, want 3", len(res.Ranked))
+			}
+			last := res.Ranked[2].JobID // someone is ahead of it: "what moves it" is said
+			ex, err := Explain(res, last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex.Policy = "learned"
+			var b strings.Builder
+			if err := ex.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			text := b.String()
+			_, moves, ok := strings.Cut(text, "what moves it: ")
+			if !ok {
+				t.Fatalf("no \"what moves it\" in:\n%s", text)
+			}
+			texttest.Check(t, moves, tc.want, tc.never)
+		})
+	}
+}

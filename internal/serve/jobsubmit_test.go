@@ -1,0 +1,177 @@
+package serve
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy/rewrite"
+)
+
+// capturedRequests reads a testdata/job_desc file (contrib/lab/lab
+// capture-job-desc): the sbatch arguments of each request and a Lua
+// expression for the job_desc the release handed job_submit.lua.
+func capturedRequests(t *testing.T, file string) (args []string, descs []string) {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("testdata", "job_desc", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\t\{ args = "([^"]*)", desc = `).FindAllStringSubmatch(string(b), -1) {
+		args = append(args, m[1])
+		descs = append(descs, fmt.Sprintf("dofile(%q)[%d].desc", path, len(descs)+1))
+	}
+	if len(args) == 0 {
+		t.Fatalf("%s: no captured requests", path)
+	}
+	return args, descs
+}
+
+// TestJobSubmitLua_CapturedRequests runs the script on the job_desc records
+// that Slurm 22.05.8 and 26.05.3 really passed it (captured on the lab, in
+// testdata/job_desc), with a table that shares every one of them. Each
+// one-GPU request is turned into shards in the form that release's parser
+// reads (26.05 rejected "gres:shard:N" with "Invalid Trackable RESource
+// (TRES) specification", 22.05 wants it); 26.05's `-c N`, which it passes as
+// tres_per_task=cpu=N, no longer keeps a job from being shared; requests
+// that name GPUs elsewhere (CPUs or memory per GPU, GPUs per task) and
+// elastic jobs are left as they came. Every job is accepted, and the user is
+// told about each rewrite.
+func TestJobSubmitLua_CapturedRequests(t *testing.T) {
+	// The requests of contrib/lab/lab's CAPTURE_REQUESTS and what becomes of
+	// them; "P" is the release's GRES prefix, "=" means left as submitted.
+	want := map[string]struct{ node, job string }{
+		"--gres=gpu:1":                               {"Pshard:2", "="},
+		"--gpus=1":                                   {"Pshard:2", ""},
+		"--gres=gpu:h100:1":                          {"Pshard:h100:2", "="},
+		"--gpus=h100:1":                              {"Pshard:h100:2", ""},
+		"--gres=gpu:1 -c 2":                          {"Pshard:2", "="},
+		"--gpus=1 -c 4":                              {"Pshard:2", ""},
+		"--gpus-per-node=1":                          {"Pshard:2", "="},
+		"--gres=gpu:1 -N 1":                          {"Pshard:2", "="},
+		"--gres=gpu:2":                               {"=", "="},
+		"--gpus-per-task=1 -n 1":                     {"=", "="},
+		"--gres=gpu:1 -n 2":                          {"Pshard:2", "="},
+		"--gres=gpu:1 --cpus-per-gpu=2":              {"=", "="},
+		"--gres=gpu:1 --mem-per-gpu=1000":            {"=", "="},
+		"--gres=gpu:1 --mem=2000":                    {"Pshard:2", "="},
+		"--gres=gpu:1 --comment=fairway:elastic=1-4": {"=", "="},
+	}
+	for _, rel := range []struct{ file, prefix string }{{"slurm-22.05.8.lua", "gres:"}, {"slurm-26.05.3.lua", "gres/"}} {
+		t.Run(rel.file, func(t *testing.T) {
+			args, descs := capturedRequests(t, rel.file)
+			var rules []rewrite.ShareRule
+			for i := range args {
+				rules = append(rules, rewrite.ShareRule{User: "alice", Name: fmt.Sprintf("capture%d", i+1), Shards: 2, Reason: "test"})
+			}
+			table := filepath.Join(t.TempDir(), "fairway-rewrite.table")
+			if err := writeRewriteTable(table, time.Now(), 15*time.Minute, []string{"gpu"}, rules); err != nil {
+				t.Fatal(err)
+			}
+			// The fields as captured, to tell "left as submitted".
+			before := runJobSubmitEnv(t, []string{"FAIRWAY_REWRITE_TABLE=" + filepath.Join(t.TempDir(), "none")}, casesOf(descs))
+			r := runJobSubmitEnv(t, []string{"FAIRWAY_REWRITE_TABLE=" + table}, casesOf(descs))
+			if len(r.lines) != len(args) || len(before.lines) != len(args) {
+				t.Fatalf("lua printed %d and %d lines for %d requests: %q", len(before.lines), len(r.lines), len(args), r.lines)
+			}
+			if r.errLog != "" {
+				t.Errorf("the script logged errors: %s", r.errLog)
+			}
+			rewritten := 0
+			for i, a := range args {
+				w, ok := want[a]
+				if !ok {
+					t.Fatalf("request %q has no expectation: add it to the test", a)
+				}
+				f0 := strings.Split(before.lines[i], "|")
+				node, job := f0[1], f0[2]
+				if w.node != "=" {
+					node = strings.Replace(w.node, "P", rel.prefix, 1)
+					rewritten++
+				}
+				if w.job != "=" {
+					job = w.job
+				}
+				// tres_per_task (26.05's cpu=N) is kept as it came.
+				if wantLine := "0|" + node + "|" + job + "|" + f0[3]; r.lines[i] != wantLine {
+					t.Errorf("%s: got %q, want %q", a, r.lines[i], wantLine)
+				}
+			}
+			if n := strings.Count(r.user, "GPU shard(s) instead of a whole GPU"); n != rewritten {
+				t.Errorf("%d messages to the user for %d rewritten jobs:\n%s", n, rewritten, r.user)
+			}
+		})
+	}
+}
+
+func casesOf(descs []string) []luaCase {
+	cs := make([]luaCase, len(descs))
+	for i, d := range descs {
+		cs[i] = luaCase{desc: d}
+	}
+	return cs
+}
+
+// TestJobSubmitLua_NewestTable: without FAIRWAY_REWRITE_TABLE the script
+// uses the newest of the tables in its two places. It used to take the
+// first it found, so a stale table left in /var/lib/fairway hid the one
+// serve kept writing beside slurm.conf (the lab's), and no job was shared.
+// Which table is in use, and why none is, is logged at info, once per
+// change.
+func TestJobSubmitLua_NewestTable(t *testing.T) {
+	state, conf := t.TempDir(), t.TempDir()
+	env := []string{"FAIRWAY_REWRITE_TABLE=", "FAIRWAY_TEST_STATE_DIR=" + state, "SLURM_CONF=" + filepath.Join(conf, "slurm.conf")}
+	job := []luaCase{{user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1"}}
+	job = append(job, job[0]) // a second submission: nothing new to log
+	rule := func(n int) []rewrite.ShareRule {
+		return []rewrite.ShareRule{{User: "alice", Name: "train", Shards: n, Reason: "test"}}
+	}
+	stale := filepath.Join(state, "fairway-rewrite.table")
+	if err := writeRewriteTable(stale, time.Now().Add(-2*time.Hour), 15*time.Minute, []string{"gpu"}, rule(3)); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(conf, "fairway-rewrite.table")
+	if err := writeRewriteTable(fresh, time.Now(), 15*time.Minute, []string{"gpu"}, rule(1)); err != nil {
+		t.Fatal(err)
+	}
+	r := runJobSubmitEnv(t, env, job)
+	if want := "0|gres:shard:1|nil|nil"; len(r.lines) != 2 || r.lines[0] != want || r.lines[1] != want {
+		t.Errorf("stale table in the state directory, fresh one beside slurm.conf: got %q, want %q twice", r.lines, want)
+	}
+	if want := "fairway: rewrite table " + fresh + " in use\n"; !strings.HasPrefix(r.info, want) || strings.Count(r.info, "rewrite table") != 1 {
+		t.Errorf("info log %q, want %q once", r.info, want)
+	}
+
+	// Only the stale one: it is used, and said to be stale.
+	if err := os.Remove(fresh); err != nil {
+		t.Fatal(err)
+	}
+	r = runJobSubmitEnv(t, env, job)
+	if r.lines[0] != "0|gres:gpu:1|nil|nil" || !strings.Contains(r.info, stale+" is older than its max_age") || strings.Count(r.info, "\n") != 1 {
+		t.Errorf("only a stale table: got %q, info %q", r.lines, r.info)
+	}
+
+	// None, and a malformed one: said at info.
+	if err := os.Remove(stale); err != nil {
+		t.Fatal(err)
+	}
+	r = runJobSubmitEnv(t, env, job)
+	if !strings.Contains(r.info, "no rewrite table in use") || !strings.Contains(r.info, "no table at "+stale+" or "+fresh) {
+		t.Errorf("no table: info %q", r.info)
+	}
+	if err := os.WriteFile(fresh, []byte("fairway-rewrite\t1\nshard\talice\tmany\ttrain\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runJobSubmitEnv(t, env, job)
+	if !strings.Contains(r.info, "table "+fresh+" ignored: line 2: bad shard record") || r.lines[0] != "0|gres:gpu:1|nil|nil" {
+		t.Errorf("malformed table: got %q, info %q", r.lines, r.info)
+	}
+}

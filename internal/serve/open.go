@@ -1,0 +1,517 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/jackc/pgx/v5"
+)
+
+// Ways serve's history pulls read slurmdbd (ServeConfig.HistoryFrom).
+const (
+	HistoryFromREST  = "rest"
+	HistoryFromSacct = "sacct"
+)
+
+// DefaultRewriteTable is where serve writes the job_submit table and where
+// contrib/slurm/job_submit.lua looks first: SlurmUser's state directory
+// (fairway-serve.service's StateDirectory), not /etc/slurm, which must stay
+// read-only to SlurmUser (else it could rewrite slurm.conf).
+const DefaultRewriteTable = "/var/lib/fairway/fairway-rewrite.table"
+
+// ServeConfig is `fairway serve`'s settings (explain and queue read with
+// them too). Validate fills the fields derived from the others.
+type ServeConfig struct {
+	Runner  Config
+	Rewrite RewriteConfig
+	// RewriteRules is the comma-separated rule list; Validate parses it
+	// into Rewrite.Rules.
+	RewriteRules string
+	DryRun       bool // decides the Sink (NewSink), nothing else
+
+	Slurm slurmctl.ConnectConfig // how serve reaches slurmrestd
+	// WriteModeName is how values reach Slurm; Validate parses it into
+	// WriteMode and picks Runner.Range and Runner.Field from it.
+	WriteModeName string
+	WriteMode     slurmctl.Mode
+	Gap           int64 // least difference between two written values
+	DatabaseURL   string
+
+	Interval     time.Duration
+	MaxBackoff   time.Duration
+	Listen       string
+	HTTPAddr     string    // the read-only job API; "" disables it
+	API          APIConfig // its audience and limits
+	HA           bool
+	HistoryDays  int
+	SyncEvery    int    // cycles between slurmdbd history syncs; 0 = never
+	HistoryFrom  string // how they read slurmdbd: HistoryFromREST or HistoryFromSacct
+	Once         bool
+	ChargeEvery  time.Duration
+	ShardsPerGPU int
+	Retention    accounting.Retention
+	Power        PowerConfig
+
+	// WaitForSlurm retries slurmrestd at start the way the loop does
+	// mid-run (StartRetry): serve's loop sets it; explain, queue and
+	// serve --once answer now or fail.
+	WaitForSlurm bool
+	startSleep   func(context.Context, time.Duration) error // StartRetry.Sleep; tests replace it
+}
+
+// startRetry waits for slurmrestd at start as the loop does mid-run.
+func (c *ServeConfig) startRetry(base *slog.Logger) StartRetry {
+	if !c.WaitForSlurm {
+		return StartRetry{Log: base}
+	}
+	return StartRetry{Interval: c.Interval, MaxBackoff: c.MaxBackoff, Log: base.With("component", "serve"), Sleep: c.startSleep}
+}
+
+// Connect is how c reaches slurmrestd.
+func (c *ServeConfig) Connect() slurmctl.ConnectConfig {
+	return c.Slurm
+}
+
+// Validate checks every setting, naming the first bad one by its flag, and
+// fills WriteMode, Runner.Range, Runner.Field and Rewrite.Rules, and, with
+// a policy file, Runner.Policy (the file's family).
+func (c *ServeConfig) Validate() error {
+	switch {
+	case c.Runner.Cluster == "":
+		return errors.New("--cluster (FAIRWAY_CLUSTER) is required: Slurm's ClusterName")
+	case c.Slurm.URL == "":
+		return errors.New("--slurm-url (FAIRWAY_SLURM_URL) is required, e.g. http://127.0.0.1:6820")
+	case !c.Connect().HasToken():
+		return errors.New("no slurmrestd token: set --slurm-token-file, $SLURM_JWT, or --scontrol-token")
+	case c.Interval < time.Second:
+		return fmt.Errorf("--interval %s: want at least 1s", c.Interval)
+	case c.MaxBackoff < c.Interval:
+		return fmt.Errorf("--max-backoff %s: want at least --interval (%s)", c.MaxBackoff, c.Interval)
+	case c.Runner.BufferLimit < 1:
+		return fmt.Errorf("--buffer-limit %d: want at least 1", c.Runner.BufferLimit)
+	case c.Runner.BufferDir == "":
+		return errors.New("--buffer-dir is required: records spilled while PostgreSQL is down go there")
+	case c.Runner.MaxWrites < 0:
+		return fmt.Errorf("--max-writes %d: want 0 (no cap) or more", c.Runner.MaxWrites)
+	case c.Retention.JobMonths < 0 || c.Retention.DecisionDays < 0:
+		return errors.New("--retention-job-months and --retention-decision-days must not be negative (0 keeps everything)")
+	case c.HistoryDays < 0 || c.SyncEvery < 0:
+		return errors.New("--history-days and --sync-history-every must not be negative")
+	case c.HistoryFrom != HistoryFromREST && c.HistoryFrom != HistoryFromSacct:
+		return fmt.Errorf("--history-from %q: want %s or %s", c.HistoryFrom, HistoryFromREST, HistoryFromSacct)
+	}
+	if c.Runner.PolicyFile != "" {
+		// Read now so that a bad file stops serve at start, naming it;
+		// NewServeRunner reads it again for the policy it ranks with.
+		pf, err := LoadPolicyFile(c.Runner.PolicyFile)
+		if err != nil {
+			return fmt.Errorf("--policy-file: %w", err)
+		}
+		c.Runner.Policy = pf.Policy.Name()
+	}
+	switch {
+	case !known(c.Runner.Policy):
+		return fmt.Errorf("--policy %q: want one of %s", c.Runner.Policy, strings.Join(policy.Names(), ", "))
+	case !slices.Contains(predict.Names(), c.Runner.Predictor):
+		return fmt.Errorf("--predictor %q: want one of %s", c.Runner.Predictor, strings.Join(predict.Names(), ", "))
+	case needsTrueRunTimes(c.Runner.Policy):
+		return fmt.Errorf("--policy %s needs true run times: it exists only in `fairway simulate`", c.Runner.Policy)
+	}
+	mode, err := slurmctl.ParseMode(c.WriteModeName)
+	if err != nil {
+		return fmt.Errorf("--write-mode: %w", err)
+	}
+	c.WriteMode = mode
+	if mode == slurmctl.ModeRESTPriority {
+		c.Runner.Range, c.Runner.Field = policy.PriorityRange(), "priority"
+	} else {
+		c.Runner.Range, c.Runner.Field = policy.SiteFactorRange(), "site_factor"
+	}
+	if c.Gap < 1 || c.Gap > c.Runner.Range.Max/1000 {
+		return fmt.Errorf("--gap %d: want 1 to %d", c.Gap, c.Runner.Range.Max/1000)
+	}
+	c.Runner.Range.Gap = c.Gap
+	if c.DatabaseURL == "" {
+		return errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
+	}
+	if c.HTTPAddr != "" {
+		if err := c.API.Validate(); err != nil {
+			return err
+		}
+	}
+	if err := c.Power.Validate(); err != nil {
+		return err
+	}
+	c.Rewrite.ShardsPerGPU, c.Rewrite.Cluster = c.ShardsPerGPU, c.Runner.Cluster
+	if c.Rewrite.Rules, err = ParseRules(c.RewriteRules); err != nil {
+		return err
+	}
+	return c.Rewrite.Validate()
+}
+
+// known reports whether name is a registered policy.
+func known(name string) bool {
+	_, ok := policy.Lookup(name)
+	return ok
+}
+
+// needsTrueRunTimes reports whether the policy called name ranks by run
+// times only the simulator knows.
+func needsTrueRunTimes(name string) bool {
+	e, ok := policy.Lookup(name)
+	return ok && e.Traits.NeedsTrueRunTimes
+}
+
+// ParseRules reads a comma-separated list of RuleNames.
+func ParseRules(list string) (map[string]bool, error) {
+	rules := map[string]bool{}
+	for _, r := range strings.Split(list, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		if !slices.Contains(RuleNames, r) {
+			return rules, fmt.Errorf("--rewrite-rules: unknown rule %q: want some of %s", r, strings.Join(RuleNames, ","))
+		}
+		rules[r] = true
+	}
+	return rules, nil
+}
+
+// Validate checks the rewriting settings, naming the first bad one by its
+// flag; with no partitions rewriting is off and nothing else matters.
+func (c RewriteConfig) Validate() error {
+	switch {
+	case len(c.Partitions) == 0:
+		return nil
+	case len(c.Rules) == 0:
+		return errors.New("--rewrite-rules: empty while --rewrite-partitions is set")
+	case c.Rules[rewrite.RuleShare] && c.Table == "":
+		return errors.New("--rewrite-table is required by the share rule: the file job_submit.lua reads (default " + DefaultRewriteTable + ")")
+	case c.TableMaxRulesPerUser < 1 || c.TableMaxBytes < 4096:
+		return fmt.Errorf("--rewrite-table-max-rules-per-user %d, --rewrite-table-max-bytes %d: want at least 1 and 4096", c.TableMaxRulesPerUser, c.TableMaxBytes)
+	case c.Rules[rewrite.RuleShare] && c.ShardsPerGPU < 2:
+		return fmt.Errorf("--shards-per-gpu %d: the share rule needs at least 2", c.ShardsPerGPU)
+	case c.TableMaxAge < time.Minute:
+		return fmt.Errorf("--rewrite-table-max-age %s: want at least 1m", c.TableMaxAge)
+	case c.HistoryDays < 1 || c.RefreshEvery < 1 || c.MinHistory < 1:
+		return errors.New("--rewrite-history-days, --rewrite-refresh-every and --rewrite-min-history must be at least 1")
+	case c.CPUsPerGPU < 0 || c.MemPerGPUMB < 0:
+		return errors.New("--rewrite-cpus-per-gpu and --rewrite-mem-per-gpu must not be negative")
+	case c.ShareMaxUtil <= 0 || c.ShareMaxUtil > 100:
+		return fmt.Errorf("--rewrite-share-max-util %g: want more than 0 and at most 100", c.ShareMaxUtil)
+	}
+	if c.Table != "" {
+		if st, err := os.Stat(filepath.Dir(c.Table)); err != nil || !st.IsDir() {
+			return fmt.Errorf("--rewrite-table %s: its directory must exist", c.Table)
+		}
+	}
+	return nil
+}
+
+// Store is what serve keeps in and reads from the database
+// (accounting.Store).
+type Store interface {
+	Recorder
+	History
+	UsageSource
+	JobFinder
+}
+
+// Deps are the adapters a serve (or explain) cycle runs on; tests hand in
+// fakes.
+type Deps struct {
+	Source   Source
+	Values   ValueWriter
+	Resizes  Resizer
+	Comments SlurmReader // pending jobs' comments and Slurm's limits, for rewriting
+	Store    Store
+	Leader   Leadership
+	// Now is the clock of the warm-up and of every cycle; nil: time.Now.
+	Now func() time.Time
+}
+
+// Opened is an opened serve: its adapters, its runner once built, and what
+// must be closed after.
+type Opened struct {
+	Runner *Runner
+	Deps   Deps
+	Store  *accounting.Store
+	Client *slurmctl.Client
+	Close  func()
+}
+
+// Open connects to PostgreSQL and slurmrestd and builds the adapters; the
+// lease is taken only with cfg.HA.
+func Open(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, error) {
+	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, base)
+	if err != nil {
+		return nil, err
+	}
+	closers := []func(){pool.Close}
+	s := &Opened{Store: store, Close: func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}}
+	fail := func(err error) (*Opened, error) { s.Close(); return nil, err }
+
+	client, err := connectSlurm(ctx, cfg, base)
+	if err != nil {
+		return fail(err)
+	}
+	s.Client = client
+	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: cfg.WriteMode, Range: cfg.Runner.Range},
+		client, base.With("component", "writer"))
+	if err != nil {
+		return fail(err)
+	}
+	resizes, err := slurmctl.NewResizeWriter(slurmctl.ResizeConfig{}, base.With("component", "rewrite"))
+	if err != nil {
+		return fail(err)
+	}
+	var lead Leadership = AlwaysLeader{}
+	if cfg.HA {
+		pcfg, err := pgx.ParseConfig(cfg.DatabaseURL)
+		if err != nil {
+			return fail(errors.New("--database-url is not a valid PostgreSQL URL or DSN"))
+		}
+		l := accounting.NewLease(pcfg, cfg.Runner.Cluster, base.With("component", "leader"))
+		closers = append(closers, l.Close)
+		lead = l
+	}
+	s.Deps = Deps{Source: client, Values: writer, Resizes: resizes, Comments: resizes, Store: store, Leader: lead}
+	return s, nil
+}
+
+// connectSlurm connects to slurmrestd, waiting for it with cfg's backoff
+// when cfg.WaitForSlurm: a serve started while slurmrestd is down or
+// restarting rides it out as a running one does.
+func connectSlurm(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*slurmctl.Client, error) {
+	var client *slurmctl.Client
+	err := cfg.startRetry(base).Do(ctx, "connect to slurmrestd", func(ctx context.Context) error {
+		var cerr error
+		client, cerr = slurmctl.Connect(ctx, cfg.Connect(), base)
+		return cerr
+	})
+	return client, err
+}
+
+// Build opens serve's adapters and builds its runner.
+func Build(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, error) {
+	if cfg.Runner.BufferDir != "" {
+		if err := os.MkdirAll(cfg.Runner.BufferDir, 0o700); err != nil {
+			return nil, fmt.Errorf("--buffer-dir: %w", err)
+		}
+	}
+	s, err := Open(ctx, cfg, base)
+	if err != nil {
+		return nil, err
+	}
+	if s.Runner, err = NewServeRunner(ctx, cfg, s.Deps, NewSink(cfg, s.Deps), base); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if cfg.Power.Enabled() {
+		pw, err := slurmctl.NewPowerWriter(slurmctl.PowerConfig{})
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		ps, err := NewPowerSaver(cfg.Power, cfg.Runner.Cluster, pw, s.Store, s.Runner.Metrics(), base.With("component", "power"))
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		// The hourly cap counts what an earlier serve changed too.
+		now := time.Now()
+		if recent, err := s.Store.PowerActions(ctx, cfg.Runner.Cluster, "", now.Add(-time.Hour), now.Add(time.Second)); err == nil {
+			var at []time.Time
+			for _, a := range recent {
+				if a.Action != "lack" && a.Error == "" {
+					at = append(at, a.At)
+				}
+			}
+			ps.SeedChanges(at)
+		} else {
+			base.Warn("read the last hour's power changes: the hourly cap starts from none", "err", err)
+		}
+		s.Runner.SetPowerSaver(ps)
+	}
+	return s, nil
+}
+
+// NewSink is where serve's effects go: Slurm, the table and the database,
+// or, with DryRun, a Planner that writes nothing to Slurm or the disk and
+// keeps the shadow decision log in the database.
+func NewSink(cfg ServeConfig, d Deps) Sink {
+	if cfg.DryRun {
+		return NewPlanner(d.Store, nil)
+	}
+	return &Live{Values: d.Values, Resizes: d.Resizes, Recorder: d.Store}
+}
+
+// NewServeRunner reads the cluster once (for its GPU count), warms the
+// engine from history and returns the runner that hands every effect to
+// sink.
+func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, base *slog.Logger) (*Runner, error) {
+	log := base.With("component", "serve")
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
+	var cl *slurmctl.Cluster
+	err := cfg.startRetry(base).Do(ctx, "first read of the cluster", func(ctx context.Context) error {
+		var rerr error
+		cl, rerr = d.Source.Read(ctx)
+		return rerr
+	})
+	if err != nil {
+		return nil, fmt.Errorf("first read of the cluster: %w", err)
+	}
+	var listed []policy.Job
+	for i := range cl.Jobs {
+		if cl.Jobs[i].State.Finished() {
+			listed = append(listed, cl.Jobs[i].Job)
+		}
+	}
+	var pf *PolicyFile
+	if cfg.Runner.PolicyFile != "" {
+		if pf, err = LoadPolicyFile(cfg.Runner.PolicyFile); err != nil {
+			return nil, fmt.Errorf("--policy-file: %w", err)
+		}
+	}
+	engCfg := EngineConfig{
+		Cluster: cfg.Runner.Cluster, Policy: cfg.Runner.Policy, Predictor: cfg.Runner.Predictor,
+		GPUs: float64(cl.GPUs(cfg.Runner.Partitions...)), ShardsPerGPU: cfg.ShardsPerGPU, ChargeEvery: cfg.ChargeEvery,
+		HistoryDays: cfg.HistoryDays,
+	}
+	if pf != nil {
+		engCfg.Ranker = pf.Policy
+	}
+	engine, err := NewEngine(ctx, d.Store, engCfg, now(), listed, log)
+	if err != nil {
+		return nil, err
+	}
+	rw, err := NewRewriter(cfg.Rewrite, base.With("component", "rewrite"), d.Store, d.Comments)
+	if err != nil {
+		return nil, err
+	}
+	r := New(cfg.Runner, log, d.Source, sink, d.Leader, engine, rw, NewMetrics())
+	r.now = now
+	if pf != nil {
+		if err := r.SetPolicyFile(pf); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Serve runs s's loop until ctx ends (SIGTERM/SIGINT), finishing the cycle
+// in flight: metrics and health on cfg.Listen, the job API on cfg.HTTPAddr,
+// history pulls every cfg.SyncEvery cycles and retention by the leader.
+func Serve(ctx context.Context, cfg ServeConfig, s *Opened, base *slog.Logger) error {
+	log := base.With("component", "serve")
+	r := s.Runner
+	var ready atomic.Bool
+	if cfg.Listen != "" {
+		srv, err := StartHTTP(cfg.Listen, r.Metrics(), &ready, log)
+		if err != nil {
+			return err
+		}
+		defer shutdown(srv)
+	}
+	if cfg.HTTPAddr != "" {
+		srv, err := StartAPI(cfg.HTTPAddr, NewAPI(cfg.API, r.LastForecast), log)
+		if err != nil {
+			return err
+		}
+		defer shutdown(srv)
+	}
+	log.Info("serving", "cluster", cfg.Runner.Cluster, "policy", cfg.Runner.Policy, "predictor", cfg.Runner.Predictor,
+		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
+		"slurm_api", s.Client.Version(), "history_from", cfg.HistoryFrom)
+	if pf := r.pf; pf != nil {
+		log.Info("ranking with a policy file, reloaded when it changes", "path", pf.cur.Path, "policy", pf.cur.Policy.Name(),
+			"trained_on", pf.cur.File.TrainedOn.String(), "objective", pf.cur.File.Objective)
+	}
+
+	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.Client, Cluster: cfg.Runner.Cluster, Log: log.With("component", "history")}
+	if cfg.HistoryFrom == HistoryFromSacct {
+		history = &accounting.SacctHistory{Cluster: cfg.Runner.Cluster}
+	}
+	sync := func(ctx context.Context) error {
+		_, _, _, err := s.Store.SyncHistory(ctx, history, accounting.SyncOptions{Cluster: cfg.Runner.Cluster, SkipBad: true})
+		return err
+	}
+	retain := func(ctx context.Context) error {
+		rep, err := s.Store.ApplyRetention(ctx, time.Now(), cfg.Retention)
+		if err != nil {
+			return err
+		}
+		log.Info("retention: history trimmed", "dropped_partitions", rep.Dropped, "cycles_pruned", rep.CyclesPruned,
+			"jobs_kept_since", keptSince(rep.JobsSince), "decisions_kept_since", keptSince(rep.DecisionsSince))
+		return nil
+	}
+	return r.Loop(ctx, LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+}
+
+// shutdown stops srv, giving its requests in flight 5 seconds.
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+}
+
+// keptSince names a retention cutoff for the log.
+func keptSince(t time.Time) string {
+	if t.IsZero() {
+		return "all"
+	}
+	return t.Format(time.RFC3339)
+}
+
+// OpenHistory picks where an ingest reads slurmdbd: through the slurmrestd
+// s names, when it names one (this host then needs no Slurm client or
+// munge), else the sacct binary on this host.
+func OpenHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster string, log *slog.Logger) (*accounting.NamedHistory, error) {
+	if s.URL == "" {
+		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: sacct, Cluster: cluster}, Via: "sacct"}, nil
+	}
+	client, err := slurmctl.Connect(ctx, s, log)
+	if err != nil {
+		return nil, err
+	}
+	return &accounting.NamedHistory{HistorySource: &accounting.RESTHistory{Client: client, Cluster: cluster, Log: log},
+		Via: fmt.Sprintf("slurmrestd %s at %s", client.Version(), s.URL)}, nil
+}
+
+// ConnectShares connects to the slurmrestd that `shares sync --from
+// slurmrestd` reads and returns it with its URL, naming the missing
+// setting before trying.
+func ConnectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logger) (accounting.SharesClient, string, error) {
+	if s.URL == "" {
+		return nil, "", errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
+	}
+	if !s.HasToken() {
+		return nil, "", errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
+	}
+	client, err := slurmctl.Connect(ctx, s, log)
+	if err != nil {
+		return nil, "", err
+	}
+	return client, s.URL, nil
+}

@@ -1,0 +1,397 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/power"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Power saving in serve: each cycle, power.Decide picks nodes to power
+// down or up from the cycle's read, and the actions go to a PowerSink:
+// scontrol (PowerLive) or nothing (PowerPlanner, the dry run, also used
+// whenever the cycle itself only plans: serve --dry-run or a follower).
+// Every action, and every cycle in which waiting jobs lacked nodes, is a
+// record in power_action.
+
+// Power modes (--power).
+const (
+	PowerOff    = "off"
+	PowerDryRun = "dry-run"
+	PowerOn     = "on"
+)
+
+// PowerConfig is serve's power-saving settings.
+type PowerConfig struct {
+	Mode              string // PowerOff, PowerDryRun or PowerOn
+	Buffer            int
+	MaxChangesPerHour int
+	IdleWatts         float64 // per powered-down node, for the report's energy estimate
+	Exclude           []string
+	// Horizon is how far ahead the demand forecast is read; Step the
+	// forecast's resolution (the artifact's 10 minutes).
+	Horizon, Step time.Duration
+}
+
+// Enabled reports whether power saving runs (on or dry run); the zero
+// value is off.
+func (c PowerConfig) Enabled() bool { return c.Mode == PowerOn || c.Mode == PowerDryRun }
+
+// Validate checks the settings, naming the bad one by its flag.
+func (c PowerConfig) Validate() error {
+	switch {
+	case c.Mode != "" && c.Mode != PowerOff && c.Mode != PowerDryRun && c.Mode != PowerOn:
+		return fmt.Errorf("--power %q: want off, dry-run or on", c.Mode)
+	case !c.Enabled():
+		return nil
+	case c.Buffer < 0:
+		return fmt.Errorf("--power-buffer %d: want 0 or more idle nodes kept powered", c.Buffer)
+	case c.MaxChangesPerHour < 1:
+		return fmt.Errorf("--power-max-changes-per-hour %d: want at least 1", c.MaxChangesPerHour)
+	case c.IdleWatts < 0:
+		return fmt.Errorf("--power-idle-watts %g: want 0 or more", c.IdleWatts)
+	case c.Step <= 0 || c.Horizon < 0:
+		return fmt.Errorf("power forecast step %v, horizon %v: want a positive step and a horizon of 0 or more", c.Step, c.Horizon)
+	}
+	for _, n := range c.Exclude {
+		if n == "" || strings.ContainsAny(n, " \t[],") {
+			return fmt.Errorf("--power-exclude: %q is not one node name (give a host list like gpu[1-4],gpu9)", n)
+		}
+	}
+	return nil
+}
+
+// PowerSink is where power actions go.
+type PowerSink interface {
+	// SetPower powers node up (up true) or down.
+	SetPower(ctx context.Context, node string, up bool) error
+	// ScheduledNodes returns the nodes the backfill plan holds for each
+	// pending job, where the REST answer has none (Slurm 22.05).
+	ScheduledNodes(ctx context.Context) (map[int64][]string, error)
+}
+
+// PowerPlanner is the dry run's PowerSink: it keeps what it was asked and
+// changes nothing. It still reads the plan's nodes through Reader (nil:
+// none known), because a dry run must decide as the real run would.
+type PowerPlanner struct {
+	Reader  PowerSink
+	Planned []string // "power-down gpu2", in order
+}
+
+// SetPower implements PowerSink.
+func (p *PowerPlanner) SetPower(_ context.Context, node string, up bool) error {
+	op := power.PowerDown
+	if up {
+		op = power.PowerUp
+	}
+	p.Planned = append(p.Planned, string(op)+" "+node)
+	return nil
+}
+
+// ScheduledNodes implements PowerSink.
+func (p *PowerPlanner) ScheduledNodes(ctx context.Context) (map[int64][]string, error) {
+	if p.Reader == nil {
+		return nil, nil
+	}
+	return p.Reader.ScheduledNodes(ctx)
+}
+
+// PowerRecorder keeps power actions (accounting.Store).
+type PowerRecorder interface {
+	RecordPowerActions(ctx context.Context, as []accounting.PowerAction) (int, error)
+}
+
+// PowerReport is what one cycle's power saving did.
+type PowerReport struct {
+	DryRun   bool
+	Decision power.Decision
+	Applied  []power.Action
+	Failed   map[string]string // node → Slurm's refusal
+}
+
+// PowerSaver runs the power decision every cycle. Not safe for concurrent
+// use: only the runner's loop calls it.
+type PowerSaver struct {
+	cfg     PowerConfig
+	cluster string
+	log     *slog.Logger
+	live    PowerSink // nil: dry run only
+	dry     *PowerPlanner
+	rec     PowerRecorder
+	m       *powerMetrics
+
+	changes []time.Time              // actions of the last hour, for the cap
+	planned map[string]power.Op      // dry run: what the nodes would be now
+	demand  map[int64]int            // step index (Unix / Step) → most nodes busy in that step
+	unsaved []accounting.PowerAction // records the database did not take yet
+	last    time.Time                // previous cycle's start
+}
+
+// maxUnsaved bounds the power records kept through a database outage.
+const maxUnsaved = 10_000
+
+// NewPowerSaver returns the power saving of serve, nil when cfg.Mode is
+// off. live is the scontrol writer (may be nil in a dry run).
+func NewPowerSaver(cfg PowerConfig, cluster string, live PowerSink, rec PowerRecorder, m *Metrics, log *slog.Logger) (*PowerSaver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	if cfg.Mode == PowerOn && live == nil {
+		return nil, fmt.Errorf("--power on needs a way to reach scontrol")
+	}
+	if m == nil {
+		m = NewMetrics()
+	}
+	return &PowerSaver{cfg: cfg, cluster: cluster, log: log, live: live, dry: &PowerPlanner{Reader: live}, rec: rec,
+		m: m.power, planned: map[string]power.Op{}, demand: map[int64]int{}}, nil
+}
+
+// SeedChanges tells the saver of the power changes made before it started
+// (from the database), so a restart does not reset the hourly cap.
+func (p *PowerSaver) SeedChanges(at []time.Time) { p.changes = append(p.changes, at...) }
+
+// Cycle decides and acts for one cycle. planOnly is true when the cycle
+// itself writes nothing (serve --dry-run, or not the leader).
+func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *slurmctl.Cluster, planOnly bool) *PowerReport {
+	dry := planOnly || p.cfg.Mode == PowerDryRun || p.live == nil
+	var sink PowerSink = p.dry
+	if !dry {
+		sink = p.live
+	}
+	rep := &PowerReport{DryRun: dry, Failed: map[string]string{}}
+	in := p.inputs(ctx, now, cl, sink, dry)
+	d, err := power.Decide(in)
+	if err != nil { // settings were validated: only a bug gets here
+		p.log.Error("power decision", "err", err)
+		return rep
+	}
+	rep.Decision = d
+	var recs []accounting.PowerAction
+	for _, a := range d.Actions {
+		r := accounting.PowerAction{Cluster: p.cluster, At: now, Cycle: cycle, Node: a.Node, Action: string(a.Op),
+			Reason: a.Reason, Parts: a.Parts, DryRun: dry}
+		if err := sink.SetPower(ctx, a.Node, a.Op == power.PowerUp); err != nil {
+			r.Error = err.Error()
+			rep.Failed[a.Node] = err.Error()
+			p.m.errors.Inc()
+			p.log.Warn("power action refused", "node", a.Node, "op", a.Op, "err", err)
+		} else {
+			rep.Applied = append(rep.Applied, a)
+			p.changes = append(p.changes, now)
+			p.m.changes.WithLabelValues(string(a.Op), fmt.Sprint(dry)).Inc()
+			if dry {
+				p.planned[a.Node] = a.Op
+			}
+			p.log.Info("power action", "node", a.Node, "op", a.Op, "reason", a.Reason, "dry_run", dry)
+		}
+		recs = append(recs, r)
+	}
+	span := time.Duration(0)
+	if !p.last.IsZero() && now.After(p.last) {
+		span = min(now.Sub(p.last), time.Hour)
+	}
+	p.last = now
+	if d.Lack > 0 {
+		recs = append(recs, accounting.PowerAction{Cluster: p.cluster, At: now, Cycle: cycle, Action: "lack",
+			Reason:    fmt.Sprintf("jobs waiting for nodes need %d, %d idle powered", d.PendingNodes, d.IdleOn+d.PoweringUp),
+			LackNodes: d.Lack, Span: span, DryRun: dry,
+			Parts: map[string]float64{"pending_nodes": float64(d.PendingNodes), "idle_on": float64(d.IdleOn), "powering_up": float64(d.PoweringUp)}})
+		p.m.lackSeconds.Add(float64(d.Lack) * span.Seconds())
+	}
+	p.m.off.Set(float64(d.Off))
+	p.m.lack.Set(float64(d.Lack))
+	p.m.held.Add(float64(d.HeldByCap))
+	p.record(ctx, recs)
+	return rep
+}
+
+// inputs builds the decision's inputs from the cycle's read.
+func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Cluster, sink PowerSink, dry bool) power.Inputs {
+	in := power.Inputs{Now: now, Step: p.cfg.Step, Settings: power.Settings{Buffer: p.cfg.Buffer,
+		MaxChangesPerHour: p.cfg.MaxChangesPerHour, Exclude: p.cfg.Exclude, Horizon: p.cfg.Horizon}}
+	var sched map[int64][]string
+	needSched := false
+	for i := range cl.Jobs {
+		if cl.Jobs[i].Pending() && len(cl.Jobs[i].NodeList) == 0 {
+			needSched = true
+			break
+		}
+	}
+	if needSched && cl.Version == slurmctl.V0038 {
+		var err error
+		if sched, err = sink.ScheduledNodes(ctx); err != nil {
+			// Without the plan's nodes, a node a pending job waits for
+			// could be taken: power nothing down this cycle.
+			p.log.Warn("read the backfill plan's nodes: powering nothing down this cycle", "err", err)
+			in.Settings.MaxChangesPerHour, in.Changes = 1, []time.Time{now}
+		}
+	}
+	for i := range cl.Jobs {
+		j := &cl.Jobs[i]
+		switch {
+		case j.Pending():
+			nodes := j.NodeList
+			if len(nodes) == 0 {
+				nodes = sched[j.ID]
+			}
+			in.Jobs = append(in.Jobs, power.Job{ID: j.ID, Pending: true, Nodes: max(j.Nodes, 1), NodeList: nodes,
+				WaitsForNodes: power.WaitsForNodes(j.Reason)})
+		case !j.State.Finished() && j.State != policy.StatePending:
+			in.Jobs = append(in.Jobs, power.Job{ID: j.ID, Nodes: j.Nodes, NodeList: j.NodeList})
+		}
+	}
+	busy := 0
+	for i := range cl.Nodes {
+		n := &cl.Nodes[i]
+		pn := power.Node{Name: n.Name, Busy: n.Busy(), Usable: n.UsableWhenPowered()}
+		switch n.Power() {
+		case slurmctl.NodeOff:
+			pn.Power = power.Off
+		case slurmctl.NodePoweringDown:
+			pn.Power = power.PoweringDown
+		case slurmctl.NodePoweringUp:
+			pn.Power = power.PoweringUp
+		}
+		if dry { // what the node would be, had the planned actions been taken
+			switch op, ok := p.planned[n.Name]; {
+			case !ok:
+			case pn.Busy || (op == power.PowerUp && pn.Power == power.On) || (op == power.PowerDown && pn.Power == power.Off):
+				delete(p.planned, n.Name) // a job took it, or Slurm agrees now
+			case op == power.PowerDown:
+				pn.Power = power.Off
+			case op == power.PowerUp:
+				pn.Power = power.On
+			}
+		}
+		if pn.Busy {
+			busy++
+		}
+		in.Nodes = append(in.Nodes, pn)
+	}
+	p.observeDemand(now, busy)
+	in.Forecast = p.forecast(now)
+	cut := now.Add(-time.Hour)
+	p.changes = slices.DeleteFunc(p.changes, func(t time.Time) bool { return !t.After(cut) })
+	if in.Changes == nil {
+		in.Changes = p.changes
+	}
+	return in
+}
+
+// observeDemand keeps the most nodes busy per step, for a week and a day.
+func (p *PowerSaver) observeDemand(now time.Time, busy int) {
+	step := now.Unix() / int64(p.cfg.Step.Seconds())
+	p.demand[step] = max(p.demand[step], busy)
+	keep := int64((8 * 24 * time.Hour) / p.cfg.Step)
+	for k := range p.demand {
+		if k < step-keep {
+			delete(p.demand, k)
+		}
+	}
+}
+
+// forecast is the seasonal-naive forecast of node demand over the
+// horizon: each coming step's demand a day earlier, where serve saw it
+// (docs/POWER.md: the baseline the GBT forecaster is measured against).
+// Nil until serve has a day of its own observations.
+func (p *PowerSaver) forecast(now time.Time) []float64 {
+	if p.cfg.Horizon <= 0 {
+		return nil
+	}
+	step := now.Unix() / int64(p.cfg.Step.Seconds())
+	day := int64((24 * time.Hour) / p.cfg.Step)
+	n := int((p.cfg.Horizon + p.cfg.Step - 1) / p.cfg.Step)
+	var out []float64
+	for h := 1; h <= n; h++ {
+		v, ok := p.demand[step+int64(h)-day]
+		if !ok {
+			return nil
+		}
+		out = append(out, float64(v))
+	}
+	return out
+}
+
+// record stores recs, keeping what the database refuses for the next cycle.
+func (p *PowerSaver) record(ctx context.Context, recs []accounting.PowerAction) {
+	p.unsaved = append(p.unsaved, recs...)
+	if len(p.unsaved) == 0 || p.rec == nil {
+		return
+	}
+	if _, err := p.rec.RecordPowerActions(ctx, p.unsaved); err != nil {
+		if over := len(p.unsaved) - maxUnsaved; over > 0 {
+			p.unsaved = slices.Delete(p.unsaved, 0, over)
+		}
+		p.log.Warn("record power actions: kept for the next cycle", "records", len(p.unsaved), "err", err)
+		return
+	}
+	p.unsaved = p.unsaved[:0]
+}
+
+// powerMetrics are power saving's Prometheus metrics.
+type powerMetrics struct {
+	off         prometheus.Gauge
+	lack        prometheus.Gauge
+	lackSeconds prometheus.Counter
+	changes     *prometheus.CounterVec
+	errors      prometheus.Counter
+	held        prometheus.Counter
+}
+
+func newPowerMetrics(reg *prometheus.Registry) *powerMetrics {
+	m := &powerMetrics{
+		off:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_power_nodes_off", Help: "Nodes powered down (POWERED_DOWN) at the last cycle, as Slurm reports them (in a dry run: as they would be)."}),
+		lack:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_power_lack_nodes", Help: "Nodes that jobs waiting for nodes lacked at the last cycle: pending demand above the idle powered nodes."}),
+		lackSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_power_lack_node_seconds_total", Help: "Lacking nodes times the time they were lacking (node-seconds)."}),
+		changes:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairway_power_changes_total", Help: "Power changes made (or, dry_run=\"true\", planned), by operation."}, []string{"op", "dry_run"}),
+		errors:      prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_power_errors_total", Help: "Power changes Slurm refused."}),
+		held:        prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_power_held_by_cap_total", Help: "Power changes the hourly cap kept back."}),
+	}
+	reg.MustRegister(m.off, m.lack, m.lackSeconds, m.changes, m.errors, m.held)
+	return m
+}
+
+// WriteText writes a cycle's power saving for people: the counts it
+// decided from and each action with its reason. A nil report (power saving
+// off) writes nothing.
+func (rep *PowerReport) WriteText(w io.Writer) error {
+	if rep == nil {
+		return nil
+	}
+	d := rep.Decision
+	mode := "applied"
+	if rep.DryRun {
+		mode = "dry run: nothing changed"
+	}
+	fmt.Fprintf(w, "\npower: %d busy, %d idle powered, %d off, %d powering up, %d pending node demand, lack %d, keep %d powered; %d actions (%s), %d held by the hourly cap\n",
+		d.Busy, d.IdleOn, d.Off, d.PoweringUp, d.PendingNodes, d.Lack, d.Target, len(d.Actions), mode, d.HeldByCap)
+	if len(d.Actions) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tACTION\tRESULT\tREASON")
+	for _, a := range d.Actions {
+		res := "done"
+		switch {
+		case rep.Failed[a.Node] != "":
+			res = "refused: " + rep.Failed[a.Node]
+		case rep.DryRun:
+			res = "planned"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Node, a.Op, res, a.Reason)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,149 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakePower plays scontrol and squeue for power saving.
+type fakePower struct {
+	calls []string
+	sched map[int64][]string
+}
+
+func (f *fakePower) SetPower(_ context.Context, node string, up bool) error {
+	op := "down"
+	if up {
+		op = "up"
+	}
+	f.calls = append(f.calls, op+" "+node)
+	return nil
+}
+
+func (f *fakePower) ScheduledNodes(context.Context) (map[int64][]string, error) { return f.sched, nil }
+
+type fakePowerRec struct{ got []accounting.PowerAction }
+
+func (f *fakePowerRec) RecordPowerActions(_ context.Context, as []accounting.PowerAction) (int, error) {
+	f.got = append(f.got, as...)
+	return len(as), nil
+}
+
+func powerCluster(jobs ...slurmctl.Job) *slurmctl.Cluster {
+	node := func(name string, state ...string) slurmctl.Node {
+		return slurmctl.Node{Name: name, State: state, Partitions: []string{"gpu"}}
+	}
+	return &slurmctl.Cluster{Version: slurmctl.V0038, Jobs: jobs, Nodes: []slurmctl.Node{
+		node("gpu1", "MIXED"), node("gpu2", "IDLE"), node("gpu3", "IDLE"), node("gpu4", "IDLE"),
+	}}
+}
+
+func TestPowerSaver_Cycle(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	cfg := PowerConfig{Mode: PowerOn, Buffer: 1, MaxChangesPerHour: 10, Step: 10 * time.Minute, Horizon: time.Hour}
+	running := slurmctl.Job{Job: policy.Job{ID: 1, State: policy.StateRunning, Nodes: 1}, NodeList: []string{"gpu1"}}
+	pending := slurmctl.Job{Job: policy.Job{ID: 2, State: policy.StatePending, Nodes: 1}, Reason: "Priority"}
+
+	t.Run("on: idle nodes above the buffer go down, not the one the plan holds", func(t *testing.T) {
+		live, rec := &fakePower{sched: map[int64][]string{2: {"gpu4"}}}, &fakePowerRec{}
+		ps, err := NewPowerSaver(cfg, "c", live, rec, nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := ps.Cycle(t.Context(), 1, now, powerCluster(running, pending), false)
+		// busy 1 + pending 1 + buffer 1 = 3 powered: one of gpu2, gpu3 goes (gpu3, the highest not held)
+		if d := cmp.Diff([]string{"down gpu3"}, live.calls); d != "" {
+			t.Errorf("scontrol calls (-want +got):\n%s", d)
+		}
+		if rep.DryRun || len(rec.got) != 1 || rec.got[0].Node != "gpu3" || rec.got[0].Action != "power-down" || rec.got[0].DryRun {
+			t.Errorf("records %+v, dry run %v: want one live power-down of gpu3", rec.got, rep.DryRun)
+		}
+		var b bytes.Buffer
+		if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "gpu3  power-down  done") {
+			t.Errorf("text %q, %v: want gpu3's power-down", b.String(), err)
+		}
+	})
+
+	t.Run("dry run: nothing reaches scontrol, the plan converges", func(t *testing.T) {
+		live, rec := &fakePower{}, &fakePowerRec{}
+		dry := cfg
+		dry.Mode = PowerDryRun
+		ps, err := NewPowerSaver(dry, "c", live, rec, nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := ps.Cycle(t.Context(), 1, now, powerCluster(running), false)
+		second := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), false)
+		if len(live.calls) != 0 {
+			t.Errorf("dry run ran %v", live.calls)
+		}
+		if got := len(first.Decision.Actions); got != 2 || !first.DryRun {
+			t.Errorf("first cycle: %d actions (dry run %v), want 2 planned power-downs", got, first.DryRun)
+		}
+		if got := len(second.Decision.Actions); got != 0 {
+			t.Errorf("second cycle: %d actions, want none (the planned ones stand)", got)
+		}
+		if len(rec.got) != 2 || !rec.got[0].DryRun {
+			t.Errorf("records %+v: want two dry-run power-downs", rec.got)
+		}
+	})
+
+	t.Run("a follower only plans", func(t *testing.T) {
+		live := &fakePower{}
+		ps, _ := NewPowerSaver(cfg, "c", live, &fakePowerRec{}, nil, slog.New(slog.DiscardHandler))
+		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), true); !rep.DryRun || len(live.calls) != 0 {
+			t.Errorf("plan-only cycle: dry run %v, calls %v", rep.DryRun, live.calls)
+		}
+	})
+
+	t.Run("lack powers up at once and is recorded", func(t *testing.T) {
+		live, rec := &fakePower{}, &fakePowerRec{}
+		ps, _ := NewPowerSaver(cfg, "c", live, rec, nil, slog.New(slog.DiscardHandler))
+		cl := powerCluster(running, slurmctl.Job{Job: policy.Job{ID: 3, State: policy.StatePending, Nodes: 3}, Reason: "Resources"})
+		for i := 1; i < 4; i++ {
+			cl.Nodes[i].State = []string{"IDLE", "POWERED_DOWN"}
+		}
+		ps.Cycle(t.Context(), 1, now, cl, false)
+		if d := cmp.Diff([]string{"up gpu2", "up gpu3", "up gpu4"}, live.calls); d != "" {
+			t.Errorf("scontrol calls (-want +got):\n%s", d)
+		}
+		var lack *accounting.PowerAction
+		for i := range rec.got {
+			if rec.got[i].Action == "lack" {
+				lack = &rec.got[i]
+			}
+		}
+		if lack == nil || lack.LackNodes != 3 {
+			t.Errorf("records %+v: want a lack row of 3 nodes", rec.got)
+		}
+	})
+}
+
+func TestPowerConfig_Validate(t *testing.T) {
+	ok := PowerConfig{Mode: PowerOn, Buffer: 1, MaxChangesPerHour: 5, Step: time.Minute}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*PowerConfig){
+		"--power":                      func(c *PowerConfig) { c.Mode = "yes" },
+		"--power-buffer":               func(c *PowerConfig) { c.Buffer = -1 },
+		"--power-max-changes-per-hour": func(c *PowerConfig) { c.MaxChangesPerHour = 0 },
+		"--power-idle-watts":           func(c *PowerConfig) { c.IdleWatts = -3 },
+		"--power-exclude":              func(c *PowerConfig) { c.Exclude = []string{"gpu[1-2]"} },
+	} {
+		c := ok
+		mod(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err %v, want one naming the flag", name, err)
+		}
+	}
+}
