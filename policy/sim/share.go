@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 )
 
 // Shared GPUs. RunShared replays a GPU trace like Run, with one more thing
@@ -461,7 +462,7 @@ func (s *shared) anyFits() bool {
 	if minWhole <= per {
 		return maxFree >= minWhole
 	}
-	return whollyFree >= policy.NodesFor(minWhole, per)
+	return whollyFree >= schedule.NodesFor(minWhole, per)
 }
 
 // place chooses the GPUs for job k, or nil when it does not fit now.
@@ -487,7 +488,7 @@ func (s *shared) place(k int32) []gpuRef {
 	if j.gpus <= per {
 		return s.wholeGPUs(j.gpus)
 	}
-	need := policy.NodesFor(j.gpus, per)
+	need := schedule.NodesFor(j.gpus, per)
 	var out []gpuRef
 	for n := range s.nodes {
 		if s.freeWhole(n) == per {

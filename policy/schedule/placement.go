@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"iter"
@@ -418,4 +418,13 @@ func (e *EASY) reserve(now int64, need int, ends iter.Seq2[int64, []Use]) int64 
 		e.long[r] = min(e.long[r], free.free[u.Node])
 	}
 	return max(t, now)
+}
+
+// resize returns s with length n, reusing its array when it is large
+// enough; the contents are not cleared.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
 }
