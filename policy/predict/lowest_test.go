@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // TestFairwayRequestShare_LowestErrors replays the suite's three synthetic

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // sharedTrace reads one of the shared traces ($FAIRWAY_TRACES, else

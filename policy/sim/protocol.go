@@ -40,7 +40,7 @@ const (
 	// beside the reservation); it drops jobs that ran 0 s, lets a job run
 	// past its requested time and sizes a job by the larger of its
 	// requested and allocated processors (Run keeps 0 s jobs, cuts runs at
-	// the limit, and policy/trace takes the requested processors). Its
+	// the limit, and internal/trace takes the requested processors). Its
 	// bounded slowdown is Measure's: max((wait + run)/max(run, 10 s), 1),
 	// averaged over the sequence's jobs, then over the sequences.
 	Sequences ProtocolKind = "sequences"
