@@ -3,8 +3,10 @@ package predict
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -268,9 +270,38 @@ func NewFairwayPredictor(p FairwayParams) (policy.Predictor, error) {
 
 func (f *fairwayPredictor) Name() string { return "fairway" }
 
-// ConcurrentPredict marks Predict as read-only: it reads the users, names,
-// matches and model, and changes nothing (PredictAll may share it out).
-func (f *fairwayPredictor) ConcurrentPredict() {}
+// predictBatchMinPerWorker is the fewest jobs worth a goroutine of
+// PredictBatch: below it, starting and joining goroutines costs more than
+// the predictions they share out.
+const predictBatchMinPerWorker = 4096
+
+// PredictBatch predicts every job of jobs into out. Predict only reads (the
+// users, names, matches and model), so a large batch (a full queue after a
+// restart, a user's thousand queued jobs after one of theirs finished) is
+// shared among the caller and the helpers it can take (gbt.TakeHelpers);
+// the results are the same as predicting one job after another.
+func (f *fairwayPredictor) PredictBatch(jobs []*policy.Job, out []policy.Prediction) {
+	got, release := gbt.TakeHelpers(min(runtime.GOMAXPROCS(0), len(jobs)/predictBatchMinPerWorker) - 1)
+	defer release()
+	workers := 1 + got
+	if workers <= 1 {
+		for i, j := range jobs {
+			out[i] = f.Predict(j)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(jobs) + workers - 1) / workers
+	for lo := 0; lo < len(jobs); lo += chunk {
+		hi := min(lo+chunk, len(jobs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = f.Predict(jobs[i])
+			}
+		})
+	}
+	wg.Wait()
+}
 
 // Observe learns j's features and outcome, then adds it to the history.
 func (f *fairwayPredictor) Observe(j *policy.Job) {

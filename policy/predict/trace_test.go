@@ -151,7 +151,7 @@ func TestFairway_SummariesMatchScan(t *testing.T) {
 
 // BenchmarkPredict measures predicting a queue of pending jobs with a warm
 // fairway model: it has observed the whole CTC trace; the pending jobs are
-// CTC's, cycled, submitted after the trace's end. jobs=N runs PredictAll,
+// CTC's, cycled, submitted after the trace's end. jobs=N runs PredictBatch,
 // as the Engine does each cycle; one-by-one=N calls Predict in a loop on
 // one goroutine.
 func BenchmarkPredict(b *testing.B) {
@@ -160,6 +160,7 @@ func BenchmarkPredict(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		queue := warmQueue(b, p, jobs, n)
 		out := make([]policy.Prediction, n)
+		bp := p.(policy.BatchPredictor)
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			// Collect the setup's garbage (the trace and the training) so
 			// that its collection is not charged to the timed loop.
@@ -167,7 +168,7 @@ func BenchmarkPredict(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				policy.PredictAll(p, queue, out)
+				bp.PredictBatch(queue, out)
 			}
 		})
 		b.Run(fmt.Sprintf("one-by-one=%d", n), func(b *testing.B) {
@@ -246,18 +247,22 @@ func warmQueue(tb testing.TB, p policy.Predictor, jobs []policy.Job, n int) []*p
 	return queue
 }
 
-// TestPredictAll_SameAsOneByOne checks that PredictAll, sharing a warm
+// TestPredictBatch_SameAsOneByOne checks that PredictBatch, sharing a warm
 // fairway model among goroutines, gives each job exactly what Predict
 // does (run it with -race to check that Predict only reads).
-func TestPredictAll_SameAsOneByOne(t *testing.T) {
+func TestPredictBatch_SameAsOneByOne(t *testing.T) {
 	jobs := sharedTrace(t, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
 	p := warmFairway(t, jobs)
 	queue := warmQueue(t, p, jobs, 3*4096+17)
 	got := make([]policy.Prediction, len(queue))
-	policy.PredictAll(p, queue, got)
+	bp, ok := p.(policy.BatchPredictor)
+	if !ok {
+		t.Fatalf("the fairway predictor (%T) is not a policy.BatchPredictor", p)
+	}
+	bp.PredictBatch(queue, got)
 	for i, j := range queue {
 		if want := p.Predict(j); got[i] != want {
-			t.Fatalf("job %d: PredictAll %+v, Predict %+v", i, got[i], want)
+			t.Fatalf("job %d: PredictBatch %+v, Predict %+v", i, got[i], want)
 		}
 	}
 }

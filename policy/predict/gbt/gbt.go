@@ -27,8 +27,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-
-	"github.com/fairway-hpc/fairway/policy"
 )
 
 const gbtBins = 64
@@ -385,11 +383,11 @@ func Parallel(n, work int, fn func(lo, hi int)) {
 }
 
 // gbtWorkers is how many chunks to make of n indices: the caller plus the
-// helpers it can take (policy.TakeHelpers), at most one per core, none when
+// helpers it can take (TakeHelpers), at most one per core, none when
 // the work is too small. release gives the helpers back.
 func gbtWorkers(n, work int) (workers int, release func()) {
 	want := max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
-	got, release := policy.TakeHelpers(want - 1)
+	got, release := TakeHelpers(want - 1)
 	return 1 + got, release
 }
 
