@@ -38,32 +38,20 @@ func pending(j policy.Job) policy.Job {
 }
 
 // TestPredictors_Contract replays the KTH trace in submit order through every
-// predictor (and fairway with Contexts or RequestShare) and checks the
-// Prediction contract on each job: never negative, never above the time
+// predictor and checks the Prediction contract on each job: never negative, never above the time
 // limit (except alea, which reproduces a published method that scales the
 // request by ratios that may exceed 1), Upper at or above Run when a
 // quantile is given; and Predict does not change the predictor: a twin fed
 // the same jobs without the extra Predict calls predicts the same.
 func TestPredictors_Contract(t *testing.T) {
 	jobs := sharedTrace(t, "KTH-SP2-filtered.swf.gz", trace.SWF)[:8000]
-	type variant struct {
-		test, name string
-		params     predict.Params
-	}
-	var variants []variant
 	for _, name := range predict.Names() {
-		variants = append(variants, variant{name, name, predict.Params{}})
-	}
-	variants = append(variants, variant{"fairway-contexts", "fairway", predict.Params{Fairway: predict.FairwayParams{Contexts: true}}})
-	variants = append(variants, variant{"fairway-request-share", "fairway", predict.Params{Fairway: predict.FairwayParams{RequestShare: true}}})
-	for _, v := range variants {
-		name := v.name
-		t.Run(v.test, func(t *testing.T) {
-			p, err := predict.New(name, v.params)
+		t.Run(name, func(t *testing.T) {
+			p, err := predict.New(name, predict.Params{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			twin, _ := predict.New(name, v.params)
+			twin, _ := predict.New(name, predict.Params{})
 			sources := map[string]int{}
 			for i := range jobs {
 				pj := pending(jobs[i])
