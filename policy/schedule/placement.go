@@ -177,15 +177,6 @@ func (p *Pool) Give(a []Use) {
 	}
 }
 
-// limitAt lowers the free units of the nodes of a to at most q's.
-func (p *Pool) limitAt(q *Pool, a []Use) {
-	for _, u := range a {
-		if f, g := p.free[u.Node], q.free[u.Node]; g < f {
-			p.set(int(u.Node), f, g)
-		}
-	}
-}
-
 // EASY is one scheduling pass as Slurm's scheduler makes it over a ranked
 // queue, with EASY backfilling (Lifka, "The ANL/IBM SP scheduling system",
 // JSSPP 1995; Mu'alem and Feitelson, IEEE TPDS 12(6), 2001), as Slurm's

@@ -316,17 +316,6 @@ func (e *Evaluator) Evaluate(ctx context.Context, mk PolicyFactory) (Evaluation,
 	return ev, nil
 }
 
-// Evaluate evaluates the policies mk makes on jobs and cluster c under
-// p: NewEvaluator then Evaluator.Evaluate. To evaluate many policies on
-// one trace, build the Evaluator once.
-func Evaluate(ctx context.Context, jobs []policy.Job, c Cluster, mk PolicyFactory, p Protocol) (Evaluation, error) {
-	e, err := NewEvaluator(jobs, c, p)
-	if err != nil {
-		return Evaluation{}, err
-	}
-	return e.Evaluate(ctx, mk)
-}
-
 // replay simulates jobs [from, to) on an empty cluster, warmed with the
 // history before job from.
 func (e *Evaluator) replay(ctx context.Context, mk PolicyFactory, from, to int) (*Result, error) {

@@ -291,21 +291,6 @@ func (t *Trainer) leafValueBinned(tree []gbtNode, bins []uint8) float32 {
 	}
 }
 
-func leafValue(tree []gbtNode, x []float32) float32 {
-	i := int32(0)
-	for {
-		n := &tree[i]
-		if n.feature < 0 {
-			return n.value
-		}
-		if x[n.feature] <= n.threshold {
-			i = n.left
-		} else {
-			i = n.right
-		}
-	}
-}
-
 // buildBins chooses quantile cut points per feature and bins every value.
 func (t *Trainer) buildBins(x []float32, n, nf int) {
 	t.cuts = resize(t.cuts, nf)

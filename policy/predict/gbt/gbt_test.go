@@ -212,3 +212,21 @@ func TestBinOf_MatchesSearch(t *testing.T) {
 		}
 	}
 }
+
+// leafValue walks tree on the raw features x, against the thresholds: the
+// reference that the binned walk (leafValueBinned) and Model.Predict must
+// agree with.
+func leafValue(tree []gbtNode, x []float32) float32 {
+	i := int32(0)
+	for {
+		n := &tree[i]
+		if n.feature < 0 {
+			return n.value
+		}
+		if x[n.feature] <= n.threshold {
+			i = n.left
+		} else {
+			i = n.right
+		}
+	}
+}
