@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
 // FormatSacctJSON is FileImport.Format for a `sacct --json` document; the
-// other formats are policy/trace's.
+// other formats are internal/trace's.
 const FormatSacctJSON = "sacct-json"
 
 // FileImport says what a file holds and how to import it.

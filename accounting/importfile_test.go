@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
 func TestTraceCluster(t *testing.T) {

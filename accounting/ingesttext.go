@@ -5,7 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
 // WriteText writes the import's summary for people: one row per figure,

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
 // TraceSource is a Source over a workload trace (SWF, Helios, Philly-MIX),
-// read by package policy/trace. It can Rewind when its reader can seek (a
+// read by package internal/trace. It can Rewind when its reader can seek (a
 // file, not a pipe).
 type TraceSource struct {
 	*trace.Reader

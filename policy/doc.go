@@ -22,7 +22,6 @@
 // Ledger for the contract). Policies are built by name from the Policies
 // registry; Assign turns a ranking into the integers written to Slurm.
 //
-// NewForecast plays a ranked Snapshot forward to say when each pending job
-// is expected to start, scheduling as the simulator does with the EASY pass
-// and the Pool placement they share.
+// How Slurm then places and backfills the ranked jobs is modelled in
+// policy/schedule.
 package policy

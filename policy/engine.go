@@ -277,7 +277,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 			e.due(&o.Running[i], false)
 		}
 		e.preds = resize(e.preds, len(e.batch))
-		PredictAll(e.p.Predictor, e.batch, e.preds)
+		predictAll(e.p.Predictor, e.batch, e.preds)
 		e.repredicted = e.repredicted[:0]
 		for i, j := range e.batch {
 			old, had := e.predicted[j.ID]

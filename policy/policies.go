@@ -135,10 +135,6 @@ var registry = []Entry{
 		Traits{Family: true}, DefaultLearnedParams(), NewLearned),
 }
 
-// Registered returns every registered policy in the registry's order. The
-// slice is a copy; the entries' functions are shared.
-func Registered() []Entry { return append([]Entry(nil), registry...) }
-
 // Names lists the registered policies in the registry's order.
 func Names() []string {
 	out := make([]string, len(registry))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"slices"
 	"time"
 )
 
@@ -79,20 +78,6 @@ type Parts struct {
 type partTable struct {
 	names []string
 	vals  []float64
-}
-
-// NewParts returns Parts holding m, for Policy implementations outside
-// this package and tests.
-func NewParts(m map[string]float64) Parts {
-	if m == nil {
-		return Parts{}
-	}
-	t := &partTable{names: slices.Sorted(maps.Keys(m))}
-	t.vals = make([]float64, len(t.names))
-	for i, k := range t.names {
-		t.vals[i] = m[k]
-	}
-	return Parts{t: t}
 }
 
 func (p Parts) values() []float64 {

@@ -103,7 +103,7 @@ func TestFIFO_Rank(t *testing.T) {
 
 func TestRegistry_NamesUniqueDefaultRegistered(t *testing.T) {
 	seen := map[string]bool{}
-	for _, e := range Registered() {
+	for _, e := range registry {
 		if seen[e.Name] {
 			t.Errorf("%q is registered twice", e.Name)
 		}
@@ -392,7 +392,7 @@ func TestRegistry_TraitsAnswerWhatNamesDid(t *testing.T) {
 		t.Errorf("Preemptive (-want +got):\n%s", diff)
 	}
 	var oracles []string
-	for _, e := range Registered() {
+	for _, e := range registry {
 		if e.Traits.NeedsTrueRunTimes {
 			oracles = append(oracles, e.Name)
 		}

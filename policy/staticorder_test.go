@@ -14,7 +14,7 @@ import (
 // gets one with a fixed origin; ReadsPredictions is false exactly for the
 // policies with PredictionBlind.
 func TestStaticOrder_Traits(t *testing.T) {
-	for _, e := range Registered() {
+	for _, e := range registry {
 		p, err := e.New(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -23,7 +23,7 @@ func TestStaticOrder_Traits(t *testing.T) {
 			t.Errorf("%s: NewStaticOrder ok = %v, trait StaticOrder = %v", e.Name, ok, e.Traits.StaticOrder)
 		}
 	}
-	for _, e := range Registered() {
+	for _, e := range registry {
 		p, err := e.New(nil)
 		if err != nil {
 			t.Fatal(err)

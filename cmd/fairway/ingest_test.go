@@ -101,7 +101,7 @@ func TestIngestCommand_TraceTwiceAndCorrupt(t *testing.T) {
 		t.Fatalf("rows of the failed import: %d (%v), want 0", n, err)
 	}
 	skipped := ingestJSON(t, "--database-url", url, "--from", "swf", "--cluster", "other", "--skip-bad", bad)
-	// policy/trace counts the lines it skips but does not say which.
+	// internal/trace counts the lines it skips but does not say which.
 	if skipped.Rejected != 1 || skipped.Inserted != first.Inserted-1 {
 		t.Errorf("--skip-bad: %+v", skipped)
 	}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/sim/simplot"
-	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/progress"
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
-	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 )

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy/sim"
-	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/urfave/cli/v2"
 )
 

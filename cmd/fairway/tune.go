@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/progress"
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
-	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/fairway-hpc/fairway/policy/tune"
 	"github.com/urfave/cli/v2"
 )

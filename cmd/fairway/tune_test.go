@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // synthTrace writes a small synthetic Helios trace (8 × 8 GPUs) and

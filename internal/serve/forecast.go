@@ -11,23 +11,24 @@ import (
 
 	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
-// QueueForecast is one cycle's start-time forecast (policy.NewForecast)
+// QueueForecast is one cycle's start-time forecast (schedule.NewForecast)
 // of every ranked job, with predicted run times and with time limits, as
 // `fairway queue`, `fairway explain` and the HTTP API show it. It is
 // built once per cycle and only read after: the API serves it from
 // several goroutines.
 type QueueForecast struct {
-	At      time.Time      `json:"at"`
-	Policy  string         `json:"policy"`
-	Machine policy.Machine `json:"-"`
+	At      time.Time        `json:"at"`
+	Policy  string           `json:"policy"`
+	Machine schedule.Machine `json:"-"`
 	// Jobs is every ranked job, in squeue's order: by partition, then
 	// Fairway's rank.
 	Jobs []JobForecast `json:"jobs"`
 
-	Predicted, Limits *policy.Forecast `json:"-"`
+	Predicted, Limits *schedule.Forecast `json:"-"`
 	byID              map[int64]int
 	runningUser       map[int64]string // the running jobs' users, for StartFor
 }
@@ -70,7 +71,7 @@ type StartForecast struct {
 	// MustEnd are the running jobs expected to end first, MustStart the
 	// jobs ranked ahead expected to start first, Backfill the jobs ranked
 	// below expected to start by then in room this job cannot use yet
-	// (they need not start first), each in time order (policy.Forecast.Before).
+	// (they need not start first), each in time order (schedule.Forecast.Before).
 	// The counts are of all of them, also where the lists hold only the
 	// asking user's own (StartFor).
 	MustEnd        []Event `json:"must_end"`
@@ -94,7 +95,7 @@ type Event struct {
 // GPU node splits each GPU into the same number of shards, so that shard
 // jobs take room too. Nodes are taken as alike, each with the most any
 // has.
-func MachineOf(cl *slurmctl.Cluster, partitions []string) policy.Machine {
+func MachineOf(cl *slurmctl.Cluster, partitions []string) schedule.Machine {
 	var gpuNodes, gpuMax, cpuNodes, cpuMax, spg int
 	sharded := true
 	for i := range cl.Nodes {
@@ -113,27 +114,27 @@ func MachineOf(cl *slurmctl.Cluster, partitions []string) policy.Machine {
 		}
 	}
 	if gpuNodes > 0 && sharded && spg > 1 {
-		return policy.Machine{Nodes: gpuNodes, PerNode: gpuMax * spg, ShardsPerGPU: spg}
+		return schedule.Machine{Nodes: gpuNodes, PerNode: gpuMax * spg, ShardsPerGPU: spg}
 	}
 	if gpuNodes > 0 {
-		return policy.Machine{Nodes: gpuNodes, PerNode: gpuMax}
+		return schedule.Machine{Nodes: gpuNodes, PerNode: gpuMax}
 	}
-	return policy.Machine{Nodes: cpuNodes, PerNode: cpuMax, CPUs: true}
+	return schedule.Machine{Nodes: cpuNodes, PerNode: cpuMax, CPUs: true}
 }
 
 // NewQueueForecast plays a cycle's snapshot and ranking forward on m both
 // ways. running are the running jobs of the ranked partitions (the
 // snapshot's may hold others).
-func NewQueueForecast(pol string, m policy.Machine, snap *policy.Snapshot, running []policy.Job, ranking []policy.Score) (*QueueForecast, error) {
+func NewQueueForecast(pol string, m schedule.Machine, snap *policy.Snapshot, running []policy.Job, ranking []policy.Score) (*QueueForecast, error) {
 	s := *snap
 	s.Running = running
-	fp := policy.ForecastParams{Machine: m}
-	pf, err := policy.NewForecast(&s, ranking, fp)
+	fp := schedule.ForecastParams{Machine: m}
+	pf, err := schedule.NewForecast(&s, ranking, fp)
 	if err != nil {
 		return nil, err
 	}
 	fp.Limits = true
-	lf, err := policy.NewForecast(&s, ranking, fp)
+	lf, err := schedule.NewForecast(&s, ranking, fp)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (f fenwick) sum(n int) int {
 	return c
 }
 
-func unitName(m policy.Machine) string {
+func unitName(m schedule.Machine) string {
 	switch {
 	case m.CPUs:
 		return "CPUs"
@@ -291,7 +292,7 @@ func (q *QueueForecast) StartFor(id int64, user string) (*StartForecast, bool) {
 		}
 	}
 	for _, l := range []struct {
-		from []policy.Expected
+		from []schedule.Expected
 		to   *[]Event
 	}{{ahead, &sf.MustStart}, {backfill, &sf.Backfill}} {
 		for _, e := range l.from {
@@ -353,7 +354,7 @@ func (r *Runner) forecastCycle(log *slog.Logger, cl *slurmctl.Cluster, snap *pol
 
 // forecast makes, observes and publishes one forecast of the ranking of
 // the policy called label.
-func (r *Runner) forecast(log *slog.Logger, label string, m policy.Machine, snap *policy.Snapshot, running []policy.Job, scores []policy.Score) *QueueForecast {
+func (r *Runner) forecast(log *slog.Logger, label string, m schedule.Machine, snap *policy.Snapshot, running []policy.Job, scores []policy.Score) *QueueForecast {
 	prev := r.fc.last.Load()
 	var q *QueueForecast
 	if m.Nodes > 0 && m.PerNode > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
@@ -60,7 +61,7 @@ func capture2411(t *testing.T) (*slurmctl.Cluster, time.Time) {
 func TestQueueForecast_ArrayTasksAndShards(t *testing.T) {
 	cl, now := capture2411(t)
 	m := MachineOf(cl, nil)
-	if m != (policy.Machine{Nodes: 2, PerNode: 16, ShardsPerGPU: 4}) {
+	if m != (schedule.Machine{Nodes: 2, PerNode: 16, ShardsPerGPU: 4}) {
 		t.Fatalf("machine %+v, want 2 nodes of 4 GPUs counted in 16 shards", m)
 	}
 	pending := cl.Pending()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 )
@@ -30,7 +31,7 @@ func fcQueue(t *testing.T) *QueueForecast {
 	cl := &slurmctl.Cluster{Nodes: []slurmctl.Node{{Name: "g1", State: []string{"MIXED"}, Partitions: []string{"gpu", "debug"}, CPUs: 64, GPUs: 4},
 		{Name: "c1", State: []string{"DOWN"}, Partitions: []string{"gpu"}, CPUs: 64, GPUs: 4}}}
 	m := MachineOf(cl, nil)
-	if m != (policy.Machine{Nodes: 1, PerNode: 4}) {
+	if m != (schedule.Machine{Nodes: 1, PerNode: 4}) {
 		t.Fatalf("machine %+v, want the one usable node of 4 GPUs", m)
 	}
 	q, err := NewQueueForecast("fifo", m, snap, snap.Running, []policy.Score{{JobID: 2}, {JobID: 3}, {JobID: 4}})
@@ -80,7 +81,7 @@ func TestNewQueueForecast_ReasonsCountOnlyJobsRankedAhead(t *testing.T) {
 	snap := &policy.Snapshot{Now: now, Running: []policy.Job{run},
 		Pending:   []policy.Job{job(2, 2, time.Hour), job(3, 2, time.Hour), job(4, 1, 20*time.Minute)},
 		Predicted: map[int64]time.Duration{1: 90 * time.Minute, 4: 10 * time.Minute}}
-	q, err := NewQueueForecast("fifo", policy.Machine{Nodes: 1, PerNode: 4}, snap, snap.Running, []policy.Score{{JobID: 2}, {JobID: 3}, {JobID: 4}})
+	q, err := NewQueueForecast("fifo", schedule.Machine{Nodes: 1, PerNode: 4}, snap, snap.Running, []policy.Score{{JobID: 2}, {JobID: 3}, {JobID: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestNewQueueForecast_NoRunningJobToWaitFor(t *testing.T) {
 			Submit: now.Add(-time.Minute), State: policy.StatePending, ArrayTask: -1}
 	}
 	snap := &policy.Snapshot{Now: now, Pending: []policy.Job{job(2), job(3)}, Predicted: map[int64]time.Duration{2: 10 * time.Minute}}
-	q, err := NewQueueForecast("fifo", policy.Machine{Nodes: 1, PerNode: 4}, snap, nil, []policy.Score{{JobID: 2}, {JobID: 3}})
+	q, err := NewQueueForecast("fifo", schedule.Machine{Nodes: 1, PerNode: 4}, snap, nil, []policy.Score{{JobID: 2}, {JobID: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // LoadTrace reads the jobs of the trace at path, the name results carry

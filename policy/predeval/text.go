@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
 // WriteText writes res for people: the replay, what was left out, one row

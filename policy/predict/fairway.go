@@ -3,9 +3,9 @@ package predict
 import (
 	"fmt"
 	"math"
-	"slices"
+	"runtime"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict/gbt"
@@ -31,44 +31,13 @@ type FairwayParams struct {
 	Trees int
 	Depth int
 	Rate  float64
-	// SecondsLoss trains the trees on the absolute error in seconds instead
-	// of the absolute error of log(1+run).
-	SecondsLoss bool
-	// RequestShare scales the estimates by the request: for a job with a
-	// time limit the trees learn log(1+run) − log(1+limit), about the log
-	// of the share of its limit the job uses, and the limit is added back;
-	// and until the first training, a user without the identical job is
-	// predicted the limit × the median share of their last five jobs, and a
-	// user without history the limit × the median share of every job seen,
-	// instead of the mean of their last two runs and the limit. It gives
-	// the lowest MAE and MedAE of all predictors on every suite trace under
-	// both protocols (the default loses the MAE on the synthetic Helios-like
-	// workloads), and EASY-backfilled fair-sjf's waits and slowdowns over
-	// the suite's rows are, averaged over small perturbations of the
-	// estimates, unchanged but on one synthetic row (docs/POLICY.md); but
-	// two schedule checks that compare a single replay (the CI dominance
-	// test on KTH's average bounded slowdown and fair-qssf's maximum ρ on
-	// CTC) fail with it, as they do under ±1% perturbations of the
-	// default's own estimates, so it is off.
-	RequestShare bool
 	// ExpertRate is the weight of the newest job in the running error of
-	// each expert (0.1). With Contexts the running error is the plain mean
-	// until a context has scored 1/ExpertRate jobs, and everyone's errors
-	// move at a 16th of the rate.
+	// each expert (0.1).
 	ExpertRate float64
-	// ExpertMargin: another expert replaces the snapped model in a context
+	// ExpertMargin: another expert replaces the snapped model for a user
 	// only when its running error is below this fraction of the model's
-	// (0.8; 1, the lowest error wins, with Contexts).
+	// (0.8).
 	ExpertMargin float64
-	// Contexts picks the expert for the user's jobs of the same name, then
-	// for the user, then from everyone's errors, among more experts (the
-	// median-ratio and same-name rules and the helios baseline), from the
-	// first finished job on, instead of per user among the first eight
-	// once the model is trained. It lowers the mean absolute error where
-	// the default loses it to alea or helios (the synthetic Helios-like
-	// workloads), but EASY-backfilled fair-sjf waits longer with its
-	// estimates on most of the suite rows measured, so it is off.
-	Contexts bool
 }
 
 func (p *FairwayParams) defaults() error {
@@ -101,9 +70,6 @@ func (p *FairwayParams) defaults() error {
 	}
 	if p.ExpertMargin == 0 {
 		p.ExpertMargin = 0.8
-		if p.Contexts {
-			p.ExpertMargin = 1
-		}
 	}
 	if p.Depth > 12 {
 		return fmt.Errorf("fairway: depth %d: want <= 12", p.Depth)
@@ -116,15 +82,7 @@ func (p *FairwayParams) defaults() error {
 //
 //  1. A model learned online: gradient-boosted trees with least-absolute-
 //     deviation loss on log(1+run time) (package gbt), retrained as history
-//     grows on a sliding window of recent jobs. With RequestShare, for a
-//     job with a time limit the trees learn log(1+run) − log(1+limit), about
-//     the log of the share of its request the job uses, and the limit is
-//     added back: a tree's leaf holds at least MinLeaf jobs and moves by
-//     their median, so on its own the model cannot reach the rare long jobs
-//     (a few in a hundred, but most of the seconds of error) and predicts a
-//     14-day request that runs 10 days at a few hours; the share of the
-//     request is alike at every scale (Alea's ratio rule rests on the same).
-//     Its features are the job's
+//     grows on a sliding window of recent jobs. Its features are the job's
 //     request (limit, CPUs, GPUs, submit hour and weekday, the time to its
 //     deadline when it has one) and the user's
 //     history: recent run times and their mean of two (Tsafrir et al., TPDS
@@ -145,11 +103,6 @@ func (p *FairwayParams) defaults() error {
 //     job's last run, the Alea ratio rule, the median of the last five, the
 //     limit) is kept over the user's finished jobs; a rule replaces the model
 //     for that user only while its error is below ExpertMargin × the model's.
-//     With Contexts the errors are also kept per user's job name and over
-//     everyone, three more experts compete (the limit × the median ratio,
-//     the median of the last five of the same name, the helios baseline),
-//     and the narrowest context with fwMinScored scored jobs picks, from the
-//     first finished job on.
 //
 // Each job's training features and expert errors are computed when it is
 // observed, from the history Predict saw when the job was submitted: jobs
@@ -159,10 +112,7 @@ func (p *FairwayParams) defaults() error {
 // Until MinTrain jobs have finished, a rule chain predicts: the last run of
 // the user's identical job (same name, size and limit), else the mean of the
 // user's last two runs, else the limit, else the mean of everything seen.
-// With RequestShare the limit is scaled: after the identical job comes the
-// limit × the median run/limit of the user's last five jobs with a limit,
-// and a user without history gets the limit × the median run/limit of every
-// job seen. A request is a bound, not an estimate: users ask for several
+// A request is a bound, not an estimate: users ask for several
 // times what their jobs use.
 //
 // Upper is the 0.9 quantile: the model's estimate shifted by the 0.9 quantile
@@ -193,32 +143,6 @@ type fairwayPredictor struct {
 	endOrder, submitOrder float64
 	lastEnd, lastSubmit   int64
 	trainer               gbt.Trainer
-	// helios is the helios baseline, one more expert with Contexts (nil
-	// without): its similar-name means reach jobs whose own user has no
-	// history of them.
-	helios policy.Predictor
-	// errs and scored are every expert's running error over all users'
-	// jobs, which (with Contexts) picks the expert for a user with too few
-	// scored jobs.
-	errs   [fwExperts]float32
-	scored int
-	// byName holds the experts' running errors per user and job name (with
-	// Contexts): a user's kinds of job can each be best served by a
-	// different expert.
-	byName map[fwCtxKey]*fwErrs
-	// coldRatios are the run/limit ratios of the jobs observed before the
-	// first training, sorted (with RequestShare): their median scales a new
-	// user's limit in the rule chain.
-	coldRatios []float32
-}
-
-// fwCtxKey is a user's job name.
-type fwCtxKey struct{ user, name int32 }
-
-// fwErrs is every expert's running absolute error over scored jobs.
-type fwErrs struct {
-	errs   [fwExperts]float32
-	scored int
 }
 
 // intern returns the id of a job name, adding it when new.
@@ -244,33 +168,53 @@ func NewFairwayPredictor(p FairwayParams) (policy.Predictor, error) {
 	if err := p.defaults(); err != nil {
 		return nil, err
 	}
-	var helios policy.Predictor
-	if p.Contexts {
-		var err error
-		if helios, err = NewHeliosPredictor(HeliosParams{}); err != nil {
-			return nil, err
-		}
-	}
 	return &fairwayPredictor{
 		p:       p,
-		helios:  helios,
-		byName:  map[fwCtxKey]*fwErrs{},
 		users:   map[string]*fwUser{},
 		names:   map[string]int32{},
 		matches: newFwMatches(),
 		x:       make([]float32, 0, p.Window*fwFeatures),
 		y:       make([]float32, 0, p.Window),
 		trainer: gbt.Trainer{Config: gbt.Config{
-			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: p.SecondsLoss,
+			Trees: p.Trees, Depth: p.Depth, Rate: p.Rate, MinLeaf: 20, Subsample: 0.5,
 		}},
 	}, nil
 }
 
 func (f *fairwayPredictor) Name() string { return "fairway" }
 
-// ConcurrentPredict marks Predict as read-only: it reads the users, names,
-// matches and model, and changes nothing (PredictAll may share it out).
-func (f *fairwayPredictor) ConcurrentPredict() {}
+// predictBatchMinPerWorker is the fewest jobs worth a goroutine of
+// PredictBatch: below it, starting and joining goroutines costs more than
+// the predictions they share out.
+const predictBatchMinPerWorker = 4096
+
+// PredictBatch predicts every job of jobs into out. Predict only reads (the
+// users, names, matches and model), so a large batch (a full queue after a
+// restart, a user's thousand queued jobs after one of theirs finished) is
+// shared among the caller and the helpers it can take (gbt.TakeHelpers);
+// the results are the same as predicting one job after another.
+func (f *fairwayPredictor) PredictBatch(jobs []*policy.Job, out []policy.Prediction) {
+	got, release := gbt.TakeHelpers(min(runtime.GOMAXPROCS(0), len(jobs)/predictBatchMinPerWorker) - 1)
+	defer release()
+	workers := 1 + got
+	if workers <= 1 {
+		for i, j := range jobs {
+			out[i] = f.Predict(j)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(jobs) + workers - 1) / workers
+	for lo := 0; lo < len(jobs); lo += chunk {
+		hi := min(lo+chunk, len(jobs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = f.Predict(jobs[i])
+			}
+		})
+	}
+	wg.Wait()
+}
 
 // Observe learns j's features and outcome, then adds it to the history.
 func (f *fairwayPredictor) Observe(j *policy.Job) {
@@ -307,19 +251,12 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 		u = &fwUser{id: int32(len(f.users)), items: make([]fwItem, 0, 4)}
 		f.users[strings.Clone(j.User)] = u
 	}
-	if f.model != nil || f.p.Contexts {
+	if f.model != nil {
 		f.score(u, j, &x, run)
-	}
-	if f.helios != nil {
-		f.helios.Observe(j)
 	}
 	var ratio float32
 	if j.TimeLimit > 0 {
 		ratio = float32(run / j.TimeLimit.Seconds())
-		if f.p.RequestShare && f.model == nil {
-			k, _ := slices.BinarySearch(f.coldRatios, ratio)
-			f.coldRatios = slices.Insert(f.coldRatios, k, ratio)
-		}
 	}
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
@@ -341,16 +278,8 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 }
 
 func (f *fairwayPredictor) train() {
-	y := f.y
-	if f.p.RequestShare {
-		y = make([]float32, len(f.y))
-		for i := range y {
-			y[i] = f.y[i] - f.offset(f.row(i))
-		}
-	}
-	f.model = f.trainer.Train(f.x, y, fwFeatures)
+	f.model = f.trainer.Train(f.x, f.y, fwFeatures)
 	f.trainedAt = f.observed
-	f.coldRatios = nil
 	res := make([]float32, len(f.y))
 	gbt.Parallel(len(f.y), len(f.y)*f.model.Depth()*f.model.Trees()/gbt.Lanes, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -367,93 +296,58 @@ func (f *fairwayPredictor) train() {
 }
 
 func (f *fairwayPredictor) Predict(j *policy.Job) policy.Prediction {
-	if f.observed == 0 || (f.model == nil && !f.p.Contexts) {
+	if f.model == nil {
 		return f.rules(j)
 	}
 	u := f.users[j.User]
 	var x [fwFeatures]float32
 	f.features(j, u, math.MaxInt64, &x)
 	var ex [fwExperts]float32
-	f.experts(j, &x, &ex)
-	// The narrowest context with enough scored jobs picks the expert: the
-	// user's jobs of this name, the user's jobs, everyone's.
-	var errs *[fwExperts]float32
-	switch {
-	case u == nil:
-	case f.p.Contexts && f.nameScored(u, j.Name) >= fwMinScored:
-		errs = &f.byName[fwCtxKey{u.id, f.nameID(j.Name)}].errs
-	case u.scored >= fwMinScored:
-		errs = &u.errs
-	}
-	if f.p.Contexts && errs == nil && f.scored >= fwMinScored {
-		errs = &f.errs
-	}
+	f.experts(&x, &ex)
+	// The user's most accurate expert, once enough of their jobs are
+	// scored, replaces the snapped model when it is clearly better.
 	best := exSnapped
-	if errs != nil {
-		bar := float32(f.p.ExpertMargin) * errs[exSnapped]
-		for i, e := range errs[:f.expertCount()] {
-			if e < errs[best] && e < bar {
+	if u != nil && u.scored >= fwMinScored {
+		bar := float32(f.p.ExpertMargin) * u.errs[exSnapped]
+		for i, e := range u.errs {
+			if e < u.errs[best] && e < bar {
 				best = i
 			}
 		}
 	}
-	var run time.Duration
-	if best == exHelios {
-		// Only the chosen expert's helios estimate is worked out: its name
-		// search is the costliest of the experts.
-		run = f.helios.Predict(j).Run
-	} else {
-		run = clampRun(j, secs(math.Expm1(float64(ex[best]))))
-	}
-	if f.model == nil {
-		// No residuals yet to place a quantile.
-		return policy.Prediction{Run: run, Source: fwExpertNames[best]}
-	}
+	run := clampRun(j, secs(math.Expm1(float64(ex[best]))))
 	up := clampRun(j, secs(math.Expm1(float64(ex[exModel]+f.upperLog))))
 	return policy.Prediction{Run: run, Upper: max(up, run), Quantile: 0.9, Source: fwExpertNames[best]}
 }
 
 // The experts whose recent accuracy, per user, picks the prediction.
 const (
-	exSnapped     = iota // the model, snapped to a concrete candidate
-	exModel              // the model as is
-	exLastMean2          // mean of the user's last two runs (Tsafrir)
-	exLast1              // the user's last run
-	exSameJob            // the last run of the user's identical job
-	exAlea               // limit × max run/limit of the last 5 (Alea)
-	exMedian5            // median of the user's last 5 runs
-	exLimit              // the time limit
-	exRatioMed           // limit × median run/limit of the last 5
-	exSameNameMed        // median of the last 5 runs with the same name
-	exHelios             // the helios baseline (Hu et al., SC'21)
+	exSnapped   = iota // the model, snapped to a concrete candidate
+	exModel            // the model as is
+	exLastMean2        // mean of the user's last two runs (Tsafrir)
+	exLast1            // the user's last run
+	exSameJob          // the last run of the user's identical job
+	exAlea             // limit × max run/limit of the last 5 (Alea)
+	exMedian5          // median of the user's last 5 runs
+	exLimit            // the time limit
 	fwExperts
 )
 
-// fwBaseExperts: without Contexts only the experts before exRatioMed
-// compete.
-const fwBaseExperts = exRatioMed
-
-var fwExpertNames = [fwExperts]string{"model-snapped", "model", "user-last-mean", "user-last", "user-same-job", "user-max-ratio", "user-median-5", "limit", "user-median-ratio", "user-same-name-median", "helios"}
+var fwExpertNames = [fwExperts]string{"model-snapped", "model", "user-last-mean", "user-last", "user-same-job", "user-max-ratio", "user-median-5", "limit"}
 
 // fwMinScored is how many of a user's jobs must have been scored before the
 // user's most accurate expert replaces the snapped model.
 const fwMinScored = 3
 
 // experts fills ex with every expert's value in log(1+seconds); an expert
-// without data (no limit, no identical job) gives the snapped model's.
-func (f *fairwayPredictor) experts(j *policy.Job, x *[fwFeatures]float32, ex *[fwExperts]float32) {
-	if f.model == nil {
-		// Until the first training the rule chain stands in for the model.
-		l := float32(math.Log1p(f.rules(j).Run.Seconds()))
-		ex[exModel], ex[exSnapped] = l, l
-	} else {
-		f.modelExperts(x, ex)
-	}
+// without data (no limit, no identical job) gives the snapped model's. The
+// model must be trained.
+func (f *fairwayPredictor) experts(x *[fwFeatures]float32, ex *[fwExperts]float32) {
+	f.modelExperts(x, ex)
 	for _, e := range []struct {
 		i int
 		v float32
-	}{{exLastMean2, x[ftLastMean2]}, {exLast1, x[ftLast1]}, {exSameJob, x[ftSameJobLast]}, {exAlea, x[ftAleaMax]}, {exMedian5, x[ftMedian5]}, {exLimit, x[ftLimit]},
-		{exRatioMed, x[ftRatioMed]}, {exSameNameMed, x[ftSameNameMed]}, {exHelios, ex[exSnapped]}} {
+	}{{exLastMean2, x[ftLastMean2]}, {exLast1, x[ftLast1]}, {exSameJob, x[ftSameJobLast]}, {exAlea, x[ftAleaMax]}, {exMedian5, x[ftMedian5]}, {exLimit, x[ftLimit]}} {
 		ex[e.i] = e.v
 		if e.v < 0 {
 			ex[e.i] = ex[exSnapped]
@@ -474,66 +368,21 @@ func (f *fairwayPredictor) modelExperts(x *[fwFeatures]float32, ex *[fwExperts]f
 // score updates u's running error of every expert with j's outcome.
 func (f *fairwayPredictor) score(u *fwUser, j *policy.Job, x *[fwFeatures]float32, run float64) {
 	var ex [fwExperts]float32
-	f.experts(j, x, &ex)
+	f.experts(x, &ex)
 	var e [fwExperts]float32
-	for i, l := range ex[:f.expertCount()] {
+	for i, l := range ex {
 		p := clampRun(j, secs(math.Expm1(float64(l))))
-		if i == exHelios {
-			// Helios's history is the one it has now, not the one at j's
-			// submit: under end-order observation it may know jobs that
-			// ended meanwhile, which flatters its error a little; it never
-			// knows j itself.
-			p = f.helios.Predict(j).Run
-		}
 		e[i] = float32(math.Abs(p.Seconds() - run))
 	}
-	rate := float32(f.p.ExpertRate)
-	track(&u.errs, &e, u.scored, rate, f.p.Contexts)
+	track(&u.errs, &e, u.scored, float32(f.p.ExpertRate))
 	u.scored++
-	if !f.p.Contexts {
-		return
-	}
-	k := fwCtxKey{u.id, f.intern(j.Name)}
-	c := f.byName[k]
-	if c == nil {
-		c = &fwErrs{}
-		f.byName[k] = c
-	}
-	track(&c.errs, &e, c.scored, rate, true)
-	c.scored++
-	track(&f.errs, &e, f.scored, rate/16, true)
-	f.scored++
 }
 
-// nameScored is how many of u's jobs named name have been scored.
-func (f *fairwayPredictor) nameScored(u *fwUser, name string) int {
-	id := f.nameID(name)
-	if id < 0 {
-		return 0
-	}
-	if c := f.byName[fwCtxKey{u.id, id}]; c != nil {
-		return c.scored
-	}
-	return 0
-}
-
-// expertCount is how many experts compete: the first fwBaseExperts, or
-// all of them with Contexts.
-func (f *fairwayPredictor) expertCount() int {
-	if f.p.Contexts {
-		return fwExperts
-	}
-	return fwBaseExperts
-}
-
-// track moves the running errors errs, over n scored jobs, towards e: by
-// rate, or, with mean, as the plain mean until 1/rate jobs are scored (an
-// early job then weighs no more than a later one).
-func track(errs, e *[fwExperts]float32, n int, rate float32, mean bool) {
+// track moves the running errors errs, over n scored jobs, towards e by
+// rate (the first job's errors are taken as they are).
+func track(errs, e *[fwExperts]float32, n int, rate float32) {
 	for i := range errs {
 		switch {
-		case mean:
-			errs[i] += max(rate, 1/float32(n+1)) * (e[i] - errs[i])
 		case n == 0:
 			errs[i] = e[i]
 		default:
@@ -547,19 +396,9 @@ func (f *fairwayPredictor) row(i int) *[fwFeatures]float32 {
 	return (*[fwFeatures]float32)(f.x[i*fwFeatures : (i+1)*fwFeatures])
 }
 
-// offset is what the trees' output is added to: with RequestShare,
-// log(1+limit) for a job with a limit (the trees learn the share of the
-// request used), else 0.
-func (f *fairwayPredictor) offset(x *[fwFeatures]float32) float32 {
-	if !f.p.RequestShare || x[ftLimit] < 0 {
-		return 0
-	}
-	return x[ftLimit]
-}
-
 // modelPredict is the model's estimate of log(1+run) for features x.
 func (f *fairwayPredictor) modelPredict(x *[fwFeatures]float32) float32 {
-	return f.offset(x) + f.model.Predict(x[:])
+	return f.model.Predict(x[:])
 }
 
 // snap moves the model's value l onto the nearest concrete candidate (the
@@ -598,18 +437,11 @@ func (f *fairwayPredictor) rules(j *policy.Job) policy.Prediction {
 				return policy.Prediction{Run: clampRun(j, secs(float64(it.run))), Source: "user-same-job"}
 			}
 		}
-		if f.p.RequestShare && j.TimeLimit > 0 && u.stats.nRatio > 0 {
-			return policy.Prediction{Run: clampRun(j, secs(j.TimeLimit.Seconds()*float64(u.stats.ratioMed))), Source: "user-median-ratio"}
-		}
 		if len(u.items) >= 2 {
 			return policy.Prediction{Run: clampRun(j, secs(float64(u.at(0).run+u.at(1).run)/2)), Source: "user-last-mean"}
 		}
 	}
 	if j.TimeLimit > 0 {
-		if n := len(f.coldRatios); n > 0 {
-			r := float64(f.coldRatios[(n-1)/2])
-			return policy.Prediction{Run: clampRun(j, secs(j.TimeLimit.Seconds()*r)), Source: "limit-median-ratio"}
-		}
 		return policy.Prediction{Run: j.TimeLimit, Source: "limit"}
 	}
 	if f.observed > 0 {

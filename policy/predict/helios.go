@@ -77,12 +77,6 @@ func (m *meanAcc) add(x float64)    { m.sum += x; m.n++ }
 func (m *meanAcc) merge(o *meanAcc) { m.sum += o.sum; m.n += o.n }
 func (m *meanAcc) mean() float64    { return m.sum / float64(m.n) }
 func (m *meanAcc) empty() bool      { return m == nil || m.n == 0 }
-func accOf(m *meanAcc) meanAcc {
-	if m == nil {
-		return meanAcc{}
-	}
-	return *m
-}
 
 // NewHeliosPredictor returns the "helios" baseline.
 func NewHeliosPredictor(p HeliosParams) (policy.Predictor, error) {

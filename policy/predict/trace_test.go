@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // sharedTrace reads one of the shared traces ($FAIRWAY_TRACES, else
@@ -38,32 +38,20 @@ func pending(j policy.Job) policy.Job {
 }
 
 // TestPredictors_Contract replays the KTH trace in submit order through every
-// predictor (and fairway with Contexts or RequestShare) and checks the
-// Prediction contract on each job: never negative, never above the time
+// predictor and checks the Prediction contract on each job: never negative, never above the time
 // limit (except alea, which reproduces a published method that scales the
 // request by ratios that may exceed 1), Upper at or above Run when a
 // quantile is given; and Predict does not change the predictor: a twin fed
 // the same jobs without the extra Predict calls predicts the same.
 func TestPredictors_Contract(t *testing.T) {
 	jobs := sharedTrace(t, "KTH-SP2-filtered.swf.gz", trace.SWF)[:8000]
-	type variant struct {
-		test, name string
-		params     predict.Params
-	}
-	var variants []variant
 	for _, name := range predict.Names() {
-		variants = append(variants, variant{name, name, predict.Params{}})
-	}
-	variants = append(variants, variant{"fairway-contexts", "fairway", predict.Params{Fairway: predict.FairwayParams{Contexts: true}}})
-	variants = append(variants, variant{"fairway-request-share", "fairway", predict.Params{Fairway: predict.FairwayParams{RequestShare: true}}})
-	for _, v := range variants {
-		name := v.name
-		t.Run(v.test, func(t *testing.T) {
-			p, err := predict.New(name, v.params)
+		t.Run(name, func(t *testing.T) {
+			p, err := predict.New(name, predict.Params{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			twin, _ := predict.New(name, v.params)
+			twin, _ := predict.New(name, predict.Params{})
 			sources := map[string]int{}
 			for i := range jobs {
 				pj := pending(jobs[i])
@@ -151,7 +139,7 @@ func TestFairway_SummariesMatchScan(t *testing.T) {
 
 // BenchmarkPredict measures predicting a queue of pending jobs with a warm
 // fairway model: it has observed the whole CTC trace; the pending jobs are
-// CTC's, cycled, submitted after the trace's end. jobs=N runs PredictAll,
+// CTC's, cycled, submitted after the trace's end. jobs=N runs PredictBatch,
 // as the Engine does each cycle; one-by-one=N calls Predict in a loop on
 // one goroutine.
 func BenchmarkPredict(b *testing.B) {
@@ -160,6 +148,7 @@ func BenchmarkPredict(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		queue := warmQueue(b, p, jobs, n)
 		out := make([]policy.Prediction, n)
+		bp := p.(policy.BatchPredictor)
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			// Collect the setup's garbage (the trace and the training) so
 			// that its collection is not charged to the timed loop.
@@ -167,7 +156,7 @@ func BenchmarkPredict(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				policy.PredictAll(p, queue, out)
+				bp.PredictBatch(queue, out)
 			}
 		})
 		b.Run(fmt.Sprintf("one-by-one=%d", n), func(b *testing.B) {
@@ -246,18 +235,22 @@ func warmQueue(tb testing.TB, p policy.Predictor, jobs []policy.Job, n int) []*p
 	return queue
 }
 
-// TestPredictAll_SameAsOneByOne checks that PredictAll, sharing a warm
+// TestPredictBatch_SameAsOneByOne checks that PredictBatch, sharing a warm
 // fairway model among goroutines, gives each job exactly what Predict
 // does (run it with -race to check that Predict only reads).
-func TestPredictAll_SameAsOneByOne(t *testing.T) {
+func TestPredictBatch_SameAsOneByOne(t *testing.T) {
 	jobs := sharedTrace(t, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
 	p := warmFairway(t, jobs)
 	queue := warmQueue(t, p, jobs, 3*4096+17)
 	got := make([]policy.Prediction, len(queue))
-	policy.PredictAll(p, queue, got)
+	bp, ok := p.(policy.BatchPredictor)
+	if !ok {
+		t.Fatalf("the fairway predictor (%T) is not a policy.BatchPredictor", p)
+	}
+	bp.PredictBatch(queue, got)
 	for i, j := range queue {
 		if want := p.Predict(j); got[i] != want {
-			t.Fatalf("job %d: PredictAll %+v, Predict %+v", i, got[i], want)
+			t.Fatalf("job %d: PredictBatch %+v, Predict %+v", i, got[i], want)
 		}
 	}
 }

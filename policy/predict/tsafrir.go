@@ -74,7 +74,6 @@ func (t *tsafrirPredictor) Predict(j *policy.Job) policy.Prediction {
 type ring struct {
 	v    []float64
 	next int
-	full bool
 }
 
 func newRing(n int) *ring { return &ring{v: make([]float64, 0, n)} }

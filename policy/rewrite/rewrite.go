@@ -207,9 +207,6 @@ func New(p Params) (*Rules, error) {
 	return &Rules{p: p}, nil
 }
 
-// Params returns the settings in use, defaults filled.
-func (r *Rules) Params() Params { return r.p }
-
 // gpuEq is a job's GPU demand in GPU-equivalents (shards count as their
 // fraction of a GPU).
 func (r *Rules) gpuEq(gpus, shards int) float64 {

@@ -66,7 +66,7 @@ func TestNewRewriter_Validation(t *testing.T) {
 		}
 	}
 	r := mustRewriter(t, Params{ShardsPerGPU: 4, CPUsPerGPU: 2})
-	got := r.Params()
+	got := r.p
 	want := Params{ShardsPerGPU: 4, Window: 20, MinHistory: 3, ShareMaxUtilPct: 50, Headroom: 1.25,
 		CPUsPerGPU: 2, MaxCPUsPerGPU: 4, ElasticParallel: 0.9}
 	if d := cmp.Diff(want, got); d != "" {

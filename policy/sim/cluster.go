@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 )
 
 // Unit is what a job asks for and nodes hold: GPUs for GPU traces, or
@@ -39,6 +39,6 @@ func (c Cluster) validate() error {
 }
 
 // Machine is the cluster as the forecast sees it.
-func (c Cluster) Machine() policy.Machine {
-	return policy.Machine{Nodes: c.Nodes, PerNode: c.PerNode, CPUs: c.Unit == CPUs}
+func (c Cluster) Machine() schedule.Machine {
+	return schedule.Machine{Nodes: c.Nodes, PerNode: c.PerNode, CPUs: c.Unit == CPUs}
 }

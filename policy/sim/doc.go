@@ -1,7 +1,7 @@
 // Package sim is Fairway's trace-driven cluster simulator: what a policy
 // would do to a workload, on a virtual clock, with the same code serve runs.
 //
-// A simulation replays a trace's jobs (policy/trace parses SWF, Helios and
+// A simulation replays a trace's jobs (internal/trace parses SWF, Helios and
 // Philly-MIX; Synth generates a Helios-like workload) on a Slurm-like
 // cluster of nodes holding GPUs, or processors for CPU traces. It is
 // event-driven: at every arrival and completion the cluster's state becomes

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 )
 
 // ForecastParams configures MeasureForecast.
@@ -17,7 +18,7 @@ type ForecastParams struct {
 	// minutes.
 	Every time.Duration
 	// Resolution is the forecasts' clock step; 0 means
-	// policy.DefaultForecastResolution, as serve uses.
+	// schedule.DefaultForecastResolution, as serve uses.
 	Resolution time.Duration
 	// Oracle also plays every forecast with the true run times of the
 	// running jobs, and with the true run times of every job: forecasts
@@ -123,7 +124,7 @@ type forecastRecord struct {
 }
 
 // MeasureForecast simulates jobs under cfg, as Run does, and measures
-// Fairway's start-time forecast (policy.NewForecast) against the simulated
+// Fairway's start-time forecast (schedule.NewForecast) against the simulated
 // starts: for every job, the forecast made when it is submitted (before
 // the scheduling cycle at that instant acts) and the one made after each
 // hour it has waited, with predicted run times and with time limits. A
@@ -220,18 +221,18 @@ func (w *forecastWatch) idle(s *simulator) error {
 // forecast plays snap forward both ways and records the due jobs'
 // forecast starts.
 func (w *forecastWatch) forecast(s *simulator, snap *policy.Snapshot, ranking []policy.Score, due []int32) error {
-	fp := policy.ForecastParams{Machine: s.cfg.Cluster.Machine(), NoBackfill: s.cfg.Backfill == NoBackfill,
+	fp := schedule.ForecastParams{Machine: s.cfg.Cluster.Machine(), NoBackfill: s.cfg.Backfill == NoBackfill,
 		DefaultLimit: s.cfg.DefaultLimit, Resolution: w.p.Resolution}
-	pf, err := policy.NewForecast(snap, ranking, fp)
+	pf, err := schedule.NewForecast(snap, ranking, fp)
 	if err != nil {
 		return err
 	}
 	fp.Limits = true
-	lf, err := policy.NewForecast(snap, ranking, fp)
+	lf, err := schedule.NewForecast(snap, ranking, fp)
 	if err != nil {
 		return err
 	}
-	var running, all *policy.Forecast
+	var running, all *schedule.Forecast
 	if w.p.Oracle {
 		fp.Limits = false
 		if running, err = w.oracleForecast(s, snap, ranking, fp, snap.Running); err != nil {
@@ -260,7 +261,7 @@ func (w *forecastWatch) forecast(s *simulator, snap *policy.Snapshot, ranking []
 
 // oracleForecast plays snap forward with the true run times of the jobs
 // in exact, the predictions for the others.
-func (w *forecastWatch) oracleForecast(s *simulator, snap *policy.Snapshot, ranking []policy.Score, fp policy.ForecastParams, exact ...[]policy.Job) (*policy.Forecast, error) {
+func (w *forecastWatch) oracleForecast(s *simulator, snap *policy.Snapshot, ranking []policy.Score, fp schedule.ForecastParams, exact ...[]policy.Job) (*schedule.Forecast, error) {
 	if w.oracle == nil {
 		w.oracle = map[int64]time.Duration{}
 	}
@@ -275,11 +276,11 @@ func (w *forecastWatch) oracleForecast(s *simulator, snap *policy.Snapshot, rank
 	}
 	o := *snap
 	o.Predicted = w.oracle
-	return policy.NewForecast(&o, ranking, fp)
+	return schedule.NewForecast(&o, ranking, fp)
 }
 
 // startOf is job id's forecast start on the simulator's clock.
-func (w *forecastWatch) startOf(s *simulator, f *policy.Forecast, id int64) int64 {
+func (w *forecastWatch) startOf(s *simulator, f *schedule.Forecast, id int64) int64 {
 	e, ok := f.Job(id)
 	if !ok || e.Never {
 		return -1

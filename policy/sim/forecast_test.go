@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -50,7 +51,7 @@ func TestForecast_ReplaysSimulator(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			jobs := fcQueue(7, 300, tt.maxUnits)
-			var forecasts []*policy.Forecast
+			var forecasts []*schedule.Forecast
 			cfg := Config{Cluster: tt.cluster, Policy: smPolicy(t, "fifo", nil), Backfill: tt.backfill,
 				OnCycle: func(o *policy.Observation, s *policy.Snapshot, ranking []policy.Score) {
 					if !tt.allCycles && len(forecasts) > 0 {
@@ -58,7 +59,7 @@ func TestForecast_ReplaysSimulator(t *testing.T) {
 					}
 					snap := *s
 					snap.Predicted = s.TrueRun
-					f, err := policy.NewForecast(&snap, ranking, policy.ForecastParams{Machine: tt.cluster.Machine(),
+					f, err := schedule.NewForecast(&snap, ranking, schedule.ForecastParams{Machine: tt.cluster.Machine(),
 						NoBackfill: tt.backfill == NoBackfill, Resolution: time.Nanosecond})
 					if err != nil {
 						t.Fatal(err)

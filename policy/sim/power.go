@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/power"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 )
 
 // Power is power saving in a simulation. Every Step the simulator appends
@@ -138,7 +138,7 @@ func (m *powerModel) setState(t int64, n int, st int8) {
 
 // take records allocation a starting now and returns how long the job
 // waits for its nodes to boot.
-func (m *powerModel) take(now int64, a []policy.Use) int64 {
+func (m *powerModel) take(now int64, a []schedule.Use) int64 {
 	var delay int64
 	for _, u := range a {
 		n := u.Node
@@ -166,7 +166,7 @@ func (m *powerModel) take(now int64, a []policy.Use) int64 {
 }
 
 // give records allocation a ending now.
-func (m *powerModel) give(now int64, a []policy.Use) {
+func (m *powerModel) give(now int64, a []schedule.Use) {
 	for _, u := range a {
 		m.used[u.Node] -= u.Units
 		if m.used[u.Node] == 0 {

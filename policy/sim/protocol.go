@@ -40,7 +40,7 @@ const (
 	// beside the reservation); it drops jobs that ran 0 s, lets a job run
 	// past its requested time and sizes a job by the larger of its
 	// requested and allocated processors (Run keeps 0 s jobs, cuts runs at
-	// the limit, and policy/trace takes the requested processors). Its
+	// the limit, and internal/trace takes the requested processors). Its
 	// bounded slowdown is Measure's: max((wait + run)/max(run, 10 s), 1),
 	// averaged over the sequence's jobs, then over the sequences.
 	Sequences ProtocolKind = "sequences"
@@ -314,17 +314,6 @@ func (e *Evaluator) Evaluate(ctx context.Context, mk PolicyFactory) (Evaluation,
 	ev.Metrics = meanMetrics(ev.Sequences)
 	ev.BSLDStd, ev.BSLDMin, ev.BSLDMax = spread(ev.Sequences)
 	return ev, nil
-}
-
-// Evaluate evaluates the policies mk makes on jobs and cluster c under
-// p: NewEvaluator then Evaluator.Evaluate. To evaluate many policies on
-// one trace, build the Evaluator once.
-func Evaluate(ctx context.Context, jobs []policy.Job, c Cluster, mk PolicyFactory, p Protocol) (Evaluation, error) {
-	e, err := NewEvaluator(jobs, c, p)
-	if err != nil {
-		return Evaluation{}, err
-	}
-	return e.Evaluate(ctx, mk)
 }
 
 // replay simulates jobs [from, to) on an empty cluster, warmed with the

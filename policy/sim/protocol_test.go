@@ -186,7 +186,11 @@ func TestEvaluate_HandChecked(t *testing.T) {
 		{"sjf split", "sjf-oracle", Protocol{Kind: Split, Split: 0.34}, 5, 1.1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := Evaluate(context.Background(), jobs, ptCluster, ptFactory(tc.policy), tc.p)
+			e, err := NewEvaluator(jobs, ptCluster, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := e.Evaluate(context.Background(), ptFactory(tc.policy))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // BundledSeed fixes the bundled synthetic workload `fairway simulate` runs

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"text/tabwriter"
 
-	"github.com/fairway-hpc/fairway/policy/trace"
+	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
 // WriteText writes the comparison for people: the workload and cluster,

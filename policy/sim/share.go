@@ -11,9 +11,10 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 )
 
-// Shared GPUs. RunShared replays a GPU trace like Run, with one more thing
+// Shared GPUs. runShared replays a GPU trace like Run, with one more thing
 // Slurm can do: a one-GPU job whose user and job name have a history of
 // light use is submitted as shards (what contrib/slurm/job_submit.lua does
 // with the table rewrite.Rules.Share feeds it), and shard jobs share a GPU.
@@ -21,7 +22,7 @@ import (
 // interference model, and the benefit is measured, not assumed.
 //
 // Interference model. A job j has a solo utilization u_j (the fraction of
-// the GPU's compute it keeps busy when alone, JobUsage.Util). On a GPU
+// the GPU's compute it keeps busy when alone, jobUsage.Util). On a GPU
 // running the set J of jobs, each runs at speed
 //
 //	1 / ( max(1, Σ_{i∈J} u_i) · (1 + β·(|J|−1)) )
@@ -29,12 +30,12 @@ import (
 // of its solo speed: when the solo utilizations sum above one the device is
 // time-sliced and each job gets u_j/Σu of it against the u_j it needs (the
 // "summed utilization" rule), and every co-runner costs a further β
-// (context switches, cache and memory-bandwidth contention; Sharing.
-// Interference, DefaultInterference = 0.1 — an assumption, not a
+// (context switches, cache and memory-bandwidth contention; shareConfig.
+// Interference, defaultInterference = 0.1 — an assumption, not a
 // measurement). Speeds change whenever a job joins or leaves a GPU, and a
 // job's remaining work is carried over. Memory is not enforced (shards are
 // not, in Slurm): starts that put a GPU's summed peak memory above the device
-// are counted (SharedResult.MemOversubscribed), since in reality they would
+// are counted (sharedResult.MemOversubscribed), since in reality they would
 // risk out-of-memory failures.
 //
 // The Slurm model is Run's with NoBackfill: at every arrival and
@@ -45,22 +46,26 @@ import (
 // as busy. A shard job goes to the GPU already holding shard jobs with the
 // fewest free shards that fit (packing, as Slurm's first fit over a node's
 // devices tends to), else to a free GPU on the node a one-GPU job would get.
-// With sharing off RunShared gives exactly Run's schedule under NoBackfill
+// With sharing off runShared gives exactly Run's schedule under NoBackfill
 // (TestRunShared_OffIsRun).
+//
+// No command runs it: it is the evaluation of the share rule that
+// TestPhillyMIX_GPUSharing prints (INSTALL.md, "GPU sharing and resource
+// rewriting"), so it is unexported.
 
-// JobUsage is how a job uses one GPU when it runs alone.
-type JobUsage struct {
+// jobUsage is how a job uses one GPU when it runs alone.
+type jobUsage struct {
 	Util    float64 // fraction of the GPU's compute it keeps busy, (0, 1]
 	MemFrac float64 // its peak memory over the GPU's memory, (0, 1]
 }
 
-// DefaultInterference is the β of the interference model: each co-runner
+// defaultInterference is the β of the interference model: each co-runner
 // on a GPU slows a job by a further 10%.
-const DefaultInterference = 0.1
+const defaultInterference = 0.1
 
-// Sharing configures RunShared.
-type Sharing struct {
-	// On applies the share rule at submit time. Off, RunShared is the
+// shareConfig configures runShared.
+type shareConfig struct {
+	// On applies the share rule at submit time. Off, runShared is the
 	// baseline: every job gets whole GPUs.
 	On bool
 	// Rewrite configures the share rule (rewrite.Rules.Share);
@@ -68,8 +73,8 @@ type Sharing struct {
 	Rewrite rewrite.Params
 	// Usage is each job's use of a GPU, by job id. A job not in it uses a
 	// whole GPU (Util 1, MemFrac 1): it is never judged light.
-	Usage map[int64]JobUsage
-	// Interference is β; negative is an error. Use DefaultInterference
+	Usage map[int64]jobUsage
+	// Interference is β; negative is an error. Use defaultInterference
 	// for the default.
 	Interference float64
 	// GPUMemMB is the device memory the recorded samples report (81920
@@ -77,9 +82,9 @@ type Sharing struct {
 	GPUMemMB int64
 }
 
-// SharedResult is what happened to every job of one RunShared, with what
+// sharedResult is what happened to every job of one runShared, with what
 // sharing did.
-type SharedResult struct {
+type sharedResult struct {
 	*Result
 	// Shared counts the jobs that ran on shards.
 	Shared int
@@ -95,9 +100,9 @@ type SharedResult struct {
 	MaxPerGPU int
 }
 
-// SharedMetrics are Measure's metrics of a SharedResult and the GPU-time
+// sharedMetrics are Measure's metrics of a sharedResult and the GPU-time
 // ones that sharing changes.
-type SharedMetrics struct {
+type sharedMetrics struct {
 	Metrics
 	Shared int `json:"shared_jobs"`
 	// AllocUtilization is AllocGPUSeconds over capacity × makespan: how
@@ -109,11 +114,11 @@ type SharedMetrics struct {
 	MaxPerGPU          int     `json:"max_jobs_per_gpu"`
 }
 
-// MeasureShared computes the metrics of a shared run. A shard job counts as
+// measureShared computes the metrics of a shared run. A shard job counts as
 // one unit in Measure's utilization, so use AllocUtilization and
 // ComputeUtilization for GPU time.
-func MeasureShared(res *SharedResult, p MetricsParams) SharedMetrics {
-	m := SharedMetrics{Metrics: Measure(res.Result, p), Shared: res.Shared, MemOversubscribed: res.MemOversubscribed, MaxPerGPU: res.MaxPerGPU}
+func measureShared(res *sharedResult, p MetricsParams) sharedMetrics {
+	m := sharedMetrics{Metrics: Measure(res.Result, p), Shared: res.Shared, MemOversubscribed: res.MemOversubscribed, MaxPerGPU: res.MaxPerGPU}
 	if span := m.Makespan * float64(res.Cluster.Capacity()); span > 0 {
 		m.AllocUtilization = res.AllocGPUSeconds / span
 		m.ComputeUtilization = res.WorkGPUSeconds / span
@@ -121,7 +126,7 @@ func MeasureShared(res *SharedResult, p MetricsParams) SharedMetrics {
 	return m
 }
 
-// UsageModel is the seeded model of GPU use that SynthUsage draws from,
+// usageModel is the seeded model of GPU use that synthUsage draws from,
 // for traces that record none (Philly-MIX, Helios). It is Fairway's
 // assumption, not a measurement: jobs are grouped into templates (one user's
 // jobs of one name, as the share rule groups them); a LightFraction of the
@@ -130,20 +135,20 @@ func MeasureShared(res *SharedResult, p MetricsParams) SharedMetrics {
 // memory in [0.25, 0.95]); each job varies around its template's values by a
 // lognormal factor (σ 0.15 for utilization, 0.1 for memory), clipped to
 // [0.01, 1].
-type UsageModel struct {
+type usageModel struct {
 	Seed          uint64
 	LightFraction float64 // 0 means 0.4
 }
 
-// SynthUsage draws every job's GPU use from m. The draw for a job depends
+// synthUsage draws every job's GPU use from m. The draw for a job depends
 // only on the seed, its template and its id, not on the order of jobs.
-func SynthUsage(jobs []policy.Job, m UsageModel) map[int64]JobUsage {
+func synthUsage(jobs []policy.Job, m usageModel) map[int64]jobUsage {
 	if m.LightFraction == 0 {
 		m.LightFraction = 0.4
 	}
 	type base struct{ util, mem float64 }
 	templates := map[rewrite.ProfileKey]base{}
-	out := make(map[int64]JobUsage, len(jobs))
+	out := make(map[int64]jobUsage, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
 		k := rewrite.ProfileKey{User: j.User, Name: j.Name}
@@ -161,7 +166,7 @@ func SynthUsage(jobs []policy.Job, m UsageModel) map[int64]JobUsage {
 		}
 		r := rand.New(rand.NewPCG(m.Seed^0x9e3779b97f4a7c15, uint64(j.ID)))
 		clip := func(v float64) float64 { return min(max(v, 0.01), 1) }
-		out[j.ID] = JobUsage{Util: clip(b.util * math.Exp(0.15*r.NormFloat64())), MemFrac: clip(b.mem * math.Exp(0.1*r.NormFloat64()))}
+		out[j.ID] = jobUsage{Util: clip(b.util * math.Exp(0.15*r.NormFloat64())), MemFrac: clip(b.mem * math.Exp(0.1*r.NormFloat64()))}
 	}
 	return out
 }
@@ -200,7 +205,7 @@ type shJob struct {
 
 type shared struct {
 	cfg    Config
-	sh     Sharing
+	sh     shareConfig
 	in     []policy.Job
 	jobs   []shJob
 	byID   map[int64]int32
@@ -221,14 +226,14 @@ type shared struct {
 
 	samples map[rewrite.ProfileKey][]rewrite.UsageSample
 	verdict map[rewrite.ProfileKey]int // shards for a one-GPU job of the key; 0 none
-	res     SharedResult
+	res     sharedResult
 }
 
-// RunShared simulates jobs on cfg's GPU cluster with shared GPUs as
+// runShared simulates jobs on cfg's GPU cluster with shared GPUs as
 // described above. cfg.Backfill must be NoBackfill (or empty, read as
 // NoBackfill: EASY reservations are not modelled with changing speeds),
 // and cfg.Preempt false.
-func RunShared(jobs []policy.Job, cfg Config, sh Sharing) (*SharedResult, error) {
+func runShared(jobs []policy.Job, cfg Config, sh shareConfig) (*sharedResult, error) {
 	if err := cfg.Cluster.validate(); err != nil {
 		return nil, err
 	}
@@ -290,7 +295,7 @@ func (s *shared) load() error {
 		j := &s.in[a.src]
 		u, ok := s.sh.Usage[j.ID]
 		if !ok || u.Util <= 0 || u.MemFrac <= 0 {
-			u = JobUsage{Util: 1, MemFrac: 1}
+			u = jobUsage{Util: 1, MemFrac: 1}
 		}
 		s.jobs[k] = shJob{src: a.src, gpus: j.GPUs, state: a.state, solo: a.run.Seconds(), soloNs: int64(a.run), limit: int64(a.limit), first: -1,
 			u: min(u.Util, 1), mem: min(u.MemFrac, 1)}
@@ -461,7 +466,7 @@ func (s *shared) anyFits() bool {
 	if minWhole <= per {
 		return maxFree >= minWhole
 	}
-	return whollyFree >= policy.NodesFor(minWhole, per)
+	return whollyFree >= schedule.NodesFor(minWhole, per)
 }
 
 // place chooses the GPUs for job k, or nil when it does not fit now.
@@ -487,7 +492,7 @@ func (s *shared) place(k int32) []gpuRef {
 	if j.gpus <= per {
 		return s.wholeGPUs(j.gpus)
 	}
-	need := policy.NodesFor(j.gpus, per)
+	need := schedule.NodesFor(j.gpus, per)
 	var out []gpuRef
 	for n := range s.nodes {
 		if s.freeWhole(n) == per {
@@ -658,7 +663,7 @@ func (s *shared) result() {
 		in := &s.in[j.src]
 		units := j.gpus
 		if j.shards > 0 {
-			units = 1 // part of one GPU; see SharedMetrics for GPU time
+			units = 1 // part of one GPU; see sharedMetrics for GPU time
 		}
 		res.Jobs[k] = JobResult{
 			ID: in.ID, User: in.User, Account: in.Account, Units: units,

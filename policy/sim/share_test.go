@@ -34,7 +34,7 @@ func stJob(id int64, user, name string, submit, run float64, gpus int) policy.Jo
 
 func shareParams() rewrite.Params { return rewrite.Params{ShardsPerGPU: 4} }
 
-// TestRunShared_OffIsRun: with sharing off, RunShared is Run's Slurm model
+// TestRunShared_OffIsRun: with sharing off, runShared is Run's Slurm model
 // without backfill, job for job.
 func TestRunShared_OffIsRun(t *testing.T) {
 	jobs, err := Synth(SynthParams{Jobs: 400, Users: 8, Nodes: 2, GPUsPerNode: 4, Load: 2, Seed: 11})
@@ -48,13 +48,13 @@ func TestRunShared_OffIsRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := RunShared(jobs, Config{Cluster: cluster, Policy: shPolicy(t, name)}, Sharing{Rewrite: shareParams(),
-				Usage: SynthUsage(jobs, UsageModel{Seed: 1}), Interference: DefaultInterference})
+			got, err := runShared(jobs, Config{Cluster: cluster, Policy: shPolicy(t, name)}, shareConfig{Rewrite: shareParams(),
+				Usage: synthUsage(jobs, usageModel{Seed: 1}), Interference: defaultInterference})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d := cmp.Diff(want.Jobs, got.Jobs); d != "" {
-				t.Errorf("jobs (-Run +RunShared):\n%s", d)
+				t.Errorf("jobs (-Run +runShared):\n%s", d)
 			}
 			if got.Shared != 0 || got.MaxPerGPU != 1 || got.Cycles != want.Cycles {
 				t.Errorf("shared %d, max per GPU %d, cycles %d (Run %d)", got.Shared, got.MaxPerGPU, got.Cycles, want.Cycles)
@@ -106,9 +106,9 @@ func TestRunShared_Interference(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			jobs := append(append([]policy.Job{}, history...), tt.jobs...)
-			usage := map[int64]JobUsage{1: {0.2, 0.1}, 2: {0.2, 0.1}, 3: {0.2, 0.1}, 4: {tt.util, 0.1}, 5: {tt.util, 0.1}}
-			res, err := RunShared(jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 1, Unit: GPUs}, Policy: shPolicy(t, "fifo")},
-				Sharing{On: true, Rewrite: shareParams(), Usage: usage, Interference: tt.beta})
+			usage := map[int64]jobUsage{1: {0.2, 0.1}, 2: {0.2, 0.1}, 3: {0.2, 0.1}, 4: {tt.util, 0.1}, 5: {tt.util, 0.1}}
+			res, err := runShared(jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 1, Unit: GPUs}, Policy: shPolicy(t, "fifo")},
+				shareConfig{On: true, Rewrite: shareParams(), Usage: usage, Interference: tt.beta})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,32 +138,32 @@ func TestRunShared_Interference(t *testing.T) {
 // oversubscription is counted.
 func TestRunShared_Guards(t *testing.T) {
 	var jobs []policy.Job
-	usage := map[int64]JobUsage{}
+	usage := map[int64]jobUsage{}
 	id := int64(0)
-	add := func(user, name string, submit float64, gpus int, u JobUsage) {
+	add := func(user, name string, submit float64, gpus int, u jobUsage) {
 		id++
 		jobs = append(jobs, stJob(id, user, name, submit, 100, gpus))
 		usage[id] = u
 	}
 	for i := range 3 {
-		add("alice", "light", float64(100*i), 1, JobUsage{0.1, 0.3})
-		add("bob", "heavy", float64(100*i), 1, JobUsage{0.9, 0.3})
-		add("carol", "wide", float64(100*i), 2, JobUsage{0.1, 0.1})
+		add("alice", "light", float64(100*i), 1, jobUsage{0.1, 0.3})
+		add("bob", "heavy", float64(100*i), 1, jobUsage{0.9, 0.3})
+		add("carol", "wide", float64(100*i), 2, jobUsage{0.1, 0.1})
 	}
 	for range 6 { // light jobs whose memory turns out heavier than history
-		add("alice", "light", 400, 1, JobUsage{0.1, 0.45})
+		add("alice", "light", 400, 1, jobUsage{0.1, 0.45})
 	}
-	add("bob", "heavy", 400, 1, JobUsage{0.9, 0.3})
-	add("carol", "wide", 400, 2, JobUsage{0.1, 0.1})
+	add("bob", "heavy", 400, 1, jobUsage{0.9, 0.3})
+	add("carol", "wide", 400, 2, jobUsage{0.1, 0.1})
 	var perGPU int
-	res, err := RunShared(jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}, Policy: shPolicy(t, "fifo"),
+	res, err := runShared(jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}, Policy: shPolicy(t, "fifo"),
 		OnCycle: func(o *policy.Observation, _ *policy.Snapshot, _ []policy.Score) {
 			for _, j := range o.Pending {
 				if j.Shards > 0 && (j.User != "alice" || j.Shards >= 4) {
 					t.Errorf("job %d of %s asks for %d shards", j.ID, j.User, j.Shards)
 				}
 			}
-		}}, Sharing{On: true, Rewrite: shareParams(), Usage: usage, Interference: DefaultInterference})
+		}}, shareConfig{On: true, Rewrite: shareParams(), Usage: usage, Interference: defaultInterference})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +180,10 @@ func TestSynthUsage_Deterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := SynthUsage(jobs, UsageModel{Seed: 9})
+	a := synthUsage(jobs, usageModel{Seed: 9})
 	rev := append([]policy.Job(nil), jobs...)
 	rand.New(rand.NewPCG(1, 1)).Shuffle(len(rev), func(i, j int) { rev[i], rev[j] = rev[j], rev[i] })
-	if d := cmp.Diff(a, SynthUsage(rev, UsageModel{Seed: 9})); d != "" {
+	if d := cmp.Diff(a, synthUsage(rev, usageModel{Seed: 9})); d != "" {
 		t.Fatalf("usage depends on job order:\n%s", d)
 	}
 	light := 0
@@ -198,7 +198,7 @@ func TestSynthUsage_Deterministic(t *testing.T) {
 	if frac := float64(light) / float64(len(a)); frac < 0.1 || frac > 0.8 {
 		t.Errorf("%.2f of jobs use under half a GPU: the model's 40%% light templates should show", frac)
 	}
-	if d := cmp.Diff(a, SynthUsage(jobs, UsageModel{Seed: 10})); d == "" {
+	if d := cmp.Diff(a, synthUsage(jobs, usageModel{Seed: 10})); d == "" {
 		t.Error("another seed gave the same usage")
 	}
 }
@@ -207,7 +207,7 @@ func TestSynthUsage_Deterministic(t *testing.T) {
 // Chronus artifact's cluster) under fair-qssf without a predictor (the trace
 // has no time limits, so every job is costed at the 7-day default) and
 // without backfill, with GPU sharing off and on (4 shards per GPU, β 0.1 and
-// 0.3), GPU use from UsageModel{Seed: 1}, and logs the comparison table (go
+// 0.3), GPU use from usageModel{Seed: 1}, and logs the comparison table (go
 // test -run TestPhillyMIX_GPUSharing -v ./policy/sim). Both arms do the same
 // work; sharing must run some jobs on shards and never put more on a GPU than
 // its shards allow.
@@ -216,26 +216,26 @@ func TestPhillyMIX_GPUSharing(t *testing.T) {
 		t.Skip("Philly-MIX sharing comparison: a few minutes; not in -short")
 	}
 	jobs, cluster := readShared(t, phillyMIX)
-	usage := SynthUsage(jobs, UsageModel{Seed: 1})
+	usage := synthUsage(jobs, usageModel{Seed: 1})
 	type arm struct {
 		name string
-		sh   Sharing
+		sh   shareConfig
 	}
 	arms := []arm{
-		{"off", Sharing{Rewrite: shareParams(), Usage: usage, Interference: DefaultInterference}},
-		{"on, β=0.1", Sharing{On: true, Rewrite: shareParams(), Usage: usage, Interference: DefaultInterference}},
-		{"on, β=0.3", Sharing{On: true, Rewrite: shareParams(), Usage: usage, Interference: 0.3}},
+		{"off", shareConfig{Rewrite: shareParams(), Usage: usage, Interference: defaultInterference}},
+		{"on, β=0.1", shareConfig{On: true, Rewrite: shareParams(), Usage: usage, Interference: defaultInterference}},
+		{"on, β=0.3", shareConfig{On: true, Rewrite: shareParams(), Usage: usage, Interference: 0.3}},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| sharing | jobs | shared | avg JCT (s) | avg wait (s) | p95 wait (s) | makespan (s) | alloc util | compute util | max jobs/GPU | mem oversub |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var work []float64
 	for _, a := range arms {
-		res, err := RunShared(jobs, Config{Cluster: cluster, Policy: shPolicy(t, "fair-qssf")}, a.sh)
+		res, err := runShared(jobs, Config{Cluster: cluster, Policy: shPolicy(t, "fair-qssf")}, a.sh)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := MeasureShared(res, MetricsParams{})
+		m := measureShared(res, MetricsParams{})
 		if m.Jobs != len(jobs)-sumSkipped(res.Skipped) {
 			t.Errorf("%s: %d jobs measured of %d", a.name, m.Jobs, len(jobs))
 		}

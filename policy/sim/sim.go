@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/power"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 )
 
 // Backfill selects how jobs behind a blocked one may start.
@@ -173,7 +174,7 @@ type sjob struct {
 	start int64 // current start, ns
 	first int64 // first start, ns; -1 before
 	end   int64
-	alloc []policy.Use
+	alloc []schedule.Use
 	runs  []Span
 }
 
@@ -216,10 +217,10 @@ type simulator struct {
 	// preemption tick counts from it.
 	lastCycle int64
 	byLimit   []limitEntry
-	easy      *policy.EASY
-	free      *policy.Pool // easy.Free
-	place     []policy.Use
-	queue     policy.Queue // order, for easy
+	easy      *schedule.EASY
+	free      *schedule.Pool // easy.Free
+	place     []schedule.Use
+	queue     schedule.Queue // order, for easy
 
 	needCount []int32
 	minNeed   int
@@ -332,7 +333,7 @@ func (s *simulator) load(res *Result) error {
 			run: int64(a.run), limit: int64(a.limit), first: -1}
 		s.trueRun[j.ID] = a.run
 	}
-	s.easy = policy.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
+	s.easy = schedule.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
 	s.free = s.easy.Free
 	s.needCount = make([]int32, capacity+1)
 	s.minNeed = capacity + 1
@@ -636,11 +637,11 @@ func (s *simulator) decideEASY() {
 		s.queue.Add(k, int(j.need), j.limit-j.done)
 	}
 	s.easy.Pass(s.now, &s.queue, s.limitEnds, s.cfg.Backfill != NoBackfill,
-		func(i int, a []policy.Use) { s.start(s.order[i], a) })
+		func(i int, a []schedule.Use) { s.start(s.order[i], a) })
 }
 
 // limitEnds yields the running jobs' limit ends, earliest first.
-func (s *simulator) limitEnds(yield func(int64, []policy.Use) bool) {
+func (s *simulator) limitEnds(yield func(int64, []schedule.Use) bool) {
 	for _, e := range s.byLimit {
 		if !yield(e.t, s.jobs[e.k].alloc) {
 			return
@@ -743,7 +744,7 @@ func (s *simulator) dequeue(k int32) policy.Job {
 
 // start runs pending job k on allocation a, now; a is already taken
 // from the free units.
-func (s *simulator) start(k int32, a []policy.Use) {
+func (s *simulator) start(k int32, a []schedule.Use) {
 	j := &s.jobs[k]
 	pj := s.dequeue(k)
 	j.alloc = append(j.alloc[:0], a...)

@@ -486,7 +486,8 @@ func (c *countingPredictor) Predict(j *policy.Job) policy.Prediction {
 // too.
 func TestRun_PredictionBlindSkipsPredictor(t *testing.T) {
 	jobs, cluster := smSynth(t)
-	for _, e := range policy.Registered() {
+	for _, name := range policy.Names() {
+		e, _ := policy.Lookup(name)
 		if !e.Traits.PredictionBlind {
 			continue
 		}

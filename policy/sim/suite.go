@@ -12,10 +12,10 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/predict"
-	"github.com/fairway-hpc/fairway/policy/trace"
 	"golang.org/x/sync/errgroup"
 )
 

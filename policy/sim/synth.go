@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 )
 
 // SynthParams configures Synth. The zero value gives the defaults, the
@@ -203,7 +204,7 @@ func Synth(p SynthParams) ([]policy.Job, error) {
 			User:      u.name,
 			Partition: "vc1",
 			Name:      tp.name,
-			Nodes:     policy.NodesFor(tp.gpus, p.GPUsPerNode),
+			Nodes:     schedule.NodesFor(tp.gpus, p.GPUsPerNode),
 			CPUs:      4 * tp.gpus,
 			GPUs:      tp.gpus,
 			State:     state,

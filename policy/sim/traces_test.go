@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // tracesDir is the shared trace folder ($FAIRWAY_TRACES, else

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
-	"github.com/fairway-hpc/fairway/policy/trace"
 )
 
 // Workload is what a simulation replays: jobs and the cluster they ran on.

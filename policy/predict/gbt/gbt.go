@@ -27,8 +27,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-
-	"github.com/fairway-hpc/fairway/policy"
 )
 
 const gbtBins = 64
@@ -40,12 +38,6 @@ type Config struct {
 	Rate      float64
 	MinLeaf   int
 	Subsample float64
-	// ScaleWeighted minimises the absolute error of exp(F) instead of F:
-	// with F = log(1+y), each sample's gradient and leaf vote is weighted
-	// by its current prediction in seconds, exp(F), because
-	// |e^y − e^(F+γ)| = e^F·|e^(y−F) − e^γ|. The mean absolute error in
-	// seconds is then what the trees reduce.
-	ScaleWeighted bool
 }
 
 // gbtNode is one node of a tree; a leaf has feature -1.
@@ -208,7 +200,6 @@ type Trainer struct {
 	cuts   [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
 	bins   []uint8     // n × nf, row-major
 	resid  []float32
-	w      []float32 // per-sample weight of the current tree
 	f      []float32
 	rows   []int32
 	rng    uint64
@@ -220,7 +211,7 @@ type Trainer struct {
 }
 
 type histBin struct {
-	g, h float64 // weighted sign sum, weight sum
+	g, h float64 // sign sum, sample count
 	n    int32
 }
 
@@ -265,13 +256,8 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 			all[i], all[j] = all[j], all[i]
 		}
 		t.rows = append(t.rows[:0], all[:sub]...)
-		t.w = resize(t.w, n)
 		for _, r := range t.rows {
 			t.resid[r] = y[r] - t.f[r]
-			t.w[r] = 1
-			if t.Config.ScaleWeighted {
-				t.w[r] = float32(math.Exp(float64(min(t.f[r], 30))))
-			}
 		}
 		tree := t.growTree(x)
 		m.trees = append(m.trees, tree)
@@ -298,21 +284,6 @@ func (t *Trainer) leafValueBinned(tree []gbtNode, bins []uint8) float32 {
 			return n.value
 		}
 		if bins[n.feature] <= t.splitBin[i] {
-			i = n.left
-		} else {
-			i = n.right
-		}
-	}
-}
-
-func leafValue(tree []gbtNode, x []float32) float32 {
-	i := int32(0)
-	for {
-		n := &tree[i]
-		if n.feature < 0 {
-			return n.value
-		}
-		if x[n.feature] <= n.threshold {
 			i = n.left
 		} else {
 			i = n.right
@@ -385,11 +356,11 @@ func Parallel(n, work int, fn func(lo, hi int)) {
 }
 
 // gbtWorkers is how many chunks to make of n indices: the caller plus the
-// helpers it can take (policy.TakeHelpers), at most one per core, none when
+// helpers it can take (TakeHelpers), at most one per core, none when
 // the work is too small. release gives the helpers back.
 func gbtWorkers(n, work int) (workers int, release func()) {
 	want := max(min(runtime.GOMAXPROCS(0), n, work/gbtMinWork), 1)
-	got, release := policy.TakeHelpers(want - 1)
+	got, release := TakeHelpers(want - 1)
 	return 1 + got, release
 }
 
@@ -508,44 +479,21 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 	return tree
 }
 
-// histogram sums sign(resid) per feature and bin over rows. The features
-// are shared among the cores; each bin is summed in the order of rows.
+// histogram sums sign(resid) per feature and bin over rows (see
+// countHistogram).
 func (t *Trainer) histogram(rows []int32) []histBin {
-	nf := t.nf
 	var h []histBin
 	if k := len(t.free); k > 0 {
 		h, t.free = t.free[k-1], t.free[:k-1]
 		clear(h)
 	} else {
-		h = make([]histBin, nf*gbtBins)
+		h = make([]histBin, t.nf*gbtBins)
 	}
-	if !t.Config.ScaleWeighted {
-		t.countHistogram(rows, h)
-		return h
-	}
-	Parallel(nf, len(rows)*nf, func(f0, f1 int) {
-		for _, r := range rows {
-			w := float64(t.w[r])
-			g := 0.0
-			switch res := t.resid[r]; {
-			case res > 0:
-				g = w
-			case res < 0:
-				g = -w
-			}
-			b := t.bins[int(r)*nf+f0 : int(r)*nf+f1]
-			for k, bin := range b {
-				e := &h[(f0+k)*gbtBins+int(bin)]
-				e.g += g
-				e.h += w
-				e.n++
-			}
-		}
-	})
+	t.countHistogram(rows, h)
 	return h
 }
 
-// countHistogram is histogram when every weight is 1: the sums are then
+// countHistogram fills h: every sample weighs 1, so the sums are
 // counts, exact in any order, so each bin's sign sum and count are packed
 // in one int64 (sign sum above bit 32, count below: one add per feature and
 // row, and the 31 features × 64 bins fit the L1 cache), and the rows can be
@@ -593,51 +541,16 @@ func (t *Trainer) release(h []histBin) {
 	}
 }
 
-// leaf is Rate × the (weighted) median residual of rows.
+// leaf is Rate × the median residual of rows.
 func (t *Trainer) leaf(rows []int32) float32 {
 	if len(rows) == 0 {
 		return 0
 	}
-	if !t.Config.ScaleWeighted {
-		v := make([]float32, len(rows))
-		for i, r := range rows {
-			v[i] = t.resid[r]
-		}
-		return float32(t.Config.Rate) * median32(v)
-	}
-	v := make([]weighted, len(rows))
+	v := make([]float32, len(rows))
 	for i, r := range rows {
-		v[i] = weighted{t.resid[r], t.w[r]}
+		v[i] = t.resid[r]
 	}
-	return float32(t.Config.Rate) * weightedMedian(v)
-}
-
-type weighted struct{ v, w float32 }
-
-// weightedMedian is the value where the cumulative weight, in value order,
-// first reaches half the total; v is reordered.
-func weightedMedian(v []weighted) float32 {
-	slices.SortFunc(v, func(a, b weighted) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
-	var total float64
-	for _, e := range v {
-		total += float64(e.w)
-	}
-	var acc float64
-	for _, e := range v {
-		acc += float64(e.w)
-		if acc >= total/2 {
-			return e.v
-		}
-	}
-	return v[len(v)-1].v
+	return float32(t.Config.Rate) * median32(v)
 }
 
 // median32 is the median of v (the lower middle for an even count); v is

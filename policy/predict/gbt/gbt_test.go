@@ -145,21 +145,19 @@ func TestGBT_TrainSameOnAnyCores(t *testing.T) {
 		}
 		return true
 	}
-	for _, weighted := range []bool{false, true} {
-		cfg := Config{Trees: 12, Depth: 5, Rate: 0.2, MinLeaf: 20, Subsample: 0.5, ScaleWeighted: weighted}
-		procs := runtime.GOMAXPROCS(1)
-		serial := (&Trainer{Config: cfg}).Train(x, y, nf)
-		runtime.GOMAXPROCS(4)
-		reused := &Trainer{Config: cfg}
-		reused.Train(x[:n/2*nf], y[:n/2], nf)
-		parallel := reused.Train(x, y, nf)
-		runtime.GOMAXPROCS(procs)
-		if len(serial.trees) != cfg.Trees || len(serial.trees[0]) < 7 {
-			t.Fatalf("weighted=%v: %d trees, the first of %d nodes: want %d full trees", weighted, len(serial.trees), len(serial.trees[0]), cfg.Trees)
-		}
-		if !sameTrees(serial, parallel) {
-			t.Errorf("weighted=%v: trained on 4 cores after another training, the model differs from serial training", weighted)
-		}
+	cfg := Config{Trees: 12, Depth: 5, Rate: 0.2, MinLeaf: 20, Subsample: 0.5}
+	procs := runtime.GOMAXPROCS(1)
+	serial := (&Trainer{Config: cfg}).Train(x, y, nf)
+	runtime.GOMAXPROCS(4)
+	reused := &Trainer{Config: cfg}
+	reused.Train(x[:n/2*nf], y[:n/2], nf)
+	parallel := reused.Train(x, y, nf)
+	runtime.GOMAXPROCS(procs)
+	if len(serial.trees) != cfg.Trees || len(serial.trees[0]) < 7 {
+		t.Fatalf("%d trees, the first of %d nodes: want %d full trees", len(serial.trees), len(serial.trees[0]), cfg.Trees)
+	}
+	if !sameTrees(serial, parallel) {
+		t.Errorf("trained on 4 cores after another training, the model differs from serial training")
 	}
 }
 
@@ -211,6 +209,24 @@ func TestBinOf_MatchesSearch(t *testing.T) {
 		}
 		if got := binOf(cuts, float32(math.NaN())); got != n-1 {
 			t.Errorf("%d cuts, NaN: bin %d, want the last", n, got)
+		}
+	}
+}
+
+// leafValue walks tree on the raw features x, against the thresholds: the
+// reference that the binned walk (leafValueBinned) and Model.Predict must
+// agree with.
+func leafValue(tree []gbtNode, x []float32) float32 {
+	i := int32(0)
+	for {
+		n := &tree[i]
+		if n.feature < 0 {
+			return n.value
+		}
+		if x[n.feature] <= n.threshold {
+			i = n.left
+		} else {
+			i = n.right
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // the shared traces are present, the head of each real trace; without them
 // the seeds still run as ordinary tests.
 //
-//	go test -run '^$' -fuzz '^FuzzSWF$' -fuzztime 10m -parallel 1 ./policy/trace
+//	go test -run '^$' -fuzz '^FuzzSWF$' -fuzztime 10m -parallel 1 ./internal/trace
 
 func FuzzSWF(f *testing.F) {
 	fuzzFormat(f, SWF, []string{ctcHead, kthHead}, "sdsc-blue-excerpt.swf", ".swf.gz")

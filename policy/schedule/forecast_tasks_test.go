@@ -1,6 +1,8 @@
-package policy
+package schedule
 
 import (
+	"github.com/fairway-hpc/fairway/policy"
+
 	"testing"
 	"time"
 )
@@ -11,25 +13,25 @@ import (
 // 3-shard job waits for room like any job instead of asking for nothing.
 func TestNewForecast_ArrayTasksAndShards(t *testing.T) {
 	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	pend := func(id int64, gpus, shards, tasks int) Job {
-		return Job{ID: id, GPUs: gpus, Shards: shards, Tasks: tasks, TimeLimit: time.Hour, State: StatePending, ArrayTask: -1, Submit: now}
+	pend := func(id int64, gpus, shards, tasks int) policy.Job {
+		return policy.Job{ID: id, GPUs: gpus, Shards: shards, Tasks: tasks, TimeLimit: time.Hour, State: policy.StatePending, ArrayTask: -1, Submit: now}
 	}
 	for _, tc := range []struct {
 		name        string
 		m           Machine
-		running     []Job
-		pending     Job
+		running     []policy.Job
+		pending     policy.Job
 		start, last time.Duration
 		units       int
 	}{
 		{"array of 3 x 2 GPUs", Machine{Nodes: 1, PerNode: 4}, nil, pend(10, 2, 0, 3), 0, time.Hour, 2},
 		{"one job", Machine{Nodes: 1, PerNode: 4}, nil, pend(11, 2, 0, 0), 0, 0, 2},
 		{"3 shards, node full", Machine{Nodes: 1, PerNode: 16, ShardsPerGPU: 4},
-			[]Job{{ID: 1, GPUs: 4, TimeLimit: 2 * time.Hour, State: StateRunning, Start: now, ArrayTask: -1}}, pend(12, 0, 3, 1), 2 * time.Hour, 2 * time.Hour, 3},
+			[]policy.Job{{ID: 1, GPUs: 4, TimeLimit: 2 * time.Hour, State: policy.StateRunning, Start: now, ArrayTask: -1}}, pend(12, 0, 3, 1), 2 * time.Hour, 2 * time.Hour, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Snapshot{Now: now, Running: tc.running, Pending: []Job{tc.pending}}
-			f, err := NewForecast(s, []Score{{JobID: tc.pending.ID}}, ForecastParams{Machine: tc.m, Limits: true, Resolution: time.Second})
+			s := &policy.Snapshot{Now: now, Running: tc.running, Pending: []policy.Job{tc.pending}}
+			f, err := NewForecast(s, []policy.Score{{JobID: tc.pending.ID}}, ForecastParams{Machine: tc.m, Limits: true, Resolution: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

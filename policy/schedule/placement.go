@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"iter"
@@ -174,15 +174,6 @@ func (p *Pool) Give(a []Use) {
 	for _, u := range a {
 		f := p.free[u.Node]
 		p.set(int(u.Node), f, f+int(u.Units))
-	}
-}
-
-// limitAt lowers the free units of the nodes of a to at most q's.
-func (p *Pool) limitAt(q *Pool, a []Use) {
-	for _, u := range a {
-		if f, g := p.free[u.Node], q.free[u.Node]; g < f {
-			p.set(int(u.Node), f, g)
-		}
 	}
 }
 
@@ -418,4 +409,13 @@ func (e *EASY) reserve(now int64, need int, ends iter.Seq2[int64, []Use]) int64 
 		e.long[r] = min(e.long[r], free.free[u.Node])
 	}
 	return max(t, now)
+}
+
+// resize returns s with length n, reusing its array when it is large
+// enough; the contents are not cleared.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
 }

@@ -1,6 +1,8 @@
-package policy
+package schedule
 
 import (
+	"github.com/fairway-hpc/fairway/policy"
+
 	"testing"
 	"time"
 
@@ -11,48 +13,48 @@ import (
 func TestNewForecast(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := time.Hour
-	job := func(id int64, gpus int, limit time.Duration) Job {
-		return Job{ID: id, User: "u", Account: "a", GPUs: gpus, TimeLimit: limit, Submit: t0.Add(-h), ArrayTask: -1}
+	job := func(id int64, gpus int, limit time.Duration) policy.Job {
+		return policy.Job{ID: id, User: "u", Account: "a", GPUs: gpus, TimeLimit: limit, Submit: t0.Add(-h), ArrayTask: -1}
 	}
-	running := func(id int64, gpus int, limit time.Duration, started time.Duration) Job {
+	running := func(id int64, gpus int, limit time.Duration, started time.Duration) policy.Job {
 		j := job(id, gpus, limit)
-		j.State, j.Start = StateRunning, t0.Add(-started)
+		j.State, j.Start = policy.StateRunning, t0.Add(-started)
 		return j
 	}
 	tests := []struct {
 		name      string
-		running   []Job
-		pending   []Job // in ranking order
+		running   []policy.Job
+		pending   []policy.Job // in ranking order
 		predicted map[int64]time.Duration
 		limits    bool
 		want      map[int64]time.Duration // start after t0, by id; -1 never
 	}{
 		{
 			name:      "running job ends at its prediction, the queue follows in order",
-			running:   []Job{running(1, 4, 10*h, h)},
-			pending:   []Job{job(2, 2, 4*h), job(3, 4, 4*h)},
+			running:   []policy.Job{running(1, 4, 10*h, h)},
+			pending:   []policy.Job{job(2, 2, 4*h), job(3, 4, 4*h)},
 			predicted: map[int64]time.Duration{1: 2 * h, 2: h, 3: h},
 			want:      map[int64]time.Duration{2: h, 3: 2 * h},
 		},
 		{
 			name:      "with time limits the same queue waits for the limits",
-			running:   []Job{running(1, 4, 10*h, h)},
-			pending:   []Job{job(2, 2, 4*h), job(3, 4, 4*h)},
+			running:   []policy.Job{running(1, 4, 10*h, h)},
+			pending:   []policy.Job{job(2, 2, 4*h), job(3, 4, 4*h)},
 			predicted: map[int64]time.Duration{1: 2 * h, 2: h, 3: h},
 			limits:    true,
 			want:      map[int64]time.Duration{2: 9 * h, 3: 13 * h},
 		},
 		{
 			name:      "a running job past its prediction runs as long again, up to its limit",
-			running:   []Job{running(1, 4, 10*h, 3*h), running(4, 0, 0, 0)},
-			pending:   []Job{job(2, 4, 4*h)},
+			running:   []policy.Job{running(1, 4, 10*h, 3*h), running(4, 0, 0, 0)},
+			pending:   []policy.Job{job(2, 4, 4*h)},
 			predicted: map[int64]time.Duration{1: h},
 			want:      map[int64]time.Duration{2: 3 * h},
 		},
 		{
 			name:      "a job larger than the machine never starts, the others go on",
 			running:   nil,
-			pending:   []Job{job(2, 5, h), job(3, 4, h)},
+			pending:   []policy.Job{job(2, 5, h), job(3, 4, h)},
 			predicted: map[int64]time.Duration{},
 			want:      map[int64]time.Duration{2: -1, 3: 0},
 		},
@@ -61,18 +63,18 @@ func TestNewForecast(t *testing.T) {
 			// ends); job 3 ends by its limit before that and backfills;
 			// job 4 would delay job 2 and waits for job 2 to end.
 			name:      "EASY backfill by time limits",
-			running:   []Job{running(1, 3, 2*h, h)},
-			pending:   []Job{job(2, 4, h), job(3, 1, h/2), job(4, 1, 3*h)},
+			running:   []policy.Job{running(1, 3, 2*h, h)},
+			pending:   []policy.Job{job(2, 4, h), job(3, 1, h/2), job(4, 1, 3*h)},
 			predicted: map[int64]time.Duration{1: 2 * h, 3: h / 4},
 			want:      map[int64]time.Duration{2: h, 3: 0, 4: 2 * h},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Snapshot{Now: t0, Running: tt.running, Pending: tt.pending, Predicted: tt.predicted}
-			var ranking []Score
+			s := &policy.Snapshot{Now: t0, Running: tt.running, Pending: tt.pending, Predicted: tt.predicted}
+			var ranking []policy.Score
 			for _, j := range tt.pending {
-				ranking = append(ranking, Score{JobID: j.ID})
+				ranking = append(ranking, policy.Score{JobID: j.ID})
 			}
 			f, err := NewForecast(s, ranking, ForecastParams{Machine: Machine{Nodes: 1, PerNode: 4}, Limits: tt.limits})
 			if err != nil {
@@ -99,11 +101,11 @@ func TestNewForecast(t *testing.T) {
 func TestForecast_Before(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := time.Hour
-	s := &Snapshot{Now: t0,
-		Running: []Job{{ID: 1, GPUs: 3, TimeLimit: 2 * h, Start: t0.Add(-h), State: StateRunning}},
-		Pending: []Job{{ID: 2, GPUs: 4, TimeLimit: h}, {ID: 3, GPUs: 1, TimeLimit: h / 2}, {ID: 4, GPUs: 1, TimeLimit: 3 * h}},
+	s := &policy.Snapshot{Now: t0,
+		Running: []policy.Job{{ID: 1, GPUs: 3, TimeLimit: 2 * h, Start: t0.Add(-h), State: policy.StateRunning}},
+		Pending: []policy.Job{{ID: 2, GPUs: 4, TimeLimit: h}, {ID: 3, GPUs: 1, TimeLimit: h / 2}, {ID: 4, GPUs: 1, TimeLimit: 3 * h}},
 	}
-	f, err := NewForecast(s, []Score{{JobID: 2}, {JobID: 3}, {JobID: 4}}, ForecastParams{Machine: Machine{Nodes: 1, PerNode: 4}})
+	f, err := NewForecast(s, []policy.Score{{JobID: 2}, {JobID: 3}, {JobID: 4}}, ForecastParams{Machine: Machine{Nodes: 1, PerNode: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +159,10 @@ func TestForecast_ZeroPredictionIsAPrediction(t *testing.T) {
 		{"none", nil, t0.Add(h)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Snapshot{Now: t0, Predicted: tc.predicted,
-				Pending: []Job{{ID: 2, GPUs: 4, TimeLimit: h}, {ID: 3, GPUs: 4, TimeLimit: h}},
+			s := &policy.Snapshot{Now: t0, Predicted: tc.predicted,
+				Pending: []policy.Job{{ID: 2, GPUs: 4, TimeLimit: h}, {ID: 3, GPUs: 4, TimeLimit: h}},
 			}
-			f, err := NewForecast(s, []Score{{JobID: 2}, {JobID: 3}}, ForecastParams{Machine: Machine{Nodes: 1, PerNode: 4}})
+			f, err := NewForecast(s, []policy.Score{{JobID: 2}, {JobID: 3}}, ForecastParams{Machine: Machine{Nodes: 1, PerNode: 4}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@
 //
 // Input is read from an io.Reader, gzip-compressed or not (detected by the
 // gzip magic bytes), one job at a time, so a large trace never has to fit in
-// memory twice. The package opens no files: the caller does, and passes the
-// file name in Options.Name so that errors read "file:line: reason".
+// memory twice. The readers open no files: the caller does, and passes the
+// file name in Options.Name so that errors read "file:line: reason";
+// DetectFile and WriteHeliosFile are the two helpers that take a path.
 package trace

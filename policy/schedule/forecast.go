@@ -1,6 +1,8 @@
-package policy
+package schedule
 
 import (
+	"github.com/fairway-hpc/fairway/policy"
+
 	"cmp"
 	"fmt"
 	"slices"
@@ -26,7 +28,7 @@ type Machine struct {
 func (m Machine) Capacity() int { return m.Nodes * m.PerNode }
 
 // Need is how many of the machine's units job j asks for.
-func (m Machine) Need(j *Job) int {
+func (m Machine) Need(j *policy.Job) int {
 	if m.CPUs {
 		return j.CPUs
 	}
@@ -232,7 +234,7 @@ func (h *fcEnds) pop() fcEnd {
 // jobs are placed on the nodes in start order, since a snapshot does not
 // say which nodes they hold; a running job that no longer fits is left
 // out. Times are on a clock of p.Resolution steps from s.Now.
-func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, error) {
+func NewForecast(s *policy.Snapshot, ranking []policy.Score, p ForecastParams) (*Forecast, error) {
 	m := p.Machine
 	if m.Nodes <= 0 || m.PerNode <= 0 {
 		return nil, fmt.Errorf("forecast: machine of %d nodes × %d units: want both > 0", m.Nodes, m.PerNode)
@@ -246,20 +248,20 @@ func NewForecast(s *Snapshot, ranking []Score, p ForecastParams) (*Forecast, err
 	}
 	defLimit := p.DefaultLimit
 	if defLimit <= 0 {
-		defLimit = UnknownRun
+		defLimit = policy.UnknownRun
 	}
 	f := &Forecast{Now: s.Now, Limits: p.Limits}
 	byID := make(map[int64]int32, len(s.Pending))
 	for i := range s.Pending {
 		byID[s.Pending[i].ID] = int32(i)
 	}
-	limitOf := func(j *Job) int64 {
+	limitOf := func(j *policy.Job) int64 {
 		if j.TimeLimit > 0 {
 			return int64(j.TimeLimit)
 		}
 		return int64(defLimit)
 	}
-	runOf := func(j *Job, limit int64) int64 {
+	runOf := func(j *policy.Job, limit int64) int64 {
 		if p.Limits {
 			return limit
 		}

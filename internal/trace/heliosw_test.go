@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
-	"github.com/fairway-hpc/fairway/policy/trace"
 	"github.com/google/go-cmp/cmp"
 )
 
