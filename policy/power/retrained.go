@@ -20,7 +20,10 @@ type Retrained struct {
 	// Every is the steps between fits (a day: Lags.Day); MinSteps the
 	// steps measured before the first fit.
 	Every, MinSteps int
-	Fallback        Forecaster
+	// Window is the most recent steps a fit learns from (0: all), so a
+	// long run's daily fits stay cheap and follow the recent demand.
+	Window   int
+	Fallback Forecaster
 
 	model   *GBTForecaster
 	fitAt   int // the steps measured at the last fit
@@ -30,12 +33,12 @@ type Retrained struct {
 // NewRetrained is Retrained with the settings `fairway power eval` chose
 // on Philly's validation days (the change from 3 h earlier as target, 10
 // trees; the learner's other settings as the artifact's), refit daily,
-// after two weeks of steps (a week of lags and a week to learn from),
-// falling back to the demand a day earlier.
+// on the last 28 days, after two weeks of steps (a week of lags and a
+// week to learn from), falling back to the demand a day earlier.
 func NewRetrained(l Lags) *Retrained {
 	return &Retrained{Lags: l, GBT: gbt.Config{Trees: 10, Depth: 6, Rate: 0.1, MinLeaf: 20, Subsample: 0.85},
 		Shape: GBTForecaster{Variant: "delta", Delta: true}, Every: l.Day,
-		MinSteps: max(14*l.Day, l.FirstFeatureStep()+l.Day),
+		MinSteps: max(14*l.Day, l.FirstFeatureStep()+l.Day), Window: 28 * l.Day,
 		Fallback: Seasonal{Label: "same time yesterday", Period: l.Day}}
 }
 
@@ -62,7 +65,11 @@ func (r *Retrained) Explain() string {
 func (r *Retrained) Forecast(s *Series, now int, out []float64) {
 	n := now + 1
 	if n >= r.MinSteps && (r.model == nil || n-r.fitAt >= r.Every) {
-		m, err := TrainGBT(s, 0, n, r.Lags, r.GBT, r.Shape)
+		lo := 0
+		if r.Window > 0 {
+			lo = max(0, n-r.Window)
+		}
+		m, err := TrainGBT(s, lo, n, r.Lags, r.GBT, r.Shape)
 		r.lastErr = err
 		if err == nil {
 			r.model = m
