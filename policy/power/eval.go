@@ -684,7 +684,13 @@ func Dominance(rows []RuleRow) ([]Verdict, bool) {
 }
 
 // WriteText writes the result as one table and the dominance verdict.
-func (r *EvalResult) WriteText(w io.Writer) error {
+func (r *EvalResult) WriteText(w io.Writer) error { return r.write(w, false) }
+
+// WriteBrief is WriteText with, of the predictive rows, only the
+// artifact's and each idle-time setting's validation pick.
+func (r *EvalResult) WriteBrief(w io.Writer) error { return r.write(w, true) }
+
+func (r *EvalResult) write(w io.Writer, brief bool) error {
 	fmt.Fprintf(w, "test %s to %s: %d steps of %s (%d training steps, %d empty steps carried forward); GBT %q, %d trees, chosen on %d validation steps before the test (RMSE %.2f at 3h)\n",
 		r.TestFrom.Format(time.DateTime), r.TestUntil.Format(time.DateTime), r.TestSteps, shortDuration(r.Step), r.TrainSteps, r.Filled, r.Variant, r.Trees, r.ValidSteps, r.ValidRMSE)
 	fmt.Fprintf(w, "predictive setting chosen on the validation days out of %d: %s (the artifact's: %s)\n", r.Searched, r.Chosen, r.artifactName())
@@ -701,6 +707,19 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 	}
 	valid, vHidden := front(r.Validation, keep)
 	test, tHidden := front(r.Rules, keep)
+	if brief {
+		picked := map[string]bool{}
+		for _, pk := range r.Picks {
+			picked[pk.Valid.Rule] = true
+		}
+		only := func(rows []RuleRow, artifact bool) []RuleRow {
+			return slices.DeleteFunc(slices.Clone(rows), func(x RuleRow) bool {
+				return x.Kind == "predictive" && !picked[x.Rule] && !(artifact && strings.HasPrefix(x.Rule, "artifact"))
+			})
+		}
+		valid, test = only(valid, false), only(test, true)
+		vHidden, tHidden = 0, 0
+	}
 	rows := make([]RuleRow, 0, len(valid)+len(test))
 	for _, x := range valid {
 		x.Rule = "validation: " + x.Rule

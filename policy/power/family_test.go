@@ -2,6 +2,7 @@ package power
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,36 @@ func TestAnchored_ShiftsByTheIssueError(t *testing.T) {
 	Anchored{F: f}.Forecast(s, now, after)
 	if diff := cmp.Diff(anchored, after); diff != "" {
 		t.Errorf("anchored forecast changed with the future (-before +after)\n%s", diff)
+	}
+}
+
+// TestWriteBrief: the brief table keeps, of the predictive rows, the
+// artifact's test rows and each idle-time setting's pick (validation and
+// test), and every idle-time and reference row.
+func TestWriteBrief(t *testing.T) {
+	row := func(name, kind string) RuleRow { return RuleRow{Metrics: Metrics{Rule: name}, Kind: kind} }
+	pick := row("hybrid idle 25m, x, buffer 3", "predictive")
+	r := &EvalResult{
+		Validation: []RuleRow{row("artifact, buffer 0", "predictive"), row("hybrid idle 5m, x, buffer 0", "predictive"), pick, row("idle-time 30m", "idle-time")},
+		Rules:      []RuleRow{pick, row("artifact, buffer 0", "predictive"), row("hybrid idle 5m, x, buffer 0", "predictive"), row("idle-time 30m", "idle-time"), row("always on", "reference")},
+		Picks:      []Pick{{Idle: "idle-time 30m", Valid: pick, Test: pick, Holds: true}},
+	}
+	var b strings.Builder
+	if err := r.WriteBrief(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"validation: hybrid idle 25m, x, buffer 3", "validation: idle-time 30m", " artifact, buffer 0", "ref: always on", "idle-time 30m: hybrid idle 25m, x, buffer 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("brief table lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "hybrid idle 25m, x, buffer 3"); n != 3 {
+		t.Errorf("the pick appears %d times, want 3 (validation row, test row, the pick line)", n)
+	}
+	for _, not := range []string{"hybrid idle 5m", "validation: artifact"} {
+		if strings.Contains(out, not) {
+			t.Errorf("brief table has %q:\n%s", not, out)
+		}
 	}
 }
