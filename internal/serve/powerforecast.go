@@ -108,6 +108,9 @@ func (f *powerForecaster) refit(ctx context.Context, now time.Time, observed map
 	jobs, err := f.hist.FinishedJobs(ctx, f.cluster, now.Add(-f.window), time.Time{})
 	if err != nil {
 		f.reason = fmt.Sprintf("reading the job history failed (%v)", err)
+		// A database outage should not cost a day of the GBT: retry in an
+		// hour.
+		f.tried = now.Add(time.Hour - f.every)
 		return
 	}
 	f.spans = f.spans[:0]

@@ -77,10 +77,16 @@ func TestPowerForecaster(t *testing.T) {
 			if fc[0] > 10 {
 				t.Errorf("forecast for 06:10 %.1f nodes, want about the night's 5", fc[0])
 			}
-			// Within a day it neither rereads the history nor refits.
-			f.forecast(context.Background(), now.Add(time.Hour), 24, observed)
-			if tc.hist.asks != 1 {
-				t.Errorf("history read %d times within a day, want once", tc.hist.asks)
+			// Within a day it neither rereads the history nor refits,
+			// unless reading it failed: then it retries after an hour.
+			f.forecast(context.Background(), now.Add(30*time.Minute), 24, observed)
+			f.forecast(context.Background(), now.Add(61*time.Minute), 24, observed)
+			want := 1
+			if tc.hist.err != nil {
+				want = 2
+			}
+			if tc.hist.asks != want {
+				t.Errorf("history read %d times in the first 61 minutes, want %d", tc.hist.asks, want)
 			}
 		})
 	}
