@@ -763,11 +763,7 @@ func (r *EvalResult) write(w io.Writer, brief bool) error {
 			fixed = append(fixed, fmt.Sprintf("%s: %s fails", v.Idle, v.ValidWitness))
 		}
 	}
-	verdict := "does not dominate"
-	if r.Dominates {
-		verdict = "dominates"
-	}
-	fmt.Fprintf(w, "dominance on the test days (a predictive row with ≥ node-hours off and less lack): %s; the predictive rule %s the idle-time rule\n", strings.Join(parts, ", "), verdict)
+	fmt.Fprintf(w, "for reference, any row shown on the test days with ≥ node-hours off and less lack (a witness found after the fact, not the verdict): %s\n", strings.Join(parts, ", "))
 	fmt.Fprintf(w, "with the buffer also fixed on validation (the chosen setting's validation witness, on the test days): %s\n", strings.Join(fixed, ", "))
 	fmt.Fprintln(w, "per idle-time setting, the row that dominated it on the validation days with the most margin (the smaller of the relative node-hours-off gain and lack cut), out of every setting, buffer and idle time searched, on the test days:")
 	for _, pk := range r.Picks {
@@ -782,7 +778,7 @@ func (r *EvalResult) write(w io.Writer, brief bool) error {
 		fmt.Fprintf(w, "  %s: %s (validation %+.2f%% node-h off, %+.1f%% lack): test %.0f node-h off, %.0f lack node-min (%+.2f%%, %+.1f%%): %s\n",
 			pk.Idle, pk.Valid.Rule, 100*pk.ValidGain, -100*pk.ValidCut, pk.Test.NodeHoursOff, pk.Test.LackNodeMinutes, 100*pk.Gain, -100*pk.Cut, verdict)
 	}
-	verdict = "does not dominate"
+	verdict := "does not dominate"
 	if r.Dominates {
 		verdict = "dominates"
 	}
