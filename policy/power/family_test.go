@@ -1,6 +1,7 @@
 package power
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -188,5 +189,32 @@ func TestWriteBrief(t *testing.T) {
 		if strings.Contains(out, not) {
 			t.Errorf("brief table has %q:\n%s", not, out)
 		}
+	}
+}
+
+// TestPickMargin: the pick's margin is the smaller of the relative
+// node-hours-off gain and the relative lack cut, and negative for a row
+// that does not dominate (equal lack is not less).
+func TestPickMargin(t *testing.T) {
+	idle := RuleRow{Metrics: Metrics{NodeHoursOff: 1000, LackNodeMinutes: 200}}
+	for _, tc := range []struct {
+		name      string
+		off, lack float64
+		want      float64
+		dominates bool
+	}{
+		{"gains little off, cuts much lack: the gain", 1010, 100, 0.01, true},
+		{"gains much off, cuts little lack: the cut", 1500, 198, 0.01, true},
+		{"as many off, less lack: zero", 1000, 150, 0, true},
+		{"equal lack does not dominate", 1100, 200, -1e-12, false},
+		{"fewer off does not dominate", 990, 100, -0.01, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := RuleRow{Metrics: Metrics{NodeHoursOff: tc.off, LackNodeMinutes: tc.lack}}
+			m, _, _ := pickMargin(p, idle)
+			if math.Abs(m-tc.want) > 1e-9 || dominates(p, idle) != tc.dominates || (m >= 0) != tc.dominates {
+				t.Errorf("margin %g (dominates %v), want %g (%v)", m, dominates(p, idle), tc.want, tc.dominates)
+			}
+		})
 	}
 }
