@@ -17,6 +17,7 @@ import (
 type powerEvalConfig struct {
 	Sequence string
 	JSON     bool
+	Brief    bool
 	Eval     power.EvalConfig
 }
 
@@ -44,6 +45,7 @@ func powerCommand() *cli.Command {
 				&cli.IntFlag{Name: "future", Value: def.Future, Usage: "predictive rule: forecast steps that must not exceed demand now", EnvVars: []string{"FAIRWAY_POWER_FUTURE"}},
 				&cli.IntFlag{Name: "keep", Value: def.Keep, Usage: "predictive rule: steps held after a power-up", EnvVars: []string{"FAIRWAY_POWER_KEEP"}},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_POWER_JSON"}},
+				&cli.BoolFlag{Name: "brief", Usage: "of the predictive rows, print only the artifact's and each SuspendTime's validation pick (the table docs/POWER.md shows)", EnvVars: []string{"FAIRWAY_POWER_BRIEF"}},
 			},
 			Action: func(c *cli.Context) error {
 				cfg, err := powerEvalSettings(c)
@@ -58,7 +60,7 @@ func powerCommand() *cli.Command {
 
 // powerEvalSettings validates the flags once, naming the bad one.
 func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
-	cfg := powerEvalConfig{Sequence: c.String("sequence"), JSON: c.Bool("json"), Eval: power.DefaultEvalConfig()}
+	cfg := powerEvalConfig{Sequence: c.String("sequence"), JSON: c.Bool("json"), Brief: c.Bool("brief"), Eval: power.DefaultEvalConfig()}
 	if cfg.Sequence == "" {
 		return cfg, fmt.Errorf("--sequence: required (a CSV time,active,total)")
 	}
@@ -119,6 +121,9 @@ func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
 	}
 	if cfg.JSON {
 		return printJSON(out, res)
+	}
+	if cfg.Brief {
+		return res.WriteBrief(out)
 	}
 	return res.WriteText(out)
 }

@@ -69,7 +69,7 @@ func TestPowerEval_Synthetic(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, want := range []string{"test 2017-11-11 00:00:00 to 2017-11-18 00:00:00: 1008 steps", "artifact, buffer 0", "artifact, buffer 10", "chosen on the validation days",
-		"idle-time 10m", "idle-time 1h", "same time yesterday", "dominance on the test days (a predictive row"} {
+		"idle-time 10m", "idle-time 1h", "same time yesterday", "per idle-time setting, the row that dominated it on the validation days", "verdict (validation picks on the test days)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

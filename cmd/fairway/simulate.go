@@ -13,6 +13,7 @@ import (
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/sim/simplot"
@@ -86,7 +87,8 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "resume-time", Value: 5 * time.Minute, Usage: "with --power: how long a powered-down node takes to come up for a job (Slurm's ResumeTimeout)", EnvVars: []string{"FAIRWAY_SIMULATE_RESUME_TIME"}},
 			&cli.StringFlag{Name: "power-buffer", Value: "0,5,10,20", Usage: "with --power: comma-separated buffers of the artifact's predictive rule", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_BUFFER"}},
 			&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "with --power: comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_SIMULATE_SUSPEND_TIME"}},
-			&cli.StringFlag{Name: "hybrid-idle", Value: "5m,50m", Usage: "with --power: comma-separated idle times of the hybrid rule (Slurm's idle clock holding the nodes the same-time-yesterday forecast wants)", EnvVars: []string{"FAIRWAY_SIMULATE_HYBRID_IDLE"}},
+			&cli.StringFlag{Name: "power-sequence", Usage: "with --power: also write the simulated node usage without power saving, one row a minute (time,active,total: the most nodes with a running job in the minute), to this file, a node sequence for fairway power eval", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_SEQUENCE"}},
+			&cli.StringFlag{Name: "hybrid-idle", Value: "5m,50m", Usage: "with --power: comma-separated idle times of the hybrid rule (Slurm's idle clock holding the nodes the forecast wants: the GBT refit daily on the simulated usage)", EnvVars: []string{"FAIRWAY_SIMULATE_HYBRID_IDLE"}},
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
 		},
 		Action: func(c *cli.Context) error {
@@ -241,7 +243,17 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
-	rows, err := sim.ComparePower(c.Context, w, sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt}, name, ps)
+	cc := sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt}
+	if path := c.String("power-sequence"); path != "" {
+		samples, err := sim.NodeUsage(c.Context, w, cc, name, time.Minute)
+		if err != nil {
+			return err
+		}
+		if err := writeNodeSequence(path, samples); err != nil {
+			return err
+		}
+	}
+	rows, err := sim.ComparePower(c.Context, w, cc, name, ps)
 	if err != nil {
 		return err
 	}
@@ -249,4 +261,18 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 		return printJSON(c.App.Writer, rows)
 	}
 	return sim.WritePowerText(c.App.Writer, name, ps.Resume, rows)
+}
+
+// writeNodeSequence writes samples as a node sequence CSV
+// (time,active,total), the format `fairway power eval --sequence` reads.
+func writeNodeSequence(path string, samples []power.Sample) error {
+	var b strings.Builder
+	b.WriteString("time,active,total\n")
+	for _, x := range samples {
+		fmt.Fprintf(&b, "%s,%d,%d\n", x.Time.UTC().Format(time.DateTime), x.Active, x.Total)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("--power-sequence: %w", err)
+	}
+	return nil
 }

@@ -135,6 +135,7 @@ type PowerSaver struct {
 	demand  map[int64]int            // step index (Unix / Step) → most nodes busy in that step
 	unsaved []accounting.PowerAction // records the database did not take yet
 	last    time.Time                // previous cycle's start
+	fc      *powerForecaster
 }
 
 // maxUnsaved bounds the power records kept through a database outage.
@@ -155,8 +156,15 @@ func NewPowerSaver(cfg PowerConfig, cluster string, live PowerSink, rec PowerRec
 	if m == nil {
 		m = NewMetrics()
 	}
+	// The accounting store is the job history the GBT forecast learns
+	// from; without one the forecast is the seasonal-naive fallback.
+	hist, _ := rec.(JobHistory)
+	fc, err := newPowerForecaster(hist, cluster, cfg.Step)
+	if err != nil {
+		return nil, fmt.Errorf("power forecast: %w", err)
+	}
 	return &PowerSaver{cfg: cfg, cluster: cluster, log: log, live: live, dry: &PowerPlanner{Reader: live}, rec: rec,
-		m: m.power, planned: map[string]power.Op{}, demand: map[int64]int{}}, nil
+		m: m.power, planned: map[string]power.Op{}, demand: map[int64]int{}, fc: fc}, nil
 }
 
 // SeedChanges tells the saver of the power changes made before it started
@@ -282,7 +290,7 @@ func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Clu
 		in.Nodes = append(in.Nodes, pn)
 	}
 	p.observeDemand(now, busy)
-	in.Forecast = p.forecast(now)
+	in.Forecast, in.ForecastBy = p.forecast(ctx, now)
 	cut := now.Add(-time.Hour)
 	p.changes = slices.DeleteFunc(p.changes, func(t time.Time) bool { return !t.After(cut) })
 	if in.Changes == nil {
@@ -303,26 +311,14 @@ func (p *PowerSaver) observeDemand(now time.Time, busy int) {
 	}
 }
 
-// forecast is the seasonal-naive forecast of node demand over the
-// horizon: each coming step's demand a day earlier, where serve saw it
-// (docs/POWER.md: the baseline the GBT forecaster is measured against).
-// Nil until serve has a day of its own observations.
-func (p *PowerSaver) forecast(now time.Time) []float64 {
+// forecast is the node-demand forecast over the horizon (powerForecaster:
+// the GBT on the accounting history, or the same step a day earlier) and
+// which forecaster made it.
+func (p *PowerSaver) forecast(ctx context.Context, now time.Time) ([]float64, string) {
 	if p.cfg.Horizon <= 0 {
-		return nil
+		return nil, ""
 	}
-	step := now.Unix() / int64(p.cfg.Step.Seconds())
-	day := int64((24 * time.Hour) / p.cfg.Step)
-	n := int((p.cfg.Horizon + p.cfg.Step - 1) / p.cfg.Step)
-	var out []float64
-	for h := 1; h <= n; h++ {
-		v, ok := p.demand[step+int64(h)-day]
-		if !ok {
-			return nil
-		}
-		out = append(out, float64(v))
-	}
-	return out
+	return p.fc.forecast(ctx, now, int((p.cfg.Horizon+p.cfg.Step-1)/p.cfg.Step), p.demand)
 }
 
 // record stores recs, keeping what the database refuses for the next cycle.

@@ -90,7 +90,10 @@ type Inputs struct {
 	// steps, one value per Step from Now; nil when there is none, and the
 	// decision then keeps demand now plus the buffer.
 	Forecast []float64
-	Step     time.Duration
+	// ForecastBy says which forecaster made Forecast and why (the GBT, or
+	// the seasonal-naive fallback and what it lacks), for explain.
+	ForecastBy string
+	Step       time.Duration
 	// Changes are the times of the power changes made in the last hour
 	// (older ones are ignored), for the hourly cap.
 	Changes  []time.Time
@@ -261,6 +264,9 @@ func Decide(in Inputs) (Decision, error) {
 	}
 	why := fmt.Sprintf("keep %d powered = demand %d (busy %d + pending %d, forecast peak %.1f) + buffer %d; %d powered",
 		d.Target, demand, d.Busy, d.PendingNodes, d.ForecastPeak, st.Buffer, powered)
+	if in.ForecastBy != "" {
+		why += "; forecast: " + in.ForecastBy
+	}
 	switch {
 	case powered < d.Target:
 		for n := d.Target - powered; len(off) > 0 && n > 0; n-- {

@@ -228,3 +228,24 @@ func TestWaitsForNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestDecide_ExplainsTheForecaster: each action's reason says which
+// forecaster made the forecast it kept, so `fairway explain --node` shows
+// whether serve had the GBT or fell back to the seasonal-naive forecast.
+func TestDecide_ExplainsTheForecaster(t *testing.T) {
+	in := Inputs{Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC), Nodes: idle("n1", "n2", "n3"), Step: 10 * time.Minute,
+		Forecast: []float64{1, 1}, ForecastBy: "seasonal naive (same time yesterday): 3.0 days of node-use history, the GBT needs 14",
+		Settings: Settings{Horizon: 20 * time.Minute}}
+	d, err := Decide(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Actions) != 2 {
+		t.Fatalf("actions %v, want two power-downs (the forecast keeps one node)", ops(d))
+	}
+	for _, a := range d.Actions {
+		if !strings.HasSuffix(a.Reason, "; forecast: "+in.ForecastBy) {
+			t.Errorf("reason %q does not name the forecaster", a.Reason)
+		}
+	}
+}

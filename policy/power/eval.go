@@ -60,8 +60,9 @@ func DefaultEvalConfig() EvalConfig {
 		TrainUntil: day(12, 1), TestFrom: day(12, 1), TestUntil: day(12, 15), ValidDays: 30,
 		Buffers:      []int{0, 1, 2, 3, 5, 10, 20, 30, 40},
 		SuspendTimes: []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
-		IdleAfter:    minutesOf(2, 5, 10, 15, 20, 25, 30, 40, 50, 60),
-		History:      2, Future: 30, Keep: 10,
+		// Every minute near each default SuspendTime, coarser between.
+		IdleAfter: minutesOf(2, 5, 8, 9, 10, 15, 20, 25, 27, 28, 29, 30, 40, 50, 55, 58, 59, 60),
+		History:   2, Future: 30, Keep: 10,
 		Family:      DefaultFamily(),
 		TreeChoices: []int{10, 25, 50, 100, 200},
 		Variants:    GBTVariants(),
@@ -139,7 +140,42 @@ type EvalResult struct {
 	Forecasts           []ForecastRow
 	Rules               []RuleRow
 	Verdicts            []Verdict
-	Dominates           bool
+	// Dominates says whether, for every idle-time setting, the row picked
+	// for it on the validation days (Picks) dominates it on the test days.
+	Dominates bool
+	// Picks are, per idle-time setting, the family's row (setting, buffer,
+	// idle time) that dominated it on the validation days with the most
+	// margin, and that row replayed on the test days.
+	Picks []Pick
+}
+
+// Pick is the row chosen on the validation days against one idle-time
+// setting, out of every row of every family setting, and how it did on
+// the test days.
+type Pick struct {
+	Idle        string
+	Setting     Setting
+	Buffer      int
+	IdleAfter   time.Duration
+	Valid, Test RuleRow
+	// ValidMargin is the smaller of its relative node-hours-off gain and
+	// its relative lack cut over the idle-time setting on validation.
+	ValidMargin, ValidGain, ValidCut float64
+	// Gain and Cut are the same on the test days; Holds whether it
+	// dominates there.
+	Gain, Cut float64
+	Holds     bool
+}
+
+// pickMargin is how far p dominates idle: the smaller of its relative
+// node-hours-off gain and relative lack cut (negative when it does not).
+func pickMargin(p, idle RuleRow) (margin, gain, cut float64) {
+	gain = (p.NodeHoursOff - idle.NodeHoursOff) / max(idle.NodeHoursOff, 1)
+	cut = (idle.LackNodeMinutes - p.LackNodeMinutes) / max(idle.LackNodeMinutes, 1)
+	if !dominates(p, idle) {
+		return math.Min(math.Min(gain, cut), -1e-12), gain, cut
+	}
+	return math.Min(gain, cut), gain, cut
 }
 
 // Evaluate runs the offline protocol on a sequence: fit the forecaster on
@@ -190,8 +226,12 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	trainHi := min(s.Index(cfg.TrainUntil), s.Len())
 	testLo, testHi := s.Index(cfg.TestFrom), s.Index(cfg.TestUntil)
 	horizon := max(l.Day, 2*cfg.Future)
+	maxIdle := time.Duration(0)
+	for _, d := range cfg.IdleAfter {
+		maxIdle = max(maxIdle, d)
+	}
 	for _, st := range cfg.Family {
-		horizon = max(horizon, st.reach(cfg.Step, cfg.Resume))
+		horizon = max(horizon, st.reach(cfg.Step, cfg.Resume, maxIdle))
 	}
 	artifact := ArtifactSetting(cfg.History, cfg.Future, cfg.Keep)
 	switch {
@@ -336,7 +376,39 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	}
 	res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "reference"})
 
-	res.Verdicts, res.Dominates = Dominance(res.Rules)
+	// Each idle-time setting's validation pick, replayed on the test days.
+	shown := map[string]bool{}
+	for _, r := range res.Rules {
+		shown[r.Rule] = true
+	}
+	var picked []RuleRow
+	for k := range res.Picks {
+		pk := &res.Picks[k]
+		if pk.Valid.Rule == "" {
+			continue
+		}
+		rows, err := replayPoint(pk.Setting, artifact, pk.Buffer, pk.IdleAfter, l.Long, drive, test)
+		if err != nil {
+			return nil, err
+		}
+		pk.Test = rows
+		for _, r := range res.Rules {
+			if r.Kind == "idle-time" && r.Rule == pk.Idle {
+				_, pk.Gain, pk.Cut = pickMargin(pk.Test, r)
+				pk.Holds = dominates(pk.Test, r)
+			}
+		}
+		if !shown[rows.Rule] {
+			shown[rows.Rule] = true
+			picked = append(picked, rows)
+		}
+	}
+	res.Rules = append(picked, res.Rules...)
+	res.Verdicts, _ = Dominance(res.Rules)
+	res.Dominates = len(res.Picks) > 0
+	for _, pk := range res.Picks {
+		res.Dominates = res.Dominates && pk.Holds
+	}
 	// The verdict with the buffer too chosen on validation: the chosen
 	// setting's validation witness for each idle-time setting, on the test.
 	var idleV []RuleRow
@@ -473,6 +545,20 @@ func replayCurve(st, artifact Setting, buffers []int, idleAfter []time.Duration,
 	return out, nil
 }
 
+// replayPoint replays one family setting at one buffer (and, for the
+// hybrid, one idle time).
+func replayPoint(st, artifact Setting, buffer int, idleAfter time.Duration, warmUp int, d driver, p replayer) (RuleRow, error) {
+	var idle []time.Duration
+	if st.Hybrid {
+		idle = []time.Duration{idleAfter}
+	}
+	rows, err := replayCurve(st, artifact, []int{buffer}, idle, warmUp, d, p)
+	if err != nil {
+		return RuleRow{}, err
+	}
+	return rows[0], nil
+}
+
 // chooseSetting picks the family's setting on the validation days
 // [validLo, validHi), driven by vmodel (fitted before them): the one
 // whose curve over the buffers dominates the most idle-time settings
@@ -499,6 +585,10 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 	progress(fmt.Sprintf("replaying %d settings × %d buffers on the validation days", len(cfg.Family), len(cfg.Buffers)))
 	var bestCurve, artifactCurve []RuleRow
 	best := curveScore{dominated: -1}
+	res.Picks = make([]Pick, len(idle))
+	for j, r := range idle {
+		res.Picks[j] = Pick{Idle: r.Rule, ValidMargin: math.Inf(-1)}
+	}
 	for _, st := range cfg.Family {
 		curve, err := replayCurve(st, artifact, cfg.Buffers, cfg.IdleAfter, l.Long, d, valid)
 		if err != nil {
@@ -506,6 +596,13 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 		}
 		if st == artifact {
 			artifactCurve = curve
+		}
+		for j, r := range idle {
+			for _, p := range curve {
+				if mg, gain, cut := pickMargin(p, r); dominates(p, r) && mg > res.Picks[j].ValidMargin {
+					res.Picks[j] = Pick{Idle: r.Rule, Setting: st, Buffer: p.Buffer, IdleAfter: p.IdleAfter, Valid: p, ValidMargin: mg, ValidGain: gain, ValidCut: cut}
+				}
+			}
 		}
 		sc := scoreCurve(curve, idle)
 		res.Ranked = append(res.Ranked, RankedSetting{Setting: st, Dominated: sc.dominated, Margin: sc.margin})
@@ -529,6 +626,11 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 	res.Validation = append(res.Validation, artifactCurve...)
 	if res.Chosen != artifact {
 		res.Validation = append(res.Validation, bestCurve...)
+	}
+	for _, pk := range res.Picks {
+		if pk.Valid.Rule != "" && !slices.ContainsFunc(res.Validation, func(r RuleRow) bool { return r.Rule == pk.Valid.Rule }) {
+			res.Validation = append(res.Validation, pk.Valid)
+		}
 	}
 	res.Validation = append(res.Validation, idle...)
 	return nil
@@ -582,7 +684,13 @@ func Dominance(rows []RuleRow) ([]Verdict, bool) {
 }
 
 // WriteText writes the result as one table and the dominance verdict.
-func (r *EvalResult) WriteText(w io.Writer) error {
+func (r *EvalResult) WriteText(w io.Writer) error { return r.write(w, false) }
+
+// WriteBrief is WriteText with, of the predictive rows, only the
+// artifact's and each idle-time setting's validation pick.
+func (r *EvalResult) WriteBrief(w io.Writer) error { return r.write(w, true) }
+
+func (r *EvalResult) write(w io.Writer, brief bool) error {
 	fmt.Fprintf(w, "test %s to %s: %d steps of %s (%d training steps, %d empty steps carried forward); GBT %q, %d trees, chosen on %d validation steps before the test (RMSE %.2f at 3h)\n",
 		r.TestFrom.Format(time.DateTime), r.TestUntil.Format(time.DateTime), r.TestSteps, shortDuration(r.Step), r.TrainSteps, r.Filled, r.Variant, r.Trees, r.ValidSteps, r.ValidRMSE)
 	fmt.Fprintf(w, "predictive setting chosen on the validation days out of %d: %s (the artifact's: %s)\n", r.Searched, r.Chosen, r.artifactName())
@@ -599,6 +707,19 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 	}
 	valid, vHidden := front(r.Validation, keep)
 	test, tHidden := front(r.Rules, keep)
+	if brief {
+		picked := map[string]bool{}
+		for _, pk := range r.Picks {
+			picked[pk.Valid.Rule] = true
+		}
+		only := func(rows []RuleRow, artifact bool) []RuleRow {
+			return slices.DeleteFunc(slices.Clone(rows), func(x RuleRow) bool {
+				return x.Kind == "predictive" && !picked[x.Rule] && !(artifact && strings.HasPrefix(x.Rule, "artifact"))
+			})
+		}
+		valid, test = only(valid, false), only(test, true)
+		vHidden, tHidden = 0, 0
+	}
 	rows := make([]RuleRow, 0, len(valid)+len(test))
 	for _, x := range valid {
 		x.Rule = "validation: " + x.Rule
@@ -642,12 +763,26 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 			fixed = append(fixed, fmt.Sprintf("%s: %s fails", v.Idle, v.ValidWitness))
 		}
 	}
+	fmt.Fprintf(w, "for reference, any row shown on the test days with ≥ node-hours off and less lack (a witness found after the fact, not the verdict): %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "with the buffer also fixed on validation (the chosen setting's validation witness, on the test days): %s\n", strings.Join(fixed, ", "))
+	fmt.Fprintln(w, "per idle-time setting, the row that dominated it on the validation days with the most margin (the smaller of the relative node-hours-off gain and lack cut), out of every setting, buffer and idle time searched, on the test days:")
+	for _, pk := range r.Picks {
+		if pk.Valid.Rule == "" {
+			fmt.Fprintf(w, "  %s: no row dominated it on validation\n", pk.Idle)
+			continue
+		}
+		verdict := "fails"
+		if pk.Holds {
+			verdict = "holds"
+		}
+		fmt.Fprintf(w, "  %s: %s (validation %+.2f%% node-h off, %+.1f%% lack): test %.0f node-h off, %.0f lack node-min (%+.2f%%, %+.1f%%): %s\n",
+			pk.Idle, pk.Valid.Rule, 100*pk.ValidGain, -100*pk.ValidCut, pk.Test.NodeHoursOff, pk.Test.LackNodeMinutes, 100*pk.Gain, -100*pk.Cut, verdict)
+	}
 	verdict := "does not dominate"
 	if r.Dominates {
 		verdict = "dominates"
 	}
-	fmt.Fprintf(w, "dominance on the test days (a predictive row with ≥ node-hours off and less lack): %s; the predictive rule %s the idle-time rule\n", strings.Join(parts, ", "), verdict)
-	fmt.Fprintf(w, "with the buffer also fixed on validation (the chosen setting's validation witness, on the test days): %s\n", strings.Join(fixed, ", "))
+	fmt.Fprintf(w, "verdict (validation picks on the test days): the predictive rule %s the idle-time rule\n", verdict)
 	return nil
 }
 

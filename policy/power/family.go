@@ -28,6 +28,10 @@ type Setting struct {
 	// holds idle nodes powered, and whether it resumes ahead of a rise.
 	Lookahead int
 	NoAhead   bool
+	// The hybrid's early power-down (Hybrid.EarlyAfter): a node idle
+	// EarlyFrac of the idle time powers down when the forecast plus EarlyK
+	// times each lead's RMSE leaves it surplus; 0 is off.
+	EarlyFrac, EarlyK float64
 	// Anchored drives the rule with the GBT forecast shifted by its error
 	// at the issue step (Anchored) rather than the plain GBT forecast.
 	Anchored bool
@@ -49,6 +53,9 @@ func (st Setting) String() string {
 		s := fmt.Sprintf("hybrid look %dm %+gσ", st.Lookahead, st.K)
 		if st.NoAhead {
 			s += " no resume ahead"
+		}
+		if st.EarlyFrac > 0 {
+			s += fmt.Sprintf(", early at %.2g×idle if surplus %+gσ", st.EarlyFrac, st.EarlyK)
 		}
 		return s
 	}
@@ -79,7 +86,7 @@ func (st Setting) String() string {
 // the "below" and the "not rising" conditions, reads none.
 func (st Setting) ReadsForecast() bool {
 	if st.Hybrid {
-		return st.Lookahead > 0 || !st.NoAhead
+		return st.Lookahead > 0 || !st.NoAhead || st.EarlyFrac > 0
 	}
 	if st.Envelope {
 		return st.Horizon > 0
@@ -88,12 +95,16 @@ func (st Setting) ReadsForecast() bool {
 }
 
 // reach is how far ahead the setting reads the forecast, in decision
-// steps of step, with a resume time of resume (the hybrid decides every
-// minute from the latest forecast).
-func (st Setting) reach(step, resume time.Duration) int {
+// steps of step, with a resume time of resume and idle times up to
+// maxIdle (the hybrid decides every minute from the latest forecast).
+func (st Setting) reach(step, resume, maxIdle time.Duration) int {
 	if st.Hybrid {
-		return hybridReach(int((time.Duration(st.Lookahead)*time.Minute+time.Minute-1)/time.Minute),
-			max(int((resume+time.Minute-1)/time.Minute), 1), int(step/time.Minute))
+		res := max(int((resume+time.Minute-1)/time.Minute), 1)
+		look := st.Lookahead
+		if st.EarlyFrac > 0 { // until the idle clock would run out, and a resume
+			look = max(look, int((maxIdle+time.Minute-1)/time.Minute)+res)
+		}
+		return hybridReach(look, res, int(step/time.Minute))
 	}
 	if st.Envelope {
 		return st.Horizon
@@ -112,9 +123,14 @@ func margins(k float64, n int, sigma []float64) []float64 {
 
 // HybridRule builds a hybrid setting at one idle time and buffer.
 func (st Setting) HybridRule(idle time.Duration, buffer int, forecast func(int) []float64, sigma []float64) *Hybrid {
-	return &Hybrid{IdleAfter: idle, Lookahead: time.Duration(st.Lookahead) * time.Minute, Buffer: buffer,
+	h := &Hybrid{IdleAfter: idle, Lookahead: time.Duration(st.Lookahead) * time.Minute, Buffer: buffer,
 		Margin: margins(st.K, len(sigma), sigma), Forecast: forecast, NoAhead: st.NoAhead,
 		Label: st.hybridLabel(idle, buffer)}
+	if st.EarlyFrac > 0 {
+		h.EarlyAfter = time.Duration(st.EarlyFrac * float64(idle)).Round(time.Minute)
+		h.EarlyMargin = margins(st.EarlyK, len(sigma), sigma)
+	}
+	return h
 }
 
 // hybridLabel names a hybrid row: its idle time, then the setting.
@@ -173,6 +189,17 @@ func DefaultFamily() []Setting {
 				for _, noAhead := range []bool{false, true} {
 					out = append(out, Setting{Hybrid: true, Lookahead: look, K: k, NoAhead: noAhead, Anchored: anchored})
 				}
+			}
+		}
+	}
+	// The hybrid with the early power-down, driven by the anchored
+	// forecast (the one whose short leads are nearest the level): a third,
+	// half or two thirds of the idle time, when the forecast plus 2 to 4
+	// RMSE leaves the node surplus until its clock would run out.
+	for _, k := range []float64{-0.5, 0, 0.5} {
+		for _, frac := range []float64{1.0 / 3, 1.0 / 2, 2.0 / 3} {
+			for _, ek := range []float64{2, 3, 4} {
+				out = append(out, Setting{Hybrid: true, Lookahead: 10, K: k, NoAhead: true, Anchored: true, EarlyFrac: frac, EarlyK: ek})
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package power
 
 import (
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +158,63 @@ func TestAnchored_ShiftsByTheIssueError(t *testing.T) {
 	Anchored{F: f}.Forecast(s, now, after)
 	if diff := cmp.Diff(anchored, after); diff != "" {
 		t.Errorf("anchored forecast changed with the future (-before +after)\n%s", diff)
+	}
+}
+
+// TestWriteBrief: the brief table keeps, of the predictive rows, the
+// artifact's test rows and each idle-time setting's pick (validation and
+// test), and every idle-time and reference row.
+func TestWriteBrief(t *testing.T) {
+	row := func(name, kind string) RuleRow { return RuleRow{Metrics: Metrics{Rule: name}, Kind: kind} }
+	pick := row("hybrid idle 25m, x, buffer 3", "predictive")
+	r := &EvalResult{
+		Validation: []RuleRow{row("artifact, buffer 0", "predictive"), row("hybrid idle 5m, x, buffer 0", "predictive"), pick, row("idle-time 30m", "idle-time")},
+		Rules:      []RuleRow{pick, row("artifact, buffer 0", "predictive"), row("hybrid idle 5m, x, buffer 0", "predictive"), row("idle-time 30m", "idle-time"), row("always on", "reference")},
+		Picks:      []Pick{{Idle: "idle-time 30m", Valid: pick, Test: pick, Holds: true}},
+	}
+	var b strings.Builder
+	if err := r.WriteBrief(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"validation: hybrid idle 25m, x, buffer 3", "validation: idle-time 30m", " artifact, buffer 0", "ref: always on", "idle-time 30m: hybrid idle 25m, x, buffer 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("brief table lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "hybrid idle 25m, x, buffer 3"); n != 3 {
+		t.Errorf("the pick appears %d times, want 3 (validation row, test row, the pick line)", n)
+	}
+	for _, not := range []string{"hybrid idle 5m", "validation: artifact"} {
+		if strings.Contains(out, not) {
+			t.Errorf("brief table has %q:\n%s", not, out)
+		}
+	}
+}
+
+// TestPickMargin: the pick's margin is the smaller of the relative
+// node-hours-off gain and the relative lack cut, and negative for a row
+// that does not dominate (equal lack is not less).
+func TestPickMargin(t *testing.T) {
+	idle := RuleRow{Metrics: Metrics{NodeHoursOff: 1000, LackNodeMinutes: 200}}
+	for _, tc := range []struct {
+		name      string
+		off, lack float64
+		want      float64
+		dominates bool
+	}{
+		{"gains little off, cuts much lack: the gain", 1010, 100, 0.01, true},
+		{"gains much off, cuts little lack: the cut", 1500, 198, 0.01, true},
+		{"as many off, less lack: zero", 1000, 150, 0, true},
+		{"equal lack does not dominate", 1100, 200, -1e-12, false},
+		{"fewer off does not dominate", 990, 100, -0.01, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := RuleRow{Metrics: Metrics{NodeHoursOff: tc.off, LackNodeMinutes: tc.lack}}
+			m, _, _ := pickMargin(p, idle)
+			if math.Abs(m-tc.want) > 1e-9 || dominates(p, idle) != tc.dominates || (m >= 0) != tc.dominates {
+				t.Errorf("margin %g (dominates %v), want %g (%v)", m, dominates(p, idle), tc.want, tc.dominates)
+			}
+		})
 	}
 }

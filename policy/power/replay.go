@@ -397,9 +397,17 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 	look := int((h.Lookahead + demand.Step - 1) / demand.Step)
 	// need[lead−1] is the nodes the forecast issued at step issued wants
 	// lead steps ahead, margin and buffer included.
-	var need []int
+	// early is the early idle time in demand steps (0: off); earlyLook
+	// how far its test reads: until the node's idle clock would have run
+	// out, and a resume after that.
+	early, earlyLook := 0, 0
+	if h.EarlyAfter > 0 && h.EarlyAfter < h.IdleAfter {
+		early = max(int((h.EarlyAfter+demand.Step-1)/demand.Step), 1)
+		earlyLook = max(idle-early, 0) + f.resume
+	}
+	var need, needEarly []int
 	issued := -1
-	reach := hybridReach(look, f.resume, k)
+	reach := hybridReach(max(look, earlyLook), f.resume, k)
 	for m := range decide.Len() * k {
 		a := demand.Active[m]
 		lack := f.serve(m, a, demand.Total[m])
@@ -410,15 +418,12 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 			if len(fc) < reach {
 				return Metrics{}, fmt.Errorf("replay %s: forecast of %d steps at step %d, want %d", h.Name(), len(fc), i, reach)
 			}
-			need = need[:0]
+			need, needEarly = need[:0], needEarly[:0]
 			for lead := 1; lead <= reach; lead++ {
-				v := fc[lead-1]
-				if lead <= len(h.Margin) {
-					v += h.Margin[lead-1]
+				need = append(need, nodesWanted(fc[lead-1], lead, h.Margin, h.Buffer))
+				if early > 0 {
+					needEarly = append(needEarly, nodesWanted(fc[lead-1], lead, h.EarlyMargin, h.Buffer))
 				}
-				// A forecast of 290.3 nodes needs 291; the slack keeps float
-				// noise on a whole number from adding a node.
-				need = append(need, int(math.Ceil(v-1e-9))+h.Buffer)
 			}
 		}
 		if issued < 0 { // no forecast yet: Slurm's rule alone
@@ -434,6 +439,13 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		}
 		total := demand.Total[m]
 		f.suspendIdleKeep(m, idle, min(keep, total))
+		if early > 0 {
+			keepEarly := keep
+			for j := (m + 1) / k; j <= (m+earlyLook)/k; j++ {
+				keepEarly = max(keepEarly, needEarly[j-issued-1])
+			}
+			f.suspendIdleKeep(m, early, min(keepEarly, total))
+		}
 		if !h.NoAhead {
 			if want := min(need[(m+1+f.resume)/k-issued-1], total); want > f.powered() {
 				f.boot(m+1, want-f.powered())
@@ -441,4 +453,15 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		}
 	}
 	return f.acc.metrics(h.Name(), demand.Step), nil
+}
+
+// nodesWanted is a forecast v for lead steps ahead plus that lead's
+// margin (none beyond margin's end) and the buffer, in whole nodes.
+func nodesWanted(v float64, lead int, margin []float64, buffer int) int {
+	if lead <= len(margin) {
+		v += margin[lead-1]
+	}
+	// A forecast of 290.3 nodes needs 291; the slack keeps float noise on
+	// a whole number from adding a node.
+	return int(math.Ceil(v-1e-9)) + buffer
 }

@@ -2,6 +2,7 @@ package power
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -331,32 +332,37 @@ func TestReplayHybrid_NeverReadsTheFuture(t *testing.T) {
 			fc[i][h] = r.Float64() * 20
 		}
 	}
-	run := func(active []int, fc [][]float64) []Step {
+	run := func(active []int, fc [][]float64, early bool) []Step {
 		var steps []Step
 		h := &Hybrid{IdleAfter: 2 * time.Minute, Lookahead: 15 * time.Minute, Buffer: 1, Margin: []float64{0.5, 1},
 			Forecast: func(i int) []float64 { return fc[i] }}
+		if early { // the early test reads until the idle clock, and a resume
+			h.IdleAfter, h.EarlyAfter, h.EarlyMargin = 20*time.Minute, 5*time.Minute, []float64{1, 2}
+		}
 		demand := minuteSeries(30, active...)
 		if _, err := replayHybrid(h, coarsen(demand, k), demand, 3*time.Minute, &steps); err != nil {
 			t.Fatal(err)
 		}
 		return steps
 	}
-	before := run(active, fc)
-	for _, m := range []int{0, 9, 10, 57, 99, 150, 198} {
-		a := append([]int(nil), active...)
-		for j := m + 1; j < minutes; j++ {
-			a[j] = 30 - a[j]
-		}
-		f := make([][]float64, len(fc))
-		for i := range fc {
-			f[i] = fc[i]
-			if (i+1)*k-1 > m { // issued after minute m
-				f[i] = []float64{30, 30, 30, 30, 30, 30}
+	for _, early := range []bool{false, true} {
+		before := run(active, fc, early)
+		for _, m := range []int{0, 9, 10, 57, 99, 150, 198} {
+			a := append([]int(nil), active...)
+			for j := m + 1; j < minutes; j++ {
+				a[j] = 30 - a[j]
 			}
-		}
-		after := run(a, f)
-		if diff := cmp.Diff(before[:m+1], after[:m+1]); diff != "" {
-			t.Errorf("minutes 0–%d changed with what came after them (-before +after)\n%s", m, diff)
+			f := make([][]float64, len(fc))
+			for i := range fc {
+				f[i] = fc[i]
+				if (i+1)*k-1 > m { // issued after minute m
+					f[i] = []float64{30, 30, 30, 30, 30, 30}
+				}
+			}
+			after := run(a, f, early)
+			if diff := cmp.Diff(before[:m+1], after[:m+1]); diff != "" {
+				t.Errorf("early %v: minutes 0–%d changed with what came after them (-before +after)\n%s", early, m, diff)
+			}
 		}
 	}
 }
@@ -375,6 +381,52 @@ func TestReplayHybrid_Errors(t *testing.T) {
 			_, err := ReplayHybrid(&tc.h, coarsen(demand, 2), demand, time.Minute)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReplayHybrid_Early: 5 nodes idle from minute 5, idle time 6
+// minutes, decisions every 5, resume 2. Slurm's clock alone powers them
+// down at the end of minute 10; with the early power-down at 2 minutes
+// they go at the end of minute 6 where the forecast leaves them surplus
+// until their clock would run out and a resume after it (minutes 7–12),
+// and only down to what it wants there.
+func TestReplayHybrid_Early(t *testing.T) {
+	demand := minuteSeries(5, 5, 5, 5, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	rep := func(n int) []int { return slices.Repeat([]int{0}, n) }
+	fill := func(v, n int) []int {
+		out := rep(n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		early  time.Duration
+		want   int // the forecast for step 2 (minutes 10–14)
+		wantOn []int
+	}{
+		{"no early power-down: Slurm's clock", 0, 0, append(fill(5, 11), fill(0, 9)...)},
+		{"early, the forecast wants nothing", 2 * time.Minute, 0, append(fill(5, 7), fill(0, 13)...)},
+		// Early down to the 3 the forecast wants in step 2; the idle clock's
+		// hold (the step after the minute) keeps them to its end.
+		{"early, down to what the forecast wants", 2 * time.Minute, 3, append(append(fill(5, 7), fill(3, 8)...), fill(0, 5)...)},
+		{"early at the idle time is off", 6 * time.Minute, 0, append(fill(5, 11), fill(0, 9)...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Hybrid{IdleAfter: 6 * time.Minute, EarlyAfter: tc.early, NoAhead: true, Forecast: stepForecast(2, tc.want, 4)}
+			var steps []Step
+			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps); err != nil {
+				t.Fatal(err)
+			}
+			on, lack := onAndLack(steps)
+			if diff := cmp.Diff(tc.wantOn, on); diff != "" {
+				t.Errorf("powered (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(rep(20), lack); diff != "" {
+				t.Errorf("lack (-want +got)\n%s", diff)
 			}
 		})
 	}

@@ -281,7 +281,16 @@ func shortDuration(d time.Duration) string {
 //   - nodes are resumed ahead of a forecast rise: when the forecast for
 //     the step a node resumed now would be usable in (plus margin and
 //     buffer) exceeds the powered nodes, the difference is resumed now,
-//     unless NoAhead.
+//     unless NoAhead;
+//   - with EarlyAfter set (shorter than IdleAfter), a node idle EarlyAfter
+//     powers down before its idle clock runs out when the forecast says
+//     it will not be wanted: the powered nodes never go below the most
+//     the forecast plus EarlyMargin (and Buffer) wants from now until the
+//     node's idle clock would have run out and a resume after it. Under
+//     Slurm's rule such a node would have stayed idle until IdleAfter and
+//     then gone down anyway, so each one the forecast gets right is
+//     IdleAfter − EarlyAfter of idle power saved; one it gets wrong is a
+//     resume a job waits for.
 //
 // Forecast(i) is the forecast issued at the end of decision step i
 // (10 minutes), index h−1 for step i+h; between issues the rule reads the
@@ -296,6 +305,11 @@ type Hybrid struct {
 	Margin   []float64
 	Forecast func(i int) []float64
 	NoAhead  bool
+	// EarlyAfter, when positive and below IdleAfter, is the idle time
+	// after which a node powers down early if the forecast plus
+	// EarlyMargin[h−1] leaves it surplus.
+	EarlyAfter  time.Duration
+	EarlyMargin []float64
 	// Label names the rule in tables; "hybrid idle T buffer N" when empty.
 	Label string
 }

@@ -173,3 +173,59 @@ func TestRun_PowerHybridHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeUsage: a minute at a time from the first submit, the nodes with
+// a running job (job 1 on one node for 3 minutes from 0; job 2 on two
+// nodes for 2 minutes from minute 1) and the cluster's 4 nodes.
+func TestNodeUsage(t *testing.T) {
+	w := &Workload{Name: "t", Jobs: []policy.Job{smJob(1, "a", 0, 1, 180, 180), smJob(2, "b", 60, 2, 120, 120)},
+		Cluster: Cluster{Nodes: 4, PerNode: 1, Unit: GPUs}}
+	got, err := NodeUsage(t.Context(), w, CompareConfig{Predictor: "limit", Backfill: EASY}, "fifo", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active []int
+	for i, x := range got {
+		if x.Total != 4 || !x.Time.Equal(smAt(float64(60*i))) {
+			t.Errorf("step %d: %v, %d nodes; want %v, 4", i, x.Time, x.Total, smAt(float64(60*i)))
+		}
+		active = append(active, x.Active)
+	}
+	if diff := cmp.Diff([]int{1, 3, 3}, active[:3]); diff != "" {
+		t.Errorf("active (-want +got)\n%s", diff)
+	}
+	if _, err := NodeUsage(t.Context(), w, CompareConfig{Predictor: "limit", Backfill: EASY}, "fifo", 0); err == nil {
+		t.Error("step 0: no error")
+	}
+}
+
+// TestUsageForecast: the rules of simulate --power read the GBT forecast
+// of power eval (power.Retrained) once two weeks of simulated usage exist,
+// and the same time yesterday before.
+func TestUsageForecast(t *testing.T) {
+	l, err := power.LagsFor(10 * time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 20 * l.Day
+	s := &power.Series{Start: smAt(0), Step: 10 * time.Minute, Active: make([]int, n), Total: make([]int, n)}
+	for i := range n {
+		s.Active[i], s.Total[i] = 10+r.IntN(20)+10*(i%l.Day/(l.Day/2)), 64
+	}
+	fc := usageForecast(s, l, 3)
+	yesterday := func(i int) []float64 {
+		out := make([]float64, 3)
+		power.Seasonal{Period: l.Day}.Forecast(s, i, out)
+		return out
+	}
+	if got := fc(3 * l.Day); !cmp.Equal(got, yesterday(3*l.Day)) {
+		t.Errorf("after 3 days: %v, want the same time yesterday %v", got, yesterday(3*l.Day))
+	}
+	ref := power.NewRetrained(l)
+	want := make([]float64, 3)
+	ref.Forecast(s, 15*l.Day, want)
+	if got := fc(15 * l.Day); !cmp.Equal(got, want) || cmp.Equal(got, yesterday(15*l.Day)) {
+		t.Errorf("after 15 days: %v, want the GBT's %v, not the same time yesterday %v", got, want, yesterday(15*l.Day))
+	}
+}

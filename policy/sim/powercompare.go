@@ -15,14 +15,14 @@ import (
 type PowerSettings struct {
 	Resume time.Duration // the resume delay charged to jobs on powered-down nodes
 	Step   time.Duration // the rules' step; 0: 10 minutes
-	// Buffers are the artifact's predictive rule's, driven by a
-	// same-time-yesterday forecast of the simulated node usage;
+	// Buffers are the artifact's predictive rule's, driven by the GBT
+	// forecast of the simulated node usage (power.Retrained);
 	// SuspendTimes Slurm's idle-time rule's.
 	Buffers      []int
 	SuspendTimes []time.Duration
 	// HybridIdle are the hybrid rule's idle times: Slurm's idle clock that
-	// powers no node down below the same-time-yesterday forecast of the
-	// next step (buffer 0; it holds, it does not resume ahead: the setting
+	// powers no node down below the forecast of the next step (the GBT's,
+	// as the artifact's rule; buffer 0; it holds, it does not resume ahead: the setting
 	// `fairway power eval` chose on Philly).
 	HybridIdle []time.Duration
 }
@@ -46,7 +46,6 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 	if time.Hour*24%step != 0 {
 		return nil, fmt.Errorf("power step %v: want a whole number of steps in a day", step)
 	}
-	day := int(24 * time.Hour / step)
 	type rule struct {
 		name      string
 		new       func(s *power.Series) power.Rule
@@ -58,26 +57,26 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 		// runs out, as slurmctld does (not at a step's end).
 		rules = append(rules, rule{name: (&power.IdleTime{SuspendTime: d}).Name(), idleAfter: d})
 	}
-	yesterday := power.Seasonal{Label: "same time yesterday", Period: day}
+	lags, err := power.LagsFor(step)
+	if err != nil {
+		return nil, fmt.Errorf("simulate --power: %w", err)
+	}
+	// Each simulation forecasts its own node usage as it unfolds, with the
+	// forecaster `fairway power eval` drives the hybrid with: the GBT
+	// refit daily on the usage so far, the same time yesterday until there
+	// are two weeks of it.
+	forecast := func(s *power.Series, n int) func(int) []float64 { return usageForecast(s, lags, n) }
 	for _, d := range ps.HybridIdle {
 		name := "hybrid " + strings.TrimPrefix((&power.IdleTime{SuspendTime: d}).Name(), "idle-time ") + ", buffer 0"
 		rules = append(rules, rule{name: name, idleAfter: d, new: func(s *power.Series) power.Rule {
-			return &ForecastFloor{Lookahead: 1, Label: name, Forecast: func(i int) []float64 {
-				out := make([]float64, 1)
-				yesterday.Forecast(s, i, out)
-				return out
-			}}
+			return &ForecastFloor{Lookahead: 1, Label: name, Forecast: forecast(s, 1)}
 		}})
 	}
 	for _, b := range ps.Buffers {
 		rules = append(rules, rule{name: fmt.Sprintf("artifact, buffer %d", b), new: func(s *power.Series) power.Rule {
 			p := power.ArtifactPredictive(nil)
 			p.Buffer, p.Label = b, fmt.Sprintf("artifact, buffer %d", b)
-			p.Forecast = func(i int) []float64 {
-				out := make([]float64, 2*p.Future)
-				yesterday.Forecast(s, i, out)
-				return out
-			}
+			p.Forecast = forecast(s, 2*p.Future)
 			return p
 		}})
 	}
@@ -103,6 +102,18 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 	return out, nil
 }
 
+// usageForecast is the forecast of n steps a power rule reads from the
+// simulated usage s as it grows: power.Retrained, the GBT refit daily on
+// the usage so far, the same time yesterday for the first two weeks.
+func usageForecast(s *power.Series, l power.Lags, n int) func(int) []float64 {
+	fc := power.NewRetrained(l)
+	return func(i int) []float64 {
+		out := make([]float64, n)
+		fc.Forecast(s, i, out)
+		return out
+	}
+}
+
 // WritePowerText writes ComparePower's rows as one table.
 func WritePowerText(w io.Writer, policyName string, resume time.Duration, rows []PowerRow) error {
 	fmt.Fprintf(w, "power saving under %s, resume time %v (a job on a powered-down node starts when its nodes are up)\n", policyName, resume)
@@ -124,6 +135,37 @@ func WritePowerText(w io.Writer, policyName string, resume time.Duration, rows [
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule and the hybrid forecast it as the same time yesterday of the simulated usage; idle-time and hybrid rows power each node down on its own idle clock; node-h off as the nodes were off")
+	_, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule and the hybrid forecast it with the GBT refit daily on the simulated usage so far (the same time yesterday for the first two weeks); idle-time and hybrid rows power each node down on its own idle clock; node-h off as the nodes were off")
 	return err
+}
+
+// NodeUsage simulates w under one policy without power saving and returns
+// its node usage a step at a time: the most nodes with a running job at
+// any instant of each step, and the cluster's nodes, from the first
+// simulated job's submit. `fairway power eval` reads it as a node sequence, so the
+// forecaster and every rule can be judged on a simulated cluster's demand.
+func NodeUsage(ctx context.Context, w *Workload, cfg CompareConfig, name string, step time.Duration) ([]power.Sample, error) {
+	if step <= 0 {
+		return nil, fmt.Errorf("node usage step %v: want a positive step", step)
+	}
+	sc, err := cfg.SimConfig(ctx, w, name)
+	if err != nil {
+		return nil, err
+	}
+	// The idle clock of a century powers nothing down: the steps are the
+	// usage without power saving.
+	sc.Power = &Power{Step: step, IdleAfter: 100 * 365 * 24 * time.Hour}
+	res, err := Run(w.Jobs, sc)
+	if err != nil {
+		return nil, fmt.Errorf("simulate %s: %w", name, err)
+	}
+	if res.Power == nil || len(res.Jobs) == 0 {
+		return nil, fmt.Errorf("simulate %s: no node usage", name)
+	}
+	start := res.Jobs[0].Submit // the simulation's origin: its steps count from there
+	out := make([]power.Sample, len(res.Power.Steps))
+	for i, x := range res.Power.Steps {
+		out[i] = power.Sample{Time: start.Add(time.Duration(i) * step), Active: x.Active, Total: x.Total}
+	}
+	return out, nil
 }
