@@ -43,7 +43,8 @@ func tuneCommand() *cli.Command {
 			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
 			"    penalised so that the search moves towards feasibility.\n" +
 			"  --objective bsld: the lowest avg bounded slowdown, no fairness constraint, over RLScheduler's\n" +
-			"    sequences (--sequences × --length) drawn from each part.\n" +
+			"    sequences (--sequences × --length) drawn from each part; the validation part draws 3 ×\n" +
+			"    --sequences, as ten sequences' mean is too noisy to choose among close candidates.\n" +
 			"  --objective wait: the lowest avg wait, no fairness constraint.\n" +
 			"The same trace, flags, --seed, --population and --generations give the same file; a --budget that\n" +
 			"stops the search first gives the best found by then. The file records what it was trained on and\n" +
@@ -261,8 +262,8 @@ func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) stri
 		held = fmt.Sprintf("the last %d held out for the final evaluation", win.Total-win.Seen)
 	}
 	if s.Objective == tune.BSLD {
-		return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on %d sequences × %d jobs (seed %d) drawn from the first %g of them, validated on as many from the last %g",
-			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, s.Validate)
+		return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on %d sequences × %d jobs (seed %d) drawn from the first %g of them, validated on %d from the last %g",
+			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, len(win.Validate.Starts()), s.Validate)
 	}
 	var chunks []string
 	for _, e := range win.Train {

@@ -230,3 +230,29 @@ func TestRun_Anchors(t *testing.T) {
 		}
 	}
 }
+
+// TestNewWindows_ValidationSequences checks that BSLD validates on three
+// times as many sequences as it trains on, unless told.
+func TestNewWindows_ValidationSequences(t *testing.T) {
+	b := workload(t, BSLD)
+	if tr, va := len(b.Train[0].Starts()), len(b.Validate.Starts()); tr != 3 || va != 9 {
+		t.Errorf("%d training and %d validation sequences, want 3 and 9", tr, va)
+	}
+}
+
+// TestNewWindows_ValidationSequencesSet checks that Setup's
+// ValidationSequences overrides the default.
+func TestNewWindows_ValidationSequencesSet(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
+		Setup{Objective: BSLD, Seen: 0.7, Validate: 0.3, Sequences: 3, ValidationSequences: 5, Length: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if va := len(w.Validate.Starts()); va != 5 {
+		t.Errorf("%d validation sequences, want 5", va)
+	}
+}
