@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -254,5 +255,19 @@ func TestNewWindows_ValidationSequencesSet(t *testing.T) {
 	}
 	if va := len(w.Validate.Starts()); va != 5 {
 		t.Errorf("%d validation sequences, want 5", va)
+	}
+}
+
+// TestNewWindows_Table checks the validation table's window: with BSLD
+// the first --sequences of the validation's draws, else the validation
+// window itself.
+func TestNewWindows_Table(t *testing.T) {
+	b := workload(t, BSLD)
+	val, tab := b.Validate.Starts(), b.Table.Starts()
+	if len(tab) != 3 || !slices.Equal(tab, val[:3]) {
+		t.Errorf("table sequences %v, want the first 3 of the validation's %v", tab, val)
+	}
+	if f := workload(t, Fair); f.Table != f.Validate {
+		t.Error("fair: the table is not on the validation window")
 	}
 }

@@ -50,6 +50,12 @@ type Setup struct {
 type Windows struct {
 	Train    []*sim.Evaluator
 	Validate *sim.Evaluator
+	// Table is the window the caller's validation table replays every
+	// compared policy on: Validate, but with BSLD only the first
+	// Setup.Sequences of its sequences (the same draws, DrawStarts being
+	// sequential), so that the table of a dozen policies costs what it did
+	// when validation drew as many sequences as training.
+	Table *sim.Evaluator
 	// Seen is how many jobs the tuner looked at, the replayable jobs
 	// before the held-out part, submitted From to To.
 	Seen     int
@@ -128,6 +134,13 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
 			return nil, fmt.Errorf("validation sequences: %w", err)
 		}
+		w.Table = w.Validate
+		if s.ValidationSequences > s.Sequences {
+			val.Sequences = s.Sequences
+			if w.Table, err = sim.NewEvaluator(all, c, val); err != nil {
+				return nil, fmt.Errorf("validation table's sequences: %w", err)
+			}
+		}
 	default:
 		cut := int(math.Floor((1 - s.Validate) * float64(len(all))))
 		val := base
@@ -152,6 +165,7 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
 			return nil, fmt.Errorf("validation window: %w", err)
 		}
+		w.Table = w.Validate
 	}
 	return w, nil
 }
