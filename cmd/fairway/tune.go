@@ -43,7 +43,8 @@ func tuneCommand() *cli.Command {
 			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
 			"    penalised so that the search moves towards feasibility.\n" +
 			"  --objective bsld: the lowest avg bounded slowdown, no fairness constraint, over RLScheduler's\n" +
-			"    sequences (--sequences × --length) drawn from each part.\n" +
+			"    sequences (--sequences × --length) drawn from each part; the validation part draws 3 ×\n" +
+			"    --sequences, as ten sequences' mean is too noisy to choose among close candidates.\n" +
 			"  --objective wait: the lowest avg wait, no fairness constraint.\n" +
 			"The same trace, flags, --seed, --population and --generations give the same file; a --budget that\n" +
 			"stops the search first gives the best found by then. The file records what it was trained on and\n" +
@@ -167,9 +168,16 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 		return err
 	}
 	policies := append(policy.Compared(), tunedRow)
+	// The search's reserve counts evaluations on the validation window;
+	// the table's may be on fewer sequences (tune.Windows.Table).
+	after := len(policies)
+	if win.Table != win.Validate {
+		n, of := len(win.Table.Starts()), len(win.Validate.Starts())
+		after = (after*n + of - 1) / of
+	}
 	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, Start: policy.DefaultLearnedParams(),
 		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
-		After: len(policies), Anchors: tune.Anchors()}
+		After: after, Anchors: tune.Anchors()}
 	if cfg.Budget > 0 {
 		tc.Budget = cfg.Budget - time.Since(started)
 		if tc.Budget <= 0 {
@@ -200,7 +208,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 		return err
 	}
 	tuned := res.Params
-	tab, err := win.Validate.Table(ctx, sim.ProtocolConfig{Trace: w.Name, Policies: policies, Predictor: cfg.Predictor,
+	tab, err := win.Table.Table(ctx, sim.ProtocolConfig{Trace: w.Name, Policies: policies, Predictor: cfg.Predictor,
 		Parallel: cfg.Parallel, Factories: map[string]sim.PolicyFactory{tunedRow: func() (policy.Policy, error) { return policy.NewLearned(tuned) }}})
 	if err != nil {
 		return fmt.Errorf("validation table: %w", err)
@@ -261,8 +269,8 @@ func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) stri
 		held = fmt.Sprintf("the last %d held out for the final evaluation", win.Total-win.Seen)
 	}
 	if s.Objective == tune.BSLD {
-		return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on %d sequences × %d jobs (seed %d) drawn from the first %g of them, validated on as many from the last %g",
-			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, s.Validate)
+		return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on %d sequences × %d jobs (seed %d) drawn from the first %g of them, validated on %d from the last %g (the table below on the first %d of them)",
+			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, len(win.Validate.Starts()), s.Validate, len(win.Table.Starts()))
 	}
 	var chunks []string
 	for _, e := range win.Train {

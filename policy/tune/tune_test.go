@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -228,5 +229,45 @@ func TestRun_Anchors(t *testing.T) {
 		if !a.Params.InBounds() {
 			t.Errorf("anchor %s %+v is outside the tuner's box", a.Name, a.Params)
 		}
+	}
+}
+
+// TestNewWindows_ValidationSequences checks that BSLD validates on three
+// times as many sequences as it trains on, unless told.
+func TestNewWindows_ValidationSequences(t *testing.T) {
+	b := workload(t, BSLD)
+	if tr, va := len(b.Train[0].Starts()), len(b.Validate.Starts()); tr != 3 || va != 9 {
+		t.Errorf("%d training and %d validation sequences, want 3 and 9", tr, va)
+	}
+}
+
+// TestNewWindows_ValidationSequencesSet checks that Setup's
+// ValidationSequences overrides the default.
+func TestNewWindows_ValidationSequencesSet(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
+		Setup{Objective: BSLD, Seen: 0.7, Validate: 0.3, Sequences: 3, ValidationSequences: 5, Length: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if va := len(w.Validate.Starts()); va != 5 {
+		t.Errorf("%d validation sequences, want 5", va)
+	}
+}
+
+// TestNewWindows_Table checks the validation table's window: with BSLD
+// the first --sequences of the validation's draws, else the validation
+// window itself.
+func TestNewWindows_Table(t *testing.T) {
+	b := workload(t, BSLD)
+	val, tab := b.Validate.Starts(), b.Table.Starts()
+	if len(tab) != 3 || !slices.Equal(tab, val[:3]) {
+		t.Errorf("table sequences %v, want the first 3 of the validation's %v", tab, val)
+	}
+	if f := workload(t, Fair); f.Table != f.Validate {
+		t.Error("fair: the table is not on the validation window")
 	}
 }

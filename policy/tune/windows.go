@@ -34,6 +34,12 @@ type Setup struct {
 	// for validation.
 	Sequences, Length int
 	Seed              uint64
+	// ValidationSequences is how many sequences the validation part draws
+	// (BSLD; 0: 3 × Sequences). Ten sequences' mean bounded slowdown has a
+	// standard error of a third of its mean or more on the archive traces,
+	// enough to choose the wrong candidate; the validation replays only
+	// the candidates, so more sequences there cost little.
+	ValidationSequences int
 	// Backfill, NewPredictor and Predictions as sim.Protocol's.
 	Backfill     sim.Backfill
 	NewPredictor func() (policy.Predictor, error)
@@ -44,6 +50,12 @@ type Setup struct {
 type Windows struct {
 	Train    []*sim.Evaluator
 	Validate *sim.Evaluator
+	// Table is the window the caller's validation table replays every
+	// compared policy on: Validate, but with BSLD only the first
+	// Setup.Sequences of its sequences (the same draws, DrawStarts being
+	// sequential), so that the table of a dozen policies costs what it did
+	// when validation drew as many sequences as training.
+	Table *sim.Evaluator
 	// Seen is how many jobs the tuner looked at, the replayable jobs
 	// before the held-out part, submitted From to To.
 	Seen     int
@@ -68,6 +80,12 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 	}
 	if s.Chunks == 0 {
 		s.Chunks = 3
+	}
+	if s.ValidationSequences == 0 {
+		s.ValidationSequences = 3 * s.Sequences
+	}
+	if s.ValidationSequences < 0 {
+		return nil, fmt.Errorf("validation sequences %d: want >= 1 (0: 3 × the training's)", s.ValidationSequences)
 	}
 	if s.Chunks < 0 {
 		return nil, fmt.Errorf("training chunks %d: want >= 1", s.Chunks)
@@ -107,7 +125,7 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 	case BSLD:
 		tr, val := base, base
 		tr.Kind, tr.Sequences, tr.Length, tr.Seed, tr.From, tr.To = sim.Sequences, s.Sequences, s.Length, s.Seed, 0, 1-s.Validate
-		val.Kind, val.Sequences, val.Length, val.Seed, val.From, val.To = sim.Sequences, s.Sequences, s.Length, s.Seed, 1-s.Validate, 1
+		val.Kind, val.Sequences, val.Length, val.Seed, val.From, val.To = sim.Sequences, s.ValidationSequences, s.Length, s.Seed, 1-s.Validate, 1
 		e, err := sim.NewEvaluator(all, c, tr)
 		if err != nil {
 			return nil, fmt.Errorf("training sequences: %w", err)
@@ -115,6 +133,13 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		w.Train = []*sim.Evaluator{e}
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
 			return nil, fmt.Errorf("validation sequences: %w", err)
+		}
+		w.Table = w.Validate
+		if s.ValidationSequences > s.Sequences {
+			val.Sequences = s.Sequences
+			if w.Table, err = sim.NewEvaluator(all, c, val); err != nil {
+				return nil, fmt.Errorf("validation table's sequences: %w", err)
+			}
 		}
 	default:
 		cut := int(math.Floor((1 - s.Validate) * float64(len(all))))
@@ -140,6 +165,7 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
 			return nil, fmt.Errorf("validation window: %w", err)
 		}
+		w.Table = w.Validate
 	}
 	return w, nil
 }
