@@ -77,6 +77,9 @@ type SuiteConfig struct {
 	Default  string
 	// Params are the policies' parameters by name (see CompareConfig).
 	Params map[string]any
+	// Factories make the policies that are not registered (a policy
+	// file's row), by name (see CompareConfig).
+	Factories map[string]PolicyFactory
 	// Predictor learns online in every simulation ("none" for none; ""
 	// means "fairway").
 	Predictor string
@@ -328,7 +331,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 }
 
 func suiteSim(ctx context.Context, cfg SuiteConfig, name string, jobs []policy.Job, c Cluster) (Metrics, error) {
-	run, err := comparePolicy(ctx, CompareConfig{Params: cfg.Params, Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt},
+	run, err := comparePolicy(ctx, CompareConfig{Params: cfg.Params, Factories: cfg.Factories, Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt},
 		&Workload{Jobs: jobs, Cluster: c}, name)
 	return run.Metrics, err
 }
