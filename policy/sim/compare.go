@@ -14,12 +14,12 @@ import (
 // CompareConfig is how Compare simulates a workload under several
 // policies.
 type CompareConfig struct {
-	Policies  []string
-	Params    map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
+	Policies []string
+	Params   map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
 	// Factories make the policies that are not registered under their
 	// names (a policy file's row), by name.
 	Factories map[string]PolicyFactory
-	Predictor string         // a predict.Predictors name, or "none"
+	Predictor string // a predict.Predictors name, or "none"
 	Backfill  Backfill
 	Preempt   map[string]bool // policies simulated preemptively
 	Parallel  int             // policies simulated at once (at least 1)
