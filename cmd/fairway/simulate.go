@@ -249,20 +249,23 @@ type suiteScore struct {
 }
 
 // scoreOnSuite judges name on every row of res as the default is judged.
-func scoreOnSuite(res *sim.SuiteResult, name string) suiteScore {
+func scoreOnSuite(res *sim.SuiteResult, name string) (suiteScore, error) {
 	sc := suiteScore{Name: name, Rows: len(res.Rows)}
 	for _, r := range res.Rows {
-		var def sim.Metrics
+		var def *sim.Metrics
 		others := map[string]sim.Metrics{}
-		for _, m := range r.Metrics {
+		for i, m := range r.Metrics {
 			if m.Name == name {
-				def = m
+				def = &r.Metrics[i]
 			} else {
 				others[m.Name] = m
 			}
 		}
+		if def == nil {
+			return sc, fmt.Errorf("suite row %s × %.1f has no policy %q", r.Trace, r.Load, name)
+		}
 		met := 0
-		cs := sim.Criteria(def, others)
+		cs := sim.Criteria(*def, others)
 		for _, c := range cs {
 			if c.Met {
 				met++
@@ -274,7 +277,7 @@ func scoreOnSuite(res *sim.SuiteResult, name string) suiteScore {
 		sc.Checks += met
 		sc.ChecksJudged += len(cs)
 	}
-	return sc
+	return sc, nil
 }
 
 // better reports whether a does better than b on the suite: more rows
@@ -290,11 +293,17 @@ func (a suiteScore) better(b suiteScore) bool {
 // judged and says whether it does better than the default: what `make
 // tune-default` decides the shipped default by.
 func writeSuiteVerdict(w io.Writer, res *sim.SuiteResult, rows []string) error {
-	def := scoreOnSuite(res, res.Default)
+	def, err := scoreOnSuite(res, res.Default)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "\n== Policy files judged as the default is (%s meets every criterion on %d of %d rows, %d of %d checks)\n",
 		def.Name, def.AllMet, def.Rows, def.Checks, def.ChecksJudged)
 	for _, row := range rows {
-		sc := scoreOnSuite(res, row)
+		sc, err := scoreOnSuite(res, row)
+		if err != nil {
+			return err
+		}
 		verdict := "does not do better than " + def.Name
 		if sc.better(def) {
 			verdict = "does better than " + def.Name

@@ -299,6 +299,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 				if err != nil {
 					return fmt.Errorf("suite: %s × %.1f, %s: %w", res.Rows[r].Trace, res.Rows[r].Load, name, err)
 				}
+				m.Name = name // a policy file's row: its policy is named after its family
 				res.Rows[r].Metrics[p] = m
 				report("%s × %.1f: %s done", res.Rows[r].Trace, res.Rows[r].Load, name)
 				return nil
