@@ -70,6 +70,8 @@ forecast-doc: build
 ## when a file does better than it there; docs/POLICY.md records the decision.
 ## TRACES_DIR=dir, TUNE_BUDGET=10m, TUNE_FLAGS=--max-jobs 30000, SUITE_FLAGS=--max-jobs 30000
 TUNE_BUDGET ?= 10m
+# the policies the suite's criteria compare the default with (sim.Criteria), and the default
+VERDICT_POLICIES := fifo,fairshare,vtc,qssf,sjf-oracle,fair-sjf
 TUNE_FLAGS ?= --max-jobs 30000
 TUNE_TRACES := ctc:CTC-SP2-1996-3.1-cln.swf.gz:swf kth:KTH-SP2-filtered.swf.gz:swf sdsc-blue:SDSC-BLUE-2000-4.2-cln.swf.gz:swf \
 	philly-mix1:Philly-MIX1.csv.gz:philly-mix
@@ -91,8 +93,9 @@ tune-default:
 	  files="$$files --policy-file policy/defaults/$$name.json"; \
 	done; \
 	echo "replaying the suite"; \
-	{ echo "$$ fairway simulate --suite --no-predictors --traces-dir $(TRACES_DIR)$(if $(SUITE_FLAGS), $(SUITE_FLAGS))$$files"; echo; \
-	  nice ./fairway.tune simulate --suite --no-predictors --parallel 2 --progress never --traces-dir $(TRACES_DIR) $(SUITE_FLAGS) $$files; } > policy/defaults/suite.txt
+	{ echo "$$ fairway simulate --suite --no-predictors --policies $(VERDICT_POLICIES) --traces-dir $(TRACES_DIR)$(if $(SUITE_FLAGS), $(SUITE_FLAGS))$$files"; echo; \
+	  nice ./fairway.tune simulate --suite --no-predictors --policies $(VERDICT_POLICIES) --parallel 2 --progress never \
+	    --traces-dir $(TRACES_DIR) $(SUITE_FLAGS) $$files; } > policy/defaults/suite.txt
 	rm -f fairway.tune
 	tail -n $$(( $$(ls policy/defaults/*.json | wc -l) + 2 )) policy/defaults/suite.txt
 
