@@ -280,13 +280,25 @@ func scoreOnSuite(res *sim.SuiteResult, name string) (suiteScore, error) {
 	return sc, nil
 }
 
-// better reports whether a does better than b on the suite: more rows
-// where every criterion is met, then more checks met. A tie is not better.
+// better reports whether a does better than b on the suite: no fewer rows
+// where every criterion is met and no fewer checks met, and more of one.
+// A tie is not better, nor is a trade (more rows, fewer checks): changing
+// the default must not lose on either count.
 func (a suiteScore) better(b suiteScore) bool {
-	if a.AllMet != b.AllMet {
-		return a.AllMet > b.AllMet
+	return a.AllMet >= b.AllMet && a.Checks >= b.Checks && (a.AllMet > b.AllMet || a.Checks > b.Checks)
+}
+
+// verdict says how a compares with the default def, in words.
+func (a suiteScore) verdict(def suiteScore) string {
+	switch {
+	case a.better(def):
+		return "does better than " + def.Name
+	case a.AllMet > def.AllMet:
+		return fmt.Sprintf("does not do better than %s: more rows where every criterion is met, but fewer checks met", def.Name)
+	case a.Checks > def.Checks:
+		return fmt.Sprintf("does not do better than %s: more checks met, but fewer rows where every criterion is met", def.Name)
 	}
-	return a.Checks > b.Checks
+	return "does not do better than " + def.Name
 }
 
 // writeSuiteVerdict judges each policy file's row as the default is
@@ -304,11 +316,7 @@ func writeSuiteVerdict(w io.Writer, res *sim.SuiteResult, rows []string) error {
 		if err != nil {
 			return err
 		}
-		verdict := "does not do better than " + def.Name
-		if sc.better(def) {
-			verdict = "does better than " + def.Name
-		}
-		fmt.Fprintf(w, "%s: meets every criterion on %d of %d rows, %d of %d checks: %s\n", row, sc.AllMet, sc.Rows, sc.Checks, sc.ChecksJudged, verdict)
+		fmt.Fprintf(w, "%s: meets every criterion on %d of %d rows, %d of %d checks: %s\n", row, sc.AllMet, sc.Rows, sc.Checks, sc.ChecksJudged, sc.verdict(def))
 	}
 	return nil
 }

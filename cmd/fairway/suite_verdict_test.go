@@ -47,6 +47,14 @@ func TestSuiteVerdict(t *testing.T) {
 	if !good.better(def) || tie.better(def) || def.better(tie) {
 		t.Errorf("better: good %v (want true), tie %v and its reverse %v (want false)", good.better(def), tie.better(def), def.better(tie))
 	}
+	// A trade is not better, either way round.
+	trade := suiteScore{Name: "trade", AllMet: def.AllMet + 1, Checks: def.Checks - 2}
+	if trade.better(def) || def.better(trade) {
+		t.Errorf("more rows and fewer checks: better %v, reverse %v; want neither", trade.better(def), def.better(trade))
+	}
+	if v := trade.verdict(def); v != "does not do better than fair-sjf: more rows where every criterion is met, but fewer checks met" {
+		t.Errorf("verdict of a trade: %q", v)
+	}
 	var b strings.Builder
 	if err := writeSuiteVerdict(&b, res, []string{"good", "tie"}); err != nil {
 		t.Fatal(err)
