@@ -132,11 +132,13 @@ func TestTune_FromDB(t *testing.T) {
 		t.Errorf("no validation table in the file")
 	}
 
+	empty := e.Database(t)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"empty database", []string{"--database-url", empty, "--cluster", "kth"}, "no jobs for cluster kth; the database holds no finished jobs (fairway ingest, or fairway serve, fills it)"},
 		{"unknown cluster", []string{"--cluster", "nosuch"}, "no jobs for cluster nosuch; clusters in the database: kth (28481 jobs ending 1996-09-30 to 1997-08-29)"},
 		{"empty period", []string{"--cluster", "kth", "--since", "2020-01-01"}, "no finished job of cluster kth ended since 2020-01-01; the database holds kth (28481 jobs"},
 		{"too few", []string{"--cluster", "kth", "--since", "1996-10-01", "--until", "1996-10-01T06:00:00Z"}, "too few to split into training and validation windows"},
@@ -147,6 +149,9 @@ func TestTune_FromDB(t *testing.T) {
 			got, err := runApp(t, args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one saying %q; output:\n%s", err, tc.want, got)
+			}
+			if _, err := os.Stat(bad); err == nil {
+				t.Errorf("a refused run wrote %s", bad)
 			}
 		})
 	}
