@@ -63,6 +63,42 @@ forecast-doc: build
 	  done; } > docs/FORECAST.md.new
 	mv docs/FORECAST.md.new docs/FORECAST.md
 
+## tune-default: tune the learned family (fairway tune, objective fair) on each of CTC, KTH, SDSC-BLUE,
+## Philly-MIX1 and the 30,000-job synthetic workload of seed 1, TUNE_BUDGET each, into policy/defaults/NAME.json
+## (with NAME.txt, tune's summary), then replay the suite with every file beside the registered policies and
+## judge each as the default is judged (policy/defaults/suite.txt). The default (policy.Default) changes only
+## when a file does better than it there; docs/POLICY.md records the decision.
+## TRACES_DIR=dir, TUNE_BUDGET=10m, TUNE_FLAGS=--max-jobs 30000, SUITE_FLAGS=--max-jobs 30000
+TUNE_BUDGET ?= 10m
+# the policies the suite's criteria compare the default with (sim.Criteria), and the default
+VERDICT_POLICIES := fifo,fairshare,vtc,qssf,sjf-oracle,fair-sjf
+TUNE_FLAGS ?= --max-jobs 30000
+TUNE_TRACES := ctc:CTC-SP2-1996-3.1-cln.swf.gz:swf kth:KTH-SP2-filtered.swf.gz:swf sdsc-blue:SDSC-BLUE-2000-4.2-cln.swf.gz:swf \
+	philly-mix1:Philly-MIX1.csv.gz:philly-mix
+.PHONY: tune-default
+tune-default:
+	$(GO) build -o fairway.tune ./cmd/fairway
+	mkdir -p policy/defaults
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	./fairway.tune trace synth --jobs 30000 --seed 1 --out $$tmp/synth-30k.csv; \
+	files=; \
+	for t in $(TUNE_TRACES) synth-30k:$$tmp/synth-30k.csv:helios; do \
+	  IFS=: read -r name file format <<< "$$t"; \
+	  case $$file in /*) ;; *) file=$(TRACES_DIR)/$$file;; esac; \
+	  extra=; [ "$$format" = helios ] && extra="--nodes 8 --per-node 8"; \
+	  echo "tuning on $$name ($(TUNE_BUDGET))"; \
+	  { echo "$$ fairway tune --trace $$(basename $$file) --format $$format $$extra --budget $(TUNE_BUDGET) $(TUNE_FLAGS) --out policy/defaults/$$name.json"; echo; \
+	    nice ./fairway.tune tune --trace $$file --format $$format $$extra --budget $(TUNE_BUDGET) $(TUNE_FLAGS) --progress never \
+	      --out policy/defaults/$$name.json; } > policy/defaults/$$name.txt; \
+	  files="$$files --policy-file policy/defaults/$$name.json"; \
+	done; \
+	echo "replaying the suite"; \
+	{ echo "$$ fairway simulate --suite --no-predictors --policies $(VERDICT_POLICIES) --traces-dir $(TRACES_DIR)$(if $(SUITE_FLAGS), $(SUITE_FLAGS))$$files"; echo; \
+	  nice ./fairway.tune simulate --suite --no-predictors --policies $(VERDICT_POLICIES) --parallel 2 --progress never \
+	    --traces-dir $(TRACES_DIR) $(SUITE_FLAGS) $$files; } > policy/defaults/suite.txt
+	rm -f fairway.tune
+	tail -n $$(( $$(ls policy/defaults/*.json | wc -l) + 2 )) policy/defaults/suite.txt
+
 ## policy-doc: rerun the policy suite (every policy × CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds ×
 ## loads 0.8/1.0/1.2) on each trace's first 30,000 jobs and rewrite that evidence block of docs/POLICY.md;
 ## policy-doc-whole: the same on the whole traces (about 10 minutes on 2 cores), its own block

@@ -448,3 +448,53 @@ func RecentJobs(ctx context.Context, url, cluster string, days int, now time.Tim
 	}
 	return jobs, fmt.Sprintf("%s (database, last %s)", cluster, plural.N(days, "day", "days")), nil
 }
+
+// FinishedHistory loads the finished jobs of cluster that ended in [since,
+// until) from the database at url (a zero since or until leaves that end
+// open), in end order, with the cluster's name: the history `fairway tune
+// --from-db` fits a ranking to. cluster "" is the database's only
+// cluster, as a report finds it. Its errors say what the database holds
+// instead: an unknown cluster lists the clusters with finished jobs, an
+// empty period names the span the cluster's jobs ended in.
+func FinishedHistory(ctx context.Context, url, cluster string, since, until time.Time) ([]policy.Job, string, error) {
+	pool, store, err := accounting.Open(ctx, url, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, "", err
+	}
+	defer pool.Close()
+	src := NewSource(pool, store)
+	if cluster, _, err = src.Resolve(ctx, cluster, Month{}); err != nil {
+		return nil, "", err
+	}
+	jobs, err := store.FinishedJobs(ctx, cluster, since, until)
+	if err != nil {
+		return nil, "", fmt.Errorf("load finished jobs of %s: %w", cluster, err)
+	}
+	if len(jobs) > 0 {
+		return jobs, cluster, nil
+	}
+	held := ""
+	if spans, err := src.Clusters(ctx); err == nil {
+		for _, s := range spans {
+			if s.Name == cluster {
+				held = "; the database holds " + s.String()
+			}
+		}
+	}
+	return nil, cluster, fmt.Errorf("no finished job of cluster %s ended %s%s", cluster, PeriodText(since, until), held)
+}
+
+// PeriodText spells an end-time period for messages: "between 2026-01-01
+// and 2026-04-01", "since 2026-01-01", "before 2026-04-01" or "at any time".
+func PeriodText(since, until time.Time) string {
+	day := func(t time.Time) string { return t.UTC().Format("2006-01-02") }
+	switch {
+	case !since.IsZero() && !until.IsZero():
+		return "between " + day(since) + " and " + day(until)
+	case !since.IsZero():
+		return "since " + day(since)
+	case !until.IsZero():
+		return "before " + day(until)
+	}
+	return "at any time"
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ func simulateCommand() *cli.Command {
 			&cli.Float64Flag{Name: "window-from", Value: 0, Usage: "with --sequences: draw them from the submits from this fraction of the trace (0.7: the last 30%)", EnvVars: []string{"FAIRWAY_SIMULATE_WINDOW_FROM"}},
 			&cli.Float64Flag{Name: "window-to", Value: 1, Usage: "with --sequences: ... up to this fraction (0.7: the first 70%)", EnvVars: []string{"FAIRWAY_SIMULATE_WINDOW_TO"}},
 			&cli.StringFlag{Name: "predictions", Value: string(sim.PredictOnline), Usage: "with --split or --sequences: online (each replay's predictor learns as jobs finish, as serve's does) or at-submit (each job predicted once from the history before its submit: faster, the same for every policy)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTIONS"}},
-			&cli.StringSliceFlag{Name: "policy-file", Usage: "with --split or --sequences: also replay the policy in this file (fairway tune writes one), as the row \"" + tunedRow + "\"; given more than once, each file's row is named after the file, without .json", EnvVars: []string{"FAIRWAY_SIMULATE_POLICY_FILE"}},
+			&cli.StringSliceFlag{Name: "policy-file", Usage: "with --split, --sequences or --suite: also replay the policy in this file (fairway tune writes one), as the row \"" + tunedRow + "\"; given more than once, each file's row is named after the file, without .json; with --suite each row is also judged by the default's criteria", EnvVars: []string{"FAIRWAY_SIMULATE_POLICY_FILE"}},
 			&cli.BoolFlag{Name: "cold", Usage: "with --split or --sequences: no warm-up from the history before the replayed jobs (RLScheduler's own setting)", EnvVars: []string{"FAIRWAY_SIMULATE_COLD"}},
 			&cli.BoolFlag{Name: "markdown", Usage: "with --suite: print Markdown tables (docs/POLICY.md)", EnvVars: []string{"FAIRWAY_SIMULATE_MARKDOWN"}},
 			&cli.BoolFlag{Name: "no-predictors", Usage: "with --suite: skip scoring the predictors", EnvVars: []string{"FAIRWAY_SIMULATE_NO_PREDICTORS"}},
@@ -103,7 +104,7 @@ func simulateCommand() *cli.Command {
 				return simulateProtocol(c, cfg)
 			}
 			if len(c.StringSlice("policy-file")) > 0 {
-				return fmt.Errorf("--policy-file: only with --split or --sequences")
+				return fmt.Errorf("--policy-file: only with --split, --sequences or --suite")
 			}
 			if c.Bool("power") {
 				return simulatePower(c, cfg)
@@ -189,6 +190,22 @@ func simulateSuite(c *cli.Context) error {
 		return err
 	}
 	cfg.Policies, cfg.Preempt, cfg.Backfill, cfg.Predictor = ch.Policies, ch.Preempt, ch.Backfill, ch.Predictor
+	if len(cfg.Policies) == 0 {
+		cfg.Policies = policy.Compared()
+	}
+	files, err := policyFileRows(c.StringSlice("policy-file"), cfg.Policies)
+	if err != nil {
+		return err
+	}
+	var rows []string
+	if len(files) > 0 {
+		cfg.Policies, cfg.Factories = slices.Clone(cfg.Policies), map[string]sim.PolicyFactory{}
+		for _, f := range files {
+			cfg.Policies = append(cfg.Policies, f.row)
+			cfg.Factories[f.row] = f.mk
+			rows = append(rows, f.row)
+		}
+	}
 	if cfg.Loads, err = sim.ParseLoads(c.String("loads")); err != nil {
 		return err
 	}
@@ -214,9 +231,96 @@ func simulateSuite(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("markdown") {
-		return res.WriteMarkdown(c.App.Writer)
+		err = res.WriteMarkdown(c.App.Writer)
+	} else {
+		err = res.WriteText(c.App.Writer)
 	}
-	return res.WriteText(c.App.Writer)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	return writeSuiteVerdict(c.App.Writer, res, rows)
+}
+
+// suiteScore is how a policy fares on the suite's criteria (sim.Criteria)
+// as if it were the default: the trace × load rows where it meets every
+// one, and the checks it meets over all rows.
+type suiteScore struct {
+	Name                 string
+	AllMet, Rows         int
+	Checks, ChecksJudged int
+}
+
+// scoreOnSuite judges name on every row of res as the default is judged.
+func scoreOnSuite(res *sim.SuiteResult, name string) (suiteScore, error) {
+	sc := suiteScore{Name: name, Rows: len(res.Rows)}
+	for _, r := range res.Rows {
+		var def *sim.Metrics
+		others := map[string]sim.Metrics{}
+		for i, m := range r.Metrics {
+			if m.Name == name {
+				def = &r.Metrics[i]
+			} else {
+				others[m.Name] = m
+			}
+		}
+		if def == nil {
+			return sc, fmt.Errorf("suite row %s × %.1f has no policy %q", r.Trace, r.Load, name)
+		}
+		met := 0
+		cs := sim.Criteria(*def, others)
+		for _, c := range cs {
+			if c.Met {
+				met++
+			}
+		}
+		if met == len(cs) {
+			sc.AllMet++
+		}
+		sc.Checks += met
+		sc.ChecksJudged += len(cs)
+	}
+	return sc, nil
+}
+
+// better reports whether a does better than b on the suite: no fewer rows
+// where every criterion is met and no fewer checks met, and more of one.
+// A tie is not better, nor is a trade (more rows, fewer checks): changing
+// the default must not lose on either count.
+func (a suiteScore) better(b suiteScore) bool {
+	return a.AllMet >= b.AllMet && a.Checks >= b.Checks && (a.AllMet > b.AllMet || a.Checks > b.Checks)
+}
+
+// verdict says how a compares with the default def, in words.
+func (a suiteScore) verdict(def suiteScore) string {
+	switch {
+	case a.better(def):
+		return "does better than " + def.Name
+	case a.AllMet > def.AllMet:
+		return fmt.Sprintf("does not do better than %s: more rows where every criterion is met, but fewer checks met", def.Name)
+	case a.Checks > def.Checks:
+		return fmt.Sprintf("does not do better than %s: more checks met, but fewer rows where every criterion is met", def.Name)
+	}
+	return "does not do better than " + def.Name
+}
+
+// writeSuiteVerdict judges each policy file's row as the default is
+// judged and says whether it does better than the default: what `make
+// tune-default` decides the shipped default by.
+func writeSuiteVerdict(w io.Writer, res *sim.SuiteResult, rows []string) error {
+	def, err := scoreOnSuite(res, res.Default)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n== Policy files judged as the default is (%s meets every criterion on %d of %d rows, %d of %d checks)\n",
+		def.Name, def.AllMet, def.Rows, def.Checks, def.ChecksJudged)
+	for _, row := range rows {
+		sc, err := scoreOnSuite(res, row)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: meets every criterion on %d of %d rows, %d of %d checks: %s\n", row, sc.AllMet, sc.Rows, sc.Checks, sc.ChecksJudged, sc.verdict(def))
+	}
+	return nil
 }
 
 // simulatePower is `fairway simulate --power`.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
@@ -39,6 +41,10 @@ func tuneCommand() *cli.Command {
 			"limits, fair share, fair share × QSSF, each with the least aging) are anchors: always judged, and\n" +
 			"CMA-ES starts from the best of them and fair-sjf on training. Each job's run time is predicted\n" +
 			"once, at submit.\n" +
+			"  --from-db tunes on the site's own history instead: the finished jobs of --cluster in the\n" +
+			"    accounting database (all of them, or --since/--until, --days, --months), all looked at (the\n" +
+			"    first 70% of the submits train, the last 30% validate), replayed on the least machine the\n" +
+			"    history fits (the database keeps no node list: --nodes and --per-node give the real one).\n" +
 			"  --objective fair (default): the lowest avg bounded slowdown subject to avg wait ≤ fairshare's,\n" +
 			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
 			"    penalised so that the search moves towards feasibility.\n" +
@@ -52,11 +58,11 @@ func tuneCommand() *cli.Command {
 			"What a replay cannot know: users react to a new policy. Once short requests start sooner, users\n" +
 			"ask for shorter limits, split jobs, or submit more; a tuned ranking is fitted to how they behaved\n" +
 			"under the old one. Re-tune on fresh history after a change, and watch the waits it was meant to cut.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); required", EnvVars: []string{"FAIRWAY_TUNE_TRACE"}},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); required unless --from-db", EnvVars: []string{"FAIRWAY_TUNE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_TUNE_FORMAT"}},
-			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default; required for Helios)", EnvVars: []string{"FAIRWAY_TUNE_NODES"}},
-			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_TUNE_PER_NODE"}},
+			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default, or with --from-db what the history shows; required for Helios)", EnvVars: []string{"FAIRWAY_TUNE_NODES"}},
+			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default, or with --from-db what the history shows)", EnvVars: []string{"FAIRWAY_TUNE_PER_NODE"}},
 			&cli.IntFlag{Name: "max-jobs", Usage: "use only the trace's first N jobs in submit order (0: all)", EnvVars: []string{"FAIRWAY_TUNE_MAX_JOBS"}},
 			&cli.StringFlag{Name: "out", Usage: "policy file to write; required", EnvVars: []string{"FAIRWAY_TUNE_OUT"}},
 			&cli.StringFlag{Name: "objective", Value: string(tune.Fair), Usage: "fair, bsld or wait", EnvVars: []string{"FAIRWAY_TUNE_OBJECTIVE"}},
@@ -65,14 +71,14 @@ func tuneCommand() *cli.Command {
 			&cli.IntFlag{Name: "generations", Usage: "stop after this many CMA-ES generations (0: when the budget ends or the search converges)", EnvVars: []string{"FAIRWAY_TUNE_GENERATIONS"}},
 			&cli.IntFlag{Name: "population", Usage: "points per generation (0: the larger of 9 and --parallel)", EnvVars: []string{"FAIRWAY_TUNE_POPULATION"}},
 			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "replays run at once", EnvVars: []string{"FAIRWAY_TUNE_PARALLEL"}},
-			&cli.Float64Flag{Name: "train", Value: 0.7, Usage: "fraction of the trace's submits the tuner looks at (the rest is held out; 1: all)", EnvVars: []string{"FAIRWAY_TUNE_TRAIN"}},
+			&cli.Float64Flag{Name: "train", Value: 0.7, Usage: "fraction of the trace's submits the tuner looks at (the rest is held out; 1: all; with --from-db the default is 1)", EnvVars: []string{"FAIRWAY_TUNE_TRAIN"}},
 			&cli.Float64Flag{Name: "validate", Value: 0.3, Usage: "fraction of the part looked at, at its end, that only validates", EnvVars: []string{"FAIRWAY_TUNE_VALIDATE"}},
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor (" + strings.Join(predict.Names(), ", ") + ", or none); each job is predicted once, at submit, from the jobs ended before", EnvVars: []string{"FAIRWAY_TUNE_PREDICTOR"}},
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_TUNE_BACKFILL"}},
 			&cli.IntFlag{Name: "sequences", Value: 10, Usage: "with --objective bsld: sequences per window", EnvVars: []string{"FAIRWAY_TUNE_SEQUENCES"}},
 			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --objective bsld: jobs per sequence", EnvVars: []string{"FAIRWAY_TUNE_LENGTH"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_TUNE_PROGRESS"}},
-		},
+		}, tuneDBFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := tuneSettings(c)
 			if err != nil {
@@ -94,6 +100,8 @@ type tuneConfig struct {
 	Generations int
 	Population  int
 	Progress    bool
+	// DB, when set, is the history read instead of Trace (--from-db).
+	DB *tuneDB
 }
 
 // tuneSettings validates the flags once, naming the bad one.
@@ -102,18 +110,32 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 		Parallel: c.Int("parallel"), Load: 1, Predictor: c.String("predictor"), Policies: []string{policy.Default}},
 		MaxJobs: c.Int("max-jobs"), Out: c.String("out"), Seed: c.Uint64("seed"), Budget: c.Duration("budget"),
 		Generations: c.Int("generations"), Population: c.Int("population")}
+	var err error
+	if c.Bool("from-db") {
+		if cfg.DB, err = tuneDBSettings(c, time.Now()); err != nil {
+			return cfg, err
+		}
+	} else {
+		// --cluster is left alone: FAIRWAY_CLUSTER serves every command.
+		for _, f := range []string{"since", "until", "days", "months", "unit"} {
+			if v := fmt.Sprint(c.Value(f)); c.IsSet(f) && v != "" && v != "0" {
+				return cfg, fmt.Errorf("--%s: only with --from-db", f)
+			}
+		}
+	}
 	switch {
-	case cfg.Trace == "":
-		return cfg, fmt.Errorf("--trace: required (the history to tune on)")
+	case cfg.Trace == "" && cfg.DB == nil:
+		return cfg, fmt.Errorf("--trace: required (the history to tune on), or --from-db")
 	case cfg.Out == "":
 		return cfg, fmt.Errorf("--out: required (the policy file to write)")
 	}
-	var err error
 	if cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr); err != nil {
 		return cfg, err
 	}
-	if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
-		return cfg, err
+	if cfg.DB == nil {
+		if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
+			return cfg, err
+		}
 	}
 	ch, err := sim.ParseChoice(policy.Default, "", c.String("backfill"), cfg.Predictor)
 	if err != nil {
@@ -127,7 +149,13 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--%w", err)
 	}
-	s := tune.Setup{Objective: obj, Seen: c.Float64("train"), Validate: c.Float64("validate"), Sequences: c.Int("sequences"),
+	seen := c.Float64("train")
+	if cfg.DB != nil && !c.IsSet("train") {
+		// A site tunes on all of its history: the first 70% trains, the
+		// last 30% validates; nothing is held out for simulate --split.
+		seen = 1
+	}
+	s := tune.Setup{Objective: obj, Seen: seen, Validate: c.Float64("validate"), Sequences: c.Int("sequences"),
 		Length: c.Int("length"), Seed: cfg.Seed, Backfill: cfg.Backfill, Predictions: sim.PredictAtSubmit}
 	for _, f := range []struct {
 		name string
@@ -158,12 +186,26 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 
 func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File) error {
 	started := time.Now()
-	w, err := cfg.LoadWorkload()
+	var w *sim.Workload
+	var err error
+	if cfg.DB != nil {
+		w, err = cfg.DB.load(ctx, cfg.Nodes, cfg.PerNode)
+	} else {
+		w, err = cfg.LoadWorkload()
+	}
 	if err != nil {
 		return err
 	}
 	w = w.FirstJobs(cfg.MaxJobs)
 	win, err := tune.NewWindows(w.Jobs, w.Cluster, cfg.Setup)
+	if errors.Is(err, sim.ErrShortWindow) || errors.Is(err, sim.ErrNoJobs) {
+		more := ""
+		if cfg.DB != nil {
+			more = "; take a longer period (--since, --months)"
+		}
+		return fmt.Errorf("%s: %s on %s: too few to split into training and validation windows (%w)%s",
+			w.Name, plural.N(len(w.Jobs), "job", "jobs"), clusterText(w.Cluster), err, more)
+	}
 	if err != nil {
 		return err
 	}
@@ -231,9 +273,11 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 // tuneFile is the policy file of a tuning run.
 func tuneFile(cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Result, tab *sim.ProtocolTable) *policy.File {
 	f := policy.NewLearnedFile(res.Params)
-	ci := sim.InfoOf(w.Cluster)
-	f.TrainedOn = policy.TrainedOn{Cluster: fmt.Sprintf("%s: %d × %d %s", w.Name, ci.Nodes, ci.PerNode, ci.Unit),
+	f.TrainedOn = policy.TrainedOn{Cluster: w.Name + ": " + clusterText(w.Cluster),
 		From: win.From.UTC(), To: win.To.UTC(), Jobs: win.Seen, Source: cfg.Trace}
+	if cfg.DB != nil {
+		f.TrainedOn.Source = cfg.DB.source()
+	}
 	f.Objective = cfg.Setup.Objective.Describe()
 	start := map[string]float64{}
 	for i, v := range res.Start.Params.Vector() {
@@ -259,6 +303,12 @@ func tuneFile(cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Resu
 		f.Validation = append(f.Validation, row)
 	}
 	return f
+}
+
+// clusterText spells a machine: "2 × 4 gpus".
+func clusterText(c sim.Cluster) string {
+	ci := sim.InfoOf(c)
+	return fmt.Sprintf("%d × %d %s", ci.Nodes, ci.PerNode, ci.Unit)
 }
 
 // windowsText says which jobs trained and which validated.
@@ -302,6 +352,10 @@ func scoreText(o tune.Objective, s tune.Score) string {
 func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Result, tab *sim.ProtocolTable, took time.Duration) error {
 	o := cfg.Setup.Objective
 	fmt.Fprintf(out, "tuned %s on %s (%s)\n", o.Describe(), w.Name, windowsText(cfg, win, tab))
+	if cfg.DB != nil {
+		fmt.Fprintf(out, "history: %s of cluster %s from the %s; replayed on %s, the least machine the history fits (--nodes, --per-node and --unit set it)\n",
+			plural.N(len(w.Jobs), "job", "jobs"), w.Name, cfg.DB.source(), clusterText(w.Cluster))
+	}
 	fmt.Fprintf(out, "search: CMA-ES, seed %d, population %d, %d generations, %d evaluations, stopped: %s; whole run %s\n",
 		cfg.Seed, res.Population, res.Generations, res.Evaluations, res.Stopped, took.Round(time.Second))
 	names := make([]string, len(policy.LearnedFeatures))

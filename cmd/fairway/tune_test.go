@@ -143,7 +143,7 @@ func TestSimulate_PolicyFileRefused(t *testing.T) {
 	}{
 		{"another format version", []string{"--split", "0.7", "--policy-file", write("v2.json", []byte(`{"format_version": 2}`))}, "format_version 2"},
 		{"missing file", []string{"--split", "0.7", "--policy-file", filepath.Join(dir, "nope.json")}, "--policy-file: open"},
-		{"without a protocol", []string{"--policy-file", goodPath}, "--policy-file: only with --split or --sequences"},
+		{"without a protocol", []string{"--policy-file", goodPath}, "--policy-file: only with --split, --sequences or --suite"},
 		{"row named as a policy", []string{"--split", "0.7", "--policies", "fifo", "--policy-file", goodPath, "--policy-file", fifoPath}, `its row "fifo" is also a policy`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,9 +14,12 @@ import (
 // CompareConfig is how Compare simulates a workload under several
 // policies.
 type CompareConfig struct {
-	Policies  []string
-	Params    map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
-	Predictor string         // a predict.Predictors name, or "none"
+	Policies []string
+	Params   map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
+	// Factories make the policies that are not registered under their
+	// names (a policy file's row), by name.
+	Factories map[string]PolicyFactory
+	Predictor string // a predict.Predictors name, or "none"
 	Backfill  Backfill
 	Preempt   map[string]bool // policies simulated preemptively
 	Parallel  int             // policies simulated at once (at least 1)
@@ -60,7 +63,13 @@ func Compare(ctx context.Context, w *Workload, cfg CompareConfig) ([]PolicyRun, 
 // SimConfig is the simulation of w under policy name as cfg says, stopped
 // when ctx ends.
 func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string) (Config, error) {
-	pol, err := policy.New(name, cfg.Params[name])
+	var pol policy.Policy
+	var err error
+	if mk := cfg.Factories[name]; mk != nil {
+		pol, err = mk()
+	} else {
+		pol, err = policy.New(name, cfg.Params[name])
+	}
 	if err != nil {
 		return Config{}, err
 	}

@@ -77,6 +77,9 @@ type SuiteConfig struct {
 	Default  string
 	// Params are the policies' parameters by name (see CompareConfig).
 	Params map[string]any
+	// Factories make the policies that are not registered (a policy
+	// file's row), by name (see CompareConfig).
+	Factories map[string]PolicyFactory
 	// Predictor learns online in every simulation ("none" for none; ""
 	// means "fairway").
 	Predictor string
@@ -296,6 +299,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 				if err != nil {
 					return fmt.Errorf("suite: %s × %.1f, %s: %w", res.Rows[r].Trace, res.Rows[r].Load, name, err)
 				}
+				m.Name = name // a policy file's row: its policy is named after its family
 				res.Rows[r].Metrics[p] = m
 				report("%s × %.1f: %s done", res.Rows[r].Trace, res.Rows[r].Load, name)
 				return nil
@@ -328,7 +332,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 }
 
 func suiteSim(ctx context.Context, cfg SuiteConfig, name string, jobs []policy.Job, c Cluster) (Metrics, error) {
-	run, err := comparePolicy(ctx, CompareConfig{Params: cfg.Params, Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt},
+	run, err := comparePolicy(ctx, CompareConfig{Params: cfg.Params, Factories: cfg.Factories, Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt},
 		&Workload{Jobs: jobs, Cluster: c}, name)
 	return run.Metrics, err
 }
