@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/prolog"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
@@ -104,7 +103,7 @@ func runHook(c *cli.Context, which string) error {
 	}
 	var store prolog.UsageStore
 	if cfg.DatabaseURL != "" {
-		store = &accounting.HookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
+		store = &hookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
 	}
 	lib, err := nvmlInterface(c.String)
 	if err != nil {
@@ -135,7 +134,7 @@ func spoolFlush(c *cli.Context) error {
 	defer closeLog()
 	ctx, cancel := context.WithTimeout(c.Context, cfg.Timeout)
 	defer cancel()
-	store := &accounting.HookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
+	store := &hookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
 	rep := prolog.Spool{Dir: cfg.Hooks.SpoolDir}.FlushReport(ctx, store, log)
 	if c.Bool("json") {
 		if err := json.NewEncoder(c.App.Writer).Encode(rep); err != nil {
