@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/fairway-hpc/fairway/prolog"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
@@ -110,7 +111,7 @@ func runHook(c *cli.Context, which string) error {
 		log.Error("bad setting: "+which+" does nothing", "err", err)
 		return nil
 	}
-	err = prolog.Run(c.Context, which, cfg, cfg.Deps(prolog.NewNVML(lib), store, log), os.Getenv)
+	err = prolog.Run(c.Context, which, cfg, cfg.Deps(prolog.NewNVML(lib), slurmctl.Commands{}, store, log), os.Getenv)
 	if fault := (*prolog.FaultError)(nil); errors.As(err, &fault) {
 		fmt.Fprintln(c.App.Writer, fault.Reason())
 		return cli.Exit("", 1)
