@@ -107,9 +107,7 @@ func (f *fileToken) Token(context.Context) (string, error) {
 			return "", fmt.Errorf("%w: token file %s is larger than %d bytes: not a token", ErrToken, f.path, maxTokenFile)
 		}
 		tok := strings.TrimSpace(string(b))
-		if strings.HasPrefix(tok, "SLURM_JWT=") { // `scontrol token` output saved as is
-			tok = strings.TrimPrefix(tok, "SLURM_JWT=")
-		}
+		tok = strings.TrimPrefix(tok, "SLURM_JWT=") // `scontrol token` output saved as is
 		if tok == "" {
 			return "", fmt.Errorf("%w: token file %s is empty", ErrToken, f.path)
 		}

@@ -289,11 +289,6 @@ type envelope struct {
 	Warnings []wireError `json:"warnings"`
 }
 
-type wireJobsResp struct {
-	envelope
-	Jobs *[]wireJob `json:"jobs"` // nil: the key is missing
-}
-
 // wireJob is one job record (v0.0.38 job_response_properties, v0.0.40-45
 // job_info).
 type wireJob struct {
