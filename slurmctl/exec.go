@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Runner runs a Slurm command-line tool (scontrol, sprio) and returns what
@@ -45,6 +46,32 @@ func (r ExecRunner) Run(ctx context.Context, stdin []byte, name string, args ...
 	return out.Bytes(), errb.Bytes(), err
 }
 
+// program is a Slurm program a config names: where its path is kept, and
+// the name that finds it on PATH when the config leaves the path empty.
+type program struct {
+	path *string
+	name string
+}
+
+// fillCommands fills, the same way for every part of this package that
+// runs Slurm's programs, the command settings a config left unset: each
+// program's path its name (found on PATH), the runner ExecRunner{}, and
+// the timeout (when the config has one) def. Checking what was set is the
+// caller's, whose errors name the setting.
+func fillCommands(runner *Runner, timeout *time.Duration, def time.Duration, programs ...program) {
+	for _, p := range programs {
+		if *p.path == "" {
+			*p.path = p.name
+		}
+	}
+	if *runner == nil {
+		*runner = ExecRunner{}
+	}
+	if timeout != nil && *timeout == 0 {
+		*timeout = def
+	}
+}
+
 // Commands runs Slurm's command-line readers for the other adapters (the
 // slurmd hooks' squeue and scontrol, accounting's sacct and sacctmgr), so
 // that slurmctl is the one package that executes Slurm. Runner is
@@ -55,10 +82,9 @@ type Commands struct {
 }
 
 func (c Commands) runner() Runner {
-	if c.Runner == nil {
-		return ExecRunner{}
-	}
-	return c.Runner
+	r := c.Runner
+	fillCommands(&r, nil, 0)
+	return r
 }
 
 // output runs path with args and returns what it printed on stdout. A

@@ -95,21 +95,8 @@ type ResizeWriter struct {
 
 // NewResizeWriter fills cfg's defaults.
 func NewResizeWriter(cfg ResizeConfig, log *slog.Logger) (*ResizeWriter, error) {
-	if cfg.Scontrol == "" {
-		cfg.Scontrol = "scontrol"
-	}
-	if cfg.Squeue == "" {
-		cfg.Squeue = "squeue"
-	}
-	if cfg.Sacctmgr == "" {
-		cfg.Sacctmgr = "sacctmgr"
-	}
-	if cfg.Runner == nil {
-		cfg.Runner = ExecRunner{}
-	}
-	if cfg.CmdTimeout == 0 {
-		cfg.CmdTimeout = 2 * time.Minute
-	}
+	fillCommands(&cfg.Runner, &cfg.CmdTimeout, 2*time.Minute,
+		program{&cfg.Scontrol, "scontrol"}, program{&cfg.Squeue, "squeue"}, program{&cfg.Sacctmgr, "sacctmgr"})
 	if cfg.CmdTimeout < 0 {
 		return nil, fmt.Errorf("resize writer: command timeout %s: want positive", cfg.CmdTimeout)
 	}

@@ -184,12 +184,7 @@ func NewScontrolToken(cfg ScontrolTokenConfig, log *slog.Logger) (*ScontrolToken
 	if cfg.RenewBefore < 0 || cfg.RenewBefore >= cfg.Lifespan {
 		return nil, fmt.Errorf("scontrol token: renew-before %s: want between 0 and the lifespan %s", cfg.RenewBefore, cfg.Lifespan)
 	}
-	if cfg.Scontrol == "" {
-		cfg.Scontrol = "scontrol"
-	}
-	if cfg.Runner == nil {
-		cfg.Runner = ExecRunner{}
-	}
+	fillCommands(&cfg.Runner, nil, 0, program{&cfg.Scontrol, "scontrol"})
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
