@@ -13,6 +13,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 var capture = flag.Bool("capture", false, "run jobs on the lab and rewrite testdata/ from real sacct and sacctmgr output (make record-accounting)")
@@ -87,7 +88,7 @@ func TestCapture_LabFixtures(t *testing.T) {
 	if len(doc.Jobs) != len(ids)+2 || len(doc.Bad) > 0 {
 		t.Fatalf("captured %d jobs (%d bad), want %d", len(doc.Jobs), len(doc.Bad), len(ids)+2)
 	}
-	assoc := e.Run(t, "", "sacctmgr", accounting.SacctmgrAssocArgs...)
+	assoc := e.Run(t, "", "sacctmgr", slurmctl.SacctmgrAssocArgs...)
 	if _, err := accounting.ParseAssociations("sacctmgr", []byte(assoc), e.Cluster); err != nil {
 		t.Fatalf("captured sacctmgr output does not parse: %v", err)
 	}

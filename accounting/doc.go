@@ -37,6 +37,10 @@
 //
 // The package reads slurmdbd through HistorySource (RESTHistory asks
 // slurmrestd, through any client with a DBJobs method such as slurmctl's,
-// which this package does not import; SacctHistory runs `sacct --json`) and
-// sacctmgr for the share tree; it opens no files.
+// which this package does not import; SacctHistory has `sacct --json` run)
+// and sacctmgr for the share tree. It executes no command itself: sacct and
+// sacctmgr run through small interfaces (SacctRunner, SacctUsageRunner,
+// AssociationsRunner) that slurmctl.Commands implements, and it parses what
+// they print, the formats it also reads from files and slurmrestd. It
+// opens no files.
 package accounting

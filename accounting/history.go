@@ -1,13 +1,9 @@
 package accounting
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -90,14 +86,21 @@ func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOpti
 	return sum, since, until, err
 }
 
+// SacctRunner runs `sacct --json` for every user's jobs active in [since,
+// until) and returns what it printed; slurmctl.Commands implements it. A
+// path "" means sacct on PATH, a cluster "" the local one.
+type SacctRunner interface {
+	SacctJobsJSON(ctx context.Context, path, cluster string, since, until time.Time) ([]byte, error)
+}
+
 // SacctHistory is a HistorySource that reads slurmdbd through the sacct
 // command (`sacct --json`), for hosts where slurmrestd has no dbv0.0.38
 // plugin or is not running. It needs the Slurm client and munge access, as
 // on the slurmctld host.
 type SacctHistory struct {
-	Path    string   // sacct binary; "sacct" on PATH when empty
-	Cluster string   // -M; the local cluster when empty
-	Env     []string // extra environment (e.g. SLURM_CONF=...)
+	Path    string      // sacct binary; "sacct" on PATH when empty
+	Cluster string      // -M; the local cluster when empty
+	Slurm   SacctRunner // runs sacct (its environment says which cluster answers)
 }
 
 // FinishedJobs implements HistorySource: every user's jobs that ended in
@@ -105,22 +108,12 @@ type SacctHistory struct {
 // had not ended by until are dropped, so reading the same window twice
 // gives the same jobs however the cluster moved on in between.
 func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, error) {
-	path := h.Path
-	if path == "" {
-		path = "sacct"
+	if h.Slurm == nil {
+		return nil, errors.New("sacct history: no sacct runner configured")
 	}
-	const layout = "2006-01-02T15:04:05" // sacct reads local time
-	args := []string{"--json", "-a", "-S", since.Local().Format(layout), "-E", until.Local().Format(layout)}
-	if h.Cluster != "" {
-		args = append(args, "-M", h.Cluster)
-	}
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = append(os.Environ(), h.Env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := h.Slurm.SacctJobsJSON(ctx, h.Path, h.Cluster, since, until)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w: %s", path, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, err
 	}
 	doc, err := ParseSacctJSON("sacct", out)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 func labHistory(t *testing.T, e *lab.Env, via string) accounting.HistorySource {
 	t.Helper()
 	if via == "sacct" {
-		return &accounting.SacctHistory{Cluster: e.Cluster, Env: []string{"SLURM_CONF=" + e.SlurmConf}}
+		return &accounting.SacctHistory{Cluster: e.Cluster, Slurm: slurmctl.Commands{Runner: slurmctl.ExecRunner{SlurmConf: e.SlurmConf}}}
 	}
 	c, err := slurmctl.New(context.Background(), slurmctl.Config{URL: e.RESTURL, User: e.RESTUser, Token: slurmctl.FileToken(e.TokenFile)}, nil)
 	if err != nil {
@@ -277,5 +278,14 @@ func TestSyncHistory_LabCancelledWhilePending(t *testing.T) {
 		if i > 0 && sum.Updated != 0 {
 			t.Errorf("pull %d via %s of the same window: %+v; want nothing updated", i+1, via, sum)
 		}
+	}
+}
+
+// TestSacctHistory_NoRunner: without a runner SacctHistory runs nothing
+// and says so.
+func TestSacctHistory_NoRunner(t *testing.T) {
+	_, err := (&accounting.SacctHistory{}).FinishedJobs(context.Background(), time.Now().Add(-time.Hour), time.Now())
+	if err == nil || !strings.Contains(err.Error(), "no sacct runner configured") {
+		t.Errorf("FinishedJobs = %v, want an error naming the missing runner", err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -96,26 +94,19 @@ type CPUUse struct {
 	MemUsedMB int64   // largest MaxRSS of its steps
 }
 
-// SacctUsageArgs are the sacct arguments (before -S/-E) whose output
-// ParseSacctUsage reads: every user's jobs and steps, '|'-separated, units
-// as recorded.
-var SacctUsageArgs = []string{"-a", "-n", "-P", "--noconvert", "--format=JobIDRaw,ElapsedRaw,TotalCPU,MaxRSS"}
+// SacctUsageRunner runs sacct for the CPU and memory use of the jobs
+// active in [since, until) (slurmctl.SacctUsageArgs) and returns what it
+// printed; slurmctl.Commands implements it. A path "" means sacct on PATH.
+type SacctUsageRunner interface {
+	SacctUsage(ctx context.Context, path string, since, until time.Time) ([]byte, error)
+}
 
-// SacctUsage runs sacct (path "" means "sacct" on PATH, env is added to
-// the environment, e.g. SLURM_CONF=...) for the jobs active in [since,
-// until) and returns their CPU and memory use by job id.
-func SacctUsage(ctx context.Context, path string, env []string, since, until time.Time) (map[int64]CPUUse, error) {
-	if path == "" {
-		path = "sacct"
-	}
-	args := append(append([]string{}, SacctUsageArgs...), "-S", since.Format("2006-01-02T15:04:05"), "-E", until.Format("2006-01-02T15:04:05"))
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// SacctUsage runs sacct at path through slurm for the jobs active in
+// [since, until) and returns their CPU and memory use by job id.
+func SacctUsage(ctx context.Context, slurm SacctUsageRunner, path string, since, until time.Time) (map[int64]CPUUse, error) {
+	out, err := slurm.SacctUsage(ctx, path, since, until)
 	if err != nil {
-		return nil, fmt.Errorf("sacct usage: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, err
 	}
 	return ParseSacctUsage(out)
 }

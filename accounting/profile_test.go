@@ -10,6 +10,7 @@ import (
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -148,7 +149,7 @@ func TestParseSacctUsage(t *testing.T) {
 func TestSacctUsage_Lab(t *testing.T) {
 	e := lab.Get(t)
 	now := time.Now()
-	got, err := accounting.SacctUsage(context.Background(), "", []string{"SLURM_CONF=" + e.SlurmConf}, now.Add(-24*time.Hour), now)
+	got, err := accounting.SacctUsage(context.Background(), slurmctl.Commands{Runner: slurmctl.ExecRunner{SlurmConf: e.SlurmConf}}, "", now.Add(-24*time.Hour), now)
 	if err != nil {
 		t.Fatal(err)
 	}

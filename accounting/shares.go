@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strconv"
 	"strings"
 
@@ -30,11 +29,6 @@ type ShareNode struct {
 	Parent  string
 	Shares  float64
 }
-
-// SacctmgrAssocArgs are the sacctmgr arguments whose output
-// ParseAssociations reads: one association per line, '|'-separated,
-// cluster|account|user|parent account|share.
-var SacctmgrAssocArgs = []string{"-nP", "show", "associations", "format=cluster,account,user,parentname,fairshare"}
 
 // ParseAssociations reads `sacctmgr -nP show associations
 // format=cluster,account,user,parentname,fairshare` output and returns the
@@ -91,18 +85,20 @@ func ParseAssociations(name string, data []byte, cluster string) ([]ShareNode, e
 	return out, nil
 }
 
-// SacctmgrAssociations runs sacctmgr (path "" means "sacctmgr" on PATH)
-// and returns the share tree of cluster from slurmdbd's associations.
-func SacctmgrAssociations(ctx context.Context, path, cluster string) ([]ShareNode, error) {
-	if path == "" {
-		path = "sacctmgr"
-	}
-	cmd := exec.CommandContext(ctx, path, SacctmgrAssocArgs...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// AssociationsRunner runs `sacctmgr -nP show associations
+// format=cluster,account,user,parentname,fairshare`
+// (slurmctl.SacctmgrAssocArgs) and returns what it printed;
+// slurmctl.Commands implements it. A path "" means sacctmgr on PATH.
+type AssociationsRunner interface {
+	SacctmgrAssociations(ctx context.Context, path string) ([]byte, error)
+}
+
+// SacctmgrAssociations runs sacctmgr at path through slurm and returns the
+// share tree of cluster from slurmdbd's associations.
+func SacctmgrAssociations(ctx context.Context, slurm AssociationsRunner, path, cluster string) ([]ShareNode, error) {
+	out, err := slurm.SacctmgrAssociations(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w: %s", path, strings.Join(SacctmgrAssocArgs, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, err
 	}
 	nodes, err := ParseAssociations("sacctmgr", out, cluster)
 	if err != nil {

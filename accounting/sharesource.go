@@ -20,6 +20,8 @@ type SharesSource struct {
 	From     string // SharesFromSlurmdbd, SharesFromSlurmrestd or SharesFromConfig
 	File     string // SharesFromConfig: the shares file
 	Sacctmgr string // SharesFromSlurmdbd: the sacctmgr binary
+	// Slurm runs sacctmgr for SharesFromSlurmdbd.
+	Slurm AssociationsRunner
 	// REST connects to slurmrestd for SharesFromSlurmrestd, returning the
 	// client and its URL for errors. It is called only for that source,
 	// once the other settings are checked, so that a mistake is named
@@ -45,7 +47,10 @@ func (s SharesSource) Read(ctx context.Context, cluster string) ([]ShareNode, st
 	}
 	switch s.From {
 	case SharesFromSlurmdbd:
-		nodes, err := SacctmgrAssociations(ctx, s.Sacctmgr, cluster)
+		if s.Slurm == nil {
+			return nil, "", errors.New("--from slurmdbd: no sacctmgr runner configured")
+		}
+		nodes, err := SacctmgrAssociations(ctx, s.Slurm, s.Sacctmgr, cluster)
 		return nodes, SharesFromSlurmdbd, err
 	case SharesFromSlurmrestd:
 		nodes, err := s.readREST(ctx, cluster)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -76,7 +77,7 @@ func TestSharesSource_Read(t *testing.T) {
 		wantErr    string
 	}{
 		{name: "config", src: accounting.SharesSource{From: "config", File: conf}, cluster: "fairwaylab", want: wantConf, wantFrom: "config"},
-		{name: "slurmdbd", src: accounting.SharesSource{From: "slurmdbd", Sacctmgr: sacctmgr}, cluster: "fairwaylab", want: wantAssoc, wantFrom: "slurmdbd"},
+		{name: "slurmdbd", src: accounting.SharesSource{From: "slurmdbd", Sacctmgr: sacctmgr, Slurm: slurmctl.Commands{}}, cluster: "fairwaylab", want: wantAssoc, wantFrom: "slurmdbd"},
 		{name: "slurmrestd is stored as slurmdbd", src: accounting.SharesSource{From: "slurmrestd"}, cluster: "fwlab24",
 			client: &capturedShares{body: body}, want: wantREST, wantFrom: "slurmdbd"},
 		{name: "slurmrestd refuses", src: accounting.SharesSource{From: "slurmrestd"}, cluster: "fwlab24",

@@ -988,27 +988,6 @@ func TestUsage_Key(t *testing.T) {
 	}
 }
 
-// TestJobShards covers the request forms no capture has.
-func TestJobShards(t *testing.T) {
-	tests := []struct {
-		j       squeueJob
-		want    int
-		wantErr bool
-	}{
-		{squeueJob{TresPerNode: "gres:shard:h100:5"}, 5, false},
-		{squeueJob{TresPerNode: "gres:gpu:1,gres:shard:2"}, 2, false},
-		{squeueJob{TresAlloc: "cpu=2,gres/shard=8", NodeCount: 2}, 4, false},
-		{squeueJob{TresAlloc: "cpu=2,gres/shard:h100=6"}, 6, false},
-		{squeueJob{TresPerNode: "gres:shard:x"}, 0, true},
-	}
-	for _, tt := range tests {
-		got, err := jobShards(tt.j)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("jobShards(%+v) = %d, %v; want %d, err %v", tt.j, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
 type failingLookup struct{}
 
 func (failingLookup) JobShards(context.Context, int64) (int, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // TestLab_ScontrolJobShards asks the lab's slurmctld, as the prolog does,
@@ -27,7 +28,7 @@ func TestLab_ScontrolJobShards(t *testing.T) {
 	// The lab's own scontrol (and squeue beside it): under a prefix,
 	// /usr/bin's is another release's, whose squeue cannot load the
 	// prefix's plugins.
-	sc := Scontrol{Path: e.Scontrol}
+	sc := Scontrol{Path: e.Scontrol, Slurm: slurmctl.Commands{}}
 	if _, err := os.Stat(sc.Path); err != nil {
 		t.Fatalf("lab without scontrol: %v", err)
 	}

@@ -1,14 +1,10 @@
 package prolog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // ShardLookup finds how many GPU shards a job holds on a node. slurmd 22.05
@@ -24,24 +20,32 @@ type Drainer interface {
 	Drain(ctx context.Context, node, reason string) error
 }
 
+// SlurmCommands runs the two Slurm commands the hooks use, each at the
+// absolute path it is given. slurmctl.Commands is the real one, wired in
+// cmd/fairway: slurmctl is the one package that executes Slurm, and the
+// adapters do not import each other.
+type SlurmCommands interface {
+	// JobShards runs squeue for the job's shards per node.
+	JobShards(ctx context.Context, squeue string, jobID int64) (int, error)
+	// DrainNode runs scontrol to drain node with reason.
+	DrainNode(ctx context.Context, scontrol, node, reason string) error
+}
+
+// errNoSlurm: Scontrol without its SlurmCommands runs nothing, so a shard
+// lookup fails (and the prolog fails closed) rather than guessing.
+var errNoSlurm = errors.New("no Slurm commands wired")
+
 // Scontrol is ShardLookup through squeue (Squeue) and Drainer through
-// scontrol (Path); both absolute paths, since slurmd gives hooks no PATH.
-// An empty Squeue means the squeue next to Path.
-type Scontrol struct{ Path, Squeue string }
+// scontrol (Path), both run by Slurm; both absolute paths, since slurmd
+// gives hooks no PATH. An empty Squeue means the squeue next to Path.
+type Scontrol struct {
+	Path, Squeue string
+	Slurm        SlurmCommands
+}
 
-// squeueFormat prints only fields Slurm writes and validates, each ended by
-// "|" (no width: nothing padded or cut). A job's text fields (comment, mail
-// user, work dir, name) are user input and are not asked for: in a line of
-// words a comment "x TRES=gres/shard=8" read as a shard count. With -O,
-// JobID is the job's own id, also for an array's tasks.
-const squeueFormat = "JobID:|,tres-per-node:|,tres-alloc:|,NumNodes:|"
-
-// JobShards reads `squeue --noheader --states=all --jobs=ID --Format=...`:
-// one line of the job's own fields. squeue --json was the first choice,
-// but Slurm 22.05's ignores --jobs and prints the whole queue, a few KB a
-// job, which held jobs with long comments pushed past the prolog's budget.
-// squeue runs as root, so its path must be root's alone like scontrol's
-// (CheckRootPath): next to scontrol is not enough.
+// JobShards implements ShardLookup. squeue runs as root, so its path must
+// be root's alone like scontrol's (CheckRootPath): next to scontrol is not
+// enough. The check is made here, before Slurm is asked to run it.
 func (s Scontrol) JobShards(ctx context.Context, jobID int64) (int, error) {
 	sq := s.Squeue
 	if sq == "" {
@@ -50,103 +54,21 @@ func (s Scontrol) JobShards(ctx context.Context, jobID int64) (int, error) {
 	if err := CheckRootPath(sq); err != nil {
 		return 0, fmt.Errorf("squeue not run: %w", err)
 	}
-	out, err := run(ctx, sq, "--noheader", "--states=all", "--jobs="+strconv.FormatInt(jobID, 10), "--Format="+squeueFormat)
-	if err != nil {
-		return 0, err
+	if s.Slurm == nil {
+		return 0, fmt.Errorf("squeue not run: %w", errNoSlurm)
 	}
-	return jobShardsText(out, jobID)
+	return s.Slurm.JobShards(ctx, sq, jobID)
 }
 
-// Drain runs `scontrol update nodename=NODE state=drain reason=...`, so the
-// drain reason names the GPU and the fault rather than Slurm's "Prolog error".
+// Drain implements Drainer with `scontrol update nodename=NODE state=drain
+// reason=...`, so the drain reason names the GPU and the fault rather than
+// Slurm's "Prolog error".
 func (s Scontrol) Drain(ctx context.Context, node, reason string) error {
 	if node == "" {
 		return errors.New("drain: node name unknown (no SLURMD_NODENAME)")
 	}
-	_, err := run(ctx, s.Path, "update", "nodename="+node, "state=drain", "reason="+reason)
-	return err
-}
-
-func run(ctx context.Context, path string, args ...string) ([]byte, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s %s: %w: %s", filepath.Base(path), strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	if s.Slurm == nil {
+		return fmt.Errorf("drain: %w", errNoSlurm)
 	}
-	return stdout.Bytes(), nil
-}
-
-// squeueJob is what the prolog reads of one job from squeue.
-type squeueJob struct {
-	JobID       int64
-	TresPerNode string // gres:shard:3 (22.05), gres/shard:3 (newer)
-	TresAlloc   string
-	NodeCount   int64
-}
-
-// jobShardsText finds jobID in squeue's squeueFormat output and returns its
-// shards per node: from tres_per_node, else the allocated gres/shard TRES
-// divided by the node count; 0 for a job without shards. `--jobs=ID` of an
-// array's first task lists the whole array, so lines of other jobs are
-// skipped; a line that is not four fields is an error, and the job itself
-// must be there.
-func jobShardsText(out []byte, jobID int64) (int, error) {
-	text := strings.TrimRight(string(out), "\n")
-	if text == "" {
-		return 0, fmt.Errorf("squeue: job %d not listed", jobID)
-	}
-	for line := range strings.SplitSeq(text, "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 5 || f[4] != "" {
-			return 0, fmt.Errorf("squeue: line %q: want 4 fields ended by |", line)
-		}
-		id, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("squeue: line %q: job id %q is not a number", line, f[0])
-		}
-		if id != jobID {
-			continue
-		}
-		j := squeueJob{JobID: id, TresPerNode: naToEmpty(f[1]), TresAlloc: naToEmpty(f[2])}
-		if j.NodeCount, err = strconv.ParseInt(f[3], 10, 64); err != nil || j.NodeCount < 0 {
-			return 0, fmt.Errorf("squeue: job %d: node count %q is not a count", jobID, f[3])
-		}
-		return jobShards(j)
-	}
-	return 0, fmt.Errorf("squeue: job %d not listed", jobID)
-}
-
-// naToEmpty is s without squeue's "N/A" for an unset field.
-func naToEmpty(s string) string {
-	if s == "N/A" {
-		return ""
-	}
-	return s
-}
-
-func jobShards(j squeueJob) (int, error) {
-	for _, g := range strings.Split(j.TresPerNode, ",") {
-		g = strings.Replace(g, "gres/", "gres:", 1)
-		parts := strings.Split(g, ":")
-		if len(parts) >= 3 && parts[0] == "gres" && parts[1] == "shard" {
-			n, err := strconv.Atoi(parts[len(parts)-1])
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("job %d: tres_per_node %q: bad shard count", j.JobID, g)
-			}
-			return n, nil
-		}
-	}
-	for _, t := range strings.Split(j.TresAlloc, ",") {
-		k, v, _ := strings.Cut(t, "=")
-		if k == "gres/shard" || strings.HasPrefix(k, "gres/shard:") {
-			total, err := strconv.Atoi(v)
-			if err != nil || total < 0 {
-				return 0, fmt.Errorf("job %d: tres_alloc_str %q: bad shard count", j.JobID, t)
-			}
-			nodes := max(int(j.NodeCount), 1)
-			return (total + nodes - 1) / nodes, nil
-		}
-	}
-	return 0, nil
+	return s.Slurm.DrainNode(ctx, s.Path, node, reason)
 }

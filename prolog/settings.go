@@ -147,10 +147,11 @@ func (s Settings) OpenLog(which string, stderr io.Writer) (*slog.Logger, func())
 	return log.With("component", "prolog", "command", which, "node", os.Getenv("SLURMD_NODENAME")), closeFn
 }
 
-// Deps wires the hooks to lib (NVML), MPS, scontrol, the kernel log and
-// store (nil: records stay in the spool).
-func (s Settings) Deps(lib Library, store UsageStore, log *slog.Logger) Deps {
-	sc := Scontrol{Path: s.Scontrol}
+// Deps wires the hooks to lib (NVML), MPS, Slurm's scontrol and squeue
+// (run by slurm), the kernel log and store (nil: records stay in the
+// spool).
+func (s Settings) Deps(lib Library, slurm SlurmCommands, store UsageStore, log *slog.Logger) Deps {
+	sc := Scontrol{Path: s.Scontrol, Slurm: slurm}
 	d := Deps{
 		Library: lib,
 		MPS:     MPSControl{Binary: s.MPSControl, Dir: s.Hooks.MPSDir},

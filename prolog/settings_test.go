@@ -89,7 +89,7 @@ func TestRunWithoutJobDoesNothing(t *testing.T) {
 	var logs bytes.Buffer
 	m := goodSettings()
 	s, _ := ParseSettings(func(f string) string { return m[f] }, nil)
-	d := s.Deps(nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	d := s.Deps(nil, nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err := Run(t.Context(), "prolog", s, d, func(string) string { return "" }); err != nil {
 		t.Fatalf("Run without SLURM_JOB_ID = %v, want nil (the job starts)", err)
 	}

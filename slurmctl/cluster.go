@@ -1,7 +1,6 @@
 package slurmctl
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -125,21 +124,15 @@ func inPartitions(p string, want []string) bool {
 }
 
 func parseNodes(body []byte) ([]Node, *envelope, error) {
-	var r wireNodesResp
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, nil, fmt.Errorf("%w: nodes: %v", ErrMalformed, err)
+	ws, env, err := decodeList[wireNode](body, "nodes", &wireNodesResp{})
+	if err != nil || len(env.Errors) > 0 {
+		return nil, env, err
 	}
-	if len(r.Errors) > 0 {
-		return nil, &r.envelope, nil
-	}
-	if r.Nodes == nil {
-		return nil, &r.envelope, fmt.Errorf("%w: no \"nodes\" array", ErrMalformed)
-	}
-	nodes := make([]Node, 0, len(*r.Nodes))
-	for _, w := range *r.Nodes {
+	nodes := make([]Node, 0, len(ws))
+	for _, w := range ws {
 		for _, v := range []int64{w.CPUs, w.AllocCPUs, w.RealMemory, w.AllocMemory} {
 			if v < 0 || v > maxCount {
-				return nil, &r.envelope, fmt.Errorf("%w: node %s: cpus %d, alloc_cpus %d, real_memory %d, alloc_memory %d: want 0 to %d",
+				return nil, env, fmt.Errorf("%w: node %s: cpus %d, alloc_cpus %d, real_memory %d, alloc_memory %d: want 0 to %d",
 					ErrMalformed, w.Name, w.CPUs, w.AllocCPUs, w.RealMemory, w.AllocMemory, int64(maxCount))
 			}
 		}
@@ -157,24 +150,24 @@ func parseNodes(body []byte) ([]Node, *envelope, error) {
 		}
 		conf, err := ParseGRES(w.Gres)
 		if err != nil {
-			return nil, &r.envelope, fmt.Errorf("%w: node %s: %v", ErrMalformed, w.Name, err)
+			return nil, env, fmt.Errorf("%w: node %s: %v", ErrMalformed, w.Name, err)
 		}
 		g, s, t, err := gresTotals(conf, 1)
 		if err != nil {
-			return nil, &r.envelope, fmt.Errorf("%w: node %s: gres %q: %v", ErrMalformed, w.Name, w.Gres, err)
+			return nil, env, fmt.Errorf("%w: node %s: gres %q: %v", ErrMalformed, w.Name, w.Gres, err)
 		}
 		n.GPUs, n.Shards, n.GPUType = int(g), int(s), t
 		used, err := ParseGRES(w.GresUsed)
 		if err != nil {
-			return nil, &r.envelope, fmt.Errorf("%w: node %s: %v", ErrMalformed, w.Name, err)
+			return nil, env, fmt.Errorf("%w: node %s: %v", ErrMalformed, w.Name, err)
 		}
 		if g, s, _, err = gresTotals(used, 1); err != nil {
-			return nil, &r.envelope, fmt.Errorf("%w: node %s: gres_used %q: %v", ErrMalformed, w.Name, w.GresUsed, err)
+			return nil, env, fmt.Errorf("%w: node %s: gres_used %q: %v", ErrMalformed, w.Name, w.GresUsed, err)
 		}
 		n.AllocGPUs, n.AllocShards = int(g), int(s)
 		nodes = append(nodes, n)
 	}
-	return nodes, &r.envelope, nil
+	return nodes, env, nil
 }
 
 // wirePartition38 is a v0.0.38 partition (flat).
@@ -209,9 +202,22 @@ type wirePartition41 struct {
 	} `json:"partition"`
 }
 
+type wirePartitions38Resp struct {
+	envelope
+	Partitions *[]wirePartition38 `json:"partitions"`
+}
+
+func (r *wirePartitions38Resp) answerList() *[]wirePartition38 { return r.Partitions }
+
+type wirePartitions41Resp struct {
+	envelope
+	Partitions *[]wirePartition41 `json:"partitions"`
+}
+
+func (r *wirePartitions41Resp) answerList() *[]wirePartition41 { return r.Partitions }
+
 func parsePartitions(body []byte, version string) ([]Partition, *envelope, error) {
 	var out []Partition
-	var env envelope
 	mk := func(name, nodes, state, tres string, cpus, nn int64, maxTime num) error {
 		g, s, _, err := tresTotals(tres)
 		if err != nil {
@@ -229,49 +235,29 @@ func parsePartitions(body []byte, version string) ([]Partition, *envelope, error
 		return nil
 	}
 	if version == V0038 {
-		var r struct {
-			envelope
-			Partitions *[]wirePartition38 `json:"partitions"`
+		ws, env, err := decodeList[wirePartition38](body, "partitions", &wirePartitions38Resp{})
+		if err != nil || len(env.Errors) > 0 {
+			return nil, env, err
 		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return nil, nil, fmt.Errorf("%w: partitions: %v", ErrMalformed, err)
-		}
-		env = r.envelope
-		if len(env.Errors) > 0 {
-			return nil, &env, nil
-		}
-		if r.Partitions == nil {
-			return nil, &env, fmt.Errorf("%w: no \"partitions\" array", ErrMalformed)
-		}
-		for _, w := range *r.Partitions {
+		for _, w := range ws {
 			if err := mk(w.Name, w.Nodes, w.State, w.TRES, w.TotalCPUs, w.TotalNodes, w.MaxTimeLimit); err != nil {
-				return nil, &env, err
+				return nil, env, err
 			}
 		}
-		return out, &env, nil
+		return out, env, nil
 	}
-	var r struct {
-		envelope
-		Partitions *[]wirePartition41 `json:"partitions"`
+	ws, env, err := decodeList[wirePartition41](body, "partitions", &wirePartitions41Resp{})
+	if err != nil || len(env.Errors) > 0 {
+		return nil, env, err
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, nil, fmt.Errorf("%w: partitions: %v", ErrMalformed, err)
-	}
-	env = r.envelope
-	if len(env.Errors) > 0 {
-		return nil, &env, nil
-	}
-	if r.Partitions == nil {
-		return nil, &env, fmt.Errorf("%w: no \"partitions\" array", ErrMalformed)
-	}
-	for _, w := range *r.Partitions {
+	for _, w := range ws {
 		state := ""
 		if len(w.Partition.State) > 0 {
 			state = w.Partition.State[0]
 		}
 		if err := mk(w.Name, w.Nodes.Configured, state, w.TRES.Configured, w.CPUs.Total, w.Nodes.Total, w.Maximums.Time); err != nil {
-			return nil, &env, err
+			return nil, env, err
 		}
 	}
-	return out, &env, nil
+	return out, env, nil
 }

@@ -214,18 +214,7 @@ type PowerWriter struct{ cfg PowerConfig }
 
 // NewPowerWriter fills cfg's defaults.
 func NewPowerWriter(cfg PowerConfig) (*PowerWriter, error) {
-	if cfg.Scontrol == "" {
-		cfg.Scontrol = "scontrol"
-	}
-	if cfg.Squeue == "" {
-		cfg.Squeue = "squeue"
-	}
-	if cfg.Runner == nil {
-		cfg.Runner = ExecRunner{}
-	}
-	if cfg.CmdTimeout == 0 {
-		cfg.CmdTimeout = time.Minute
-	}
+	fillCommands(&cfg.Runner, &cfg.CmdTimeout, time.Minute, program{&cfg.Scontrol, "scontrol"}, program{&cfg.Squeue, "squeue"})
 	if cfg.CmdTimeout < 0 {
 		return nil, fmt.Errorf("power writer: command timeout %v: want positive", cfg.CmdTimeout)
 	}

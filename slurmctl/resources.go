@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -96,21 +95,8 @@ type ResizeWriter struct {
 
 // NewResizeWriter fills cfg's defaults.
 func NewResizeWriter(cfg ResizeConfig, log *slog.Logger) (*ResizeWriter, error) {
-	if cfg.Scontrol == "" {
-		cfg.Scontrol = "scontrol"
-	}
-	if cfg.Squeue == "" {
-		cfg.Squeue = "squeue"
-	}
-	if cfg.Sacctmgr == "" {
-		cfg.Sacctmgr = "sacctmgr"
-	}
-	if cfg.Runner == nil {
-		cfg.Runner = ExecRunner{}
-	}
-	if cfg.CmdTimeout == 0 {
-		cfg.CmdTimeout = 2 * time.Minute
-	}
+	fillCommands(&cfg.Runner, &cfg.CmdTimeout, 2*time.Minute,
+		program{&cfg.Scontrol, "scontrol"}, program{&cfg.Squeue, "squeue"}, program{&cfg.Sacctmgr, "sacctmgr"})
 	if cfg.CmdTimeout < 0 {
 		return nil, fmt.Errorf("resize writer: command timeout %s: want positive", cfg.CmdTimeout)
 	}
@@ -260,39 +246,15 @@ func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (R
 		}
 		return rep, nil
 	}
-	stdin := resizeBatch(rep.Planned)
-	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
-	defer cancel()
 	rep.Calls++
-	_, stderr, runErr := w.cfg.Runner.Run(cctx, stdin, w.cfg.Scontrol)
-
 	plan := make([]Change, len(rep.Planned))
 	for i, c := range rep.Planned {
 		plan[i] = Change{JobID: c.JobID, Target: c.Target}
 	}
-	failed, unattributed := attributeScontrol(stderr, plan)
-	var exitErr *exec.ExitError
-	unknown := ""
-	switch {
-	case cctx.Err() != nil:
-		unknown = fmt.Sprintf("scontrol stopped: %v", cctx.Err())
-	case runErr != nil && !errors.As(runErr, &exitErr):
-		unknown = runErr.Error()
-	case len(unattributed) > 0:
-		unknown = strings.Join(unattributed, "; ")
-	case runErr != nil && len(failed) == 0:
-		unknown = runErr.Error() + " with no per-job error"
-	}
+	errs := runBatch(ctx, w.cfg.Runner, w.cfg.Scontrol, w.cfg.CmdTimeout, resizeBatch(rep.Planned), plan)
 	var first error
-	for _, c := range rep.Planned {
-		var err error
-		switch {
-		case failed[c.Target] != "":
-			err = fmt.Errorf("%s update jobid=%s: %s", w.cfg.Scontrol, c.Target, failed[c.Target])
-		case unknown != "":
-			err = fmt.Errorf("%s: outcome unknown: %s", w.cfg.Scontrol, unknown)
-		}
-		if err != nil {
+	for i, c := range rep.Planned {
+		if err := errs[i]; err != nil {
 			rep.Failed = append(rep.Failed, ResizeFailure{c, err})
 			if first == nil {
 				first = err

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // scontrolBatch renders the plan as scontrol commands, one line per value
@@ -44,35 +45,11 @@ func scontrolBatch(plan []Change, maxPerLine int) []byte {
 var scontrolJobErr = regexp.MustCompile(`^(.*) for job (\S+)$`)
 
 func (w *Writer) writeScontrol(ctx context.Context, rep *Report) error {
-	stdin := scontrolBatch(rep.Planned, w.cfg.MaxPerLine)
-	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
-	defer cancel()
 	rep.Calls++
-	_, stderr, runErr := w.cfg.Runner.Run(cctx, stdin, w.cfg.Scontrol)
-
-	failed, unattributed := attributeScontrol(stderr, rep.Planned)
-	var exitErr *exec.ExitError
-	unknown := ""
-	switch {
-	case cctx.Err() != nil:
-		unknown = fmt.Sprintf("scontrol stopped: %v", cctx.Err())
-	case runErr != nil && !errors.As(runErr, &exitErr):
-		unknown = runErr.Error() // not started, killed, timed out
-	case len(unattributed) > 0:
-		unknown = strings.Join(unattributed, "; ")
-	case runErr != nil && len(failed) == 0:
-		unknown = runErr.Error() + " with no per-job error"
-	}
+	errs := runBatch(ctx, w.cfg.Runner, w.cfg.Scontrol, w.cfg.CmdTimeout, scontrolBatch(rep.Planned, w.cfg.MaxPerLine), rep.Planned)
 	var first error
-	for _, c := range rep.Planned {
-		var err error
-		switch {
-		case unknown != "" && failed[c.Target] == "":
-			err = fmt.Errorf("%s: outcome unknown: %s", w.cfg.Scontrol, unknown)
-		case failed[c.Target] != "":
-			err = fmt.Errorf("%s update jobid=%s: %s", w.cfg.Scontrol, c.Target, failed[c.Target])
-		}
-		if err != nil {
+	for i, c := range rep.Planned {
+		if err := errs[i]; err != nil {
 			rep.Failed = append(rep.Failed, Failure{c, err})
 			delete(w.last, c.JobID)
 			if first == nil {
@@ -87,6 +64,43 @@ func (w *Writer) writeScontrol(ctx context.Context, rep *Report) error {
 		return fmt.Errorf("write site factors: %d of %d failed: %w", len(rep.Failed), len(rep.Planned), first)
 	}
 	return nil
+}
+
+// runBatch runs one scontrol process (scontrol, within timeout) reading
+// the batch stdin, which updates the targets of plan, and returns each
+// target's outcome in plan order: nil when applied, scontrol's own error
+// when a stderr line names the job, else "outcome unknown" when the run as
+// a whole went wrong (stopped, not started or killed, lines that name no
+// planned job, a failed exit with no per-job error). scontrol carries on
+// after a job it refuses, so one bad target does not fail the others.
+func runBatch(ctx context.Context, r Runner, scontrol string, timeout time.Duration, stdin []byte, plan []Change) []error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, stderr, runErr := r.Run(cctx, stdin, scontrol)
+
+	failed, unattributed := attributeScontrol(stderr, plan)
+	var exitErr *exec.ExitError
+	unknown := ""
+	switch {
+	case cctx.Err() != nil:
+		unknown = fmt.Sprintf("scontrol stopped: %v", cctx.Err())
+	case runErr != nil && !errors.As(runErr, &exitErr):
+		unknown = runErr.Error() // not started, killed, timed out
+	case len(unattributed) > 0:
+		unknown = strings.Join(unattributed, "; ")
+	case runErr != nil && len(failed) == 0:
+		unknown = runErr.Error() + " with no per-job error"
+	}
+	errs := make([]error, len(plan))
+	for i, c := range plan {
+		switch {
+		case failed[c.Target] != "":
+			errs[i] = fmt.Errorf("%s update jobid=%s: %s", scontrol, c.Target, failed[c.Target])
+		case unknown != "":
+			errs[i] = fmt.Errorf("%s: outcome unknown: %s", scontrol, unknown)
+		}
+	}
+	return errs
 }
 
 // attributeScontrol maps scontrol's stderr lines to planned targets. A line

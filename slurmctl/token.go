@@ -107,9 +107,7 @@ func (f *fileToken) Token(context.Context) (string, error) {
 			return "", fmt.Errorf("%w: token file %s is larger than %d bytes: not a token", ErrToken, f.path, maxTokenFile)
 		}
 		tok := strings.TrimSpace(string(b))
-		if strings.HasPrefix(tok, "SLURM_JWT=") { // `scontrol token` output saved as is
-			tok = strings.TrimPrefix(tok, "SLURM_JWT=")
-		}
+		tok = strings.TrimPrefix(tok, "SLURM_JWT=") // `scontrol token` output saved as is
 		if tok == "" {
 			return "", fmt.Errorf("%w: token file %s is empty", ErrToken, f.path)
 		}
@@ -186,12 +184,7 @@ func NewScontrolToken(cfg ScontrolTokenConfig, log *slog.Logger) (*ScontrolToken
 	if cfg.RenewBefore < 0 || cfg.RenewBefore >= cfg.Lifespan {
 		return nil, fmt.Errorf("scontrol token: renew-before %s: want between 0 and the lifespan %s", cfg.RenewBefore, cfg.Lifespan)
 	}
-	if cfg.Scontrol == "" {
-		cfg.Scontrol = "scontrol"
-	}
-	if cfg.Runner == nil {
-		cfg.Runner = ExecRunner{}
-	}
+	fillCommands(&cfg.Runner, nil, 0, program{&cfg.Scontrol, "scontrol"})
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -289,9 +289,33 @@ type envelope struct {
 	Warnings []wireError `json:"warnings"`
 }
 
-type wireJobsResp struct {
-	envelope
-	Jobs *[]wireJob `json:"jobs"` // nil: the key is missing
+// listAnswer is an answer whose payload is one list, in every API
+// version's shape: a struct that embeds envelope and points at the list,
+// nil when its key is missing.
+type listAnswer[T any] interface {
+	answerEnvelope() *envelope
+	answerList() *[]T
+}
+
+func (e *envelope) answerEnvelope() *envelope { return e }
+
+// decodeList decodes body into a, an answer whose payload is the list
+// named what. An answer carrying Slurm's errors gives no list and no error
+// (the caller's check reports them); a body that does not decode, or a
+// list missing from an answer without errors, is ErrMalformed.
+func decodeList[T any](body []byte, what string, a listAnswer[T]) ([]T, *envelope, error) {
+	if err := json.Unmarshal(body, a); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrMalformed, what, err)
+	}
+	env := a.answerEnvelope()
+	if len(env.Errors) > 0 {
+		return nil, env, nil
+	}
+	list := a.answerList()
+	if list == nil {
+		return nil, env, fmt.Errorf("%w: no %q array", ErrMalformed, what)
+	}
+	return *list, env, nil
 }
 
 // wireJob is one job record (v0.0.38 job_response_properties, v0.0.40-45
@@ -340,6 +364,8 @@ type wireNodesResp struct {
 	envelope
 	Nodes *[]wireNode `json:"nodes"`
 }
+
+func (r *wireNodesResp) answerList() *[]wireNode { return r.Nodes }
 
 // wireNode is one node (v0.0.38 node, v0.0.40-45 node).
 type wireNode struct {

@@ -141,18 +141,7 @@ func NewWriter(cfg WriterConfig, client *Client, log *slog.Logger) (*Writer, err
 	if cfg.Mode == ModeRESTSiteFactor && client.Version() == V0038 {
 		return nil, fmt.Errorf("writer mode %s needs slurmrestd v0.0.40 or newer; the server speaks %s (Slurm 22.05 rejects site_factor): use scontrol-site-factor", cfg.Mode, client.Version())
 	}
-	if cfg.Scontrol == "" {
-		cfg.Scontrol = "scontrol"
-	}
-	if cfg.Sprio == "" {
-		cfg.Sprio = "sprio"
-	}
-	if cfg.Runner == nil {
-		cfg.Runner = ExecRunner{}
-	}
-	if cfg.CmdTimeout == 0 {
-		cfg.CmdTimeout = 2 * time.Minute
-	}
+	fillCommands(&cfg.Runner, &cfg.CmdTimeout, 2*time.Minute, program{&cfg.Scontrol, "scontrol"}, program{&cfg.Sprio, "sprio"})
 	if cfg.MaxPerLine == 0 {
 		cfg.MaxPerLine = 200
 	}

@@ -109,7 +109,7 @@ func TestWriterREST_BodiesAndArrayTarget(t *testing.T) {
 				if srv.count(postPath(c, "10")) != 1 {
 					t.Errorf("the array record was not written as job 10: %v", srv.calls)
 				}
-				if m == ModeRESTSiteFactor && (2147483648+4200 != NiceOffset+4200) {
+				if m == ModeRESTSiteFactor && NiceOffset != 2147483648 {
 					t.Fatal("NiceOffset is not 2^31")
 				}
 			})

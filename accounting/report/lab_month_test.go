@@ -17,6 +17,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // labMonth runs a handful of real jobs on the lab (seconds long, so waits
@@ -51,7 +52,7 @@ func labMonth(t *testing.T) *report.Report {
 	}
 	e.WaitState(t, failed, 3*time.Minute, "FAILED")
 
-	src := &accounting.SacctHistory{Cluster: e.Cluster, Env: []string{"SLURM_CONF=" + e.SlurmConf}}
+	src := &accounting.SacctHistory{Cluster: e.Cluster, Slurm: slurmctl.Commands{Runner: slurmctl.ExecRunner{SlurmConf: e.SlurmConf}}}
 	ctx := context.Background()
 	until := time.Now().Add(time.Second).Truncate(time.Second)
 	opt := accounting.SyncOptions{Cluster: e.Cluster, Initial: began, Now: until, Overlap: until.Sub(began)}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/prolog"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
@@ -104,14 +104,14 @@ func runHook(c *cli.Context, which string) error {
 	}
 	var store prolog.UsageStore
 	if cfg.DatabaseURL != "" {
-		store = &accounting.HookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
+		store = &hookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
 	}
 	lib, err := nvmlInterface(c.String)
 	if err != nil {
 		log.Error("bad setting: "+which+" does nothing", "err", err)
 		return nil
 	}
-	err = prolog.Run(c.Context, which, cfg, cfg.Deps(prolog.NewNVML(lib), store, log), os.Getenv)
+	err = prolog.Run(c.Context, which, cfg, cfg.Deps(prolog.NewNVML(lib), slurmctl.Commands{}, store, log), os.Getenv)
 	if fault := (*prolog.FaultError)(nil); errors.As(err, &fault) {
 		fmt.Fprintln(c.App.Writer, fault.Reason())
 		return cli.Exit("", 1)
@@ -135,7 +135,7 @@ func spoolFlush(c *cli.Context) error {
 	defer closeLog()
 	ctx, cancel := context.WithTimeout(c.Context, cfg.Timeout)
 	defer cancel()
-	store := &accounting.HookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
+	store := &hookUsageStore{URL: cfg.DatabaseURL, Log: log.With("component", "accounting")}
 	rep := prolog.Spool{Dir: cfg.Hooks.SpoolDir}.FlushReport(ctx, store, log)
 	if c.Bool("json") {
 		if err := json.NewEncoder(c.App.Writer).Encode(rep); err != nil {

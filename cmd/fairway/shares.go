@@ -8,6 +8,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/serve"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
 )
 
@@ -43,7 +44,7 @@ func sharesCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					src := accounting.SharesSource{From: c.String("from"), File: c.String("file"), Sacctmgr: c.String("sacctmgr"),
+					src := accounting.SharesSource{From: c.String("from"), File: c.String("file"), Sacctmgr: c.String("sacctmgr"), Slurm: slurmctl.Commands{},
 						REST: func(ctx context.Context) (accounting.SharesClient, string, error) {
 							return serve.ConnectShares(ctx, slurmConnect(c), log)
 						}}

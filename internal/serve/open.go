@@ -451,7 +451,7 @@ func Serve(ctx context.Context, cfg ServeConfig, s *Opened, base *slog.Logger) e
 
 	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.Client, Cluster: cfg.Runner.Cluster, Log: log.With("component", "history")}
 	if cfg.HistoryFrom == HistoryFromSacct {
-		history = &accounting.SacctHistory{Cluster: cfg.Runner.Cluster}
+		history = &accounting.SacctHistory{Cluster: cfg.Runner.Cluster, Slurm: slurmctl.Commands{}}
 	}
 	sync := func(ctx context.Context) error {
 		_, _, _, err := s.Store.SyncHistory(ctx, history, accounting.SyncOptions{Cluster: cfg.Runner.Cluster, SkipBad: true})
@@ -489,7 +489,7 @@ func keptSince(t time.Time) string {
 // munge), else the sacct binary on this host.
 func OpenHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster string, log *slog.Logger) (*accounting.NamedHistory, error) {
 	if s.URL == "" {
-		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: sacct, Cluster: cluster}, Via: "sacct"}, nil
+		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: sacct, Cluster: cluster, Slurm: slurmctl.Commands{}}, Via: "sacct"}, nil
 	}
 	client, err := slurmctl.Connect(ctx, s, log)
 	if err != nil {

@@ -142,7 +142,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}, asked: map[int64]rewrite.Asked{}}
 	if cfg.Sacct {
 		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
-			return accounting.SacctUsage(ctx, "", nil, since, until)
+			return accounting.SacctUsage(ctx, slurmctl.Commands{}, "", since, until)
 		}
 	}
 	return rw, nil

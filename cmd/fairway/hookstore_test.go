@@ -1,4 +1,4 @@
-package accounting_test
+package main
 
 import (
 	"testing"
@@ -9,9 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestGPUUsageOf: every field of a hook's record reaches its column, the
+// TestHookStore_GPUUsageOf: every field of a hook's record reaches its column, the
 // unknown figures staying nil.
-func TestGPUUsageOf(t *testing.T) {
+func TestHookStore_GPUUsageOf(t *testing.T) {
 	start := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	util, peak, total, energy := 42.5, int64(4000), int64(81920), 1234.5
 	us := []prolog.Usage{
@@ -24,7 +24,7 @@ func TestGPUUsageOf(t *testing.T) {
 			Model: "H100", Shards: 3, UtilAvgPct: &util, UtilMaxPct: &util, MemPeakMB: &peak, MemTotalMB: &total, EnergyJ: &energy},
 		{Cluster: "lab", JobID: 8, Node: "gpu2", Ended: start},
 	}
-	if d := cmp.Diff(want, accounting.GPUUsageOf(us)); d != "" {
+	if d := cmp.Diff(want, gpuUsageOf(us)); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }

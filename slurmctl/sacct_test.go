@@ -1,0 +1,70 @@
+package slurmctl
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestCommands_SlurmdbdReaders: each reader runs the command line
+// accounting's parsers expect (sacct on PATH unless a path is given, the
+// window in the form each reads) and returns stdout untouched; a failure
+// names the command and carries its stderr.
+func TestCommands_SlurmdbdReaders(t *testing.T) {
+	since := time.Date(2026, 11, 2, 9, 0, 0, 0, time.Local)
+	until := since.Add(time.Hour)
+	fail := func() *fakeRunner {
+		return &fakeRunner{stderr: []byte(" sacct: error: Problem talking to the database\n"), err: errors.New("exit status 1")}
+	}
+	tests := []struct {
+		name    string
+		call    func(Commands) ([]byte, error)
+		want    string
+		wantErr string
+	}{
+		{"sacct --json", func(c Commands) ([]byte, error) { return c.SacctJobsJSON(context.Background(), "", "", since, until) },
+			"sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00",
+			"sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00: exit status 1: sacct: error: Problem talking to the database"},
+		{"sacct --json -M", func(c Commands) ([]byte, error) {
+			return c.SacctJobsJSON(context.Background(), "/opt/slurm/bin/sacct", "kth", since, until)
+		},
+			"/opt/slurm/bin/sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00 -M kth",
+			"/opt/slurm/bin/sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00 -M kth: exit status 1: sacct: error: Problem talking to the database"},
+		{"sacct usage", func(c Commands) ([]byte, error) { return c.SacctUsage(context.Background(), "", since, until) },
+			"sacct -a -n -P --noconvert --format=JobIDRaw,ElapsedRaw,TotalCPU,MaxRSS -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00",
+			"sacct usage: exit status 1: sacct: error: Problem talking to the database"},
+		{"sacctmgr", func(c Commands) ([]byte, error) { return c.SacctmgrAssociations(context.Background(), "") },
+			"sacctmgr -nP show associations format=cluster,account,user,parentname,fairshare",
+			"sacctmgr -nP show associations format=cluster,account,user,parentname,fairshare: exit status 1: sacct: error: Problem talking to the database"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &fakeRunner{stdout: []byte("printed\n")}
+			out, err := tt.call(Commands{Runner: r})
+			if err != nil || string(out) != "printed\n" {
+				t.Errorf("= %q, %v; want stdout as printed", out, err)
+			}
+			if diff := cmp.Diff([]string{tt.want}, r.calls); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+			if _, err := tt.call(Commands{Runner: fail()}); err == nil || err.Error() != tt.wantErr {
+				t.Errorf("error = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestExecRunner_Env: Env is added to the caller's environment (accounting's
+// lab readers point sacct at a cluster with SLURM_CONF=...), and SlurmConf
+// still sets SLURM_CONF.
+func TestExecRunner_Env(t *testing.T) {
+	t.Setenv("FW_KEPT", "kept")
+	out, _, err := ExecRunner{Env: []string{"FW_ADDED=added"}, SlurmConf: "/etc/x.conf"}.Run(context.Background(), nil,
+		"sh", "-c", `printf '%s %s %s' "$FW_KEPT" "$FW_ADDED" "$SLURM_CONF"`)
+	if err != nil || string(out) != "kept added /etc/x.conf" {
+		t.Errorf("= %q, %v; want %q", out, err, "kept added /etc/x.conf")
+	}
+}
