@@ -66,9 +66,8 @@ type ResizeFailure struct {
 	Err error
 }
 
-// ResizeReport says what a Resize did (or, in dry run, would do).
+// ResizeReport says what a Resize did (PlanResize: what it would do).
 type ResizeReport struct {
-	DryRun  bool
 	Planned []ResizeChange
 	Applied []ResizeChange
 	Failed  []ResizeFailure
@@ -78,7 +77,6 @@ type ResizeReport struct {
 
 // ResizeConfig configures a ResizeWriter.
 type ResizeConfig struct {
-	DryRun     bool          // plan and report, write nothing
 	Scontrol   string        // default "scontrol"
 	Squeue     string        // default "squeue"
 	Sacctmgr   string        // default "sacctmgr" (Limits)
@@ -187,14 +185,72 @@ func parseComments(out []byte) (map[int64]string, int, error) {
 
 // Resize updates the requests of the pending jobs in want to the values
 // given, as far as jobs (the latest read) lists them as writable. The whole
-// plan is checked before anything is written; each job's update then
-// succeeds or fails on its own (failures are attributed from scontrol's
-// stderr, and output that cannot be attributed marks every job unknown).
-// Nothing is retried: the next cycle plans again from what Slurm holds.
+// plan (PlanResize) is checked before anything is written; each job's
+// update then succeeds or fails on its own (failures are attributed from
+// scontrol's stderr, and output that cannot be attributed marks every job
+// unknown). Nothing is retried: the next cycle plans again from what Slurm
+// holds.
 func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (ResizeReport, error) {
-	rep := ResizeReport{DryRun: w.cfg.DryRun}
+	rep, err := PlanResize(jobs, want)
+	if err != nil || len(rep.Planned) == 0 {
+		return rep, err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	stdin := resizeBatch(rep.Planned)
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
+	defer cancel()
+	rep.Calls++
+	_, stderr, runErr := w.cfg.Runner.Run(cctx, stdin, w.cfg.Scontrol)
+
+	plan := make([]Change, len(rep.Planned))
+	for i, c := range rep.Planned {
+		plan[i] = Change{JobID: c.JobID, Target: c.Target}
+	}
+	failed, unattributed := attributeScontrol(stderr, plan)
+	var exitErr *exec.ExitError
+	unknown := ""
+	switch {
+	case cctx.Err() != nil:
+		unknown = fmt.Sprintf("scontrol stopped: %v", cctx.Err())
+	case runErr != nil && !errors.As(runErr, &exitErr):
+		unknown = runErr.Error()
+	case len(unattributed) > 0:
+		unknown = strings.Join(unattributed, "; ")
+	case runErr != nil && len(failed) == 0:
+		unknown = runErr.Error() + " with no per-job error"
+	}
+	var first error
+	for _, c := range rep.Planned {
+		var err error
+		switch {
+		case failed[c.Target] != "":
+			err = fmt.Errorf("%s update jobid=%s: %s", w.cfg.Scontrol, c.Target, failed[c.Target])
+		case unknown != "":
+			err = fmt.Errorf("%s: outcome unknown: %s", w.cfg.Scontrol, unknown)
+		}
+		if err != nil {
+			rep.Failed = append(rep.Failed, ResizeFailure{c, err})
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		rep.Applied = append(rep.Applied, c)
+	}
+	w.log.Info("resized pending jobs", "applied", len(rep.Applied), "failed", len(rep.Failed), "skipped", len(rep.Skipped))
+	if first != nil {
+		return rep, fmt.Errorf("resize jobs: %d of %d failed: %w", len(rep.Failed), len(rep.Planned), first)
+	}
+	return rep, nil
+}
+
+// PlanResize is the plan Resize writes: for each job in want that jobs
+// (the latest read) lists as writable, the values that differ from its
+// request, and for every other job why it is skipped. Pure: it reads and
+// writes nothing, so a dry run plans exactly as the writer would.
+func PlanResize(jobs []Job, want []Resize) (ResizeReport, error) {
+	var rep ResizeReport
 	byID := make(map[int64]*Job, len(jobs))
 	for i := range jobs {
 		byID[jobs[i].ID] = &jobs[i]
@@ -253,57 +309,6 @@ func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (R
 			continue
 		}
 		rep.Planned = append(rep.Planned, ch)
-	}
-	if w.cfg.DryRun || len(rep.Planned) == 0 {
-		if w.cfg.DryRun {
-			w.log.Info("dry run: would resize", "jobs", len(rep.Planned), "skipped", len(rep.Skipped))
-		}
-		return rep, nil
-	}
-	stdin := resizeBatch(rep.Planned)
-	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
-	defer cancel()
-	rep.Calls++
-	_, stderr, runErr := w.cfg.Runner.Run(cctx, stdin, w.cfg.Scontrol)
-
-	plan := make([]Change, len(rep.Planned))
-	for i, c := range rep.Planned {
-		plan[i] = Change{JobID: c.JobID, Target: c.Target}
-	}
-	failed, unattributed := attributeScontrol(stderr, plan)
-	var exitErr *exec.ExitError
-	unknown := ""
-	switch {
-	case cctx.Err() != nil:
-		unknown = fmt.Sprintf("scontrol stopped: %v", cctx.Err())
-	case runErr != nil && !errors.As(runErr, &exitErr):
-		unknown = runErr.Error()
-	case len(unattributed) > 0:
-		unknown = strings.Join(unattributed, "; ")
-	case runErr != nil && len(failed) == 0:
-		unknown = runErr.Error() + " with no per-job error"
-	}
-	var first error
-	for _, c := range rep.Planned {
-		var err error
-		switch {
-		case failed[c.Target] != "":
-			err = fmt.Errorf("%s update jobid=%s: %s", w.cfg.Scontrol, c.Target, failed[c.Target])
-		case unknown != "":
-			err = fmt.Errorf("%s: outcome unknown: %s", w.cfg.Scontrol, unknown)
-		}
-		if err != nil {
-			rep.Failed = append(rep.Failed, ResizeFailure{c, err})
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		rep.Applied = append(rep.Applied, c)
-	}
-	w.log.Info("resized pending jobs", "applied", len(rep.Applied), "failed", len(rep.Failed), "skipped", len(rep.Skipped))
-	if first != nil {
-		return rep, fmt.Errorf("resize jobs: %d of %d failed: %w", len(rep.Failed), len(rep.Planned), first)
 	}
 	return rep, nil
 }

@@ -170,8 +170,8 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.DryRun || res.Rewrite == nil || !res.Rewrite.DryRun {
-			t.Fatalf("dry run reported as writing: cycle %v, rewrite %+v", res.DryRun, res.Rewrite)
+		if !res.Record.DryRun || res.Rewrite == nil {
+			t.Fatalf("dry run recorded as writing: cycle %+v, rewrite %+v", res.Record, res.Rewrite)
 		}
 		if len(res.Rewrite.Rules) == 0 || len(res.Rewrite.Resize.Planned) == 0 {
 			t.Fatalf("nothing to rewrite (%d share rules, %d resizes planned): the test proves nothing", len(res.Rewrite.Rules), len(res.Rewrite.Resize.Planned))

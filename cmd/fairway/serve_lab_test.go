@@ -333,8 +333,11 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Report.Planned) == 0 || res.Report.Calls != 0 || len(res.Report.Applied) != 0 {
-		t.Fatalf("dry run: %d planned, %d calls, %d applied; want >0, 0, 0", len(res.Report.Planned), res.Report.Calls, len(res.Report.Applied))
+	// The Planner reports its plan applied; the cycle's row, stamped by
+	// it, says nothing was written.
+	if len(res.Report.Planned) == 0 || res.Report.Calls != 0 || !res.Record.DryRun || res.Record.Written != 0 {
+		t.Fatalf("dry run: %d planned, %d calls, row dry_run=%v written=%d; want >0, 0, true, 0",
+			len(res.Report.Planned), res.Report.Calls, res.Record.DryRun, res.Record.Written)
 	}
 	after := siteFactors(t, e, ids...)
 	for _, id := range ids {

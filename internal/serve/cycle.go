@@ -148,7 +148,9 @@ type CycleResult struct {
 	Report   slurmctl.Report
 	Recorded bool           // everything this cycle produced reached the database
 	Rewrite  *RewriteReport // resource rewriting; nil when off
-	DryRun   bool           // nothing was written to Slurm or the table
+	// Record is the cycle's row as recorded, stamped by the cycle's sink:
+	// DryRun when nothing was written to Slurm or the table.
+	Record   accounting.Cycle
 	Forecast *QueueForecast // start-time forecasts; nil when Config.Forecast is off
 	Power    *PowerReport   // power saving; nil when off
 	// Read is the cluster as the cycle read it: explain says from it why a
@@ -194,7 +196,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	r.cycle++
 	log := r.log.With("cycle", r.cycle)
 	r.checkPolicyFile(log)
-	rec := accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: start, Policy: r.cfg.Policy, DryRun: planning(r.sink)}
+	rec := accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: start, Policy: r.cfg.Policy}
 	res := &CycleResult{}
 
 	// 1. Read.
@@ -266,14 +268,11 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	if !leader {
 		sink = NewPlanner(r.sink, r.assigned)
 	}
-	dry := planning(sink)
 	if leader && !r.wasLeader {
-		if !dry {
-			if n, err := sink.Prime(ctx); err != nil {
-				log.Warn("prime writer", "err", err)
-			} else {
-				log.Info("became leader", "values_known", n)
-			}
+		if n, err := sink.Prime(ctx); err != nil {
+			log.Warn("prime writer", "err", err)
+		} else {
+			log.Info("became leader", "values_known", n)
 		}
 		r.takeOver(ctx, log, sink, pendingRecs)
 	}
@@ -302,29 +301,23 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	}
 	rec.Write = r.now().Sub(t)
 	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)
-	res.Report, res.Changed, res.DryRun = report, report.Planned, dry
+	res.Report, res.Changed = report, report.Planned
 	if r.rewrite != nil {
 		res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, cl, snap.Predicted, scores, sink)
 	}
 	if r.power != nil {
-		res.Power = r.power.Cycle(ctx, r.cycle, start, cl, dry)
+		res.Power = r.power.Cycle(ctx, r.cycle, start, cl, sink)
 	}
-	// Remember what Slurm holds now: applied writes, plus everything
-	// decided when nothing is written (so a dry run converges too).
+	// Remember what Slurm holds now: the writes applied (a Planner
+	// reports every planned one applied, so a dry run converges too).
 	next := make(map[int64]int64, len(want))
 	for id, v := range r.assigned {
 		if _, still := want[id]; still {
 			next[id] = v
 		}
 	}
-	if !dry {
-		for _, c := range report.Applied {
-			next[c.JobID] = c.To
-		}
-	} else {
-		for id, v := range want {
-			next[id] = v
-		}
+	for _, c := range report.Applied {
+		next[c.JobID] = c.To
 	}
 	r.assigned = next
 
@@ -334,6 +327,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	for i, s := range scores {
 		rank[s.JobID] = i
 	}
+	var decisions []accounting.Decision
 	for _, c := range report.Planned {
 		i, ok := rank[c.JobID]
 		if !ok {
@@ -343,7 +337,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 		d := accounting.Decision{
 			Cluster: r.cfg.Cluster, At: start, Cycle: r.cycle, JobID: c.JobID, Policy: r.cfg.Policy,
 			Rank: i + 1, Score: s.Value, Parts: s.Parts.Map(), Predicted: snap.Predicted[c.JobID], Predictor: r.cfg.Predictor,
-			Field: r.cfg.Field, Value: c.To, DryRun: dry,
+			Field: r.cfg.Field, Value: c.To,
 		}
 		if c.FromKnown {
 			from := c.From
@@ -353,21 +347,26 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 			nice := c.Nice
 			d.Nice = &nice
 		}
-		r.buffer.mem.Decisions = append(r.buffer.mem.Decisions, d)
-		log.Debug("decision", "job_id", c.JobID, "rank", i+1, "score", s.Value, "value", c.To, "dry_run", d.DryRun)
+		decisions = append(decisions, d)
 	}
-	r.buffer.mem.Finished = append(r.buffer.mem.Finished, newlyFinished...)
 	rec.Total = r.now().Sub(start)
+	sink.Stamp(&rec, decisions)
+	for _, d := range decisions {
+		log.Debug("decision", "job_id", d.JobID, "rank", d.Rank, "score", d.Score, "value", d.Value, "dry_run", d.DryRun)
+	}
+	r.buffer.mem.Decisions = append(r.buffer.mem.Decisions, decisions...)
+	r.buffer.mem.Finished = append(r.buffer.mem.Finished, newlyFinished...)
 	r.buffer.addCycle(rec)
 	t = r.now()
 	res.Recorded = r.flush(ctx, log)
 	rec.Record = r.now().Sub(t)
 
+	res.Record = rec
 	r.metrics.cycle(rec, "ok")
-	r.metrics.ranked(snap, scores, report)
+	r.metrics.ranked(snap, scores, report, rec)
 	if n := len(report.Planned); n > 0 || len(report.Failed) > 0 {
 		log.Info("cycle", "pending", len(pending), "running", len(running), "changed", n,
-			"written", len(report.Applied), "failed", len(report.Failed), "leader", leader, "dry_run", dry,
+			"written", rec.Written, "failed", len(report.Failed), "leader", leader, "dry_run", rec.DryRun,
 			"duration_seconds", rec.Total.Seconds())
 	}
 	return res, nil
@@ -432,6 +431,7 @@ func (r *Runner) handOver(ctx context.Context, log *slog.Logger, sink Sink, jobs
 func (r *Runner) failCycle(ctx context.Context, log *slog.Logger, rec accounting.Cycle, result string, err error) error {
 	rec.Error = err.Error()
 	rec.Total = r.now().Sub(rec.Started)
+	r.sink.Stamp(&rec, nil)
 	r.buffer.addCycle(rec)
 	r.flush(ctx, log)
 	r.metrics.cycle(rec, result)

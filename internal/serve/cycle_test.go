@@ -429,3 +429,36 @@ func gauge(t *testing.T, m *Metrics, name string) float64 {
 	t.Helper()
 	return metricValue(t, m, name)
 }
+
+// TestRunner_PlannedCycleRecordsOneFlag: a cycle that only plans (a
+// follower's, or a dry run's) records its cycle row and its decisions as
+// planned alike, and a leader's live cycle records neither as planned.
+func TestRunner_PlannedCycleRecordsOneFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		leader, dry bool
+		want        bool
+	}{
+		{"follower", false, false, true},
+		{"dry-run-leader", true, true, true},
+		{"dry-run-follower", false, true, true},
+		{"live-leader", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t, Config{}, tc.dry)
+			g.leader.leader = tc.leader
+			g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
+			if len(g.store.cycles) != 1 || len(g.store.decisions) != 2 {
+				t.Fatalf("recorded %d cycle rows and %d decisions, want 1 and 2", len(g.store.cycles), len(g.store.decisions))
+			}
+			if got := g.store.cycles[0].DryRun; got != tc.want {
+				t.Errorf("cycle row dry_run = %v, want %v", got, tc.want)
+			}
+			for _, d := range g.store.decisions {
+				if d.DryRun != tc.want {
+					t.Errorf("decision for job %d dry_run = %v, want %v", d.JobID, d.DryRun, tc.want)
+				}
+			}
+		})
+	}
+}

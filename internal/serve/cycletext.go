@@ -25,8 +25,9 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 	for _, ch := range res.Changed {
 		changed[ch.JobID] = true
 	}
+	planned := res.Record.DryRun // the cycle's sink only planned: nothing reached Slurm
 	mode := fmt.Sprintf("written: %d applied, %d failed", len(res.Report.Applied), len(res.Report.Failed))
-	if res.DryRun {
+	if planned {
 		mode = "dry run: nothing written"
 	}
 	fmt.Fprintf(w, "policy %s, %s ranked, %s changed (%s)\n", policyName, plural.N(res.Pending, "pending job", "pending jobs"),
@@ -35,7 +36,7 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 		fmt.Fprintf(w, "ranked with %s\n", res.PolicyFile)
 	}
 	if hb := res.HandBack; hb != nil {
-		if hb.DryRun {
+		if planned {
 			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d would be handed back to multifactor (nice restored)\n", len(hb.Planned))
 		} else {
 			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d handed back to multifactor (nice restored), %d failed (no site factor for those until it succeeds), %d no longer Fairway's\n",
@@ -55,26 +56,28 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := res.Rewrite.WriteText(w); err != nil {
+	if err := res.Rewrite.WriteText(w, planned); err != nil {
 		return err
 	}
 	return res.Power.WriteText(w)
 }
 
 // WriteText writes a cycle's rewriting for people: the share rules of the
-// job_submit table and the job changes planned, applied or skipped. A nil
-// report (rewriting off) writes nothing.
-func (rep *RewriteReport) WriteText(w io.Writer) error {
+// job_submit table and the job changes planned, applied or skipped;
+// planned says the cycle's sink only planned them (a Planner reports its
+// plan applied, and nothing of it reached Slurm or the disk). A nil report
+// (rewriting off) writes nothing.
+func (rep *RewriteReport) WriteText(w io.Writer, planned bool) error {
 	if rep == nil {
 		return nil
 	}
-	mode := "written"
-	if rep.DryRun {
-		mode = "dry run: nothing written"
+	mode, written, applied := "written", rep.TableWritten, len(rep.Resize.Applied)
+	if planned {
+		mode, written, applied = "dry run: nothing written", false, 0
 	}
 	fmt.Fprintf(w, "\nrewrite: %s (table %s), %s planned, %d applied, %d failed, %d withheld under Slurm limits (%s)\n",
-		plural.N(len(rep.Rules), "share rule", "share rules"), map[bool]string{true: "written", false: "not written"}[rep.TableWritten],
-		plural.N(len(rep.Resize.Planned), "job change", "job changes"), len(rep.Resize.Applied), len(rep.Resize.Failed), len(rep.Withheld), mode)
+		plural.N(len(rep.Rules), "share rule", "share rules"), map[bool]string{true: "written", false: "not written"}[written],
+		plural.N(len(rep.Resize.Planned), "job change", "job changes"), applied, len(rep.Resize.Failed), len(rep.Withheld), mode)
 	if len(rep.Rules) > 0 || len(rep.NoShare) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tJOB NAME\tSHARDS\tREASON")

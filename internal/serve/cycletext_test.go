@@ -43,10 +43,10 @@ func TestCycleResult_WriteText(t *testing.T) {
 
 func TestRewriteReport_WriteText(t *testing.T) {
 	var b strings.Builder
-	if err := (*RewriteReport)(nil).WriteText(&b); err != nil || b.Len() != 0 {
+	if err := (*RewriteReport)(nil).WriteText(&b, true); err != nil || b.Len() != 0 {
 		t.Fatalf("nil report (rewriting off): %q, %v; want nothing", b.String(), err)
 	}
-	rep := &RewriteReport{DryRun: true,
+	rep := &RewriteReport{
 		Rules:   []rewrite.ShareRule{{User: "alice", Name: "light", Shards: 4, Reason: "used 12% of a GPU"}},
 		NoShare: []rewrite.ShareRule{{User: "bob", Name: "heavy", Reason: "uses 95% of its GPU"}},
 		Proposals: []rewrite.Proposal{
@@ -56,7 +56,7 @@ func TestRewriteReport_WriteText(t *testing.T) {
 		Withheld: []Withheld{{Proposal: rewrite.Proposal{JobID: 6, Rule: rewrite.RuleCPUs, CPUs: 2, From: 1, Reason: "cpus per GPU"},
 			Why: "Slurm limits apply (GrpTRES=cpu=4 on account lim)"}},
 		Resize: slurmctl.ResizeReport{Planned: make([]slurmctl.ResizeChange, 2), Skipped: []slurmctl.Skip{{JobID: 7, Reason: "opted out"}}}}
-	if err := rep.WriteText(&b); err != nil {
+	if err := rep.WriteText(&b, true); err != nil {
 		t.Fatal(err)
 	}
 	texttest.Check(t, b.String(), []string{

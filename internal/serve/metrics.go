@@ -97,10 +97,10 @@ func (m *Metrics) cycle(c accounting.Cycle, result string) {
 }
 
 // ranked updates the per-cycle gauges from the snapshot just ranked.
-func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl.Report) {
+func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl.Report, c accounting.Cycle) {
 	m.jobsPending.Set(float64(len(scores)))
 	m.jobsRunning.Set(float64(len(s.Running)))
-	m.writes.Add(float64(len(rep.Applied)))
+	m.writes.Add(float64(c.Written)) // as its sink stamped it: a planned cycle writes nothing
 	m.writeErrors.Add(float64(len(rep.Failed)))
 	m.readBackBad.Add(float64(len(rep.ReadBack.Mismatches)))
 	m.planned.Add(float64(len(rep.Planned)))

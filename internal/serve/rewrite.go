@@ -91,7 +91,11 @@ type Rewriter struct {
 	share    *rewrite.Rules // profiles and the share rule (serve's shards per GPU)
 	profiles map[rewrite.ProfileKey]*rewrite.UsageProfile
 	loadedAt int64 // cycle of the last history load; 0: never
-	elastic  map[int64]bool
+	// elastic is what the elastic jobs Fairway resized asked for (their
+	// GPUs), so a job Slurm now shows grown is not grown again, and one a
+	// Planner only planned to grow (it still shows what it asked for) is
+	// judged again. Only Cycle touches it.
+	elastic map[int64]int
 	// asked is what pending jobs asked for before Fairway first changed
 	// their CPUs or memory, so the rules size them from the request and not
 	// from an earlier change. Kept in memory: after serve restarts (or a
@@ -109,7 +113,6 @@ type RewriteReport struct {
 	Proposals    []rewrite.Proposal // the changes asked of Slurm
 	Withheld     []Withheld         // CPU and memory changes not asked for: Slurm limits apply
 	Resize       slurmctl.ResizeReport
-	DryRun       bool
 }
 
 // Withheld is a CPU or memory change the rules proposed and Fairway did
@@ -139,7 +142,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}, asked: map[int64]rewrite.Asked{}}
+	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]int{}, asked: map[int64]rewrite.Asked{}}
 	if cfg.Sacct {
 		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
 			return accounting.SacctUsage(ctx, "", nil, since, until)
@@ -178,7 +181,7 @@ func (rw *Rewriter) refresh(ctx context.Context) error {
 func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 	predicted map[int64]time.Duration, ranking []policy.Score, sink Sink) *RewriteReport {
 	log := rw.log.With("cycle", n)
-	rep := &RewriteReport{DryRun: planning(sink)}
+	rep := &RewriteReport{}
 	if rw.loadedAt == 0 || n-rw.loadedAt >= int64(rw.cfg.RefreshEvery) {
 		if err := rw.refresh(ctx); err != nil {
 			log.Warn("rewrite: load usage history", "err", err)
@@ -219,8 +222,6 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 		table := rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
 		if err := sink.WriteTable(rw.cfg.Table, table); err != nil {
 			log.Error("rewrite: write the share table", "path", rw.cfg.Table, "err", err)
-		} else if rep.DryRun {
-			log.Info("rewrite: dry run: would write the share table", "path", rw.cfg.Table, "rules", len(rep.Rules))
 		} else {
 			rep.TableWritten = true
 		}
@@ -247,24 +248,22 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 			for _, p := range rep.Proposals {
 				if planned[p.JobID] {
 					log.Info("rewrite", "job_id", p.JobID, "rule", p.Rule, "from", p.From, "cpus", p.CPUs, "memory_mb", p.MemoryMB,
-						"gpus", p.GPUs, "reason", p.Reason, "dry_run", rep.DryRun)
+						"gpus", p.GPUs, "reason", p.Reason)
 				}
 			}
-			if !rep.DryRun {
-				for _, c := range rep.Resize.Applied {
-					if c.GPUs > 0 {
-						rw.elastic[c.JobID] = true
-					}
-					a := rw.asked[c.JobID]
-					if c.CPUs > 0 && a.CPUs == 0 {
-						a.CPUs = c.From.CPUs
-					}
-					if c.MemoryMB > 0 && a.MemoryMB == 0 {
-						a.MemoryMB = c.From.MemoryMB
-					}
-					if a != (rewrite.Asked{}) {
-						rw.asked[c.JobID] = a
-					}
+			for _, c := range rep.Resize.Applied {
+				if _, ok := rw.elastic[c.JobID]; c.GPUs > 0 && !ok {
+					rw.elastic[c.JobID] = c.From.GPUs
+				}
+				a := rw.asked[c.JobID]
+				if c.CPUs > 0 && a.CPUs == 0 {
+					a.CPUs = c.From.CPUs
+				}
+				if c.MemoryMB > 0 && a.MemoryMB == 0 {
+					a.MemoryMB = c.From.MemoryMB
+				}
+				if a != (rewrite.Asked{}) {
+					rw.asked[c.JobID] = a
 				}
 			}
 		}
@@ -416,7 +415,7 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 				if err != nil && mine[j.ID] {
 					rw.log.Warn("rewrite: ignoring a malformed elastic marker", "job_id", j.ID, "err", err)
 				}
-				if mine[j.ID] && isElastic && err == nil && !rw.elastic[j.ID] {
+				if asked, grown := rw.elastic[j.ID]; mine[j.ID] && isElastic && err == nil && (!grown || j.GPUs == asked) {
 					cands = append(cands, rewrite.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}],
 						Predicted: predicted[j.ID], Ahead: ahead})
 					continue
