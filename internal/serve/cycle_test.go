@@ -462,3 +462,48 @@ func TestRunner_PlannedCycleRecordsOneFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestRunner_OneClockReadingPerCycle: a cycle reads the clock once, and
+// its row, its snapshot and its decisions all carry that reading; every
+// step is timed (a sample per step in fairway_cycle_duration_seconds).
+func TestRunner_OneClockReadingPerCycle(t *testing.T) {
+	g := newRig(t, Config{}, false)
+	reads := 0
+	g.r.now = func() time.Time { reads++; return g.clock }
+	for n := 1; n <= 2; n++ {
+		res := g.cycle(t, job(1, "a", policy.StatePending, 0), job(int64(1+n), "b", policy.StatePending, time.Second))
+		if reads != n {
+			t.Fatalf("after %d cycles the clock was read %d times, want %d", n, reads, n)
+		}
+		if !res.Record.Started.Equal(g.clock) || !res.Snapshot.Now.Equal(g.clock) {
+			t.Errorf("cycle %d: row started %v, snapshot at %v, want both %v", n, res.Record.Started, res.Snapshot.Now, g.clock)
+		}
+	}
+	for _, d := range g.store.decisions {
+		if d.At.After(g.clock) || d.At.Before(g.clock.Add(-30*time.Second)) {
+			t.Errorf("decision for job %d at %v: not a cycle's reading", d.JobID, d.At)
+		}
+	}
+	fams, err := g.r.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, f := range fams {
+		if f.GetName() != "fairway_cycle_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "phase" {
+					got[l.GetValue()] = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	for _, step := range []string{"observe", "rank", "decide", "apply", "record", "total"} {
+		if got[step] != 2 {
+			t.Errorf("step %s timed %d times in 2 cycles, want 2 (got %v)", step, got[step], got)
+		}
+	}
+}

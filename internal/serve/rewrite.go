@@ -86,7 +86,6 @@ type Rewriter struct {
 	usage  UsageSource
 	cpuUse func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) // nil: not read
 	slurm  SlurmReader
-	now    func() time.Time
 
 	share    *rewrite.Rules // profiles and the share rule (serve's shards per GPU)
 	profiles map[rewrite.ProfileKey]*rewrite.UsageProfile
@@ -142,7 +141,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]int{}, asked: map[int64]rewrite.Asked{}}
+	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, share: share, elastic: map[int64]int{}, asked: map[int64]rewrite.Asked{}}
 	if cfg.Sacct {
 		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
 			return accounting.SacctUsage(ctx, "", nil, since, until)
@@ -152,8 +151,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 }
 
 // refresh reloads the usage history into profiles.
-func (rw *Rewriter) refresh(ctx context.Context) error {
-	now := rw.now()
+func (rw *Rewriter) refresh(ctx context.Context, now time.Time) error {
 	since := now.AddDate(0, 0, -rw.cfg.HistoryDays)
 	samples, err := rw.usage.UsageSamples(ctx, rw.cfg.Cluster, since)
 	if err != nil {
@@ -174,16 +172,17 @@ func (rw *Rewriter) refresh(ctx context.Context) error {
 	return nil
 }
 
-// Cycle runs the rules on one read of the cluster. predicted and ranking
-// are the engine's (elastic jobs are judged in Fairway's order); every
-// write goes to sink. It never fails the serve cycle: problems are logged
-// and the report says what was done.
-func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
+// Cycle runs the rules on one read of the cluster, made at now (the
+// cycle's time: the table's stamp, begin times). predicted and ranking are
+// the engine's (elastic jobs are judged in Fairway's order); every write
+// goes to sink. It never fails the serve cycle: problems are logged and
+// the report says what was done.
+func (rw *Rewriter) Cycle(ctx context.Context, n int64, now time.Time, cl *slurmctl.Cluster,
 	predicted map[int64]time.Duration, ranking []policy.Score, sink Sink) *RewriteReport {
 	log := rw.log.With("cycle", n)
 	rep := &RewriteReport{}
 	if rw.loadedAt == 0 || n-rw.loadedAt >= int64(rw.cfg.RefreshEvery) {
-		if err := rw.refresh(ctx); err != nil {
+		if err := rw.refresh(ctx, now); err != nil {
 			log.Warn("rewrite: load usage history", "err", err)
 			if rw.profiles == nil {
 				return rep // nothing to judge by yet
@@ -213,13 +212,13 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 				rep.NoShare = append(rep.NoShare, r)
 			}
 		}
-		header := len(rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
+		header := len(rewrite.RenderTable(now, rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
 		rep.Rules, rep.TableDropped = rewrite.CapTable(rep.Rules, rw.cfg.TableMaxRulesPerUser, rw.cfg.TableMaxBytes-header)
 		if rep.TableDropped > 0 {
 			log.Warn("rewrite: share table capped: the users with the most rules lose some", "kept", len(rep.Rules), "dropped", rep.TableDropped,
 				"max_rules_per_user", rw.cfg.TableMaxRulesPerUser, "max_bytes", rw.cfg.TableMaxBytes)
 		}
-		table := rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
+		table := rewrite.RenderTable(now, rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
 		if err := sink.WriteTable(rw.cfg.Table, table); err != nil {
 			log.Error("rewrite: write the share table", "path", rw.cfg.Table, "err", err)
 		} else {
@@ -234,7 +233,7 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 			log.Warn("rewrite: cannot read job comments (opt-outs): no job resized this cycle", "err", err)
 			return rep
 		}
-		rep.Proposals, rep.Withheld = rw.guardLimits(ctx, log, cl, rw.propose(cl, comments, predicted, ranking))
+		rep.Proposals, rep.Withheld = rw.guardLimits(ctx, log, cl, rw.propose(now, cl, comments, predicted, ranking))
 		want := mergeProposals(rep.Proposals)
 		if len(want) > 0 {
 			rep.Resize, err = sink.Resize(ctx, cl.Jobs, want)
@@ -325,7 +324,7 @@ func shape(cl *slurmctl.Cluster, partition string) (partitionShape, bool) {
 
 // propose runs the CPU, memory and elastic rules on the pending jobs of
 // the enabled partitions, in Fairway's ranking order (unranked jobs last).
-func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, predicted map[int64]time.Duration, ranking []policy.Score) []rewrite.Proposal {
+func (rw *Rewriter) propose(now time.Time, cl *slurmctl.Cluster, comments map[int64]string, predicted map[int64]time.Duration, ranking []policy.Score) []rewrite.Proposal {
 	rank := make(map[int64]int, len(ranking))
 	for i, s := range ranking {
 		rank[s.JobID] = i
@@ -420,7 +419,7 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 						Predicted: predicted[j.ID], Ahead: ahead})
 					continue
 				}
-				if need := j.GPUs; need > 0 && ahead+need <= sh.free && canStart(j, rw.now()) {
+				if need := j.GPUs; need > 0 && ahead+need <= sh.free && canStart(j, now) {
 					ahead += need
 				}
 			}
