@@ -13,7 +13,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 
-	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,7 +47,7 @@ func explainCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			ex, err := serve.ExplainJob(c.Context, cfg, s.Deps, id, log)
+			ex, err := explainJob(c.Context, cfg, s.Deps, id, log)
 			if err != nil {
 				return err
 			}
@@ -74,7 +73,7 @@ const readOnlyLogLevel = "warn"
 
 // openReadOnly opens what explain and queue read with serve's settings,
 // never taking the lease from a running serve.
-func openReadOnly(c *cli.Context) (serveConfig, *serve.Opened, *slog.Logger, error) {
+func openReadOnly(c *cli.Context) (serveConfig, *openedServe, *slog.Logger, error) {
 	log, err := loggerDefault(c, readOnlyLogLevel)
 	if err != nil {
 		return serveConfig{}, nil, nil, err
@@ -84,7 +83,7 @@ func openReadOnly(c *cli.Context) (serveConfig, *serve.Opened, *slog.Logger, err
 		return cfg, nil, nil, err
 	}
 	cfg.HA = false
-	s, err := serve.Open(c.Context, cfg, log)
+	s, err := openServe(c.Context, cfg, log)
 	return cfg, s, log, err
 }
 

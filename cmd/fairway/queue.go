@@ -29,7 +29,7 @@ func queueCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			res, err := serve.PlanCycle(c.Context, cfg, s.Deps, log)
+			res, err := planCycle(c.Context, cfg, s.Deps, log)
 			if err != nil {
 				return err
 			}

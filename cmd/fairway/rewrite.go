@@ -15,7 +15,7 @@ func rewriteFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "rewrite-partitions", Usage: "rewrite requests (GPU sharing, CPUs per GPU, elastic GPU counts) in these partitions; default: nowhere", EnvVars: []string{"FAIRWAY_REWRITE_PARTITIONS"}},
 		&cli.StringFlag{Name: "rewrite-rules", Value: "share,cpus", Usage: "rewrite rules to run: some of " + strings.Join(serve.RuleNames, ","), EnvVars: []string{"FAIRWAY_REWRITE_RULES"}},
-		&cli.StringFlag{Name: "rewrite-table", Value: serve.DefaultRewriteTable, Usage: "table file job_submit.lua reads (mode 0640; the systemd unit's StateDirectory); used by the share rule", EnvVars: []string{"FAIRWAY_REWRITE_TABLE"}},
+		&cli.StringFlag{Name: "rewrite-table", Value: defaultRewriteTable, Usage: "table file job_submit.lua reads (mode 0640; the systemd unit's StateDirectory); used by the share rule", EnvVars: []string{"FAIRWAY_REWRITE_TABLE"}},
 		&cli.IntFlag{Name: "rewrite-table-max-rules-per-user", Value: serve.DefaultTableMaxRulesPerUser, Usage: "share rules per user in the table at most (slurmctld reads it on every submission)", EnvVars: []string{"FAIRWAY_REWRITE_TABLE_MAX_RULES_PER_USER"}},
 		&cli.IntFlag{Name: "rewrite-table-max-bytes", Value: serve.DefaultTableMaxBytes, Usage: "size of the table at most; the users with the most rules lose rules first (job_submit.lua ignores a table over 4 MiB)", EnvVars: []string{"FAIRWAY_REWRITE_TABLE_MAX_BYTES"}},
 		&cli.DurationFlag{Name: "rewrite-table-max-age", Value: 15 * time.Minute, Usage: "job_submit.lua ignores a table older than this (serve rewrites it every cycle)", EnvVars: []string{"FAIRWAY_REWRITE_TABLE_MAX_AGE"}},
@@ -30,7 +30,7 @@ func rewriteFlags() []cli.Flag {
 }
 
 // rewriteSettings reads the rewriting flags; serve's settings fill the
-// rest and validate them (serve.ServeConfig.Validate).
+// rest and validate them (serveConfig.Validate).
 func rewriteSettings(c *cli.Context) serve.RewriteConfig {
 	return serve.RewriteConfig{
 		Partitions: c.StringSlice("rewrite-partitions"), Table: c.String("rewrite-table"), TableMaxAge: c.Duration("rewrite-table-max-age"),

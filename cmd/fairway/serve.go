@@ -16,9 +16,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// serveConfig is serve's validated configuration.
-type serveConfig = serve.ServeConfig
-
 func serveFlags() []cli.Flag {
 	flags := append([]cli.Flag{
 		databaseFlag(),
@@ -48,7 +45,7 @@ func serveFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-ha", Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
 		&cli.IntFlag{Name: "history-days", Value: 30, Usage: "days of finished jobs loaded at start to warm the predictor and fair-share usage", EnvVars: []string{"FAIRWAY_HISTORY_DAYS"}},
 		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
-		&cli.StringFlag{Name: "history-from", Value: serve.HistoryFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
+		&cli.StringFlag{Name: "history-from", Value: historyFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
 		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
 		&cli.IntFlag{Name: "buffer-limit", Value: serve.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
 		&cli.StringFlag{Name: "buffer-dir", Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
@@ -137,7 +134,7 @@ func powerServeFlags() []cli.Flag {
 	}
 }
 
-// powerServeSettings reads the power-saving flags; ServeConfig.Validate
+// powerServeSettings reads the power-saving flags; serveConfig.Validate
 // checks them.
 func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
 	cfg := serve.PowerConfig{Mode: c.String("power"), Buffer: c.Int("power-buffer"), MaxChangesPerHour: c.Int("power-max-changes-per-hour"),
@@ -154,13 +151,13 @@ func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
 // or, with --once, one cycle whose decisions it prints.
 func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.Logger) error {
 	cfg.WaitForSlurm = !cfg.Once
-	s, err := serve.Build(ctx, cfg, base)
+	s, err := buildServe(ctx, cfg, base)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	if !cfg.Once {
-		return serve.Serve(ctx, cfg, s, base)
+		return serveLoop(ctx, cfg, s, base)
 	}
 	res, err := s.Runner.RunCycle(ctx)
 	if err != nil {

@@ -239,7 +239,7 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	// The lab keeps Slurm's age and fair-share weights (the "before
 	// Fairway" setup); a gap above their sum keeps Fairway's order.
 	cfg.Runner.Range.Gap = priorityWeightSum(t, e) + 1
-	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
+	s, err := buildLabServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 		ids = append(ids, e.Submit(t, u, "-J", tag, "-p", e.Partition, "--gres=gpu:1", "-t", "2", "--wrap", "sleep 1"))
 	}
 	before := siteFactors(t, e, ids...)
-	s, err := buildServe(ctx, serveLabConfig(e, "fair-qssf", true), dbURL, quietLogger())
+	s, err := buildLabServe(ctx, serveLabConfig(e, "fair-qssf", true), dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,8 +597,8 @@ func decisionCount(t *testing.T, url, where string) int {
 	return n
 }
 
-// buildServe builds serve against the lab's database.
-func buildServe(ctx context.Context, cfg serveConfig, dbURL string, log *slog.Logger) (*serve.Opened, error) {
+// buildLabServe builds serve against the lab's database.
+func buildLabServe(ctx context.Context, cfg serveConfig, dbURL string, log *slog.Logger) (*openedServe, error) {
 	cfg.DatabaseURL = dbURL
-	return serve.Build(ctx, cfg, log)
+	return buildServe(ctx, cfg, log)
 }

@@ -139,19 +139,36 @@ type Runner struct {
 	toHandBack map[int64]slurmctl.Frozen
 }
 
-// New returns a Runner that reads slurm, ranks with engine, and hands
-// every effect to sink while leader says this process may write. rw is the
-// resource rewriter, nil when rewriting is off.
-func New(cfg Config, log *slog.Logger, slurm Source, sink Sink, leader Leadership, engine *policy.Engine, rw *Rewriter, m *Metrics) *Runner {
+// Parts are what a Runner is built from, the way Kueue's scheduler.New
+// takes its queues, cache and client: every input and every effect of a
+// cycle is one of them, so serve, a dry run, explain and tests differ only
+// in the parts they hand in (cmd/fairway wires them).
+type Parts struct {
+	Source   Source         // the cluster (slurmctl.Client)
+	Sink     Sink           // every effect: Live, or a Planner (dry run, explain)
+	Leader   Leadership     // whether this process may write now
+	Engine   *policy.Engine // ranks; warmed from history (NewEngine)
+	Rewriter *Rewriter      // resource rewriting; nil when off
+	Power    *PowerSaver    // power saving; nil when off
+	Metrics  *Metrics       // nil: a registry of its own
+	Now      func() time.Time
+}
+
+// New returns a Runner that reads p.Source, ranks with p.Engine, and hands
+// every effect to p.Sink while p.Leader says this process may write.
+func New(cfg Config, p Parts, log *slog.Logger) *Runner {
 	if cfg.BufferLimit <= 0 {
 		cfg.BufferLimit = DefaultBufferLimit
 	}
-	if m == nil {
-		m = NewMetrics()
+	if p.Metrics == nil {
+		p.Metrics = NewMetrics()
+	}
+	if p.Now == nil {
+		p.Now = time.Now
 	}
 	return &Runner{
-		cfg: cfg, log: log, slurm: slurm, sink: sink, leader: leader, engine: engine, rewrite: rw,
-		metrics: m, now: time.Now,
+		cfg: cfg, log: log, slurm: p.Source, sink: p.Sink, leader: p.Leader, engine: p.Engine, rewrite: p.Rewriter,
+		power: p.Power, metrics: p.Metrics, now: p.Now,
 		running: map[int64]policy.Job{}, finished: map[int64]bool{}, assigned: map[int64]int64{},
 		predicted: map[int64]time.Duration{}, pendPrev: map[int64]policy.Job{},
 		buffer: recordBuffer{limit: cfg.BufferLimit, dir: cfg.BufferDir},
@@ -192,9 +209,6 @@ type CycleResult struct {
 	// none to hand back.
 	HandBack *slurmctl.HandBackReport
 }
-
-// SetPowerSaver turns power saving on for the following cycles (nil: off).
-func (r *Runner) SetPowerSaver(p *PowerSaver) { r.power = p }
 
 // Cycles is the number of cycles run so far.
 func (r *Runner) Cycles() int64 { return r.cycle }

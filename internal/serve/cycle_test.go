@@ -127,7 +127,7 @@ func newRig(t *testing.T, cfg Config, plan bool) *rig {
 	if plan {
 		sink = NewPlanner(g.store, nil)
 	}
-	g.r = New(cfg, quietLogger(), g.reader, sink, g.leader, eng, nil, NewMetrics())
+	g.r = New(cfg, Parts{Source: g.reader, Sink: sink, Leader: g.leader, Engine: eng}, quietLogger())
 	g.r.now = func() time.Time { return g.clock }
 	return g
 }

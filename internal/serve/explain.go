@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -184,6 +185,22 @@ func notRanked(res *CycleResult, id int64) *NotQueuedError {
 		e.Why = fmt.Sprintf("job %d is not in the queue: Slurm lists it as %s", id, j.State)
 	}
 	return e
+}
+
+// ExplainCycle explains job id's place in a planned cycle's ranking
+// (Explain); for a job Slurm no longer lists (MinJobAge), hist, Fairway's
+// job history of cluster, may say how it ended.
+func ExplainCycle(ctx context.Context, res *CycleResult, id int64, hist JobFinder, cluster string) (*Explanation, error) {
+	ex, err := Explain(res, id)
+	var nq *NotQueuedError
+	if errors.As(err, &nq) && res.Read != nil && !slices.ContainsFunc(res.Read.Jobs, func(j slurmctl.Job) bool { return j.ID == id }) {
+		j, ferr := hist.FinishedJob(ctx, cluster, id)
+		if ferr != nil {
+			return nil, fmt.Errorf("%w (and the job history could not be read: %w)", err, ferr)
+		}
+		fromHistory(nq, j)
+	}
+	return ex, err
 }
 
 // JobFinder finds a finished job in Fairway's job history

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -94,4 +96,15 @@ func TestQueueForecast_ArrayTasksAndShards(t *testing.T) {
 	}
 	t.Logf("job 10: tasks start %s .. %s; job 15 starts %s (capture at %s)", arr.ExpectedStart.Format(time.TimeOnly),
 		arr.LastTaskExpectedStart.Format(time.TimeOnly), sh.ExpectedStart.Format(time.TimeOnly), now.Format(time.TimeOnly))
+}
+
+// testToken is a well-formed JWT good for an hour; the fake servers do
+// not check signatures.
+func testToken(t *testing.T) string {
+	t.Helper()
+	enc := base64.RawURLEncoding.EncodeToString
+	exp := time.Now().Add(time.Hour)
+	return enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." +
+		enc(fmt.Appendf(nil, `{"exp":%d,"iat":%d,"sun":"root"}`, exp.Unix(), exp.Add(-time.Hour).Unix())) + "." +
+		enc([]byte("signature-not-checked"))
 }
