@@ -149,7 +149,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text bytes.Buffer
-	if err := ex.WriteText(&text); err != nil {
+	if err := writeExplanation(&text, ex); err != nil {
 		t.Fatal(err)
 	}
 	for _, re := range []string{`pending under learned\n  from policy file ` + regexp.QuoteMeta(path),

@@ -41,7 +41,7 @@ func queueCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, ans)
 			}
-			return ans.WriteText(c.App.Writer)
+			return writeQueueAnswer(c.App.Writer, &ans)
 		},
 	}
 }

@@ -223,3 +223,36 @@ func fromHistory(e *NotQueuedError, j *policy.Job) {
 	}
 	e.Why = fmt.Sprintf("job %d is not in the queue: it finished %s (%s), per Fairway's job history", e.JobID, when, j.State)
 }
+
+// Ranker is the policy that ranked the job: the one the cycle ranked with
+// (its parameters included) or, for an explanation that lost it (read
+// back from JSON), the registered policy ex.Policy names when its
+// defaults are all it can be. A family's point cannot be rebuilt from its
+// name: nil.
+func (ex *Explanation) Ranker() policy.Policy {
+	if ex.ranker != nil {
+		return ex.ranker
+	}
+	e, ok := policy.Lookup(ex.Policy)
+	if !ok || e.Traits.Family {
+		return nil
+	}
+	p, err := e.New(nil)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// WhatMovesIt says, in the terms of p, the policy that ranked the job with
+// the parameters it ranked with, what would move it forward, given the
+// job's score parts: the policy's own answer when it is a
+// policy.Explainer, since the levers differ between policies (and between
+// points of a family) and naming another policy's guards would send a
+// user after the wrong thing. p may be nil (unknown): the generic answer.
+func WhatMovesIt(p policy.Policy, parts map[string]float64) string {
+	if ex, ok := p.(policy.Explainer); ok {
+		return ex.WhatMovesIt(parts)
+	}
+	return "the score parts above: the job ahead leads by the differences listed."
+}
