@@ -31,9 +31,8 @@ type HandBackOne struct {
 	Err error // Failed only
 }
 
-// HandBackReport says what a HandBack did (or, in dry-run, would do).
+// HandBackReport says what a HandBack did.
 type HandBackReport struct {
-	DryRun  bool
 	Planned []HandBackOne
 	Applied []HandBackOne // handed back, and (where read back) holding the nice restored
 	Failed  []HandBackOne // refused, unknown, or read back still frozen
@@ -83,7 +82,7 @@ func (w *Writer) Adopt(frozen map[int64]Frozen) {
 // where a client is configured: Applied holds only those whose nice is
 // restored and whose priority is no longer the frozen one.
 func (w *Writer) HandBack(ctx context.Context, jobs []Job, frozen map[int64]Frozen) (HandBackReport, error) {
-	rep := HandBackReport{DryRun: w.cfg.DryRun}
+	var rep HandBackReport
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	byID := make(map[int64]*Job, len(jobs))
@@ -104,7 +103,7 @@ func (w *Writer) HandBack(ctx context.Context, jobs []Job, frozen map[int64]Froz
 		}
 		rep.Planned = append(rep.Planned, HandBackOne{JobID: id, Target: t, Frozen: f})
 	}
-	if w.cfg.DryRun || len(rep.Planned) == 0 {
+	if len(rep.Planned) == 0 {
 		return rep, nil
 	}
 	var err error

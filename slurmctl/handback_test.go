@@ -154,10 +154,4 @@ func TestWriter_HandBackScontrol(t *testing.T) {
 	if err == nil || len(rep.Applied) != 1 || rep.Applied[0].JobID != a.ID || len(rep.Failed) != 1 || rep.Failed[0].JobID != b.ID {
 		t.Errorf("HandBack: %v, applied %+v, failed %+v; want %d handed back and %d failed", err, rep.Applied, rep.Failed, a.ID, b.ID)
 	}
-	// Dry run: planned, nothing run.
-	dry := &fakeRunner{}
-	dw, _ := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: siteRange(), Runner: dry, DryRun: true}, nil, nil)
-	if rep, err := dw.HandBack(context.Background(), jobs, frozen); err != nil || len(rep.Planned) != 2 || len(dry.calls) != 0 {
-		t.Errorf("dry run: %v, planned %d, ran %q", err, len(rep.Planned), dry.calls)
-	}
 }

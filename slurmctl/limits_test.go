@@ -150,7 +150,7 @@ func TestResizeWriter_Limits(t *testing.T) {
 		"scontrol --all --oneliner show partition":              p,
 	}
 	r := &scriptRunner{out: answers}
-	w, err := NewResizeWriter(ResizeConfig{Runner: r, DryRun: true}, nil)
+	w, err := NewResizeWriter(ResizeConfig{Runner: r}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

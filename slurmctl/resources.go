@@ -65,9 +65,8 @@ type ResizeFailure struct {
 	Err error
 }
 
-// ResizeReport says what a Resize did (or, in dry run, would do).
+// ResizeReport says what a Resize did (PlanResize: what it would do).
 type ResizeReport struct {
-	DryRun  bool
 	Planned []ResizeChange
 	Applied []ResizeChange
 	Failed  []ResizeFailure
@@ -77,7 +76,6 @@ type ResizeReport struct {
 
 // ResizeConfig configures a ResizeWriter.
 type ResizeConfig struct {
-	DryRun     bool          // plan and report, write nothing
 	Scontrol   string        // default "scontrol"
 	Squeue     string        // default "squeue"
 	Sacctmgr   string        // default "sacctmgr" (Limits)
@@ -173,14 +171,48 @@ func parseComments(out []byte) (map[int64]string, int, error) {
 
 // Resize updates the requests of the pending jobs in want to the values
 // given, as far as jobs (the latest read) lists them as writable. The whole
-// plan is checked before anything is written; each job's update then
-// succeeds or fails on its own (failures are attributed from scontrol's
-// stderr, and output that cannot be attributed marks every job unknown).
-// Nothing is retried: the next cycle plans again from what Slurm holds.
+// plan (PlanResize) is checked before anything is written; each job's
+// update then succeeds or fails on its own (failures are attributed from
+// scontrol's stderr, and output that cannot be attributed marks every job
+// unknown). Nothing is retried: the next cycle plans again from what Slurm
+// holds.
 func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (ResizeReport, error) {
-	rep := ResizeReport{DryRun: w.cfg.DryRun}
+	rep, err := PlanResize(jobs, want)
+	if err != nil || len(rep.Planned) == 0 {
+		return rep, err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	rep.Calls++
+	plan := make([]Change, len(rep.Planned))
+	for i, c := range rep.Planned {
+		plan[i] = Change{JobID: c.JobID, Target: c.Target}
+	}
+	errs := runBatch(ctx, w.cfg.Runner, w.cfg.Scontrol, w.cfg.CmdTimeout, resizeBatch(rep.Planned), plan)
+	var first error
+	for i, c := range rep.Planned {
+		if err := errs[i]; err != nil {
+			rep.Failed = append(rep.Failed, ResizeFailure{c, err})
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		rep.Applied = append(rep.Applied, c)
+	}
+	w.log.Info("resized pending jobs", "applied", len(rep.Applied), "failed", len(rep.Failed), "skipped", len(rep.Skipped))
+	if first != nil {
+		return rep, fmt.Errorf("resize jobs: %d of %d failed: %w", len(rep.Failed), len(rep.Planned), first)
+	}
+	return rep, nil
+}
+
+// PlanResize is the plan Resize writes: for each job in want that jobs
+// (the latest read) lists as writable, the values that differ from its
+// request, and for every other job why it is skipped. Pure: it reads and
+// writes nothing, so a dry run plans exactly as the writer would.
+func PlanResize(jobs []Job, want []Resize) (ResizeReport, error) {
+	var rep ResizeReport
 	byID := make(map[int64]*Job, len(jobs))
 	for i := range jobs {
 		byID[jobs[i].ID] = &jobs[i]
@@ -239,33 +271,6 @@ func (w *ResizeWriter) Resize(ctx context.Context, jobs []Job, want []Resize) (R
 			continue
 		}
 		rep.Planned = append(rep.Planned, ch)
-	}
-	if w.cfg.DryRun || len(rep.Planned) == 0 {
-		if w.cfg.DryRun {
-			w.log.Info("dry run: would resize", "jobs", len(rep.Planned), "skipped", len(rep.Skipped))
-		}
-		return rep, nil
-	}
-	rep.Calls++
-	plan := make([]Change, len(rep.Planned))
-	for i, c := range rep.Planned {
-		plan[i] = Change{JobID: c.JobID, Target: c.Target}
-	}
-	errs := runBatch(ctx, w.cfg.Runner, w.cfg.Scontrol, w.cfg.CmdTimeout, resizeBatch(rep.Planned), plan)
-	var first error
-	for i, c := range rep.Planned {
-		if err := errs[i]; err != nil {
-			rep.Failed = append(rep.Failed, ResizeFailure{c, err})
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		rep.Applied = append(rep.Applied, c)
-	}
-	w.log.Info("resized pending jobs", "applied", len(rep.Applied), "failed", len(rep.Failed), "skipped", len(rep.Skipped))
-	if first != nil {
-		return rep, fmt.Errorf("resize jobs: %d of %d failed: %w", len(rep.Failed), len(rep.Planned), first)
 	}
 	return rep, nil
 }

@@ -93,22 +93,16 @@ func sorted(s []string) []string {
 	return out
 }
 
-func TestResizeWriter_DryRunWritesNothing(t *testing.T) {
+// TestPlanResize_PlansFromTheRead: the plan alone, what a dry run
+// reports, names each change with the value read and applies none.
+func TestPlanResize_PlansFromTheRead(t *testing.T) {
 	jobs, by := fixtureJobs(t)
-	fake := &fakeRunner{}
-	w, err := NewResizeWriter(ResizeConfig{Runner: fake, DryRun: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := w.Resize(context.Background(), jobs, []Resize{{JobID: by["pend-untyped"][0].ID, CPUs: 5}})
-	if err != nil || !rep.DryRun || len(rep.Planned) != 1 || len(rep.Applied) != 0 || rep.Calls != 0 {
-		t.Errorf("dry run: %v, %+v", err, rep)
+	rep, err := PlanResize(jobs, []Resize{{JobID: by["pend-untyped"][0].ID, CPUs: 5}})
+	if err != nil || len(rep.Planned) != 1 || len(rep.Applied) != 0 || rep.Calls != 0 {
+		t.Fatalf("plan: %v, %+v", err, rep)
 	}
 	if rep.Planned[0].CPUs != 5 || rep.Planned[0].From.CPUs != by["pend-untyped"][0].CPUs {
 		t.Errorf("planned %+v", rep.Planned[0])
-	}
-	if len(fake.calls) != 0 {
-		t.Errorf("dry run ran %q", fake.calls)
 	}
 }
 

@@ -71,8 +71,7 @@ type WriterConfig struct {
 	// must be at least 1, so no write can ever be a 0 (a hold, for
 	// priorities). policy.SiteFactorRange and policy.PriorityRange are the
 	// usual choices.
-	Range  policy.SlurmRange
-	DryRun bool // plan and report, write nothing
+	Range policy.SlurmRange
 
 	Scontrol   string        // scontrol path for ModeScontrolSiteFactor; default "scontrol"
 	Sprio      string        // sprio path for Prime (scontrol mode only); default "sprio"
@@ -182,10 +181,9 @@ type Failure struct {
 	Err error
 }
 
-// Report says what a Write did (or, in dry-run, would do).
+// Report says what a Write did.
 type Report struct {
 	Mode    Mode
-	DryRun  bool
 	Planned []Change  // every write decided, in the order issued
 	Applied []Change  // writes Slurm confirmed
 	Failed  []Failure // writes Slurm refused, or whose outcome is unknown
@@ -231,7 +229,7 @@ func (w *Writer) Stopped() error {
 // again from what Slurm holds. The returned error is the first failure,
 // wrapped, and the report is complete either way.
 func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (Report, error) {
-	rep := Report{Mode: w.cfg.Mode, DryRun: w.cfg.DryRun}
+	rep := Report{Mode: w.cfg.Mode}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 
@@ -298,17 +296,14 @@ func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (R
 	if err := w.validate(rep.Planned); err != nil {
 		return rep, err
 	}
-	if w.stopped != nil && !w.cfg.DryRun && len(rep.Planned) > 0 {
+	if w.stopped != nil && len(rep.Planned) > 0 {
 		err := fmt.Errorf("writer %s stopped: %w", w.cfg.Mode, w.stopped)
 		for _, c := range rep.Planned {
 			rep.Failed = append(rep.Failed, Failure{c, err})
 		}
 		return rep, err
 	}
-	if w.cfg.DryRun || len(rep.Planned) == 0 {
-		if w.cfg.DryRun {
-			w.log.Info("dry run: would write", "mode", w.cfg.Mode, "writes", len(rep.Planned), "skipped", len(rep.Skipped))
-		}
+	if len(rep.Planned) == 0 {
 		return rep, nil
 	}
 	var err error

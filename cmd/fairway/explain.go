@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"reflect"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 
-	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,7 +46,7 @@ func explainCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			ex, err := serve.ExplainJob(c.Context, cfg, s.Deps, id, log)
+			ex, err := explainJob(c.Context, cfg, s.Deps, id, log)
 			if err != nil {
 				return err
 			}
@@ -62,7 +60,7 @@ func explainCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, ex)
 			}
-			return ex.WriteText(c.App.Writer)
+			return writeExplanation(c.App.Writer, ex)
 		},
 	}
 }
@@ -74,7 +72,7 @@ const readOnlyLogLevel = "warn"
 
 // openReadOnly opens what explain and queue read with serve's settings,
 // never taking the lease from a running serve.
-func openReadOnly(c *cli.Context) (serveConfig, *serve.Opened, *slog.Logger, error) {
+func openReadOnly(c *cli.Context) (serveConfig, *openedServe, *slog.Logger, error) {
 	log, err := loggerDefault(c, readOnlyLogLevel)
 	if err != nil {
 		return serveConfig{}, nil, nil, err
@@ -84,25 +82,8 @@ func openReadOnly(c *cli.Context) (serveConfig, *serve.Opened, *slog.Logger, err
 		return cfg, nil, nil, err
 	}
 	cfg.HA = false
-	s, err := serve.Open(c.Context, cfg, log)
+	s, err := openServe(c.Context, cfg, log)
 	return cfg, s, log, err
-}
-
-// serveOnly are serve's settings that do not change one ranking of the
-// queue: explain and queue accept them (they read serve's environment and
-// config file) but do not list them in their help.
-var serveOnly = map[string]bool{
-	"write-mode": true, "interval": true, "max-backoff": true, "dry-run": true, "max-writes": true, "gap": true,
-	"listen": true, "http-addr": true, "http-user-header": true, "http-all-users": true,
-	"http-rate": true, "http-burst": true, "http-max-in-flight": true, "no-ha": true, "sync-history-every": true,
-	"charge-every": true, "buffer-limit": true, "buffer-dir": true, "retention-job-months": true,
-	"retention-decision-days": true, "once": true, "rewrite-partitions": true, "rewrite-rules": true,
-	"rewrite-table": true, "rewrite-table-max-rules-per-user": true, "rewrite-table-max-bytes": true,
-	"rewrite-table-max-age": true, "rewrite-history-days": true, "rewrite-refresh-every": true,
-	"rewrite-cpus-per-gpu": true, "rewrite-mem-per-gpu": true, "rewrite-share-max-util": true,
-	"rewrite-min-history": true, "rewrite-sacct": true,
-	"power": true, "power-buffer": true, "power-max-changes-per-hour": true, "power-idle-watts": true,
-	"power-exclude": true, "power-horizon": true,
 }
 
 // explainNode prints the power actions serve recorded for node, the
@@ -174,17 +155,6 @@ func writeNodeActions(w io.Writer, cluster, node string, acts []accounting.Power
 	return err
 }
 
-// readOnlyFlags are serve's flags with the serve-only ones hidden.
-func readOnlyFlags() []cli.Flag {
-	flags := serveFlags()
-	for _, f := range flags {
-		if !serveOnly[f.Names()[0]] {
-			continue
-		}
-		// every urfave/cli flag type has a Hidden field
-		if h := reflect.ValueOf(f).Elem().FieldByName("Hidden"); h.IsValid() && h.CanSet() {
-			h.SetBool(true)
-		}
-	}
-	return flags
-}
+// readOnlyFlags are serve's flags as explain and queue take them: the
+// serve-only ones accepted and hidden.
+func readOnlyFlags() []cli.Flag { return serveFlags(true) }

@@ -90,7 +90,7 @@ func (s *countingStore) UsageSamples(context.Context, string, time.Time) ([]rewr
 // rewriteDeps is a cluster on which every rewrite rule has work: alice's
 // `light` runs used little of their GPU (share rule), job 1 asks for fewer
 // CPUs than its GPU share (cpus and memory rules), job 5 is elastic.
-func rewriteDeps() (serve.Deps, *countingValues, *countingResizer, *countingStore) {
+func rewriteDeps() (serveDeps, *countingValues, *countingResizer, *countingStore) {
 	node := func(name string) slurmctl.Node {
 		return slurmctl.Node{Name: name, State: []string{"IDLE"}, Partitions: []string{"gpu"}, CPUs: 8, MemoryMB: 16000, GPUs: 4, Shards: 16}
 	}
@@ -109,7 +109,7 @@ func rewriteDeps() (serve.Deps, *countingValues, *countingResizer, *countingStor
 			CPUsUsed: 1.5, MemUsedMB: 3000})
 	}
 	values, resizer, store := &countingValues{}, &countingResizer{comments: map[int64]string{5: "fairway:elastic=1-8"}}, &countingStore{samples: samples}
-	return serve.Deps{Source: &countingSource{cl}, Values: values, Resizes: resizer, Comments: resizer, Store: store, Leader: serve.AlwaysLeader{}},
+	return serveDeps{Source: &countingSource{cl}, Values: values, Resizes: resizer, Comments: resizer, Store: store, Leader: serve.AlwaysLeader{}},
 		values, resizer, store
 }
 
@@ -132,7 +132,7 @@ func TestExplain_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, values, resizer, store := rewriteDeps()
-	ex, err := serve.ExplainJob(context.Background(), cfg, d, 2, quietLogger())
+	ex, err := explainJob(context.Background(), cfg, d, 2, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, values, resizer, store := rewriteDeps()
-	r, err := serve.NewServeRunner(context.Background(), cfg, d, serve.NewSink(cfg, d), quietLogger())
+	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +170,8 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.DryRun || res.Rewrite == nil || !res.Rewrite.DryRun {
-			t.Fatalf("dry run reported as writing: cycle %v, rewrite %+v", res.DryRun, res.Rewrite)
+		if !res.Record.DryRun || res.Rewrite == nil {
+			t.Fatalf("dry run recorded as writing: cycle %+v, rewrite %+v", res.Record, res.Rewrite)
 		}
 		if len(res.Rewrite.Rules) == 0 || len(res.Rewrite.Resize.Planned) == 0 {
 			t.Fatalf("nothing to rewrite (%d share rules, %d resizes planned): the test proves nothing", len(res.Rewrite.Rules), len(res.Rewrite.Resize.Planned))
@@ -190,7 +190,7 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 	// The same settings without --dry-run do write: the fakes see it.
 	cfg.DryRun = false
 	d, values, resizer, _ = rewriteDeps()
-	r, err = serve.NewServeRunner(context.Background(), cfg, d, serve.NewSink(cfg, d), quietLogger())
+	r, err = newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,14 +256,14 @@ func TestServeAndExplain_RankFromTheSameHistory(t *testing.T) {
 	cl.Jobs = append(cl.Jobs, run, job(131, "alice", "train", 4, policy.StatePending), job(132, "bob", "train", 1, policy.StatePending),
 		job(133, "bob", "eval", 2, policy.StatePending))
 	store := &historyStore{}
-	d := serve.Deps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
+	d := serveDeps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
 		Store: store, Leader: serve.AlwaysLeader{}, Now: clock}
 	cfg, err := settingsFromArgs(t, []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y", "--no-ha", "--dry-run"})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	r, err := serve.NewServeRunner(context.Background(), cfg, d, serve.NewSink(cfg, d), quietLogger())
+	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestServeAndExplain_RankFromTheSameHistory(t *testing.T) {
 	if len(store.jobs) != 9 {
 		t.Fatalf("serve's cycle stored %d finished jobs, want the 9 Slurm lists (else the test proves nothing)", len(store.jobs))
 	}
-	explained, err := serve.PlanCycle(context.Background(), cfg, d, quietLogger())
+	explained, err := planCycle(context.Background(), cfg, d, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestExplain_NotQueuedSaysWhy(t *testing.T) {
 	forgotten := job(50, "gpu", policy.StateFailed).Job
 	forgotten.Start, forgotten.End = now.Add(-48*time.Hour), now.Add(-47*time.Hour)
 	store := &historyStore{jobs: []policy.Job{forgotten}}
-	d := serve.Deps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
+	d := serveDeps{Source: &countingSource{cl}, Values: &countingValues{}, Resizes: &countingResizer{}, Comments: &countingResizer{},
 		Store: store, Leader: serve.AlwaysLeader{}}
 	cfg, err := settingsFromArgs(t, []string{"explain", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y",
 		"--exclude-partitions", "debug", "1"})
@@ -344,12 +344,12 @@ func TestExplain_NotQueuedSaysWhy(t *testing.T) {
 		{141, "job 141 is pending in partition debug, but Fairway does not rank it: --partitions, --exclude-partitions or --exempt-qos leave it out"},
 		{999, "job 999 is not known to Slurm: no job with that id is queued, running or recently finished"},
 	} {
-		_, err := serve.ExplainJob(context.Background(), cfg, d, tc.id, quietLogger())
+		_, err := explainJob(context.Background(), cfg, d, tc.id, quietLogger())
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("explain %d: %v\nwant it to start with %q", tc.id, err, tc.want)
 		}
 	}
-	if ex, err := serve.ExplainJob(context.Background(), cfg, d, 142, quietLogger()); err != nil || ex.JobID != 142 {
+	if ex, err := explainJob(context.Background(), cfg, d, 142, quietLogger()); err != nil || ex.JobID != 142 {
 		t.Errorf("explain 142 (pending, ranked): %v", err)
 	}
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/fairway-hpc/fairway/internal/serve"
 )
 
 func TestServeSettings_HistoryFrom(t *testing.T) {
@@ -14,9 +12,9 @@ func TestServeSettings_HistoryFrom(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{want: serve.HistoryFromREST},
-		{args: []string{"--history-from", "sacct"}, want: serve.HistoryFromSacct},
-		{env: "sacct", want: serve.HistoryFromSacct},
+		{want: historyFromREST},
+		{args: []string{"--history-from", "sacct"}, want: historyFromSacct},
+		{env: "sacct", want: historyFromSacct},
 		{args: []string{"--history-from", "slurmdbd"}, wantErr: `--history-from "slurmdbd": want rest or sacct`},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" env="+tc.env, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/progress"
-	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
 )
@@ -57,7 +56,7 @@ func ingestCommand() *cli.Command {
 			}
 			var hist *accounting.NamedHistory
 			if cfg.From == accounting.FromSlurmdbd {
-				if hist, err = serve.OpenHistory(c.Context, cfg.Slurm, cfg.Sacct, cfg.Cluster, log); err != nil {
+				if hist, err = openHistory(c.Context, cfg.Slurm, cfg.Sacct, cfg.Cluster, log); err != nil {
 					return err
 				}
 			}

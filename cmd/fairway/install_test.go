@@ -344,7 +344,7 @@ func TestShippedEnv_DefaultsOrChosen(t *testing.T) {
 		flags  []cli.Flag
 		chosen map[string]string // setting → value shipped on purpose (the reason in the comment)
 	}{
-		{"contrib/systemd/fairway.env", append(serveFlags(), global...), map[string]string{
+		{"contrib/systemd/fairway.env", append(serveFlags(false), global...), map[string]string{
 			"FAIRWAY_CLUSTER":        "mycluster",                                                                                               // placeholder: slurm.conf's ClusterName
 			"FAIRWAY_SLURM_URL":      "http://127.0.0.1:6820",                                                                                   // slurmrestd.service's address
 			"FAIRWAY_SCONTROL_TOKEN": "true",                                                                                                    // the unit runs as SlurmUser, which mints tokens

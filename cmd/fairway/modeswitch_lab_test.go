@@ -71,14 +71,14 @@ func TestLab_ServeModeSwitchHandsBack(t *testing.T) {
 				cfg.Runner.Range, cfg.Runner.Field = policy.PriorityRange(), "priority"
 			}
 			cfg.Runner.Range.Gap = 1
-			s, err := serve.Open(ctx, cfg, quietLogger())
+			s, err := openServe(ctx, cfg, quietLogger())
 			if err != nil {
 				t.Fatalf("%s: %v", mode, err)
 			}
 			defer s.Close()
 			d := s.Deps
 			d.Source = onlyJobs{d.Source, ids}
-			r, err := serve.NewServeRunner(ctx, cfg, d, serve.NewSink(cfg, d), quietLogger())
+			r, err := newServeRunner(ctx, cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
 			if err != nil {
 				t.Fatal(err)
 			}

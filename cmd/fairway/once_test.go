@@ -92,7 +92,7 @@ func TestServeOnce_FailsOnAFailedWrite(t *testing.T) {
 				}
 				d, _, resizer, _ := rewriteDeps()
 				d.Source, d.Values, d.Resizes, d.Comments = client, writer, resizer, resizer
-				r, err := serve.NewServeRunner(context.Background(), cfg, d, serve.NewSink(cfg, d), quietLogger())
+				r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -57,7 +57,7 @@ func TestLab_PolicyFile(t *testing.T) {
 	cfg := serveLabConfig(e, policy.Default, true)
 	cfg.HA = false
 	cfg.Runner.PolicyFile = path
-	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
+	s, err := buildLabServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _, _, _ := rewriteDeps()
-	r, err := serve.NewServeRunner(context.Background(), cfg, d, serve.NewSink(cfg, d), quietLogger())
+	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,12 +144,12 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		}
 	}
 
-	ex, err := serve.ExplainJob(context.Background(), cfg, d, 2, quietLogger())
+	ex, err := explainJob(context.Background(), cfg, d, 2, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var text bytes.Buffer
-	if err := ex.WriteText(&text); err != nil {
+	if err := writeExplanation(&text, ex); err != nil {
 		t.Fatal(err)
 	}
 	for _, re := range []string{`pending under learned\n  from policy file ` + regexp.QuoteMeta(path),
@@ -164,7 +164,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		t.Errorf("explain --json: %d contributions, want one per feature (%d)", len(ex.Contributions), len(policy.LearnedFeatures))
 	}
 
-	q, err := serve.PlanCycle(context.Background(), cfg, d, quietLogger())
+	q, err := planCycle(context.Background(), cfg, d, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestLab_ServePowerSaving(t *testing.T) {
 
 	cfg := serveLabConfig(e, "fair-sjf", false)
 	cfg.Power = serve.PowerConfig{Mode: serve.PowerOn, Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute}
-	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
+	s, err := buildLabServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func queueCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			res, err := serve.PlanCycle(c.Context, cfg, s.Deps, log)
+			res, err := planCycle(c.Context, cfg, s.Deps, log)
 			if err != nil {
 				return err
 			}
@@ -41,7 +41,7 @@ func queueCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, ans)
 			}
-			return ans.WriteText(c.App.Writer)
+			return writeQueueAnswer(c.App.Writer, &ans)
 		},
 	}
 }

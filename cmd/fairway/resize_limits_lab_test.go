@@ -138,7 +138,7 @@ func TestLab_ResizeKeepsGrpTRES(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := rw.Cycle(ctx, 1, cl, nil, nil, &serve.Live{Resizes: resize, Recorder: store})
+	rep := rw.Cycle(ctx, 1, time.Now(), cl, nil, nil, &serve.Live{Resizes: resize, Recorder: store})
 	for _, c := range rep.Resize.Planned {
 		if c.JobID == small && (c.CPUs != 0 || c.MemoryMB != 0) {
 			t.Errorf("Fairway resized job %d under GrpTRES=cpu=4: %+v (a CPU change by SlurmUser exempts it from the limit)", small, c)

@@ -93,7 +93,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := rw.Cycle(ctx, 1, &slurmctl.Cluster{}, nil, nil, live)
+	rep := rw.Cycle(ctx, 1, time.Now(), &slurmctl.Cluster{}, nil, nil, live)
 	var shards int
 	for _, r := range rep.Rules {
 		if r.User == "alice" && r.Name == light {
@@ -190,7 +190,7 @@ func TestLab_RewriteShareAndCPUs(t *testing.T) {
 		if dry {
 			sink = serve.NewPlanner(nil, nil)
 		}
-		rep := rw.Cycle(ctx, 1, cl, nil, nil, sink)
+		rep := rw.Cycle(ctx, 1, time.Now(), cl, nil, nil, sink)
 		if len(rep.Resize.Planned) != 1 || rep.Resize.Planned[0].JobID != noHistory || rep.Resize.Planned[0].CPUs != 2 {
 			t.Fatalf("dry run %v: planned %+v, want job %d to 2 CPUs", dry, rep.Resize.Planned, noHistory)
 		}

@@ -88,7 +88,7 @@ func (l *rewriteLab) cycle(t *testing.T, rules []string, cl *slurmctl.Cluster, r
 	if dry {
 		sink = serve.NewPlanner(nil, nil)
 	}
-	rep := rw.Cycle(context.Background(), 1, cl, nil, ranking, sink)
+	rep := rw.Cycle(context.Background(), 1, time.Now(), cl, nil, ranking, sink)
 	if len(rep.Resize.Failed) > 0 {
 		t.Fatalf("Slurm rejected rewritten requests: %+v", rep.Resize.Failed)
 	}

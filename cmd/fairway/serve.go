@@ -16,55 +16,56 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// serveConfig is serve's validated configuration.
-type serveConfig = serve.ServeConfig
-
-func serveFlags() []cli.Flag {
+// serveFlags are serve's settings. explain and queue (readOnly) accept
+// every one of them, since they read serve's environment and config file,
+// but list in their help only those that change one ranking of the queue:
+// the others are marked Hidden where they are defined.
+func serveFlags(readOnly bool) []cli.Flag {
 	flags := append([]cli.Flag{
 		databaseFlag(),
 		&cli.StringFlag{Name: "config", Usage: "file of FAIRWAY_...=value lines for settings not given otherwise (owned by root or the user running fairway, mode 0600; it may hold the database password)", EnvVars: []string{"FAIRWAY_CONFIG"}},
 		&cli.StringFlag{Name: "cluster", Usage: "Slurm ClusterName, the key of this cluster's history", EnvVars: []string{"FAIRWAY_CLUSTER"}},
 	}, slurmFlags("", "slurmrestd base URL")...)
 	flags = append(flags,
-		&cli.StringFlag{Name: "write-mode", Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},
+		&cli.StringFlag{Name: "write-mode", Hidden: readOnly, Value: "scontrol-site-factor", Usage: "scontrol-site-factor, rest-site-factor or rest-priority", EnvVars: []string{"FAIRWAY_WRITE_MODE"}},
 		&cli.StringFlag{Name: "policy", Value: policy.Default, Usage: "ranking policy: " + strings.Join(policy.Names(), ", "), EnvVars: []string{"FAIRWAY_POLICY"}},
 		&cli.StringFlag{Name: "policy-file", Usage: "rank with the policy this file describes (JSON, as fairway tune writes it) instead of --policy; setting both is refused. serve checks the file at every cycle and reloads it when it changes, keeping the last good policy while the file cannot be loaded (docs/POLICY.md, Policy files)", EnvVars: []string{"FAIRWAY_POLICY_FILE"}},
 		&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor: " + strings.Join(predict.Names(), ", "), EnvVars: []string{"FAIRWAY_PREDICTOR"}},
-		&cli.DurationFlag{Name: "interval", Value: 30 * time.Second, Usage: "time between cycles", EnvVars: []string{"FAIRWAY_INTERVAL"}},
-		&cli.DurationFlag{Name: "max-backoff", Value: 5 * time.Minute, Usage: "longest wait between cycles while Slurm is unreadable", EnvVars: []string{"FAIRWAY_MAX_BACKOFF"}},
-		&cli.BoolFlag{Name: "dry-run", Usage: "shadow mode: rank, log and record decisions, write nothing to Slurm", EnvVars: []string{"FAIRWAY_DRY_RUN"}},
-		&cli.IntFlag{Name: "max-writes", Value: 5000, Usage: "changed values written per cycle at most (best-ranked first); 0 = no cap", EnvVars: []string{"FAIRWAY_MAX_WRITES"}},
-		&cli.Int64Flag{Name: "gap", Value: 1, Usage: "least difference between two written values: above the sum of the PriorityWeight* Slurm keeps non-zero (INSTALL.md, Slurm priority settings)", EnvVars: []string{"FAIRWAY_GAP"}},
+		&cli.DurationFlag{Name: "interval", Hidden: readOnly, Value: 30 * time.Second, Usage: "time between cycles", EnvVars: []string{"FAIRWAY_INTERVAL"}},
+		&cli.DurationFlag{Name: "max-backoff", Hidden: readOnly, Value: 5 * time.Minute, Usage: "longest wait between cycles while Slurm is unreadable", EnvVars: []string{"FAIRWAY_MAX_BACKOFF"}},
+		&cli.BoolFlag{Name: "dry-run", Hidden: readOnly, Usage: "shadow mode: rank, log and record decisions, write nothing to Slurm", EnvVars: []string{"FAIRWAY_DRY_RUN"}},
+		&cli.IntFlag{Name: "max-writes", Hidden: readOnly, Value: 5000, Usage: "changed values written per cycle at most (best-ranked first); 0 = no cap", EnvVars: []string{"FAIRWAY_MAX_WRITES"}},
+		&cli.Int64Flag{Name: "gap", Hidden: readOnly, Value: 1, Usage: "least difference between two written values: above the sum of the PriorityWeight* Slurm keeps non-zero (INSTALL.md, Slurm priority settings)", EnvVars: []string{"FAIRWAY_GAP"}},
 		&cli.StringSliceFlag{Name: "partitions", Usage: "rank only jobs in these partitions (default: all)", EnvVars: []string{"FAIRWAY_PARTITIONS"}},
 		&cli.StringSliceFlag{Name: "exclude-partitions", Usage: "never rank or write jobs in these partitions", EnvVars: []string{"FAIRWAY_EXCLUDE_PARTITIONS"}},
 		&cli.StringSliceFlag{Name: "exempt-qos", Usage: "never rank or write jobs with these QOS", EnvVars: []string{"FAIRWAY_EXEMPT_QOS"}},
-		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz; empty to disable", EnvVars: []string{"FAIRWAY_LISTEN"}},
-		&cli.StringFlag{Name: "http-addr", Usage: "address of the read-only job API (GET /v1/jobs/{id}, /v1/queue?user=U), answered from the last cycle's start-time forecast, e.g. 127.0.0.1:9465; needs --http-user-header or --http-all-users; empty (default): off", EnvVars: []string{"FAIRWAY_HTTP_ADDR"}},
-		&cli.StringFlag{Name: "http-user-header", Usage: "answer the job API only about the user this request header names (set by the site's authenticating proxy, which must replace any the client sent), like PrivateData=jobs", EnvVars: []string{"FAIRWAY_HTTP_USER_HEADER"}},
-		&cli.BoolFlag{Name: "http-all-users", Usage: "without --http-user-header, show every pending job's user, account and forecast to anyone who reaches --http-addr, like squeue without PrivateData=jobs", EnvVars: []string{"FAIRWAY_HTTP_ALL_USERS"}},
-		&cli.Float64Flag{Name: "http-rate", Value: serve.DefaultAPIRate, Usage: "job API requests per second per caller (the trusted user, else the client address); past it 429 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_RATE"}},
-		&cli.IntFlag{Name: "http-burst", Value: serve.DefaultAPIBurst, Usage: "job API requests a caller may make at once after a pause", EnvVars: []string{"FAIRWAY_HTTP_BURST"}},
-		&cli.IntFlag{Name: "http-max-in-flight", Value: serve.DefaultAPIMaxInFlight, Usage: "job API requests answered at the same time, all callers; past it 503 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_MAX_IN_FLIGHT"}},
-		&cli.BoolFlag{Name: "no-ha", Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
+		&cli.StringFlag{Name: "listen", Hidden: readOnly, Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz; empty to disable", EnvVars: []string{"FAIRWAY_LISTEN"}},
+		&cli.StringFlag{Name: "http-addr", Hidden: readOnly, Usage: "address of the read-only job API (GET /v1/jobs/{id}, /v1/queue?user=U), answered from the last cycle's start-time forecast, e.g. 127.0.0.1:9465; needs --http-user-header or --http-all-users; empty (default): off", EnvVars: []string{"FAIRWAY_HTTP_ADDR"}},
+		&cli.StringFlag{Name: "http-user-header", Hidden: readOnly, Usage: "answer the job API only about the user this request header names (set by the site's authenticating proxy, which must replace any the client sent), like PrivateData=jobs", EnvVars: []string{"FAIRWAY_HTTP_USER_HEADER"}},
+		&cli.BoolFlag{Name: "http-all-users", Hidden: readOnly, Usage: "without --http-user-header, show every pending job's user, account and forecast to anyone who reaches --http-addr, like squeue without PrivateData=jobs", EnvVars: []string{"FAIRWAY_HTTP_ALL_USERS"}},
+		&cli.Float64Flag{Name: "http-rate", Hidden: readOnly, Value: serve.DefaultAPIRate, Usage: "job API requests per second per caller (the trusted user, else the client address); past it 429 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_RATE"}},
+		&cli.IntFlag{Name: "http-burst", Hidden: readOnly, Value: serve.DefaultAPIBurst, Usage: "job API requests a caller may make at once after a pause", EnvVars: []string{"FAIRWAY_HTTP_BURST"}},
+		&cli.IntFlag{Name: "http-max-in-flight", Hidden: readOnly, Value: serve.DefaultAPIMaxInFlight, Usage: "job API requests answered at the same time, all callers; past it 503 with Retry-After", EnvVars: []string{"FAIRWAY_HTTP_MAX_IN_FLIGHT"}},
+		&cli.BoolFlag{Name: "no-ha", Hidden: readOnly, Usage: "write without the PostgreSQL leader lease (only when a single serve runs)", EnvVars: []string{"FAIRWAY_NO_HA"}},
 		&cli.IntFlag{Name: "history-days", Value: 30, Usage: "days of finished jobs loaded at start to warm the predictor and fair-share usage", EnvVars: []string{"FAIRWAY_HISTORY_DAYS"}},
-		&cli.IntFlag{Name: "sync-history-every", Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
-		&cli.StringFlag{Name: "history-from", Value: serve.HistoryFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
-		&cli.DurationFlag{Name: "charge-every", Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
-		&cli.IntFlag{Name: "buffer-limit", Value: serve.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
-		&cli.StringFlag{Name: "buffer-dir", Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
+		&cli.IntFlag{Name: "sync-history-every", Hidden: readOnly, Value: 10, Usage: "cycles between incremental slurmdbd history pulls (see --history-from); 0 = never", EnvVars: []string{"FAIRWAY_SYNC_HISTORY_EVERY"}},
+		&cli.StringFlag{Name: "history-from", Value: historyFromREST, Usage: "how history pulls read slurmdbd: rest (slurmrestd's slurmdbd plugin, same URL and token) or sacct (sacct --json on this host)", EnvVars: []string{"FAIRWAY_HISTORY_FROM"}},
+		&cli.DurationFlag{Name: "charge-every", Hidden: readOnly, Value: policy.DefaultChargeEvery, Usage: "how often running jobs are charged to fair-share usage (Slurm's PriorityCalcPeriod)", EnvVars: []string{"FAIRWAY_CHARGE_EVERY"}},
+		&cli.IntFlag{Name: "buffer-limit", Hidden: readOnly, Value: serve.DefaultBufferLimit, Usage: "records kept in memory while PostgreSQL is down; past it they are spilled to --buffer-dir", EnvVars: []string{"FAIRWAY_BUFFER_LIMIT"}},
+		&cli.StringFlag{Name: "buffer-dir", Hidden: readOnly, Value: "/var/lib/fairway/serve-buffer", Usage: "directory for records spilled while PostgreSQL is down (created, mode 0700); shipped when it is back, also after a restart", EnvVars: []string{"FAIRWAY_BUFFER_DIR"}},
 		&cli.IntFlag{Name: "shards-per-gpu", Value: 4, Usage: "shards one GPU is split into (gres.conf), to weigh shard jobs", EnvVars: []string{"FAIRWAY_SHARDS_PER_GPU"}},
-		&cli.IntFlag{Name: "retention-job-months", Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
-		&cli.IntFlag{Name: "retention-decision-days", Value: accounting.DefaultRetention.DecisionDays, Usage: "days of decisions (whole monthly partitions) and cycle timings kept; 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_DECISION_DAYS"}},
-		&cli.BoolFlag{Name: "once", Usage: "run one cycle, print what it decided, and exit"})
-	flags = append(flags, powerServeFlags()...)
-	return append(flags, rewriteFlags()...)
+		&cli.IntFlag{Name: "retention-job-months", Hidden: readOnly, Value: accounting.DefaultRetention.JobMonths, Usage: "whole months of jobs, GPU usage and predictions kept besides the current one (the leader drops older monthly partitions once a day); 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_JOB_MONTHS"}},
+		&cli.IntFlag{Name: "retention-decision-days", Hidden: readOnly, Value: accounting.DefaultRetention.DecisionDays, Usage: "days of decisions (whole monthly partitions) and cycle timings kept; 0 = keep all", EnvVars: []string{"FAIRWAY_RETENTION_DECISION_DAYS"}},
+		&cli.BoolFlag{Name: "once", Hidden: readOnly, Usage: "run one cycle, print what it decided, and exit"})
+	flags = append(flags, powerServeFlags(readOnly)...)
+	return append(flags, rewriteFlags(readOnly)...)
 }
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the sidecar: read Slurm, rank pending jobs fairly, write the order back",
-		Flags: serveFlags(),
+		Flags: serveFlags(false),
 		Action: func(c *cli.Context) error {
 			log, err := logger(c)
 			if err != nil {
@@ -125,19 +126,19 @@ func policyOrFile(c *cli.Context) error {
 }
 
 // powerServeFlags are serve's power-saving settings (INSTALL.md, "Power
-// saving").
-func powerServeFlags() []cli.Flag {
+// saving"), hidden from a help that does not list them.
+func powerServeFlags(hidden bool) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "power", Value: serve.PowerOff, Usage: "power saving: off, dry-run (decide and record which idle nodes to power down or up, change nothing) or on (scontrol update nodename=N state=POWER_DOWN|POWER_UP)", EnvVars: []string{"FAIRWAY_POWER"}},
-		&cli.IntFlag{Name: "power-buffer", Value: 1, Usage: "idle nodes kept powered above demand (busy nodes, nodes pending jobs wait for, and the forecast)", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
-		&cli.IntFlag{Name: "power-max-changes-per-hour", Value: 10, Usage: "power-downs and forecast power-ups per hour at most; power-ups for jobs waiting now are never held back", EnvVars: []string{"FAIRWAY_POWER_MAX_CHANGES_PER_HOUR"}},
-		&cli.Float64Flag{Name: "power-idle-watts", Value: 0, Usage: "power an idle node draws, for the report's energy estimate (0: no estimate)", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
-		&cli.StringFlag{Name: "power-exclude", Usage: "nodes never powered down or up, as a Slurm host list (e.g. gpu[1-2],login1): SuspendExcNodes' role for Fairway", EnvVars: []string{"FAIRWAY_POWER_EXCLUDE"}},
-		&cli.DurationFlag{Name: "power-horizon", Value: time.Hour, Usage: "how far ahead the demand forecast (the same time a day earlier, from serve's own observations) keeps nodes powered; 0: no forecast", EnvVars: []string{"FAIRWAY_POWER_HORIZON"}},
+		&cli.StringFlag{Name: "power", Hidden: hidden, Value: serve.PowerOff, Usage: "power saving: off, dry-run (decide and record which idle nodes to power down or up, change nothing) or on (scontrol update nodename=N state=POWER_DOWN|POWER_UP)", EnvVars: []string{"FAIRWAY_POWER"}},
+		&cli.IntFlag{Name: "power-buffer", Hidden: hidden, Value: 1, Usage: "idle nodes kept powered above demand (busy nodes, nodes pending jobs wait for, and the forecast)", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
+		&cli.IntFlag{Name: "power-max-changes-per-hour", Hidden: hidden, Value: 10, Usage: "power-downs and forecast power-ups per hour at most; power-ups for jobs waiting now are never held back", EnvVars: []string{"FAIRWAY_POWER_MAX_CHANGES_PER_HOUR"}},
+		&cli.Float64Flag{Name: "power-idle-watts", Hidden: hidden, Value: 0, Usage: "power an idle node draws, for the report's energy estimate (0: no estimate)", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
+		&cli.StringFlag{Name: "power-exclude", Hidden: hidden, Usage: "nodes never powered down or up, as a Slurm host list (e.g. gpu[1-2],login1): SuspendExcNodes' role for Fairway", EnvVars: []string{"FAIRWAY_POWER_EXCLUDE"}},
+		&cli.DurationFlag{Name: "power-horizon", Hidden: hidden, Value: time.Hour, Usage: "how far ahead the demand forecast (the same time a day earlier, from serve's own observations) keeps nodes powered; 0: no forecast", EnvVars: []string{"FAIRWAY_POWER_HORIZON"}},
 	}
 }
 
-// powerServeSettings reads the power-saving flags; ServeConfig.Validate
+// powerServeSettings reads the power-saving flags; serveConfig.Validate
 // checks them.
 func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
 	cfg := serve.PowerConfig{Mode: c.String("power"), Buffer: c.Int("power-buffer"), MaxChangesPerHour: c.Int("power-max-changes-per-hour"),
@@ -154,13 +155,13 @@ func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
 // or, with --once, one cycle whose decisions it prints.
 func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.Logger) error {
 	cfg.WaitForSlurm = !cfg.Once
-	s, err := serve.Build(ctx, cfg, base)
+	s, err := buildServe(ctx, cfg, base)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	if !cfg.Once {
-		return serve.Serve(ctx, cfg, s, base)
+		return serveLoop(ctx, cfg, s, base)
 	}
 	res, err := s.Runner.RunCycle(ctx)
 	if err != nil {
@@ -173,7 +174,7 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 // any write failed, so that a script or an operator cannot take a cycle
 // whose writes Slurm refused for a success.
 func printOnce(w io.Writer, res *serve.CycleResult, cfg serveConfig) error {
-	if err := res.WriteText(w, cfg.Runner.Policy, cfg.Runner.Field); err != nil {
+	if err := writeCycleText(w, res, cfg.Runner.Policy, cfg.Runner.Field); err != nil {
 		return err
 	}
 	return res.Report.Err()

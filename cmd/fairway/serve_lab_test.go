@@ -239,7 +239,7 @@ func TestLab_ServeLightUserFirst(t *testing.T) {
 	// The lab keeps Slurm's age and fair-share weights (the "before
 	// Fairway" setup); a gap above their sum keeps Fairway's order.
 	cfg.Runner.Range.Gap = priorityWeightSum(t, e) + 1
-	s, err := buildServe(ctx, cfg, dbURL, quietLogger())
+	s, err := buildLabServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 		ids = append(ids, e.Submit(t, u, "-J", tag, "-p", e.Partition, "--gres=gpu:1", "-t", "2", "--wrap", "sleep 1"))
 	}
 	before := siteFactors(t, e, ids...)
-	s, err := buildServe(ctx, serveLabConfig(e, "fair-qssf", true), dbURL, quietLogger())
+	s, err := buildLabServe(ctx, serveLabConfig(e, "fair-qssf", true), dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +333,11 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Report.Planned) == 0 || res.Report.Calls != 0 || len(res.Report.Applied) != 0 {
-		t.Fatalf("dry run: %d planned, %d calls, %d applied; want >0, 0, 0", len(res.Report.Planned), res.Report.Calls, len(res.Report.Applied))
+	// The Planner reports its plan applied; the cycle's row, stamped by
+	// it, says nothing was written.
+	if len(res.Report.Planned) == 0 || res.Report.Calls != 0 || !res.Record.DryRun || res.Record.Written != 0 {
+		t.Fatalf("dry run: %d planned, %d calls, row dry_run=%v written=%d; want >0, 0, true, 0",
+			len(res.Report.Planned), res.Report.Calls, res.Record.DryRun, res.Record.Written)
 	}
 	after := siteFactors(t, e, ids...)
 	for _, id := range ids {
@@ -594,8 +597,8 @@ func decisionCount(t *testing.T, url, where string) int {
 	return n
 }
 
-// buildServe builds serve against the lab's database.
-func buildServe(ctx context.Context, cfg serveConfig, dbURL string, log *slog.Logger) (*serve.Opened, error) {
+// buildLabServe builds serve against the lab's database.
+func buildLabServe(ctx context.Context, cfg serveConfig, dbURL string, log *slog.Logger) (*openedServe, error) {
 	cfg.DatabaseURL = dbURL
-	return serve.Build(ctx, cfg, log)
+	return buildServe(ctx, cfg, log)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/plural"
-	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
 )
@@ -46,7 +45,7 @@ func sharesCommand() *cli.Command {
 					}
 					src := accounting.SharesSource{From: c.String("from"), File: c.String("file"), Sacctmgr: c.String("sacctmgr"), Slurm: slurmctl.Commands{},
 						REST: func(ctx context.Context) (accounting.SharesClient, string, error) {
-							return serve.ConnectShares(ctx, slurmConnect(c), log)
+							return connectShares(ctx, slurmConnect(c), log)
 						}}
 					nodes, from, err := src.Read(c.Context, clusterName)
 					if err != nil {

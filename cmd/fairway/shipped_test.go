@@ -276,7 +276,7 @@ func TestShippedEnv_RewriteSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defaults := map[string]string{}
-	for _, fl := range serveFlags() {
+	for _, fl := range serveFlags(false) {
 		for _, e := range flagEnvVars(fl) {
 			defaults[e] = flagDefault(fl)
 		}

@@ -55,22 +55,6 @@ type APIConfig struct {
 	MaxInFlight int
 }
 
-// Validate checks c, naming serve's flags.
-func (c *APIConfig) Validate() error {
-	switch {
-	case c.UserHeader != "" && c.AllUsers:
-		return errors.New("--http-user-header and --http-all-users: choose one (a header answers each user about their own jobs; all users shows every job to anyone)")
-	case c.UserHeader == "" && !c.AllUsers:
-		return errors.New("--http-addr: say who may read the job API: --http-user-header X-Remote-User behind your portal's authenticating proxy, " +
-			"or --http-all-users to show every pending job to anyone who reaches the address (squeue without PrivateData=jobs); or --http-addr= to turn it off")
-	case c.UserHeader != "" && !validHeaderName(c.UserHeader):
-		return fmt.Errorf("--http-user-header %q: not an HTTP header name", c.UserHeader)
-	case !(c.Rate > 0) || math.IsInf(c.Rate, 0) || c.Burst < 1 || c.MaxInFlight < 1:
-		return fmt.Errorf("--http-rate %v, --http-burst %d, --http-max-in-flight %d: want positive numbers", c.Rate, c.Burst, c.MaxInFlight)
-	}
-	return nil
-}
-
 // withDefaults fills the limits left zero.
 func (c APIConfig) withDefaults() APIConfig {
 	if c.Rate == 0 {
@@ -83,15 +67,6 @@ func (c APIConfig) withDefaults() APIConfig {
 		c.MaxInFlight = DefaultAPIMaxInFlight
 	}
 	return c
-}
-
-func validHeaderName(s string) bool {
-	for _, r := range s {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // NewAPI returns the read-only JSON API, answered from the last cycle's
@@ -107,7 +82,7 @@ func NewAPI(cfg APIConfig, last func() *QueueForecast) http.Handler {
 
 // newAPI is NewAPI on the clock now (the rate limit's). Limits left zero
 // take the defaults; a config that names no audience (neither UserHeader
-// nor AllUsers, which ServeConfig.Validate refuses) answers every request
+// nor AllUsers, which serve's settings refuse) answers every request
 // 403.
 func newAPI(cfg APIConfig, last func() *QueueForecast, now func() time.Time) *api {
 	cfg = cfg.withDefaults()
@@ -153,7 +128,7 @@ var (
 	errNoUser     = errors.New("the trusted user header is missing")
 	errOtherUser  = errors.New("this is another user's queue")
 	errNotYours   = errors.New("no pending job of yours that Fairway ranks has this id")
-	errNoAudience = errors.New("the job API names no audience: serve needs --http-user-header or --http-all-users")
+	errNoAudience = errors.New("the job API names no audience: serve sets neither a trusted user header nor all users")
 	errBusy       = errors.New("too many requests in flight: try again shortly")
 	errRate       = errors.New("too many requests from this caller: slow down")
 )
@@ -380,5 +355,5 @@ func writeError(w http.ResponseWriter, code int, err error) {
 
 // StartAPI serves h on addr until the returned server is shut down.
 func StartAPI(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
-	return listenAndServe(addr, "--http-addr", "job API server", h, log)
+	return listenAndServe(addr, "job API server", h, log)
 }

@@ -112,28 +112,3 @@ func TestQueueForecast_StartFor(t *testing.T) {
 		}
 	}
 }
-
-func TestAPIConfig_Validate(t *testing.T) {
-	ok := APIConfig{UserHeader: "X-Remote-User", Rate: 1, Burst: 1, MaxInFlight: 1}
-	for _, c := range []struct {
-		name string
-		mod  func(*APIConfig)
-		want string // in the error; "" for none
-	}{
-		{"trusted header", func(*APIConfig) {}, ""},
-		{"all users", func(c *APIConfig) { c.UserHeader, c.AllUsers = "", true }, ""},
-		{"no audience", func(c *APIConfig) { c.UserHeader = "" }, "--http-all-users"},
-		{"both", func(c *APIConfig) { c.AllUsers = true }, "choose one"},
-		{"header not a name", func(c *APIConfig) { c.UserHeader = "X User:" }, "not an HTTP header name"},
-		{"rate 0", func(c *APIConfig) { c.Rate = 0 }, "--http-rate"},
-		{"burst 0", func(c *APIConfig) { c.Burst = 0 }, "--http-burst"},
-		{"in flight 0", func(c *APIConfig) { c.MaxInFlight = 0 }, "--http-max-in-flight"},
-	} {
-		cfg := ok
-		c.mod(&cfg)
-		err := cfg.Validate()
-		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", c.name, err, c.want)
-		}
-	}
-}

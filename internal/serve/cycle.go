@@ -95,39 +95,80 @@ type Runner struct {
 	leader  Leadership
 	engine  *policy.Engine
 	metrics *Metrics
-	now     func() time.Time
+	// now is the clock, read once per cycle: every step of a cycle sees
+	// the same time, so the engine, the rewriter's table and power saving
+	// never disagree about it.
+	now func() time.Time
 
-	cycle     int64
+	// What carries from one cycle to the next. Only RunCycle (one
+	// goroutine) touches it; each is here because a single read of Slurm
+	// cannot tell it.
+
+	cycle int64 // cycles run: numbers the log, the records and the rewriter's refreshes
+	// wasLeader is the previous cycle's leadership: becoming the leader
+	// primes the writer and takes over an earlier serve's priorities.
 	wasLeader bool
-	observed  bool                 // a cycle has read Slurm (running and finished are known)
-	running   map[int64]policy.Job // running at the previous cycle
-	finished  map[int64]bool       // finished jobs already handed to the engine
-	assigned  map[int64]int64      // values decided at the previous cycle
+	// observed says running and finished below come from a read of
+	// Slurm, so a finished job absent from them finished between two
+	// cycles rather than before this process started.
+	observed bool
+	// running is what ran at the previous cycle: a job missing from this
+	// read (Slurm forgot it) or no longer running has stopped.
+	running map[int64]policy.Job
+	// finished are the finished jobs already handed to the engine and
+	// recorded, so a job Slurm still lists is charged once.
+	finished map[int64]bool
+	// assigned is what Slurm is taken to hold, from the writes the sink
+	// reported applied: the base of the next Assign (fewest changes) and
+	// of a follower's plan.
+	assigned map[int64]int64
+	// predicted and pendPrev are the previous cycle's predictions and
+	// pending jobs: a job that started since is scored against what was
+	// predicted for it (metrics, prediction records).
 	predicted map[int64]time.Duration
-	pendPrev  map[int64]policy.Job // pending at the previous cycle
-	buffer    recordBuffer
-	rewrite   *Rewriter    // resource rewriting (rewrite.go); nil when off
-	power     *PowerSaver  // power saving (power.go); nil when off
-	pf        *policyWatch // the policy file (policyfile.go); nil without one
-	fc        forecastState
+	pendPrev  map[int64]policy.Job
+	// buffer holds records the database has not taken yet (an outage).
+	buffer  recordBuffer
+	rewrite *Rewriter    // resource rewriting (rewrite.go); nil when off
+	power   *PowerSaver  // power saving (power.go); nil when off
+	pf      *policyWatch // the policy file (policyfile.go); nil without one
+	fc      forecastState
 	// toHandBack are admin priorities an earlier rest-priority serve left
-	// that this site-factor serve has not handed back yet (handOver).
+	// that this site-factor serve has not handed back yet (handOver): kept
+	// until Slurm takes them, since a site factor cannot move them.
 	toHandBack map[int64]slurmctl.Frozen
 }
 
-// New returns a Runner that reads slurm, ranks with engine, and hands
-// every effect to sink while leader says this process may write. rw is the
-// resource rewriter, nil when rewriting is off.
-func New(cfg Config, log *slog.Logger, slurm Source, sink Sink, leader Leadership, engine *policy.Engine, rw *Rewriter, m *Metrics) *Runner {
+// Parts are what a Runner is built from, the way Kueue's scheduler.New
+// takes its queues, cache and client: every input and every effect of a
+// cycle is one of them, so serve, a dry run, explain and tests differ only
+// in the parts they hand in (cmd/fairway wires them).
+type Parts struct {
+	Source   Source         // the cluster (slurmctl.Client)
+	Sink     Sink           // every effect: Live, or a Planner (dry run, explain)
+	Leader   Leadership     // whether this process may write now
+	Engine   *policy.Engine // ranks; warmed from history (NewEngine)
+	Rewriter *Rewriter      // resource rewriting; nil when off
+	Power    *PowerSaver    // power saving; nil when off
+	Metrics  *Metrics       // nil: a registry of its own
+	Now      func() time.Time
+}
+
+// New returns a Runner that reads p.Source, ranks with p.Engine, and hands
+// every effect to p.Sink while p.Leader says this process may write.
+func New(cfg Config, p Parts, log *slog.Logger) *Runner {
 	if cfg.BufferLimit <= 0 {
 		cfg.BufferLimit = DefaultBufferLimit
 	}
-	if m == nil {
-		m = NewMetrics()
+	if p.Metrics == nil {
+		p.Metrics = NewMetrics()
+	}
+	if p.Now == nil {
+		p.Now = time.Now
 	}
 	return &Runner{
-		cfg: cfg, log: log, slurm: slurm, sink: sink, leader: leader, engine: engine, rewrite: rw,
-		metrics: m, now: time.Now,
+		cfg: cfg, log: log, slurm: p.Source, sink: p.Sink, leader: p.Leader, engine: p.Engine, rewrite: p.Rewriter,
+		power: p.Power, metrics: p.Metrics, now: p.Now,
 		running: map[int64]policy.Job{}, finished: map[int64]bool{}, assigned: map[int64]int64{},
 		predicted: map[int64]time.Duration{}, pendPrev: map[int64]policy.Job{},
 		buffer: recordBuffer{limit: cfg.BufferLimit, dir: cfg.BufferDir},
@@ -148,7 +189,11 @@ type CycleResult struct {
 	Report   slurmctl.Report
 	Recorded bool           // everything this cycle produced reached the database
 	Rewrite  *RewriteReport // resource rewriting; nil when off
-	DryRun   bool           // nothing was written to Slurm or the table
+	// Record is the cycle's row as recorded, stamped by the cycle's sink:
+	// DryRun when nothing was written to Slurm or the table.
+	Record accounting.Cycle
+	// Steps is how long each step took.
+	Steps    Steps
 	Forecast *QueueForecast // start-time forecasts; nil when Config.Forecast is off
 	Power    *PowerReport   // power saving; nil when off
 	// Read is the cluster as the cycle read it: explain says from it why a
@@ -165,9 +210,6 @@ type CycleResult struct {
 	HandBack *slurmctl.HandBackReport
 }
 
-// SetPowerSaver turns power saving on for the following cycles (nil: off).
-func (r *Runner) SetPowerSaver(p *PowerSaver) { r.power = p }
-
 // Cycles is the number of cycles run so far.
 func (r *Runner) Cycles() int64 { return r.cycle }
 
@@ -177,116 +219,194 @@ func (r *Runner) WasLeader() bool { return r.wasLeader }
 // Metrics returns the runner's metrics.
 func (r *Runner) Metrics() *Metrics { return r.metrics }
 
-// RunCycle runs one cycle, in numbered steps:
+// Steps is how long each step of a cycle took, measured on the monotonic
+// clock (they time the cycle; the cycle's own time is its one reading of
+// Runner.now).
+type Steps struct {
+	Observe time.Duration // read Slurm, find what started and stopped
+	Rank    time.Duration // the engine: predict and score
+	Decide  time.Duration // values that keep the order, capped
+	Apply   time.Duration // the sink: values, hand-backs, rewriting, power
+	Record  time.Duration // buffer and ship the records
+}
+
+// cycle is one cycle's working state, handed from step to step and
+// dropped with the cycle; the Runner keeps only what the next cycle needs.
+type cycle struct {
+	log     *slog.Logger
+	now     time.Time // the cycle's one reading of the clock: every step's "now"
+	started time.Time // monotonic, for the steps' durations
+	rec     accounting.Cycle
+	res     *CycleResult
+
+	cl       *slurmctl.Cluster
+	writable []slurmctl.Job // the pending records Fairway ranks and may write
+	obs      *policy.Observation
+	finished []policy.Job // jobs to record as finished
+	snap     *policy.Snapshot
+	scores   []policy.Score
+	want     map[int64]int64 // job → value decided
+	sink     Sink            // the runner's, or a Planner while not the leader
+	report   slurmctl.Report
+}
+
+// timed runs step and sets *d to how long it took.
+func timed(d *time.Duration, step func() error) error {
+	t := time.Now()
+	err := step()
+	*d = time.Since(t)
+	return err
+}
+
+// RunCycle runs one cycle: it reloads the policy file when it changed,
+// then runs the steps in order, each timed (CycleResult.Steps):
 //
-//  0. reload the policy file when it changed;
-//  1. read the cluster (Source);
-//  2. observe: pending jobs Fairway may rank, running jobs, and the jobs
-//     that stopped since the previous cycle;
-//  3. rank them (policy.Engine);
-//  4. decide values that keep Fairway's order in Slurm, capped;
-//  5. hand the values, and the rewriting, to the Sink (a Planner when this
-//     process is not the leader);
-//  6. record decisions, finished jobs and the cycle (buffered through a
+//  1. observe: read the cluster (Source); pending jobs Fairway may rank,
+//     running jobs, and the jobs that stopped since the previous cycle;
+//  2. rank them (policy.Engine);
+//  3. decide values that keep Fairway's order in Slurm, capped;
+//  4. apply: hand the values, the rewriting and power saving to the Sink
+//     (a Planner when this process is not the leader);
+//  5. record decisions, finished jobs and the cycle (buffered through a
 //     database outage).
+//
+// A cycle that cannot read Slurm or rank ends early, recorded with its
+// error.
 func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
-	start := r.now()
 	r.cycle++
-	log := r.log.With("cycle", r.cycle)
-	r.checkPolicyFile(log)
-	rec := accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: start, Policy: r.cfg.Policy, DryRun: planning(r.sink)}
-	res := &CycleResult{}
+	c := &cycle{log: r.log.With("cycle", r.cycle), now: r.now(), started: time.Now(), res: &CycleResult{}}
+	c.rec = accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: c.now, Policy: r.cfg.Policy}
+	r.checkPolicyFile(c.log)
+	st := &c.res.Steps
 
-	// 1. Read.
+	if err := timed(&st.Observe, func() error { return r.observe(ctx, c) }); err != nil {
+		c.rec.Read = st.Observe
+		return nil, r.failCycle(ctx, c, "read_error", err)
+	}
+	c.rec.Read = st.Observe
+	if err := timed(&st.Rank, func() error { return r.rank(c) }); err != nil {
+		c.rec.Rank = st.Rank
+		return nil, r.failCycle(ctx, c, "rank_error", err)
+	}
+	c.rec.Rank = st.Rank
+	if err := timed(&st.Decide, func() error { return r.decide(c) }); err != nil {
+		return nil, r.failCycle(ctx, c, "rank_error", err)
+	}
+	_ = timed(&st.Apply, func() error { r.apply(ctx, c); return nil })
+	c.rec.Write = st.Apply
+	c.rec.Total = time.Since(c.started)
+	_ = timed(&st.Record, func() error { r.record(ctx, c); return nil })
+	c.rec.Record = st.Record
 
+	c.res.Record = c.rec
+	r.metrics.cycle(c.rec, st, "ok")
+	r.metrics.ranked(c.snap, c.scores, c.report, c.rec)
+	if n := len(c.report.Planned); n > 0 || len(c.report.Failed) > 0 {
+		c.log.Info("cycle", "pending", len(c.obs.Pending), "running", len(c.obs.Running), "changed", n,
+			"written", c.rec.Written, "failed", len(c.report.Failed), "leader", c.res.Leader, "dry_run", c.rec.DryRun,
+			"duration_seconds", c.rec.Total.Seconds(), "observe_seconds", st.Observe.Seconds(), "rank_seconds", st.Rank.Seconds(),
+			"decide_seconds", st.Decide.Seconds(), "apply_seconds", st.Apply.Seconds(), "record_seconds", st.Record.Seconds())
+	}
+	return c.res, nil
+}
+
+// observe reads the cluster and diffs it against the previous cycle: the
+// pending jobs Fairway ranks, the running ones, and those that stopped.
+func (r *Runner) observe(ctx context.Context, c *cycle) error {
 	cl, err := r.slurm.Read(ctx)
-	rec.Read = r.now().Sub(start)
 	if err != nil {
 		r.metrics.slurmUp.Set(0)
-		return nil, r.failCycle(ctx, log, rec, "read_error", fmt.Errorf("%w: %w", ErrSlurmRead, err))
+		return fmt.Errorf("%w: %w", ErrSlurmRead, err)
 	}
 	r.metrics.slurmUp.Set(1)
 	r.metrics.skippedRecords.Add(float64(len(cl.Skipped)))
-	res.Read = cl
-
-	// 2. Observe.
-	pendingRecs := r.rankable(cl)
-	pending := make([]policy.Job, len(pendingRecs))
-	for i := range pendingRecs {
-		pending[i] = pendingRecs[i].Job
+	c.cl, c.res.Read = cl, cl
+	c.writable = r.rankable(cl)
+	pending := make([]policy.Job, len(c.writable))
+	for i := range c.writable {
+		pending[i] = c.writable[i].Job
 	}
 	running := cl.Running()
-	stopped, newlyFinished := r.stopped(cl, running, start)
-	obs := &policy.Observation{Now: start, Pending: pending, Running: running, Stopped: stopped}
+	stopped, finished := r.stopped(cl, running, c.now)
+	c.obs = &policy.Observation{Now: c.now, Pending: pending, Running: running, Stopped: stopped}
+	c.finished = finished
+	c.rec.Pending, c.rec.Running = len(pending), len(running)
+	return nil
+}
 
-	// 3. Rank.
-	t := r.now()
-	snap, scores, err := r.engine.Cycle(obs)
-	rec.Rank = r.now().Sub(t)
+// rank runs the engine on the observation and keeps what the next cycle
+// compares with: who was pending, and what was predicted for them.
+func (r *Runner) rank(c *cycle) error {
+	snap, scores, err := r.engine.Cycle(c.obs)
 	if err != nil {
-		return nil, r.failCycle(ctx, log, rec, "rank_error", fmt.Errorf("rank: %w", err))
+		return fmt.Errorf("rank: %w", err)
 	}
-	r.observePredictionErrors(stopped)
-	r.recordStartedPredictions(running, start)
+	c.snap, c.scores = snap, scores
+	r.observePredictionErrors(c.obs.Stopped)
+	r.recordStartedPredictions(c.obs.Running, c.now)
 	if r.cfg.Forecast {
-		res.Forecast = r.forecastCycle(log, cl, snap, scores)
+		c.res.Forecast = r.forecastCycle(c.log, c.cl, snap, scores)
 	}
-	r.pendPrev = make(map[int64]policy.Job, len(pending))
-	for _, j := range pending {
+	r.pendPrev = make(map[int64]policy.Job, len(c.obs.Pending))
+	for _, j := range c.obs.Pending {
 		r.pendPrev[j.ID] = j
 	}
 	r.predicted = make(map[int64]time.Duration, len(snap.Predicted))
 	for id, d := range snap.Predicted {
 		r.predicted[id] = d
 	}
-	rec.Pending, rec.Running = len(pending), len(running)
-	res.Pending, res.Ranked, res.Snapshot, res.Policy = len(pending), scores, snap, r.engine.Policy()
+	c.res.Pending, c.res.Ranked, c.res.Snapshot, c.res.Policy = len(c.obs.Pending), scores, snap, r.engine.Policy()
 	if r.pf != nil {
-		res.PolicyFile = r.pf.info()
+		c.res.PolicyFile = r.pf.info()
 	}
+	return nil
+}
 
-	// 4. Decide: values that keep Fairway's order in Slurm, as few changes
-	// as possible, capped.
-	values, err := policy.Assign(scores, r.assigned, r.cfg.Range)
+// decide turns the ranking into values that keep Fairway's order in Slurm,
+// as few changes as possible, capped.
+func (r *Runner) decide(c *cycle) error {
+	values, err := policy.Assign(c.scores, r.assigned, r.cfg.Range)
 	if err != nil {
-		return nil, r.failCycle(ctx, log, rec, "rank_error", fmt.Errorf("assign values: %w", err))
+		return fmt.Errorf("assign values: %w", err)
 	}
-	want := make(map[int64]int64, len(scores))
-	for i, s := range scores {
+	want := make(map[int64]int64, len(c.scores))
+	for i, s := range c.scores {
 		want[s.JobID] = values[i]
 	}
-	want = r.capWrites(scores, want)
-	res.Values = want
+	c.want = r.capWrites(c.scores, want)
+	c.res.Values = c.want
+	return nil
+}
 
-	// 5. Hand to the sink; a follower only plans, from what this process
-	// last decided.
-	t = r.now()
+// apply hands the cycle's effects to the sink: a follower only plans, from
+// what this process last decided. What the sink reports applied is what
+// the next cycle takes Slurm to hold.
+func (r *Runner) apply(ctx context.Context, c *cycle) {
+	log := c.log
 	leader := r.leader.Leader(ctx)
 	sink := r.sink
 	if !leader {
 		sink = NewPlanner(r.sink, r.assigned)
 	}
-	dry := planning(sink)
+	c.sink = sink
 	if leader && !r.wasLeader {
-		if !dry {
-			if n, err := sink.Prime(ctx); err != nil {
-				log.Warn("prime writer", "err", err)
-			} else {
-				log.Info("became leader", "values_known", n)
-			}
+		if n, err := sink.Prime(ctx); err != nil {
+			log.Warn("prime writer", "err", err)
+		} else {
+			log.Info("became leader", "values_known", n)
 		}
-		r.takeOver(ctx, log, sink, pendingRecs)
+		r.takeOver(ctx, log, sink, c.writable)
 	}
 	if leader && len(r.toHandBack) > 0 {
-		res.HandBack = r.handOver(ctx, log, sink, cl.Jobs, want)
+		c.res.HandBack = r.handOver(ctx, log, sink, c.cl.Jobs, c.want)
 	}
 	if !leader && r.wasLeader {
 		log.Warn("lost leadership: writing nothing until it is confirmed again")
 	}
-	r.wasLeader, rec.Leader, res.Leader = leader, leader, leader
+	r.wasLeader, c.rec.Leader, c.res.Leader = leader, leader, leader
 	r.metrics.leader.Set(b2f(leader))
 
-	report, err := sink.WriteValues(ctx, pendingRecs, want)
+	report, err := sink.WriteValues(ctx, c.writable, c.want)
 	for id := range r.toHandBack {
 		if _, ranked := r.pendPrev[id]; ranked {
 			report.Skipped = append(report.Skipped, slurmctl.Skip{JobID: id, Reason: "admin priority of an earlier rest-priority serve not handed back yet"})
@@ -295,82 +415,70 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	if err != nil {
 		// The writer reports what it did even on error.
 		log.Error("write to slurm", "err", err, "applied", len(report.Applied), "failed", len(report.Failed))
-		rec.Error = "write: " + err.Error()
+		c.rec.Error = "write: " + err.Error()
 		if errors.Is(err, slurmctl.ErrReadBack) {
 			r.metrics.writerStopped.Set(1)
 		}
 	}
-	rec.Write = r.now().Sub(t)
-	rec.Written, rec.WriteErrors = len(report.Applied), len(report.Failed)
-	res.Report, res.Changed, res.DryRun = report, report.Planned, dry
+	c.report = report
+	c.rec.Written, c.rec.WriteErrors = len(report.Applied), len(report.Failed)
+	c.res.Report, c.res.Changed = report, report.Planned
 	if r.rewrite != nil {
-		res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, cl, snap.Predicted, scores, sink)
+		c.res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, c.now, c.cl, c.snap.Predicted, c.scores, sink)
 	}
 	if r.power != nil {
-		res.Power = r.power.Cycle(ctx, r.cycle, start, cl, dry)
+		c.res.Power = r.power.Cycle(ctx, r.cycle, c.now, c.cl, sink)
 	}
-	// Remember what Slurm holds now: applied writes, plus everything
-	// decided when nothing is written (so a dry run converges too).
-	next := make(map[int64]int64, len(want))
+	next := make(map[int64]int64, len(c.want))
 	for id, v := range r.assigned {
-		if _, still := want[id]; still {
+		if _, still := c.want[id]; still {
 			next[id] = v
 		}
 	}
-	if !dry {
-		for _, c := range report.Applied {
-			next[c.JobID] = c.To
-		}
-	} else {
-		for id, v := range want {
-			next[id] = v
-		}
+	for _, ch := range report.Applied {
+		next[ch.JobID] = ch.To
 	}
 	r.assigned = next
+}
 
-	// 6. Record: decisions for every job whose value changed, the jobs that
-	// finished, the cycle.
-	rank := make(map[int64]int, len(scores))
-	for i, s := range scores {
+// record logs a decision for every job whose value changed, with the jobs
+// that finished and the cycle's row, stamped by the cycle's sink, and
+// ships what the database takes.
+func (r *Runner) record(ctx context.Context, c *cycle) {
+	rank := make(map[int64]int, len(c.scores))
+	for i, s := range c.scores {
 		rank[s.JobID] = i
 	}
-	for _, c := range report.Planned {
-		i, ok := rank[c.JobID]
+	var decisions []accounting.Decision
+	for _, ch := range c.report.Planned {
+		i, ok := rank[ch.JobID]
 		if !ok {
 			continue
 		}
-		s := scores[i]
+		s := c.scores[i]
 		d := accounting.Decision{
-			Cluster: r.cfg.Cluster, At: start, Cycle: r.cycle, JobID: c.JobID, Policy: r.cfg.Policy,
-			Rank: i + 1, Score: s.Value, Parts: s.Parts.Map(), Predicted: snap.Predicted[c.JobID], Predictor: r.cfg.Predictor,
-			Field: r.cfg.Field, Value: c.To, DryRun: dry,
+			Cluster: r.cfg.Cluster, At: c.now, Cycle: r.cycle, JobID: ch.JobID, Policy: r.cfg.Policy,
+			Rank: i + 1, Score: s.Value, Parts: s.Parts.Map(), Predicted: c.snap.Predicted[ch.JobID], Predictor: r.cfg.Predictor,
+			Field: r.cfg.Field, Value: ch.To,
 		}
-		if c.FromKnown {
-			from := c.From
+		if ch.FromKnown {
+			from := ch.From
 			d.Previous = &from
 		}
 		if r.cfg.Field == "priority" {
-			nice := c.Nice
+			nice := ch.Nice
 			d.Nice = &nice
 		}
-		r.buffer.mem.Decisions = append(r.buffer.mem.Decisions, d)
-		log.Debug("decision", "job_id", c.JobID, "rank", i+1, "score", s.Value, "value", c.To, "dry_run", d.DryRun)
+		decisions = append(decisions, d)
 	}
-	r.buffer.mem.Finished = append(r.buffer.mem.Finished, newlyFinished...)
-	rec.Total = r.now().Sub(start)
-	r.buffer.addCycle(rec)
-	t = r.now()
-	res.Recorded = r.flush(ctx, log)
-	rec.Record = r.now().Sub(t)
-
-	r.metrics.cycle(rec, "ok")
-	r.metrics.ranked(snap, scores, report)
-	if n := len(report.Planned); n > 0 || len(report.Failed) > 0 {
-		log.Info("cycle", "pending", len(pending), "running", len(running), "changed", n,
-			"written", len(report.Applied), "failed", len(report.Failed), "leader", leader, "dry_run", dry,
-			"duration_seconds", rec.Total.Seconds())
+	c.sink.Stamp(&c.rec, decisions)
+	for _, d := range decisions {
+		c.log.Debug("decision", "job_id", d.JobID, "rank", d.Rank, "score", d.Score, "value", d.Value, "dry_run", d.DryRun)
 	}
-	return res, nil
+	r.buffer.mem.Decisions = append(r.buffer.mem.Decisions, decisions...)
+	r.buffer.mem.Finished = append(r.buffer.mem.Finished, c.finished...)
+	r.buffer.addCycle(c.rec)
+	c.res.Recorded = r.flush(ctx, c.log)
 }
 
 // takeOver runs when this process becomes the leader: it reads from the
@@ -429,12 +537,13 @@ func (r *Runner) handOver(ctx context.Context, log *slog.Logger, sink Sink, jobs
 }
 
 // failCycle records a cycle that ended early with err and returns err.
-func (r *Runner) failCycle(ctx context.Context, log *slog.Logger, rec accounting.Cycle, result string, err error) error {
-	rec.Error = err.Error()
-	rec.Total = r.now().Sub(rec.Started)
-	r.buffer.addCycle(rec)
-	r.flush(ctx, log)
-	r.metrics.cycle(rec, result)
+func (r *Runner) failCycle(ctx context.Context, c *cycle, result string, err error) error {
+	c.rec.Error = err.Error()
+	c.rec.Total = time.Since(c.started)
+	r.sink.Stamp(&c.rec, nil)
+	r.buffer.addCycle(c.rec)
+	r.flush(ctx, c.log)
+	r.metrics.cycle(c.rec, &c.res.Steps, result)
 	return err
 }
 

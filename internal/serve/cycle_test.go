@@ -127,7 +127,7 @@ func newRig(t *testing.T, cfg Config, plan bool) *rig {
 	if plan {
 		sink = NewPlanner(g.store, nil)
 	}
-	g.r = New(cfg, quietLogger(), g.reader, sink, g.leader, eng, nil, NewMetrics())
+	g.r = New(cfg, Parts{Source: g.reader, Sink: sink, Leader: g.leader, Engine: eng}, quietLogger())
 	g.r.now = func() time.Time { return g.clock }
 	return g
 }
@@ -428,4 +428,82 @@ func TestRunner_SpilledRecordsShipAfterRestart(t *testing.T) {
 func gauge(t *testing.T, m *Metrics, name string) float64 {
 	t.Helper()
 	return metricValue(t, m, name)
+}
+
+// TestRunner_PlannedCycleRecordsOneFlag: a cycle that only plans (a
+// follower's, or a dry run's) records its cycle row and its decisions as
+// planned alike, and a leader's live cycle records neither as planned.
+func TestRunner_PlannedCycleRecordsOneFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		leader, dry bool
+		want        bool
+	}{
+		{"follower", false, false, true},
+		{"dry-run-leader", true, true, true},
+		{"dry-run-follower", false, true, true},
+		{"live-leader", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t, Config{}, tc.dry)
+			g.leader.leader = tc.leader
+			g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
+			if len(g.store.cycles) != 1 || len(g.store.decisions) != 2 {
+				t.Fatalf("recorded %d cycle rows and %d decisions, want 1 and 2", len(g.store.cycles), len(g.store.decisions))
+			}
+			if got := g.store.cycles[0].DryRun; got != tc.want {
+				t.Errorf("cycle row dry_run = %v, want %v", got, tc.want)
+			}
+			for _, d := range g.store.decisions {
+				if d.DryRun != tc.want {
+					t.Errorf("decision for job %d dry_run = %v, want %v", d.JobID, d.DryRun, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestRunner_OneClockReadingPerCycle: a cycle reads the clock once, and
+// its row, its snapshot and its decisions all carry that reading; every
+// step is timed (a sample per step in fairway_cycle_duration_seconds).
+func TestRunner_OneClockReadingPerCycle(t *testing.T) {
+	g := newRig(t, Config{}, false)
+	reads := 0
+	g.r.now = func() time.Time { reads++; return g.clock }
+	for n := 1; n <= 2; n++ {
+		res := g.cycle(t, job(1, "a", policy.StatePending, 0), job(int64(1+n), "b", policy.StatePending, time.Second))
+		if reads != n {
+			t.Fatalf("after %d cycles the clock was read %d times, want %d", n, reads, n)
+		}
+		if !res.Record.Started.Equal(g.clock) || !res.Snapshot.Now.Equal(g.clock) {
+			t.Errorf("cycle %d: row started %v, snapshot at %v, want both %v", n, res.Record.Started, res.Snapshot.Now, g.clock)
+		}
+	}
+	for _, d := range g.store.decisions {
+		if d.At.After(g.clock) || d.At.Before(g.clock.Add(-30*time.Second)) {
+			t.Errorf("decision for job %d at %v: not a cycle's reading", d.JobID, d.At)
+		}
+	}
+	fams, err := g.r.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, f := range fams {
+		if f.GetName() != "fairway_cycle_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "phase" {
+					got[l.GetValue()] = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	for _, step := range []string{"observe", "rank", "decide", "apply", "record", "total"} {
+		if got[step] != 2 {
+			t.Errorf("step %s timed %d times in 2 cycles, want 2 (got %v)", step, got[step], got)
+		}
+	}
 }

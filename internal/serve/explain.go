@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -186,6 +187,22 @@ func notRanked(res *CycleResult, id int64) *NotQueuedError {
 	return e
 }
 
+// ExplainCycle explains job id's place in a planned cycle's ranking
+// (Explain); for a job Slurm no longer lists (MinJobAge), hist, Fairway's
+// job history of cluster, may say how it ended.
+func ExplainCycle(ctx context.Context, res *CycleResult, id int64, hist JobFinder, cluster string) (*Explanation, error) {
+	ex, err := Explain(res, id)
+	var nq *NotQueuedError
+	if errors.As(err, &nq) && res.Read != nil && !slices.ContainsFunc(res.Read.Jobs, func(j slurmctl.Job) bool { return j.ID == id }) {
+		j, ferr := hist.FinishedJob(ctx, cluster, id)
+		if ferr != nil {
+			return nil, fmt.Errorf("%w (and the job history could not be read: %w)", err, ferr)
+		}
+		fromHistory(nq, j)
+	}
+	return ex, err
+}
+
 // JobFinder finds a finished job in Fairway's job history
 // (accounting.Store), for a job Slurm no longer lists.
 type JobFinder interface {
@@ -205,4 +222,37 @@ func fromHistory(e *NotQueuedError, j *policy.Job) {
 		when = "at " + j.End.Local().Format(time.RFC3339)
 	}
 	e.Why = fmt.Sprintf("job %d is not in the queue: it finished %s (%s), per Fairway's job history", e.JobID, when, j.State)
+}
+
+// Ranker is the policy that ranked the job: the one the cycle ranked with
+// (its parameters included) or, for an explanation that lost it (read
+// back from JSON), the registered policy ex.Policy names when its
+// defaults are all it can be. A family's point cannot be rebuilt from its
+// name: nil.
+func (ex *Explanation) Ranker() policy.Policy {
+	if ex.ranker != nil {
+		return ex.ranker
+	}
+	e, ok := policy.Lookup(ex.Policy)
+	if !ok || e.Traits.Family {
+		return nil
+	}
+	p, err := e.New(nil)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// WhatMovesIt says, in the terms of p, the policy that ranked the job with
+// the parameters it ranked with, what would move it forward, given the
+// job's score parts: the policy's own answer when it is a
+// policy.Explainer, since the levers differ between policies (and between
+// points of a family) and naming another policy's guards would send a
+// user after the wrong thing. p may be nil (unknown): the generic answer.
+func WhatMovesIt(p policy.Policy, parts map[string]float64) string {
+	if ex, ok := p.(policy.Explainer); ok {
+		return ex.WhatMovesIt(parts)
+	}
+	return "the score parts above: the job ahead leads by the differences listed."
 }

@@ -53,17 +53,29 @@ func TestExplain_WhatMovesItAsksTheLoadedPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ex.Policy = "learned"
-			var b strings.Builder
-			if err := ex.WriteText(&b); err != nil {
-				t.Fatal(err)
-			}
-			text := b.String()
-			_, moves, ok := strings.Cut(text, "what moves it: ")
-			if !ok {
-				t.Fatalf("no \"what moves it\" in:\n%s", text)
-			}
+			ex.Policy = "learned" // a family's name: only the policy that ranked can answer
+			moves := WhatMovesIt(ex.Ranker(), ex.Parts)
 			texttest.Check(t, moves, tc.want, tc.never)
 		})
+	}
+}
+
+func TestWhatMovesIt_NamesOnlyThePolicysOwnLevers(t *testing.T) {
+	for _, tc := range []struct {
+		policy      string
+		want, never string
+	}{
+		{"fair-sjf", "fair-share usage decaying", "starvation guard"},
+		{"fair-qssf", "starvation guard (24 h)", "overtakes fresher jobs"},
+		{"fifo", "score parts above", "starvation guard"},
+	} {
+		p, err := policy.New(tc.policy, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := WhatMovesIt(p, nil)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.never) {
+			t.Errorf("%s: %q, want it to say %q and never %q", tc.policy, got, tc.want, tc.never)
+		}
 	}
 }

@@ -80,8 +80,8 @@ func handOverRig(t *testing.T, field string) (*Runner, *handBackWriter, *frozenS
 		2: {Priority: 600000, Nice: 0},   // since given another priority by someone
 	}}
 	clock := t0.Add(time.Minute)
-	r := New(Config{Cluster: "c", Policy: "fifo", Field: field, Range: rng}, quietLogger(), &fakeReader{},
-		&Live{Values: w, Recorder: st}, &fakeLeader{leader: true}, eng, nil, NewMetrics())
+	r := New(Config{Cluster: "c", Policy: "fifo", Field: field, Range: rng},
+		Parts{Source: &fakeReader{}, Sink: &Live{Values: w, Recorder: st}, Leader: &fakeLeader{leader: true}, Engine: eng}, quietLogger())
 	r.now = func() time.Time { return clock }
 	return r, w, st, &clock
 }

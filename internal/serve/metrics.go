@@ -50,7 +50,7 @@ func NewMetrics() *Metrics {
 	m.power = newPowerMetrics(m.reg)
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.cycleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "fairway_cycle_duration_seconds", Help: "Duration of serve cycles by phase (read, rank, write, record, total).",
+		Name: "fairway_cycle_duration_seconds", Help: "Duration of serve cycles by step (observe, rank, decide, apply, record) and in total (up to recording).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
 	}, []string{"phase"})
 	m.cycles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairway_cycles_total", Help: "Serve cycles by result (ok, read_error, rank_error)."}, []string{"result"})
@@ -89,18 +89,19 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-func (m *Metrics) cycle(c accounting.Cycle, result string) {
+func (m *Metrics) cycle(c accounting.Cycle, st *Steps, result string) {
 	m.cycles.WithLabelValues(result).Inc()
-	for phase, d := range map[string]time.Duration{"read": c.Read, "rank": c.Rank, "write": c.Write, "record": c.Record, "total": c.Total} {
+	for phase, d := range map[string]time.Duration{"observe": st.Observe, "rank": st.Rank, "decide": st.Decide, "apply": st.Apply,
+		"record": st.Record, "total": c.Total} {
 		m.cycleDuration.WithLabelValues(phase).Observe(d.Seconds())
 	}
 }
 
 // ranked updates the per-cycle gauges from the snapshot just ranked.
-func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl.Report) {
+func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl.Report, c accounting.Cycle) {
 	m.jobsPending.Set(float64(len(scores)))
 	m.jobsRunning.Set(float64(len(s.Running)))
-	m.writes.Add(float64(len(rep.Applied)))
+	m.writes.Add(float64(c.Written)) // as its sink stamped it: a planned cycle writes nothing
 	m.writeErrors.Add(float64(len(rep.Failed)))
 	m.readBackBad.Add(float64(len(rep.ReadBack.Mismatches)))
 	m.planned.Add(float64(len(rep.Planned)))

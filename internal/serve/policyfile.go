@@ -224,6 +224,15 @@ func newPolicyFileMetrics(reg *prometheus.Registry) *policyFileMetrics {
 	return m
 }
 
+// PolicyFile is the policy file the runner ranks with now; nil without
+// one. Read it between cycles: a cycle may reload it.
+func (r *Runner) PolicyFile() *PolicyFile {
+	if r.pf == nil {
+		return nil
+	}
+	return r.pf.cur
+}
+
 // SetPolicyFile makes the runner rank with pf's policy from the next cycle
 // on, and reload pf's file when it changes (policyWatch).
 func (r *Runner) SetPolicyFile(pf *PolicyFile) error {

@@ -20,7 +20,7 @@ import (
 // Power saving in serve: each cycle, power.Decide picks nodes to power
 // down or up from the cycle's read, and the actions go to a PowerSink:
 // scontrol (PowerLive) or nothing (PowerPlanner, the dry run, also used
-// whenever the cycle itself only plans: serve --dry-run or a follower).
+// whenever the cycle's Sink plans: serve --dry-run or a follower).
 // Every action, and every cycle in which waiting jobs lacked nodes, is a
 // record in power_action.
 
@@ -171,14 +171,14 @@ func NewPowerSaver(cfg PowerConfig, cluster string, live PowerSink, rec PowerRec
 // (from the database), so a restart does not reset the hourly cap.
 func (p *PowerSaver) SeedChanges(at []time.Time) { p.changes = append(p.changes, at...) }
 
-// Cycle decides and acts for one cycle. planOnly is true when the cycle
-// itself writes nothing (serve --dry-run, or not the leader).
-func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *slurmctl.Cluster, planOnly bool) *PowerReport {
-	dry := planOnly || p.cfg.Mode == PowerDryRun || p.live == nil
+// Cycle decides and acts for one cycle; the cycle's sink says where the
+// actions go (Sink.PowerTo).
+func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *slurmctl.Cluster, to Sink) *PowerReport {
 	var sink PowerSink = p.dry
-	if !dry {
-		sink = p.live
+	if p.cfg.Mode == PowerOn && p.live != nil {
+		sink = to.PowerTo(p.live, p.dry)
 	}
+	dry := sink == PowerSink(p.dry)
 	rep := &PowerReport{DryRun: dry, Failed: map[string]string{}}
 	in := p.inputs(ctx, now, cl, sink, dry)
 	d, err := power.Decide(in)

@@ -59,7 +59,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := ps.Cycle(t.Context(), 1, now, powerCluster(running, pending), false)
+		rep := ps.Cycle(t.Context(), 1, now, powerCluster(running, pending), &Live{})
 		// busy 1 + pending 1 + buffer 1 = 3 powered: one of gpu2, gpu3 goes (gpu3, the highest not held)
 		if d := cmp.Diff([]string{"down gpu3"}, live.calls); d != "" {
 			t.Errorf("scontrol calls (-want +got):\n%s", d)
@@ -81,8 +81,8 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := ps.Cycle(t.Context(), 1, now, powerCluster(running), false)
-		second := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), false)
+		first := ps.Cycle(t.Context(), 1, now, powerCluster(running), &Live{})
+		second := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), &Live{})
 		if len(live.calls) != 0 {
 			t.Errorf("dry run ran %v", live.calls)
 		}
@@ -100,7 +100,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 	t.Run("a follower only plans", func(t *testing.T) {
 		live := &fakePower{}
 		ps, _ := NewPowerSaver(cfg, "c", live, &fakePowerRec{}, nil, slog.New(slog.DiscardHandler))
-		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), true); !rep.DryRun || len(live.calls) != 0 {
+		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), NewPlanner(nil, nil)); !rep.DryRun || len(live.calls) != 0 {
 			t.Errorf("plan-only cycle: dry run %v, calls %v", rep.DryRun, live.calls)
 		}
 	})
@@ -112,7 +112,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		for i := 1; i < 4; i++ {
 			cl.Nodes[i].State = []string{"IDLE", "POWERED_DOWN"}
 		}
-		ps.Cycle(t.Context(), 1, now, cl, false)
+		ps.Cycle(t.Context(), 1, now, cl, &Live{})
 		if d := cmp.Diff([]string{"up gpu2", "up gpu3", "up gpu4"}, live.calls); d != "" {
 			t.Errorf("scontrol calls (-want +got):\n%s", d)
 		}

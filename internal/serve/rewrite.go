@@ -86,12 +86,15 @@ type Rewriter struct {
 	usage  UsageSource
 	cpuUse func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) // nil: not read
 	slurm  SlurmReader
-	now    func() time.Time
 
 	share    *rewrite.Rules // profiles and the share rule (serve's shards per GPU)
 	profiles map[rewrite.ProfileKey]*rewrite.UsageProfile
 	loadedAt int64 // cycle of the last history load; 0: never
-	elastic  map[int64]bool
+	// elastic is what the elastic jobs Fairway resized asked for (their
+	// GPUs), so a job Slurm now shows grown is not grown again, and one a
+	// Planner only planned to grow (it still shows what it asked for) is
+	// judged again. Only Cycle touches it.
+	elastic map[int64]int
 	// asked is what pending jobs asked for before Fairway first changed
 	// their CPUs or memory, so the rules size them from the request and not
 	// from an earlier change. Kept in memory: after serve restarts (or a
@@ -109,7 +112,6 @@ type RewriteReport struct {
 	Proposals    []rewrite.Proposal // the changes asked of Slurm
 	Withheld     []Withheld         // CPU and memory changes not asked for: Slurm limits apply
 	Resize       slurmctl.ResizeReport
-	DryRun       bool
 }
 
 // Withheld is a CPU or memory change the rules proposed and Fairway did
@@ -139,7 +141,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, now: time.Now, share: share, elastic: map[int64]bool{}, asked: map[int64]rewrite.Asked{}}
+	rw := &Rewriter{cfg: cfg, log: log, usage: usage, slurm: slurm, share: share, elastic: map[int64]int{}, asked: map[int64]rewrite.Asked{}}
 	if cfg.Sacct {
 		rw.cpuUse = func(ctx context.Context, since, until time.Time) (map[int64]accounting.CPUUse, error) {
 			return accounting.SacctUsage(ctx, slurmctl.Commands{}, "", since, until)
@@ -149,8 +151,7 @@ func NewRewriter(cfg RewriteConfig, log *slog.Logger, usage UsageSource, slurm S
 }
 
 // refresh reloads the usage history into profiles.
-func (rw *Rewriter) refresh(ctx context.Context) error {
-	now := rw.now()
+func (rw *Rewriter) refresh(ctx context.Context, now time.Time) error {
 	since := now.AddDate(0, 0, -rw.cfg.HistoryDays)
 	samples, err := rw.usage.UsageSamples(ctx, rw.cfg.Cluster, since)
 	if err != nil {
@@ -171,16 +172,17 @@ func (rw *Rewriter) refresh(ctx context.Context) error {
 	return nil
 }
 
-// Cycle runs the rules on one read of the cluster. predicted and ranking
-// are the engine's (elastic jobs are judged in Fairway's order); every
-// write goes to sink. It never fails the serve cycle: problems are logged
-// and the report says what was done.
-func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
+// Cycle runs the rules on one read of the cluster, made at now (the
+// cycle's time: the table's stamp, begin times). predicted and ranking are
+// the engine's (elastic jobs are judged in Fairway's order); every write
+// goes to sink. It never fails the serve cycle: problems are logged and
+// the report says what was done.
+func (rw *Rewriter) Cycle(ctx context.Context, n int64, now time.Time, cl *slurmctl.Cluster,
 	predicted map[int64]time.Duration, ranking []policy.Score, sink Sink) *RewriteReport {
 	log := rw.log.With("cycle", n)
-	rep := &RewriteReport{DryRun: planning(sink)}
+	rep := &RewriteReport{}
 	if rw.loadedAt == 0 || n-rw.loadedAt >= int64(rw.cfg.RefreshEvery) {
-		if err := rw.refresh(ctx); err != nil {
+		if err := rw.refresh(ctx, now); err != nil {
 			log.Warn("rewrite: load usage history", "err", err)
 			if rw.profiles == nil {
 				return rep // nothing to judge by yet
@@ -210,17 +212,15 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 				rep.NoShare = append(rep.NoShare, r)
 			}
 		}
-		header := len(rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
+		header := len(rewrite.RenderTable(now, rw.cfg.TableMaxAge, rw.cfg.Partitions, nil))
 		rep.Rules, rep.TableDropped = rewrite.CapTable(rep.Rules, rw.cfg.TableMaxRulesPerUser, rw.cfg.TableMaxBytes-header)
 		if rep.TableDropped > 0 {
 			log.Warn("rewrite: share table capped: the users with the most rules lose some", "kept", len(rep.Rules), "dropped", rep.TableDropped,
 				"max_rules_per_user", rw.cfg.TableMaxRulesPerUser, "max_bytes", rw.cfg.TableMaxBytes)
 		}
-		table := rewrite.RenderTable(rw.now(), rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
+		table := rewrite.RenderTable(now, rw.cfg.TableMaxAge, rw.cfg.Partitions, rep.Rules)
 		if err := sink.WriteTable(rw.cfg.Table, table); err != nil {
 			log.Error("rewrite: write the share table", "path", rw.cfg.Table, "err", err)
-		} else if rep.DryRun {
-			log.Info("rewrite: dry run: would write the share table", "path", rw.cfg.Table, "rules", len(rep.Rules))
 		} else {
 			rep.TableWritten = true
 		}
@@ -233,7 +233,7 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 			log.Warn("rewrite: cannot read job comments (opt-outs): no job resized this cycle", "err", err)
 			return rep
 		}
-		rep.Proposals, rep.Withheld = rw.guardLimits(ctx, log, cl, rw.propose(cl, comments, predicted, ranking))
+		rep.Proposals, rep.Withheld = rw.guardLimits(ctx, log, cl, rw.propose(now, cl, comments, predicted, ranking))
 		want := mergeProposals(rep.Proposals)
 		if len(want) > 0 {
 			rep.Resize, err = sink.Resize(ctx, cl.Jobs, want)
@@ -247,24 +247,22 @@ func (rw *Rewriter) Cycle(ctx context.Context, n int64, cl *slurmctl.Cluster,
 			for _, p := range rep.Proposals {
 				if planned[p.JobID] {
 					log.Info("rewrite", "job_id", p.JobID, "rule", p.Rule, "from", p.From, "cpus", p.CPUs, "memory_mb", p.MemoryMB,
-						"gpus", p.GPUs, "reason", p.Reason, "dry_run", rep.DryRun)
+						"gpus", p.GPUs, "reason", p.Reason)
 				}
 			}
-			if !rep.DryRun {
-				for _, c := range rep.Resize.Applied {
-					if c.GPUs > 0 {
-						rw.elastic[c.JobID] = true
-					}
-					a := rw.asked[c.JobID]
-					if c.CPUs > 0 && a.CPUs == 0 {
-						a.CPUs = c.From.CPUs
-					}
-					if c.MemoryMB > 0 && a.MemoryMB == 0 {
-						a.MemoryMB = c.From.MemoryMB
-					}
-					if a != (rewrite.Asked{}) {
-						rw.asked[c.JobID] = a
-					}
+			for _, c := range rep.Resize.Applied {
+				if _, ok := rw.elastic[c.JobID]; c.GPUs > 0 && !ok {
+					rw.elastic[c.JobID] = c.From.GPUs
+				}
+				a := rw.asked[c.JobID]
+				if c.CPUs > 0 && a.CPUs == 0 {
+					a.CPUs = c.From.CPUs
+				}
+				if c.MemoryMB > 0 && a.MemoryMB == 0 {
+					a.MemoryMB = c.From.MemoryMB
+				}
+				if a != (rewrite.Asked{}) {
+					rw.asked[c.JobID] = a
 				}
 			}
 		}
@@ -326,7 +324,7 @@ func shape(cl *slurmctl.Cluster, partition string) (partitionShape, bool) {
 
 // propose runs the CPU, memory and elastic rules on the pending jobs of
 // the enabled partitions, in Fairway's ranking order (unranked jobs last).
-func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, predicted map[int64]time.Duration, ranking []policy.Score) []rewrite.Proposal {
+func (rw *Rewriter) propose(now time.Time, cl *slurmctl.Cluster, comments map[int64]string, predicted map[int64]time.Duration, ranking []policy.Score) []rewrite.Proposal {
 	rank := make(map[int64]int, len(ranking))
 	for i, s := range ranking {
 		rank[s.JobID] = i
@@ -416,12 +414,12 @@ func (rw *Rewriter) propose(cl *slurmctl.Cluster, comments map[int64]string, pre
 				if err != nil && mine[j.ID] {
 					rw.log.Warn("rewrite: ignoring a malformed elastic marker", "job_id", j.ID, "err", err)
 				}
-				if mine[j.ID] && isElastic && err == nil && !rw.elastic[j.ID] {
+				if asked, grown := rw.elastic[j.ID]; mine[j.ID] && isElastic && err == nil && (!grown || j.GPUs == asked) {
 					cands = append(cands, rewrite.ElasticJob{Job: &j.Job, Min: lo, Max: hi, Profile: rw.profiles[rewrite.ProfileKey{User: j.User, Name: j.Name}],
 						Predicted: predicted[j.ID], Ahead: ahead})
 					continue
 				}
-				if need := j.GPUs; need > 0 && ahead+need <= sh.free && canStart(j, rw.now()) {
+				if need := j.GPUs; need > 0 && ahead+need <= sh.free && canStart(j, now) {
 					ahead += need
 				}
 			}

@@ -50,12 +50,12 @@ func NewEngine(ctx context.Context, h History, cfg EngineConfig, now time.Time, 
 	if pol == nil {
 		var err error
 		if pol, err = policy.New(cfg.Policy, nil); err != nil {
-			return nil, fmt.Errorf("--policy: %w", err)
+			return nil, &FieldError{Field: "Policy", Err: err}
 		}
 	}
 	pred, err := predict.New(cfg.Predictor, predict.Params{})
 	if err != nil {
-		return nil, fmt.Errorf("--predictor: %w", err)
+		return nil, &FieldError{Field: "Predictor", Err: err}
 	}
 	var shares *policy.Shares
 	if tree, err := h.LoadShares(ctx, cfg.Cluster); err != nil {
@@ -200,15 +200,14 @@ func StartHTTP(addr string, m *Metrics, ready *atomic.Bool, log *slog.Logger) (*
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	return listenAndServe(addr, "--listen", "metrics server", mux, log)
+	return listenAndServe(addr, "metrics server", mux, log)
 }
 
-// listenAndServe serves h on addr (the setting flag names) in the
-// background.
-func listenAndServe(addr, flag, what string, h http.Handler, log *slog.Logger) (*http.Server, error) {
+// listenAndServe serves h on addr in the background.
+func listenAndServe(addr, what string, h http.Handler, log *slog.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
 	// The endpoints answer in microseconds; the timeouts keep idle, slow or
 	// half-open clients from holding connections (and goroutines) for ever.
@@ -221,6 +220,19 @@ func listenAndServe(addr, flag, what string, h http.Handler, log *slog.Logger) (
 	}()
 	return srv, nil
 }
+
+// FieldError is a setting that is wrong. Field names it as the field of
+// the config struct that holds it ("Policy" of EngineConfig), so that
+// whoever reads the settings (cmd/fairway's flags, a config file) names it
+// in its own words.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
 
 // AlwaysLeader is the Leadership of a serve run without HA (--no-ha) and
 // of explain: nothing else writes.

@@ -111,7 +111,7 @@ func benchRunner(tb testing.TB, cl *slurmctl.Cluster) *Runner {
 	}
 	cfg := Config{Cluster: "bench", Policy: policy.Default, Predictor: "fairway",
 		Range: policy.SiteFactorRange(), Field: "site_factor"}
-	r := New(cfg, quietLogger(), fixedReader{cl}, NewPlanner(nil, nil), AlwaysLeader{}, eng, nil, NewMetrics())
+	r := New(cfg, Parts{Source: fixedReader{cl}, Sink: NewPlanner(nil, nil), Leader: AlwaysLeader{}, Engine: eng}, quietLogger())
 	return r
 }
 

@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -40,6 +39,13 @@ type Sink interface {
 	// Adopt tells a rest-priority writer which jobs it froze before a
 	// restart, so their nice is carried on (slurmctl.Writer.Adopt).
 	Adopt(frozen map[int64]slurmctl.Frozen)
+	// PowerTo is where a cycle's power actions go, given the saver's
+	// live scontrol writer and its planner.
+	PowerTo(live, planned PowerSink) PowerSink
+	// Stamp marks a cycle's row and decisions with what became of their
+	// effects before they are recorded: the one place a record's dry_run
+	// is set.
+	Stamp(c *accounting.Cycle, ds []accounting.Decision)
 	Recorder
 }
 
@@ -137,10 +143,20 @@ func (l *Live) Resize(ctx context.Context, jobs []slurmctl.Job, want []slurmctl.
 // WriteTable implements Sink.
 func (l *Live) WriteTable(path string, table []byte) error { return writeFileAtomic(path, table) }
 
+// PowerTo implements Sink: power actions reach Slurm.
+func (l *Live) PowerTo(live, _ PowerSink) PowerSink { return live }
+
+// Stamp implements Sink: what Live did is what the records say already.
+func (l *Live) Stamp(*accounting.Cycle, []accounting.Decision) {}
+
 // Planner is the Sink of a dry run, of explain and of a follower: it works
-// out what each write would change and keeps it, and writes nothing to
-// Slurm or the disk. Records go to Recorder when one is set (a dry-run
-// serve keeps its shadow decision log), else they are kept in memory.
+// out what each write would change, keeps it, and reports it applied, the
+// way Nomad's in-memory planner returns a fully committed plan, so that
+// whoever hands it effects carries on exactly as after a real write. It
+// writes nothing to Slurm or the disk, and stamps the records of its
+// cycles as planned (dry_run). Records go to Recorder when one is set (a
+// dry-run serve keeps its shadow decision log), else they are kept in
+// memory.
 type Planner struct {
 	Recorder Recorder // nil: keep records in memory only
 
@@ -153,27 +169,21 @@ type Planner struct {
 	Cycles      []accounting.Cycle
 	Predictions []accounting.Prediction
 
-	held    map[int64]int64 // values as they would be after the planned writes
-	resizer *slurmctl.ResizeWriter
+	held map[int64]int64 // values as they would be after the planned writes
 }
 
 // NewPlanner returns a Planner whose value diffs start from held (what
 // Slurm is believed to hold; nil for nothing known) and whose records go
 // to rec (nil: kept in memory).
 func NewPlanner(rec Recorder, held map[int64]int64) *Planner {
-	// A ResizeWriter in dry-run mode checks a resize plan against the jobs
-	// read exactly as the real one would, and never runs a command.
-	rw, err := slurmctl.NewResizeWriter(slurmctl.ResizeConfig{DryRun: true}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		panic(fmt.Sprintf("sidecar: planning resize writer: %v", err)) // only a negative timeout fails, and none is set
-	}
-	return &Planner{Recorder: rec, Tables: map[string][]byte{}, held: maps.Clone(held), resizer: rw}
+	return &Planner{Recorder: rec, Tables: map[string][]byte{}, held: maps.Clone(held)}
 }
 
 // WriteValues implements Sink: the values that differ from what the
-// Planner believes Slurm holds, none applied.
+// Planner believes Slurm holds, reported applied.
 func (p *Planner) WriteValues(_ context.Context, jobs []slurmctl.Job, want map[int64]int64) (slurmctl.Report, error) {
-	rep := slurmctl.Report{DryRun: true, Planned: changes(jobs, want, p.held)}
+	rep := slurmctl.Report{Planned: changes(jobs, want, p.held)}
+	rep.Applied = rep.Planned
 	if len(rep.Planned) > 0 {
 		p.ValueWrites++
 	}
@@ -204,14 +214,15 @@ func (p *Planner) FrozenPriorities(ctx context.Context, cluster string, jobs []s
 	return frozenFrom(ctx, p.Recorder, cluster, jobs)
 }
 
-// HandBack implements Sink: every hand-back planned, none made.
+// HandBack implements Sink: every hand-back planned and reported made.
 func (p *Planner) HandBack(_ context.Context, jobs []slurmctl.Job, frozen map[int64]slurmctl.Frozen) (slurmctl.HandBackReport, error) {
-	rep := slurmctl.HandBackReport{DryRun: true}
+	var rep slurmctl.HandBackReport
 	for _, j := range jobs {
 		if f, ok := frozen[j.ID]; ok {
 			rep.Planned = append(rep.Planned, slurmctl.HandBackOne{JobID: j.ID, Target: j.Target(), Frozen: f})
 		}
 	}
+	rep.Applied = rep.Planned
 	return rep, nil
 }
 
@@ -221,9 +232,13 @@ func (p *Planner) Adopt(map[int64]slurmctl.Frozen) {}
 // Prime implements Sink: a Planner learns nothing from Slurm.
 func (p *Planner) Prime(context.Context) (int, error) { return len(p.held), nil }
 
-// Resize implements Sink: the plan, checked, none applied.
-func (p *Planner) Resize(ctx context.Context, jobs []slurmctl.Job, want []slurmctl.Resize) (slurmctl.ResizeReport, error) {
-	rep, err := p.resizer.Resize(ctx, jobs, want)
+// Resize implements Sink: the plan, checked exactly as the writer checks
+// it (slurmctl.PlanResize), reported applied.
+func (p *Planner) Resize(_ context.Context, jobs []slurmctl.Job, want []slurmctl.Resize) (slurmctl.ResizeReport, error) {
+	rep, err := slurmctl.PlanResize(jobs, want)
+	if err == nil {
+		rep.Applied = rep.Planned
+	}
 	p.Resizes = append(p.Resizes, rep)
 	return rep, err
 }
@@ -232,6 +247,20 @@ func (p *Planner) Resize(ctx context.Context, jobs []slurmctl.Job, want []slurmc
 func (p *Planner) WriteTable(path string, table []byte) error {
 	p.Tables[path] = table
 	return nil
+}
+
+// PowerTo implements Sink: power actions are planned.
+func (p *Planner) PowerTo(_, planned PowerSink) PowerSink { return planned }
+
+// Stamp implements Sink: the cycle and its decisions were planned, and
+// nothing was written to Slurm.
+func (p *Planner) Stamp(c *accounting.Cycle, ds []accounting.Decision) {
+	if c != nil {
+		c.DryRun, c.Written, c.WriteErrors = true, 0, 0
+	}
+	for i := range ds {
+		ds[i].DryRun = true
+	}
 }
 
 // RecordFinished implements Recorder.
@@ -268,12 +297,6 @@ func (p *Planner) RecordPredictions(ctx context.Context, ps []accounting.Predict
 	}
 	p.Predictions = append(p.Predictions, ps...)
 	return nil
-}
-
-// planning reports whether s writes nothing.
-func planning(s Sink) bool {
-	_, ok := s.(*Planner)
-	return ok
 }
 
 // writeFileAtomic writes b to path through a temporary file in the same

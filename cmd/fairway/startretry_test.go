@@ -1,4 +1,4 @@
-package serve
+package main
 
 import (
 	"bytes"
@@ -60,7 +60,7 @@ func TestConnectSlurm_WaitsForSlurmrestdAtStart(t *testing.T) {
 		return nil
 	}
 	var logs bytes.Buffer
-	cfg := ServeConfig{
+	cfg := serveConfig{
 		Slurm:    slurmctl.ConnectConfig{URL: "http://" + addr, User: "root", TokenEnv: testToken(t)},
 		Interval: 10 * time.Second, MaxBackoff: 15 * time.Second, WaitForSlurm: true, startSleep: sleep,
 	}

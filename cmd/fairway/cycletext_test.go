@@ -1,22 +1,72 @@
-package serve
+package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/internal/texttest"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
+// appliedValues is a ValueWriter that Slurm takes every value from.
+type appliedValues struct{}
+
+func (appliedValues) Write(_ context.Context, jobs []slurmctl.Job, want map[int64]int64) (slurmctl.Report, error) {
+	var rep slurmctl.Report
+	for _, j := range jobs {
+		if v, ok := want[j.ID]; ok {
+			rep.Planned = append(rep.Planned, slurmctl.Change{JobID: j.ID, Target: j.Target(), To: v})
+		}
+	}
+	rep.Applied = rep.Planned
+	return rep, nil
+}
+
+func (appliedValues) Prime(context.Context) (int, error) { return 0, nil }
+
+// textJob is a pending one-GPU job of user submitted at t0+submit.
+func textJob(id int64, user string, submit time.Duration) slurmctl.Job {
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	return slurmctl.Job{Job: policy.Job{ID: id, ArrayTask: -1, User: user, Account: "acct-" + user, Partition: "gpu",
+		Submit: t0.Add(submit), State: policy.StatePending, GPUs: 1, TimeLimit: time.Hour}}
+}
+
+// fifoCycle runs one fifo cycle on jobs, writing through Live or, with
+// dry, planning through a Planner.
+func fifoCycle(t *testing.T, dry bool, jobs ...slurmctl.Job) *serve.CycleResult {
+	t.Helper()
+	pol, err := policy.New("fifo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink serve.Sink = &serve.Live{Values: appliedValues{}, Recorder: &countingStore{}}
+	if dry {
+		sink = serve.NewPlanner(&countingStore{}, nil)
+	}
+	cfg := serve.Config{Cluster: "c", Policy: "fifo", Field: "site_factor", Range: policy.SiteFactorRange()}
+	r := serve.New(cfg, serve.Parts{Source: &countingSource{cl: &slurmctl.Cluster{Jobs: jobs}}, Sink: sink, Leader: serve.AlwaysLeader{}, Engine: eng,
+		Now: func() time.Time { return time.Date(2026, 11, 2, 9, 1, 0, 0, time.UTC) }}, quietLogger())
+	res, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func TestCycleResult_WriteText(t *testing.T) {
 	for _, dry := range []bool{false, true} {
-		g := newRig(t, Config{}, dry)
-		res := g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
+		res := fifoCycle(t, dry, textJob(1, "a", 0), textJob(2, "b", time.Second))
 		var b strings.Builder
-		if err := res.WriteText(&b, "fifo", "site_factor"); err != nil {
+		if err := writeCycleText(&b, res, "fifo", "site_factor"); err != nil {
 			t.Fatal(err)
 		}
 		got := b.String()
@@ -43,20 +93,20 @@ func TestCycleResult_WriteText(t *testing.T) {
 
 func TestRewriteReport_WriteText(t *testing.T) {
 	var b strings.Builder
-	if err := (*RewriteReport)(nil).WriteText(&b); err != nil || b.Len() != 0 {
+	if err := writeRewriteText(&b, nil, true); err != nil || b.Len() != 0 {
 		t.Fatalf("nil report (rewriting off): %q, %v; want nothing", b.String(), err)
 	}
-	rep := &RewriteReport{DryRun: true,
+	rep := &serve.RewriteReport{
 		Rules:   []rewrite.ShareRule{{User: "alice", Name: "light", Shards: 4, Reason: "used 12% of a GPU"}},
 		NoShare: []rewrite.ShareRule{{User: "bob", Name: "heavy", Reason: "uses 95% of its GPU"}},
 		Proposals: []rewrite.Proposal{
 			{JobID: 1, Rule: rewrite.RuleCPUs, CPUs: 16, From: 1, Reason: "cpus per GPU"},
 			{JobID: 1, Rule: rewrite.RuleMemory, MemoryMB: 32000, From: 1000, Reason: "memory per GPU"},
 			{JobID: 5, Rule: rewrite.RuleElastic, GPUs: 4, From: 2, Reason: "idle GPUs"}},
-		Withheld: []Withheld{{Proposal: rewrite.Proposal{JobID: 6, Rule: rewrite.RuleCPUs, CPUs: 2, From: 1, Reason: "cpus per GPU"},
+		Withheld: []serve.Withheld{{Proposal: rewrite.Proposal{JobID: 6, Rule: rewrite.RuleCPUs, CPUs: 2, From: 1, Reason: "cpus per GPU"},
 			Why: "Slurm limits apply (GrpTRES=cpu=4 on account lim)"}},
 		Resize: slurmctl.ResizeReport{Planned: make([]slurmctl.ResizeChange, 2), Skipped: []slurmctl.Skip{{JobID: 7, Reason: "opted out"}}}}
-	if err := rep.WriteText(&b); err != nil {
+	if err := writeRewriteText(&b, rep, true); err != nil {
 		t.Fatal(err)
 	}
 	texttest.Check(t, b.String(), []string{
@@ -71,13 +121,26 @@ func TestRewriteReport_WriteText(t *testing.T) {
 // TestCycleResult_WriteText_OneJob: a count of one is singular ("1
 // pending job ranked, 1 value changed"; it said "1 pending jobs ranked").
 func TestCycleResult_WriteText_OneJob(t *testing.T) {
-	g := newRig(t, Config{}, true)
-	res := g.cycle(t, job(1, "a", policy.StatePending, 0))
+	res := fifoCycle(t, true, textJob(1, "a", 0))
 	var b strings.Builder
-	if err := res.WriteText(&b, "fifo", "site_factor"); err != nil {
+	if err := writeCycleText(&b, res, "fifo", "site_factor"); err != nil {
 		t.Fatal(err)
 	}
 	if first, _, _ := strings.Cut(b.String(), "\n"); first != "policy fifo, 1 pending job ranked, 1 value changed (dry run: nothing written)" {
 		t.Errorf("first line %q", first)
+	}
+}
+
+// TestGPUsText: the GPUS column says what the number alone hides.
+func TestGPUsText(t *testing.T) {
+	for want, j := range map[string]policy.Job{
+		"4":                {GPUs: 4},
+		"0 (3 shards)":     {Shards: 3},
+		"8 (8 tasks × 1)":  {GPUs: 1, Tasks: 8},
+		"2 (2 + 4 shards)": {GPUs: 2, Shards: 4},
+	} {
+		if got := gpusText(&j); got != want {
+			t.Errorf("gpusText(%+v) = %q, want %q", j, got, want)
+		}
 	}
 }

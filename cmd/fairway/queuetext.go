@@ -1,17 +1,18 @@
-package serve
+package main
 
 import (
 	"fmt"
 	"github.com/fairway-hpc/fairway/internal/plural"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"io"
 	"text/tabwriter"
 	"time"
 )
 
-// WriteText writes the queue for people, one pending job a row with its
+// writeQueueAnswer writes the queue q for people, one pending job a row with its
 // rank, expected start, limit bound, predicted run and wait, times in
 // local time, then what the forecast rests on.
-func (q *QueueAnswer) WriteText(w io.Writer) error {
+func writeQueueAnswer(w io.Writer, q *serve.QueueAnswer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOBID\tPARTITION\tUSER\tACCOUNT\tRANK\tEXPECTED_START\tLIMIT_BOUND\tPREDICTED_RUN\tWAITING\tREASON")
 	at := func(t *time.Time) string {

@@ -1,22 +1,24 @@
-package serve
+package main
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairway-hpc/fairway/internal/serve"
 )
 
-func TestQueueAnswer_WriteText(t *testing.T) {
+func TestWriteQueueAnswer(t *testing.T) {
 	t.Setenv("TZ", "UTC") // the table prints local times
 	at := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	start, bound := at.Add(90*time.Minute), at.Add(3*time.Hour)
-	q := &QueueAnswer{At: at, Policy: "fair-qssf", Jobs: []JobForecast{
+	q := &serve.QueueAnswer{At: at, Policy: "fair-qssf", Jobs: []serve.JobForecast{
 		{JobID: 12, Partition: "gpu", User: "alice", Account: "physics", Rank: 1, Of: 2, ExpectedStart: &start, LimitStart: &bound,
 			PredictedRunS: 1800.4, WaitS: 59.6, Reason: "Priority"},
 		{JobID: 13, Partition: "gpu", User: "bob", Account: "physics", Rank: 2, Of: 2, PredictedRunS: 3600, WaitS: 5, Reason: "Resources"},
 	}}
 	var b strings.Builder
-	if err := q.WriteText(&b); err != nil {
+	if err := writeQueueAnswer(&b, q); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(b.String(), "\n")
@@ -35,11 +37,11 @@ func TestQueueAnswer_WriteText(t *testing.T) {
 	}
 }
 
-func TestQueueAnswer_WriteText_OneJob(t *testing.T) {
-	q := &QueueAnswer{At: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Policy: "fair-sjf",
-		Jobs: []JobForecast{{JobID: 12, Partition: "gpu", User: "alice", Account: "physics", Rank: 1, Of: 1, Reason: "Priority"}}}
+func TestWriteQueueAnswer_OneJob(t *testing.T) {
+	q := &serve.QueueAnswer{At: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Policy: "fair-sjf",
+		Jobs: []serve.JobForecast{{JobID: 12, Partition: "gpu", User: "alice", Account: "physics", Rank: 1, Of: 1, Reason: "Priority"}}}
 	var b strings.Builder
-	if err := q.WriteText(&b); err != nil {
+	if err := writeQueueAnswer(&b, q); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "\n1 pending job; forecast of ") {
@@ -49,14 +51,14 @@ func TestQueueAnswer_WriteText_OneJob(t *testing.T) {
 
 // TestQueueAnswer_WriteTextArrayTasks: a pending array record's row says
 // when its first and its last task are expected to start.
-func TestQueueAnswer_WriteTextArrayTasks(t *testing.T) {
+func TestWriteQueueAnswerArrayTasks(t *testing.T) {
 	t.Setenv("TZ", "UTC")
 	at := time.Date(2026, 11, 24, 8, 11, 0, 0, time.UTC)
 	first, last, bound := at.Add(time.Hour), at.Add(3*time.Hour), at.Add(4*time.Hour)
-	q := &QueueAnswer{At: at, Policy: "fifo", Jobs: []JobForecast{{JobID: 10, Partition: "gpu", User: "carol", Account: "chem", Rank: 1, Of: 1,
+	q := &serve.QueueAnswer{At: at, Policy: "fifo", Jobs: []serve.JobForecast{{JobID: 10, Partition: "gpu", User: "carol", Account: "chem", Rank: 1, Of: 1,
 		ExpectedStart: &first, LastTaskExpectedStart: &last, LimitStart: &bound, GPUs: 1, Tasks: 8, Reason: "Resources"}}}
 	var b strings.Builder
-	if err := q.WriteText(&b); err != nil {
+	if err := writeQueueAnswer(&b, q); err != nil {
 		t.Fatal(err)
 	}
 	if row := strings.Fields(strings.Split(b.String(), "\n")[1]); len(row) < 6 || row[5] != "2026-11-24T09:11..11:11" {

@@ -1,4 +1,4 @@
-package serve
+package main
 
 import (
 	"fmt"
@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/plural"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-// WriteText writes ex for people: the job's place and score parts (for a
+// writeExplanation writes ex for people: the job's place and score parts (for a
 // learned policy, a table of each feature's contribution to its key), its
 // association's fair-share state, what the job ahead leads by and what
 // would move it (WhatMovesIt), its start forecast and the last decision
 // serve logged for it.
-func (ex *Explanation) WriteText(w io.Writer) error {
+func writeExplanation(w io.Writer, ex *serve.Explanation) error {
 	fmt.Fprintf(w, "job %d (user %s, account %s): rank %d of %d pending under %s\n", ex.JobID, ex.User, ex.Account, ex.Rank, ex.Of, ex.Policy)
 	if ex.PolicyFile != nil {
 		fmt.Fprintf(w, "  from %s\n", ex.PolicyFile)
@@ -57,7 +58,7 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 		for _, k := range sortedKeys(ex.AheadByParts) {
 			fmt.Fprintf(w, "    %-18s %+.6g\n", k, ex.AheadByParts[k])
 		}
-		fmt.Fprintln(w, "  what moves it: "+WhatMovesIt(ex.policy(), ex.Parts))
+		fmt.Fprintln(w, "  what moves it: "+serve.WhatMovesIt(ex.Ranker(), ex.Parts))
 	}
 	if st := ex.Start; st != nil {
 		writeStart(w, st)
@@ -105,14 +106,14 @@ func usageRatio(r, userUsage float64) string {
 // before it, the nearest first (at most 10 of each): running jobs that
 // end, jobs ranked ahead that start, and jobs ranked below that backfill
 // before it (they start earlier but are not waited for).
-func writeStart(w io.Writer, st *StartForecast) {
+func writeStart(w io.Writer, st *serve.StartForecast) {
 	if st.Expected == nil {
 		fmt.Fprintln(w, "  expected start: never: it asks for more than the ranked partitions have")
 		return
 	}
 	fmt.Fprintf(w, "  expected start: %s (in %s), from predicted run times; with time limits, as squeue --start plans: %s\n",
 		st.Expected.Format(time.RFC3339), time.Until(*st.Expected).Round(time.Second), st.LimitBound.Format(time.RFC3339))
-	list := func(head string, evs []Event) {
+	list := func(head string, evs []serve.Event) {
 		if len(evs) == 0 {
 			return
 		}
@@ -168,37 +169,4 @@ func writeContributions(w io.Writer, score, key float64, cs []policy.Contributio
 	}
 	_, err := fmt.Fprintln(w, "    (contribution = exponent · ln value; the value of a feature this policy does not use is not computed: -)")
 	return err
-}
-
-// policy is the policy that ranked the job: the one the cycle ranked with
-// (its parameters included) or, for an explanation that lost it (read
-// back from JSON), the registered policy ex.Policy names when its
-// defaults are all it can be. A family's point cannot be rebuilt from its
-// name: nil.
-func (ex *Explanation) policy() policy.Policy {
-	if ex.ranker != nil {
-		return ex.ranker
-	}
-	e, ok := policy.Lookup(ex.Policy)
-	if !ok || e.Traits.Family {
-		return nil
-	}
-	p, err := e.New(nil)
-	if err != nil {
-		return nil
-	}
-	return p
-}
-
-// WhatMovesIt says, in the terms of p, the policy that ranked the job with
-// the parameters it ranked with, what would move it forward, given the
-// job's score parts: the policy's own answer when it is a
-// policy.Explainer, since the levers differ between policies (and between
-// points of a family) and naming another policy's guards would send a
-// user after the wrong thing. p may be nil (unknown): the generic answer.
-func WhatMovesIt(p policy.Policy, parts map[string]float64) string {
-	if ex, ok := p.(policy.Explainer); ok {
-		return ex.WhatMovesIt(parts)
-	}
-	return "the score parts above: the job ahead leads by the differences listed."
 }

@@ -1,4 +1,4 @@
-package serve
+package main
 
 import (
 	"math"
@@ -7,53 +7,34 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/internal/texttest"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-func TestWhatMovesIt_NamesOnlyThePolicysOwnLevers(t *testing.T) {
-	for _, tc := range []struct {
-		policy      string
-		want, never string
-	}{
-		{"fair-sjf", "fair-share usage decaying", "starvation guard"},
-		{"fair-qssf", "starvation guard (24 h)", "overtakes fresher jobs"},
-		{"fifo", "score parts above", "starvation guard"},
-	} {
-		p, err := policy.New(tc.policy, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := WhatMovesIt(p, nil)
-		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.never) {
-			t.Errorf("%s: %q, want it to say %q and never %q", tc.policy, got, tc.want, tc.never)
-		}
-	}
-}
-
-func TestExplanation_WriteText(t *testing.T) {
+func TestWriteExplanation(t *testing.T) {
 	at := time.Date(2026, 11, 2, 9, 30, 0, 0, time.UTC)
-	base := func() *Explanation {
-		return &Explanation{Policy: "fair-sjf", JobID: 7, User: "bob", Account: "physics", Rank: 2, Of: 3, Score: 0.25,
+	base := func() *serve.Explanation {
+		return &serve.Explanation{Policy: "fair-sjf", JobID: 7, User: "bob", Account: "physics", Rank: 2, Of: 3, Score: 0.25,
 			Parts: map[string]float64{"wait": 0.1, "fairshare": 0.15}, WaitingS: 90, PredictedS: ptr(3600.0), LimitS: 7200,
 			AcctUsage: 250, TotalUsage: 1000, AcctShare: 60, UserCounter: 40}
 	}
 	for _, tc := range []struct {
 		name       string
-		edit       func(*Explanation)
+		edit       func(*serve.Explanation)
 		want, none []string
 	}{
-		{"next in line", func(*Explanation) {}, []string{
+		{"next in line", func(*serve.Explanation) {}, []string{
 			"job 7 (user bob, account physics): rank 2 of 3 pending under fair-sjf\n",
 			"  waiting 1m30s, predicted run 1h0m0s (time limit 2h0m0s)\n",
 			"  score 0.25, made of:\n    fairshare          0.15\n    wait               0.1\n",
 			"account physics has 250 decayed GPU-s (25.0% of the cluster's), raw share 60; physics/bob has 0 decayed GPU-s, VTC counter 40 GPU-s\n",
 			"  nothing is ahead of it: it is next when resources allow\n"},
 			[]string{"just ahead", "expected start", "last logged decision", "usage_ratio"}},
-		{"behind a job, never starts, logged", func(ex *Explanation) {
-			ex.Ahead = &Neighbour{JobID: 3, User: "alice", Account: "chem", Score: 0.5}
+		{"behind a job, never starts, logged", func(ex *serve.Explanation) {
+			ex.Ahead = &serve.Neighbour{JobID: 3, User: "alice", Account: "chem", Score: 0.5}
 			ex.AheadByParts = map[string]float64{"wait": -0.05, "fairshare": 0.3}
-			ex.Start = &StartForecast{}
+			ex.Start = &serve.StartForecast{}
 			ex.Last = &accounting.LoggedDecision{At: at, Rank: 2, Field: "site_factor", Value: 900, DryRun: true}
 		}, []string{
 			"  just ahead: job 3 (user alice, account chem), score 0.5; it leads by:\n    fairshare          +0.3\n    wait               -0.05\n",
@@ -61,36 +42,36 @@ func TestExplanation_WriteText(t *testing.T) {
 			"  expected start: never: it asks for more than the ranked partitions have\n",
 			"  last logged decision: 2026-11-02T09:30:00Z, rank 2, site_factor=900 (dry run)\n"},
 			[]string{"nothing is ahead"}},
-		{"forecast lists at most ten", func(ex *Explanation) {
+		{"forecast lists at most ten", func(ex *serve.Explanation) {
 			lb := at.Add(time.Hour)
-			ex.Start = &StartForecast{Expected: &at, LimitBound: &lb}
+			ex.Start = &serve.StartForecast{Expected: &at, LimitBound: &lb}
 			for i := range 12 {
-				ex.Start.MustEnd = append(ex.Start.MustEnd, Event{JobID: int64(100 + i), At: at})
+				ex.Start.MustEnd = append(ex.Start.MustEnd, serve.Event{JobID: int64(100 + i), At: at})
 			}
 		}, []string{"with time limits, as squeue --start plans: 2026-11-02T10:30:00Z\n",
 			"  12 running jobs must end first: 100 (09:30)", " 109 (09:30) and 2 more\n"},
 			[]string{"110 (09:30)", "must start", "backfill"}},
 		// A prediction of 0 s is shown: it is what ranked the job.
-		{"zero prediction", func(ex *Explanation) { ex.PredictedS = ptr(0.0) },
+		{"zero prediction", func(ex *serve.Explanation) { ex.PredictedS = ptr(0.0) },
 			[]string{"  waiting 1m30s, predicted run 0s (time limit 2h0m0s)\n"}, []string{"no predicted run time"}},
-		{"no prediction", func(ex *Explanation) { ex.PredictedS = nil },
+		{"no prediction", func(ex *serve.Explanation) { ex.PredictedS = nil },
 			[]string{"  waiting 1m30s, no predicted run time (no history to predict from: ranked by its time limit) (time limit 2h0m0s)\n"},
 			[]string{"predicted run 0s"}},
 		// usage_ratio 1 beside no usage is explained, not left to look
 		// like a mistake.
-		{"usage ratio 1 with no usage", func(ex *Explanation) {
+		{"usage ratio 1 with no usage", func(ex *serve.Explanation) {
 			ex.Parts["usage_ratio"], ex.AcctUsage, ex.TotalUsage = 1, 0, 0
 		}, []string{"account physics has 0 decayed GPU-s (0.0% of the cluster's)",
 			"  usage_ratio 1: its fair-share usage is exactly its share (Slurm's classic UE/S);\n" +
 				"  with no usage of its own it takes its account's ratio, which is 1 for an account that has used nothing\n"}, nil},
-		{"usage ratio above 1", func(ex *Explanation) { ex.Parts["usage_ratio"], ex.UserUsage = 2.5, 100 },
+		{"usage ratio above 1", func(ex *serve.Explanation) { ex.Parts["usage_ratio"], ex.UserUsage = 2.5, 100 },
 			[]string{"  usage_ratio 2.5: its fair-share usage is 2.5 times its share (Slurm's classic UE/S), which stretches its key\n"},
 			[]string{"no usage of its own"}},
 		// A learned policy from a policy file: the file, and the key
 		// feature by feature instead of the raw parts.
-		{"learned from a policy file", func(ex *Explanation) {
+		{"learned from a policy file", func(ex *serve.Explanation) {
 			ex.Policy = "learned"
-			ex.PolicyFile = &PolicyFileInfo{Path: "/etc/fairway/policy.json", TrainedOn: policy.TrainedOn{Cluster: "lab", Jobs: 1200}}
+			ex.PolicyFile = &serve.PolicyFileInfo{Path: "/etc/fairway/policy.json", TrainedOn: policy.TrainedOn{Cluster: "lab", Jobs: 1200}}
 			ex.Parts = map[string]float64{"key": 1800, "log_run": math.Log(3600), "log_age": -math.Log(2), "predicted_run_s": 3600, "limit_s": 7200, "size": 1, "age_factor": 2}
 			ex.Score = -1800
 			v := func(x float64) *float64 { return &x }
@@ -112,11 +93,11 @@ func TestExplanation_WriteText(t *testing.T) {
 			[]string{"made of", "predicted_run_s"}},
 		// Rank 1 with a lower-ranked job that backfills before it: nothing
 		// is ahead, and the backfilling job is not said to start first.
-		{"first, with a job backfilling before it", func(ex *Explanation) {
+		{"first, with a job backfilling before it", func(ex *serve.Explanation) {
 			lb := at.Add(time.Hour)
 			ex.Rank = 1
-			ex.Start = &StartForecast{Expected: &at, LimitBound: &lb, MustEnd: []Event{{JobID: 130, At: at}},
-				Backfill: []Event{{JobID: 132, At: at.Add(-time.Hour)}}}
+			ex.Start = &serve.StartForecast{Expected: &at, LimitBound: &lb, MustEnd: []serve.Event{{JobID: 130, At: at}},
+				Backfill: []serve.Event{{JobID: 132, At: at.Add(-time.Hour)}}}
 		}, []string{"  nothing is ahead of it: it is next when resources allow\n",
 			"  1 running job must end first: 130 (09:30)\n",
 			"  1 job ranked below backfills before it, in room it cannot use yet: 132 (08:30)\n"},
@@ -126,7 +107,7 @@ func TestExplanation_WriteText(t *testing.T) {
 			ex := base()
 			tc.edit(ex)
 			var b strings.Builder
-			if err := ex.WriteText(&b); err != nil {
+			if err := writeExplanation(&b, ex); err != nil {
 				t.Fatal(err)
 			}
 			texttest.Check(t, b.String(), tc.want, tc.none)

@@ -1,4 +1,4 @@
-package serve
+package main
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func pingServer(t *testing.T) *httptest.Server {
 
 func TestOpenHistory(t *testing.T) {
 	ctx := context.Background()
-	h, err := OpenHistory(ctx, slurmctl.ConnectConfig{}, "/opt/slurm/bin/sacct", "kth", quietLogger())
+	h, err := openHistory(ctx, slurmctl.ConnectConfig{}, "/opt/slurm/bin/sacct", "kth", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestOpenHistory(t *testing.T) {
 	}
 
 	srv := pingServer(t)
-	h, err = OpenHistory(ctx, slurmctl.ConnectConfig{URL: srv.URL, User: "root", TokenEnv: "jwt", APIVersion: "v0.0.38"}, "sacct", "kth", quietLogger())
+	h, err = openHistory(ctx, slurmctl.ConnectConfig{URL: srv.URL, User: "root", TokenEnv: "jwt", APIVersion: "v0.0.38"}, "sacct", "kth", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestOpenHistory(t *testing.T) {
 		t.Errorf("URL: got %T via %q, want slurmrestd v0.0.38 at %s", h.HistorySource, h.Via, srv.URL)
 	}
 
-	if _, err := OpenHistory(ctx, slurmctl.ConnectConfig{URL: "http://127.0.0.1:1", TokenEnv: "jwt"}, "sacct", "kth", quietLogger()); err == nil || !strings.Contains(err.Error(), "slurmrestd at http://127.0.0.1:1") {
+	if _, err := openHistory(ctx, slurmctl.ConnectConfig{URL: "http://127.0.0.1:1", TokenEnv: "jwt"}, "sacct", "kth", quietLogger()); err == nil || !strings.Contains(err.Error(), "slurmrestd at http://127.0.0.1:1") {
 		t.Errorf("dead slurmrestd: err = %v, want it named", err)
 	}
 }
@@ -70,7 +70,7 @@ func TestConnectShares(t *testing.T) {
 		{"ok", slurmctl.ConnectConfig{URL: srv.URL, User: "root", TokenEnv: "jwt", APIVersion: "v0.0.38"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, url, err := ConnectShares(context.Background(), tc.cfg, quietLogger())
+			c, url, err := connectShares(context.Background(), tc.cfg, quietLogger())
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("err = %v, want it to mention %q", err, tc.want)

@@ -1,4 +1,4 @@
-package serve
+package main
 
 import (
 	"fmt"
@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/plural"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
 )
 
-// WriteText writes for people what the cycle decided under policy, best
+// writeCycleText writes for people what the cycle res decided under policy, best
 // first: each ranked job with its prediction, score and the value of field
-// decided, then the rewriting (RewriteReport.WriteText).
-func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
+// decided, then the rewriting (writeRewriteText).
+func writeCycleText(w io.Writer, res *serve.CycleResult, policyName, field string) error {
 	jobs := make(map[int64]*policy.Job, len(res.Snapshot.Pending))
 	for i := range res.Snapshot.Pending {
 		jobs[res.Snapshot.Pending[i].ID] = &res.Snapshot.Pending[i]
@@ -25,8 +26,9 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 	for _, ch := range res.Changed {
 		changed[ch.JobID] = true
 	}
+	planned := res.Record.DryRun // the cycle's sink only planned: nothing reached Slurm
 	mode := fmt.Sprintf("written: %d applied, %d failed", len(res.Report.Applied), len(res.Report.Failed))
-	if res.DryRun {
+	if planned {
 		mode = "dry run: nothing written"
 	}
 	fmt.Fprintf(w, "policy %s, %s ranked, %s changed (%s)\n", policyName, plural.N(res.Pending, "pending job", "pending jobs"),
@@ -35,7 +37,7 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 		fmt.Fprintf(w, "ranked with %s\n", res.PolicyFile)
 	}
 	if hb := res.HandBack; hb != nil {
-		if hb.DryRun {
+		if planned {
 			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d would be handed back to multifactor (nice restored)\n", len(hb.Planned))
 		} else {
 			fmt.Fprintf(w, "admin priorities of an earlier rest-priority serve: %d handed back to multifactor (nice restored), %d failed (no site factor for those until it succeeds), %d no longer Fairway's\n",
@@ -50,31 +52,33 @@ func (res *CycleResult) WriteText(w io.Writer, policyName, field string) error {
 		if d, ok := res.Snapshot.Predicted[s.JobID]; ok {
 			pred = d.Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, j.User, j.Account, GPUsText(j), pred, s.Value, res.Values[s.JobID], changed[s.JobID])
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, j.User, j.Account, gpusText(j), pred, s.Value, res.Values[s.JobID], changed[s.JobID])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := res.Rewrite.WriteText(w); err != nil {
+	if err := writeRewriteText(w, res.Rewrite, planned); err != nil {
 		return err
 	}
 	return res.Power.WriteText(w)
 }
 
-// WriteText writes a cycle's rewriting for people: the share rules of the
-// job_submit table and the job changes planned, applied or skipped. A nil
-// report (rewriting off) writes nothing.
-func (rep *RewriteReport) WriteText(w io.Writer) error {
+// writeRewriteText writes a cycle's rewriting for people: the share rules of the
+// job_submit table and the job changes planned, applied or skipped;
+// planned says the cycle's sink only planned them (a Planner reports its
+// plan applied, and nothing of it reached Slurm or the disk). A nil report
+// (rewriting off) writes nothing.
+func writeRewriteText(w io.Writer, rep *serve.RewriteReport, planned bool) error {
 	if rep == nil {
 		return nil
 	}
-	mode := "written"
-	if rep.DryRun {
-		mode = "dry run: nothing written"
+	mode, written, applied := "written", rep.TableWritten, len(rep.Resize.Applied)
+	if planned {
+		mode, written, applied = "dry run: nothing written", false, 0
 	}
 	fmt.Fprintf(w, "\nrewrite: %s (table %s), %s planned, %d applied, %d failed, %d withheld under Slurm limits (%s)\n",
-		plural.N(len(rep.Rules), "share rule", "share rules"), map[bool]string{true: "written", false: "not written"}[rep.TableWritten],
-		plural.N(len(rep.Resize.Planned), "job change", "job changes"), len(rep.Resize.Applied), len(rep.Resize.Failed), len(rep.Withheld), mode)
+		plural.N(len(rep.Rules), "share rule", "share rules"), map[bool]string{true: "written", false: "not written"}[written],
+		plural.N(len(rep.Resize.Planned), "job change", "job changes"), applied, len(rep.Resize.Failed), len(rep.Withheld), mode)
 	if len(rep.Rules) > 0 || len(rep.NoShare) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tJOB NAME\tSHARDS\tREASON")
@@ -116,14 +120,14 @@ func proposedValue(p rewrite.Proposal) int64 {
 	return int64(p.CPUs)
 }
 
-// GPUsText is a job's GPU request for a GPUS column: whole GPUs, then, in
+// gpusText is a job's GPU request for a GPUS column: whole GPUs, then, in
 // brackets, what the number alone hides: the shards of a shard job and
 // the tasks of a pending array record, whose total it is.
 //
 //	2            two GPUs
 //	0 (3 shards) three shards of a GPU
 //	5 (5 tasks × 1) a pending array record of five one-GPU tasks
-func GPUsText(j *policy.Job) string {
+func gpusText(j *policy.Job) string {
 	tasks := max(j.Tasks, 1)
 	per := strconv.Itoa(j.GPUs)
 	if j.Shards > 0 {

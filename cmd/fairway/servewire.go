@@ -1,10 +1,11 @@
-package serve
+package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/rewrite"
@@ -21,27 +23,27 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Ways serve's history pulls read slurmdbd (ServeConfig.HistoryFrom).
+// Ways serve's history pulls read slurmdbd (serveConfig.HistoryFrom).
 const (
-	HistoryFromREST  = "rest"
-	HistoryFromSacct = "sacct"
+	historyFromREST  = "rest"
+	historyFromSacct = "sacct"
 )
 
-// DefaultRewriteTable is where serve writes the job_submit table and where
+// defaultRewriteTable is where serve writes the job_submit table and where
 // contrib/slurm/job_submit.lua looks first: SlurmUser's state directory
 // (fairway-serve.service's StateDirectory), not /etc/slurm, which must stay
 // read-only to SlurmUser (else it could rewrite slurm.conf).
-const DefaultRewriteTable = "/var/lib/fairway/fairway-rewrite.table"
+const defaultRewriteTable = "/var/lib/fairway/fairway-rewrite.table"
 
-// ServeConfig is `fairway serve`'s settings (explain and queue read with
+// serveConfig is `fairway serve`'s settings (explain and queue read with
 // them too). Validate fills the fields derived from the others.
-type ServeConfig struct {
-	Runner  Config
-	Rewrite RewriteConfig
+type serveConfig struct {
+	Runner  serve.Config
+	Rewrite serve.RewriteConfig
 	// RewriteRules is the comma-separated rule list; Validate parses it
 	// into Rewrite.Rules.
 	RewriteRules string
-	DryRun       bool // decides the Sink (NewSink), nothing else
+	DryRun       bool // decides the Sink (newSink), nothing else
 
 	Slurm slurmctl.ConnectConfig // how serve reaches slurmrestd
 	// WriteModeName is how values reach Slurm; Validate parses it into
@@ -54,42 +56,42 @@ type ServeConfig struct {
 	Interval     time.Duration
 	MaxBackoff   time.Duration
 	Listen       string
-	HTTPAddr     string    // the read-only job API; "" disables it
-	API          APIConfig // its audience and limits
+	HTTPAddr     string          // the read-only job API; "" disables it
+	API          serve.APIConfig // its audience and limits
 	HA           bool
 	HistoryDays  int
 	SyncEvery    int    // cycles between slurmdbd history syncs; 0 = never
-	HistoryFrom  string // how they read slurmdbd: HistoryFromREST or HistoryFromSacct
+	HistoryFrom  string // how they read slurmdbd: historyFromREST or historyFromSacct
 	Once         bool
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
 	Retention    accounting.Retention
-	Power        PowerConfig
+	Power        serve.PowerConfig
 
 	// WaitForSlurm retries slurmrestd at start the way the loop does
-	// mid-run (StartRetry): serve's loop sets it; explain, queue and
+	// mid-run (serve.StartRetry): serve's loop sets it; explain, queue and
 	// serve --once answer now or fail.
 	WaitForSlurm bool
-	startSleep   func(context.Context, time.Duration) error // StartRetry.Sleep; tests replace it
+	startSleep   func(context.Context, time.Duration) error // serve.StartRetry.Sleep; tests replace it
 }
 
 // startRetry waits for slurmrestd at start as the loop does mid-run.
-func (c *ServeConfig) startRetry(base *slog.Logger) StartRetry {
+func (c *serveConfig) startRetry(base *slog.Logger) serve.StartRetry {
 	if !c.WaitForSlurm {
-		return StartRetry{Log: base}
+		return serve.StartRetry{Log: base}
 	}
-	return StartRetry{Interval: c.Interval, MaxBackoff: c.MaxBackoff, Log: base.With("component", "serve"), Sleep: c.startSleep}
+	return serve.StartRetry{Interval: c.Interval, MaxBackoff: c.MaxBackoff, Log: base.With("component", "serve"), Sleep: c.startSleep}
 }
 
 // Connect is how c reaches slurmrestd.
-func (c *ServeConfig) Connect() slurmctl.ConnectConfig {
+func (c *serveConfig) Connect() slurmctl.ConnectConfig {
 	return c.Slurm
 }
 
 // Validate checks every setting, naming the first bad one by its flag, and
 // fills WriteMode, Runner.Range, Runner.Field and Rewrite.Rules, and, with
 // a policy file, Runner.Policy (the file's family).
-func (c *ServeConfig) Validate() error {
+func (c *serveConfig) Validate() error {
 	switch {
 	case c.Runner.Cluster == "":
 		return errors.New("--cluster (FAIRWAY_CLUSTER) is required: Slurm's ClusterName")
@@ -111,13 +113,13 @@ func (c *ServeConfig) Validate() error {
 		return errors.New("--retention-job-months and --retention-decision-days must not be negative (0 keeps everything)")
 	case c.HistoryDays < 0 || c.SyncEvery < 0:
 		return errors.New("--history-days and --sync-history-every must not be negative")
-	case c.HistoryFrom != HistoryFromREST && c.HistoryFrom != HistoryFromSacct:
-		return fmt.Errorf("--history-from %q: want %s or %s", c.HistoryFrom, HistoryFromREST, HistoryFromSacct)
+	case c.HistoryFrom != historyFromREST && c.HistoryFrom != historyFromSacct:
+		return fmt.Errorf("--history-from %q: want %s or %s", c.HistoryFrom, historyFromREST, historyFromSacct)
 	}
 	if c.Runner.PolicyFile != "" {
 		// Read now so that a bad file stops serve at start, naming it;
-		// NewServeRunner reads it again for the policy it ranks with.
-		pf, err := LoadPolicyFile(c.Runner.PolicyFile)
+		// newServeRunner reads it again for the policy it ranks with.
+		pf, err := serve.LoadPolicyFile(c.Runner.PolicyFile)
 		if err != nil {
 			return fmt.Errorf("--policy-file: %w", err)
 		}
@@ -149,7 +151,7 @@ func (c *ServeConfig) Validate() error {
 		return errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
 	}
 	if c.HTTPAddr != "" {
-		if err := c.API.Validate(); err != nil {
+		if err := validateAPI(c.API); err != nil {
 			return err
 		}
 	}
@@ -157,10 +159,10 @@ func (c *ServeConfig) Validate() error {
 		return err
 	}
 	c.Rewrite.ShardsPerGPU, c.Rewrite.Cluster = c.ShardsPerGPU, c.Runner.Cluster
-	if c.Rewrite.Rules, err = ParseRules(c.RewriteRules); err != nil {
+	if c.Rewrite.Rules, err = parseRules(c.RewriteRules); err != nil {
 		return err
 	}
-	return c.Rewrite.Validate()
+	return validateRewrite(c.Rewrite)
 }
 
 // known reports whether name is a registered policy.
@@ -176,31 +178,31 @@ func needsTrueRunTimes(name string) bool {
 	return ok && e.Traits.NeedsTrueRunTimes
 }
 
-// ParseRules reads a comma-separated list of RuleNames.
-func ParseRules(list string) (map[string]bool, error) {
+// parseRules reads a comma-separated list of serve.RuleNames.
+func parseRules(list string) (map[string]bool, error) {
 	rules := map[string]bool{}
 	for _, r := range strings.Split(list, ",") {
 		if r = strings.TrimSpace(r); r == "" {
 			continue
 		}
-		if !slices.Contains(RuleNames, r) {
-			return rules, fmt.Errorf("--rewrite-rules: unknown rule %q: want some of %s", r, strings.Join(RuleNames, ","))
+		if !slices.Contains(serve.RuleNames, r) {
+			return rules, fmt.Errorf("--rewrite-rules: unknown rule %q: want some of %s", r, strings.Join(serve.RuleNames, ","))
 		}
 		rules[r] = true
 	}
 	return rules, nil
 }
 
-// Validate checks the rewriting settings, naming the first bad one by its
+// validateRewrite checks the rewriting settings, naming the first bad one by its
 // flag; with no partitions rewriting is off and nothing else matters.
-func (c RewriteConfig) Validate() error {
+func validateRewrite(c serve.RewriteConfig) error {
 	switch {
 	case len(c.Partitions) == 0:
 		return nil
 	case len(c.Rules) == 0:
 		return errors.New("--rewrite-rules: empty while --rewrite-partitions is set")
 	case c.Rules[rewrite.RuleShare] && c.Table == "":
-		return errors.New("--rewrite-table is required by the share rule: the file job_submit.lua reads (default " + DefaultRewriteTable + ")")
+		return errors.New("--rewrite-table is required by the share rule: the file job_submit.lua reads (default " + defaultRewriteTable + ")")
 	case c.TableMaxRulesPerUser < 1 || c.TableMaxBytes < 4096:
 		return fmt.Errorf("--rewrite-table-max-rules-per-user %d, --rewrite-table-max-bytes %d: want at least 1 and 4096", c.TableMaxRulesPerUser, c.TableMaxBytes)
 	case c.Rules[rewrite.RuleShare] && c.ShardsPerGPU < 2:
@@ -222,52 +224,52 @@ func (c RewriteConfig) Validate() error {
 	return nil
 }
 
-// Store is what serve keeps in and reads from the database
+// serveStore is what serve keeps in and reads from the database
 // (accounting.Store).
-type Store interface {
-	Recorder
-	History
-	UsageSource
-	JobFinder
+type serveStore interface {
+	serve.Recorder
+	serve.History
+	serve.UsageSource
+	serve.JobFinder
 }
 
-// Deps are the adapters a serve (or explain) cycle runs on; tests hand in
+// serveDeps are the adapters a serve (or explain) cycle runs on; tests hand in
 // fakes.
-type Deps struct {
-	Source   Source
-	Values   ValueWriter
-	Resizes  Resizer
-	Comments SlurmReader // pending jobs' comments and Slurm's limits, for rewriting
-	Store    Store
-	Leader   Leadership
+type serveDeps struct {
+	Source   serve.Source
+	Values   serve.ValueWriter
+	Resizes  serve.Resizer
+	Comments serve.SlurmReader // pending jobs' comments and Slurm's limits, for rewriting
+	Store    serveStore
+	Leader   serve.Leadership
 	// Now is the clock of the warm-up and of every cycle; nil: time.Now.
 	Now func() time.Time
 }
 
-// Opened is an opened serve: its adapters, its runner once built, and what
-// must be closed after.
-type Opened struct {
-	Runner *Runner
-	Deps   Deps
+// openedServe is an opened serve: its adapters, its runner once built,
+// and what must be closed after.
+type openedServe struct {
+	Runner *serve.Runner
+	Deps   serveDeps
 	Store  *accounting.Store
 	Client *slurmctl.Client
 	Close  func()
 }
 
-// Open connects to PostgreSQL and slurmrestd and builds the adapters; the
+// openServe connects to PostgreSQL and slurmrestd and builds the adapters; the
 // lease is taken only with cfg.HA.
-func Open(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, error) {
+func openServe(ctx context.Context, cfg serveConfig, base *slog.Logger) (*openedServe, error) {
 	pool, store, err := accounting.Open(ctx, cfg.DatabaseURL, base)
 	if err != nil {
 		return nil, err
 	}
 	closers := []func(){pool.Close}
-	s := &Opened{Store: store, Close: func() {
+	s := &openedServe{Store: store, Close: func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}}
-	fail := func(err error) (*Opened, error) { s.Close(); return nil, err }
+	fail := func(err error) (*openedServe, error) { s.Close(); return nil, err }
 
 	client, err := connectSlurm(ctx, cfg, base)
 	if err != nil {
@@ -283,7 +285,7 @@ func Open(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, err
 	if err != nil {
 		return fail(err)
 	}
-	var lead Leadership = AlwaysLeader{}
+	var lead serve.Leadership = serve.AlwaysLeader{}
 	if cfg.HA {
 		pcfg, err := pgx.ParseConfig(cfg.DatabaseURL)
 		if err != nil {
@@ -293,14 +295,14 @@ func Open(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, err
 		closers = append(closers, l.Close)
 		lead = l
 	}
-	s.Deps = Deps{Source: client, Values: writer, Resizes: resizes, Comments: resizes, Store: store, Leader: lead}
+	s.Deps = serveDeps{Source: client, Values: writer, Resizes: resizes, Comments: resizes, Store: store, Leader: lead}
 	return s, nil
 }
 
 // connectSlurm connects to slurmrestd, waiting for it with cfg's backoff
 // when cfg.WaitForSlurm: a serve started while slurmrestd is down or
 // restarting rides it out as a running one does.
-func connectSlurm(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*slurmctl.Client, error) {
+func connectSlurm(ctx context.Context, cfg serveConfig, base *slog.Logger) (*slurmctl.Client, error) {
 	var client *slurmctl.Client
 	err := cfg.startRetry(base).Do(ctx, "connect to slurmrestd", func(ctx context.Context) error {
 		var cerr error
@@ -310,64 +312,73 @@ func connectSlurm(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*slu
 	return client, err
 }
 
-// Build opens serve's adapters and builds its runner.
-func Build(ctx context.Context, cfg ServeConfig, base *slog.Logger) (*Opened, error) {
+// buildServe opens serve's adapters and builds its runner from them.
+func buildServe(ctx context.Context, cfg serveConfig, base *slog.Logger) (*openedServe, error) {
 	if cfg.Runner.BufferDir != "" {
 		if err := os.MkdirAll(cfg.Runner.BufferDir, 0o700); err != nil {
 			return nil, fmt.Errorf("--buffer-dir: %w", err)
 		}
 	}
-	s, err := Open(ctx, cfg, base)
+	s, err := openServe(ctx, cfg, base)
 	if err != nil {
 		return nil, err
 	}
-	if s.Runner, err = NewServeRunner(ctx, cfg, s.Deps, NewSink(cfg, s.Deps), base); err != nil {
+	m := serve.NewMetrics()
+	ps, err := powerSaver(ctx, cfg, s.Store, m, base)
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	if cfg.Power.Enabled() {
-		pw, err := slurmctl.NewPowerWriter(slurmctl.PowerConfig{})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		ps, err := NewPowerSaver(cfg.Power, cfg.Runner.Cluster, pw, s.Store, s.Runner.Metrics(), base.With("component", "power"))
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		// The hourly cap counts what an earlier serve changed too.
-		now := time.Now()
-		if recent, err := s.Store.PowerActions(ctx, cfg.Runner.Cluster, "", now.Add(-time.Hour), now.Add(time.Second)); err == nil {
-			var at []time.Time
-			for _, a := range recent {
-				if a.Action != "lack" && a.Error == "" {
-					at = append(at, a.At)
-				}
-			}
-			ps.SeedChanges(at)
-		} else {
-			base.Warn("read the last hour's power changes: the hourly cap starts from none", "err", err)
-		}
-		s.Runner.SetPowerSaver(ps)
+	if s.Runner, err = newServeRunner(ctx, cfg, s.Deps, serve.Parts{Sink: newSink(cfg, s.Deps), Power: ps, Metrics: m}, base); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }
 
-// NewSink is where serve's effects go: Slurm, the table and the database,
-// or, with DryRun, a Planner that writes nothing to Slurm or the disk and
-// keeps the shadow decision log in the database.
-func NewSink(cfg ServeConfig, d Deps) Sink {
-	if cfg.DryRun {
-		return NewPlanner(d.Store, nil)
+// powerSaver is serve's power saving, nil when --power is off.
+func powerSaver(ctx context.Context, cfg serveConfig, store *accounting.Store, m *serve.Metrics, base *slog.Logger) (*serve.PowerSaver, error) {
+	if !cfg.Power.Enabled() {
+		return nil, nil
 	}
-	return &Live{Values: d.Values, Resizes: d.Resizes, Recorder: d.Store}
+	pw, err := slurmctl.NewPowerWriter(slurmctl.PowerConfig{})
+	if err != nil {
+		return nil, err
+	}
+	ps, err := serve.NewPowerSaver(cfg.Power, cfg.Runner.Cluster, pw, store, m, base.With("component", "power"))
+	if err != nil {
+		return nil, err
+	}
+	// The hourly cap counts what an earlier serve changed too.
+	now := time.Now()
+	if recent, err := store.PowerActions(ctx, cfg.Runner.Cluster, "", now.Add(-time.Hour), now.Add(time.Second)); err == nil {
+		var at []time.Time
+		for _, a := range recent {
+			if a.Action != "lack" && a.Error == "" {
+				at = append(at, a.At)
+			}
+		}
+		ps.SeedChanges(at)
+	} else {
+		base.Warn("read the last hour's power changes: the hourly cap starts from none", "err", err)
+	}
+	return ps, nil
 }
 
-// NewServeRunner reads the cluster once (for its GPU count), warms the
-// engine from history and returns the runner that hands every effect to
-// sink.
-func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, base *slog.Logger) (*Runner, error) {
+// newSink is where serve's effects go: Slurm, the table and the database,
+// or, with DryRun, a Planner that writes nothing to Slurm or the disk and
+// keeps the shadow decision log in the database.
+func newSink(cfg serveConfig, d serveDeps) serve.Sink {
+	if cfg.DryRun {
+		return serve.NewPlanner(d.Store, nil)
+	}
+	return &serve.Live{Values: d.Values, Resizes: d.Resizes, Recorder: d.Store}
+}
+
+// newServeRunner reads the cluster once (for its GPU count), warms the
+// engine from history and builds the runner from d and parts (the sink,
+// and power saving and metrics where set).
+func newServeRunner(ctx context.Context, cfg serveConfig, d serveDeps, parts serve.Parts, base *slog.Logger) (*serve.Runner, error) {
 	log := base.With("component", "serve")
 	now := d.Now
 	if now == nil {
@@ -388,13 +399,13 @@ func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, bas
 			listed = append(listed, cl.Jobs[i].Job)
 		}
 	}
-	var pf *PolicyFile
+	var pf *serve.PolicyFile
 	if cfg.Runner.PolicyFile != "" {
-		if pf, err = LoadPolicyFile(cfg.Runner.PolicyFile); err != nil {
+		if pf, err = serve.LoadPolicyFile(cfg.Runner.PolicyFile); err != nil {
 			return nil, fmt.Errorf("--policy-file: %w", err)
 		}
 	}
-	engCfg := EngineConfig{
+	engCfg := serve.EngineConfig{
 		Cluster: cfg.Runner.Cluster, Policy: cfg.Runner.Policy, Predictor: cfg.Runner.Predictor,
 		GPUs: float64(cl.GPUs(cfg.Runner.Partitions...)), ShardsPerGPU: cfg.ShardsPerGPU, ChargeEvery: cfg.ChargeEvery,
 		HistoryDays: cfg.HistoryDays,
@@ -402,16 +413,16 @@ func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, bas
 	if pf != nil {
 		engCfg.Ranker = pf.Policy
 	}
-	engine, err := NewEngine(ctx, d.Store, engCfg, now(), listed, log)
+	engine, err := serve.NewEngine(ctx, d.Store, engCfg, now(), listed, log)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	rw, err := serve.NewRewriter(cfg.Rewrite, base.With("component", "rewrite"), d.Store, d.Comments)
 	if err != nil {
 		return nil, err
 	}
-	rw, err := NewRewriter(cfg.Rewrite, base.With("component", "rewrite"), d.Store, d.Comments)
-	if err != nil {
-		return nil, err
-	}
-	r := New(cfg.Runner, log, d.Source, sink, d.Leader, engine, rw, NewMetrics())
-	r.now = now
+	parts.Source, parts.Leader, parts.Engine, parts.Rewriter, parts.Now = d.Source, d.Leader, engine, rw, now
+	r := serve.New(cfg.Runner, parts, log)
 	if pf != nil {
 		if err := r.SetPolicyFile(pf); err != nil {
 			return nil, err
@@ -420,37 +431,37 @@ func NewServeRunner(ctx context.Context, cfg ServeConfig, d Deps, sink Sink, bas
 	return r, nil
 }
 
-// Serve runs s's loop until ctx ends (SIGTERM/SIGINT), finishing the cycle
+// serveLoop runs s's loop until ctx ends (SIGTERM/SIGINT), finishing the cycle
 // in flight: metrics and health on cfg.Listen, the job API on cfg.HTTPAddr,
 // history pulls every cfg.SyncEvery cycles and retention by the leader.
-func Serve(ctx context.Context, cfg ServeConfig, s *Opened, base *slog.Logger) error {
+func serveLoop(ctx context.Context, cfg serveConfig, s *openedServe, base *slog.Logger) error {
 	log := base.With("component", "serve")
 	r := s.Runner
 	var ready atomic.Bool
 	if cfg.Listen != "" {
-		srv, err := StartHTTP(cfg.Listen, r.Metrics(), &ready, log)
+		srv, err := serve.StartHTTP(cfg.Listen, r.Metrics(), &ready, log)
 		if err != nil {
-			return err
+			return fmt.Errorf("--listen %w", err)
 		}
 		defer shutdown(srv)
 	}
 	if cfg.HTTPAddr != "" {
-		srv, err := StartAPI(cfg.HTTPAddr, NewAPI(cfg.API, r.LastForecast), log)
+		srv, err := serve.StartAPI(cfg.HTTPAddr, serve.NewAPI(cfg.API, r.LastForecast), log)
 		if err != nil {
-			return err
+			return fmt.Errorf("--http-addr %w", err)
 		}
 		defer shutdown(srv)
 	}
 	log.Info("serving", "cluster", cfg.Runner.Cluster, "policy", cfg.Runner.Policy, "predictor", cfg.Runner.Predictor,
 		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
 		"slurm_api", s.Client.Version(), "history_from", cfg.HistoryFrom)
-	if pf := r.pf; pf != nil {
-		log.Info("ranking with a policy file, reloaded when it changes", "path", pf.cur.Path, "policy", pf.cur.Policy.Name(),
-			"trained_on", pf.cur.File.TrainedOn.String(), "objective", pf.cur.File.Objective)
+	if pf := r.PolicyFile(); pf != nil {
+		log.Info("ranking with a policy file, reloaded when it changes", "path", pf.Path, "policy", pf.Policy.Name(),
+			"trained_on", pf.File.TrainedOn.String(), "objective", pf.File.Objective)
 	}
 
 	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.Client, Cluster: cfg.Runner.Cluster, Log: log.With("component", "history")}
-	if cfg.HistoryFrom == HistoryFromSacct {
+	if cfg.HistoryFrom == historyFromSacct {
 		history = &accounting.SacctHistory{Cluster: cfg.Runner.Cluster, Slurm: slurmctl.Commands{}}
 	}
 	sync := func(ctx context.Context) error {
@@ -466,7 +477,7 @@ func Serve(ctx context.Context, cfg ServeConfig, s *Opened, base *slog.Logger) e
 			"jobs_kept_since", keptSince(rep.JobsSince), "decisions_kept_since", keptSince(rep.DecisionsSince))
 		return nil
 	}
-	return r.Loop(ctx, LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+	return r.Loop(ctx, serve.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
 }
 
 // shutdown stops srv, giving its requests in flight 5 seconds.
@@ -484,10 +495,10 @@ func keptSince(t time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-// OpenHistory picks where an ingest reads slurmdbd: through the slurmrestd
+// openHistory picks where an ingest reads slurmdbd: through the slurmrestd
 // s names, when it names one (this host then needs no Slurm client or
 // munge), else the sacct binary on this host.
-func OpenHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster string, log *slog.Logger) (*accounting.NamedHistory, error) {
+func openHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster string, log *slog.Logger) (*accounting.NamedHistory, error) {
 	if s.URL == "" {
 		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: sacct, Cluster: cluster, Slurm: slurmctl.Commands{}}, Via: "sacct"}, nil
 	}
@@ -499,10 +510,10 @@ func OpenHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster s
 		Via: fmt.Sprintf("slurmrestd %s at %s", client.Version(), s.URL)}, nil
 }
 
-// ConnectShares connects to the slurmrestd that `shares sync --from
+// connectShares connects to the slurmrestd that `shares sync --from
 // slurmrestd` reads and returns it with its URL, naming the missing
 // setting before trying.
-func ConnectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logger) (accounting.SharesClient, string, error) {
+func connectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logger) (accounting.SharesClient, string, error) {
 	if s.URL == "" {
 		return nil, "", errors.New("--from slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required")
 	}
@@ -514,4 +525,45 @@ func ConnectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logg
 		return nil, "", err
 	}
 	return client, s.URL, nil
+}
+
+// validateAPI checks the job API's settings, naming the first bad one by
+// its flag.
+func validateAPI(c serve.APIConfig) error {
+	switch {
+	case c.UserHeader != "" && c.AllUsers:
+		return errors.New("--http-user-header and --http-all-users: choose one (a header answers each user about their own jobs; all users shows every job to anyone)")
+	case c.UserHeader == "" && !c.AllUsers:
+		return errors.New("--http-addr: say who may read the job API: --http-user-header X-Remote-User behind your portal's authenticating proxy, " +
+			"or --http-all-users to show every pending job to anyone who reaches the address (squeue without PrivateData=jobs); or --http-addr= to turn it off")
+	case c.UserHeader != "" && !validHeaderName(c.UserHeader):
+		return fmt.Errorf("--http-user-header %q: not an HTTP header name", c.UserHeader)
+	case !(c.Rate > 0) || math.IsInf(c.Rate, 0) || c.Burst < 1 || c.MaxInFlight < 1:
+		return fmt.Errorf("--http-rate %v, --http-burst %d, --http-max-in-flight %d: want positive numbers", c.Rate, c.Burst, c.MaxInFlight)
+	}
+	return nil
+}
+
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// flagOf names serve's settings, as internal/serve's typed field errors
+// name them, by their flags.
+var flagOf = map[string]string{"Policy": "--policy", "Predictor": "--predictor"}
+
+// flagError names the setting of a serve.FieldError by its flag.
+func flagError(err error) error {
+	var fe *serve.FieldError
+	if errors.As(err, &fe) {
+		if f, ok := flagOf[fe.Field]; ok {
+			return fmt.Errorf("%s: %w", f, fe.Err)
+		}
+	}
+	return err
 }
