@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -101,5 +102,60 @@ func TestLayering_OnlySlurmctlExecutes(t *testing.T) {
 	}
 	if !slices.Contains(found, "slurmctl/exec.go") {
 		t.Errorf("os/exec found only in %v: want slurmctl/exec.go among them (is the walk reading the module?)", found)
+	}
+}
+
+// TestLayout_READMENamesEveryPackage: README's layout table has one row for
+// each Go package of the module and no row for a folder that is gone, so a
+// newcomer can find where a thing lives from it.
+func TestLayout_READMENamesEveryPackage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no '## Layout' section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	rows := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
+		rows[name] = true
+		if st, err := os.Stat(filepath.Join(root, name)); err != nil || !st.IsDir() {
+			t.Errorf("README's layout names %s, which is not a folder of the repository", name)
+		}
+	}
+	var pkgs []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if _, err := build.Default.ImportDir(path, 0); err == nil {
+			rel, _ := filepath.Rel(root, path)
+			pkgs = append(pkgs, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("found only %d packages under %s: %v", len(pkgs), root, pkgs)
+	}
+	for _, p := range pkgs {
+		if !rows[p] {
+			t.Errorf("package %s has no row in README's layout table", p)
+		}
 	}
 }
