@@ -62,6 +62,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
 			&cli.StringFlag{Name: "preempt", Value: strings.Join(policy.Preemptive(), ","), Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
+			&cli.StringFlag{Name: "partitions", Usage: "partition the cluster: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N new nodes of U GPUs, or processors for SWF, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line. Jobs run only in their trace partition (SWF queue, Helios or Philly virtual cluster) and GPU type; not with --nodes, --per-node, preemption, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_PARTITIONS"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_SIMULATE_PROGRESS"}},
@@ -94,6 +95,9 @@ func simulateCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
+				if c.String("partitions") != "" {
+					return fmt.Errorf("--partitions: not with --suite (its traces have their own clusters)")
+				}
 				return simulateSuite(c)
 			}
 			cfg, err := simulateSettings(c)
@@ -141,6 +145,20 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, fmt.Errorf("--policies: empty")
 	}
 	cfg.Policies, cfg.Preempt, cfg.Backfill = ch.Policies, ch.Preempt, ch.Backfill
+	if spec := c.String("partitions"); spec != "" {
+		if cfg.Layout, err = readLayout(spec); err != nil {
+			return cfg, err
+		}
+		if c.Bool("power") || c.Bool("forecast") {
+			return cfg, fmt.Errorf("--partitions: not with --power or --forecast (not modelled on a partitioned cluster)")
+		}
+		// Preemption is not modelled on partitions: the policies that
+		// default to it run without.
+		if c.IsSet("preempt") && c.String("preempt") != "" {
+			return cfg, fmt.Errorf("--partitions: not with --preempt (preemption is not modelled on a partitioned cluster; give --preempt '')")
+		}
+		cfg.Preempt = nil
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -379,4 +397,23 @@ func writeNodeSequence(path string, samples []power.Sample) error {
 		return fmt.Errorf("--power-sequence: %w", err)
 	}
 	return nil
+}
+
+// readLayout reads --partitions: the spec itself, or the file it names.
+func readLayout(spec string) (*sim.Layout, error) {
+	text := spec
+	if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
+		b, err := os.ReadFile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--partitions: %w", err)
+		}
+		text = string(b)
+	} else if !strings.Contains(spec, ":") {
+		return nil, fmt.Errorf("--partitions %q: no such file, and not NAME:nodes=N,per-node=U[,type=T] entries", spec)
+	}
+	l, err := sim.ParseLayout(text)
+	if err != nil {
+		return nil, fmt.Errorf("--partitions: %w", err)
+	}
+	return l, nil
 }

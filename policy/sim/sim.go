@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/fairway-hpc/fairway/policy/schedule"
@@ -446,6 +447,9 @@ func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]i
 			byID[j.ID] = -1
 			order = append(order, int32(i))
 		}
+	}
+	if len(order) == 0 && r != nil {
+		return nil, fmt.Errorf("simulate %d trace jobs: %w (left out: %s)", len(in), ErrNoJobs, trace.FormatLeftOut(skipped))
 	}
 	if len(order) == 0 {
 		return nil, fmt.Errorf("simulate %d trace jobs: %w", len(in), ErrNoJobs)
