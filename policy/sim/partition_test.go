@@ -250,3 +250,38 @@ func TestParseLayout_Errors(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_OnePartitionIsOnePool replays the synthetic workload under
+// several policies on one pool and on a layout of one partition of the
+// same nodes: every job starts and ends at the same instant.
+func TestRun_OnePartitionIsOnePool(t *testing.T) {
+	w, err := SynthWorkload("synthetic", 3, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = w.FirstJobs(600)
+	l, err := ParseLayout("vc1:nodes=8,per-node=8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fifo", "fairshare", "sjf-oracle", policy.Default} {
+		for _, bf := range []Backfill{EASY, NoBackfill} {
+			t.Run(name+"/"+string(bf), func(t *testing.T) {
+				pool, err := Run(w.Jobs, Config{Cluster: w.Cluster, Policy: smPolicy(t, name, nil), Backfill: bf})
+				if err != nil {
+					t.Fatal(err)
+				}
+				parted, err := Run(w.Jobs, Config{Cluster: w.Cluster.WithLayout(l), Policy: smPolicy(t, name, nil), Backfill: bf})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(pool.Jobs, parted.Jobs); diff != "" {
+					t.Errorf("jobs (-one pool +one partition):\n%s", diff)
+				}
+				if pool.Cycles != parted.Cycles {
+					t.Errorf("%d cycles on one pool, %d on one partition", pool.Cycles, parted.Cycles)
+				}
+			})
+		}
+	}
+}
