@@ -28,6 +28,9 @@ type simulateConfig struct {
 	Out  string
 	// Progress draws a status line on stderr (--progress).
 	Progress bool
+	// db, with --from-db, is where the workload is read instead of a
+	// trace.
+	db *tuneDB
 }
 
 // clusterJSON is a workload's cluster in JSON output.
@@ -54,7 +57,7 @@ func simulateCommand() *cli.Command {
 			"Unless --cold, the jobs that ended before a replay's first submit warm its fair-share ledger and\n" +
 			"predictor first, as serve warms from the accounting history; jobs still pending or running then\n" +
 			"are left out. A replay cannot know how users would react to another policy.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
 			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.Compared(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
@@ -92,7 +95,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "power-sequence", Usage: "with --power: also write the simulated node usage without power saving, one row a minute (time,active,total: the most nodes with a running job in the minute), to this file, a node sequence for fairway power eval", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_SEQUENCE"}},
 			&cli.StringFlag{Name: "hybrid-idle", Value: "5m,50m", Usage: "with --power: comma-separated idle times of the hybrid rule (Slurm's idle clock holding the nodes the forecast wants: the GBT refit daily on the simulated usage)", EnvVars: []string{"FAIRWAY_SIMULATE_HYBRID_IDLE"}},
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
-		},
+		}, simulateDBFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
 				if c.String("partitions") != "" {
@@ -130,6 +133,8 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, err
 	}
 	switch {
+	case c.Bool("from-db") && cfg.Trace != "":
+		return cfg, fmt.Errorf("--from-db and --trace: give one source")
 	case cfg.Trace != "":
 		if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
 			return cfg, err
@@ -145,6 +150,17 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, fmt.Errorf("--policies: empty")
 	}
 	cfg.Policies, cfg.Preempt, cfg.Backfill = ch.Policies, ch.Preempt, ch.Backfill
+	if c.Bool("from-db") {
+		if cfg.db, err = simulateDBSettings(c); err != nil {
+			return cfg, err
+		}
+	} else {
+		for _, f := range []string{"month", "since", "until"} {
+			if c.IsSet(f) {
+				return cfg, fmt.Errorf("--%s: only with --from-db", f)
+			}
+		}
+	}
 	if spec := c.String("partitions"); spec != "" {
 		if cfg.Layout, err = readLayout(spec); err != nil {
 			return cfg, err
@@ -163,7 +179,13 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 }
 
 func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
-	w, err := cfg.LoadWorkload()
+	var w *sim.Workload
+	var err error
+	if cfg.db != nil {
+		w, err = loadDB(ctx, cfg.db, cfg)
+	} else {
+		w, err = cfg.LoadWorkload()
+	}
 	if err != nil {
 		return err
 	}
