@@ -19,9 +19,11 @@ import (
 // Default=YES; of a comma-separated list, the first the layout has) and,
 // when it asks for a GPU type (policy.Job.GPUType, on a GPU cluster), only
 // on nodes of that type. Jobs are ranked in one order over all partitions,
-// as Slurm's priority is; each partition (with GPU type) is then scheduled
-// on its own, its EASY reservation and backfill seeing only its nodes, as
-// Slurm's backfill plans each partition apart. A node in several
+// as Slurm's priority is, and start in that order while they fit their
+// partition (with GPU type); a job that does not fit blocks its partition
+// only, which then makes its own EASY pass, its reservation and backfill
+// seeing only its nodes, as Slurm's backfill plans each partition apart
+// (simulator.decideParts). A node in several
 // partitions is one node: what a job of one takes, the others lose. Where
 // partitions overlap, a reservation of one does not hold the shared nodes
 // against another's backfill.
@@ -405,6 +407,7 @@ type viewState struct {
 	queue     schedule.Queue
 	needCount []int32
 	minNeed   int
+	blocked   bool // this cycle, a job of the view did not fit
 }
 
 func (p *partState) init(s *simulator) {
@@ -441,6 +444,13 @@ func (v *viewState) dequeue(need int) {
 	}
 }
 
+// take removes an allocation from every view.
+func (p *partState) take(a []schedule.Use) {
+	for w := range p.views {
+		p.views[w].easy.Free.Take(a)
+	}
+}
+
 // give returns an allocation to every view.
 func (p *partState) give(a []schedule.Use) {
 	for w := range p.views {
@@ -463,26 +473,41 @@ func (s *simulator) anyFits() bool {
 	return false
 }
 
-// decideParts is decideEASY on a partitioned cluster: the one ranking is
-// split into the views' queues, keeping its order, and each view makes
-// its pass, the view of the best-ranked job first.
+// decideParts is decideEASY on a partitioned cluster, as Slurm's two
+// schedulers act on one priority order: the main one walks the whole
+// ranking, starting each job that fits its view until one does not, which
+// blocks its view only; then each blocked view, the view of the
+// best-ranked blocked job first, makes its EASY pass over its jobs not
+// started, in ranking order, with the reservation and backfill seeing only
+// its nodes.
 func (s *simulator) decideParts() {
 	p := s.parts
 	for w := range p.views {
 		p.views[w].queue.Reset()
+		p.views[w].blocked = false
 	}
 	p.rank = p.rank[:0]
 	for _, k := range s.order {
 		j := &s.jobs[k]
-		q := &p.views[j.view].queue
-		if len(q.Order) == 0 {
+		v := &p.views[j.view]
+		if !v.blocked {
+			if free := v.easy.Free; free.Fits(int(j.need)) {
+				s.place = free.Place(int(j.need), s.place)
+				p.take(s.place)
+				s.start(k, s.place)
+				continue
+			}
+			v.blocked = true
 			p.rank = append(p.rank, j.view)
 		}
-		q.Add(k, int(j.need), j.limit-j.done)
+		v.queue.Add(k, int(j.need), j.limit-j.done)
+	}
+	if s.cfg.Backfill == NoBackfill {
+		return
 	}
 	for _, w := range p.rank {
 		p.cur = w
 		v := &p.views[w]
-		v.easy.Pass(s.now, &v.queue, s.limitEnds, s.cfg.Backfill != NoBackfill, p.start)
+		v.easy.Pass(s.now, &v.queue, s.limitEnds, true, p.start)
 	}
 }

@@ -69,6 +69,19 @@ func TestRun_Partitions(t *testing.T) {
 		},
 		want: map[int64]float64{1: 0, 2: 1, 3: 51, 4: 100},
 	}, {
+		// Node 0 is only a's, node 1 a's and b's. All three arrive at
+		// once: job 1 takes node 0, job 2 (ranked second, b) node 1, and
+		// job 3 (a) waits, though a's pass alone would have given it
+		// node 1 first: the priority order runs across partitions.
+		name: "priority across overlapping partitions",
+		spec: "a:nodes=1,per-node=4;a+b:nodes=1,per-node=4",
+		jobs: []policy.Job{
+			partJob(1, "a", "", 0, 4, 100, 100),
+			partJob(2, "b", "", 0, 4, 50, 50),
+			partJob(3, "a", "", 0, 4, 10, 10),
+		},
+		want: map[int64]float64{1: 0, 2: 0, 3: 50},
+	}, {
 		// A comma-separated list runs in the first partition the cluster has.
 		name: "partition list",
 		spec: "a:nodes=1,per-node=4;b:nodes=1,per-node=4",
