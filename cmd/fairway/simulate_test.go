@@ -354,7 +354,15 @@ func TestSimulate_Partitions(t *testing.T) {
 			}
 		}
 	}
-	out, err := runApp(t, "simulate", "--trace", tr, "--policies", "fifo", "--parallel", "1", "--partitions", spec, "--json")
+	// The time split replays on the same layout.
+	out, err := runApp(t, "simulate", "--trace", tr, "--policies", "fifo", "--parallel", "1", "--partitions", spec, "--split", "0.5")
+	if err != nil {
+		t.Fatalf("--split: %v\n%s", err, out)
+	}
+	if want := "q.swf: 40 jobs on 3 nodes of cpus in partitions " + spec + ", EASY backfill"; !strings.Contains(out, want) {
+		t.Errorf("--split: output lacks %q:\n%s", want, out)
+	}
+	out, err = runApp(t, "simulate", "--trace", tr, "--policies", "fifo", "--parallel", "1", "--partitions", spec, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
