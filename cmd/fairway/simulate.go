@@ -28,6 +28,9 @@ type simulateConfig struct {
 	Out  string
 	// Progress draws a status line on stderr (--progress).
 	Progress bool
+	// db, with --from-db, is where the workload is read instead of a
+	// trace.
+	db *tuneDB
 }
 
 // clusterJSON is a workload's cluster in JSON output.
@@ -54,7 +57,7 @@ func simulateCommand() *cli.Command {
 			"Unless --cold, the jobs that ended before a replay's first submit warm its fair-share ledger and\n" +
 			"predictor first, as serve warms from the accounting history; jobs still pending or running then\n" +
 			"are left out. A replay cannot know how users would react to another policy.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); empty runs the bundled synthetic workload", EnvVars: []string{"FAIRWAY_SIMULATE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_SIMULATE_FORMAT"}},
 			&cli.StringFlag{Name: "policies", Value: strings.Join(policy.Compared(), ","), Usage: "comma-separated policies to compare", EnvVars: []string{"FAIRWAY_SIMULATE_POLICIES"}},
@@ -62,6 +65,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
 			&cli.StringFlag{Name: "preempt", Value: strings.Join(policy.Preemptive(), ","), Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
+			&cli.StringFlag{Name: "partitions", Usage: "partition the cluster: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N new nodes of U GPUs, or processors for SWF, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line. Jobs run only in their trace partition (SWF queue, Helios or Philly virtual cluster) and GPU type; not with --nodes, --per-node, preemption, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_PARTITIONS"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_SIMULATE_PROGRESS"}},
@@ -91,9 +95,12 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "power-sequence", Usage: "with --power: also write the simulated node usage without power saving, one row a minute (time,active,total: the most nodes with a running job in the minute), to this file, a node sequence for fairway power eval", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_SEQUENCE"}},
 			&cli.StringFlag{Name: "hybrid-idle", Value: "5m,50m", Usage: "with --power: comma-separated idle times of the hybrid rule (Slurm's idle clock holding the nodes the forecast wants: the GBT refit daily on the simulated usage)", EnvVars: []string{"FAIRWAY_SIMULATE_HYBRID_IDLE"}},
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
-		},
+		}, simulateDBFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
+				if c.String("partitions") != "" {
+					return fmt.Errorf("--partitions: not with --suite (its traces have their own clusters)")
+				}
 				return simulateSuite(c)
 			}
 			cfg, err := simulateSettings(c)
@@ -126,6 +133,8 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, err
 	}
 	switch {
+	case c.Bool("from-db") && cfg.Trace != "":
+		return cfg, fmt.Errorf("--from-db and --trace: give one source")
 	case cfg.Trace != "":
 		if cfg.Format, err = trace.FileFormat(cfg.Trace, c.String("format")); err != nil {
 			return cfg, err
@@ -141,11 +150,42 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, fmt.Errorf("--policies: empty")
 	}
 	cfg.Policies, cfg.Preempt, cfg.Backfill = ch.Policies, ch.Preempt, ch.Backfill
+	if c.Bool("from-db") {
+		if cfg.db, err = simulateDBSettings(c); err != nil {
+			return cfg, err
+		}
+	} else {
+		for _, f := range []string{"month", "since", "until"} {
+			if c.IsSet(f) {
+				return cfg, fmt.Errorf("--%s: only with --from-db", f)
+			}
+		}
+	}
+	if spec := c.String("partitions"); spec != "" {
+		if cfg.Layout, err = readLayout(spec); err != nil {
+			return cfg, err
+		}
+		if c.Bool("power") || c.Bool("forecast") {
+			return cfg, fmt.Errorf("--partitions: not with --power or --forecast (not modelled on a partitioned cluster)")
+		}
+		// Preemption is not modelled on partitions: the policies that
+		// default to it run without.
+		if c.IsSet("preempt") && c.String("preempt") != "" {
+			return cfg, fmt.Errorf("--partitions: not with --preempt (preemption is not modelled on a partitioned cluster; give --preempt '')")
+		}
+		cfg.Preempt = nil
+	}
 	return cfg, cfg.Validate()
 }
 
 func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
-	w, err := cfg.LoadWorkload()
+	var w *sim.Workload
+	var err error
+	if cfg.db != nil {
+		w, err = loadDB(ctx, cfg.db, cfg)
+	} else {
+		w, err = cfg.LoadWorkload()
+	}
 	if err != nil {
 		return err
 	}
@@ -379,4 +419,23 @@ func writeNodeSequence(path string, samples []power.Sample) error {
 		return fmt.Errorf("--power-sequence: %w", err)
 	}
 	return nil
+}
+
+// readLayout reads --partitions: the spec itself, or the file it names.
+func readLayout(spec string) (*sim.Layout, error) {
+	text := spec
+	if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
+		b, err := os.ReadFile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--partitions: %w", err)
+		}
+		text = string(b)
+	} else if !strings.Contains(spec, ":") {
+		return nil, fmt.Errorf("--partitions %q: no such file, and not NAME:nodes=N,per-node=U[,type=T] entries", spec)
+	}
+	l, err := sim.ParseLayout(text)
+	if err != nil {
+		return nil, fmt.Errorf("--partitions: %w", err)
+	}
+	return l, nil
 }

@@ -314,3 +314,85 @@ func TestSimulate_Progress(t *testing.T) {
 		t.Errorf("--progress sometimes: %v", err)
 	}
 }
+
+// TestSimulate_Partitions replays an SWF trace whose queues (field 15) are
+// partitions on a cluster given by --partitions, as a spec and as a file:
+// the header names the partitions, and the jobs of a queue the cluster
+// lacks are left out with a warning naming it.
+func TestSimulate_Partitions(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "q.swf")
+	var b strings.Builder
+	b.WriteString("; MaxProcs: 8\n")
+	for i := range 40 {
+		queue := 1 + i%2
+		if i%10 == 9 {
+			queue = 7 // no such partition
+		}
+		fmt.Fprintf(&b, "%d %d 0 %d 2 -1 -1 2 600 -1 1 %d -1 -1 %d -1 -1 -1\n", i+1, i*30, 100+i*7, 1+i%3, queue)
+	}
+	if err := os.WriteFile(tr, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := "1:nodes=2,per-node=2;2:nodes=1,per-node=4"
+	file := filepath.Join(dir, "parts.txt")
+	if err := os.WriteFile(file, []byte("# the cluster\n1:nodes=2,per-node=2\n2:nodes=1,per-node=4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{spec, file} {
+		out, err := runApp(t, "simulate", "--trace", tr, "--policies", "fifo,fairshare", "--parallel", "1", "--partitions", arg)
+		if err != nil {
+			t.Fatalf("--partitions %s: %v\n%s", arg, err, out)
+		}
+		for _, want := range []string{
+			"q.swf (swf): 36 jobs on 3 nodes of cpus in partitions 1:nodes=2,per-node=2;2:nodes=1,per-node=4, EASY backfill",
+			`warning: 4 jobs left out, no node of the cluster can run them: partition "7" not in the cluster`,
+			" fifo ", " fairshare ",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--partitions %s: output lacks %q:\n%s", arg, want, out)
+			}
+		}
+	}
+	// The time split replays on the same layout.
+	out, err := runApp(t, "simulate", "--trace", tr, "--policies", "fifo", "--parallel", "1", "--partitions", spec, "--split", "0.5")
+	if err != nil {
+		t.Fatalf("--split: %v\n%s", err, out)
+	}
+	if want := "q.swf: 40 jobs on 3 nodes of cpus in partitions " + spec + ", EASY backfill"; !strings.Contains(out, want) {
+		t.Errorf("--split: output lacks %q:\n%s", want, out)
+	}
+	out, err = runApp(t, "simulate", "--trace", tr, "--policies", "fifo", "--parallel", "1", "--partitions", spec, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep sim.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cluster.Partitions != spec || rep.Skipped[`partition "7" not in the cluster`] != 4 || rep.Jobs != 36 {
+		t.Errorf("JSON: cluster %+v, skipped %v, %d jobs: want partitions %q, 4 left out, 36 jobs", rep.Cluster, rep.Skipped, rep.Jobs, spec)
+	}
+}
+
+func TestSimulate_PartitionsBad(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--partitions", "gpu:nodes=x,per-node=8"}, `--partitions: partition entry 1 "gpu:nodes=x,per-node=8": nodes=x`},
+		{[]string{"--partitions", "/nonexistent/parts"}, `--partitions "/nonexistent/parts": no such file`},
+		{[]string{"--partitions", "gpu:nodes=1,per-node=8", "--nodes", "4"}, "--partitions: not with --nodes"},
+		{[]string{"--partitions", "gpu:nodes=1,per-node=8", "--preempt", "tiresias"}, "--partitions: not with --preempt"},
+		{[]string{"--partitions", "gpu:nodes=1,per-node=8", "--suite"}, "--partitions: not with --suite"},
+		{[]string{"--partitions", "gpu:nodes=1,per-node=8", "--power"}, "--partitions: not with --power"},
+		{[]string{"--partitions", "gpu:nodes=1,per-node=8", "--policies", "fifo"}, `no job to simulate (left out: 2000 partition "vc1" not in the cluster)`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := runApp(t, append([]string{"simulate", "--parallel", "1", "--progress", "never"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -17,7 +17,8 @@ import (
 // Start = Submit (zero wait) and End = Start + duration: an "online"
 // evaluation on it sees each job finish as early as it possibly could.
 // The mapping: num_gpu → GPUs, model_name → Name, job_type (strict|best) →
-// QOS, user (a virtual cluster in Philly) → User and Account. A strict job's
+// QOS, user (a virtual cluster in Philly) → User, Account and Partition (a
+// virtual cluster has its own nodes, as a partition does). A strict job's
 // expect_time_list is its deadline in seconds after submission (Chronus'
 // SLO; in this file a single value, 1.2 to 4 times the run time): it becomes
 // Deadline, as sbatch --deadline would give it. A best-effort job has none
@@ -51,6 +52,7 @@ func (p *phillyParser) parse(line []byte, m *Meta, j *policy.Job) error {
 		return fmt.Errorf("column user: empty")
 	}
 	j.Account = j.User
+	j.Partition = j.User // the virtual cluster: its own nodes in Philly
 	g, err := p.t.intCol(rec, "num_gpu")
 	if err != nil {
 		return err

@@ -37,6 +37,12 @@ const kthHead = `; MaxProcs: 100
    17   600476 364560 215337    5     -1    -1    5 215400    -1  5  14  14  -1 -1 -1 -1 -1
 `
 
+const swfQueues = `; MaxProcs: 8
+1 0 0 10 2 -1 -1 2 -1 -1 1 1 -1 -1 4 2 -1 -1
+2 0 0 10 2 -1 -1 2 -1 -1 1 1 -1 -1 -1 2 -1 -1
+3 0 0 10 2 -1 -1 2 -1 -1 1 1 -1 -1 -1 -1 -1 -1
+`
+
 const phillyHead = `job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,expect_time_list,expect_value_list,best_effort,job_type
 0,vc_6214e9,1,8555,5049,vgg16,747,14,1105,10,0,strict
 2,vc_ee9e8c,1,14341,3621,alexnet,30,17,14341,10,1,best
@@ -93,16 +99,33 @@ func TestParse_Formats(t *testing.T) {
 		}},
 		wantMeta: Meta{Format: SWF, MaxProcs: 100, Start: epoch, Header: map[string]string{"MaxProcs": "100"}},
 	}, {
+		// Field 15 (queue) is the partition; field 16 (partition) when
+		// the queue is unknown.
+		name:   "swf queue and partition",
+		format: SWF,
+		in:     swfQueues,
+		wantJobs: []policy.Job{{
+			ID: 1, ArrayTask: -1, User: "1", Partition: "4",
+			Submit: epoch, Start: epoch, End: epoch.Add(10 * time.Second), CPUs: 2, State: policy.StateCompleted,
+		}, {
+			ID: 2, ArrayTask: -1, User: "1", Partition: "2",
+			Submit: epoch, Start: epoch, End: epoch.Add(10 * time.Second), CPUs: 2, State: policy.StateCompleted,
+		}, {
+			ID: 3, ArrayTask: -1, User: "1",
+			Submit: epoch, Start: epoch, End: epoch.Add(10 * time.Second), CPUs: 2, State: policy.StateCompleted,
+		}},
+		wantMeta: Meta{Format: SWF, MaxProcs: 8, Start: epoch, Header: map[string]string{"MaxProcs": "8"}},
+	}, {
 		name:   "philly-mix",
 		format: PhillyMIX,
 		in:     phillyHead,
 		wantJobs: []policy.Job{{
-			ID: 0, ArrayTask: -1, User: "vc_6214e9", Account: "vc_6214e9", Name: "vgg16", QOS: "strict", GPUs: 1,
+			ID: 0, ArrayTask: -1, User: "vc_6214e9", Account: "vc_6214e9", Partition: "vc_6214e9", Name: "vgg16", QOS: "strict", GPUs: 1,
 			Submit: epoch.Add(8555 * time.Second), Start: epoch.Add(8555 * time.Second),
 			End: epoch.Add((8555 + 747) * time.Second), State: policy.StateCompleted,
 			Deadline: epoch.Add((8555 + 1105) * time.Second),
 		}, {
-			ID: 2, ArrayTask: -1, User: "vc_ee9e8c", Account: "vc_ee9e8c", Name: "alexnet", QOS: "best", GPUs: 1,
+			ID: 2, ArrayTask: -1, User: "vc_ee9e8c", Account: "vc_ee9e8c", Partition: "vc_ee9e8c", Name: "alexnet", QOS: "best", GPUs: 1,
 			Submit: epoch.Add(14341 * time.Second), Start: epoch.Add(14341 * time.Second),
 			End: epoch.Add((14341 + 30) * time.Second), State: policy.StateCompleted,
 		}},

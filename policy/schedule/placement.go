@@ -36,6 +36,11 @@ type Pool struct {
 	bits  []uint64
 	hint  []int32
 	words int
+	// member, when not nil, marks the nodes the pool may place on: a
+	// partition's view of a larger machine, whose node numbers stay the
+	// machine's. The others hold no free units, and Take and Give pass
+	// over them, so every view can play every allocation.
+	member []bool
 }
 
 // NewPool returns a pool of nodes wholly free nodes of perNode units.
@@ -55,6 +60,22 @@ func NewPoolFree(perNode int, free []int) *Pool {
 	return p
 }
 
+// NewPoolOf returns a pool over the nodes of a machine for which member
+// is true, node i having units[i] units, all free; perNode is the largest
+// of them. A node smaller than perNode takes jobs that fit on one node; a
+// job larger than one node takes whole nodes of perNode units.
+func NewPoolOf(perNode int, units []int, member []bool) *Pool {
+	free := make([]int, len(units))
+	for i, u := range units {
+		if member[i] {
+			free[i] = u
+		}
+	}
+	p := &Pool{perNode: perNode, free: free, member: append([]bool(nil), member...)}
+	p.refresh()
+	return p
+}
+
 // Total is the number of free units, over all nodes.
 func (p *Pool) Total() int { return p.total }
 
@@ -66,6 +87,7 @@ func (p *Pool) CopyFrom(q *Pool) {
 	p.bits = append(p.bits[:0], q.bits...)
 	p.hint = append(p.hint[:0], q.hint...)
 	p.total, p.maxFree = q.total, q.maxFree
+	p.member = q.member // never written after NewPoolOf
 }
 
 // refresh rebuilds the summary and the index from free.
@@ -164,6 +186,9 @@ func (p *Pool) Place(need int, dst []Use) []Use {
 // Take removes an allocation from the free units.
 func (p *Pool) Take(a []Use) {
 	for _, u := range a {
+		if p.member != nil && !p.member[u.Node] {
+			continue
+		}
 		f := p.free[u.Node]
 		p.set(int(u.Node), f, f-int(u.Units))
 	}
@@ -172,6 +197,9 @@ func (p *Pool) Take(a []Use) {
 // Give returns an allocation to the free units.
 func (p *Pool) Give(a []Use) {
 	for _, u := range a {
+		if p.member != nil && !p.member[u.Node] {
+			continue
+		}
 		f := p.free[u.Node]
 		p.set(int(u.Node), f, f+int(u.Units))
 	}
@@ -205,6 +233,10 @@ type EASY struct {
 func NewEASY(nodes, perNode int) *EASY {
 	return &EASY{Free: NewPool(nodes, perNode)}
 }
+
+// NewEASYOn returns a pass over the free units of p (a partition's view,
+// NewPoolOf), which it takes what it starts from.
+func NewEASYOn(p *Pool) *EASY { return &EASY{Free: p} }
 
 // Queue is the ranked queue a Pass schedules, best first: job i is the
 // caller's job Order[i], needs Need[i] units and holds them for at most

@@ -34,3 +34,37 @@ func TestPool_Place(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolOf checks a partition's view of a machine: it places only on its
+// members, keeps the machine's node numbers, passes over the others'
+// units in Take and Give, and takes whole nodes of its largest size for a
+// job larger than one node.
+func TestPoolOf(t *testing.T) {
+	units := []int{8, 8, 4, 8}
+	member := []bool{false, true, true, true}
+	tests := []struct {
+		name  string
+		taken []Use // allocations of the machine taken first
+		need  int
+		want  []Use
+	}{
+		{"best fit among members", nil, 4, []Use{{2, 4}}},
+		{"never a non-member", []Use{{2, 4}}, 4, []Use{{1, 4}}},
+		{"whole nodes of the largest size", nil, 16, []Use{{1, 8}, {3, 8}}},
+		{"a small node is never whole", []Use{{1, 1}}, 12, nil},
+		{"others' units pass", []Use{{0, 8}}, 8, []Use{{1, 8}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPoolOf(8, units, member)
+			p.Take(tt.taken)
+			if got := p.Place(tt.need, nil); !cmp.Equal(tt.want, got) {
+				t.Errorf("place(%d) = %v, want %v", tt.need, got, tt.want)
+			}
+			p.Give(tt.taken)
+			if p.Total() != 20 {
+				t.Errorf("after giving back: %d free, want 20", p.Total())
+			}
+		})
+	}
+}

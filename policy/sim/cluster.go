@@ -19,16 +19,37 @@ const (
 // Cluster is the simulated machine: Nodes identical nodes of PerNode units.
 // A CPU trace whose machine is one pool of processors (SWF's MaxProcs) is
 // one node of MaxProcs units.
+//
+// A cluster with Layout is partitioned (see Layout): Nodes is then the
+// number of its nodes and PerNode the largest of them (WithLayout sets
+// both).
 type Cluster struct {
 	Nodes   int
 	PerNode int
 	Unit    Unit
+	// Layout, when not nil, is the cluster's nodes with their partitions
+	// and GPU types; nil is one partition of identical nodes.
+	Layout *Layout
 }
 
 // Capacity is the cluster's total number of units.
-func (c Cluster) Capacity() int { return c.Nodes * c.PerNode }
+func (c Cluster) Capacity() int {
+	if c.Layout != nil {
+		return c.Layout.capacity()
+	}
+	return c.Nodes * c.PerNode
+}
 
 func (c Cluster) validate() error {
+	if c.Layout != nil {
+		if err := c.Layout.validate(); err != nil {
+			return err
+		}
+		if c.Nodes != len(c.Layout.Nodes) || c.PerNode != c.Layout.largest() {
+			return fmt.Errorf("cluster %d nodes × %d %s does not match its layout (%d nodes, the largest of %d): use WithLayout",
+				c.Nodes, c.PerNode, c.Unit, len(c.Layout.Nodes), c.Layout.largest())
+		}
+	}
 	if c.Nodes <= 0 || c.PerNode <= 0 {
 		return fmt.Errorf("cluster %d nodes × %d %s: want both > 0", c.Nodes, c.PerNode, c.Unit)
 	}

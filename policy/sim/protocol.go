@@ -171,7 +171,7 @@ func NewEvaluator(jobs []policy.Job, c Cluster, p Protocol) (*Evaluator, error) 
 	}
 	e := &Evaluator{cluster: c, proto: p}
 	byID := make(map[int64]int32, len(jobs))
-	admitted, err := admit(jobs, Config{Cluster: c, DefaultLimit: policy.UnknownRun}, map[string]int{}, byID)
+	admitted, err := admit(jobs, Config{Cluster: c, DefaultLimit: policy.UnknownRun}, map[string]int{}, byID, nil)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}

@@ -217,8 +217,8 @@ func (t *ProtocolTable) WriteText(w io.Writer) error {
 	if pred != "none" {
 		pred += " (" + string(t.Predictions) + ")"
 	}
-	fmt.Fprintf(w, "%s: %d jobs on %d × %d %s, %s, predictor %s, bounded slowdown τ = %gs\n",
-		t.Trace, t.Jobs, t.Cluster.Nodes, t.Cluster.PerNode, t.Cluster.Unit, backfill, pred, t.Tau)
+	fmt.Fprintf(w, "%s: %d jobs on %s, %s, predictor %s, bounded slowdown τ = %gs\n",
+		t.Trace, t.Jobs, t.Cluster, backfill, pred, t.Tau)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	switch t.Kind {
 	case Split:

@@ -31,6 +31,9 @@ type RunConfig struct {
 	PerNode   int
 	Parallel  int
 	Load      float64 // inter-arrival scale: offered load × Load
+	// Layout, when set, partitions the cluster (--partitions): it
+	// replaces Nodes and PerNode and the trace's own size.
+	Layout *Layout
 }
 
 // Validate checks what the flags' parsers cannot, naming the flag.
@@ -41,7 +44,10 @@ func (c RunConfig) Validate() error {
 	if c.Nodes < 0 || c.PerNode < 0 {
 		return fmt.Errorf("--nodes %d, --per-node %d: want >= 0", c.Nodes, c.PerNode)
 	}
-	if c.Trace != "" && c.Format == trace.Helios && c.Nodes == 0 {
+	if c.Layout != nil && (c.Nodes != 0 || c.PerNode != 0) {
+		return fmt.Errorf("--partitions: not with --nodes or --per-node (the partitions give the nodes)")
+	}
+	if c.Trace != "" && c.Format == trace.Helios && c.Nodes == 0 && c.Layout == nil {
 		return fmt.Errorf("--nodes: required for Helios traces, which do not record their cluster's size")
 	}
 	if c.Parallel < 1 {
@@ -119,13 +125,21 @@ func IsPolicy(name string) bool { _, ok := policy.Lookup(name); return ok }
 func (c RunConfig) LoadWorkload() (*Workload, error) {
 	var w *Workload
 	var err error
+	nodes, perNode := c.Nodes, c.PerNode
+	if c.Layout != nil {
+		// Sizes any trace accepts; the layout replaces them below.
+		nodes, perNode = len(c.Layout.Nodes), c.Layout.largest()
+	}
 	if c.Trace == "" {
-		w, err = SynthWorkload(fmt.Sprintf("bundled synthetic workload (seed %d)", BundledSeed), BundledSeed, c.Nodes, c.PerNode)
+		w, err = SynthWorkload(fmt.Sprintf("bundled synthetic workload (seed %d)", BundledSeed), BundledSeed, nodes, perNode)
 	} else {
-		w, err = LoadTrace(c.Trace, c.Format, c.Nodes, c.PerNode)
+		w, err = LoadTrace(c.Trace, c.Format, nodes, perNode)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if c.Layout != nil {
+		w.Cluster = w.Cluster.WithLayout(c.Layout)
 	}
 	w.OwnLoad = OfferedLoad(w.Jobs, w.Cluster)
 	if w.Jobs, err = ScaleLoad(w.Jobs, c.Load); err != nil {
@@ -139,10 +153,27 @@ type ClusterInfo struct {
 	Nodes   int    `json:"nodes"`
 	PerNode int    `json:"per_node"`
 	Unit    string `json:"unit"`
+	// Partitions is a partitioned cluster's layout, as ParseLayout reads
+	// it (Nodes is then its node count, PerNode the largest node).
+	Partitions string `json:"partitions,omitempty"`
 }
 
 // InfoOf is c as reports print it.
-func InfoOf(c Cluster) ClusterInfo { return ClusterInfo{c.Nodes, c.PerNode, string(c.Unit)} }
+func InfoOf(c Cluster) ClusterInfo {
+	i := ClusterInfo{Nodes: c.Nodes, PerNode: c.PerNode, Unit: string(c.Unit)}
+	if c.Layout != nil {
+		i.Partitions = c.Layout.String()
+	}
+	return i
+}
+
+// String is the cluster for people: N × U units, or the partitions.
+func (i ClusterInfo) String() string {
+	if i.Partitions != "" {
+		return fmt.Sprintf("%d nodes of %s in partitions %s", i.Nodes, i.Unit, i.Partitions)
+	}
+	return fmt.Sprintf("%d × %d %s", i.Nodes, i.PerNode, i.Unit)
+}
 
 // Report is a comparison of policies on one workload (the JSON form of
 // `fairway simulate`).

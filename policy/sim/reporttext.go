@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/fairway-hpc/fairway/internal/trace"
@@ -17,8 +18,8 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 	if rep.Backfill == NoBackfill {
 		backfill = "no backfill"
 	}
-	fmt.Fprintf(w, "%s (%s): %d jobs on %d × %d %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
-		rep.Cluster.Nodes, rep.Cluster.PerNode, rep.Cluster.Unit, backfill, rep.Predictor)
+	fmt.Fprintf(w, "%s (%s): %d jobs on %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
+		rep.Cluster, backfill, rep.Predictor)
 	if rep.Load != 1 {
 		fmt.Fprintf(w, "offered load %.2f: %g × the trace's own %.2f\n", rep.OfferedLoad, rep.Load, rep.OwnLoad)
 	} else {
@@ -33,6 +34,13 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 	}
 	if len(left) > 0 || rep.Format != "synthetic" {
 		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(left))
+	}
+	for _, r := range slices.Sorted(maps.Keys(rep.Skipped)) {
+		switch r {
+		case SkipNoRun, SkipNoUnits, SkipTooLarge, SkipDuplicate:
+			continue
+		}
+		fmt.Fprintf(w, "warning: %d jobs left out, no node of the cluster can run them: %s\n", rep.Skipped[r], r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tavg JCT (s)\tmedian JCT\tp95 JCT\tavg wait (s)\tp95 wait\tavg bsld\tmakespan (s)\tutil\tJain\tmax ρ\tp95 ρ\tuser p95 wait spread (s)\t")

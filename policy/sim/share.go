@@ -240,6 +240,8 @@ func runShared(jobs []policy.Job, cfg Config, sh shareConfig) (*sharedResult, er
 	switch {
 	case cfg.Cluster.Unit != GPUs:
 		return nil, errors.New("simulate shared GPUs: the cluster must hold GPUs")
+	case cfg.Cluster.Layout != nil:
+		return nil, errors.New("simulate shared GPUs: partitioned clusters are not modelled")
 	case cfg.Policy == nil:
 		return nil, errors.New("simulate shared GPUs: no policy")
 	case cfg.Preempt:
@@ -284,7 +286,7 @@ func runShared(jobs []policy.Job, cfg Config, sh shareConfig) (*sharedResult, er
 // load prepares the jobs in submit order, skipping as Run skips.
 func (s *shared) load() error {
 	c := s.cfg.Cluster
-	admitted, err := admit(s.in, s.cfg, s.res.Skipped, s.byID)
+	admitted, err := admit(s.in, s.cfg, s.res.Skipped, s.byID, nil)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/fairway-hpc/fairway/policy/schedule"
@@ -174,6 +175,7 @@ type sjob struct {
 	start int64 // current start, ns
 	first int64 // first start, ns; -1 before
 	end   int64
+	view  int32 // partitioned: its router view
 	alloc []schedule.Use
 	runs  []Span
 }
@@ -241,6 +243,10 @@ type simulator struct {
 	// the queue.
 	static  *policy.StaticOrder
 	unkeyed []int32
+
+	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
+	// free, queue and minNeed with one of each per view.
+	parts *partState
 }
 
 // Run simulates jobs on cfg's cluster under cfg's policy and returns what
@@ -277,6 +283,16 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	}
 	if cfg.Power != nil && cfg.Preempt {
 		return nil, fmt.Errorf("simulate: power saving with preemption is not modelled")
+	}
+	if cfg.Cluster.Layout != nil {
+		switch {
+		case cfg.Preempt:
+			return nil, fmt.Errorf("simulate: preemption on a partitioned cluster is not modelled")
+		case cfg.Power != nil:
+			return nil, fmt.Errorf("simulate: power saving on a partitioned cluster is not modelled")
+		case cfg.watch != nil:
+			return nil, fmt.Errorf("simulate: start-time forecasts on a partitioned cluster are not modelled")
+		}
 	}
 	chargeEvery := cfg.ChargeEvery
 	if cfg.Preempt && chargeEvery == 0 {
@@ -319,7 +335,14 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 
 // load prepares the jobs in submit order.
 func (s *simulator) load(res *Result) error {
-	admitted, err := admit(s.in, s.cfg, res.Skipped, s.byID)
+	if s.cfg.Cluster.Layout != nil {
+		s.parts = &partState{router: newRouter(s.cfg.Cluster)}
+	}
+	var r *router
+	if s.parts != nil {
+		r = s.parts.router
+	}
+	admitted, err := admit(s.in, s.cfg, res.Skipped, s.byID, r)
 	if err != nil {
 		return err
 	}
@@ -330,11 +353,15 @@ func (s *simulator) load(res *Result) error {
 	for k, a := range admitted {
 		j := &s.in[a.src]
 		s.jobs[k] = sjob{src: a.src, need: int32(s.cfg.Cluster.Need(j)), state: a.state,
-			run: int64(a.run), limit: int64(a.limit), first: -1}
+			run: int64(a.run), limit: int64(a.limit), first: -1, view: a.view}
 		s.trueRun[j.ID] = a.run
 	}
-	s.easy = schedule.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
-	s.free = s.easy.Free
+	if s.parts != nil {
+		s.parts.init(s)
+	} else {
+		s.easy = schedule.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
+		s.free = s.easy.Free
+	}
 	s.needCount = make([]int32, capacity+1)
 	s.minNeed = capacity + 1
 	s.sel = make([]uint32, len(s.jobs))
@@ -374,6 +401,7 @@ func (s *simulator) warm() error {
 // run time, limit and final state it is replayed with.
 type replay struct {
 	src        int32
+	view       int32 // on a partitioned cluster, the router's view it runs in
 	run, limit time.Duration
 	state      policy.State
 }
@@ -382,10 +410,17 @@ type replay struct {
 // (stable), and counts the others in skipped by reason. byID maps each
 // admitted job's id to its index in the result. A run past the job's limit
 // (or cfg.DefaultLimit when it has none) is cut there and times out; a job
-// whose state is not final completes.
-func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]int32) ([]replay, error) {
+// whose state is not final completes. With a router (a partitioned
+// cluster), each job is sent to its partition's view, and a job no node
+// of its partition (and GPU type) can run is left out under a reason that
+// names them.
+func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]int32, r *router) ([]replay, error) {
 	capacity := cfg.Cluster.Capacity()
 	order := make([]int32, 0, len(in))
+	var views []int32 // by input index, with a router
+	if r != nil {
+		views = make([]int32, len(in))
+	}
 	for i := range in {
 		j := &in[i]
 		need := cfg.Cluster.Need(j)
@@ -394,16 +429,27 @@ func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]i
 			skipped[SkipNoRun]++
 		case need <= 0:
 			skipped[SkipNoUnits]++
-		case need > capacity:
+		case r == nil && need > capacity:
 			skipped[SkipTooLarge]++
 		default:
 			if _, dup := byID[j.ID]; dup {
 				skipped[SkipDuplicate]++
 				continue
 			}
+			if r != nil {
+				v, why := r.route(j, need)
+				if v < 0 {
+					skipped[why]++
+					continue
+				}
+				views[i] = v
+			}
 			byID[j.ID] = -1
 			order = append(order, int32(i))
 		}
+	}
+	if len(order) == 0 && r != nil {
+		return nil, fmt.Errorf("simulate %d trace jobs: %w (left out: %s)", len(in), ErrNoJobs, trace.FormatLeftOut(skipped))
 	}
 	if len(order) == 0 {
 		return nil, fmt.Errorf("simulate %d trace jobs: %w", len(in), ErrNoJobs)
@@ -424,6 +470,9 @@ func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]i
 			state = policy.StateCompleted
 		}
 		out[k] = replay{src: i, run: run, limit: limit, state: state}
+		if r != nil {
+			out[k].view = views[i]
+		}
 		byID[j.ID] = int32(k)
 	}
 	return out, nil
@@ -522,7 +571,7 @@ func (s *simulator) arrive(k int32) {
 // decide runs a scheduling cycle when something changed and a pending job
 // could start (any job, when running ones may be preempted).
 func (s *simulator) decide(changed bool) error {
-	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.free.Fits(s.minNeed) {
+	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.anyFits() {
 		if w := s.cfg.watch; w != nil {
 			return w.idle(s)
 		}
@@ -631,6 +680,10 @@ func (s *simulator) rankError(snap *policy.Snapshot, keyErr error) error {
 // decideEASY starts jobs in ranking order while they fit, then, under
 // EASY, reserves for the first that does not and backfills behind it.
 func (s *simulator) decideEASY() {
+	if s.parts != nil {
+		s.decideParts()
+		return
+	}
 	s.queue.Reset()
 	for _, k := range s.order {
 		j := &s.jobs[k]
@@ -699,6 +752,9 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	s.pendK = append(s.pendK, k)
 	s.needCount[j.need]++
 	s.minNeed = min(s.minNeed, int(j.need))
+	if s.parts != nil {
+		s.parts.views[j.view].enqueue(int(j.need))
+	}
 	if s.static != nil {
 		s.unkeyed = append(s.unkeyed, k)
 	}
@@ -728,6 +784,9 @@ func (s *simulator) dequeue(k int32) policy.Job {
 	}
 	if s.static != nil {
 		s.static.Remove(pj.ID)
+	}
+	if s.parts != nil {
+		s.parts.views[j.view].dequeue(int(j.need))
 	}
 	s.needCount[j.need]--
 	if int(j.need) == s.minNeed && s.needCount[j.need] == 0 {
@@ -783,7 +842,11 @@ func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
 	rj := removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
-	s.free.Give(j.alloc)
+	if s.parts != nil {
+		s.parts.give(j.alloc)
+	} else {
+		s.free.Give(j.alloc)
+	}
 	if s.power != nil {
 		s.power.give(s.now, j.alloc)
 	}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// fakeHistory puts a database-less history in finishedHistory's place for
+// the test: it records the period asked for and answers jobs, which ran
+// in partitions gpu (H100 and V100 nodes) and debug.
+func fakeHistory(t *testing.T, jobs []policy.Job) *[2]time.Time {
+	t.Helper()
+	var asked [2]time.Time
+	old := finishedHistory
+	finishedHistory = func(_ context.Context, url, cluster string, since, until time.Time) ([]policy.Job, string, error) {
+		if url != "postgres://fake" || cluster != "alps" {
+			return nil, "", fmt.Errorf("asked for %s at %s", cluster, url)
+		}
+		asked = [2]time.Time{since, until}
+		return append([]policy.Job(nil), jobs...), cluster, nil
+	}
+	t.Cleanup(func() { finishedHistory = old })
+	return &asked
+}
+
+func dbJobs() []policy.Job {
+	t0 := time.Date(2026, 10, 3, 8, 0, 0, 0, time.UTC)
+	var jobs []policy.Job
+	for i := range 30 {
+		part, typ := "gpu", "h100"
+		switch i % 3 {
+		case 1:
+			typ = "v100"
+		case 2:
+			part, typ = "debug", ""
+		}
+		sub := t0.Add(time.Duration(i) * 5 * time.Minute)
+		jobs = append(jobs, policy.Job{ID: int64(100 + i), ArrayTask: -1, User: fmt.Sprintf("u%d", i%4), Account: "lab",
+			Partition: part, GPUType: typ, GPUs: 1 + i%4, CPUs: 4, Nodes: 1, Submit: sub, Start: sub.Add(time.Minute),
+			End: sub.Add(time.Duration(20+i) * time.Minute), TimeLimit: 2 * time.Hour, State: policy.StateCompleted})
+	}
+	jobs = append(jobs, policy.Job{ID: 999, ArrayTask: -1, User: "u9", Account: "lab", Partition: "gpu", GPUType: "a100", GPUs: 1,
+		Submit: t0, Start: t0, End: t0.Add(time.Hour), State: policy.StateCompleted})
+	return jobs
+}
+
+// TestSimulate_FromDB replays a month of a (fake) accounting database on
+// the cluster's partitions: the month becomes the period read, the jobs
+// keep their partitions and GPU types, and a job of a type no node has
+// is named in a warning.
+func TestSimulate_FromDB(t *testing.T) {
+	asked := fakeHistory(t, dbJobs())
+	out, err := runApp(t, "simulate", "--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-10",
+		"--policies", "fifo,fairshare", "--parallel", "1", "--progress", "never",
+		"--partitions", "gpu:nodes=1,per-node=4,type=h100;gpu:nodes=1,per-node=4,type=v100;debug:nodes=1,per-node=4")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	wantPeriod := [2]time.Time{time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
+	if *asked != wantPeriod {
+		t.Errorf("period read %v, want %v", *asked, wantPeriod)
+	}
+	for _, want := range []string{
+		"alps, jobs that ended between 2026-10-01 and 2026-11-01 (accounting database): 30 jobs on 3 nodes of gpus in partitions gpu:nodes=1,per-node=4,type=h100;gpu:nodes=1,per-node=4,type=v100;debug:nodes=1,per-node=4",
+		`warning: 1 jobs left out, no node of the cluster can run them: no a100 node in partition "gpu"`,
+		" fifo ", " fairshare ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Without --partitions the machine is sized from the history, one pool.
+	out, err = runApp(t, "simulate", "--from-db", "--database-url", "postgres://fake", "--cluster", "alps",
+		"--since", "2026-10-01", "--policies", "fifo", "--parallel", "1", "--progress", "never")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "alps, jobs that ended since 2026-10-01 (accounting database): 31 jobs on ") {
+		t.Errorf("one pool: output\n%s", out)
+	}
+}
+
+func TestSimulate_FromDBBad(t *testing.T) {
+	fakeHistory(t, dbJobs())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-13"}, `--month: month "2026-13"`},
+		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-10", "--since", "2026-10-02"}, "--month: not with --since"},
+		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--split", "0.7"}, "--from-db: not with --split"},
+		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--trace", "x.swf"}, "--from-db and --trace"},
+		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "other"}, "--from-db: asked for other"},
+		{[]string{"--month", "2026-10"}, "--month: only with --from-db"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := runApp(t, append([]string{"simulate", "--parallel", "1", "--progress", "never", "--policies", "fifo"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,513 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
+)
+
+// Layout is a partitioned cluster, as slurm.conf's NodeName and
+// PartitionName lines describe one: nodes, each of some units and a GPU
+// type, each in one or more partitions.
+//
+// A job runs only on the nodes of its partition (policy.Job.Partition; the
+// first partition, the default, when it names none, as Slurm's
+// Default=YES; of a comma-separated list, the first the layout has) and,
+// when it asks for a GPU type (policy.Job.GPUType, on a GPU cluster), only
+// on nodes of that type. Jobs are ranked in one order over all partitions,
+// as Slurm's priority is, and start in that order while they fit their
+// partition (with GPU type); a job that does not fit blocks its partition
+// only, which then makes its own EASY pass, its reservation and backfill
+// seeing only its nodes, as Slurm's backfill plans each partition apart
+// (simulator.decideParts). A node in several
+// partitions is one node: what a job of one takes, the others lose. Where
+// partitions overlap, a reservation of one does not hold the shared nodes
+// against another's backfill.
+type Layout struct {
+	Nodes []Node
+	// Partitions names the partitions, the default first.
+	Partitions []string
+}
+
+// Node is one node of a Layout.
+type Node struct {
+	Units int    // GPUs (or processors, on a CPU cluster)
+	Type  string // GPU type ("h100"); "" untyped
+	// Partitions are indices into Layout.Partitions.
+	Partitions []int
+}
+
+// WithLayout returns c partitioned by l: Nodes and PerNode become l's
+// node count and largest node.
+func (c Cluster) WithLayout(l *Layout) Cluster {
+	c.Layout, c.Nodes, c.PerNode = l, len(l.Nodes), l.largest()
+	return c
+}
+
+func (l *Layout) capacity() int {
+	n := 0
+	for _, nd := range l.Nodes {
+		n += nd.Units
+	}
+	return n
+}
+
+func (l *Layout) largest() int {
+	m := 0
+	for _, nd := range l.Nodes {
+		m = max(m, nd.Units)
+	}
+	return m
+}
+
+func (l *Layout) validate() error {
+	if len(l.Nodes) == 0 || len(l.Partitions) == 0 {
+		return fmt.Errorf("partitioned cluster with %d nodes and %d partitions: want both > 0", len(l.Nodes), len(l.Partitions))
+	}
+	used := make([]bool, len(l.Partitions))
+	for i, nd := range l.Nodes {
+		if nd.Units <= 0 {
+			return fmt.Errorf("node %d: %d units: want > 0", i, nd.Units)
+		}
+		if len(nd.Partitions) == 0 {
+			return fmt.Errorf("node %d: in no partition", i)
+		}
+		for _, p := range nd.Partitions {
+			if p < 0 || p >= len(l.Partitions) {
+				return fmt.Errorf("node %d: partition %d of %d", i, p, len(l.Partitions))
+			}
+			used[p] = true
+		}
+	}
+	for p, ok := range used {
+		if !ok {
+			return fmt.Errorf("partition %q: no nodes", l.Partitions[p])
+		}
+	}
+	return nil
+}
+
+// String spells l as ParseLayout reads it, one entry per run of like
+// nodes.
+func (l *Layout) String() string {
+	var b strings.Builder
+	for i := 0; i < len(l.Nodes); {
+		nd := l.Nodes[i]
+		n := 1
+		for i+n < len(l.Nodes) && l.Nodes[i+n].Units == nd.Units && l.Nodes[i+n].Type == nd.Type && slices.Equal(l.Nodes[i+n].Partitions, nd.Partitions) {
+			n++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(';')
+		}
+		names := make([]string, len(nd.Partitions))
+		for k, p := range nd.Partitions {
+			names[k] = l.Partitions[p]
+		}
+		fmt.Fprintf(&b, "%s:nodes=%d,per-node=%d", strings.Join(names, "+"), n, nd.Units)
+		if nd.Type != "" {
+			fmt.Fprintf(&b, ",type=%s", nd.Type)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// ParseLayout reads a cluster's partitions from spec: entries separated by
+// ';' or new lines, each
+//
+//	NAME:nodes=N,per-node=U[,type=T]   N new nodes of U units (of GPU type T) in partition NAME
+//	NAME:of=A+B                        partition NAME is every node of partitions A and B
+//
+// Names are letters, digits, '-', '_' and '.'. An entry whose NAME is
+// A+B (nodes=… form) puts its new nodes in both partitions. A name given
+// again adds nodes to that partition; the first partition named is the
+// default. Blank lines and text from '#' on are ignored, so spec can be a
+// file's contents:
+//
+//	gpu:nodes=100,per-node=8,type=v100
+//	gpu:nodes=20,per-node=8,type=a100
+//	debug:nodes=4,per-node=8
+//	all:of=gpu+debug
+func ParseLayout(spec string) (*Layout, error) {
+	l := &Layout{}
+	index := map[string]int{}
+	part := func(name string) int {
+		p, ok := index[name]
+		if !ok {
+			p = len(l.Partitions)
+			index[name] = p
+			l.Partitions = append(l.Partitions, name)
+		}
+		return p
+	}
+	type union struct {
+		entry string
+		p     int
+		of    []string
+	}
+	var unions []union
+	n := 0
+	for _, line := range strings.Split(spec, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		for _, e := range strings.Split(line, ";") {
+			e = strings.TrimSpace(e)
+			if e == "" {
+				continue
+			}
+			n++
+			bad := func(format string, a ...any) error {
+				return fmt.Errorf("partition entry %d %q: %s", n, e, fmt.Sprintf(format, a...))
+			}
+			name, kvs, ok := strings.Cut(e, ":")
+			if !ok {
+				return nil, bad("want NAME:nodes=N,per-node=U[,type=T] or NAME:of=A+B")
+			}
+			names := strings.Split(strings.TrimSpace(name), "+")
+			for _, nm := range names {
+				if !validName(nm) {
+					return nil, bad("partition name %q: want letters, digits, '-', '_' or '.'", nm)
+				}
+			}
+			var nodes, units int
+			var typ string
+			var of []string
+			seen := map[string]bool{}
+			for _, kv := range strings.Split(kvs, ",") {
+				k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+				k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+				if !ok || v == "" {
+					return nil, bad("%q: want KEY=VALUE", kv)
+				}
+				if seen[k] {
+					return nil, bad("%s given twice", k)
+				}
+				seen[k] = true
+				switch k {
+				case "nodes", "per-node":
+					x, err := strconv.Atoi(v)
+					if err != nil || x <= 0 || x > 1<<20 {
+						return nil, bad("%s=%s: want a whole number from 1 to %d", k, v, 1<<20)
+					}
+					if k == "nodes" {
+						nodes = x
+					} else {
+						units = x
+					}
+				case "type":
+					if !validName(v) {
+						return nil, bad("type=%s: want letters, digits, '-', '_' or '.'", v)
+					}
+					typ = v
+				case "of":
+					of = strings.Split(v, "+")
+					for _, o := range of {
+						if !validName(o) {
+							return nil, bad("of=%s: partition name %q: want letters, digits, '-', '_' or '.'", v, o)
+						}
+					}
+				default:
+					return nil, bad("unknown key %q: want nodes, per-node, type or of", k)
+				}
+			}
+			if of != nil {
+				if len(seen) > 1 {
+					return nil, bad("of= takes no other key")
+				}
+				if len(names) > 1 {
+					return nil, bad("of= names one partition")
+				}
+				unions = append(unions, union{e, part(names[0]), of})
+				continue
+			}
+			if nodes == 0 || units == 0 {
+				return nil, bad("want both nodes= and per-node=")
+			}
+			if len(l.Nodes)+nodes > 1<<20 {
+				return nil, bad("more than %d nodes in all", 1<<20)
+			}
+			ps := make([]int, 0, len(names))
+			for _, nm := range names {
+				if p := part(nm); !slices.Contains(ps, p) {
+					ps = append(ps, p)
+				}
+			}
+			for range nodes {
+				l.Nodes = append(l.Nodes, Node{Units: units, Type: typ, Partitions: ps})
+			}
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("partitions: empty: want NAME:nodes=N,per-node=U[,type=T] entries separated by ';'")
+	}
+	// A union adds itself to the nodes of the partitions it names, as they
+	// were given by nodes= entries (not through another union).
+	own := make([]bool, len(l.Partitions))
+	for _, nd := range l.Nodes {
+		for _, p := range nd.Partitions {
+			own[p] = true
+		}
+	}
+	for _, u := range unions {
+		for _, o := range u.of {
+			p, ok := index[o]
+			if !ok || !own[p] {
+				return nil, fmt.Errorf("partition entry %q: of=%s: no nodes= entry for partition %q", u.entry, strings.Join(u.of, "+"), o)
+			}
+			for i := range l.Nodes {
+				nd := &l.Nodes[i]
+				if slices.Contains(nd.Partitions, p) && !slices.Contains(nd.Partitions, u.p) {
+					nd.Partitions = append(slices.Clip(nd.Partitions), u.p)
+				}
+			}
+		}
+	}
+	if err := l.validate(); err != nil {
+		return nil, fmt.Errorf("partitions: %w", err)
+	}
+	return l, nil
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// partView is the nodes one kind of job may run on: a partition's, of one
+// GPU type or of any.
+type partView struct {
+	part   int
+	typ    string
+	member []bool
+	units  []int
+	// perNode is the largest node of the view, whole counts the nodes of
+	// that size: a job larger than one node takes whole nodes of perNode.
+	perNode, whole, capacity int
+}
+
+// fits reports whether a job of need units fits the view's empty nodes.
+func (v *partView) fits(need int) bool {
+	if need <= v.perNode {
+		return true
+	}
+	return schedule.NodesFor(need, v.perNode) <= v.whole
+}
+
+// router sends jobs to their views, making each view when a job first
+// needs it.
+type router struct {
+	l     *Layout
+	typed bool // GPU types count (a GPU cluster)
+	index map[string]int
+	views []*partView
+	keys  map[[2]string]int32
+}
+
+func newRouter(c Cluster) *router {
+	r := &router{l: c.Layout, typed: c.Unit == GPUs, index: map[string]int{}, keys: map[[2]string]int32{}}
+	for p, name := range c.Layout.Partitions {
+		r.index[name] = p
+	}
+	return r
+}
+
+// route returns the view of job j needing need units, or -1 and why no
+// node can ever run it (a skip reason naming the partition or type).
+func (r *router) route(j *policy.Job, need int) (int32, string) {
+	p := 0
+	if j.Partition != "" {
+		p = -1
+		for name := range strings.SplitSeq(j.Partition, ",") {
+			if q, ok := r.index[strings.TrimSpace(name)]; ok {
+				p = q
+				break
+			}
+		}
+		if p < 0 {
+			return -1, fmt.Sprintf("partition %q not in the cluster", j.Partition)
+		}
+	}
+	typ := ""
+	if r.typed {
+		typ = j.GPUType
+	}
+	key := [2]string{r.l.Partitions[p], typ}
+	v, ok := r.keys[key]
+	if !ok {
+		v = r.view(p, typ)
+		r.keys[key] = v
+	}
+	if v < 0 {
+		return -1, fmt.Sprintf("no %s node in partition %q", typ, r.l.Partitions[p])
+	}
+	if !r.views[v].fits(need) {
+		return -1, fmt.Sprintf("larger than partition %q", key[0]+typeSuffix(typ))
+	}
+	return v, ""
+}
+
+func typeSuffix(typ string) string {
+	if typ == "" {
+		return ""
+	}
+	return " (" + typ + ")"
+}
+
+// view makes the view of partition p's nodes of type typ ("": any), -1
+// when it has none.
+func (r *router) view(p int, typ string) int32 {
+	v := &partView{part: p, typ: typ, member: make([]bool, len(r.l.Nodes)), units: make([]int, len(r.l.Nodes))}
+	for i, nd := range r.l.Nodes {
+		v.units[i] = nd.Units
+		if slices.Contains(nd.Partitions, p) && (typ == "" || nd.Type == typ) {
+			v.member[i] = true
+			v.capacity += nd.Units
+			if nd.Units > v.perNode {
+				v.perNode, v.whole = nd.Units, 0
+			}
+			if nd.Units == v.perNode {
+				v.whole++
+			}
+		}
+	}
+	if v.capacity == 0 {
+		return -1
+	}
+	r.views = append(r.views, v)
+	return int32(len(r.views) - 1)
+}
+
+// partState is a partitioned simulation's scheduling state: per view, its
+// free units (a view of the one machine), its queue and EASY pass, and the
+// needs of its pending jobs.
+type partState struct {
+	router *router
+	views  []viewState
+	// rank is this cycle's views in the order of their best-ranked job;
+	// cur is the view being scheduled, start the callback of its pass
+	// (made once, so a pass allocates nothing).
+	rank  []int32
+	cur   int32
+	start func(i int, a []schedule.Use)
+}
+
+type viewState struct {
+	easy      *schedule.EASY
+	queue     schedule.Queue
+	needCount []int32
+	minNeed   int
+	blocked   bool // this cycle, a job of the view did not fit
+}
+
+func (p *partState) init(s *simulator) {
+	p.views = make([]viewState, len(p.router.views))
+	for i, v := range p.router.views {
+		p.views[i] = viewState{easy: schedule.NewEASYOn(schedule.NewPoolOf(v.perNode, v.units, v.member)),
+			needCount: make([]int32, v.capacity+1), minNeed: v.capacity + 1}
+	}
+	p.start = func(i int, a []schedule.Use) {
+		for w := range p.views {
+			if int32(w) != p.cur {
+				p.views[w].easy.Free.Take(a)
+			}
+		}
+		s.start(p.views[p.cur].queue.Order[i], a)
+	}
+}
+
+func (v *viewState) enqueue(need int) {
+	v.needCount[need]++
+	v.minNeed = min(v.minNeed, need)
+}
+
+func (v *viewState) dequeue(need int) {
+	v.needCount[need]--
+	if need == v.minNeed && v.needCount[need] == 0 {
+		v.minNeed = len(v.needCount)
+		for n := need + 1; n < len(v.needCount); n++ {
+			if v.needCount[n] > 0 {
+				v.minNeed = n
+				break
+			}
+		}
+	}
+}
+
+// take removes an allocation from every view.
+func (p *partState) take(a []schedule.Use) {
+	for w := range p.views {
+		p.views[w].easy.Free.Take(a)
+	}
+}
+
+// give returns an allocation to every view.
+func (p *partState) give(a []schedule.Use) {
+	for w := range p.views {
+		p.views[w].easy.Free.Give(a)
+	}
+}
+
+// anyFits reports whether a pending job could start now: some pending
+// job fits the free units of some view.
+func (s *simulator) anyFits() bool {
+	if s.parts == nil {
+		return s.free.Fits(s.minNeed)
+	}
+	for w := range s.parts.views {
+		v := &s.parts.views[w]
+		if v.minNeed < len(v.needCount) && v.easy.Free.Fits(v.minNeed) {
+			return true
+		}
+	}
+	return false
+}
+
+// decideParts is decideEASY on a partitioned cluster, as Slurm's two
+// schedulers act on one priority order: the main one walks the whole
+// ranking, starting each job that fits its view until one does not, which
+// blocks its view only; then each blocked view, the view of the
+// best-ranked blocked job first, makes its EASY pass over its jobs not
+// started, in ranking order, with the reservation and backfill seeing only
+// its nodes.
+func (s *simulator) decideParts() {
+	p := s.parts
+	for w := range p.views {
+		p.views[w].queue.Reset()
+		p.views[w].blocked = false
+	}
+	p.rank = p.rank[:0]
+	for _, k := range s.order {
+		j := &s.jobs[k]
+		v := &p.views[j.view]
+		if !v.blocked {
+			if free := v.easy.Free; free.Fits(int(j.need)) {
+				s.place = free.Place(int(j.need), s.place)
+				p.take(s.place)
+				s.start(k, s.place)
+				continue
+			}
+			v.blocked = true
+			p.rank = append(p.rank, j.view)
+		}
+		v.queue.Add(k, int(j.need), j.limit-j.done)
+	}
+	if s.cfg.Backfill == NoBackfill {
+		return
+	}
+	for _, w := range p.rank {
+		p.cur = w
+		v := &p.views[w]
+		v.easy.Pass(s.now, &v.queue, s.limitEnds, true, p.start)
+	}
+}
