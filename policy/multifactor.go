@@ -28,6 +28,10 @@ type MultifactorParams struct {
 	// NoNormalPartition is PriorityFlags=NO_NORMAL_PART: the partition
 	// factor is PriorityJobFactor itself, not divided by the highest.
 	NoNormalPartition bool
+	// FairTree ranks fair share by Slurm's Fair Tree, its default since
+	// 19.05 (PriorityFlags without NO_FAIR_TREE), instead of the classic
+	// factor.
+	FairTree bool
 	// DecayHalfLife is PriorityDecayHalfLife. The fair-share usage it
 	// decays is the Ledger's, so the cycle owner must build its Ledger
 	// with it (LedgerParams); NewMultifactor only checks it.
@@ -51,7 +55,8 @@ type MultifactorParams struct {
 //	priority = ⌊ W_age·age + W_fs·fairshare + W_js·jobsize + W_part·partition + W_qos·qos ⌋, at least 1
 //
 //	age       = min(1, (now − eligible)/PriorityMaxAge)
-//	fairshare = 2^(−(UE_u/S_u)/FairShareDampeningFactor)  (the classic factor, see fairshare)
+//	fairshare = 2^(−(UE_u/S_u)/FairShareDampeningFactor)  (the classic factor, see fairshare),
+//	            or with FairTree the user's rank in the tree over the number of users (fairTreeFactors)
 //	jobsize   = (nodes/N + cpus/C)/2, or with PriorityFavorSmall
 //	            ((N − nodes)/N [0 when nodes ≥ N] + (C − cpus)/C)/2; with
 //	            SMALL_RELATIVE_TO_TIME max(nodes·C/N, cpus)/limit_minutes/C
@@ -66,9 +71,8 @@ type MultifactorParams struct {
 // Where it differs from slurmctld: usage is the Ledger's GPU-seconds,
 // decayed continuously, where Slurm charges TRES-billing CPU-seconds once
 // per PriorityCalcPeriod and recomputes pending jobs' priorities only then
-// (and at submit); the fair-share factor is the classic one, where Slurm's
-// default since 19.05 is Fair Tree (PriorityFlags without NO_FAIR_TREE);
-// association priority, TRES weights, nice and the site factor are left
+// (and at submit); Fair Tree's tree has two levels, and users directly
+// under the root are users of an account of that name; association priority, TRES weights, nice and the site factor are left
 // out. A job in several partitions counts by the one Job.Partition names.
 type multifactor struct {
 	p      MultifactorParams
@@ -176,7 +180,14 @@ func (m *multifactor) jobSize(j *Job) float64 {
 func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 	var ffs []fsFactor
 	g := groupByAssoc(s.Pending)
-	if m.p.WeightFairshare > 0 {
+	switch {
+	case m.p.WeightFairshare > 0 && m.p.FairTree:
+		ft := fairTreeFactors(s, g.keys)
+		ffs = make([]fsFactor, len(g.keys))
+		for x, a := range g.keys {
+			ffs[x].f = ft[a]
+		}
+	case m.p.WeightFairshare > 0:
 		ffs = fairshareFactors(s, g, shareSums(s, g.keys), m.p.Dampening)
 	}
 	const k = 6

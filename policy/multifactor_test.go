@@ -130,3 +130,48 @@ func TestMultifactor_WhatMovesIt(t *testing.T) {
 		t.Errorf("no weights: WhatMovesIt = %q", text)
 	}
 }
+
+// TestMultifactor_FairTree checks Fair Tree's ranks, worked out by hand.
+// Shares: phys 2, chem 1; alice, bob in phys, carol in chem (1 each).
+// Usage alice 3000, carol 1000 (root 4000):
+//
+//	LF chem = (1/3)/(1000/4000) = 1.333, LF phys = (2/3)/(3000/4000) = .889: chem first
+//	carol: (1/1)/(1000/1000) = 1: rank 3, F = 1
+//	bob:   (1/2)/0 = +Inf: rank 2, F = 2/3;  alice: (1/2)/(3000/3000) = .5: rank 1, F = 1/3
+//
+// With no usage every level ties at +Inf: everyone has rank 3, F = 1,
+// and jobs go oldest first.
+func TestMultifactor_FairTree(t *testing.T) {
+	shares := &Shares{Accounts: map[string]float64{"phys": 2, "chem": 1}}
+	used := rkLedger(t, LedgerParams{HalfLife: -1})
+	used.Charge(&Job{ID: 100, Account: "phys", User: "alice", GPUs: 1}, rkAt(0), rkAt(50), Service{})
+	used.Charge(&Job{ID: 101, Account: "chem", User: "carol", GPUs: 1}, rkAt(0), rkAt(1000.0/60), Service{})
+	jobs := []rkJob{
+		{id: 1, acct: "phys", user: "alice", submit: 10},
+		{id: 2, acct: "phys", user: "bob", submit: 20},
+		{id: 3, acct: "chem", user: "carol", submit: 30},
+	}
+	for _, tc := range []struct {
+		name   string
+		ledger *Ledger
+		want   []int64
+		f      map[int64]float64
+	}{
+		{"usage", used, []int64{3, 2, 1}, map[int64]float64{1: 1.0 / 3, 2: 2.0 / 3, 3: 1}},
+		{"no usage", rkLedger(t, LedgerParams{HalfLife: -1}), []int64{1, 2, 3}, map[int64]float64{1: 1, 2: 1, 3: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := rkSnap(60, jobs...)
+			s.Shares, s.Ledger = shares, tc.ledger
+			got, by := rkRank(t, "slurm", MultifactorParams{WeightFairshare: 3000, FairTree: true}, s)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			for id, f := range tc.f {
+				if g := by[id].Parts.Get("fairshare"); math.Abs(g-f) > 1e-12 || by[id].Value != max(1, math.Floor(3000*g)) {
+					t.Errorf("job %d: fairshare %v value %v, want %v", id, g, by[id].Value, f)
+				}
+			}
+		})
+	}
+}

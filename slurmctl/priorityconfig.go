@@ -20,16 +20,13 @@ type PriorityConfig struct {
 	Type string
 	// Multifactor holds the weights, PriorityMaxAge, PriorityFavorSmall,
 	// PriorityDecayHalfLife, FairShareDampeningFactor and the
-	// PriorityFlags it models. Partition factors and the cluster's size
+	// PriorityFlags it models: FairTree unless NO_FAIR_TREE (Slurm's
+	// default since 19.05). Partition factors and the cluster's size
 	// are not in the config: ParsePartitionFactors and the node list fill
 	// them.
 	Multifactor policy.MultifactorParams
 	// Flags is PriorityFlags, as printed (comma-separated).
 	Flags []string
-	// FairTree: the fair-share factor is Fair Tree's (Slurm's default
-	// since 19.05), not the classic one; PriorityFlags=NO_FAIR_TREE
-	// clears it.
-	FairTree bool
 	// CalcPeriod is PriorityCalcPeriod: how often slurmctld charges usage
 	// and recomputes pending jobs' priorities.
 	CalcPeriod time.Duration
@@ -87,9 +84,10 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	if _, ok := kv["PriorityType"]; !ok {
 		return PriorityConfig{}, fmt.Errorf("scontrol show config: no PriorityType line: not the output of scontrol show config")
 	}
-	c := PriorityConfig{Type: kv["PriorityType"], SchedulerType: kv["SchedulerType"], FairTree: true,
+	c := PriorityConfig{Type: kv["PriorityType"], SchedulerType: kv["SchedulerType"],
 		CalcPeriod: 5 * time.Minute, BackfillInterval: 30 * time.Second}
 	m := &c.Multifactor
+	m.FairTree = true
 	weights := []struct {
 		key string
 		dst *float64
@@ -154,7 +152,7 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 		c.Flags = append(c.Flags, f)
 		switch strings.ToUpper(f) {
 		case "NO_FAIR_TREE":
-			c.FairTree = false
+			m.FairTree = false
 		case "SMALL_RELATIVE_TO_TIME":
 			m.SizeRelative = true
 		case "NO_NORMAL_PART":

@@ -16,9 +16,9 @@ import (
 // weight), 24.11.7 and 26.05.3 (captured for /work/shared/data/slurmrestd).
 func TestParsePriorityConfig(t *testing.T) {
 	week := 7 * 24 * time.Hour
-	base := PriorityConfig{Type: "priority/multifactor", SchedulerType: "sched/backfill", FairTree: true,
+	base := PriorityConfig{Type: "priority/multifactor", SchedulerType: "sched/backfill",
 		CalcPeriod: 5 * time.Minute, BackfillInterval: 5 * time.Second,
-		Multifactor: policy.MultifactorParams{WeightAge: 1000, WeightFairshare: 10000, MaxAge: week, DecayHalfLife: week, Dampening: 1}}
+		Multifactor: policy.MultifactorParams{WeightAge: 1000, WeightFairshare: 10000, MaxAge: week, DecayHalfLife: week, Dampening: 1, FairTree: true}}
 	lab := base
 	lab.Multifactor.WeightPartition = 2000
 	for _, tc := range []struct {
@@ -56,7 +56,7 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 	}{
 		{"favor small, flags", "PriorityFavorSmall      = Yes\nPriorityFlags           = SMALL_RELATIVE_TO_TIME,NO_FAIR_TREE,NO_NORMAL_PART\n",
 			func(c PriorityConfig) bool {
-				return c.Multifactor.FavorSmall && c.Multifactor.SizeRelative && c.Multifactor.NoNormalPartition && !c.FairTree && len(c.Flags) == 3
+				return c.Multifactor.FavorSmall && c.Multifactor.SizeRelative && c.Multifactor.NoNormalPartition && !c.Multifactor.FairTree && len(c.Flags) == 3
 			}, ""},
 		{"durations", "PriorityMaxAge          = 1-12:00:00\nPriorityDecayHalfLife   = 00:30:00\nPriorityCalcPeriod      = 1\n",
 			func(c PriorityConfig) bool {
@@ -64,7 +64,7 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 			}, ""},
 		{"no decay", "PriorityDecayHalfLife   = 00:00:00\n", func(c PriorityConfig) bool { return c.Multifactor.DecayHalfLife < 0 }, ""},
 		{"defaults", "", func(c PriorityConfig) bool {
-			return c.BackfillInterval == 30*time.Second && c.CalcPeriod == 5*time.Minute && c.FairTree
+			return c.BackfillInterval == 30*time.Second && c.CalcPeriod == 5*time.Minute && c.Multifactor.FairTree
 		}, ""},
 		{"dampening", "FairShareDampeningFactor = 4\n", func(c PriorityConfig) bool { return c.Multifactor.Dampening == 4 }, ""},
 		{"bad weight", "PriorityWeightAge       = lots\n", nil, "PriorityWeightAge"},
