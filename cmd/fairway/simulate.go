@@ -18,6 +18,7 @@ import (
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/sim/simplot"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,6 +29,9 @@ type simulateConfig struct {
 	Out  string
 	// Progress draws a status line on stderr (--progress).
 	Progress bool
+	// Slurm is the slurm policy's settings (--slurm-config), nil when
+	// not given; the cluster's size is the workload's.
+	Slurm *policy.MultifactorParams
 }
 
 // clusterJSON is a workload's cluster in JSON output.
@@ -63,6 +67,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "preempt", Value: strings.Join(policy.Preemptive(), ","), Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
+			&cli.StringFlag{Name: "slurm-config", Usage: "saved output of scontrol show config: replay the slurm policy (Slurm's multifactor priority) with its weights, PriorityMaxAge, PriorityFavorSmall, PriorityFlags, FairShareDampeningFactor and PriorityDecayHalfLife (every policy's fair-share half-life), beside --policies", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_CONFIG"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_SIMULATE_PROGRESS"}},
 			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
@@ -141,6 +146,23 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		return cfg, fmt.Errorf("--policies: empty")
 	}
 	cfg.Policies, cfg.Preempt, cfg.Backfill = ch.Policies, ch.Preempt, ch.Backfill
+	if path := c.String("slurm-config"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("--slurm-config: %w", err)
+		}
+		pc, err := slurmctl.ParsePriorityConfig(b)
+		if err != nil {
+			return cfg, fmt.Errorf("--slurm-config %s: %w", path, err)
+		}
+		if pc.Type != "priority/multifactor" {
+			return cfg, fmt.Errorf("--slurm-config %s: PriorityType is %s: the slurm policy replays priority/multifactor (fifo is priority/basic)", path, pc.Type)
+		}
+		cfg.Slurm = &pc.Multifactor
+		if !slices.Contains(cfg.Policies, "slurm") {
+			cfg.Policies = append(cfg.Policies, "slurm")
+		}
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -154,8 +176,18 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	if cfg.Progress {
 		onProgress = progress.NewTally(errOut, "simulating "+w.Name, plural.N(len(cfg.Policies), "policy", "policies"), "jobs", started).Update
 	}
-	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
-		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress})
+	cc := sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
+		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress}
+	if cfg.Slurm != nil {
+		p := *cfg.Slurm
+		if p.WeightJobSize > 0 && w.Cluster.Unit != sim.CPUs {
+			return fmt.Errorf("--slurm-config: PriorityWeightJobSize %g: Slurm's job size factor counts CPUs, and %s is a cluster of %s", p.WeightJobSize, w.Name, w.Cluster.Unit)
+		}
+		p.ClusterNodes, p.ClusterCPUs = w.Cluster.Nodes, w.Cluster.Capacity()
+		cc.Params = map[string]any{"slurm": p}
+		cc.Ledger = policy.LedgerParams{HalfLife: p.DecayHalfLife}
+	}
+	runs, err := sim.Compare(ctx, w, cc)
 	if onProgress != nil {
 		fmt.Fprintf(errOut, "\r\033[Ksimulated %s in %s\n", plural.N(len(cfg.Policies), "policy", "policies"), time.Since(started).Round(time.Millisecond))
 	}
