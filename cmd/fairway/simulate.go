@@ -18,6 +18,7 @@ import (
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/fairway-hpc/fairway/policy/sim/simplot"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,6 +32,9 @@ type simulateConfig struct {
 	// db, with --from-db, is where the workload is read instead of a
 	// trace.
 	db *tuneDB
+	// Slurm is the slurm policy's settings (--slurm-config), nil when
+	// not given; the cluster's size is the workload's.
+	Slurm *policy.MultifactorParams
 }
 
 // clusterJSON is a workload's cluster in JSON output.
@@ -67,6 +71,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
 			&cli.StringFlag{Name: "partitions", Usage: "partition the cluster: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N new nodes of U GPUs, or processors for SWF, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line. Jobs run only in their trace partition (SWF queue, Helios or Philly virtual cluster) and GPU type; not with --nodes, --per-node, preemption, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_PARTITIONS"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
+			&cli.StringFlag{Name: "slurm-config", Usage: "saved output of scontrol show config: replay the slurm policy (Slurm's multifactor priority) with its weights, PriorityMaxAge, PriorityFavorSmall, PriorityFlags, FairShareDampeningFactor and PriorityDecayHalfLife (every policy's fair-share half-life), beside --policies", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_CONFIG"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_SIMULATE_PROGRESS"}},
 			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
@@ -175,6 +180,23 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		}
 		cfg.Preempt = nil
 	}
+	if path := c.String("slurm-config"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("--slurm-config: %w", err)
+		}
+		pc, err := slurmctl.ParsePriorityConfig(b)
+		if err != nil {
+			return cfg, fmt.Errorf("--slurm-config %s: %w", path, err)
+		}
+		if pc.Type != "priority/multifactor" {
+			return cfg, fmt.Errorf("--slurm-config %s: PriorityType is %s: the slurm policy replays priority/multifactor (fifo is priority/basic)", path, pc.Type)
+		}
+		cfg.Slurm = &pc.Multifactor
+		if !slices.Contains(cfg.Policies, "slurm") {
+			cfg.Policies = append(cfg.Policies, "slurm")
+		}
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -194,8 +216,18 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	if cfg.Progress {
 		onProgress = progress.NewTally(errOut, "simulating "+w.Name, plural.N(len(cfg.Policies), "policy", "policies"), "jobs", started).Update
 	}
-	runs, err := sim.Compare(ctx, w, sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
-		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress})
+	cc := sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
+		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress}
+	if cfg.Slurm != nil {
+		p := *cfg.Slurm
+		if p.WeightJobSize > 0 && w.Cluster.Unit != sim.CPUs {
+			return fmt.Errorf("--slurm-config: PriorityWeightJobSize %g: Slurm's job size factor counts CPUs, and %s is a cluster of %s", p.WeightJobSize, w.Name, w.Cluster.Unit)
+		}
+		p.ClusterNodes, p.ClusterCPUs = w.Cluster.Nodes, w.Cluster.Capacity()
+		cc.Params = map[string]any{"slurm": p}
+		cc.Ledger = policy.LedgerParams{HalfLife: p.DecayHalfLife}
+	}
+	runs, err := sim.Compare(ctx, w, cc)
 	if onProgress != nil {
 		fmt.Fprintf(errOut, "\r\033[Ksimulated %s in %s\n", plural.N(len(cfg.Policies), "policy", "policies"), time.Since(started).Round(time.Millisecond))
 	}

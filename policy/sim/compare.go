@@ -16,6 +16,9 @@ import (
 type CompareConfig struct {
 	Policies []string
 	Params   map[string]any // parameters by policy name (see policy.Entry.New); a policy not named gets its defaults
+	// Ledger configures every simulation's fair-share ledger (the usage
+	// half-life: a site's PriorityDecayHalfLife).
+	Ledger policy.LedgerParams
 	// Factories make the policies that are not registered under their
 	// names (a policy file's row), by name.
 	Factories map[string]PolicyFactory
@@ -79,7 +82,7 @@ func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string
 			return Config{}, err
 		}
 	}
-	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name],
+	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name], Ledger: cfg.Ledger,
 		Progress: func(done, total int) error {
 			if cfg.Progress != nil {
 				cfg.Progress(name, done, total)

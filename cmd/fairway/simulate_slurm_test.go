@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fairway-hpc/fairway/policy/sim"
+)
+
+// labConfig is the lab's scontrol show config, captured for slurmctl's
+// parser tests.
+const labConfig = "../../slurmctl/testdata/config/scontrol-show-config-22.05.8.txt"
+
+// TestSimulate_SlurmConfig: --slurm-config replays the slurm policy with
+// the saved config's weights beside --policies; with the lab's fair-share
+// weight it schedules otherwise than fifo (the slurm policy with no
+// weights is fifo).
+func TestSimulate_SlurmConfig(t *testing.T) {
+	out, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep sim.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(rep.Policies) != 2 || rep.Policies[0].Name != "fifo" || rep.Policies[1].Name != "slurm" {
+		t.Fatalf("policies %+v: want fifo, then slurm", rep.Policies)
+	}
+	if f, s := rep.Policies[0], rep.Policies[1]; f.Jobs != s.Jobs || f.AvgWait == s.AvgWait {
+		t.Errorf("fifo %+v, slurm %+v: want the same jobs, waited for differently", f, s)
+	}
+}
+
+func TestSimulate_SlurmConfigRefused(t *testing.T) {
+	dir := t.TempDir()
+	basic := filepath.Join(dir, "basic.txt")
+	if err := os.WriteFile(basic, []byte("PriorityType            = priority/basic\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(bad, []byte("PriorityType            = priority/multifactor\nPriorityMaxAge = soon\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing.txt"), "--slurm-config"},
+		{basic, "priority/basic"},
+		{bad, "PriorityMaxAge"},
+	} {
+		_, err := runApp(t, "simulate", "--policies", "fifo", "--slurm-config", tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one naming %q", tc.path, err, tc.want)
+		}
+	}
+}

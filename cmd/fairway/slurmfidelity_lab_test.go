@@ -1,0 +1,231 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/fairway-hpc/fairway/slurmctl"
+)
+
+// Bounds TestLab_SlurmFidelity keeps, from its runs on the lab's Slurm
+// 22.05.8 (docs/SIMULATOR.md, "Fidelity against slurmctld", has the
+// tables): τ_b 0.65-0.81, median |Δstart| 14-29 s, p90 67-106 s, with
+// headroom for a loaded machine. They miss the targets (τ ≥ 0.9, median
+// within one bf_interval, 5 s); the document says where and why.
+const (
+	fidelityMinTau       = 0.55
+	fidelityMaxMedianErr = 45 * time.Second
+	fidelityMaxP90Err    = 150 * time.Second
+)
+
+// TestLab_SlurmFidelity replays on the simulator, with the "slurm" policy
+// and the lab's own priority settings, a workload the real slurmctld ran:
+// 210 jobs of alice, bob and carol over the partitions gpu and gpuhi (both
+// on both nodes, PriorityJobFactor 1 and 2), of 1, 2 and 4 GPUs (2 CPUs
+// each), running 1 to 8 s under limits of 1 to 5 minutes, submitted at
+// once with Fairway off (priority/multifactor + sched/backfill), waited
+// for, ingested with `fairway ingest --from slurmdbd`, and read back from
+// the database. It reports each job's start-time error (median, p90) and
+// Kendall's τ_b of the start order, beside fifo's and fairshare's, and
+// keeps the bounds measured. The partitions share their nodes, so one
+// pool of 2 × 4 GPUs is exact for placement and the partition factor
+// enters through the policy.
+//
+// It needs the lab to itself: another test's jobs on the nodes would
+// change what Slurm did and not what the simulator replays.
+func TestLab_SlurmFidelity(t *testing.T) {
+	e := lab.Get(t)
+	ctx := context.Background()
+	dbURL, conn := throwawayDB(t, e)
+	tag := fmt.Sprintf("fid%d", time.Now().UnixNano()%1e6)
+
+	cmds := slurmctl.Commands{Runner: slurmctl.ExecRunner{SlurmConf: e.SlurmConf}}
+	cfg, err := cmds.ReadPriorityConfig(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := cmds.ReadPartitionFactors(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Type != "priority/multifactor" || cfg.SchedulerType != "sched/backfill" || parts["gpuhi"] <= parts["gpu"] || cfg.Multifactor.WeightPartition == 0 {
+		t.Fatalf("the lab runs %s, %s, partition factors %v, partition weight %v: want multifactor, backfill and gpuhi above gpu (contrib/lab/lab up)",
+			cfg.Type, cfg.SchedulerType, parts, cfg.Multifactor.WeightPartition)
+	}
+	mf := cfg.Multifactor
+	mf.PartitionFactor, mf.ClusterNodes, mf.ClusterCPUs = parts, 2, 16
+
+	waitQueueEmpty(t, e)
+	start := time.Now().Truncate(time.Second)
+	rng := rand.New(rand.NewPCG(26, 2026))
+	users, sizes := []string{"alice", "bob", "carol"}, []int{1, 1, 1, 2, 2, 4}
+	var ids []string
+	for i := range 210 {
+		gpus := sizes[rng.IntN(len(sizes))]
+		part := "gpu"
+		if rng.IntN(3) == 0 {
+			part = "gpuhi"
+		}
+		id := e.Submit(t, users[i%3], "-J", tag, "-p", part, fmt.Sprintf("--gres=gpu:%d", gpus), "-c", strconv.Itoa(2*gpus),
+			"-t", strconv.Itoa(1+rng.IntN(5)), "--wrap", fmt.Sprintf("sleep %d", 1+rng.IntN(8)))
+		ids = append(ids, strconv.FormatInt(id, 10))
+	}
+	waitFor(t, 10*time.Minute, "the workload's jobs to complete", func() bool {
+		out, err := e.Try("", "sacct", "-n", "-X", "-P", "-o", "State", "-j", strings.Join(ids, ","))
+		if err != nil {
+			return false
+		}
+		done := 0
+		for _, s := range strings.Fields(out) {
+			switch s {
+			case "COMPLETED":
+				done++
+			case "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY":
+				t.Fatalf("a workload job ended %s:\n%s", s, out)
+			}
+		}
+		return done == len(ids)
+	})
+
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	since := start.Add(-8 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	waitFor(t, 2*time.Minute, "the workload in the database", func() bool {
+		out, err := runApp(t, "ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
+			"--since", since, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
+		if err != nil {
+			t.Fatalf("ingest: %v\n%s", err, out)
+		}
+		var stored int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
+			e.Cluster, tag).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		return stored == len(ids)
+	})
+	all, _, err := report.FinishedHistory(ctx, dbURL, e.Cluster, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The workload, and as history what ran before it (earlier runs of
+	// this test, other tests): Slurm's fair-share usage remembers it.
+	var jobs, hist []policy.Job
+	for _, j := range all {
+		switch {
+		case j.Name == tag:
+			jobs = append(jobs, j)
+		case !j.End.After(start) && !j.Start.IsZero():
+			hist = append(hist, j)
+		}
+	}
+	if len(jobs) != len(ids) {
+		t.Fatalf("%d workload jobs read back from the database, want %d", len(jobs), len(ids))
+	}
+	slices.SortFunc(jobs, func(a, b policy.Job) int { return cmp.Or(a.Submit.Compare(b.Submit), cmp.Compare(a.ID, b.ID)) })
+	slices.SortFunc(hist, func(a, b policy.Job) int { return a.End.Compare(b.End) })
+	if jobs[0].Partition == "" {
+		t.Fatalf("job %d read back without its partition", jobs[0].ID)
+	}
+	// The lab's tree (sshare): physics 60 (alice, bob), chem 40 (carol),
+	// and root's own user with 1 share beside them.
+	shares := &policy.Shares{Accounts: map[string]float64{"physics": 60, "chem": 40, "root": 1},
+		Users: map[policy.Assoc]float64{{Account: "root", User: "root"}: 1}}
+
+	realStart := map[int64]time.Time{}
+	for _, j := range jobs {
+		realStart[j.ID] = j.Start
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d jobs (%d of history), %s, bf_interval %s, PriorityCalcPeriod %s, weights age %g fairshare %g partition %g, fair tree %v\n",
+		len(jobs), len(hist), strings.TrimSpace(e.Run(t, "", "scontrol", "--version")), cfg.BackfillInterval, cfg.CalcPeriod, mf.WeightAge, mf.WeightFairshare, mf.WeightPartition, mf.FairTree)
+	fmt.Fprintf(&b, "| policy | median |Δstart| | p90 |Δstart| | max |Δstart| | Kendall τ_b |\n|---|---|---|---|---|\n")
+	var got fidelity
+	for _, name := range []string{"slurm", "fairshare", "fifo"} {
+		var params any
+		if name == "slurm" {
+			params = mf
+		}
+		pol, err := policy.New(name, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(jobs, sim.Config{Cluster: sim.Cluster{Nodes: 2, PerNode: 4, Unit: sim.GPUs}, Policy: pol,
+			History: hist, Shares: shares, Ledger: policy.LedgerParams{HalfLife: mf.DecayHalfLife}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		f := measureFidelity(t, realStart, res)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.3f |\n", name, f.median, f.p90, f.max, f.tau)
+		if name == "slurm" {
+			got = f
+		}
+	}
+	t.Logf("fidelity against slurmctld:\n%s", b.String())
+	if got.tau < fidelityMinTau || got.median > fidelityMaxMedianErr || got.p90 > fidelityMaxP90Err {
+		t.Errorf("slurm policy against slurmctld: τ_b %.3f (want ≥ %.2f), median |Δstart| %s (want ≤ %s), p90 %s (want ≤ %s)",
+			got.tau, fidelityMinTau, got.median, fidelityMaxMedianErr, got.p90, fidelityMaxP90Err)
+	}
+}
+
+// fidelity is how close a simulation's start times are to Slurm's.
+type fidelity struct {
+	median, p90, max time.Duration
+	tau              float64
+}
+
+// measureFidelity compares res's start times with real's (by job id):
+// the absolute errors' median, 90th percentile and maximum, and Kendall's
+// τ_b of the two start orders (ties counted as Slurm's one-second clock
+// and the simulator make them).
+func measureFidelity(t *testing.T, real map[int64]time.Time, res *sim.Result) fidelity {
+	t.Helper()
+	type pair struct{ r, s float64 }
+	var ps []pair
+	var errs []time.Duration
+	for _, j := range res.Jobs {
+		r, ok := real[j.ID]
+		if !ok {
+			t.Fatalf("simulated job %d was not in the workload", j.ID)
+		}
+		// Slurm records whole seconds.
+		s := j.Start.Truncate(time.Second)
+		d := s.Sub(r)
+		errs = append(errs, max(d, -d))
+		ps = append(ps, pair{float64(r.Unix()), float64(s.Unix())})
+	}
+	if len(ps) != len(real) {
+		t.Fatalf("%d jobs simulated, %d ran", len(ps), len(real))
+	}
+	slices.Sort(errs)
+	q := func(p float64) time.Duration { return errs[int(math.Ceil(p*float64(len(errs))))-1] }
+	var conc, disc, tieR, tieS float64
+	for i := range ps {
+		for k := i + 1; k < len(ps); k++ {
+			dr, ds := ps[i].r-ps[k].r, ps[i].s-ps[k].s
+			switch {
+			case dr == 0 && ds == 0:
+			case dr == 0:
+				tieR++
+			case ds == 0:
+				tieS++
+			case (dr > 0) == (ds > 0):
+				conc++
+			default:
+				disc++
+			}
+		}
+	}
+	tau := (conc - disc) / math.Sqrt((conc+disc+tieR)*(conc+disc+tieS))
+	return fidelity{median: q(0.5), p90: q(0.9), max: errs[len(errs)-1], tau: tau}
+}

@@ -1,0 +1,239 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// MultifactorParams are a site's priority/multifactor settings, as
+// `scontrol show config` prints them (slurmctl.ReadPriorityConfig reads
+// them). The zero value is Slurm's defaults with every weight 0: a site's
+// settings must be given for the policy to rank by anything but age ties.
+type MultifactorParams struct {
+	// Weights: PriorityWeightAge, ...Fairshare, ...JobSize, ...Partition,
+	// ...QOS. Slurm multiplies each normalised factor by its weight and
+	// truncates the sum to an integer.
+	WeightAge, WeightFairshare, WeightJobSize, WeightPartition, WeightQOS float64
+	// MaxAge is PriorityMaxAge, where the age factor reaches 1. 0 means
+	// Slurm's default, 7 days.
+	MaxAge time.Duration
+	// FavorSmall is PriorityFavorSmall: the job size factor grows as the
+	// job shrinks.
+	FavorSmall bool
+	// SizeRelative is PriorityFlags=SMALL_RELATIVE_TO_TIME: the job size
+	// factor is the job's CPUs divided by its time limit in minutes.
+	SizeRelative bool
+	// NoNormalPartition is PriorityFlags=NO_NORMAL_PART: the partition
+	// factor is PriorityJobFactor itself, not divided by the highest.
+	NoNormalPartition bool
+	// FairTree ranks fair share by Slurm's Fair Tree, its default since
+	// 19.05 (PriorityFlags without NO_FAIR_TREE), instead of the classic
+	// factor.
+	FairTree bool
+	// DecayHalfLife is PriorityDecayHalfLife. The fair-share usage it
+	// decays is the Ledger's, so the cycle owner must build its Ledger
+	// with it (LedgerParams); NewMultifactor only checks it.
+	DecayHalfLife time.Duration
+	// Dampening is FairShareDampeningFactor. 0 means Slurm's default, 1.
+	Dampening float64
+	// PartitionFactor is each partition's PriorityJobFactor (scontrol
+	// show partition). A partition not named has Slurm's default, 1.
+	PartitionFactor map[string]float64
+	// QOSPriority is each QOS's Priority (sacctmgr show qos); the QOS
+	// factor is it divided by the highest. A QOS not named has 0.
+	QOSPriority map[string]float64
+	// ClusterNodes and ClusterCPUs are the cluster's size, which the job
+	// size factor is relative to. Required when WeightJobSize > 0.
+	ClusterNodes, ClusterCPUs int
+}
+
+// multifactor is Slurm's priority/multifactor plugin with a site's own
+// settings (Slurm documentation, "Multifactor Priority Plugin"):
+//
+//	priority = ⌊ W_age·age + W_fs·fairshare + W_js·jobsize + W_part·partition + W_qos·qos ⌋, at least 1
+//
+//	age       = min(1, (now − eligible)/PriorityMaxAge)
+//	fairshare = 2^(−(UE_u/S_u)/FairShareDampeningFactor)  (the classic factor, see fairshare),
+//	            or with FairTree the user's rank in the tree over the number of users (fairTreeFactors)
+//	jobsize   = (nodes/N + cpus/C)/2, or with PriorityFavorSmall
+//	            ((N − nodes)/N [0 when nodes ≥ N] + (C − cpus)/C)/2; with
+//	            SMALL_RELATIVE_TO_TIME max(nodes·C/N, cpus)/limit_minutes/C
+//	            (favor small: 1 minus it); clamped to [0, 1]. N, C: the
+//	            cluster's nodes and CPUs.
+//	partition = PriorityJobFactor(p) / max over partitions
+//	qos       = Priority(q) / max over QOS
+//
+// Equal priorities go to the older job, then the lower id. Parts: priority
+// (the truncated sum, the Value) and the five normalised factors.
+//
+// Where it differs from slurmctld: usage is the Ledger's GPU-seconds,
+// decayed continuously, where Slurm charges TRES-billing CPU-seconds once
+// per PriorityCalcPeriod and recomputes pending jobs' priorities only then
+// (and at submit); Fair Tree's tree has two levels, and users directly
+// under the root are users of an account of that name; association priority, TRES weights, nice and the site factor are left
+// out. A job in several partitions counts by the one Job.Partition names.
+type multifactor struct {
+	p      MultifactorParams
+	maxAge float64
+	maxPF  float64
+	maxQOS float64
+	sc     scorer
+}
+
+// NewMultifactor returns the "slurm" policy.
+func NewMultifactor(p MultifactorParams) (Policy, error) {
+	for name, w := range map[string]float64{"PriorityWeightAge": p.WeightAge, "PriorityWeightFairshare": p.WeightFairshare,
+		"PriorityWeightJobSize": p.WeightJobSize, "PriorityWeightPartition": p.WeightPartition, "PriorityWeightQOS": p.WeightQOS} {
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("slurm: %s %v: want a finite weight >= 0", name, w)
+		}
+	}
+	if p.MaxAge < 0 || p.Dampening < 0 || math.IsNaN(p.Dampening) {
+		return nil, fmt.Errorf("slurm: PriorityMaxAge %v, FairShareDampeningFactor %v: want >= 0", p.MaxAge, p.Dampening)
+	}
+	if p.WeightJobSize > 0 && (p.ClusterNodes <= 0 || p.ClusterCPUs <= 0) {
+		return nil, fmt.Errorf("slurm: PriorityWeightJobSize %v needs the cluster's size: %d nodes, %d CPUs", p.WeightJobSize, p.ClusterNodes, p.ClusterCPUs)
+	}
+	if p.MaxAge == 0 {
+		p.MaxAge = 7 * 24 * time.Hour
+	}
+	if p.Dampening == 0 {
+		p.Dampening = 1
+	}
+	m := &multifactor{p: p, maxAge: p.MaxAge.Seconds(), maxPF: 1, sc: scorer{
+		names:   []string{"priority", "age", "fairshare", "jobsize", "partition", "qos"},
+		weights: []float64{1, 0, 0, 0, 0, 0},
+	}}
+	for name, f := range p.PartitionFactor {
+		if f < 0 || math.IsNaN(f) {
+			return nil, fmt.Errorf("slurm: partition %q PriorityJobFactor %v: want >= 0", name, f)
+		}
+		m.maxPF = max(m.maxPF, f)
+	}
+	for name, q := range p.QOSPriority {
+		if q < 0 || math.IsNaN(q) {
+			return nil, fmt.Errorf("slurm: QOS %q priority %v: want >= 0", name, q)
+		}
+		m.maxQOS = max(m.maxQOS, q)
+	}
+	return m, nil
+}
+
+func (*multifactor) Name() string { return "slurm" }
+
+// factors returns job j's five normalised factors at now; ff is its
+// association's fair-share factor.
+func (m *multifactor) factors(j *Job, now time.Time, ff float64) (age, fs, js, part, qos float64) {
+	age = min(1, max(0, now.Sub(waitingSince(j)).Seconds()/m.maxAge))
+	fs = ff
+	if m.p.WeightJobSize > 0 {
+		js = m.jobSize(j)
+	}
+	pf, ok := m.p.PartitionFactor[j.Partition]
+	if !ok {
+		pf = 1
+	}
+	if m.p.NoNormalPartition {
+		part = pf
+	} else {
+		part = pf / m.maxPF
+	}
+	if m.maxQOS > 0 {
+		qos = m.p.QOSPriority[j.QOS] / m.maxQOS
+	}
+	return
+}
+
+// jobSize is Slurm's job size factor of j (see multifactor).
+func (m *multifactor) jobSize(j *Job) float64 {
+	n, c := float64(m.p.ClusterNodes), float64(m.p.ClusterCPUs)
+	nodes, cpus := float64(max(1, j.Nodes)), float64(max(0, j.CPUs))
+	var f float64
+	switch {
+	case m.p.SizeRelative:
+		f = max(nodes*c/n, cpus)
+		if lim := j.TimeLimit.Minutes(); lim >= 1 {
+			f /= math.Floor(lim)
+		}
+		f /= c
+		if m.p.FavorSmall {
+			f = 1 - f
+		}
+	case m.p.FavorSmall:
+		if n > nodes {
+			f = (n - nodes) / n
+		}
+		if cpus > 0 {
+			f = (f + (c-cpus)/c) / 2
+		}
+	default:
+		f = nodes / n
+		if cpus > 0 {
+			f = (f + cpus/c) / 2
+		}
+	}
+	return min(1, max(0, f))
+}
+
+func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
+	var ffs []fsFactor
+	g := groupByAssoc(s.Pending)
+	switch {
+	case m.p.WeightFairshare > 0 && m.p.FairTree:
+		ft := fairTreeFactors(s, g.keys)
+		ffs = make([]fsFactor, len(g.keys))
+		for x, a := range g.keys {
+			ffs[x].f = ft[a]
+		}
+	case m.p.WeightFairshare > 0:
+		ffs = fairshareFactors(s, g, shareSums(s, g.keys), m.p.Dampening)
+	}
+	const k = 6
+	parts := make([]float64, k*len(s.Pending))
+	for i := range s.Pending {
+		j := &s.Pending[i]
+		ff := 0.0
+		if ffs != nil {
+			ff = ffs[g.of[i]].f
+		}
+		age, fs, js, part, qos := m.factors(j, s.Now, ff)
+		sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos
+		row := parts[k*i : k*i+k]
+		row[0], row[1], row[2], row[3], row[4], row[5] = max(1, math.Floor(sum)), age, fs, js, part, qos
+	}
+	scores, err := m.sc.rank(s, parts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("slurm: %w", err)
+	}
+	return scores, nil
+}
+
+// WhatMovesIt names the factors of the site's formula that carry weight.
+func (m *multifactor) WhatMovesIt(map[string]float64) string {
+	var levers []string
+	if m.p.WeightAge > 0 {
+		levers = append(levers, fmt.Sprintf("its own wait (age, weight %g, full after %s)", m.p.WeightAge, m.p.MaxAge))
+	}
+	if m.p.WeightFairshare > 0 {
+		levers = append(levers, fmt.Sprintf("its user's fair-share usage decaying (weight %g)", m.p.WeightFairshare))
+	}
+	if m.p.WeightJobSize > 0 {
+		dir := "a larger"
+		if m.p.FavorSmall {
+			dir = "a smaller"
+		}
+		levers = append(levers, fmt.Sprintf("%s request (job size, weight %g)", dir, m.p.WeightJobSize))
+	}
+	if m.p.WeightPartition > 0 {
+		levers = append(levers, fmt.Sprintf("a partition with a higher PriorityJobFactor (weight %g)", m.p.WeightPartition))
+	}
+	if m.p.WeightQOS > 0 {
+		levers = append(levers, fmt.Sprintf("a QOS with a higher priority (weight %g)", m.p.WeightQOS))
+	}
+	if len(levers) == 0 {
+		return "nothing: every PriorityWeight is 0, so jobs run oldest first."
+	}
+	return strings.Join(levers, "; ") + "."
+}

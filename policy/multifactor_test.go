@@ -1,0 +1,177 @@
+package policy
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMultifactor_Rank checks the "slurm" policy's priorities against
+// values worked out by hand from priority_multifactor.c's formulas.
+//
+// Fair share as in TestFairshare_Rank: F alice = 2^−2.5 = .176777,
+// bob = 2^−1.375 = .385553, carol = 2^−1.5 = .353553. The cluster: 4
+// nodes, 32 CPUs. At minute 60, with PriorityMaxAge 1 h:
+//
+//	job 1 alice, submit 0 (age 1),    gpu   (¼), 1 node,  8 CPUs, limit 60 min, QOS normal (0)
+//	job 2 bob,   submit 30 (age .5),  gpuhi (1), 2 nodes, 16 CPUs, limit 30 min, QOS normal
+//	job 3 carol, submit 45 (age .25), gpu   (¼), 1 node,  4 CPUs, limit 10 min, QOS high (1)
+//
+// Weights: age 1000, fair share 10000, job size 1000, partition 2000, QOS 500.
+func TestMultifactor_Rank(t *testing.T) {
+	shares := &Shares{Accounts: map[string]float64{"phys": 2, "chem": 1}}
+	l := rkLedger(t, LedgerParams{HalfLife: -1})
+	l.Charge(&Job{ID: 100, Account: "phys", User: "alice", GPUs: 1}, rkAt(0), rkAt(50), Service{})
+	l.Charge(&Job{ID: 101, Account: "chem", User: "carol", GPUs: 1}, rkAt(0), rkAt(1000.0/60), Service{})
+	mk := func(id int64, user, acct, part, qos string, submit float64, nodes, cpus int, limit time.Duration) Job {
+		return Job{ID: id, User: user, Account: acct, Partition: part, QOS: qos, Submit: rkAt(submit), Nodes: nodes, CPUs: cpus,
+			GPUs: 1, TimeLimit: limit, State: StatePending, ArrayTask: -1}
+	}
+	jobs := []Job{
+		mk(1, "alice", "phys", "gpu", "normal", 0, 1, 8, time.Hour),
+		mk(2, "bob", "phys", "gpuhi", "normal", 30, 2, 16, 30*time.Minute),
+		mk(3, "carol", "chem", "gpu", "high", 45, 1, 4, 10*time.Minute),
+	}
+	site := MultifactorParams{WeightAge: 1000, WeightFairshare: 10000, WeightJobSize: 1000, WeightPartition: 2000, WeightQOS: 500,
+		MaxAge: time.Hour, PartitionFactor: map[string]float64{"gpu": 1, "gpuhi": 4}, QOSPriority: map[string]float64{"normal": 0, "high": 10},
+		ClusterNodes: 4, ClusterCPUs: 32}
+	favorSmall := site
+	favorSmall.FavorSmall = true
+	relative := site
+	relative.SizeRelative = true
+	noNormal := site
+	noNormal.NoNormalPartition = true
+	tests := []struct {
+		name   string
+		params MultifactorParams
+		want   []int64
+		prio   map[int64]float64
+	}{
+		// 1: 1000 + 1767.77 + 1000·(¼+8/32)/2 = 250 + 500 + 0 = 3517.77
+		// 2: 500 + 3855.53 + 1000·(½+½)/2 = 500 + 2000 + 0 = 6855.53
+		// 3: 250 + 3535.53 + 1000·(¼+⅛)/2 = 187.5 + 500 + 500 = 4973.03
+		{"favor large", site, []int64{2, 3, 1}, map[int64]float64{1: 3517, 2: 6855, 3: 4973}},
+		// job size: 1: (¾+¾)/2 = .75, 2: (½+½)/2 = .5, 3: (¾+⅞)/2 = .8125
+		{"favor small", favorSmall, []int64{2, 3, 1}, map[int64]float64{1: 4017, 2: 6855, 3: 5598}},
+		// job size: max(nodes·32/4, cpus)/limit/32: 1: 8/60/32 = .0041667,
+		// 2: 16/30/32 = .016667, 3: 8/10/32 = .025
+		{"small relative to time", relative, []int64{2, 3, 1}, map[int64]float64{1: 3271, 2: 6372, 3: 4810}},
+		// partition factors 1 and 4 themselves: 1: 3517.77 − 500 + 2000,
+		// 3: 4973.03 − 500 + 2000, 2: 6855.53 − 2000 + 8000
+		{"no normal partition", noNormal, []int64{2, 3, 1}, map[int64]float64{1: 5017, 2: 12855, 3: 6473}},
+		// no weights: every priority is 1, oldest first
+		{"no weights", MultifactorParams{}, []int64{1, 2, 3}, map[int64]float64{1: 1, 2: 1, 3: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{Now: rkAt(60), Pending: jobs, Shares: shares, Ledger: l}
+			got, by := rkRank(t, "slurm", tc.params, s)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			for id, want := range tc.prio {
+				if v := by[id].Value; v != want {
+					t.Errorf("job %d: priority %v, want %v (parts %v)", id, v, want, by[id].Parts.Map())
+				}
+			}
+		})
+	}
+}
+
+// TestMultifactor_Truncates: Slurm keeps an integer priority, so jobs
+// whose weighted sums differ by less than 1 tie and go oldest first.
+// Fair share weight 10: carol 3.54 and bob 3.86 both make 3, and carol,
+// submitted first, runs first although bob's sum is higher.
+func TestMultifactor_Truncates(t *testing.T) {
+	shares := &Shares{Accounts: map[string]float64{"phys": 2, "chem": 1}}
+	l := rkLedger(t, LedgerParams{HalfLife: -1})
+	l.Charge(&Job{ID: 100, Account: "phys", User: "alice", GPUs: 1}, rkAt(0), rkAt(50), Service{})
+	l.Charge(&Job{ID: 101, Account: "chem", User: "carol", GPUs: 1}, rkAt(0), rkAt(1000.0/60), Service{})
+	s := rkSnap(60, rkJob{id: 4, acct: "chem", user: "carol", submit: 40}, rkJob{id: 5, acct: "phys", user: "bob", submit: 50})
+	s.Shares, s.Ledger = shares, l
+	got, by := rkRank(t, "slurm", MultifactorParams{WeightFairshare: 10}, s)
+	if diff := cmp.Diff([]int64{4, 5}, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if f := by[5].Parts.Get("fairshare"); math.Abs(f-math.Exp2(-1.375)) > 1e-9 || by[5].Value != 3 {
+		t.Errorf("bob: fairshare %v value %v, want 2^-1.375 and 3", f, by[5].Value)
+	}
+}
+
+func TestMultifactor_Refuses(t *testing.T) {
+	for _, p := range []MultifactorParams{
+		{WeightAge: -1},
+		{WeightFairshare: math.Inf(1)},
+		{MaxAge: -time.Second},
+		{WeightJobSize: 1}, // no cluster size
+		{PartitionFactor: map[string]float64{"gpu": -1}},
+		{QOSPriority: map[string]float64{"high": math.NaN()}},
+	} {
+		if _, err := NewMultifactor(p); err == nil {
+			t.Errorf("%+v: no error", p)
+		}
+	}
+}
+
+func TestMultifactor_WhatMovesIt(t *testing.T) {
+	pol, err := New("slurm", MultifactorParams{WeightAge: 1000, WeightJobSize: 5, FavorSmall: true, ClusterNodes: 1, ClusterCPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := pol.(Explainer).WhatMovesIt(nil)
+	if !strings.Contains(text, "its own wait") || !strings.Contains(text, "a smaller request") || strings.Contains(text, "fair-share") {
+		t.Errorf("WhatMovesIt = %q: want age and a smaller request, no fair share", text)
+	}
+	none, _ := New("slurm", nil)
+	if text := none.(Explainer).WhatMovesIt(nil); !strings.Contains(text, "oldest first") {
+		t.Errorf("no weights: WhatMovesIt = %q", text)
+	}
+}
+
+// TestMultifactor_FairTree checks Fair Tree's ranks, worked out by hand.
+// Shares: phys 2, chem 1; alice, bob in phys, carol in chem (1 each).
+// Usage alice 3000, carol 1000 (root 4000):
+//
+//	LF chem = (1/3)/(1000/4000) = 1.333, LF phys = (2/3)/(3000/4000) = .889: chem first
+//	carol: (1/1)/(1000/1000) = 1: rank 3, F = 1
+//	bob:   (1/2)/0 = +Inf: rank 2, F = 2/3;  alice: (1/2)/(3000/3000) = .5: rank 1, F = 1/3
+//
+// With no usage every level ties at +Inf: everyone has rank 3, F = 1,
+// and jobs go oldest first.
+func TestMultifactor_FairTree(t *testing.T) {
+	shares := &Shares{Accounts: map[string]float64{"phys": 2, "chem": 1}}
+	used := rkLedger(t, LedgerParams{HalfLife: -1})
+	used.Charge(&Job{ID: 100, Account: "phys", User: "alice", GPUs: 1}, rkAt(0), rkAt(50), Service{})
+	used.Charge(&Job{ID: 101, Account: "chem", User: "carol", GPUs: 1}, rkAt(0), rkAt(1000.0/60), Service{})
+	jobs := []rkJob{
+		{id: 1, acct: "phys", user: "alice", submit: 10},
+		{id: 2, acct: "phys", user: "bob", submit: 20},
+		{id: 3, acct: "chem", user: "carol", submit: 30},
+	}
+	for _, tc := range []struct {
+		name   string
+		ledger *Ledger
+		want   []int64
+		f      map[int64]float64
+	}{
+		{"usage", used, []int64{3, 2, 1}, map[int64]float64{1: 1.0 / 3, 2: 2.0 / 3, 3: 1}},
+		{"no usage", rkLedger(t, LedgerParams{HalfLife: -1}), []int64{1, 2, 3}, map[int64]float64{1: 1, 2: 1, 3: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := rkSnap(60, jobs...)
+			s.Shares, s.Ledger = shares, tc.ledger
+			got, by := rkRank(t, "slurm", MultifactorParams{WeightFairshare: 3000, FairTree: true}, s)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			for id, f := range tc.f {
+				if g := by[id].Parts.Get("fairshare"); math.Abs(g-f) > 1e-12 || by[id].Value != max(1, math.Floor(3000*g)) {
+					t.Errorf("job %d: fairshare %v value %v, want %v", id, g, by[id].Value, f)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,253 @@
+package slurmctl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// PriorityConfig is what slurmctld ranks pending jobs by, as `scontrol show
+// config` prints it: the multifactor settings the "slurm" policy replays,
+// and the scheduling cadence that decides when Slurm acts on them.
+type PriorityConfig struct {
+	// Type is PriorityType: priority/multifactor or priority/basic.
+	Type string
+	// Multifactor holds the weights, PriorityMaxAge, PriorityFavorSmall,
+	// PriorityDecayHalfLife, FairShareDampeningFactor and the
+	// PriorityFlags it models: FairTree unless NO_FAIR_TREE (Slurm's
+	// default since 19.05). Partition factors and the cluster's size
+	// are not in the config: ParsePartitionFactors and the node list fill
+	// them.
+	Multifactor policy.MultifactorParams
+	// Flags is PriorityFlags, as printed (comma-separated).
+	Flags []string
+	// CalcPeriod is PriorityCalcPeriod: how often slurmctld charges usage
+	// and recomputes pending jobs' priorities.
+	CalcPeriod time.Duration
+	// BackfillInterval is SchedulerParameters' bf_interval (Slurm's
+	// default 30 s), when SchedulerType is sched/backfill.
+	BackfillInterval time.Duration
+	// SchedulerType is sched/backfill or sched/builtin.
+	SchedulerType string
+}
+
+// ReadPriorityConfig runs `scontrol show config` and parses it
+// (ParsePriorityConfig).
+func (c Commands) ReadPriorityConfig(ctx context.Context, scontrol string) (PriorityConfig, error) {
+	if scontrol == "" {
+		scontrol = "scontrol"
+	}
+	out, err := c.output(ctx, "scontrol", scontrol, "show", "config")
+	if err != nil {
+		return PriorityConfig{}, err
+	}
+	return ParsePriorityConfig(out)
+}
+
+// ReadPartitionFactors runs `scontrol show partition -o` and parses it
+// (ParsePartitionFactors).
+func (c Commands) ReadPartitionFactors(ctx context.Context, scontrol string) (map[string]float64, error) {
+	if scontrol == "" {
+		scontrol = "scontrol"
+	}
+	out, err := c.output(ctx, "scontrol", scontrol, "show", "partition", "-o")
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartitionFactors(out)
+}
+
+// ParsePriorityConfig reads the priority settings from the output of
+// `scontrol show config` ("Key = value" lines; 22.05 to 26.05 print them
+// alike). Settings it needs that are missing take Slurm's defaults; a
+// value it cannot read is an error naming the setting.
+func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
+	kv := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		kv[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if err := sc.Err(); err != nil {
+		return PriorityConfig{}, fmt.Errorf("scontrol show config: %w", err)
+	}
+	if _, ok := kv["PriorityType"]; !ok {
+		return PriorityConfig{}, fmt.Errorf("scontrol show config: no PriorityType line: not the output of scontrol show config")
+	}
+	c := PriorityConfig{Type: kv["PriorityType"], SchedulerType: kv["SchedulerType"],
+		CalcPeriod: 5 * time.Minute, BackfillInterval: 30 * time.Second}
+	m := &c.Multifactor
+	m.FairTree = true
+	weights := []struct {
+		key string
+		dst *float64
+	}{
+		{"PriorityWeightAge", &m.WeightAge}, {"PriorityWeightFairShare", &m.WeightFairshare},
+		{"PriorityWeightJobSize", &m.WeightJobSize}, {"PriorityWeightPartition", &m.WeightPartition},
+		{"PriorityWeightQOS", &m.WeightQOS},
+	}
+	for _, w := range weights {
+		v, ok := kv[w.key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return PriorityConfig{}, fmt.Errorf("scontrol show config: %s = %q: want a whole number", w.key, v)
+		}
+		*w.dst = float64(n)
+	}
+	durations := []struct {
+		key string
+		dst *time.Duration
+	}{
+		{"PriorityMaxAge", &m.MaxAge}, {"PriorityDecayHalfLife", &m.DecayHalfLife}, {"PriorityCalcPeriod", &c.CalcPeriod},
+	}
+	for _, d := range durations {
+		v, ok := kv[d.key]
+		if !ok {
+			continue
+		}
+		dur, err := parseSlurmDuration(v)
+		if err != nil {
+			return PriorityConfig{}, fmt.Errorf("scontrol show config: %s: %w", d.key, err)
+		}
+		*d.dst = dur
+	}
+	if m.DecayHalfLife == 0 {
+		// Slurm: 0 turns decay off (usage is reset by
+		// PriorityUsageResetPeriod instead); the Ledger spells that
+		// with a negative half-life.
+		m.DecayHalfLife = -1
+	}
+	switch v := strings.ToLower(kv["PriorityFavorSmall"]); v {
+	case "yes", "1":
+		m.FavorSmall = true
+	case "", "no", "0":
+	default:
+		return PriorityConfig{}, fmt.Errorf("scontrol show config: PriorityFavorSmall = %q: want yes or no", kv["PriorityFavorSmall"])
+	}
+	if v, ok := kv["FairShareDampeningFactor"]; ok {
+		n, err := strconv.ParseUint(v, 10, 16)
+		if err != nil || n == 0 {
+			return PriorityConfig{}, fmt.Errorf("scontrol show config: FairShareDampeningFactor = %q: want a whole number >= 1", v)
+		}
+		m.Dampening = float64(n)
+	}
+	for _, f := range strings.Split(kv["PriorityFlags"], ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		c.Flags = append(c.Flags, f)
+		switch strings.ToUpper(f) {
+		case "NO_FAIR_TREE":
+			m.FairTree = false
+		case "SMALL_RELATIVE_TO_TIME":
+			m.SizeRelative = true
+		case "NO_NORMAL_PART":
+			m.NoNormalPartition = true
+		}
+	}
+	for _, p := range strings.Split(kv["SchedulerParameters"], ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(p), "bf_interval="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return PriorityConfig{}, fmt.Errorf("scontrol show config: SchedulerParameters bf_interval=%q: want seconds", v)
+			}
+			c.BackfillInterval = time.Duration(n) * time.Second
+		}
+	}
+	return c, nil
+}
+
+// ParsePartitionFactors reads every partition's PriorityJobFactor from
+// the output of `scontrol show partition -o` (one partition a line).
+func ParsePartitionFactors(out []byte) (map[string]float64, error) {
+	got := map[string]float64{}
+	for i, line := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		name, factor := "", ""
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "PartitionName":
+				name = v
+			case "PriorityJobFactor":
+				factor = v
+			}
+		}
+		if name == "" {
+			return nil, fmt.Errorf("scontrol show partition -o: line %d has no PartitionName: %.60q", i+1, line)
+		}
+		if factor == "" {
+			factor = "1"
+		}
+		n, err := strconv.ParseUint(factor, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("scontrol show partition -o: partition %s PriorityJobFactor=%q: want a whole number", name, factor)
+		}
+		got[name] = float64(n)
+	}
+	if len(got) == 0 {
+		return nil, fmt.Errorf("scontrol show partition -o: no partition")
+	}
+	return got, nil
+}
+
+// parseSlurmDuration reads a duration as scontrol prints one: [D-]HH:MM:SS,
+// MM:SS, or a number of minutes. NONE, UNLIMITED and INFINITE are refused:
+// no setting this package reads takes them.
+func parseSlurmDuration(s string) (time.Duration, error) {
+	days := 0
+	rest := s
+	if d, r, ok := strings.Cut(s, "-"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q: want [D-]HH:MM:SS", s)
+		}
+		days, rest = n, r
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) > 3 {
+		return 0, fmt.Errorf("%q: want [D-]HH:MM:SS", s)
+	}
+	nums := make([]int, len(parts))
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q: want [D-]HH:MM:SS", s)
+		}
+		nums[i] = n
+	}
+	var h, m, sec int
+	switch len(nums) {
+	case 1:
+		if days > 0 {
+			h = nums[0] // D-HH
+		} else {
+			m = nums[0] // minutes
+		}
+	case 2:
+		if days > 0 {
+			h, m = nums[0], nums[1] // D-HH:MM
+		} else {
+			m, sec = nums[0], nums[1] // MM:SS
+		}
+	case 3:
+		h, m, sec = nums[0], nums[1], nums[2]
+	}
+	return time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec)*time.Second, nil
+}

@@ -1,0 +1,141 @@
+package slurmctl
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParsePriorityConfig reads the priority settings from real `scontrol
+// show config` output of 22.05.8 (the lab, with its gpuhi partition's
+// weight), 24.11.7 and 26.05.3 (captured for /work/shared/data/slurmrestd).
+func TestParsePriorityConfig(t *testing.T) {
+	week := 7 * 24 * time.Hour
+	base := PriorityConfig{Type: "priority/multifactor", SchedulerType: "sched/backfill",
+		CalcPeriod: 5 * time.Minute, BackfillInterval: 5 * time.Second,
+		Multifactor: policy.MultifactorParams{WeightAge: 1000, WeightFairshare: 10000, MaxAge: week, DecayHalfLife: week, Dampening: 1, FairTree: true}}
+	lab := base
+	lab.Multifactor.WeightPartition = 2000
+	for _, tc := range []struct {
+		file string
+		want PriorityConfig
+	}{
+		{"scontrol-show-config-22.05.8.txt", lab},
+		{"scontrol-show-config-24.11.7.txt", base},
+		{"scontrol-show-config-26.05.3.txt", base},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			out, err := os.ReadFile("testdata/config/" + tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParsePriorityConfig(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParsePriorityConfig (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParsePriorityConfig_Settings: each setting the policy models, in
+// the spellings scontrol prints, and bad values named.
+func TestParsePriorityConfig_Settings(t *testing.T) {
+	const head = "Configuration data as of 2026-11-26T05:59:09\nPriorityType            = priority/multifactor\n"
+	tests := []struct {
+		name, text string
+		check      func(PriorityConfig) bool
+		wantErr    string
+	}{
+		{"favor small, flags", "PriorityFavorSmall      = Yes\nPriorityFlags           = SMALL_RELATIVE_TO_TIME,NO_FAIR_TREE,NO_NORMAL_PART\n",
+			func(c PriorityConfig) bool {
+				return c.Multifactor.FavorSmall && c.Multifactor.SizeRelative && c.Multifactor.NoNormalPartition && !c.Multifactor.FairTree && len(c.Flags) == 3
+			}, ""},
+		{"durations", "PriorityMaxAge          = 1-12:00:00\nPriorityDecayHalfLife   = 00:30:00\nPriorityCalcPeriod      = 1\n",
+			func(c PriorityConfig) bool {
+				return c.Multifactor.MaxAge == 36*time.Hour && c.Multifactor.DecayHalfLife == 30*time.Minute && c.CalcPeriod == time.Minute
+			}, ""},
+		{"no decay", "PriorityDecayHalfLife   = 00:00:00\n", func(c PriorityConfig) bool { return c.Multifactor.DecayHalfLife < 0 }, ""},
+		{"defaults", "", func(c PriorityConfig) bool {
+			return c.BackfillInterval == 30*time.Second && c.CalcPeriod == 5*time.Minute && c.Multifactor.FairTree
+		}, ""},
+		{"dampening", "FairShareDampeningFactor = 4\n", func(c PriorityConfig) bool { return c.Multifactor.Dampening == 4 }, ""},
+		{"bad weight", "PriorityWeightAge       = lots\n", nil, "PriorityWeightAge"},
+		{"bad max age", "PriorityMaxAge          = soon\n", nil, "PriorityMaxAge"},
+		{"bad favor small", "PriorityFavorSmall      = maybe\n", nil, "PriorityFavorSmall"},
+		{"zero dampening", "FairShareDampeningFactor = 0\n", nil, "FairShareDampeningFactor"},
+		{"bad bf_interval", "SchedulerParameters     = bf_interval=x\n", nil, "bf_interval"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParsePriorityConfig([]byte(head + tc.text))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v: want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(got) {
+				t.Errorf("got %+v", got)
+			}
+		})
+	}
+	if _, err := ParsePriorityConfig([]byte("hello\n")); err == nil || !strings.Contains(err.Error(), "PriorityType") {
+		t.Errorf("not a config: err = %v, want one naming PriorityType", err)
+	}
+}
+
+func TestParsePartitionFactors(t *testing.T) {
+	out, err := os.ReadFile("testdata/config/scontrol-show-partition-o-22.05.8.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParsePartitionFactors(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]float64{"gpu": 1, "gpuhi": 2}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"", "Nodes=a\n", "PartitionName=x PriorityJobFactor=high\n"} {
+		if _, err := ParsePartitionFactors([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestReadPriorityConfig runs scontrol through the Runner.
+func TestReadPriorityConfig(t *testing.T) {
+	out, err := os.ReadFile("testdata/config/scontrol-show-config-24.11.7.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &cfgRunner{out: out}
+	c, err := Commands{Runner: r}.ReadPriorityConfig(context.Background(), "/usr/bin/scontrol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cmd != "/usr/bin/scontrol show config" || c.Multifactor.WeightFairshare != 10000 {
+		t.Errorf("ran %q, got %+v", r.cmd, c)
+	}
+}
+
+type cfgRunner struct {
+	out []byte
+	cmd string
+}
+
+func (r *cfgRunner) Run(_ context.Context, _ []byte, name string, args ...string) ([]byte, []byte, error) {
+	r.cmd = strings.Join(append([]string{name}, args...), " ")
+	return r.out, nil, nil
+}
