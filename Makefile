@@ -36,7 +36,7 @@ glibc: build
 ## with one line on the tests skipped and why (traces not found, ...), and leaves the lab running
 test: lint lab-up chromium
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null   # compile all test binaries in parallel
-	rc=0; eval "$$($(LAB) env)" && $(GO) test -json -p 1 -count=1 -timeout 20m $(PKGS) | $(GO) run ./internal/testsummary || rc=$$?; \
+	rc=0; eval "$$($(LAB) env)" && $(GO) test -json -p 1 -count=1 -timeout 40m $(PKGS) | $(GO) run ./internal/testsummary || rc=$$?; \
 	echo "The lab's daemons are still running (make lab-status); make lab-down stops them."; exit $$rc
 
 ## unit: tests that need no lab (integration tests skip, or fail under CI=true)
