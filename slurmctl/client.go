@@ -41,9 +41,6 @@ const (
 
 var versions = []string{V0045, V0044, V0043, V0042, V0041, V0040, V0038}
 
-// Versions returns the API versions this package speaks, newest first.
-func Versions() []string { return slices.Clone(versions) }
-
 // Config configures a Client. URL, User and Token are required.
 type Config struct {
 	URL   string      // slurmrestd base URL, e.g. http://127.0.0.1:6820

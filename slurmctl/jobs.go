@@ -1,7 +1,6 @@
 package slurmctl
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -174,20 +173,6 @@ func decodeJobs(r io.Reader) (jobsResult, error) {
 		return res, fmt.Errorf("%w: none of the %d job records could be read, first: job %d: %v", ErrMalformed, records, res.Skipped[0].JobID, res.Skipped[0].Err)
 	}
 	return res, nil
-}
-
-// parseJobs decodes a whole jobs answer held in memory, strictly: any
-// skipped record is an error. The tests and the benchmark use it on
-// captured bytes.
-func parseJobs(body []byte) ([]Job, *envelope, error) {
-	res, err := decodeJobs(bytes.NewReader(body))
-	if err != nil {
-		return nil, res.Env, err
-	}
-	if len(res.Skipped) > 0 {
-		return nil, res.Env, fmt.Errorf("%w: job %d: %v", ErrMalformed, res.Skipped[0].JobID, res.Skipped[0].Err)
-	}
-	return res.Jobs, res.Env, nil
 }
 
 func unixTime(n num) time.Time {
