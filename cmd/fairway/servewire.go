@@ -66,6 +66,7 @@ type serveConfig struct {
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
 	Retention    accounting.Retention
+	PowerMode    string // --power: powerOff, powerDryRun or powerOn
 	Power        serve.PowerConfig
 
 	// WaitForSlurm retries slurmrestd at start the way the loop does
@@ -155,8 +156,14 @@ func (c *serveConfig) Validate() error {
 			return err
 		}
 	}
-	if err := c.Power.Validate(); err != nil {
-		return err
+	switch c.PowerMode {
+	case "", powerOff:
+	case powerDryRun, powerOn:
+		if err := c.Power.Validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--power %q: want off, dry-run or on", c.PowerMode)
 	}
 	c.Rewrite.ShardsPerGPU, c.Rewrite.Cluster = c.ShardsPerGPU, c.Runner.Cluster
 	if c.Rewrite.Rules, err = parseRules(c.RewriteRules); err != nil {
@@ -336,16 +343,22 @@ func buildServe(ctx context.Context, cfg serveConfig, base *slog.Logger) (*opene
 	return s, nil
 }
 
-// powerSaver is serve's power saving, nil when --power is off.
+// powerSaver is serve's power saving, nil when --power is off. With
+// --power dry-run its actions go to a planner that still reads the
+// backfill plan's nodes through scontrol, whatever serve's own --dry-run.
 func powerSaver(ctx context.Context, cfg serveConfig, store *accounting.Store, m *serve.Metrics, base *slog.Logger) (*serve.PowerSaver, error) {
-	if !cfg.Power.Enabled() {
+	if cfg.PowerMode != powerOn && cfg.PowerMode != powerDryRun {
 		return nil, nil
 	}
 	pw, err := slurmctl.NewPowerWriter(slurmctl.PowerConfig{})
 	if err != nil {
 		return nil, err
 	}
-	ps, err := serve.NewPowerSaver(cfg.Power, cfg.Runner.Cluster, pw, store, m, base.With("component", "power"))
+	var to serve.PowerSink = &serve.PowerLive{PowerWriter: pw}
+	if cfg.PowerMode == powerDryRun {
+		to = &serve.PowerPlanner{Reader: pw}
+	}
+	ps, err := serve.NewPowerSaver(cfg.Power, cfg.Runner.Cluster, to, store, m, base.With("component", "power"))
 	if err != nil {
 		return nil, err
 	}

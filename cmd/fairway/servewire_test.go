@@ -21,6 +21,11 @@ func validServe() serveConfig {
 	}
 }
 
+// validPower is power-saving settings that pass.
+func validPower() serve.PowerConfig {
+	return serve.PowerConfig{Buffer: 1, MaxChangesPerHour: 5, Step: time.Minute}
+}
+
 func TestServeConfig_Validate(t *testing.T) {
 	table := filepath.Join(t.TempDir(), "t")
 	for _, tc := range []struct {
@@ -46,6 +51,16 @@ func TestServeConfig_Validate(t *testing.T) {
 		{"unknown rule", func(c *serveConfig) { c.RewriteRules = "share,magic" }, `unknown rule "magic"`},
 		{"rewrite on", func(c *serveConfig) { c.Rewrite = validRewrite(table); c.ShardsPerGPU = 4 }, ""},
 		{"share without shards", func(c *serveConfig) { c.Rewrite = validRewrite(table); c.ShardsPerGPU = 1 }, "--shards-per-gpu 1"},
+		{"power mode", func(c *serveConfig) { c.PowerMode = "yes" }, `--power "yes": want off, dry-run or on`},
+		{"power off: its settings unchecked", func(c *serveConfig) { c.PowerMode, c.Power.Buffer = powerOff, -1 }, ""},
+		{"power on", func(c *serveConfig) { c.PowerMode, c.Power = powerOn, validPower() }, ""},
+		{"power buffer", func(c *serveConfig) { c.PowerMode, c.Power = powerDryRun, validPower(); c.Power.Buffer = -1 }, "--power-buffer -1"},
+		{"power changes", func(c *serveConfig) { c.PowerMode, c.Power = powerOn, validPower(); c.Power.MaxChangesPerHour = 0 }, "--power-max-changes-per-hour 0"},
+		{"power watts", func(c *serveConfig) { c.PowerMode, c.Power = powerOn, validPower(); c.Power.IdleWatts = -3 }, "--power-idle-watts -3"},
+		{"power exclude", func(c *serveConfig) {
+			c.PowerMode, c.Power = powerOn, validPower()
+			c.Power.Exclude = []string{"gpu[1-2]"}
+		}, `--power-exclude: "gpu[1-2]" is not one node name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validServe()
