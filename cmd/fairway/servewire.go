@@ -160,7 +160,7 @@ func (c *serveConfig) Validate() error {
 	case "", powerOff:
 	case powerDryRun, powerOn:
 		if err := c.Power.Validate(); err != nil {
-			return err
+			return flagError(err)
 		}
 	default:
 		return fmt.Errorf("--power %q: want off, dry-run or on", c.PowerMode)
@@ -360,7 +360,7 @@ func powerSaver(ctx context.Context, cfg serveConfig, store *accounting.Store, m
 	}
 	ps, err := serve.NewPowerSaver(cfg.Power, cfg.Runner.Cluster, to, store, m, base.With("component", "power"))
 	if err != nil {
-		return nil, err
+		return nil, flagError(err)
 	}
 	// The hourly cap counts what an earlier serve changed too.
 	now := time.Now()
@@ -568,15 +568,36 @@ func validHeaderName(s string) bool {
 
 // flagOf names serve's settings, as internal/serve's typed field errors
 // name them, by their flags.
-var flagOf = map[string]string{"Policy": "--policy", "Predictor": "--predictor"}
+var flagOf = map[string]string{"Policy": "--policy", "Predictor": "--predictor",
+	"Partitions": "--partitions", "ExcludePartitions": "--exclude-partitions", "ExemptQOS": "--exempt-qos",
+	"PowerConfig.Buffer": "--power-buffer", "PowerConfig.MaxChangesPerHour": "--power-max-changes-per-hour",
+	"PowerConfig.IdleWatts": "--power-idle-watts", "PowerConfig.Exclude": "--power-exclude"}
 
-// flagError names the setting of a serve.FieldError by its flag.
+// flagError names the setting of a serve.FieldError by its flag, and the
+// settings that leave a job out of the ranking (serve.NotQueuedError).
 func flagError(err error) error {
 	var fe *serve.FieldError
 	if errors.As(err, &fe) {
 		if f, ok := flagOf[fe.Field]; ok {
+			if fe.Value != "" {
+				return fmt.Errorf("%s %s: %w", f, fe.Value, fe.Err)
+			}
 			return fmt.Errorf("%s: %w", f, fe.Err)
 		}
+	}
+	var nq *serve.NotQueuedError
+	if errors.As(err, &nq) && len(nq.LeftOutBy) > 0 {
+		flags := make([]string, len(nq.LeftOutBy))
+		for i, f := range nq.LeftOutBy {
+			if flags[i] = flagOf[f]; flags[i] == "" {
+				return err
+			}
+		}
+		or := strings.Join(flags[:len(flags)-1], ", ") + " or " + flags[len(flags)-1]
+		if len(flags) == 1 {
+			or = flags[0]
+		}
+		return &serve.NotQueuedError{JobID: nq.JobID, Why: nq.Why + ": " + or + " leave it out"}
 	}
 	return err
 }

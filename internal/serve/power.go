@@ -38,21 +38,22 @@ type PowerConfig struct {
 	Horizon, Step time.Duration
 }
 
-// Validate checks the settings, naming the bad one by its flag.
+// Validate checks the settings; a bad one is a *FieldError naming it as
+// "PowerConfig.<field>".
 func (c PowerConfig) Validate() error {
 	switch {
 	case c.Buffer < 0:
-		return fmt.Errorf("--power-buffer %d: want 0 or more idle nodes kept powered", c.Buffer)
+		return &FieldError{Field: "PowerConfig.Buffer", Value: fmt.Sprint(c.Buffer), Err: errors.New("want 0 or more idle nodes kept powered")}
 	case c.MaxChangesPerHour < 1:
-		return fmt.Errorf("--power-max-changes-per-hour %d: want at least 1", c.MaxChangesPerHour)
+		return &FieldError{Field: "PowerConfig.MaxChangesPerHour", Value: fmt.Sprint(c.MaxChangesPerHour), Err: errors.New("want at least 1")}
 	case c.IdleWatts < 0:
-		return fmt.Errorf("--power-idle-watts %g: want 0 or more", c.IdleWatts)
+		return &FieldError{Field: "PowerConfig.IdleWatts", Value: fmt.Sprint(c.IdleWatts), Err: errors.New("want 0 or more")}
 	case c.Step <= 0 || c.Horizon < 0:
 		return fmt.Errorf("power forecast step %v, horizon %v: want a positive step and a horizon of 0 or more", c.Step, c.Horizon)
 	}
 	for _, n := range c.Exclude {
 		if n == "" || strings.ContainsAny(n, " \t[],") {
-			return fmt.Errorf("--power-exclude: %q is not one node name (give a host list like gpu[1-4],gpu9)", n)
+			return &FieldError{Field: "PowerConfig.Exclude", Err: fmt.Errorf("%q is not one node name (give a host list like gpu[1-4],gpu9)", n)}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -134,21 +135,32 @@ func TestPowerSaver_Cycle(t *testing.T) {
 	})
 }
 
+// TestPowerConfig_Validate: a bad setting is a FieldError naming its
+// field, for cmd to name by its flag.
 func TestPowerConfig_Validate(t *testing.T) {
 	ok := PowerConfig{Buffer: 1, MaxChangesPerHour: 5, Step: time.Minute}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for name, mod := range map[string]func(*PowerConfig){
-		"--power-buffer":               func(c *PowerConfig) { c.Buffer = -1 },
-		"--power-max-changes-per-hour": func(c *PowerConfig) { c.MaxChangesPerHour = 0 },
-		"--power-idle-watts":           func(c *PowerConfig) { c.IdleWatts = -3 },
-		"--power-exclude":              func(c *PowerConfig) { c.Exclude = []string{"gpu[1-2]"} },
+	for _, tc := range []struct {
+		field, value string
+		mod          func(*PowerConfig)
+	}{
+		{"PowerConfig.Buffer", "-1", func(c *PowerConfig) { c.Buffer = -1 }},
+		{"PowerConfig.MaxChangesPerHour", "0", func(c *PowerConfig) { c.MaxChangesPerHour = 0 }},
+		{"PowerConfig.IdleWatts", "-3", func(c *PowerConfig) { c.IdleWatts = -3 }},
+		{"PowerConfig.Exclude", "", func(c *PowerConfig) { c.Exclude = []string{"gpu[1-2]"} }},
 	} {
 		c := ok
-		mod(&c)
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: err %v, want one naming the flag", name, err)
+		tc.mod(&c)
+		var fe *FieldError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != tc.field || fe.Value != tc.value {
+			t.Errorf("%s: err %v, want a FieldError for it (value %q)", tc.field, err, tc.value)
 		}
+	}
+	c := ok
+	c.Step = 0
+	if err := c.Validate(); err == nil {
+		t.Error("a zero forecast step passed")
 	}
 }
