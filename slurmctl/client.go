@@ -171,9 +171,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	if c.Release() == "" {
 		// 22.05's spec does not name the release; its ping's meta does.
 		if body, _, perr := c.do(ctx, http.MethodGet, "/slurm/"+v+"/ping", nil, false); perr == nil {
-			var env envelope
-			if json.Unmarshal(body, &env) == nil {
-				c.noteReleaseQuiet(&env)
+			if env, err := decodeAnswer(bytes.NewReader(body), "ping", nil); err == nil {
+				c.noteReleaseQuiet(env)
 			}
 		}
 	}
@@ -406,9 +405,8 @@ func (c *Client) negotiate(ctx context.Context) (string, []string, error) {
 	for _, v := range versions {
 		body, _, perr := c.do(ctx, http.MethodGet, "/slurm/"+v+"/ping", nil, false)
 		if perr == nil {
-			var env envelope
-			if json.Unmarshal(body, &env) == nil {
-				c.noteReleaseQuiet(&env)
+			if env, err := decodeAnswer(bytes.NewReader(body), "ping", nil); err == nil {
+				c.noteReleaseQuiet(env)
 			}
 			return v, []string{v}, nil
 		}
@@ -536,19 +534,15 @@ func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 // key, is handed on undecoded. A body that is not JSON, or that has neither
 // the key nor errors, is ErrMalformed.
 func payloadEnvelope(body []byte, key string) (*envelope, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, key, err)
+	seen := false
+	env, err := decodeAnswer(bytes.NewReader(body), key, func(k string, _ *json.Decoder) (bool, error) {
+		seen = seen || k == key
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	env := &envelope{}
-	for k, dst := range map[string]any{"meta": &env.Meta, "errors": &env.Errors, "warnings": &env.Warnings} {
-		if raw, ok := m[k]; ok {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				return nil, fmt.Errorf("%w: %s: %s: %v", ErrMalformed, key, k, err)
-			}
-		}
-	}
-	if _, ok := m[key]; !ok && len(env.Errors) == 0 {
+	if !seen && len(env.Errors) == 0 {
 		return env, fmt.Errorf("%w: no %q key", ErrMalformed, key)
 	}
 	return env, nil
@@ -670,9 +664,14 @@ func (c *Client) UpdateJob(ctx context.Context, target string, u JobUpdate) erro
 		return err
 	}
 	var r wireUpdateResp
-	var perr error
-	if jerr := json.Unmarshal(resp, &r); jerr != nil {
-		perr = fmt.Errorf("%w: job update: %v", ErrMalformed, jerr)
+	env, perr := decodeAnswer(bytes.NewReader(resp), "job update", func(key string, dec *json.Decoder) (bool, error) {
+		if key != "results" {
+			return false, nil
+		}
+		return true, dec.Decode(&r.Results)
+	})
+	if env != nil {
+		r.envelope = *env
 	}
 	for _, res := range r.Results {
 		if res.ErrorCode != 0 {
@@ -944,10 +943,9 @@ func (c *Client) transportError(ctx, rctx context.Context, op string, err error,
 // statusError classifies a non-2xx response. Its body, when JSON, carries
 // Slurm's errors, which are kept (scrubbed).
 func (c *Client) statusError(op string, status int, body []byte, tok string) error {
-	var env envelope
 	var slurm []SlurmError
 	detail := ""
-	if json.Unmarshal(body, &env) == nil {
+	if env, err := decodeAnswer(bytes.NewReader(body), "error answer", nil); err == nil {
 		slurm = c.slurmErrors(env.Errors)
 	} else if t := strings.TrimSpace(string(body)); t != "" {
 		if len(t) > 200 {
