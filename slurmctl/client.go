@@ -41,6 +41,21 @@ const (
 
 var versions = []string{V0045, V0044, V0043, V0042, V0041, V0040, V0038}
 
+// InsecureHTTPError refuses an http:// URL that names another host: the
+// token would cross the network in clear text. Setting names what allows
+// it anyway (Config.AllowInsecureHTTP), for a caller to put in its own
+// words.
+type InsecureHTTPError struct {
+	URL     string // redacted
+	Setting string
+}
+
+func (e *InsecureHTTPError) Error() string {
+	return fmt.Sprintf("slurmrestd url %q: plain http to another host would send the Slurm token in clear text: "+
+		"use https (a TLS proxy in front of slurmrestd), run Fairway on slurmrestd's host with http://127.0.0.1, "+
+		"or accept the risk on a network you trust with %s", e.URL, e.Setting)
+}
+
 // Config configures a Client. URL, User and Token are required.
 type Config struct {
 	URL   string      // slurmrestd base URL, e.g. http://127.0.0.1:6820
@@ -147,11 +162,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	}
 	if base.Scheme == "http" && !isLoopbackHost(base.Hostname()) {
 		if !cfg.AllowInsecureHTTP {
-			return nil, fmt.Errorf("slurmrestd url %q: plain http to another host would send the Slurm token in clear text: "+
-				"use https (a TLS proxy in front of slurmrestd), run Fairway on slurmrestd's host with http://127.0.0.1, "+
-				"or accept the risk on a network you trust with --slurm-allow-insecure-http", base.Redacted())
+			return nil, &InsecureHTTPError{URL: base.Redacted(), Setting: "Config.AllowInsecureHTTP"}
 		}
-		log.Warn("slurmrestd over plain http to another host: the Slurm token crosses the network in clear text (--slurm-allow-insecure-http)",
+		log.Warn("slurmrestd over plain http to another host, as allowed: the Slurm token crosses the network in clear text",
 			"url", base.Redacted())
 	}
 	c := &Client{cfg: cfg, base: base, http: hc, log: log, sleep: sleepCtx}

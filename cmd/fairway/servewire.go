@@ -313,7 +313,7 @@ func connectSlurm(ctx context.Context, cfg serveConfig, base *slog.Logger) (*slu
 	var client *slurmctl.Client
 	err := cfg.startRetry(base).Do(ctx, "connect to slurmrestd", func(ctx context.Context) error {
 		var cerr error
-		client, cerr = slurmctl.Connect(ctx, cfg.Connect(), base)
+		client, cerr = dialSlurm(ctx, cfg.Connect(), base)
 		return cerr
 	})
 	return client, err
@@ -515,7 +515,7 @@ func openHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster s
 	if s.URL == "" {
 		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: sacct, Cluster: cluster, Slurm: slurmctl.Commands{}}, Via: "sacct"}, nil
 	}
-	client, err := slurmctl.Connect(ctx, s, log)
+	client, err := dialSlurm(ctx, s, log)
 	if err != nil {
 		return nil, err
 	}
@@ -533,7 +533,7 @@ func connectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logg
 	if !s.HasToken() {
 		return nil, "", errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
 	}
-	client, err := slurmctl.Connect(ctx, s, log)
+	client, err := dialSlurm(ctx, s, log)
 	if err != nil {
 		return nil, "", err
 	}
@@ -564,6 +564,18 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// dialSlurm is slurmctl.Connect with a refused plain-http URL's way out
+// named by its flag.
+func dialSlurm(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logger) (*slurmctl.Client, error) {
+	client, err := slurmctl.Connect(ctx, s, log)
+	var ie *slurmctl.InsecureHTTPError
+	if errors.As(err, &ie) {
+		ie.Setting = "--slurm-allow-insecure-http"
+		return nil, fmt.Errorf("slurmrestd at %s: %w", s.URL, ie)
+	}
+	return client, err
 }
 
 // flagOf names serve's settings, as internal/serve's typed field errors

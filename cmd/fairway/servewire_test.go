@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,5 +153,17 @@ func TestValidateAPI(t *testing.T) {
 		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestDialSlurm_InsecureHTTPNamesTheFlag: slurmctl refuses plain http to
+// another host naming its Config field; cmd names the flag instead, in the
+// words it always used.
+func TestDialSlurm_InsecureHTTPNamesTheFlag(t *testing.T) {
+	_, err := dialSlurm(context.Background(), slurmctl.ConnectConfig{URL: "http://192.0.2.7:6820", User: "slurm", TokenEnv: "x"}, quietLogger())
+	want := `slurmrestd at http://192.0.2.7:6820: slurmrestd url "http://192.0.2.7:6820": plain http to another host would send the Slurm token in clear text: ` +
+		`use https (a TLS proxy in front of slurmrestd), run Fairway on slurmrestd's host with http://127.0.0.1, or accept the risk on a network you trust with --slurm-allow-insecure-http`
+	if err == nil || err.Error() != want {
+		t.Errorf("dialSlurm: %v\nwant %s", err, want)
 	}
 }
