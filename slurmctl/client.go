@@ -41,6 +41,21 @@ const (
 
 var versions = []string{V0045, V0044, V0043, V0042, V0041, V0040, V0038}
 
+// NoSharesError is Shares on an API version without the /shares endpoint
+// (v0.0.38); it is an ErrVersion. Instead names the way out, for a caller
+// to put in its own words.
+type NoSharesError struct {
+	Version string
+	Instead string
+}
+
+func (e *NoSharesError) Error() string {
+	return fmt.Sprintf("%v: slurmrestd %s (Slurm 22.05's API) has no /shares endpoint; Slurm 23.11 and later serve /slurm/<v>/shares from v0.0.40 on: use %s here", ErrVersion, e.Version, e.Instead)
+}
+
+// Unwrap makes errors.Is(err, ErrVersion) hold.
+func (e *NoSharesError) Unwrap() error { return ErrVersion }
+
 // InsecureHTTPError refuses an http:// URL that names another host: the
 // token would cross the network in clear text. Setting names what allows
 // it anyway (Config.AllowInsecureHTTP), for a caller to put in its own
@@ -528,7 +543,7 @@ func (c *Client) ListPartitions(ctx context.Context) ([]Partition, error) {
 // that is an error naming the way out.
 func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 	if c.version == V0038 {
-		return nil, fmt.Errorf("%w: slurmrestd %s (Slurm 22.05's API) has no /shares endpoint; Slurm 23.11 and later serve /slurm/<v>/shares from v0.0.40 on: use fairway shares sync --from slurmdbd (sacctmgr) here", ErrVersion, c.version)
+		return nil, &NoSharesError{Version: c.version, Instead: "the share tree from slurmdbd (sacctmgr)"}
 	}
 	op := "/slurm/" + c.version + "/shares"
 	body, status, err := c.do(ctx, http.MethodGet, op, nil, true)

@@ -85,3 +85,13 @@ func TestDecodeAnswer_OneEnvelope(t *testing.T) {
 		})
 	}
 }
+
+// TestShares_V0038NamesTheWayOut: v0.0.38 has no /shares; the refusal is
+// an ErrVersion whose way out a caller may word (cmd names its command).
+func TestShares_V0038NamesTheWayOut(t *testing.T) {
+	_, err := (&Client{version: V0038}).Shares(t.Context())
+	var ns *NoSharesError
+	if !errors.Is(err, ErrVersion) || !errors.As(err, &ns) || !strings.HasSuffix(err.Error(), "use the share tree from slurmdbd (sacctmgr) here") {
+		t.Errorf("Shares on v0.0.38: %v, want a NoSharesError naming slurmdbd", err)
+	}
+}

@@ -537,7 +537,7 @@ func connectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logg
 	if err != nil {
 		return nil, "", err
 	}
-	return client, s.URL, nil
+	return sharesClient{client}, s.URL, nil
 }
 
 // validateAPI checks the job API's settings, naming the first bad one by
@@ -576,6 +576,19 @@ func dialSlurm(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logger) 
 		return nil, fmt.Errorf("slurmrestd at %s: %w", s.URL, ie)
 	}
 	return client, err
+}
+
+// sharesClient names the way out of a slurmrestd without /shares by the
+// command that takes it.
+type sharesClient struct{ *slurmctl.Client }
+
+func (c sharesClient) Shares(ctx context.Context) ([]byte, error) {
+	b, err := c.Client.Shares(ctx)
+	var ns *slurmctl.NoSharesError
+	if errors.As(err, &ns) {
+		ns.Instead = "fairway shares sync --from slurmdbd (sacctmgr)"
+	}
+	return b, err
 }
 
 // flagOf names serve's settings, as internal/serve's typed field errors
