@@ -299,9 +299,6 @@ func (p ProcFS) jobFromCgroup(b []byte) int64 {
 	return id
 }
 
-// jobFromCgroup is ProcFS.jobFromCgroup by the layout alone.
-func jobFromCgroup(b []byte) int64 { return ProcFS{}.jobFromCgroup(b) }
-
 // rootsCgroup says whether job cgroup c is a directory root owns. Only
 // root and slurmstepd create directories in Slurm's cgroups, and a user
 // can create one only under a cgroup delegated to them (systemd's user

@@ -38,7 +38,7 @@ func TestJobFromCgroup(t *testing.T) {
 		{"12:memory:/slurm/uid_1/job_7\n11:cpuset:/slurm/uid_1/job_8\n", 0},
 	}
 	for _, tt := range tests {
-		if got := jobFromCgroup([]byte(tt.cgroup)); got != tt.want {
+		if got := (ProcFS{}).jobFromCgroup([]byte(tt.cgroup)); got != tt.want {
 			t.Errorf("jobFromCgroup(%q) = %d, want %d", tt.cgroup, got, tt.want)
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -29,99 +27,31 @@ type Settings struct {
 	ConfigFileError error
 }
 
-// ParseSettings reads the settings from get, which returns a flag's value by
-// name. Every hook setting is a string: a prolog that exits non-zero drains
-// the node, so a bad setting must come back here as an error the hook logs,
-// never fail flag parsing. checkDB validates the database URL. The log
-// settings come first and stay set on error, so a hook can log the error
-// where it was asked to; a log file root could be tricked into appending to
-// is dropped. ParseSettings does not Validate.
-func ParseSettings(get func(flag string) string, checkDB func(string) error) (Settings, error) {
-	var s Settings
-	s.LogFile = get("log-file")
-	if s.LogFile != "" {
-		if err := CheckRootPath(s.LogFile); err != nil {
-			s.LogFile = ""
-			return s, fmt.Errorf("--log-file: %w", err)
-		}
-	}
-	if err := s.LogLevel.UnmarshalText([]byte(get("log-level"))); err != nil {
-		s.LogLevel = slog.LevelInfo
-		return s, fmt.Errorf("--log-level %q: want debug, info, warn or error", get("log-level"))
-	}
-	positive := func(flag string) (time.Duration, error) {
-		d, err := time.ParseDuration(get(flag))
-		if err != nil || d <= 0 {
-			return 0, fmt.Errorf("--%s %q: want a duration like 5s", flag, get(flag))
-		}
-		return d, nil
-	}
-	var err error
-	if s.Timeout, err = positive("timeout"); err != nil {
-		return s, err
-	}
-	if s.Hooks.StoreTimeout, err = positive("database-timeout"); err != nil {
-		return s, err
-	}
-	s.Hooks.Cluster = get("cluster")
-	s.DatabaseURL = get("database-url")
-	if s.DatabaseURL != "" && checkDB != nil {
-		if err := checkDB(s.DatabaseURL); err != nil {
-			return s, errors.New("--database-url is not a valid PostgreSQL URL or DSN")
-		}
-	}
-	for _, p := range []struct {
-		flag string
-		to   *string
-	}{{"spool-dir", &s.Hooks.SpoolDir}, {"state-dir", &s.Hooks.StateDir}} {
-		*p.to = get(p.flag)
-		if !filepath.IsAbs(*p.to) {
-			return s, fmt.Errorf("--%s %q: want an absolute path", p.flag, *p.to)
-		}
-	}
-	s.Hooks.MPSDir = filepath.Join(s.Hooks.StateDir, "mps")
-	n, err := strconv.Atoi(get("shards-per-gpu"))
-	if err != nil || n < 0 {
-		return s, fmt.Errorf("--shards-per-gpu %q: want 0 or more", get("shards-per-gpu"))
-	}
-	s.Hooks.ShardsPerGPU = n
-	switch m := get("default-compute-mode"); m {
-	case "default":
-		s.Hooks.DefaultMode = ComputeDefault
-	case "exclusive-process":
-		s.Hooks.DefaultMode = ComputeExclusiveProcess
-	case "prohibited":
-		s.Hooks.DefaultMode = ComputeProhibited
-	default:
-		return s, fmt.Errorf("--default-compute-mode %q: want default, exclusive-process or prohibited", m)
-	}
-	for _, b := range []struct {
-		flag string
-		to   *bool
-	}{{"kill-stray", &s.Hooks.KillStray}, {"drain", &s.Hooks.Drain}} {
-		v, err := strconv.ParseBool(get(b.flag))
-		if err != nil {
-			return s, fmt.Errorf("--%s %q: want true or false", b.flag, get(b.flag))
-		}
-		*b.to = v
-	}
-	s.Scontrol, s.MPSControl, s.KernelLog = get("scontrol"), get("mps-control"), get("kernel-log")
-	return s, nil
+// SettingError is a Settings field that is wrong, named as the field
+// ("Hooks.SpoolDir"), so that whoever reads the settings names it in its
+// own words.
+type SettingError struct {
+	Field string
+	Err   error
 }
+
+func (e *SettingError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+func (e *SettingError) Unwrap() error { return e.Err }
 
 // Validate checks that every path root runs, reads or keeps state in is
 // root's alone (CheckRootPath), and, unless flushOnly (a spool flush needs
 // only the spool and the database), the hooks' Config.
 func (s Settings) Validate(flushOnly bool) error {
-	for _, p := range []struct{ flag, path string }{
-		{"spool-dir", s.Hooks.SpoolDir}, {"state-dir", s.Hooks.StateDir},
-		{"scontrol", s.Scontrol}, {"mps-control", s.MPSControl}, {"kernel-log", s.KernelLog},
+	for _, p := range []struct{ field, path string }{
+		{"Hooks.SpoolDir", s.Hooks.SpoolDir}, {"Hooks.StateDir", s.Hooks.StateDir},
+		{"Scontrol", s.Scontrol}, {"MPSControl", s.MPSControl}, {"KernelLog", s.KernelLog},
 	} {
-		if p.path == "" && p.flag == "kernel-log" {
+		if p.path == "" && p.field == "KernelLog" {
 			continue
 		}
 		if err := CheckRootPath(p.path); err != nil {
-			return fmt.Errorf("--%s: %w", p.flag, err)
+			return &SettingError{Field: p.field, Err: err}
 		}
 	}
 	if flushOnly {

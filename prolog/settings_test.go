@@ -9,66 +9,18 @@ import (
 	"time"
 )
 
-// goodSettings are valid hook settings by flag name, with the state and
-// spool directories under / (root's on any test machine).
-func goodSettings() map[string]string {
-	return map[string]string{
-		"log-level": "info", "timeout": "5s", "database-timeout": "2s", "cluster": "lab",
-		"spool-dir": "/", "state-dir": "/", "shards-per-gpu": "4", "default-compute-mode": "exclusive-process",
-		"kill-stray": "true", "drain": "false", "scontrol": "/", "mps-control": "/", "kernel-log": "",
-	}
-}
-
-func TestParseSettings(t *testing.T) {
-	m := goodSettings()
-	s, err := ParseSettings(func(f string) string { return m[f] }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := Config{Cluster: "lab", StateDir: "/", SpoolDir: "/", MPSDir: "/mps", ShardsPerGPU: 4,
-		DefaultMode: ComputeExclusiveProcess, KillStray: true, Drain: false, StoreTimeout: 2 * time.Second}
-	if s.Hooks != want || s.Timeout != 5*time.Second || s.LogLevel != slog.LevelInfo {
-		t.Errorf("ParseSettings = %+v, want hooks %+v, timeout 5s", s, want)
-	}
-	if err := s.Validate(false); err != nil {
-		t.Errorf("Validate: %v", err)
-	}
-}
-
-func TestParseSettingsNamesTheBadOne(t *testing.T) {
-	badDB := func(string) error { return errors.New("bad") }
-	for _, tc := range []struct {
-		flag, value, want string
-	}{
-		{"log-level", "loud", `--log-level "loud": want debug, info, warn or error`},
-		{"log-file", "relative.log", "--log-file: relative.log: want an absolute path"},
-		{"timeout", "soon", `--timeout "soon": want a duration like 5s`},
-		{"database-timeout", "-1s", `--database-timeout "-1s"`},
-		{"database-url", "not a url", "--database-url is not a valid PostgreSQL URL or DSN"},
-		{"spool-dir", "spool", `--spool-dir "spool": want an absolute path`},
-		{"shards-per-gpu", "-1", `--shards-per-gpu "-1": want 0 or more`},
-		{"default-compute-mode", "shared", `--default-compute-mode "shared"`},
-		{"drain", "maybe", `--drain "maybe": want true or false`},
-	} {
-		t.Run(tc.flag, func(t *testing.T) {
-			m := goodSettings()
-			m[tc.flag] = tc.value
-			s, err := ParseSettings(func(f string) string { return m[f] }, badDB)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-			if tc.flag == "log-file" && s.LogFile != "" {
-				t.Errorf("a refused log file is kept: %q", s.LogFile)
-			}
-		})
-	}
+// goodSettings are valid hook settings, with the state and spool
+// directories under / (root's on any test machine).
+func goodSettings() Settings {
+	return Settings{Hooks: Config{Cluster: "lab", StateDir: "/", SpoolDir: "/", MPSDir: "/mps", ShardsPerGPU: 4,
+		DefaultMode: ComputeExclusiveProcess, KillStray: true, StoreTimeout: 2 * time.Second},
+		Timeout: 5 * time.Second, LogLevel: slog.LevelInfo, Scontrol: "/", MPSControl: "/"}
 }
 
 func TestSettingsValidate(t *testing.T) {
-	m := goodSettings()
-	s, err := ParseSettings(func(f string) string { return m[f] }, nil)
-	if err != nil {
-		t.Fatal(err)
+	s := goodSettings()
+	if err := s.Validate(false); err != nil {
+		t.Errorf("Validate: %v", err)
 	}
 	noCluster := s
 	noCluster.Hooks.Cluster = ""
@@ -80,15 +32,15 @@ func TestSettingsValidate(t *testing.T) {
 	}
 	relProgram := s
 	relProgram.Scontrol = "scontrol"
-	if err := relProgram.Validate(true); err == nil || !strings.HasPrefix(err.Error(), "--scontrol: ") {
-		t.Errorf("a relative scontrol: %v", err)
+	var se *SettingError
+	if err := relProgram.Validate(true); !errors.As(err, &se) || se.Field != "Scontrol" {
+		t.Errorf("a relative scontrol: %v, want a SettingError naming Scontrol", err)
 	}
 }
 
 func TestRunWithoutJobDoesNothing(t *testing.T) {
 	var logs bytes.Buffer
-	m := goodSettings()
-	s, _ := ParseSettings(func(f string) string { return m[f] }, nil)
+	s := goodSettings()
 	d := s.Deps(nil, nil, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err := Run(t.Context(), "prolog", s, d, func(string) string { return "" }); err != nil {
 		t.Fatalf("Run without SLURM_JOB_ID = %v, want nil (the job starts)", err)

@@ -568,7 +568,7 @@ func TestCapture_Shares(t *testing.T) {
 	}
 	srv := newReplay(t, map[string][]reply{})
 	_, err := testClient(t, srv.URL, V0038, nil).Shares(context.Background())
-	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "--from slurmdbd") || srv.total() != 0 {
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "from slurmdbd (sacctmgr)") || srv.total() != 0 {
 		t.Errorf("v0.0.38: %v after %d requests, want a clear error and none", err, srv.total())
 	}
 }

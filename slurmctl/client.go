@@ -41,8 +41,35 @@ const (
 
 var versions = []string{V0045, V0044, V0043, V0042, V0041, V0040, V0038}
 
-// Versions returns the API versions this package speaks, newest first.
-func Versions() []string { return slices.Clone(versions) }
+// NoSharesError is Shares on an API version without the /shares endpoint
+// (v0.0.38); it is an ErrVersion. Instead names the way out, for a caller
+// to put in its own words.
+type NoSharesError struct {
+	Version string
+	Instead string
+}
+
+func (e *NoSharesError) Error() string {
+	return fmt.Sprintf("%v: slurmrestd %s (Slurm 22.05's API) has no /shares endpoint; Slurm 23.11 and later serve /slurm/<v>/shares from v0.0.40 on: use %s here", ErrVersion, e.Version, e.Instead)
+}
+
+// Unwrap makes errors.Is(err, ErrVersion) hold.
+func (e *NoSharesError) Unwrap() error { return ErrVersion }
+
+// InsecureHTTPError refuses an http:// URL that names another host: the
+// token would cross the network in clear text. Setting names what allows
+// it anyway (Config.AllowInsecureHTTP), for a caller to put in its own
+// words.
+type InsecureHTTPError struct {
+	URL     string // redacted
+	Setting string
+}
+
+func (e *InsecureHTTPError) Error() string {
+	return fmt.Sprintf("slurmrestd url %q: plain http to another host would send the Slurm token in clear text: "+
+		"use https (a TLS proxy in front of slurmrestd), run Fairway on slurmrestd's host with http://127.0.0.1, "+
+		"or accept the risk on a network you trust with %s", e.URL, e.Setting)
+}
 
 // Config configures a Client. URL, User and Token are required.
 type Config struct {
@@ -150,11 +177,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	}
 	if base.Scheme == "http" && !isLoopbackHost(base.Hostname()) {
 		if !cfg.AllowInsecureHTTP {
-			return nil, fmt.Errorf("slurmrestd url %q: plain http to another host would send the Slurm token in clear text: "+
-				"use https (a TLS proxy in front of slurmrestd), run Fairway on slurmrestd's host with http://127.0.0.1, "+
-				"or accept the risk on a network you trust with --slurm-allow-insecure-http", base.Redacted())
+			return nil, &InsecureHTTPError{URL: base.Redacted(), Setting: "Config.AllowInsecureHTTP"}
 		}
-		log.Warn("slurmrestd over plain http to another host: the Slurm token crosses the network in clear text (--slurm-allow-insecure-http)",
+		log.Warn("slurmrestd over plain http to another host, as allowed: the Slurm token crosses the network in clear text",
 			"url", base.Redacted())
 	}
 	c := &Client{cfg: cfg, base: base, http: hc, log: log, sleep: sleepCtx}
@@ -174,9 +199,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	if c.Release() == "" {
 		// 22.05's spec does not name the release; its ping's meta does.
 		if body, _, perr := c.do(ctx, http.MethodGet, "/slurm/"+v+"/ping", nil, false); perr == nil {
-			var env envelope
-			if json.Unmarshal(body, &env) == nil {
-				c.noteReleaseQuiet(&env)
+			if env, err := decodeAnswer(bytes.NewReader(body), "ping", nil); err == nil {
+				c.noteReleaseQuiet(env)
 			}
 		}
 	}
@@ -409,9 +433,8 @@ func (c *Client) negotiate(ctx context.Context) (string, []string, error) {
 	for _, v := range versions {
 		body, _, perr := c.do(ctx, http.MethodGet, "/slurm/"+v+"/ping", nil, false)
 		if perr == nil {
-			var env envelope
-			if json.Unmarshal(body, &env) == nil {
-				c.noteReleaseQuiet(&env)
+			if env, err := decodeAnswer(bytes.NewReader(body), "ping", nil); err == nil {
+				c.noteReleaseQuiet(env)
 			}
 			return v, []string{v}, nil
 		}
@@ -520,7 +543,7 @@ func (c *Client) ListPartitions(ctx context.Context) ([]Partition, error) {
 // that is an error naming the way out.
 func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 	if c.version == V0038 {
-		return nil, fmt.Errorf("%w: slurmrestd %s (Slurm 22.05's API) has no /shares endpoint; Slurm 23.11 and later serve /slurm/<v>/shares from v0.0.40 on: use fairway shares sync --from slurmdbd (sacctmgr) here", ErrVersion, c.version)
+		return nil, &NoSharesError{Version: c.version, Instead: "the share tree from slurmdbd (sacctmgr)"}
 	}
 	op := "/slurm/" + c.version + "/shares"
 	body, status, err := c.do(ctx, http.MethodGet, op, nil, true)
@@ -539,19 +562,15 @@ func (c *Client) Shares(ctx context.Context) ([]byte, error) {
 // key, is handed on undecoded. A body that is not JSON, or that has neither
 // the key nor errors, is ErrMalformed.
 func payloadEnvelope(body []byte, key string) (*envelope, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, key, err)
+	seen := false
+	env, err := decodeAnswer(bytes.NewReader(body), key, func(k string, _ *json.Decoder) (bool, error) {
+		seen = seen || k == key
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	env := &envelope{}
-	for k, dst := range map[string]any{"meta": &env.Meta, "errors": &env.Errors, "warnings": &env.Warnings} {
-		if raw, ok := m[k]; ok {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				return nil, fmt.Errorf("%w: %s: %s: %v", ErrMalformed, key, k, err)
-			}
-		}
-	}
-	if _, ok := m[key]; !ok && len(env.Errors) == 0 {
+	if !seen && len(env.Errors) == 0 {
 		return env, fmt.Errorf("%w: no %q key", ErrMalformed, key)
 	}
 	return env, nil
@@ -673,9 +692,14 @@ func (c *Client) UpdateJob(ctx context.Context, target string, u JobUpdate) erro
 		return err
 	}
 	var r wireUpdateResp
-	var perr error
-	if jerr := json.Unmarshal(resp, &r); jerr != nil {
-		perr = fmt.Errorf("%w: job update: %v", ErrMalformed, jerr)
+	env, perr := decodeAnswer(bytes.NewReader(resp), "job update", func(key string, dec *json.Decoder) (bool, error) {
+		if key != "results" {
+			return false, nil
+		}
+		return true, dec.Decode(&r.Results)
+	})
+	if env != nil {
+		r.envelope = *env
 	}
 	for _, res := range r.Results {
 		if res.ErrorCode != 0 {
@@ -947,10 +971,9 @@ func (c *Client) transportError(ctx, rctx context.Context, op string, err error,
 // statusError classifies a non-2xx response. Its body, when JSON, carries
 // Slurm's errors, which are kept (scrubbed).
 func (c *Client) statusError(op string, status int, body []byte, tok string) error {
-	var env envelope
 	var slurm []SlurmError
 	detail := ""
-	if json.Unmarshal(body, &env) == nil {
+	if env, err := decodeAnswer(bytes.NewReader(body), "error answer", nil); err == nil {
 		slurm = c.slurmErrors(env.Errors)
 	} else if t := strings.TrimSpace(string(body)); t != "" {
 		if len(t) > 200 {

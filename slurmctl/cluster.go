@@ -124,7 +124,7 @@ func inPartitions(p string, want []string) bool {
 }
 
 func parseNodes(body []byte) ([]Node, *envelope, error) {
-	ws, env, err := decodeList[wireNode](body, "nodes", &wireNodesResp{})
+	ws, env, err := decodeList[wireNode](body, "nodes")
 	if err != nil || len(env.Errors) > 0 {
 		return nil, env, err
 	}
@@ -202,20 +202,6 @@ type wirePartition41 struct {
 	} `json:"partition"`
 }
 
-type wirePartitions38Resp struct {
-	envelope
-	Partitions *[]wirePartition38 `json:"partitions"`
-}
-
-func (r *wirePartitions38Resp) answerList() *[]wirePartition38 { return r.Partitions }
-
-type wirePartitions41Resp struct {
-	envelope
-	Partitions *[]wirePartition41 `json:"partitions"`
-}
-
-func (r *wirePartitions41Resp) answerList() *[]wirePartition41 { return r.Partitions }
-
 func parsePartitions(body []byte, version string) ([]Partition, *envelope, error) {
 	var out []Partition
 	mk := func(name, nodes, state, tres string, cpus, nn int64, maxTime num) error {
@@ -235,7 +221,7 @@ func parsePartitions(body []byte, version string) ([]Partition, *envelope, error
 		return nil
 	}
 	if version == V0038 {
-		ws, env, err := decodeList[wirePartition38](body, "partitions", &wirePartitions38Resp{})
+		ws, env, err := decodeList[wirePartition38](body, "partitions")
 		if err != nil || len(env.Errors) > 0 {
 			return nil, env, err
 		}
@@ -246,7 +232,7 @@ func parsePartitions(body []byte, version string) ([]Partition, *envelope, error
 		}
 		return out, env, nil
 	}
-	ws, env, err := decodeList[wirePartition41](body, "partitions", &wirePartitions41Resp{})
+	ws, env, err := decodeList[wirePartition41](body, "partitions")
 	if err != nil || len(env.Errors) > 0 {
 		return nil, env, err
 	}

@@ -221,32 +221,15 @@ func (w *Writer) handBackScontrol(ctx context.Context, rep *HandBackReport) erro
 		sent = append(sent, one)
 	}
 	if len(sent) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
-		defer cancel()
-		rep.Calls++
-		_, stderr, runErr := w.cfg.Runner.Run(cctx, b.Bytes(), w.cfg.Scontrol)
 		plan := make([]Change, len(sent))
 		for i, one := range sent {
 			plan[i] = Change{JobID: one.JobID, Target: one.Target}
 		}
-		failed, unattributed := attributeScontrol(stderr, plan)
-		unknown := ""
-		switch {
-		case cctx.Err() != nil:
-			unknown = fmt.Sprintf("scontrol stopped: %v", cctx.Err())
-		case runErr != nil && len(failed) == 0:
-			unknown = runErr.Error()
-		case len(unattributed) > 0:
-			unknown = fmt.Sprint(unattributed)
-		}
-		for _, one := range sent {
-			var err error
-			switch {
-			case failed[one.Target] != "":
-				err = fmt.Errorf("%s release/nice for job %s: %s", w.cfg.Scontrol, one.Target, failed[one.Target])
-			case unknown != "":
-				err = fmt.Errorf("%s: outcome unknown: %s", w.cfg.Scontrol, unknown)
-			default:
+		rep.Calls++
+		errs := runBatch(ctx, w.cfg.Runner, w.cfg.Scontrol, w.cfg.CmdTimeout, b.Bytes(), plan)
+		for i, one := range sent {
+			err := errs[i]
+			if err == nil {
 				err = w.confirmHandBack(ctx, rep, one)
 			}
 			if err != nil {

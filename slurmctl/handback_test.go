@@ -155,3 +155,57 @@ func TestWriter_HandBackScontrol(t *testing.T) {
 		t.Errorf("HandBack: %v, applied %+v, failed %+v; want %d handed back and %d failed", err, rep.Applied, rep.Failed, a.ID, b.ID)
 	}
 }
+
+// TestWriter_HandBackScontrolOutcomes: the scontrol hand-back classifies
+// each job's outcome with runBatch, the classifier the site-factor and
+// resize writers use: unattributed lines are joined with "; " and name the
+// outcome even when scontrol exits non-zero, a failed exit without any
+// per-job line says so, and a run that did not finish (not started,
+// killed) leaves every job not named by a line unknown.
+func TestWriter_HandBackScontrolOutcomes(t *testing.T) {
+	jobs, by := fixtureJobs(t)
+	a, b := by["pend-gpus"][0], by["pend-untyped"][0]
+	if b.ID < a.ID {
+		a, b = b, a
+	}
+	bid := strconv.FormatInt(b.ID, 10)
+	exit := exitError(t)
+	tests := []struct {
+		name   string
+		runner *fakeRunner
+		want   map[int64]string // failed job → error; the others applied
+	}{
+		{"refused", &fakeRunner{err: exit, stderr: []byte("Job has already finished for job " + bid + "\n")},
+			map[int64]string{b.ID: "/s update jobid=" + b.Target() + ": Job has already finished"}},
+		{"unattributed lines, failed exit", &fakeRunner{err: exit, stderr: []byte("slurm_update error: Zero Bytes were transmitted\nsocket closed\n")},
+			map[int64]string{a.ID: "/s: outcome unknown: slurm_update error: Zero Bytes were transmitted; socket closed",
+				b.ID: "/s: outcome unknown: slurm_update error: Zero Bytes were transmitted; socket closed"}},
+		{"unattributed lines, clean exit", &fakeRunner{stderr: []byte("slurm_update error: Zero Bytes were transmitted\nsocket closed\n")},
+			map[int64]string{a.ID: "/s: outcome unknown: slurm_update error: Zero Bytes were transmitted; socket closed",
+				b.ID: "/s: outcome unknown: slurm_update error: Zero Bytes were transmitted; socket closed"}},
+		{"failed exit, no per-job error", &fakeRunner{err: exit},
+			map[int64]string{a.ID: "/s: outcome unknown: exit status 1 with no per-job error", b.ID: "/s: outcome unknown: exit status 1 with no per-job error"}},
+		{"killed after one refusal", &fakeRunner{err: errors.New("signal: killed"), stderr: []byte("Job has already finished for job " + bid + "\n")},
+			map[int64]string{a.ID: "/s: outcome unknown: signal: killed", b.ID: "/s update jobid=" + b.Target() + ": Job has already finished"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			frozen := map[int64]Frozen{a.ID: {a.Priority, 100}, b.ID: {b.Priority, 0}}
+			w, err := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: siteRange(), Runner: tt.runner, Scontrol: "/s"}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := w.HandBack(context.Background(), jobs, frozen)
+			got := map[int64]string{}
+			for _, f := range rep.Failed {
+				got[f.JobID] = f.Err.Error()
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("failed (-want +got):\n%s", d)
+			}
+			if len(rep.Applied)+len(rep.Failed) != 2 || (err == nil) != (len(tt.want) == 0) {
+				t.Errorf("HandBack: %v, applied %+v, failed %+v", err, rep.Applied, rep.Failed)
+			}
+		})
+	}
+}

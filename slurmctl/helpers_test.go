@@ -1,6 +1,7 @@
 package slurmctl
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -132,4 +133,18 @@ func (r *countingRunner) Run(ctx context.Context, stdin []byte, name string, arg
 	r.calls++
 	r.stdin = append(r.stdin, stdin)
 	return r.Runner.Run(ctx, stdin, name, args...)
+}
+
+// parseJobs decodes a whole jobs answer held in memory, strictly: any
+// skipped record is an error. For tests and the benchmark, on
+// captured bytes.
+func parseJobs(body []byte) ([]Job, *envelope, error) {
+	res, err := decodeJobs(bytes.NewReader(body))
+	if err != nil {
+		return nil, res.Env, err
+	}
+	if len(res.Skipped) > 0 {
+		return nil, res.Env, fmt.Errorf("%w: job %d: %v", ErrMalformed, res.Skipped[0].JobID, res.Skipped[0].Err)
+	}
+	return res.Jobs, res.Env, nil
 }

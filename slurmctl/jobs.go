@@ -1,7 +1,6 @@
 package slurmctl
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,80 +88,48 @@ type jobsResult struct {
 // not JSON, has no "jobs" array, or whose every record fails is an
 // ErrMalformed error.
 func decodeJobs(r io.Reader) (jobsResult, error) {
-	res := jobsResult{Env: &envelope{}}
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	malformed := func(err error) (jobsResult, error) {
-		return jobsResult{}, fmt.Errorf("%w: jobs: %v", ErrMalformed, err)
-	}
-	if t, err := dec.Token(); err != nil {
-		return malformed(err)
-	} else if d, ok := t.(json.Delim); !ok || d != '{' {
-		return malformed(fmt.Errorf("want a JSON object, got %v", t))
-	}
+	var res jobsResult
 	sawJobs, records := false, 0
-	for dec.More() {
+	env, err := decodeAnswer(r, "jobs", func(key string, dec *json.Decoder) (bool, error) {
+		if key != "jobs" {
+			return false, nil
+		}
 		t, err := dec.Token()
 		if err != nil {
-			return malformed(err)
+			return true, err
 		}
-		key, _ := t.(string)
-		switch strings.ToLower(key) {
-		case "jobs":
-			t, err := dec.Token()
+		if t == nil {
+			return true, nil // "jobs": null
+		}
+		if d, ok := t.(json.Delim); !ok || d != '[' {
+			return true, fmt.Errorf("\"jobs\" is not an array")
+		}
+		sawJobs = true
+		for dec.More() {
+			records++
+			var w wireJob
+			if err := dec.Decode(&w); err != nil {
+				var se *json.SyntaxError
+				if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errBodyTooLarge) {
+					return true, fmt.Errorf("%w: jobs: record %d: %w", ErrMalformed, records, err)
+				}
+				res.Skipped = append(res.Skipped, SkippedRecord{JobID: w.JobID, Err: fmt.Errorf("decode: %v", err)})
+				continue
+			}
+			j, err := translateJob(&w)
 			if err != nil {
-				return malformed(err)
+				res.Skipped = append(res.Skipped, SkippedRecord{JobID: w.JobID, Err: err})
+				continue
 			}
-			if t == nil {
-				continue // "jobs": null
-			}
-			if d, ok := t.(json.Delim); !ok || d != '[' {
-				return malformed(fmt.Errorf("\"jobs\" is not an array"))
-			}
-			sawJobs = true
-			for dec.More() {
-				records++
-				var w wireJob
-				if err := dec.Decode(&w); err != nil {
-					var se *json.SyntaxError
-					if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errBodyTooLarge) {
-						return jobsResult{}, fmt.Errorf("%w: jobs: record %d: %w", ErrMalformed, records, err)
-					}
-					res.Skipped = append(res.Skipped, SkippedRecord{JobID: w.JobID, Err: fmt.Errorf("decode: %v", err)})
-					continue
-				}
-				j, err := translateJob(&w)
-				if err != nil {
-					res.Skipped = append(res.Skipped, SkippedRecord{JobID: w.JobID, Err: err})
-					continue
-				}
-				res.Jobs = append(res.Jobs, j)
-			}
-			if _, err := dec.Token(); err != nil {
-				return malformed(err)
-			}
-		case "meta":
-			if err := dec.Decode(&res.Env.Meta); err != nil {
-				return malformed(err)
-			}
-		case "errors":
-			if err := dec.Decode(&res.Env.Errors); err != nil {
-				return malformed(err)
-			}
-		case "warnings":
-			if err := dec.Decode(&res.Env.Warnings); err != nil {
-				return malformed(err)
-			}
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return malformed(err)
-			}
+			res.Jobs = append(res.Jobs, j)
 		}
+		_, err = dec.Token()
+		return true, err
+	})
+	if err != nil {
+		return jobsResult{}, err
 	}
-	if _, err := dec.Token(); err != nil {
-		return malformed(err)
-	}
+	res.Env = env
 	if len(res.Env.Errors) > 0 {
 		res.Jobs, res.Skipped = nil, nil
 		return res, nil
@@ -174,20 +141,6 @@ func decodeJobs(r io.Reader) (jobsResult, error) {
 		return res, fmt.Errorf("%w: none of the %d job records could be read, first: job %d: %v", ErrMalformed, records, res.Skipped[0].JobID, res.Skipped[0].Err)
 	}
 	return res, nil
-}
-
-// parseJobs decodes a whole jobs answer held in memory, strictly: any
-// skipped record is an error. The tests and the benchmark use it on
-// captured bytes.
-func parseJobs(body []byte) ([]Job, *envelope, error) {
-	res, err := decodeJobs(bytes.NewReader(body))
-	if err != nil {
-		return nil, res.Env, err
-	}
-	if len(res.Skipped) > 0 {
-		return nil, res.Env, fmt.Errorf("%w: job %d: %v", ErrMalformed, res.Skipped[0].JobID, res.Skipped[0].Err)
-	}
-	return res.Jobs, res.Env, nil
 }
 
 func unixTime(n num) time.Time {

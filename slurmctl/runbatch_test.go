@@ -10,7 +10,7 @@ import (
 )
 
 // TestRunBatch_Outcomes: the one classifier of a scontrol batch run, which
-// the site-factor writer and the resize writer share, gives each target
+// the site-factor writer, the resize writer and the hand-back share, gives each target
 // its outcome from what scontrol said.
 func TestRunBatch_Outcomes(t *testing.T) {
 	plan := []Change{{JobID: 10, Target: "10"}, {JobID: 12, Target: "12_[2-4]"}, {JobID: 13, Target: "13"}}

@@ -249,7 +249,8 @@ func TestNew_PlainHTTPToAnotherHost(t *testing.T) {
 			if tt.ok != (err == nil) {
 				t.Fatalf("New: %v, want ok %v", err, tt.ok)
 			}
-			if err != nil && (!strings.Contains(err.Error(), "clear text") || !strings.Contains(err.Error(), "--slurm-allow-insecure-http")) {
+			var ie *InsecureHTTPError
+			if err != nil && (!strings.Contains(err.Error(), "clear text") || !errors.As(err, &ie) || ie.Setting != "Config.AllowInsecureHTTP") {
 				t.Errorf("the error %q does not say why and what to set", err)
 			}
 			if warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "clear text"); warned != tt.warn {

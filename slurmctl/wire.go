@@ -3,8 +3,11 @@ package slurmctl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 
 	"github.com/fairway-hpc/fairway/policy"
 )
@@ -289,29 +292,92 @@ type envelope struct {
 	Warnings []wireError `json:"warnings"`
 }
 
-// listAnswer is an answer whose payload is one list, in every API
-// version's shape: a struct that embeds envelope and points at the list,
-// nil when its key is missing.
-type listAnswer[T any] interface {
-	answerEnvelope() *envelope
-	answerList() *[]T
+// decodeAnswer reads a REST answer's top-level object as it arrives: the
+// envelope's keys (meta, errors, warnings) are decoded here, the one place
+// for every answer and API version; payload is offered every other key
+// (lower-cased, as encoding/json matches names) with the decoder at its
+// value, decodes the value when it wants it, and says whether it did; the
+// keys nobody takes are skipped. Reading one key at a time is what lets
+// the jobs answer (decodeJobs) decode a 100k-job queue record by record.
+// A body that is not one JSON object, or an envelope field of the wrong
+// shape, or data after the object, is ErrMalformed naming what; so is any error payload returns
+// (unless it is one already). payload may be nil: the envelope alone.
+func decodeAnswer(r io.Reader, what string, payload func(key string, dec *json.Decoder) (bool, error)) (*envelope, error) {
+	env := &envelope{}
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	malformed := func(err error) (*envelope, error) {
+		if errors.Is(err, ErrMalformed) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, what, err)
+	}
+	if t, err := dec.Token(); err != nil {
+		return malformed(err)
+	} else if d, ok := t.(json.Delim); !ok || d != '{' {
+		return malformed(fmt.Errorf("want a JSON object, got %v", t))
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return malformed(err)
+		}
+		key, _ := t.(string)
+		key = strings.ToLower(key)
+		var dst any
+		switch key {
+		case "meta":
+			dst = &env.Meta
+		case "errors":
+			dst = &env.Errors
+		case "warnings":
+			dst = &env.Warnings
+		default:
+			if payload != nil {
+				took, err := payload(key, dec)
+				if err != nil {
+					return malformed(err)
+				}
+				if took {
+					continue
+				}
+			}
+			dst = new(json.RawMessage)
+		}
+		if err := dec.Decode(dst); err != nil {
+			return malformed(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return malformed(err)
+	}
+	if t, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("data after the answer: %v", t)
+		}
+		return malformed(err)
+	}
+	return env, nil
 }
 
-func (e *envelope) answerEnvelope() *envelope { return e }
-
-// decodeList decodes body into a, an answer whose payload is the list
-// named what. An answer carrying Slurm's errors gives no list and no error
-// (the caller's check reports them); a body that does not decode, or a
-// list missing from an answer without errors, is ErrMalformed.
-func decodeList[T any](body []byte, what string, a listAnswer[T]) ([]T, *envelope, error) {
-	if err := json.Unmarshal(body, a); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrMalformed, what, err)
+// decodeList decodes body, an answer whose payload is the list named
+// what. An answer carrying Slurm's errors gives no list and no error (the
+// caller's check reports them); a body that does not decode, or a list
+// missing from an answer without errors, is ErrMalformed.
+func decodeList[T any](body []byte, what string) ([]T, *envelope, error) {
+	var list *[]T
+	env, err := decodeAnswer(bytes.NewReader(body), what, func(key string, dec *json.Decoder) (bool, error) {
+		if key != what {
+			return false, nil
+		}
+		return true, dec.Decode(&list)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	env := a.answerEnvelope()
 	if len(env.Errors) > 0 {
 		return nil, env, nil
 	}
-	list := a.answerList()
 	if list == nil {
 		return nil, env, fmt.Errorf("%w: no %q array", ErrMalformed, what)
 	}
@@ -359,13 +425,6 @@ type wireJob struct {
 	TresReqStr      string        `json:"tres_req_str"`
 	UserName        string        `json:"user_name"`
 }
-
-type wireNodesResp struct {
-	envelope
-	Nodes *[]wireNode `json:"nodes"`
-}
-
-func (r *wireNodesResp) answerList() *[]wireNode { return r.Nodes }
 
 // wireNode is one node (v0.0.38 node, v0.0.40-45 node).
 type wireNode struct {

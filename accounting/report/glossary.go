@@ -58,15 +58,5 @@ func Glossary(r *Report) []Term {
 	return terms
 }
 
-// glossaryKeys is the set of keys, for tests that check every column links
-// to a definition.
-func glossaryKeys(r *Report) map[string]bool {
-	out := map[string]bool{}
-	for _, t := range Glossary(r) {
-		out[t.Key] = true
-	}
-	return out
-}
-
 // anchor is the HTML id of a term.
 func anchor(key string) string { return "def-" + strings.ToLower(key) }

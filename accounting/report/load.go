@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ErrNoCluster is returned by Source.Cluster when the database holds no
+// ErrNoCluster is returned by Source.Resolve when the database holds no
 // cluster, or several and none was named.
 var ErrNoCluster = errors.New("no cluster to report on")
 
@@ -95,29 +95,6 @@ type Source struct {
 // on the same database (it loads the share tree).
 func NewSource(pool *pgxpool.Pool, store *accounting.Store) *Source {
 	return &Source{pool: pool, store: store}
-}
-
-// Cluster returns name when it is not empty, or else the only cluster
-// with jobs in the database; ErrNoCluster when there are none or several.
-func (s *Source) Cluster(ctx context.Context, name string) (string, error) {
-	if name != "" {
-		return name, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT cluster FROM job ORDER BY cluster LIMIT 10`)
-	if err != nil {
-		return "", fmt.Errorf("list clusters: %w", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", fmt.Errorf("list clusters: %w", err)
-	}
-	switch len(names) {
-	case 0:
-		return "", fmt.Errorf("%w: the database holds no jobs", ErrNoCluster)
-	case 1:
-		return names[0], nil
-	}
-	return "", fmt.Errorf("%w: the database holds several (%v): name one", ErrNoCluster, names)
 }
 
 // ClusterSpan is one cluster of the database and the ends of its

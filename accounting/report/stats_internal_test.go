@@ -165,3 +165,12 @@ func TestWaitsPlot_SameWaits(t *testing.T) {
 		}
 	}
 }
+
+// glossaryKeys is the set of keys Glossary defines for r.
+func glossaryKeys(r *Report) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range Glossary(r) {
+		out[t.Key] = true
+	}
+	return out
+}

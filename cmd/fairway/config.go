@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fairway-hpc/fairway/internal/envfile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -102,7 +101,7 @@ func applyConfigFile(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	vals, err := envfile.Parse(b)
+	vals, err := parseEnvFile(b)
 	if err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairway-hpc/fairway/internal/envfile"
 	"github.com/fairway-hpc/fairway/prolog"
 	"github.com/urfave/cli/v2"
 )
@@ -29,12 +28,12 @@ func FuzzConfigFile(f *testing.F) {
 	// the environment takes precedence over the file (the lab's env sets it)
 	clusterFromEnv := os.Getenv("FAIRWAY_CLUSTER") != "" || os.Getenv("SLURM_CLUSTER_NAME") != ""
 	f.Fuzz(func(t *testing.T, file []byte) {
-		lines, perr := envfile.Parse(file)
+		lines, perr := parseEnvFile(file)
 		if perr == nil {
 			last := 0
 			for _, l := range lines {
-				if !envfile.KeyPattern.MatchString(l.Key) || l.Line <= last || strings.ContainsAny(l.Value, "\n") {
-					t.Fatalf("envfile.Parse: bad line %+v after line %d", l, last)
+				if !envKeyPattern.MatchString(l.Key) || l.Line <= last || strings.ContainsAny(l.Value, "\n") {
+					t.Fatalf("parseEnvFile: bad line %+v after line %d", l, last)
 				}
 				last = l.Line
 			}
@@ -62,7 +61,7 @@ func FuzzConfigFile(f *testing.F) {
 			t.Fatalf("run: %v", err)
 		}
 		if perr != nil && got.ConfigFileError == nil {
-			t.Fatalf("envfile.Parse refused the file (%v) but the loader used it", perr)
+			t.Fatalf("parseEnvFile refused the file (%v) but the loader used it", perr)
 		}
 		if got.ConfigFileError == nil && os.Geteuid() == 0 && !clusterFromEnv {
 			// every setting the file gave reached its flag
@@ -76,7 +75,7 @@ func FuzzConfigFile(f *testing.F) {
 }
 
 // lastWins reports whether a later line of the file sets l's key again.
-func lastWins(lines []envfile.Line, l envfile.Line) bool {
+func lastWins(lines []envLine, l envLine) bool {
 	for _, o := range lines {
 		if o.Key == l.Key && o.Line > l.Line {
 			return true

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairway-hpc/fairway/internal/envfile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -362,7 +361,7 @@ func TestShippedEnv_DefaultsOrChosen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lines, err := envfile.Parse(b)
+			lines, err := parseEnvFile(b)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/fairway-hpc/fairway/internal/cliargs"
 	"github.com/urfave/cli/v2"
 )
 
@@ -22,7 +21,7 @@ func run() int {
 	defer stop()
 
 	app := newApp()
-	if err := app.RunContext(ctx, cliargs.Normalize(app, os.Args)); err != nil {
+	if err := app.RunContext(ctx, normalizeArgs(app, os.Args)); err != nil {
 		fmt.Fprintf(os.Stderr, "fairway: %v\n", err)
 		return 1
 	}
@@ -69,7 +68,7 @@ func newApp() *cli.App {
 		HideHelpCommand: true,
 	}
 	withConfigFiles(app)
-	cliargs.WithUsageHelp(app)
+	withUsageHelp(app)
 	return app
 }
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
-	"github.com/fairway-hpc/fairway/internal/cliargs"
 )
 
 // runApp runs the fairway CLI in-process and returns what it printed.
@@ -17,7 +16,7 @@ func runApp(t *testing.T, args ...string) (string, error) {
 	var out bytes.Buffer
 	app.Writer = &out
 	app.ErrWriter = &out
-	err := app.RunContext(context.Background(), cliargs.Normalize(app, append([]string{"fairway"}, args...)))
+	err := app.RunContext(context.Background(), normalizeArgs(app, append([]string{"fairway"}, args...)))
 	return out.String(), err
 }
 

@@ -79,7 +79,8 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	waitJobState(t, e, busy, 60*time.Second, "RUNNING")
 
 	cfg := serveLabConfig(e, "fair-sjf", false)
-	cfg.Power = serve.PowerConfig{Mode: serve.PowerOn, Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute}
+	cfg.PowerMode = powerOn
+	cfg.Power = serve.PowerConfig{Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute}
 	s, err := buildLabServe(ctx, cfg, dbURL, quietLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +108,8 @@ func TestLab_ServePowerSaving(t *testing.T) {
 		t.Fatal(err)
 	}
 	touched(res)
-	if len(res.Power.Applied) != 1 || res.Power.Applied[0].Node != "gpu2" || res.Power.Applied[0].Op != "power-down" || res.Power.DryRun {
-		t.Fatalf("first cycle: applied %+v (dry run %v, refused %v), want gpu2 powered down", res.Power.Applied, res.Power.DryRun, res.Power.Failed)
+	if len(res.Power.Applied) != 1 || res.Power.Applied[0].Node != "gpu2" || res.Power.Applied[0].Op != "power-down" || res.Power.Planned {
+		t.Fatalf("first cycle: applied %+v (planned %v, refused %v), want gpu2 powered down", res.Power.Applied, res.Power.Planned, res.Power.Failed)
 	}
 	waitFor(t, 60*time.Second, "sinfo to show gpu2 powered down (idle~)", func() bool { return sinfoState(e, "gpu2") == "idle~" })
 	t.Logf("gpu2 after the power-down: sinfo %%t %q", sinfoState(e, "gpu2"))

@@ -152,10 +152,10 @@ func spoolFlush(c *cli.Context) error {
 // environment, config file, default.
 func hookSettings(c *cli.Context) (prolog.Settings, error) {
 	fileErr := applyConfigFile(c)
-	cfg, err := prolog.ParseSettings(c.String, func(url string) error { _, err := pgxpool.ParseConfig(url); return err })
+	cfg, err := parseHookSettings(c.String, func(url string) error { _, err := pgxpool.ParseConfig(url); return err })
 	cfg.ConfigFileError = fileErr
 	if err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Validate(c.Command.Name == "flush")
+	return cfg, validateHookSettings(cfg, c.Command.Name == "flush")
 }

@@ -93,6 +93,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		DryRun:    c.Bool("dry-run"), RewriteRules: c.String("rewrite-rules"), Rewrite: rewriteSettings(c),
 	}
 	var err error
+	cfg.PowerMode = c.String("power")
 	if cfg.Power, err = powerServeSettings(c); err != nil {
 		return cfg, err
 	}
@@ -125,11 +126,18 @@ func policyOrFile(c *cli.Context) error {
 		c.String("policy"), c.String("policy-file"))
 }
 
+// Power-saving modes (--power).
+const (
+	powerOff    = "off"
+	powerDryRun = "dry-run" // decide and record, change nothing
+	powerOn     = "on"
+)
+
 // powerServeFlags are serve's power-saving settings (INSTALL.md, "Power
 // saving"), hidden from a help that does not list them.
 func powerServeFlags(hidden bool) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "power", Hidden: hidden, Value: serve.PowerOff, Usage: "power saving: off, dry-run (decide and record which idle nodes to power down or up, change nothing) or on (scontrol update nodename=N state=POWER_DOWN|POWER_UP)", EnvVars: []string{"FAIRWAY_POWER"}},
+		&cli.StringFlag{Name: "power", Hidden: hidden, Value: powerOff, Usage: "power saving: off, dry-run (decide and record which idle nodes to power down or up, change nothing) or on (scontrol update nodename=N state=POWER_DOWN|POWER_UP)", EnvVars: []string{"FAIRWAY_POWER"}},
 		&cli.IntFlag{Name: "power-buffer", Hidden: hidden, Value: 1, Usage: "idle nodes kept powered above demand (busy nodes, nodes pending jobs wait for, and the forecast)", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
 		&cli.IntFlag{Name: "power-max-changes-per-hour", Hidden: hidden, Value: 10, Usage: "power-downs and forecast power-ups per hour at most; power-ups for jobs waiting now are never held back", EnvVars: []string{"FAIRWAY_POWER_MAX_CHANGES_PER_HOUR"}},
 		&cli.Float64Flag{Name: "power-idle-watts", Hidden: hidden, Value: 0, Usage: "power an idle node draws, for the report's energy estimate (0: no estimate)", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
@@ -141,7 +149,7 @@ func powerServeFlags(hidden bool) []cli.Flag {
 // powerServeSettings reads the power-saving flags; serveConfig.Validate
 // checks them.
 func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
-	cfg := serve.PowerConfig{Mode: c.String("power"), Buffer: c.Int("power-buffer"), MaxChangesPerHour: c.Int("power-max-changes-per-hour"),
+	cfg := serve.PowerConfig{Buffer: c.Int("power-buffer"), MaxChangesPerHour: c.Int("power-max-changes-per-hour"),
 		IdleWatts: c.Float64("power-idle-watts"), Horizon: c.Duration("power-horizon"), Step: 10 * time.Minute}
 	ex, err := slurmctl.ExpandHostlist(c.String("power-exclude"))
 	if err != nil {

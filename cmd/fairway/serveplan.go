@@ -29,5 +29,6 @@ func explainJob(ctx context.Context, cfg serveConfig, d serveDeps, id int64, log
 	if err != nil {
 		return nil, err
 	}
-	return serve.ExplainCycle(ctx, res, id, d.Store, cfg.Runner.Cluster)
+	ex, err := serve.ExplainCycle(ctx, res, id, d.Store, cfg.Runner.Cluster)
+	return ex, flagError(err)
 }

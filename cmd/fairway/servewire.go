@@ -66,6 +66,7 @@ type serveConfig struct {
 	ChargeEvery  time.Duration
 	ShardsPerGPU int
 	Retention    accounting.Retention
+	PowerMode    string // --power: powerOff, powerDryRun or powerOn
 	Power        serve.PowerConfig
 
 	// WaitForSlurm retries slurmrestd at start the way the loop does
@@ -155,8 +156,14 @@ func (c *serveConfig) Validate() error {
 			return err
 		}
 	}
-	if err := c.Power.Validate(); err != nil {
-		return err
+	switch c.PowerMode {
+	case "", powerOff:
+	case powerDryRun, powerOn:
+		if err := c.Power.Validate(); err != nil {
+			return flagError(err)
+		}
+	default:
+		return fmt.Errorf("--power %q: want off, dry-run or on", c.PowerMode)
 	}
 	c.Rewrite.ShardsPerGPU, c.Rewrite.Cluster = c.ShardsPerGPU, c.Runner.Cluster
 	if c.Rewrite.Rules, err = parseRules(c.RewriteRules); err != nil {
@@ -306,7 +313,7 @@ func connectSlurm(ctx context.Context, cfg serveConfig, base *slog.Logger) (*slu
 	var client *slurmctl.Client
 	err := cfg.startRetry(base).Do(ctx, "connect to slurmrestd", func(ctx context.Context) error {
 		var cerr error
-		client, cerr = slurmctl.Connect(ctx, cfg.Connect(), base)
+		client, cerr = dialSlurm(ctx, cfg.Connect(), base)
 		return cerr
 	})
 	return client, err
@@ -336,18 +343,24 @@ func buildServe(ctx context.Context, cfg serveConfig, base *slog.Logger) (*opene
 	return s, nil
 }
 
-// powerSaver is serve's power saving, nil when --power is off.
+// powerSaver is serve's power saving, nil when --power is off. With
+// --power dry-run its actions go to a planner that still reads the
+// backfill plan's nodes through scontrol, whatever serve's own --dry-run.
 func powerSaver(ctx context.Context, cfg serveConfig, store *accounting.Store, m *serve.Metrics, base *slog.Logger) (*serve.PowerSaver, error) {
-	if !cfg.Power.Enabled() {
+	if cfg.PowerMode != powerOn && cfg.PowerMode != powerDryRun {
 		return nil, nil
 	}
 	pw, err := slurmctl.NewPowerWriter(slurmctl.PowerConfig{})
 	if err != nil {
 		return nil, err
 	}
-	ps, err := serve.NewPowerSaver(cfg.Power, cfg.Runner.Cluster, pw, store, m, base.With("component", "power"))
+	var to serve.PowerSink = &serve.PowerLive{PowerWriter: pw}
+	if cfg.PowerMode == powerDryRun {
+		to = &serve.PowerPlanner{Reader: pw}
+	}
+	ps, err := serve.NewPowerSaver(cfg.Power, cfg.Runner.Cluster, to, store, m, base.With("component", "power"))
 	if err != nil {
-		return nil, err
+		return nil, flagError(err)
 	}
 	// The hourly cap counts what an earlier serve changed too.
 	now := time.Now()
@@ -502,7 +515,7 @@ func openHistory(ctx context.Context, s slurmctl.ConnectConfig, sacct, cluster s
 	if s.URL == "" {
 		return &accounting.NamedHistory{HistorySource: &accounting.SacctHistory{Path: sacct, Cluster: cluster, Slurm: slurmctl.Commands{}}, Via: "sacct"}, nil
 	}
-	client, err := slurmctl.Connect(ctx, s, log)
+	client, err := dialSlurm(ctx, s, log)
 	if err != nil {
 		return nil, err
 	}
@@ -520,11 +533,11 @@ func connectShares(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logg
 	if !s.HasToken() {
 		return nil, "", errors.New("--from slurmrestd: no token: set --slurm-token-file, $SLURM_JWT or --scontrol-token")
 	}
-	client, err := slurmctl.Connect(ctx, s, log)
+	client, err := dialSlurm(ctx, s, log)
 	if err != nil {
 		return nil, "", err
 	}
-	return client, s.URL, nil
+	return sharesClient{client}, s.URL, nil
 }
 
 // validateAPI checks the job API's settings, naming the first bad one by
@@ -553,17 +566,63 @@ func validHeaderName(s string) bool {
 	return s != ""
 }
 
+// dialSlurm is slurmctl.Connect with a refused plain-http URL's way out
+// named by its flag.
+func dialSlurm(ctx context.Context, s slurmctl.ConnectConfig, log *slog.Logger) (*slurmctl.Client, error) {
+	client, err := slurmctl.Connect(ctx, s, log)
+	var ie *slurmctl.InsecureHTTPError
+	if errors.As(err, &ie) {
+		ie.Setting = "--slurm-allow-insecure-http"
+		return nil, fmt.Errorf("slurmrestd at %s: %w", s.URL, ie)
+	}
+	return client, err
+}
+
+// sharesClient names the way out of a slurmrestd without /shares by the
+// command that takes it.
+type sharesClient struct{ *slurmctl.Client }
+
+func (c sharesClient) Shares(ctx context.Context) ([]byte, error) {
+	b, err := c.Client.Shares(ctx)
+	var ns *slurmctl.NoSharesError
+	if errors.As(err, &ns) {
+		ns.Instead = "fairway shares sync --from slurmdbd (sacctmgr)"
+	}
+	return b, err
+}
+
 // flagOf names serve's settings, as internal/serve's typed field errors
 // name them, by their flags.
-var flagOf = map[string]string{"Policy": "--policy", "Predictor": "--predictor"}
+var flagOf = map[string]string{"Policy": "--policy", "Predictor": "--predictor",
+	"Partitions": "--partitions", "ExcludePartitions": "--exclude-partitions", "ExemptQOS": "--exempt-qos",
+	"PowerConfig.Buffer": "--power-buffer", "PowerConfig.MaxChangesPerHour": "--power-max-changes-per-hour",
+	"PowerConfig.IdleWatts": "--power-idle-watts", "PowerConfig.Exclude": "--power-exclude"}
 
-// flagError names the setting of a serve.FieldError by its flag.
+// flagError names the setting of a serve.FieldError by its flag, and the
+// settings that leave a job out of the ranking (serve.NotQueuedError).
 func flagError(err error) error {
 	var fe *serve.FieldError
 	if errors.As(err, &fe) {
 		if f, ok := flagOf[fe.Field]; ok {
+			if fe.Value != "" {
+				return fmt.Errorf("%s %s: %w", f, fe.Value, fe.Err)
+			}
 			return fmt.Errorf("%s: %w", f, fe.Err)
 		}
+	}
+	var nq *serve.NotQueuedError
+	if errors.As(err, &nq) && len(nq.LeftOutBy) > 0 {
+		flags := make([]string, len(nq.LeftOutBy))
+		for i, f := range nq.LeftOutBy {
+			if flags[i] = flagOf[f]; flags[i] == "" {
+				return err
+			}
+		}
+		or := strings.Join(flags[:len(flags)-1], ", ") + " or " + flags[len(flags)-1]
+		if len(flags) == 1 {
+			or = flags[0]
+		}
+		return &serve.NotQueuedError{JobID: nq.JobID, Why: nq.Why + ": " + or + " leave it out"}
 	}
 	return err
 }

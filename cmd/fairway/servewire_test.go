@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,11 @@ func validServe() serveConfig {
 		DatabaseURL: "postgres://x/y", Interval: time.Second, MaxBackoff: time.Minute, HistoryFrom: historyFromREST,
 		RewriteRules: "share,cpus",
 	}
+}
+
+// validPower is power-saving settings that pass.
+func validPower() serve.PowerConfig {
+	return serve.PowerConfig{Buffer: 1, MaxChangesPerHour: 5, Step: time.Minute}
 }
 
 func TestServeConfig_Validate(t *testing.T) {
@@ -46,6 +52,16 @@ func TestServeConfig_Validate(t *testing.T) {
 		{"unknown rule", func(c *serveConfig) { c.RewriteRules = "share,magic" }, `unknown rule "magic"`},
 		{"rewrite on", func(c *serveConfig) { c.Rewrite = validRewrite(table); c.ShardsPerGPU = 4 }, ""},
 		{"share without shards", func(c *serveConfig) { c.Rewrite = validRewrite(table); c.ShardsPerGPU = 1 }, "--shards-per-gpu 1"},
+		{"power mode", func(c *serveConfig) { c.PowerMode = "yes" }, `--power "yes": want off, dry-run or on`},
+		{"power off: its settings unchecked", func(c *serveConfig) { c.PowerMode, c.Power.Buffer = powerOff, -1 }, ""},
+		{"power on", func(c *serveConfig) { c.PowerMode, c.Power = powerOn, validPower() }, ""},
+		{"power buffer", func(c *serveConfig) { c.PowerMode, c.Power = powerDryRun, validPower(); c.Power.Buffer = -1 }, "--power-buffer -1"},
+		{"power changes", func(c *serveConfig) { c.PowerMode, c.Power = powerOn, validPower(); c.Power.MaxChangesPerHour = 0 }, "--power-max-changes-per-hour 0"},
+		{"power watts", func(c *serveConfig) { c.PowerMode, c.Power = powerOn, validPower(); c.Power.IdleWatts = -3 }, "--power-idle-watts -3"},
+		{"power exclude", func(c *serveConfig) {
+			c.PowerMode, c.Power = powerOn, validPower()
+			c.Power.Exclude = []string{"gpu[1-2]"}
+		}, `--power-exclude: "gpu[1-2]" is not one node name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validServe()
@@ -137,5 +153,17 @@ func TestValidateAPI(t *testing.T) {
 		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestDialSlurm_InsecureHTTPNamesTheFlag: slurmctl refuses plain http to
+// another host naming its Config field; cmd names the flag instead, in the
+// words it always used.
+func TestDialSlurm_InsecureHTTPNamesTheFlag(t *testing.T) {
+	_, err := dialSlurm(context.Background(), slurmctl.ConnectConfig{URL: "http://192.0.2.7:6820", User: "slurm", TokenEnv: "x"}, quietLogger())
+	want := `slurmrestd at http://192.0.2.7:6820: slurmrestd url "http://192.0.2.7:6820": plain http to another host would send the Slurm token in clear text: ` +
+		`use https (a TLS proxy in front of slurmrestd), run Fairway on slurmrestd's host with http://127.0.0.1, or accept the risk on a network you trust with --slurm-allow-insecure-http`
+	if err == nil || err.Error() != want {
+		t.Errorf("dialSlurm: %v\nwant %s", err, want)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairway-hpc/fairway/internal/cliargs"
 	"github.com/urfave/cli/v2"
 )
 
@@ -25,8 +24,8 @@ func TestTrap_FlagsAfterArguments(t *testing.T) {
 		{[]string{"fairway", "predict", "eval", "--trace", "t.swf", "--json"}, []string{"fairway", "predict", "eval", "--trace", "t.swf", "--json"}},
 		{[]string{"fairway", "explain", "--", "--weird"}, []string{"fairway", "explain", "--", "--weird"}},
 	} {
-		if got := cliargs.Normalize(app, tc.in); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("cliargs.Normalize(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := normalizeArgs(app, tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("normalizeArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	// through the app: the error is about what explain needs, not usage
@@ -38,13 +37,13 @@ func TestTrap_FlagsAfterArguments(t *testing.T) {
 
 func TestTrap_GlobalFlagsOnEveryCommand(t *testing.T) {
 	app := newApp()
-	got := cliargs.Normalize(app, []string{"fairway", "explain", "--log-level", "warn", "176"})
+	got := normalizeArgs(app, []string{"fairway", "explain", "--log-level", "warn", "176"})
 	if want := []string{"fairway", "--log-level", "warn", "explain", "176"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("cliargs.Normalize = %q, want %q", got, want)
+		t.Errorf("normalizeArgs = %q, want %q", got, want)
 	}
-	got = cliargs.Normalize(app, []string{"fairway", "trace", "synth", "--jobs", "10", "--log-level=debug"})
+	got = normalizeArgs(app, []string{"fairway", "trace", "synth", "--jobs", "10", "--log-level=debug"})
 	if want := []string{"fairway", "--log-level=debug", "trace", "synth", "--jobs", "10"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("cliargs.Normalize = %q, want %q", got, want)
+		t.Errorf("normalizeArgs = %q, want %q", got, want)
 	}
 	out, err := runApp(t, "trace", "synth", "--jobs", "5", "--log-level", "warn")
 	if err != nil || !strings.Contains(out, "job_id") {
@@ -63,7 +62,7 @@ func runUsage(t *testing.T, args ...string) (string, int) {
 	exit := cli.OsExiter
 	cli.OsExiter = func(c int) { code = c }
 	t.Cleanup(func() { cli.OsExiter = exit })
-	err := app.RunContext(context.Background(), cliargs.Normalize(app, append([]string{"fairway"}, args...)))
+	err := app.RunContext(context.Background(), normalizeArgs(app, append([]string{"fairway"}, args...)))
 	if err != nil {
 		out.WriteString("fairway: " + err.Error() + "\n")
 		code = 1

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/fairway-hpc/fairway/internal/buildinfo"
 	"github.com/fairway-hpc/fairway/sql"
 	"github.com/urfave/cli/v2"
 )
@@ -22,7 +21,7 @@ func versionCommand() *cli.Command {
 
 // printVersion is `fairway version` and `fairway --version`.
 func printVersion(c *cli.Context) error {
-	v, rev := buildinfo.Version(version)
+	v, rev := buildVersion(version)
 	latest, err := sql.Latest()
 	if err != nil {
 		return err

@@ -210,12 +210,6 @@ type CycleResult struct {
 	HandBack *slurmctl.HandBackReport
 }
 
-// Cycles is the number of cycles run so far.
-func (r *Runner) Cycles() int64 { return r.cycle }
-
-// WasLeader reports whether the last cycle held the lease.
-func (r *Runner) WasLeader() bool { return r.wasLeader }
-
 // Metrics returns the runner's metrics.
 func (r *Runner) Metrics() *Metrics { return r.metrics }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -139,9 +140,18 @@ var ErrNotQueued = errors.New("not in Fairway's queue")
 type NotQueuedError struct {
 	JobID int64
 	Why   string
+	// LeftOutBy names the settings (RunnerConfig's fields) that leave a
+	// pending job out of the ranking, for the caller to name them in its
+	// own words; nil when something else keeps the job out.
+	LeftOutBy []string
 }
 
-func (e *NotQueuedError) Error() string { return e.Why }
+func (e *NotQueuedError) Error() string {
+	if len(e.LeftOutBy) > 0 {
+		return e.Why + ": the partitions and QOS serve ranks leave it out (" + strings.Join(e.LeftOutBy, ", ") + ")"
+	}
+	return e.Why
+}
 
 // Unwrap makes errors.Is(err, ErrNotQueued) hold.
 func (e *NotQueuedError) Unwrap() error { return ErrNotQueued }
@@ -179,8 +189,8 @@ func notRanked(res *CycleResult, id int64) *NotQueuedError {
 		if j.QOS != "" {
 			qos = " with QOS " + j.QOS
 		}
-		e.Why = fmt.Sprintf("job %d is pending in partition %s%s, but Fairway does not rank it: --partitions, --exclude-partitions or --exempt-qos leave it out",
-			id, j.Partition, qos)
+		e.Why = fmt.Sprintf("job %d is pending in partition %s%s, but Fairway does not rank it", id, j.Partition, qos)
+		e.LeftOutBy = []string{"Partitions", "ExcludePartitions", "ExemptQOS"}
 	default:
 		e.Why = fmt.Sprintf("job %d is not in the queue: Slurm lists it as %s", id, j.State)
 	}

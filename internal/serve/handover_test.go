@@ -135,7 +135,9 @@ func TestRunner_SiteFactorServeHandsBackFrozenPriorities(t *testing.T) {
 	}
 	// Slurm takes the hand-back next cycle: job 1 then gets its site factor.
 	w.refuse[1] = false
-	res = cycle()
+	if res = cycle(); res.HandBack == nil || len(res.HandBack.Failed) != 0 {
+		t.Errorf("second cycle's hand-back: %+v, want job 1 handed back without failures", res.HandBack)
+	}
 	if diff := cmp.Diff([]int64{1}, w.handed); diff != "" {
 		t.Errorf("handed back (-want +got):\n%s", diff)
 	}

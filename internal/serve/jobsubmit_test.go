@@ -73,7 +73,7 @@ func TestJobSubmitLua_CapturedRequests(t *testing.T) {
 				rules = append(rules, rewrite.ShareRule{User: "alice", Name: fmt.Sprintf("capture%d", i+1), Shards: 2, Reason: "test"})
 			}
 			table := filepath.Join(t.TempDir(), "fairway-rewrite.table")
-			if err := writeRewriteTable(table, time.Now(), 15*time.Minute, []string{"gpu"}, rules); err != nil {
+			if err := writeTable(table, time.Now(), 15*time.Minute, []string{"gpu"}, rules); err != nil {
 				t.Fatal(err)
 			}
 			// The fields as captured, to tell "left as submitted".
@@ -135,11 +135,11 @@ func TestJobSubmitLua_NewestTable(t *testing.T) {
 		return []rewrite.ShareRule{{User: "alice", Name: "train", Shards: n, Reason: "test"}}
 	}
 	stale := filepath.Join(state, "fairway-rewrite.table")
-	if err := writeRewriteTable(stale, time.Now().Add(-2*time.Hour), 15*time.Minute, []string{"gpu"}, rule(3)); err != nil {
+	if err := writeTable(stale, time.Now().Add(-2*time.Hour), 15*time.Minute, []string{"gpu"}, rule(3)); err != nil {
 		t.Fatal(err)
 	}
 	fresh := filepath.Join(conf, "fairway-rewrite.table")
-	if err := writeRewriteTable(fresh, time.Now(), 15*time.Minute, []string{"gpu"}, rule(1)); err != nil {
+	if err := writeTable(fresh, time.Now(), 15*time.Minute, []string{"gpu"}, rule(1)); err != nil {
 		t.Fatal(err)
 	}
 	r := runJobSubmitEnv(t, env, job)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,21 +20,15 @@ import (
 
 // Power saving in serve: each cycle, power.Decide picks nodes to power
 // down or up from the cycle's read, and the actions go to a PowerSink:
-// scontrol (PowerLive) or nothing (PowerPlanner, the dry run, also used
-// whenever the cycle's Sink plans: serve --dry-run or a follower).
+// scontrol (PowerLive) or nothing (PowerPlanner). Which one is the
+// wiring's choice, and the cycle's Sink may swap it for its planner
+// (Sink.PowerTo: serve --dry-run or a follower), the way values go to
+// Slurm or to a Planner: the saver itself never asks which it has.
 // Every action, and every cycle in which waiting jobs lacked nodes, is a
 // record in power_action.
 
-// Power modes (--power).
-const (
-	PowerOff    = "off"
-	PowerDryRun = "dry-run"
-	PowerOn     = "on"
-)
-
 // PowerConfig is serve's power-saving settings.
 type PowerConfig struct {
-	Mode              string // PowerOff, PowerDryRun or PowerOn
 	Buffer            int
 	MaxChangesPerHour int
 	IdleWatts         float64 // per powered-down node, for the report's energy estimate
@@ -43,36 +38,29 @@ type PowerConfig struct {
 	Horizon, Step time.Duration
 }
 
-// Enabled reports whether power saving runs (on or dry run); the zero
-// value is off.
-func (c PowerConfig) Enabled() bool { return c.Mode == PowerOn || c.Mode == PowerDryRun }
-
-// Validate checks the settings, naming the bad one by its flag.
+// Validate checks the settings; a bad one is a *FieldError naming it as
+// "PowerConfig.<field>".
 func (c PowerConfig) Validate() error {
 	switch {
-	case c.Mode != "" && c.Mode != PowerOff && c.Mode != PowerDryRun && c.Mode != PowerOn:
-		return fmt.Errorf("--power %q: want off, dry-run or on", c.Mode)
-	case !c.Enabled():
-		return nil
 	case c.Buffer < 0:
-		return fmt.Errorf("--power-buffer %d: want 0 or more idle nodes kept powered", c.Buffer)
+		return &FieldError{Field: "PowerConfig.Buffer", Value: fmt.Sprint(c.Buffer), Err: errors.New("want 0 or more idle nodes kept powered")}
 	case c.MaxChangesPerHour < 1:
-		return fmt.Errorf("--power-max-changes-per-hour %d: want at least 1", c.MaxChangesPerHour)
+		return &FieldError{Field: "PowerConfig.MaxChangesPerHour", Value: fmt.Sprint(c.MaxChangesPerHour), Err: errors.New("want at least 1")}
 	case c.IdleWatts < 0:
-		return fmt.Errorf("--power-idle-watts %g: want 0 or more", c.IdleWatts)
+		return &FieldError{Field: "PowerConfig.IdleWatts", Value: fmt.Sprint(c.IdleWatts), Err: errors.New("want 0 or more")}
 	case c.Step <= 0 || c.Horizon < 0:
 		return fmt.Errorf("power forecast step %v, horizon %v: want a positive step and a horizon of 0 or more", c.Step, c.Horizon)
 	}
 	for _, n := range c.Exclude {
 		if n == "" || strings.ContainsAny(n, " \t[],") {
-			return fmt.Errorf("--power-exclude: %q is not one node name (give a host list like gpu[1-4],gpu9)", n)
+			return &FieldError{Field: "PowerConfig.Exclude", Err: fmt.Errorf("%q is not one node name (give a host list like gpu[1-4],gpu9)", n)}
 		}
 	}
 	return nil
 }
 
-// PowerSink is where power actions go.
-type PowerSink interface {
+// PowerWriter reaches Slurm's node power (slurmctl.PowerWriter).
+type PowerWriter interface {
 	// SetPower powers node up (up true) or down.
 	SetPower(ctx context.Context, node string, up bool) error
 	// ScheduledNodes returns the nodes the backfill plan holds for each
@@ -80,12 +68,52 @@ type PowerSink interface {
 	ScheduledNodes(ctx context.Context) (map[int64][]string, error)
 }
 
-// PowerPlanner is the dry run's PowerSink: it keeps what it was asked and
-// changes nothing. It still reads the plan's nodes through Reader (nil:
-// none known), because a dry run must decide as the real run would.
+// PowerSink is where power actions go: Slurm (PowerLive) or a plan
+// (PowerPlanner).
+type PowerSink interface {
+	PowerWriter
+	// Project turns the nodes as Slurm reports them into the nodes as
+	// they are after the actions this sink took, so that the next
+	// decision starts from there.
+	Project(nodes []power.Node)
+	// Stamp marks a cycle's report and records with what became of their
+	// actions before they are kept: the one place a power record's dry_run
+	// is set.
+	Stamp(rep *PowerReport, recs []accounting.PowerAction)
+	// Planner is the sink that plans what this one would do; a cycle
+	// whose Sink plans sends its power actions there (Sink.PowerTo).
+	Planner() PowerSink
+}
+
+// PowerLive is the PowerSink that reaches Slurm.
+type PowerLive struct {
+	PowerWriter
+	planner *PowerPlanner // its Planner, kept so a plan carries across cycles
+}
+
+// Project implements PowerSink: Slurm's view is the nodes as they are.
+func (l *PowerLive) Project([]power.Node) {}
+
+// Stamp implements PowerSink: the records say what happened already.
+func (l *PowerLive) Stamp(*PowerReport, []accounting.PowerAction) {}
+
+// Planner implements PowerSink: a PowerPlanner reading through l.
+func (l *PowerLive) Planner() PowerSink {
+	if l.planner == nil {
+		l.planner = &PowerPlanner{Reader: l.PowerWriter}
+	}
+	return l.planner
+}
+
+// PowerPlanner is the PowerSink that plans: it keeps what it was asked,
+// changes nothing and reports every action taken. It still reads the
+// plan's nodes through Reader (nil: none known), because a plan must be
+// decided as the real run would decide.
 type PowerPlanner struct {
-	Reader  PowerSink
+	Reader  PowerWriter
 	Planned []string // "power-down gpu2", in order
+
+	planned map[string]power.Op // what the nodes would be now
 }
 
 // SetPower implements PowerSink.
@@ -95,6 +123,10 @@ func (p *PowerPlanner) SetPower(_ context.Context, node string, up bool) error {
 		op = power.PowerUp
 	}
 	p.Planned = append(p.Planned, string(op)+" "+node)
+	if p.planned == nil {
+		p.planned = map[string]power.Op{}
+	}
+	p.planned[node] = op
 	return nil
 }
 
@@ -106,6 +138,34 @@ func (p *PowerPlanner) ScheduledNodes(ctx context.Context) (map[int64][]string, 
 	return p.Reader.ScheduledNodes(ctx)
 }
 
+// Project implements PowerSink: each node as it would be had the planned
+// actions been taken, until a job takes it or Slurm agrees.
+func (p *PowerPlanner) Project(nodes []power.Node) {
+	for i := range nodes {
+		pn := &nodes[i]
+		switch op, ok := p.planned[pn.Name]; {
+		case !ok:
+		case pn.Busy || (op == power.PowerUp && pn.Power == power.On) || (op == power.PowerDown && pn.Power == power.Off):
+			delete(p.planned, pn.Name) // a job took it, or Slurm agrees now
+		case op == power.PowerDown:
+			pn.Power = power.Off
+		case op == power.PowerUp:
+			pn.Power = power.On
+		}
+	}
+}
+
+// Stamp implements PowerSink: the actions were planned, nothing changed.
+func (p *PowerPlanner) Stamp(rep *PowerReport, recs []accounting.PowerAction) {
+	rep.Planned = true
+	for i := range recs {
+		recs[i].DryRun = true
+	}
+}
+
+// Planner implements PowerSink: a planner plans already.
+func (p *PowerPlanner) Planner() PowerSink { return p }
+
 // PowerRecorder keeps power actions (accounting.Store).
 type PowerRecorder interface {
 	RecordPowerActions(ctx context.Context, as []accounting.PowerAction) (int, error)
@@ -113,7 +173,7 @@ type PowerRecorder interface {
 
 // PowerReport is what one cycle's power saving did.
 type PowerReport struct {
-	DryRun   bool
+	Planned  bool // the actions were planned, not taken (stamped by the PowerSink)
 	Decision power.Decision
 	Applied  []power.Action
 	Failed   map[string]string // node → Slurm's refusal
@@ -125,13 +185,11 @@ type PowerSaver struct {
 	cfg     PowerConfig
 	cluster string
 	log     *slog.Logger
-	live    PowerSink // nil: dry run only
-	dry     *PowerPlanner
+	to      PowerSink // where actions go unless the cycle's Sink plans
 	rec     PowerRecorder
 	m       *powerMetrics
 
 	changes []time.Time              // actions of the last hour, for the cap
-	planned map[string]power.Op      // dry run: what the nodes would be now
 	demand  map[int64]int            // step index (Unix / Step) → most nodes busy in that step
 	unsaved []accounting.PowerAction // records the database did not take yet
 	last    time.Time                // previous cycle's start
@@ -141,17 +199,14 @@ type PowerSaver struct {
 // maxUnsaved bounds the power records kept through a database outage.
 const maxUnsaved = 10_000
 
-// NewPowerSaver returns the power saving of serve, nil when cfg.Mode is
-// off. live is the scontrol writer (may be nil in a dry run).
-func NewPowerSaver(cfg PowerConfig, cluster string, live PowerSink, rec PowerRecorder, m *Metrics, log *slog.Logger) (*PowerSaver, error) {
+// NewPowerSaver returns the power saving of serve, sending its actions to
+// to (PowerLive, or a PowerPlanner to only plan them).
+func NewPowerSaver(cfg PowerConfig, cluster string, to PowerSink, rec PowerRecorder, m *Metrics, log *slog.Logger) (*PowerSaver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !cfg.Enabled() {
-		return nil, nil
-	}
-	if cfg.Mode == PowerOn && live == nil {
-		return nil, fmt.Errorf("--power on needs a way to reach scontrol")
+	if to == nil {
+		return nil, errors.New("power saving needs a sink for its actions")
 	}
 	if m == nil {
 		m = NewMetrics()
@@ -163,8 +218,8 @@ func NewPowerSaver(cfg PowerConfig, cluster string, live PowerSink, rec PowerRec
 	if err != nil {
 		return nil, fmt.Errorf("power forecast: %w", err)
 	}
-	return &PowerSaver{cfg: cfg, cluster: cluster, log: log, live: live, dry: &PowerPlanner{Reader: live}, rec: rec,
-		m: m.power, planned: map[string]power.Op{}, demand: map[int64]int{}, fc: fc}, nil
+	return &PowerSaver{cfg: cfg, cluster: cluster, log: log, to: to, rec: rec,
+		m: m.power, demand: map[int64]int{}, fc: fc}, nil
 }
 
 // SeedChanges tells the saver of the power changes made before it started
@@ -174,13 +229,9 @@ func (p *PowerSaver) SeedChanges(at []time.Time) { p.changes = append(p.changes,
 // Cycle decides and acts for one cycle; the cycle's sink says where the
 // actions go (Sink.PowerTo).
 func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *slurmctl.Cluster, to Sink) *PowerReport {
-	var sink PowerSink = p.dry
-	if p.cfg.Mode == PowerOn && p.live != nil {
-		sink = to.PowerTo(p.live, p.dry)
-	}
-	dry := sink == PowerSink(p.dry)
-	rep := &PowerReport{DryRun: dry, Failed: map[string]string{}}
-	in := p.inputs(ctx, now, cl, sink, dry)
+	sink := to.PowerTo(p.to)
+	rep := &PowerReport{Failed: map[string]string{}}
+	in := p.inputs(ctx, now, cl, sink)
 	d, err := power.Decide(in)
 	if err != nil { // settings were validated: only a bug gets here
 		p.log.Error("power decision", "err", err)
@@ -190,7 +241,7 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 	var recs []accounting.PowerAction
 	for _, a := range d.Actions {
 		r := accounting.PowerAction{Cluster: p.cluster, At: now, Cycle: cycle, Node: a.Node, Action: string(a.Op),
-			Reason: a.Reason, Parts: a.Parts, DryRun: dry}
+			Reason: a.Reason, Parts: a.Parts}
 		if err := sink.SetPower(ctx, a.Node, a.Op == power.PowerUp); err != nil {
 			r.Error = err.Error()
 			rep.Failed[a.Node] = err.Error()
@@ -199,11 +250,6 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 		} else {
 			rep.Applied = append(rep.Applied, a)
 			p.changes = append(p.changes, now)
-			p.m.changes.WithLabelValues(string(a.Op), fmt.Sprint(dry)).Inc()
-			if dry {
-				p.planned[a.Node] = a.Op
-			}
-			p.log.Info("power action", "node", a.Node, "op", a.Op, "reason", a.Reason, "dry_run", dry)
 		}
 		recs = append(recs, r)
 	}
@@ -215,9 +261,16 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 	if d.Lack > 0 {
 		recs = append(recs, accounting.PowerAction{Cluster: p.cluster, At: now, Cycle: cycle, Action: "lack",
 			Reason:    fmt.Sprintf("jobs waiting for nodes need %d, %d idle powered", d.PendingNodes, d.IdleOn+d.PoweringUp),
-			LackNodes: d.Lack, Span: span, DryRun: dry,
+			LackNodes: d.Lack, Span: span,
 			Parts: map[string]float64{"pending_nodes": float64(d.PendingNodes), "idle_on": float64(d.IdleOn), "powering_up": float64(d.PoweringUp)}})
 		p.m.lackSeconds.Add(float64(d.Lack) * span.Seconds())
+	}
+	sink.Stamp(rep, recs)
+	for _, r := range recs {
+		if r.Action != "lack" && r.Error == "" {
+			p.m.changes.WithLabelValues(r.Action, fmt.Sprint(r.DryRun)).Inc()
+			p.log.Info("power action", "node", r.Node, "op", r.Action, "reason", r.Reason, "dry_run", r.DryRun)
+		}
 	}
 	p.m.off.Set(float64(d.Off))
 	p.m.lack.Set(float64(d.Lack))
@@ -227,7 +280,7 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 }
 
 // inputs builds the decision's inputs from the cycle's read.
-func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Cluster, sink PowerSink, dry bool) power.Inputs {
+func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Cluster, sink PowerSink) power.Inputs {
 	in := power.Inputs{Now: now, Step: p.cfg.Step, Settings: power.Settings{Buffer: p.cfg.Buffer,
 		MaxChangesPerHour: p.cfg.MaxChangesPerHour, Exclude: p.cfg.Exclude, Horizon: p.cfg.Horizon}}
 	var sched map[int64][]string
@@ -273,21 +326,13 @@ func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Clu
 		case slurmctl.NodePoweringUp:
 			pn.Power = power.PoweringUp
 		}
-		if dry { // what the node would be, had the planned actions been taken
-			switch op, ok := p.planned[n.Name]; {
-			case !ok:
-			case pn.Busy || (op == power.PowerUp && pn.Power == power.On) || (op == power.PowerDown && pn.Power == power.Off):
-				delete(p.planned, n.Name) // a job took it, or Slurm agrees now
-			case op == power.PowerDown:
-				pn.Power = power.Off
-			case op == power.PowerUp:
-				pn.Power = power.On
-			}
-		}
-		if pn.Busy {
+		in.Nodes = append(in.Nodes, pn)
+	}
+	sink.Project(in.Nodes)
+	for _, n := range in.Nodes {
+		if n.Busy {
 			busy++
 		}
-		in.Nodes = append(in.Nodes, pn)
 	}
 	p.observeDemand(now, busy)
 	in.Forecast, in.ForecastBy = p.forecast(ctx, now)
@@ -369,7 +414,7 @@ func (rep *PowerReport) WriteText(w io.Writer) error {
 	}
 	d := rep.Decision
 	mode := "applied"
-	if rep.DryRun {
+	if rep.Planned {
 		mode = "dry run: nothing changed"
 	}
 	fmt.Fprintf(w, "\npower: %d busy, %d idle powered, %d off, %d powering up, %d pending node demand, lack %d, keep %d powered; %d actions (%s), %d held by the hourly cap\n",
@@ -384,7 +429,7 @@ func (rep *PowerReport) WriteText(w io.Writer) error {
 		switch {
 		case rep.Failed[a.Node] != "":
 			res = "refused: " + rep.Failed[a.Node]
-		case rep.DryRun:
+		case rep.Planned:
 			res = "planned"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Node, a.Op, res, a.Reason)

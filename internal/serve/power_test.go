@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -49,13 +50,13 @@ func powerCluster(jobs ...slurmctl.Job) *slurmctl.Cluster {
 
 func TestPowerSaver_Cycle(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	cfg := PowerConfig{Mode: PowerOn, Buffer: 1, MaxChangesPerHour: 10, Step: 10 * time.Minute, Horizon: time.Hour}
+	cfg := PowerConfig{Buffer: 1, MaxChangesPerHour: 10, Step: 10 * time.Minute, Horizon: time.Hour}
 	running := slurmctl.Job{Job: policy.Job{ID: 1, State: policy.StateRunning, Nodes: 1}, NodeList: []string{"gpu1"}}
 	pending := slurmctl.Job{Job: policy.Job{ID: 2, State: policy.StatePending, Nodes: 1}, Reason: "Priority"}
 
 	t.Run("on: idle nodes above the buffer go down, not the one the plan holds", func(t *testing.T) {
 		live, rec := &fakePower{sched: map[int64][]string{2: {"gpu4"}}}, &fakePowerRec{}
-		ps, err := NewPowerSaver(cfg, "c", live, rec, nil, slog.New(slog.DiscardHandler))
+		ps, err := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,8 +65,8 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if d := cmp.Diff([]string{"down gpu3"}, live.calls); d != "" {
 			t.Errorf("scontrol calls (-want +got):\n%s", d)
 		}
-		if rep.DryRun || len(rec.got) != 1 || rec.got[0].Node != "gpu3" || rec.got[0].Action != "power-down" || rec.got[0].DryRun {
-			t.Errorf("records %+v, dry run %v: want one live power-down of gpu3", rec.got, rep.DryRun)
+		if rep.Planned || len(rec.got) != 1 || rec.got[0].Node != "gpu3" || rec.got[0].Action != "power-down" || rec.got[0].DryRun {
+			t.Errorf("records %+v, dry run %v: want one live power-down of gpu3", rec.got, rep.Planned)
 		}
 		var b bytes.Buffer
 		if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "gpu3  power-down  done") {
@@ -75,9 +76,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 
 	t.Run("dry run: nothing reaches scontrol, the plan converges", func(t *testing.T) {
 		live, rec := &fakePower{}, &fakePowerRec{}
-		dry := cfg
-		dry.Mode = PowerDryRun
-		ps, err := NewPowerSaver(dry, "c", live, rec, nil, slog.New(slog.DiscardHandler))
+		ps, err := NewPowerSaver(cfg, "c", &PowerPlanner{Reader: live}, rec, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,8 +85,8 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if len(live.calls) != 0 {
 			t.Errorf("dry run ran %v", live.calls)
 		}
-		if got := len(first.Decision.Actions); got != 2 || !first.DryRun {
-			t.Errorf("first cycle: %d actions (dry run %v), want 2 planned power-downs", got, first.DryRun)
+		if got := len(first.Decision.Actions); got != 2 || !first.Planned {
+			t.Errorf("first cycle: %d actions (dry run %v), want 2 planned power-downs", got, first.Planned)
 		}
 		if got := len(second.Decision.Actions); got != 0 {
 			t.Errorf("second cycle: %d actions, want none (the planned ones stand)", got)
@@ -99,15 +98,23 @@ func TestPowerSaver_Cycle(t *testing.T) {
 
 	t.Run("a follower only plans", func(t *testing.T) {
 		live := &fakePower{}
-		ps, _ := NewPowerSaver(cfg, "c", live, &fakePowerRec{}, nil, slog.New(slog.DiscardHandler))
-		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), NewPlanner(nil, nil)); !rep.DryRun || len(live.calls) != 0 {
-			t.Errorf("plan-only cycle: dry run %v, calls %v", rep.DryRun, live.calls)
+		rec := &fakePowerRec{}
+		ps, _ := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
+		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), NewPlanner(nil, nil)); !rep.Planned || len(live.calls) != 0 {
+			t.Errorf("plan-only cycle: planned %v, calls %v", rep.Planned, live.calls)
+		}
+		if len(rec.got) != 2 || !rec.got[0].DryRun || !rec.got[1].DryRun {
+			t.Errorf("records %+v: want two power-downs stamped dry_run", rec.got)
+		}
+		// The plan carries to the next plan-only cycle, as in a dry run.
+		if rep := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), NewPlanner(nil, nil)); len(rep.Decision.Actions) != 0 {
+			t.Errorf("second plan-only cycle: %d actions, want none (the planned ones stand)", len(rep.Decision.Actions))
 		}
 	})
 
 	t.Run("lack powers up at once and is recorded", func(t *testing.T) {
 		live, rec := &fakePower{}, &fakePowerRec{}
-		ps, _ := NewPowerSaver(cfg, "c", live, rec, nil, slog.New(slog.DiscardHandler))
+		ps, _ := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
 		cl := powerCluster(running, slurmctl.Job{Job: policy.Job{ID: 3, State: policy.StatePending, Nodes: 3}, Reason: "Resources"})
 		for i := 1; i < 4; i++ {
 			cl.Nodes[i].State = []string{"IDLE", "POWERED_DOWN"}
@@ -128,22 +135,32 @@ func TestPowerSaver_Cycle(t *testing.T) {
 	})
 }
 
+// TestPowerConfig_Validate: a bad setting is a FieldError naming its
+// field, for cmd to name by its flag.
 func TestPowerConfig_Validate(t *testing.T) {
-	ok := PowerConfig{Mode: PowerOn, Buffer: 1, MaxChangesPerHour: 5, Step: time.Minute}
+	ok := PowerConfig{Buffer: 1, MaxChangesPerHour: 5, Step: time.Minute}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for name, mod := range map[string]func(*PowerConfig){
-		"--power":                      func(c *PowerConfig) { c.Mode = "yes" },
-		"--power-buffer":               func(c *PowerConfig) { c.Buffer = -1 },
-		"--power-max-changes-per-hour": func(c *PowerConfig) { c.MaxChangesPerHour = 0 },
-		"--power-idle-watts":           func(c *PowerConfig) { c.IdleWatts = -3 },
-		"--power-exclude":              func(c *PowerConfig) { c.Exclude = []string{"gpu[1-2]"} },
+	for _, tc := range []struct {
+		field, value string
+		mod          func(*PowerConfig)
+	}{
+		{"PowerConfig.Buffer", "-1", func(c *PowerConfig) { c.Buffer = -1 }},
+		{"PowerConfig.MaxChangesPerHour", "0", func(c *PowerConfig) { c.MaxChangesPerHour = 0 }},
+		{"PowerConfig.IdleWatts", "-3", func(c *PowerConfig) { c.IdleWatts = -3 }},
+		{"PowerConfig.Exclude", "", func(c *PowerConfig) { c.Exclude = []string{"gpu[1-2]"} }},
 	} {
 		c := ok
-		mod(&c)
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: err %v, want one naming the flag", name, err)
+		tc.mod(&c)
+		var fe *FieldError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != tc.field || fe.Value != tc.value {
+			t.Errorf("%s: err %v, want a FieldError for it (value %q)", tc.field, err, tc.value)
 		}
+	}
+	c := ok
+	c.Step = 0
+	if err := c.Validate(); err == nil {
+		t.Error("a zero forecast step passed")
 	}
 }

@@ -564,12 +564,3 @@ func mergeProposals(ps []rewrite.Proposal) []slurmctl.Resize {
 	}
 	return out
 }
-
-// writeRewriteTable writes the table atomically, so job_submit.lua reads
-// either the old table or the new one, never a part.
-func writeRewriteTable(path string, now time.Time, maxAge time.Duration, partitions []string, rules []rewrite.ShareRule) error {
-	if err := writeFileAtomic(path, rewrite.RenderTable(now, maxAge, partitions, rules)); err != nil {
-		return fmt.Errorf("write rewrite table: %w", err)
-	}
-	return nil
-}

@@ -178,7 +178,7 @@ func TestJobSubmitLua_Table(t *testing.T) {
 		{User: "alice", Name: "train", Shards: 2, Reason: "test"},
 		{User: "alice", Name: "my sweep 3", Shards: 1, Reason: "names may hold spaces"},
 	}
-	if err := writeRewriteTable(table, time.Now(), 15*time.Minute, []string{"gpu"}, rules); err != nil {
+	if err := writeTable(table, time.Now(), 15*time.Minute, []string{"gpu"}, rules); err != nil {
 		t.Fatal(err)
 	}
 	cases := []luaCase{
@@ -212,7 +212,7 @@ func TestJobSubmitLua_Table(t *testing.T) {
 	// Without a usable table every job is left alone and accepted.
 	match := []luaCase{{name: "match", user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1", wantNode: "gres:gpu:1", wantJob: "nil"}}
 	stale := filepath.Join(dir, "stale.table")
-	if err := writeRewriteTable(stale, time.Now().Add(-time.Hour), 15*time.Minute, []string{"gpu"}, rules); err != nil {
+	if err := writeTable(stale, time.Now().Add(-time.Hour), 15*time.Minute, []string{"gpu"}, rules); err != nil {
 		t.Fatal(err)
 	}
 	corrupt := filepath.Join(dir, "corrupt.table")
@@ -238,6 +238,12 @@ func TestJobSubmitLua_Table(t *testing.T) {
 	}
 }
 
+// writeTable renders a rewrite table and writes it as serve's Live sink
+// does.
+func writeTable(path string, now time.Time, maxAge time.Duration, partitions []string, rules []rewrite.ShareRule) error {
+	return (&Live{}).WriteTable(path, rewrite.RenderTable(now, maxAge, partitions, rules))
+}
+
 // TestWriteRewriteTable_Atomic: the table is replaced by rename, leaves no
 // temporary file behind, and is readable by its owner and group only
 // (slurmctld runs as SlurmUser like serve; the table names users and their
@@ -246,7 +252,7 @@ func TestWriteRewriteTable_Atomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t")
 	for i := range 3 {
-		if err := writeRewriteTable(path, time.Unix(int64(1000+i), 0), time.Minute, []string{"gpu"}, nil); err != nil {
+		if err := writeTable(path, time.Unix(int64(1000+i), 0), time.Minute, []string{"gpu"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -262,7 +268,7 @@ func TestWriteRewriteTable_Atomic(t *testing.T) {
 	if !strings.Contains(string(b), "generated\t1002\nmax_age\t60\npartition\tgpu\n") {
 		t.Errorf("table:\n%s", b)
 	}
-	if err := writeRewriteTable(filepath.Join(dir, "no", "such", "dir"), time.Now(), time.Minute, nil, nil); err == nil {
+	if err := writeTable(filepath.Join(dir, "no", "such", "dir"), time.Now(), time.Minute, nil, nil); err == nil {
 		t.Error("writing into a missing directory succeeded")
 	}
 }

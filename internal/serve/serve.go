@@ -227,10 +227,16 @@ func listenAndServe(addr, what string, h http.Handler, log *slog.Logger) (*http.
 // in its own words.
 type FieldError struct {
 	Field string
+	Value string // the value refused, as written; "" when Err names it
 	Err   error
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Error() string {
+	if e.Value != "" {
+		return e.Field + " " + e.Value + ": " + e.Err.Error()
+	}
+	return e.Field + ": " + e.Err.Error()
+}
 
 func (e *FieldError) Unwrap() error { return e.Err }
 

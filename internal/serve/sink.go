@@ -39,9 +39,9 @@ type Sink interface {
 	// Adopt tells a rest-priority writer which jobs it froze before a
 	// restart, so their nice is carried on (slurmctl.Writer.Adopt).
 	Adopt(frozen map[int64]slurmctl.Frozen)
-	// PowerTo is where a cycle's power actions go, given the saver's
-	// live scontrol writer and its planner.
-	PowerTo(live, planned PowerSink) PowerSink
+	// PowerTo is where a cycle's power actions go, given where the power
+	// saver sends them.
+	PowerTo(to PowerSink) PowerSink
 	// Stamp marks a cycle's row and decisions with what became of their
 	// effects before they are recorded: the one place a record's dry_run
 	// is set.
@@ -143,8 +143,8 @@ func (l *Live) Resize(ctx context.Context, jobs []slurmctl.Job, want []slurmctl.
 // WriteTable implements Sink.
 func (l *Live) WriteTable(path string, table []byte) error { return writeFileAtomic(path, table) }
 
-// PowerTo implements Sink: power actions reach Slurm.
-func (l *Live) PowerTo(live, _ PowerSink) PowerSink { return live }
+// PowerTo implements Sink: power actions go where the saver sends them.
+func (l *Live) PowerTo(to PowerSink) PowerSink { return to }
 
 // Stamp implements Sink: what Live did is what the records say already.
 func (l *Live) Stamp(*accounting.Cycle, []accounting.Decision) {}
@@ -250,7 +250,7 @@ func (p *Planner) WriteTable(path string, table []byte) error {
 }
 
 // PowerTo implements Sink: power actions are planned.
-func (p *Planner) PowerTo(_, planned PowerSink) PowerSink { return planned }
+func (p *Planner) PowerTo(to PowerSink) PowerSink { return to.Planner() }
 
 // Stamp implements Sink: the cycle and its decisions were planned, and
 // nothing was written to Slurm.

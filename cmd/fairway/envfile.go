@@ -1,7 +1,8 @@
-// Package envfile parses systemd EnvironmentFile syntax, Fairway's one
+package main
+
+// This file parses systemd EnvironmentFile syntax, Fairway's one
 // config-file format, so that the same file can be a unit's
 // EnvironmentFile and a --config file.
-package envfile
 
 import (
 	"bufio"
@@ -11,21 +12,21 @@ import (
 	"strings"
 )
 
-// Line is one setting of a file: its key, its value unquoted, and its line
+// envLine is one setting of a file: its key, its value unquoted, and its line
 // number (from 1) for errors.
-type Line struct {
+type envLine struct {
 	Key, Value string
 	Line       int
 }
 
-// KeyPattern is what a setting's name must match.
-var KeyPattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+// envKeyPattern is what a setting's name must match.
+var envKeyPattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
-// Parse reads KEY=value lines, # and ; comments and blank lines; a value
+// parseEnvFile reads KEY=value lines, # and ; comments and blank lines; a value
 // in matching single or double quotes loses them. A line that is not a
 // setting fails the whole file, naming its line number.
-func Parse(b []byte) ([]Line, error) {
-	var out []Line
+func parseEnvFile(b []byte) ([]envLine, error) {
+	var out []envLine
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -34,14 +35,14 @@ func Parse(b []byte) ([]Line, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
-		if !ok || !KeyPattern.MatchString(k) {
+		if !ok || !envKeyPattern.MatchString(k) {
 			return nil, fmt.Errorf("line %d: want NAME=value", n)
 		}
 		v = strings.TrimSpace(v)
 		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
 			v = v[1 : len(v)-1]
 		}
-		out = append(out, Line{Key: k, Value: v, Line: n})
+		out = append(out, envLine{Key: k, Value: v, Line: n})
 	}
 	return out, sc.Err()
 }

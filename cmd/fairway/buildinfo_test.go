@@ -1,11 +1,11 @@
-package buildinfo
+package main
 
 import (
 	"runtime/debug"
 	"testing"
 )
 
-func TestVersionOf(t *testing.T) {
+func TestBuildVersionOf(t *testing.T) {
 	rev := debug.BuildSetting{Key: "vcs.revision", Value: "2252f4f0123456789abcdef"}
 	clean, dirty := debug.BuildSetting{Key: "vcs.modified", Value: "false"}, debug.BuildSetting{Key: "vcs.modified", Value: "true"}
 	for _, tc := range []struct {
@@ -19,7 +19,7 @@ func TestVersionOf(t *testing.T) {
 		{"no VCS stamp", "dev", nil, "dev", ""},
 		{"stamped, no VCS stamp", "v1.2.0", []debug.BuildSetting{{Key: "vcs.revision", Value: "short"}}, "v1.2.0", ""},
 	} {
-		if v, r := versionOf(tc.stamped, tc.settings); v != tc.v || r != tc.rev {
+		if v, r := buildVersionOf(tc.stamped, tc.settings); v != tc.v || r != tc.rev {
 			t.Errorf("%s: (%q, %q), want (%q, %q)", tc.name, v, r, tc.v, tc.rev)
 		}
 	}

@@ -1,9 +1,10 @@
-// Package cliargs makes a urfave/cli app forgiving of how people type
-// commands: flags anywhere on the line (Normalize), and an unknown command
+package main
+
+// This file makes a urfave/cli app forgiving of how people type
+// commands: flags anywhere on the line (normalizeArgs), and an unknown command
 // or flag answered in one line naming the closest valid one
-// (WithUsageHelp). It is CLI plumbing shared by every command, apart from
+// (withUsageHelp). It is CLI plumbing shared by every command, apart from
 // the flags and configs each command defines.
-package cliargs
 
 import (
 	"fmt"
@@ -13,13 +14,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Normalize lets flags go anywhere on the command line, as people type
+// normalizeArgs lets flags go anywhere on the command line, as people type
 // them: urfave/cli stops reading a command's flags at its first argument
 // (`explain 176 --json` would read --json as a second argument), and reads the
 // global flags (--log-level) only before the command name. It moves a
 // command's flags in front of its arguments and the global flags in front
 // of the command, keeping their order; everything after "--" stays as is.
-func Normalize(app *cli.App, args []string) []string {
+func normalizeArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
@@ -126,9 +127,9 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	return nil
 }
 
-// Closest is the candidate nearest to s by edit distance, "" when none is
+// closest is the candidate nearest to s by edit distance, "" when none is
 // near enough to be a typo (more than max(2, len(s)/2) edits away).
-func Closest(s string, candidates []string) string {
+func closest(s string, candidates []string) string {
 	best, bestD := "", max(2, len(s)/2)+1
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestD {
@@ -172,7 +173,7 @@ func commandNotFound(c *cli.Context, name string) {
 		}
 	}
 	msg := fmt.Sprintf("%s: unknown command %q", c.App.Name, name)
-	if s := Closest(name, names); s != "" {
+	if s := closest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	} else {
 		msg += "; commands: " + strings.Join(names, ", ")
@@ -203,15 +204,15 @@ func usageError(c *cli.Context, err error, _ bool) error {
 		where = strings.TrimSpace(c.Command.HelpName)
 	}
 	msg := fmt.Sprintf("unknown flag --%s for %s", m[1], where)
-	if s := Closest(m[1], names); s != "" {
+	if s := closest(m[1], names); s != "" {
 		msg += fmt.Sprintf("; did you mean --%s?", s)
 	}
 	return fmt.Errorf("%s (%s --help lists them)", msg, where)
 }
 
-// WithUsageHelp installs commandNotFound and usageError on the app and
+// withUsageHelp installs commandNotFound and usageError on the app and
 // every command under it.
-func WithUsageHelp(app *cli.App) {
+func withUsageHelp(app *cli.App) {
 	app.CommandNotFound = commandNotFound
 	app.OnUsageError = usageError
 	var walk func([]*cli.Command)

@@ -1,4 +1,4 @@
-package cliargs
+package main
 
 import (
 	"bytes"
@@ -27,11 +27,11 @@ func testApp(ran *[]string) *cli.App {
 		},
 		HideHelpCommand: true,
 	}
-	WithUsageHelp(app)
+	withUsageHelp(app)
 	return app
 }
 
-func TestNormalize(t *testing.T) {
+func TestNormalizeArgs(t *testing.T) {
 	app := testApp(new([]string))
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"tool"}, []string{"tool"}},
@@ -43,18 +43,18 @@ func TestNormalize(t *testing.T) {
 		{[]string{"tool", "migrate", "--database-url", "x", "up"}, []string{"tool", "migrate", "--database-url", "x", "up"}},
 		{[]string{"tool", "servee", "--json"}, []string{"tool", "servee", "--json"}},
 	} {
-		if got := Normalize(app, tc.in); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("Normalize(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := normalizeArgs(app, tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("normalizeArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
-// TestNormalize_Runs: the reordered line runs the command with its flag
+// TestNormalizeArgs_Runs: the reordered line runs the command with its flag
 // and argument both read.
-func TestNormalize_Runs(t *testing.T) {
+func TestNormalizeArgs_Runs(t *testing.T) {
 	var ran []string
 	app := testApp(&ran)
-	if err := app.RunContext(context.Background(), Normalize(app, []string{"tool", "explain", "176", "--json"})); err != nil {
+	if err := app.RunContext(context.Background(), normalizeArgs(app, []string{"tool", "explain", "176", "--json"})); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"explain 176 json=1"}; !reflect.DeepEqual(ran, want) {
@@ -67,15 +67,15 @@ func TestClosest(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"servee", "serve"}, {"expalin", "explain"}, {"qeueu", "queue"}, {"zzzzzzzz", ""}, {"", ""},
 	} {
-		if got := Closest(tc.in, names); got != tc.want {
-			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := closest(tc.in, names); got != tc.want {
+			t.Errorf("closest(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
 func TestUsageHelp_OneLine(t *testing.T) {
 	app := testApp(new([]string))
-	err := app.RunContext(context.Background(), Normalize(app, []string{"tool", "explain", "--jsn", "12"}))
+	err := app.RunContext(context.Background(), normalizeArgs(app, []string{"tool", "explain", "--jsn", "12"}))
 	if err == nil || err.Error() != "unknown flag --jsn for tool explain; did you mean --json? (tool explain --help lists them)" {
 		t.Errorf("bad flag: %v", err)
 	}

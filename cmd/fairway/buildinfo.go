@@ -1,24 +1,25 @@
-// Package buildinfo says which build a binary is, for `fairway version`
+package main
+
+// This file says which build a binary is, for `fairway version`
 // and the logs: the version stamped at build time, or the commit the Go
 // toolchain recorded when none was.
-package buildinfo
 
 import "runtime/debug"
 
-// Version is stamped (set at build time; make build: git describe, else
+// buildVersion is stamped (set at build time; make build: git describe, else
 // "dev") and " (commit)" from the Go toolchain's VCS stamp. A plain `go
 // build` in a checkout stamps no version: the commit, with -dirty for local
 // changes, stands in for it, so that no binary built from git reports just
 // "dev".
-func Version(stamped string) (v, rev string) {
+func buildVersion(stamped string) (v, rev string) {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return stamped, ""
 	}
-	return versionOf(stamped, bi.Settings)
+	return buildVersionOf(stamped, bi.Settings)
 }
 
-func versionOf(stamped string, settings []debug.BuildSetting) (v, rev string) {
+func buildVersionOf(stamped string, settings []debug.BuildSetting) (v, rev string) {
 	v = stamped
 	var commit string
 	var dirty bool
