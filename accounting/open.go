@@ -80,11 +80,11 @@ func target(c *pgx.ConnConfig) string {
 
 // LoggedDecision is the newest decision-log row of a job.
 type LoggedDecision struct {
-	At     time.Time `json:"at"`
-	Rank   int       `json:"rank"`
-	Field  string    `json:"field"`
-	Value  int64     `json:"value"`
-	DryRun bool      `json:"dry_run"`
+	At      time.Time `json:"at"`
+	Rank    int       `json:"rank"`
+	Field   string    `json:"field"`
+	Value   int64     `json:"value"`
+	Planned bool      `json:"dry_run"`
 }
 
 // FrozenPriority is an admin priority serve wrote (rest-priority), as the
@@ -133,7 +133,7 @@ func (s *Store) LastDecision(ctx context.Context, cluster string, id int64) (*Lo
 	var l LoggedDecision
 	err := s.pool.QueryRow(ctx, `SELECT decided_at, rank, field, value, dry_run FROM decision
 		WHERE cluster = $1 AND job_id = $2 ORDER BY decided_at DESC, cycle DESC LIMIT 1`, cluster, id).
-		Scan(&l.At, &l.Rank, &l.Field, &l.Value, &l.DryRun)
+		Scan(&l.At, &l.Rank, &l.Field, &l.Value, &l.Planned)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -24,7 +24,7 @@ type PowerAction struct {
 	// since the previous cycle, which the row stands for.
 	LackNodes int
 	Span      time.Duration
-	DryRun    bool
+	Planned   bool
 	Error     string // Slurm refused the action: it did not happen
 }
 
@@ -49,7 +49,7 @@ func (s *Store) RecordPowerActions(ctx context.Context, as []PowerAction) (int, 
 		}
 		b.Queue(`INSERT INTO power_action (cluster, decided_at, cycle, node, action, reason, parts, lack_nodes, span_s, dry_run, error)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
-			a.Cluster, a.At, a.Cycle, a.Node, a.Action, a.Reason, json.RawMessage(parts), int32(a.LackNodes), a.Span.Seconds(), a.DryRun, a.Error)
+			a.Cluster, a.At, a.Cycle, a.Node, a.Action, a.Reason, json.RawMessage(parts), int32(a.LackNodes), a.Span.Seconds(), a.Planned, a.Error)
 	}
 	added := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -87,7 +87,7 @@ func (s *Store) PowerActions(ctx context.Context, cluster, node string, from, to
 		var parts []byte
 		var lack int32
 		var span float64
-		if err := rows.Scan(&a.At, &a.Cycle, &a.Node, &a.Action, &a.Reason, &parts, &lack, &span, &a.DryRun, &a.Error); err != nil {
+		if err := rows.Scan(&a.At, &a.Cycle, &a.Node, &a.Action, &a.Reason, &parts, &lack, &span, &a.Planned, &a.Error); err != nil {
 			return nil, fmt.Errorf("read power actions: %w", err)
 		}
 		if err := json.Unmarshal(parts, &a.Parts); err != nil {
@@ -104,7 +104,7 @@ func (s *Store) PowerActions(ctx context.Context, cluster, node string, from, to
 
 // PowerSummary is what the power actions of a period add up to.
 type PowerSummary struct {
-	DryRun bool // summarises the dry-run actions (what would have happened)
+	Planned bool // summarises the dry-run actions (what would have happened)
 	// NodeHoursOff: hours nodes spent powered down by Fairway within the
 	// period (from each power-down that Slurm took to the next power-up,
 	// or the period's end).
@@ -123,7 +123,7 @@ type PowerSummary struct {
 // node powered down before from counts from from) over [from, to) for one
 // kind (dry run or live), with idleWatts per powered-down node.
 func SummarisePower(actions []PowerAction, from, to time.Time, idleWatts float64, dryRun bool) PowerSummary {
-	s := PowerSummary{DryRun: dryRun, IdleWatts: idleWatts}
+	s := PowerSummary{Planned: dryRun, IdleWatts: idleWatts}
 	offSince := map[string]time.Time{}
 	clip := func(a, b time.Time) float64 {
 		a, b = later(a, from), earlier(b, to)
@@ -133,7 +133,7 @@ func SummarisePower(actions []PowerAction, from, to time.Time, idleWatts float64
 		return b.Sub(a).Hours()
 	}
 	for _, a := range actions {
-		if a.DryRun != dryRun || !a.At.Before(to) {
+		if a.Planned != dryRun || !a.At.Before(to) {
 			continue
 		}
 		in := !a.At.Before(from)

@@ -20,7 +20,7 @@ func TestSummarisePower(t *testing.T) {
 		act(13, "n2", "power-up"),   // 3 h
 		{At: from.Add(20 * time.Hour), Node: "n3", Action: "power-down", Error: "Invalid node state specified"}, // refused: never off
 		{At: from.Add(21 * time.Hour), Action: "lack", LackNodes: 2, Span: 30 * time.Minute},                    // 1 node-hour
-		{At: from.Add(22 * time.Hour), Node: "n4", Action: "power-down", DryRun: true},                          // another kind
+		{At: from.Add(22 * time.Hour), Node: "n4", Action: "power-down", Planned: true},                         // another kind
 		act(-1, "n5", "power-down"), // off through the whole month
 	}
 	got := SummarisePower(as, from, to, 500, false)

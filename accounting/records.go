@@ -29,7 +29,7 @@ type Decision struct {
 	Field     string // what is written: site_factor, priority or nice
 	Value     int64  // the value written (or that would be, in dry run)
 	Previous  *int64 // the value before, nil when unknown
-	DryRun    bool
+	Planned   bool   // stamped by the Planner sink: a dry run, nothing reached Slurm (column dry_run)
 	// Nice is, on priority rows, the job's nice before Fairway's first
 	// admin priority (Slurm resets it to 0): what a hand-back restores.
 	// nil on site-factor rows.
@@ -78,7 +78,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 			nice = *d.Nice
 		}
 		return []any{d.Cluster, d.At, d.Cycle, d.JobID, d.Policy, int32(d.Rank), d.Score, json.RawMessage(parts[i]), pred,
-			d.Predictor, d.Field, d.Value, prev, d.DryRun, nice}
+			d.Predictor, d.Field, d.Value, prev, d.Planned, nice}
 	}
 	var added int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -114,7 +114,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 		for i, d := range ds {
 			cluster[i], pol[i], predictor[i], field[i], js[i] = d.Cluster, d.Policy, d.Predictor, d.Field, string(parts[i])
 			at[i], cycle[i], job[i], value[i], prev[i], nice[i] = d.At, d.Cycle, d.JobID, d.Value, d.Previous, d.Nice
-			rank[i], score[i], dry[i] = int32(d.Rank), d.Score, d.DryRun
+			rank[i], score[i], dry[i] = int32(d.Rank), d.Score, d.Planned
 			if d.Predicted > 0 {
 				p := d.Predicted.Seconds()
 				pred[i] = &p
@@ -168,7 +168,7 @@ type Cycle struct {
 	Started     time.Time
 	Policy      string
 	Leader      bool
-	DryRun      bool
+	Planned     bool // stamped by the Planner sink: a dry run (column dry_run)
 	Pending     int
 	Running     int
 	Written     int
@@ -192,7 +192,7 @@ INSERT INTO cycle (cluster, cycle, started_at, policy, leader, dry_run, pending,
 	read_seconds, predict_seconds, rank_seconds, write_seconds, record_seconds, total_seconds, error)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 ON CONFLICT DO NOTHING`,
-		c.Cluster, c.Cycle, c.Started, c.Policy, c.Leader, c.DryRun, c.Pending, c.Running, c.Written, c.WriteErrors,
+		c.Cluster, c.Cycle, c.Started, c.Policy, c.Leader, c.Planned, c.Pending, c.Running, c.Written, c.WriteErrors,
 		c.Read.Seconds(), c.Predict.Seconds(), c.Rank.Seconds(), c.Write.Seconds(), c.Record.Seconds(), c.Total.Seconds(), c.Error)
 	if err != nil {
 		return fmt.Errorf("record cycle %d: %w", c.Cycle, err)

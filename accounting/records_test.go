@@ -21,7 +21,7 @@ func TestRecordDecisions_Idempotent(t *testing.T) {
 		{Cluster: "c", At: at, Cycle: 7, JobID: 11, Policy: "fair-qssf", Rank: 1, Score: 2.5,
 			Parts: map[string]float64{"fairshare": 0.7, "service": -1.2}, Predicted: 90 * time.Second, Predictor: "fairway",
 			Field: "site_factor", Value: 4000, Previous: &prev},
-		{Cluster: "c", At: at, Cycle: 7, JobID: 12, Policy: "fair-qssf", Rank: 2, Score: 1, Field: "site_factor", Value: 3000, DryRun: true},
+		{Cluster: "c", At: at, Cycle: 7, JobID: 12, Policy: "fair-qssf", Rank: 2, Score: 1, Field: "site_factor", Value: 3000, Planned: true},
 		{Cluster: "c", At: at, Cycle: 7, JobID: 13, Policy: "fair-qssf", Rank: 3, Score: 0.5, Field: "site_factor", Value: 2000,
 			Parts: map[string]float64{"service": math.Inf(1)}},
 		// The next cycle falls in November: a second partition.
@@ -213,7 +213,7 @@ func TestFrozenPriorities_NewestWrittenPriorityRow(t *testing.T) {
 	nice := func(n int64) *int64 { return &n }
 	d := func(cycle, job int64, field string, v int64, n *int64, dry bool) accounting.Decision {
 		return accounting.Decision{Cluster: "c", At: at.Add(time.Duration(cycle) * time.Minute), Cycle: cycle, JobID: job, Policy: "fifo",
-			Rank: 1, Field: field, Value: v, Nice: n, DryRun: dry}
+			Rank: 1, Field: field, Value: v, Nice: n, Planned: dry}
 	}
 	first := []accounting.Decision{
 		d(1, 21, "priority", 500000, nice(100), false),

@@ -618,8 +618,8 @@ func changes(d *Data) Changes {
 			c.Reranked++
 		case jd.Written == 1:
 			c.Jobs++
-		case jd.DryRun > 0:
-			c.DryRun++
+		case jd.Planned > 0:
+			c.Planned++
 		}
 		pol[jd.Policy] += jd.Rows
 		pred[jd.Predictor] += jd.Rows

@@ -50,7 +50,7 @@ func handData() *report.Data {
 		Decisions: []report.JobDecisions{
 			{JobID: 1, Rows: 2, Written: 2, Policy: "fair-qssf", Predictor: "fairway"},
 			{JobID: 2, Rows: 1, Written: 1, Policy: "fair-qssf", Predictor: "fairway"},
-			{JobID: 3, Rows: 1, DryRun: 1, Policy: "fair-qssf", Predictor: "fairway"},
+			{JobID: 3, Rows: 1, Planned: 1, Policy: "fair-qssf", Predictor: "fairway"},
 		},
 	}
 }
@@ -140,7 +140,7 @@ func TestBuild_HandComputed(t *testing.T) {
 	}
 
 	c := r.Changes
-	if c.Jobs != 2 || c.Reranked != 1 || c.DryRun != 1 || c.Policy != "fair-qssf" || c.Rows != 4 {
+	if c.Jobs != 2 || c.Reranked != 1 || c.Planned != 1 || c.Policy != "fair-qssf" || c.Rows != 4 {
 		t.Errorf("changes = %+v, want 2 ranked, 1 re-ranked, 1 dry run only, fair-qssf, 4 rows", c)
 	}
 	if r.Capacity.Estimated || r.Capacity.Units != 4 {
@@ -329,7 +329,7 @@ func TestBuild_PowerSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Power) != 1 || r.Power[0].DryRun || math.Abs(r.Power[0].NodeHoursOff-10) > 1e-9 || math.Abs(r.Power[0].EnergyKWh-3) > 1e-9 ||
+	if len(r.Power) != 1 || r.Power[0].Planned || math.Abs(r.Power[0].NodeHoursOff-10) > 1e-9 || math.Abs(r.Power[0].EnergyKWh-3) > 1e-9 ||
 		math.Abs(r.Power[0].LackNodeHours-0.5) > 1e-9 {
 		t.Fatalf("power = %+v, want 10 node-hours off, 3 kWh, 0.5 node-hours of lack", r.Power)
 	}

@@ -67,8 +67,8 @@ type JobDecisions struct {
 	// written to Slurm for the job. Serve logs a job only when its value
 	// changes, so a job Fairway moved after first placing it has two or more.
 	Written int
-	// DryRun counts the rows of dry-run cycles: values only logged.
-	DryRun    int
+	// Planned counts the rows of dry-run cycles: values only logged.
+	Planned   int
 	Policy    string // the policy that decided most often
 	Predictor string // the predictor used most often ("" for none)
 	BestRank  int
@@ -78,7 +78,7 @@ type JobDecisions struct {
 // CycleStats sums up `fairway serve` cycles.
 type CycleStats struct {
 	Cycles        int
-	DryRun        int     // cycles run in dry-run mode
+	Planned       int     // cycles run in dry-run mode
 	Written       int64   // values written to Slurm
 	WriteErrors   int64   // values Slurm refused
 	Failed        int     // cycles that ended in an error
@@ -371,7 +371,7 @@ ORDER BY job_id`, cluster, from, to)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobDecisions, error) {
 		var d JobDecisions
 		var best, worst int32
-		err := r.Scan(&d.JobID, &d.Rows, &d.Written, &d.DryRun, &d.Policy, &d.Predictor, &best, &worst)
+		err := r.Scan(&d.JobID, &d.Rows, &d.Written, &d.Planned, &d.Policy, &d.Predictor, &best, &worst)
 		d.BestRank, d.WorstRank = int(best), int(worst)
 		return d, err
 	})
@@ -391,7 +391,7 @@ SELECT count(*)::int, count(*) FILTER (WHERE dry_run)::int, coalesce(sum(written
 	percentile_cont(0.5) WITHIN GROUP (ORDER BY total_seconds)
 FROM cycle
 WHERE cluster = $1 AND started_at >= $2 AND started_at < $3`, cluster, from, to).
-		Scan(&c.Cycles, &c.DryRun, &c.Written, &c.WriteErrors, &c.Failed, &median)
+		Scan(&c.Cycles, &c.Planned, &c.Written, &c.WriteErrors, &c.Failed, &median)
 	if err != nil {
 		return c, fmt.Errorf("read cycles: %w", err)
 	}

@@ -210,10 +210,10 @@ type Changes struct {
 	Predictor string `json:"predictor"`
 	Rows      int    `json:"decision_rows"`
 	// Jobs had a value written; Reranked had it changed again after that;
-	// DryRun only had values logged by dry-run cycles.
+	// Planned counts the jobs that only had values logged by dry-run (planned) cycles.
 	Jobs     int        `json:"jobs_ranked"`
 	Reranked int        `json:"jobs_reranked"`
-	DryRun   int        `json:"jobs_dry_run_only"`
+	Planned  int        `json:"jobs_dry_run_only"`
 	Cycles   CycleStats `json:"cycles"`
 }
 

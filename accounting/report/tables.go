@@ -267,9 +267,9 @@ func tables(r *Report) []table {
 		{"Decision-log entries", "", fmtInt(ch.Rows)},
 		{"Jobs ranked", "decided", fmtInt(ch.Jobs)},
 		{"Jobs re-ranked while waiting", "reranked", fmtInt(ch.Reranked)},
-		{"Jobs ranked in dry run only", "dryrun", fmtInt(ch.DryRun)},
+		{"Jobs ranked in dry run only", "dryrun", fmtInt(ch.Planned)},
 		{"Cycles", "cycle", fmtInt(cy.Cycles)},
-		{"Cycles in dry run", "cycle", fmtInt(cy.DryRun)},
+		{"Cycles in dry run", "cycle", fmtInt(cy.Planned)},
 		{"Values written to Slurm", "", strconv.FormatInt(cy.Written, 10)},
 		{"Values Slurm refused", "", strconv.FormatInt(cy.WriteErrors, 10)},
 		{"Cycles that failed", "cycle", fmtInt(cy.Failed)},
@@ -282,7 +282,7 @@ func tables(r *Report) []table {
 	pw := table{Name: "power", Title: "Power saving", Cols: []col{{Head: "Figure"}}}
 	for _, p := range r.Power {
 		head := "Done"
-		if p.DryRun {
+		if p.Planned {
 			head = "Dry run (planned only)"
 		}
 		pw.Cols = append(pw.Cols, col{Head: head, Num: true})

@@ -194,8 +194,8 @@ func TestConfigFile_ServeSettingsAndUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Slurm.URL != "http://127.0.0.1:6820" || !cfg.DryRun || cfg.HA || !slices.Equal(cfg.Runner.Partitions, []string{"gpu", "a100"}) {
-		t.Errorf("serve from file: url %q, dry run %v, HA %v, partitions %v", cfg.Slurm.URL, cfg.DryRun, cfg.HA, cfg.Runner.Partitions)
+	if cfg.Slurm.URL != "http://127.0.0.1:6820" || !cfg.Planned || cfg.HA || !slices.Equal(cfg.Runner.Partitions, []string{"gpu", "a100"}) {
+		t.Errorf("serve from file: url %q, dry run %v, HA %v, partitions %v", cfg.Slurm.URL, cfg.Planned, cfg.HA, cfg.Runner.Partitions)
 	}
 	bad := writeConfig(t, 0o600, "FAIRWAY_CLUSTER=c\nFAIRWAY_SLURM_ULR=http://x\n")
 	_, err = settingsFromArgs(t, []string{"serve", "--config", bad})

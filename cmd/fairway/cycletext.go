@@ -26,7 +26,7 @@ func writeCycleText(w io.Writer, res *serve.CycleResult, policyName, field strin
 	for _, ch := range res.Changed {
 		changed[ch.JobID] = true
 	}
-	planned := res.Record.DryRun // the cycle's sink only planned: nothing reached Slurm
+	planned := res.Record.Planned // the cycle's sink only planned: nothing reached Slurm
 	mode := fmt.Sprintf("written: %d applied, %d failed", len(res.Report.Applied), len(res.Report.Failed))
 	if planned {
 		mode = "dry run: nothing written"

@@ -133,7 +133,7 @@ func writeNodeActions(w io.Writer, cluster, node string, acts []accounting.Power
 		switch {
 		case a.Error != "":
 			res = "refused: " + a.Error
-		case a.DryRun:
+		case a.Planned:
 			res = "dry run"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", a.At.Local().Format("2006-01-02 15:04:05"), a.Cycle, a.Action, res, a.Reason)

@@ -170,7 +170,7 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.Record.DryRun || res.Rewrite == nil {
+		if !res.Record.Planned || res.Rewrite == nil {
 			t.Fatalf("dry run recorded as writing: cycle %+v, rewrite %+v", res.Record, res.Rewrite)
 		}
 		if len(res.Rewrite.Rules) == 0 || len(res.Rewrite.Resize.Planned) == 0 {
@@ -188,7 +188,7 @@ func TestServeDryRun_WritesNothingWithEveryRewriteFlag(t *testing.T) {
 	}
 
 	// The same settings without --dry-run do write: the fakes see it.
-	cfg.DryRun = false
+	cfg.Planned = false
 	d, values, resizer, _ = rewriteDeps()
 	r, err = newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
 	if err != nil {
@@ -359,7 +359,7 @@ func TestWriteNodeActions(t *testing.T) {
 	acts := []accounting.PowerAction{
 		{At: at, Cycle: 4, Node: "gpu2", Action: "power-down", Reason: "idle above need: keep 1 powered", Parts: map[string]float64{"target": 1, "busy": 1}},
 		{At: at.Add(time.Minute), Cycle: 6, Node: "gpu2", Action: "power-up", Reason: "jobs waiting for nodes need 1, 0 idle powered", Error: "Invalid node state specified"},
-		{At: at.Add(2 * time.Minute), Cycle: 8, Node: "gpu2", Action: "power-down", Reason: "idle above need", DryRun: true, Parts: map[string]float64{"target": 2}},
+		{At: at.Add(2 * time.Minute), Cycle: 8, Node: "gpu2", Action: "power-down", Reason: "idle above need", Planned: true, Parts: map[string]float64{"target": 2}},
 	}
 	var b strings.Builder
 	if err := writeNodeActions(&b, "lab", "gpu2", acts); err != nil {

@@ -65,7 +65,7 @@ func writeExplanation(w io.Writer, ex *serve.Explanation) error {
 	}
 	if ex.Last != nil {
 		mode := "written"
-		if ex.Last.DryRun {
+		if ex.Last.Planned {
 			mode = "dry run"
 		}
 		fmt.Fprintf(w, "  last logged decision: %s, rank %d, %s=%d (%s)\n", ex.Last.At.Format(time.RFC3339), ex.Last.Rank, ex.Last.Field, ex.Last.Value, mode)

@@ -35,7 +35,7 @@ func TestWriteExplanation(t *testing.T) {
 			ex.Ahead = &serve.Neighbour{JobID: 3, User: "alice", Account: "chem", Score: 0.5}
 			ex.AheadByParts = map[string]float64{"wait": -0.05, "fairshare": 0.3}
 			ex.Start = &serve.StartForecast{}
-			ex.Last = &accounting.LoggedDecision{At: at, Rank: 2, Field: "site_factor", Value: 900, DryRun: true}
+			ex.Last = &accounting.LoggedDecision{At: at, Rank: 2, Field: "site_factor", Value: 900, Planned: true}
 		}, []string{
 			"  just ahead: job 3 (user alice, account chem), score 0.5; it leads by:\n    fairshare          +0.3\n    wait               -0.05\n",
 			"  what moves it: its user's fair-share usage decaying",

@@ -164,11 +164,11 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	}
 	downs := 0
 	for _, a := range acts {
-		t.Logf("power_action: %s %s %q error=%q lack=%d dry_run=%v", a.Action, a.Node, a.Reason, a.Error, a.LackNodes, a.DryRun)
+		t.Logf("power_action: %s %s %q error=%q lack=%d dry_run=%v", a.Action, a.Node, a.Reason, a.Error, a.LackNodes, a.Planned)
 		if a.Node == "gpu1" {
 			t.Errorf("a power action names gpu1: %+v", a)
 		}
-		if a.Action == "power-down" && a.Node == "gpu2" && a.Error == "" && !a.DryRun && a.Reason != "" {
+		if a.Action == "power-down" && a.Node == "gpu2" && a.Error == "" && !a.Planned && a.Reason != "" {
 			downs++
 		}
 	}

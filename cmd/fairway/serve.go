@@ -90,7 +90,7 @@ func serveSettings(c *cli.Context) (serveConfig, error) {
 		HA: !c.Bool("no-ha"), HistoryDays: c.Int("history-days"), SyncEvery: c.Int("sync-history-every"), HistoryFrom: c.String("history-from"),
 		Once: c.Bool("once"), ChargeEvery: c.Duration("charge-every"), ShardsPerGPU: c.Int("shards-per-gpu"),
 		Retention: accounting.Retention{JobMonths: c.Int("retention-job-months"), DecisionDays: c.Int("retention-decision-days")},
-		DryRun:    c.Bool("dry-run"), RewriteRules: c.String("rewrite-rules"), Rewrite: rewriteSettings(c),
+		Planned:   c.Bool("dry-run"), RewriteRules: c.String("rewrite-rules"), Rewrite: rewriteSettings(c),
 	}
 	var err error
 	cfg.PowerMode = c.String("power")

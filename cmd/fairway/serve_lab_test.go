@@ -30,7 +30,7 @@ func serveLabConfig(e *lab.Env, pol string, dry bool) serveConfig {
 		Slurm: slurmctl.ConnectConfig{URL: e.RESTURL, User: e.RESTUser, TokenFile: e.TokenFile}, WriteMode: slurmctl.ModeScontrolSiteFactor,
 		Interval: time.Second, MaxBackoff: 4 * time.Second, HA: true, HistoryDays: 1, ChargeEvery: -1, ShardsPerGPU: 4,
 	}
-	cfg.DryRun = dry
+	cfg.Planned = dry
 	cfg.Runner = serve.Config{Cluster: e.Cluster, Policy: pol, Predictor: "fairway",
 		Range: policy.SiteFactorRange(), Field: "site_factor", Partitions: []string{e.Partition}}
 	return cfg
@@ -335,9 +335,9 @@ func TestLab_ServeDryRunWritesNothing(t *testing.T) {
 	}
 	// The Planner reports its plan applied; the cycle's row, stamped by
 	// it, says nothing was written.
-	if len(res.Report.Planned) == 0 || res.Report.Calls != 0 || !res.Record.DryRun || res.Record.Written != 0 {
+	if len(res.Report.Planned) == 0 || res.Report.Calls != 0 || !res.Record.Planned || res.Record.Written != 0 {
 		t.Fatalf("dry run: %d planned, %d calls, row dry_run=%v written=%d; want >0, 0, true, 0",
-			len(res.Report.Planned), res.Report.Calls, res.Record.DryRun, res.Record.Written)
+			len(res.Report.Planned), res.Report.Calls, res.Record.Planned, res.Record.Written)
 	}
 	after := siteFactors(t, e, ids...)
 	for _, id := range ids {

@@ -43,7 +43,7 @@ type serveConfig struct {
 	// RewriteRules is the comma-separated rule list; Validate parses it
 	// into Rewrite.Rules.
 	RewriteRules string
-	DryRun       bool // decides the Sink (newSink), nothing else
+	Planned      bool // decides the Sink (newSink), nothing else
 
 	Slurm slurmctl.ConnectConfig // how serve reaches slurmrestd
 	// WriteModeName is how values reach Slurm; Validate parses it into
@@ -379,10 +379,10 @@ func powerSaver(ctx context.Context, cfg serveConfig, store *accounting.Store, m
 }
 
 // newSink is where serve's effects go: Slurm, the table and the database,
-// or, with DryRun, a Planner that writes nothing to Slurm or the disk and
+// or, with --dry-run (Planned), a Planner that writes nothing to Slurm or the disk and
 // keeps the shadow decision log in the database.
 func newSink(cfg serveConfig, d serveDeps) serve.Sink {
-	if cfg.DryRun {
+	if cfg.Planned {
 		return serve.NewPlanner(d.Store, nil)
 	}
 	return &serve.Live{Values: d.Values, Resizes: d.Resizes, Recorder: d.Store}
@@ -466,7 +466,7 @@ func serveLoop(ctx context.Context, cfg serveConfig, s *openedServe, base *slog.
 		defer shutdown(srv)
 	}
 	log.Info("serving", "cluster", cfg.Runner.Cluster, "policy", cfg.Runner.Policy, "predictor", cfg.Runner.Predictor,
-		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.DryRun, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
+		"write_mode", cfg.WriteMode.String(), "dry_run", cfg.Planned, "ha", cfg.HA, "interval_seconds", cfg.Interval.Seconds(),
 		"slurm_api", s.Client.Version(), "history_from", cfg.HistoryFrom)
 	if pf := r.PolicyFile(); pf != nil {
 		log.Info("ranking with a policy file, reloaded when it changes", "path", pf.Path, "policy", pf.Policy.Name(),

@@ -125,7 +125,7 @@ func TestNewSinkDryRunIsAPlanner(t *testing.T) {
 	if _, ok := newSink(c, serveDeps{}).(*serve.Live); !ok {
 		t.Errorf("serve without --dry-run: sink %T, want *Live", newSink(c, serveDeps{}))
 	}
-	c.DryRun = true
+	c.Planned = true
 	if _, ok := newSink(c, serveDeps{}).(*serve.Planner); !ok {
 		t.Errorf("serve --dry-run: sink %T, want *Planner", newSink(c, serveDeps{}))
 	}

@@ -190,7 +190,7 @@ type CycleResult struct {
 	Recorded bool           // everything this cycle produced reached the database
 	Rewrite  *RewriteReport // resource rewriting; nil when off
 	// Record is the cycle's row as recorded, stamped by the cycle's sink:
-	// DryRun when nothing was written to Slurm or the table.
+	// Planned when nothing was written to Slurm or the table.
 	Record accounting.Cycle
 	// Steps is how long each step took.
 	Steps    Steps
@@ -297,7 +297,7 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	r.metrics.ranked(c.snap, c.scores, c.report, c.rec)
 	if n := len(c.report.Planned); n > 0 || len(c.report.Failed) > 0 {
 		c.log.Info("cycle", "pending", len(c.obs.Pending), "running", len(c.obs.Running), "changed", n,
-			"written", c.rec.Written, "failed", len(c.report.Failed), "leader", c.res.Leader, "dry_run", c.rec.DryRun,
+			"written", c.rec.Written, "failed", len(c.report.Failed), "leader", c.res.Leader, "dry_run", c.rec.Planned,
 			"duration_seconds", c.rec.Total.Seconds(), "observe_seconds", st.Observe.Seconds(), "rank_seconds", st.Rank.Seconds(),
 			"decide_seconds", st.Decide.Seconds(), "apply_seconds", st.Apply.Seconds(), "record_seconds", st.Record.Seconds())
 	}
@@ -467,7 +467,7 @@ func (r *Runner) record(ctx context.Context, c *cycle) {
 	}
 	c.sink.Stamp(&c.rec, decisions)
 	for _, d := range decisions {
-		c.log.Debug("decision", "job_id", d.JobID, "rank", d.Rank, "score", d.Score, "value", d.Value, "dry_run", d.DryRun)
+		c.log.Debug("decision", "job_id", d.JobID, "rank", d.Rank, "score", d.Score, "value", d.Value, "dry_run", d.Planned)
 	}
 	r.buffer.mem.Decisions = append(r.buffer.mem.Decisions, decisions...)
 	r.buffer.mem.Finished = append(r.buffer.mem.Finished, c.finished...)

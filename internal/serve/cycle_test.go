@@ -213,7 +213,7 @@ func TestRunner_FollowerAndDryRunWriteNothing(t *testing.T) {
 				t.Fatalf("planned %d changes, want 2 (reported, not written)", len(res.Changed))
 			}
 			for _, d := range g.store.decisions {
-				if !d.DryRun {
+				if !d.Planned {
 					t.Errorf("decision for job %d not marked dry run", d.JobID)
 				}
 			}
@@ -451,12 +451,12 @@ func TestRunner_PlannedCycleRecordsOneFlag(t *testing.T) {
 			if len(g.store.cycles) != 1 || len(g.store.decisions) != 2 {
 				t.Fatalf("recorded %d cycle rows and %d decisions, want 1 and 2", len(g.store.cycles), len(g.store.decisions))
 			}
-			if got := g.store.cycles[0].DryRun; got != tc.want {
+			if got := g.store.cycles[0].Planned; got != tc.want {
 				t.Errorf("cycle row dry_run = %v, want %v", got, tc.want)
 			}
 			for _, d := range g.store.decisions {
-				if d.DryRun != tc.want {
-					t.Errorf("decision for job %d dry_run = %v, want %v", d.JobID, d.DryRun, tc.want)
+				if d.Planned != tc.want {
+					t.Errorf("decision for job %d dry_run = %v, want %v", d.JobID, d.Planned, tc.want)
 				}
 			}
 		})

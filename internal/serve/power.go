@@ -159,7 +159,7 @@ func (p *PowerPlanner) Project(nodes []power.Node) {
 func (p *PowerPlanner) Stamp(rep *PowerReport, recs []accounting.PowerAction) {
 	rep.Planned = true
 	for i := range recs {
-		recs[i].DryRun = true
+		recs[i].Planned = true
 	}
 }
 
@@ -268,8 +268,8 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 	sink.Stamp(rep, recs)
 	for _, r := range recs {
 		if r.Action != "lack" && r.Error == "" {
-			p.m.changes.WithLabelValues(r.Action, fmt.Sprint(r.DryRun)).Inc()
-			p.log.Info("power action", "node", r.Node, "op", r.Action, "reason", r.Reason, "dry_run", r.DryRun)
+			p.m.changes.WithLabelValues(r.Action, fmt.Sprint(r.Planned)).Inc()
+			p.log.Info("power action", "node", r.Node, "op", r.Action, "reason", r.Reason, "dry_run", r.Planned)
 		}
 	}
 	p.m.off.Set(float64(d.Off))

@@ -65,7 +65,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if d := cmp.Diff([]string{"down gpu3"}, live.calls); d != "" {
 			t.Errorf("scontrol calls (-want +got):\n%s", d)
 		}
-		if rep.Planned || len(rec.got) != 1 || rec.got[0].Node != "gpu3" || rec.got[0].Action != "power-down" || rec.got[0].DryRun {
+		if rep.Planned || len(rec.got) != 1 || rec.got[0].Node != "gpu3" || rec.got[0].Action != "power-down" || rec.got[0].Planned {
 			t.Errorf("records %+v, dry run %v: want one live power-down of gpu3", rec.got, rep.Planned)
 		}
 		var b bytes.Buffer
@@ -91,7 +91,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if got := len(second.Decision.Actions); got != 0 {
 			t.Errorf("second cycle: %d actions, want none (the planned ones stand)", got)
 		}
-		if len(rec.got) != 2 || !rec.got[0].DryRun {
+		if len(rec.got) != 2 || !rec.got[0].Planned {
 			t.Errorf("records %+v: want two dry-run power-downs", rec.got)
 		}
 	})
@@ -103,7 +103,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), NewPlanner(nil, nil)); !rep.Planned || len(live.calls) != 0 {
 			t.Errorf("plan-only cycle: planned %v, calls %v", rep.Planned, live.calls)
 		}
-		if len(rec.got) != 2 || !rec.got[0].DryRun || !rec.got[1].DryRun {
+		if len(rec.got) != 2 || !rec.got[0].Planned || !rec.got[1].Planned {
 			t.Errorf("records %+v: want two power-downs stamped dry_run", rec.got)
 		}
 		// The plan carries to the next plan-only cycle, as in a dry run.

@@ -256,10 +256,10 @@ func (p *Planner) PowerTo(to PowerSink) PowerSink { return to.Planner() }
 // nothing was written to Slurm.
 func (p *Planner) Stamp(c *accounting.Cycle, ds []accounting.Decision) {
 	if c != nil {
-		c.DryRun, c.Written, c.WriteErrors = true, 0, 0
+		c.Planned, c.Written, c.WriteErrors = true, 0, 0
 	}
 	for i := range ds {
-		ds[i].DryRun = true
+		ds[i].Planned = true
 	}
 }
 
