@@ -24,7 +24,7 @@ type PowerAction struct {
 	// since the previous cycle, which the row stands for.
 	LackNodes int
 	Span      time.Duration
-	Planned   bool
+	Planned   bool   `json:"DryRun"`
 	Error     string // Slurm refused the action: it did not happen
 }
 
@@ -104,7 +104,7 @@ func (s *Store) PowerActions(ctx context.Context, cluster, node string, from, to
 
 // PowerSummary is what the power actions of a period add up to.
 type PowerSummary struct {
-	Planned bool // summarises the dry-run actions (what would have happened)
+	Planned bool `json:"DryRun"` // summarises the dry-run actions (what would have happened)
 	// NodeHoursOff: hours nodes spent powered down by Fairway within the
 	// period (from each power-down that Slurm took to the next power-up,
 	// or the period's end).

@@ -29,7 +29,7 @@ type Decision struct {
 	Field     string // what is written: site_factor, priority or nice
 	Value     int64  // the value written (or that would be, in dry run)
 	Previous  *int64 // the value before, nil when unknown
-	Planned   bool   // stamped by the Planner sink: a dry run, nothing reached Slurm (column dry_run)
+	Planned   bool   `json:"DryRun"` // stamped by the Planner sink: a dry run, nothing reached Slurm (column dry_run)
 	// Nice is, on priority rows, the job's nice before Fairway's first
 	// admin priority (Slurm resets it to 0): what a hand-back restores.
 	// nil on site-factor rows.
@@ -168,7 +168,7 @@ type Cycle struct {
 	Started     time.Time
 	Policy      string
 	Leader      bool
-	Planned     bool // stamped by the Planner sink: a dry run (column dry_run)
+	Planned     bool `json:"DryRun"` // stamped by the Planner sink: a dry run (column dry_run)
 	Pending     int
 	Running     int
 	Written     int

@@ -68,7 +68,7 @@ type JobDecisions struct {
 	// changes, so a job Fairway moved after first placing it has two or more.
 	Written int
 	// Planned counts the rows of dry-run cycles: values only logged.
-	Planned   int
+	Planned   int    `json:"DryRun"`
 	Policy    string // the policy that decided most often
 	Predictor string // the predictor used most often ("" for none)
 	BestRank  int
@@ -78,7 +78,7 @@ type JobDecisions struct {
 // CycleStats sums up `fairway serve` cycles.
 type CycleStats struct {
 	Cycles        int
-	Planned       int     // cycles run in dry-run mode
+	Planned       int     `json:"DryRun"` // cycles run in dry-run mode
 	Written       int64   // values written to Slurm
 	WriteErrors   int64   // values Slurm refused
 	Failed        int     // cycles that ended in an error

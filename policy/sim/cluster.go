@@ -29,7 +29,7 @@ type Cluster struct {
 	Unit    Unit
 	// Layout, when not nil, is the cluster's nodes with their partitions
 	// and GPU types; nil is one partition of identical nodes.
-	Layout *Layout
+	Layout *Layout `json:",omitempty"`
 }
 
 // Capacity is the cluster's total number of units.
