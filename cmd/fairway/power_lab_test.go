@@ -12,13 +12,16 @@ import (
 )
 
 // sinfoState is sinfo's compact state of one node ("idle", "idle~",
-// "mix", ...).
+// "mix", ...). sinfo -N prints a node once per partition it sits in (the
+// lab's gpu and gpuhi hold both nodes), with the same state: one line is
+// the node's.
 func sinfoState(e *lab.Env, node string) string {
 	out, err := e.Try("", "sinfo", "-h", "-N", "-n", node, "-o", "%t")
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	return first
 }
 
 // powerUpAfter makes sure the test leaves node powered and idle for the
