@@ -147,7 +147,7 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	case c.String("format") != "":
 		return cfg, fmt.Errorf("--format: only with --trace")
 	}
-	ch, err := sim.ParseChoice(c.String("policies"), c.String("preempt"), c.String("backfill"), c.String("predictor"))
+	ch, err := simChoice(sim.ParseChoice(c.String("policies"), c.String("preempt"), c.String("backfill"), c.String("predictor")))
 	if err != nil {
 		return cfg, err
 	}
@@ -197,7 +197,7 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 			cfg.Policies = append(cfg.Policies, "slurm")
 		}
 	}
-	return cfg, cfg.Validate()
+	return cfg, simFlagError(cfg.Validate())
 }
 
 func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
@@ -206,7 +206,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	if cfg.db != nil {
 		w, err = loadDB(ctx, cfg.db, cfg)
 	} else {
-		w, err = cfg.LoadWorkload()
+		w, err = simWorkload(cfg.LoadWorkload())
 	}
 	if err != nil {
 		return err
@@ -257,7 +257,7 @@ const defaultTracesDir = "../shared/data/traces"
 func simulateSuite(c *cli.Context) error {
 	cfg := sim.SuiteConfig{Traces: sim.SuiteTraces(c.String("traces-dir")), MaxJobs: c.Int("max-jobs"), Parallel: c.Int("parallel"),
 		Predictors: !c.Bool("no-predictors")}
-	ch, err := sim.ParseChoice(c.String("policies"), c.String("preempt"), c.String("backfill"), c.String("predictor"))
+	ch, err := simChoice(sim.ParseChoice(c.String("policies"), c.String("preempt"), c.String("backfill"), c.String("predictor")))
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func simulateSuite(c *cli.Context) error {
 			rows = append(rows, f.row)
 		}
 	}
-	if cfg.Loads, err = sim.ParseLoads(c.String("loads")); err != nil {
+	if cfg.Loads, err = simLoads(sim.ParseLoads(c.String("loads"))); err != nil {
 		return err
 	}
 	if c.Int("max-jobs") < 0 {
@@ -415,7 +415,7 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 	if c.IsSet("policies") {
 		name = cfg.Policies[0]
 	}
-	w, err := cfg.LoadWorkload()
+	w, err := simWorkload(cfg.LoadWorkload())
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func simulateForecast(ctx context.Context, cfg simulateConfig, policiesSet, orac
 	if err != nil {
 		return err
 	}
-	w, err := cfg.LoadWorkload()
+	w, err := simWorkload(cfg.LoadWorkload())
 	if err != nil {
 		return err
 	}

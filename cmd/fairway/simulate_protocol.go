@@ -78,7 +78,7 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
-	w, err := cfg.LoadWorkload()
+	w, err := simWorkload(cfg.LoadWorkload())
 	if err != nil {
 		return err
 	}

@@ -137,12 +137,12 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 			return cfg, err
 		}
 	}
-	ch, err := sim.ParseChoice(policy.Default, "", c.String("backfill"), cfg.Predictor)
+	ch, err := simChoice(sim.ParseChoice(policy.Default, "", c.String("backfill"), cfg.Predictor))
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Backfill = ch.Backfill
-	if err := cfg.Validate(); err != nil {
+	if err := simFlagError(cfg.Validate()); err != nil {
 		return cfg, err
 	}
 	obj, err := tune.ParseObjective(c.String("objective"))
@@ -191,7 +191,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	if cfg.DB != nil {
 		w, err = cfg.DB.load(ctx, cfg.Nodes, cfg.PerNode)
 	} else {
-		w, err = cfg.LoadWorkload()
+		w, err = simWorkload(cfg.LoadWorkload())
 	}
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func (c RunConfig) Validate() error {
 		return err
 	}
 	if c.Nodes < 0 || c.PerNode < 0 {
-		return fmt.Errorf("--nodes %d, --per-node %d: want >= 0", c.Nodes, c.PerNode)
+		return &FieldError{Fields: []Setting{{"Nodes", fmt.Sprint(c.Nodes)}, {"PerNode", fmt.Sprint(c.PerNode)}}, Err: errors.New("want >= 0")}
 	}
 	if c.Layout != nil && (c.Nodes != 0 || c.PerNode != 0) {
 		return fmt.Errorf("--partitions: not with --nodes or --per-node (the partitions give the nodes)")
@@ -51,10 +52,10 @@ func (c RunConfig) Validate() error {
 		return fmt.Errorf("--nodes: required for Helios traces, which do not record their cluster's size")
 	}
 	if c.Parallel < 1 {
-		return fmt.Errorf("--parallel %d: want >= 1", c.Parallel)
+		return fieldErr("Parallel", fmt.Sprint(c.Parallel), errors.New("want >= 1"))
 	}
 	if !(c.Load > 0) || c.Load > 1000 {
-		return fmt.Errorf("--load %g: want a factor > 0 (1 replays the trace as it arrived)", c.Load)
+		return fieldErr("Load", fmt.Sprintf("%g", c.Load), errors.New("want a factor > 0 (1 replays the trace as it arrived)"))
 	}
 	return nil
 }
@@ -63,7 +64,7 @@ func (c RunConfig) Validate() error {
 // them (nor "none").
 func checkPredictor(name string) error {
 	if _, ok := predict.Predictors[name]; !ok && name != "none" {
-		return fmt.Errorf("--predictor: unknown predictor %q: want one of %s, or none", name, strings.Join(predict.Names(), ", "))
+		return fieldErr("Predictor", "", fmt.Errorf("unknown predictor %q: want one of %s, or none", name, strings.Join(predict.Names(), ", ")))
 	}
 	return nil
 }
@@ -83,17 +84,17 @@ func ParseChoice(policies, preempt, backfill, predictor string) (Choice, error) 
 	ch := Choice{Preempt: map[string]bool{}, Predictor: predictor}
 	var err error
 	if ch.Policies, err = NameList(policies, IsPolicy); err != nil {
-		return ch, fmt.Errorf("--policies: %w (want some of %s)", err, strings.Join(policy.Names(), ","))
+		return ch, fieldErr("Policies", "", fmt.Errorf("%w (want some of %s)", err, strings.Join(policy.Names(), ",")))
 	}
 	names, err := NameList(preempt, IsPolicy)
 	if err != nil {
-		return ch, fmt.Errorf("--preempt: %w", err)
+		return ch, fieldErr("Preempt", "", err)
 	}
 	for _, n := range names {
 		ch.Preempt[n] = true
 	}
 	if ch.Backfill, err = ParseBackfill(backfill); err != nil {
-		return ch, fmt.Errorf("--backfill: %w", err)
+		return ch, fieldErr("Backfill", "", err)
 	}
 	return ch, checkPredictor(predictor)
 }
@@ -143,7 +144,7 @@ func (c RunConfig) LoadWorkload() (*Workload, error) {
 	}
 	w.OwnLoad = OfferedLoad(w.Jobs, w.Cluster)
 	if w.Jobs, err = ScaleLoad(w.Jobs, c.Load); err != nil {
-		return nil, fmt.Errorf("--load: %w", err)
+		return nil, fieldErr("Load", "", err)
 	}
 	return w, nil
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/csv"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,11 +20,11 @@ func TestRunConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"valid", func(*RunConfig) {}, ""},
-		{"predictor", func(c *RunConfig) { c.Predictor = "oracle" }, `--predictor: unknown predictor "oracle"`},
-		{"nodes", func(c *RunConfig) { c.Nodes = -1 }, "--nodes -1"},
+		{"predictor", func(c *RunConfig) { c.Predictor = "oracle" }, `Predictor: unknown predictor "oracle"`},
+		{"nodes", func(c *RunConfig) { c.Nodes = -1 }, "Nodes -1, PerNode 0: want >= 0"},
 		{"helios", func(c *RunConfig) { c.Trace, c.Format = "h.csv", "helios" }, "--nodes: required for Helios"},
-		{"parallel", func(c *RunConfig) { c.Parallel = 0 }, "--parallel 0"},
-		{"load", func(c *RunConfig) { c.Load = 0 }, "--load 0"},
+		{"parallel", func(c *RunConfig) { c.Parallel = 0 }, "Parallel 0: want >= 1"},
+		{"load", func(c *RunConfig) { c.Load = 0 }, "Load 0: want a factor > 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
@@ -56,10 +57,10 @@ func TestParseChoice(t *testing.T) {
 		t.Errorf("nothing named: %+v, %v; want no policies and an empty preempt set", ch, err)
 	}
 	for _, tc := range []struct{ policies, preempt, backfill, predictor, want string }{
-		{"fifo,lottery", "", "easy", "none", `--policies: unknown name "lottery" (want some of fifo,`},
-		{"fifo", "lottery", "easy", "none", `--preempt: unknown name "lottery"`},
-		{"fifo", "", "conservative", "none", `--backfill: unknown backfill "conservative": want easy or none`},
-		{"fifo", "", "easy", "oracle", `--predictor: unknown predictor "oracle": want one of`},
+		{"fifo,lottery", "", "easy", "none", `Policies: unknown name "lottery" (want some of fifo,`},
+		{"fifo", "lottery", "easy", "none", `Preempt: unknown name "lottery"`},
+		{"fifo", "", "conservative", "none", `Backfill: unknown backfill "conservative": want easy or none`},
+		{"fifo", "", "easy", "oracle", `Predictor: unknown predictor "oracle": want one of`},
 	} {
 		if _, err := ParseChoice(tc.policies, tc.preempt, tc.backfill, tc.predictor); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseChoice(%q, %q, %q, %q) = %v, want %q", tc.policies, tc.preempt, tc.backfill, tc.predictor, err, tc.want)
@@ -72,8 +73,9 @@ func TestParseLoads(t *testing.T) {
 		t.Errorf("ParseLoads = %v, %v", got, err)
 	}
 	for _, bad := range []string{"", "1,,2", "0", "-1", "1,x"} {
-		if _, err := ParseLoads(bad); err == nil || !strings.HasPrefix(err.Error(), "--loads: ") {
-			t.Errorf("ParseLoads(%q) = %v, want a --loads error", bad, err)
+		var fe *FieldError
+		if _, err := ParseLoads(bad); !errors.As(err, &fe) || len(fe.Fields) != 1 || fe.Fields[0].Field != "Loads" {
+			t.Errorf("ParseLoads(%q) = %v, want a FieldError of Loads", bad, err)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func ParseLoads(list string) ([]float64, error) {
 	for _, f := range strings.Split(list, ",") {
 		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || !(x > 0) {
-			return nil, fmt.Errorf("--loads: %q: want positive numbers like 0.8,1.0,1.2", f)
+			return nil, fieldErr("Loads", "", fmt.Errorf("%q: want positive numbers like 0.8,1.0,1.2", f))
 		}
 		out = append(out, x)
 	}

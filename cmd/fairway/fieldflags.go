@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fairway-hpc/fairway/policy/sim"
+)
+
+// simFlagOf names policy/sim's settings, as its typed field errors name
+// them, by the flags of simulate and tune.
+var simFlagOf = map[string]string{"Nodes": "--nodes", "PerNode": "--per-node", "Parallel": "--parallel",
+	"Load": "--load", "Loads": "--loads", "Predictor": "--predictor", "Policies": "--policies",
+	"Preempt": "--preempt", "Backfill": "--backfill"}
+
+// simFlagError names the settings of a sim.FieldError by their flags.
+func simFlagError(err error) error {
+	var fe *sim.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	parts := make([]string, len(fe.Fields))
+	for i, s := range fe.Fields {
+		f, ok := simFlagOf[s.Field]
+		if !ok {
+			return err
+		}
+		parts[i] = f
+		if s.Value != "" {
+			parts[i] += " " + s.Value
+		}
+	}
+	return fmt.Errorf("%s: %w", strings.Join(parts, ", "), fe.Err)
+}
+
+// simWorkload is sim's workload, a bad setting named by its flag.
+func simWorkload(w *sim.Workload, err error) (*sim.Workload, error) { return w, simFlagError(err) }
+
+// simChoice is sim.ParseChoice's choice, a bad setting named by its flag.
+func simChoice(ch sim.Choice, err error) (sim.Choice, error) { return ch, simFlagError(err) }
+
+// simLoads is sim.ParseLoads's loads, a bad one named by its flag.
+func simLoads(l []float64, err error) ([]float64, error) { return l, simFlagError(err) }
