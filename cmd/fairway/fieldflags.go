@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
@@ -42,3 +43,13 @@ func simChoice(ch sim.Choice, err error) (sim.Choice, error) { return ch, simFla
 
 // simLoads is sim.ParseLoads's loads, a bad one named by its flag.
 func simLoads(l []float64, err error) ([]float64, error) { return l, simFlagError(err) }
+
+// predevalFlagError names the setting of a predeval.FieldError by its flag
+// of predict eval.
+func predevalFlagError(err error) error {
+	var fe *predeval.FieldError
+	if errors.As(err, &fe) && fe.Field == "Predictors" {
+		return fmt.Errorf("--predictors: %w", fe.Err)
+	}
+	return err
+}

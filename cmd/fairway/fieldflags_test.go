@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
@@ -11,6 +12,7 @@ import (
 func TestFieldErrorsNameFlags(t *testing.T) {
 	_, choice := sim.ParseChoice("fifo", "", "conservative", "none")
 	_, loads := sim.ParseLoads("1,x")
+	_, preds := predeval.ParsePredictors(" , ")
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -21,6 +23,7 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 		{simFlagError(sim.RunConfig{Predictor: "none", Parallel: 1, Load: 2000}.Validate()), "--load 2000: want a factor > 0 (1 replays the trace as it arrived)"},
 		{simFlagError(choice), `--backfill: unknown backfill "conservative": want easy or none`},
 		{simFlagError(loads), `--loads: "x": want positive numbers like 0.8,1.0,1.2`},
+		{predevalFlagError(preds), "--predictors: empty"},
 	} {
 		got := ""
 		if tc.err != nil {

@@ -89,7 +89,7 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 	}
 	cfg.JSON = c.Bool("json")
 	if cfg.Predictors, err = predeval.ParsePredictors(c.String("predictors")); err != nil {
-		return cfg, err
+		return cfg, predevalFlagError(err)
 	}
 	return cfg, nil
 }

@@ -1,6 +1,7 @@
 package predeval
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,12 +40,12 @@ func ParsePredictors(list string) ([]string, error) {
 			continue
 		}
 		if _, ok := predict.Predictors[n]; !ok {
-			return nil, fmt.Errorf("--predictors: unknown predictor %q: want some of %s", n, strings.Join(predict.Names(), ","))
+			return nil, &FieldError{Field: "Predictors", Err: fmt.Errorf("unknown predictor %q: want some of %s", n, strings.Join(predict.Names(), ","))}
 		}
 		names = append(names, n)
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("--predictors: empty")
+		return nil, &FieldError{Field: "Predictors", Err: errors.New("empty")}
 	}
 	return names, nil
 }

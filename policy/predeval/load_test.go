@@ -1,6 +1,7 @@
 package predeval
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,9 @@ func TestParsePredictors(t *testing.T) {
 	if got, err := ParsePredictors(" limit, tsafrir ,"); err != nil || strings.Join(got, ",") != "limit,tsafrir" {
 		t.Errorf("ParsePredictors = %v, %v", got, err)
 	}
-	for in, want := range map[string]string{"limit,crystal": `unknown predictor "crystal"`, " , ": "--predictors: empty"} {
-		if _, err := ParsePredictors(in); err == nil || !strings.Contains(err.Error(), want) {
+	for in, want := range map[string]string{"limit,crystal": `unknown predictor "crystal"`, " , ": "empty"} {
+		var fe *FieldError
+		if _, err := ParsePredictors(in); !errors.As(err, &fe) || fe.Field != "Predictors" || !strings.Contains(fe.Err.Error(), want) {
 			t.Errorf("ParsePredictors(%q) = %v, want %q", in, err, want)
 		}
 	}
