@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -123,12 +124,12 @@ func ParseFormats(list string) ([]string, error) {
 			continue
 		}
 		if !strings.Contains(","+strings.Join(Formats, ",")+",", ","+f+",") {
-			return nil, fmt.Errorf("--format %q: want some of %s", f, strings.Join(Formats, ", "))
+			return nil, fieldErr("Formats", fmt.Sprintf("%q", f), fmt.Errorf("want some of %s", strings.Join(Formats, ", ")))
 		}
 		out = append(out, f)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--format: empty")
+		return nil, fieldErr("Formats", "", errors.New("empty"))
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // ParseUnit reads --unit: what jobs are counted in, gpu, or cpu for a CPU
-// cluster.
+// cluster. A bad one is a *sim.FieldError of Cluster.Unit.
 func ParseUnit(s string) (sim.Unit, error) {
 	switch s {
 	case "gpu":
@@ -18,23 +19,30 @@ func ParseUnit(s string) (sim.Unit, error) {
 	case "cpu":
 		return sim.CPUs, nil
 	}
-	return "", fmt.Errorf("--unit %q: want gpu or cpu", s)
+	return "", fieldErr("Cluster.Unit", fmt.Sprintf("%q", s), errors.New("want gpu or cpu"))
 }
 
-// Validate checks the options the command line sets, naming the flag of
-// the first bad one.
+// Validate checks the options the command line sets; the first bad one
+// is a *sim.FieldError naming its field of Options.
 func (o Options) Validate() error {
 	if o.Cluster.Nodes < 0 || o.Cluster.PerNode < 0 || (o.Cluster.Nodes > 0) != (o.Cluster.PerNode > 0) {
-		return fmt.Errorf("--nodes %d, --per-node %d: give both (positive) or neither", o.Cluster.Nodes, o.Cluster.PerNode)
+		return &sim.FieldError{Fields: []sim.Setting{{Field: "Cluster.Nodes", Value: fmt.Sprint(o.Cluster.Nodes)}, {Field: "Cluster.PerNode", Value: fmt.Sprint(o.Cluster.PerNode)}},
+			Err: errors.New("give both (positive) or neither")}
 	}
 	if o.ShardsPerGPU < 0 {
-		return fmt.Errorf("--shards-per-gpu %d: want >= 0", o.ShardsPerGPU)
+		return fieldErr("ShardsPerGPU", fmt.Sprint(o.ShardsPerGPU), errors.New("want >= 0"))
 	}
 	if _, ok := policy.Lookup(o.SimPolicy); !ok && o.SimPolicy != "" {
-		return fmt.Errorf("--sim-policy %q: want one of %s", o.SimPolicy, strings.Join(policy.Names(), ", "))
+		return fieldErr("SimPolicy", fmt.Sprintf("%q", o.SimPolicy), fmt.Errorf("want one of %s", strings.Join(policy.Names(), ", ")))
 	}
 	if _, ok := predict.Predictors[o.SimPredictor]; !ok && o.SimPredictor != "" && o.SimPredictor != "none" {
-		return fmt.Errorf("--sim-predictor %q: want one of %s, or none", o.SimPredictor, strings.Join(predict.Names(), ", "))
+		return fieldErr("SimPredictor", fmt.Sprintf("%q", o.SimPredictor), fmt.Errorf("want one of %s, or none", strings.Join(predict.Names(), ", ")))
 	}
 	return nil
+}
+
+// fieldErr is the *sim.FieldError of one setting of Options (or of what
+// fills it: Formats for ParseFormats).
+func fieldErr(field, value string, err error) error {
+	return &sim.FieldError{Fields: []sim.Setting{{Field: field, Value: value}}, Err: err}
 }

@@ -14,7 +14,7 @@ func TestParseUnit(t *testing.T) {
 			t.Errorf("ParseUnit(%q) = %q, %v; want %q", s, got, err, want)
 		}
 	}
-	if _, err := report.ParseUnit("gpus"); err == nil || err.Error() != `--unit "gpus": want gpu or cpu` {
+	if _, err := report.ParseUnit("gpus"); err == nil || err.Error() != `Cluster.Unit "gpus": want gpu or cpu` {
 		t.Errorf("ParseUnit(gpus) = %v", err)
 	}
 }
@@ -32,11 +32,11 @@ func TestOptionsValidate(t *testing.T) {
 		edit func(*report.Options)
 		want string
 	}{
-		{"nodes only", func(o *report.Options) { o.Cluster.PerNode = 0 }, "--nodes 2, --per-node 0: give both (positive) or neither"},
-		{"negative", func(o *report.Options) { o.Cluster = sim.Cluster{Nodes: -1, PerNode: -1} }, "--nodes -1, --per-node -1"},
-		{"shards", func(o *report.Options) { o.ShardsPerGPU = -1 }, "--shards-per-gpu -1: want >= 0"},
-		{"policy", func(o *report.Options) { o.SimPolicy = "lottery" }, `--sim-policy "lottery": want one of`},
-		{"predictor", func(o *report.Options) { o.SimPredictor = "oracle" }, `--sim-predictor "oracle": want one of`},
+		{"nodes only", func(o *report.Options) { o.Cluster.PerNode = 0 }, "Cluster.Nodes 2, Cluster.PerNode 0: give both (positive) or neither"},
+		{"negative", func(o *report.Options) { o.Cluster = sim.Cluster{Nodes: -1, PerNode: -1} }, "Cluster.Nodes -1, Cluster.PerNode -1"},
+		{"shards", func(o *report.Options) { o.ShardsPerGPU = -1 }, "ShardsPerGPU -1: want >= 0"},
+		{"policy", func(o *report.Options) { o.SimPolicy = "lottery" }, `SimPolicy "lottery": want one of`},
+		{"predictor", func(o *report.Options) { o.SimPredictor = "oracle" }, `SimPredictor "oracle": want one of`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok

@@ -86,8 +86,8 @@ func TestParseFormats(t *testing.T) {
 		t.Errorf("ParseFormats = %q, %v; want html, csv", got, err)
 	}
 	for list, want := range map[string]string{
-		"html,pdf": `--format "pdf": want some of html, md, csv, json`,
-		" , ":      "--format: empty",
+		"html,pdf": `Formats "pdf": want some of html, md, csv, json`,
+		" , ":      "Formats: empty",
 	} {
 		if _, err := report.ParseFormats(list); err == nil || err.Error() != want {
 			t.Errorf("ParseFormats(%q) = %v, want %q", list, err, want)

@@ -15,15 +15,29 @@ var simFlagOf = map[string]string{"Nodes": "--nodes", "PerNode": "--per-node", "
 	"Load": "--load", "Loads": "--loads", "Predictor": "--predictor", "Policies": "--policies",
 	"Preempt": "--preempt", "Backfill": "--backfill"}
 
-// simFlagError names the settings of a sim.FieldError by their flags.
-func simFlagError(err error) error {
+// reportFlagOf names accounting/report's settings (report.Options and
+// the formats), as its sim.FieldErrors name them, by report's flags.
+var reportFlagOf = map[string]string{"Cluster.Nodes": "--nodes", "Cluster.PerNode": "--per-node", "Cluster.Unit": "--unit",
+	"ShardsPerGPU": "--shards-per-gpu", "SimPolicy": "--sim-policy", "SimPredictor": "--sim-predictor", "Formats": "--format"}
+
+// simFlagError names the settings of a sim.FieldError by simulate's and
+// tune's flags.
+func simFlagError(err error) error { return flagsOf(err, simFlagOf) }
+
+// reportFlagError names the settings of report's sim.FieldError by
+// report's flags.
+func reportFlagError(err error) error { return flagsOf(err, reportFlagOf) }
+
+// flagsOf names the settings of a sim.FieldError by their flags in flag;
+// an error naming a setting flag lacks is left as it is.
+func flagsOf(err error, flag map[string]string) error {
 	var fe *sim.FieldError
 	if !errors.As(err, &fe) {
 		return err
 	}
 	parts := make([]string, len(fe.Fields))
 	for i, s := range fe.Fields {
-		f, ok := simFlagOf[s.Field]
+		f, ok := flag[s.Field]
 		if !ok {
 			return err
 		}

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/predict"
 
 	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -13,6 +18,9 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 	_, choice := sim.ParseChoice("fifo", "", "conservative", "none")
 	_, loads := sim.ParseLoads("1,x")
 	_, preds := predeval.ParsePredictors(" , ")
+	_, unit := report.ParseUnit("gpus")
+	_, formats := report.ParseFormats("html,pdf")
+	_, noFormat := report.ParseFormats(" , ")
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -24,6 +32,13 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 		{simFlagError(choice), `--backfill: unknown backfill "conservative": want easy or none`},
 		{simFlagError(loads), `--loads: "x": want positive numbers like 0.8,1.0,1.2`},
 		{predevalFlagError(preds), "--predictors: empty"},
+		{reportFlagError(unit), `--unit "gpus": want gpu or cpu`},
+		{reportFlagError(formats), `--format "pdf": want some of html, md, csv, json`},
+		{reportFlagError(noFormat), "--format: empty"},
+		{reportFlagError(report.Options{Cluster: sim.Cluster{Nodes: 2}}.Validate()), "--nodes 2, --per-node 0: give both (positive) or neither"},
+		{reportFlagError(report.Options{ShardsPerGPU: -1}.Validate()), "--shards-per-gpu -1: want >= 0"},
+		{reportFlagError(report.Options{SimPolicy: "lottery"}.Validate()), `--sim-policy "lottery": want one of ` + strings.Join(policy.Names(), ", ")},
+		{reportFlagError(report.Options{SimPredictor: "oracle"}.Validate()), `--sim-predictor "oracle": want one of ` + strings.Join(predict.Names(), ", ") + ", or none"},
 	} {
 		got := ""
 		if tc.err != nil {

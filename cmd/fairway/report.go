@@ -80,7 +80,7 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 	} // else the zero Month: the last month with jobs (report.Generate)
 	var err error
 	if cfg.Formats, err = report.ParseFormats(c.String("format")); err != nil {
-		return cfg, err
+		return cfg, reportFlagError(err)
 	}
 	if cfg.Out == "" {
 		return cfg, errors.New("--out: empty")
@@ -92,10 +92,10 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 		return cfg, fmt.Errorf("--power-idle-watts %g: want 0 or more watts", cfg.Options.IdleWatts)
 	}
 	if cfg.Options.Cluster.Unit, err = report.ParseUnit(c.String("unit")); err != nil {
-		return cfg, err
+		return cfg, reportFlagError(err)
 	}
 	if err := cfg.Options.Validate(); err != nil {
-		return cfg, err
+		return cfg, reportFlagError(err)
 	}
 	cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr)
 	return cfg, err
