@@ -64,7 +64,7 @@ type IngestConfig struct {
 func (c IngestConfig) Validate() error {
 	switch {
 	case !slices.Contains(IngestSources, c.From):
-		return fmt.Errorf("--from %q: want one of %s", c.From, strings.Join(IngestSources, ", "))
+		return &FieldError{Field: "From", Value: fmt.Sprintf("%q", c.From), Err: fmt.Errorf("want one of %s", strings.Join(IngestSources, ", "))}
 	case c.From == FromSlurmdbd && c.NArgs > 0:
 		return errors.New("--from slurmdbd reads no file: drop the FILE argument")
 	case c.From == FromSlurmdbd && c.Cluster == "":
@@ -74,19 +74,20 @@ func (c IngestConfig) Validate() error {
 	case c.From == FromSlurmdbd && c.SlurmREST && !c.HasToken:
 		return errors.New("--slurm-url is set but there is no slurmrestd token: set --slurm-token-file, $SLURM_JWT or --scontrol-token (or --slurm-url '' to read slurmdbd with sacct)")
 	case c.Overlap < 0:
-		return errors.New("--overlap: must not be negative")
+		return &FieldError{Field: "Overlap", Err: errors.New("must not be negative")}
 	}
 	return nil
 }
 
-// ParseSince reads a first-window start: RFC 3339 or a date.
+// ParseSince reads a first-window start: RFC 3339 or a date. A bad one is
+// a *FieldError of Since.
 func ParseSince(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		t, err = time.Parse("2006-01-02", s)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--since %q: want RFC 3339 (2026-10-01T00:00:00Z) or YYYY-MM-DD", s)
+		return time.Time{}, &FieldError{Field: "Since", Value: fmt.Sprintf("%q", s), Err: errors.New("want RFC 3339 (2026-10-01T00:00:00Z) or YYYY-MM-DD")}
 	}
 	return t, nil
 }

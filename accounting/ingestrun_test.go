@@ -17,12 +17,12 @@ func TestIngestConfigValidate(t *testing.T) {
 		{"trace", IngestConfig{From: "swf", NArgs: 1}, ""},
 		{"slurmdbd sacct", IngestConfig{From: FromSlurmdbd, Cluster: "c"}, ""},
 		{"slurmdbd rest with token", IngestConfig{From: FromSlurmdbd, Cluster: "c", SlurmREST: true, HasToken: true}, ""},
-		{"unknown source", IngestConfig{From: "csv", NArgs: 1}, `--from "csv": want one of`},
+		{"unknown source", IngestConfig{From: "csv", NArgs: 1}, `From "csv": want one of`},
 		{"slurmdbd with file", IngestConfig{From: FromSlurmdbd, Cluster: "c", NArgs: 1}, "reads no file"},
 		{"slurmdbd no cluster", IngestConfig{From: FromSlurmdbd}, "--cluster: required"},
 		{"file missing", IngestConfig{From: FormatSacctJSON}, "needs exactly one FILE"},
 		{"rest without token", IngestConfig{From: FromSlurmdbd, Cluster: "c", SlurmREST: true}, "no slurmrestd token"},
-		{"negative overlap", IngestConfig{From: FromSlurmdbd, Cluster: "c", Overlap: -time.Second}, "--overlap"},
+		{"negative overlap", IngestConfig{From: FromSlurmdbd, Cluster: "c", Overlap: -time.Second}, "Overlap: must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -79,8 +79,8 @@ func TestParseSince(t *testing.T) {
 			t.Errorf("ParseSince(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	if _, err := ParseSince("yesterday"); err == nil || !strings.Contains(err.Error(), `--since "yesterday"`) {
-		t.Errorf("ParseSince(yesterday) = %v, want a --since error", err)
+	if _, err := ParseSince("yesterday"); err == nil || !strings.Contains(err.Error(), `Since "yesterday"`) {
+		t.Errorf("ParseSince(yesterday) = %v, want a Since error", err)
 	}
 }
 

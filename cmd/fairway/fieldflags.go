@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy/predeval"
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
@@ -66,4 +67,25 @@ func predevalFlagError(err error) error {
 		return fmt.Errorf("--predictors: %w", fe.Err)
 	}
 	return err
+}
+
+// ingestFlagOf names accounting.IngestConfig's settings, as its typed
+// field errors name them, by the flags of ingest (and tune --from-db).
+var ingestFlagOf = map[string]string{"From": "--from", "Overlap": "--overlap", "Since": "--since"}
+
+// ingestFlagError names the setting of an accounting.FieldError by its
+// flag of ingest.
+func ingestFlagError(err error) error {
+	var fe *accounting.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	f, ok := ingestFlagOf[fe.Field]
+	switch {
+	case !ok:
+		return err
+	case fe.Value != "":
+		return fmt.Errorf("%s %s: %w", f, fe.Value, fe.Err)
+	}
+	return fmt.Errorf("%s: %w", f, fe.Err)
 }

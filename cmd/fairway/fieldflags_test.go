@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
@@ -21,6 +22,7 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 	_, unit := report.ParseUnit("gpus")
 	_, formats := report.ParseFormats("html,pdf")
 	_, noFormat := report.ParseFormats(" , ")
+	_, since := accounting.ParseSince("yesterday")
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -32,6 +34,9 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 		{simFlagError(choice), `--backfill: unknown backfill "conservative": want easy or none`},
 		{simFlagError(loads), `--loads: "x": want positive numbers like 0.8,1.0,1.2`},
 		{predevalFlagError(preds), "--predictors: empty"},
+		{ingestFlagError(accounting.IngestConfig{From: "csv", NArgs: 1}.Validate()), `--from "csv": want one of ` + strings.Join(accounting.IngestSources, ", ")},
+		{ingestFlagError(accounting.IngestConfig{From: accounting.FromSlurmdbd, Cluster: "c", Overlap: -1}.Validate()), "--overlap: must not be negative"},
+		{ingestFlagError(since), `--since "yesterday": want RFC 3339 (2026-10-01T00:00:00Z) or YYYY-MM-DD`},
 		{reportFlagError(unit), `--unit "gpus": want gpu or cpu`},
 		{reportFlagError(formats), `--format "pdf": want some of html, md, csv, json`},
 		{reportFlagError(noFormat), "--format: empty"},

@@ -97,11 +97,11 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, err
+		return cfg, ingestFlagError(err)
 	}
 	if s := c.String("since"); s != "" {
 		if cfg.Since, err = accounting.ParseSince(s); err != nil {
-			return cfg, err
+			return cfg, ingestFlagError(err)
 		}
 	}
 	cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr)

@@ -62,7 +62,7 @@ func tuneDBSettings(c *cli.Context, now time.Time) (*tuneDB, error) {
 	var err error
 	if s := c.String("since"); s != "" {
 		if db.Since, err = accounting.ParseSince(s); err != nil {
-			return nil, err
+			return nil, ingestFlagError(err)
 		}
 	}
 	if s := c.String("until"); s != "" {
