@@ -34,9 +34,9 @@ import (
 // (schedule.Pool, consolidated best fit), a GPU holding shards counting
 // as busy. A shard job goes to the GPU already holding shard jobs with
 // the fewest free shards that fit (packing, as Slurm's first fit over a
-// node's devices tends to; lowest node on ties), else takes a free GPU
-// where a one-GPU job would go. A GPU holds at most ShardsPerGPU shards,
-// so at most ShardsPerGPU jobs at once.
+// node's devices tends to; lowest node and device on ties), else takes a
+// free GPU where a one-GPU job would go, its lowest free device. A GPU
+// holds at most ShardsPerGPU shards, so at most ShardsPerGPU jobs at once.
 //
 // Interference model. A job j has a solo utilization u_j (JobUsage.Util:
 // the fraction of the GPU's compute it keeps busy alone). On a GPU running
@@ -225,6 +225,7 @@ func shareNeed(sh *Share, j *policy.Job) (need, shards int, ok bool) {
 // sharedGPU is one GPU holding shard jobs.
 type sharedGPU struct {
 	node   int32
+	dev    int32   // its device index on the node
 	shards int     // shards its jobs hold
 	jobs   []int32 // its jobs, by job index
 	busy   int64   // when it took its first job, ns
@@ -238,7 +239,7 @@ type shareState struct {
 	use    []JobUsage
 	shards []int32   // shards it asks for (0: whole GPUs)
 	gpu    []int32   // while it runs on shards: its GPU, in gpus
-	left   []float64 // work left, in ns of solo run time
+	left   []float64 // work left, in seconds of solo run time
 	speed  []float64
 	last   []int64 // ns: when left was last brought up to date
 	co     []bool  // ran beside another job
@@ -249,10 +250,31 @@ type shareState struct {
 	spare []int32
 	// pendShards[n] counts the pending jobs asking for n shards.
 	pendShards []int32
+	// busy marks the devices in use, node × PerNode + device, and devs
+	// lists each running whole-GPU job's, by job index: the Pool counts
+	// a node's free GPUs, and ties between shared GPUs are broken by
+	// device, as Slurm hands out a node's devices lowest first.
+	busy []bool
+	devs [][]int32
 
+	per     int32 // GPUs per node
 	samples map[rewrite.ProfileKey][]rewrite.UsageSample
 	verdict map[rewrite.ProfileKey]int // shards for a one-GPU job of the key; 0 none
 	res     ShareResult
+}
+
+// takeDevs marks the lowest n free devices of node busy and appends them
+// to dst.
+func (sh *shareState) takeDevs(node int32, n int, dst []int32) []int32 {
+	base := node * sh.per
+	for d := int32(0); d < sh.per && n > 0; d++ {
+		if !sh.busy[base+d] {
+			sh.busy[base+d] = true
+			dst = append(dst, base+d)
+			n--
+		}
+	}
+	return dst
 }
 
 // checkShareConfig is Run's check of a shared simulation's settings; it
@@ -300,8 +322,9 @@ func newShareState(s *simulator) (*shareState, error) {
 	n := len(s.jobs)
 	sh := &shareState{p: p, rules: rules, use: make([]JobUsage, n), shards: make([]int32, n), gpu: make([]int32, n),
 		left: make([]float64, n), speed: make([]float64, n), last: make([]int64, n), co: make([]bool, n),
-		pendShards: make([]int32, p.ShardsPerGPU+1),
-		samples:    map[rewrite.ProfileKey][]rewrite.UsageSample{}, verdict: map[rewrite.ProfileKey]int{}}
+		pendShards: make([]int32, p.ShardsPerGPU+1), busy: make([]bool, s.cfg.Cluster.Capacity()), devs: make([][]int32, n),
+		per:     int32(s.cfg.Cluster.PerNode),
+		samples: map[rewrite.ProfileKey][]rewrite.UsageSample{}, verdict: map[rewrite.ProfileKey]int{}}
 	sh.res.ShardsPerGPU = p.ShardsPerGPU
 	for k := range s.jobs {
 		j := &s.in[s.jobs[k].src]
@@ -349,8 +372,8 @@ func (sh *shareState) verdictOf(key rewrite.ProfileKey) int {
 }
 
 // fit is the open shared GPU a job of n shards goes to, -1 when none has
-// room: the one with the fewest free shards that fit, the lowest node
-// (then the earliest opened slot) on ties.
+// room: the one with the fewest free shards that fit, the lowest node and
+// device on ties.
 func (sh *shareState) fit(n int) int32 {
 	best, bestFree := int32(-1), math.MaxInt
 	for _, g := range sh.open {
@@ -359,9 +382,12 @@ func (sh *shareState) fit(n int) int32 {
 		if free < n || free > bestFree {
 			continue
 		}
-		if free < bestFree || gg.node < sh.gpus[best].node || gg.node == sh.gpus[best].node && g < best {
-			best, bestFree = g, free
+		if free == bestFree {
+			if b := &sh.gpus[best]; gg.node > b.node || gg.node == b.node && gg.dev > b.dev {
+				continue
+			}
 		}
+		best, bestFree = g, free
 	}
 	return best
 }
@@ -397,7 +423,9 @@ func (sh *shareState) openGPU(node int32, now int64) int32 {
 		g = int32(len(sh.gpus))
 		sh.gpus = append(sh.gpus, sharedGPU{})
 	}
-	sh.gpus[g] = sharedGPU{node: node, busy: now, jobs: sh.gpus[g].jobs[:0]}
+	var dev [1]int32
+	sh.takeDevs(node, 1, dev[:0])
+	sh.gpus[g] = sharedGPU{node: node, dev: dev[0] - node*sh.per, busy: now, jobs: sh.gpus[g].jobs[:0]}
 	sh.open = append(sh.open, g)
 	return g
 }
@@ -425,6 +453,11 @@ func (s *simulator) decideShared() {
 		if sh.shards[k] > 0 {
 			sh.gpu[k] = sh.openGPU(a[0].Node, s.now)
 			a = nil // the GPU is the shared GPU's, returned when its last job ends
+		} else {
+			sh.devs[k] = sh.devs[k][:0]
+			for _, u := range a {
+				sh.devs[k] = sh.takeDevs(u.Node, int(u.Units), sh.devs[k])
+			}
 		}
 		s.start(k, a)
 	}
@@ -443,7 +476,7 @@ func (s *simulator) startedShared(k int32) {
 		return
 	}
 	sh.pendShards[n]--
-	sh.left[k], sh.last[k], sh.speed[k] = float64(j.run), s.now, 0
+	sh.left[k], sh.last[k], sh.speed[k] = time.Duration(j.run).Seconds(), s.now, 0
 	g := &sh.gpus[sh.gpu[k]]
 	g.jobs = append(g.jobs, k)
 	g.shards += int(n)
@@ -477,7 +510,7 @@ func (s *simulator) respeed(g int32) {
 		}
 		j := &s.jobs[o]
 		j.epoch++
-		done := s.now + int64(math.Ceil(sh.left[o]/speed))
+		done := s.now + int64(math.Ceil(sh.left[o]/speed*1e9))
 		s.ends.push(endEvent{t: min(done, j.start+j.limit), k: o, epoch: j.epoch})
 	}
 }
@@ -485,7 +518,7 @@ func (s *simulator) respeed(g int32) {
 // advance brings running shard job k's work left up to now.
 func (sh *shareState) advance(k int32, now int64) {
 	if sh.speed[k] > 0 {
-		sh.left[k] = max(sh.left[k]-float64(now-sh.last[k])*sh.speed[k], 0)
+		sh.left[k] = max(sh.left[k]-float64(now-sh.last[k])/1e9*sh.speed[k], 0)
 	}
 	sh.last[k] = now
 }
@@ -504,10 +537,10 @@ func (s *simulator) endingShared(k int32) {
 	gpus := 0
 	if n := sh.shards[k]; n > 0 {
 		sh.advance(k, s.now)
-		if sh.left[k] > 1e3 { // stopped by its time limit before its work was done
+		if sh.left[k] > 1e-6 { // stopped by its time limit before its work was done
 			j.state = policy.StateTimeout
 		}
-		solo := (float64(j.run) - sh.left[k]) / 1e9
+		solo := time.Duration(j.run).Seconds() - sh.left[k]
 		j.run = ran
 		sh.res.WorkGPUSeconds += u.Util * solo
 		sh.res.SharedRunSeconds += float64(ran) / 1e9
@@ -524,13 +557,22 @@ func (s *simulator) endingShared(k int32) {
 		} else {
 			sh.res.AllocGPUSeconds += float64(s.now-gg.busy) / 1e9
 			s.free.Give([]schedule.Use{{Node: gg.node, Units: 1}})
+			sh.busy[gg.node*sh.per+gg.dev] = false
 			sh.open = slices.DeleteFunc(sh.open, func(o int32) bool { return o == g })
 			sh.spare = append(sh.spare, g)
 		}
 	} else {
 		gpus = int(j.need)
+		for _, d := range sh.devs[k] {
+			sh.busy[d] = false
+		}
+		sh.devs[k] = nil
 		sh.res.WorkGPUSeconds += u.Util * float64(gpus) * float64(ran) / 1e9
-		sh.res.AllocGPUSeconds += float64(gpus) * float64(ran) / 1e9
+		held := 0 // a job larger than a node holds its nodes whole
+		for _, a := range j.alloc {
+			held += int(a.Units)
+		}
+		sh.res.AllocGPUSeconds += float64(held) * float64(ran) / 1e9
 	}
 	key := rewrite.ProfileKey{User: in.User, Name: in.Name}
 	sh.samples[key] = append(sh.samples[key], rewrite.UsageSample{JobID: in.ID, User: in.User, Name: in.Name, End: s.at(s.now), State: j.state,
@@ -588,6 +630,33 @@ func (s *simulator) checkShared() error {
 	for n, u := range used {
 		if u > per {
 			return fmt.Errorf("node %d: %d GPUs in use of %d", n, u, per)
+		}
+	}
+	// Device by device: each in use is one running whole-GPU job's or
+	// one shared GPU's, and marked so.
+	owned := make([]bool, len(sh.busy))
+	own := func(d int32, what string) error {
+		if owned[d] || !sh.busy[d] {
+			return fmt.Errorf("node %d device %d: %s, taken %v, marked busy %v", d/sh.per, d%sh.per, what, owned[d], sh.busy[d])
+		}
+		owned[d] = true
+		return nil
+	}
+	for _, k := range s.runK {
+		for _, d := range sh.devs[k] {
+			if err := own(d, fmt.Sprintf("job %d's", s.in[s.jobs[k].src].ID)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, g := range sh.open {
+		if err := own(sh.gpus[g].node*sh.per+sh.gpus[g].dev, "a shared GPU"); err != nil {
+			return err
+		}
+	}
+	for d, b := range sh.busy {
+		if b && !owned[d] {
+			return fmt.Errorf("node %d device %d: marked busy, held by no job", d/int(sh.per), d%int(sh.per))
 		}
 	}
 	if held+s.free.Total() != s.cfg.Cluster.Capacity() {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -223,13 +224,17 @@ func TestRun_ShareGuards(t *testing.T) {
 
 // TestRun_ShareBooks replays a synthetic workload with drawn GPU use
 // under several policies, checking the books at every instant: no GPU is
-// both shared and held whole, no node holds more GPUs than it has, no
-// shared GPU more shards.
+// both shared and held whole, no device held twice, no node holds more
+// GPUs than it has, no shared GPU more shards. The schedules are those of
+// the separate shared-GPU engine this option replaced (runShared at
+// e34bb2c), job for job: sums is the FNV-64a of every job's id, start,
+// end, run and units it gave.
 func TestRun_ShareBooks(t *testing.T) {
 	jobs, err := Synth(SynthParams{Jobs: 1500, Users: 12, Nodes: 3, GPUsPerNode: 4, Load: 1.5, Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sums := map[string]uint64{"fifo": 0x1e1f4c0272ef7e8f, "sjf-limit": 0x9f6693b98c8fcfa0, "vtc": 0x1a865234f2964fc0, "fair-qssf": 0x7fe19651e8be6f84}
 	for _, name := range []string{"fifo", "sjf-limit", "vtc", "fair-qssf"} {
 		t.Run(name, func(t *testing.T) {
 			res, err := Run(jobs, Config{Cluster: Cluster{Nodes: 3, PerNode: 4, Unit: GPUs}, Policy: shPolicy(t, name), checkShare: true,
@@ -240,6 +245,13 @@ func TestRun_ShareBooks(t *testing.T) {
 			sh := res.Share
 			if sh.Shared == 0 || sh.CoLocated == 0 || sh.MaxPerGPU < 2 || sh.MaxPerGPU > 4 {
 				t.Errorf("shared %d, co-located %d, max per GPU %d: want sharing, at most 4 a GPU", sh.Shared, sh.CoLocated, sh.MaxPerGPU)
+			}
+			h := fnv.New64a()
+			for _, j := range res.Jobs {
+				fmt.Fprintf(h, "%d %d %d %d %d\n", j.ID, j.Start.UnixNano(), j.End.UnixNano(), j.Run, j.Units)
+			}
+			if got := h.Sum64(); got != sums[name] {
+				t.Errorf("schedule sum %x, the replaced engine's %x (shared %d, max per GPU %d, cycles %d)", got, sums[name], sh.Shared, sh.MaxPerGPU, res.Cycles)
 			}
 		})
 	}
@@ -318,6 +330,22 @@ func TestRun_ShareTraceShards(t *testing.T) {
 	}
 }
 
+// TestRun_ShareAllocCountsHeldGPUs: a job larger than a node holds its
+// nodes whole, and the GPU time handed out counts every GPU it holds, not
+// only those it asked for; its work counts those it uses.
+func TestRun_ShareAllocCountsHeldGPUs(t *testing.T) {
+	jobs := []policy.Job{stJob(1, "a", "wide", 0, 100, 3)}
+	jobs[0].Nodes = 2
+	res, err := Run(jobs, Config{Cluster: Cluster{Nodes: 2, PerNode: 2, Unit: GPUs}, Policy: shPolicy(t, "fifo"),
+		Share: shareOf(0.1, map[int64]JobUsage{1: {0.5, 0.5}}), checkShare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := [2]float64{res.Share.AllocGPUSeconds, res.Share.WorkGPUSeconds}, [2]float64{400, 150}; got != want {
+		t.Errorf("alloc and work GPU-seconds %v, want %v (4 GPUs held 100 s; 3 used at 50%%)", got, want)
+	}
+}
+
 // TestRun_ShareSettings: what sharing does not model is refused, named.
 func TestRun_ShareSettings(t *testing.T) {
 	jobs := []policy.Job{stJob(1, "a", "x", 0, 100, 1)}
@@ -386,7 +414,9 @@ func TestDrawUsage_Deterministic(t *testing.T) {
 // table (go test -run TestPhillyMIX_GPUSharing -v ./policy/sim). Every arm
 // does the same work; sharing must run some jobs on shards and never put
 // more on a GPU than its shards allow. `fairway simulate --share` prints
-// the same numbers (docs/SIMULATOR.md).
+// the same numbers (docs/SIMULATOR.md). The numbers are those of the
+// separate shared-GPU engine this option replaced (runShared, e34bb2c):
+// folded into Run, the model replays them job for job.
 func TestPhillyMIX_GPUSharing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Philly-MIX sharing comparison: a few minutes; not in -short")
@@ -396,11 +426,18 @@ func TestPhillyMIX_GPUSharing(t *testing.T) {
 	type arm struct {
 		name string
 		sh   *Share
+		// What runShared gave: avg JCT, avg wait, p95 wait, makespan (s);
+		// alloc and compute utilization.
+		want [4]float64
+		util [2]float64
 	}
 	arms := []arm{
-		{"off", &Share{ShardsPerGPU: 4, Interference: DefaultInterference, Usage: usage, Rule: rewrite.Params{ShareMaxUtilPct: 1e-9}}},
-		{"on, β=0.1", &Share{ShardsPerGPU: 4, Interference: DefaultInterference, Usage: usage}},
-		{"on, β=0.3", &Share{ShardsPerGPU: 4, Interference: 0.3, Usage: usage}},
+		{"off", &Share{ShardsPerGPU: 4, Interference: DefaultInterference, Usage: usage, Rule: rewrite.Params{ShareMaxUtilPct: 1e-9}},
+			[4]float64{475, 215, 477, 28476}, [2]float64{0.815293, 0.389791}},
+		{"on, β=0.1", &Share{ShardsPerGPU: 4, Interference: DefaultInterference, Usage: usage},
+			[4]float64{432, 161, 475, 27697}, [2]float64{0.795687, 0.400754}},
+		{"on, β=0.3", &Share{ShardsPerGPU: 4, Interference: 0.3, Usage: usage},
+			[4]float64{457, 166, 427, 27920}, [2]float64{0.799211, 0.397550}},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| sharing | jobs | shared | avg JCT (s) | avg wait (s) | p95 wait (s) | makespan (s) | alloc util | compute util | slowdown | max jobs/GPU | mem oversub |\n")
@@ -418,6 +455,12 @@ func TestPhillyMIX_GPUSharing(t *testing.T) {
 		s := m.Share
 		if a.name != "off" && (s.Shared == 0 || s.MaxPerGPU > a.sh.ShardsPerGPU) {
 			t.Errorf("%s: %d shared jobs, up to %d per GPU", a.name, s.Shared, s.MaxPerGPU)
+		}
+		got := [4]float64{math.Round(m.AvgJCT), math.Round(m.AvgWait), math.Round(m.P95Wait), math.Round(m.Makespan)}
+		gotUtil := [2]float64{math.Round(s.AllocUtilization*1e6) / 1e6, math.Round(s.ComputeUtilization*1e6) / 1e6}
+		if got != a.want || gotUtil != a.util {
+			t.Errorf("%s: avg JCT, avg wait, p95 wait, makespan %v, alloc and compute utilization %v; the engine this replaced gave %v, %v",
+				a.name, got, gotUtil, a.want, a.util)
 		}
 		work = append(work, res.Share.WorkGPUSeconds)
 		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %d | %d |\n", a.name, m.Jobs, s.Shared, m.AvgJCT,
