@@ -14,7 +14,8 @@ import (
 // them, by the flags of simulate and tune.
 var simFlagOf = map[string]string{"Nodes": "--nodes", "PerNode": "--per-node", "Parallel": "--parallel",
 	"Load": "--load", "Loads": "--loads", "Predictor": "--predictor", "Policies": "--policies",
-	"Preempt": "--preempt", "Backfill": "--backfill"}
+	"Preempt": "--preempt", "Backfill": "--backfill", "Share.ShardsPerGPU": "--share-shards",
+	"Share.Interference": "--share-interference", "Share.Model.LightFraction": "--share-light"}
 
 // reportFlagOf names accounting/report's settings (report.Options and
 // the formats), as its sim.FieldErrors name them, by report's flags.

@@ -99,12 +99,20 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "with --power: comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_SIMULATE_SUSPEND_TIME"}},
 			&cli.StringFlag{Name: "power-sequence", Usage: "with --power: also write the simulated node usage without power saving, one row a minute (time,active,total: the most nodes with a running job in the minute), to this file, a node sequence for fairway power eval", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_SEQUENCE"}},
 			&cli.StringFlag{Name: "hybrid-idle", Value: "5m,50m", Usage: "with --power: comma-separated idle times of the hybrid rule (Slurm's idle clock holding the nodes the forecast wants: the GBT refit daily on the simulated usage)", EnvVars: []string{"FAIRWAY_SIMULATE_HYBRID_IDLE"}},
+			&cli.BoolFlag{Name: "share", Usage: "let jobs share GPUs, as Slurm's shards do: a one-GPU job whose user's earlier runs of the same job name used little of their GPU (the share rule serve's job_submit.lua table applies; GPU use drawn by a seeded model, since traces record none) and a trace job asking for shards run several to a GPU, each slowed by the interference model; prints what sharing did. No backfill (the default with --share), no preemption; not with --partitions, --power, --forecast, --suite, --split or --sequences", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE"}},
+			&cli.IntFlag{Name: "share-shards", Value: sim.DefaultShardsPerGPU, Usage: "with --share: shards per GPU (gres.conf), so the most jobs one GPU holds at once", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_SHARDS"}},
+			&cli.Float64Flag{Name: "share-interference", Value: sim.DefaultInterference, Usage: "with --share: the interference β: n jobs on a GPU each run at 1/(max(1, Σ their solo utilizations) × (1 + β(n−1))) of their solo speed", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_INTERFERENCE"}},
+			&cli.Uint64Flag{Name: "share-seed", Value: 1, Usage: "with --share: seed of the GPU usage model", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_SEED"}},
+			&cli.Float64Flag{Name: "share-light", Value: sim.DefaultLightFraction, Usage: "with --share: fraction of the (user, job name) templates the usage model makes light (5-35% of a GPU)", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_LIGHT"}},
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
 		}, simulateDBFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
 				if c.String("partitions") != "" {
 					return fmt.Errorf("--partitions: not with --suite (its traces have their own clusters)")
+				}
+				if c.Bool("share") {
+					return fmt.Errorf("--share: not with --suite")
 				}
 				return simulateSuite(c)
 			}
@@ -180,6 +188,9 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		}
 		cfg.Preempt = nil
 	}
+	if err := shareSettings(c, &cfg); err != nil {
+		return cfg, err
+	}
 	if path := c.String("slurm-config"); path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -217,7 +228,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		onProgress = progress.NewTally(errOut, "simulating "+w.Name, plural.N(len(cfg.Policies), "policy", "policies"), "jobs", started).Update
 	}
 	cc := sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
-		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress}
+		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress, Share: cfg.Share}
 	if cfg.Slurm != nil {
 		p := *cfg.Slurm
 		if p.WeightJobSize > 0 && w.Cluster.Unit != sim.CPUs {
@@ -450,6 +461,37 @@ func writeNodeSequence(path string, samples []power.Sample) error {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("--power-sequence: %w", err)
 	}
+	return nil
+}
+
+// shareFlags are --share's settings, given only with it.
+var shareFlags = []string{"share-shards", "share-interference", "share-seed", "share-light"}
+
+// shareSettings reads --share and its settings into cfg. With --share,
+// the backfill and preemption defaults give way (sharing is modelled
+// without either); given explicitly, they are refused by cfg.Validate.
+func shareSettings(c *cli.Context, cfg *simulateConfig) error {
+	if !c.Bool("share") {
+		for _, f := range shareFlags {
+			if c.IsSet(f) {
+				return fmt.Errorf("--%s: only with --share", f)
+			}
+		}
+		return nil
+	}
+	for _, f := range []string{"power", "forecast", "split", "sequences"} {
+		if c.IsSet(f) {
+			return fmt.Errorf("--share: not with --%s (not modelled with shared GPUs)", f)
+		}
+	}
+	if !c.IsSet("backfill") {
+		cfg.Backfill = sim.NoBackfill
+	}
+	if !c.IsSet("preempt") {
+		cfg.Preempt = nil
+	}
+	cfg.Share = &sim.Share{ShardsPerGPU: c.Int("share-shards"), Interference: c.Float64("share-interference"),
+		Model: sim.UsageModel{Seed: c.Uint64("share-seed"), LightFraction: c.Float64("share-light")}}
 	return nil
 }
 

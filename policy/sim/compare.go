@@ -26,6 +26,9 @@ type CompareConfig struct {
 	Backfill  Backfill
 	Preempt   map[string]bool // policies simulated preemptively
 	Parallel  int             // policies simulated at once (at least 1)
+	// Share, when set, lets jobs share GPUs in every simulation (see
+	// Share); Run only reads it.
+	Share *Share
 	// Progress, when set, is called from the simulations' goroutines with
 	// a policy's jobs done so far.
 	Progress func(policy string, done, total int)
@@ -82,7 +85,7 @@ func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string
 			return Config{}, err
 		}
 	}
-	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name], Ledger: cfg.Ledger,
+	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name], Ledger: cfg.Ledger, Share: cfg.Share,
 		Progress: func(done, total int) error {
 			if cfg.Progress != nil {
 				cfg.Progress(name, done, total)

@@ -11,7 +11,9 @@
 // `fairway serve` — and the simulator then starts jobs from the ranking as
 // Slurm would: in priority order with EASY backfill judged by time limits,
 // on nodes chosen by Helios' consolidated placement, or preemptively for
-// policies built for it (Tiresias).
+// policies built for it (Tiresias). Options of the same simulator model
+// partitions and GPU types (Layout), power saving (Power) and GPU sharing
+// with an interference model (Share).
 //
 //	trace jobs ──► events ──► Observation ──► policy.Engine.Cycle ──► ranking
 //	                 ▲                                                   │

@@ -46,6 +46,8 @@ type Metrics struct {
 	UserP95WaitSpread float64 `json:"user_p95_wait_spread_s"`
 	Preemptions       int     `json:"preemptions"`
 	Cycles            int     `json:"cycles"`
+	// Share is what GPU sharing did, in a shared simulation.
+	Share *ShareMetrics `json:"share,omitempty"`
 }
 
 // Measure computes the metrics of a simulation:
@@ -115,6 +117,9 @@ func Measure(res *Result, p MetricsParams) Metrics {
 	m.MedianJCT = percentile(jct, 0.5)
 	m.P95JCT = percentile(jct, 0.95)
 	m.P95Wait = percentile(wait, 0.95)
+	if res.Share != nil {
+		m.Share = res.Share.metrics(m.Makespan, res.Cluster.Capacity())
+	}
 	return m
 }
 

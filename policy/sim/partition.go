@@ -461,6 +461,9 @@ func (p *partState) give(a []schedule.Use) {
 // anyFits reports whether a pending job could start now: some pending
 // job fits the free units of some view.
 func (s *simulator) anyFits() bool {
+	if s.sh != nil && s.sh.shardFits() {
+		return true
+	}
 	if s.parts == nil {
 		return s.free.Fits(s.minNeed)
 	}

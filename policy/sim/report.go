@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,8 @@ type RunConfig struct {
 	// Layout, when set, partitions the cluster (--partitions): it
 	// replaces Nodes and PerNode and the trace's own size.
 	Layout *Layout
+	// Share, when set, lets jobs share GPUs (--share; see Share).
+	Share *Share
 }
 
 // Validate checks what the flags' parsers cannot, naming the flag.
@@ -56,6 +59,29 @@ func (c RunConfig) Validate() error {
 	}
 	if !(c.Load > 0) || c.Load > 1000 {
 		return fieldErr("Load", fmt.Sprintf("%g", c.Load), errors.New("want a factor > 0 (1 replays the trace as it arrived)"))
+	}
+	if c.Share != nil {
+		return c.validateShare()
+	}
+	return nil
+}
+
+// validateShare checks the sharing settings (--share), naming the field.
+func (c RunConfig) validateShare() error {
+	sh := c.Share
+	switch {
+	case sh.ShardsPerGPU < 2:
+		return fieldErr("Share.ShardsPerGPU", fmt.Sprint(sh.ShardsPerGPU), errors.New("want at least 2 (a GPU of one shard is not shared)"))
+	case !(sh.Interference >= 0) || math.IsInf(sh.Interference, 1):
+		return fieldErr("Share.Interference", fmt.Sprintf("%g", sh.Interference), errors.New("want a finite number >= 0"))
+	case !(sh.Model.LightFraction > 0 && sh.Model.LightFraction <= 1):
+		return fieldErr("Share.Model.LightFraction", fmt.Sprintf("%g", sh.Model.LightFraction), errors.New("want a fraction > 0 and <= 1"))
+	case c.Layout != nil:
+		return errors.New("--share: not with --partitions (sharing is not modelled on a partitioned cluster)")
+	case c.Backfill != NoBackfill:
+		return fieldErr("Backfill", string(c.Backfill), errors.New("not with --share: a shared job's end moves as co-runners come and go, so no reservation holds; give --backfill none"))
+	case len(c.Preempt) > 0:
+		return errors.New("--share: not with --preempt (preemption is not modelled with shared GPUs; give --preempt '')")
 	}
 	return nil
 }
@@ -193,6 +219,17 @@ type Report struct {
 	OwnLoad     float64   `json:"own_offered_load"`
 	OfferedLoad float64   `json:"offered_load"`
 	Policies    []Metrics `json:"policies"`
+	// Share is the GPU sharing simulated (--share); each policy's
+	// Metrics.Share says what it did.
+	Share *ShareInfo `json:"share,omitempty"`
+}
+
+// ShareInfo is a shared simulation's settings, as reports print them.
+type ShareInfo struct {
+	ShardsPerGPU  int     `json:"shards_per_gpu"`
+	Interference  float64 `json:"interference"`
+	UsageSeed     uint64  `json:"usage_seed"`
+	LightFraction float64 `json:"light_fraction"`
 }
 
 // NewReport measures runs, Compare's result on w under c.
@@ -202,6 +239,12 @@ func NewReport(w *Workload, runs []PolicyRun, c RunConfig) *Report {
 		Cluster: InfoOf(w.Cluster), Jobs: runs[0].Metrics.Jobs}
 	if len(rep.Skipped) == 0 {
 		rep.Skipped = nil
+	}
+	if sh := c.Share; sh != nil {
+		rep.Share = &ShareInfo{ShardsPerGPU: sh.ShardsPerGPU, Interference: sh.Interference, UsageSeed: sh.Model.Seed, LightFraction: sh.Model.LightFraction}
+		if rep.Share.LightFraction == 0 {
+			rep.Share.LightFraction = DefaultLightFraction
+		}
 	}
 	for i := range runs {
 		rep.Policies = append(rep.Policies, runs[i].Metrics)

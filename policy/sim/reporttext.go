@@ -20,6 +20,10 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 	}
 	fmt.Fprintf(w, "%s (%s): %d jobs on %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
 		rep.Cluster, backfill, rep.Predictor)
+	if sh := rep.Share; sh != nil {
+		fmt.Fprintf(w, "GPU sharing: %d shards per GPU, interference β %g; GPU use drawn by the usage model (seed %d, %g of job templates light)\n",
+			sh.ShardsPerGPU, sh.Interference, sh.UsageSeed, sh.LightFraction)
+	}
 	if rep.Load != 1 {
 		fmt.Fprintf(w, "offered load %.2f: %g × the trace's own %.2f\n", rep.OfferedLoad, rep.Load, rep.OwnLoad)
 	} else {
@@ -64,5 +68,22 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 			fmt.Fprintf(w, "* preemptive: requeued and resumed from a checkpoint at no cost, %d %s\n", m.Preemptions, n)
 		}
 	}
+	if rep.Share != nil {
+		return rep.writeShareText(w)
+	}
 	return nil
+}
+
+// writeShareText writes what GPU sharing did under each policy.
+func (rep *Report) writeShareText(w io.Writer) error {
+	fmt.Fprintln(w, "\nGPU sharing (util above counts a shard job as one GPU; these count GPU time):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tshared jobs\tco-located\tslowdown\talloc util\tcompute util\tmax jobs/GPU\tmem oversub\t")
+	for _, m := range rep.Policies {
+		if s := m.Share; s != nil {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%d\t%d\t\n", m.Name, s.Shared, s.CoLocated, s.Slowdown,
+				s.AllocUtilization, s.ComputeUtilization, s.MaxPerGPU, s.MemOversubscribed)
+		}
+	}
+	return tw.Flush()
 }

@@ -95,6 +95,14 @@ type Config struct {
 	// Not with Preempt.
 	Power *Power
 
+	// Share, when set, lets jobs share GPUs (see Share; Result.Share).
+	// Only without backfill (an empty Backfill is then NoBackfill),
+	// preemption, partitions or power saving.
+	Share *Share
+	// checkShare, set by tests, checks the shared cluster's books
+	// (simulator.checkShared) at every instant.
+	checkShare bool
+
 	// watch, set by MeasureForecast, makes start-time forecasts as the
 	// simulation goes, without changing what it simulates.
 	watch *forecastWatch
@@ -130,6 +138,8 @@ type Result struct {
 	Preemptions int
 	// Power is what power saving did, when Config.Power was set.
 	Power *PowerResult
+	// Share is what GPU sharing did, when Config.Share was set.
+	Share *ShareResult
 }
 
 // JobResult is one simulated job.
@@ -247,6 +257,8 @@ type simulator struct {
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
 	// free, queue and minNeed with one of each per view.
 	parts *partState
+
+	sh *shareState // nil: no GPU sharing
 }
 
 // Run simulates jobs on cfg's cluster under cfg's policy and returns what
@@ -267,6 +279,13 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	}
 	if cfg.Policy == nil {
 		return nil, fmt.Errorf("simulate: no policy")
+	}
+	service := cfg.Cluster.Service()
+	if cfg.Share != nil {
+		if err := checkShareConfig(&cfg); err != nil {
+			return nil, err
+		}
+		service.ShardsPerGPU = cfg.Share.ShardsPerGPU
 	}
 	switch cfg.Backfill {
 	case "":
@@ -311,7 +330,7 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 		Predictor:   pred,
 		Ledger:      cfg.Ledger,
 		Shares:      cfg.Shares,
-		Service:     cfg.Cluster.Service(),
+		Service:     service,
 		GPUs:        float64(cfg.Cluster.Capacity()),
 		ChargeEvery: chargeEvery,
 	})
@@ -352,9 +371,14 @@ func (s *simulator) load(res *Result) error {
 	s.trueRun = make(map[int64]time.Duration, len(admitted))
 	for k, a := range admitted {
 		j := &s.in[a.src]
-		s.jobs[k] = sjob{src: a.src, need: int32(s.cfg.Cluster.Need(j)), state: a.state,
+		s.jobs[k] = sjob{src: a.src, need: int32(a.need), state: a.state,
 			run: int64(a.run), limit: int64(a.limit), first: -1, view: a.view}
 		s.trueRun[j.ID] = a.run
+	}
+	if s.cfg.Share != nil {
+		if s.sh, err = newShareState(s); err != nil {
+			return err
+		}
 	}
 	if s.parts != nil {
 		s.parts.init(s)
@@ -402,6 +426,7 @@ func (s *simulator) warm() error {
 type replay struct {
 	src        int32
 	view       int32 // on a partitioned cluster, the router's view it runs in
+	need       int   // units asked (Cluster.Need; one GPU for a job of shards, with Share)
 	run, limit time.Duration
 	state      policy.State
 }
@@ -423,13 +448,16 @@ func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]i
 	}
 	for i := range in {
 		j := &in[i]
-		need := cfg.Cluster.Need(j)
+		need, shardsFit := cfg.Cluster.Need(j), true
+		if cfg.Share != nil {
+			need, _, shardsFit = shareNeed(cfg.Share, j)
+		}
 		switch {
 		case j.Start.IsZero() || j.End.IsZero() || j.End.Before(j.Start) || j.Submit.IsZero():
 			skipped[SkipNoRun]++
 		case need <= 0:
 			skipped[SkipNoUnits]++
-		case r == nil && need > capacity:
+		case r == nil && need > capacity || !shardsFit:
 			skipped[SkipTooLarge]++
 		default:
 			if _, dup := byID[j.ID]; dup {
@@ -469,7 +497,10 @@ func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]i
 		if !state.Finished() {
 			state = policy.StateCompleted
 		}
-		out[k] = replay{src: i, run: run, limit: limit, state: state}
+		out[k] = replay{src: i, run: run, limit: limit, state: state, need: cfg.Cluster.Need(j)}
+		if cfg.Share != nil {
+			out[k].need, _, _ = shareNeed(cfg.Share, j)
+		}
 		if r != nil {
 			out[k].view = views[i]
 		}
@@ -534,7 +565,13 @@ func (s *simulator) waiting() int { return len(s.pending) }
 
 func (s *simulator) epochOf(k int32) int32 { return s.jobs[k].epoch }
 
-func (s *simulator) dropStale() {} // a stale end event still wakes the loop, as it always has
+// dropStale pops stale end events on a shared cluster, where speeds change
+// often; elsewhere a stale end event still wakes the loop, as it always has.
+func (s *simulator) dropStale() {
+	if s.sh != nil {
+		s.dropStaleEnds()
+	}
+}
 
 // wake brings t forward to the next preemption tick and the next forecast
 // snapshot, when there is a queue to look at.
@@ -571,6 +608,11 @@ func (s *simulator) arrive(k int32) {
 // decide runs a scheduling cycle when something changed and a pending job
 // could start (any job, when running ones may be preempted).
 func (s *simulator) decide(changed bool) error {
+	if s.cfg.checkShare {
+		if err := s.checkShared(); err != nil {
+			return fmt.Errorf("simulate: at %s: %w", s.at(s.now).Format(time.RFC3339), err)
+		}
+	}
 	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.anyFits() {
 		if w := s.cfg.watch; w != nil {
 			return w.idle(s)
@@ -581,6 +623,11 @@ func (s *simulator) decide(changed bool) error {
 		return err
 	}
 	s.lastCycle = s.now
+	if s.cfg.checkShare {
+		if err := s.checkShared(); err != nil {
+			return fmt.Errorf("simulate: after the cycle at %s: %w", s.at(s.now).Format(time.RFC3339), err)
+		}
+	}
 	return nil
 }
 
@@ -680,6 +727,10 @@ func (s *simulator) rankError(snap *policy.Snapshot, keyErr error) error {
 // decideEASY starts jobs in ranking order while they fit, then, under
 // EASY, reserves for the first that does not and backfills behind it.
 func (s *simulator) decideEASY() {
+	if s.sh != nil {
+		s.decideShared()
+		return
+	}
 	if s.parts != nil {
 		s.decideParts()
 		return
@@ -742,6 +793,9 @@ func (s *simulator) submit(k int32) {
 	j := &s.jobs[k]
 	pj := s.in[j.src]
 	pj.Start, pj.End, pj.State, pj.ExitCode = time.Time{}, time.Time{}, policy.StatePending, 0
+	if s.sh != nil {
+		s.sh.submitted(k, &pj)
+	}
 	s.enqueue(k, pj)
 }
 
@@ -821,6 +875,10 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
 	s.insertLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
+	if s.sh != nil {
+		s.startedShared(k)
+		return
+	}
 	s.ends.push(endEvent{t: j.start + j.run - j.done, k: k, epoch: j.epoch})
 }
 
@@ -857,6 +915,9 @@ func (s *simulator) stop(k int32) policy.Job {
 // finish ends running job k now: it ran to completion (or its limit).
 func (s *simulator) finish(k int32) {
 	j := &s.jobs[k]
+	if s.sh != nil {
+		s.endingShared(k)
+	}
 	rj := s.stop(k)
 	rj.State = j.state
 	s.stopped = append(s.stopped, rj)
@@ -901,8 +962,8 @@ func compareLimit(a, b limitEntry) int {
 	return int(a.k) - int(b.k)
 }
 
-// eventModel is a simulation's cluster model as runEvents drives it: the
-// plain one (simulator) or the one with GPU sharing (shared).
+// eventModel is the simulator's cluster model as runEvents drives it (one
+// implementation, simulator, with or without GPU sharing).
 type eventModel interface {
 	busy() bool            // a job runs or waits
 	waiting() int          // jobs pending
@@ -1024,6 +1085,9 @@ func (s *simulator) result(res *Result) {
 		}
 	}
 	res.Cycles, res.Preemptions = s.cycles, s.preemptions
+	if s.sh != nil {
+		res.Share = &s.sh.res
+	}
 	if p := s.power; p != nil {
 		p.tick(p.next) // the last, partial step
 		p.account(p.next - int64(p.series.Step))
