@@ -35,11 +35,9 @@ func tuneCommand() *cli.Command {
 			"are held out for `fairway simulate --split <train> --policy-file FILE`. Of the part looked at, the\n" +
 			"search scores points on the jobs before its last --validate: after a warm-up of 30%, three\n" +
 			"consecutive windows, each replayed alone and warmed by the history before it, the constraints\n" +
-			"required on each. It re-judges its best points on the last --validate, never the same jobs, cut\n" +
-			"into three consecutive windows (with --objective bsld, each validation sequence is one), ranks the\n" +
-			"points on each window (the constraints first, then the value) and chooses the least median rank:\n" +
-			"a point must do better on most windows, not on one by luck. fair-sjf's point is the start and is\n" +
-			"kept unless a point ranks better. The family's heuristics (SJF on predictions, QSSF, SJF on\n" +
+			"required on each. It re-judges its best points on the last --validate, never the same jobs, and\n" +
+			"chooses by the violations on both, then the validation's value; fair-sjf's point is the start and\n" +
+			"is kept unless a point does better. The family's heuristics (SJF on predictions, QSSF, SJF on\n" +
 			"limits, fair share, fair share × QSSF, each with the least aging) are anchors: always judged, and\n" +
 			"CMA-ES starts from the best of them and fair-sjf on training. Each job's run time is predicted\n" +
 			"once, at submit.\n" +
@@ -219,7 +217,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 		n, of := len(win.Table.Starts()), len(win.Validate.Starts())
 		after = (after*n + of - 1) / of
 	}
-	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, Judge: win.Judge, Start: policy.DefaultLearnedParams(),
+	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, Start: policy.DefaultLearnedParams(),
 		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
 		After: after, Anchors: tune.Anchors()}
 	if cfg.Budget > 0 {
@@ -329,14 +327,9 @@ func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) stri
 		lo, hi := e.Window()
 		chunks = append(chunks, fmt.Sprintf("%d–%d", lo, hi-1))
 	}
-	var judges []string
-	for _, e := range win.Judge {
-		lo, hi := e.Window()
-		judges = append(judges, fmt.Sprintf("%d–%d", lo, hi-1))
-	}
 	first, _ := win.Train[0].Window()
-	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d, the candidates chosen by their median rank over its windows %s",
-		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1, strings.Join(judges, ", "))
+	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d",
+		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1)
 }
 
 func scoreText(o tune.Objective, s tune.Score) string {
@@ -376,8 +369,7 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 		}
 		return strings.Join(parts, ", ")
 	}
-	fmt.Fprintf(out, "start (fair-sjf's point): %s; training %s, validation %s, median rank %g of %d on %s\n", vec(res.Start.Params),
-		scoreText(o, res.Start.Train), scoreText(o, *res.Start.Validation), res.Start.Rank, len(res.Candidates)+1, plural.N(len(res.Start.Windows), "judging window", "judging windows"))
+	fmt.Fprintf(out, "start (fair-sjf's point): %s; training %s, validation %s\n", vec(res.Start.Params), scoreText(o, res.Start.Train), scoreText(o, *res.Start.Validation))
 	from := "anchor " + res.SearchFrom
 	if res.SearchFrom == "start" {
 		from = "the start"
@@ -388,10 +380,10 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 		if c.Name != "" {
 			name = "anchor " + c.Name
 		}
-		fmt.Fprintf(out, "candidate %d (%s): %s; training %s, validation %s, median rank %g\n", i+1, name, vec(c.Params), scoreText(o, c.Train), scoreText(o, *c.Validation), c.Rank)
+		fmt.Fprintf(out, "candidate %d (%s): %s; training %s, validation %s\n", i+1, name, vec(c.Params), scoreText(o, c.Train), scoreText(o, *c.Validation))
 	}
 	if res.KeptStart {
-		fmt.Fprintln(out, "kept the start: no candidate has a lower median rank over the judging windows")
+		fmt.Fprintln(out, "kept the start: no candidate did better on the validation window")
 	} else {
 		name := "a drawn point"
 		if res.Chosen.Name != "" {

@@ -33,7 +33,7 @@ func BenchmarkTune30k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Judge: w.Judge,
+		res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
 			Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: runtime.GOMAXPROCS(0), Population: 9, Generations: 2,
 			Anchors: Anchors()})
 		if err != nil {

@@ -138,11 +138,6 @@ type Config struct {
 	// must not share an evaluated job (NewWindows builds them so).
 	Train    []*sim.Evaluator
 	Validate *sim.Evaluator
-	// Judge are the windows the candidates are chosen on, all after the
-	// training windows (NewWindows: the validation part cut into
-	// consecutive windows); nil: Validate alone, each of its sequences
-	// a window of its own (BSLD).
-	Judge []*sim.Evaluator
 	// Start is where the search starts, and what is kept unless a point
 	// does better on the validation window: fair-sjf's point by default
 	// (policy.DefaultLearnedParams).
@@ -217,88 +212,17 @@ type Point struct {
 	Name   string               `json:"name,omitempty"`
 	Params policy.LearnedParams `json:"params"`
 	Train  Score                `json:"train"`
-	// Validation is set for the points re-judged on the judging windows:
-	// their violations summed and their values averaged, weighted by jobs.
+	// Validation is set for the points re-judged on the validation window.
 	Validation *Score `json:"validation,omitempty"`
-	// Windows are the point's scores on each judging window, and Rank its
-	// median rank among the re-judged points over them (0: the best on
-	// at least half of them); see Choose.
-	Windows []Score `json:"windows,omitempty"`
-	Rank    float64 `json:"rank"`
 }
 
-// Choose returns the index of the point the tuner adopts among points,
-// each scored on the same judging windows (Point.Windows): on each window
-// the points are ranked by Score.Compare (a point's rank is how many do
-// strictly better there), and the point with the least median rank wins,
-// then the least mean rank, then the earliest (the start first, then the
-// anchors). It sets each point's Rank.
-//
-// The judging windows come after every window the search scored points
-// on, so the drawn points, the best of hundreds on training, have no
-// advantage there over the start and the anchors. A median over several
-// windows, rather than one window's value or a sum of violations, keeps
-// a point that wins one window by luck, or by a margin of slowdown that a
-// later, heavier period reverses, from displacing a point that does
-// better on most of them: the remedy for the selection fitting one
-// window's extremes (Hansen-style robust selection of the incumbent;
-// median rank aggregation as in Dwork et al., WWW 2001).
-func Choose(points []Point) int {
-	if len(points) == 0 {
-		return -1
-	}
-	nw := len(points[0].Windows)
-	ranks := make([][]float64, len(points))
-	for w := range nw {
-		for i := range points {
-			r := 0
-			for j := range points {
-				if points[j].Windows[w].Compare(points[i].Windows[w]) < 0 {
-					r++
-				}
-			}
-			ranks[i] = append(ranks[i], float64(r))
-		}
-	}
-	best, bestMean := -1, 0.0
-	for i := range points {
-		rs := ranks[i]
-		slices.Sort(rs)
-		med, mean := 0.0, 0.0
-		if n := len(rs); n > 0 {
-			med = (rs[(n-1)/2] + rs[n/2]) / 2
-			for _, r := range rs {
-				mean += r / float64(n)
-			}
-		}
-		points[i].Rank = med
-		if best < 0 || med < points[best].Rank || (med == points[best].Rank && mean < bestMean) {
-			best, bestMean = i, mean
-		}
-	}
-	return best
-}
-
-// windowScores scores each judging window's evaluation against the
-// reference's on the same window (refs nil without constraints). An
-// evaluation of sequences without constraints gives one score per
-// sequence: each sequence is a window of its own.
-func windowScores(o Objective, evs, refs []sim.Evaluation) []Score {
-	var out []Score
-	for i, ev := range evs {
-		if o != Fair && len(ev.Sequences) > 0 {
-			for _, m := range ev.Sequences {
-				out = append(out, Judge(o, sim.Evaluation{Metrics: m}, sim.Evaluation{}))
-			}
-			continue
-		}
-		var ref sim.Evaluation
-		if refs != nil {
-			ref = refs[i]
-		}
-		out = append(out, Judge(o, ev, ref))
-	}
-	return out
+// Selection is how the re-judged points are compared: the violations on
+// the training windows and the validation window together, then the
+// value on the validation window. A point that meets the constraints on
+// validation only, by luck of that window, does not beat one that meets
+// them everywhere.
+func (p Point) Selection() Score {
+	return Score{Violation: p.Train.Violation + p.Validation.Violation, Value: p.Validation.Value}
 }
 
 // JudgeAll scores evaluations on several windows, each against the
@@ -326,8 +250,8 @@ func JudgeAll(o Objective, evs, refs []sim.Evaluation) Score {
 
 // Result is a tuning run's outcome.
 type Result struct {
-	// Params are the chosen exponents: Choose's among the start and the
-	// candidates, the start on a tie.
+	// Params are the chosen exponents: the candidate (or the start) with
+	// the best Selection, the start on a tie.
 	Params policy.LearnedParams
 	// KeptStart is set when no candidate beat the start on validation.
 	KeptStart bool
@@ -336,9 +260,10 @@ type Result struct {
 	// Candidates are the points re-judged on validation: the anchors, then
 	// the points the search drew, best training score first.
 	Candidates []Point
-	// ReferenceTrain and ReferenceJudge are the Reference's evaluations
-	// on the training and judging windows (Fair and Wait).
-	ReferenceTrain, ReferenceJudge []sim.Evaluation
+	// ReferenceTrain and ReferenceValidation are the Reference's
+	// evaluations on the training and validation windows (Fair and Wait).
+	ReferenceTrain      []sim.Evaluation
+	ReferenceValidation *sim.Evaluation
 	// SearchFrom names the point CMA-ES started from: "start" or an
 	// anchor's name.
 	SearchFrom                           string
@@ -379,18 +304,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The references and the start on both windows first: every score
 	// needs them, and the validation's pace sets the reserve.
 	nt := len(cfg.Train)
-	judge := cfg.Judge
-	if len(judge) == 0 {
-		judge = []*sim.Evaluator{cfg.Validate}
-	}
-	if slices.Contains(judge, nil) {
-		return nil, errors.New("tune: a nil judging window")
-	}
-	nj := len(judge)
-	var refTr, refVal []sim.Evaluation
-	startTr, startVal := make([]sim.Evaluation, nt), make([]sim.Evaluation, nj)
+	var refVal, startVal sim.Evaluation
+	var refTr []sim.Evaluation
+	startTr := make([]sim.Evaluation, nt)
 	var valTook time.Duration
-	var tookMu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(par)
 	type job struct {
@@ -398,18 +315,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		mk  sim.PolicyFactory
 		out *sim.Evaluation
 	}
-	var jobs []job
-	for i, e := range judge {
-		jobs = append(jobs, job{e, mk(cfg.Start), &startVal[i]})
-	}
+	jobs := []job{{cfg.Validate, mk(cfg.Start), &startVal}}
 	for i, e := range cfg.Train {
 		jobs = append(jobs, job{e, mk(cfg.Start), &startTr[i]})
 	}
 	if cfg.Objective != BSLD {
-		refTr, refVal = make([]sim.Evaluation, nt), make([]sim.Evaluation, nj)
-		for i, e := range judge {
-			jobs = append(jobs, job{e, refMk, &refVal[i]})
-		}
+		refTr = make([]sim.Evaluation, nt)
+		jobs = append(jobs, job{cfg.Validate, refMk, &refVal})
 		for i, e := range cfg.Train {
 			jobs = append(jobs, job{e, refMk, &refTr[i]})
 		}
@@ -422,11 +334,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return fmt.Errorf("tune: evaluate the start and %s: %w", sim.Reference, err)
 			}
 			*j.out = ev
-			if i < nj {
-				// One point's judging, replayed one window after another.
-				tookMu.Lock()
-				valTook += time.Since(t0)
-				tookMu.Unlock()
+			if i == 0 {
+				valTook = time.Since(t0)
 			}
 			return nil
 		})
@@ -435,11 +344,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if cfg.Objective != BSLD {
-		res.ReferenceTrain, res.ReferenceJudge = refTr, refVal
+		res.ReferenceTrain, res.ReferenceValidation = refTr, &refVal
 	}
 	res.Start = Point{Name: "start", Params: cfg.Start, Train: JudgeAll(cfg.Objective, startTr, refTr)}
-	sv := JudgeAll(cfg.Objective, startVal, refVal)
-	res.Start.Validation, res.Start.Windows = &sv, windowScores(cfg.Objective, startVal, refVal)
+	sv := Judge(cfg.Objective, startVal, refVal)
+	res.Start.Validation = &sv
 	// Scale the value CMA-ES ranks by the start's, so that Penalty means
 	// the same on every trace.
 	norm := res.Start.Train.Value
@@ -485,8 +394,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sctx, cancel := ctx, context.CancelFunc(func() {})
 	var deadline time.Duration
 	if cfg.Budget > 0 {
-		// The candidates' judging, and the caller's table on Validate (about
-		// as long as the judging windows together).
 		rounds := (k + len(cfg.Anchors) + cfg.After + par - 1) / par
 		reserve := time.Duration(float64(valTook) * float64(rounds) * 1.25)
 		deadline = cfg.Budget - reserve
@@ -594,31 +501,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(par)
-	evs := make([][]sim.Evaluation, len(cands))
 	for i := range cands {
-		evs[i] = make([]sim.Evaluation, nj)
-		for w, e := range judge {
-			g.Go(func() error {
-				ev, err := e.Evaluate(gctx, mk(cands[i].Params))
-				if err != nil {
-					return fmt.Errorf("tune: validate: %w", err)
-				}
-				evs[i][w] = ev
-				return nil
-			})
-		}
+		g.Go(func() error {
+			ev, err := cfg.Validate.Evaluate(gctx, mk(cands[i].Params))
+			if err != nil {
+				return fmt.Errorf("tune: validate: %w", err)
+			}
+			s := Judge(cfg.Objective, ev, refVal)
+			cands[i].Validation = &s
+			return nil
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	for i := range cands {
-		s := JudgeAll(cfg.Objective, evs[i], refVal)
-		cands[i].Validation, cands[i].Windows = &s, windowScores(cfg.Objective, evs[i], refVal)
+	res.Candidates = cands
+	res.Chosen, res.KeptStart = res.Start, true
+	for _, c := range cands {
+		if c.Selection().Compare(res.Chosen.Selection()) < 0 {
+			res.Chosen, res.KeptStart = c, false
+		}
 	}
-	all := append([]Point{res.Start}, cands...)
-	chosen := Choose(all)
-	res.Start, res.Candidates = all[0], all[1:]
-	res.Chosen, res.KeptStart = all[chosen], chosen == 0
 	res.Params = res.Chosen.Params
 	res.Elapsed = time.Since(started)
 	return res, nil

@@ -134,7 +134,7 @@ func TestNewWindows_Disjoint(t *testing.T) {
 func TestRun_Reproducible(t *testing.T) {
 	w := workload(t, Fair)
 	run := func() *Result {
-		res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Judge: w.Judge,
+		res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
 			Start: policy.DefaultLearnedParams(), Seed: 7, Parallel: 2, Generations: 2, Candidates: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -151,8 +151,8 @@ func TestRun_Reproducible(t *testing.T) {
 	if len(a.Candidates) != 3 {
 		t.Errorf("%d candidates validated, want 3", len(a.Candidates))
 	}
-	if a.Chosen.Rank > a.Start.Rank {
-		t.Errorf("chose median rank %g, worse than the start's %g", a.Chosen.Rank, a.Start.Rank)
+	if a.Chosen.Selection().Compare(a.Start.Selection()) > 0 {
+		t.Errorf("chose %+v, worse than the start %+v", a.Chosen.Selection(), a.Start.Selection())
 	}
 	if !a.KeptStart && a.Params == a.Start.Params {
 		t.Errorf("KeptStart false but the start's parameters")
@@ -163,7 +163,7 @@ func TestRun_Reproducible(t *testing.T) {
 // keeps the start, without an error.
 func TestRun_BudgetKeepsStart(t *testing.T) {
 	w := workload(t, Fair)
-	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Judge: w.Judge,
+	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
 		Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Budget: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestRun_Cancelled(t *testing.T) {
 	w := workload(t, Fair)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Judge: w.Judge, Start: policy.DefaultLearnedParams()}); err == nil {
+	if _, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Start: policy.DefaultLearnedParams()}); err == nil {
 		t.Error("a cancelled run returned no error")
 	}
 }
@@ -202,7 +202,7 @@ func TestJudgeAll_EachWindow(t *testing.T) {
 // that the choice is no worse than any of them.
 func TestRun_Anchors(t *testing.T) {
 	w := workload(t, Fair)
-	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate, Judge: w.Judge,
+	res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
 		Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Generations: 1, Candidates: 2, Anchors: Anchors()})
 	if err != nil {
 		t.Fatal(err)
@@ -215,11 +215,8 @@ func TestRun_Anchors(t *testing.T) {
 		if c.Name != "" {
 			named[c.Name] = true
 		}
-		if len(c.Windows) != len(w.Judge) {
-			t.Errorf("candidate %q judged on %d windows, want %d", c.Name, len(c.Windows), len(w.Judge))
-		}
-		if res.Chosen.Rank > c.Rank {
-			t.Errorf("chose median rank %g, worse than candidate %q's %g", res.Chosen.Rank, c.Name, c.Rank)
+		if res.Chosen.Selection().Compare(c.Selection()) > 0 {
+			t.Errorf("chose %+v, worse than candidate %q %+v", res.Chosen.Selection(), c.Name, c.Selection())
 		}
 	}
 	if len(named) != len(Anchors()) || len(res.Candidates) != len(Anchors())+2 {
@@ -272,118 +269,5 @@ func TestNewWindows_Table(t *testing.T) {
 	}
 	if f := workload(t, Fair); f.Table != f.Validate {
 		t.Error("fair: the table is not on the validation window")
-	}
-}
-
-// TestChoose_MedianRank checks the choice among re-judged points: the
-// least median rank over the judging windows wins, so a point that wins
-// one window by a wide margin (or is the only feasible one there) and
-// loses the others does not displace one that does better on most.
-func TestChoose_MedianRank(t *testing.T) {
-	ok := func(v ...float64) []Score {
-		var s []Score
-		for _, x := range v {
-			s = append(s, Score{Value: x})
-		}
-		return s
-	}
-	tests := []struct {
-		name   string
-		points []Point
-		want   int
-		ranks  []float64
-	}{
-		{
-			name: "one lucky window does not decide",
-			points: []Point{
-				{Name: "start", Windows: ok(10, 10, 10)},
-				{Name: "lucky", Windows: ok(2, 11, 12)},
-				{Name: "steady", Windows: ok(9, 9.5, 9.8)},
-			},
-			want: 2, ranks: []float64{1, 2, 0},
-		},
-		{
-			name: "feasible on one window only loses to feasible on two",
-			points: []Point{
-				{Name: "start", Windows: []Score{{Violation: 0.01, Value: 5}, {Value: 7}, {Value: 6}}},
-				{Name: "lucky", Windows: []Score{{Value: 9}, {Violation: 0.2, Value: 4}, {Violation: 0.1, Value: 4}}},
-			},
-			want: 0, ranks: []float64{0, 1},
-		},
-		{
-			name: "a tie keeps the earliest: the start",
-			points: []Point{
-				{Name: "start", Windows: ok(5, 6)},
-				{Name: "same", Windows: ok(5, 6)},
-			},
-			want: 0, ranks: []float64{0, 0},
-		},
-		{
-			name: "equal medians: the lower mean rank",
-			points: []Point{
-				{Name: "start", Windows: ok(1, 2, 3)},
-				{Name: "b", Windows: ok(2, 1, 2)},
-				{Name: "c", Windows: ok(3, 3, 1)},
-			},
-			want: 1, ranks: []float64{1, 1, 2},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Choose(tc.points); got != tc.want {
-				t.Errorf("chose %q, want %q", tc.points[got].Name, tc.points[tc.want].Name)
-			}
-			for i, p := range tc.points {
-				if p.Rank != tc.ranks[i] {
-					t.Errorf("%s: median rank %g, want %g", p.Name, p.Rank, tc.ranks[i])
-				}
-			}
-		})
-	}
-	if got := Choose(nil); got != -1 {
-		t.Errorf("Choose(nil) = %d, want -1", got)
-	}
-}
-
-// TestWindowScores_Sequences checks that, without constraints, each
-// sequence of a sequences evaluation is a judging window of its own.
-func TestWindowScores_Sequences(t *testing.T) {
-	ev := sim.Evaluation{Metrics: sim.Metrics{AvgBSLD: 5}, Sequences: []sim.Metrics{{AvgBSLD: 2}, {AvgBSLD: 8}}}
-	got := windowScores(BSLD, []sim.Evaluation{ev}, nil)
-	if want := []Score{{Value: 2}, {Value: 8}}; !slices.Equal(got, want) {
-		t.Errorf("got %+v, want %+v", got, want)
-	}
-}
-
-// TestNewWindows_Judge checks the judging windows: consecutive, together
-// exactly the validation window, after every training window.
-func TestNewWindows_Judge(t *testing.T) {
-	w := workload(t, Fair)
-	vaLo, vaHi := w.Validate.Window()
-	_, trHi := w.Train[len(w.Train)-1].Window()
-	if len(w.Judge) != 3 {
-		t.Fatalf("%d judging windows, want 3", len(w.Judge))
-	}
-	next := vaLo
-	for k, e := range w.Judge {
-		lo, hi := e.Window()
-		if lo != next || hi <= lo || lo < trHi {
-			t.Errorf("judging window %d is [%d, %d), want it to start at %d (after training's end %d) and hold a job", k+1, lo, hi, next, trHi)
-		}
-		for i := lo; i < hi; i++ {
-			if e.Job(i).ID != w.Validate.Job(i).ID {
-				t.Fatalf("judging window %d's job %d is %d, the validation window's %d", k+1, i, e.Job(i).ID, w.Validate.Job(i).ID)
-			}
-		}
-		next = hi
-	}
-	if next != vaHi {
-		t.Errorf("judging windows end at %d, the validation window at %d", next, vaHi)
-	}
-	if b := workload(t, BSLD); b.Judge != nil {
-		t.Errorf("bsld: %d judging windows, want none (each validation sequence is one)", len(b.Judge))
-	}
-	if _, err := NewWindows(nil, sim.Cluster{}, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, Judges: -1}); err == nil {
-		t.Error("judging windows -1 accepted")
 	}
 }

@@ -29,11 +29,6 @@ type Setup struct {
 	// each, which a ranking fitted to one period's extremes (max ρ) does
 	// not.
 	Chunks int
-	// Judges cuts the validation part into this many consecutive windows,
-	// each replayed on its own, warmed by the history before it (Fair and
-	// Wait; 3 by default): the candidates are chosen by their median rank
-	// over them (Choose), so that no single period decides.
-	Judges int
 	// Sequences, Length and Seed: RLScheduler's sequences (BSLD), drawn
 	// from the training part for training and from the validation part
 	// for validation.
@@ -55,10 +50,6 @@ type Setup struct {
 type Windows struct {
 	Train    []*sim.Evaluator
 	Validate *sim.Evaluator
-	// Judge are the windows the candidates are chosen on (Config.Judge):
-	// Fair and Wait, the validation part cut into Setup.Judges windows;
-	// BSLD, none (each of Validate's sequences is one).
-	Judge []*sim.Evaluator
 	// Table is the window the caller's validation table replays every
 	// compared policy on: Validate, but with BSLD only the first
 	// Setup.Sequences of its sequences (the same draws, DrawStarts being
@@ -89,12 +80,6 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 	}
 	if s.Chunks == 0 {
 		s.Chunks = 3
-	}
-	if s.Judges == 0 {
-		s.Judges = 3
-	}
-	if s.Judges < 0 {
-		return nil, fmt.Errorf("judging windows %d: want >= 1", s.Judges)
 	}
 	if s.ValidationSequences == 0 {
 		s.ValidationSequences = 3 * s.Sequences
@@ -181,23 +166,6 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 			return nil, fmt.Errorf("validation window: %w", err)
 		}
 		w.Table = w.Validate
-		// Judging window k replays jobs [a, b) of the validation part, as
-		// the training chunks do theirs.
-		vlo, _ := w.Validate.Window()
-		n := len(all)
-		for k := range s.Judges {
-			a, b := vlo+(n-vlo)*k/s.Judges, vlo+(n-vlo)*(k+1)/s.Judges
-			if a == 0 || a >= b {
-				return nil, fmt.Errorf("validation window: %d jobs cannot make %d judging windows: %w", n-vlo, s.Judges, sim.ErrShortWindow)
-			}
-			jd := base
-			jd.Kind, jd.Split = sim.Split, (float64(a)+0.5)/float64(b)
-			e, err := sim.NewEvaluator(all[:b], c, jd)
-			if err != nil {
-				return nil, fmt.Errorf("judging window %d: %w", k+1, err)
-			}
-			w.Judge = append(w.Judge, e)
-		}
 	}
 	return w, nil
 }
