@@ -52,6 +52,17 @@ const (
 	// bootstrapSamples resamples of the validation days (drawn with
 	// replacement, the same draws for every row), then the most margin.
 	PickBootstrap PickCriterion = "bootstrap"
+	// PickNoiseMin: the dominating row whose smaller of the lack cut and
+	// node-hours-off gain, each in standard errors of its day-by-day
+	// differences, is the largest: the margin in units of the validation
+	// noise.
+	PickNoiseMin PickCriterion = "noise-min"
+	// PickNoise2: as PickNoise, at two standard errors.
+	PickNoise2 PickCriterion = "noise2"
+	// PickRecent: the row that dominates on the whole validation span and
+	// on its later half (the days nearest the test), with the most margin
+	// on that later half.
+	PickRecent PickCriterion = "recent"
 )
 
 // bootstrapSamples is how many resamples of the validation days
@@ -63,7 +74,7 @@ const (
 
 // PickCriteria are the criteria `power eval --pick` knows.
 func PickCriteria() []PickCriterion {
-	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap}
+	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent}
 }
 
 // ParsePickCriterion reads a criterion by name.
@@ -125,6 +136,18 @@ func worstFoldMargin(p, idle RuleRow, k int) float64 {
 		worst = min(worst, gain, cut)
 	}
 	return worst
+}
+
+// laterHalf says whether p dominates idle on the later half of the days
+// (at least as many node-steps off, no more lack) and its margin there.
+func laterHalf(p, idle RuleRow) (bool, float64) {
+	if len(p.parts) < 2 || len(p.parts) != len(idle.parts) {
+		return false, math.Inf(-1)
+	}
+	a, b := foldSums(p.parts, 2), foldSums(idle.parts, 2)
+	gain := float64(a[1].off-b[1].off) / math.Max(float64(b[1].off), 1)
+	cut := float64(b[1].lack-a[1].lack) / math.Max(float64(b[1].lack), 1)
+	return a[1].off >= b[1].off && a[1].lack <= b[1].lack, min(gain, cut)
 }
 
 // lackCutT is the mean day-by-day lack cut over its standard error: how
@@ -250,6 +273,13 @@ func (c PickCriterion) admit(p candidate, idle RuleRow, suspend time.Duration, d
 		return lackCutT(p.row, idle) >= 1 && offGainT(p.row, idle) >= 1, pickKey{mg}
 	case PickBootstrap:
 		return true, pickKey{bootstrapShare(p.row, idle, draws), mg}
+	case PickRecent:
+		ok, late := laterHalf(p.row, idle)
+		return ok, pickKey{late, mg}
+	case PickNoise2:
+		return lackCutT(p.row, idle) >= 2, pickKey{mg}
+	case PickNoiseMin:
+		return true, pickKey{min(lackCutT(p.row, idle), offGainT(p.row, idle)), mg}
 	}
 	return false, nil
 }

@@ -56,6 +56,9 @@ func TestPickRows_Criteria(t *testing.T) {
 		{PickNearest, "steady"},       // no early power-down, idle time 2m from SuspendTime
 		{PickHalvesNoEarly, "steady"}, // the only admitted row without the early power-down
 		{PickNoiseBoth, "early"},      // burst's lack cut is noise; early's and steady's are not
+		{PickNoiseMin, "steady"},      // the same gain and cut every day (+Inf both ways); early's cut is 12 standard errors
+		{PickNoise2, "early"},         // early's cut is 12 standard errors, burst's under 1
+		{PickRecent, "burst"},         // burst wins the later half by the most: 1400 vs 1200 off, lack 20 vs 200
 		{PickBootstrap, "early"},      // early and steady dominate on every resample; burst not
 	} {
 		t.Run(string(tc.c), func(t *testing.T) {
