@@ -63,6 +63,12 @@ const (
 	// on its later half (the days nearest the test), with the most margin
 	// on that later half.
 	PickRecent PickCriterion = "recent"
+	// PickEarlyHalves: as PickMargin, but a row with the early power-down
+	// must also dominate on each half of the validation days: the early
+	// power-down only where it wins steadily.
+	PickEarlyHalves PickCriterion = "early-halves"
+	// PickMaxCut: the dominating row with the largest relative lack cut.
+	PickMaxCut PickCriterion = "max-cut"
 )
 
 // bootstrapSamples is how many resamples of the validation days
@@ -74,7 +80,7 @@ const (
 
 // PickCriteria are the criteria `power eval --pick` knows.
 func PickCriteria() []PickCriterion {
-	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent}
+	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent, PickEarlyHalves, PickMaxCut}
 }
 
 // ParsePickCriterion reads a criterion by name.
@@ -276,6 +282,11 @@ func (c PickCriterion) admit(p candidate, idle RuleRow, suspend time.Duration, d
 	case PickRecent:
 		ok, late := laterHalf(p.row, idle)
 		return ok, pickKey{late, mg}
+	case PickEarlyHalves:
+		return noEarly == 1 || foldsDominate(p.row, idle, 2), pickKey{mg}
+	case PickMaxCut:
+		_, _, cut := pickMargin(p.row, idle)
+		return true, pickKey{cut, mg}
 	case PickNoise2:
 		return lackCutT(p.row, idle) >= 2, pickKey{mg}
 	case PickNoiseMin:

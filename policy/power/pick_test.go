@@ -59,6 +59,8 @@ func TestPickRows_Criteria(t *testing.T) {
 		{PickNoiseMin, "steady"},      // the same gain and cut every day (+Inf both ways); early's cut is 12 standard errors
 		{PickNoise2, "early"},         // early's cut is 12 standard errors, burst's under 1
 		{PickRecent, "burst"},         // burst wins the later half by the most: 1400 vs 1200 off, lack 20 vs 200
+		{PickEarlyHalves, "early"},    // burst has the early power-down and loses the first half
+		{PickMaxCut, "burst"},         // burst cuts lack by 32.5 %, early by 17.5 %
 		{PickBootstrap, "early"},      // early and steady dominate on every resample; burst not
 	} {
 		t.Run(string(tc.c), func(t *testing.T) {
