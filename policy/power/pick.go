@@ -13,7 +13,10 @@ import (
 // time). Every criterion reads the validation days only; the validation
 // replay is also summed per day, so that a criterion can ask whether a row
 // dominates on most of the validation days rather than on their total,
-// which a few bursty days of lack can decide.
+// which a few bursty days of lack can decide. PickMargin is the verdict's:
+// none of the others held more verdicts on the test spans of
+// docs/POWER.md; they stay so that the comparison can be rerun on other
+// sequences (power eval --pick).
 type PickCriterion string
 
 const (
