@@ -44,6 +44,7 @@ func powerCommand() *cli.Command {
 				&cli.IntFlag{Name: "history", Value: def.History, Usage: "predictive rule: steps of falling demand before a power-down", EnvVars: []string{"FAIRWAY_POWER_HISTORY"}},
 				&cli.IntFlag{Name: "future", Value: def.Future, Usage: "predictive rule: forecast steps that must not exceed demand now", EnvVars: []string{"FAIRWAY_POWER_FUTURE"}},
 				&cli.IntFlag{Name: "keep", Value: def.Keep, Usage: "predictive rule: steps held after a power-up", EnvVars: []string{"FAIRWAY_POWER_KEEP"}},
+				&cli.StringFlag{Name: "pick", Value: joinCriteria(def.Pick), Usage: "comma-separated criteria choosing each SuspendTime's row on the validation days (" + joinCriteria(power.PickCriteria()) + "; docs/POWER.md): the first gives the verdict, the others are replayed on the test days for comparison", EnvVars: []string{"FAIRWAY_POWER_PICK"}},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_POWER_JSON"}},
 				&cli.BoolFlag{Name: "brief", Usage: "of the predictive rows, print only the artifact's and each SuspendTime's validation pick (the table docs/POWER.md shows)", EnvVars: []string{"FAIRWAY_POWER_BRIEF"}},
 			},
@@ -88,6 +89,14 @@ func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
 	}
 	if cfg.Eval.IdleAfter, err = parseDurations(c.String("hybrid-idle")); err != nil {
 		return cfg, fmt.Errorf("--hybrid-idle: %w", err)
+	}
+	cfg.Eval.Pick = nil
+	for _, v := range strings.Split(c.String("pick"), ",") {
+		pc, err := power.ParsePickCriterion(v)
+		if err != nil {
+			return cfg, fmt.Errorf("--pick: %w", err)
+		}
+		cfg.Eval.Pick = append(cfg.Eval.Pick, pc)
 	}
 	cfg.Eval.History, cfg.Eval.Future, cfg.Eval.Keep = c.Int("history"), c.Int("future"), c.Int("keep")
 	switch {
@@ -186,6 +195,14 @@ func joinDurations(v []time.Duration) string {
 		if d%time.Minute == 0 {
 			s[i] = fmt.Sprintf("%dm", d/time.Minute)
 		}
+	}
+	return strings.Join(s, ",")
+}
+
+func joinCriteria(v []power.PickCriterion) string {
+	s := make([]string, len(v))
+	for i, c := range v {
+		s[i] = string(c)
 	}
 	return strings.Join(s, ",")
 }

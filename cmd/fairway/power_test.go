@@ -26,6 +26,7 @@ func TestPowerEval_BadFlags(t *testing.T) {
 		{"bad suspend time", []string{"--sequence", seq, "--suspend-time", "10m,soon"}, `--suspend-time: "soon"`},
 		{"bad hybrid idle time", []string{"--sequence", seq, "--hybrid-idle", "5m,0s"}, `--hybrid-idle: "0s"`},
 		{"bad day", []string{"--sequence", seq, "--test-from", "12/01/2017"}, `--test-from: "12/01/2017"`},
+		{"bad pick criterion", []string{"--sequence", seq, "--pick", "margin,best"}, `--pick: pick criterion "best": want one of margin, halves`},
 		{"no resume time", []string{"--sequence", seq, "--resume-time", "0s"}, "--resume-time 0s: want a positive duration"},
 		{"step not whole minutes", []string{"--sequence", seq, "--step", "90s"}, "--step 1m30s: want a positive whole number of minutes"},
 		{"broken line", []string{"--sequence", writeSeq(t, "time,active,total\n2017-10-03 00:00:00,1,2\n2017-10-03 00:01:00,x,2\n")}, "s.csv:3: active:"},
@@ -61,14 +62,15 @@ func dailyCycle(t *testing.T) string {
 }
 
 // TestPowerEval_Synthetic runs the command end to end on 50 days of a
-// daily cycle: one table with every rule and the verdict line.
+// daily cycle: one table with every rule, the verdict line and a pick
+// criterion compared with the verdict's.
 func TestPowerEval_Synthetic(t *testing.T) {
 	out, err := runApp(t, "power", "eval", "--sequence", dailyCycle(t), "--train-until", "2017-11-10",
-		"--test-from", "2017-11-11", "--test-until", "2017-11-17", "--buffer", "0,10", "--suspend-time", "10m,1h")
+		"--test-from", "2017-11-11", "--test-until", "2017-11-17", "--buffer", "0,10", "--suspend-time", "10m,1h", "--pick", "margin,halves")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"test 2017-11-11 00:00:00 to 2017-11-18 00:00:00: 1008 steps", "artifact, buffer 0", "artifact, buffer 10", "chosen on the validation days",
+	for _, want := range []string{"pick criterion halves (compared, not the verdict): ", "test 2017-11-11 00:00:00 to 2017-11-18 00:00:00: 1008 steps", "artifact, buffer 0", "artifact, buffer 10", "chosen on the validation days",
 		"idle-time 10m", "idle-time 1h", "same time yesterday", "per idle-time setting, the row that dominated it on the validation days", "verdict (validation picks on the test days)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -46,7 +46,11 @@ type EvalConfig struct {
 	// validation days.
 	TreeChoices []int
 	Variants    []GBTForecaster
-	GBT         gbt.Config
+	// Pick is how each idle-time setting's row is chosen on the validation
+	// days: the first criterion gives the verdict; each other one is
+	// replayed on the test days too, for comparison (EvalResult.Compared).
+	Pick []PickCriterion
+	GBT  gbt.Config
 	// Progress, when set, is told each stage as it starts.
 	Progress func(stage string)
 }
@@ -66,6 +70,7 @@ func DefaultEvalConfig() EvalConfig {
 		Family:      DefaultFamily(),
 		TreeChoices: []int{10, 25, 50, 100, 200},
 		Variants:    GBTVariants(),
+		Pick:        []PickCriterion{PickMargin},
 		// Row subsampling 0.85 as the artifact's bagging_fraction.
 		GBT: gbt.Config{Depth: 6, Rate: 0.1, MinLeaf: 20, Subsample: 0.85},
 	}
@@ -89,7 +94,9 @@ type ForecastRow struct {
 // RuleRow is one rule's replay over the test steps.
 type RuleRow struct {
 	Metrics
-	Kind    string // "predictive", "idle-time", "reference"
+	Kind string // "predictive", "idle-time", "reference"
+	// parts is the replay summed per day, on the validation days only.
+	parts   []partSum
 	Setting string // the predictive family's point, without the buffer
 	Buffer  int
 	Suspend time.Duration
@@ -147,6 +154,9 @@ type EvalResult struct {
 	// idle time) that dominated it on the validation days with the most
 	// margin, and that row replayed on the test days.
 	Picks []Pick
+	// Compared is, for each criterion of EvalConfig.Pick (the verdict's
+	// first), its picks replayed on the test days.
+	Compared []CriterionPicks
 }
 
 // Pick is the row chosen on the validation days against one idle-time
@@ -210,8 +220,13 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	if cfg.Future < 1 || cfg.History < 1 || cfg.Keep < 0 {
 		return nil, fmt.Errorf("history %d, future %d, keep %d: want history and future at least 1", cfg.History, cfg.Future, cfg.Keep)
 	}
-	if len(cfg.Buffers) == 0 || len(cfg.SuspendTimes) == 0 || len(cfg.TreeChoices) == 0 || len(cfg.Variants) == 0 {
-		return nil, errors.New("evaluate: want at least one buffer, one SuspendTime, one tree count and one forecaster variant")
+	if len(cfg.Buffers) == 0 || len(cfg.SuspendTimes) == 0 || len(cfg.TreeChoices) == 0 || len(cfg.Variants) == 0 || len(cfg.Pick) == 0 {
+		return nil, errors.New("evaluate: want at least one buffer, one SuspendTime, one tree count, one forecaster variant and one pick criterion")
+	}
+	for _, c := range cfg.Pick {
+		if _, err := ParsePickCriterion(string(c)); err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
 	}
 	for _, st := range cfg.Family {
 		if st.Hybrid && len(cfg.IdleAfter) == 0 {
@@ -364,13 +379,13 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 		p := ArtifactPredictive(from(ref.fc))
 		p.WarmUp = l.Long
 		p.Label = fmt.Sprintf("artifact, buffer %d", p.Buffer)
-		m, err := test.rule(p)
+		m, _, err := test.rule(p)
 		if err != nil {
 			return nil, err
 		}
 		res.Rules = append(res.Rules, RuleRow{Metrics: m, Kind: "reference", Buffer: p.Buffer, Forecast: ref.name})
 	}
-	m, err := test.rule(&alwaysOn{})
+	m, _, err := test.rule(&alwaysOn{})
 	if err != nil {
 		return nil, err
 	}
@@ -382,27 +397,35 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 		shown[r.Rule] = true
 	}
 	var picked []RuleRow
-	for k := range res.Picks {
-		pk := &res.Picks[k]
-		if pk.Valid.Rule == "" {
-			continue
-		}
-		rows, err := replayPoint(pk.Setting, artifact, pk.Buffer, pk.IdleAfter, l.Long, drive, test)
-		if err != nil {
-			return nil, err
-		}
-		pk.Test = rows
-		for _, r := range res.Rules {
-			if r.Kind == "idle-time" && r.Rule == pk.Idle {
-				_, pk.Gain, pk.Cut = pickMargin(pk.Test, r)
-				pk.Holds = dominates(pk.Test, r)
+	replayed := map[string]RuleRow{}
+	for c := range res.Compared {
+		for k := range res.Compared[c].Picks {
+			pk := &res.Compared[c].Picks[k]
+			if pk.Valid.Rule == "" {
+				continue
+			}
+			rows, ok := replayed[pk.Valid.Rule]
+			if !ok {
+				if rows, err = replayPoint(pk.Setting, artifact, pk.Buffer, pk.IdleAfter, l.Long, drive, test); err != nil {
+					return nil, err
+				}
+				replayed[pk.Valid.Rule] = rows
+			}
+			pk.Test = rows
+			for _, r := range res.Rules {
+				if r.Kind == "idle-time" && r.Rule == pk.Idle {
+					_, pk.Gain, pk.Cut = pickMargin(pk.Test, r)
+					pk.Holds = dominates(pk.Test, r)
+				}
+			}
+			if c == 0 && !shown[rows.Rule] {
+				shown[rows.Rule] = true
+				picked = append(picked, rows)
 			}
 		}
-		if !shown[rows.Rule] {
-			shown[rows.Rule] = true
-			picked = append(picked, rows)
-		}
+		res.Compared[c].Holds = res.Compared[c].holds()
 	}
+	res.Picks = res.Compared[0].Picks
 	res.Rules = append(picked, res.Rules...)
 	res.Verdicts, _ = Dominance(res.Rules)
 	res.Dominates = len(res.Picks) > 0
@@ -482,18 +505,44 @@ func (d driver) of(st Setting) (name string, fc func(int) []float64, sigma []flo
 type replayer struct {
 	decide, demand *Series
 	resume         time.Duration
+	// day is the demand steps of a day when the replay is summed per day
+	// too (the validation days'), 0 when not.
+	day int
 }
 
-func (p replayer) rule(r Rule) (Metrics, error) { return ReplayRule(r, p.decide, p.demand, p.resume) }
+// parts is a fresh per-day sum, or nil when not asked for.
+func (p replayer) parts() *parts {
+	if p.day <= 0 {
+		return nil
+	}
+	return &parts{every: p.day}
+}
 
-func (p replayer) hybrid(h *Hybrid) (Metrics, error) {
-	return ReplayHybrid(h, p.decide, p.demand, p.resume)
+func (pt *parts) days() []partSum {
+	if pt == nil {
+		return nil
+	}
+	return pt.sums
+}
+
+func (p replayer) rule(r Rule) (Metrics, []partSum, error) {
+	pt := p.parts()
+	m, err := replayRule(r, p.decide, p.demand, p.resume, nil, pt)
+	return m, pt.days(), err
+}
+
+func (p replayer) hybrid(h *Hybrid) (Metrics, []partSum, error) {
+	pt := p.parts()
+	m, err := replayHybrid(h, p.decide, p.demand, p.resume, nil, pt)
+	return m, pt.days(), err
 }
 
 func (p replayer) idleTime(suspend []time.Duration) []RuleRow {
 	var out []RuleRow
 	for _, d := range suspend {
-		out = append(out, RuleRow{Metrics: ReplayIdleTime(d, p.demand, p.resume), Kind: "idle-time", Suspend: d})
+		pt := p.parts()
+		m := replayIdleTime(d, p.demand, p.resume, nil, pt)
+		out = append(out, RuleRow{Metrics: m, Kind: "idle-time", Suspend: d, parts: pt.days()})
 	}
 	return out
 }
@@ -522,11 +571,11 @@ func replayCurve(st, artifact Setting, buffers []int, idleAfter []time.Duration,
 	if st.Hybrid {
 		for _, t := range idleAfter {
 			for _, b := range buffers {
-				m, err := p.hybrid(st.HybridRule(t, b, fc, sigma))
+				m, days, err := p.hybrid(st.HybridRule(t, b, fc, sigma))
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, RuleRow{Metrics: m, Kind: "predictive", Setting: st.String(), Buffer: b, IdleAfter: t, Forecast: name})
+				out = append(out, RuleRow{Metrics: m, Kind: "predictive", Setting: st.String(), Buffer: b, IdleAfter: t, Forecast: name, parts: days})
 			}
 		}
 		return out, nil
@@ -536,11 +585,11 @@ func replayCurve(st, artifact Setting, buffers []int, idleAfter []time.Duration,
 		if st == artifact {
 			r.(*Predictive).Label = fmt.Sprintf("artifact, buffer %d", b)
 		}
-		m, err := p.rule(r)
+		m, days, err := p.rule(r)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, RuleRow{Metrics: m, Kind: "predictive", Setting: st.String(), Buffer: b, Forecast: name})
+		out = append(out, RuleRow{Metrics: m, Kind: "predictive", Setting: st.String(), Buffer: b, Forecast: name, parts: days})
 	}
 	return out, nil
 }
@@ -579,16 +628,13 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 		res.SigmaAnchored[h-1] = d.anchored.Lead(s, validLo+h, validHi, h).RMSE
 	}
 	d.sigma, d.sigmaAnchored = res.Sigma, res.SigmaAnchored
-	valid := replayer{decide: s.Slice(validLo, validHi), demand: minutes(s, fine, validLo, validHi), resume: cfg.Resume}
+	valid := replayer{decide: s.Slice(validLo, validHi), demand: minutes(s, fine, validLo, validHi), resume: cfg.Resume, day: int(24 * time.Hour / fine.Step)}
 	idle := valid.idleTime(cfg.SuspendTimes)
 	artifact := ArtifactSetting(cfg.History, cfg.Future, cfg.Keep)
 	progress(fmt.Sprintf("replaying %d settings × %d buffers on the validation days", len(cfg.Family), len(cfg.Buffers)))
 	var bestCurve, artifactCurve []RuleRow
 	best := curveScore{dominated: -1}
-	res.Picks = make([]Pick, len(idle))
-	for j, r := range idle {
-		res.Picks[j] = Pick{Idle: r.Rule, ValidMargin: math.Inf(-1)}
-	}
+	var all []candidate
 	for _, st := range cfg.Family {
 		curve, err := replayCurve(st, artifact, cfg.Buffers, cfg.IdleAfter, l.Long, d, valid)
 		if err != nil {
@@ -597,12 +643,8 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 		if st == artifact {
 			artifactCurve = curve
 		}
-		for j, r := range idle {
-			for _, p := range curve {
-				if mg, gain, cut := pickMargin(p, r); dominates(p, r) && mg > res.Picks[j].ValidMargin {
-					res.Picks[j] = Pick{Idle: r.Rule, Setting: st, Buffer: p.Buffer, IdleAfter: p.IdleAfter, Valid: p, ValidMargin: mg, ValidGain: gain, ValidCut: cut}
-				}
-			}
+		for _, p := range curve {
+			all = append(all, candidate{st: st, row: p})
 		}
 		sc := scoreCurve(curve, idle)
 		res.Ranked = append(res.Ranked, RankedSetting{Setting: st, Dominated: sc.dominated, Margin: sc.margin})
@@ -622,6 +664,10 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 			return err
 		}
 	}
+	for _, c := range cfg.Pick {
+		res.Compared = append(res.Compared, CriterionPicks{Criterion: c, Picks: pickRows(c, all, idle)})
+	}
+	res.Picks = res.Compared[0].Picks
 	res.Searched = len(cfg.Family)
 	res.Validation = append(res.Validation, artifactCurve...)
 	if res.Chosen != artifact {
@@ -767,16 +813,13 @@ func (r *EvalResult) write(w io.Writer, brief bool) error {
 	fmt.Fprintf(w, "with the buffer also fixed on validation (the chosen setting's validation witness, on the test days): %s\n", strings.Join(fixed, ", "))
 	fmt.Fprintln(w, "per idle-time setting, the row that dominated it on the validation days with the most margin (the smaller of the relative node-hours-off gain and lack cut), out of every setting, buffer and idle time searched, on the test days:")
 	for _, pk := range r.Picks {
-		if pk.Valid.Rule == "" {
-			fmt.Fprintf(w, "  %s: no row dominated it on validation\n", pk.Idle)
-			continue
+		writePick(w, pk)
+	}
+	for _, cp := range r.Compared[min(1, len(r.Compared)):] {
+		fmt.Fprintf(w, "pick criterion %s (compared, not the verdict): %d of %d hold on the test days\n", cp.Criterion, cp.Holds, len(cp.Picks))
+		for _, pk := range cp.Picks {
+			writePick(w, pk)
 		}
-		verdict := "fails"
-		if pk.Holds {
-			verdict = "holds"
-		}
-		fmt.Fprintf(w, "  %s: %s (validation %+.2f%% node-h off, %+.1f%% lack): test %.0f node-h off, %.0f lack node-min (%+.2f%%, %+.1f%%): %s\n",
-			pk.Idle, pk.Valid.Rule, 100*pk.ValidGain, -100*pk.ValidCut, pk.Test.NodeHoursOff, pk.Test.LackNodeMinutes, 100*pk.Gain, -100*pk.Cut, verdict)
 	}
 	verdict := "does not dominate"
 	if r.Dominates {
@@ -784,6 +827,21 @@ func (r *EvalResult) write(w io.Writer, brief bool) error {
 	}
 	fmt.Fprintf(w, "verdict (validation picks on the test days): the predictive rule %s the idle-time rule\n", verdict)
 	return nil
+}
+
+// writePick writes one idle-time setting's validation pick and how it did
+// on the test days.
+func writePick(w io.Writer, pk Pick) {
+	if pk.Valid.Rule == "" {
+		fmt.Fprintf(w, "  %s: no row dominated it on validation\n", pk.Idle)
+		return
+	}
+	verdict := "fails"
+	if pk.Holds {
+		verdict = "holds"
+	}
+	fmt.Fprintf(w, "  %s: %s (validation %+.2f%% node-h off, %+.1f%% lack): test %.0f node-h off, %.0f lack node-min (%+.2f%%, %+.1f%%): %s\n",
+		pk.Idle, pk.Valid.Rule, 100*pk.ValidGain, -100*pk.ValidCut, pk.Test.NodeHoursOff, pk.Test.LackNodeMinutes, 100*pk.Gain, -100*pk.Cut, verdict)
 }
 
 func (r *EvalResult) artifactName() string {

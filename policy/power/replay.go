@@ -39,6 +39,17 @@ type Metrics struct {
 	LackEvents      int
 }
 
+// parts collects the node-steps off and lack of each consecutive run of
+// every steps of a replay (a day on the validation days): what a pick's
+// stability across the validation days is judged on.
+type parts struct {
+	every int
+	sums  []partSum
+}
+
+// partSum is one part's node-steps off and lack node-steps.
+type partSum struct{ off, lack int }
+
 // Summarise computes the metrics of a replay's steps.
 func Summarise(name string, steps []Step, step time.Duration) Metrics {
 	var acc summary
@@ -120,14 +131,15 @@ type fleet struct {
 	resume                    int       // steps from a resume to a usable node, at least 1
 	acc                       summary
 	trace                     *[]Step
+	parts                     *parts // nil: not asked for
 }
 
 type idleRun struct{ since, n int }
 
 // newFleet starts with every node powered and idle, as a cluster is
 // before any power saving acts.
-func newFleet(total int, resume time.Duration, step time.Duration, trace *[]Step) *fleet {
-	f := &fleet{total: total, resume: max(int((resume+step-1)/step), 1), trace: trace}
+func newFleet(total int, resume time.Duration, step time.Duration, trace *[]Step, pt *parts) *fleet {
+	f := &fleet{total: total, resume: max(int((resume+step-1)/step), 1), trace: trace, parts: pt}
 	f.pushIdle(0, total)
 	return f
 }
@@ -161,11 +173,21 @@ func (f *fleet) serve(m, a, total int) int {
 // record accounts step m once it is served, before the rule acts on it.
 func (f *fleet) record(a, lack int) {
 	x := Step{Active: a, Total: f.total, Powered: f.powered(), Lack: lack}
+	if f.parts != nil {
+		if f.acc.n%f.parts.every == 0 {
+			f.parts.sums = append(f.parts.sums, partSum{})
+		}
+		p := &f.parts.sums[len(f.parts.sums)-1]
+		p.off += x.Total - x.Powered
+		p.lack += x.Lack
+	}
 	f.acc.add(x)
 	if f.trace != nil {
 		*f.trace = append(*f.trace, x)
 	}
 }
+
+func (f *fleet) metrics(name string, step time.Duration) Metrics { return f.acc.metrics(name, step) }
 
 // boot resumes up to n off nodes, counted powered from step from and
 // usable resume steps later.
@@ -299,23 +321,23 @@ func (f *fleet) resize(m, total int) {
 // later (slurm.conf ResumeTimeout; rounded up to whole steps, at least
 // one). It never looks ahead and keeps no buffer.
 func ReplayIdleTime(suspend time.Duration, demand *Series, resume time.Duration) Metrics {
-	return replayIdleTime(suspend, demand, resume, nil)
+	return replayIdleTime(suspend, demand, resume, nil, nil)
 }
 
-func replayIdleTime(suspend time.Duration, demand *Series, resume time.Duration, trace *[]Step) Metrics {
+func replayIdleTime(suspend time.Duration, demand *Series, resume time.Duration, trace *[]Step, pt *parts) Metrics {
 	name := "idle-time " + shortDuration(suspend)
 	if demand.Len() == 0 {
 		return Metrics{Rule: name}
 	}
 	steps := max(int((suspend+demand.Step-1)/demand.Step), 1)
-	f := newFleet(demand.Total[0], resume, demand.Step, trace)
+	f := newFleet(demand.Total[0], resume, demand.Step, trace, pt)
 	for m := range demand.Active {
 		a := demand.Active[m]
 		lack := f.serve(m, a, demand.Total[m])
 		f.record(a, lack)
 		f.suspendIdle(m, steps)
 	}
-	return f.acc.metrics(name, demand.Step)
+	return f.metrics(name, demand.Step)
 }
 
 // ReplayRule replays rule on demand: the rule decides at the end of each
@@ -328,10 +350,10 @@ func replayIdleTime(suspend time.Duration, demand *Series, resume time.Duration,
 // decide and demand start at the same instant and decide's step is a
 // whole number of demand's.
 func ReplayRule(rule Rule, decide, demand *Series, resume time.Duration) (Metrics, error) {
-	return replayRule(rule, decide, demand, resume, nil)
+	return replayRule(rule, decide, demand, resume, nil, nil)
 }
 
-func replayRule(rule Rule, decide, demand *Series, resume time.Duration, trace *[]Step) (Metrics, error) {
+func replayRule(rule Rule, decide, demand *Series, resume time.Duration, trace *[]Step, pt *parts) (Metrics, error) {
 	k, err := aligned(decide, demand)
 	if err != nil {
 		return Metrics{}, err
@@ -340,7 +362,7 @@ func replayRule(rule Rule, decide, demand *Series, resume time.Duration, trace *
 		return Metrics{Rule: rule.Name()}, nil
 	}
 	rule.Reset(decide)
-	f := newFleet(demand.Total[0], resume, demand.Step, trace)
+	f := newFleet(demand.Total[0], resume, demand.Step, trace, pt)
 	plan := decide.Total[0]
 	for i := range decide.Active {
 		for m := i * k; m < (i+1)*k; m++ {
@@ -351,7 +373,7 @@ func replayRule(rule Rule, decide, demand *Series, resume time.Duration, trace *
 		plan = max(min(rule.Powered(i, plan), decide.Total[i]), decide.Active[i])
 		f.target((i+1)*k, plan)
 	}
-	return f.acc.metrics(rule.Name(), demand.Step), nil
+	return f.metrics(rule.Name(), demand.Step), nil
 }
 
 // aligned checks that decide's steps are whole numbers k of demand's,
@@ -378,10 +400,10 @@ func aligned(decide, demand *Series) (int, error) {
 // lacks at once, as under every rule; decide and demand are aligned as
 // for ReplayRule.
 func ReplayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration) (Metrics, error) {
-	return replayHybrid(h, decide, demand, resume, nil)
+	return replayHybrid(h, decide, demand, resume, nil, nil)
 }
 
-func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace *[]Step) (Metrics, error) {
+func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace *[]Step, pt *parts) (Metrics, error) {
 	k, err := aligned(decide, demand)
 	if err != nil {
 		return Metrics{}, err
@@ -392,7 +414,7 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 	if decide.Len() == 0 {
 		return Metrics{Rule: h.Name()}, nil
 	}
-	f := newFleet(demand.Total[0], resume, demand.Step, trace)
+	f := newFleet(demand.Total[0], resume, demand.Step, trace, pt)
 	idle := max(int((h.IdleAfter+demand.Step-1)/demand.Step), 1)
 	look := int((h.Lookahead + demand.Step - 1) / demand.Step)
 	// need[lead−1] is the nodes the forecast issued at step issued wants
@@ -452,7 +474,7 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 			}
 		}
 	}
-	return f.acc.metrics(h.Name(), demand.Step), nil
+	return f.metrics(h.Name(), demand.Step), nil
 }
 
 // nodesWanted is a forecast v for lead steps ahead plus that lead's

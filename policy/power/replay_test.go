@@ -86,7 +86,7 @@ func TestReplayIdleTime_HandChecked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var steps []Step
-			m := replayIdleTime(tc.suspend, minuteSeries(tc.total, tc.active...), tc.resume, &steps)
+			m := replayIdleTime(tc.suspend, minuteSeries(tc.total, tc.active...), tc.resume, &steps, nil)
 			on, lack := onAndLack(steps)
 			if diff := cmp.Diff(tc.wantOn, on); diff != "" {
 				t.Errorf("powered (-want +got)\n%s", diff)
@@ -109,7 +109,7 @@ func TestReplayRule_HandChecked(t *testing.T) {
 	// step 3 the plan is 2 again (after the last minute, not recorded).
 	demand := minuteSeries(6, 1, 2, 2, 2, 4, 1, 1, 1)
 	var steps []Step
-	m, err := replayRule(scripted{3, 2, 2, 2}, coarsen(demand, 2), demand, time.Minute, &steps)
+	m, err := replayRule(scripted{3, 2, 2, 2}, coarsen(demand, 2), demand, time.Minute, &steps, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestReplayRule_HandChecked(t *testing.T) {
 	// the rise at minute 6 finds them.
 	demand = minuteSeries(6, 1, 1, 1, 1, 1, 1, 3, 3)
 	steps = nil
-	if _, err := replayRule(scripted{1, 3, 3, 3}, coarsen(demand, 2), demand, 2*time.Minute, &steps); err != nil {
+	if _, err := replayRule(scripted{1, 3, 3, 3}, coarsen(demand, 2), demand, 2*time.Minute, &steps, nil); err != nil {
 		t.Fatal(err)
 	}
 	on, lack = onAndLack(steps)
@@ -214,7 +214,7 @@ func TestFleet_Resize(t *testing.T) {
 	var steps []Step
 	demand := &Series{Start: time.Date(2017, 12, 1, 0, 0, 0, 0, time.UTC), Step: time.Minute,
 		Active: []int{2, 2, 2, 5, 3, 1}, Total: []int{4, 4, 8, 8, 3, 3}}
-	replayIdleTime(time.Minute, demand, 3*time.Minute, &steps)
+	replayIdleTime(time.Minute, demand, 3*time.Minute, &steps, nil)
 	// 0: 2 busy, 2 idle, off after the minute. 2: 4 nodes join idle (6
 	// powered), off after the minute. 3: 5 wanted, 2 usable: 3 resume (5
 	// powered). 4: the cluster shrinks to 3: its 3 off nodes go, then 2
@@ -275,7 +275,7 @@ func TestReplayHybrid_HandChecked(t *testing.T) {
 			h := tc.h
 			h.IdleAfter, h.Forecast = time.Minute, stepForecast(2, tc.want, 4)
 			var steps []Step
-			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps); err != nil {
+			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
 				t.Fatal(err)
 			}
 			on, lack := onAndLack(steps)
@@ -302,9 +302,9 @@ func TestReplayHybrid_NothingForecastIsIdleTime(t *testing.T) {
 		demand := minuteSeries(12, active...)
 		for _, T := range []time.Duration{time.Minute, 3 * time.Minute, 10 * time.Minute} {
 			var idle, hyb []Step
-			replayIdleTime(T, demand, 2*time.Minute, &idle)
+			replayIdleTime(T, demand, 2*time.Minute, &idle, nil)
 			h := &Hybrid{IdleAfter: T, Lookahead: 20 * time.Minute, Forecast: stepForecast(-1, 0, 5)}
-			if _, err := replayHybrid(h, coarsen(demand, 10), demand, 2*time.Minute, &hyb); err != nil {
+			if _, err := replayHybrid(h, coarsen(demand, 10), demand, 2*time.Minute, &hyb, nil); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(idle, hyb); diff != "" {
@@ -340,7 +340,7 @@ func TestReplayHybrid_NeverReadsTheFuture(t *testing.T) {
 			h.IdleAfter, h.EarlyAfter, h.EarlyMargin = 20*time.Minute, 5*time.Minute, []float64{1, 2}
 		}
 		demand := minuteSeries(30, active...)
-		if _, err := replayHybrid(h, coarsen(demand, k), demand, 3*time.Minute, &steps); err != nil {
+		if _, err := replayHybrid(h, coarsen(demand, k), demand, 3*time.Minute, &steps, nil); err != nil {
 			t.Fatal(err)
 		}
 		return steps
@@ -418,7 +418,7 @@ func TestReplayHybrid_Early(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := Hybrid{IdleAfter: 6 * time.Minute, EarlyAfter: tc.early, NoAhead: true, Forecast: stepForecast(2, tc.want, 4)}
 			var steps []Step
-			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps); err != nil {
+			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
 				t.Fatal(err)
 			}
 			on, lack := onAndLack(steps)
