@@ -165,3 +165,62 @@ func TestLab_SimulateFromDB(t *testing.T) {
 		t.Errorf("a layout without partition %s: %d jobs left out, want at least our %d", e.Partition, n, perPart[e.Partition])
 	}
 }
+
+// TestLab_SimulatePartitionsFromSlurmrestd reads the layout from the lab's
+// real slurmrestd (`simulate --partitions slurmrestd`): both partitions,
+// gpu (the default) and gpuhi, over the two nodes of 4 H100s; and replays
+// the lab's history on it: jobs of both partitions, asking h100 or any
+// GPU, all run.
+func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
+	e := lab.Get(t)
+	ctx := context.Background()
+	dbURL, conn := throwawayDB(t, e)
+	tag := fmt.Sprintf("simrest%d", time.Now().UnixNano()%1e6)
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	waitQueueEmpty(t, e)
+	var ids []int64
+	for i, part := range []string{e.Partition, "gpuhi", e.Partition, "gpuhi"} {
+		gres := fmt.Sprintf("--gres=gpu:h100:%d", 1+i)
+		if i%2 == 1 {
+			gres = fmt.Sprintf("--gres=gpu:%d", 1+i)
+		}
+		ids = append(ids, e.Submit(t, "alice", "-J", tag, "-p", part, gres, "-t", "1", "--wrap", "sleep 1"))
+	}
+	for _, id := range ids {
+		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
+			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
+		}
+	}
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	rest := []string{"--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile}
+	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
+		out, err := runApp(t, append([]string{"ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
+			"--since", since}, rest...)...)
+		if err != nil {
+			t.Fatalf("ingest: %v\n%s", err, out)
+		}
+		stored := 0
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
+			e.Cluster, tag).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		return stored == len(ids)
+	})
+	out, err := runApp(t, append([]string{"simulate", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since,
+		"--policies", "fifo", "--parallel", "1", "--progress", "never", "--partitions", "slurmrestd"}, rest...)...)
+	t.Logf("simulate --from-db --partitions slurmrestd:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\(accounting database\): (\d+) jobs on 2 nodes of gpus in partitions ` +
+		regexp.QuoteMeta(e.Partition+"+gpuhi:nodes=2,per-node=4,type=h100") + `, `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the header does not name the lab's layout, %s+gpuhi:nodes=2,per-node=4,type=h100 (the default first)", e.Partition)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < len(ids) {
+		t.Errorf("%d jobs replayed on the live layout, want at least our %d", n, len(ids))
+	}
+	if strings.Contains(out, "warning:") {
+		t.Errorf("the live layout: jobs left out")
+	}
+}
