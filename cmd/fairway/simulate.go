@@ -36,6 +36,9 @@ type simulateConfig struct {
 	// Slurm is the slurm policy's settings (--slurm-config), nil when
 	// not given; the cluster's size is the workload's.
 	Slurm *policy.MultifactorParams
+	// bfEpoch is when --slurm-config's backfill passes count from (its
+	// BOOT_TIME).
+	bfEpoch time.Time
 }
 
 // clusterJSON is a workload's cluster in JSON output.
@@ -202,6 +205,14 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 			return cfg, fmt.Errorf("--slurm-config %s: PriorityType is %s: the slurm policy replays priority/multifactor (fifo is priority/basic)", path, pc.Type)
 		}
 		cfg.Slurm = &pc.Multifactor
+		// Slurm's cadence, which the site's config sets: priorities held
+		// between recalculations (PriorityCalcPeriod, from BOOT_TIME), and
+		// backfill every bf_interval, for every policy (the scheduler acts
+		// on any ranking so).
+		cfg.Slurm.CalcPeriod, cfg.Slurm.CalcEpoch = pc.CalcPeriod, pc.BootTime
+		if pc.SchedulerType == "sched/backfill" && cfg.Backfill != sim.NoBackfill {
+			cfg.BackfillInterval, cfg.bfEpoch = pc.BackfillInterval, pc.BootTime
+		}
 		if !slices.Contains(cfg.Policies, "slurm") {
 			cfg.Policies = append(cfg.Policies, "slurm")
 		}
@@ -226,7 +237,8 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		onProgress = progress.NewTally(errOut, "simulating "+w.Name, plural.N(len(cfg.Policies), "policy", "policies"), "jobs", started).Update
 	}
 	cc := sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
-		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress}
+		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress,
+		BackfillInterval: cfg.BackfillInterval, BackfillEpoch: cfg.bfEpoch}
 	if cfg.Slurm != nil {
 		p := *cfg.Slurm
 		if p.WeightJobSize > 0 && w.Cluster.Unit != sim.CPUs {
