@@ -147,6 +147,10 @@ func TestMultifactor_FairTree(t *testing.T) {
 	used := rkLedger(t, LedgerParams{HalfLife: -1})
 	used.Charge(&Job{ID: 100, Account: "phys", User: "alice", GPUs: 1}, rkAt(0), rkAt(50), Service{})
 	used.Charge(&Job{ID: 101, Account: "chem", User: "carol", GPUs: 1}, rkAt(0), rkAt(1000.0/60), Service{})
+	withDeleted := used.Clone()
+	for i, acct := range []string{"gone1", "gone2", "gone3"} {
+		withDeleted.Charge(&Job{ID: int64(200 + i), Account: acct, User: "bob", GPUs: 1}, rkAt(0), rkAt(5), Service{})
+	}
 	jobs := []rkJob{
 		{id: 1, acct: "phys", user: "alice", submit: 10},
 		{id: 2, acct: "phys", user: "bob", submit: 20},
@@ -160,6 +164,9 @@ func TestMultifactor_FairTree(t *testing.T) {
 	}{
 		{"usage", used, []int64{3, 2, 1}, map[int64]float64{1: 1.0 / 3, 2: 2.0 / 3, 3: 1}},
 		{"no usage", rkLedger(t, LedgerParams{HalfLife: -1}), []int64{1, 2, 3}, map[int64]float64{1: 1, 2: 1, 3: 1}},
+		// History of an account since deleted (not in the share tree):
+		// not ranked, so the steps stay 1/3.
+		{"usage of a deleted account", withDeleted, []int64{3, 2, 1}, map[int64]float64{1: 1.0 / 3, 2: 2.0 / 3, 3: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := rkSnap(60, jobs...)
