@@ -62,6 +62,7 @@ type Config struct {
 	// wakes every bf_interval, while jobs that start in ranking order
 	// start at every scheduling point, as Slurm's main scheduler starts
 	// them on each submit and completion. 0: backfill at every point.
+	// Ignored with Preempt or NoBackfill.
 	BackfillInterval time.Duration
 	// BackfillEpoch is when the backfill passes are counted from
 	// (slurmctld's start); zero: the first submit.
