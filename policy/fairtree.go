@@ -21,7 +21,8 @@ import (
 // visited has rank N − k + 1 (N: the user associations), users of equal LF
 // one after the other share the first one's rank, and the factor is
 // rank/N: the most under-served user gets 1, whatever the magnitude of
-// the differences.
+// the differences. Users the Ledger alone knows, of an account the share
+// tree lacks (deleted since), are not ranked.
 func fairTreeFactors(s *Snapshot, pending []Assoc) map[Assoc]float64 {
 	userSet := map[Assoc]struct{}{}
 	if s.Shares != nil {
@@ -29,9 +30,21 @@ func fairTreeFactors(s *Snapshot, pending []Assoc) map[Assoc]float64 {
 			userSet[a] = struct{}{}
 		}
 	}
+	// Usage of an account the share tree lacks is history of an
+	// association since deleted: Slurm's tree no longer ranks it, and
+	// counting it would shrink every rank step (1/N).
+	inTree := func(account string) bool {
+		if s.Shares == nil || len(s.Shares.Accounts) == 0 {
+			return true
+		}
+		_, ok := s.Shares.Accounts[account]
+		return ok
+	}
 	if s.Ledger != nil {
 		for a := range s.Ledger.assocs {
-			userSet[a] = struct{}{}
+			if inTree(a.Account) {
+				userSet[a] = struct{}{}
+			}
 		}
 	}
 	for _, a := range pending {

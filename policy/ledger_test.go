@@ -216,3 +216,25 @@ func TestLedger_FinishAndClone(t *testing.T) {
 		t.Error("a nil ledger does not read as empty")
 	}
 }
+
+// TestService_BillCPUs: Slurm's default billing charges a job its CPUs,
+// whatever GPUs or shards it holds; without it a GPU job is charged its
+// GPUs and a CPU job nothing (on a GPU cluster).
+func TestService_BillCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Service
+		j    Job
+		want float64
+	}{
+		{"GPUs, billed by CPUs", Service{BillCPUs: true}, Job{GPUs: 4, CPUs: 2}, 2},
+		{"shards, billed by CPUs", Service{BillCPUs: true, ShardsPerGPU: 4}, Job{Shards: 2, CPUs: 6}, 6},
+		{"CPU job, billed by CPUs", Service{BillCPUs: true}, Job{CPUs: 3}, 3},
+		{"GPUs", Service{}, Job{GPUs: 4, CPUs: 2}, 4},
+		{"CPU job on a GPU cluster", Service{}, Job{CPUs: 3}, 0},
+	} {
+		if got := tc.s.Rate(&tc.j); got != tc.want {
+			t.Errorf("%s: rate %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

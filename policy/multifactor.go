@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -47,6 +48,16 @@ type MultifactorParams struct {
 	// ClusterNodes and ClusterCPUs are the cluster's size, which the job
 	// size factor is relative to. Required when WeightJobSize > 0.
 	ClusterNodes, ClusterCPUs int
+	// CalcPeriod is PriorityCalcPeriod. When set, the policy ranks as
+	// slurmctld does between its recalculations, at CalcEpoch + k ×
+	// CalcPeriod: an association's fair-share factor is the one of the
+	// last recalculation (of the first ranking after it: the usage the
+	// Ledger charged by then), and a job's age the one it had then (0 for
+	// a job submitted since). 0 recomputes every factor at every ranking.
+	CalcPeriod time.Duration
+	// CalcEpoch is when slurmctld's recalculations are counted from: its
+	// start (`scontrol show config`'s BOOT_TIME). Zero: the Unix epoch.
+	CalcEpoch time.Time
 }
 
 // multifactor is Slurm's priority/multifactor plugin with a site's own
@@ -71,7 +82,8 @@ type MultifactorParams struct {
 // Where it differs from slurmctld: usage is the Ledger's GPU-seconds,
 // decayed continuously, where Slurm charges TRES-billing CPU-seconds once
 // per PriorityCalcPeriod and recomputes pending jobs' priorities only then
-// (and at submit); Fair Tree's tree has two levels, and users directly
+// (and at submit) — with CalcPeriod set, the policy holds the factors
+// between recalculations as slurmctld does; Fair Tree's tree has two levels, and users directly
 // under the root are users of an account of that name; association priority, TRES weights, nice and the site factor are left
 // out. A job in several partitions counts by the one Job.Partition names.
 type multifactor struct {
@@ -80,6 +92,12 @@ type multifactor struct {
 	maxPF  float64
 	maxQOS float64
 	sc     scorer
+
+	// With CalcPeriod: the recalculation the factors in frozen are of,
+	// and each association's fair-share factor then.
+	mu     sync.Mutex
+	tick   time.Time
+	frozen map[Assoc]float64
 }
 
 // NewMultifactor returns the "slurm" policy.
@@ -89,6 +107,9 @@ func NewMultifactor(p MultifactorParams) (Policy, error) {
 		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
 			return nil, fmt.Errorf("slurm: %s %v: want a finite weight >= 0", name, w)
 		}
+	}
+	if p.CalcPeriod < 0 {
+		return nil, fmt.Errorf("slurm: PriorityCalcPeriod %v: want >= 0", p.CalcPeriod)
 	}
 	if p.MaxAge < 0 || p.Dampening < 0 || math.IsNaN(p.Dampening) {
 		return nil, fmt.Errorf("slurm: PriorityMaxAge %v, FairShareDampeningFactor %v: want >= 0", p.MaxAge, p.Dampening)
@@ -190,6 +211,10 @@ func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 	case m.p.WeightFairshare > 0:
 		ffs = fairshareFactors(s, g, shareSums(s, g.keys), m.p.Dampening)
 	}
+	ageAt := s.Now
+	if m.p.CalcPeriod > 0 {
+		ageAt = m.freeze(s.Now, g.keys, ffs)
+	}
 	const k = 6
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
@@ -198,7 +223,7 @@ func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 		if ffs != nil {
 			ff = ffs[g.of[i]].f
 		}
-		age, fs, js, part, qos := m.factors(j, s.Now, ff)
+		age, fs, js, part, qos := m.factors(j, ageAt, ff)
 		sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3], row[4], row[5] = max(1, math.Floor(sum)), age, fs, js, part, qos
@@ -208,6 +233,39 @@ func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 		return nil, fmt.Errorf("slurm: %w", err)
 	}
 	return scores, nil
+}
+
+// freeze makes ffs (the fair-share factors of keys at now) the ones of
+// the last recalculation before now, keeping each association's factor
+// from the first ranking since that recalculation, and returns the
+// instant ages are counted to: that recalculation's.
+func (m *multifactor) freeze(now time.Time, keys []Assoc, ffs []fsFactor) time.Time {
+	per, epoch := m.p.CalcPeriod, m.p.CalcEpoch
+	if epoch.IsZero() {
+		epoch = time.Unix(0, 0)
+	}
+	since := now.Sub(epoch)
+	n := since / per
+	if since < 0 && since%per != 0 {
+		n--
+	}
+	tick := epoch.Add(n * per)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !tick.Equal(m.tick) || m.frozen == nil {
+		m.tick, m.frozen = tick, map[Assoc]float64{}
+	}
+	for x, a := range keys {
+		if ffs == nil {
+			break
+		}
+		if f, ok := m.frozen[a]; ok {
+			ffs[x].f = f
+		} else {
+			m.frozen[a] = ffs[x].f
+		}
+	}
+	return tick
 }
 
 // WhatMovesIt names the factors of the site's formula that carry weight.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,10 @@ func TestMultifactor_FairTree(t *testing.T) {
 	used := rkLedger(t, LedgerParams{HalfLife: -1})
 	used.Charge(&Job{ID: 100, Account: "phys", User: "alice", GPUs: 1}, rkAt(0), rkAt(50), Service{})
 	used.Charge(&Job{ID: 101, Account: "chem", User: "carol", GPUs: 1}, rkAt(0), rkAt(1000.0/60), Service{})
+	withDeleted := used.Clone()
+	for i, acct := range []string{"gone1", "gone2", "gone3"} {
+		withDeleted.Charge(&Job{ID: int64(200 + i), Account: acct, User: "bob", GPUs: 1}, rkAt(0), rkAt(5), Service{})
+	}
 	jobs := []rkJob{
 		{id: 1, acct: "phys", user: "alice", submit: 10},
 		{id: 2, acct: "phys", user: "bob", submit: 20},
@@ -159,6 +164,9 @@ func TestMultifactor_FairTree(t *testing.T) {
 	}{
 		{"usage", used, []int64{3, 2, 1}, map[int64]float64{1: 1.0 / 3, 2: 2.0 / 3, 3: 1}},
 		{"no usage", rkLedger(t, LedgerParams{HalfLife: -1}), []int64{1, 2, 3}, map[int64]float64{1: 1, 2: 1, 3: 1}},
+		// History of an account since deleted (not in the share tree):
+		// not ranked, so the steps stay 1/3.
+		{"usage of a deleted account", withDeleted, []int64{3, 2, 1}, map[int64]float64{1: 1.0 / 3, 2: 2.0 / 3, 3: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := rkSnap(60, jobs...)
@@ -173,5 +181,68 @@ func TestMultifactor_FairTree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMultifactor_CalcPeriod: with PriorityCalcPeriod, fair share and age
+// are those of slurmctld's last recalculation (every 10 minutes from
+// minute 0 here). alice (phys, 2 shares) has used 50 GPU-minutes and carol
+// (chem, 1) nothing, so at minute 61 carol's job ranks first. carol then
+// uses 100 GPU-minutes by minute 65: recomputed at once, alice's job goes
+// first (as without the period); held until the recalculation at minute
+// 70, carol's stays first, and bob's job submitted at minute 62 has age 0.
+// At minute 70 the new usage counts.
+func TestMultifactor_CalcPeriod(t *testing.T) {
+	shares := &Shares{Accounts: map[string]float64{"phys": 2, "chem": 1}}
+	l := rkLedger(t, LedgerParams{HalfLife: -1})
+	l.Charge(&Job{ID: 100, Account: "phys", User: "alice", GPUs: 1}, rkAt(0), rkAt(50), Service{})
+	jobs := []Job{
+		{ID: 1, User: "alice", Account: "phys", Submit: rkAt(0), GPUs: 1, State: StatePending, ArrayTask: -1},
+		{ID: 2, User: "carol", Account: "chem", Submit: rkAt(1), GPUs: 1, State: StatePending, ArrayTask: -1},
+	}
+	site := MultifactorParams{WeightAge: 1000, WeightFairshare: 10000, MaxAge: 2 * time.Hour}
+	held := site
+	held.CalcPeriod, held.CalcEpoch = 10*time.Minute, rkAt(0)
+	pol, err := New("slurm", held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rank := func(at float64, pending []Job) ([]int64, map[int64]Score) {
+		t.Helper()
+		scores, err := pol.Rank(&Snapshot{Now: rkAt(at), Pending: pending, Shares: shares, Ledger: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		by := map[int64]Score{}
+		for _, sc := range scores {
+			ids = append(ids, sc.JobID)
+			by[sc.JobID] = sc
+		}
+		return ids, by
+	}
+	if got, _ := rank(61, jobs); !slices.Equal(got, []int64{2, 1}) {
+		t.Fatalf("minute 61: order %v, want carol's 2 first", got)
+	}
+	l.Charge(&Job{ID: 101, Account: "chem", User: "carol", GPUs: 1}, rkAt(0), rkAt(100), Service{})
+	withBob := append(slices.Clone(jobs), Job{ID: 3, User: "bob", Account: "phys", Submit: rkAt(62), GPUs: 1, State: StatePending, ArrayTask: -1})
+	if got, _ := rkRank(t, "slurm", site, &Snapshot{Now: rkAt(65), Pending: jobs, Shares: shares, Ledger: l}); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("minute 65, recomputed: order %v, want alice's 1 first (else the test shows nothing)", got)
+	}
+	got, by := rank(65, withBob)
+	if slices.Index(got, 2) > slices.Index(got, 1) {
+		t.Errorf("minute 65, held since minute 60: order %v, want carol's 2 before alice's 1", got)
+	}
+	if a := by[1].Parts.Get("age"); !rkClose(a, 60.0/120) {
+		t.Errorf("minute 65: alice's age factor %v, want its age at minute 60, 0.5", a)
+	}
+	if a := by[3].Parts.Get("age"); a != 0 {
+		t.Errorf("minute 65: bob's job, submitted at 62, age factor %v, want 0", a)
+	}
+	if got, _ := rank(70, jobs); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("minute 70, recalculated: order %v, want alice's 1 first", got)
+	}
+	if _, err := NewMultifactor(MultifactorParams{CalcPeriod: -time.Second}); err == nil {
+		t.Errorf("a negative PriorityCalcPeriod: no error")
 	}
 }

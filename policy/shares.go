@@ -87,10 +87,17 @@ type Service struct {
 	// CPUs/CPUsPerGPU GPU-equivalents. Set it to 1 to replay CPU traces
 	// (SWF), where every processor is one unit of service.
 	CPUsPerGPU float64
+	// BillCPUs charges every job its CPUs, whatever GPUs it holds:
+	// Slurm's fair-share usage when TRESBillingWeights is unset (billing
+	// is the CPU count). The other fields are then ignored.
+	BillCPUs bool
 }
 
 // Rate is the job's service per second of running, in GPU-equivalents.
 func (s Service) Rate(j *Job) float64 {
+	if s.BillCPUs {
+		return float64(j.CPUs)
+	}
 	if j.GPUs == 0 && j.Shards == 0 {
 		if s.CPUsPerGPU > 0 {
 			return float64(j.CPUs) / s.CPUsPerGPU

@@ -35,6 +35,10 @@ type PriorityConfig struct {
 	BackfillInterval time.Duration
 	// SchedulerType is sched/backfill or sched/builtin.
 	SchedulerType string
+	// BootTime is BOOT_TIME, slurmctld's start, in this host's time zone
+	// (scontrol prints it without one): its recalculations every
+	// CalcPeriod count from it. Zero when not printed.
+	BootTime time.Time
 }
 
 // ReadPriorityConfig runs `scontrol show config` and parses it
@@ -158,6 +162,13 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 		case "NO_NORMAL_PART":
 			m.NoNormalPartition = true
 		}
+	}
+	if v, ok := kv["BOOT_TIME"]; ok {
+		t, err := time.ParseInLocation("2006-01-02T15:04:05", v, time.Local)
+		if err != nil {
+			return PriorityConfig{}, fmt.Errorf("scontrol show config: BOOT_TIME = %q: want YYYY-MM-DDTHH:MM:SS", v)
+		}
+		c.BootTime = t
 	}
 	for _, p := range strings.Split(kv["SchedulerParameters"], ",") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(p), "bf_interval="); ok {

@@ -21,13 +21,20 @@ func TestParsePriorityConfig(t *testing.T) {
 		Multifactor: policy.MultifactorParams{WeightAge: 1000, WeightFairshare: 10000, MaxAge: week, DecayHalfLife: week, Dampening: 1, FairTree: true}}
 	lab := base
 	lab.Multifactor.WeightPartition = 2000
+	boot := func(c PriorityConfig, t string) PriorityConfig {
+		var err error
+		if c.BootTime, err = time.ParseInLocation(time.DateTime, t, time.Local); err != nil {
+			panic(err)
+		}
+		return c
+	}
 	for _, tc := range []struct {
 		file string
 		want PriorityConfig
 	}{
-		{"scontrol-show-config-22.05.8.txt", lab},
-		{"scontrol-show-config-24.11.7.txt", base},
-		{"scontrol-show-config-26.05.3.txt", base},
+		{"scontrol-show-config-22.05.8.txt", boot(lab, "2026-11-26 05:58:22")},
+		{"scontrol-show-config-24.11.7.txt", boot(base, "2026-11-24 08:10:43")},
+		{"scontrol-show-config-26.05.3.txt", boot(base, "2026-11-24 08:04:30")},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			out, err := os.ReadFile("testdata/config/" + tc.file)
@@ -72,6 +79,7 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 		{"bad favor small", "PriorityFavorSmall      = maybe\n", nil, "PriorityFavorSmall"},
 		{"zero dampening", "FairShareDampeningFactor = 0\n", nil, "FairShareDampeningFactor"},
 		{"bad bf_interval", "SchedulerParameters     = bf_interval=x\n", nil, "bf_interval"},
+		{"bad boot time", "BOOT_TIME               = yesterday\n", nil, "BOOT_TIME"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

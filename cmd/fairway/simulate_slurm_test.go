@@ -33,6 +33,19 @@ func TestSimulate_SlurmConfig(t *testing.T) {
 	if f, s := rep.Policies[0], rep.Policies[1]; f.Jobs != s.Jobs || f.AvgWait == s.AvgWait {
 		t.Errorf("fifo %+v, slurm %+v: want the same jobs, waited for differently", f, s)
 	}
+	// The lab's SchedulerParameters bf_interval=5: every policy is
+	// backfilled every 5 s, and the header says so.
+	if rep.BackfillInterval != 5 {
+		t.Errorf("backfill interval %v s, want the config's bf_interval, 5", rep.BackfillInterval)
+	}
+	text, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig)
+	if err != nil || !strings.Contains(text, ", EASY backfill every 5s (bf_interval), predictor none") {
+		t.Errorf("err %v; the header does not name the backfill interval:\n%s", err, text)
+	}
+	plain, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1")
+	if err != nil || !strings.Contains(plain, ", EASY backfill, predictor none") {
+		t.Errorf("err %v; without --slurm-config, backfill at every point:\n%s", err, plain)
+	}
 }
 
 func TestSimulate_SlurmConfigRefused(t *testing.T) {

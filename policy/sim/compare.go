@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -24,8 +25,12 @@ type CompareConfig struct {
 	Factories map[string]PolicyFactory
 	Predictor string // a predict.Predictors name, or "none"
 	Backfill  Backfill
-	Preempt   map[string]bool // policies simulated preemptively
-	Parallel  int             // policies simulated at once (at least 1)
+	// BackfillInterval and BackfillEpoch: the site's bf_interval, for
+	// every simulation (Config.BackfillInterval).
+	BackfillInterval time.Duration
+	BackfillEpoch    time.Time
+	Preempt          map[string]bool // policies simulated preemptively
+	Parallel         int             // policies simulated at once (at least 1)
 	// Share, when set, lets jobs share GPUs in every simulation (see
 	// Share); Run only reads it.
 	Share *Share
@@ -86,6 +91,7 @@ func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string
 		}
 	}
 	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name], Ledger: cfg.Ledger, Share: cfg.Share,
+		BackfillInterval: cfg.BackfillInterval, BackfillEpoch: cfg.BackfillEpoch,
 		Progress: func(done, total int) error {
 			if cfg.Progress != nil {
 				cfg.Progress(name, done, total)

@@ -210,7 +210,7 @@ func (w *forecastWatch) idle(s *simulator) error {
 		}
 	}
 	snap := policy.Snapshot{Now: s.at(s.now), Pending: s.pending, Running: s.running, Predicted: w.pred,
-		Shares: s.cfg.Shares, Ledger: s.eng.Ledger(), Service: s.cfg.Cluster.Service(), GPUs: float64(s.cfg.Cluster.Capacity())}
+		Shares: s.cfg.Shares, Ledger: s.eng.Ledger(), Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
 	ranking, err := s.cfg.Policy.Rank(&snap)
 	if err != nil {
 		return fmt.Errorf("forecast at %s: rank: %w", snap.Now.Format(time.RFC3339), err)

@@ -505,7 +505,7 @@ func (s *simulator) decideParts() {
 		}
 		v.queue.Add(k, int(j.need), j.limit-j.done)
 	}
-	if s.cfg.Backfill == NoBackfill {
+	if !s.backfillNow() {
 		return
 	}
 	for _, w := range p.rank {

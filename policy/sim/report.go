@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
@@ -38,6 +39,9 @@ type RunConfig struct {
 	Layout *Layout
 	// Share, when set, lets jobs share GPUs (--share; see Share).
 	Share *Share
+	// BackfillInterval is the site's bf_interval when backfill runs only
+	// every so often (Config.BackfillInterval); 0: at every point.
+	BackfillInterval time.Duration
 }
 
 // Validate checks what the flags' parsers cannot, naming the flag.
@@ -205,14 +209,17 @@ func (i ClusterInfo) String() string {
 // Report is a comparison of policies on one workload (the JSON form of
 // `fairway simulate`).
 type Report struct {
-	Trace     string         `json:"trace"`
-	Format    string         `json:"format"`
-	Jobs      int            `json:"jobs"`
-	LeftOut   map[string]int `json:"left_out,omitempty"` // trace records the reader left out
-	Skipped   map[string]int `json:"skipped,omitempty"`  // jobs the simulator left out
-	Cluster   ClusterInfo    `json:"cluster"`
-	Backfill  Backfill       `json:"backfill"`
-	Predictor string         `json:"predictor"`
+	Trace    string         `json:"trace"`
+	Format   string         `json:"format"`
+	Jobs     int            `json:"jobs"`
+	LeftOut  map[string]int `json:"left_out,omitempty"` // trace records the reader left out
+	Skipped  map[string]int `json:"skipped,omitempty"`  // jobs the simulator left out
+	Cluster  ClusterInfo    `json:"cluster"`
+	Backfill Backfill       `json:"backfill"`
+	// BackfillInterval: backfill ran every so many seconds (the site's
+	// bf_interval); 0, left out: at every scheduling point.
+	BackfillInterval float64 `json:"backfill_interval_s,omitempty"`
+	Predictor        string  `json:"predictor"`
 	// Load is RunConfig.Load; OwnLoad the trace's offered load as it
 	// arrived and OfferedLoad the one replayed (OwnLoad × Load).
 	Load        float64   `json:"load"`
@@ -235,7 +242,8 @@ type ShareInfo struct {
 // NewReport measures runs, Compare's result on w under c.
 func NewReport(w *Workload, runs []PolicyRun, c RunConfig) *Report {
 	rep := &Report{Trace: w.Name, Format: w.Format, LeftOut: w.LeftOut, Skipped: runs[0].Skipped, Backfill: c.Backfill, Predictor: c.Predictor,
-		Load: c.Load, OwnLoad: w.OwnLoad, OfferedLoad: OfferedLoad(w.Jobs, w.Cluster),
+		BackfillInterval: c.BackfillInterval.Seconds(),
+		Load:             c.Load, OwnLoad: w.OwnLoad, OfferedLoad: OfferedLoad(w.Jobs, w.Cluster),
 		Cluster: InfoOf(w.Cluster), Jobs: runs[0].Metrics.Jobs}
 	if len(rep.Skipped) == 0 {
 		rep.Skipped = nil

@@ -17,6 +17,8 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 	backfill := "EASY backfill"
 	if rep.Backfill == NoBackfill {
 		backfill = "no backfill"
+	} else if rep.BackfillInterval > 0 {
+		backfill = fmt.Sprintf("EASY backfill every %gs (bf_interval)", rep.BackfillInterval)
 	}
 	fmt.Fprintf(w, "%s (%s): %d jobs on %s, %s, predictor %s\n", rep.Trace, rep.Format, rep.Jobs,
 		rep.Cluster, backfill, rep.Predictor)

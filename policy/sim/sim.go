@@ -56,6 +56,17 @@ type Config struct {
 	// Backfill is EASY (the default, "") or NoBackfill. Ignored when
 	// Preempt is set.
 	Backfill Backfill
+	// BackfillInterval is Slurm's bf_interval: when set, EASY's backfill
+	// (the reservation and the jobs started behind it) runs only at
+	// BackfillEpoch + k × BackfillInterval, as Slurm's backfill thread
+	// wakes every bf_interval, while jobs that start in ranking order
+	// start at every scheduling point, as Slurm's main scheduler starts
+	// them on each submit and completion. 0: backfill at every point.
+	// Ignored with Preempt or NoBackfill.
+	BackfillInterval time.Duration
+	// BackfillEpoch is when the backfill passes are counted from
+	// (slurmctld's start); zero: the first submit.
+	BackfillEpoch time.Time
 	// Preempt runs the policy preemptively, as Tiresias does (Gu et al.,
 	// NSDI'19, §4): at every scheduling point running jobs are ranked with
 	// the pending ones, the best-ranked jobs that fit the cluster's capacity
@@ -81,6 +92,10 @@ type Config struct {
 	Shares      *policy.Shares
 	Ledger      policy.LedgerParams
 	ChargeEvery time.Duration
+	// Service, when set, is what the engine charges jobs (fair-share
+	// usage, attained service) instead of the cluster's units
+	// (Cluster.Service): Slurm's billing, policy.Service.BillCPUs.
+	Service *policy.Service
 	// Progress, when set, is called now and then with the number of jobs
 	// submitted so far and the total. An error stops the simulation: Run
 	// returns it.
@@ -106,6 +121,14 @@ type Config struct {
 	// watch, set by MeasureForecast, makes start-time forecasts as the
 	// simulation goes, without changing what it simulates.
 	watch *forecastWatch
+}
+
+// service is what the engine charges: Config.Service, else the cluster's.
+func (cfg *Config) service() policy.Service {
+	if cfg.Service != nil {
+		return *cfg.Service
+	}
+	return cfg.Cluster.Service()
 }
 
 // Service is the policy.Service of a cluster: GPUs, or one unit per
@@ -225,6 +248,11 @@ type simulator struct {
 	trueRun map[int64]time.Duration
 
 	ends endHeap
+	// With Config.BackfillInterval: the next backfill pass, and whether
+	// one is due at this instant.
+	bfNext int64
+	bfDue  bool
+
 	// lastCycle is when the last scheduling cycle ran (-1: none yet): the
 	// preemption tick counts from it.
 	lastCycle int64
@@ -280,7 +308,7 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	if cfg.Policy == nil {
 		return nil, fmt.Errorf("simulate: no policy")
 	}
-	service := cfg.Cluster.Service()
+	service := cfg.service()
 	if cfg.Share != nil {
 		if err := checkShareConfig(&cfg); err != nil {
 			return nil, err
@@ -299,6 +327,9 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	}
 	if cfg.DefaultLimit <= 0 {
 		cfg.DefaultLimit = policy.UnknownRun
+	}
+	if cfg.BackfillInterval < 0 {
+		return nil, fmt.Errorf("simulate: backfill interval %v: want >= 0", cfg.BackfillInterval)
 	}
 	if cfg.Power != nil && cfg.Preempt {
 		return nil, fmt.Errorf("simulate: power saving with preemption is not modelled")
@@ -367,6 +398,17 @@ func (s *simulator) load(res *Result) error {
 	}
 	capacity := s.cfg.Cluster.Capacity()
 	s.origin = s.in[admitted[0].src].Submit
+	if bf := int64(s.cfg.BackfillInterval); bf > 0 {
+		// The first pass at or after the first submit.
+		off := int64(0)
+		if e := s.cfg.BackfillEpoch; !e.IsZero() {
+			off = int64(e.Sub(s.origin)) % bf
+			if off < 0 {
+				off += bf
+			}
+		}
+		s.bfNext = off
+	}
 	s.jobs = make([]sjob, len(admitted))
 	s.trueRun = make(map[int64]time.Duration, len(admitted))
 	for k, a := range admitted {
@@ -585,6 +627,9 @@ func (s *simulator) wake(t int64) int64 {
 	if s.power != nil && t != math.MaxInt64 {
 		t = min(t, s.power.wakeAt())
 	}
+	if s.cfg.BackfillInterval > 0 && len(s.pending) > 0 && !s.cfg.Preempt && s.cfg.Backfill != NoBackfill {
+		t = min(t, s.bfNext)
+	}
 	return t
 }
 
@@ -595,7 +640,23 @@ func (s *simulator) setNow(t int64) bool {
 	if s.power != nil {
 		s.power.tick(t)
 	}
+	if bf := int64(s.cfg.BackfillInterval); bf > 0 {
+		// A backfill pass is due when t reached the next one; the one
+		// after is the first past t.
+		s.bfDue = t >= s.bfNext
+		if s.bfDue {
+			s.bfNext += ((t-s.bfNext)/bf + 1) * bf
+			if len(s.pending) > 0 && !s.cfg.Preempt && s.cfg.Backfill != NoBackfill {
+				return true
+			}
+		}
+	}
 	return s.cfg.Preempt && s.lastCycle >= 0 && t >= s.lastCycle+int64(s.cfg.Tick)
+}
+
+// backfillNow reports whether this scheduling point backfills.
+func (s *simulator) backfillNow() bool {
+	return s.cfg.Backfill != NoBackfill && (s.cfg.BackfillInterval <= 0 || s.bfDue)
 }
 
 func (s *simulator) arrive(k int32) {
@@ -740,7 +801,7 @@ func (s *simulator) decideEASY() {
 		j := &s.jobs[k]
 		s.queue.Add(k, int(j.need), j.limit-j.done)
 	}
-	s.easy.Pass(s.now, &s.queue, s.limitEnds, s.cfg.Backfill != NoBackfill,
+	s.easy.Pass(s.now, &s.queue, s.limitEnds, s.backfillNow(),
 		func(i int, a []schedule.Use) { s.start(s.order[i], a) })
 }
 

@@ -51,6 +51,75 @@ func smStarts(t *testing.T, jobs []policy.Job, cfg Config) (map[int64]float64, *
 	return got, res
 }
 
+// TestRun_ServiceBillsCPUs: under fair share on one 4-GPU node, what the
+// ledger charges decides who goes first. History: a used 4 GPUs with 1 CPU
+// for an hour, b 1 GPU with 8 CPUs. Charged GPUs, a used more and b's job
+// starts first; charged CPUs (Slurm's default billing), b used more and
+// a's job does.
+func TestRun_ServiceBillsCPUs(t *testing.T) {
+	hist := []policy.Job{smJob(1, "a", -7200, 4, 3600, 3600), smJob(2, "b", -7200, 1, 3600, 3600)}
+	hist[0].CPUs, hist[1].CPUs = 1, 8
+	jobs := []policy.Job{smJob(3, "a", 0, 4, 60, 60), smJob(4, "b", 0, 4, 60, 60), smJob(5, "c", 0, 4, 10, 10)}
+	cluster := Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}
+	for _, tt := range []struct {
+		name    string
+		service *policy.Service
+		first   int64
+	}{
+		{"GPUs", nil, 4},
+		{"billed CPUs", &policy.Service{BillCPUs: true}, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// c, with no usage, goes first either way; then the one who
+			// used less.
+			got, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: smPolicy(t, "fairshare", nil), History: hist, Service: tt.service})
+			other := int64(7) - tt.first
+			if !(got[5] < got[tt.first] && got[tt.first] < got[other]) {
+				t.Errorf("starts %v: want c's 5, then %d, then %d", got, tt.first, other)
+			}
+		})
+	}
+}
+
+// TestRun_BackfillInterval: TestRun_Backfill's queue with Slurm's
+// bf_interval of 30 s. Jobs that start in ranking order start at once (job
+// 1 at 0, job 2 when job 1 ends at 100, jobs 3 and 5 when job 2 ends at
+// 150), but backfill waits for a pass. Passes from the first submit (0,
+// 30, 60, …): at 30, job 3 (limit 90) would end after job 2's
+// reservation at 100, so only job 4 is backfilled. Passes from t=10 (10,
+// 40, 70, …): at 10 job 3 still ends by 100 and is backfilled, and job 4,
+// on the 2 processors job 3 leaves when it ends at 60, at the pass at 70.
+func TestRun_BackfillInterval(t *testing.T) {
+	jobs := []policy.Job{
+		smJob(1, "a", 0, 6, 100, 100),
+		smJob(2, "b", 1, 8, 50, 50),
+		smJob(3, "c", 2, 4, 50, 90),
+		smJob(4, "d", 3, 2, 200, 200),
+		smJob(5, "e", 4, 3, 10, 500),
+	}
+	cluster := Cluster{Nodes: 1, PerNode: 10, Unit: CPUs}
+	for _, tt := range []struct {
+		name  string
+		epoch time.Time
+		want  map[int64]float64
+	}{
+		{"from the first submit", time.Time{}, map[int64]float64{1: 0, 2: 100, 3: 150, 4: 30, 5: 150}},
+		{"from t=10", smAt(10), map[int64]float64{1: 0, 2: 100, 3: 10, 4: 70, 5: 150}},
+		{"from t=-50", smAt(-50), map[int64]float64{1: 0, 2: 100, 3: 10, 4: 70, 5: 150}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := smStarts(t, jobs, Config{Cluster: cluster, Policy: smPolicy(t, "fifo", nil),
+				BackfillInterval: 30 * time.Second, BackfillEpoch: tt.epoch})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("starts (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := Run(jobs, Config{Cluster: cluster, Policy: smPolicy(t, "fifo", nil), BackfillInterval: -time.Second}); err == nil {
+		t.Errorf("a negative backfill interval: no error")
+	}
+}
+
 // TestRun_Backfill replays a hand-made queue on 10 processors under FIFO.
 // EASY: job 2 (8 procs) is reserved at t=100, when job 1's limit ends and
 // 10 − 8 = 2 processors stay spare; job 3 ends by its limit (t=92) before
