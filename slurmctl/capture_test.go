@@ -320,7 +320,8 @@ func TestCapture_NodesPartitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantParts := []Partition{{Name: "gpu", Nodes: "gpu[1-2]", State: "UP", TotalCPUs: 16, TotalNode: 2, GPUs: 8, Shards: 32, MaxTime: 24 * time.Hour}}
+			wantParts := []Partition{{Name: "gpu", Nodes: "gpu[1-2]", State: "UP", TotalCPUs: 16, TotalNode: 2, GPUs: 8, Shards: 32, MaxTime: 24 * time.Hour,
+				Default: c.version == V0045}} // flagged from v0.0.45 on
 			if diff := cmp.Diff(wantParts, parts); diff != "" {
 				t.Errorf("partitions (-want +got):\n%s", diff)
 			}

@@ -2,6 +2,7 @@ package slurmctl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,10 @@ type Partition struct {
 	GPUs      int // gres/gpu in the partition's TRES
 	Shards    int
 	MaxTime   time.Duration // 0 when unlimited
+	// Default is the partition of jobs that name none (Default=YES), as
+	// far as the answer says: v0.0.38 and v0.0.45 on flag it, v0.0.40 to
+	// v0.0.44 do not, and then no partition is marked.
+	Default bool
 }
 
 // Cluster is one consistent read of the cluster: all three lists come from
@@ -179,6 +184,7 @@ type wirePartition38 struct {
 	TotalNodes   int64  `json:"total_nodes"`
 	TRES         string `json:"tres"`
 	MaxTimeLimit num    `json:"max_time_limit"`
+	Flags        strs   `json:"flags"` // "default"
 }
 
 // wirePartition41 is a v0.0.40-45 partition_info (nested).
@@ -200,11 +206,12 @@ type wirePartition41 struct {
 	Partition struct {
 		State strs `json:"state"`
 	} `json:"partition"`
+	Flags strs `json:"flags"` // v0.0.45 on: "DEFAULT"
 }
 
 func parsePartitions(body []byte, version string) ([]Partition, *envelope, error) {
 	var out []Partition
-	mk := func(name, nodes, state, tres string, cpus, nn int64, maxTime num) error {
+	mk := func(name, nodes, state, tres string, cpus, nn int64, maxTime num, flags strs) error {
 		g, s, _, err := tresTotals(tres)
 		if err != nil {
 			return fmt.Errorf("%w: partition %s: %v", ErrMalformed, name, err)
@@ -213,7 +220,7 @@ func parsePartitions(body []byte, version string) ([]Partition, *envelope, error
 			return fmt.Errorf("%w: partition %s: %d cpus, %d nodes", ErrMalformed, name, cpus, nn)
 		}
 		p := Partition{Name: name, Nodes: nodes, State: strings.ToUpper(state), TotalCPUs: int(cpus),
-			TotalNode: int(nn), GPUs: int(g), Shards: int(s)}
+			TotalNode: int(nn), GPUs: int(g), Shards: int(s), Default: slices.ContainsFunc(flags, func(f string) bool { return strings.EqualFold(f, "default") })}
 		if p.MaxTime, err = minutes("max time", maxTime); err != nil {
 			return fmt.Errorf("%w: partition %s: %v", ErrMalformed, name, err)
 		}
@@ -226,7 +233,7 @@ func parsePartitions(body []byte, version string) ([]Partition, *envelope, error
 			return nil, env, err
 		}
 		for _, w := range ws {
-			if err := mk(w.Name, w.Nodes, w.State, w.TRES, w.TotalCPUs, w.TotalNodes, w.MaxTimeLimit); err != nil {
+			if err := mk(w.Name, w.Nodes, w.State, w.TRES, w.TotalCPUs, w.TotalNodes, w.MaxTimeLimit, w.Flags); err != nil {
 				return nil, env, err
 			}
 		}
@@ -241,7 +248,7 @@ func parsePartitions(body []byte, version string) ([]Partition, *envelope, error
 		if len(w.Partition.State) > 0 {
 			state = w.Partition.State[0]
 		}
-		if err := mk(w.Name, w.Nodes.Configured, state, w.TRES.Configured, w.CPUs.Total, w.Nodes.Total, w.Maximums.Time); err != nil {
+		if err := mk(w.Name, w.Nodes.Configured, state, w.TRES.Configured, w.CPUs.Total, w.Nodes.Total, w.Maximums.Time, w.Flags); err != nil {
 			return nil, env, err
 		}
 	}

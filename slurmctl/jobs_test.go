@@ -206,7 +206,7 @@ func TestParseNodesPartitions_Fixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantParts := []Partition{{Name: "gpu", Nodes: "gpu[1-2]", State: "UP", TotalCPUs: 16, TotalNode: 2, GPUs: 8, Shards: 32, MaxTime: 24 * time.Hour}}
+	wantParts := []Partition{{Name: "gpu", Nodes: "gpu[1-2]", State: "UP", TotalCPUs: 16, TotalNode: 2, GPUs: 8, Shards: 32, MaxTime: 24 * time.Hour, Default: true}}
 	if diff := cmp.Diff(wantParts, parts); diff != "" {
 		t.Errorf("parsePartitions (-want +got):\n%s", diff)
 	}

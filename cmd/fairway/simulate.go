@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"slices"
@@ -69,7 +70,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
 			&cli.StringFlag{Name: "preempt", Value: strings.Join(policy.Preemptive(), ","), Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
-			&cli.StringFlag{Name: "partitions", Usage: "partition the cluster: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N new nodes of U GPUs, or processors for SWF, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line. Jobs run only in their trace partition (SWF queue, Helios or Philly virtual cluster) and GPU type; not with --nodes, --per-node, preemption, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_PARTITIONS"}},
+			&cli.StringFlag{Name: "partitions", Usage: "partition the cluster: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N new nodes of U GPUs, or processors for SWF, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line; or slurmrestd: the live cluster's partitions, nodes and GPU types, read through --slurm-url. Jobs run only in their trace partition (SWF queue, Helios or Philly virtual cluster) and GPU type; not with --nodes, --per-node, preemption, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_PARTITIONS"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.StringFlag{Name: "slurm-config", Usage: "saved output of scontrol show config: replay the slurm policy (Slurm's multifactor priority) with its weights, PriorityMaxAge, PriorityFavorSmall, PriorityFlags, FairShareDampeningFactor and PriorityDecayHalfLife (every policy's fair-share half-life), beside --policies", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_CONFIG"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
@@ -105,7 +106,7 @@ func simulateCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "share-seed", Value: 1, Usage: "with --share: seed of the GPU usage model", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_SEED"}},
 			&cli.Float64Flag{Name: "share-light", Value: sim.DefaultLightFraction, Usage: "with --share: fraction of the (user, job name) templates the usage model makes light (5-35% of a GPU)", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_LIGHT"}},
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
-		}, simulateDBFlags()...),
+		}, append(simulateDBFlags(), slurmFlags("with --partitions slurmrestd: ", "with --partitions slurmrestd: read the live cluster's layout through this slurmrestd (base URL)")...)...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("suite") {
 				if c.String("partitions") != "" {
@@ -175,8 +176,11 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		}
 	}
 	if spec := c.String("partitions"); spec != "" {
-		if cfg.Layout, err = readLayout(spec); err != nil {
-			return cfg, err
+		live := spec == liveLayoutSpec
+		if !live {
+			if cfg.Layout, err = readLayout(spec); err != nil {
+				return cfg, err
+			}
 		}
 		if c.Bool("power") || c.Bool("forecast") {
 			return cfg, fmt.Errorf("--partitions: not with --power or --forecast (not modelled on a partitioned cluster)")
@@ -187,6 +191,11 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 			return cfg, fmt.Errorf("--partitions: not with --preempt (preemption is not modelled on a partitioned cluster; give --preempt '')")
 		}
 		cfg.Preempt = nil
+		if live {
+			if cfg.Layout, err = readLiveLayout(c.Context, slurmConnect(c), slog.Default()); err != nil {
+				return cfg, err
+			}
+		}
 	}
 	if err := shareSettings(c, &cfg); err != nil {
 		return cfg, err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,12 +14,17 @@ import (
 )
 
 // TestLab_SimulateFromDB replays the lab's own history from the
-// accounting database on its partition: 8 jobs are ingested from slurmdbd;
-// `simulate --from-db` replays them on a layout where the lab's partition
-// (2 nodes × 4 H100s) is not the default, and on a layout without it
-// leaves them out with a warning naming the partition. (The lab's
-// AccountingStorageTRES lists gres/gpu untyped, so its database records
-// no GPU type: type routing is covered by the fake-history test.)
+// accounting database on its two partitions and its GPU type: 12 jobs, in
+// gpu and gpuhi, half of them asking --gres=gpu:h100:N, are ingested from
+// slurmdbd (the lab's AccountingStorageTRES lists gres/gpu:h100, so
+// slurmdbd records the type: of the ones that asked for it, and of the
+// untyped ones too, as the type they were given). `simulate --from-db`
+// replays every one on the lab's layout (both partitions over 2 nodes × 4
+// H100s, written in an order where neither is the default); on a layout
+// whose gpuhi nodes are A100s it leaves out exactly gpuhi's jobs, each
+// for want of an h100 node in gpuhi, and still replays gpu's; on a layout
+// of gpu shrunk to one 1-GPU node it leaves out gpu's larger jobs; and
+// without the lab's partitions no job can run, and the error says why.
 func TestLab_SimulateFromDB(t *testing.T) {
 	e := lab.Get(t)
 	ctx := context.Background()
@@ -28,13 +34,20 @@ func TestLab_SimulateFromDB(t *testing.T) {
 
 	waitQueueEmpty(t, e)
 	users := []string{"alice", "bob"}
+	const hi = "gpuhi" // the lab's second partition, over the same nodes
 	var ids []int64
-	for i := range 8 {
+	perPart := map[string]int{}
+	for i := range 12 {
+		part := e.Partition
+		if i%3 == 2 {
+			part = hi
+		}
 		gres := fmt.Sprintf("--gres=gpu:%d", 1+i%4)
 		if i%2 == 0 {
 			gres = fmt.Sprintf("--gres=gpu:h100:%d", 1+i%4)
 		}
-		ids = append(ids, e.Submit(t, users[i%2], "-J", tag, "-p", e.Partition, gres, "-t", strconv.Itoa(1+i%3), "--wrap", "sleep 1"))
+		perPart[part]++
+		ids = append(ids, e.Submit(t, users[i%2], "-J", tag, "-p", part, gres, "-t", strconv.Itoa(1+i%3), "--wrap", "sleep 1"))
 	}
 	for _, id := range ids {
 		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
@@ -55,6 +68,26 @@ func TestLab_SimulateFromDB(t *testing.T) {
 		}
 		return stored == len(ids)
 	})
+	// What the replay routes by: every job's partition and GPU type.
+	rows, err := conn.Query(ctx, `SELECT partition, gpu_type, count(*) FROM job WHERE cluster = $1 AND name = $2 GROUP BY 1, 2 ORDER BY 1, 2`, e.Cluster, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for rows.Next() {
+		var part, typ string
+		var n int
+		if err := rows.Scan(&part, &typ, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[part+"/"+typ] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{e.Partition + "/h100": perPart[e.Partition], hi + "/h100": perPart[hi]}; !maps.Equal(got, want) {
+		t.Fatalf("jobs by partition/GPU type in the database: %v, want %v (is gres/gpu:h100 in the lab's AccountingStorageTRES? contrib/lab/lab up)", got, want)
+	}
 	run := func(spec string) string {
 		t.Helper()
 		out, err := runApp(t, "simulate", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since,
@@ -66,41 +99,128 @@ func TestLab_SimulateFromDB(t *testing.T) {
 		return out
 	}
 	jobsRe := regexp.MustCompile(`\(accounting database\): (\d+) jobs on `)
-	// The lab's partition second: the jobs are routed by the partition
-	// the database recorded, not to the default.
-	ok := run("debug:nodes=1,per-node=4;" + e.Partition + ":nodes=2,per-node=4,type=h100")
-	m := jobsRe.FindStringSubmatch(ok)
-	if m == nil {
-		t.Fatalf("no job count in the header")
+	replayed := func(out string) int {
+		t.Helper()
+		m := jobsRe.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no job count in the header")
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
 	}
-	if n, _ := strconv.Atoi(m[1]); n < len(ids) {
+	leftOut := func(out, reason string) int {
+		t.Helper()
+		m := regexp.MustCompile(`warning: (\d+) jobs left out, no node of the cluster can run them: ` + regexp.QuoteMeta(reason)).FindStringSubmatch(out)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	// The lab's layout, debug first: the jobs are routed by the partition
+	// the database recorded, not to the default, and by their type.
+	ok := run("debug:nodes=1,per-node=4;" + hi + "+" + e.Partition + ":nodes=2,per-node=4,type=h100")
+	if n := replayed(ok); n < len(ids) {
 		t.Errorf("%d jobs replayed on the lab's layout, want at least our %d", n, len(ids))
 	}
 	if strings.Contains(ok, "warning:") {
 		t.Errorf("the lab's layout: jobs left out")
 	}
+	// gpuhi's nodes of another type: its h100 jobs have nowhere to run,
+	// gpu's still run on gpu's H100s.
+	typed := run(e.Partition + ":nodes=2,per-node=4,type=h100;" + hi + ":nodes=2,per-node=4,type=a100")
+	if n := leftOut(typed, `no h100 node in partition "`+hi+`"`); n < perPart[hi] {
+		t.Errorf("gpuhi of A100s: %d jobs left out for want of an h100 node in gpuhi, want at least our %d", n, perPart[hi])
+	}
+	if n := replayed(typed); n < perPart[e.Partition] {
+		t.Errorf("gpuhi of A100s: %d jobs replayed, want at least gpu's %d", n, perPart[e.Partition])
+	}
+	if strings.Contains(typed, `partition "`+e.Partition+`"`) {
+		t.Errorf("gpuhi of A100s: a job of %s left out", e.Partition)
+	}
 	// The lab's partition shrunk to one 1-GPU node: its jobs of more
 	// GPUs are left out, though debug's nodes could hold them.
-	small := run("debug:nodes=2,per-node=4;" + e.Partition + ":nodes=1,per-node=1")
-	warn := regexp.MustCompile(`warning: (\d+) jobs left out, no node of the cluster can run them: larger than partition "` + regexp.QuoteMeta(e.Partition) + `"`).FindStringSubmatch(small)
-	if warn == nil {
-		t.Fatalf("partition %s of one 1-GPU node: no warning about the larger jobs", e.Partition)
+	small := run("debug:nodes=2,per-node=4;" + hi + ":nodes=2,per-node=4,type=h100;" + e.Partition + ":nodes=1,per-node=1,type=h100")
+	larger := 0
+	for i := range ids {
+		if i%3 != 2 && 1+i%4 > 1 {
+			larger++
+		}
 	}
-	if n, _ := strconv.Atoi(warn[1]); n < 6 {
-		t.Errorf("partition %s of one 1-GPU node: %d jobs left out as larger, want at least our 6", e.Partition, n)
+	if n := leftOut(small, `larger than partition "`+e.Partition+` (h100)"`); n < larger {
+		t.Errorf("partition %s of one 1-GPU node: %d jobs left out as larger, want at least our %d", e.Partition, n, larger)
 	}
-	// Without the lab's partition no job can run, and the error says why.
+	// Without the lab's partitions no job can run, and the error says why.
 	out, err := runApp(t, "simulate", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since,
 		"--policies", "fifo", "--parallel", "1", "--progress", "never", "--partitions", "debug:nodes=2,per-node=4")
 	want := regexp.MustCompile(`no job to simulate \(left out: .*\b(\d+) partition "` + regexp.QuoteMeta(e.Partition) + `" not in the cluster`)
-	m = nil
+	var m []string
 	if err != nil {
 		m = want.FindStringSubmatch(err.Error())
 	}
 	if m == nil {
 		t.Fatalf("a layout without partition %s: err %v, want %s\n%s", e.Partition, err, want, out)
 	}
+	if n, _ := strconv.Atoi(m[1]); n < perPart[e.Partition] {
+		t.Errorf("a layout without partition %s: %d jobs left out, want at least our %d", e.Partition, n, perPart[e.Partition])
+	}
+}
+
+// TestLab_SimulatePartitionsFromSlurmrestd reads the layout from the lab's
+// real slurmrestd (`simulate --partitions slurmrestd`): both partitions,
+// gpu (the default) and gpuhi, over the two nodes of 4 H100s; and replays
+// the lab's history on it: jobs of both partitions, asking h100 or any
+// GPU, all run.
+func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
+	e := lab.Get(t)
+	ctx := context.Background()
+	dbURL, conn := throwawayDB(t, e)
+	tag := fmt.Sprintf("simrest%d", time.Now().UnixNano()%1e6)
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	waitQueueEmpty(t, e)
+	var ids []int64
+	for i, part := range []string{e.Partition, "gpuhi", e.Partition, "gpuhi"} {
+		gres := fmt.Sprintf("--gres=gpu:h100:%d", 1+i)
+		if i%2 == 1 {
+			gres = fmt.Sprintf("--gres=gpu:%d", 1+i)
+		}
+		ids = append(ids, e.Submit(t, "alice", "-J", tag, "-p", part, gres, "-t", "1", "--wrap", "sleep 1"))
+	}
+	for _, id := range ids {
+		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
+			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
+		}
+	}
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	rest := []string{"--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile}
+	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
+		out, err := runApp(t, append([]string{"ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
+			"--since", since}, rest...)...)
+		if err != nil {
+			t.Fatalf("ingest: %v\n%s", err, out)
+		}
+		stored := 0
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
+			e.Cluster, tag).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		return stored == len(ids)
+	})
+	out, err := runApp(t, append([]string{"simulate", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since,
+		"--policies", "fifo", "--parallel", "1", "--progress", "never", "--partitions", "slurmrestd"}, rest...)...)
+	t.Logf("simulate --from-db --partitions slurmrestd:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\(accounting database\): (\d+) jobs on 2 nodes of gpus in partitions ` +
+		regexp.QuoteMeta(e.Partition+"+gpuhi:nodes=2,per-node=4,type=h100") + `, `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the header does not name the lab's layout, %s+gpuhi:nodes=2,per-node=4,type=h100 (the default first)", e.Partition)
+	}
 	if n, _ := strconv.Atoi(m[1]); n < len(ids) {
-		t.Errorf("a layout without partition %s: %d jobs left out, want at least our %d", e.Partition, n, len(ids))
+		t.Errorf("%d jobs replayed on the live layout, want at least our %d", n, len(ids))
+	}
+	if strings.Contains(out, "warning:") {
+		t.Errorf("the live layout: jobs left out")
 	}
 }
