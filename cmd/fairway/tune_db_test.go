@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
@@ -77,7 +78,7 @@ func TestHistoryCluster(t *testing.T) {
 		{"nothing ran", []policy.Job{{CPUs: 4, Submit: t0}}, "", 0, 0, sim.Cluster{}, "no job of the history ran with cpus"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := historyCluster(tc.jobs, tc.unit, tc.nodes, tc.perNode)
+			got, err := report.HistoryCluster(tc.jobs, tc.unit, tc.nodes, tc.perNode)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one saying %q", err, tc.err)
