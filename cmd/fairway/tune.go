@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -363,6 +365,10 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 	if cfg.DB != nil && w.Cluster.Layout != nil {
 		fmt.Fprintf(out, "history: %s of cluster %s from the %s; replayed on %s (--partitions), each job in its recorded partition and on its GPU type\n",
 			plural.N(len(w.Jobs), "job", "jobs"), w.Name, cfg.DB.source(), clusterText(w.Cluster))
+		left := sim.Unroutable(w.Jobs, w.Cluster)
+		for _, r := range slices.Sorted(maps.Keys(left)) {
+			fmt.Fprintln(out, sim.SkipWarning(left[r], r))
+		}
 	} else if cfg.DB != nil {
 		fmt.Fprintf(out, "history: %s of cluster %s from the %s; replayed on %s, the least machine the history fits (--nodes, --per-node and --unit set it)\n",
 			plural.N(len(w.Jobs), "job", "jobs"), w.Name, cfg.DB.source(), clusterText(w.Cluster))
