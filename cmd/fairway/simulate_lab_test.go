@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,6 +167,108 @@ func TestLab_SimulateFromDB(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(m[1]); n < perPart[e.Partition] {
 		t.Errorf("a layout without partition %s: %d jobs left out, want at least our %d", e.Partition, n, perPart[e.Partition])
+	}
+}
+
+// TestLab_ReportPartitions writes the lab month's report (report.json)
+// with --partitions, on jobs run in both of the lab's partitions, gpu and
+// gpuhi, and ingested from slurmdbd: on the lab's layout the
+// counterfactual replays every job on the layout's 8 GPUs; on a layout
+// without gpuhi it leaves out gpuhi's jobs and names them, as simulate
+// --from-db does, and the report's note says which partitions the month
+// was replayed on.
+func TestLab_ReportPartitions(t *testing.T) {
+	e := lab.Get(t)
+	ctx := context.Background()
+	dbURL, conn := throwawayDB(t, e)
+	tag := fmt.Sprintf("repparts%d", time.Now().UnixNano()%1e6)
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	month := time.Now().UTC().Format("2006-01")
+
+	waitQueueEmpty(t, e)
+	const hi = "gpuhi"
+	perPart := map[string]int{}
+	var ids []int64
+	for i := range 6 {
+		part := e.Partition
+		if i%2 == 1 {
+			part = hi
+		}
+		perPart[part]++
+		ids = append(ids, e.Submit(t, "alice", "-J", tag, "-p", part, fmt.Sprintf("--gres=gpu:%d", 1+i%4), "-t", "1", "--wrap", "sleep 1"))
+	}
+	for _, id := range ids {
+		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
+			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
+		}
+	}
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
+		out, err := runApp(t, "ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
+			"--since", since, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
+		if err != nil {
+			t.Fatalf("ingest: %v\n%s", err, out)
+		}
+		stored := 0
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
+			e.Cluster, tag).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		return stored == len(ids)
+	})
+
+	type counterfactual struct {
+		Jobs    int            `json:"jobs"`
+		Skipped map[string]int `json:"skipped"`
+		Cluster struct {
+			Layout *struct{ Partitions []string }
+		} `json:"cluster"`
+	}
+	report := func(spec string) (counterfactual, []string, float64) {
+		t.Helper()
+		dir := t.TempDir()
+		out, err := runApp(t, "report", "--database-url", dbURL, "--cluster", e.Cluster, "--month", month, "--format", "json",
+			"--out", dir, "--sim-policy", "fifo", "--sim-predictor", "none", "--progress", "never", "--partitions", spec)
+		if err != nil {
+			t.Fatalf("report --partitions %s: %v\n%s", spec, err, out)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Capacity       struct{ Units float64 } `json:"capacity"`
+			Counterfactual *counterfactual         `json:"counterfactual"`
+			Notes          []string                `json:"notes"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Counterfactual == nil {
+			t.Fatalf("report --partitions %s: no counterfactual; notes %q", spec, r.Notes)
+		}
+		t.Logf("report --partitions %s: counterfactual of %d jobs, left out %v, notes %q", spec, r.Counterfactual.Jobs, r.Counterfactual.Skipped, r.Notes)
+		return *r.Counterfactual, r.Notes, r.Capacity.Units
+	}
+	labLayout := e.Partition + "+" + hi + ":nodes=2,per-node=4"
+	all, notes, units := report(labLayout)
+	if all.Jobs < len(ids) || len(all.Skipped) != 0 {
+		t.Errorf("the lab's layout: counterfactual of %d jobs, left out %v; want at least our %d, none left out", all.Jobs, all.Skipped, len(ids))
+	}
+	if l := all.Cluster.Layout; l == nil || strings.Join(l.Partitions, ",") != e.Partition+","+hi || units != 8 {
+		t.Errorf("the lab's layout: counterfactual cluster %+v, capacity %g; want partitions %s,%s and 8 GPUs", l, units, e.Partition, hi)
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "partitions "+labLayout+";") }) {
+		t.Errorf("the lab's layout: no note names it: %q", notes)
+	}
+	// Without gpuhi: its jobs are left out and named, gpu's still replay.
+	noHi, notes, _ := report(e.Partition + ":nodes=2,per-node=4;debug:nodes=1,per-node=4")
+	why := `partition "` + hi + `" not in the cluster`
+	if n := noHi.Skipped[why]; n < perPart[hi] || noHi.Jobs != all.Jobs-n {
+		t.Errorf("no gpuhi: %d jobs left out for %s and %d replayed; want at least our %d left out, the rest of %d replayed", n, why, noHi.Jobs, perPart[hi], all.Jobs)
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "left out, no node of the cluster can run them: "+why) }) {
+		t.Errorf("no gpuhi: no note names the jobs left out: %q", notes)
 	}
 }
 
