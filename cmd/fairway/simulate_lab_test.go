@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestLab_SimulateFromDB replays the lab's own history from the
@@ -53,25 +54,7 @@ func TestLab_SimulateFromDB(t *testing.T) {
 		perPart[part]++
 		ids = append(ids, e.Submit(t, users[i%2], "-J", tag, "-p", part, gres, "-t", strconv.Itoa(1+i%3), "--wrap", "sleep 1"))
 	}
-	for _, id := range ids {
-		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
-			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
-		}
-	}
-	t.Setenv("SLURM_CONF", e.SlurmConf)
-	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
-		out, err := runApp(t, "ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
-			"--since", since, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
-		if err != nil {
-			t.Fatalf("ingest: %v\n%s", err, out)
-		}
-		stored := 0
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
-			e.Cluster, tag).Scan(&stored); err != nil {
-			t.Fatal(err)
-		}
-		return stored == len(ids)
-	})
+	ingestLabJobs(t, e, dbURL, conn, tag, since, ids)
 	// What the replay routes by: every job's partition and GPU type.
 	rows, err := conn.Query(ctx, `SELECT partition, gpu_type, count(*) FROM job WHERE cluster = $1 AND name = $2 GROUP BY 1, 2 ORDER BY 1, 2`, e.Cluster, tag)
 	if err != nil {
@@ -179,7 +162,6 @@ func TestLab_SimulateFromDB(t *testing.T) {
 // was replayed on.
 func TestLab_ReportPartitions(t *testing.T) {
 	e := lab.Get(t)
-	ctx := context.Background()
 	dbURL, conn := throwawayDB(t, e)
 	tag := fmt.Sprintf("repparts%d", time.Now().UnixNano()%1e6)
 	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -197,25 +179,7 @@ func TestLab_ReportPartitions(t *testing.T) {
 		perPart[part]++
 		ids = append(ids, e.Submit(t, "alice", "-J", tag, "-p", part, fmt.Sprintf("--gres=gpu:%d", 1+i%4), "-t", "1", "--wrap", "sleep 1"))
 	}
-	for _, id := range ids {
-		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
-			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
-		}
-	}
-	t.Setenv("SLURM_CONF", e.SlurmConf)
-	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
-		out, err := runApp(t, "ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
-			"--since", since, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
-		if err != nil {
-			t.Fatalf("ingest: %v\n%s", err, out)
-		}
-		stored := 0
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
-			e.Cluster, tag).Scan(&stored); err != nil {
-			t.Fatal(err)
-		}
-		return stored == len(ids)
-	})
+	ingestLabJobs(t, e, dbURL, conn, tag, since, ids)
 
 	type counterfactual struct {
 		Jobs    int            `json:"jobs"`
@@ -279,7 +243,6 @@ func TestLab_ReportPartitions(t *testing.T) {
 // GPU, all run.
 func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
 	e := lab.Get(t)
-	ctx := context.Background()
 	dbURL, conn := throwawayDB(t, e)
 	tag := fmt.Sprintf("simrest%d", time.Now().UnixNano()%1e6)
 	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -292,26 +255,8 @@ func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
 		}
 		ids = append(ids, e.Submit(t, "alice", "-J", tag, "-p", part, gres, "-t", "1", "--wrap", "sleep 1"))
 	}
-	for _, id := range ids {
-		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
-			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
-		}
-	}
-	t.Setenv("SLURM_CONF", e.SlurmConf)
+	ingestLabJobs(t, e, dbURL, conn, tag, since, ids)
 	rest := []string{"--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile}
-	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
-		out, err := runApp(t, append([]string{"ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
-			"--since", since}, rest...)...)
-		if err != nil {
-			t.Fatalf("ingest: %v\n%s", err, out)
-		}
-		stored := 0
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
-			e.Cluster, tag).Scan(&stored); err != nil {
-			t.Fatal(err)
-		}
-		return stored == len(ids)
-	})
 	out, err := runApp(t, append([]string{"simulate", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since,
 		"--policies", "fifo", "--parallel", "1", "--progress", "never", "--partitions", "slurmrestd"}, rest...)...)
 	t.Logf("simulate --from-db --partitions slurmrestd:\n%s", out)
@@ -329,4 +274,30 @@ func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
 	if strings.Contains(out, "warning:") {
 		t.Errorf("the live layout: jobs left out")
 	}
+}
+
+// ingestLabJobs waits for the lab jobs ids (named tag) to complete and
+// ingests slurmdbd's records since since into dbURL until all of them are
+// stored; SLURM_CONF is the lab's for the rest of the test.
+func ingestLabJobs(t *testing.T, e *lab.Env, dbURL string, conn *pgx.Conn, tag, since string, ids []int64) {
+	t.Helper()
+	for _, id := range ids {
+		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
+			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
+		}
+	}
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
+		out, err := runApp(t, "ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
+			"--since", since, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
+		if err != nil {
+			t.Fatalf("ingest: %v\n%s", err, out)
+		}
+		stored := 0
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
+			e.Cluster, tag).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		return stored == len(ids)
+	})
 }
