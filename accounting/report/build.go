@@ -19,6 +19,12 @@ type Options struct {
 	// CPU cluster). Nodes 0: unknown, and the report estimates the
 	// capacity as the most units in use at once, saying so.
 	Cluster sim.Cluster
+	// Layout, when set, is the cluster's nodes, partitions and GPU types
+	// (report --partitions): it gives the capacity, and the counterfactual
+	// replays each job only in its recorded partition and on its GPU type
+	// (ReplayWorkload, as simulate --from-db does). Not with Cluster.Nodes
+	// and PerNode.
+	Layout *sim.Layout
 	// ShardsPerGPU counts a shard-only job as shards/ShardsPerGPU of a
 	// GPU (policy.Service); 0 counts it as one GPU.
 	ShardsPerGPU int
@@ -64,6 +70,12 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 	}
 	if opt.Cluster.Nodes < 0 || opt.Cluster.PerNode < 0 || (opt.Cluster.Nodes > 0) != (opt.Cluster.PerNode > 0) {
 		return nil, fmt.Errorf("%w: cluster %d nodes × %d units: give both or neither", ErrBadOptions, opt.Cluster.Nodes, opt.Cluster.PerNode)
+	}
+	if opt.Layout != nil {
+		if opt.Cluster.Nodes != 0 {
+			return nil, fmt.Errorf("%w: cluster %d nodes × %d units and a layout: give one", ErrBadOptions, opt.Cluster.Nodes, opt.Cluster.PerNode)
+		}
+		opt.Cluster = opt.Cluster.WithLayout(opt.Layout)
 	}
 	svc := opt.Cluster.Service()
 	svc.ShardsPerGPU = opt.ShardsPerGPU
@@ -113,6 +125,9 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 			r.Notes = append(r.Notes, "No job of the month could be simulated: the counterfactual is left out.")
 		}
 		r.Counterfactual = cf
+		if cf != nil && opt.Layout != nil {
+			r.Notes = append(r.Notes, layoutNote(cf))
+		}
 	}
 	return r, nil
 }

@@ -3,9 +3,11 @@ package report_test
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -341,5 +343,71 @@ func TestBuild_PowerSection(t *testing.T) {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String()[strings.Index(md.String(), "## Power saving"):])
 		}
+	}
+}
+
+// TestBuild_CounterfactualLayout replays a month on the cluster's
+// partitions (Options.Layout): three 4-GPU jobs of partition gpu that
+// overlapped, and one of a partition the layout lacks. On gpu's one node
+// of 4 the three queue (waits 0, 2 h, 4 h); on the same 8 GPUs as one
+// pool two run at once. The job of partition cpu is left out and named,
+// the capacity is the layout's, and a note says which cluster the month
+// was replayed on.
+func TestBuild_CounterfactualLayout(t *testing.T) {
+	job := func(id int64, part string, gpus int, submit time.Time) policy.Job {
+		return policy.Job{ID: id, ArrayTask: -1, User: "alice", Account: "a", Partition: part, GPUs: gpus,
+			Submit: submit, Start: submit, End: submit.Add(2 * time.Hour), State: policy.StateCompleted, TimeLimit: 3 * time.Hour}
+	}
+	d := &report.Data{Cluster: "parts", Month: report.Month{Year: 2026, Month: time.October},
+		Jobs: []policy.Job{job(1, "gpu", 4, at(5, 0)), job(2, "gpu", 4, at(5, 0)), job(3, "gpu", 4, at(5, 0)), job(4, "cpu", 1, at(6, 0))}}
+	layout, err := sim.ParseLayout("gpu:nodes=1,per-node=4;gpuhi:nodes=1,per-node=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	medianWait := func(r *report.Report) float64 {
+		t.Helper()
+		if r.Counterfactual == nil || len(r.Counterfactual.Scenarios) != 3 {
+			t.Fatalf("counterfactual %+v, want three scenarios", r.Counterfactual)
+		}
+		return float64(r.Counterfactual.Scenarios[1].MedianWait)
+	}
+
+	r, err := report.Build(d, nil, report.Options{Layout: layout, Counterfactual: true, SimPolicy: "fifo", SimPredictor: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := r.Counterfactual
+	if got := medianWait(r); !approx(got, 7200) {
+		t.Errorf("on the partitions: fair-share median wait %v, want 7200 (gpu's three jobs queue on its one node)", got)
+	}
+	if cf.Cluster.Layout != layout || cf.Jobs != 3 {
+		t.Errorf("counterfactual on %+v with %d jobs, want the layout and 3 jobs", cf.Cluster, cf.Jobs)
+	}
+	skip := `partition "cpu" not in the cluster`
+	if diff := cmp.Diff(map[string]int{skip: 1}, cf.Skipped); diff != "" {
+		t.Errorf("left out (-want +got):\n%s", diff)
+	}
+	if r.Capacity.Units != 8 || r.Capacity.Estimated {
+		t.Errorf("capacity %+v, want the layout's 8 GPUs, not estimated", r.Capacity)
+	}
+	note := "The counterfactual replayed the month on the cluster's partitions (report --partitions): 2 nodes of gpus in partitions gpu:nodes=1,per-node=4;gpuhi:nodes=1,per-node=4; each job ran only in its recorded partition and on its GPU type. 1 job left out, no node of the cluster can run them: " + skip + "."
+	if !slices.Contains(r.Notes, note) {
+		t.Errorf("notes %q lack %q", r.Notes, note)
+	}
+
+	// The same 8 GPUs as one pool: two of the three run at once.
+	r, err = report.Build(d, nil, report.Options{Cluster: sim.Cluster{Nodes: 2, PerNode: 4}, Counterfactual: true, SimPolicy: "fifo", SimPredictor: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := medianWait(r); got != 0 {
+		t.Errorf("one pool: fair-share median wait %v, want 0", got)
+	}
+	if r.Counterfactual.Cluster.Layout != nil || slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "partitions") }) {
+		t.Errorf("one pool: counterfactual on %+v, notes %q; want no layout and no note of it", r.Counterfactual.Cluster, r.Notes)
+	}
+
+	if _, err := report.Build(d, nil, report.Options{Layout: layout, Cluster: sim.Cluster{Nodes: 2, PerNode: 4}}); !errors.Is(err, report.ErrBadOptions) {
+		t.Errorf("layout and nodes: err %v, want ErrBadOptions", err)
 	}
 }

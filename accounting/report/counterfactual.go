@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -51,12 +52,13 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 		j.Account = a.acct[i]
 		jobs = append(jobs, j)
 	}
-	slices.SortStableFunc(jobs, func(x, y policy.Job) int {
-		if c := x.Submit.Compare(y.Submit); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.ID, y.ID)
-	})
+	// Build sized opt.Cluster (given, estimated or the layout's), so the
+	// history is not asked for a size here.
+	w, err := ReplayWorkload(d.Cluster, jobs, opt.Cluster.Unit, opt.Cluster.Nodes, opt.Cluster.PerNode, opt.Layout)
+	if err != nil {
+		return nil, fmt.Errorf("counterfactual: %w", err)
+	}
+	jobs, cluster := w.Jobs, w.Cluster
 	runs := []struct {
 		name, pol, pred string
 		progress        func(int, int) error
@@ -79,7 +81,7 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 				return nil, fmt.Errorf("counterfactual: %w", err)
 			}
 		}
-		cfg := sim.Config{Cluster: opt.Cluster, Policy: p, Predictor: pr, Shares: a.shares, Progress: r.progress}
+		cfg := sim.Config{Cluster: cluster, Policy: p, Predictor: pr, Shares: a.shares, Progress: r.progress}
 		wg.Go(func() { r.res, r.err = sim.Run(jobs, cfg) })
 	}
 	wg.Wait()
@@ -94,7 +96,7 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 	for _, j := range runs[0].res.Jobs {
 		kept[j.ID] = true
 	}
-	actual := &sim.Result{Policy: "actual", Cluster: opt.Cluster}
+	actual := &sim.Result{Policy: "actual", Cluster: cluster}
 	for i := range jobs {
 		j := &jobs[i]
 		if !kept[j.ID] {
@@ -102,10 +104,10 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 		}
 		kept[j.ID] = false // the simulator keeps the first of duplicate ids
 		actual.Jobs = append(actual.Jobs, sim.JobResult{ID: j.ID, User: j.User, Account: j.Account,
-			Units: opt.Cluster.Need(j), Submit: j.Submit, Start: j.Start, End: j.End, Run: j.RunTime(), Limit: j.TimeLimit})
+			Units: cluster.Need(j), Submit: j.Submit, Start: j.Start, End: j.End, Run: j.RunTime(), Limit: j.TimeLimit})
 	}
 
-	cf := &Counterfactual{Jobs: len(actual.Jobs), Cluster: opt.Cluster}
+	cf := &Counterfactual{Jobs: len(actual.Jobs), Cluster: cluster}
 	if len(runs[0].res.Skipped) > 0 {
 		cf.Skipped = runs[0].res.Skipped
 	}
@@ -144,4 +146,20 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 	}
 	slices.SortStableFunc(cf.Accounts, func(x, y ScenarioAccount) int { return cmp.Compare(y.Jobs, x.Jobs) })
 	return cf, nil
+}
+
+// layoutNote says which cluster the counterfactual replayed the month on
+// when it was given partitions, and names the jobs no node of them could
+// run, as simulate warns of them.
+func layoutNote(cf *Counterfactual) string {
+	n := fmt.Sprintf("The counterfactual replayed the month on the cluster's partitions (report --partitions): %s; each job ran only in its recorded partition and on its GPU type.",
+		sim.InfoOf(cf.Cluster))
+	for _, k := range sortedKeys(cf.Skipped) {
+		switch k {
+		case sim.SkipNoRun, sim.SkipNoUnits, sim.SkipTooLarge, sim.SkipDuplicate:
+			continue
+		}
+		n += fmt.Sprintf(" %s left out, no node of the cluster can run them: %s.", plural.N(cf.Skipped[k], "job", "jobs"), k)
+	}
+	return n
 }

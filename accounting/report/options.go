@@ -29,6 +29,10 @@ func (o Options) Validate() error {
 		return &sim.FieldError{Fields: []sim.Setting{{Field: "Cluster.Nodes", Value: fmt.Sprint(o.Cluster.Nodes)}, {Field: "Cluster.PerNode", Value: fmt.Sprint(o.Cluster.PerNode)}},
 			Err: errors.New("give both (positive) or neither")}
 	}
+	if o.Layout != nil && (o.Cluster.Nodes != 0 || o.Cluster.PerNode != 0) {
+		return &sim.FieldError{Fields: []sim.Setting{{Field: "Layout"}, {Field: "Cluster.Nodes", Value: fmt.Sprint(o.Cluster.Nodes)}, {Field: "Cluster.PerNode", Value: fmt.Sprint(o.Cluster.PerNode)}},
+			Err: errors.New("give the partitions or the nodes, not both (the partitions give the nodes)")}
+	}
 	if o.ShardsPerGPU < 0 {
 		return fieldErr("ShardsPerGPU", fmt.Sprint(o.ShardsPerGPU), errors.New("want >= 0"))
 	}

@@ -35,6 +35,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"nodes only", func(o *report.Options) { o.Cluster.PerNode = 0 }, "Cluster.Nodes 2, Cluster.PerNode 0: give both (positive) or neither"},
 		{"negative", func(o *report.Options) { o.Cluster = sim.Cluster{Nodes: -1, PerNode: -1} }, "Cluster.Nodes -1, Cluster.PerNode -1"},
 		{"shards", func(o *report.Options) { o.ShardsPerGPU = -1 }, "ShardsPerGPU -1: want >= 0"},
+		{"layout and nodes", func(o *report.Options) { o.Layout = &sim.Layout{} },
+			"Layout, Cluster.Nodes 2, Cluster.PerNode 8: give the partitions or the nodes, not both"},
 		{"policy", func(o *report.Options) { o.SimPolicy = "lottery" }, `SimPolicy "lottery": want one of`},
 		{"predictor", func(o *report.Options) { o.SimPredictor = "oracle" }, `SimPredictor "oracle": want one of`},
 	} {

@@ -20,7 +20,7 @@ var simFlagOf = map[string]string{"Nodes": "--nodes", "PerNode": "--per-node", "
 // reportFlagOf names accounting/report's settings (report.Options and
 // the formats), as its sim.FieldErrors name them, by report's flags.
 var reportFlagOf = map[string]string{"Cluster.Nodes": "--nodes", "Cluster.PerNode": "--per-node", "Cluster.Unit": "--unit",
-	"ShardsPerGPU": "--shards-per-gpu", "SimPolicy": "--sim-policy", "SimPredictor": "--sim-predictor", "Formats": "--format"}
+	"Layout": "--partitions", "ShardsPerGPU": "--shards-per-gpu", "SimPolicy": "--sim-policy", "SimPredictor": "--sim-predictor", "Formats": "--format"}
 
 // simFlagError names the settings of a sim.FieldError by simulate's and
 // tune's flags.

@@ -32,9 +32,11 @@ func reportCommand() *cli.Command {
 			"the plots as SVG files, one CSV file per table, or report.json. The report covers usage against\n" +
 			"shares, waits, finish-time fairness, cancelled and failed work, prediction quality, GPU\n" +
 			"efficiency from the epilog, and what Fairway changed, with the month replayed by the simulator\n" +
-			"under Slurm's plain fair-share. Give the cluster's size with --nodes and --per-node: without it,\n" +
-			"capacity is estimated as the most units in use at once.",
-		Flags: []cli.Flag{
+			"under Slurm's plain fair-share. Give the cluster's size with --nodes and --per-node, or its\n" +
+			"partitions, nodes and GPU types with --partitions (the counterfactual then replays each job in\n" +
+			"its recorded partition, as simulate --from-db does): without either, capacity is estimated as the\n" +
+			"most units in use at once.",
+		Flags: append([]cli.Flag{
 			databaseFlag(),
 			&cli.StringFlag{Name: "month", Usage: "month to report on, YYYY-MM (UTC); default the last month in which a job of the cluster ended", EnvVars: []string{"FAIRWAY_REPORT_MONTH"}},
 			&cli.StringFlag{Name: "cluster", Usage: "cluster name; may be left out when the database holds one cluster", EnvVars: []string{"FAIRWAY_CLUSTER"}},
@@ -49,7 +51,7 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "sim-policy", Usage: "Fairway's policy in the counterfactual (default: the one the decision log used most)", EnvVars: []string{"FAIRWAY_REPORT_SIM_POLICY"}},
 			&cli.StringFlag{Name: "sim-predictor", Usage: "predictor in the counterfactual, or none (default: the one the decision log used most)", EnvVars: []string{"FAIRWAY_REPORT_SIM_PREDICTOR"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_REPORT_PROGRESS"}},
-		},
+		}, partitionsFlags("capacity and counterfactual", "FAIRWAY_REPORT_PARTITIONS")...),
 		Action: func(c *cli.Context) error {
 			cfg, err := reportSettings(c, time.Now())
 			if err != nil {
@@ -93,6 +95,9 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 	}
 	if cfg.Options.Cluster.Unit, err = report.ParseUnit(c.String("unit")); err != nil {
 		return cfg, reportFlagError(err)
+	}
+	if cfg.Options.Layout, err = layoutSettings(c); err != nil {
+		return cfg, err
 	}
 	if err := cfg.Options.Validate(); err != nil {
 		return cfg, reportFlagError(err)

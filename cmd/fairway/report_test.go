@@ -24,9 +24,15 @@ func TestReportCommand_BadSettings(t *testing.T) {
 		{"unit", []string{"report", "--database-url", db, "--month", "2026-10", "--unit", "tpu"}, "--unit"},
 		{"sim policy", []string{"report", "--database-url", db, "--month", "2026-10", "--sim-policy", "lottery"}, "--sim-policy"},
 		{"sim predictor", []string{"report", "--database-url", db, "--month", "2026-10", "--sim-predictor", "oracle"}, "--sim-predictor"},
+		{"bad partitions", []string{"report", "--database-url", db, "--partitions", "gpu:nodes=x,per-node=4"}, `--partitions: partition entry 1 "gpu:nodes=x,per-node=4": nodes=x`},
+		{"no partitions file", []string{"report", "--database-url", db, "--partitions", "/nonexistent/parts"}, `--partitions "/nonexistent/parts": no such file`},
+		{"partitions and nodes", []string{"report", "--database-url", db, "--partitions", "gpu:nodes=1,per-node=4", "--nodes", "2", "--per-node", "4"},
+			"--partitions, --nodes 2, --per-node 4: give the partitions or the nodes, not both"},
+		{"partitions slurmrestd without url", []string{"report", "--database-url", db, "--partitions", "slurmrestd"}, "--partitions slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("FAIRWAY_DATABASE_URL", "")
+			t.Setenv("FAIRWAY_SLURM_URL", "")
 			out, err := runApp(t, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want one naming %s; output:\n%s", err, tc.want, out)

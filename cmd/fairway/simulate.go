@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime"
 	"slices"
@@ -178,13 +177,7 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 			}
 		}
 	}
-	if spec := c.String("partitions"); spec != "" {
-		live := spec == liveLayoutSpec
-		if !live {
-			if cfg.Layout, err = readLayout(spec); err != nil {
-				return cfg, err
-			}
-		}
+	if c.String("partitions") != "" {
 		if c.Bool("power") || c.Bool("forecast") {
 			return cfg, fmt.Errorf("--partitions: not with --power or --forecast (not modelled on a partitioned cluster)")
 		}
@@ -194,10 +187,8 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 			return cfg, fmt.Errorf("--partitions: not with --preempt (preemption is not modelled on a partitioned cluster; give --preempt '')")
 		}
 		cfg.Preempt = nil
-		if live {
-			if cfg.Layout, err = readLiveLayout(c.Context, slurmConnect(c), slog.Default()); err != nil {
-				return cfg, err
-			}
+		if cfg.Layout, err = layoutSettings(c); err != nil {
+			return cfg, err
 		}
 	}
 	if err := shareSettings(c, &cfg); err != nil {
@@ -514,23 +505,4 @@ func shareSettings(c *cli.Context, cfg *simulateConfig) error {
 	cfg.Share = &sim.Share{ShardsPerGPU: c.Int("share-shards"), Interference: c.Float64("share-interference"),
 		Model: sim.UsageModel{Seed: c.Uint64("share-seed"), LightFraction: c.Float64("share-light")}}
 	return nil
-}
-
-// readLayout reads --partitions: the spec itself, or the file it names.
-func readLayout(spec string) (*sim.Layout, error) {
-	text := spec
-	if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
-		b, err := os.ReadFile(spec)
-		if err != nil {
-			return nil, fmt.Errorf("--partitions: %w", err)
-		}
-		text = string(b)
-	} else if !strings.Contains(spec, ":") {
-		return nil, fmt.Errorf("--partitions %q: no such file, and not NAME:nodes=N,per-node=U[,type=T] entries", spec)
-	}
-	l, err := sim.ParseLayout(text)
-	if err != nil {
-		return nil, fmt.Errorf("--partitions: %w", err)
-	}
-	return l, nil
 }

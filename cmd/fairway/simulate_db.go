@@ -1,15 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting/report"
-	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/urfave/cli/v2"
 )
@@ -59,28 +56,13 @@ func simulateDBSettings(c *cli.Context) (*tuneDB, error) {
 
 // loadDB reads the history of db as a workload, on the cluster of
 // cfg.Layout, else of --nodes × --per-node, else the smallest the history
-// shows (historyCluster), and scales its load by cfg.Load.
+// shows (tuneDB.load), and scales its load by cfg.Load.
 func loadDB(ctx context.Context, db *tuneDB, cfg simulateConfig) (*sim.Workload, error) {
-	jobs, cluster, err := finishedHistory(ctx, db.URL, db.Cluster, db.Since, db.Until)
+	w, err := db.load(ctx, cfg.Nodes, cfg.PerNode, cfg.Layout)
 	if err != nil {
-		return nil, fmt.Errorf("--from-db: %w", err)
+		return nil, err
 	}
-	nodes, perNode := cfg.Nodes, cfg.PerNode
-	if l := cfg.Layout; l != nil {
-		nodes, perNode = len(l.Nodes), 1 // sized by the layout below
-	}
-	c, err := historyCluster(jobs, db.Unit, nodes, perNode)
-	if err != nil {
-		return nil, fmt.Errorf("--from-db: cluster %s: %w", cluster, err)
-	}
-	if cfg.Layout != nil {
-		c = c.WithLayout(cfg.Layout)
-	}
-	slices.SortStableFunc(jobs, func(a, b policy.Job) int {
-		return cmp.Or(a.Submit.Compare(b.Submit), cmp.Compare(a.ID, b.ID))
-	})
-	w := &sim.Workload{Name: cluster + ", jobs that ended " + report.PeriodText(db.Since, db.Until), Format: "accounting database",
-		Jobs: jobs, Cluster: c, LeftOut: map[string]int{}}
+	w.Name += ", jobs that ended " + report.PeriodText(db.Since, db.Until)
 	w.OwnLoad = sim.OfferedLoad(w.Jobs, w.Cluster)
 	if w.Jobs, err = sim.ScaleLoad(w.Jobs, cfg.Load); err != nil {
 		return nil, fmt.Errorf("--load: %w", err)

@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestLab_SimulateFromDB replays the lab's own history from the
@@ -49,25 +54,7 @@ func TestLab_SimulateFromDB(t *testing.T) {
 		perPart[part]++
 		ids = append(ids, e.Submit(t, users[i%2], "-J", tag, "-p", part, gres, "-t", strconv.Itoa(1+i%3), "--wrap", "sleep 1"))
 	}
-	for _, id := range ids {
-		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
-			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
-		}
-	}
-	t.Setenv("SLURM_CONF", e.SlurmConf)
-	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
-		out, err := runApp(t, "ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
-			"--since", since, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
-		if err != nil {
-			t.Fatalf("ingest: %v\n%s", err, out)
-		}
-		stored := 0
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
-			e.Cluster, tag).Scan(&stored); err != nil {
-			t.Fatal(err)
-		}
-		return stored == len(ids)
-	})
+	ingestLabJobs(t, e, dbURL, conn, tag, since, ids)
 	// What the replay routes by: every job's partition and GPU type.
 	rows, err := conn.Query(ctx, `SELECT partition, gpu_type, count(*) FROM job WHERE cluster = $1 AND name = $2 GROUP BY 1, 2 ORDER BY 1, 2`, e.Cluster, tag)
 	if err != nil {
@@ -166,6 +153,89 @@ func TestLab_SimulateFromDB(t *testing.T) {
 	}
 }
 
+// TestLab_ReportPartitions writes the lab month's report (report.json)
+// with --partitions, on jobs run in both of the lab's partitions, gpu and
+// gpuhi, and ingested from slurmdbd: on the lab's layout the
+// counterfactual replays every job on the layout's 8 GPUs; on a layout
+// without gpuhi it leaves out gpuhi's jobs and names them, as simulate
+// --from-db does, and the report's note says which partitions the month
+// was replayed on.
+func TestLab_ReportPartitions(t *testing.T) {
+	e := lab.Get(t)
+	dbURL, conn := throwawayDB(t, e)
+	tag := fmt.Sprintf("repparts%d", time.Now().UnixNano()%1e6)
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	month := time.Now().UTC().Format("2006-01")
+
+	waitQueueEmpty(t, e)
+	const hi = "gpuhi"
+	perPart := map[string]int{}
+	var ids []int64
+	for i := range 6 {
+		part := e.Partition
+		if i%2 == 1 {
+			part = hi
+		}
+		perPart[part]++
+		ids = append(ids, e.Submit(t, "alice", "-J", tag, "-p", part, fmt.Sprintf("--gres=gpu:%d", 1+i%4), "-t", "1", "--wrap", "sleep 1"))
+	}
+	ingestLabJobs(t, e, dbURL, conn, tag, since, ids)
+
+	type counterfactual struct {
+		Jobs    int            `json:"jobs"`
+		Skipped map[string]int `json:"skipped"`
+		Cluster struct {
+			Layout *struct{ Partitions []string }
+		} `json:"cluster"`
+	}
+	report := func(spec string) (counterfactual, []string, float64) {
+		t.Helper()
+		dir := t.TempDir()
+		out, err := runApp(t, "report", "--database-url", dbURL, "--cluster", e.Cluster, "--month", month, "--format", "json",
+			"--out", dir, "--sim-policy", "fifo", "--sim-predictor", "none", "--progress", "never", "--partitions", spec)
+		if err != nil {
+			t.Fatalf("report --partitions %s: %v\n%s", spec, err, out)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Capacity       struct{ Units float64 } `json:"capacity"`
+			Counterfactual *counterfactual         `json:"counterfactual"`
+			Notes          []string                `json:"notes"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Counterfactual == nil {
+			t.Fatalf("report --partitions %s: no counterfactual; notes %q", spec, r.Notes)
+		}
+		t.Logf("report --partitions %s: counterfactual of %d jobs, left out %v, notes %q", spec, r.Counterfactual.Jobs, r.Counterfactual.Skipped, r.Notes)
+		return *r.Counterfactual, r.Notes, r.Capacity.Units
+	}
+	labLayout := e.Partition + "+" + hi + ":nodes=2,per-node=4"
+	all, notes, units := report(labLayout)
+	if all.Jobs < len(ids) || len(all.Skipped) != 0 {
+		t.Errorf("the lab's layout: counterfactual of %d jobs, left out %v; want at least our %d, none left out", all.Jobs, all.Skipped, len(ids))
+	}
+	if l := all.Cluster.Layout; l == nil || strings.Join(l.Partitions, ",") != e.Partition+","+hi || units != 8 {
+		t.Errorf("the lab's layout: counterfactual cluster %+v, capacity %g; want partitions %s,%s and 8 GPUs", l, units, e.Partition, hi)
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "partitions "+labLayout+";") }) {
+		t.Errorf("the lab's layout: no note names it: %q", notes)
+	}
+	// Without gpuhi: its jobs are left out and named, gpu's still replay.
+	noHi, notes, _ := report(e.Partition + ":nodes=2,per-node=4;debug:nodes=1,per-node=4")
+	why := `partition "` + hi + `" not in the cluster`
+	if n := noHi.Skipped[why]; n < perPart[hi] || noHi.Jobs != all.Jobs-n {
+		t.Errorf("no gpuhi: %d jobs left out for %s and %d replayed; want at least our %d left out, the rest of %d replayed", n, why, noHi.Jobs, perPart[hi], all.Jobs)
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "left out, no node of the cluster can run them: "+why) }) {
+		t.Errorf("no gpuhi: no note names the jobs left out: %q", notes)
+	}
+}
+
 // TestLab_SimulatePartitionsFromSlurmrestd reads the layout from the lab's
 // real slurmrestd (`simulate --partitions slurmrestd`): both partitions,
 // gpu (the default) and gpuhi, over the two nodes of 4 H100s; and replays
@@ -173,7 +243,6 @@ func TestLab_SimulateFromDB(t *testing.T) {
 // GPU, all run.
 func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
 	e := lab.Get(t)
-	ctx := context.Background()
 	dbURL, conn := throwawayDB(t, e)
 	tag := fmt.Sprintf("simrest%d", time.Now().UnixNano()%1e6)
 	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -186,26 +255,8 @@ func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
 		}
 		ids = append(ids, e.Submit(t, "alice", "-J", tag, "-p", part, gres, "-t", "1", "--wrap", "sleep 1"))
 	}
-	for _, id := range ids {
-		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
-			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
-		}
-	}
-	t.Setenv("SLURM_CONF", e.SlurmConf)
+	ingestLabJobs(t, e, dbURL, conn, tag, since, ids)
 	rest := []string{"--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile}
-	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
-		out, err := runApp(t, append([]string{"ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
-			"--since", since}, rest...)...)
-		if err != nil {
-			t.Fatalf("ingest: %v\n%s", err, out)
-		}
-		stored := 0
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
-			e.Cluster, tag).Scan(&stored); err != nil {
-			t.Fatal(err)
-		}
-		return stored == len(ids)
-	})
 	out, err := runApp(t, append([]string{"simulate", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since,
 		"--policies", "fifo", "--parallel", "1", "--progress", "never", "--partitions", "slurmrestd"}, rest...)...)
 	t.Logf("simulate --from-db --partitions slurmrestd:\n%s", out)
@@ -223,4 +274,30 @@ func TestLab_SimulatePartitionsFromSlurmrestd(t *testing.T) {
 	if strings.Contains(out, "warning:") {
 		t.Errorf("the live layout: jobs left out")
 	}
+}
+
+// ingestLabJobs waits for the lab jobs ids (named tag) to complete and
+// ingests slurmdbd's records since since into dbURL until all of them are
+// stored; SLURM_CONF is the lab's for the rest of the test.
+func ingestLabJobs(t *testing.T, e *lab.Env, dbURL string, conn *pgx.Conn, tag, since string, ids []int64) {
+	t.Helper()
+	for _, id := range ids {
+		if st := e.WaitState(t, id, 3*time.Minute, "COMPLETED"); st != "COMPLETED" {
+			t.Fatalf("job %d ended %s, want COMPLETED", id, st)
+		}
+	}
+	t.Setenv("SLURM_CONF", e.SlurmConf)
+	waitFor(t, 2*time.Minute, "the jobs in the database", func() bool {
+		out, err := runApp(t, "ingest", "--progress", "never", "--database-url", dbURL, "--from", "slurmdbd", "--cluster", e.Cluster,
+			"--since", since, "--slurm-url", e.RESTURL, "--slurm-user", e.RESTUser, "--slurm-token-file", e.TokenFile)
+		if err != nil {
+			t.Fatalf("ingest: %v\n%s", err, out)
+		}
+		stored := 0
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND end_time IS NOT NULL`,
+			e.Cluster, tag).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		return stored == len(ids)
+	})
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +46,8 @@ func tuneCommand() *cli.Command {
 			"  --from-db tunes on the site's own history instead: the finished jobs of --cluster in the\n" +
 			"    accounting database (all of them, or --since/--until, --days, --months), all looked at (the\n" +
 			"    first 70% of the submits train, the last 30% validate), replayed on the least machine the\n" +
-			"    history fits (the database keeps no node list: --nodes and --per-node give the real one).\n" +
+			"    history fits (the database keeps no node list: --nodes and --per-node give the real one, or\n" +
+			"    --partitions its partitions, nodes and GPU types, as simulate --from-db replays them).\n" +
 			"  --objective fair (default): the lowest avg bounded slowdown subject to avg wait ≤ fairshare's,\n" +
 			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
 			"    penalised so that the search moves towards feasibility.\n" +
@@ -78,7 +81,7 @@ func tuneCommand() *cli.Command {
 			&cli.IntFlag{Name: "sequences", Value: 10, Usage: "with --objective bsld: sequences per window", EnvVars: []string{"FAIRWAY_TUNE_SEQUENCES"}},
 			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --objective bsld: jobs per sequence", EnvVars: []string{"FAIRWAY_TUNE_LENGTH"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_TUNE_PROGRESS"}},
-		}, tuneDBFlags()...),
+		}, append(tuneDBFlags(), partitionsFlags("replay", "FAIRWAY_TUNE_PARTITIONS")...)...),
 		Action: func(c *cli.Context) error {
 			cfg, err := tuneSettings(c)
 			if err != nil {
@@ -137,6 +140,9 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 			return cfg, err
 		}
 	}
+	if cfg.Layout, err = layoutSettings(c); err != nil {
+		return cfg, err
+	}
 	ch, err := simChoice(sim.ParseChoice(policy.Default, "", c.String("backfill"), cfg.Predictor))
 	if err != nil {
 		return cfg, err
@@ -189,7 +195,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	var w *sim.Workload
 	var err error
 	if cfg.DB != nil {
-		w, err = cfg.DB.load(ctx, cfg.Nodes, cfg.PerNode)
+		w, err = cfg.DB.load(ctx, cfg.Nodes, cfg.PerNode, cfg.Layout)
 	} else {
 		w, err = simWorkload(cfg.LoadWorkload())
 	}
@@ -305,9 +311,13 @@ func tuneFile(cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Resu
 	return f
 }
 
-// clusterText spells a machine: "2 × 4 gpus".
+// clusterText spells a machine: "2 × 4 gpus", or a partitioned one as
+// simulate prints it.
 func clusterText(c sim.Cluster) string {
 	ci := sim.InfoOf(c)
+	if c.Layout != nil {
+		return ci.String()
+	}
 	return fmt.Sprintf("%d × %d %s", ci.Nodes, ci.PerNode, ci.Unit)
 }
 
@@ -352,7 +362,14 @@ func scoreText(o tune.Objective, s tune.Score) string {
 func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Result, tab *sim.ProtocolTable, took time.Duration) error {
 	o := cfg.Setup.Objective
 	fmt.Fprintf(out, "tuned %s on %s (%s)\n", o.Describe(), w.Name, windowsText(cfg, win, tab))
-	if cfg.DB != nil {
+	if cfg.DB != nil && w.Cluster.Layout != nil {
+		fmt.Fprintf(out, "history: %s of cluster %s from the %s; replayed on %s (--partitions), each job in its recorded partition and on its GPU type\n",
+			plural.N(len(w.Jobs), "job", "jobs"), w.Name, cfg.DB.source(), clusterText(w.Cluster))
+		left := sim.Unroutable(w.Jobs, w.Cluster)
+		for _, r := range slices.Sorted(maps.Keys(left)) {
+			fmt.Fprintln(out, sim.SkipWarning(left[r], r))
+		}
+	} else if cfg.DB != nil {
 		fmt.Fprintf(out, "history: %s of cluster %s from the %s; replayed on %s, the least machine the history fits (--nodes, --per-node and --unit set it)\n",
 			plural.N(len(w.Jobs), "job", "jobs"), w.Name, cfg.DB.source(), clusterText(w.Cluster))
 	}

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
-	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/urfave/cli/v2"
 )
@@ -97,88 +94,21 @@ func tuneDBSettings(c *cli.Context, now time.Time) (*tuneDB, error) {
 	return db, nil
 }
 
-// load reads the history and sizes the machine it ran on: nodes × perNode
-// when given, else what the history shows (historyCluster).
-func (db *tuneDB) load(ctx context.Context, nodes, perNode int) (*sim.Workload, error) {
-	jobs, cluster, err := report.FinishedHistory(ctx, db.URL, db.Cluster, db.Since, db.Until)
+// load reads the history and replays it on the cluster of layout, else of
+// nodes × perNode, else the least the history fits (report.ReplayWorkload).
+func (db *tuneDB) load(ctx context.Context, nodes, perNode int, layout *sim.Layout) (*sim.Workload, error) {
+	jobs, cluster, err := finishedHistory(ctx, db.URL, db.Cluster, db.Since, db.Until)
 	if err != nil {
 		return nil, fmt.Errorf("--from-db: %w", err)
 	}
-	c, err := historyCluster(jobs, db.Unit, nodes, perNode)
+	w, err := report.ReplayWorkload(cluster, jobs, db.Unit, nodes, perNode, layout)
 	if err != nil {
 		return nil, fmt.Errorf("--from-db: cluster %s: %w", cluster, err)
 	}
-	// Submit order, as a trace is read: the time split cuts by submits.
-	slices.SortStableFunc(jobs, func(a, b policy.Job) int {
-		if c := a.Submit.Compare(b.Submit); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	return &sim.Workload{Name: cluster, Format: "accounting database", Jobs: jobs, Cluster: c,
-		LeftOut: map[string]int{}}, nil
+	return w, nil
 }
 
 // source says where the history came from, for the policy file.
 func (db *tuneDB) source() string {
 	return "accounting database, jobs that ended " + report.PeriodText(db.Since, db.Until)
-}
-
-// historyCluster is the machine a database history is replayed on. The
-// database keeps no node inventory, only what each job asked for, so the
-// history tells a lower bound: a node holds at least the most units one
-// job asked for on one node (units ÷ nodes, rounded up), and there are at
-// least as many nodes as the widest job spanned and as the most units in
-// use at once need. nodes and perNode, when > 0, override; unit "" is GPUs
-// when a job asked for GPUs, else processors.
-func historyCluster(jobs []policy.Job, unit sim.Unit, nodes, perNode int) (sim.Cluster, error) {
-	if unit == "" {
-		unit = sim.CPUs
-		if slices.ContainsFunc(jobs, func(j policy.Job) bool { return j.GPUs > 0 }) {
-			unit = sim.GPUs
-		}
-	}
-	c := sim.Cluster{Nodes: nodes, PerNode: perNode, Unit: unit}
-	if nodes > 0 && perNode > 0 {
-		return c, nil
-	}
-	type ev struct {
-		t time.Time
-		d int
-	}
-	var evs []ev
-	widest, most := 0, 0
-	for i := range jobs {
-		j := &jobs[i]
-		need := c.Need(j)
-		if need <= 0 || j.Start.IsZero() || !j.End.After(j.Start) {
-			continue
-		}
-		n := max(j.Nodes, 1)
-		widest = max(widest, n)
-		most = max(most, (need+n-1)/n)
-		evs = append(evs, ev{j.Start, need}, ev{j.End, -need})
-	}
-	if most == 0 {
-		return c, fmt.Errorf("no job of the history ran with %s: give --nodes and --per-node, or --unit", unit)
-	}
-	// Ends before starts at the same instant: the units are free again.
-	slices.SortFunc(evs, func(a, b ev) int {
-		if c := a.t.Compare(b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.d, b.d)
-	})
-	peak, cur := 0, 0
-	for _, e := range evs {
-		cur += e.d
-		peak = max(peak, cur)
-	}
-	if c.PerNode == 0 {
-		c.PerNode = most
-	}
-	if c.Nodes == 0 {
-		c.Nodes = max(widest, (peak+c.PerNode-1)/c.PerNode)
-	}
-	return c, nil
 }

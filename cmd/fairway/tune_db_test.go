@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
@@ -34,8 +35,13 @@ func TestTune_FromDBBadFlags(t *testing.T) {
 		{"days without from-db", []string{"--trace", "t.swf", "--days", "3"}, "--days: only with --from-db"},
 		{"no source", nil, "--trace: required (the history to tune on), or --from-db"},
 		{"no server", []string{"--from-db", "--database-url", db}, "127.0.0.1:1"},
+		{"bad partitions", []string{"--from-db", "--database-url", db, "--partitions", "gpu:nodes=1,per-node=x"}, `--partitions: partition entry 1 "gpu:nodes=1,per-node=x": per-node=x`},
+		{"no partitions file", []string{"--from-db", "--database-url", db, "--partitions", "/nonexistent/parts"}, `--partitions "/nonexistent/parts": no such file`},
+		{"partitions and nodes", []string{"--from-db", "--database-url", db, "--partitions", "gpu:nodes=1,per-node=4", "--nodes", "2"}, "--partitions: not with --nodes or --per-node"},
+		{"partitions slurmrestd without url", []string{"--from-db", "--database-url", db, "--partitions", "slurmrestd"}, "--partitions slurmrestd: --slurm-url (FAIRWAY_SLURM_URL) is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FAIRWAY_SLURM_URL", "")
 			args := append([]string{"tune", "--out", out, "--progress", "never"}, tc.args...)
 			got, err := runApp(t, args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -77,7 +83,7 @@ func TestHistoryCluster(t *testing.T) {
 		{"nothing ran", []policy.Job{{CPUs: 4, Submit: t0}}, "", 0, 0, sim.Cluster{}, "no job of the history ran with cpus"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := historyCluster(tc.jobs, tc.unit, tc.nodes, tc.perNode)
+			got, err := report.HistoryCluster(tc.jobs, tc.unit, tc.nodes, tc.perNode)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one saying %q", err, tc.err)
@@ -154,5 +160,40 @@ func TestTune_FromDB(t *testing.T) {
 				t.Errorf("a refused run wrote %s", bad)
 			}
 		})
+	}
+}
+
+// TestTune_FromDBPartitions tunes on a (fake) database history replayed
+// on the cluster's partitions: the replay is simulate --from-db's (jobs
+// routed by their recorded partition and GPU type), and the summary and
+// the file say which partitions it ran on; the job of a GPU type no node
+// has is named, as simulate names it.
+func TestTune_FromDBPartitions(t *testing.T) {
+	fakeHistory(t, dbJobs())
+	out := filepath.Join(t.TempDir(), "alps.json")
+	const layout = "gpu:nodes=1,per-node=4,type=h100;gpu:nodes=1,per-node=4,type=v100;debug:nodes=1,per-node=4"
+	text, err := runApp(t, "tune", "--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--out", out,
+		"--partitions", layout, "--predictor", "none", "--generations", "1", "--population", "4", "--parallel", "1", "--progress", "never")
+	t.Logf("tune --from-db --partitions:\n%s", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "history: 31 jobs of cluster alps from the accounting database, jobs that ended at any time; replayed on 3 nodes of gpus in partitions " + layout + " (--partitions), each job in its recorded partition and on its GPU type"
+	warn := `warning: 1 jobs left out, no node of the cluster can run them: no a100 node in partition "gpu"`
+	for _, w := range []string{want, warn} {
+		if !strings.Contains(text, w) {
+			t.Errorf("summary lacks %q", w)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := policy.ParseFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "alps: 3 nodes of gpus in partitions " + layout; f.TrainedOn.Cluster != want {
+		t.Errorf("trained_on cluster %q, want %q", f.TrainedOn.Cluster, want)
 	}
 }

@@ -357,6 +357,33 @@ func (r *router) route(j *policy.Job, need int) (int32, string) {
 	return v, ""
 }
 
+// Unroutable counts, by the reason a replay names, the jobs no node of
+// c's layout can ever run: their partition or GPU type is not in it, or
+// they are larger than their partition. A replay on c leaves them out
+// (Result.Skipped) and does not say so until it runs; nil without a
+// layout.
+func Unroutable(jobs []policy.Job, c Cluster) map[string]int {
+	if c.Layout == nil {
+		return nil
+	}
+	r, out := newRouter(c), map[string]int{}
+	for i := range jobs {
+		j := &jobs[i]
+		if need := c.Need(j); need > 0 {
+			if v, why := r.route(j, need); v < 0 {
+				out[why]++
+			}
+		}
+	}
+	return out
+}
+
+// SkipWarning is the line a report prints for n jobs left out because
+// no node of the cluster can run them (a reason of Unroutable).
+func SkipWarning(n int, reason string) string {
+	return fmt.Sprintf("warning: %d jobs left out, no node of the cluster can run them: %s", n, reason)
+}
+
 func typeSuffix(typ string) string {
 	if typ == "" {
 		return ""

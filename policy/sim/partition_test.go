@@ -298,3 +298,30 @@ func TestRun_OnePartitionIsOnePool(t *testing.T) {
 		}
 	}
 }
+
+// TestUnroutable counts the jobs a replay on a layout would leave out,
+// under the reasons it names them by, before any replay.
+func TestUnroutable(t *testing.T) {
+	l, err := ParseLayout("gpu:nodes=2,per-node=4,type=h100;debug:nodes=1,per-node=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Cluster{Unit: GPUs}.WithLayout(l)
+	jobs := []policy.Job{
+		{ID: 1, Partition: "gpu", GPUType: "h100", GPUs: 4},
+		{ID: 2, Partition: "", GPUs: 8},                     // the default, gpu: 2 whole nodes
+		{ID: 3, Partition: "gpu", GPUType: "a100", GPUs: 1}, // no such type
+		{ID: 4, Partition: "cpu", GPUs: 1},                  // no such partition
+		{ID: 5, Partition: "debug", GPUs: 3},                // larger than debug
+		{ID: 6, Partition: "debug", GPUs: 0, CPUs: 4},       // no units: not a routing matter
+		{ID: 7, Partition: "nope,debug", GPUs: 2},           // the first the layout has
+		{ID: 8, Partition: "gpu", GPUType: "a100", GPUs: 2},
+	}
+	want := map[string]int{`no a100 node in partition "gpu"`: 2, `partition "cpu" not in the cluster`: 1, `larger than partition "debug"`: 1}
+	if diff := cmp.Diff(want, Unroutable(jobs, c)); diff != "" {
+		t.Errorf("Unroutable (-want +got):\n%s", diff)
+	}
+	if got := Unroutable(jobs, Cluster{Nodes: 1, PerNode: 1, Unit: GPUs}); got != nil {
+		t.Errorf("no layout: %v, want nil", got)
+	}
+}

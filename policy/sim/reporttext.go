@@ -46,7 +46,7 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 		case SkipNoRun, SkipNoUnits, SkipTooLarge, SkipDuplicate:
 			continue
 		}
-		fmt.Fprintf(w, "warning: %d jobs left out, no node of the cluster can run them: %s\n", rep.Skipped[r], r)
+		fmt.Fprintln(w, SkipWarning(rep.Skipped[r], r))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tavg JCT (s)\tmedian JCT\tp95 JCT\tavg wait (s)\tp95 wait\tavg bsld\tmakespan (s)\tutil\tJain\tmax ρ\tp95 ρ\tuser p95 wait spread (s)\t")

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/fairway-hpc/fairway/policy/sim"
+	"github.com/urfave/cli/v2"
+)
+
+// partitionsFlags are --partitions, with the slurm flags its slurmrestd
+// value reads the live cluster through, for a command that replays the
+// accounting database (tune, report); simulate spells its own, which also
+// routes trace jobs.
+func partitionsFlags(what, env string) []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "partitions", Usage: what + " on the cluster's partitions: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N nodes of U GPUs, or processors with --unit cpu, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line; or slurmrestd: the live cluster's partitions, nodes and GPU types, read through --slurm-url. Each job runs only in its recorded partition and on its GPU type; the jobs no node can run are left out and named. Not with --nodes or --per-node", EnvVars: []string{env}},
+	}, slurmFlags("with --partitions slurmrestd: ", "with --partitions slurmrestd: read the live cluster's layout through this slurmrestd (base URL)")...)
+}
+
+// layoutSettings reads --partitions: nil when not given, else the layout
+// the spec, the file it names, or the live cluster (slurmrestd) gives.
+func layoutSettings(c *cli.Context) (*sim.Layout, error) {
+	switch spec := c.String("partitions"); spec {
+	case "":
+		return nil, nil
+	case liveLayoutSpec:
+		return readLiveLayout(c.Context, slurmConnect(c), slog.Default())
+	default:
+		return readLayout(spec)
+	}
+}
+
+// readLayout reads --partitions: the spec itself, or the file it names.
+func readLayout(spec string) (*sim.Layout, error) {
+	text := spec
+	if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
+		b, err := os.ReadFile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--partitions: %w", err)
+		}
+		text = string(b)
+	} else if !strings.Contains(spec, ":") {
+		return nil, fmt.Errorf("--partitions %q: no such file, and not NAME:nodes=N,per-node=U[,type=T] entries", spec)
+	}
+	l, err := sim.ParseLayout(text)
+	if err != nil {
+		return nil, fmt.Errorf("--partitions: %w", err)
+	}
+	return l, nil
+}
