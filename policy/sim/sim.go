@@ -224,8 +224,7 @@ type simulator struct {
 	place     []schedule.Use
 	queue     schedule.Queue // order, for easy
 
-	needCount []int32
-	minNeed   int
+	needs needs
 
 	order       []int32
 	sel         []uint32
@@ -245,7 +244,7 @@ type simulator struct {
 	unkeyed []int32
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
-	// free, queue and minNeed with one of each per view.
+	// free, queue and needs with one of each per view.
 	parts *partState
 }
 
@@ -362,8 +361,7 @@ func (s *simulator) load(res *Result) error {
 		s.easy = schedule.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
 		s.free = s.easy.Free
 	}
-	s.needCount = make([]int32, capacity+1)
-	s.minNeed = capacity + 1
+	s.needs = newNeeds(capacity)
 	s.sel = make([]uint32, len(s.jobs))
 	s.indexIDs()
 	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
@@ -750,8 +748,7 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	j.pos = int32(len(s.pending))
 	s.pending = append(s.pending, pj)
 	s.pendK = append(s.pendK, k)
-	s.needCount[j.need]++
-	s.minNeed = min(s.minNeed, int(j.need))
+	s.needs.add(int(j.need))
 	if s.parts != nil {
 		s.parts.views[j.view].enqueue(int(j.need))
 	}
@@ -788,16 +785,7 @@ func (s *simulator) dequeue(k int32) policy.Job {
 	if s.parts != nil {
 		s.parts.views[j.view].dequeue(int(j.need))
 	}
-	s.needCount[j.need]--
-	if int(j.need) == s.minNeed && s.needCount[j.need] == 0 {
-		s.minNeed = len(s.needCount)
-		for n := int(j.need) + 1; n < len(s.needCount); n++ {
-			if s.needCount[n] > 0 {
-				s.minNeed = n
-				break
-			}
-		}
-	}
+	s.needs.remove(int(j.need))
 	return pj
 }
 
