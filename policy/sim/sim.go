@@ -587,7 +587,8 @@ func (s *simulator) cycle() error {
 	if s.static != nil {
 		return s.cycleStatic()
 	}
-	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
+		RunningAppended: true}
 	if s.cfg.Preempt {
 		s.cands = append(append(s.cands[:0], s.pending...), s.running...)
 		o.Pending = s.cands
@@ -630,7 +631,8 @@ func (s *simulator) cycle() error {
 // new jobs and the jobs predicted anew (re)keyed into it, or every job
 // keyed again when the keys' origin moved.
 func (s *simulator) cycleStatic() error {
-	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
+		RunningAppended: true}
 	snap, err := s.eng.Update(&o)
 	if err != nil {
 		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
