@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -166,7 +167,8 @@ var ErrNoJobs = errors.New("no job to simulate")
 type sjob struct {
 	src   int32 // index in the input
 	need  int32
-	pos   int32 // index in pending or running
+	pos   int32 // index in pending
+	seq   int64 // running: its start's number, the running list's order (see runningAt)
 	epoch int32 // bumped on preemption, to drop the stale end event
 	state policy.State
 	run   int64 // ns, capped at the limit
@@ -210,6 +212,7 @@ type simulator struct {
 	pendK   []int32
 	running []policy.Job
 	runK    []int32
+	starts  int64 // starts so far, numbering them (sjob.seq)
 	stopped []policy.Job
 	cands   []policy.Job // preemptive: pending + running
 	trueRun map[int64]time.Duration
@@ -732,9 +735,19 @@ func (s *simulator) decidePreemptive() {
 	}
 }
 
-func (s *simulator) isRunning(k int32) bool {
-	p := s.jobs[k].pos
-	return int(p) < len(s.runK) && s.runK[p] == k
+func (s *simulator) isRunning(k int32) bool { return s.runningAt(k) >= 0 }
+
+// runningAt is where job k is in the running list, -1 when it is not
+// running. The list is in start order, so in order of seq: a binary search
+// finds it, where keeping each job's index would cost a pass over the jobs
+// behind it whenever one stops (thousands on a big machine).
+func (s *simulator) runningAt(k int32) int {
+	seq := s.jobs[k].seq
+	i, ok := slices.BinarySearchFunc(s.runK, seq, func(q int32, seq int64) int { return cmp.Compare(s.jobs[q].seq, seq) })
+	if !ok || s.runK[i] != k {
+		return -1
+	}
+	return i
 }
 
 // submit queues job k.
@@ -807,7 +820,8 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 		j.first = j.start
 	}
 	pj.Start, pj.State = s.at(s.now), policy.StateRunning
-	j.pos = int32(len(s.running))
+	s.starts++
+	j.seq = s.starts
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
 	s.insertLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
@@ -815,14 +829,16 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 }
 
 // removeRunning removes entry p of a running list and of its job indices,
-// keeping the rest in start order (as squeue lists them); setPos is told
-// the new place of every job that moved.
+// keeping the rest in start order (as squeue lists them); setPos, when not
+// nil, is told the new place of every job that moved.
 func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k, q int32)) policy.Job {
 	rj := (*running)[p]
 	*running = slices.Delete(*running, int(p), int(p)+1)
 	*keys = slices.Delete(*keys, int(p), int(p)+1)
-	for q := int(p); q < len(*keys); q++ {
-		setPos((*keys)[q], int32(q))
+	if setPos != nil {
+		for q := int(p); q < len(*keys); q++ {
+			setPos((*keys)[q], int32(q))
+		}
 	}
 	return rj
 }
@@ -830,7 +846,7 @@ func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k,
 // stop takes running job k off the cluster now and returns its Job.
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
-	rj := removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
+	rj := removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
 		s.parts.give(j.alloc)
