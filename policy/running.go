@@ -26,7 +26,7 @@ type runningIndex struct {
 	assocs   map[Assoc]*runSum
 	accounts map[string]*runSum
 	// users counts each user's running jobs, while it has some: Themis' N
-	// (see activeUsers) without a pass over the running jobs.
+	// (see assocGroups.activeUsers) without a pass over the running jobs.
 	users map[string]int32
 
 	order  []*runRec // the running jobs of the last match, in Running order

@@ -121,7 +121,7 @@ func TestEngine_IndexMatchesSnapshot(t *testing.T) {
 		"fractional": {Accounts: map[string]float64{"a": 0.3, "b": 1.7},
 			Users: map[Assoc]float64{{Account: "a", User: "u0"}: 0.1, {Account: "b", User: "u1"}: 2.35, {Account: "c", User: "absent"}: 0.7}},
 	}
-	for _, name := range []string{"vtc", "fair-qssf", "fairshare", "fair-sjf"} {
+	for _, name := range []string{"vtc", "fair-qssf", "fairshare", "fair-sjf", "themis"} {
 		for _, every := range []time.Duration{0, -1, 7 * time.Minute} {
 			for _, withPred := range []bool{false, true} {
 				for _, tree := range []string{"none", "whole", "fractional"} {
@@ -157,6 +157,9 @@ func TestEngine_IndexMatchesSnapshot(t *testing.T) {
 											c, i, a.JobID, a.Value, a.Parts, b.JobID, b.Value, b.Parts)
 									}
 								}
+								if name == "themis" {
+									enCheckThemisN(t, c, s, ranking)
+								}
 								if len(s.Running) > 0 && len(ranking) > 0 {
 									compared++
 								}
@@ -171,6 +174,24 @@ func TestEngine_IndexMatchesSnapshot(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// enCheckThemisN checks that themis' N (Parts active_users), which it
+// counts from the pending users and the index's running ones, is the
+// number of distinct users with a pending or running job in s.
+func enCheckThemisN(t *testing.T, c int, s *Snapshot, ranking []Score) {
+	t.Helper()
+	users := map[string]bool{}
+	for _, jobs := range [][]Job{s.Pending, s.Running} {
+		for i := range jobs {
+			users[jobs[i].User] = true
+		}
+	}
+	for _, sc := range ranking {
+		if n := sc.Parts.Get("active_users"); n != float64(len(users)) {
+			t.Fatalf("cycle %d: job %d: active_users %v, want %d", c, sc.JobID, n, len(users))
 		}
 	}
 }
