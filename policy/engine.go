@@ -51,6 +51,15 @@ type Observation struct {
 	Stopped []Job
 	// TrueRun is copied into the Snapshot; only the simulator knows it.
 	TrueRun map[int64]time.Duration
+	// RunningAppended is the caller's promise that Running is the previous
+	// Observation's Running less the jobs in Stopped, in the same order,
+	// followed by the jobs that started since, and that a running job's
+	// fields do not change while it runs. The Engine then visits only the
+	// jobs that started or stopped, where it otherwise matches every
+	// running job at every cycle: thousands of jobs on a big machine. The
+	// simulator keeps its lists so; serve, which reads them from Slurm,
+	// cannot promise it.
+	RunningAppended bool
 }
 
 // ErrClockBackwards is returned by Cycle when an observation is older than

@@ -184,7 +184,8 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	return scores, nil
 }
 
-// activeUsers is Themis' N (see activeUsers) for the snapshot whose
+// activeUsers is Themis' N, the number of distinct users with a pending
+// or running job (see themis), for the snapshot whose
 // pending jobs g groups and whose running jobs x indexes: the pending users
 // plus the running ones that are not pending, probing the larger set with
 // the smaller, without a pass over the running jobs.

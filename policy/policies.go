@@ -119,8 +119,8 @@ func entryWith[P any](name, doc string, traits Traits, def P, mk func(P) (Policy
 // of RLScheduler's tables), the oracle, fair-qssf, then Fairway's default.
 var registry = []Entry{
 	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{StaticOrder: true, PredictionBlind: true}, NewFIFO),
-	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{}, NewFairshare),
-	entry("slurm", "Slurm's priority/multifactor with the site's weights (scontrol show config)", Traits{Family: true}, NewMultifactor),
+	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{PredictionBlind: true}, NewFairshare),
+	entry("slurm", "Slurm's priority/multifactor with the site's weights (scontrol show config)", Traits{Family: true, PredictionBlind: true}, NewMultifactor),
 	entry("vtc", "Virtual Token Counter: the least-served user first (Sheng et al., OSDI'24)", Traits{}, NewVTC),
 	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true}, NewTiresias),
 	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),

@@ -25,3 +25,8 @@ func (*f1) predictionBlind()        {}
 func (*wfp3) predictionBlind()      {}
 func (*unicep) predictionBlind()    {}
 func (*sjfOracle) predictionBlind() {}
+
+// fairshare and Slurm's multifactor rank by usage the Ledger charged for
+// what ran, age, size, partition and QOS: never by a prediction.
+func (*fairshare) predictionBlind()   {}
+func (*multifactor) predictionBlind() {}

@@ -28,11 +28,16 @@ func predictedRun(s *Snapshot, j *Job) time.Duration {
 // predictedRunOf is predictedRun for a prediction d already looked up (ok
 // when there is one).
 func predictedRunOf(j *Job, d time.Duration, ok bool) time.Duration {
+	return predictedRunLimit(j.TimeLimit, d, ok)
+}
+
+// predictedRunLimit is predictedRunOf for a job of time limit limit.
+func predictedRunLimit(limit, d time.Duration, ok bool) time.Duration {
 	if ok {
 		return max(d, 0)
 	}
-	if j.TimeLimit > 0 {
-		return j.TimeLimit
+	if limit > 0 {
+		return limit
 	}
 	return UnknownRun
 }

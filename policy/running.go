@@ -26,14 +26,20 @@ type runningIndex struct {
 	assocs   map[Assoc]*runSum
 	accounts map[string]*runSum
 	// users counts each user's running jobs, while it has some: Themis' N
-	// (see activeUsers) without a pass over the running jobs.
+	// (see assocGroups.activeUsers) without a pass over the running jobs.
 	users map[string]int32
 
 	order  []*runRec // the running jobs of the last match, in Running order
 	next   []*runRec // scratch for match
 	cur    []*Job    // order's jobs in the Observation, between match and settle
 	newRun []int32   // indices in Running of the jobs new to the index
-	dirty  []*runSum // sums to add up again
+	// appended is set once an Observation with RunningAppended was
+	// matched: order is not kept then, and the records of this match's
+	// new jobs are in fresh, their jobs in freshJobs until settle.
+	appended  bool
+	fresh     []*runRec
+	freshJobs []*Job
+	dirty     []*runSum // sums to add up again
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
 	slab  []runRec
@@ -57,6 +63,8 @@ type runRec struct {
 	attained      float64       // Ledger.Attained
 	run           time.Duration // predictedRunOf the above, and
 	runSec        float64       // its seconds, kept to spare the division
+	rate          float64       // Service.Rate of the job, and
+	limit         time.Duration // its TimeLimit, under RunningAppended
 	committed     float64       // max(0, predicted service − attained)
 	seen          uint64
 	fresh         bool // new to the index: read its prediction and service
@@ -66,10 +74,16 @@ type runRec struct {
 // runSum is the committed service of one association's or account's
 // running jobs.
 type runSum struct {
-	jobs  []*runRec // in id order
-	sum   float64   // the jobs' committed service, added in id order
-	dirty bool
-	known bool // an association the Ledger or the share tree knows; accounts: always
+	jobs []*runRec // in id order
+	sum  float64   // the jobs' committed service, added in id order
+	// prefix[k] is the sum of jobs[:k+1], so that when jobs[i] joins,
+	// leaves or changes, adding up again starts at i: the terms before it
+	// and the order they are added in are the same (a job that starts
+	// usually has the largest id of its sum, so it costs one addition).
+	prefix []float64
+	from   int // while dirty: prefix[from:] is out of date
+	dirty  bool
+	known  bool // an association the Ledger or the share tree knows; accounts: always
 }
 
 func newRunningIndex() *runningIndex {
@@ -98,6 +112,10 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 		if r := x.jobs[o.Stopped[i].ID]; r != nil {
 			x.remove(r)
 		}
+	}
+	if o.RunningAppended {
+		x.matchAppended(o, l, shares)
+		return
 	}
 	// Match o.Running against the previous order: the simulator appends
 	// the jobs it starts and deletes those that stop, so a walk in step
@@ -128,28 +146,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 			continue // a job id listed twice is one job
 		}
 		r.seen = x.cycle
-		if r.assoc == nil || r.user != j.User || r.account != j.Account {
-			x.detach(r)
-			r.user, r.account = j.User, j.Account
-			a := Assoc{Account: j.Account, User: j.User}
-			r.assoc = x.assocs[a]
-			if r.assoc == nil {
-				r.assoc = &runSum{known: knownAssoc(a, l, shares)}
-				x.assocs[a] = r.assoc
-				if !r.assoc.known {
-					x.unknown++
-					x.unknownGen++
-				}
-			}
-			r.acct = x.accounts[j.Account]
-			if r.acct == nil {
-				r.acct = &runSum{known: true}
-				x.accounts[j.Account] = r.acct
-			}
-			x.joinSum(r.assoc, r)
-			x.joinSum(r.acct, r)
-			x.users[j.User]++
-		}
+		x.attach(r, j, l, shares)
 		next, cur = append(next, r), append(cur, j)
 	}
 	// Jobs of the previous order not seen now left without being listed
@@ -159,12 +156,78 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 			x.remove(r)
 		}
 	}
+	if x.appended {
+		// The previous matches kept no order: look for those jobs among
+		// all (the order records leave in changes no sum).
+		for _, r := range x.jobs {
+			if r.seen != x.cycle {
+				x.remove(r)
+			}
+		}
+		x.appended = false
+	}
 	clear(prev) // keep no pointer to a record that left
 	x.order, x.next, x.cur = next, prev[:0], cur
 	// Nothing points to the records that left any more.
 	x.free = append(x.free, x.left...)
 	clear(x.left)
 	x.left = x.left[:0]
+}
+
+// matchAppended is match's rest under Observation.RunningAppended: the
+// jobs that did not stop are the first len(x.jobs) of Running, in the
+// order the previous match saw them, so only the ones after them are
+// looked at. It visits the jobs that started or stopped, not every
+// running job.
+func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) {
+	if !x.appended {
+		clear(x.order)
+		x.order, x.appended = x.order[:0], true
+	}
+	x.newRun = x.newRun[:0]
+	for i := len(x.jobs); i < len(o.Running); i++ {
+		j := &o.Running[i]
+		if x.jobs[j.ID] != nil {
+			continue // a job id listed twice is one job
+		}
+		r := x.newRec()
+		r.id, r.fresh, r.seen = j.ID, true, x.cycle
+		x.jobs[j.ID] = r
+		x.newRun = append(x.newRun, int32(i))
+		x.attach(r, j, l, shares)
+		x.fresh, x.freshJobs = append(x.fresh, r), append(x.freshJobs, j)
+	}
+	x.free = append(x.free, x.left...)
+	clear(x.left)
+	x.left = x.left[:0]
+}
+
+// attach puts r, now running j, into the sums of j's association and
+// account, unless it is in them already.
+func (x *runningIndex) attach(r *runRec, j *Job, l *Ledger, shares *Shares) {
+	if r.assoc != nil && r.user == j.User && r.account == j.Account {
+		return
+	}
+	x.detach(r)
+	r.user, r.account = j.User, j.Account
+	a := Assoc{Account: j.Account, User: j.User}
+	r.assoc = x.assocs[a]
+	if r.assoc == nil {
+		r.assoc = &runSum{known: knownAssoc(a, l, shares)}
+		x.assocs[a] = r.assoc
+		if !r.assoc.known {
+			x.unknown++
+			x.unknownGen++
+		}
+	}
+	r.acct = x.accounts[j.Account]
+	if r.acct == nil {
+		r.acct = &runSum{known: true}
+		x.accounts[j.Account] = r.acct
+	}
+	x.joinSum(r.assoc, r)
+	x.joinSum(r.acct, r)
+	x.users[j.User]++
 }
 
 // newRec returns a zero record, reused or from the current slab.
@@ -190,35 +253,78 @@ func (x *runningIndex) newRec() *runRec {
 // the Engine changes them for no other running job: it charges running
 // jobs only when it sweeps, and predicts only those new to the index.
 func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
+	if x.appended {
+		x.settleAppended(refresh, predicted, l, svc)
+	}
 	for k, r := range x.order {
 		j := x.cur[k]
-		if refresh || r.fresh {
-			r.pred, r.hasPred = predicted[j.ID]
-			r.attained = l.Attained(j.ID)
-			r.fresh = false
-		}
 		// The job's own fields may change: they are read each time.
-		if run := predictedRunOf(j, r.pred, r.hasPred); run != r.run {
-			r.run, r.runSec = run, run.Seconds()
-		}
-		c := committed(svc.Rate(j), r.runSec, r.attained)
-		if math.Float64bits(c) != math.Float64bits(r.committed) {
-			r.committed = c
-			x.markDirty(r.assoc)
-			x.markDirty(r.acct)
-		}
+		x.settleRec(r, refresh, predicted, l, svc.Rate(j), j.TimeLimit)
 	}
 	clear(x.cur) // keep no pointer into the observation
 	x.cur = x.cur[:0]
 
 	for _, s := range x.dirty {
 		s.dirty = false
-		s.sum = 0
-		for _, r := range s.jobs {
-			s.sum += r.committed
+		// prefix[:from] holds: the jobs before from are those it was
+		// added up from (a change at i sets from to at most i).
+		s.prefix = slices.Grow(s.prefix[:s.from], len(s.jobs)-s.from)[:len(s.jobs)]
+		sum := 0.0
+		if s.from > 0 {
+			sum = s.prefix[s.from-1]
+		}
+		for k := s.from; k < len(s.jobs); k++ {
+			sum += s.jobs[k].committed
+			s.prefix[k] = sum
+		}
+		s.sum = sum
+	}
+	clear(x.dirty) // keep no sum that left
+	x.dirty = x.dirty[:0]
+}
+
+// settleAppended is settle's walk under Observation.RunningAppended, where
+// a running job's fields do not change: its rate and time limit are read
+// when it is new, and between two sweeps only the new jobs are visited.
+// The order they are visited in changes no sum (each is added up in id
+// order).
+func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
+	for k, r := range x.fresh {
+		j := x.freshJobs[k]
+		r.rate, r.limit = svc.Rate(j), j.TimeLimit
+	}
+	if refresh {
+		for _, r := range x.jobs {
+			x.settleRec(r, true, predicted, l, r.rate, r.limit)
+		}
+	} else {
+		for _, r := range x.fresh {
+			x.settleRec(r, false, predicted, l, r.rate, r.limit)
 		}
 	}
-	x.dirty = x.dirty[:0]
+	clear(x.fresh) // keep no record that may leave, nor a pointer into the observation
+	clear(x.freshJobs)
+	x.fresh, x.freshJobs = x.fresh[:0], x.freshJobs[:0]
+}
+
+// settleRec brings r's committed service up to date, for a job of this
+// rate and time limit, reading its prediction and attained service when
+// read is set or r is new, and marks its sums dirty when it changed.
+func (x *runningIndex) settleRec(r *runRec, read bool, predicted map[int64]time.Duration, l *Ledger, rate float64, limit time.Duration) {
+	if read || r.fresh {
+		r.pred, r.hasPred = predicted[r.id]
+		r.attained = l.Attained(r.id)
+		r.fresh = false
+	}
+	if run := predictedRunLimit(limit, r.pred, r.hasPred); run != r.run {
+		r.run, r.runSec = run, run.Seconds()
+	}
+	c := committed(rate, r.runSec, r.attained)
+	if math.Float64bits(c) != math.Float64bits(r.committed) {
+		r.committed = c
+		x.markDirty(r.assoc, r.assoc.index(r.id))
+		x.markDirty(r.acct, r.acct.index(r.id))
+	}
 }
 
 // detach takes r out of the sums of its association and account.
@@ -226,16 +332,14 @@ func (x *runningIndex) detach(r *runRec) {
 	if r.assoc == nil {
 		return
 	}
-	if leaveSum(x.assocs, Assoc{Account: r.account, User: r.user}, r) && !r.assoc.known {
+	if leaveSum(x, x.assocs, Assoc{Account: r.account, User: r.user}, r) && !r.assoc.known {
 		x.unknown--
 		x.unknownGen++
 	}
-	leaveSum(x.accounts, r.account, r)
+	leaveSum(x, x.accounts, r.account, r)
 	if x.users[r.user]--; x.users[r.user] <= 0 {
 		delete(x.users, r.user)
 	}
-	x.markDirty(r.assoc)
-	x.markDirty(r.acct)
 	r.assoc, r.acct = nil, nil
 }
 
@@ -247,30 +351,41 @@ func (x *runningIndex) remove(r *runRec) {
 	x.left = append(x.left, r)
 }
 
-func (x *runningIndex) markDirty(s *runSum) {
+// markDirty marks s to be added up again from its job i on.
+func (x *runningIndex) markDirty(s *runSum, i int) {
 	if !s.dirty {
-		s.dirty = true
+		s.dirty, s.from = true, i
 		x.dirty = append(x.dirty, s)
+		return
 	}
+	s.from = min(s.from, i)
 }
 
-// joinSum adds r, in id order, to the sum of key in m, creating it.
+// index is where the job of this id is in s.jobs, or would be.
+func (s *runSum) index(id int64) int {
+	i, _ := slices.BinarySearchFunc(s.jobs, id, func(e *runRec, id int64) int { return cmp.Compare(e.id, id) })
+	return i
+}
+
+// joinSum adds r, in id order, to s.
 func (x *runningIndex) joinSum(s *runSum, r *runRec) {
-	i, _ := slices.BinarySearchFunc(s.jobs, r.id, func(e *runRec, id int64) int { return cmp.Compare(e.id, id) })
+	i := s.index(r.id)
 	s.jobs = slices.Insert(s.jobs, i, r)
-	x.markDirty(s)
+	x.markDirty(s, i)
 }
 
 // leaveSum takes r out of the sum of key in m, and the sum out of m once it
 // is empty; it reports whether it did.
-func leaveSum[K comparable](m map[K]*runSum, key K, r *runRec) bool {
+func leaveSum[K comparable](x *runningIndex, m map[K]*runSum, key K, r *runRec) bool {
 	s := m[key]
 	if s == nil {
 		return false
 	}
-	if i := slices.Index(s.jobs, r); i >= 0 {
+	i := s.index(r.id)
+	if i < len(s.jobs) && s.jobs[i] == r {
 		s.jobs = slices.Delete(s.jobs, i, i+1)
 	}
+	x.markDirty(s, i)
 	if len(s.jobs) > 0 {
 		return false
 	}

@@ -17,7 +17,12 @@ import (
 // running list is sometimes shuffled, and new users keep coming: what the
 // runningIndex and the shareSumCache must follow. After each cycle, check gets the cycle's
 // ranking and the Snapshot.
-func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s *Snapshot, ranking []Score)) {
+//
+// In the cycles before appendedUntil the observations keep the promise of
+// Observation.RunningAppended, as the simulator's do, and say so: every
+// job that stops is reported, the running list keeps its order and only
+// gains jobs at its end, and a running job's fields do not change.
+func enChurn(t *testing.T, e *Engine, seed int64, n, appendedUntil int, check func(cycle int, s *Snapshot, ranking []Score)) {
 	t.Helper()
 	r := rand.New(rand.NewSource(seed))
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
@@ -26,6 +31,7 @@ func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s
 	nextID := int64(1)
 	for c := range n {
 		now := rkAt(float64(c) * 2)
+		appended := c < appendedUntil
 		var stopped []Job
 		if c%40 == 39 {
 			users = append(users, fmt.Sprint("new", c))
@@ -53,9 +59,9 @@ func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s
 				stopped = append(stopped, j)
 				j.Start, j.End = time.Time{}, time.Time{}
 				pending = append(pending, j)
-			case x == 4: // gone without a word
+			case x == 4 && !appended: // gone without a word
 			default:
-				if x == 5 { // moved to another account
+				if x == 5 && !appended { // moved to another account
 					running[i].Account = accounts[r.Intn(len(accounts))]
 				}
 				i++
@@ -81,16 +87,18 @@ func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s
 			nextID++
 		}
 		obsRunning := running
-		switch r.Intn(10) {
-		case 0: // another order
+		switch x := r.Intn(10); {
+		case appended:
+		case x == 0: // another order
 			obsRunning = slices.Clone(running)
 			r.Shuffle(len(obsRunning), func(i, k int) { obsRunning[i], obsRunning[k] = obsRunning[k], obsRunning[i] })
-		case 1: // a job listed twice
+		case x == 1: // a job listed twice
 			if len(running) > 0 {
 				obsRunning = append(slices.Clone(running), running[r.Intn(len(running))])
 			}
 		}
-		s, ranking, err := e.Cycle(&Observation{Now: now, Pending: pending, Running: obsRunning, Stopped: stopped})
+		s, ranking, err := e.Cycle(&Observation{Now: now, Pending: pending, Running: obsRunning, Stopped: stopped,
+			RunningAppended: appended})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +108,8 @@ func enChurn(t *testing.T, e *Engine, seed int64, n int, check func(cycle int, s
 
 // TestEngine_IndexMatchesSnapshot checks, at every cycle of a churning
 // queue, with and without a predictor, for every charging cadence and share
-// tree, that the index the Engine keeps from cycle to cycle equals the one
+// tree, with observations that make the promise of RunningAppended (all
+// cycles, the first half, then the old match taking over, or none), that the index the Engine keeps from cycle to cycle equals the one
 // built from the cycle's Snapshot alone and the sums a plain pass over the
 // Snapshot makes, and that the Engine's ranking is the one the policy's Rank
 // gives the Snapshot alone.
@@ -112,54 +121,77 @@ func TestEngine_IndexMatchesSnapshot(t *testing.T) {
 		"fractional": {Accounts: map[string]float64{"a": 0.3, "b": 1.7},
 			Users: map[Assoc]float64{{Account: "a", User: "u0"}: 0.1, {Account: "b", User: "u1"}: 2.35, {Account: "c", User: "absent"}: 0.7}},
 	}
-	for _, name := range []string{"vtc", "fair-qssf", "fairshare", "fair-sjf"} {
+	for _, name := range []string{"vtc", "fair-qssf", "fairshare", "fair-sjf", "themis"} {
 		for _, every := range []time.Duration{0, -1, 7 * time.Minute} {
 			for _, withPred := range []bool{false, true} {
 				for _, tree := range []string{"none", "whole", "fractional"} {
-					t.Run(fmt.Sprintf("%s/every=%v/predictor=%v/shares=%s", name, every, withPred, tree), func(t *testing.T) {
-						var pred Predictor
-						if withPred {
-							pred = newEnFake()
-						}
-						pol, err := New(name, nil)
-						if err != nil {
-							t.Fatal(err)
-						}
-						e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: every, Shares: trees[tree]})
-						if err != nil {
-							t.Fatal(err)
-						}
-						compared, unknown := 0, 0
-						enChurn(t, e, 3, 600, func(c int, s *Snapshot, ranking []Score) {
-							enCheckIndex(t, c, s, e)
-							again, err := e.Policy().Rank(s)
+					for _, appended := range []int{0, 300, 600} {
+						t.Run(fmt.Sprintf("%s/every=%v/predictor=%v/shares=%s/appended=%d", name, every, withPred, tree, appended), func(t *testing.T) {
+							var pred Predictor
+							if withPred {
+								pred = newEnFake()
+							}
+							pol, err := New(name, nil)
 							if err != nil {
 								t.Fatal(err)
 							}
-							if len(again) != len(ranking) {
-								t.Fatalf("cycle %d: %d scores, again %d", c, len(ranking), len(again))
+							e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: every, Shares: trees[tree]})
+							if err != nil {
+								t.Fatal(err)
 							}
-							for i := range ranking {
-								a, b := ranking[i], again[i]
-								if a.JobID != b.JobID || math.Float64bits(a.Value) != math.Float64bits(b.Value) ||
-									!slices.EqualFunc(a.Parts.values(), b.Parts.values(), sameBits) {
-									t.Fatalf("cycle %d, rank %d: engine %d %v %v, from the snapshot %d %v %v",
-										c, i, a.JobID, a.Value, a.Parts, b.JobID, b.Value, b.Parts)
+							compared, unknown := 0, 0
+							enChurn(t, e, 3, 600, appended, func(c int, s *Snapshot, ranking []Score) {
+								enCheckIndex(t, c, s, e)
+								again, err := e.Policy().Rank(s)
+								if err != nil {
+									t.Fatal(err)
 								}
-							}
-							if len(s.Running) > 0 && len(ranking) > 0 {
-								compared++
-							}
-							if e.running.unknown > 0 {
-								unknown++
+								if len(again) != len(ranking) {
+									t.Fatalf("cycle %d: %d scores, again %d", c, len(ranking), len(again))
+								}
+								for i := range ranking {
+									a, b := ranking[i], again[i]
+									if a.JobID != b.JobID || math.Float64bits(a.Value) != math.Float64bits(b.Value) ||
+										!slices.EqualFunc(a.Parts.values(), b.Parts.values(), sameBits) {
+										t.Fatalf("cycle %d, rank %d: engine %d %v %v, from the snapshot %d %v %v",
+											c, i, a.JobID, a.Value, a.Parts, b.JobID, b.Value, b.Parts)
+									}
+								}
+								if name == "themis" {
+									enCheckThemisN(t, c, s, ranking)
+								}
+								if len(s.Running) > 0 && len(ranking) > 0 {
+									compared++
+								}
+								if e.running.unknown > 0 {
+									unknown++
+								}
+							})
+							if compared < 300 || unknown == 0 {
+								t.Fatalf("%d cycles ranked running and pending jobs, %d had running jobs of associations the Ledger did not know: the test checks too little", compared, unknown)
 							}
 						})
-						if compared < 300 || unknown == 0 {
-							t.Fatalf("%d cycles ranked running and pending jobs, %d had running jobs of associations the Ledger did not know: the test checks too little", compared, unknown)
-						}
-					})
+					}
 				}
 			}
+		}
+	}
+}
+
+// enCheckThemisN checks that themis' N (Parts active_users), which it
+// counts from the pending users and the index's running ones, is the
+// number of distinct users with a pending or running job in s.
+func enCheckThemisN(t *testing.T, c int, s *Snapshot, ranking []Score) {
+	t.Helper()
+	users := map[string]bool{}
+	for _, jobs := range [][]Job{s.Pending, s.Running} {
+		for i := range jobs {
+			users[jobs[i].User] = true
+		}
+	}
+	for _, sc := range ranking {
+		if n := sc.Parts.Get("active_users"); n != float64(len(users)) {
+			t.Fatalf("cycle %d: job %d: active_users %v, want %d", c, sc.JobID, n, len(users))
 		}
 	}
 }

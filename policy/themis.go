@@ -53,7 +53,16 @@ func NewThemis(p ThemisParams) (Policy, error) {
 func (*themis) Name() string { return "themis" }
 
 func (p *themis) Rank(s *Snapshot) ([]Score, error) {
-	n := activeUsers(s)
+	return p.rankIndexed(s, &rankIndex{running: indexRunning(s)})
+}
+
+func (*themis) readsShares() bool { return false }
+
+// rankIndexed ranks s with N counted from its pending users and the
+// running ones x keeps (assocGroups.activeUsers), not from a pass over
+// every running job: thousands on a big machine, at every cycle.
+func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
+	n := groupByAssoc(s.Pending).activeUsers(x.running)
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {
@@ -69,19 +78,6 @@ func (p *themis) Rank(s *Snapshot) ([]Score, error) {
 		return nil, fmt.Errorf("themis: %w", err)
 	}
 	return scores, nil
-}
-
-// activeUsers is Themis' N: the number of distinct users with a pending or
-// running job.
-func activeUsers(s *Snapshot) float64 {
-	users := make(map[string]struct{})
-	for i := range s.Pending {
-		users[s.Pending[i].User] = struct{}{}
-	}
-	for i := range s.Running {
-		users[s.Running[i].User] = struct{}{}
-	}
-	return float64(len(users))
 }
 
 // shareSlowdown is how much slower than alone job j runs on its owner's 1/N

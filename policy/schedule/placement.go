@@ -36,6 +36,10 @@ type Pool struct {
 	bits  []uint64
 	hint  []int32
 	words int
+	// levels has bit f set while count[f] > 0: best fit and maxFree find
+	// the next level that has nodes in a scan of words, not of every
+	// level, which on a one-node pool of 100,000 units is most of them.
+	levels []uint64
 	// member, when not nil, marks the nodes the pool may place on: a
 	// partition's view of a larger machine, whose node numbers stay the
 	// machine's. The others hold no free units, and Take and Give pass
@@ -86,6 +90,7 @@ func (p *Pool) CopyFrom(q *Pool) {
 	p.count = append(p.count[:0], q.count...)
 	p.bits = append(p.bits[:0], q.bits...)
 	p.hint = append(p.hint[:0], q.hint...)
+	p.levels = append(p.levels[:0], q.levels...)
 	p.total, p.maxFree = q.total, q.maxFree
 	p.member = q.member // never written after NewPoolOf
 }
@@ -100,12 +105,15 @@ func (p *Pool) refresh() {
 	clear(p.hint)
 	p.bits = resize(p.bits, levels*p.words)
 	clear(p.bits)
+	p.levels = resize(p.levels, (levels+63)/64)
+	clear(p.levels)
 	p.total, p.maxFree = 0, 0
 	for i, f := range p.free {
 		p.total += f
 		p.maxFree = max(p.maxFree, f)
 		p.count[f]++
 		p.bits[f*p.words+i>>6] |= 1 << (i & 63)
+		p.levels[f>>6] |= 1 << (f & 63)
 	}
 }
 
@@ -114,7 +122,11 @@ func (p *Pool) set(i, f, g int) {
 	p.free[i] = g
 	p.count[f]--
 	p.bits[f*p.words+i>>6] &^= 1 << (i & 63)
+	if p.count[f] == 0 {
+		p.levels[f>>6] &^= 1 << (f & 63)
+	}
 	p.count[g]++
+	p.levels[g>>6] |= 1 << (g & 63)
 	w := i >> 6
 	p.bits[g*p.words+w] |= 1 << (i & 63)
 	if int32(w) < p.hint[g] {
@@ -124,9 +136,43 @@ func (p *Pool) set(i, f, g int) {
 	if g > p.maxFree {
 		p.maxFree = g
 	}
-	for p.maxFree > 0 && p.count[p.maxFree] == 0 {
-		p.maxFree--
+	if p.count[p.maxFree] == 0 {
+		p.maxFree = max(p.levelAtMost(p.maxFree), 0)
 	}
+}
+
+// levelAtMost is the highest level at most f that has nodes, -1 when none.
+func (p *Pool) levelAtMost(f int) int {
+	w := f >> 6
+	if b := p.levels[w] & (1<<(f&63+1) - 1); b != 0 {
+		return w<<6 + 63 - bits.LeadingZeros64(b)
+	}
+	for w--; w >= 0; w-- {
+		if p.levels[w] != 0 {
+			return w<<6 + 63 - bits.LeadingZeros64(p.levels[w])
+		}
+	}
+	return -1
+}
+
+// levelAtLeast is the lowest level from f to maxFree that has nodes, -1
+// when none.
+func (p *Pool) levelAtLeast(f int) int {
+	if f > p.maxFree {
+		return -1
+	}
+	w, last := f>>6, p.maxFree>>6
+	b := p.levels[w] &^ (1<<(f&63) - 1)
+	for b == 0 {
+		if w++; w > last {
+			return -1
+		}
+		b = p.levels[w]
+	}
+	if l := w<<6 + bits.TrailingZeros64(b); l <= p.maxFree {
+		return l
+	}
+	return -1
 }
 
 // lowest returns the lowest-index node with f units free, -1 when none.
@@ -160,10 +206,8 @@ func NodesFor(need, perNode int) int { return (need + perNode - 1) / perNode }
 func (p *Pool) Place(need int, dst []Use) []Use {
 	dst = dst[:0]
 	if need <= p.perNode {
-		for f := max(need, 0); f <= p.maxFree; f++ {
-			if i := p.lowest(f); i >= 0 {
-				return append(dst, Use{int32(i), int32(need)})
-			}
+		if f := p.levelAtLeast(max(need, 0)); f >= 0 {
+			return append(dst, Use{int32(p.lowest(f)), int32(need)})
 		}
 		return nil
 	}

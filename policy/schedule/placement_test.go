@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -66,5 +68,46 @@ func TestPoolOf(t *testing.T) {
 				t.Errorf("after giving back: %d free, want 20", p.Total())
 			}
 		})
+	}
+}
+
+// TestPool_PlaceAgainstScan plays random takes and gives on pools whose
+// nodes hold more units than a word of the level index (up to 300, and one
+// node of 1,000: SWF machines are one such node), checking after each that
+// Place picks the node a scan of every node picks (fewest free units that
+// fit, lowest index on ties) and that Fits agrees.
+func TestPool_PlaceAgainstScan(t *testing.T) {
+	for _, sz := range []struct{ nodes, perNode int }{{1, 1000}, {5, 300}, {70, 130}} {
+		r := rand.New(rand.NewPCG(uint64(sz.nodes), uint64(sz.perNode)))
+		p := NewPool(sz.nodes, sz.perNode)
+		var held [][]Use
+		for step := range 3000 {
+			if len(held) > 0 && r.IntN(2) == 0 {
+				i := r.IntN(len(held))
+				p.Give(held[i])
+				held = slices.Delete(held, i, i+1)
+			} else if need := 1 + r.IntN(sz.perNode); p.Fits(need) {
+				a := slices.Clone(p.Place(need, nil))
+				p.Take(a)
+				held = append(held, a)
+			}
+			need := 1 + r.IntN(sz.perNode)
+			best := -1
+			for i, f := range p.free {
+				if f >= need && (best < 0 || f < p.free[best]) {
+					best = i
+				}
+			}
+			got := p.Place(need, nil)
+			if best < 0 {
+				if got != nil || p.Fits(need) {
+					t.Fatalf("%d×%d step %d: place(%d) = %v, fits %v on %v; want none", sz.nodes, sz.perNode, step, need, got, p.Fits(need), p.free)
+				}
+				continue
+			}
+			if want := []Use{{int32(best), int32(need)}}; !cmp.Equal(want, got) || !p.Fits(need) {
+				t.Fatalf("%d×%d step %d: place(%d) = %v, fits %v on %v; want %v", sz.nodes, sz.perNode, step, need, got, p.Fits(need), p.free, want)
+			}
+		}
 	}
 }

@@ -430,18 +430,17 @@ type partState struct {
 }
 
 type viewState struct {
-	easy      *schedule.EASY
-	queue     schedule.Queue
-	needCount []int32
-	minNeed   int
-	blocked   bool // this cycle, a job of the view did not fit
+	easy    *schedule.EASY
+	queue   schedule.Queue
+	needs   needs
+	blocked bool // this cycle, a job of the view did not fit
 }
 
 func (p *partState) init(s *simulator) {
 	p.views = make([]viewState, len(p.router.views))
 	for i, v := range p.router.views {
 		p.views[i] = viewState{easy: schedule.NewEASYOn(schedule.NewPoolOf(v.perNode, v.units, v.member)),
-			needCount: make([]int32, v.capacity+1), minNeed: v.capacity + 1}
+			needs: newNeeds(v.capacity)}
 	}
 	p.start = func(i int, a []schedule.Use) {
 		for w := range p.views {
@@ -453,23 +452,9 @@ func (p *partState) init(s *simulator) {
 	}
 }
 
-func (v *viewState) enqueue(need int) {
-	v.needCount[need]++
-	v.minNeed = min(v.minNeed, need)
-}
+func (v *viewState) enqueue(need int) { v.needs.add(need) }
 
-func (v *viewState) dequeue(need int) {
-	v.needCount[need]--
-	if need == v.minNeed && v.needCount[need] == 0 {
-		v.minNeed = len(v.needCount)
-		for n := need + 1; n < len(v.needCount); n++ {
-			if v.needCount[n] > 0 {
-				v.minNeed = n
-				break
-			}
-		}
-	}
-}
+func (v *viewState) dequeue(need int) { v.needs.remove(need) }
 
 // take removes an allocation from every view.
 func (p *partState) take(a []schedule.Use) {
@@ -492,11 +477,11 @@ func (s *simulator) anyFits() bool {
 		return true
 	}
 	if s.parts == nil {
-		return s.free.Fits(s.minNeed)
+		return s.free.Fits(s.needs.min)
 	}
 	for w := range s.parts.views {
 		v := &s.parts.views[w]
-		if v.minNeed < len(v.needCount) && v.easy.Free.Fits(v.minNeed) {
+		if v.needs.min < len(v.needs.count) && v.easy.Free.Fits(v.needs.min) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -199,7 +200,8 @@ var ErrNoJobs = errors.New("no job to simulate")
 type sjob struct {
 	src   int32 // index in the input
 	need  int32
-	pos   int32 // index in pending or running
+	pos   int32 // index in pending
+	seq   int64 // running: its start's number, the running list's order (see runningAt)
 	epoch int32 // bumped on preemption, to drop the stale end event
 	state policy.State
 	run   int64 // ns, capped at the limit
@@ -243,6 +245,7 @@ type simulator struct {
 	pendK   []int32
 	running []policy.Job
 	runK    []int32
+	starts  int64 // starts so far, numbering them (sjob.seq)
 	stopped []policy.Job
 	cands   []policy.Job // preemptive: pending + running
 	trueRun map[int64]time.Duration
@@ -262,8 +265,7 @@ type simulator struct {
 	place     []schedule.Use
 	queue     schedule.Queue // order, for easy
 
-	needCount []int32
-	minNeed   int
+	needs needs
 
 	order       []int32
 	sel         []uint32
@@ -283,7 +285,7 @@ type simulator struct {
 	unkeyed []int32
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
-	// free, queue and minNeed with one of each per view.
+	// free, queue and needs with one of each per view.
 	parts *partState
 
 	sh *shareState // nil: no GPU sharing
@@ -428,8 +430,7 @@ func (s *simulator) load(res *Result) error {
 		s.easy = schedule.NewEASY(s.cfg.Cluster.Nodes, s.cfg.Cluster.PerNode)
 		s.free = s.easy.Free
 	}
-	s.needCount = make([]int32, capacity+1)
-	s.minNeed = capacity + 1
+	s.needs = newNeeds(capacity)
 	s.sel = make([]uint32, len(s.jobs))
 	s.indexIDs()
 	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
@@ -697,7 +698,8 @@ func (s *simulator) cycle() error {
 	if s.static != nil {
 		return s.cycleStatic()
 	}
-	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
+		RunningAppended: true}
 	if s.cfg.Preempt {
 		s.cands = append(append(s.cands[:0], s.pending...), s.running...)
 		o.Pending = s.cands
@@ -740,7 +742,8 @@ func (s *simulator) cycle() error {
 // new jobs and the jobs predicted anew (re)keyed into it, or every job
 // keyed again when the keys' origin moved.
 func (s *simulator) cycleStatic() error {
-	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
+		RunningAppended: true}
 	snap, err := s.eng.Update(&o)
 	if err != nil {
 		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
@@ -844,9 +847,19 @@ func (s *simulator) decidePreemptive() {
 	}
 }
 
-func (s *simulator) isRunning(k int32) bool {
-	p := s.jobs[k].pos
-	return int(p) < len(s.runK) && s.runK[p] == k
+func (s *simulator) isRunning(k int32) bool { return s.runningAt(k) >= 0 }
+
+// runningAt is where job k is in the running list, -1 when it is not
+// running. The list is in start order, so in order of seq: a binary search
+// finds it, where keeping each job's index would cost a pass over the jobs
+// behind it whenever one stops (thousands on a big machine).
+func (s *simulator) runningAt(k int32) int {
+	seq := s.jobs[k].seq
+	i, ok := slices.BinarySearchFunc(s.runK, seq, func(q int32, seq int64) int { return cmp.Compare(s.jobs[q].seq, seq) })
+	if !ok || s.runK[i] != k {
+		return -1
+	}
+	return i
 }
 
 // submit queues job k.
@@ -865,8 +878,7 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	j.pos = int32(len(s.pending))
 	s.pending = append(s.pending, pj)
 	s.pendK = append(s.pendK, k)
-	s.needCount[j.need]++
-	s.minNeed = min(s.minNeed, int(j.need))
+	s.needs.add(int(j.need))
 	if s.parts != nil {
 		s.parts.views[j.view].enqueue(int(j.need))
 	}
@@ -903,16 +915,7 @@ func (s *simulator) dequeue(k int32) policy.Job {
 	if s.parts != nil {
 		s.parts.views[j.view].dequeue(int(j.need))
 	}
-	s.needCount[j.need]--
-	if int(j.need) == s.minNeed && s.needCount[j.need] == 0 {
-		s.minNeed = len(s.needCount)
-		for n := int(j.need) + 1; n < len(s.needCount); n++ {
-			if s.needCount[n] > 0 {
-				s.minNeed = n
-				break
-			}
-		}
-	}
+	s.needs.remove(int(j.need))
 	return pj
 }
 
@@ -932,7 +935,8 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 		j.first = j.start
 	}
 	pj.Start, pj.State = s.at(s.now), policy.StateRunning
-	j.pos = int32(len(s.running))
+	s.starts++
+	j.seq = s.starts
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
 	s.insertLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
@@ -944,14 +948,16 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 }
 
 // removeRunning removes entry p of a running list and of its job indices,
-// keeping the rest in start order (as squeue lists them); setPos is told
-// the new place of every job that moved.
+// keeping the rest in start order (as squeue lists them); setPos, when not
+// nil, is told the new place of every job that moved.
 func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k, q int32)) policy.Job {
 	rj := (*running)[p]
 	*running = slices.Delete(*running, int(p), int(p)+1)
 	*keys = slices.Delete(*keys, int(p), int(p)+1)
-	for q := int(p); q < len(*keys); q++ {
-		setPos((*keys)[q], int32(q))
+	if setPos != nil {
+		for q := int(p); q < len(*keys); q++ {
+			setPos((*keys)[q], int32(q))
+		}
 	}
 	return rj
 }
@@ -959,7 +965,7 @@ func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k,
 // stop takes running job k off the cluster now and returns its Job.
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
-	rj := removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
+	rj := removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
 		s.parts.give(j.alloc)

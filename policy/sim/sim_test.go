@@ -461,22 +461,34 @@ func TestSim_VTCFairnessBound(t *testing.T) {
 
 func pcg(seed uint64) *rand.PCG { return rand.NewPCG(seed, 1) }
 
-// TestRun_PredictionBlindPolicies pins what the trace tests rely on: fifo
-// and fairshare read no prediction, so a predictor does not change their
-// schedule.
+// TestRun_PredictionBlindPolicies pins what the trace tests rely on: fifo,
+// fairshare and slurm (Slurm's multifactor with every factor weighed, and
+// with Fair Tree) read no prediction, so a predictor does not change their
+// schedule, even where every cycle is recorded (the path that feeds the
+// predictor whatever the policy).
 func TestRun_PredictionBlindPolicies(t *testing.T) {
 	jobs, cluster := smSynth(t)
-	for _, name := range []string{"fifo", "fairshare"} {
-		with, err := Run(jobs, smConfig(t, cluster, name, "fairway"))
+	weighed := policy.MultifactorParams{WeightAge: 1000, WeightFairshare: 10000, WeightJobSize: 500,
+		ClusterNodes: cluster.Nodes, ClusterCPUs: cluster.Capacity()}
+	tree := weighed
+	tree.FairTree = true
+	for _, tt := range []struct {
+		label, name string
+		params      any
+	}{{"fifo", "fifo", nil}, {"fairshare", "fairshare", nil}, {"slurm", "slurm", weighed}, {"slurm/fair-tree", "slurm", tree}} {
+		cfg := smConfig(t, cluster, tt.name, "fairway")
+		cfg.Policy = smPolicy(t, tt.name, tt.params)
+		cfg.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
+		with, err := Run(jobs, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		without, err := Run(jobs, Config{Cluster: cluster, Policy: smPolicy(t, name, nil)})
+		without, err := Run(jobs, Config{Cluster: cluster, Policy: smPolicy(t, tt.name, tt.params)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(with.Jobs, without.Jobs); diff != "" {
-			t.Errorf("%s: schedule with a predictor differs (-with +without):\n%s", name, diff)
+			t.Errorf("%s: schedule with a predictor differs (-with +without):\n%s", tt.label, diff)
 		}
 	}
 }
