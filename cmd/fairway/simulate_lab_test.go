@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -214,10 +215,21 @@ func TestLab_ReportPartitions(t *testing.T) {
 		t.Logf("report --partitions %s: counterfactual of %d jobs, left out %v, notes %q", spec, r.Counterfactual.Jobs, r.Counterfactual.Skipped, r.Notes)
 		return *r.Counterfactual, r.Notes, r.Capacity.Units
 	}
-	labLayout := e.Partition + "+" + hi + ":nodes=2,per-node=4"
+	// The lab's nodes are H100s, and slurmdbd records the type a job was
+	// given (AccountingStorageTRES lists gres/gpu:h100), so the layout
+	// types them as the lab does.
+	labLayout := e.Partition + "+" + hi + ":nodes=2,per-node=4,type=h100"
 	all, notes, units := report(labLayout)
-	if all.Jobs < len(ids) || len(all.Skipped) != 0 {
-		t.Errorf("the lab's layout: counterfactual of %d jobs, left out %v; want at least our %d, none left out", all.Jobs, all.Skipped, len(ids))
+	// Other tests' CPU-only jobs in the lab's history ask for no GPU: left
+	// out on a GPU cluster whatever its layout. No job may be left out for
+	// its partition or GPU type.
+	for why := range all.Skipped {
+		if why != sim.SkipNoUnits {
+			t.Errorf("the lab's layout: jobs left out: %v; want none but those asking for no GPU", all.Skipped)
+		}
+	}
+	if all.Jobs < len(ids) {
+		t.Errorf("the lab's layout: counterfactual of %d jobs; want at least our %d", all.Jobs, len(ids))
 	}
 	if l := all.Cluster.Layout; l == nil || strings.Join(l.Partitions, ",") != e.Partition+","+hi || units != 8 {
 		t.Errorf("the lab's layout: counterfactual cluster %+v, capacity %g; want partitions %s,%s and 8 GPUs", l, units, e.Partition, hi)
@@ -226,7 +238,7 @@ func TestLab_ReportPartitions(t *testing.T) {
 		t.Errorf("the lab's layout: no note names it: %q", notes)
 	}
 	// Without gpuhi: its jobs are left out and named, gpu's still replay.
-	noHi, notes, _ := report(e.Partition + ":nodes=2,per-node=4;debug:nodes=1,per-node=4")
+	noHi, notes, _ := report(e.Partition + ":nodes=2,per-node=4,type=h100;debug:nodes=1,per-node=4,type=h100")
 	why := `partition "` + hi + `" not in the cluster`
 	if n := noHi.Skipped[why]; n < perPart[hi] || noHi.Jobs != all.Jobs-n {
 		t.Errorf("no gpuhi: %d jobs left out for %s and %d replayed; want at least our %d left out, the rest of %d replayed", n, why, noHi.Jobs, perPart[hi], all.Jobs)
