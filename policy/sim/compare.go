@@ -26,6 +26,10 @@ type CompareConfig struct {
 	Backfill  Backfill
 	Preempt   map[string]bool // policies simulated preemptively
 	Parallel  int             // policies simulated at once (at least 1)
+	// HeliosQSSF replays qssf as the Helios artifact's simulator does
+	// (Config.HeliosQSSF, and the helios predictor's
+	// HeliosParams.ArtifactRounding); the other policies are unchanged.
+	HeliosQSSF bool
 	// Progress, when set, is called from the simulations' goroutines with
 	// a policy's jobs done so far.
 	Progress func(policy string, done, total int)
@@ -76,13 +80,14 @@ func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string
 	if err != nil {
 		return Config{}, err
 	}
+	helios := cfg.HeliosQSSF && name == "qssf"
 	var pred policy.Predictor
 	if cfg.Predictor != "none" {
-		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
+		if pred, err = predict.New(cfg.Predictor, predict.Params{Helios: predict.HeliosParams{ArtifactRounding: helios}}); err != nil {
 			return Config{}, err
 		}
 	}
-	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name], Ledger: cfg.Ledger,
+	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name], Ledger: cfg.Ledger, HeliosQSSF: helios,
 		Progress: func(done, total int) error {
 			if cfg.Progress != nil {
 				cfg.Progress(name, done, total)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -94,6 +95,21 @@ type Config struct {
 	// delay to the jobs placed on powered-down nodes (Result.Power).
 	// Not with Preempt.
 	Power *Power
+
+	// HeliosQSSF replays the scheduling loop of the Helios artifact's QSSF
+	// (Hu et al., SC'21; HeliosArtifact, framework/QSSF Service,
+	// policies/qssf.py), for side-by-side checks against it:
+	//   - the queue is ranked at every arrival, even when no pending job
+	//     fits, so a job is predicted when it arrives, and it keeps that
+	//     prediction while it waits (EngineParams.PredictOnce): the
+	//     artifact assigns a job's estimate once, the first time it sorts
+	//     the queue by estimates, and never again;
+	//   - when every pending job arrived at this instant, they are taken
+	//     by their demand, fewest units first, then in submit order, and
+	//     not ranked or predicted: the artifact estimates only when some
+	//     job was already waiting, and otherwise sorts by gpu_num.
+	// Not with Preempt.
+	HeliosQSSF bool
 
 	// watch, set by MeasureForecast, makes start-time forecasts as the
 	// simulation goes, without changing what it simulates.
@@ -284,6 +300,9 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	if cfg.Power != nil && cfg.Preempt {
 		return nil, fmt.Errorf("simulate: power saving with preemption is not modelled")
 	}
+	if cfg.HeliosQSSF && cfg.Preempt {
+		return nil, fmt.Errorf("simulate: the Helios artifact's QSSF loop does not preempt")
+	}
 	if cfg.Cluster.Layout != nil {
 		switch {
 		case cfg.Preempt:
@@ -314,6 +333,7 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 		Service:     cfg.Cluster.Service(),
 		GPUs:        float64(cfg.Cluster.Capacity()),
 		ChargeEvery: chargeEvery,
+		PredictOnce: cfg.HeliosQSSF,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
@@ -571,7 +591,7 @@ func (s *simulator) arrive(k int32) {
 // decide runs a scheduling cycle when something changed and a pending job
 // could start (any job, when running ones may be preempted).
 func (s *simulator) decide(changed bool) error {
-	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.anyFits() {
+	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.cfg.HeliosQSSF && !s.anyFits() {
 		if w := s.cfg.watch; w != nil {
 			return w.idle(s)
 		}
@@ -586,6 +606,10 @@ func (s *simulator) decide(changed bool) error {
 
 // cycle ranks the queue through the engine and acts on the ranking.
 func (s *simulator) cycle() error {
+	if s.cfg.HeliosQSSF && s.allArrivedNow() {
+		s.cycleArrivals()
+		return nil
+	}
 	if s.static != nil {
 		return s.cycleStatic()
 	}
@@ -665,6 +689,37 @@ func (s *simulator) cycleStatic() error {
 	}
 	s.decideEASY()
 	return nil
+}
+
+// allArrivedNow reports whether every pending job was submitted at this
+// instant.
+func (s *simulator) allArrivedNow() bool {
+	for _, k := range s.pendK {
+		if s.submitAt(int(k)) != s.now {
+			return false
+		}
+	}
+	return true
+}
+
+// cycleArrivals is the cycle of Config.HeliosQSSF when every pending job
+// has just arrived: they go by demand, fewest units first, then submit
+// order (the trace's on ties), without the engine; the jobs it leaves
+// pending are ranked and predicted at the next cycle.
+func (s *simulator) cycleArrivals() {
+	s.order = append(s.order[:0], s.pendK...)
+	slices.SortFunc(s.order, func(a, b int32) int {
+		if c := cmp.Compare(s.jobs[a].need, s.jobs[b].need); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b) // jobs are in submit order
+	})
+	s.cycles++
+	s.decideEASY()
+	if s.static != nil {
+		// No job was keyed: the ones still pending are all unkeyed.
+		s.unkeyed = append(s.unkeyed[:0], s.pendK...)
+	}
 }
 
 // rankError is the error of a cycle whose ranking failed: the policy's
