@@ -259,6 +259,13 @@ type simulator struct {
 	// the queue.
 	static  *policy.StaticOrder
 	unkeyed []int32
+	// bare, with static, when the policy also reads no prediction: its
+	// keys then depend on nothing the engine keeps (ledger, predictions),
+	// so a cycle skips the engine and keys jobs on a Snapshot of the
+	// queue alone (snap), and the running list need not stay in start
+	// order.
+	bare bool
+	snap policy.Snapshot
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
 	// free, queue and minNeed with one of each per view.
@@ -388,6 +395,7 @@ func (s *simulator) load(res *Result) error {
 	s.indexIDs()
 	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
 		s.static, _ = policy.NewStaticOrder(s.cfg.Policy)
+		s.bare = s.static != nil && !policy.ReadsPredictions(s.cfg.Policy)
 	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
@@ -657,9 +665,16 @@ func (s *simulator) cycle() error {
 // keyed again when the keys' origin moved.
 func (s *simulator) cycleStatic() error {
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun}
-	snap, err := s.eng.Update(&o)
-	if err != nil {
-		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	var snap *policy.Snapshot
+	if s.bare {
+		s.snap = policy.Snapshot{Now: o.Now, Pending: o.Pending, Running: o.Running, TrueRun: o.TrueRun, Shares: s.cfg.Shares,
+			Service: s.cfg.Cluster.Service(), GPUs: float64(s.cfg.Cluster.Capacity())}
+		snap = &s.snap
+	} else {
+		var err error
+		if snap, err = s.eng.Update(&o); err != nil {
+			return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+		}
 	}
 	if s.static.Moved(snap) {
 		// The keys' origin moved (f1's): key the whole queue again.
@@ -667,7 +682,7 @@ func (s *simulator) cycleStatic() error {
 			return s.rankError(snap, err)
 		}
 	} else {
-		for _, id := range s.eng.Repredicted() {
+		for _, id := range s.repredicted() {
 			if k, ok := s.jobIndex(id); ok && k >= 0 && s.static.Has(id) {
 				if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
 					return s.rankError(snap, err)
@@ -689,6 +704,15 @@ func (s *simulator) cycleStatic() error {
 	}
 	s.decideEASY()
 	return nil
+}
+
+// repredicted is the engine's Repredicted, none when the cycle skipped
+// the engine.
+func (s *simulator) repredicted() []int64 {
+	if s.bare {
+		return nil
+	}
+	return s.eng.Repredicted()
 }
 
 // allArrivedNow reports whether every pending job was submitted at this
@@ -895,7 +919,17 @@ func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k,
 // stop takes running job k off the cluster now and returns its Job.
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
-	rj := removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
+	var rj policy.Job
+	if s.bare {
+		// Nothing reads the running jobs' order (their keys are the
+		// jobs' own): swap-remove, as pending jobs are.
+		var moved int32
+		if rj, moved = removePending(&s.running, &s.runK, j.pos); moved >= 0 {
+			s.jobs[moved].pos = j.pos
+		}
+	} else {
+		rj = removeRunning(&s.running, &s.runK, j.pos, func(k, q int32) { s.jobs[k].pos = q })
+	}
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
 		s.parts.give(j.alloc)
