@@ -53,6 +53,19 @@ lint:
 bench: lab-up
 	eval "$$($(LAB) env)" && $(GO) test -p 1 -run '^$$' -bench . -benchmem -timeout 60m $(PKGS)
 
+## helios-compare: the Helios artifact's simulator (SC'21, S-Lab-System-Group/HeliosArtifact, never shipped
+## here) beside fairway simulate on Philly-MIX1, each of its 11 virtual clusters through FIFO, SJF and QSSF:
+## both average JCTs and both run times per row (docs/SIMULATOR.md, "Against the Helios artifact").
+## HELIOS_ARTIFACT=checkout (required), HELIOS_PYTHON=/usr/bin/python3 (with pandas and numpy),
+## HELIOS_FLAGS (e.g. --vcs 103959 --policies qssf --nodes 10), TRACES_DIR
+HELIOS_PYTHON ?= /usr/bin/python3
+HELIOS_FLAGS ?=
+.PHONY: helios-compare
+helios-compare: build
+	@if [ -z "$${HELIOS_ARTIFACT:-}" ]; then echo "helios-compare: set HELIOS_ARTIFACT to a checkout of https://github.com/S-Lab-System-Group/HeliosArtifact (not shipped with Fairway)" >&2; exit 2; fi
+	contrib/helios/compare --artifact "$$HELIOS_ARTIFACT" --python $(HELIOS_PYTHON) --fairway ./fairway \
+	  --trace $(TRACES_DIR)/Philly-MIX1.csv.gz $(HELIOS_FLAGS)
+
 ## forecast-doc: docs/FORECAST.md's tables, start-time forecast accuracy on the shared traces (minutes)
 TRACES_DIR ?= $(or $(FAIRWAY_TRACES_DIR),../shared/data/traces)
 FORECAST_TRACES := CTC-SP2-1996-3.1-cln.swf.gz:swf KTH-SP2-filtered.swf.gz:swf SDSC-BLUE-2000-4.2-cln.swf.gz:swf Philly-MIX1.csv.gz:philly-mix

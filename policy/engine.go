@@ -30,6 +30,11 @@ type EngineParams struct {
 	// cadence (see Ledger), so this only bounds how stale usage and VTC
 	// counters may be while a job runs.
 	ChargeEvery time.Duration
+	// PredictOnce keeps a pending job's first prediction while it waits,
+	// instead of predicting it again once its user has had a job finish:
+	// the Helios artifact's QSSF estimates a job once and ranks it by that
+	// estimate until it starts.
+	PredictOnce bool
 }
 
 // DefaultChargeEvery is the charging period when EngineParams.ChargeEvery
@@ -339,7 +344,7 @@ func (e *Engine) due(j *Job, pending bool) {
 	c := e.cache[j.ID]
 	if c != nil {
 		c.seen = e.cycle
-		if !pending || (e.p.ChargeEvery > 0 && e.now.Sub(c.at) < e.p.ChargeEvery) {
+		if !pending || e.p.PredictOnce || (e.p.ChargeEvery > 0 && e.now.Sub(c.at) < e.p.ChargeEvery) {
 			return
 		}
 		gen := e.userGenOf(j.User)

@@ -177,6 +177,50 @@ func TestEngine_PredictionRefresh(t *testing.T) {
 	}
 }
 
+// TestEngine_PredictOnce: with PredictOnce a pending job keeps its first
+// prediction however many of its user's jobs finish while it waits, as
+// the Helios artifact's QSSF keeps a job's estimate; a job first seen
+// later is predicted from everything finished by then.
+func TestEngine_PredictOnce(t *testing.T) {
+	pred := newEnFake()
+	p, err := New("qssf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(EngineParams{Policy: p, Predictor: pred, GPUs: 8, ChargeEvery: time.Minute, PredictOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := func(id int64, start, end float64) Job {
+		j := enJob(id, "alice", start)
+		j.Start, j.End, j.State = rkAt(start), rkAt(end), StateCompleted
+		return j
+	}
+	first, late := enJob(8, "alice", 1), enJob(9, "alice", 30)
+	steps := []struct {
+		at      float64
+		pending []Job
+		stopped []Job
+		want    map[int64]time.Duration // predictions, absent for none
+	}{
+		{1, []Job{first}, []Job{done(1, 0, 1)}, map[int64]time.Duration{8: time.Minute}},
+		{20, []Job{first}, []Job{done(2, 1, 20)}, map[int64]time.Duration{8: time.Minute}},          // not 10 min
+		{30, []Job{first, late}, nil, map[int64]time.Duration{8: time.Minute, 9: 10 * time.Minute}}, // 9: mean of 1 and 19 min
+		{60, []Job{first, late}, []Job{done(3, 30, 60)}, map[int64]time.Duration{8: time.Minute, 9: 10 * time.Minute}},
+	}
+	for _, st := range steps {
+		s, _, err := e.Cycle(&Observation{Now: rkAt(st.at), Pending: st.pending, Stopped: st.stopped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range st.want {
+			if got := s.Predicted[id]; got != want {
+				t.Errorf("minute %v: job %d predicted %v, want %v (its first prediction)", st.at, id, got, want)
+			}
+		}
+	}
+}
+
 func TestEngine_ClockBackwards(t *testing.T) {
 	e := enEngine(t, "fifo", nil, 0)
 	if _, _, err := e.Cycle(&Observation{Now: rkAt(10)}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Formats are the renderings Write knows.
@@ -226,7 +227,12 @@ func emptyNote(name string) string {
 //go:embed report.html.tmpl
 var htmlTemplate string
 
-var htmlTmpl = template.Must(template.New("report").Parse(htmlTemplate))
+// htmlTmpl is parsed on first use, not at start-up: every fairway
+// command links this package, and parsing costs milliseconds that a
+// short command (simulate on a small trace) would pay for nothing.
+var htmlTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Parse(htmlTemplate))
+})
 
 // htmlSection is a section as the HTML template sees it.
 type htmlSection struct {
@@ -259,7 +265,7 @@ func WriteHTML(w io.Writer, r *Report, figs []Figure) error {
 		secs = append(secs, htmlSection{ID: s.ID, Title: s.Title, Intro: s.Intro, Body: template.HTML(b.String())})
 	}
 	cards := glanceCards(r)
-	return htmlTmpl.Execute(w, struct {
+	return htmlTmpl().Execute(w, struct {
 		R          *Report
 		Highlights []string
 		Cards      []card

@@ -38,6 +38,8 @@ type simulateConfig struct {
 	// bfEpoch is when --slurm-config's backfill passes count from (its
 	// BOOT_TIME).
 	bfEpoch time.Time
+	// HeliosQSSF replays qssf as the Helios artifact does (--helios-qssf).
+	HeliosQSSF bool
 }
 
 // clusterJSON is a workload's cluster in JSON output.
@@ -72,6 +74,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "predictor", Value: "fairway", Usage: "run-time predictor, learning online (" + strings.Join(predict.Names(), ", ") + ", or none)", EnvVars: []string{"FAIRWAY_SIMULATE_PREDICTOR"}},
 			&cli.StringFlag{Name: "preempt", Value: strings.Join(policy.Preemptive(), ","), Usage: "comma-separated policies simulated preemptively (requeue with checkpoint); empty for none", EnvVars: []string{"FAIRWAY_SIMULATE_PREEMPT"}},
 			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_NODES"}},
+			&cli.BoolFlag{Name: "helios-qssf", Usage: "replay qssf as the Helios artifact's simulator does (contrib/helios/compare): each job ranked and predicted when it arrives and keeping that estimate, jobs arriving to an empty queue taken by GPU count, the helios predictor's arithmetic (a user's GPU-time estimate truncated to whole seconds); not with --split, --sequences, --suite, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_HELIOS_QSSF"}},
 			&cli.StringFlag{Name: "partitions", Usage: "partition the cluster: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N new nodes of U GPUs, or processors for SWF, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line; or slurmrestd: the live cluster's partitions, nodes and GPU types, read through --slurm-url. Jobs run only in their trace partition (SWF queue, Helios or Philly virtual cluster) and GPU type; not with --nodes, --per-node, preemption, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_PARTITIONS"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.StringFlag{Name: "slurm-config", Usage: "saved output of scontrol show config: replay the slurm policy (Slurm's multifactor priority) with its weights, PriorityMaxAge, PriorityFavorSmall, PriorityFlags, FairShareDampeningFactor and PriorityDecayHalfLife (every policy's fair-share half-life), beside --policies; as slurmctld acts, its priorities are held between PriorityCalcPeriod recalculations (from BOOT_TIME) and every policy is backfilled every bf_interval", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_CONFIG"}},
@@ -116,6 +119,9 @@ func simulateCommand() *cli.Command {
 				}
 				if c.Bool("share") {
 					return fmt.Errorf("--share: not with --suite")
+				}
+				if c.Bool("helios-qssf") {
+					return fmt.Errorf("--helios-qssf: not with --suite")
 				}
 				return simulateSuite(c)
 			}
@@ -194,6 +200,20 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	if err := shareSettings(c, &cfg); err != nil {
 		return cfg, err
 	}
+	if c.Bool("helios-qssf") {
+		for _, f := range []string{"split", "sequences", "power", "forecast"} {
+			if c.IsSet(f) {
+				return cfg, fmt.Errorf("--helios-qssf: not with --%s", f)
+			}
+		}
+		if !slices.Contains(cfg.Policies, "qssf") {
+			return cfg, fmt.Errorf("--helios-qssf: --policies %s has no qssf, the policy it replays", strings.Join(cfg.Policies, ","))
+		}
+		if cfg.Preempt["qssf"] {
+			return cfg, fmt.Errorf("--helios-qssf: qssf is in --preempt, and the artifact's QSSF does not preempt")
+		}
+		cfg.HeliosQSSF = true
+	}
 	if path := c.String("slurm-config"); path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -240,7 +260,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	}
 	cc := sim.CompareConfig{Policies: cfg.Policies, Predictor: cfg.Predictor, Backfill: cfg.Backfill,
 		Preempt: cfg.Preempt, Parallel: cfg.Parallel, Progress: onProgress, Share: cfg.Share,
-		BackfillInterval: cfg.BackfillInterval, BackfillEpoch: cfg.bfEpoch}
+		BackfillInterval: cfg.BackfillInterval, BackfillEpoch: cfg.bfEpoch, HeliosQSSF: cfg.HeliosQSSF}
 	if cfg.Slurm != nil {
 		p := *cfg.Slurm
 		if p.WeightJobSize > 0 && w.Cluster.Unit != sim.CPUs {

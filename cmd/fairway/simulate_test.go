@@ -375,6 +375,46 @@ func TestSimulate_Partitions(t *testing.T) {
 	}
 }
 
+// TestSimulate_HeliosQSSF: --helios-qssf runs beside the other policies on
+// the bundled workload and is refused where it is not modelled.
+func TestSimulate_HeliosQSSF(t *testing.T) {
+	out, err := runApp(t, "simulate", "--parallel", "1", "--progress", "never", "--policies", "fifo,qssf", "--backfill", "none",
+		"--predictor", "helios", "--helios-qssf", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Policies []struct {
+			Name   string  `json:"name"`
+			Jobs   int     `json:"jobs"`
+			AvgJCT float64 `json:"avg_jct_s"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Policies) != 2 || rep.Policies[1].Name != "qssf" || rep.Policies[1].Jobs == 0 || !(rep.Policies[1].AvgJCT > 0) {
+		t.Errorf("policies %+v: want fifo and qssf, each with jobs and an average JCT", rep.Policies)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policies", "fifo"}, "--helios-qssf: --policies fifo has no qssf"},
+		{[]string{"--policies", "qssf", "--preempt", "qssf"}, "--helios-qssf: qssf is in --preempt"},
+		{[]string{"--policies", "qssf", "--split", "0.7"}, "--helios-qssf: not with --split"},
+		{[]string{"--policies", "qssf", "--power"}, "--helios-qssf: not with --power"},
+		{[]string{"--suite"}, "--helios-qssf: not with --suite"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := runApp(t, append([]string{"simulate", "--parallel", "1", "--progress", "never", "--helios-qssf"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestSimulate_PartitionsBad(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -269,12 +269,30 @@ func ReadAll(r io.Reader, f Format, opt Options) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trace{}
+	// The jobs are gathered in blocks and copied once into a slice of the
+	// exact size: appending to one slice allocates several times the
+	// final size (a large slice grows by a quarter at a time), which is
+	// most of what a small simulation allocates, and its GC cycles.
+	var blocks [][]policy.Job
+	cur, n := make([]policy.Job, 0, 256), 0
 	for rd.Next() {
-		t.Jobs = append(t.Jobs, rd.Job())
+		if len(cur) == cap(cur) {
+			blocks = append(blocks, cur)
+			cur = make([]policy.Job, 0, min(2*cap(cur), 1<<14))
+		}
+		cur = append(cur, rd.Job())
+		n++
 	}
 	if err := rd.Err(); err != nil {
 		return nil, err
+	}
+	t := &Trace{}
+	if n > 0 {
+		t.Jobs = make([]policy.Job, 0, n)
+		for _, b := range blocks {
+			t.Jobs = append(t.Jobs, b...)
+		}
+		t.Jobs = append(t.Jobs, cur...)
 	}
 	t.Meta, t.Skipped, t.LeftOut = rd.Meta(), rd.Skipped(), rd.LeftOut()
 	return t, nil

@@ -2,6 +2,8 @@ package predict
 
 import (
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -14,6 +16,13 @@ type HeliosParams struct {
 	// Cutoff is the least similarity ratio of a similar name; 0 means the
 	// artifact's 0.6.
 	Cutoff float64
+	// ArtifactRounding rounds as the artifact does: an estimate from the
+	// user's own jobs (check_history_job) is truncated to whole
+	// GPU-seconds, int(mean × gpu_num), and the others are not rounded.
+	// false rounds every estimate to the second. The artifact ranks by
+	// these GPU-seconds, so a truncation can tie (or untie) two jobs:
+	// side-by-side replays need its arithmetic to make the same choices.
+	ArtifactRounding bool
 }
 
 // heliosPredictor is the history estimator of Hu et al., "Characterization
@@ -36,8 +45,9 @@ type HeliosParams struct {
 // capped at the time limit; with no history at all the prediction is the
 // limit (0 without one).
 type heliosPredictor struct {
-	matches int
-	cutoff  float64
+	matches  int
+	cutoff   float64
+	truncate bool // HeliosParams.ArtifactRounding
 
 	all    meanAcc
 	byName map[string]*meanAcc
@@ -93,7 +103,7 @@ func NewHeliosPredictor(p HeliosParams) (policy.Predictor, error) {
 		p.Cutoff = 0.6
 	}
 	return &heliosPredictor{
-		matches: p.Matches, cutoff: p.Cutoff,
+		matches: p.Matches, cutoff: p.Cutoff, truncate: p.ArtifactRounding,
 		byName: map[string]*meanAcc{}, users: map[string]*heliosUser{},
 		close: map[string][]closeMatch{},
 	}, nil
@@ -234,6 +244,9 @@ func (h *heliosPredictor) Predict(j *policy.Job) policy.Prediction {
 		acc, src = h.all, "global-mean"
 	}
 	run := time.Duration(acc.mean() * float64(time.Second)).Round(time.Second)
+	if h.truncate {
+		run = h.artifactRun(acc.mean(), j, src)
+	}
 	return policy.Prediction{Run: clampRun(j, run), Source: src}
 }
 
@@ -258,4 +271,14 @@ func (h *heliosPredictor) userNames(u *heliosUser, names []string, size int) mea
 		return same
 	}
 	return all
+}
+
+// artifactRun is the run time whose GPU time is the artifact's estimate
+// from mean run time mean: truncated to whole GPU-seconds when it comes
+// from the user's own jobs (src user-name-*), as is otherwise.
+func (h *heliosPredictor) artifactRun(mean float64, j *policy.Job, src string) time.Duration {
+	if g := j.GPUs; g > 0 && strings.HasPrefix(src, "user-name-") {
+		return time.Duration(math.Round(math.Floor(mean*float64(g)) * float64(time.Second) / float64(g)))
+	}
+	return time.Duration(mean * float64(time.Second))
 }

@@ -112,6 +112,43 @@ func TestHelios_Chain(t *testing.T) {
 	}
 }
 
+// TestHelios_ArtifactRounding checks the artifact's arithmetic: an estimate
+// from the user's own jobs is int(mean × gpu_num) GPU-seconds, the others
+// are not rounded; the default rounds every estimate to the second.
+func TestHelios_ArtifactRounding(t *testing.T) {
+	history := []policy.Job{
+		fin(1, "a", "alexnet", 1, 0, 85), fin(2, "a", "alexnet", 1, 0, 23), fin(3, "a", "alexnet", 1, 0, 56), // mean 54.67
+		fin(4, "a", "alexnet", 2, 0, 10), fin(5, "a", "alexnet", 2, 0, 11), fin(8, "a", "alexnet", 2, 0, 11),
+		fin(9, "a", "alexnet", 2, 0, 11), fin(11, "a", "alexnet", 2, 0, 11), // mean 10.8
+		fin(6, "b", "vgg16", 1, 0, 60), fin(7, "b", "vgg16", 1, 0, 61), // mean 60.5
+	}
+	tests := []struct {
+		name     string
+		artifact bool
+		next     policy.Job
+		want     policy.Prediction
+	}{
+		{"user's jobs: int(54.67 × 1)", true, fin(10, "a", "alexnet", 1, 0, 0), policy.Prediction{Run: 54 * time.Second, Source: "user-name-exact"}},
+		{"user's jobs: int(10.8 × 2) / 2", true, fin(10, "a", "alexnet", 2, 0, 0), policy.Prediction{Run: 10500 * time.Millisecond, Source: "user-name-exact"}},
+		{"others' jobs: not rounded", true, fin(10, "c", "vgg16", 1, 0, 0), policy.Prediction{Run: 60500 * time.Millisecond, Source: "name-exact"}},
+		{"default: rounded to the second", false, fin(10, "a", "alexnet", 1, 0, 0), policy.Prediction{Run: 55 * time.Second, Source: "user-name-exact"}},
+		{"default: user's jobs of 2 GPUs rounded", false, fin(10, "a", "alexnet", 2, 0, 0), policy.Prediction{Run: 11 * time.Second, Source: "user-name-exact"}},
+		{"default: others' jobs rounded", false, fin(10, "c", "vgg16", 1, 0, 0), policy.Prediction{Run: 61 * time.Second, Source: "name-exact"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewHeliosPredictor(HeliosParams{ArtifactRounding: tt.artifact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replay(t, p, history, tt.next)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Predict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestNameMatcher_Ratio checks the similarity against values printed by
 // CPython's difflib.SequenceMatcher(None, a, b).ratio().
 func TestNameMatcher_Ratio(t *testing.T) {

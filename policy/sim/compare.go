@@ -34,6 +34,10 @@ type CompareConfig struct {
 	// Share, when set, lets jobs share GPUs in every simulation (see
 	// Share); Run only reads it.
 	Share *Share
+	// HeliosQSSF replays qssf as the Helios artifact's simulator does
+	// (Config.HeliosQSSF, and the helios predictor's
+	// HeliosParams.ArtifactRounding); the other policies are unchanged.
+	HeliosQSSF bool
 	// Progress, when set, is called from the simulations' goroutines with
 	// a policy's jobs done so far.
 	Progress func(policy string, done, total int)
@@ -84,14 +88,15 @@ func (cfg CompareConfig) SimConfig(ctx context.Context, w *Workload, name string
 	if err != nil {
 		return Config{}, err
 	}
+	helios := cfg.HeliosQSSF && name == "qssf"
 	var pred policy.Predictor
 	if cfg.Predictor != "none" {
-		if pred, err = predict.New(cfg.Predictor, predict.Params{}); err != nil {
+		if pred, err = predict.New(cfg.Predictor, predict.Params{Helios: predict.HeliosParams{ArtifactRounding: helios}}); err != nil {
 			return Config{}, err
 		}
 	}
 	return Config{Cluster: w.Cluster, Policy: pol, Predictor: pred, Backfill: cfg.Backfill, Preempt: cfg.Preempt[name], Ledger: cfg.Ledger, Share: cfg.Share,
-		BackfillInterval: cfg.BackfillInterval, BackfillEpoch: cfg.BackfillEpoch,
+		BackfillInterval: cfg.BackfillInterval, BackfillEpoch: cfg.BackfillEpoch, HeliosQSSF: helios,
 		Progress: func(done, total int) error {
 			if cfg.Progress != nil {
 				cfg.Progress(name, done, total)

@@ -118,6 +118,20 @@ type Config struct {
 	// checkShare, set by tests, checks the shared cluster's books
 	// (simulator.checkShared) at every instant.
 	checkShare bool
+	// HeliosQSSF replays the scheduling loop of the Helios artifact's QSSF
+	// (Hu et al., SC'21; HeliosArtifact, framework/QSSF Service,
+	// policies/qssf.py), for side-by-side checks against it:
+	//   - the queue is ranked at every arrival, even when no pending job
+	//     fits, so a job is predicted when it arrives, and it keeps that
+	//     prediction while it waits (EngineParams.PredictOnce): the
+	//     artifact assigns a job's estimate once, the first time it sorts
+	//     the queue by estimates, and never again;
+	//   - when every pending job arrived at this instant, they are taken
+	//     by their demand, fewest units first, then in submit order, and
+	//     not ranked or predicted: the artifact estimates only when some
+	//     job was already waiting, and otherwise sorts by gpu_num.
+	// Not with Preempt.
+	HeliosQSSF bool
 
 	// watch, set by MeasureForecast, makes start-time forecasts as the
 	// simulation goes, without changing what it simulates.
@@ -283,6 +297,12 @@ type simulator struct {
 	// the queue.
 	static  *policy.StaticOrder
 	unkeyed []int32
+	// bare, with static, when the policy also reads no prediction: its
+	// keys then depend on nothing the engine keeps (ledger, predictions),
+	// so a cycle skips the engine and keys jobs on a Snapshot of the
+	// queue alone (snap).
+	bare bool
+	snap policy.Snapshot
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
 	// free, queue and needs with one of each per view.
@@ -336,6 +356,9 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	if cfg.Power != nil && cfg.Preempt {
 		return nil, fmt.Errorf("simulate: power saving with preemption is not modelled")
 	}
+	if cfg.HeliosQSSF && cfg.Preempt {
+		return nil, fmt.Errorf("simulate: the Helios artifact's QSSF loop does not preempt")
+	}
 	if cfg.Cluster.Layout != nil {
 		switch {
 		case cfg.Preempt:
@@ -366,6 +389,7 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 		Service:     service,
 		GPUs:        float64(cfg.Cluster.Capacity()),
 		ChargeEvery: chargeEvery,
+		PredictOnce: cfg.HeliosQSSF,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
@@ -435,6 +459,7 @@ func (s *simulator) load(res *Result) error {
 	s.indexIDs()
 	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
 		s.static, _ = policy.NewStaticOrder(s.cfg.Policy)
+		s.bare = s.static != nil && !policy.ReadsPredictions(s.cfg.Policy)
 	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
@@ -675,7 +700,7 @@ func (s *simulator) decide(changed bool) error {
 			return fmt.Errorf("simulate: at %s: %w", s.at(s.now).Format(time.RFC3339), err)
 		}
 	}
-	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.anyFits() {
+	if !changed || len(s.pending) == 0 || !s.cfg.Preempt && !s.cfg.HeliosQSSF && !s.anyFits() {
 		if w := s.cfg.watch; w != nil {
 			return w.idle(s)
 		}
@@ -695,6 +720,10 @@ func (s *simulator) decide(changed bool) error {
 
 // cycle ranks the queue through the engine and acts on the ranking.
 func (s *simulator) cycle() error {
+	if s.cfg.HeliosQSSF && s.allArrivedNow() {
+		s.cycleArrivals()
+		return nil
+	}
 	if s.static != nil {
 		return s.cycleStatic()
 	}
@@ -744,9 +773,16 @@ func (s *simulator) cycle() error {
 func (s *simulator) cycleStatic() error {
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
 		RunningAppended: true}
-	snap, err := s.eng.Update(&o)
-	if err != nil {
-		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	var snap *policy.Snapshot
+	if s.bare {
+		s.snap = policy.Snapshot{Now: o.Now, Pending: o.Pending, Running: o.Running, TrueRun: o.TrueRun, Shares: s.cfg.Shares,
+			Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
+		snap = &s.snap
+	} else {
+		var err error
+		if snap, err = s.eng.Update(&o); err != nil {
+			return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+		}
 	}
 	if s.static.Moved(snap) {
 		// The keys' origin moved (f1's): key the whole queue again.
@@ -754,7 +790,7 @@ func (s *simulator) cycleStatic() error {
 			return s.rankError(snap, err)
 		}
 	} else {
-		for _, id := range s.eng.Repredicted() {
+		for _, id := range s.repredicted() {
 			if k, ok := s.jobIndex(id); ok && k >= 0 && s.static.Has(id) {
 				if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
 					return s.rankError(snap, err)
@@ -776,6 +812,46 @@ func (s *simulator) cycleStatic() error {
 	}
 	s.decideEASY()
 	return nil
+}
+
+// repredicted is the engine's Repredicted, none when the cycle skipped
+// the engine.
+func (s *simulator) repredicted() []int64 {
+	if s.bare {
+		return nil
+	}
+	return s.eng.Repredicted()
+}
+
+// allArrivedNow reports whether every pending job was submitted at this
+// instant.
+func (s *simulator) allArrivedNow() bool {
+	for _, k := range s.pendK {
+		if s.submitAt(int(k)) != s.now {
+			return false
+		}
+	}
+	return true
+}
+
+// cycleArrivals is the cycle of Config.HeliosQSSF when every pending job
+// has just arrived: they go by demand, fewest units first, then submit
+// order (the trace's on ties), without the engine; the jobs it leaves
+// pending are ranked and predicted at the next cycle.
+func (s *simulator) cycleArrivals() {
+	s.order = append(s.order[:0], s.pendK...)
+	slices.SortFunc(s.order, func(a, b int32) int {
+		if c := cmp.Compare(s.jobs[a].need, s.jobs[b].need); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b) // jobs are in submit order
+	})
+	s.cycles++
+	s.decideEASY()
+	if s.static != nil {
+		// No job was keyed: the ones still pending are all unkeyed.
+		s.unkeyed = append(s.unkeyed[:0], s.pendK...)
+	}
 }
 
 // rankError is the error of a cycle whose ranking failed: the policy's

@@ -153,6 +153,72 @@ func TestRun_Backfill(t *testing.T) {
 	}
 }
 
+// TestRun_HeliosQSSF replays qssf with and without the Helios artifact's
+// loop (Config.HeliosQSSF) on hand-made queues, no backfill.
+//
+// "arrivals by GPU count": jobs 1 (3 GPUs, limit 1 h: 3 GPU-h) and 2 (2 GPUs,
+// limit 10 h: 20 GPU-h) arrive together at an empty queue of 4 GPUs. qssf
+// (no predictor: limits) starts 1; the artifact sorts a queue of new jobs
+// by gpu_num and starts 2.
+//
+// "predicted on arrival, kept": 2 nodes of 1 GPU; the history says name x
+// runs 100 s and y 300 s. A (x, 2000 s) and D (z) start at 0; B (y) arrives
+// at 1 to a queue of new jobs (not estimated); C (x) at 2, when nothing
+// fits: the artifact estimates B and C then (300 and 100 GPU-s), and C
+// keeps its 100 when A's 2000 s makes x's mean 1050, so C starts at 2000.
+// Fairway's default predicts them when a GPU frees at 2000, from A's run
+// too, and starts B.
+func TestRun_HeliosQSSF(t *testing.T) {
+	named := func(j policy.Job, name string) policy.Job { j.Name = name; return j }
+	history := []policy.Job{
+		named(smJob(90, "u", -1000, 1, 100, 0), "x"),
+		named(smJob(91, "u", -900, 1, 300, 0), "y"),
+	}
+	tests := []struct {
+		name    string
+		cluster Cluster
+		jobs    []policy.Job
+		history []policy.Job
+		helios  bool
+		want    map[int64]float64
+	}{
+		{"arrivals by GPU count, fairway", Cluster{Nodes: 1, PerNode: 4, Unit: GPUs},
+			[]policy.Job{smJob(1, "u", 0, 3, 100, 3600), smJob(2, "u", 0, 2, 100, 36000)}, nil, false,
+			map[int64]float64{1: 0, 2: 100}},
+		{"arrivals by GPU count, artifact", Cluster{Nodes: 1, PerNode: 4, Unit: GPUs},
+			[]policy.Job{smJob(1, "u", 0, 3, 100, 3600), smJob(2, "u", 0, 2, 100, 36000)}, nil, true,
+			map[int64]float64{1: 100, 2: 0}},
+		{"predicted on arrival, fairway", Cluster{Nodes: 2, PerNode: 1, Unit: GPUs},
+			[]policy.Job{named(smJob(1, "u", 0, 1, 2000, 0), "x"), named(smJob(2, "u", 0, 1, 5000, 0), "z"),
+				named(smJob(3, "u", 1, 1, 10, 0), "y"), named(smJob(4, "u", 2, 1, 10, 0), "x")}, history, false,
+			map[int64]float64{1: 0, 2: 0, 3: 2000, 4: 2010}},
+		{"predicted on arrival, artifact", Cluster{Nodes: 2, PerNode: 1, Unit: GPUs},
+			[]policy.Job{named(smJob(1, "u", 0, 1, 2000, 0), "x"), named(smJob(2, "u", 0, 1, 5000, 0), "z"),
+				named(smJob(3, "u", 1, 1, 10, 0), "y"), named(smJob(4, "u", 2, 1, 10, 0), "x")}, history, true,
+			map[int64]float64{1: 0, 2: 0, 3: 2010, 4: 2000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pred policy.Predictor
+			if tt.history != nil {
+				var err error
+				if pred, err = predict.New("helios", predict.Params{Helios: predict.HeliosParams{ArtifactRounding: tt.helios}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := Config{Cluster: tt.cluster, Policy: smPolicy(t, "qssf", nil), Predictor: pred, Backfill: NoBackfill,
+				History: tt.history, HeliosQSSF: tt.helios}
+			got, _ := smStarts(t, tt.jobs, cfg)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("starts (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := Run(copyJobs(tests[0].jobs), Config{Cluster: tests[0].cluster, Policy: smPolicy(t, "qssf", nil), Preempt: true, HeliosQSSF: true}); err == nil {
+		t.Error("HeliosQSSF with Preempt: no error, want one (the artifact's QSSF does not preempt)")
+	}
+}
+
 // TestRun_NodeReservation checks EASY on nodes: job C needs both 4-GPU
 // nodes, free only when job B's limit ends (t=300). Short job D (ends by
 // t=52) backfills onto B's node; long job E would hold a GPU the
