@@ -78,14 +78,17 @@ func (*fairshare) Name() string { return "fairshare" }
 type fsFactor struct{ f, ue, sNorm float64 }
 
 func (p *fairshare) Rank(s *Snapshot) ([]Score, error) {
-	g := groupByAssoc(s.Pending)
+	g, done := pooledGroups(s.Pending)
+	defer done()
 	return p.rank(s, g, shareSums(s, g.keys))
 }
 
 func (*fairshare) readsShares() bool { return true }
 
 func (p *fairshare) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
-	return p.rank(s, groupByAssoc(s.Pending), x.shares)
+	g, done := pooledGroups(s.Pending)
+	defer done()
+	return p.rank(s, g, x.shares)
 }
 
 // rank ranks s, whose pending jobs g groups and whose sums of shares are

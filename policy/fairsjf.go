@@ -109,7 +109,8 @@ func (p *fairSJF) WhatMovesIt(map[string]float64) string {
 const fairSJFMaxRatio = 1e6
 
 func (p *fairSJF) Rank(s *Snapshot) ([]Score, error) {
-	g := groupByAssoc(s.Pending)
+	g, done := pooledGroups(s.Pending)
+	defer done()
 	var sums shareTotals
 	if p.k > 0 {
 		sums = shareSums(s, g.keys)
@@ -120,7 +121,9 @@ func (p *fairSJF) Rank(s *Snapshot) ([]Score, error) {
 func (p *fairSJF) readsShares() bool { return p.k > 0 }
 
 func (p *fairSJF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
-	return p.rank(s, groupByAssoc(s.Pending), x.shares)
+	g, done := pooledGroups(s.Pending)
+	defer done()
+	return p.rank(s, g, x.shares)
 }
 
 // rank ranks s, whose pending jobs g groups and whose sums of shares are

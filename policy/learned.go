@@ -177,7 +177,8 @@ func (*learned) Name() string { return "learned" }
 func (p *learned) Params() LearnedParams { return p.p }
 
 func (p *learned) Rank(s *Snapshot) ([]Score, error) {
-	g := groupByAssoc(s.Pending)
+	g, done := pooledGroups(s.Pending)
+	defer done()
 	var sums shareTotals
 	if p.p.Usage != 0 {
 		sums = shareSums(s, g.keys)
@@ -188,7 +189,9 @@ func (p *learned) Rank(s *Snapshot) ([]Score, error) {
 func (p *learned) readsShares() bool { return p.p.Usage != 0 }
 
 func (p *learned) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
-	return p.rank(s, groupByAssoc(s.Pending), x.shares)
+	g, done := pooledGroups(s.Pending)
+	defer done()
+	return p.rank(s, g, x.shares)
 }
 
 // rank ranks s, whose pending jobs g groups and whose sums of shares are

@@ -66,14 +66,15 @@ type Ledger struct {
 	nextSample int
 	maxSamples int
 
-	epoch       uint64        // Backlog calls, to mark who is backlogged now
-	blAssocs    []Assoc       // associations backlogged at the last Backlog call
-	blUsage     []*assocUsage // their usage records, so Backlog need not look them up
-	nowUsage    []*assocUsage // scratch for Backlog
-	blAccounts  []string      // accounts backlogged at the last Backlog call
-	nowAssocs   []Assoc       // scratch for Backlog
-	nowAccounts []string      // scratch for Backlog
-	lastLeft    string        // account that most recently stopped being backlogged
+	epoch       uint64            // Backlog calls, to mark who is backlogged now
+	blAssocs    []Assoc           // associations backlogged at the last Backlog call
+	blUsage     []*assocUsage     // their usage records, so Backlog need not look them up
+	nowUsage    []*assocUsage     // scratch for Backlog
+	blAccounts  []string          // accounts backlogged at the last Backlog call
+	nowAssocs   []Assoc           // scratch for Backlog
+	nowAccounts []string          // scratch for Backlog
+	leavers     map[string]leaver // scratch for Backlog
+	lastLeft    string            // account that most recently stopped being backlogged
 	lastLeftSet bool
 
 	memo chargeMemo // Charge's last lookups; Clone resets it
@@ -366,11 +367,8 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	for _, name := range nowAccounts {
 		l.accounts[name].minC = math.Inf(1)
 	}
-	type leaver struct {
-		user string
-		c    float64
-	}
-	var leavers map[string]leaver
+	leavers := l.leavers
+	clear(leavers)
 	for i, k := range l.blAssocs {
 		u := l.blUsage[i]
 		w := shares.User(k)
@@ -386,6 +384,7 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 		default:
 			if leavers == nil {
 				leavers = map[string]leaver{}
+				l.leavers = leavers
 			}
 			if o, ok := leavers[k.Account]; !ok || c > o.c || (c == o.c && k.User < o.user) {
 				leavers[k.Account] = leaver{k.User, c}
@@ -530,6 +529,13 @@ func compareAssoc(a, b Assoc) int {
 	return 0
 }
 
+// leaver is, in Backlog, the user whose association of an account
+// stopped being backlogged with the largest counter.
+type leaver struct {
+	user string
+	c    float64
+}
+
 // Clone returns an independent copy, for what-if ranking.
 func (l *Ledger) Clone() *Ledger {
 	if l == nil {
@@ -555,7 +561,7 @@ func (l *Ledger) Clone() *Ledger {
 	}
 	c.samples = slices.Clone(l.samples)
 	c.blAssocs, c.blAccounts = slices.Clone(l.blAssocs), slices.Clone(l.blAccounts)
-	c.nowAssocs, c.nowAccounts = nil, nil
+	c.nowAssocs, c.nowAccounts, c.leavers = nil, nil, nil
 	c.blUsage, c.nowUsage = make([]*assocUsage, len(c.blAssocs)), nil
 	for i, k := range c.blAssocs {
 		c.blUsage[i] = c.assocs[k]

@@ -200,7 +200,8 @@ func (m *multifactor) jobSize(j *Job) float64 {
 
 func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 	var ffs []fsFactor
-	g := groupByAssoc(s.Pending)
+	g, done := pooledGroups(s.Pending)
+	defer done()
 	switch {
 	case m.p.WeightFairshare > 0 && m.p.FairTree:
 		ft := fairTreeFactors(s, g.keys)

@@ -246,7 +246,9 @@ func unixNanoOrMin(t time.Time) int64 {
 //
 // sub, when not nil, is submitKeys(s.Pending), already computed.
 func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, error) {
-	return sc.rankWith(s, parts, sub, nil)
+	buf := getRankScratch()
+	defer buf.put()
+	return sc.rankWith(s, parts, sub, buf)
 }
 
 // rankWith is rank sorting in buf's buffers when buf is not nil.

@@ -62,7 +62,9 @@ func (*themis) readsShares() bool { return false }
 // running ones x keeps (assocGroups.activeUsers), not from a pass over
 // every running job: thousands on a big machine, at every cycle.
 func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
-	n := groupByAssoc(s.Pending).activeUsers(x.running)
+	g, done := pooledGroups(s.Pending)
+	n := g.activeUsers(x.running)
+	done()
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
 	for i := range s.Pending {

@@ -215,7 +215,7 @@ type sjob struct {
 	src   int32 // index in the input
 	need  int32
 	pos   int32 // index in pending
-	seq   int64 // running: its start's number, the running list's order (see runningAt)
+	seq   int64 // running: its start's number (from 1), the running list's order (see runningAt); 0 when not running
 	epoch int32 // bumped on preemption, to drop the stale end event
 	state policy.State
 	run   int64 // ns, capped at the limit
@@ -923,7 +923,10 @@ func (s *simulator) decidePreemptive() {
 	}
 }
 
-func (s *simulator) isRunning(k int32) bool { return s.runningAt(k) >= 0 }
+// isRunning is whether job k is running: a field read, where the
+// preemptive cycle asks it of every job it ranks (thousands running on a big
+// machine, each a binary search of the running list).
+func (s *simulator) isRunning(k int32) bool { return s.jobs[k].seq != 0 }
 
 // runningAt is where job k is in the running list, -1 when it is not
 // running. The list is in start order, so in order of seq: a binary search
@@ -1042,6 +1045,7 @@ func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k,
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
 	rj := removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
+	j.seq = 0
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
 		s.parts.give(j.alloc)

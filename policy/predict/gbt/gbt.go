@@ -208,6 +208,18 @@ type Trainer struct {
 	// splitBin is, per node of the tree being grown, the bin its split
 	// sends left up to (as threshold: the bin's upper cut).
 	splitBin []uint8
+	// leaves are the leaves of the tree being grown, each with the range
+	// of t.rows it holds, so that Train adds a leaf's value to its sampled
+	// rows without walking the tree for each.
+	leaves  []leafRows
+	leafBuf []float32 // leaf's scratch
+}
+
+// leafRows is a leaf of the tree being grown: t.rows[lo:hi] are the
+// sampled rows that reach it.
+type leafRows struct {
+	lo, hi int
+	value  float32
 }
 
 type histBin struct {
@@ -261,11 +273,21 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 		}
 		tree := t.growTree(x)
 		m.trees = append(m.trees, tree)
-		// Walked on the bins, which are compact, rather than on x: a
-		// split at bin b of feature f sends x left exactly when x's bin
-		// is at most b (leafValue's x[f] <= cuts[f][b]; see buildBins).
-		Parallel(n, n*t.Config.Depth, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
+		// The sampled rows are where growTree partitioned them: each
+		// leaf's own. The others walk the tree on their bins, which are
+		// compact, rather than on x: a split at bin b of feature f sends
+		// x left exactly when x's bin is at most b (leafValue's
+		// x[f] <= cuts[f][b]; see buildBins), as growTree's partition
+		// does. Either way a row adds its leaf's value once.
+		for _, l := range t.leaves {
+			for _, r := range t.rows[l.lo:l.hi] {
+				t.f[r] += l.value
+			}
+		}
+		rest := all[sub:]
+		Parallel(len(rest), len(rest)*t.Config.Depth, func(lo, hi int) {
+			for _, r := range rest[lo:hi] {
+				i := int(r)
 				t.f[i] += t.leafValueBinned(tree, t.bins[i*nf:(i+1)*nf])
 			}
 		})
@@ -392,6 +414,7 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 	nf := t.nf
 	tree := []gbtNode{{feature: -1}}
 	t.splitBin = append(t.splitBin[:0], 0)
+	t.leaves = t.leaves[:0]
 	stack := []open{{node: 0, lo: 0, hi: len(t.rows)}}
 	for len(stack) > 0 {
 		o := stack[len(stack)-1]
@@ -399,6 +422,7 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 		rows := t.rows[o.lo:o.hi]
 		if o.depth >= t.Config.Depth || len(rows) < 2*t.Config.MinLeaf {
 			tree[o.node].value = t.leaf(rows)
+			t.leaves = append(t.leaves, leafRows{o.lo, o.hi, tree[o.node].value})
 			t.release(o.hist)
 			continue
 		}
@@ -435,6 +459,7 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 		}
 		if bestF < 0 {
 			tree[o.node].value = t.leaf(rows)
+			t.leaves = append(t.leaves, leafRows{o.lo, o.hi, tree[o.node].value})
 			t.release(o.hist)
 			continue
 		}
@@ -546,7 +571,8 @@ func (t *Trainer) leaf(rows []int32) float32 {
 	if len(rows) == 0 {
 		return 0
 	}
-	v := make([]float32, len(rows))
+	t.leafBuf = resize(t.leafBuf, len(rows)) // every entry is written below
+	v := t.leafBuf
 	for i, r := range rows {
 		v[i] = t.resid[r]
 	}
