@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -54,11 +53,7 @@ func HistoryCluster(jobs []policy.Job, unit sim.Unit, nodes, perNode int) (sim.C
 	if nodes > 0 && perNode > 0 {
 		return c, nil
 	}
-	type ev struct {
-		t time.Time
-		d int
-	}
-	var evs []ev
+	var evs []useEvent[int]
 	widest, most := 0, 0
 	for i := range jobs {
 		j := &jobs[i]
@@ -69,23 +64,12 @@ func HistoryCluster(jobs []policy.Job, unit sim.Unit, nodes, perNode int) (sim.C
 		n := max(j.Nodes, 1)
 		widest = max(widest, n)
 		most = max(most, (need+n-1)/n)
-		evs = append(evs, ev{j.Start, need}, ev{j.End, -need})
+		evs = append(evs, useEvent[int]{j.Start.UnixNano(), need}, useEvent[int]{j.End.UnixNano(), -need})
 	}
 	if most == 0 {
 		return c, fmt.Errorf("no job of the history ran with %s: give --nodes and --per-node, or --unit", unit)
 	}
-	// Ends before starts at the same instant: the units are free again.
-	slices.SortFunc(evs, func(a, b ev) int {
-		if c := a.t.Compare(b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.d, b.d)
-	})
-	peak, cur := 0, 0
-	for _, e := range evs {
-		cur += e.d
-		peak = max(peak, cur)
-	}
+	peak := peakUse(evs)
 	if c.PerNode == 0 {
 		c.PerNode = most
 	}

@@ -88,28 +88,36 @@ func finishTimeFairness(j *policy.Job, units, capacity float64, tau time.Duratio
 // peakUnits is the largest number of units (GPUs, or processors) in use at
 // once by jobs, by Service rate.
 func peakUnits(jobs []policy.Job, svc policy.Service) float64 {
-	type ev struct {
-		t int64
-		d float64
-	}
-	evs := make([]ev, 0, 2*len(jobs))
+	evs := make([]useEvent[float64], 0, 2*len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
 		r := svc.Rate(j)
 		if j.Start.IsZero() || !j.End.After(j.Start) || r <= 0 {
 			continue
 		}
-		evs = append(evs, ev{j.Start.UnixNano(), r}, ev{j.End.UnixNano(), -r})
+		evs = append(evs, useEvent[float64]{j.Start.UnixNano(), r}, useEvent[float64]{j.End.UnixNano(), -r})
 	}
-	// Ends before starts at the same instant: a GPU freed and taken again
-	// at once is one GPU.
-	slices.SortFunc(evs, func(a, b ev) int {
+	return peakUse(evs)
+}
+
+// useEvent is a start (d > 0) or an end (d < 0) of d units in use at t
+// (Unix nanoseconds).
+type useEvent[T int | float64] struct {
+	t int64
+	d T
+}
+
+// peakUse is the most units in use at once over evs, which it sorts. Ends
+// come before starts at the same instant: a unit freed and taken again at
+// once is one unit.
+func peakUse[T int | float64](evs []useEvent[T]) T {
+	slices.SortFunc(evs, func(a, b useEvent[T]) int {
 		if c := cmp.Compare(a.t, b.t); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.d, b.d)
 	})
-	cur, peak := 0.0, 0.0
+	var cur, peak T
 	for _, e := range evs {
 		cur += e.d
 		peak = max(peak, cur)

@@ -27,22 +27,7 @@ import (
 func capturedServer(t *testing.T, refuse map[string]bool) *httptest.Server {
 	t.Helper()
 	dir := filepath.Join(shareddata.Dir(t, "data", "slurmrestd", "slurm-26.05.3"), "v0.0.45")
-	read := func(name string) (int, []byte) {
-		body, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := os.ReadFile(filepath.Join(dir, name+".headers"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, _, _ := bufio.NewReader(bytes.NewReader(h)).ReadLine()
-		st, err := strconv.Atoi(strings.Fields(string(line))[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st, body
-	}
+	read := func(name string) (int, []byte) { return readCapture(t, dir, name) }
 	files := map[string]string{
 		"GET /slurm/v0.0.45/jobs": "jobs.json", "GET /slurm/v0.0.45/nodes": "nodes.json", "GET /slurm/v0.0.45/partitions": "partitions.json",
 	}
@@ -124,3 +109,23 @@ func TestServeOnce_FailsOnAFailedWrite(t *testing.T) {
 }
 
 var _ serve.Source = (*slurmctl.Client)(nil)
+
+// readCapture is a captured slurmrestd answer in dir: the body of file
+// name and the HTTP status from the first line of name.headers.
+func readCapture(t *testing.T, dir, name string) (int, []byte) {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := os.ReadFile(filepath.Join(dir, name+".headers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := bufio.NewReader(bytes.NewReader(h)).ReadLine()
+	st, err := strconv.Atoi(strings.Fields(string(line))[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, body
+}

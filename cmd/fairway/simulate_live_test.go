@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"log/slog"
@@ -25,22 +23,7 @@ import (
 func layoutServer(t *testing.T, release, version string) (*httptest.Server, *int) {
 	t.Helper()
 	dir := filepath.Join(shareddata.Dir(t, "data", "slurmrestd", release), version)
-	read := func(name string) (int, []byte) {
-		body, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := os.ReadFile(filepath.Join(dir, name+".headers"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, _, _ := bufio.NewReader(bytes.NewReader(h)).ReadLine()
-		st, err := strconv.Atoi(strings.Fields(string(line))[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st, body
-	}
+	read := func(name string) (int, []byte) { return readCapture(t, dir, name) }
 	files := map[string]string{"/slurm/" + version + "/nodes": "nodes.json", "/slurm/" + version + "/partitions": "partitions.json"}
 	var n int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
