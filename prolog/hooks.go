@@ -294,6 +294,11 @@ func (h *Hooks) prologGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 		switch {
 		case shards < 0:
 			h.prepareUnknown(log, dev, g, &gs, job.ID, persist)
+			if gs.HeldExclusive {
+				if e, err := dev.EnergyMillijoules(); err == nil {
+					rec.GPUs[i].EnergyMJ = &e
+				}
+			}
 		case shards == 0:
 			h.prepareExclusive(ctx, log, dev, g, &gs, job.ID, persist)
 			if e, err := dev.EnergyMillijoules(); err == nil {
@@ -469,6 +474,12 @@ func (h *Hooks) prepareUnknown(log *slog.Logger, dev Device, g gpuRecord, gs *gp
 	}
 	gs.HeldExclusive = true
 	persist()
+	// Alone on the GPU its processes are the only ones accounted, so its
+	// usage is measured as a whole GPU's; shareAgain ends that if another
+	// job comes.
+	if err := dev.StartAccounting(); err != nil {
+		log.Warn("cannot start per-process accounting", "gpu", g.Minor, "err", err)
+	}
 }
 
 // shareAgain returns a GPU that prepareUnknown made exclusive to DEFAULT,
@@ -703,6 +714,11 @@ func (h *Hooks) epilogGPUs(ctx context.Context, log *slog.Logger, job Job, rec j
 			h.measure(log, dev, minor, rec, &u)
 			h.resetMode(log, dev, minor)
 		case rec.Shards > 0 || slices.Contains(gs.Sharers, job.ID) || slices.Contains(gs.Unknown, job.ID):
+			if gs.HeldExclusive && len(gs.Sharers) == 0 && slices.Equal(gs.Unknown, []int64{job.ID}) {
+				// Held whole since its prolog (shard lookup failed, no job
+				// came to share): the accounting is this job's alone.
+				h.measure(log, dev, minor, rec, &u)
+			}
 			gs.Sharers = slices.DeleteFunc(gs.Sharers, func(id int64) bool { return id == job.ID })
 			gs.Unknown = slices.DeleteFunc(gs.Unknown, func(id int64) bool { return id == job.ID })
 			if len(gs.Sharers) == 0 && len(gs.Unknown) == 0 {

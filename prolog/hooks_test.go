@@ -567,6 +567,64 @@ func TestHooks_UnknownShardsRecorded(t *testing.T) {
 	}
 }
 
+// TestHooks_UnknownShardsMeasured: a job whose shard lookup failed holds its
+// GPU whole until another job comes to share it. Alone, its processes are
+// the only ones NVML accounts, so its record carries the measurements a
+// whole-GPU job's does; once a sharer came, they are no longer its own.
+func TestHooks_UnknownShardsMeasured(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sharer   bool
+		measured bool
+	}{
+		{name: "alone", measured: true},
+		{name: "joined by a shard job", sharer: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(_ *Config, d *Deps) { d.Shards = failingLookup{} })
+			g := r.m.ByMinor(5)
+			if err := r.h.Prolog(budget(t, 5*time.Second), job(55, 5)); err != nil {
+				t.Fatalf("prolog: %v", err)
+			}
+			if !g.AccountingEnabled() {
+				t.Fatal("accounting off on the GPU the job holds alone")
+			}
+			if tc.sharer {
+				j := job(56, 5)
+				j.Shards = 2
+				if err := r.h.Prolog(budget(t, 5*time.Second), j); err != nil {
+					t.Fatalf("sharer's prolog: %v", err)
+				}
+			}
+			start := uint64(r.now.UnixMicro())
+			g.Run(6001, nvml.AccountingStats{GpuUtilization: 60, MaxMemoryUsage: 10 << 30, Time: 2000, StartTime: start + 1000})
+			g.Exit(6001)
+			g.AddEnergy(300_000)
+			r.now = r.now.Add(time.Hour)
+			if err := r.h.Epilog(budget(t, 10*time.Second), job(55, 5)); err != nil {
+				t.Fatalf("epilog: %v", err)
+			}
+			var got *Usage
+			for _, u := range r.store.sorted() {
+				if u.JobID == 55 {
+					got = &u
+				}
+			}
+			if got == nil {
+				t.Fatal("no record of job 55")
+			}
+			measured := got.UtilAvgPct != nil && *got.UtilAvgPct == 60 && got.MemPeakMB != nil && *got.MemPeakMB == 10<<10 &&
+				got.EnergyJoules != nil && *got.EnergyJoules == 300
+			if measured != tc.measured {
+				t.Errorf("record %+v: measured %v, want %v", *got, measured, tc.measured)
+			}
+			if !tc.measured && (got.UtilAvgPct != nil || got.EnergyJoules != nil) {
+				t.Errorf("record of a shared GPU carries measurements: %+v", *got)
+			}
+		})
+	}
+}
+
 // TestHooks_SegfaultNamedLikeXIDDoesNotDrain: a user's crashing program
 // named "NVRM: Xid (PCI:<the GPU's address>): 79, x" puts the kernel's
 // segfault line in the log; the next prolog on that GPU must not drain the
