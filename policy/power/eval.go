@@ -132,6 +132,11 @@ type EvalResult struct {
 	// Sigma[h−1] and SigmaAnchored[h−1] are the validation forecasts' RMSE
 	// h steps ahead (plain and anchored GBT), the envelope's margin unit.
 	Sigma, SigmaAnchored []float64
+	// TrustLimit is the largest distance between the anchored and the
+	// plain forecast's first lead over the validation days: beyond it on
+	// the test days the early power-down does not trust the forecast
+	// (driver.trust).
+	TrustLimit float64
 	// Chosen is the family setting chosen on the validation days, out of
 	// Searched; Validation holds its rows, the artifact's and the
 	// idle-time rule's there.
@@ -346,7 +351,7 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	from := func(fc *Forecasts) func(int) []float64 {
 		return func(i int) []float64 { return fc.At(testLo + i) }
 	}
-	drive := driver{plain: issued["gbt"], anchored: issued["gbt anchored"], lo: testLo, sigma: res.Sigma, sigmaAnchored: res.SigmaAnchored}
+	drive := driver{plain: issued["gbt"], anchored: issued["gbt anchored"], lo: testLo, sigma: res.Sigma, sigmaAnchored: res.SigmaAnchored, trustLimit: res.TrustLimit}
 	settings := []Setting{artifact}
 	if res.Chosen != artifact {
 		settings = append(settings, res.Chosen)
@@ -489,6 +494,31 @@ type driver struct {
 	plain, anchored      *Forecasts
 	lo                   int
 	sigma, sigmaAnchored []float64
+	// trustLimit is the largest shift (driver.shift) over the validation
+	// days; negative: no guard (driver.trust).
+	trustLimit float64
+}
+
+// shift is how far the anchored forecast issued at step i is from the
+// plain one at the first lead: the model's error at i, the anchor.
+func (d driver) shift(i int) float64 {
+	return math.Abs(d.anchored.At(i)[0] - d.plain.At(i)[0])
+}
+
+// trust is the early power-down's guard for an anchored setting (nil for
+// the others): the anchored forecast issued at step i is the plain one
+// shifted by the model's error at i, and where that shift is beyond the
+// largest the validation days saw (trustLimit), the demand has done what
+// the forecast was never validated on (on Philly's test days, the
+// sequence falling from 284 active nodes to 0 for 40 minutes and back),
+// and the early power-down, a bet on the forecast over the rest of a
+// node's idle time, is not made on it. On the validation days it never
+// acts, so it changes no choice made there.
+func (d driver) trust(st Setting) func(int) bool {
+	if !st.Anchored || st.EarlyFrac <= 0 || d.trustLimit < 0 {
+		return nil
+	}
+	return func(i int) bool { return d.shift(d.lo+i) <= d.trustLimit }
 }
 
 func (d driver) of(st Setting) (name string, fc func(int) []float64, sigma []float64) {
@@ -571,7 +601,9 @@ func replayCurve(st, artifact Setting, buffers []int, idleAfter []time.Duration,
 	if st.Hybrid {
 		for _, t := range idleAfter {
 			for _, b := range buffers {
-				m, days, err := p.hybrid(st.HybridRule(t, b, fc, sigma))
+				h := st.HybridRule(t, b, fc, sigma)
+				h.EarlyTrust = d.trust(st)
+				m, days, err := p.hybrid(h)
 				if err != nil {
 					return nil, err
 				}
@@ -622,6 +654,10 @@ func chooseSetting(res *EvalResult, s, fine *Series, vmodel *GBTForecaster, vali
 		return fmt.Errorf("evaluate: %d validation steps, want more than the forecast horizon %d", validHi-validLo, horizon)
 	}
 	d := driver{plain: Issue(vmodel, s, validLo, validHi, horizon), anchored: Issue(Anchored{F: vmodel}, s, validLo, validHi, horizon), lo: validLo}
+	for i := validLo; i < validHi; i++ {
+		res.TrustLimit = max(res.TrustLimit, d.shift(i))
+	}
+	d.trustLimit = res.TrustLimit
 	res.Sigma, res.SigmaAnchored = make([]float64, horizon), make([]float64, horizon)
 	for h := 1; h <= horizon; h++ {
 		res.Sigma[h-1] = d.plain.Lead(s, validLo+h, validHi, h).RMSE
@@ -742,6 +778,7 @@ func (r *EvalResult) write(w io.Writer, brief bool) error {
 	fmt.Fprintf(w, "predictive setting chosen on the validation days out of %d: %s (the artifact's: %s)\n", r.Searched, r.Chosen, r.artifactName())
 	fmt.Fprintf(w, "rules replayed against the demand of every minute: the trend and envelope rules decide at the end of each %s step, Slurm's idle-time rule acts on each node's idle time, the hybrid every minute on each node's idle time and the latest forecast; a resume takes %s under every rule\n",
 		shortDuration(r.Step), shortDuration(r.Resume))
+	fmt.Fprintf(w, "the early power-down trusts the anchored forecast where its first lead is within %.1f nodes of the plain one (the most the validation days saw)\n", r.TrustLimit)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "row\tforecast\tlead\tRMSE\tSMAPE %\tmean off\tnode-h off\tutil powered\tutil cluster\tchanges/day\tups/day\tlack node-min\tlack events\t")
 	for _, f := range r.Forecasts {

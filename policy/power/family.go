@@ -32,6 +32,10 @@ type Setting struct {
 	// EarlyFrac of the idle time powers down when the forecast plus EarlyK
 	// times each lead's RMSE leaves it surplus; 0 is off.
 	EarlyFrac, EarlyK float64
+	// The hybrid's trend nowcast (Hybrid.RampWindow), in minutes and
+	// nodes per node of rise; RampWindow 0 is off.
+	RampWindow, RampAfter, RampExpire int
+	RampGain                          float64
 	// Anchored drives the rule with the GBT forecast shifted by its error
 	// at the issue step (Anchored) rather than the plain GBT forecast.
 	Anchored bool
@@ -56,6 +60,9 @@ func (st Setting) String() string {
 		}
 		if st.EarlyFrac > 0 {
 			s += fmt.Sprintf(", early at %.2g×idle if surplus %+gσ", st.EarlyFrac, st.EarlyK)
+		}
+		if st.RampWindow > 0 {
+			s += fmt.Sprintf(", ramp %g×rise over %dm after %dm lacking, expire %dm", st.RampGain, st.RampWindow, st.RampAfter, st.RampExpire)
 		}
 		return s
 	}
@@ -125,7 +132,9 @@ func margins(k float64, n int, sigma []float64) []float64 {
 func (st Setting) HybridRule(idle time.Duration, buffer int, forecast func(int) []float64, sigma []float64) *Hybrid {
 	h := &Hybrid{IdleAfter: idle, Lookahead: time.Duration(st.Lookahead) * time.Minute, Buffer: buffer,
 		Margin: margins(st.K, len(sigma), sigma), Forecast: forecast, NoAhead: st.NoAhead,
-		Label: st.hybridLabel(idle, buffer)}
+		Label:      st.hybridLabel(idle, buffer),
+		RampWindow: time.Duration(st.RampWindow) * time.Minute, RampAfter: time.Duration(st.RampAfter) * time.Minute,
+		RampExpire: time.Duration(st.RampExpire) * time.Minute, RampGain: st.RampGain}
 	if st.EarlyFrac > 0 {
 		h.EarlyAfter = time.Duration(st.EarlyFrac * float64(idle)).Round(time.Minute)
 		h.EarlyMargin = margins(st.EarlyK, len(sigma), sigma)
@@ -200,6 +209,27 @@ func DefaultFamily() []Setting {
 		for _, frac := range []float64{1.0 / 3, 1.0 / 2, 2.0 / 3} {
 			for _, ek := range []float64{2, 3, 4} {
 				out = append(out, Setting{Hybrid: true, Lookahead: 10, K: k, NoAhead: true, Anchored: true, EarlyFrac: frac, EarlyK: ek})
+			}
+		}
+	}
+	// The hybrid with the trend nowcast (Hybrid.RampWindow): the anchored
+	// hybrid without and with the early power-down, resuming ahead of a
+	// rise that has outrun the powered nodes for 2 minutes and still
+	// rises half or all of its rise over the last 2 or 5 minutes, those
+	// unused going down 2 or 5 minutes after they became usable.
+	for _, base := range []Setting{
+		{Hybrid: true, Lookahead: 10, K: -0.5, NoAhead: true, Anchored: true},
+		{Hybrid: true, Lookahead: 10, K: 0, NoAhead: true, Anchored: true},
+		{Hybrid: true, Lookahead: 10, K: -0.5, NoAhead: true, Anchored: true, EarlyFrac: 1.0 / 3, EarlyK: 4},
+		{Hybrid: true, Lookahead: 10, K: 0, NoAhead: true, Anchored: true, EarlyFrac: 1.0 / 3, EarlyK: 3},
+	} {
+		for _, w := range []int{2, 5} {
+			for _, g := range []float64{0.5, 1} {
+				for _, e := range []int{2, 5} {
+					st := base
+					st.RampWindow, st.RampAfter, st.RampGain, st.RampExpire = w, 2, g, e
+					out = append(out, st)
+				}
 			}
 		}
 	}

@@ -19,9 +19,12 @@ import (
 // minute demand allows; the validation days choose a hybrid setting (Slurm's
 // idle clock, the forecast holding idle nodes), which reads the forecast.
 // The dominance asked for in issue 30, judged by the row validation
-// picked for each SuspendTime, holds on the test days for 10m and 30m and
-// not for 1h: the test pins the verdicts so that a change that moves
-// them, or a table that claims otherwise, is noticed.
+// picked for each SuspendTime, holds on the test days for 10m, 30m and
+// 1h: 1h's pick resumes ahead of a rise that outran the powered nodes
+// (the trend nowcast) and its early power-down does not trust the
+// forecast the sequence's 40-minute fall to 0 active nodes on 12-06
+// anchored (docs/POWER.md). The test pins the verdicts so that a change
+// that moves them, or a table that claims otherwise, is noticed.
 func TestEvaluate_Philly(t *testing.T) {
 	dir := shareddata.Dir(t, "data", "power")
 	f, err := os.Open(filepath.Join(dir, "philly_node_sequence.csv.gz"))
@@ -89,13 +92,13 @@ func TestEvaluate_Philly(t *testing.T) {
 	if !res.Chosen.ReadsForecast() {
 		t.Errorf("chosen %s reads no forecast", res.Chosen)
 	}
-	if res.Dominates {
-		t.Errorf("the validation picks now dominate the idle-time rule at every SuspendTime; update docs/POWER.md and this test")
+	if !res.Dominates {
+		t.Errorf("the validation picks no longer dominate the idle-time rule at every SuspendTime; update docs/POWER.md and this test")
 	}
 	// The verdict is the validation picks' (Pick): for each idle-time
 	// setting, the row of any setting that dominated it on validation with
 	// the most margin, replayed on the test days.
-	want := map[string]bool{"idle-time 10m": true, "idle-time 30m": true, "idle-time 1h": false}
+	want := map[string]bool{"idle-time 10m": true, "idle-time 30m": true, "idle-time 1h": true}
 	if len(res.Picks) != len(want) {
 		t.Fatalf("%d picks, want one per idle-time setting", len(res.Picks))
 	}

@@ -248,6 +248,22 @@ func (f *fleet) powerDown(n int) {
 	}
 }
 
+// powerDownSince powers off up to n of the nodes idle since step since.
+func (f *fleet) powerDownSince(since, n int) {
+	for k := range f.idle {
+		if f.idle[k].since != since {
+			continue
+		}
+		d := min(n, f.idle[k].n)
+		f.idle[k].n -= d
+		f.idleN -= d
+		if f.idle[k].n == 0 {
+			f.idle = append(f.idle[:k], f.idle[k+1:]...)
+		}
+		return
+	}
+}
+
 // suspendIdle powers off every node idle for at least steps steps by the
 // end of step m (Slurm's SuspendTime, each node's own clock).
 func (f *fleet) suspendIdle(m, steps int) {
@@ -428,7 +444,12 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		earlyLook = max(idle-early, 0) + f.resume
 	}
 	var need, needEarly []int
-	issued := -1
+	issued, trusted := -1, true
+	var rp *ramp
+	if h.RampWindow > 0 && h.RampGain > 0 {
+		rp = &ramp{window: max(int((h.RampWindow+demand.Step-1)/demand.Step), 1), gain: h.RampGain,
+			after: max(int((h.RampAfter+demand.Step-1)/demand.Step), 1), expire: int((h.RampExpire + demand.Step - 1) / demand.Step)}
+	}
 	reach := hybridReach(max(look, earlyLook), f.resume, k)
 	for m := range decide.Len() * k {
 		a := demand.Active[m]
@@ -436,6 +457,7 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		f.record(a, lack)
 		if i := (m+1)/k - 1; i > issued { // step i has just ended: a new forecast
 			issued = i
+			trusted = h.EarlyTrust == nil || h.EarlyTrust(i)
 			fc := h.Forecast(i)
 			if len(fc) < reach {
 				return Metrics{}, fmt.Errorf("replay %s: forecast of %d steps at step %d, want %d", h.Name(), len(fc), i, reach)
@@ -447,6 +469,9 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 					needEarly = append(needEarly, nodesWanted(fc[lead-1], lead, h.EarlyMargin, h.Buffer))
 				}
 			}
+		}
+		if rp != nil {
+			rp.act(f, demand, m, lack)
 		}
 		if issued < 0 { // no forecast yet: Slurm's rule alone
 			f.suspendIdle(m, idle)
@@ -461,7 +486,7 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		}
 		total := demand.Total[m]
 		f.suspendIdleKeep(m, idle, min(keep, total))
-		if early > 0 {
+		if early > 0 && trusted {
 			keepEarly := keep
 			for j := (m + 1) / k; j <= (m+earlyLook)/k; j++ {
 				keepEarly = max(keepEarly, needEarly[j-issued-1])
@@ -475,6 +500,57 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		}
 	}
 	return f.metrics(h.Name(), demand.Step), nil
+}
+
+// ramp is the hybrid's trend nowcast (Hybrid.RampWindow): the nodes it
+// resumed ahead of a rise, by the step they became usable, so that those
+// the rise did not reach go back down.
+type ramp struct {
+	window, after, expire int
+	gain                  float64
+	lacking               int       // consecutive steps with lack, up to now
+	ahead                 []idleRun // since = the first step the nodes are usable
+}
+
+// act runs after step m is served with lack: first the nodes resumed
+// ahead that have idled expire steps since they became usable power down
+// (up to as many as were resumed ahead, from those idle since then: by
+// count they are the same nodes), then, if the last after steps all
+// lacked and demand rose in m, it resumes ceil(gain × the rise of demand
+// over the last window steps) beyond the demand. It reads demand up to step m only, and resumes from step m,
+// as Slurm does for the lack itself: both answer the same demand, the
+// one that found no usable node (in serve, the same cycle).
+func (r *ramp) act(f *fleet, demand *Series, m, lack int) {
+	for len(r.ahead) > 0 && r.ahead[0].since+r.expire <= m {
+		f.powerDownSince(r.ahead[0].since, r.ahead[0].n)
+		r.ahead = r.ahead[1:]
+	}
+	if lack <= 0 {
+		r.lacking = 0
+		return
+	}
+	r.lacking++
+	if r.lacking < r.after || m < r.window || demand.Active[m] <= demand.Active[m-1] {
+		return
+	}
+	a := demand.Active[m]
+	low := a
+	for j := m - r.window; j < m; j++ {
+		low = min(low, demand.Active[j])
+	}
+	if low >= a {
+		return
+	}
+	want := a + int(math.Ceil(r.gain*float64(a-low)-1e-9))
+	on := f.powered()
+	if want <= on {
+		return
+	}
+	n := min(want-on, f.total-on)
+	f.boot(m, n)
+	if n > 0 {
+		r.ahead = append(r.ahead, idleRun{since: m + f.resume, n: n})
+	}
 }
 
 // nodesWanted is a forecast v for lead steps ahead plus that lead's

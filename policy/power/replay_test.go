@@ -332,12 +332,15 @@ func TestReplayHybrid_NeverReadsTheFuture(t *testing.T) {
 			fc[i][h] = r.Float64() * 20
 		}
 	}
-	run := func(active []int, fc [][]float64, early bool) []Step {
+	run := func(active []int, fc [][]float64, mode string) []Step {
 		var steps []Step
 		h := &Hybrid{IdleAfter: 2 * time.Minute, Lookahead: 15 * time.Minute, Buffer: 1, Margin: []float64{0.5, 1},
 			Forecast: func(i int) []float64 { return fc[i] }}
-		if early { // the early test reads until the idle clock, and a resume
+		switch mode {
+		case "early": // the early test reads until the idle clock, and a resume
 			h.IdleAfter, h.EarlyAfter, h.EarlyMargin = 20*time.Minute, 5*time.Minute, []float64{1, 2}
+		case "ramp": // the trend nowcast reads the demand of the last minutes
+			h.IdleAfter, h.RampWindow, h.RampGain, h.RampExpire, h.RampAfter = 20*time.Minute, 3*time.Minute, 0.5, 2*time.Minute, 2*time.Minute
 		}
 		demand := minuteSeries(30, active...)
 		if _, err := replayHybrid(h, coarsen(demand, k), demand, 3*time.Minute, &steps, nil); err != nil {
@@ -345,8 +348,8 @@ func TestReplayHybrid_NeverReadsTheFuture(t *testing.T) {
 		}
 		return steps
 	}
-	for _, early := range []bool{false, true} {
-		before := run(active, fc, early)
+	for _, mode := range []string{"", "early", "ramp"} {
+		before := run(active, fc, mode)
 		for _, m := range []int{0, 9, 10, 57, 99, 150, 198} {
 			a := append([]int(nil), active...)
 			for j := m + 1; j < minutes; j++ {
@@ -359,9 +362,9 @@ func TestReplayHybrid_NeverReadsTheFuture(t *testing.T) {
 					f[i] = []float64{30, 30, 30, 30, 30, 30}
 				}
 			}
-			after := run(a, f, early)
+			after := run(a, f, mode)
 			if diff := cmp.Diff(before[:m+1], after[:m+1]); diff != "" {
-				t.Errorf("early %v: minutes 0–%d changed with what came after them (-before +after)\n%s", early, m, diff)
+				t.Errorf("%q: minutes 0–%d changed with what came after them (-before +after)\n%s", mode, m, diff)
 			}
 		}
 	}
@@ -414,9 +417,16 @@ func TestReplayHybrid_Early(t *testing.T) {
 		// hold (the step after the minute) keeps them to its end.
 		{"early, down to what the forecast wants", 2 * time.Minute, 3, append(append(fill(5, 7), fill(3, 8)...), fill(0, 5)...)},
 		{"early at the idle time is off", 6 * time.Minute, 0, append(fill(5, 11), fill(0, 9)...)},
+		// The forecasts issued at the end of minutes 4 and 9 are not
+		// trusted: the early power-down waits for the one issued at the
+		// end of minute 14, and Slurm's clock comes first.
+		{"early, the forecast not trusted: Slurm's clock", 2 * time.Minute, -1, append(fill(5, 11), fill(0, 9)...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := Hybrid{IdleAfter: 6 * time.Minute, EarlyAfter: tc.early, NoAhead: true, Forecast: stepForecast(2, tc.want, 4)}
+			h := Hybrid{IdleAfter: 6 * time.Minute, EarlyAfter: tc.early, NoAhead: true, Forecast: stepForecast(2, max(tc.want, 0), 4)}
+			if tc.want < 0 {
+				h.EarlyTrust = func(i int) bool { return i >= 2 }
+			}
 			var steps []Step
 			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
 				t.Fatal(err)
@@ -429,5 +439,96 @@ func TestReplayHybrid_Early(t *testing.T) {
 				t.Errorf("lack (-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReplayHybrid_Ramp: 20 nodes, all off after their 10 idle minutes
+// (minutes 0–9), resume 2 minutes, decisions every 5, a forecast that
+// wants nothing. Demand rises by 2 a minute in minutes 10–13 to 8 and
+// stays. Slurm's resume covers only the nodes lacking in the minute, so
+// each minute of the rise lacks the rise of the last two (16
+// node-minutes); the trend nowcast resumes the last minute's rise again
+// beyond the demand, the rise finds them usable a minute earlier (10),
+// and the 2 resumed for a rise that had stopped (usable at minute 15) go
+// down 2 minutes after, or, expiring later than the idle clock, at the
+// idle clock (minute 24).
+func TestReplayHybrid_Ramp(t *testing.T) {
+	active := append(append(make([]int, 10), 2, 4, 6, 8), slices.Repeat([]int{8}, 16)...)
+	demand := minuteSeries(20, active...)
+	fill := func(v, n int) []int { return slices.Repeat([]int{v}, n) }
+	cat := func(parts ...[]int) []int { return slices.Concat(parts...) }
+	for _, tc := range []struct {
+		name             string
+		window, expire   time.Duration
+		after            time.Duration
+		gain             float64
+		wantOn, wantLack []int
+	}{
+		{"no nowcast: Slurm's resume", 0, 0, 0, 0,
+			cat(fill(20, 10), []int{2, 4, 6}, fill(8, 17)), cat(fill(0, 10), []int{2, 4, 4, 4, 2}, fill(0, 15))},
+		{"the rise again, unused ones down after 2 minutes", time.Minute, 2 * time.Minute, 0, 1,
+			cat(fill(20, 10), []int{2, 4, 6, 8}, fill(10, 4), fill(8, 12)), cat(fill(0, 10), []int{2, 4, 2, 2}, fill(0, 16))},
+		// Waiting for the second lacking minute: the first minute of the
+		// rise lacks as under Slurm's rule.
+		{"after 2 lacking minutes", time.Minute, 2 * time.Minute, 2 * time.Minute, 1,
+			cat(fill(20, 10), []int{2, 4, 6, 8}, fill(10, 4), fill(8, 12)), cat(fill(0, 10), []int{2, 4, 4, 2}, fill(0, 16))},
+		{"expiring after the idle clock: the clock", time.Minute, 20 * time.Minute, 0, 1,
+			cat(fill(20, 10), []int{2, 4, 6, 8}, fill(10, 11), fill(8, 5)), cat(fill(0, 10), []int{2, 4, 2, 2}, fill(0, 16))},
+		{"no gain: no nowcast", time.Minute, 2 * time.Minute, 0, 0,
+			cat(fill(20, 10), []int{2, 4, 6}, fill(8, 17)), cat(fill(0, 10), []int{2, 4, 4, 4, 2}, fill(0, 15))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Hybrid{IdleAfter: 10 * time.Minute, NoAhead: true, Forecast: stepForecast(-1, 0, 5),
+				RampWindow: tc.window, RampExpire: tc.expire, RampAfter: tc.after, RampGain: tc.gain}
+			var steps []Step
+			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
+				t.Fatal(err)
+			}
+			on, lack := onAndLack(steps)
+			if diff := cmp.Diff(tc.wantOn, on); diff != "" {
+				t.Errorf("powered (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantLack, lack); diff != "" {
+				t.Errorf("lack (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDriverTrust: the early power-down's guard trusts an anchored
+// forecast whose first lead is as near the plain forecast's as the
+// validation days ever saw (trustLimit), and guards only anchored
+// settings with the early power-down.
+func TestDriverTrust(t *testing.T) {
+	fc := func(first ...float64) *Forecasts {
+		f := &Forecasts{Lo: 10, Hi: 10 + len(first), Horizon: 2, v: make([]float64, 2*len(first))}
+		for i, v := range first {
+			f.At(10 + i)[0] = v
+		}
+		return f
+	}
+	d := driver{plain: fc(280, 280, 280, 280), anchored: fc(280, 250, 249, 0), lo: 10, trustLimit: 30}
+	early := Setting{Hybrid: true, Lookahead: 10, NoAhead: true, Anchored: true, EarlyFrac: 1.0 / 3, EarlyK: 4}
+	trust := d.trust(early)
+	if trust == nil {
+		t.Fatal("no guard for an anchored setting with the early power-down")
+	}
+	for i, want := range []bool{true, true, false, false} {
+		if got := trust(i); got != want {
+			t.Errorf("step %d (anchored %v, plain %v, limit 30): trusted %v, want %v", i, d.anchored.At(10 + i)[0], d.plain.At(10 + i)[0], got, want)
+		}
+	}
+	plain := early
+	plain.Anchored = false
+	noEarly := early
+	noEarly.EarlyFrac = 0
+	for _, st := range []Setting{plain, noEarly} {
+		if d.trust(st) != nil {
+			t.Errorf("%s: a guard, want none (it reads the plain forecast or makes no early power-down)", st)
+		}
+	}
+	d.trustLimit = -1
+	if d.trust(early) != nil {
+		t.Error("a guard with no limit, want none")
 	}
 }
