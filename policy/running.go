@@ -39,7 +39,15 @@ type runningIndex struct {
 	appended  bool
 	fresh     []*runRec
 	freshJobs []*Job
-	dirty     []*runSum // sums to add up again
+	// byStart lists the records in the order their jobs were first seen
+	// running under RunningAppended, each with the stamp its record had
+	// then: the Engine's sweep charges the running jobs in that order, so
+	// that the caller's Running need not keep it. An entry whose record
+	// left (gone) or was reused (another stamp) is skipped, and dropped
+	// once such entries are many.
+	byStart []startEnt
+	stamps  uint64
+	dirty   []*runSum // sums to add up again
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
 	slab  []runRec
@@ -65,11 +73,24 @@ type runRec struct {
 	runSec        float64       // its seconds, kept to spare the division
 	rate          float64       // Service.Rate of the job, and
 	limit         time.Duration // its TimeLimit, under RunningAppended
+	start         time.Time     // the job's Start
+	stamp         uint64        // its entry in byStart, 0 when none
+	leaving       bool          // in this cycle's Stopped (see Engine.sweepAppended)
 	committed     float64       // max(0, predicted service − attained)
 	seen          uint64
 	fresh         bool // new to the index: read its prediction and service
 	gone          bool
 }
+
+// startEnt is an entry of runningIndex.byStart.
+type startEnt struct {
+	r     *runRec
+	stamp uint64
+}
+
+// live reports whether the entry's record still holds the job it held
+// when listed, running.
+func (e startEnt) live() bool { return e.r.stamp == e.stamp && !e.r.gone }
 
 // runSum is the committed service of one association's or account's
 // running jobs.
@@ -145,7 +166,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 		case r.seen == x.cycle:
 			continue // a job id listed twice is one job
 		}
-		r.seen = x.cycle
+		r.seen, r.start = x.cycle, j.Start
 		x.attach(r, j, l, shares)
 		next, cur = append(next, r), append(cur, j)
 	}
@@ -181,6 +202,14 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 // running job.
 func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) {
 	if !x.appended {
+		// The jobs that did not stop are in the previous match's order.
+		clear(x.byStart)
+		x.byStart = x.byStart[:0]
+		for _, r := range x.order {
+			if !r.gone {
+				x.listStart(r)
+			}
+		}
 		clear(x.order)
 		x.order, x.appended = x.order[:0], true
 	}
@@ -191,15 +220,28 @@ func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) 
 			continue // a job id listed twice is one job
 		}
 		r := x.newRec()
-		r.id, r.fresh, r.seen = j.ID, true, x.cycle
+		r.id, r.fresh, r.seen, r.start = j.ID, true, x.cycle, j.Start
 		x.jobs[j.ID] = r
 		x.newRun = append(x.newRun, int32(i))
 		x.attach(r, j, l, shares)
 		x.fresh, x.freshJobs = append(x.fresh, r), append(x.freshJobs, j)
+		x.listStart(r)
+	}
+	if len(x.byStart) > 2*len(x.jobs)+256 {
+		// Records leave faster than jobs start only in bursts: drop the
+		// dead entries, keeping the order of the others.
+		x.byStart = slices.DeleteFunc(x.byStart, func(e startEnt) bool { return !e.live() })
 	}
 	x.free = append(x.free, x.left...)
 	clear(x.left)
 	x.left = x.left[:0]
+}
+
+// listStart appends r to byStart.
+func (x *runningIndex) listStart(r *runRec) {
+	x.stamps++
+	r.stamp = x.stamps
+	x.byStart = append(x.byStart, startEnt{r: r, stamp: r.stamp})
 }
 
 // attach puts r, now running j, into the sums of j's association and
@@ -258,8 +300,10 @@ func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l
 	}
 	for k, r := range x.order {
 		j := x.cur[k]
-		// The job's own fields may change: they are read each time.
-		x.settleRec(r, refresh, predicted, l, svc.Rate(j), j.TimeLimit)
+		// The job's own fields may change: they are read each time (and
+		// kept, should the next observations be appended).
+		r.rate, r.limit = svc.Rate(j), j.TimeLimit
+		x.settleRec(r, refresh, predicted, l, r.rate, r.limit)
 	}
 	clear(x.cur) // keep no pointer into the observation
 	x.cur = x.cur[:0]

@@ -215,6 +215,7 @@ type sjob struct {
 	src   int32 // index in the input
 	need  int32
 	pos   int32 // index in pending
+	rpos  int32 // with simulator.loose, index in running while it runs
 	seq   int64 // running: its start's number (from 1), the running list's order (see runningAt); 0 when not running
 	epoch int32 // bumped on preemption, to drop the stale end event
 	state policy.State
@@ -260,6 +261,15 @@ type simulator struct {
 	running []policy.Job
 	runK    []int32
 	starts  int64 // starts so far, numbering them (sjob.seq)
+	// loose, when nothing but the engine reads the running list (no
+	// OnCycle, no forecast, no preemption, no GPU sharing), keeps it as
+	// Observation.RunningAppended allows rather than in start order: the
+	// jobs the engine saw running at its last cycle (the first runBase),
+	// in any order, then the ones started since; a job that stops has the
+	// last of its part moved into its place (sjob.rpos), where keeping
+	// start order moves every job behind it, thousands on a big machine.
+	loose   bool
+	runBase int
 	stopped []policy.Job
 	cands   []policy.Job // preemptive: pending + running
 	trueRun map[int64]time.Duration
@@ -460,6 +470,7 @@ func (s *simulator) load(res *Result) error {
 	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
 		s.static, _ = policy.NewStaticOrder(s.cfg.Policy)
 		s.bare = s.static != nil && !policy.ReadsPredictions(s.cfg.Policy)
+		s.loose = s.sh == nil
 	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
@@ -733,6 +744,7 @@ func (s *simulator) cycle() error {
 		s.cands = append(append(s.cands[:0], s.pending...), s.running...)
 		o.Pending = s.cands
 	}
+	s.runBase = len(s.running)
 	snap, ranking, err := s.eng.Cycle(&o)
 	if err != nil {
 		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
@@ -774,6 +786,7 @@ func (s *simulator) cycleStatic() error {
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
 		RunningAppended: true}
 	var snap *policy.Snapshot
+	s.runBase = len(s.running)
 	if s.bare {
 		s.snap = policy.Snapshot{Now: o.Now, Pending: o.Pending, Running: o.Running, TrueRun: o.TrueRun, Shares: s.cfg.Shares,
 			Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
@@ -1016,6 +1029,7 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 	pj.Start, pj.State = s.at(s.now), policy.StateRunning
 	s.starts++
 	j.seq = s.starts
+	j.rpos = int32(len(s.running))
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
 	s.insertLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
@@ -1041,10 +1055,45 @@ func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k,
 	return rj
 }
 
+// removeLoose removes running job k from a loose running list. When the
+// engine has seen k running, the last job it has seen takes k's place and
+// the jobs started since move down by one, keeping their start order (the
+// engine learns their order from the list); otherwise the jobs started
+// after k move down. Only the jobs started since the engine's last cycle
+// move, a handful where the list holds thousands.
+func (s *simulator) removeLoose(k int32) policy.Job {
+	p, last := int(s.jobs[k].rpos), len(s.running)-1
+	rj := s.running[p]
+	if p < s.runBase {
+		s.runBase--
+		s.moveRunning(s.runBase, p)
+		p = s.runBase
+	}
+	for q := p; q < last; q++ {
+		s.moveRunning(q+1, q)
+	}
+	s.running[last] = policy.Job{} // keep no strings alive
+	s.running, s.runK = s.running[:last], s.runK[:last]
+	return rj
+}
+
+// moveRunning moves entry from of the running list to entry to.
+func (s *simulator) moveRunning(from, to int) {
+	if from != to {
+		s.running[to], s.runK[to] = s.running[from], s.runK[from]
+		s.jobs[s.runK[to]].rpos = int32(to)
+	}
+}
+
 // stop takes running job k off the cluster now and returns its Job.
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
-	rj := removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
+	var rj policy.Job
+	if s.loose {
+		rj = s.removeLoose(k)
+	} else {
+		rj = removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
+	}
 	j.seq = 0
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
