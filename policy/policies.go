@@ -122,7 +122,7 @@ var registry = []Entry{
 	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{PredictionBlind: true}, NewFairshare),
 	entry("slurm", "Slurm's priority/multifactor with the site's weights (scontrol show config)", Traits{Family: true, PredictionBlind: true}, NewMultifactor),
 	entry("vtc", "Virtual Token Counter: the least-served user first (Sheng et al., OSDI'24)", Traits{}, NewVTC),
-	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true}, NewTiresias),
+	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true, PredictionBlind: true}, NewTiresias),
 	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),
 	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{StaticOrder: true}, NewQSSF),
 	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{StaticOrder: true, PredictionBlind: true}, NewSJFLimit),
