@@ -134,6 +134,7 @@ type Engine struct {
 	started   bool
 	lastSweep time.Time
 	swept     bool
+	sweptNow  bool // the last Update charged every running job
 	cycle     uint64
 	snap      Snapshot
 }
@@ -254,6 +255,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		}
 		e.lastSweep, e.swept = o.Now, true
 	}
+	e.sweptNow = sweep
 
 	// 2. Finish the jobs that left, and learn from them.
 	for i := range o.Stopped {
@@ -375,6 +377,12 @@ func (e *Engine) sweepAppended(o *Observation) {
 		e.chargeRunning(&o.Running[i], o.Now)
 	}
 }
+
+// Swept reports whether the last Cycle or Update charged every running job
+// up to its Now (a charging period had passed); otherwise it charged only
+// the jobs that stopped. A caller that keeps jobs in an order keyed by
+// what they were charged (NewServiceOrder) keys those again.
+func (e *Engine) Swept() bool { return e.sweptNow }
 
 // Repredicted lists the jobs, pending or newly running, whose entry in the
 // last cycle's Snapshot.Predicted changed in that cycle: predicted for the

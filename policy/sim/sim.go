@@ -262,7 +262,8 @@ type simulator struct {
 	runK    []int32
 	starts  int64 // starts so far, numbering them (sjob.seq)
 	// loose, when nothing but the engine reads the running list (no
-	// OnCycle, no forecast, no preemption, no GPU sharing), keeps it as
+	// OnCycle, no forecast, no GPU sharing; no preemption, or byService's,
+	// which preempts in reverse start order by sjob.seq), keeps it as
 	// Observation.RunningAppended allows rather than in start order: the
 	// jobs the engine saw running at its last cycle (the first runBase),
 	// in any order, then the ones started since; a job that stops has the
@@ -313,6 +314,15 @@ type simulator struct {
 	// queue alone (snap).
 	bare bool
 	snap policy.Snapshot
+	// byService, preemptive, when the policy's keys change only when the
+	// engine charges a job (policy.NewServiceOrder: tiresias' 2D-LAS) and
+	// nothing needs the Scores, holds the candidates, pending and running,
+	// in the policy's order: a cycle keys the jobs that arrived or were
+	// requeued (unkeyed) and, when the engine swept, the running ones,
+	// instead of copying every running job into the queue and ranking
+	// them all.
+	byService *policy.StaticOrder
+	victims   []int32 // scratch for decidePreemptive
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
 	// free, queue and needs with one of each per view.
@@ -471,6 +481,10 @@ func (s *simulator) load(res *Result) error {
 		s.static, _ = policy.NewStaticOrder(s.cfg.Policy)
 		s.bare = s.static != nil && !policy.ReadsPredictions(s.cfg.Policy)
 		s.loose = s.sh == nil
+	}
+	if s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
+		s.byService, _ = policy.NewServiceOrder(s.cfg.Policy)
+		s.loose = s.byService != nil
 	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
@@ -738,6 +752,9 @@ func (s *simulator) cycle() error {
 	if s.static != nil {
 		return s.cycleStatic()
 	}
+	if s.byService != nil {
+		return s.cycleByService()
+	}
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
 		RunningAppended: true}
 	if s.cfg.Preempt {
@@ -824,6 +841,42 @@ func (s *simulator) cycleStatic() error {
 		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), len(s.order), len(o.Pending))
 	}
 	s.decideEASY()
+	return nil
+}
+
+// cycleByService is the preemptive cycle for a policy whose keys change
+// only when the engine charges a job: the engine updates its state as in
+// a full cycle (its Ledger is all such a policy reads), and the order is
+// the kept one, with the jobs that arrived or were requeued since the
+// last cycle and, when the engine swept, the running jobs keyed again.
+func (s *simulator) cycleByService() error {
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
+		RunningAppended: true}
+	s.runBase = len(s.running)
+	snap, err := s.eng.Update(&o)
+	if err != nil {
+		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	}
+	if s.eng.Swept() {
+		for i := range s.running {
+			if err := s.byService.Add(snap, &s.running[i], s.runK[i]); err != nil {
+				return s.rankError(snap, err)
+			}
+		}
+	}
+	for _, k := range s.unkeyed {
+		if err := s.byService.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
+			return s.rankError(snap, err)
+		}
+	}
+	s.unkeyed = s.unkeyed[:0]
+	s.cycles++
+	s.stopped = s.stopped[:0]
+	s.order = append(s.order[:0], s.byService.Tags()...)
+	if n := len(s.pending) + len(s.running); len(s.order) != n {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d jobs", s.cfg.Policy.Name(), len(s.order), n)
+	}
+	s.decidePreemptive()
 	return nil
 }
 
@@ -917,9 +970,24 @@ func (s *simulator) decidePreemptive() {
 			s.sel[k] = s.selEpoch
 		}
 	}
-	for r := len(s.runK) - 1; r >= 0; r-- {
-		if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
-			s.preempt(s.runK[r])
+	if s.loose {
+		// The running jobs outside the set, latest started first, as
+		// they are preempted from a list in start order.
+		s.victims = s.victims[:0]
+		for _, k := range s.runK {
+			if s.sel[k] != s.selEpoch {
+				s.victims = append(s.victims, k)
+			}
+		}
+		slices.SortFunc(s.victims, func(a, b int32) int { return cmp.Compare(s.jobs[b].seq, s.jobs[a].seq) })
+		for _, k := range s.victims {
+			s.preempt(k)
+		}
+	} else {
+		for r := len(s.runK) - 1; r >= 0; r-- {
+			if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
+				s.preempt(s.runK[r])
+			}
 		}
 	}
 	for _, k := range s.order {
@@ -974,7 +1042,7 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	if s.parts != nil {
 		s.parts.views[j.view].enqueue(int(j.need))
 	}
-	if s.static != nil {
+	if s.static != nil || s.byService != nil {
 		s.unkeyed = append(s.unkeyed, k)
 	}
 }
@@ -1117,6 +1185,9 @@ func (s *simulator) finish(k int32) {
 	rj := s.stop(k)
 	rj.State = j.state
 	s.stopped = append(s.stopped, rj)
+	if s.byService != nil {
+		s.byService.Remove(rj.ID)
+	}
 	if j.runs != nil {
 		j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
 	}
