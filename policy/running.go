@@ -47,7 +47,17 @@ type runningIndex struct {
 	// once such entries are many.
 	byStart []startEnt
 	stamps  uint64
-	dirty   []*runSum // sums to add up again
+	// stale is set when, under RunningAppended, the Engine charged every
+	// running job and their committed service has not been read again
+	// yet: it is, with predicted and ledger, at the first read of a sum
+	// (committedUser, committedAccount), so that a cycle whose policy
+	// reads none (most) does not visit every running job. Between two
+	// sweeps a running job's attained service and prediction do not
+	// change, so the values read later are the ones read at the sweep.
+	stale     bool
+	predicted map[int64]time.Duration
+	ledger    *Ledger
+	dirty     []*runSum // sums to add up again
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
 	slab  []runRec
@@ -297,6 +307,9 @@ func (x *runningIndex) newRec() *runRec {
 func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
 	if x.appended {
 		x.settleAppended(refresh, predicted, l, svc)
+	} else if x.stale {
+		// Appended observations left the sweep's values unread.
+		refresh, x.stale = true, false
 	}
 	for k, r := range x.order {
 		j := x.cur[k]
@@ -307,7 +320,11 @@ func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l
 	}
 	clear(x.cur) // keep no pointer into the observation
 	x.cur = x.cur[:0]
+	x.sumDirty()
+}
 
+// sumDirty adds up again the sums that changed.
+func (x *runningIndex) sumDirty() {
 	for _, s := range x.dirty {
 		s.dirty = false
 		// prefix[:from] holds: the jobs before from are those it was
@@ -337,14 +354,11 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 		j := x.freshJobs[k]
 		r.rate, r.limit = svc.Rate(j), j.TimeLimit
 	}
+	for _, r := range x.fresh {
+		x.settleRec(r, false, predicted, l, r.rate, r.limit)
+	}
 	if refresh {
-		for _, r := range x.jobs {
-			x.settleRec(r, true, predicted, l, r.rate, r.limit)
-		}
-	} else {
-		for _, r := range x.fresh {
-			x.settleRec(r, false, predicted, l, r.rate, r.limit)
-		}
+		x.stale, x.predicted, x.ledger = true, predicted, l
 	}
 	clear(x.fresh) // keep no record that may leave, nor a pointer into the observation
 	clear(x.freshJobs)
@@ -452,9 +466,23 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 	return false
 }
 
+// refresh reads again, when stale, every running job's prediction and
+// attained service, and adds up the sums that changed.
+func (x *runningIndex) refresh() {
+	if !x.stale {
+		return
+	}
+	for _, r := range x.jobs {
+		x.settleRec(r, true, x.predicted, x.ledger, r.rate, r.limit)
+	}
+	x.sumDirty()
+	x.stale, x.predicted, x.ledger = false, nil, nil
+}
+
 // committedUser and committedAccount are the committed service of the
 // running jobs of an association and of an account.
 func (x *runningIndex) committedUser(a Assoc) float64 {
+	x.refresh()
 	if s := x.assocs[a]; s != nil {
 		return s.sum
 	}
@@ -462,6 +490,7 @@ func (x *runningIndex) committedUser(a Assoc) float64 {
 }
 
 func (x *runningIndex) committedAccount(name string) float64 {
+	x.refresh()
 	if s := x.accounts[name]; s != nil {
 		return s.sum
 	}
