@@ -226,6 +226,7 @@ type sjob struct {
 	first int64 // first start, ns; -1 before
 	end   int64
 	view  int32 // partitioned: its router view
+	ended bool  // finished for good
 	alloc []schedule.Use
 	runs  []Span
 }
@@ -271,6 +272,11 @@ type simulator struct {
 	// start order moves every job behind it, thousands on a big machine.
 	loose   bool
 	runBase int
+	// arrived counts the jobs submitted so far (jobs are in submit
+	// order), oldest is the first of them that has not finished: with
+	// Snapshot.EarliestSubmit, the earliest submit in the system.
+	arrived, oldest int
+
 	stopped []policy.Job
 	cands   []policy.Job // preemptive: pending + running
 	trueRun map[int64]time.Duration
@@ -711,6 +717,7 @@ func (s *simulator) backfillNow() bool {
 }
 
 func (s *simulator) arrive(k int32) {
+	s.arrived++
 	s.submit(k)
 	if w := s.cfg.watch; w != nil {
 		w.arrived = append(w.arrived, k)
@@ -806,7 +813,7 @@ func (s *simulator) cycleStatic() error {
 	s.runBase = len(s.running)
 	if s.bare {
 		s.snap = policy.Snapshot{Now: o.Now, Pending: o.Pending, Running: o.Running, TrueRun: o.TrueRun, Shares: s.cfg.Shares,
-			Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
+			Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity()), EarliestSubmit: s.earliestSubmit()}
 		snap = &s.snap
 	} else {
 		var err error
@@ -878,6 +885,18 @@ func (s *simulator) cycleByService() error {
 	}
 	s.decidePreemptive()
 	return nil
+}
+
+// earliestSubmit is the earliest submit among the pending and running
+// jobs, zero when there are none.
+func (s *simulator) earliestSubmit() time.Time {
+	for s.oldest < s.arrived && s.jobs[s.oldest].ended {
+		s.oldest++
+	}
+	if s.oldest == s.arrived {
+		return time.Time{}
+	}
+	return s.in[s.jobs[s.oldest].src].Submit
 }
 
 // repredicted is the engine's Repredicted, none when the cycle skipped
@@ -1191,7 +1210,7 @@ func (s *simulator) finish(k int32) {
 	if j.runs != nil {
 		j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
 	}
-	j.end = s.now
+	j.end, j.ended = s.now, true
 }
 
 // preempt requeues running job k, keeping its progress.
