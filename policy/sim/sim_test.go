@@ -573,7 +573,7 @@ func TestRun_StaticOrderSameAsRanking(t *testing.T) {
 		tied[i].Submit = tied[i].Submit.Truncate(time.Minute)
 	}
 	workloads := map[string][]policy.Job{"synthetic": jobs, "tied": tied}
-	for _, label := range []string{"fifo", "qssf", "sjf-limit", "sjf-oracle", "f1", "f1/origin"} {
+	for _, label := range []string{"fifo", "qssf", "sjf-limit", "sjf-oracle", "f1", "f1/origin", "slurm"} {
 		name, _, fixed := strings.Cut(label, "/")
 		for wname, w := range workloads {
 			for _, predictor := range []string{"", "fairway"} {
