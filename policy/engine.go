@@ -57,9 +57,11 @@ type Observation struct {
 	// TrueRun is copied into the Snapshot; only the simulator knows it.
 	TrueRun map[int64]time.Duration
 	// RunningAppended is the caller's promise that Running is the previous
-	// Observation's Running less the jobs in Stopped, in the same order,
-	// followed by the jobs that started since, and that a running job's
-	// fields do not change while it runs. The Engine then visits only the
+	// Observation's Running less the jobs in Stopped (in the same order or
+	// another), followed by the jobs that started since in the order they
+	// started, and that a running job's fields do not change while it runs. The Engine charges
+	// the running jobs in the order it first saw them, so that the order
+	// of the first part changes nothing it computes. The Engine then visits only the
 	// jobs that started or stopped, where it otherwise matches every
 	// running job at every cycle: thousands of jobs on a big machine. The
 	// simulator keeps its lists so; serve, which reads them from Slurm,
@@ -132,6 +134,7 @@ type Engine struct {
 	started   bool
 	lastSweep time.Time
 	swept     bool
+	sweptNow  bool // the last Update charged every running job
 	cycle     uint64
 	snap      Snapshot
 }
@@ -243,22 +246,16 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	}
 	sweep := !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery
 	if sweep {
-		for i := range o.Running {
-			j := &o.Running[i]
-			if j.Start.IsZero() {
-				continue
-			}
-			from := j.Start
-			if c, ok := e.charged[j.ID]; ok && c.After(from) {
-				from = c
-			}
-			if o.Now.After(from) {
-				e.ledger.Charge(j, from, o.Now, svc)
-				e.charged[j.ID] = o.Now
+		if o.RunningAppended && e.running.appended {
+			e.sweepAppended(o)
+		} else {
+			for i := range o.Running {
+				e.chargeRunning(&o.Running[i], o.Now)
 			}
 		}
 		e.lastSweep, e.swept = o.Now, true
 	}
+	e.sweptNow = sweep
 
 	// 2. Finish the jobs that left, and learn from them.
 	for i := range o.Stopped {
@@ -328,6 +325,64 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	}
 	return &e.snap, nil
 }
+
+// chargeRunning charges running job j up to now, from its start or its
+// last charge.
+func (e *Engine) chargeRunning(j *Job, now time.Time) {
+	if j.Start.IsZero() {
+		return
+	}
+	from := j.Start
+	if c, ok := e.charged[j.ID]; ok && c.After(from) {
+		from = c
+	}
+	if now.After(from) {
+		e.ledger.Charge(j, from, now, e.p.Service)
+		e.charged[j.ID] = now
+	}
+}
+
+// sweepAppended charges the running jobs of o, under RunningAppended and
+// after an appended match, in the order they were first seen running (as
+// a sweep of a Running kept in that order would): the jobs the index knows
+// and that did not stop, from its records, then the ones after them in
+// Running, which started since. So Running's first part, the jobs that
+// did not stop, may come in any order: the simulator swaps the last job
+// into the place of one that stops rather than moving every job behind
+// it, thousands on a big machine.
+func (e *Engine) sweepAppended(o *Observation) {
+	x := e.running
+	old := len(x.jobs)
+	for i := range o.Stopped {
+		if r := x.jobs[o.Stopped[i].ID]; r != nil && !r.leaving {
+			r.leaving = true // match removes it from the index
+			old--
+		}
+	}
+	for _, en := range x.byStart {
+		r := en.r
+		if !en.live() || r.leaving || r.start.IsZero() {
+			continue
+		}
+		from := r.start
+		if c, ok := e.charged[r.id]; ok && c.After(from) {
+			from = c
+		}
+		if o.Now.After(from) {
+			e.ledger.charge(r.id, r.user, r.account, r.rate, from, o.Now)
+			e.charged[r.id] = o.Now
+		}
+	}
+	for i := old; i < len(o.Running); i++ {
+		e.chargeRunning(&o.Running[i], o.Now)
+	}
+}
+
+// Swept reports whether the last Cycle or Update charged every running job
+// up to its Now (a charging period had passed); otherwise it charged only
+// the jobs that stopped. A caller that keeps jobs in an order keyed by
+// what they were charged (NewServiceOrder) keys those again.
+func (e *Engine) Swept() bool { return e.sweptNow }
 
 // Repredicted lists the jobs, pending or newly running, whose entry in the
 // last cycle's Snapshot.Predicted changed in that cycle: predicted for the

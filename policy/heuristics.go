@@ -153,6 +153,9 @@ func f1Row(s *Snapshot, j *Job, origin time.Time, row []float64) {
 // earliest submit time among s's pending and running jobs.
 func (p *f1) keyOrigin(s *Snapshot) time.Time {
 	origin := p.origin
+	if origin.IsZero() && !s.EarliestSubmit.IsZero() {
+		return s.EarliestSubmit
+	}
 	if origin.IsZero() {
 		for _, jobs := range [][]Job{s.Pending, s.Running} {
 			for i := range jobs {

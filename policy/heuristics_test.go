@@ -84,3 +84,40 @@ func TestF1_Formula(t *testing.T) {
 		}
 	}
 }
+
+// TestF1_EarliestSubmitHint checks that f1 ranks a messy snapshot the same
+// when the caller names the earliest submit (Snapshot.EarliestSubmit, as
+// the simulator keeps it) as when f1 finds it among the jobs itself.
+func TestF1_EarliestSubmitHint(t *testing.T) {
+	s := rkRandomSnapshot(5, 3000, 100)
+	p, err := New("f1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Rank(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var earliest time.Time
+	for _, jobs := range [][]Job{s.Pending, s.Running} {
+		for i := range jobs {
+			if t := jobs[i].Submit; !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
+				earliest = t
+			}
+		}
+	}
+	hinted := *s
+	hinted.EarliestSubmit = earliest
+	got, err := p.Rank(&hinted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(want) == 0 {
+		t.Fatalf("%d scores with the hint, %d without", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].JobID != want[i].JobID || !sameBits(got[i].Value, want[i].Value) {
+			t.Fatalf("rank %d: job %d (%v) with the hint, %d (%v) without", i, got[i].JobID, got[i].Value, want[i].JobID, want[i].Value)
+		}
+	}
+}

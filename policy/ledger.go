@@ -183,13 +183,18 @@ func (l *Ledger) Charge(j *Job, from, to time.Time, svc Service) {
 	if !to.After(from) {
 		return
 	}
-	rate := svc.Rate(j)
+	l.charge(j.ID, j.User, j.Account, svc.Rate(j), from, to)
+}
+
+// charge is Charge of the job with this id, user and account, running at
+// rate (its Service.Rate), from before to.
+func (l *Ledger) charge(id int64, user, account string, rate float64, from, to time.Time) {
 	units := rate * to.Sub(from).Seconds()
 
-	ju := l.jobs[j.ID]
+	ju := l.jobs[id]
 	if ju == nil {
 		ju = &jobUsage{}
-		l.jobs[j.ID] = ju
+		l.jobs[id] = ju
 	}
 	ju.service += units
 	ju.rate = rate
@@ -204,9 +209,9 @@ func (l *Ledger) Charge(j *Job, from, to time.Time, svc Service) {
 		return
 	}
 	m := &l.memo
-	if m.assoc == nil || j.User != m.key.User || j.Account != m.key.Account {
-		m.key = AssocOf(j)
-		m.assoc, m.acct = l.assoc(m.key), l.account(j.Account)
+	if m.assoc == nil || user != m.key.User || account != m.key.Account {
+		m.key = Assoc{Account: account, User: user}
+		m.assoc, m.acct = l.assoc(m.key), l.account(account)
 	}
 	a, acct := m.assoc, m.acct
 	a.vtc += units

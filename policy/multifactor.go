@@ -224,10 +224,7 @@ func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 		if ffs != nil {
 			ff = ffs[g.of[i]].f
 		}
-		age, fs, js, part, qos := m.factors(j, ageAt, ff)
-		sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos
-		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3], row[4], row[5] = max(1, math.Floor(sum)), age, fs, js, part, qos
+		m.row(j, ageAt, ff, parts[k*i:k*i+k])
 	}
 	scores, err := m.sc.rank(s, parts, nil)
 	if err != nil {
@@ -267,6 +264,27 @@ func (m *multifactor) freeze(now time.Time, keys []Assoc, ffs []fsFactor) time.T
 		}
 	}
 	return tick
+}
+
+// row fills j's score parts, its ages counted to ageAt, ff its
+// association's fair-share factor.
+func (m *multifactor) row(j *Job, ageAt time.Time, ff float64, row []float64) {
+	age, fs, js, part, qos := m.factors(j, ageAt, ff)
+	sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos
+	row[0], row[1], row[2], row[3], row[4], row[5] = max(1, math.Floor(sum)), age, fs, js, part, qos
+}
+
+// With PriorityWeightAge and PriorityWeightFairshare at 0 (Slurm's
+// defaults) a job's priority depends on the job alone (size, partition,
+// QOS), so its order of two waiting jobs never changes: the age and
+// fair-share factors, both in [0, 1], add 0 × factor = 0 to the sum
+// whenever they are computed.
+func (m *multifactor) staticOrder() bool { return m.p.WeightAge == 0 && m.p.WeightFairshare == 0 }
+
+func (m *multifactor) staticKey(s *Snapshot, j *Job) (float64, error) {
+	var row [6]float64
+	m.row(j, s.Now, 0, row[:])
+	return m.sc.value(row[:]), nil
 }
 
 // WhatMovesIt names the factors of the site's formula that carry weight.

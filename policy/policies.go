@@ -30,7 +30,9 @@ type Traits struct {
 	// jobs never changes and a caller that sees jobs come and go keeps the
 	// queue sorted (StaticOrder) instead of re-ranking it at every cycle.
 	// f1's default origin moves now and then: every key is computed again
-	// then (f1's, with a fixed Origin, never moves).
+	// then (f1's, with a fixed Origin, never moves). slurm's order is
+	// static while PriorityWeightAge and PriorityWeightFairshare are 0, as
+	// by default; with either set it is re-ranked at every cycle.
 	StaticOrder bool
 	// PredictionBlind: it reads no prediction (Snapshot.Predicted, nor
 	// the Engine's committed service of running jobs, which is made of
@@ -120,9 +122,9 @@ func entryWith[P any](name, doc string, traits Traits, def P, mk func(P) (Policy
 var registry = []Entry{
 	entry("fifo", "submit time, oldest first (Slurm's priority/basic)", Traits{StaticOrder: true, PredictionBlind: true}, NewFIFO),
 	entry("fairshare", "Slurm's classic fair-share factor on GPU time", Traits{PredictionBlind: true}, NewFairshare),
-	entry("slurm", "Slurm's priority/multifactor with the site's weights (scontrol show config)", Traits{Family: true, PredictionBlind: true}, NewMultifactor),
+	entry("slurm", "Slurm's priority/multifactor with the site's weights (scontrol show config)", Traits{Family: true, StaticOrder: true, PredictionBlind: true}, NewMultifactor),
 	entry("vtc", "Virtual Token Counter: the least-served user first (Sheng et al., OSDI'24)", Traits{}, NewVTC),
-	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true}, NewTiresias),
+	entry("tiresias", "discretized 2D attained service, preemptive (Gu et al., NSDI'19)", Traits{Preemptive: true, PredictionBlind: true}, NewTiresias),
 	entry("themis", "finish-time fairness, the worst-off job first (Mahajan et al., NSDI'20)", Traits{}, NewThemis),
 	entry("qssf", "predicted GPU time, shortest first (Hu et al., SC'21)", Traits{StaticOrder: true}, NewQSSF),
 	entry("sjf-limit", "time limit, shortest first: RLScheduler's SJF", Traits{StaticOrder: true, PredictionBlind: true}, NewSJFLimit),

@@ -50,6 +50,13 @@ type Snapshot struct {
 	// GPU-equivalents as Service (total GPUs of the partitions ranked).
 	// Zero means unknown; themis then assumes no contention.
 	GPUs float64
+
+	// EarliestSubmit, when not zero, is the earliest non-zero Submit
+	// among Pending and Running, kept by a caller that sees jobs come and
+	// go in submit order (the simulator): f1's default origin is read
+	// from it rather than from every job at every cycle. Zero: policies
+	// look at the jobs.
+	EarliestSubmit time.Time
 }
 
 // Score is one pending job's place in a ranking. Higher Value runs first.

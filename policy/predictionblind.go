@@ -30,3 +30,7 @@ func (*sjfOracle) predictionBlind() {}
 // what ran, age, size, partition and QOS: never by a prediction.
 func (*fairshare) predictionBlind()   {}
 func (*multifactor) predictionBlind() {}
+
+// tiresias ranks by the service the Ledger charged each job (and, with
+// Gittins, the service of finished jobs): a prediction changes nothing.
+func (*tiresias) predictionBlind() {}

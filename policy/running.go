@@ -39,6 +39,24 @@ type runningIndex struct {
 	appended  bool
 	fresh     []*runRec
 	freshJobs []*Job
+	// byStart lists the records in the order their jobs were first seen
+	// running under RunningAppended, each with the stamp its record had
+	// then: the Engine's sweep charges the running jobs in that order, so
+	// that the caller's Running need not keep it. An entry whose record
+	// left (gone) or was reused (another stamp) is skipped, and dropped
+	// once such entries are many.
+	byStart []startEnt
+	stamps  uint64
+	// stale is set when, under RunningAppended, the Engine charged every
+	// running job and their committed service has not been read again
+	// yet: it is, with predicted and ledger, at the first read of a sum
+	// (committedUser, committedAccount), so that a cycle whose policy
+	// reads none (most) does not visit every running job. Between two
+	// sweeps a running job's attained service and prediction do not
+	// change, so the values read later are the ones read at the sweep.
+	stale     bool
+	predicted map[int64]time.Duration
+	ledger    *Ledger
 	dirty     []*runSum // sums to add up again
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
@@ -65,11 +83,24 @@ type runRec struct {
 	runSec        float64       // its seconds, kept to spare the division
 	rate          float64       // Service.Rate of the job, and
 	limit         time.Duration // its TimeLimit, under RunningAppended
+	start         time.Time     // the job's Start
+	stamp         uint64        // its entry in byStart, 0 when none
+	leaving       bool          // in this cycle's Stopped (see Engine.sweepAppended)
 	committed     float64       // max(0, predicted service − attained)
 	seen          uint64
 	fresh         bool // new to the index: read its prediction and service
 	gone          bool
 }
+
+// startEnt is an entry of runningIndex.byStart.
+type startEnt struct {
+	r     *runRec
+	stamp uint64
+}
+
+// live reports whether the entry's record still holds the job it held
+// when listed, running.
+func (e startEnt) live() bool { return e.r.stamp == e.stamp && !e.r.gone }
 
 // runSum is the committed service of one association's or account's
 // running jobs.
@@ -145,7 +176,7 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 		case r.seen == x.cycle:
 			continue // a job id listed twice is one job
 		}
-		r.seen = x.cycle
+		r.seen, r.start = x.cycle, j.Start
 		x.attach(r, j, l, shares)
 		next, cur = append(next, r), append(cur, j)
 	}
@@ -181,6 +212,14 @@ func (x *runningIndex) match(o *Observation, l *Ledger, shares *Shares) {
 // running job.
 func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) {
 	if !x.appended {
+		// The jobs that did not stop are in the previous match's order.
+		clear(x.byStart)
+		x.byStart = x.byStart[:0]
+		for _, r := range x.order {
+			if !r.gone {
+				x.listStart(r)
+			}
+		}
 		clear(x.order)
 		x.order, x.appended = x.order[:0], true
 	}
@@ -191,15 +230,28 @@ func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) 
 			continue // a job id listed twice is one job
 		}
 		r := x.newRec()
-		r.id, r.fresh, r.seen = j.ID, true, x.cycle
+		r.id, r.fresh, r.seen, r.start = j.ID, true, x.cycle, j.Start
 		x.jobs[j.ID] = r
 		x.newRun = append(x.newRun, int32(i))
 		x.attach(r, j, l, shares)
 		x.fresh, x.freshJobs = append(x.fresh, r), append(x.freshJobs, j)
+		x.listStart(r)
+	}
+	if len(x.byStart) > 2*len(x.jobs)+256 {
+		// Records leave faster than jobs start only in bursts: drop the
+		// dead entries, keeping the order of the others.
+		x.byStart = slices.DeleteFunc(x.byStart, func(e startEnt) bool { return !e.live() })
 	}
 	x.free = append(x.free, x.left...)
 	clear(x.left)
 	x.left = x.left[:0]
+}
+
+// listStart appends r to byStart.
+func (x *runningIndex) listStart(r *runRec) {
+	x.stamps++
+	r.stamp = x.stamps
+	x.byStart = append(x.byStart, startEnt{r: r, stamp: r.stamp})
 }
 
 // attach puts r, now running j, into the sums of j's association and
@@ -255,15 +307,24 @@ func (x *runningIndex) newRec() *runRec {
 func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
 	if x.appended {
 		x.settleAppended(refresh, predicted, l, svc)
+	} else if x.stale {
+		// Appended observations left the sweep's values unread.
+		refresh, x.stale = true, false
 	}
 	for k, r := range x.order {
 		j := x.cur[k]
-		// The job's own fields may change: they are read each time.
-		x.settleRec(r, refresh, predicted, l, svc.Rate(j), j.TimeLimit)
+		// The job's own fields may change: they are read each time (and
+		// kept, should the next observations be appended).
+		r.rate, r.limit = svc.Rate(j), j.TimeLimit
+		x.settleRec(r, refresh, predicted, l, r.rate, r.limit)
 	}
 	clear(x.cur) // keep no pointer into the observation
 	x.cur = x.cur[:0]
+	x.sumDirty()
+}
 
+// sumDirty adds up again the sums that changed.
+func (x *runningIndex) sumDirty() {
 	for _, s := range x.dirty {
 		s.dirty = false
 		// prefix[:from] holds: the jobs before from are those it was
@@ -293,14 +354,11 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 		j := x.freshJobs[k]
 		r.rate, r.limit = svc.Rate(j), j.TimeLimit
 	}
+	for _, r := range x.fresh {
+		x.settleRec(r, false, predicted, l, r.rate, r.limit)
+	}
 	if refresh {
-		for _, r := range x.jobs {
-			x.settleRec(r, true, predicted, l, r.rate, r.limit)
-		}
-	} else {
-		for _, r := range x.fresh {
-			x.settleRec(r, false, predicted, l, r.rate, r.limit)
-		}
+		x.stale, x.predicted, x.ledger = true, predicted, l
 	}
 	clear(x.fresh) // keep no record that may leave, nor a pointer into the observation
 	clear(x.freshJobs)
@@ -408,9 +466,23 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 	return false
 }
 
+// refresh reads again, when stale, every running job's prediction and
+// attained service, and adds up the sums that changed.
+func (x *runningIndex) refresh() {
+	if !x.stale {
+		return
+	}
+	for _, r := range x.jobs {
+		x.settleRec(r, true, x.predicted, x.ledger, r.rate, r.limit)
+	}
+	x.sumDirty()
+	x.stale, x.predicted, x.ledger = false, nil, nil
+}
+
 // committedUser and committedAccount are the committed service of the
 // running jobs of an association and of an account.
 func (x *runningIndex) committedUser(a Assoc) float64 {
+	x.refresh()
 	if s := x.assocs[a]; s != nil {
 		return s.sum
 	}
@@ -418,6 +490,7 @@ func (x *runningIndex) committedUser(a Assoc) float64 {
 }
 
 func (x *runningIndex) committedAccount(name string) float64 {
+	x.refresh()
 	if s := x.accounts[name]; s != nil {
 		return s.sum
 	}

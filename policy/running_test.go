@@ -338,3 +338,126 @@ func TestEngine_RanksAsSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestEngine_AppendedAnyOrder checks the promise of RunningAppended as the
+// simulator keeps it on a big machine: the jobs that did not stop may come
+// in any order (the simulator moves the last of them into the place of a
+// job that stops), and the Engine computes exactly what it computes from the
+// same jobs kept in start order. Two Engines see the same churning cluster,
+// one in start order, one in the simulator's swapped order; after every
+// cycle their fair-share usage, VTC counters, attained service and ranking
+// must be the same bits. Many jobs of differing rates run at once, so
+// charging them in another order would round the sums differently.
+func TestEngine_AppendedAnyOrder(t *testing.T) {
+	for _, name := range []string{"fairshare", "vtc", "fair-qssf"} {
+		t.Run(name, func(t *testing.T) {
+			var engines [2]*Engine
+			for i := range engines {
+				p, err := New(name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if engines[i], err = NewEngine(EngineParams{Policy: p, GPUs: 512, ChargeEvery: -1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := rand.New(rand.NewSource(7))
+			users := []string{"u0", "u1", "u2", "u3"}
+			var pending, ordered, swapped []Job
+			base := 0 // swapped[:base]: the jobs the Engine saw running
+			nextID := int64(1)
+			swaps := 0
+			for c := range 300 {
+				now := rkAt(float64(c) * 3)
+				for range 1 + r.Intn(6) {
+					u := r.Intn(len(users))
+					pending = append(pending, Job{ID: nextID, User: users[u], Account: fmt.Sprint("a", u%2),
+						GPUs: 1 + r.Intn(7), Submit: now, State: StatePending, TimeLimit: time.Duration(5+r.Intn(300)) * time.Minute})
+					nextID++
+				}
+				var stopped []Job
+				for i := 0; i < len(ordered); {
+					if j := ordered[i]; r.Intn(10) == 0 && now.After(j.Start) {
+						j.End, j.State = now, StateCompleted
+						stopped = append(stopped, j)
+						ordered = slices.Delete(ordered, i, i+1)
+						p := slices.IndexFunc(swapped, func(s Job) bool { return s.ID == j.ID })
+						if p < base {
+							base--
+							if p != base {
+								swaps++
+							}
+							swapped[p] = swapped[base]
+							p = base
+						}
+						swapped = slices.Delete(swapped, p, p+1)
+						continue
+					}
+					i++
+				}
+				var want []Score
+				for i := range engines {
+					running := ordered
+					if i == 1 {
+						running = swapped
+						base = len(swapped)
+					}
+					_, ranking, err := engines[i].Cycle(&Observation{Now: now, Pending: pending, Running: running,
+						Stopped: stopped, RunningAppended: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if i == 1 {
+						enSameState(t, c, engines[0], engines[1], now, want, ranking)
+					} else {
+						want = slices.Clone(ranking)
+					}
+				}
+				for range r.Intn(5) {
+					if len(pending) == 0 {
+						break
+					}
+					i := r.Intn(len(pending))
+					j := pending[i]
+					pending = slices.Delete(pending, i, i+1)
+					j.Start, j.State = now, StateRunning
+					ordered, swapped = append(ordered, j), append(swapped, j)
+				}
+			}
+			if swaps < 100 || len(ordered) < 20 {
+				t.Fatalf("%d swaps, %d jobs running at the end: the test checks too little", swaps, len(ordered))
+			}
+		})
+	}
+}
+
+// enSameState fails unless engines a and b hold the same Ledger, to the
+// bit, and b's ranking is a's (want).
+func enSameState(t *testing.T, c int, a, b *Engine, now time.Time, want, ranking []Score) {
+	t.Helper()
+	la, lb := a.Ledger(), b.Ledger()
+	if !sameBits(la.TotalUsage(now), lb.TotalUsage(now)) {
+		t.Fatalf("cycle %d: total usage %v in start order, %v in swapped order", c, la.TotalUsage(now), lb.TotalUsage(now))
+	}
+	for _, as := range la.Assocs() {
+		if !sameBits(la.Usage(as, now), lb.Usage(as, now)) || !sameBits(la.Counter(as), lb.Counter(as)) ||
+			!sameBits(la.AccountUsage(as.Account, now), lb.AccountUsage(as.Account, now)) {
+			t.Fatalf("cycle %d: %v: usage %b, counter %b, account usage %b in start order; %b, %b, %b in swapped order",
+				c, as, la.Usage(as, now), la.Counter(as), la.AccountUsage(as.Account, now),
+				lb.Usage(as, now), lb.Counter(as), lb.AccountUsage(as.Account, now))
+		}
+	}
+	for id := range la.jobs {
+		if !sameBits(la.Attained(id), lb.Attained(id)) {
+			t.Fatalf("cycle %d: job %d attained %v in start order, %v in swapped order", c, id, la.Attained(id), lb.Attained(id))
+		}
+	}
+	if len(want) != len(ranking) {
+		t.Fatalf("cycle %d: %d scores in swapped order, want %d", c, len(ranking), len(want))
+	}
+	for i := range want {
+		if want[i].JobID != ranking[i].JobID || !sameBits(want[i].Value, ranking[i].Value) {
+			t.Fatalf("cycle %d, rank %d: job %d %v in swapped order, want %d %v", c, i, ranking[i].JobID, ranking[i].Value, want[i].JobID, want[i].Value)
+		}
+	}
+}

@@ -39,6 +39,15 @@ func TestStaticOrder_Traits(t *testing.T) {
 	if _, ok := NewStaticOrder(p); !ok {
 		t.Error("f1 with a fixed origin: no StaticOrder")
 	}
+	for _, params := range []MultifactorParams{{WeightAge: 1}, {WeightFairshare: 1}, {WeightFairshare: 1, FairTree: true}} {
+		p, err := New("slurm", params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := NewStaticOrder(p); ok {
+			t.Errorf("slurm with %+v: a StaticOrder, though its order moves with time", params)
+		}
+	}
 }
 
 // TestStaticOrder_SameAsRank plays random queues (many equal submit times,
@@ -47,7 +56,9 @@ func TestStaticOrder_Traits(t *testing.T) {
 // moves, and after every step the kept order must be the order Rank gives
 // the same pending jobs.
 func TestStaticOrder_SameAsRank(t *testing.T) {
-	policies := map[string]any{"fifo": nil, "qssf": nil, "sjf-limit": nil, "sjf-oracle": nil,
+	policies := map[string]any{"fifo": nil, "qssf": nil, "sjf-limit": nil, "sjf-oracle": nil, "slurm": nil,
+		"slurm/size":            MultifactorParams{WeightJobSize: 1000, ClusterNodes: 4, ClusterCPUs: 16, WeightQOS: 10},
+		"slurm/small":           MultifactorParams{WeightJobSize: 1000, ClusterNodes: 4, ClusterCPUs: 16, FavorSmall: true},
 		"sjf-oracle/by-service": SJFOracleParams{ByService: true}, "f1/origin": F1Params{Origin: rkT0}, "f1": nil}
 	for label, params := range policies {
 		name, _, _ := strings.Cut(label, "/")

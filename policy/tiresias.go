@@ -106,35 +106,56 @@ func (p *tiresias) Rank(s *Snapshot) ([]Score, error) {
 		dist = newGittinsDist(s.Ledger.sortedSamples())
 	}
 	now := s.Now.UnixNano()
-	const k = 6
-	parts := make([]float64, k*len(s.Pending))
+	parts := make([]float64, tiresiasParts*len(s.Pending))
 	for i := range s.Pending {
-		j := &s.Pending[i]
-		row := parts[k*i : k*i+k]
-		var ju *jobUsage
-		if s.Ledger != nil {
-			ju = s.Ledger.jobs[j.ID]
-		}
-		queued, promoted, attained := 0.0, false, 0.0
-		if ju != nil {
-			attained = ju.service
-			queued, promoted = p.queuedService(ju, now)
-		}
-		q := p.queue(queued)
-		row[0], row[3], row[4] = float64(q), attained, queued
-		if promoted {
-			row[5] = 1
-		}
-		if p.gittins {
-			g := dist.index(queued, p.delta)
-			row[1], row[2] = g/(1+g), g
-		}
+		p.row(s, &s.Pending[i], now, dist, parts[tiresiasParts*i:tiresiasParts*(i+1)])
 	}
 	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("tiresias: %w", err)
 	}
 	return scores, nil
+}
+
+// tiresiasParts is the number of tiresias' score parts.
+const tiresiasParts = 6
+
+// row fills j's score parts in s at now (s.Now in Unix nanoseconds).
+func (p *tiresias) row(s *Snapshot, j *Job, now int64, dist gittinsDist, row []float64) {
+	var ju *jobUsage
+	if s.Ledger != nil {
+		ju = s.Ledger.jobs[j.ID]
+	}
+	queued, promoted, attained := 0.0, false, 0.0
+	if ju != nil {
+		attained = ju.service
+		queued, promoted = p.queuedService(ju, now)
+	}
+	q := p.queue(queued)
+	row[0], row[3], row[4] = float64(q), attained, queued
+	if promoted {
+		row[5] = 1
+	}
+	if p.gittins {
+		g := dist.index(queued, p.delta)
+		row[1], row[2] = g/(1+g), g
+	}
+}
+
+// 2D-LAS without promotion keys a job by the spans the Ledger charged it
+// alone: its order of two jobs changes only when one is charged
+// (serviceKeyed). 2D-Gittins reads the service of every finished job, and
+// promotion reads Now.
+func (p *tiresias) serviceOrder() bool { return !p.gittins && p.knob == 0 }
+
+// The order is not static in StaticOrder's sense: a requeued job's key
+// changes when it is charged.
+func (p *tiresias) staticOrder() bool { return false }
+
+func (p *tiresias) staticKey(s *Snapshot, j *Job) (float64, error) {
+	var row [tiresiasParts]float64
+	p.row(s, j, s.Now.UnixNano(), gittinsDist{}, row[:])
+	return p.sc.value(row[:]), nil
 }
 
 // queue is the index of the queue for a job with attained service a.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -116,5 +117,50 @@ func TestTiresias_PromotionRestartsQueueing(t *testing.T) {
 	q0 := &jobUsage{rate: 1, runs: []runSpan{{rkAt(0).UnixNano(), rkAt(10).UnixNano()}}} // 600 GPU-s: Q0
 	if got, promoted := p.queuedService(q0, rkAt(1000).UnixNano()); got != 600 || promoted {
 		t.Errorf("Q0 job after a long wait: %v, %v, want 600, false", got, promoted)
+	}
+}
+
+// TestTiresias_ReadsNoPrediction checks that tiresias, LAS and Gittins,
+// ranks a messy snapshot the same with its predictions, with others and
+// with none, and so says it reads none: a simulation then runs it without
+// training a predictor whose answers it would never read.
+func TestTiresias_ReadsNoPrediction(t *testing.T) {
+	for _, gittins := range []bool{false, true} {
+		p, err := NewTiresias(TiresiasParams{Gittins: gittins})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rkRandomSnapshot(4, 2000, 80)
+		want, err := p.Rank(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := map[int64]time.Duration{}
+		for id, d := range s.Predicted {
+			other[id] = 3*d + time.Minute
+		}
+		for name, pred := range map[string]map[int64]time.Duration{"other": other, "none": nil} {
+			c := *s
+			c.Predicted = pred
+			got, err := p.Rank(&c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("gittins=%v, %s predictions: %d scores, want %d", gittins, name, len(got), len(want))
+			}
+			for i := range want {
+				if got[i].JobID != want[i].JobID || !sameBits(got[i].Value, want[i].Value) {
+					t.Fatalf("gittins=%v, %s predictions: rank %d is job %d (%v), want %d (%v)",
+						gittins, name, i, got[i].JobID, got[i].Value, want[i].JobID, want[i].Value)
+				}
+			}
+		}
+		if len(s.Predicted) == 0 || s.Ledger == nil {
+			t.Fatal("the snapshot has no predictions or no ledger: the test checks too little")
+		}
+		if ReadsPredictions(p) {
+			t.Errorf("gittins=%v: ReadsPredictions = true: a simulation trains a predictor tiresias never reads", gittins)
+		}
 	}
 }

@@ -215,6 +215,7 @@ type sjob struct {
 	src   int32 // index in the input
 	need  int32
 	pos   int32 // index in pending
+	rpos  int32 // with simulator.loose, index in running while it runs
 	seq   int64 // running: its start's number (from 1), the running list's order (see runningAt); 0 when not running
 	epoch int32 // bumped on preemption, to drop the stale end event
 	state policy.State
@@ -225,6 +226,7 @@ type sjob struct {
 	first int64 // first start, ns; -1 before
 	end   int64
 	view  int32 // partitioned: its router view
+	ended bool  // finished for good
 	alloc []schedule.Use
 	runs  []Span
 }
@@ -260,6 +262,21 @@ type simulator struct {
 	running []policy.Job
 	runK    []int32
 	starts  int64 // starts so far, numbering them (sjob.seq)
+	// loose, when nothing but the engine reads the running list (no
+	// OnCycle, no forecast, no GPU sharing; no preemption, or byService's,
+	// which preempts in reverse start order by sjob.seq), keeps it as
+	// Observation.RunningAppended allows rather than in start order: the
+	// jobs the engine saw running at its last cycle (the first runBase),
+	// in any order, then the ones started since; a job that stops has the
+	// last of its part moved into its place (sjob.rpos), where keeping
+	// start order moves every job behind it, thousands on a big machine.
+	loose   bool
+	runBase int
+	// arrived counts the jobs submitted so far (jobs are in submit
+	// order), oldest is the first of them that has not finished: with
+	// Snapshot.EarliestSubmit, the earliest submit in the system.
+	arrived, oldest int
+
 	stopped []policy.Job
 	cands   []policy.Job // preemptive: pending + running
 	trueRun map[int64]time.Duration
@@ -303,6 +320,15 @@ type simulator struct {
 	// queue alone (snap).
 	bare bool
 	snap policy.Snapshot
+	// byService, preemptive, when the policy's keys change only when the
+	// engine charges a job (policy.NewServiceOrder: tiresias' 2D-LAS) and
+	// nothing needs the Scores, holds the candidates, pending and running,
+	// in the policy's order: a cycle keys the jobs that arrived or were
+	// requeued (unkeyed) and, when the engine swept, the running ones,
+	// instead of copying every running job into the queue and ranking
+	// them all.
+	byService *policy.StaticOrder
+	victims   []int32 // scratch for decidePreemptive
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
 	// free, queue and needs with one of each per view.
@@ -460,6 +486,11 @@ func (s *simulator) load(res *Result) error {
 	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
 		s.static, _ = policy.NewStaticOrder(s.cfg.Policy)
 		s.bare = s.static != nil && !policy.ReadsPredictions(s.cfg.Policy)
+		s.loose = s.sh == nil
+	}
+	if s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
+		s.byService, _ = policy.NewServiceOrder(s.cfg.Policy)
+		s.loose = s.byService != nil
 	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
@@ -686,6 +717,7 @@ func (s *simulator) backfillNow() bool {
 }
 
 func (s *simulator) arrive(k int32) {
+	s.arrived++
 	s.submit(k)
 	if w := s.cfg.watch; w != nil {
 		w.arrived = append(w.arrived, k)
@@ -727,12 +759,16 @@ func (s *simulator) cycle() error {
 	if s.static != nil {
 		return s.cycleStatic()
 	}
+	if s.byService != nil {
+		return s.cycleByService()
+	}
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
 		RunningAppended: true}
 	if s.cfg.Preempt {
 		s.cands = append(append(s.cands[:0], s.pending...), s.running...)
 		o.Pending = s.cands
 	}
+	s.runBase = len(s.running)
 	snap, ranking, err := s.eng.Cycle(&o)
 	if err != nil {
 		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
@@ -774,9 +810,10 @@ func (s *simulator) cycleStatic() error {
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
 		RunningAppended: true}
 	var snap *policy.Snapshot
+	s.runBase = len(s.running)
 	if s.bare {
 		s.snap = policy.Snapshot{Now: o.Now, Pending: o.Pending, Running: o.Running, TrueRun: o.TrueRun, Shares: s.cfg.Shares,
-			Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
+			Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity()), EarliestSubmit: s.earliestSubmit()}
 		snap = &s.snap
 	} else {
 		var err error
@@ -812,6 +849,54 @@ func (s *simulator) cycleStatic() error {
 	}
 	s.decideEASY()
 	return nil
+}
+
+// cycleByService is the preemptive cycle for a policy whose keys change
+// only when the engine charges a job: the engine updates its state as in
+// a full cycle (its Ledger is all such a policy reads), and the order is
+// the kept one, with the jobs that arrived or were requeued since the
+// last cycle and, when the engine swept, the running jobs keyed again.
+func (s *simulator) cycleByService() error {
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
+		RunningAppended: true}
+	s.runBase = len(s.running)
+	snap, err := s.eng.Update(&o)
+	if err != nil {
+		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	}
+	if s.eng.Swept() {
+		for i := range s.running {
+			if err := s.byService.Add(snap, &s.running[i], s.runK[i]); err != nil {
+				return s.rankError(snap, err)
+			}
+		}
+	}
+	for _, k := range s.unkeyed {
+		if err := s.byService.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
+			return s.rankError(snap, err)
+		}
+	}
+	s.unkeyed = s.unkeyed[:0]
+	s.cycles++
+	s.stopped = s.stopped[:0]
+	s.order = append(s.order[:0], s.byService.Tags()...)
+	if n := len(s.pending) + len(s.running); len(s.order) != n {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d jobs", s.cfg.Policy.Name(), len(s.order), n)
+	}
+	s.decidePreemptive()
+	return nil
+}
+
+// earliestSubmit is the earliest submit among the pending and running
+// jobs, zero when there are none.
+func (s *simulator) earliestSubmit() time.Time {
+	for s.oldest < s.arrived && s.jobs[s.oldest].ended {
+		s.oldest++
+	}
+	if s.oldest == s.arrived {
+		return time.Time{}
+	}
+	return s.in[s.jobs[s.oldest].src].Submit
 }
 
 // repredicted is the engine's Repredicted, none when the cycle skipped
@@ -904,9 +989,24 @@ func (s *simulator) decidePreemptive() {
 			s.sel[k] = s.selEpoch
 		}
 	}
-	for r := len(s.runK) - 1; r >= 0; r-- {
-		if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
-			s.preempt(s.runK[r])
+	if s.loose {
+		// The running jobs outside the set, latest started first, as
+		// they are preempted from a list in start order.
+		s.victims = s.victims[:0]
+		for _, k := range s.runK {
+			if s.sel[k] != s.selEpoch {
+				s.victims = append(s.victims, k)
+			}
+		}
+		slices.SortFunc(s.victims, func(a, b int32) int { return cmp.Compare(s.jobs[b].seq, s.jobs[a].seq) })
+		for _, k := range s.victims {
+			s.preempt(k)
+		}
+	} else {
+		for r := len(s.runK) - 1; r >= 0; r-- {
+			if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
+				s.preempt(s.runK[r])
+			}
 		}
 	}
 	for _, k := range s.order {
@@ -961,7 +1061,7 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	if s.parts != nil {
 		s.parts.views[j.view].enqueue(int(j.need))
 	}
-	if s.static != nil {
+	if s.static != nil || s.byService != nil {
 		s.unkeyed = append(s.unkeyed, k)
 	}
 }
@@ -1016,6 +1116,7 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 	pj.Start, pj.State = s.at(s.now), policy.StateRunning
 	s.starts++
 	j.seq = s.starts
+	j.rpos = int32(len(s.running))
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
 	s.insertLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
@@ -1041,10 +1142,45 @@ func removeRunning(running *[]policy.Job, keys *[]int32, p int32, setPos func(k,
 	return rj
 }
 
+// removeLoose removes running job k from a loose running list. When the
+// engine has seen k running, the last job it has seen takes k's place and
+// the jobs started since move down by one, keeping their start order (the
+// engine learns their order from the list); otherwise the jobs started
+// after k move down. Only the jobs started since the engine's last cycle
+// move, a handful where the list holds thousands.
+func (s *simulator) removeLoose(k int32) policy.Job {
+	p, last := int(s.jobs[k].rpos), len(s.running)-1
+	rj := s.running[p]
+	if p < s.runBase {
+		s.runBase--
+		s.moveRunning(s.runBase, p)
+		p = s.runBase
+	}
+	for q := p; q < last; q++ {
+		s.moveRunning(q+1, q)
+	}
+	s.running[last] = policy.Job{} // keep no strings alive
+	s.running, s.runK = s.running[:last], s.runK[:last]
+	return rj
+}
+
+// moveRunning moves entry from of the running list to entry to.
+func (s *simulator) moveRunning(from, to int) {
+	if from != to {
+		s.running[to], s.runK[to] = s.running[from], s.runK[from]
+		s.jobs[s.runK[to]].rpos = int32(to)
+	}
+}
+
 // stop takes running job k off the cluster now and returns its Job.
 func (s *simulator) stop(k int32) policy.Job {
 	j := &s.jobs[k]
-	rj := removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
+	var rj policy.Job
+	if s.loose {
+		rj = s.removeLoose(k)
+	} else {
+		rj = removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
+	}
 	j.seq = 0
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
@@ -1068,10 +1204,13 @@ func (s *simulator) finish(k int32) {
 	rj := s.stop(k)
 	rj.State = j.state
 	s.stopped = append(s.stopped, rj)
+	if s.byService != nil {
+		s.byService.Remove(rj.ID)
+	}
 	if j.runs != nil {
 		j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
 	}
-	j.end = s.now
+	j.end, j.ended = s.now, true
 }
 
 // preempt requeues running job k, keeping its progress.

@@ -573,7 +573,7 @@ func TestRun_StaticOrderSameAsRanking(t *testing.T) {
 		tied[i].Submit = tied[i].Submit.Truncate(time.Minute)
 	}
 	workloads := map[string][]policy.Job{"synthetic": jobs, "tied": tied}
-	for _, label := range []string{"fifo", "qssf", "sjf-limit", "sjf-oracle", "f1", "f1/origin"} {
+	for _, label := range []string{"fifo", "qssf", "sjf-limit", "sjf-oracle", "f1", "f1/origin", "slurm"} {
 		name, _, fixed := strings.Cut(label, "/")
 		for wname, w := range workloads {
 			for _, predictor := range []string{"", "fairway"} {
@@ -666,5 +666,94 @@ func TestRun_PredictionBlindSkipsPredictor(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRun_LooseRunningSameSchedule checks that the running list the
+// simulator hands the engine when nothing else reads it (loose: a job
+// that stops has the last job the engine saw moved into its place, not
+// every job behind it) schedules exactly as the list kept in start order
+// (a recorder keeps it so), for every policy it applies to, on a machine
+// where hundreds of jobs run at once and stop in any order.
+func TestRun_LooseRunningSameSchedule(t *testing.T) {
+	jobs, err := Synth(SynthParams{Jobs: 2500, Users: 40, Nodes: 48, GPUsPerNode: 8, Load: 1.2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := Cluster{Nodes: 48, PerNode: 8, Unit: GPUs}
+	for _, name := range policy.Names() {
+		if name == "tiresias" { // preemptive: its list is kept in start order
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			loose, err := Run(jobs, smConfig(t, cluster, name, "fairway"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := smConfig(t, cluster, name, "fairway")
+			cfg.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
+			ordered, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := maxRunning(ordered); n < 100 {
+				t.Fatalf("at most %d jobs ran at once: the test checks too little", n)
+			}
+			if diff := cmp.Diff(ordered, loose); diff != "" {
+				t.Errorf("the loose running list schedules differently (-ordered +loose):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRun_ServiceOrderSameSchedule checks that tiresias' 2D-LAS, simulated
+// preemptively with its candidates kept in order and keyed again only when
+// the engine charges them (policy.NewServiceOrder), schedules exactly as
+// when every cycle ranks every pending and running job (a recorder makes
+// it do so), on machines where hundreds of jobs run at once, are charged
+// across the queue thresholds and are preempted; and that 2D-Gittins,
+// whose keys move with every finished job, is not kept so.
+func TestRun_ServiceOrderSameSchedule(t *testing.T) {
+	for _, seed := range []uint64{3, 4} {
+		// Jobs of 1-3 GPUs running half an hour to a few hours (so they
+		// cross tiresias' thresholds of about 1 and 2 GPU-hours), at an
+		// offered load over 1 on 32 × 8 GPUs.
+		r := rand.New(rand.NewPCG(seed, 1))
+		jobs := make([]policy.Job, 1500)
+		at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+		for i := range jobs {
+			at = at.Add(time.Duration(r.ExpFloat64() * float64(45*time.Second)))
+			run := time.Duration(math.Exp(math.Log(5400)+0.8*r.NormFloat64())) * time.Second
+			jobs[i] = policy.Job{ID: int64(i + 1), ArrayTask: -1, User: fmt.Sprint("u", r.IntN(20)), Account: "a",
+				GPUs: 1 + r.IntN(3), Nodes: 1, State: policy.StateCompleted, TimeLimit: 24 * time.Hour,
+				Submit: at, Start: at, End: at.Add(run)}
+		}
+		cluster := Cluster{Nodes: 32, PerNode: 8, Unit: GPUs}
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			kept, err := Run(jobs, smConfig(t, cluster, "tiresias", "fairway"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := smConfig(t, cluster, "tiresias", "fairway")
+			cfg.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
+			ranked, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ranked.Preemptions < 50 || maxRunning(ranked) < 100 {
+				t.Fatalf("%d preemptions, at most %d jobs running at once: the test checks too little", ranked.Preemptions, maxRunning(ranked))
+			}
+			t.Logf("%d preemptions, %d cycles, at most %d jobs running at once", ranked.Preemptions, ranked.Cycles, maxRunning(ranked))
+			if diff := cmp.Diff(ranked, kept); diff != "" {
+				t.Errorf("the kept order schedules differently (-ranked +kept):\n%s", diff)
+			}
+		})
+	}
+	g, err := policy.NewTiresias(policy.TiresiasParams{Gittins: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := policy.NewServiceOrder(g); ok {
+		t.Error("2D-Gittins is kept in a service order: its keys move with every finished job")
 	}
 }
