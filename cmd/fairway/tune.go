@@ -40,9 +40,10 @@ func tuneCommand() *cli.Command {
 			"required on each. It re-judges its best points on the last --validate, never the same jobs, and\n" +
 			"chooses by the violations on both, then the validation's value; fair-sjf's point is the start and\n" +
 			"is kept unless a point does better. The family's heuristics (SJF on predictions, QSSF, SJF on\n" +
-			"limits, fair share, fair share × QSSF, each with the least aging) are anchors: always judged, and\n" +
-			"CMA-ES starts from the best of them and fair-sjf on training. Each job's run time is predicted\n" +
-			"once, at submit.\n" +
+			"limits, fair share, fair share × QSSF, each with the least aging; with --objective bsld also the\n" +
+			"requested area by time limit, limit × size, alone and with fair share, the ingredient of F1, WFP3\n" +
+			"and UNICEP) are anchors: always judged, and CMA-ES starts from the best of them and fair-sjf on\n" +
+			"training. Each job's run time is predicted once, at submit.\n" +
 			"  --from-db tunes on the site's own history instead: the finished jobs of --cluster in the\n" +
 			"    accounting database (all of them, or --since/--until, --days, --months), all looked at (the\n" +
 			"    first 70% of the submits train, the last 30% validate), replayed on the least machine the\n" +
@@ -225,7 +226,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	}
 	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, Start: policy.DefaultLearnedParams(),
 		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
-		After: after, Anchors: tune.Anchors()}
+		After: after, Anchors: tune.AnchorsFor(cfg.Setup.Objective)}
 	if cfg.Budget > 0 {
 		tc.Budget = cfg.Budget - time.Since(started)
 		if tc.Budget <= 0 {

@@ -122,6 +122,38 @@ func TestTune_FileRunsInSimulate(t *testing.T) {
 	}
 }
 
+// TestTune_SequenceAnchors checks that --objective bsld judges the
+// family's points nearest RLScheduler's heuristics (the requested area by
+// time limit, alone and with fair share) beside the other anchors, and
+// that the time-split objectives keep their anchors.
+func TestTune_SequenceAnchors(t *testing.T) {
+	path := synthTrace(t)
+	for _, tc := range []struct {
+		objective string
+		extra     []string
+		want      bool
+	}{
+		{"bsld", []string{"--sequences", "2", "--length", "100"}, true},
+		{"fair", nil, false},
+	} {
+		t.Run(tc.objective, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "tuned.json")
+			args := append([]string{"tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--predictor", "none",
+				"--objective", tc.objective, "--generations", "1", "--parallel", "2", "--progress", "never"}, tc.extra...)
+			text, err := runApp(t, args...)
+			if err != nil {
+				t.Fatalf("%v; output:\n%s", err, text)
+			}
+			for _, a := range []string{"(anchor area-limit): run 0, limit 1, size 1, usage 0, counter 0, age 0.25;",
+				"(anchor fair-area-limit): run 0, limit 1, size 1, usage 2, counter 0, age 0.25;"} {
+				if got := strings.Contains(text, a); got != tc.want {
+					t.Errorf("output lists %q: %v, want %v; output:\n%s", a, got, tc.want, text)
+				}
+			}
+		})
+	}
+}
+
 func TestSimulate_PolicyFileRefused(t *testing.T) {
 	dir := t.TempDir()
 	good, err := policy.NewLearnedFile(policy.DefaultLearnedParams()).Encode()

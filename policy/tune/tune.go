@@ -195,6 +195,23 @@ func Anchors() []Anchor {
 	}
 }
 
+// AnchorsFor are the anchors of objective o: Anchors, and with BSLD
+// (RLScheduler's sequences, where F1, WFP3, UNICEP and SJF by limit are the
+// comparators) the family's points nearest those heuristics' common
+// ingredient, the requested area by time limit (limit × size), alone and
+// with fair share, each with the box's least aging.
+func AnchorsFor(o Objective) []Anchor {
+	out := Anchors()
+	if o != BSLD {
+		return out
+	}
+	a := policy.LearnedFeatures[5].Min
+	return append(out,
+		Anchor{"area-limit", policy.LearnedParams{Limit: 1, Size: 1, Age: a}},
+		Anchor{"fair-area-limit", policy.LearnedParams{Limit: 1, Size: 1, Usage: policy.DefaultShareExponent, Age: a}},
+	)
+}
+
 // Progress is the state of a run after an evaluation.
 type Progress struct {
 	Evaluations int

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -269,5 +270,36 @@ func TestNewWindows_Table(t *testing.T) {
 	}
 	if f := workload(t, Fair); f.Table != f.Validate {
 		t.Error("fair: the table is not on the validation window")
+	}
+}
+
+// TestAnchorsFor checks the anchors each objective judges: with BSLD the
+// heuristics' requested area by time limit is added, in the box, after
+// Anchors; the time-split objectives judge Anchors alone.
+func TestAnchorsFor(t *testing.T) {
+	for _, tc := range []struct {
+		o     Objective
+		extra []string
+	}{
+		{Fair, nil},
+		{Wait, nil},
+		{BSLD, []string{"area-limit", "fair-area-limit"}},
+	} {
+		t.Run(string(tc.o), func(t *testing.T) {
+			got := AnchorsFor(tc.o)
+			if !cmp.Equal(got[:len(Anchors())], Anchors()) {
+				t.Errorf("the first anchors %v, want Anchors() %v", got[:len(Anchors())], Anchors())
+			}
+			var names []string
+			for _, a := range got[len(Anchors()):] {
+				names = append(names, a.Name)
+				if !a.Params.InBounds() || a.Params.Validate() != nil || a.Params.Limit != 1 || a.Params.Size != 1 {
+					t.Errorf("anchor %s %+v: want limit 1, size 1, inside the box", a.Name, a.Params)
+				}
+			}
+			if !cmp.Equal(names, tc.extra, cmpopts.EquateEmpty()) {
+				t.Errorf("extra anchors %v, want %v", names, tc.extra)
+			}
+		})
 	}
 }
