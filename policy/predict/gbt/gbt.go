@@ -24,6 +24,7 @@ package gbt
 
 import (
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -197,8 +198,9 @@ func (m *Model) complete(depth int) {
 type Trainer struct {
 	Config Config
 	nf     int
-	cuts   [][]float32 // per feature: bin upper bounds; bin b holds x <= cuts[b]
-	bins   []uint8     // n × nf, row-major
+	cuts   [][]float32      // per feature: bin upper bounds; bin b holds x <= cuts[b]
+	padded [][gbtBins]int32 // per feature: cuts as order keys, padded for binOf64
+	bins   []uint8          // n × nf, row-major
 	resid  []float32
 	f      []float32
 	rows   []int32
@@ -213,6 +215,10 @@ type Trainer struct {
 	// rows without walking the tree for each.
 	leaves  []leafRows
 	leafBuf []float32 // leaf's scratch
+	// The tree being grown, complete (see layBinned): per inner node the
+	// feature and bin of its split, and the leaf values.
+	walkFeat, walkBin []uint8
+	walkLeaf          []float32
 }
 
 // leafRows is a leaf of the tree being grown: t.rows[lo:hi] are the
@@ -284,11 +290,12 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 				t.f[r] += l.value
 			}
 		}
+		t.layBinned(tree)
 		rest := all[sub:]
 		Parallel(len(rest), len(rest)*t.Config.Depth, func(lo, hi int) {
 			for _, r := range rest[lo:hi] {
 				i := int(r)
-				t.f[i] += t.leafValueBinned(tree, t.bins[i*nf:(i+1)*nf])
+				t.f[i] += t.leafValueBinned(t.bins[i*nf : (i+1)*nf])
 			}
 		})
 	}
@@ -296,21 +303,47 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 	return m
 }
 
-// leafValueBinned is leafValue for a training row given by its bins, on
-// the tree growTree just grew (t.splitBin holds its splits' bins).
-func (t *Trainer) leafValueBinned(tree []gbtNode, bins []uint8) float32 {
-	i := int32(0)
-	for {
-		n := &tree[i]
-		if n.feature < 0 {
-			return n.value
+// layBinned lays tree, which growTree just grew (t.splitBin holds its
+// splits' bins), out complete for leafValueBinned, as Model.complete does
+// for predict: node i's children are 2i+1 and 2i+2, a leaf above the
+// bottom padded with splits that always go left.
+func (t *Trainer) layBinned(tree []gbtNode) {
+	depth := t.Config.Depth
+	inner, leaves := (1<<depth)-1, 1<<depth
+	t.walkFeat = resize(t.walkFeat, inner)
+	t.walkBin = resize(t.walkBin, inner)
+	t.walkLeaf = resize(t.walkLeaf, leaves)
+	var walk func(n int32, pos, d int)
+	walk = func(n int32, pos, d int) {
+		if d == depth {
+			t.walkLeaf[pos-inner] = tree[n].value
+			return
 		}
-		if bins[n.feature] <= t.splitBin[i] {
-			i = n.left
-		} else {
-			i = n.right
+		if tree[n].feature < 0 {
+			t.walkFeat[pos], t.walkBin[pos] = 0, math.MaxUint8 // every bin goes left
+			walk(n, 2*pos+1, d+1)
+			walk(n, 2*pos+2, d+1)
+			return
 		}
+		t.walkFeat[pos], t.walkBin[pos] = uint8(tree[n].feature), t.splitBin[n]
+		walk(tree[n].left, 2*pos+1, d+1)
+		walk(tree[n].right, 2*pos+2, d+1)
 	}
+	walk(0, 0, 0)
+}
+
+// leafValueBinned is leafValue for a training row given by its bins, on
+// the tree layBinned laid out: Depth steps of integer arithmetic, none a
+// branch on the data to mispredict.
+func (t *Trainer) leafValueBinned(bins []uint8) float32 {
+	feat, bin := t.walkFeat, t.walkBin
+	i := 0
+	for range t.Config.Depth {
+		// right is 1 when the row's bin is above the split's, else 0.
+		right := int(uint(int(bin[i])-int(bins[feat[i]])) >> (bits.UintSize - 1))
+		i = 2*i + 1 + right
+	}
+	return t.walkLeaf[i-len(bin)]
 }
 
 // buildBins chooses quantile cut points per feature and bins every value.
@@ -338,29 +371,46 @@ func (t *Trainer) buildBins(x []float32, n, nf int) {
 			t.cuts[f] = cuts
 		}
 	})
+	t.padded = resize(t.padded, nf)
+	for f, cuts := range t.cuts {
+		p := &t.padded[f]
+		for b := range p {
+			p[b] = gbtOrderKey(float32(math.Inf(1)))
+			if b < len(cuts) {
+				p[b] = gbtOrderKey(cuts[b])
+			}
+		}
+	}
 	t.bins = resize(t.bins, n*nf)
 	Parallel(n, n*nf*6, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			for f := 0; f < nf; f++ {
-				t.bins[i*nf+f] = uint8(binOf(t.cuts[f], x[i*nf+f]))
+			row, bins := x[i*nf:(i+1)*nf], t.bins[i*nf:(i+1)*nf]
+			for f, v := range row {
+				bins[f] = uint8(min(binOf64(&t.padded[f], v), len(t.cuts[f])-1))
 			}
 		}
 	})
 }
 
-// binOf is the bin of v among cuts: the first cut v is at most (sort.Search,
-// written out), the last bin for a value above every cut or NaN.
-func binOf(cuts []float32, v float32) int {
-	lo, hi := 0, len(cuts)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if !(v <= cuts[m]) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+// binOf64 is how many cuts v is above (is not at most), at most gbtBins-1,
+// for cuts as order keys (gbtOrderKey) padded to gbtBins with +Inf's; NaN
+// is above every cut. A value's bin is that bounded by the last real cut:
+// the first cut v is at most, the last bin for a value above every cut or
+// NaN. Whether v goes up a step of the search depends on the data, so a
+// branch would mispredict about every other step; on order keys each step
+// is integer arithmetic, and there are always log2(gbtBins) of them.
+func binOf64(cuts *[gbtBins]int32, v float32) int {
+	if v != v {
+		return gbtBins - 1
 	}
-	return min(lo, len(cuts)-1)
+	k := int64(gbtOrderKey(v))
+	i := 0
+	for step := gbtBins / 2; step > 0; step /= 2 {
+		// up is -1 when v > the cut, else 0.
+		up := int((int64(cuts[(i+step-1)%gbtBins]) - k) >> 63)
+		i += step & up
+	}
+	return i
 }
 
 // gbtMinWork is roughly how many inner-loop steps make it worth starting

@@ -192,27 +192,6 @@ func TestQuantile32_MatchesSort(t *testing.T) {
 	}
 }
 
-// TestBinOf_MatchesSearch checks binOf against sort.Search, as buildBins
-// used it: the first cut v is at most, the last bin above every cut or for
-// NaN.
-func TestBinOf_MatchesSearch(t *testing.T) {
-	for n := 1; n <= 70; n++ {
-		cuts := make([]float32, n)
-		for i := range cuts {
-			cuts[i] = float32(i*3) - 20
-		}
-		for v := float32(-25); v <= float32(3*n-15); v += 0.5 {
-			want := min(sort.Search(n, func(k int) bool { return v <= cuts[k] }), n-1)
-			if got := binOf(cuts, v); got != want {
-				t.Fatalf("%d cuts, v=%v: binOf %d, sort.Search %d", n, v, got, want)
-			}
-		}
-		if got := binOf(cuts, float32(math.NaN())); got != n-1 {
-			t.Errorf("%d cuts, NaN: bin %d, want the last", n, got)
-		}
-	}
-}
-
 // leafValue walks tree on the raw features x, against the thresholds: the
 // reference that the binned walk (leafValueBinned) and Model.Predict must
 // agree with.
@@ -227,6 +206,43 @@ func leafValue(tree []gbtNode, x []float32) float32 {
 			i = n.left
 		} else {
 			i = n.right
+		}
+	}
+}
+
+// TestBinOf64_MatchesSearch checks the branch-free search on padded order
+// keys against sort.Search, as buildBins used it (the first cut v is at
+// most, the last bin for a value above every cut or NaN), on cut lists of
+// every length buildBins makes, with values at, between and beyond the
+// cuts, signed zeros, infinities and NaN.
+func TestBinOf64_MatchesSearch(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for n := 1; n <= gbtBins; n++ {
+		for _, last := range []float32{0, inf} {
+			cuts := make([]float32, n)
+			for i := range cuts {
+				cuts[i] = float32(i*3) - 20
+			}
+			if last == inf {
+				cuts[n-1] = inf // a feature whose largest sampled value is +Inf
+			}
+			var padded [gbtBins]int32
+			for b := range padded {
+				padded[b] = gbtOrderKey(inf)
+				if b < n {
+					padded[b] = gbtOrderKey(cuts[b])
+				}
+			}
+			vals := []float32{float32(math.Copysign(0, -1)), 0, -inf, inf, float32(math.NaN()), -math.MaxFloat32, math.MaxFloat32}
+			for v := float32(-25); v <= float32(3*n-15); v += 0.5 {
+				vals = append(vals, v)
+			}
+			for _, v := range vals {
+				want := min(sort.Search(n, func(k int) bool { return v <= cuts[k] }), n-1)
+				if got := min(binOf64(&padded, v), n-1); got != want {
+					t.Fatalf("%d cuts (last %v), v=%v: binOf64 %d, sort.Search %d", n, cuts[n-1], v, got, want)
+				}
+			}
 		}
 	}
 }
