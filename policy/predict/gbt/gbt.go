@@ -196,17 +196,21 @@ func (m *Model) complete(depth int) {
 
 // Trainer holds the scratch space of training, reused across retrains.
 type Trainer struct {
-	Config Config
-	nf     int
-	cuts   [][]float32      // per feature: bin upper bounds; bin b holds x <= cuts[b]
-	padded [][gbtBins]int32 // per feature: cuts as order keys, padded for binOf64
-	bins   []uint8          // n × nf, row-major
-	resid  []float32
-	f      []float32
-	rows   []int32
-	rng    uint64
-	free   [][]histBin // histograms of finished nodes, for reuse
-	counts []int64     // countHistogram's scratch: per feature and bin, sign sum and count
+	Config   Config
+	nf       int
+	cuts     [][]float32      // per feature: bin upper bounds; bin b holds x <= cuts[b]
+	padded   [][gbtBins]int32 // per feature: cuts as order keys, padded for binOf64
+	bins     []uint8          // n × nf, row-major
+	resid    []float32
+	adds     []int64 // per row, histAdd of its residual
+	rest     []int32 // the rows left out of the tree's sample
+	inSample []bool
+	right    []int32 // partition's scratch
+	f        []float32
+	rows     []int32
+	rng      uint64
+	free     [][]histBin // histograms of finished nodes, for reuse
+	counts   []int64     // countHistogram's scratch: per feature and bin, sign sum and count
 	// splitBin is, per node of the tree being grown, the bin its split
 	// sends left up to (as threshold: the bin's upper cut).
 	splitBin []uint8
@@ -256,6 +260,7 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 	m := &Model{base: median32(slices.Clone(y))}
 	t.f = resize(t.f, n)
 	t.resid = resize(t.resid, n)
+	t.adds = resize(t.adds, n)
 	for i := range t.f {
 		t.f[i] = m.base
 	}
@@ -264,6 +269,8 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 		sub = n
 	}
 	all := make([]int32, n)
+	t.inSample = resize(t.inSample, n)
+	clear(t.inSample)
 	for i := range all {
 		all[i] = int32(i)
 	}
@@ -273,9 +280,24 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 			j := i + int(t.next()%uint64(n-i))
 			all[i], all[j] = all[j], all[i]
 		}
-		t.rows = append(t.rows[:0], all[:sub]...)
+		// The sample in row order, and the rest, so that the passes over
+		// them read x, bins and residuals forwards.
+		for _, r := range all[:sub] {
+			t.inSample[r] = true
+		}
+		t.rows, t.rest = t.rows[:0], t.rest[:0]
+		for r, in := range t.inSample {
+			if in {
+				t.rows = append(t.rows, int32(r))
+			} else {
+				t.rest = append(t.rest, int32(r))
+			}
+		}
+		clear(t.inSample)
 		for _, r := range t.rows {
-			t.resid[r] = y[r] - t.f[r]
+			res := y[r] - t.f[r]
+			t.resid[r] = res
+			t.adds[r] = histAdd(res)
 		}
 		tree := t.growTree(x)
 		m.trees = append(m.trees, tree)
@@ -291,7 +313,7 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 			}
 		}
 		t.layBinned(tree)
-		rest := all[sub:]
+		rest := t.rest
 		Parallel(len(rest), len(rest)*t.Config.Depth, func(lo, hi int) {
 			for _, r := range rest[lo:hi] {
 				i := int(r)
@@ -385,11 +407,31 @@ func (t *Trainer) buildBins(x []float32, n, nf int) {
 	Parallel(n, n*nf*6, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row, bins := x[i*nf:(i+1)*nf], t.bins[i*nf:(i+1)*nf]
-			for f, v := range row {
-				bins[f] = uint8(min(binOf64(&t.padded[f], v), len(t.cuts[f])-1))
+			f := 0
+			// Four features at a time: each search is a chain of
+			// dependent loads, and four chains overlap.
+			for ; f+4 <= nf; f += 4 {
+				b0, b1, b2, b3 := binOf64x4(
+					(*[4][gbtBins]int32)(t.padded[f:f+4]), (*[4]float32)(row[f:f+4]))
+				bins[f] = uint8(min(b0, len(t.cuts[f])-1))
+				bins[f+1] = uint8(min(b1, len(t.cuts[f+1])-1))
+				bins[f+2] = uint8(min(b2, len(t.cuts[f+2])-1))
+				bins[f+3] = uint8(min(b3, len(t.cuts[f+3])-1))
+			}
+			for ; f < nf; f++ {
+				bins[f] = uint8(min(binOf64(&t.padded[f], row[f]), len(t.cuts[f])-1))
 			}
 		}
 	})
+}
+
+// binKey is v's order key for binOf64, widened so that NaN can be above
+// every cut.
+func binKey(v float32) int64 {
+	if v != v {
+		return math.MaxInt32 + 1
+	}
+	return int64(gbtOrderKey(v))
 }
 
 // binOf64 is how many cuts v is above (is not at most), at most gbtBins-1,
@@ -400,10 +442,7 @@ func (t *Trainer) buildBins(x []float32, n, nf int) {
 // branch would mispredict about every other step; on order keys each step
 // is integer arithmetic, and there are always log2(gbtBins) of them.
 func binOf64(cuts *[gbtBins]int32, v float32) int {
-	if v != v {
-		return gbtBins - 1
-	}
-	k := int64(gbtOrderKey(v))
+	k := binKey(v)
 	i := 0
 	for step := gbtBins / 2; step > 0; step /= 2 {
 		// up is -1 when v > the cut, else 0.
@@ -411,6 +450,19 @@ func binOf64(cuts *[gbtBins]int32, v float32) int {
 		i += step & up
 	}
 	return i
+}
+
+// binOf64x4 is binOf64 of four values, each among its own cuts, the four
+// searches interleaved.
+func binOf64x4(cuts *[4][gbtBins]int32, v *[4]float32) (i0, i1, i2, i3 int) {
+	k0, k1, k2, k3 := binKey(v[0]), binKey(v[1]), binKey(v[2]), binKey(v[3])
+	for step := gbtBins / 2; step > 0; step /= 2 {
+		i0 += step & int((int64(cuts[0][(i0+step-1)%gbtBins])-k0)>>63)
+		i1 += step & int((int64(cuts[1][(i1+step-1)%gbtBins])-k1)>>63)
+		i2 += step & int((int64(cuts[2][(i2+step-1)%gbtBins])-k2)>>63)
+		i3 += step & int((int64(cuts[3][(i3+step-1)%gbtBins])-k3)>>63)
+	}
+	return i0, i1, i2, i3
 }
 
 // gbtMinWork is roughly how many inner-loop steps make it worth starting
@@ -513,16 +565,7 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 			t.release(o.hist)
 			continue
 		}
-		// Partition rows: left are bin <= bestB.
-		i, j := 0, len(rows)-1
-		for i <= j {
-			if int(t.bins[int(rows[i])*nf+bestF]) <= bestB {
-				i++
-			} else {
-				rows[i], rows[j] = rows[j], rows[i]
-				j--
-			}
-		}
+		i := t.partition(rows, bestF, bestB)
 		l, r := int32(len(tree)), int32(len(tree)+1)
 		tree[o.node] = gbtNode{feature: int32(bestF), threshold: t.cuts[bestF][bestB], left: l, right: r}
 		tree = append(tree, gbtNode{feature: -1}, gbtNode{feature: -1})
@@ -554,6 +597,29 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 	return tree
 }
 
+// partition moves the rows whose bin of feature f is at most b (the left
+// child's) before the others and returns how many there are. It is stable:
+// the rows of each child stay in the order they were, ascending, so that
+// the passes over a node's rows read forwards. Which side a row goes to
+// is data, so rather than branch each row is written to both sides (left
+// in place: never ahead of the row read) and only its side's count moves.
+func (t *Trainer) partition(rows []int32, f, b int) int {
+	nf := t.nf
+	t.right = resize(t.right, len(rows))
+	right := t.right
+	nl, nr := 0, 0
+	for _, r := range rows {
+		bin := int(t.bins[int(r)*nf+f])
+		goRight := int(uint(b-bin) >> (bits.UintSize - 1)) // 1 when bin > b
+		rows[nl] = r
+		right[nr] = r
+		nl += 1 - goRight
+		nr += goRight
+	}
+	copy(rows[nl:], right[:nr])
+	return nl
+}
+
 // histogram sums sign(resid) per feature and bin over rows (see
 // countHistogram).
 func (t *Trainer) histogram(rows []int32) []histBin {
@@ -580,33 +646,44 @@ func (t *Trainer) countHistogram(rows []int32, h []histBin) {
 	size := nf * gbtBins
 	workers, release := gbtWorkers(len(rows), len(rows)*nf)
 	defer release()
-	t.counts = resize(t.counts, workers*size)
+	const block = gbtMaxFeatures * gbtBins // one worker's counts
+	t.counts = resize(t.counts, workers*block)
 	gbtChunks(len(rows), workers, func(w, lo, hi int) {
-		c := t.counts[w*size : (w+1)*size]
-		clear(c)
+		c := (*[block]int64)(t.counts[w*block : (w+1)*block])
+		clear(c[:size])
 		for _, r := range rows[lo:hi] {
-			add := int64(1) // count 1, sign 0
-			switch res := t.resid[r]; {
-			case res > 0:
-				add += 1 << 32
-			case res < 0:
-				add -= 1 << 32
-			}
+			add := t.adds[r]
 			b := t.bins[int(r)*nf : int(r)*nf+nf]
 			for f, bin := range b {
-				c[f*gbtBins+int(bin)&(gbtBins-1)] += add
+				// f < nf <= gbtMaxFeatures and bin < gbtBins: the mask
+				// only spares the bounds check.
+				c[(f*gbtBins+int(bin))&(block-1)] += add
 			}
 		}
 	})
 	for k := range size {
 		v := t.counts[k]
 		for w := 1; w < workers; w++ {
-			v += t.counts[w*size+k]
+			v += t.counts[w*block+k]
 		}
 		n := int32(uint32(v))     // counts are below 2^31
 		g := (v - int64(n)) >> 32 // exact: |sign sum| <= count
 		h[k] = histBin{g: float64(g), h: float64(n), n: n}
 	}
+}
+
+// histAdd is what a row with residual res adds to its bins' counts in
+// countHistogram: count 1 (bits 0-31), sign(res) above bit 32; a zero or NaN
+// residual has sign 0. The sign is data, about as often + as -, so it is
+// taken from the float's bits rather than by a branch that would
+// mispredict.
+func histAdd(res float32) int64 {
+	b := math.Float32bits(res)
+	// nonzero is -1 when res is neither ±0 nor NaN, else 0: |res|'s bits
+	// less one are below +Inf's exactly then (0 wraps round).
+	nonzero := (int64((b&0x7fffffff)-1) - 0x7f800000) >> 63
+	sign := 1 - 2*int64(b>>31)
+	return 1 + (sign<<32)&nonzero
 }
 
 // release keeps a histogram no node needs any more for the next one.
@@ -616,7 +693,10 @@ func (t *Trainer) release(h []histBin) {
 	}
 }
 
-// leaf is Rate × the median residual of rows.
+// leaf is Rate × the median residual of rows. The median is a value, the
+// same whatever order rows are in (growTree's partition decides it), but
+// for the sign of a zero: a zero median is taken as +0, so that residuals
+// of both signs of zero (targets with -0) give one model.
 func (t *Trainer) leaf(rows []int32) float32 {
 	if len(rows) == 0 {
 		return 0
@@ -626,7 +706,11 @@ func (t *Trainer) leaf(rows []int32) float32 {
 	for i, r := range rows {
 		v[i] = t.resid[r]
 	}
-	return float32(t.Config.Rate) * median32(v)
+	med := median32(v)
+	if med == 0 {
+		med = 0 // +0 for -0
+	}
+	return float32(t.Config.Rate) * med
 }
 
 // median32 is the median of v (the lower middle for an even count); v is

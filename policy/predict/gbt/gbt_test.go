@@ -242,7 +242,54 @@ func TestBinOf64_MatchesSearch(t *testing.T) {
 				if got := min(binOf64(&padded, v), n-1); got != want {
 					t.Fatalf("%d cuts (last %v), v=%v: binOf64 %d, sort.Search %d", n, cuts[n-1], v, got, want)
 				}
+				// binOf64x4 with v in each lane, the other lanes searching
+				// other values among the same cuts.
+				for lane := range 4 {
+					vs := [4]float32{v + 1, v - 0.5, -v, 2 * v}
+					vs[lane] = v
+					var got [4]int
+					got[0], got[1], got[2], got[3] = binOf64x4(&[4][gbtBins]int32{padded, padded, padded, padded}, &vs)
+					for k, g := range got {
+						if g != binOf64(&padded, vs[k]) {
+							t.Fatalf("%d cuts, values %v: binOf64x4 lane %d gives %d, binOf64 %d", n, vs, k, g, binOf64(&padded, vs[k]))
+						}
+					}
+				}
 			}
+		}
+	}
+}
+
+// TestHistAdd_MatchesCompare checks the branch-free sign against the float
+// compares countHistogram made: +1 above zero, -1 below, 0 for ±0 and NaN,
+// in bit 32 up, over a count of 1.
+func TestHistAdd_MatchesCompare(t *testing.T) {
+	inf := float32(math.Inf(1))
+	vals := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), -float32(math.NaN()), inf, -inf,
+		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1, 0.25, -3e7}
+	for _, v := range vals {
+		want := int64(1)
+		switch {
+		case v > 0:
+			want += 1 << 32
+		case v < 0:
+			want -= 1 << 32
+		}
+		if got := histAdd(v); got != want {
+			t.Errorf("histAdd(%v) = %#x, want %#x", v, got, want)
+		}
+	}
+}
+
+// TestGBT_LeafZeroIsPositive checks that a leaf whose median residual is
+// zero gets +0 whatever the signs of the zeros, so that the order
+// growTree's partition leaves rows in cannot show in the model.
+func TestGBT_LeafZeroIsPositive(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	tr := &Trainer{Config: Config{Rate: 0.5}, resid: []float32{negZero, negZero, 0, negZero, 1}}
+	for _, rows := range [][]int32{{0}, {0, 1, 3}, {0, 2, 1}, {2, 0, 3, 1, 4}} {
+		if got := tr.leaf(rows); math.Float32bits(got) != 0 {
+			t.Errorf("rows %v: leaf %v (bits %#x), want +0", rows, got, math.Float32bits(got))
 		}
 	}
 }
