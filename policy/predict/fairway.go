@@ -281,11 +281,19 @@ func (f *fairwayPredictor) train() {
 	f.model = f.trainer.Train(f.x, f.y, fwFeatures)
 	f.trainedAt = f.observed
 	res := make([]float32, len(f.y))
-	gbt.Parallel(len(f.y), len(f.y)*f.model.Depth()*f.model.Trees()/gbt.Lanes, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			res[i] = f.y[i] - f.modelPredict(f.row(i))
+	if fitted := f.trainer.Fitted(); fitted != nil {
+		// The model's predictions for its training rows, as training
+		// reached them.
+		for i, y := range f.y {
+			res[i] = y - fitted[i]
 		}
-	})
+	} else {
+		gbt.Parallel(len(f.y), len(f.y)*f.model.Depth()*f.model.Trees()/gbt.Lanes, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				res[i] = f.y[i] - f.modelPredict(f.row(i))
+			}
+		})
+	}
 	f.upperLog = gbt.Quantile32(res, 0.9)
 	for i, r := range res {
 		if r < 0 {

@@ -205,8 +205,10 @@ type Trainer struct {
 	adds     []int64 // per row, histAdd of its residual
 	rest     []int32 // the rows left out of the tree's sample
 	inSample []bool
-	right    []int32 // partition's scratch
-	f        []float32
+	right    []int32   // partition's scratch
+	f        []float32 // the model's value for each training row, as trained so far
+	// fittedOK is whether f is what the model predicts (see Fitted).
+	fittedOK bool
 	rows     []int32
 	rng      uint64
 	free     [][]histBin // histograms of finished nodes, for reuse
@@ -256,6 +258,7 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 	}
 	t.nf = nf
 	t.rng = 0x9e3779b97f4a7c15
+	t.fittedOK = false
 	t.buildBins(x, n, nf)
 	m := &Model{base: median32(slices.Clone(y))}
 	t.f = resize(t.f, n)
@@ -322,7 +325,21 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 		})
 	}
 	m.complete(t.Config.Depth)
+	t.fittedOK = !slices.ContainsFunc(x, func(v float32) bool { return v != v })
 	return m
+}
+
+// Fitted is the last trained model's prediction for each of its training
+// rows, as its Predict gives it to the bit, or nil when a feature value was
+// NaN. Training added each tree's leaf to every row in tree order, as
+// Predict does, and a split's bin sends a row the way its threshold does,
+// but for NaN: binned above every cut, it went right in training, and
+// Predict sends it left. It is valid until the next Train.
+func (t *Trainer) Fitted() []float32 {
+	if !t.fittedOK {
+		return nil
+	}
+	return t.f
 }
 
 // layBinned lays tree, which growTree just grew (t.splitBin holds its

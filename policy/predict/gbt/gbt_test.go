@@ -293,3 +293,49 @@ func TestGBT_LeafZeroIsPositive(t *testing.T) {
 		}
 	}
 }
+
+// TestGBT_FittedMatchesPredict checks that the values training reached for
+// its rows are what the model predicts for them, to the bit (the fairway
+// predictor takes its training residuals from them), also after the
+// trainer was reused, and that Fitted gives nothing when a feature is NaN,
+// which training and Predict send different ways.
+func TestGBT_FittedMatchesPredict(t *testing.T) {
+	const nf = 6
+	s := uint64(5)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40) / float32(1<<24)
+	}
+	data := func(n int) (x, y []float32) {
+		for i := 0; i < n; i++ {
+			for f := 0; f < nf; f++ {
+				v := rnd() * float32(f+1)
+				if f == 2 {
+					v = float32(i % 3) // few distinct values: rows on the cuts
+				}
+				x = append(x, v)
+			}
+			y = append(y, x[i*nf]*2+x[i*nf+2]+rnd())
+		}
+		return x, y
+	}
+	tr := &Trainer{Config: Config{Trees: 23, Depth: 4, Rate: 0.3, MinLeaf: 10, Subsample: 0.5}}
+	for _, n := range []int{3000, 800} {
+		x, y := data(n)
+		m := tr.Train(x, y, nf)
+		fitted := tr.Fitted()
+		if len(fitted) != n {
+			t.Fatalf("n=%d: %d fitted values", n, len(fitted))
+		}
+		for i := range n {
+			if want := m.Predict(x[i*nf : (i+1)*nf]); math.Float32bits(fitted[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d, row %d: fitted %v, Predict %v", n, i, fitted[i], want)
+			}
+		}
+		x[nf+1] = float32(math.NaN())
+		tr.Train(x, y, nf)
+		if got := tr.Fitted(); got != nil {
+			t.Errorf("n=%d, a NaN feature: %d fitted values, want none", n, len(got))
+		}
+	}
+}
