@@ -202,9 +202,9 @@ type Trainer struct {
 	padded   [][gbtBins]int32 // per feature: cuts as order keys, padded for binOf64
 	bins     []uint8          // n × nf, row-major
 	resid    []float32
-	adds     []int64 // per row, histAdd of its residual
-	rest     []int32 // the rows left out of the tree's sample
-	inSample []bool
+	adds     []int64   // per row, histAdd of its residual
+	rest     []int32   // the rows left out of the tree's sample
+	inSample []uint8   // 1 for the rows of the tree's sample
 	right    []int32   // partition's scratch
 	f        []float32 // the model's value for each training row, as trained so far
 	// fittedOK is whether f is what the model predicts (see Fitted).
@@ -286,16 +286,20 @@ func (t *Trainer) Train(x []float32, y []float32, nf int) *Model {
 		// The sample in row order, and the rest, so that the passes over
 		// them read x, bins and residuals forwards.
 		for _, r := range all[:sub] {
-			t.inSample[r] = true
+			t.inSample[r] = 1
 		}
-		t.rows, t.rest = t.rows[:0], t.rest[:0]
+		// Every row is written to both lists and only its list's
+		// count moves: whether a row is in the sample is random, so a
+		// branch would mispredict about every other row.
+		t.rows, t.rest = resize(t.rows, sub+1), resize(t.rest, n-sub+1)
+		nin, nout := 0, 0
 		for r, in := range t.inSample {
-			if in {
-				t.rows = append(t.rows, int32(r))
-			} else {
-				t.rest = append(t.rest, int32(r))
-			}
+			t.rows[nin] = int32(r)
+			t.rest[nout] = int32(r)
+			nin += int(in)
+			nout += 1 - int(in)
 		}
+		t.rows, t.rest = t.rows[:nin], t.rest[:nout]
 		clear(t.inSample)
 		for _, r := range t.rows {
 			res := y[r] - t.f[r]
