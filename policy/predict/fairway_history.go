@@ -28,6 +28,9 @@ type fwItem struct {
 	name        int32   // interned job name
 	cpus, gpus  int32
 	failed      bool // FAILED, CANCELLED, NODE_FAIL, OOM...
+	// match are the indexes of the item's entries in fwMatches.slab, one
+	// per kind, while it is kept.
+	match [fwKinds]int32
 }
 
 // fwUser is one user's history and its summary. The fields Predict reads
@@ -142,70 +145,106 @@ func (m *fwMatch) appendOlder(lrun float32, recent bool) {
 // one map per kind, keyed by user and key, each entry present while kept >
 // 0. Maps shared by all users, with small fixed-size keys, keep the cold
 // memory a lookup touches to the probed group; with a map per user, its
-// header and directory would be cold too.
+// header and directory would be cold too. The maps give the index of the
+// entry's fwMatch in slab, and each kept item holds the indexes of its own
+// entries (fwItem.match), so that taking an item out of its matches, twice
+// in its life, needs no lookup.
 type fwMatches struct {
-	byLimit map[fwLimitKey]fwMatch
-	byName  map[fwNameKey]fwMatch
-	bySize  map[fwSizeKey]fwMatch
-	byJob   map[fwJobKey]fwMatch
+	byLimit map[fwLimitKey]int32
+	byName  map[fwNameKey]int32
+	bySize  map[fwSizeKey]int32
+	byJob   map[fwJobKey]int32
+	slab    []fwMatch
+	free    []int32 // indexes of slab no key holds
 }
 
 func newFwMatches() fwMatches {
 	return fwMatches{
-		byLimit: map[fwLimitKey]fwMatch{}, byName: map[fwNameKey]fwMatch{},
-		bySize: map[fwSizeKey]fwMatch{}, byJob: map[fwJobKey]fwMatch{},
+		byLimit: map[fwLimitKey]int32{}, byName: map[fwNameKey]int32{},
+		bySize: map[fwSizeKey]int32{}, byJob: map[fwJobKey]int32{},
 	}
 }
 
 // lookup returns the matches of every kind of keys.
 func (ms *fwMatches) lookup(k *fwKeys) [fwKinds]fwMatch {
-	return [fwKinds]fwMatch{
-		fwByLimit: ms.byLimit[k.limit], fwByName: ms.byName[k.name], fwBySize: ms.bySize[k.size], fwByJob: ms.byJob[k.job],
+	var m [fwKinds]fwMatch
+	if i, ok := ms.byLimit[k.limit]; ok {
+		m[fwByLimit] = ms.slab[i]
 	}
-}
-
-// push records a match on every kind of keys, newer than the recorded ones.
-func (ms *fwMatches) push(k *fwKeys, lrun float32) {
-	pushMatch(ms.byLimit, k.limit, lrun)
-	pushMatch(ms.byName, k.name, lrun)
-	pushMatch(ms.bySize, k.size, lrun)
-	pushMatch(ms.byJob, k.job, lrun)
-}
-
-// drop takes a match out of the kept and/or recent counts of every kind of
-// keys.
-func (ms *fwMatches) drop(k *fwKeys, kept, recent bool) {
-	dropMatch(ms.byLimit, k.limit, kept, recent)
-	dropMatch(ms.byName, k.name, kept, recent)
-	dropMatch(ms.bySize, k.size, kept, recent)
-	dropMatch(ms.byJob, k.job, kept, recent)
-}
-
-// pushMatch records a match on k newer than every recorded one.
-func pushMatch[K comparable](ms map[K]fwMatch, k K, lrun float32) {
-	m := ms[k]
-	copy(m.last[1:], m.last[:4])
-	m.last[0] = lrun
-	m.kept++
-	m.recent++
-	m.setMedian()
-	ms[k] = m
-}
-
-// dropMatch takes a match on k out of its kept and/or recent count.
-func dropMatch[K comparable](ms map[K]fwMatch, k K, kept, recent bool) {
-	m := ms[k]
-	if recent {
-		m.recent--
+	if i, ok := ms.byName[k.name]; ok {
+		m[fwByName] = ms.slab[i]
 	}
-	if kept {
-		m.kept--
+	if i, ok := ms.bySize[k.size]; ok {
+		m[fwBySize] = ms.slab[i]
+	}
+	if i, ok := ms.byJob[k.job]; ok {
+		m[fwByJob] = ms.slab[i]
+	}
+	return m
+}
+
+// push records a match on every kind of keys, newer than the recorded ones,
+// and returns the indexes of their entries.
+func (ms *fwMatches) push(k *fwKeys, lrun float32) [fwKinds]int32 {
+	idx := [fwKinds]int32{
+		fwByLimit: entry(ms, ms.byLimit, k.limit), fwByName: entry(ms, ms.byName, k.name),
+		fwBySize: entry(ms, ms.bySize, k.size), fwByJob: entry(ms, ms.byJob, k.job),
+	}
+	for _, i := range idx {
+		m := &ms.slab[i]
+		copy(m.last[1:], m.last[:4])
+		m.last[0] = lrun
+		m.kept++
+		m.recent++
 		m.setMedian()
 	}
-	if m.kept == 0 {
-		delete(ms, k)
+	return idx
+}
+
+// entry is the index of k's entry, made (empty) when k has none.
+func entry[K comparable](ms *fwMatches, keys map[K]int32, k K) int32 {
+	if i, ok := keys[k]; ok {
+		return i
+	}
+	var i int32
+	if n := len(ms.free); n > 0 {
+		i, ms.free = ms.free[n-1], ms.free[:n-1]
 	} else {
-		ms[k] = m
+		i = int32(len(ms.slab))
+		ms.slab = append(ms.slab, fwMatch{})
+	}
+	keys[k] = i
+	return i
+}
+
+// drop takes a match (a kept item of the user, with keys k and entries idx)
+// out of the kept and/or recent counts of every kind.
+func (ms *fwMatches) drop(k *fwKeys, idx *[fwKinds]int32, kept, recent bool) {
+	for kind, i := range idx {
+		m := &ms.slab[i]
+		if recent {
+			m.recent--
+		}
+		if !kept {
+			continue
+		}
+		m.kept--
+		m.setMedian()
+		if m.kept > 0 {
+			continue
+		}
+		*m = fwMatch{}
+		ms.free = append(ms.free, i)
+		switch kind {
+		case fwByLimit:
+			delete(ms.byLimit, k.limit)
+		case fwByName:
+			delete(ms.byName, k.name)
+		case fwBySize:
+			delete(ms.bySize, k.size)
+		case fwByJob:
+			delete(ms.byJob, k.job)
+		}
 	}
 }
 
@@ -223,15 +262,19 @@ func (u *fwUser) at(k int) *fwItem {
 func (u *fwUser) add(it fwItem, capacity int, ms *fwMatches) {
 	if len(u.items) >= fwRecent {
 		// The fwRecent-th newest leaves the recent window.
-		k := u.keys(u.at(fwRecent - 1))
-		ms.drop(&k, false, true)
+		old := u.at(fwRecent - 1)
+		k := u.keys(old)
+		ms.drop(&k, &old.match, false, true)
 	}
 	if len(u.items) == capacity {
 		// The oldest leaves the ring; it was in the recent window only if
 		// the ring is shorter than the window.
-		k := u.keys(u.at(capacity - 1))
-		ms.drop(&k, true, capacity < fwRecent)
+		old := u.at(capacity - 1)
+		k := u.keys(old)
+		ms.drop(&k, &old.match, true, capacity < fwRecent)
 	}
+	k := u.keys(&it)
+	it.match = ms.push(&k, it.lrun)
 	if len(u.items) < capacity {
 		u.items = append(u.items, it)
 		u.next = len(u.items) % capacity
@@ -239,8 +282,6 @@ func (u *fwUser) add(it fwItem, capacity int, ms *fwMatches) {
 		u.items[u.next] = it
 		u.next = (u.next + 1) % capacity
 	}
-	k := u.keys(&it)
-	ms.push(&k, it.lrun)
 	if u.total == 0 {
 		u.maxSubmit, u.maxEnd = it.submit, it.end
 	}
