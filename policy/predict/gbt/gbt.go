@@ -558,11 +558,18 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 			H += o.hist[b].h
 		}
 		best, bestF, bestB := 0.0, -1, -1
+		parent := G * G / H
 		for f := 0; f < nf; f++ {
 			h := o.hist[f*gbtBins : (f+1)*gbtBins]
 			var gl, hl float64
 			var nl int32
 			for b := 0; b < len(t.cuts[f])-1; b++ {
+				if h[b].n == 0 {
+					// An empty bin adds +0s (sums of ±1s are never
+					// -0): the split after it is the one before it,
+					// which was either weighed or skipped alike.
+					continue
+				}
 				gl += h[b].g
 				hl += h[b].h
 				nl += h[b].n
@@ -574,7 +581,7 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 				if hl <= 0 || hr <= 0 {
 					continue
 				}
-				gain := gl*gl/hl + gr*gr/hr - G*G/H
+				gain := gl*gl/hl + gr*gr/hr - parent
 				if gain > best+1e-9 {
 					best, bestF, bestB = gain, f, b
 				}
