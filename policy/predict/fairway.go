@@ -234,7 +234,11 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 	}
 	u := f.users[j.User]
 	var x [fwFeatures]float32
-	f.features(j, u, endBefore, &x)
+	// The name is interned now rather than when j is added: for a name
+	// never observed, its new id matches no kept job, as -1 (nameID's
+	// unknown name) does, and one lookup is saved.
+	name := f.intern(j.Name)
+	f.features(j, u, name, endBefore, &x)
 	run := j.RunTime().Seconds()
 	y := float32(math.Log1p(run))
 	if f.filled < f.p.Window {
@@ -260,7 +264,7 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 	}
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
-		limit: float32(j.TimeLimit.Seconds()), ratio: ratio, name: f.intern(j.Name), cpus: int32(j.CPUs), gpus: int32(j.GPUs),
+		limit: float32(j.TimeLimit.Seconds()), ratio: ratio, name: name, cpus: int32(j.CPUs), gpus: int32(j.GPUs),
 		failed: j.State != policy.StateCompleted && j.State != policy.StateUnknown && j.State != policy.StateTimeout,
 	}, f.p.History, &f.matches)
 	if f.observed == 0 {
@@ -309,7 +313,7 @@ func (f *fairwayPredictor) Predict(j *policy.Job) policy.Prediction {
 	}
 	u := f.users[j.User]
 	var x [fwFeatures]float32
-	f.features(j, u, math.MaxInt64, &x)
+	f.features(j, u, f.nameID(j.Name), math.MaxInt64, &x)
 	var ex [fwExperts]float32
 	f.experts(&x, &ex)
 	// The user's most accurate expert, once enough of their jobs are
@@ -498,8 +502,9 @@ const (
 
 // features fills x for job j from u's history (u is nil for a new user):
 // only jobs submitted no later than j and ended before endBefore count, so
-// that the features computed at Observe match those Predict saw.
-func (f *fairwayPredictor) features(j *policy.Job, u *fwUser, endBefore int64, x *[fwFeatures]float32) {
+// that the features computed at Observe match those Predict saw. name is
+// the id of j's name (nameID, or intern).
+func (f *fairwayPredictor) features(j *policy.Job, u *fwUser, name int32, endBefore int64, x *[fwFeatures]float32) {
 	for i := range x {
 		x[i] = -1
 	}
@@ -520,7 +525,7 @@ func (f *fairwayPredictor) features(j *policy.Job, u *fwUser, endBefore int64, x
 		return
 	}
 	x[ftUserJobs] = u.logTotal
-	keys := fwKeysOf(u.id, f.nameID(j.Name), int32(j.CPUs), int32(j.GPUs), limit)
+	keys := fwKeysOf(u.id, name, int32(j.CPUs), int32(j.GPUs), limit)
 	var (
 		st *fwStats
 		m  [fwKinds]fwMatch

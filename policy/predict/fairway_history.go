@@ -229,6 +229,9 @@ func (ms *fwMatches) drop(k *fwKeys, idx *[fwKinds]int32, kept, recent bool) {
 			continue
 		}
 		m.kept--
+		if m.kept >= 5 {
+			continue // the newest five, and so their median, stay
+		}
 		m.setMedian()
 		if m.kept > 0 {
 			continue
