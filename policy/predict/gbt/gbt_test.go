@@ -339,3 +339,58 @@ func TestGBT_FittedMatchesPredict(t *testing.T) {
 		}
 	}
 }
+
+// TestSortFloats_MatchesSort checks the radix sort against slices.Sort to
+// the bit, on values of every sign and size, repeats, infinities and
+// subnormals, on lengths around the passes' edge cases, and with a NaN
+// (left to slices.Sort); with both zeros, equal as values.
+func TestSortFloats_MatchesSort(t *testing.T) {
+	s := uint64(9)
+	rnd := func() uint64 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return s >> 11
+	}
+	inf := float32(math.Inf(1))
+	special := []float32{inf, -inf, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1}
+	for _, n := range []int{1, 2, 3, 255, 256, 4287} {
+		for _, kind := range []string{"mixed", "few", "positive", "nan", "zeros"} {
+			v := make([]float32, n)
+			for i := range v {
+				switch r := rnd(); kind {
+				case "few":
+					v[i] = float32(r%4) - 1
+				case "positive":
+					v[i] = float32(r%1000) / 7
+				default:
+					v[i] = math.Float32frombits(uint32(r))
+					if v[i] != v[i] || r%5 == 0 {
+						v[i] = special[r%uint64(len(special))]
+					}
+				}
+			}
+			switch kind {
+			case "nan":
+				v[n/2] = float32(math.NaN())
+			case "zeros":
+				v[0] = float32(math.Copysign(0, -1))
+				v[n-1] = 0
+			}
+			want := slices.Clone(v)
+			slices.Sort(want)
+			got := slices.Clone(v)
+			sortFloats(got, make([]uint32, 2*n))
+			for i := range got {
+				same := math.Float32bits(got[i]) == math.Float32bits(want[i])
+				if kind == "zeros" {
+					same = got[i] == want[i]
+				}
+				if kind == "nan" && want[i] != want[i] {
+					same = got[i] != got[i]
+				}
+				if !same {
+					t.Fatalf("n=%d %s: at %d sortFloats %v, slices.Sort %v", n, kind, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
