@@ -728,10 +728,24 @@ func (t *Trainer) countHistogram(rows []int32, h []histBin) {
 		for _, r := range rows[lo:hi] {
 			add := t.adds[r]
 			b := t.bins[int(r)*nf : int(r)*nf+nf]
-			for f, bin := range b {
-				// f < nf <= gbtMaxFeatures and bin < gbtBins: the mask
-				// only spares the bounds check.
-				c[(f*gbtBins+int(bin))&(block-1)] += add
+			f := 0
+			// Eight features at a time, on a view of their eight
+			// histograms: bin < gbtBins, so the masks only spare the
+			// bounds checks, and the offsets are constants.
+			for ; f+8 <= nf; f += 8 {
+				c8 := (*[8 * gbtBins]int64)(c[f*gbtBins : (f+8)*gbtBins])
+				b8 := (*[8]uint8)(b[f : f+8])
+				c8[int(b8[0])&(gbtBins-1)] += add
+				c8[gbtBins+int(b8[1])&(gbtBins-1)] += add
+				c8[2*gbtBins+int(b8[2])&(gbtBins-1)] += add
+				c8[3*gbtBins+int(b8[3])&(gbtBins-1)] += add
+				c8[4*gbtBins+int(b8[4])&(gbtBins-1)] += add
+				c8[5*gbtBins+int(b8[5])&(gbtBins-1)] += add
+				c8[6*gbtBins+int(b8[6])&(gbtBins-1)] += add
+				c8[7*gbtBins+int(b8[7])&(gbtBins-1)] += add
+			}
+			for ; f < nf; f++ {
+				c[(f*gbtBins+int(b[f]))&(block-1)] += add
 			}
 		}
 	})
