@@ -254,6 +254,16 @@ func (ms *fwMatches) drop(k *fwKeys, idx *[fwKinds]int32, kept, recent bool) {
 // keys returns the keys of u's item it.
 func (u *fwUser) keys(it *fwItem) fwKeys { return fwKeysOf(u.id, it.name, it.cpus, it.gpus, it.limit) }
 
+// older is the index in u.items of the item just older than the one at i;
+// older(u.next) is the newest item's. Walking the ring so spares at's two
+// divisions per item.
+func (u *fwUser) older(i int) int {
+	if i == 0 {
+		return len(u.items) - 1
+	}
+	return i - 1
+}
+
 // at returns the k-th most recent item (0 = newest).
 func (u *fwUser) at(k int) *fwItem {
 	n := len(u.items)
@@ -320,8 +330,10 @@ func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
 		last5, ratio5         [5]float32
 		prevRun               float32
 	)
+	i := u.older(u.next) // the newest
 	for k := 0; k < len(u.items) && s.n < fwRecent; k++ {
-		it := u.at(k)
+		it := &u.items[i]
+		i = u.older(i)
 		if !it.passes(sub, endBefore) {
 			continue
 		}
@@ -392,25 +404,35 @@ func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
 }
 
 // scanMatches finds, for each kind of keys, the kept items that pass the
-// filter and match it.
+// filter and match it; keys are u's.
 func (u *fwUser) scanMatches(keys *fwKeys, sub, endBefore int64) [fwKinds]fwMatch {
 	var m [fwKinds]fwMatch
-	n := 0 // items that passed so far
-	for k := range u.items {
-		it := u.at(k)
+	n := 0               // items that passed so far
+	i := u.older(u.next) // the newest
+	for range u.items {
+		it := &u.items[i]
+		i = u.older(i)
 		if !it.passes(sub, endBefore) {
 			continue
 		}
 		recent := n < fwRecent
 		n++
-		ik := u.keys(it)
-		for kind, match := range [fwKinds]bool{
-			fwByLimit: ik.limit == keys.limit, fwByName: ik.name == keys.name,
-			fwBySize: ik.size == keys.size, fwByJob: ik.job == keys.job,
-		} {
-			if match {
-				m[kind].appendOlder(it.lrun, recent)
-			}
+		// The item's keys (u.keys) are the user's, as keys are: only
+		// the rest of each key is compared.
+		limit := fwLimitBits(it.limit) == keys.limit.limit
+		name := it.name == keys.name.name
+		size := it.cpus == keys.size.cpus && it.gpus == keys.size.gpus
+		if limit {
+			m[fwByLimit].appendOlder(it.lrun, recent)
+		}
+		if name {
+			m[fwByName].appendOlder(it.lrun, recent)
+		}
+		if size {
+			m[fwBySize].appendOlder(it.lrun, recent)
+		}
+		if limit && name && size {
+			m[fwByJob].appendOlder(it.lrun, recent)
 		}
 	}
 	for kind := range m {
