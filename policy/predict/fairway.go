@@ -382,7 +382,17 @@ func (f *fairwayPredictor) score(u *fwUser, j *policy.Job, x *[fwFeatures]float3
 	var ex [fwExperts]float32
 	f.experts(x, &ex)
 	var e [fwExperts]float32
+next:
 	for i, l := range ex {
+		// Experts often agree (an expert without data gives the snapped
+		// model's value): an error is a function of the value, so one
+		// computed for the same bits is reused.
+		for k := range i {
+			if math.Float32bits(ex[k]) == math.Float32bits(l) {
+				e[i] = e[k]
+				continue next
+			}
+		}
 		p := clampRun(j, secs(math.Expm1(float64(l))))
 		e[i] = float32(math.Abs(p.Seconds() - run))
 	}
