@@ -219,8 +219,9 @@ type Trainer struct {
 	// leaves are the leaves of the tree being grown, each with the range
 	// of t.rows it holds, so that Train adds a leaf's value to its sampled
 	// rows without walking the tree for each.
-	leaves  []leafRows
-	leafBuf []float32 // leaf's scratch
+	leaves   []leafRows
+	leafBuf  []float32 // leaf's scratch
+	leafKeys []uint32  // leaf's scratch
 	// The tree being grown, complete (see layBinned): per inner node the
 	// feature and bin of its split, and the leaf values.
 	walkFeat, walkBin []uint8
@@ -789,16 +790,81 @@ func (t *Trainer) leaf(rows []int32) float32 {
 	if len(rows) == 0 {
 		return 0
 	}
-	t.leafBuf = resize(t.leafBuf, len(rows)) // every entry is written below
-	v := t.leafBuf
+	// The residuals as order keys (see sortFloats): a NaN among them,
+	// which has no place in the order, leaves the median to median32.
+	t.leafKeys = resize(t.leafKeys, 2*len(rows)) // every entry is written before it is read
+	keys := t.leafKeys[:len(rows):len(rows)]
+	nan := false
 	for i, r := range rows {
-		v[i] = t.resid[r]
+		v := t.resid[r]
+		nan = nan || v != v
+		keys[i] = floatKey(v)
 	}
-	med := median32(v)
+	var med float32
+	if nan {
+		t.leafBuf = resize(t.leafBuf, len(rows))
+		for i, r := range rows {
+			t.leafBuf[i] = t.resid[r]
+		}
+		med = median32(t.leafBuf)
+	} else {
+		med = fromFloatKey(selectKeys(keys, t.leafKeys[len(rows):2*len(rows)], (len(rows)-1)/2))
+	}
 	if med == 0 {
 		med = 0 // +0 for -0
 	}
 	return float32(t.Config.Rate) * med
+}
+
+// floatKey is a key of v that orders as v's value (for v not NaN), -0
+// below +0: negative floats order as their bits reversed, the others as
+// their bits above every negative one.
+func floatKey(v float32) uint32 {
+	b := math.Float32bits(v)
+	return b ^ (uint32(int32(b)>>31) | 1<<31)
+}
+
+// fromFloatKey is the float whose key (floatKey) is k.
+func fromFloatKey(k uint32) float32 {
+	return math.Float32frombits(k ^ (uint32(int32(^k)>>31) | 1<<31))
+}
+
+// selectKeys is the k-th smallest of keys (from 0), by radix selection: a
+// byte at a time from the top, count the candidates per byte value, keep
+// those with the byte value the k-th falls in. keys and tmp (as long, not
+// overlapping) are overwritten. Each pass is a few operations per candidate, where a
+// comparison selection's branches mispredict.
+func selectKeys(keys, tmp []uint32, k int) uint32 {
+	cand := keys
+	for shift := 24; shift >= 0; shift -= 8 {
+		var count [256]int
+		for _, c := range cand {
+			count[c>>shift&0xff]++
+		}
+		d := 0
+		for k >= count[d] {
+			k -= count[d]
+			d++
+		}
+		if count[d] == len(cand) {
+			continue // every candidate has this byte
+		}
+		// Every candidate is written, and only those with byte d are
+		// counted: whether one has is data, so no branch.
+		out := tmp[:len(cand)]
+		m := 0
+		for _, c := range cand {
+			out[m] = c
+			x := c>>shift&0xff ^ uint32(d)
+			m += int((x - 1) >> 31) // 1 when x is 0
+		}
+		keys, tmp = tmp, keys
+		cand = out[:m]
+		if m == 1 {
+			return cand[0]
+		}
+	}
+	return cand[k] // all candidates are equal
 }
 
 // median32 is the median of v (the lower middle for an even count); v is

@@ -394,3 +394,55 @@ func TestSortFloats_MatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestGBT_LeafMatchesSelect checks the radix selection of leaf against
+// median32, Hoare's selection, to the bit (zeros aside, which leaf takes
+// as +0): residuals of every sign, repeats, few distinct values, one
+// value, and a NaN (left to median32).
+func TestGBT_LeafMatchesSelect(t *testing.T) {
+	s := uint64(13)
+	rnd := func() uint64 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return s >> 11
+	}
+	for _, n := range []int{1, 2, 3, 4, 5, 40, 257, 1000, 15001} {
+		for _, kind := range []string{"wide", "few", "same", "signs", "nan"} {
+			resid := make([]float32, n)
+			for i := range resid {
+				switch r := rnd(); kind {
+				case "wide":
+					resid[i] = math.Float32frombits(uint32(r))
+					if resid[i] != resid[i] {
+						resid[i] = float32(r%100) - 50
+					}
+				case "few":
+					resid[i] = float32(r%3) - 1
+				case "same":
+					resid[i] = 0.375
+				default:
+					resid[i] = (float32(r%2001) - 1000) / 64
+				}
+			}
+			if kind == "nan" {
+				resid[n/2] = float32(math.NaN())
+			}
+			rows := make([]int32, n)
+			for i := range rows {
+				rows[i] = int32(n - 1 - i)
+			}
+			tr := &Trainer{Config: Config{Rate: 0.5}, resid: resid}
+			gathered := make([]float32, n)
+			for i, r := range rows {
+				gathered[i] = resid[r]
+			}
+			want := float32(0.5) * median32(gathered)
+			if want == 0 {
+				want = 0
+			}
+			got := tr.leaf(rows)
+			if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Fatalf("n=%d %s: leaf %v, 0.5 x median32 %v", n, kind, got, want)
+			}
+		}
+	}
+}
