@@ -156,6 +156,10 @@ type fwMatches struct {
 	byJob   map[fwJobKey]int32
 	slab    []fwMatch
 	free    []int32 // indexes of slab no key holds
+	// links are, for an entry of byJob, the indexes of the entries of
+	// every kind of the same keys (its own included): while a kept job
+	// has the identical key it has the others, whose entries stay.
+	links [][fwKinds]int32
 }
 
 func newFwMatches() fwMatches {
@@ -168,6 +172,12 @@ func newFwMatches() fwMatches {
 // lookup returns the matches of every kind of keys.
 func (ms *fwMatches) lookup(k *fwKeys) [fwKinds]fwMatch {
 	var m [fwKinds]fwMatch
+	if i, ok := ms.byJob[k.job]; ok {
+		// A kept job with the identical key has the other keys too.
+		l := &ms.links[i]
+		m[fwByLimit], m[fwByName], m[fwBySize], m[fwByJob] = ms.slab[l[fwByLimit]], ms.slab[l[fwByName]], ms.slab[l[fwBySize]], ms.slab[i]
+		return m
+	}
 	if i, ok := ms.byLimit[k.limit]; ok {
 		m[fwByLimit] = ms.slab[i]
 	}
@@ -177,18 +187,21 @@ func (ms *fwMatches) lookup(k *fwKeys) [fwKinds]fwMatch {
 	if i, ok := ms.bySize[k.size]; ok {
 		m[fwBySize] = ms.slab[i]
 	}
-	if i, ok := ms.byJob[k.job]; ok {
-		m[fwByJob] = ms.slab[i]
-	}
 	return m
 }
 
 // push records a match on every kind of keys, newer than the recorded ones,
 // and returns the indexes of their entries.
 func (ms *fwMatches) push(k *fwKeys, lrun float32) [fwKinds]int32 {
-	idx := [fwKinds]int32{
-		fwByLimit: entry(ms, ms.byLimit, k.limit), fwByName: entry(ms, ms.byName, k.name),
-		fwBySize: entry(ms, ms.bySize, k.size), fwByJob: entry(ms, ms.byJob, k.job),
+	var idx [fwKinds]int32
+	if i, ok := ms.byJob[k.job]; ok {
+		idx = ms.links[i]
+	} else {
+		idx = [fwKinds]int32{
+			fwByLimit: entry(ms, ms.byLimit, k.limit), fwByName: entry(ms, ms.byName, k.name),
+			fwBySize: entry(ms, ms.bySize, k.size), fwByJob: entry(ms, ms.byJob, k.job),
+		}
+		ms.links[idx[fwByJob]] = idx
 	}
 	for _, i := range idx {
 		m := &ms.slab[i]
@@ -212,6 +225,7 @@ func entry[K comparable](ms *fwMatches, keys map[K]int32, k K) int32 {
 	} else {
 		i = int32(len(ms.slab))
 		ms.slab = append(ms.slab, fwMatch{})
+		ms.links = append(ms.links, [fwKinds]int32{})
 	}
 	keys[k] = i
 	return i
