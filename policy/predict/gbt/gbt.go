@@ -463,10 +463,7 @@ func sortFloats(v []float32, scratch []uint32) {
 	}
 	keys, tmp := scratch[:len(v)], scratch[len(v):2*len(v)]
 	for i, x := range v {
-		b := math.Float32bits(x)
-		// Negative floats order as their bits reversed, the others as
-		// their bits above every negative one.
-		keys[i] = b ^ (uint32(int32(b)>>31) | 1<<31)
+		keys[i] = floatKey(x)
 	}
 	for shift := 0; shift < 32; shift += 8 {
 		var count [256]int
@@ -489,8 +486,21 @@ func sortFloats(v []float32, scratch []uint32) {
 		keys, tmp = tmp, keys
 	}
 	for i, k := range keys {
-		v[i] = math.Float32frombits(k ^ (uint32(int32(^k)>>31) | 1<<31))
+		v[i] = fromFloatKey(k)
 	}
+}
+
+// floatKey is a key of v that orders as v's value (for v not NaN), -0
+// below +0: negative floats order as their bits reversed, the others as
+// their bits above every negative one.
+func floatKey(v float32) uint32 {
+	b := math.Float32bits(v)
+	return b ^ (uint32(int32(b)>>31) | 1<<31)
+}
+
+// fromFloatKey is the float whose key (floatKey) is k.
+func fromFloatKey(k uint32) float32 {
+	return math.Float32frombits(k ^ (uint32(int32(^k)>>31) | 1<<31))
 }
 
 // binKey is v's order key for binOf64, widened so that NaN can be above
@@ -790,7 +800,7 @@ func (t *Trainer) leaf(rows []int32) float32 {
 	if len(rows) == 0 {
 		return 0
 	}
-	// The residuals as order keys (see sortFloats): a NaN among them,
+	// The residuals as order keys (floatKey): a NaN among them,
 	// which has no place in the order, leaves the median to median32.
 	t.leafKeys = resize(t.leafKeys, 2*len(rows)) // every entry is written before it is read
 	keys := t.leafKeys[:len(rows):len(rows)]
@@ -814,19 +824,6 @@ func (t *Trainer) leaf(rows []int32) float32 {
 		med = 0 // +0 for -0
 	}
 	return float32(t.Config.Rate) * med
-}
-
-// floatKey is a key of v that orders as v's value (for v not NaN), -0
-// below +0: negative floats order as their bits reversed, the others as
-// their bits above every negative one.
-func floatKey(v float32) uint32 {
-	b := math.Float32bits(v)
-	return b ^ (uint32(int32(b)>>31) | 1<<31)
-}
-
-// fromFloatKey is the float whose key (floatKey) is k.
-func fromFloatKey(k uint32) float32 {
-	return math.Float32frombits(k ^ (uint32(int32(^k)>>31) | 1<<31))
 }
 
 // selectKeys is the k-th smallest of keys (from 0), by radix selection: a
