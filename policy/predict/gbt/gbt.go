@@ -235,9 +235,16 @@ type leafRows struct {
 	value  float32
 }
 
-type histBin struct {
-	g, h float64 // sign sum, sample count
-	n    int32
+// histBin is a bin's sample count (bits 0-31) and sum of the samples'
+// sign(residual) (above), packed as countHistogram counts them: a child's
+// bins are its parent's minus its sibling's by one subtraction, which never
+// borrows (a child's count is at most its parent's).
+type histBin int64
+
+// split unpacks b.
+func (b histBin) split() (sign, count int32) {
+	count = int32(uint32(b))                             // counts are below 2^31
+	return int32((int64(b) - int64(count)) >> 32), count // exact: |sign sum| <= count
 }
 
 // lcg is a 64-bit linear congruential generator (Knuth's MMIX constants);
@@ -609,10 +616,12 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 		if o.hist == nil {
 			o.hist = t.histogram(rows)
 		}
+		// The sums are of integers, exact in float64 in any order.
 		var G, H float64
 		for b := 0; b < gbtBins; b++ {
-			G += o.hist[b].g
-			H += o.hist[b].h
+			g, n := o.hist[b].split()
+			G += float64(g)
+			H += float64(n)
 		}
 		best, bestF, bestB := 0.0, -1, -1
 		parent := G * G / H
@@ -621,15 +630,16 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 			var gl, hl float64
 			var nl int32
 			for b := 0; b < len(t.cuts[f])-1; b++ {
-				if h[b].n == 0 {
+				if h[b] == 0 {
 					// An empty bin adds +0s (sums of ±1s are never
 					// -0): the split after it is the one before it,
 					// which was either weighed or skipped alike.
 					continue
 				}
-				gl += h[b].g
-				hl += h[b].h
-				nl += h[b].n
+				g, n := h[b].split()
+				gl += float64(g)
+				hl += float64(n)
+				nl += n
 				nr := int32(len(rows)) - nl
 				if int(nl) < t.Config.MinLeaf || int(nr) < t.Config.MinLeaf {
 					continue
@@ -668,10 +678,8 @@ func (t *Trainer) growTree(x []float32) []gbtNode {
 			if small.hi-small.lo >= 2*t.Config.MinLeaf || big.hi-big.lo >= 2*t.Config.MinLeaf {
 				small.hist = t.histogram(t.rows[small.lo:small.hi])
 				big.hist = o.hist
-				for k := range big.hist {
-					big.hist[k].g -= small.hist[k].g
-					big.hist[k].h -= small.hist[k].h
-					big.hist[k].n -= small.hist[k].n
+				for k, v := range small.hist {
+					big.hist[k] -= v
 				}
 				o.hist = nil
 			}
@@ -721,11 +729,10 @@ func (t *Trainer) histogram(rows []int32) []histBin {
 
 // countHistogram fills h: every sample weighs 1, so the sums are
 // counts, exact in any order, so each bin's sign sum and count are packed
-// in one int64 (sign sum above bit 32, count below: one add per feature and
-// row, and the 31 features × 64 bins fit the L1 cache), and the rows can be
-// shared among the cores, each counting its own, then added up. Adding ±1s
-// and 1s in float64 is exact too, so the result is the float loop's to the
-// bit.
+// in one int64 (histBin: one add per feature and row, and the 32 features ×
+// 64 bins fit the L1 cache), and the rows can be shared among the cores,
+// each counting its own, then added up. growTree adds the unpacked counts
+// in float64, exactly, so the split is the float loop's to the bit.
 func (t *Trainer) countHistogram(rows []int32, h []histBin) {
 	nf := t.nf
 	size := nf * gbtBins
@@ -765,9 +772,7 @@ func (t *Trainer) countHistogram(rows []int32, h []histBin) {
 		for w := 1; w < workers; w++ {
 			v += t.counts[w*block+k]
 		}
-		n := int32(uint32(v))     // counts are below 2^31
-		g := (v - int64(n)) >> 32 // exact: |sign sum| <= count
-		h[k] = histBin{g: float64(g), h: float64(n), n: n}
+		h[k] = histBin(v)
 	}
 }
 

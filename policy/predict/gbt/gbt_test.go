@@ -446,3 +446,31 @@ func TestGBT_LeafMatchesSelect(t *testing.T) {
 		}
 	}
 }
+
+// TestHistBin_Split checks that a bin packed as countHistogram counts
+// (histAdd per row) unpacks to its sign sum and count, also after a
+// sibling's bin is subtracted from its parent's.
+func TestHistBin_Split(t *testing.T) {
+	signs := []float32{1, -1, -1, 0, -2, 3, -0.5, -1, 0, 1}
+	for cut := range len(signs) + 1 {
+		var parent, small histBin
+		var wantG, wantN int32
+		for i, v := range signs {
+			parent += histBin(histAdd(v))
+			if i < cut {
+				small += histBin(histAdd(v))
+				continue
+			}
+			wantN++
+			switch {
+			case v > 0:
+				wantG++
+			case v < 0:
+				wantG--
+			}
+		}
+		if g, n := (parent - small).split(); g != wantG || n != wantN {
+			t.Errorf("rows %d..: sign sum %d, count %d; want %d, %d", cut, g, n, wantG, wantN)
+		}
+	}
+}
