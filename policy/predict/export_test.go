@@ -14,12 +14,12 @@ func FairwayFeatures(p policy.Predictor, j *policy.Job, endBefore int64) (fast, 
 	f := p.(*fairwayPredictor)
 	u := f.users[j.User]
 	var a, b [fwFeatures]float32
-	f.features(j, u, endBefore, &a)
+	f.features(j, u, f.nameID(j.Name), endBefore, &a)
 	if u != nil {
 		summarized = u.summarized(j.Submit.Unix(), endBefore)
 		saved := u.maxSubmit
 		u.maxSubmit = math.MaxInt64 // the summaries do not hold: scan
-		f.features(j, u, endBefore, &b)
+		f.features(j, u, f.nameID(j.Name), endBefore, &b)
 		u.maxSubmit = saved
 	} else {
 		b = a

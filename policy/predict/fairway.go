@@ -234,7 +234,11 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 	}
 	u := f.users[j.User]
 	var x [fwFeatures]float32
-	f.features(j, u, endBefore, &x)
+	// The name is interned now rather than when j is added: for a name
+	// never observed, its new id matches no kept job, as -1 (nameID's
+	// unknown name) does, and one lookup is saved.
+	name := f.intern(j.Name)
+	f.features(j, u, name, endBefore, &x)
 	run := j.RunTime().Seconds()
 	y := float32(math.Log1p(run))
 	if f.filled < f.p.Window {
@@ -260,7 +264,7 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 	}
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
-		limit: float32(j.TimeLimit.Seconds()), ratio: ratio, name: f.intern(j.Name), cpus: int32(j.CPUs), gpus: int32(j.GPUs),
+		limit: float32(j.TimeLimit.Seconds()), ratio: ratio, name: name, cpus: int32(j.CPUs), gpus: int32(j.GPUs),
 		failed: j.State != policy.StateCompleted && j.State != policy.StateUnknown && j.State != policy.StateTimeout,
 	}, f.p.History, &f.matches)
 	if f.observed == 0 {
@@ -281,11 +285,19 @@ func (f *fairwayPredictor) train() {
 	f.model = f.trainer.Train(f.x, f.y, fwFeatures)
 	f.trainedAt = f.observed
 	res := make([]float32, len(f.y))
-	gbt.Parallel(len(f.y), len(f.y)*f.model.Depth()*f.model.Trees()/gbt.Lanes, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			res[i] = f.y[i] - f.modelPredict(f.row(i))
+	if fitted := f.trainer.Fitted(); fitted != nil {
+		// The model's predictions for its training rows, as training
+		// reached them.
+		for i, y := range f.y {
+			res[i] = y - fitted[i]
 		}
-	})
+	} else {
+		gbt.Parallel(len(f.y), len(f.y)*f.model.Depth()*f.model.Trees()/gbt.Lanes, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				res[i] = f.y[i] - f.modelPredict(f.row(i))
+			}
+		})
+	}
 	f.upperLog = gbt.Quantile32(res, 0.9)
 	for i, r := range res {
 		if r < 0 {
@@ -301,7 +313,7 @@ func (f *fairwayPredictor) Predict(j *policy.Job) policy.Prediction {
 	}
 	u := f.users[j.User]
 	var x [fwFeatures]float32
-	f.features(j, u, math.MaxInt64, &x)
+	f.features(j, u, f.nameID(j.Name), math.MaxInt64, &x)
 	var ex [fwExperts]float32
 	f.experts(&x, &ex)
 	// The user's most accurate expert, once enough of their jobs are
@@ -370,7 +382,17 @@ func (f *fairwayPredictor) score(u *fwUser, j *policy.Job, x *[fwFeatures]float3
 	var ex [fwExperts]float32
 	f.experts(x, &ex)
 	var e [fwExperts]float32
+next:
 	for i, l := range ex {
+		// Experts often agree (an expert without data gives the snapped
+		// model's value): an error is a function of the value, so one
+		// computed for the same bits is reused.
+		for k := range i {
+			if math.Float32bits(ex[k]) == math.Float32bits(l) {
+				e[i] = e[k]
+				continue next
+			}
+		}
 		p := clampRun(j, secs(math.Expm1(float64(l))))
 		e[i] = float32(math.Abs(p.Seconds() - run))
 	}
@@ -490,8 +512,9 @@ const (
 
 // features fills x for job j from u's history (u is nil for a new user):
 // only jobs submitted no later than j and ended before endBefore count, so
-// that the features computed at Observe match those Predict saw.
-func (f *fairwayPredictor) features(j *policy.Job, u *fwUser, endBefore int64, x *[fwFeatures]float32) {
+// that the features computed at Observe match those Predict saw. name is
+// the id of j's name (nameID, or intern).
+func (f *fairwayPredictor) features(j *policy.Job, u *fwUser, name int32, endBefore int64, x *[fwFeatures]float32) {
 	for i := range x {
 		x[i] = -1
 	}
@@ -512,7 +535,7 @@ func (f *fairwayPredictor) features(j *policy.Job, u *fwUser, endBefore int64, x
 		return
 	}
 	x[ftUserJobs] = u.logTotal
-	keys := fwKeysOf(u.id, f.nameID(j.Name), int32(j.CPUs), int32(j.GPUs), limit)
+	keys := fwKeysOf(u.id, name, int32(j.CPUs), int32(j.GPUs), limit)
 	var (
 		st *fwStats
 		m  [fwKinds]fwMatch

@@ -28,6 +28,9 @@ type fwItem struct {
 	name        int32   // interned job name
 	cpus, gpus  int32
 	failed      bool // FAILED, CANCELLED, NODE_FAIL, OOM...
+	// match are the indexes of the item's entries in fwMatches.slab, one
+	// per kind, while it is kept.
+	match [fwKinds]int32
 }
 
 // fwUser is one user's history and its summary. The fields Predict reads
@@ -142,75 +145,138 @@ func (m *fwMatch) appendOlder(lrun float32, recent bool) {
 // one map per kind, keyed by user and key, each entry present while kept >
 // 0. Maps shared by all users, with small fixed-size keys, keep the cold
 // memory a lookup touches to the probed group; with a map per user, its
-// header and directory would be cold too.
+// header and directory would be cold too. The maps give the index of the
+// entry's fwMatch in slab, and each kept item holds the indexes of its own
+// entries (fwItem.match), so that taking an item out of its matches, twice
+// in its life, needs no lookup.
 type fwMatches struct {
-	byLimit map[fwLimitKey]fwMatch
-	byName  map[fwNameKey]fwMatch
-	bySize  map[fwSizeKey]fwMatch
-	byJob   map[fwJobKey]fwMatch
+	byLimit map[fwLimitKey]int32
+	byName  map[fwNameKey]int32
+	bySize  map[fwSizeKey]int32
+	byJob   map[fwJobKey]int32
+	slab    []fwMatch
+	free    []int32 // indexes of slab no key holds
+	// links are, for an entry of byJob, the indexes of the entries of
+	// every kind of the same keys (its own included): while a kept job
+	// has the identical key it has the others, whose entries stay.
+	links [][fwKinds]int32
 }
 
 func newFwMatches() fwMatches {
 	return fwMatches{
-		byLimit: map[fwLimitKey]fwMatch{}, byName: map[fwNameKey]fwMatch{},
-		bySize: map[fwSizeKey]fwMatch{}, byJob: map[fwJobKey]fwMatch{},
+		byLimit: map[fwLimitKey]int32{}, byName: map[fwNameKey]int32{},
+		bySize: map[fwSizeKey]int32{}, byJob: map[fwJobKey]int32{},
 	}
 }
 
 // lookup returns the matches of every kind of keys.
 func (ms *fwMatches) lookup(k *fwKeys) [fwKinds]fwMatch {
-	return [fwKinds]fwMatch{
-		fwByLimit: ms.byLimit[k.limit], fwByName: ms.byName[k.name], fwBySize: ms.bySize[k.size], fwByJob: ms.byJob[k.job],
+	var m [fwKinds]fwMatch
+	if i, ok := ms.byJob[k.job]; ok {
+		// A kept job with the identical key has the other keys too.
+		l := &ms.links[i]
+		m[fwByLimit], m[fwByName], m[fwBySize], m[fwByJob] = ms.slab[l[fwByLimit]], ms.slab[l[fwByName]], ms.slab[l[fwBySize]], ms.slab[i]
+		return m
 	}
-}
-
-// push records a match on every kind of keys, newer than the recorded ones.
-func (ms *fwMatches) push(k *fwKeys, lrun float32) {
-	pushMatch(ms.byLimit, k.limit, lrun)
-	pushMatch(ms.byName, k.name, lrun)
-	pushMatch(ms.bySize, k.size, lrun)
-	pushMatch(ms.byJob, k.job, lrun)
-}
-
-// drop takes a match out of the kept and/or recent counts of every kind of
-// keys.
-func (ms *fwMatches) drop(k *fwKeys, kept, recent bool) {
-	dropMatch(ms.byLimit, k.limit, kept, recent)
-	dropMatch(ms.byName, k.name, kept, recent)
-	dropMatch(ms.bySize, k.size, kept, recent)
-	dropMatch(ms.byJob, k.job, kept, recent)
-}
-
-// pushMatch records a match on k newer than every recorded one.
-func pushMatch[K comparable](ms map[K]fwMatch, k K, lrun float32) {
-	m := ms[k]
-	copy(m.last[1:], m.last[:4])
-	m.last[0] = lrun
-	m.kept++
-	m.recent++
-	m.setMedian()
-	ms[k] = m
-}
-
-// dropMatch takes a match on k out of its kept and/or recent count.
-func dropMatch[K comparable](ms map[K]fwMatch, k K, kept, recent bool) {
-	m := ms[k]
-	if recent {
-		m.recent--
+	if i, ok := ms.byLimit[k.limit]; ok {
+		m[fwByLimit] = ms.slab[i]
 	}
-	if kept {
-		m.kept--
+	if i, ok := ms.byName[k.name]; ok {
+		m[fwByName] = ms.slab[i]
+	}
+	if i, ok := ms.bySize[k.size]; ok {
+		m[fwBySize] = ms.slab[i]
+	}
+	return m
+}
+
+// push records a match on every kind of keys, newer than the recorded ones,
+// and returns the indexes of their entries.
+func (ms *fwMatches) push(k *fwKeys, lrun float32) [fwKinds]int32 {
+	var idx [fwKinds]int32
+	if i, ok := ms.byJob[k.job]; ok {
+		idx = ms.links[i]
+	} else {
+		idx = [fwKinds]int32{
+			fwByLimit: entry(ms, ms.byLimit, k.limit), fwByName: entry(ms, ms.byName, k.name),
+			fwBySize: entry(ms, ms.bySize, k.size), fwByJob: entry(ms, ms.byJob, k.job),
+		}
+		ms.links[idx[fwByJob]] = idx
+	}
+	for _, i := range idx {
+		m := &ms.slab[i]
+		copy(m.last[1:], m.last[:4])
+		m.last[0] = lrun
+		m.kept++
+		m.recent++
 		m.setMedian()
 	}
-	if m.kept == 0 {
-		delete(ms, k)
+	return idx
+}
+
+// entry is the index of k's entry, made (empty) when k has none.
+func entry[K comparable](ms *fwMatches, keys map[K]int32, k K) int32 {
+	if i, ok := keys[k]; ok {
+		return i
+	}
+	var i int32
+	if n := len(ms.free); n > 0 {
+		i, ms.free = ms.free[n-1], ms.free[:n-1]
 	} else {
-		ms[k] = m
+		i = int32(len(ms.slab))
+		ms.slab = append(ms.slab, fwMatch{})
+		ms.links = append(ms.links, [fwKinds]int32{})
+	}
+	keys[k] = i
+	return i
+}
+
+// drop takes a match (a kept item of the user, with keys k and entries idx)
+// out of the kept and/or recent counts of every kind.
+func (ms *fwMatches) drop(k *fwKeys, idx *[fwKinds]int32, kept, recent bool) {
+	for kind, i := range idx {
+		m := &ms.slab[i]
+		if recent {
+			m.recent--
+		}
+		if !kept {
+			continue
+		}
+		m.kept--
+		if m.kept >= 5 {
+			continue // the newest five, and so their median, stay
+		}
+		m.setMedian()
+		if m.kept > 0 {
+			continue
+		}
+		*m = fwMatch{}
+		ms.free = append(ms.free, i)
+		switch kind {
+		case fwByLimit:
+			delete(ms.byLimit, k.limit)
+		case fwByName:
+			delete(ms.byName, k.name)
+		case fwBySize:
+			delete(ms.bySize, k.size)
+		case fwByJob:
+			delete(ms.byJob, k.job)
+		}
 	}
 }
 
 // keys returns the keys of u's item it.
 func (u *fwUser) keys(it *fwItem) fwKeys { return fwKeysOf(u.id, it.name, it.cpus, it.gpus, it.limit) }
+
+// older is the index in u.items of the item just older than the one at i;
+// older(u.next) is the newest item's. Walking the ring so spares at's two
+// divisions per item.
+func (u *fwUser) older(i int) int {
+	if i == 0 {
+		return len(u.items) - 1
+	}
+	return i - 1
+}
 
 // at returns the k-th most recent item (0 = newest).
 func (u *fwUser) at(k int) *fwItem {
@@ -223,15 +289,19 @@ func (u *fwUser) at(k int) *fwItem {
 func (u *fwUser) add(it fwItem, capacity int, ms *fwMatches) {
 	if len(u.items) >= fwRecent {
 		// The fwRecent-th newest leaves the recent window.
-		k := u.keys(u.at(fwRecent - 1))
-		ms.drop(&k, false, true)
+		old := u.at(fwRecent - 1)
+		k := u.keys(old)
+		ms.drop(&k, &old.match, false, true)
 	}
 	if len(u.items) == capacity {
 		// The oldest leaves the ring; it was in the recent window only if
 		// the ring is shorter than the window.
-		k := u.keys(u.at(capacity - 1))
-		ms.drop(&k, true, capacity < fwRecent)
+		old := u.at(capacity - 1)
+		k := u.keys(old)
+		ms.drop(&k, &old.match, true, capacity < fwRecent)
 	}
+	k := u.keys(&it)
+	it.match = ms.push(&k, it.lrun)
 	if len(u.items) < capacity {
 		u.items = append(u.items, it)
 		u.next = len(u.items) % capacity
@@ -239,8 +309,6 @@ func (u *fwUser) add(it fwItem, capacity int, ms *fwMatches) {
 		u.items[u.next] = it
 		u.next = (u.next + 1) % capacity
 	}
-	k := u.keys(&it)
-	ms.push(&k, it.lrun)
 	if u.total == 0 {
 		u.maxSubmit, u.maxEnd = it.submit, it.end
 	}
@@ -276,8 +344,10 @@ func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
 		last5, ratio5         [5]float32
 		prevRun               float32
 	)
+	i := u.older(u.next) // the newest
 	for k := 0; k < len(u.items) && s.n < fwRecent; k++ {
-		it := u.at(k)
+		it := &u.items[i]
+		i = u.older(i)
 		if !it.passes(sub, endBefore) {
 			continue
 		}
@@ -348,25 +418,35 @@ func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
 }
 
 // scanMatches finds, for each kind of keys, the kept items that pass the
-// filter and match it.
+// filter and match it; keys are u's.
 func (u *fwUser) scanMatches(keys *fwKeys, sub, endBefore int64) [fwKinds]fwMatch {
 	var m [fwKinds]fwMatch
-	n := 0 // items that passed so far
-	for k := range u.items {
-		it := u.at(k)
+	n := 0               // items that passed so far
+	i := u.older(u.next) // the newest
+	for range u.items {
+		it := &u.items[i]
+		i = u.older(i)
 		if !it.passes(sub, endBefore) {
 			continue
 		}
 		recent := n < fwRecent
 		n++
-		ik := u.keys(it)
-		for kind, match := range [fwKinds]bool{
-			fwByLimit: ik.limit == keys.limit, fwByName: ik.name == keys.name,
-			fwBySize: ik.size == keys.size, fwByJob: ik.job == keys.job,
-		} {
-			if match {
-				m[kind].appendOlder(it.lrun, recent)
-			}
+		// The item's keys (u.keys) are the user's, as keys are: only
+		// the rest of each key is compared.
+		limit := fwLimitBits(it.limit) == keys.limit.limit
+		name := it.name == keys.name.name
+		size := it.cpus == keys.size.cpus && it.gpus == keys.size.gpus
+		if limit {
+			m[fwByLimit].appendOlder(it.lrun, recent)
+		}
+		if name {
+			m[fwByName].appendOlder(it.lrun, recent)
+		}
+		if size {
+			m[fwBySize].appendOlder(it.lrun, recent)
+		}
+		if limit && name && size {
+			m[fwByJob].appendOlder(it.lrun, recent)
 		}
 	}
 	for kind := range m {

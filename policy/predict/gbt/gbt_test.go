@@ -192,27 +192,6 @@ func TestQuantile32_MatchesSort(t *testing.T) {
 	}
 }
 
-// TestBinOf_MatchesSearch checks binOf against sort.Search, as buildBins
-// used it: the first cut v is at most, the last bin above every cut or for
-// NaN.
-func TestBinOf_MatchesSearch(t *testing.T) {
-	for n := 1; n <= 70; n++ {
-		cuts := make([]float32, n)
-		for i := range cuts {
-			cuts[i] = float32(i*3) - 20
-		}
-		for v := float32(-25); v <= float32(3*n-15); v += 0.5 {
-			want := min(sort.Search(n, func(k int) bool { return v <= cuts[k] }), n-1)
-			if got := binOf(cuts, v); got != want {
-				t.Fatalf("%d cuts, v=%v: binOf %d, sort.Search %d", n, v, got, want)
-			}
-		}
-		if got := binOf(cuts, float32(math.NaN())); got != n-1 {
-			t.Errorf("%d cuts, NaN: bin %d, want the last", n, got)
-		}
-	}
-}
-
 // leafValue walks tree on the raw features x, against the thresholds: the
 // reference that the binned walk (leafValueBinned) and Model.Predict must
 // agree with.
@@ -227,6 +206,271 @@ func leafValue(tree []gbtNode, x []float32) float32 {
 			i = n.left
 		} else {
 			i = n.right
+		}
+	}
+}
+
+// TestBinOf64_MatchesSearch checks the branch-free search on padded order
+// keys against sort.Search, as buildBins used it (the first cut v is at
+// most, the last bin for a value above every cut or NaN), on cut lists of
+// every length buildBins makes, with values at, between and beyond the
+// cuts, signed zeros, infinities and NaN.
+func TestBinOf64_MatchesSearch(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for n := 1; n <= gbtBins; n++ {
+		for _, last := range []float32{0, inf} {
+			cuts := make([]float32, n)
+			for i := range cuts {
+				cuts[i] = float32(i*3) - 20
+			}
+			if last == inf {
+				cuts[n-1] = inf // a feature whose largest sampled value is +Inf
+			}
+			var padded [gbtBins]int32
+			for b := range padded {
+				padded[b] = gbtOrderKey(inf)
+				if b < n {
+					padded[b] = gbtOrderKey(cuts[b])
+				}
+			}
+			vals := []float32{float32(math.Copysign(0, -1)), 0, -inf, inf, float32(math.NaN()), -math.MaxFloat32, math.MaxFloat32}
+			for v := float32(-25); v <= float32(3*n-15); v += 0.5 {
+				vals = append(vals, v)
+			}
+			for _, v := range vals {
+				want := min(sort.Search(n, func(k int) bool { return v <= cuts[k] }), n-1)
+				if got := min(binOf64(&padded, v), n-1); got != want {
+					t.Fatalf("%d cuts (last %v), v=%v: binOf64 %d, sort.Search %d", n, cuts[n-1], v, got, want)
+				}
+				// binOf64x4 with v in each lane, the other lanes searching
+				// other values among the same cuts.
+				for lane := range 4 {
+					vs := [4]float32{v + 1, v - 0.5, -v, 2 * v}
+					vs[lane] = v
+					var got [4]int
+					got[0], got[1], got[2], got[3] = binOf64x4(&[4][gbtBins]int32{padded, padded, padded, padded}, &vs)
+					for k, g := range got {
+						if g != binOf64(&padded, vs[k]) {
+							t.Fatalf("%d cuts, values %v: binOf64x4 lane %d gives %d, binOf64 %d", n, vs, k, g, binOf64(&padded, vs[k]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestHistAdd_MatchesCompare checks the branch-free sign against the float
+// compares countHistogram made: +1 above zero, -1 below, 0 for ±0 and NaN,
+// in bit 32 up, over a count of 1.
+func TestHistAdd_MatchesCompare(t *testing.T) {
+	inf := float32(math.Inf(1))
+	vals := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), -float32(math.NaN()), inf, -inf,
+		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1, 0.25, -3e7}
+	for _, v := range vals {
+		want := int64(1)
+		switch {
+		case v > 0:
+			want += 1 << 32
+		case v < 0:
+			want -= 1 << 32
+		}
+		if got := histAdd(v); got != want {
+			t.Errorf("histAdd(%v) = %#x, want %#x", v, got, want)
+		}
+	}
+}
+
+// TestGBT_LeafZeroIsPositive checks that a leaf whose median residual is
+// zero gets +0 whatever the signs of the zeros, so that the order
+// growTree's partition leaves rows in cannot show in the model.
+func TestGBT_LeafZeroIsPositive(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	tr := &Trainer{Config: Config{Rate: 0.5}, resid: []float32{negZero, negZero, 0, negZero, 1}}
+	for _, rows := range [][]int32{{0}, {0, 1, 3}, {0, 2, 1}, {2, 0, 3, 1, 4}} {
+		if got := tr.leaf(rows); math.Float32bits(got) != 0 {
+			t.Errorf("rows %v: leaf %v (bits %#x), want +0", rows, got, math.Float32bits(got))
+		}
+	}
+}
+
+// TestGBT_FittedMatchesPredict checks that the values training reached for
+// its rows are what the model predicts for them, to the bit (the fairway
+// predictor takes its training residuals from them), also after the
+// trainer was reused, and that Fitted gives nothing when a feature is NaN,
+// which training and Predict send different ways.
+func TestGBT_FittedMatchesPredict(t *testing.T) {
+	const nf = 6
+	s := uint64(5)
+	rnd := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40) / float32(1<<24)
+	}
+	data := func(n int) (x, y []float32) {
+		for i := 0; i < n; i++ {
+			for f := 0; f < nf; f++ {
+				v := rnd() * float32(f+1)
+				if f == 2 {
+					v = float32(i % 3) // few distinct values: rows on the cuts
+				}
+				x = append(x, v)
+			}
+			y = append(y, x[i*nf]*2+x[i*nf+2]+rnd())
+		}
+		return x, y
+	}
+	tr := &Trainer{Config: Config{Trees: 23, Depth: 4, Rate: 0.3, MinLeaf: 10, Subsample: 0.5}}
+	for _, n := range []int{3000, 800} {
+		x, y := data(n)
+		m := tr.Train(x, y, nf)
+		fitted := tr.Fitted()
+		if len(fitted) != n {
+			t.Fatalf("n=%d: %d fitted values", n, len(fitted))
+		}
+		for i := range n {
+			if want := m.Predict(x[i*nf : (i+1)*nf]); math.Float32bits(fitted[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d, row %d: fitted %v, Predict %v", n, i, fitted[i], want)
+			}
+		}
+		x[nf+1] = float32(math.NaN())
+		tr.Train(x, y, nf)
+		if got := tr.Fitted(); got != nil {
+			t.Errorf("n=%d, a NaN feature: %d fitted values, want none", n, len(got))
+		}
+	}
+}
+
+// TestSortFloats_MatchesSort checks the radix sort against slices.Sort to
+// the bit, on values of every sign and size, repeats, infinities and
+// subnormals, on lengths around the passes' edge cases, and with a NaN
+// (left to slices.Sort); with both zeros, equal as values.
+func TestSortFloats_MatchesSort(t *testing.T) {
+	s := uint64(9)
+	rnd := func() uint64 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return s >> 11
+	}
+	inf := float32(math.Inf(1))
+	special := []float32{inf, -inf, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1}
+	for _, n := range []int{1, 2, 3, 255, 256, 4287} {
+		for _, kind := range []string{"mixed", "few", "positive", "nan", "zeros"} {
+			v := make([]float32, n)
+			for i := range v {
+				switch r := rnd(); kind {
+				case "few":
+					v[i] = float32(r%4) - 1
+				case "positive":
+					v[i] = float32(r%1000) / 7
+				default:
+					v[i] = math.Float32frombits(uint32(r))
+					if v[i] != v[i] || r%5 == 0 {
+						v[i] = special[r%uint64(len(special))]
+					}
+				}
+			}
+			switch kind {
+			case "nan":
+				v[n/2] = float32(math.NaN())
+			case "zeros":
+				v[0] = float32(math.Copysign(0, -1))
+				v[n-1] = 0
+			}
+			want := slices.Clone(v)
+			slices.Sort(want)
+			got := slices.Clone(v)
+			sortFloats(got, make([]uint32, 2*n))
+			for i := range got {
+				same := math.Float32bits(got[i]) == math.Float32bits(want[i])
+				if kind == "zeros" {
+					same = got[i] == want[i]
+				}
+				if kind == "nan" && want[i] != want[i] {
+					same = got[i] != got[i]
+				}
+				if !same {
+					t.Fatalf("n=%d %s: at %d sortFloats %v, slices.Sort %v", n, kind, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestGBT_LeafMatchesSelect checks the radix selection of leaf against
+// median32, Hoare's selection, to the bit (zeros aside, which leaf takes
+// as +0): residuals of every sign, repeats, few distinct values, one
+// value, and a NaN (left to median32).
+func TestGBT_LeafMatchesSelect(t *testing.T) {
+	s := uint64(13)
+	rnd := func() uint64 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return s >> 11
+	}
+	for _, n := range []int{1, 2, 3, 4, 5, 40, 257, 1000, 15001} {
+		for _, kind := range []string{"wide", "few", "same", "signs", "nan"} {
+			resid := make([]float32, n)
+			for i := range resid {
+				switch r := rnd(); kind {
+				case "wide":
+					resid[i] = math.Float32frombits(uint32(r))
+					if resid[i] != resid[i] {
+						resid[i] = float32(r%100) - 50
+					}
+				case "few":
+					resid[i] = float32(r%3) - 1
+				case "same":
+					resid[i] = 0.375
+				default:
+					resid[i] = (float32(r%2001) - 1000) / 64
+				}
+			}
+			if kind == "nan" {
+				resid[n/2] = float32(math.NaN())
+			}
+			rows := make([]int32, n)
+			for i := range rows {
+				rows[i] = int32(n - 1 - i)
+			}
+			tr := &Trainer{Config: Config{Rate: 0.5}, resid: resid}
+			gathered := make([]float32, n)
+			for i, r := range rows {
+				gathered[i] = resid[r]
+			}
+			want := float32(0.5) * median32(gathered)
+			if want == 0 {
+				want = 0
+			}
+			got := tr.leaf(rows)
+			if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Fatalf("n=%d %s: leaf %v, 0.5 x median32 %v", n, kind, got, want)
+			}
+		}
+	}
+}
+
+// TestHistBin_Split checks that a bin packed as countHistogram counts
+// (histAdd per row) unpacks to its sign sum and count, also after a
+// sibling's bin is subtracted from its parent's.
+func TestHistBin_Split(t *testing.T) {
+	signs := []float32{1, -1, -1, 0, -2, 3, -0.5, -1, 0, 1}
+	for cut := range len(signs) + 1 {
+		var parent, small histBin
+		var wantG, wantN int32
+		for i, v := range signs {
+			parent += histBin(histAdd(v))
+			if i < cut {
+				small += histBin(histAdd(v))
+				continue
+			}
+			wantN++
+			switch {
+			case v > 0:
+				wantG++
+			case v < 0:
+				wantG--
+			}
+		}
+		if g, n := (parent - small).split(); g != wantG || n != wantN {
+			t.Errorf("rows %d..: sign sum %d, count %d; want %d, %d", cut, g, n, wantG, wantN)
 		}
 	}
 }
