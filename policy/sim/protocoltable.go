@@ -89,10 +89,11 @@ type ProtocolTable struct {
 
 // Verdict is the time split's criterion for one row of a Split table: it
 // meets the three constraints and has a lower average bounded slowdown
-// than every other row that meets them, the rows of policies that need
-// true run times (sjf-oracle, the simulator's bound) aside. Where every
-// policy gave the same schedule it is met: every constraint counts as
-// met, and no order can do better.
+// than every registered policy's row that meets them, the policies that
+// need true run times (sjf-oracle, the simulator's bound) aside; other
+// policy files' rows are not rivals. Where every policy gave the same
+// schedule it is met: every constraint counts as met, and no order can
+// do better.
 type Verdict struct {
 	Row   string      `json:"row"`
 	Met   bool        `json:"met"`
@@ -121,10 +122,10 @@ func (t *ProtocolTable) Verdict(row string) (Verdict, error) {
 	me := t.Rows[i]
 	v := Verdict{Row: row, Meets: *me.Meets, SameSchedule: t.SameSchedule}
 	for _, r := range t.Rows {
-		if r.Name == row || !r.Meets.All() {
+		if r.Name == row || r.Meets == nil || !r.Meets.All() {
 			continue
 		}
-		if e, ok := policy.Lookup(r.Name); ok && e.Traits.NeedsTrueRunTimes {
+		if e, ok := policy.Lookup(r.Name); !ok || e.Traits.NeedsTrueRunTimes {
 			continue
 		}
 		if v.Rival == "" || r.AvgBSLD < v.RivalBSLD {
