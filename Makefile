@@ -112,6 +112,39 @@ tune-default:
 	rm -f fairway.tune
 	tail -n $$(( $$(ls policy/defaults/*.json | wc -l) + 2 )) policy/defaults/suite.txt
 
+## tune-split: issue 31's time split. For each of SPLIT_ROWS (CTC, KTH, SDSC-BLUE, Philly-MIX1 and the 30,000-job
+## synthetic workload of seed 1 on 8 × 8 GPUs), tune on the first 70% of submits (fairway tune, objective fair,
+## SPLIT_BUDGET), then replay the last 30% with EASY beside every registered policy (simulate --split 0.7
+## --policy-file) into SPLIT_DIR/NAME-tune.txt and SPLIT_DIR/NAME-split.txt, whose last line is the
+## criterion's verdict; SPLIT_DIR/verdicts.txt collects them. docs/POLICY.md's time-split tables come from these.
+## TRACES_DIR=dir, SPLIT_BUDGET=10m, SPLIT_FLAGS= (more tune flags), SPLIT_DIR=docs/split,
+## SPLIT_ROWS="ctc kth sdsc-blue philly-mix1 synth-30k"
+SPLIT_BUDGET ?= 10m
+SPLIT_FLAGS ?=
+SPLIT_DIR ?= docs/split
+SPLIT_ROWS ?= ctc kth sdsc-blue philly-mix1 synth-30k
+.PHONY: tune-split
+tune-split:
+	$(GO) build -o fairway.tune ./cmd/fairway
+	mkdir -p $(SPLIT_DIR)
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for t in $(TUNE_TRACES) synth-30k:$$tmp/synth-30k.csv:helios; do \
+	  IFS=: read -r name file format <<< "$$t"; \
+	  case " $(SPLIT_ROWS) " in *" $$name "*) ;; *) continue;; esac; \
+	  case $$file in /*) ;; *) file=$(TRACES_DIR)/$$file;; esac; \
+	  extra=; [ "$$format" = helios ] && extra="--nodes 8 --per-node 8"; \
+	  [ "$$name" = synth-30k ] && ./fairway.tune trace synth --jobs 30000 --seed 1 --out $$file; \
+	  echo "time split on $$name: tuning ($(SPLIT_BUDGET)), then replaying the held-out 30%"; \
+	  { echo "$$ fairway tune --trace $$(basename $$file) --format $$format $$extra --budget $(SPLIT_BUDGET)$(if $(SPLIT_FLAGS), $(SPLIT_FLAGS)) --out $$name-tuned.json"; echo; \
+	    nice ./fairway.tune tune --trace $$file --format $$format $$extra --budget $(SPLIT_BUDGET) $(SPLIT_FLAGS) --parallel 2 --progress never \
+	      --out $$tmp/$$name-tuned.json; } > $(SPLIT_DIR)/$$name-tune.txt; \
+	  { echo "$$ fairway simulate --trace $$(basename $$file) --format $$format $$extra --split 0.7 --policy-file $$name-tuned.json"; echo; \
+	    nice ./fairway.tune simulate --trace $$file --format $$format $$extra --split 0.7 --policy-file $$tmp/$$name-tuned.json \
+	      --parallel 2 --progress never; } > $(SPLIT_DIR)/$$name-split.txt; \
+	done
+	rm -f fairway.tune
+	for n in $(SPLIT_ROWS); do echo "$$n: $$(tail -n 1 $(SPLIT_DIR)/$$n-split.txt)"; done | tee $(SPLIT_DIR)/verdicts.txt
+
 ## policy-doc: rerun the policy suite (every policy × CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds ×
 ## loads 0.8/1.0/1.2) on each trace's first 30,000 jobs and rewrite that evidence block of docs/POLICY.md;
 ## policy-doc-whole: the same on the whole traces (about 10 minutes on 2 cores), its own block

@@ -105,6 +105,16 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
+	if p.Kind == sim.Split && len(t.Rows) > 0 && t.Rows[0].Meets != nil {
+		// A tuned file's row is what the time split judges.
+		for _, f := range files {
+			v, err := t.Verdict(f.row)
+			if err != nil {
+				return err
+			}
+			t.Verdicts = append(t.Verdicts, v)
+		}
+	}
 	if cfg.JSON {
 		return printJSON(c.App.Writer, t)
 	}

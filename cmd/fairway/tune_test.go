@@ -120,6 +120,10 @@ func TestTune_FileRunsInSimulate(t *testing.T) {
 	if diff := cmp.Diff([]string{"fifo", "fairshare", tunedRow}, names); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
+	// The time split's criterion, judged for the file's row.
+	if len(tab.Verdicts) != 1 || tab.Verdicts[0].Row != tunedRow || tab.Verdicts[0].Meets != *tab.Rows[2].Meets {
+		t.Errorf("verdicts %+v, want one for %s with its row's constraints", tab.Verdicts, tunedRow)
+	}
 }
 
 // TestTune_SequenceAnchors checks that --objective bsld judges the

@@ -482,3 +482,83 @@ func TestRunProtocol_Factories(t *testing.T) {
 		t.Errorf("row %q, schedule %x (fair-sjf's %x), judged %v: want tuned, fair-sjf's schedule, judged", got.Name, got.Schedule, tab.Rows[1].Schedule, got.Meets != nil)
 	}
 }
+
+// TestProtocolTable_Verdict judges the time split's criterion on
+// hand-made tables: the rows from the SDSC-BLUE, synthetic and Philly-MIX1
+// evaluations that decide it, trimmed.
+func TestProtocolTable_Verdict(t *testing.T) {
+	all, jain, rho := &Constraints{true, true, true}, &Constraints{true, false, true}, &Constraints{true, true, false}
+	row := func(name string, bsld float64, c *Constraints) ProtocolRow {
+		return ProtocolRow{Evaluation: Evaluation{Metrics: Metrics{Name: name, AvgBSLD: bsld}}, Meets: c}
+	}
+	for _, tc := range []struct {
+		name string
+		rows []ProtocolRow
+		same bool
+		want Verdict
+		text string
+	}{
+		{"lowest of the rows meeting the three, the oracle aside",
+			[]ProtocolRow{row(Reference, 314.47, all), row("sjf-limit", 216.41, all), row("sjf-oracle", 191.95, all), row("fair-sjf", 209.03, all), row("tuned", 199.44, all)}, false,
+			Verdict{Row: "tuned", Met: true, Meets: *all, Rival: "fair-sjf", RivalBSLD: 209.03},
+			"criterion for tuned: met: it meets the three constraints with the lowest avg bsld of the policies meeting them (199.44; next fair-sjf 209.03; sjf-oracle aside)"},
+		{"another policy file's row is no rival",
+			[]ProtocolRow{row(Reference, 30, all), row("fair-sjf", 25, all), row("sjf-pred", 10, all), row("tuned", 20, all)}, false,
+			Verdict{Row: "tuned", Met: true, Meets: *all, Rival: "fair-sjf", RivalBSLD: 25},
+			"criterion for tuned: met: it meets the three constraints with the lowest avg bsld of the policies meeting them (20.00; next fair-sjf 25.00; sjf-oracle aside)"},
+		{"meets the three, another row is lower",
+			[]ProtocolRow{row(Reference, 53.74, all), row("themis", 18.80, jain), row("fair-sjf", 24.86, all), row("tuned", 57.34, all)}, false,
+			Verdict{Row: "tuned", Meets: *all, Rival: "fair-sjf", RivalBSLD: 24.86},
+			"criterion for tuned: NOT met: it meets the three constraints, but fair-sjf has a lower avg bsld among the policies meeting them (24.86 against 57.34; sjf-oracle aside)"},
+		{"misses a constraint",
+			[]ProtocolRow{row(Reference, 2.13, all), row("fair-qssf", 1.73, all), row("tuned", 1.51, jain)}, false,
+			Verdict{Row: "tuned", Meets: *jain, Rival: "fair-qssf", RivalBSLD: 1.73},
+			"criterion for tuned: NOT met: it misses Jain against fairshare"},
+		{"an equal avg bsld is not lower",
+			[]ProtocolRow{row(Reference, 30, all), row("fair-sjf", 20, all), row("tuned", 20, all)}, false,
+			Verdict{Row: "tuned", Meets: *all, Rival: "fair-sjf", RivalBSLD: 20},
+			"criterion for tuned: NOT met: it meets the three constraints, but fair-sjf has a lower avg bsld among the policies meeting them (20.00 against 20.00; sjf-oracle aside)"},
+		{"no other row meets the three",
+			[]ProtocolRow{row(Reference, 30, rho), row("tuned", 25, all)}, false,
+			Verdict{Row: "tuned", Met: true, Meets: *all},
+			"criterion for tuned: met: it meets the three constraints and no other policy does (sjf-oracle aside)"},
+		{"every policy gave the same schedule",
+			[]ProtocolRow{row(Reference, 1, all), row("tuned", 1, all)}, true,
+			Verdict{Row: "tuned", Met: true, Meets: *all, Rival: Reference, RivalBSLD: 1, SameSchedule: true},
+			"criterion for tuned: met: every policy gave the same schedule"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := &ProtocolTable{Kind: Split, Rows: tc.rows, SameSchedule: tc.same}
+			got, err := tab.Verdict("tuned")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			tab.Verdicts = []Verdict{got}
+			var b strings.Builder
+			if err := tab.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "\n"+tc.text+"\n") {
+				t.Errorf("text lacks the line %q:\n%s", tc.text, b.String())
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		tab  ProtocolTable
+		want string
+	}{
+		{"no such row", ProtocolTable{Kind: Split, Rows: []ProtocolRow{row(Reference, 1, all)}}, "verdict for tuned: no such row"},
+		{"not judged", ProtocolTable{Kind: Split, Rows: []ProtocolRow{row("tuned", 1, nil)}}, "verdict for tuned: constraints not judged (fairshare was not evaluated)"},
+		{"sequences", ProtocolTable{Kind: Sequences, Rows: []ProtocolRow{row("tuned", 1, nil)}}, "verdict for tuned: only the time split has one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.tab.Verdict("tuned"); err == nil || err.Error() != tc.want {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -82,6 +82,82 @@ type ProtocolTable struct {
 	// as met.
 	SameSchedule bool          `json:"same_schedule"`
 	Rows         []ProtocolRow `json:"rows"`
+	// Verdicts are the time split's criterion for the rows asked about
+	// (Verdict), printed after the table.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
+}
+
+// Verdict is the time split's criterion for one row of a Split table: it
+// meets the three constraints and has a lower average bounded slowdown
+// than every registered policy's row that meets them, the policies that
+// need true run times (sjf-oracle, the simulator's bound) aside; other
+// policy files' rows are not rivals. Where every policy gave the same
+// schedule it is met: every constraint counts as met, and no order can
+// do better.
+type Verdict struct {
+	Row   string      `json:"row"`
+	Met   bool        `json:"met"`
+	Meets Constraints `json:"meets"`
+	// Rival is the other row meeting the three constraints with the lowest
+	// avg bsld, RivalBSLD its avg bsld ("" when no other row meets them).
+	Rival     string  `json:"rival,omitempty"`
+	RivalBSLD float64 `json:"rival_bsld,omitempty"`
+	// SameSchedule: every policy gave the same schedule.
+	SameSchedule bool `json:"same_schedule,omitempty"`
+}
+
+// Verdict judges the row named row of a Split table whose constraints were
+// judged (the Reference is one of its rows).
+func (t *ProtocolTable) Verdict(row string) (Verdict, error) {
+	if t.Kind != Split {
+		return Verdict{}, fmt.Errorf("verdict for %s: only the time split has one", row)
+	}
+	i := slices.IndexFunc(t.Rows, func(r ProtocolRow) bool { return r.Name == row })
+	switch {
+	case i < 0:
+		return Verdict{}, fmt.Errorf("verdict for %s: no such row", row)
+	case t.Rows[i].Meets == nil:
+		return Verdict{}, fmt.Errorf("verdict for %s: constraints not judged (%s was not evaluated)", row, Reference)
+	}
+	me := t.Rows[i]
+	v := Verdict{Row: row, Meets: *me.Meets, SameSchedule: t.SameSchedule}
+	for _, r := range t.Rows {
+		if r.Name == row || r.Meets == nil || !r.Meets.All() {
+			continue
+		}
+		if e, ok := policy.Lookup(r.Name); !ok || e.Traits.NeedsTrueRunTimes {
+			continue
+		}
+		if v.Rival == "" || r.AvgBSLD < v.RivalBSLD {
+			v.Rival, v.RivalBSLD = r.Name, r.AvgBSLD
+		}
+	}
+	v.Met = t.SameSchedule || v.Meets.All() && (v.Rival == "" || me.AvgBSLD < v.RivalBSLD)
+	return v, nil
+}
+
+// text says a verdict in one line.
+func (v Verdict) text(bsld float64) string {
+	switch {
+	case v.SameSchedule:
+		return fmt.Sprintf("criterion for %s: met: every policy gave the same schedule", v.Row)
+	case v.Met && v.Rival == "":
+		return fmt.Sprintf("criterion for %s: met: it meets the three constraints and no other policy does (sjf-oracle aside)", v.Row)
+	case v.Met:
+		return fmt.Sprintf("criterion for %s: met: it meets the three constraints with the lowest avg bsld of the policies meeting them (%.2f; next %s %.2f; sjf-oracle aside)", v.Row, bsld, v.Rival, v.RivalBSLD)
+	case !v.Meets.All():
+		var missed []string
+		for _, m := range []struct {
+			ok   bool
+			name string
+		}{{v.Meets.Wait, "avg wait"}, {v.Meets.Jain, "Jain"}, {v.Meets.Rho, "max ρ"}} {
+			if !m.ok {
+				missed = append(missed, m.name)
+			}
+		}
+		return fmt.Sprintf("criterion for %s: NOT met: it misses %s against %s", v.Row, strings.Join(missed, ", "), Reference)
+	}
+	return fmt.Sprintf("criterion for %s: NOT met: it meets the three constraints, but %s has a lower avg bsld among the policies meeting them (%.2f against %.2f; sjf-oracle aside)", v.Row, v.Rival, v.RivalBSLD, bsld)
 }
 
 // ProtocolConfig is a protocol run over several policies by name.
@@ -249,6 +325,13 @@ func (t *ProtocolTable) WriteText(w io.Writer) error {
 	}
 	if t.Kind == Split && len(t.Rows) > 0 && t.Rows[0].Meets == nil {
 		fmt.Fprintf(w, "constraints not judged: %s was not evaluated\n", Reference)
+	}
+	for _, v := range t.Verdicts {
+		bsld := 0.0
+		if i := slices.IndexFunc(t.Rows, func(r ProtocolRow) bool { return r.Name == v.Row }); i >= 0 {
+			bsld = t.Rows[i].AvgBSLD
+		}
+		fmt.Fprintln(w, v.text(bsld))
 	}
 	return nil
 }
