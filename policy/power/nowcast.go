@@ -3,6 +3,8 @@ package power
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -131,4 +133,51 @@ func (s *NowcastState) push(demand, lack int) {
 		s.recent = s.recent[:s.window]
 	}
 	s.recent = append(s.recent, demand)
+}
+
+// ParseNowcast reads a nowcast setting as the command line gives it:
+// "off" or empty, or comma-separated key=value pairs gain=G, window=D,
+// after=D, expire=D (e.g. "gain=0.5,window=2m,after=2m,expire=5m", the
+// setting `fairway power eval` picked on Philly). Window and gain are
+// required; after defaults to one minute, expire to 0.
+func ParseNowcast(v string) (Nowcast, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || v == "off" {
+		return Nowcast{}, nil
+	}
+	n := Nowcast{After: time.Minute}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return Nowcast{}, fmt.Errorf("nowcast %q: %q is not key=value (gain, window, after, expire)", v, kv)
+		}
+		seen[k] = true
+		var err error
+		switch k {
+		case "gain":
+			n.Gain, err = strconv.ParseFloat(val, 64)
+		case "window":
+			n.Window, err = time.ParseDuration(val)
+		case "after":
+			n.After, err = time.ParseDuration(val)
+		case "expire":
+			n.Expire, err = time.ParseDuration(val)
+		default:
+			return Nowcast{}, fmt.Errorf("nowcast %q: unknown key %q (want gain, window, after, expire)", v, k)
+		}
+		if err != nil {
+			return Nowcast{}, fmt.Errorf("nowcast %q: %s: %w", v, k, err)
+		}
+	}
+	if !seen["gain"] || !seen["window"] {
+		return Nowcast{}, fmt.Errorf("nowcast %q: want at least gain=G and window=D", v)
+	}
+	if err := n.Validate(); err != nil {
+		return Nowcast{}, err
+	}
+	if !n.On() {
+		return Nowcast{}, fmt.Errorf("nowcast %q: gain and window must be positive (or say off)", v)
+	}
+	return n, nil
 }
