@@ -3,6 +3,7 @@ package power
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,4 +181,63 @@ func ParseNowcast(v string) (Nowcast, error) {
 		return Nowcast{}, fmt.Errorf("nowcast %q: gain and window must be positive (or say off)", v)
 	}
 	return n, nil
+}
+
+// RampHold follows, by name, the nodes serve's nowcast resumed: each is
+// held powered until it has been usable Expire (the replay's expiry:
+// still idle then, it goes back down like any idle node above need) or a
+// job takes it. One that never comes up is let go after an hour.
+type RampHold struct {
+	Expire time.Duration
+	nodes  map[string]rampNode
+}
+
+type rampNode struct{ added, usable time.Time }
+
+// Add records nodes the nowcast resumed at now.
+func (h *RampHold) Add(now time.Time, names ...string) {
+	if h.nodes == nil {
+		h.nodes = map[string]rampNode{}
+	}
+	for _, n := range names {
+		h.nodes[n] = rampNode{added: now}
+	}
+}
+
+// Held updates the hold from the nodes as a cycle at now sees them and
+// returns the nodes still held, sorted.
+func (h *RampHold) Held(now time.Time, nodes []Node) []string {
+	if len(h.nodes) == 0 {
+		return nil
+	}
+	seen := make(map[string]Node, len(h.nodes))
+	for _, n := range nodes {
+		if _, ok := h.nodes[n.Name]; ok {
+			seen[n.Name] = n
+		}
+	}
+	var out []string
+	for name, r := range h.nodes {
+		n, ok := seen[name]
+		switch {
+		case !ok || n.Busy:
+			delete(h.nodes, name)
+			continue
+		case n.Power == On:
+			if r.usable.IsZero() {
+				r.usable = now
+				h.nodes[name] = r
+			}
+			if now.Sub(r.usable) >= h.Expire {
+				delete(h.nodes, name)
+				continue
+			}
+		case !r.usable.IsZero() || now.Sub(r.added) >= time.Hour: // went down again, or never came up
+			delete(h.nodes, name)
+			continue
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
