@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,5 +279,27 @@ func TestRun_PowerNowcastNeedsClock(t *testing.T) {
 		if _, err := Run([]policy.Job{smJob(1, "a", 0, 1, 60, 60)}, cfg); err == nil {
 			t.Errorf("Run with %+v: no error", p.Nowcast)
 		}
+	}
+}
+
+// TestWritePowerText_Nowcast: the nowcast's line appears for the rows
+// that resumed ahead, and no table without one gains a line.
+func TestWritePowerText_Nowcast(t *testing.T) {
+	rows := []PowerRow{{Rule: "no power saving", AvgWait: 10},
+		{Rule: "hybrid 5m, buffer 0", Power: &PowerResult{}},
+		{Rule: "hybrid 5m, buffer 0, ramp", Power: &PowerResult{AheadResumes: 7, AheadExpired: 3}}}
+	var with, without strings.Builder
+	if err := WritePowerText(&with, "fifo", time.Minute, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePowerText(&without, "fifo", time.Minute, rows[:2]); err != nil {
+		t.Fatal(err)
+	}
+	want := "trend nowcast, hybrid 5m, buffer 0, ramp: 7 nodes resumed ahead of demand (not in resumed nodes), 3 of them went back down unused\n"
+	if !strings.HasSuffix(with.String(), want) || strings.Count(with.String(), "trend nowcast") != 1 {
+		t.Errorf("with the nowcast:\n%s\nwant it to end with %q, once", with.String(), want)
+	}
+	if strings.Contains(without.String(), "trend nowcast") {
+		t.Errorf("without the nowcast:\n%s\nwant no nowcast line", without.String())
 	}
 }

@@ -146,8 +146,19 @@ func WritePowerText(w io.Writer, policyName string, resume time.Duration, rows [
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule and the hybrid forecast it with the GBT refit daily on the simulated usage so far (the same time yesterday for the first two weeks); idle-time and hybrid rows power each node down on its own idle clock; node-h off as the nodes were off")
-	return err
+	if _, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule and the hybrid forecast it with the GBT refit daily on the simulated usage so far (the same time yesterday for the first two weeks); idle-time and hybrid rows power each node down on its own idle clock; node-h off as the nodes were off"); err != nil {
+		return err
+	}
+	// Only rows with the trend nowcast resume ahead: the line appears with
+	// --nowcast alone, so the table without it is as before.
+	for _, r := range rows {
+		if r.Power != nil && r.Power.AheadResumes > 0 {
+			if _, err := fmt.Fprintf(w, "trend nowcast, %s: %d nodes resumed ahead of demand (not in resumed nodes), %d of them went back down unused\n", r.Rule, r.Power.AheadResumes, r.Power.AheadExpired); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // NodeUsage simulates w under one policy without power saving and returns
