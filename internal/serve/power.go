@@ -53,7 +53,7 @@ func (c PowerConfig) Validate() error {
 	case c.IdleWatts < 0:
 		return &FieldError{Field: "PowerConfig.IdleWatts", Value: fmt.Sprint(c.IdleWatts), Err: errors.New("want 0 or more")}
 	case c.Nowcast.Validate() != nil:
-		return &FieldError{Field: "PowerConfig.Nowcast", Value: c.Nowcast.String(), Err: c.Nowcast.Validate()}
+		return &FieldError{Field: "PowerConfig.Nowcast", Value: c.Nowcast.Spec(), Err: c.Nowcast.Validate()}
 	case c.Step <= 0 || c.Horizon < 0:
 		return fmt.Errorf("power forecast step %v, horizon %v: want a positive step and a horizon of 0 or more", c.Step, c.Horizon)
 	}

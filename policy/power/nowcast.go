@@ -47,6 +47,11 @@ func (n Nowcast) String() string {
 	return fmt.Sprintf("ramp %g×rise over %s after %s lacking, expire %s", n.Gain, shortDuration(n.Window), shortDuration(n.After), shortDuration(n.Expire))
 }
 
+// Spec writes the setting as ParseNowcast reads it.
+func (n Nowcast) Spec() string {
+	return fmt.Sprintf("gain=%g,window=%v,after=%v,expire=%v", n.Gain, n.Window, n.After, n.Expire)
+}
+
 // NowcastState is a nowcast following demand one step at a time: the last
 // Window steps' demand and how long it has lacked. Pure: the caller
 // reads demand and lack, Observe says how many nodes the nowcast wants

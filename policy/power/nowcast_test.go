@@ -1,6 +1,7 @@
 package power
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,5 +49,34 @@ func TestNowcast_Observe(t *testing.T) {
 	}
 	if err := (Nowcast{Gain: -1}).Validate(); err == nil {
 		t.Error("Validate accepted a negative gain")
+	}
+}
+
+func TestParseNowcast(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Nowcast
+		err  string
+	}{
+		{"off", Nowcast{}, ""},
+		{"", Nowcast{}, ""},
+		{"gain=0.5,window=2m,after=2m,expire=5m", Nowcast{Gain: 0.5, Window: 2 * time.Minute, After: 2 * time.Minute, Expire: 5 * time.Minute}, ""},
+		{"window=5m, gain=1", Nowcast{Gain: 1, Window: 5 * time.Minute, After: time.Minute}, ""},
+		{"gain=1", Nowcast{}, "want at least gain=G and window=D"},
+		{"gain=1,window=2m,speed=3", Nowcast{}, `unknown key "speed"`},
+		{"gain=1,window=soon", Nowcast{}, "window: time: invalid duration"},
+		{"gain=0,window=2m", Nowcast{}, "must be positive"},
+		{"gain=1,window=2m,expire=-1m", Nowcast{}, "want 0 or more"},
+		{"gain", Nowcast{}, `"gain" is not key=value`},
+	} {
+		got, err := ParseNowcast(tc.in)
+		if tc.err == "" && (err != nil || got != tc.want) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseNowcast(%q) = %+v, %v; want %+v, error containing %q", tc.in, got, err, tc.want, tc.err)
+		}
+		if tc.err == "" && got.On() {
+			if back, err := ParseNowcast(got.Spec()); err != nil || back != got {
+				t.Errorf("ParseNowcast(%q.Spec() = %q) = %+v, %v", tc.in, got.Spec(), back, err)
+			}
+		}
 	}
 }
