@@ -66,7 +66,7 @@ func TestServeConfig_Validate(t *testing.T) {
 		{"power nowcast", func(c *serveConfig) {
 			c.PowerMode, c.Power = powerDryRun, validPower()
 			c.Power.Nowcast = power.Nowcast{Window: time.Minute, Gain: -1}
-		}, "--power-nowcast gain=-1,window=1m0s,after=0s,expire=0s"},
+		}, "--power-nowcast gain=-1,window=1m,after=0s,expire=0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validServe()

@@ -49,7 +49,13 @@ func (n Nowcast) String() string {
 
 // Spec writes the setting as ParseNowcast reads it.
 func (n Nowcast) Spec() string {
-	return fmt.Sprintf("gain=%g,window=%v,after=%v,expire=%v", n.Gain, n.Window, n.After, n.Expire)
+	d := func(d time.Duration) string {
+		if d == 0 {
+			return "0s"
+		}
+		return shortDuration(d)
+	}
+	return fmt.Sprintf("gain=%g,window=%s,after=%s,expire=%s", n.Gain, d(n.Window), d(n.After), d(n.Expire))
 }
 
 // NowcastState is a nowcast following demand one step at a time: the last
