@@ -11,6 +11,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/urfave/cli/v2"
@@ -142,6 +143,7 @@ func powerServeFlags(hidden bool) []cli.Flag {
 		&cli.IntFlag{Name: "power-max-changes-per-hour", Hidden: hidden, Value: 10, Usage: "power-downs and forecast power-ups per hour at most; power-ups for jobs waiting now are never held back", EnvVars: []string{"FAIRWAY_POWER_MAX_CHANGES_PER_HOUR"}},
 		&cli.Float64Flag{Name: "power-idle-watts", Hidden: hidden, Value: 0, Usage: "power an idle node draws, for the report's energy estimate (0: no estimate)", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
 		&cli.StringFlag{Name: "power-exclude", Hidden: hidden, Usage: "nodes never powered down or up, as a Slurm host list (e.g. gpu[1-2],login1): SuspendExcNodes' role for Fairway", EnvVars: []string{"FAIRWAY_POWER_EXCLUDE"}},
+		&cli.StringFlag{Name: "power-nowcast", Hidden: hidden, Value: "off", Usage: "the trend nowcast of fairway power eval's hybrid, e.g. gain=0.5,window=2m,after=2m,expire=5m: when jobs have lacked powered nodes for after and demand still rises, power up ceil(gain × its rise over window) more nodes (within --power-max-changes-per-hour); those still idle expire after they came up may go down again; off by default", EnvVars: []string{"FAIRWAY_POWER_NOWCAST"}},
 		&cli.DurationFlag{Name: "power-horizon", Hidden: hidden, Value: time.Hour, Usage: "how far ahead the demand forecast (the same time a day earlier, from serve's own observations) keeps nodes powered; 0: no forecast", EnvVars: []string{"FAIRWAY_POWER_HORIZON"}},
 	}
 }
@@ -156,6 +158,9 @@ func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
 		return cfg, fmt.Errorf("--power-exclude: %w", err)
 	}
 	cfg.Exclude = ex
+	if cfg.Nowcast, err = power.ParseNowcast(c.String("power-nowcast")); err != nil {
+		return cfg, fmt.Errorf("--power-nowcast: %w", err)
+	}
 	return cfg, nil
 }
 

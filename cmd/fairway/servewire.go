@@ -596,7 +596,7 @@ func (c sharesClient) Shares(ctx context.Context) ([]byte, error) {
 var flagOf = map[string]string{"Policy": "--policy", "Predictor": "--predictor",
 	"Partitions": "--partitions", "ExcludePartitions": "--exclude-partitions", "ExemptQOS": "--exempt-qos",
 	"PowerConfig.Buffer": "--power-buffer", "PowerConfig.MaxChangesPerHour": "--power-max-changes-per-hour",
-	"PowerConfig.IdleWatts": "--power-idle-watts", "PowerConfig.Exclude": "--power-exclude"}
+	"PowerConfig.IdleWatts": "--power-idle-watts", "PowerConfig.Exclude": "--power-exclude", "PowerConfig.Nowcast": "--power-nowcast"}
 
 // flagError names the setting of a serve.FieldError by its flag, and the
 // settings that leave a job out of the ranking (serve.NotQueuedError).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
@@ -62,6 +63,10 @@ func TestServeConfig_Validate(t *testing.T) {
 			c.PowerMode, c.Power = powerOn, validPower()
 			c.Power.Exclude = []string{"gpu[1-2]"}
 		}, `--power-exclude: "gpu[1-2]" is not one node name`},
+		{"power nowcast", func(c *serveConfig) {
+			c.PowerMode, c.Power = powerDryRun, validPower()
+			c.Power.Nowcast = power.Nowcast{Window: time.Minute, Gain: -1}
+		}, "--power-nowcast gain=-1,window=1m,after=0s,expire=0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validServe()

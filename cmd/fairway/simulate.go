@@ -105,6 +105,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "with --power: comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_SIMULATE_SUSPEND_TIME"}},
 			&cli.StringFlag{Name: "power-sequence", Usage: "with --power: also write the simulated node usage without power saving, one row a minute (time,active,total: the most nodes with a running job in the minute), to this file, a node sequence for fairway power eval", EnvVars: []string{"FAIRWAY_SIMULATE_POWER_SEQUENCE"}},
 			&cli.StringFlag{Name: "hybrid-idle", Value: "5m,50m", Usage: "with --power: comma-separated idle times of the hybrid rule (Slurm's idle clock holding the nodes the forecast wants: the GBT refit daily on the simulated usage)", EnvVars: []string{"FAIRWAY_SIMULATE_HYBRID_IDLE"}},
+			&cli.StringFlag{Name: "nowcast", Value: "off", Usage: "with --power: also replay each hybrid with the trend nowcast, e.g. gain=0.5,window=2m,after=2m,expire=5m (when demand has lacked nodes for after and still rises, resume ceil(gain × its rise over window) more; those unused expire after they came up power down)", EnvVars: []string{"FAIRWAY_SIMULATE_NOWCAST"}},
 			&cli.BoolFlag{Name: "share", Usage: "let jobs share GPUs, as Slurm's shards do: a one-GPU job whose user's earlier runs of the same job name used little of their GPU (the share rule serve's job_submit.lua table applies; GPU use drawn by a seeded model, since traces record none) and a trace job asking for shards run several to a GPU, each slowed by the interference model; prints what sharing did. No backfill (the default with --share), no preemption; not with --partitions, --power, --forecast, --suite, --split or --sequences", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE"}},
 			&cli.IntFlag{Name: "share-shards", Value: sim.DefaultShardsPerGPU, Usage: "with --share: shards per GPU (gres.conf), so the most jobs one GPU holds at once", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_SHARDS"}},
 			&cli.Float64Flag{Name: "share-interference", Value: sim.DefaultInterference, Usage: "with --share: the interference β: n jobs on a GPU each run at 1/(max(1, Σ their solo utilizations) × (1 + β(n−1))) of their solo speed", EnvVars: []string{"FAIRWAY_SIMULATE_SHARE_INTERFERENCE"}},
@@ -453,6 +454,9 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 	}
 	if ps.HybridIdle, err = parseDurations(c.String("hybrid-idle")); err != nil {
 		return fmt.Errorf("--hybrid-idle: %w", err)
+	}
+	if ps.Nowcast, err = power.ParseNowcast(c.String("nowcast")); err != nil {
+		return fmt.Errorf("--nowcast: %w", err)
 	}
 	name := policy.Default
 	if c.IsSet("policies") {

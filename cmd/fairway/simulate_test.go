@@ -240,6 +240,16 @@ func TestSimulate_Power(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// --nowcast adds the hybrid with the trend nowcast beside the hybrid.
+	out, err = runApp(t, "simulate", "--power", "--power-buffer", "0", "--suspend-time", "10m", "--hybrid-idle", "5m", "--nowcast", "gain=0.5,window=2m,after=2m,expire=5m")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"hybrid 5m, buffer 0 ", "hybrid 5m, buffer 0, ramp 0.5×rise over 2m after 2m lacking, expire 5m "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -247,6 +257,7 @@ func TestSimulate_Power(t *testing.T) {
 		{[]string{"--power-buffer", "x"}, `--power-buffer: "x"`},
 		{[]string{"--suspend-time", "soon"}, `--suspend-time: "soon"`},
 		{[]string{"--resume-time", "-1m"}, "--resume-time -1m0s"},
+		{[]string{"--nowcast", "gain=x,window=2m"}, `--nowcast: nowcast "gain=x,window=2m": gain:`},
 		{[]string{"--policies", "tiresias"}, "preemptively"},
 	} {
 		if _, err := runApp(t, append([]string{"simulate", "--power"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {

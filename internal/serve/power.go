@@ -36,6 +36,10 @@ type PowerConfig struct {
 	// Horizon is how far ahead the demand forecast is read; Step the
 	// forecast's resolution (the artifact's 10 minutes).
 	Horizon, Step time.Duration
+	// Nowcast is the trend nowcast (power.Nowcast, the replay's and the
+	// simulator's rule), read every minute on busy nodes plus the node
+	// demand of jobs waiting for nodes; off (the zero value) by default.
+	Nowcast power.Nowcast
 }
 
 // Validate checks the settings; a bad one is a *FieldError naming it as
@@ -48,6 +52,8 @@ func (c PowerConfig) Validate() error {
 		return &FieldError{Field: "PowerConfig.MaxChangesPerHour", Value: fmt.Sprint(c.MaxChangesPerHour), Err: errors.New("want at least 1")}
 	case c.IdleWatts < 0:
 		return &FieldError{Field: "PowerConfig.IdleWatts", Value: fmt.Sprint(c.IdleWatts), Err: errors.New("want 0 or more")}
+	case c.Nowcast.Validate() != nil:
+		return &FieldError{Field: "PowerConfig.Nowcast", Value: c.Nowcast.Spec(), Err: c.Nowcast.Validate()}
 	case c.Step <= 0 || c.Horizon < 0:
 		return fmt.Errorf("power forecast step %v, horizon %v: want a positive step and a horizon of 0 or more", c.Step, c.Horizon)
 	}
@@ -194,6 +200,8 @@ type PowerSaver struct {
 	unsaved []accounting.PowerAction // records the database did not take yet
 	last    time.Time                // previous cycle's start
 	fc      *powerForecaster
+	nc      *power.NowcastState // nil: the trend nowcast is off
+	hold    power.RampHold      // the nodes it resumed, until they expire
 }
 
 // maxUnsaved bounds the power records kept through a database outage.
@@ -219,7 +227,8 @@ func NewPowerSaver(cfg PowerConfig, cluster string, to PowerSink, rec PowerRecor
 		return nil, fmt.Errorf("power forecast: %w", err)
 	}
 	return &PowerSaver{cfg: cfg, cluster: cluster, log: log, to: to, rec: rec,
-		m: m.power, demand: map[int64]int{}, fc: fc}, nil
+		m: m.power, demand: map[int64]int{}, fc: fc,
+		nc: cfg.Nowcast.Start(power.NowcastStep), hold: power.RampHold{Expire: cfg.Nowcast.Expire}}, nil
 }
 
 // SeedChanges tells the saver of the power changes made before it started
@@ -250,6 +259,9 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 		} else {
 			rep.Applied = append(rep.Applied, a)
 			p.changes = append(p.changes, now)
+			if _, ok := a.Parts["nowcast_want"]; ok {
+				p.hold.Add(now, a.Node)
+			}
 		}
 		recs = append(recs, r)
 	}
@@ -329,6 +341,9 @@ func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Clu
 		in.Nodes = append(in.Nodes, pn)
 	}
 	sink.Project(in.Nodes)
+	if p.nc != nil {
+		in.Nowcast, in.RampHeld = p.nc, p.hold.Held(now, in.Nodes)
+	}
 	for _, n := range in.Nodes {
 		if n.Busy {
 			busy++

@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // fakePower plays scontrol and squeue for power saving.
@@ -162,5 +166,105 @@ func TestPowerConfig_Validate(t *testing.T) {
 	c.Step = 0
 	if err := c.Validate(); err == nil {
 		t.Error("a zero forecast step passed")
+	}
+}
+
+// TestPowerSaver_Nowcast: serve's trend nowcast over minute cycles. gpu1
+// runs a job throughout; gpu2–gpu7 are off. A job waits at minute 1 (the
+// lack powers gpu2 up), a second at minute 2 while gpu2 is still coming
+// up: demand rose 1 → 3 and lacked two minutes, so the nowcast (gain 1
+// over 2 minutes) wants 3 + 2 = 5 powered and powers gpu4 and gpu5 up
+// ahead, each a record whose reason explains it. At minute 3 both jobs
+// run (gpu2, gpu3): gpu4 and gpu5 are idle above need but held; 5 minutes
+// after they came up they go down like any idle node. gpu1 is never
+// touched, and no cycle exceeds the hourly cap.
+func TestPowerSaver_Nowcast(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	nc := power.Nowcast{Window: 2 * time.Minute, After: 2 * time.Minute, Expire: 5 * time.Minute, Gain: 1}
+	cfg := PowerConfig{Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute, Nowcast: nc}
+	running := slurmctl.Job{Job: policy.Job{ID: 1, State: policy.StateRunning, Nodes: 1}, NodeList: []string{"gpu1"}}
+	pend := func(id int64) slurmctl.Job {
+		return slurmctl.Job{Job: policy.Job{ID: id, State: policy.StatePending, Nodes: 1}, Reason: "Resources"}
+	}
+	run := func(id int64, node string) slurmctl.Job {
+		return slurmctl.Job{Job: policy.Job{ID: id, State: policy.StateRunning, Nodes: 1}, NodeList: []string{node}}
+	}
+	// cluster: gpu1 busy, the nodes named in on idle and powered, those
+	// in up powering up, those in busy busy, the rest of gpu2–gpu7 off.
+	cluster := func(on, up, busy []string, jobs ...slurmctl.Job) *slurmctl.Cluster {
+		cl := &slurmctl.Cluster{Version: slurmctl.V0041, Jobs: append([]slurmctl.Job{running}, jobs...)}
+		cl.Nodes = append(cl.Nodes, slurmctl.Node{Name: "gpu1", State: []string{"MIXED"}})
+		for i := 2; i <= 7; i++ {
+			name := fmt.Sprintf("gpu%d", i)
+			st := []string{"IDLE", "POWERED_DOWN"}
+			switch {
+			case slices.Contains(on, name):
+				st = []string{"IDLE"}
+			case slices.Contains(up, name):
+				st = []string{"IDLE", "POWERING_UP"}
+			case slices.Contains(busy, name):
+				st = []string{"ALLOCATED"}
+			}
+			cl.Nodes = append(cl.Nodes, slurmctl.Node{Name: name, State: st})
+		}
+		return cl
+	}
+	live, rec := &fakePower{}, &fakePowerRec{}
+	ps, err := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cycles := []struct {
+		at   time.Duration
+		cl   *slurmctl.Cluster
+		want []string
+	}{
+		{0, cluster(nil, nil, nil), nil},
+		{time.Minute, cluster(nil, nil, nil, pend(2)), []string{"up gpu2"}},
+		{2 * time.Minute, cluster(nil, []string{"gpu2"}, nil, pend(2), pend(3)), []string{"up gpu3", "up gpu4", "up gpu5"}},
+		{3 * time.Minute, cluster([]string{"gpu4", "gpu5"}, nil, []string{"gpu2", "gpu3"}, run(2, "gpu2"), run(3, "gpu3")), nil},
+		{7 * time.Minute, cluster([]string{"gpu4", "gpu5"}, nil, []string{"gpu2", "gpu3"}, run(2, "gpu2"), run(3, "gpu3")), nil},
+		{8 * time.Minute, cluster([]string{"gpu4", "gpu5"}, nil, []string{"gpu2", "gpu3"}, run(2, "gpu2"), run(3, "gpu3")), []string{"down gpu5", "down gpu4"}},
+	}
+	for i, c := range cycles {
+		before := len(live.calls)
+		rep := ps.Cycle(t.Context(), int64(i), t0.Add(c.at), c.cl, &Live{})
+		if diff := cmp.Diff(c.want, live.calls[before:], cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("cycle at %v: scontrol calls (-want +got):\n%s", c.at, diff)
+		}
+		if i == 2 && (rep.Decision.Ramp == nil || rep.Decision.Ramp.Want != 5) {
+			t.Errorf("cycle at %v: nowcast %+v, want one wanting 5 powered", c.at, rep.Decision.Ramp)
+		}
+		if i == 3 && rep.Decision.RampHeld != 2 {
+			t.Errorf("cycle at %v: %d nodes held by the nowcast, want 2", c.at, rep.Decision.RampHeld)
+		}
+	}
+	ahead := 0
+	for _, r := range rec.got {
+		if r.Node == "gpu1" {
+			t.Errorf("record %+v: gpu1 runs a job and was touched", r)
+		}
+		if r.Action == string(power.PowerUp) && strings.HasPrefix(r.Reason, "trend nowcast: demand rose 1 → 3") {
+			ahead++
+			if r.Parts["nowcast_want"] != 5 || r.Parts["nowcast_low"] != 1 || r.Parts["nowcast_demand"] != 3 {
+				t.Errorf("record %+v: want the nowcast's parts (want 5, low 1, demand 3)", r)
+			}
+		}
+	}
+	if ahead != 2 {
+		t.Errorf("%d power-up records explained by the nowcast, want 2 (gpu4, gpu5): %+v", ahead, rec.got)
+	}
+	if n := len(live.calls); n > cfg.MaxChangesPerHour {
+		t.Errorf("%d changes in 8 minutes, over the cap of %d", n, cfg.MaxChangesPerHour)
+	}
+}
+
+// TestPowerConfig_BadNowcast: a negative nowcast setting is refused,
+// naming its field.
+func TestPowerConfig_BadNowcast(t *testing.T) {
+	cfg := PowerConfig{MaxChangesPerHour: 1, Step: 10 * time.Minute, Nowcast: power.Nowcast{Window: time.Minute, Gain: -1}}
+	var fe *FieldError
+	if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != "PowerConfig.Nowcast" {
+		t.Errorf("Validate = %v, want a FieldError for PowerConfig.Nowcast", err)
 	}
 }

@@ -98,7 +98,19 @@ type Inputs struct {
 	// (older ones are ignored), for the hourly cap.
 	Changes  []time.Time
 	Settings Settings
+	// Nowcast, when set, is the trend nowcast's state (Settings.Nowcast
+	// started at NowcastStep): Decide feeds it this cycle's demand (busy
+	// nodes + the node demand of jobs waiting for nodes) and lack, the one
+	// state it advances, and powers up what it wants within the hourly
+	// cap. RampHeld names the nodes it resumed that are not yet its
+	// expiry past usable (RampHold): never powered down.
+	Nowcast  *NowcastState
+	RampHeld []string
 }
+
+// NowcastStep is the step serve's trend nowcast reads demand at: the
+// minute the replay reads it at.
+const NowcastStep = time.Minute
 
 // Op is what an action does.
 type Op string
@@ -132,6 +144,10 @@ type Decision struct {
 	Target       int
 	// HeldByCap counts the changes the hourly cap kept back this cycle.
 	HeldByCap int
+	// Ramp is what the trend nowcast read when it fired this cycle (nil:
+	// it did not, or is off); RampHeld the idle nodes it holds up.
+	Ramp     *Ramp
+	RampHeld int
 }
 
 // Decide picks the nodes to power down or up this cycle (Helios CES §5.2's
@@ -143,6 +159,9 @@ type Decision struct {
 //     scheduled on, and as many off nodes as the jobs waiting for nodes
 //     lack (their node demand minus the idle powered nodes and those
 //     powering up);
+//   - with the trend nowcast (Inputs.Nowcast) firing on a rise that has
+//     lacked nodes, powers off nodes up to its Want within the hourly cap,
+//     and keeps the nodes it resumed (RampHeld) until they expire;
 //   - otherwise keeps Target = max(busy + pending demand, forecast peak)
 //   - Buffer nodes powered: powers idle nodes down above it and off
 //     nodes up below it, within the hourly cap.
@@ -161,6 +180,10 @@ func Decide(in Inputs) (Decision, error) {
 	excluded := make(map[string]bool, len(st.Exclude))
 	for _, n := range st.Exclude {
 		excluded[n] = true
+	}
+	held := make(map[string]bool, len(in.RampHeld))
+	for _, n := range in.RampHeld {
+		held[n] = true
 	}
 	running := map[string]bool{}
 	reservedBy := map[string]int64{}
@@ -203,7 +226,10 @@ func Decide(in Inputs) (Decision, error) {
 		switch n.Power {
 		case On:
 			d.IdleOn++
-			if !reserved && !ex {
+			switch {
+			case held[n.Name]:
+				d.RampHeld++
+			case !reserved && !ex:
 				idleOn = append(idleOn, n)
 			}
 		case Off:
@@ -236,6 +262,37 @@ func Decide(in Inputs) (Decision, error) {
 		off = off[1:]
 	}
 	urgent := len(d.Actions)
+	room := math.MaxInt
+	if st.MaxChangesPerHour > 0 {
+		recent := 0
+		for _, t := range in.Changes {
+			if !t.After(in.Now) && in.Now.Sub(t) < time.Hour {
+				recent++
+			}
+		}
+		room = max(0, st.MaxChangesPerHour-recent-urgent)
+	}
+
+	// Then the trend nowcast, within the cap: the same rule as the
+	// replay's, on the demand of this cycle.
+	ahead := 0
+	if in.Nowcast != nil {
+		if rp, ok := in.Nowcast.Observe(in.Now.Unix()/int64(NowcastStep.Seconds()), d.Busy+d.PendingNodes, d.Lack); ok {
+			d.Ramp = &rp
+			powered := d.Busy + d.IdleOn + d.PoweringUp + urgent
+			why := rp.Reason(in.Nowcast.Window()) + fmt.Sprintf("; %d powered", powered)
+			for n := rp.Want - powered; len(off) > 0 && n > 0; n-- {
+				if room == 0 {
+					d.HeldByCap += min(n, len(off))
+					break
+				}
+				d.Actions = append(d.Actions, Action{Node: off[0].Name, Op: PowerUp, Reason: why,
+					Parts: map[string]float64{"nowcast_want": float64(rp.Want), "nowcast_demand": float64(rp.Demand),
+						"nowcast_low": float64(rp.Low), "nowcast_lacking": float64(rp.Lacking), "nowcast_gain": rp.Gain}})
+				off, room, ahead = off[1:], room-1, ahead+1
+			}
+		}
+	}
 
 	// Then the forecast and the buffer, within the cap.
 	if len(in.Forecast) > 0 {
@@ -251,17 +308,7 @@ func Decide(in Inputs) (Decision, error) {
 	}
 	demand := max(d.Busy+d.PendingNodes, int(math.Ceil(d.ForecastPeak)))
 	d.Target = min(demand+st.Buffer, d.Busy+d.IdleOn+d.Off+d.PoweringUp)
-	powered := d.Busy + d.IdleOn + d.PoweringUp + urgent
-	room := math.MaxInt
-	if st.MaxChangesPerHour > 0 {
-		recent := 0
-		for _, t := range in.Changes {
-			if !t.After(in.Now) && in.Now.Sub(t) < time.Hour {
-				recent++
-			}
-		}
-		room = max(0, st.MaxChangesPerHour-recent-urgent)
-	}
+	powered := d.Busy + d.IdleOn + d.PoweringUp + urgent + ahead
 	why := fmt.Sprintf("keep %d powered = demand %d (busy %d + pending %d, forecast peak %.1f) + buffer %d; %d powered",
 		d.Target, demand, d.Busy, d.PendingNodes, d.ForecastPeak, st.Buffer, powered)
 	if in.ForecastBy != "" {
@@ -277,7 +324,7 @@ func Decide(in Inputs) (Decision, error) {
 			d.Actions = append(d.Actions, Action{Node: off[0].Name, Op: PowerUp, Reason: "below need: " + why})
 			off, room = off[1:], room-1
 		}
-	case powered > d.Target && urgent == 0:
+	case powered > d.Target && urgent == 0 && ahead == 0:
 		for n, i := powered-d.Target, len(idleOn)-1; i >= 0 && n > 0; n, i = n-1, i-1 {
 			if room == 0 {
 				d.HeldByCap += min(n, i+1)

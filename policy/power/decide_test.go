@@ -2,6 +2,7 @@ package power
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,7 +142,8 @@ func TestDecide_NeverTouchesBusyOrReserved(t *testing.T) {
 		seed = seed*6364136223846793005 + 1442695040888963407
 		return int((seed >> 33) % uint64(n))
 	}
-	for trial := 0; trial < 2000; trial++ {
+	fired := 0 // trials where the nowcast powered a node up
+	for trial := 0; trial < 20000; trial++ {
 		var in Inputs
 		in.Now = now
 		in.Settings = Settings{Buffer: rnd(3), MaxChangesPerHour: rnd(4)}
@@ -159,6 +161,20 @@ func TestDecide_NeverTouchesBusyOrReserved(t *testing.T) {
 				job.NodeList = []string{fmt.Sprintf("n%d", rnd(nn))}
 			}
 			in.Jobs = append(in.Jobs, job)
+		}
+		// Half the trials with the trend nowcast primed on a rise, some
+		// nodes it holds, and changes already made in the last hour.
+		if rnd(2) == 0 {
+			in.Nowcast = primedNowcast(now, 0, 0)
+			in.Jobs = append(in.Jobs, Job{ID: 99, Pending: true, Nodes: 1 + rnd(4), WaitsForNodes: true}) // a rise that lacks
+			for i := 0; i < nn; i++ {
+				if rnd(4) == 0 {
+					in.RampHeld = append(in.RampHeld, fmt.Sprintf("n%d", i))
+				}
+			}
+		}
+		for range rnd(3) {
+			in.Changes = append(in.Changes, now.Add(-time.Duration(rnd(90))*time.Minute))
 		}
 		d, err := Decide(in)
 		if err != nil {
@@ -178,8 +194,19 @@ func TestDecide_NeverTouchesBusyOrReserved(t *testing.T) {
 		for _, n := range in.Nodes {
 			byName[n.Name] = n
 		}
-		downs := 0
+		downs, urgent, other := 0, 0, 0
 		for _, a := range d.Actions {
+			if strings.HasPrefix(a.Reason, "trend nowcast") && other == 0 {
+				fired++
+			}
+			if strings.HasPrefix(a.Reason, "pending job") || strings.HasPrefix(a.Reason, "jobs waiting for nodes") {
+				urgent++
+			} else {
+				other++
+			}
+			if a.Op == PowerDown && slices.Contains(in.RampHeld, a.Node) {
+				t.Fatalf("trial %d: power-down of %s, which the nowcast holds", trial, a.Node)
+			}
 			n := byName[a.Node]
 			ex := strings.Contains(","+strings.Join(in.Settings.Exclude, ",")+",", ","+a.Node+",")
 			switch {
@@ -203,7 +230,24 @@ func TestDecide_NeverTouchesBusyOrReserved(t *testing.T) {
 		if in.Settings.MaxChangesPerHour > 0 && downs > in.Settings.MaxChangesPerHour {
 			t.Fatalf("trial %d: %d power-downs over a cap of %d", trial, downs, in.Settings.MaxChangesPerHour)
 		}
+		// Every change but the power-ups for jobs waiting now fits in what
+		// the cap leaves after the last hour's changes and those.
+		if c := in.Settings.MaxChangesPerHour; c > 0 {
+			recent := 0
+			for _, at := range in.Changes {
+				if now.Sub(at) < time.Hour {
+					recent++
+				}
+			}
+			if other > max(0, c-recent-urgent) {
+				t.Fatalf("trial %d: %d capped changes (nowcast %v) with cap %d, %d made in the last hour, %d urgent", trial, other, d.Ramp, c, recent, urgent)
+			}
+		}
 	}
+	if fired == 0 {
+		t.Error("the nowcast powered no node up in any trial: the property is untested for it")
+	}
+	t.Logf("the nowcast powered nodes up in %d trials", fired)
 }
 
 func TestDecide_BadSettings(t *testing.T) {
@@ -246,6 +290,110 @@ func TestDecide_ExplainsTheForecaster(t *testing.T) {
 	for _, a := range d.Actions {
 		if !strings.HasSuffix(a.Reason, "; forecast: "+in.ForecastBy) {
 			t.Errorf("reason %q does not name the forecaster", a.Reason)
+		}
+	}
+}
+
+// primedNowcast is a nowcast (gain 1 over 2 minutes, after 2 lacking
+// minutes) that saw demand d0 without lack two minutes before now and d1
+// lacking the minute before: a rise now that still lacks fires it.
+func primedNowcast(now time.Time, d0, d1 int) *NowcastState {
+	s := Nowcast{Window: 2 * time.Minute, After: 2 * time.Minute, Expire: 5 * time.Minute, Gain: 1}.Start(NowcastStep)
+	m := now.Unix() / 60
+	s.Observe(m-2, d0, 0)
+	s.Observe(m-1, d1, 1)
+	return s
+}
+
+// TestDecide_Nowcast: two busy nodes and two pending jobs lacking nodes
+// after a rise: the urgent power-ups cover the jobs, the nowcast resumes
+// ceil(1 × (4 − 1)) more ahead, each an action whose reason and parts
+// say what it read, within the hourly cap; the nodes it holds are not
+// powered down.
+func TestDecide_Nowcast(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	nodes := []Node{{Name: "n1", Power: On, Usable: true, Busy: true}, {Name: "n2", Power: On, Usable: true, Busy: true}}
+	for i := 3; i <= 8; i++ {
+		nodes = append(nodes, Node{Name: fmt.Sprintf("n%d", i), Power: Off, Usable: true})
+	}
+	jobs := []Job{{ID: 1, Pending: true, Nodes: 1, WaitsForNodes: true}, {ID: 2, Pending: true, Nodes: 1, WaitsForNodes: true}}
+	for _, tc := range []struct {
+		name    string
+		cap     int
+		nowcast bool
+		want    []string
+		held    int
+	}{
+		{"off: the lack alone", 10, false, []string{"power-up n3", "power-up n4"}, 0},
+		{"on: three more ahead", 10, true, []string{"power-up n3", "power-up n4", "power-up n5", "power-up n6", "power-up n7"}, 0},
+		{"on, within the cap", 3, true, []string{"power-up n3", "power-up n4", "power-up n5"}, 2},
+		{"on, the cap spent on the lack", 2, true, []string{"power-up n3", "power-up n4"}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Inputs{Now: now, Nodes: nodes, Jobs: jobs, Settings: Settings{MaxChangesPerHour: tc.cap}}
+			if tc.nowcast {
+				in.Nowcast = primedNowcast(now, 1, 2)
+			}
+			d, err := Decide(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ops(d)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if d.HeldByCap != tc.held {
+				t.Errorf("held by cap %d, want %d", d.HeldByCap, tc.held)
+			}
+			if !tc.nowcast {
+				return
+			}
+			if d.Ramp == nil || d.Ramp.Want != 7 {
+				t.Fatalf("ramp %+v, want one wanting 7", d.Ramp)
+			}
+			for _, a := range d.Actions[2:] {
+				if !strings.HasPrefix(a.Reason, "trend nowcast: demand rose 1 → 4") || a.Parts["nowcast_want"] != 7 || a.Parts["nowcast_gain"] != 1 {
+					t.Errorf("%s: reason %q, parts %v; want the nowcast's", a.Node, a.Reason, a.Parts)
+				}
+			}
+		})
+	}
+	t.Run("held nodes are not powered down", func(t *testing.T) {
+		in := Inputs{Now: now, Nodes: idle("n1", "n2", "n3"), Settings: Settings{MaxChangesPerHour: 10},
+			Nowcast: Nowcast{Window: time.Minute, Gain: 1}.Start(NowcastStep), RampHeld: []string{"n3"}}
+		d, err := Decide(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"power-down n2", "power-down n1"}, ops(d)); diff != "" || d.RampHeld != 1 {
+			t.Errorf("actions (-want +got):\n%s; held %d, want 1", diff, d.RampHeld)
+		}
+	})
+}
+
+// TestRampHold: a node the nowcast resumed is held until it has been up
+// its expiry, let go at once when a job takes it, and after an hour when
+// it never comes up.
+func TestRampHold(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	h := RampHold{Expire: 5 * time.Minute}
+	h.Add(t0, "a", "b", "c")
+	state := func(a, b, c Power, bBusy bool) []Node {
+		return []Node{{Name: "a", Power: a, Usable: true}, {Name: "b", Power: b, Usable: true, Busy: bBusy}, {Name: "c", Power: c, Usable: true}}
+	}
+	steps := []struct {
+		at    time.Duration
+		nodes []Node
+		want  []string
+	}{
+		{time.Minute, state(PoweringUp, PoweringUp, Off, false), []string{"a", "b", "c"}},
+		{5 * time.Minute, state(On, On, Off, true), []string{"a", "c"}},     // b taken by a job
+		{9 * time.Minute, state(On, On, Off, false), []string{"a", "c"}},    // a up 4 minutes
+		{10 * time.Minute, state(On, On, PoweringUp, false), []string{"c"}}, // a up 5: expired
+		{61 * time.Minute, state(On, On, Off, false), nil},                  // c never came up
+	}
+	for _, s := range steps {
+		if got := h.Held(t0.Add(s.at), s.nodes); !cmp.Equal(s.want, got) {
+			t.Errorf("at %v: held %v, want %v", s.at, got, s.want)
 		}
 	}
 }

@@ -863,6 +863,17 @@ func (r *EvalResult) write(w io.Writer, brief bool) error {
 		verdict = "dominates"
 	}
 	fmt.Fprintf(w, "verdict (validation picks on the test days): the predictive rule %s the idle-time rule\n", verdict)
+	// serve runs the same nowcast (power.Nowcast) when told: say how, for
+	// the picks that have one (none: no line, the table as before).
+	var serveNC []string
+	for _, pk := range r.Picks {
+		if nc := pk.Setting.Nowcast(); nc.On() {
+			serveNC = append(serveNC, fmt.Sprintf("%s: --power-nowcast %s", pk.Idle, nc.Spec()))
+		}
+	}
+	if len(serveNC) > 0 {
+		fmt.Fprintf(w, "the trend nowcast of the picks, as serve takes it: %s\n", strings.Join(serveNC, "; "))
+	}
 	return nil
 }
 

@@ -128,13 +128,23 @@ func margins(k float64, n int, sigma []float64) []float64 {
 	return m
 }
 
+// Nowcast is the setting's trend nowcast (off unless a hybrid with
+// RampWindow): what `serve --power-nowcast` takes to run the same rule.
+func (st Setting) Nowcast() Nowcast {
+	if !st.Hybrid || st.RampWindow <= 0 {
+		return Nowcast{}
+	}
+	return Nowcast{Window: time.Duration(st.RampWindow) * time.Minute, After: time.Duration(st.RampAfter) * time.Minute,
+		Expire: time.Duration(st.RampExpire) * time.Minute, Gain: st.RampGain}
+}
+
 // HybridRule builds a hybrid setting at one idle time and buffer.
 func (st Setting) HybridRule(idle time.Duration, buffer int, forecast func(int) []float64, sigma []float64) *Hybrid {
+	nc := st.Nowcast()
 	h := &Hybrid{IdleAfter: idle, Lookahead: time.Duration(st.Lookahead) * time.Minute, Buffer: buffer,
 		Margin: margins(st.K, len(sigma), sigma), Forecast: forecast, NoAhead: st.NoAhead,
 		Label:      st.hybridLabel(idle, buffer),
-		RampWindow: time.Duration(st.RampWindow) * time.Minute, RampAfter: time.Duration(st.RampAfter) * time.Minute,
-		RampExpire: time.Duration(st.RampExpire) * time.Minute, RampGain: st.RampGain}
+		RampWindow: nc.Window, RampAfter: nc.After, RampExpire: nc.Expire, RampGain: nc.Gain}
 	if st.EarlyFrac > 0 {
 		h.EarlyAfter = time.Duration(st.EarlyFrac * float64(idle)).Round(time.Minute)
 		h.EarlyMargin = margins(st.EarlyK, len(sigma), sigma)

@@ -185,10 +185,19 @@ func TestWriteBrief(t *testing.T) {
 	if n := strings.Count(out, "hybrid idle 25m, x, buffer 3"); n != 3 {
 		t.Errorf("the pick appears %d times, want 3 (validation row, test row, the pick line)", n)
 	}
-	for _, not := range []string{"hybrid idle 5m", "validation: artifact"} {
+	for _, not := range []string{"hybrid idle 5m", "validation: artifact", "trend nowcast"} {
 		if strings.Contains(out, not) {
 			t.Errorf("brief table has %q:\n%s", not, out)
 		}
+	}
+	// A pick with the trend nowcast: a line says how serve takes it.
+	r.Picks[0].Setting = Setting{Hybrid: true, RampWindow: 2, RampAfter: 2, RampGain: 0.5, RampExpire: 5}
+	b.Reset()
+	if err := r.WriteBrief(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the trend nowcast of the picks, as serve takes it: idle-time 30m: --power-nowcast gain=0.5,window=2m,after=2m,expire=5m\n"; !strings.HasSuffix(b.String(), want) {
+		t.Errorf("brief table with a nowcast pick:\n%s\nwant it to end with %q", b.String(), want)
 	}
 }
 
@@ -216,5 +225,23 @@ func TestPickMargin(t *testing.T) {
 				t.Errorf("margin %g (dominates %v), want %g (%v)", m, dominates(p, idle), tc.want, tc.dominates)
 			}
 		})
+	}
+}
+
+// TestSetting_Nowcast: a hybrid setting's nowcast is what serve takes
+// (--power-nowcast) and what its replay runs; other settings have none.
+func TestSetting_Nowcast(t *testing.T) {
+	st := Setting{Hybrid: true, Lookahead: 10, NoAhead: true, RampWindow: 2, RampAfter: 2, RampGain: 0.5, RampExpire: 5}
+	want := Nowcast{Window: 2 * time.Minute, After: 2 * time.Minute, Expire: 5 * time.Minute, Gain: 0.5}
+	if got := st.Nowcast(); got != want || got.Spec() != "gain=0.5,window=2m,after=2m,expire=5m" {
+		t.Errorf("Nowcast = %+v (%s), want %+v", got, got.Spec(), want)
+	}
+	if got := st.HybridRule(time.Hour, 0, nil, nil).Nowcast(); got != want {
+		t.Errorf("HybridRule's nowcast = %+v, want %+v", got, want)
+	}
+	for _, other := range []Setting{{Hybrid: true, Lookahead: 10}, {Envelope: true, Horizon: 3, RampWindow: 2, RampGain: 1}, ArtifactSetting(2, 30, 10)} {
+		if nc := other.Nowcast(); nc.On() {
+			t.Errorf("%s: nowcast %+v, want off", other, nc)
+		}
 	}
 }

@@ -446,9 +446,8 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 	var need, needEarly []int
 	issued, trusted := -1, true
 	var rp *ramp
-	if h.RampWindow > 0 && h.RampGain > 0 {
-		rp = &ramp{window: max(int((h.RampWindow+demand.Step-1)/demand.Step), 1), gain: h.RampGain,
-			after: max(int((h.RampAfter+demand.Step-1)/demand.Step), 1), expire: int((h.RampExpire + demand.Step - 1) / demand.Step)}
+	if nc := h.Nowcast().Start(demand.Step); nc != nil {
+		rp = &ramp{nc: nc}
 	}
 	reach := hybridReach(max(look, earlyLook), f.resume, k)
 	for m := range decide.Len() * k {
@@ -471,7 +470,7 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 			}
 		}
 		if rp != nil {
-			rp.act(f, demand, m, lack)
+			rp.act(f, m, a, lack)
 		}
 		if issued < 0 { // no forecast yet: Slurm's rule alone
 			f.suspendIdle(m, idle)
@@ -502,51 +501,33 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 	return f.metrics(h.Name(), demand.Step), nil
 }
 
-// ramp is the hybrid's trend nowcast (Hybrid.RampWindow): the nodes it
-// resumed ahead of a rise, by the step they became usable, so that those
-// the rise did not reach go back down.
+// ramp is the hybrid's trend nowcast (Hybrid.RampWindow) on a fleet:
+// the rule itself (NowcastState) and the nodes it resumed ahead of a
+// rise, by the step they became usable, so that those the rise did not
+// reach go back down.
 type ramp struct {
-	window, after, expire int
-	gain                  float64
-	lacking               int       // consecutive steps with lack, up to now
-	ahead                 []idleRun // since = the first step the nodes are usable
+	nc    *NowcastState
+	ahead []idleRun // since = the first step the nodes are usable
 }
 
 // act runs after step m is served with lack: first the nodes resumed
-// ahead that have idled expire steps since they became usable power down
-// (up to as many as were resumed ahead, from those idle since then: by
-// count they are the same nodes), then, if the last after steps all
-// lacked and demand rose in m, it resumes ceil(gain × the rise of demand
-// over the last window steps) beyond the demand. It reads demand up to step m only, and resumes from step m,
-// as Slurm does for the lack itself: both answer the same demand, the
-// one that found no usable node (in serve, the same cycle).
-func (r *ramp) act(f *fleet, demand *Series, m, lack int) {
-	for len(r.ahead) > 0 && r.ahead[0].since+r.expire <= m {
+// ahead that have idled the nowcast's expiry since they became usable
+// power down (up to as many as were resumed ahead, from those idle since
+// then: by count they are the same nodes), then the nowcast reads step m
+// and, if it fires, the nodes it wants beyond those powered resume from
+// step m, as Slurm does for the lack itself: both answer the same
+// demand, the one that found no usable node (in serve, the same cycle).
+func (r *ramp) act(f *fleet, m, a, lack int) {
+	for len(r.ahead) > 0 && r.ahead[0].since+r.nc.ExpireSteps() <= m {
 		f.powerDownSince(r.ahead[0].since, r.ahead[0].n)
 		r.ahead = r.ahead[1:]
 	}
-	if lack <= 0 {
-		r.lacking = 0
-		return
-	}
-	r.lacking++
-	if r.lacking < r.after || m < r.window || demand.Active[m] <= demand.Active[m-1] {
-		return
-	}
-	a := demand.Active[m]
-	low := a
-	for j := m - r.window; j < m; j++ {
-		low = min(low, demand.Active[j])
-	}
-	if low >= a {
-		return
-	}
-	want := a + int(math.Ceil(r.gain*float64(a-low)-1e-9))
+	rp, ok := r.nc.Observe(int64(m), a, lack)
 	on := f.powered()
-	if want <= on {
+	if !ok || rp.Want <= on {
 		return
 	}
-	n := min(want-on, f.total-on)
+	n := min(rp.Want-on, f.total-on)
 	f.boot(m, n)
 	if n > 0 {
 		r.ahead = append(r.ahead, idleRun{since: m + f.resume, n: n})

@@ -315,22 +315,17 @@ type Hybrid struct {
 	// regime it was validated in, the early power-down waits for Slurm's
 	// clock.
 	EarlyTrust func(i int) bool
-	// RampWindow, when positive, is the trend nowcast: the forecast is of
-	// 10-minute maxima issued every 10 minutes, blind to a rise inside a
-	// step, and Slurm's resume for a rise covers only the nodes lacking
-	// now, so a rise that goes on for longer than a resume lacks again
-	// every minute. When demand has found no usable node for RampAfter
-	// (consecutive steps, at least one) and is still rising, the rule
-	// also resumes ceil(RampGain × the rise over the last RampWindow)
-	// nodes beyond it, expecting the rise to go on while they resume; one
-	// still idle RampExpire after it became usable powers down (the rise
-	// stopped: Slurm's clock would keep it up the whole idle time).
-	// Waiting for a second lacking minute leaves out the single jumps, a
-	// job or two arriving at once, that stop where they lacked.
+	// RampWindow, RampAfter, RampExpire and RampGain are the trend
+	// nowcast (Nowcast: Window, After, Expire, Gain); RampWindow 0 is off.
 	RampWindow, RampAfter, RampExpire time.Duration
 	RampGain                          float64
 	// Label names the rule in tables; "hybrid idle T buffer N" when empty.
 	Label string
+}
+
+// Nowcast is the hybrid's trend nowcast setting.
+func (h *Hybrid) Nowcast() Nowcast {
+	return Nowcast{Window: h.RampWindow, After: h.RampAfter, Expire: h.RampExpire, Gain: h.RampGain}
 }
 
 // Name names the rule.

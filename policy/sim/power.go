@@ -39,7 +39,17 @@ type Power struct {
 	// NoAhead, with IdleAfter, only holds nodes at Rule's count: nodes
 	// short of it are not powered up.
 	NoAhead bool
+	// Nowcast, with IdleAfter, is the hybrid's trend nowcast
+	// (power.Nowcast), read every minute: the most nodes with a running job
+	// in the minute is its demand, and the minute lacked when a job held
+	// a node not yet up in it. Nodes it resumes (the lowest numbered off
+	// ones) power down when still unused its Expire after they came up.
+	Nowcast power.Nowcast
 }
+
+// nowcastStep is the step the simulator's nowcast reads demand at: the
+// minute `fairway power eval` replays it at.
+const nowcastStep = time.Minute
 
 // PowerResult is what power saving did in a simulation: the power table's
 // steps (Lack is the nodes jobs resumed on demand in the step) and their
@@ -51,6 +61,9 @@ type PowerResult struct {
 	// waited for a boot, Delay the total time they waited for it.
 	Resumes, DelayedJobs int
 	Delay                time.Duration
+	// AheadResumes counts the nodes the trend nowcast resumed ahead of
+	// demand, AheadExpired those of them that went back down unused.
+	AheadResumes, AheadExpired int
 }
 
 // Node power states.
@@ -87,6 +100,18 @@ type powerModel struct {
 	off   int
 	offNs float64
 	last  int64
+
+	// The trend nowcast (cfg.Nowcast): nc the rule, ncNext the end of the
+	// minute it reads next (MaxInt64: off), ncMax and ncLack that minute's
+	// demand and whether a job found a node not yet up in it; ahead the
+	// nodes it resumed, by when they come up, fresh whether each is still
+	// unused since.
+	nc     *power.NowcastState
+	ncNext int64
+	ncMax  int
+	ncLack bool
+	ahead  []int
+	fresh  []bool
 }
 
 func newPowerModel(p *Power, c Cluster, origin time.Time) (*powerModel, error) {
@@ -102,9 +127,18 @@ func newPowerModel(p *Power, c Cluster, origin time.Time) (*powerModel, error) {
 	}
 	m := &powerModel{cfg: p, series: &power.Series{Start: origin, Step: step},
 		state: make([]int8, c.Nodes), ready: make([]int64, c.Nodes), used: make([]int32, c.Nodes),
-		next: int64(step), prev: c.Nodes, due: math.MaxInt64}
+		next: int64(step), prev: c.Nodes, due: math.MaxInt64, ncNext: math.MaxInt64}
 	if p.IdleAfter > 0 {
 		m.idleSince, m.due = make([]int64, c.Nodes), int64(p.IdleAfter)
+	}
+	if err := p.Nowcast.Validate(); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	if p.Nowcast.On() {
+		if p.IdleAfter <= 0 {
+			return nil, fmt.Errorf("simulate: the trend nowcast needs the idle clock (an idle time): without it nothing powers its unused nodes down")
+		}
+		m.nc, m.ncNext, m.fresh = p.Nowcast.Start(nowcastStep), int64(nowcastStep), make([]bool, c.Nodes)
 	}
 	if p.NewRule != nil {
 		m.rule = p.NewRule(m.series)
@@ -116,7 +150,7 @@ func newPowerModel(p *Power, c Cluster, origin time.Time) (*powerModel, error) {
 func (m *powerModel) clock() bool { return m.idleSince != nil }
 
 // wakeAt is the next instant the power model acts on its own.
-func (m *powerModel) wakeAt() int64 { return min(m.next, m.due) }
+func (m *powerModel) wakeAt() int64 { return min(m.next, m.due, m.ncNext) }
 
 // account adds the time off up to t.
 func (m *powerModel) account(t int64) {
@@ -152,13 +186,18 @@ func (m *powerModel) take(now int64, a []schedule.Use) int64 {
 		if m.state[n] == nodeBooting && m.ready[n] > now {
 			delay = max(delay, m.ready[n]-now)
 		}
+		if m.fresh != nil {
+			m.fresh[n] = false
+		}
 		if m.used[n] == 0 {
 			m.active++
 		}
 		m.used[n] += u.Units
 	}
 	m.stepMax = max(m.stepMax, m.active)
+	m.ncMax = max(m.ncMax, m.active)
 	if delay > 0 {
+		m.ncLack = true
 		m.res.DelayedJobs++
 		m.res.Delay += time.Duration(delay)
 	}
@@ -184,6 +223,9 @@ func (m *powerModel) give(now int64, a []schedule.Use) {
 func (m *powerModel) tick(now int64) {
 	for {
 		switch {
+		case m.ncNext <= now && m.ncNext <= m.due && m.ncNext <= m.next:
+			m.nowcast(m.ncNext)
+			m.ncNext += int64(nowcastStep)
 		case m.due <= now && m.due < m.next:
 			m.suspendIdle(m.due)
 		case m.next <= now:
@@ -226,6 +268,59 @@ func (m *powerModel) suspendIdle(at int64) {
 		}
 		m.setState(at, n, nodeOff)
 		powered--
+	}
+}
+
+// nowcast closes the minute ending at at for the trend nowcast: the
+// nodes it resumed that have stayed unused its expiry since they came up
+// power down, then it reads the minute's demand and lack and resumes, the
+// lowest numbered off nodes first, what it wants beyond the powered nodes.
+// As in the replay, the minute lacked when demand found no usable node: a
+// job placed on a node not yet up, or holding one still booting.
+func (m *powerModel) nowcast(at int64) {
+	exp := int64(m.nc.ExpireSteps()) * int64(nowcastStep)
+	k := 0
+	for ; k < len(m.ahead) && m.ready[m.ahead[k]]+exp <= at; k++ {
+		n := m.ahead[k]
+		if m.state[n] == nodeBooting && m.ready[n] <= at {
+			m.state[n] = nodeOn
+		}
+		if m.fresh[n] && m.state[n] == nodeOn && m.used[n] == 0 {
+			m.setState(at, n, nodeOff)
+			m.res.AheadExpired++
+		}
+		m.fresh[n] = false
+	}
+	m.ahead = m.ahead[:copy(m.ahead, m.ahead[k:])]
+	lack := 0
+	if m.ncLack {
+		lack = 1
+	}
+	for n, st := range m.state {
+		if lack > 0 {
+			break
+		}
+		if st == nodeBooting && m.used[n] > 0 && m.ready[n] > at {
+			lack = 1
+		}
+	}
+	rp, ok := m.nc.Observe(at/int64(nowcastStep)-1, m.ncMax, lack)
+	m.ncMax, m.ncLack = m.active, false
+	if !ok {
+		return
+	}
+	powered := len(m.state) - m.off
+	for n := 0; n < len(m.state) && powered < rp.Want; n++ {
+		if m.state[n] == nodeOff {
+			m.setState(at, n, nodeBooting)
+			m.ready[n] = at + int64(m.cfg.Resume)
+			m.idleSince[n] = m.ready[n]
+			m.due = min(m.due, m.ready[n]+int64(m.cfg.IdleAfter))
+			m.fresh[n] = true
+			m.ahead = append(m.ahead, n)
+			m.res.AheadResumes++
+			powered++
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,5 +228,78 @@ func TestUsageForecast(t *testing.T) {
 	ref.Forecast(s, 15*l.Day, want)
 	if got := fc(15 * l.Day); !cmp.Equal(got, want) || cmp.Equal(got, yesterday(15*l.Day)) {
 		t.Errorf("after 15 days: %v, want the GBT's %v, not the same time yesterday %v", got, want, yesterday(15*l.Day))
+	}
+}
+
+// TestRun_PowerNowcastRamp: every node is off by 660 s; from 3600 s a
+// one-node job arrives every minute for 12 minutes (a ramp). Under the
+// idle clock alone each job resumes its own node and waits the whole
+// 300 s boot. With the trend nowcast (gain 2 over 2 minutes, after 2
+// lacking minutes) the third minute of the ramp resumes nodes ahead, the
+// later jobs land on nodes already booting, and the boot wait drops.
+// Once the ramp stops, the nodes resumed ahead that no job took go back
+// down Expire after they came up.
+func TestRun_PowerNowcastRamp(t *testing.T) {
+	jobs := []policy.Job{smJob(100, "a", 0, 1, 60, 60)} // the origin: the simulation starts at its submit
+	for i := range 12 {
+		jobs = append(jobs, smJob(int64(i+1), "a", float64(3600+60*i), 1, 7200, 7200))
+	}
+	nc := power.Nowcast{Window: 2 * time.Minute, After: 2 * time.Minute, Expire: 5 * time.Minute, Gain: 2}
+	run := func(nc power.Nowcast) *PowerResult {
+		t.Helper()
+		cfg := Config{Cluster: Cluster{Nodes: 40, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil),
+			Power: &Power{IdleAfter: 10 * time.Minute, Resume: 300 * time.Second, Nowcast: nc}}
+		_, res := smStarts(t, jobs, cfg)
+		if res.Power == nil {
+			t.Fatal("no power result")
+		}
+		return res.Power
+	}
+	off, on := run(power.Nowcast{}), run(nc)
+	if off.AheadResumes != 0 || off.Delay != 12*300*time.Second {
+		t.Errorf("idle clock alone: %d ahead resumes, boot wait %v; want 0 and 12 × 300 s", off.AheadResumes, off.Delay)
+	}
+	if on.AheadResumes == 0 || on.Delay >= off.Delay*2/3 {
+		t.Errorf("with the nowcast: %d ahead resumes, boot wait %v; want some, and under two thirds of %v", on.AheadResumes, on.Delay, off.Delay)
+	}
+	if on.AheadExpired == 0 || on.AheadExpired >= on.AheadResumes {
+		t.Errorf("with the nowcast: %d of %d ahead resumes went back down unused; want some, not all", on.AheadExpired, on.AheadResumes)
+	}
+	t.Logf("boot wait %v → %v; %d ahead resumes, %d expired unused", off.Delay, on.Delay, on.AheadResumes, on.AheadExpired)
+}
+
+// TestRun_PowerNowcastNeedsClock: the nowcast without an idle clock, or
+// with a negative setting, is refused with a reason.
+func TestRun_PowerNowcastNeedsClock(t *testing.T) {
+	for _, p := range []*Power{
+		{Nowcast: power.Nowcast{Window: time.Minute, Gain: 1}, NewRule: func(*power.Series) power.Rule { return &power.IdleTime{SuspendTime: time.Minute} }},
+		{IdleAfter: time.Minute, Nowcast: power.Nowcast{Window: time.Minute, Gain: -1}},
+	} {
+		cfg := Config{Cluster: Cluster{Nodes: 2, PerNode: 1, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil), Power: p}
+		if _, err := Run([]policy.Job{smJob(1, "a", 0, 1, 60, 60)}, cfg); err == nil {
+			t.Errorf("Run with %+v: no error", p.Nowcast)
+		}
+	}
+}
+
+// TestWritePowerText_Nowcast: the nowcast's line appears for the rows
+// that resumed ahead, and no table without one gains a line.
+func TestWritePowerText_Nowcast(t *testing.T) {
+	rows := []PowerRow{{Rule: "no power saving", AvgWait: 10},
+		{Rule: "hybrid 5m, buffer 0", Power: &PowerResult{}},
+		{Rule: "hybrid 5m, buffer 0, ramp", Power: &PowerResult{AheadResumes: 7, AheadExpired: 3}}}
+	var with, without strings.Builder
+	if err := WritePowerText(&with, "fifo", time.Minute, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePowerText(&without, "fifo", time.Minute, rows[:2]); err != nil {
+		t.Fatal(err)
+	}
+	want := "trend nowcast, hybrid 5m, buffer 0, ramp: 7 nodes resumed ahead of demand (not in resumed nodes), 3 of them went back down unused\n"
+	if !strings.HasSuffix(with.String(), want) || strings.Count(with.String(), "trend nowcast") != 1 {
+		t.Errorf("with the nowcast:\n%s\nwant it to end with %q, once", with.String(), want)
+	}
+	if strings.Contains(without.String(), "trend nowcast") {
+		t.Errorf("without the nowcast:\n%s\nwant no nowcast line", without.String())
 	}
 }

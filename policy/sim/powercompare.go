@@ -25,6 +25,10 @@ type PowerSettings struct {
 	// as the artifact's rule; buffer 0; it holds, it does not resume ahead: the setting
 	// `fairway power eval` chose on Philly).
 	HybridIdle []time.Duration
+	// Nowcast, when on, adds beside each hybrid row the same hybrid with
+	// the trend nowcast (power.Nowcast), so the table shows what it does
+	// to the waits.
+	Nowcast power.Nowcast
 }
 
 // PowerRow is one simulation of ComparePower: no power saving (Power nil)
@@ -50,6 +54,7 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 		name      string
 		new       func(s *power.Series) power.Rule
 		idleAfter time.Duration
+		nowcast   power.Nowcast
 	}
 	rules := []rule{{name: "no power saving"}}
 	for _, d := range ps.SuspendTimes {
@@ -71,6 +76,12 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 		rules = append(rules, rule{name: name, idleAfter: d, new: func(s *power.Series) power.Rule {
 			return &ForecastFloor{Lookahead: 1, Label: name, Forecast: forecast(s, 1)}
 		}})
+		if ps.Nowcast.On() {
+			name := name + ", " + ps.Nowcast.String()
+			rules = append(rules, rule{name: name, idleAfter: d, nowcast: ps.Nowcast, new: func(s *power.Series) power.Rule {
+				return &ForecastFloor{Lookahead: 1, Label: name, Forecast: forecast(s, 1)}
+			}})
+		}
 	}
 	for _, b := range ps.Buffers {
 		rules = append(rules, rule{name: fmt.Sprintf("artifact, buffer %d", b), new: func(s *power.Series) power.Rule {
@@ -90,7 +101,7 @@ func ComparePower(ctx context.Context, w *Workload, cfg CompareConfig, name stri
 			return nil, fmt.Errorf("simulate --power: %s runs preemptively; power saving with preemption is not modelled", name)
 		}
 		if r.new != nil || r.idleAfter > 0 {
-			sc.Power = &Power{NewRule: r.new, Step: step, Resume: ps.Resume, IdleAfter: r.idleAfter, NoAhead: true}
+			sc.Power = &Power{NewRule: r.new, Step: step, Resume: ps.Resume, IdleAfter: r.idleAfter, NoAhead: true, Nowcast: r.nowcast}
 		}
 		res, err := Run(w.Jobs, sc)
 		if err != nil {
@@ -135,8 +146,19 @@ func WritePowerText(w io.Writer, policyName string, resume time.Duration, rows [
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule and the hybrid forecast it with the GBT refit daily on the simulated usage so far (the same time yesterday for the first two weeks); idle-time and hybrid rows power each node down on its own idle clock; node-h off as the nodes were off")
-	return err
+	if _, err := fmt.Fprintln(w, "node demand: nodes with a running job, the busiest instant of each step; the artifact's rule and the hybrid forecast it with the GBT refit daily on the simulated usage so far (the same time yesterday for the first two weeks); idle-time and hybrid rows power each node down on its own idle clock; node-h off as the nodes were off"); err != nil {
+		return err
+	}
+	// Only rows with the trend nowcast resume ahead: the line appears with
+	// --nowcast alone, so the table without it is as before.
+	for _, r := range rows {
+		if r.Power != nil && r.Power.AheadResumes > 0 {
+			if _, err := fmt.Fprintf(w, "trend nowcast, %s: %d nodes resumed ahead of demand (not in resumed nodes), %d of them went back down unused\n", r.Rule, r.Power.AheadResumes, r.Power.AheadExpired); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // NodeUsage simulates w under one policy without power saving and returns
