@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -110,11 +111,19 @@ type Engine struct {
 
 	predicted map[int64]time.Duration
 	cache     map[int64]*enginePred
-	userGen   map[string]uint64
-	charged   map[int64]time.Time // running jobs charged up to this instant
-	running   *runningIndex       // committed service of the running jobs
-	shareSums shareSumCache       // fair share's sums of shares
-	index     rankIndex           // the two above, as the cycle's policy reads them
+	// pendSlot[i] is the cache entry due found for the job at
+	// Observation.Pending[i] in an earlier cycle, used when it is that
+	// job's and still cached (not gone): a queue changes little from one
+	// cycle to the next, and looking every pending job up in cache at
+	// every cycle was a good part of a big queue's cycle. cacheLookups
+	// counts the lookups made, which tests bound.
+	pendSlot     []*enginePred
+	cacheLookups int
+	userGen      map[string]uint64
+	charged      map[int64]time.Time // running jobs charged up to this instant
+	running      *runningIndex       // committed service of the running jobs
+	shareSums    shareSumCache       // fair share's sums of shares
+	index        rankIndex           // the two above, as the cycle's policy reads them
 
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle.
@@ -141,9 +150,11 @@ type Engine struct {
 
 // enginePred is the cached prediction state of one job.
 type enginePred struct {
+	id   int64     // the job's
 	gen  uint64    // the user's generation when predicted
 	at   time.Time // when predicted
 	seen uint64    // the last cycle the job was pending or running
+	gone bool      // deleted from the cache
 }
 
 // sourceNone is the Prediction.Source of a predictor with nothing to go on.
@@ -268,7 +279,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 			e.p.Predictor.Observe(j)
 			e.userGen[j.User]++
 		}
-		delete(e.cache, j.ID)
+		e.forget(j.ID)
 		delete(e.predicted, j.ID)
 	}
 
@@ -281,11 +292,15 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	e.running.match(o, e.ledger, e.p.Shares)
 	if e.p.Predictor != nil {
 		e.batch, e.genOK = e.batch[:0], false
+		if cap(e.pendSlot) < len(o.Pending) {
+			e.pendSlot = slices.Grow(e.pendSlot[:0], len(o.Pending))
+		}
+		slots := e.pendSlot[:len(o.Pending)]
 		for i := range o.Pending {
-			e.due(&o.Pending[i], true)
+			e.due(&o.Pending[i], true, &slots[i])
 		}
 		for _, i := range e.running.newRun {
-			e.due(&o.Running[i], false)
+			e.due(&o.Running[i], false, nil)
 		}
 		e.preds = resize(e.preds, len(e.batch))
 		predictAll(e.p.Predictor, e.batch, e.preds)
@@ -395,9 +410,21 @@ func (e *Engine) Repredicted() []int64 { return e.repredicted }
 // pending job, when its user has had a job finish since. A running job
 // keeps the prediction it had when it started, as Slurm keeps its time
 // limit.
-func (e *Engine) due(j *Job, pending bool) {
-	c := e.cache[j.ID]
+//
+// slot, when not nil, is where the job's entry was found before: it is
+// used when it is this job's and still cached, and is set to the entry.
+func (e *Engine) due(j *Job, pending bool, slot **enginePred) {
+	var c *enginePred
+	if slot != nil && *slot != nil && (*slot).id == j.ID && !(*slot).gone {
+		c = *slot
+	} else {
+		c = e.cache[j.ID]
+		e.cacheLookups++
+	}
 	if c != nil {
+		if slot != nil {
+			*slot = c
+		}
 		c.seen = e.cycle
 		if !pending || e.p.PredictOnce || (e.p.ChargeEvery > 0 && e.now.Sub(c.at) < e.p.ChargeEvery) {
 			return
@@ -408,7 +435,11 @@ func (e *Engine) due(j *Job, pending bool) {
 		}
 		c.gen, c.at = gen, e.now
 	} else {
-		e.cache[j.ID] = &enginePred{gen: e.userGenOf(j.User), at: e.now, seen: e.cycle}
+		c = &enginePred{id: j.ID, gen: e.userGenOf(j.User), at: e.now, seen: e.cycle}
+		e.cache[j.ID] = c
+		if slot != nil {
+			*slot = c
+		}
 	}
 	e.batch = append(e.batch, j)
 }
@@ -430,8 +461,16 @@ func (e *Engine) sweepCache(live int) {
 	}
 	for id, c := range e.cache {
 		if c.seen != e.cycle && e.running.jobs[id] == nil {
-			delete(e.cache, id)
+			e.forget(id)
 			delete(e.predicted, id)
 		}
+	}
+}
+
+// forget deletes the job's cache entry, marking it gone for pendSlot.
+func (e *Engine) forget(id int64) {
+	if c := e.cache[id]; c != nil {
+		c.gone = true
+		delete(e.cache, id)
 	}
 }

@@ -107,7 +107,14 @@ func (p *fairshare) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = ff.f, age, ff.ue, ff.sNorm
 	}
-	scores, err := p.sc.rank(s, parts, nil)
+	var scores []Score
+	var err error
+	if p.sc.weights[1] == 0 {
+		// Without age a job's Value is its association's factor.
+		scores, err = p.sc.rankByGroup(s, parts, g)
+	} else {
+		scores, err = p.sc.rank(s, parts, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fairshare: %w", err)
 	}

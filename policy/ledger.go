@@ -78,6 +78,23 @@ type Ledger struct {
 	lastLeftSet bool
 
 	memo chargeMemo // Charge's last lookups; Clone resets it
+	// blMemo[i] is the usage records Backlog found for the job at
+	// pending[i] at an earlier call, checked against the job's id, user
+	// and account before use: a queue changes little from one call to the
+	// next, and looking its jobs' associations up again (two strings
+	// hashed each) was most of a big queue's Backlog. Clone drops it.
+	blMemo []backlogMemo
+	// lookups counts the association lookups (assoc), which tests bound.
+	lookups int
+}
+
+// backlogMemo is the usage records of the association and account of one
+// pending job (records are never deleted, so the pointers stay valid).
+type backlogMemo struct {
+	id            int64
+	user, account string
+	assoc         *assocUsage
+	acct          *accountUsage
 }
 
 // chargeMemo spares Charge the work it repeats from job to job: the Engine
@@ -156,6 +173,7 @@ func NewLedger(p LedgerParams) (*Ledger, error) {
 }
 
 func (l *Ledger) assoc(a Assoc) *assocUsage {
+	l.lookups++
 	u := l.assocs[a]
 	if u == nil {
 		u = &assocUsage{}
@@ -308,18 +326,25 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	// not O(every association ever seen).
 	nowAssocs, nowAccounts := l.nowAssocs[:0], l.nowAccounts[:0]
 	nowUsage := l.nowUsage[:0]
+	if cap(l.blMemo) < len(pending) {
+		l.blMemo = slices.Grow(l.blMemo[:0], len(pending))
+	}
+	memo := l.blMemo[:len(pending)]
 	for i := range pending {
 		j := &pending[i]
 		if i > 0 && j.User == pending[i-1].User && j.Account == pending[i-1].Account {
 			continue // queues hold runs of one user's jobs: seen just now
 		}
-		k := AssocOf(j)
-		if u := l.assoc(k); u.seen != ep {
+		m := &memo[i]
+		if m.assoc == nil || m.id != j.ID || m.user != j.User || m.account != j.Account {
+			*m = backlogMemo{id: j.ID, user: j.User, account: j.Account, assoc: l.assoc(AssocOf(j)), acct: l.account(j.Account)}
+		}
+		if u := m.assoc; u.seen != ep {
 			u.seen = ep
-			nowAssocs = append(nowAssocs, k)
+			nowAssocs = append(nowAssocs, AssocOf(j))
 			nowUsage = append(nowUsage, u)
 		}
-		if a := l.account(j.Account); a.seen != ep {
+		if a := m.acct; a.seen != ep {
 			a.seen = ep
 			nowAccounts = append(nowAccounts, j.Account)
 		}
@@ -548,6 +573,7 @@ func (l *Ledger) Clone() *Ledger {
 	}
 	c := *l
 	c.memo = chargeMemo{} // its pointers are l's records
+	c.blMemo = nil
 	c.assocs = make(map[Assoc]*assocUsage, len(l.assocs))
 	for k, v := range l.assocs {
 		x := *v

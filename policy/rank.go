@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -394,3 +395,51 @@ func (g *assocGroups) lookup(account, user string) (int32, bool) {
 
 // group returns the pending job indices of group x.
 func (g *assocGroups) group(x int) []int32 { return g.members[g.start[x]:g.start[x+1]] }
+
+// rankByGroup is rank for a policy whose Value is the same for every job
+// of one association of g (the weighted parts read only the group's
+// factors): the groups are ordered by value, and only the jobs of each run
+// of groups of one value are sorted, by the tie-break. That is the order
+// sortRank gives (compareRank is a total order on distinct ids), at the
+// cost of sorting each group rather than the queue. A NaN value goes to
+// rank, which reports it as it would.
+func (sc *scorer) rankByGroup(s *Snapshot, parts []float64, g *assocGroups) ([]Score, error) {
+	n, k := len(s.Pending), len(sc.names)
+	buf := getRankScratch()
+	defer buf.put()
+	vals := resize(buf.run, len(g.keys))
+	buf.run = vals
+	for x := range g.keys {
+		i := g.group(x)[0]
+		vals[x] = sc.value(parts[int(i)*k : (int(i)+1)*k])
+		if math.IsNaN(vals[x]) {
+			return sc.rankWith(s, parts, nil, buf)
+		}
+	}
+	order := resize(buf.perAcct, len(g.keys))
+	buf.perAcct = order
+	for x := range order {
+		order[x] = int32(x)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(vals[b], vals[a]) })
+	buf.ents = resize(buf.ents, n)
+	entries := buf.ents
+	at := 0
+	for r := 0; r < len(order); {
+		from := at
+		v := vals[order[r]]
+		for ; r < len(order) && vals[order[r]] == v; r++ {
+			for _, i := range g.group(int(order[r])) {
+				entries[at] = rankEntry{value: v, submit: unixNanoOrMin(s.Pending[i].Submit), id: s.Pending[i].ID, i: i}
+				at++
+			}
+		}
+		sortSmall(entries[from:at])
+	}
+	t := &partTable{names: sc.names, vals: parts[:n*k]}
+	scores := make([]Score, n)
+	for r, e := range entries {
+		scores[r] = Score{JobID: e.id, Value: e.value, Parts: Parts{t: t, row: e.i}}
+	}
+	return scores, nil
+}

@@ -57,7 +57,7 @@ type runningIndex struct {
 	stale     bool
 	predicted map[int64]time.Duration
 	ledger    *Ledger
-	dirty     []*runSum // sums to add up again
+	dirty     []*runSum // sums to add up again, at their next read (refresh)
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
 	slab  []runRec
@@ -320,7 +320,15 @@ func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l
 	}
 	clear(x.cur) // keep no pointer into the observation
 	x.cur = x.cur[:0]
-	x.sumDirty()
+	// The sums are added up at their first read (refresh): most policies
+	// read none, and adding up a big machine's sums at every cycle was a
+	// good part of its cycle. Adding them up later gives the same bits
+	// (prefix[:from] stays valid however many changes pile up). Sums that
+	// left still sit in dirty until then: add up once they outnumber the
+	// live ones, so that dirty stays bounded.
+	if len(x.dirty) > 2*(len(x.assocs)+len(x.accounts))+64 {
+		x.sumDirty()
+	}
 }
 
 // sumDirty adds up again the sums that changed.
@@ -467,16 +475,18 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 }
 
 // refresh reads again, when stale, every running job's prediction and
-// attained service, and adds up the sums that changed.
+// attained service, and adds up the sums that changed since they were
+// last read.
 func (x *runningIndex) refresh() {
-	if !x.stale {
-		return
+	if x.stale {
+		for _, r := range x.jobs {
+			x.settleRec(r, true, x.predicted, x.ledger, r.rate, r.limit)
+		}
+		x.stale, x.predicted, x.ledger = false, nil, nil
 	}
-	for _, r := range x.jobs {
-		x.settleRec(r, true, x.predicted, x.ledger, r.rate, r.limit)
+	if len(x.dirty) > 0 {
+		x.sumDirty()
 	}
-	x.sumDirty()
-	x.stale, x.predicted, x.ledger = false, nil, nil
 }
 
 // committedUser and committedAccount are the committed service of the

@@ -461,3 +461,40 @@ func enSameState(t *testing.T, c int, a, b *Engine, now time.Time, want, ranking
 		}
 	}
 }
+
+// TestEngine_SumsAddedUpWhenRead checks that a cycle whose policy reads no
+// committed sums (fair-sjf) leaves them to be added up at their next read,
+// that the sums read after many such cycles are bit for bit those of an
+// index built from the Snapshot alone, and that the sums waiting to be
+// added up stay bounded however long nobody reads them.
+func TestEngine_SumsAddedUpWhenRead(t *testing.T) {
+	for _, readEvery := range []int{1, 7, 1000} {
+		t.Run(fmt.Sprintf("read-every=%d", readEvery), func(t *testing.T) {
+			pol, err := New("fair-sjf", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := NewEngine(EngineParams{Policy: pol, Predictor: newEnFake(), GPUs: 8, ChargeEvery: 7 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			left, maxLeft := 0, 0
+			enChurn(t, e, 11, 600, 400, func(c int, s *Snapshot, _ []Score) {
+				x := e.running
+				if n := len(x.dirty); n > 0 {
+					left++
+					maxLeft = max(maxLeft, n)
+				}
+				if bound := 2*(len(x.assocs)+len(x.accounts)) + 64; len(x.dirty) > bound {
+					t.Fatalf("cycle %d: %d sums wait to be added up, above %d", c, len(x.dirty), bound)
+				}
+				if c%readEvery == readEvery-1 {
+					enCheckIndex(t, c, s, e)
+				}
+			})
+			if left < 100 {
+				t.Fatalf("only %d of 600 fair-sjf cycles left sums to add up (at most %d): the cycles added up sums nobody read", left, maxLeft)
+			}
+		})
+	}
+}

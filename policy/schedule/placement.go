@@ -45,6 +45,9 @@ type Pool struct {
 	// machine's. The others hold no free units, and Take and Give pass
 	// over them, so every view can play every allocation.
 	member []bool
+	// moves counts the node moves (set) made: what a pass cost, which
+	// tests bound.
+	moves int
 }
 
 // NewPool returns a pool of nodes wholly free nodes of perNode units.
@@ -119,6 +122,7 @@ func (p *Pool) refresh() {
 
 // set moves node i from f units free to g.
 func (p *Pool) set(i, f, g int) {
+	p.moves++
 	p.free[i] = g
 	p.count[f]--
 	p.bits[f*p.words+i>>6] &^= 1 << (i & 63)
@@ -394,22 +398,40 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 	}
 	// The reservation is made when a job first fits: often none does.
 	head, shadow := i, int64(-1)
+	// A job running past the reservation looks at Free with the
+	// reservation's share held back (hold). The hold stays taken from one
+	// such job to the next until a job starts, which alone changes it:
+	// taking and giving back a big reservation's nodes for each of
+	// hundreds of waiting jobs was most of a big machine's pass. While
+	// held, total and fitCap are Free's without the hold.
+	held := false
+	total, fitCap := free.total, free.fitCap()
+	unhold := func() {
+		if held {
+			free.Give(e.hold)
+			held = false
+		}
+	}
 	for x := i + 1; x < len(need); x++ {
-		if free.total == 0 {
+		if !held {
+			total, fitCap = free.total, free.fitCap()
+		}
+		if total == 0 {
 			break
 		}
-		if x%queueBlock == 0 && int(q.blockMin[x/queueBlock]) > free.fitCap() {
+		if x%queueBlock == 0 && int(q.blockMin[x/queueBlock]) > fitCap {
 			x += queueBlock - 1
 			continue
 		}
 		n := int(need[x])
-		if n < 0 || !free.Fits(n) {
+		if n < 0 || n > fitCap { // Fits(n) is n <= fitCap()
 			continue
 		}
 		if shadow < 0 {
 			shadow = e.reserve(now, int(need[head]), ends)
 		}
 		if now+q.Limit[x] <= shadow {
+			unhold()
 			a := free.Place(n, e.buf)
 			e.start(q, x, a, start)
 			for r, u := range e.resv {
@@ -417,23 +439,24 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 			}
 			continue
 		}
-		// Look at the nodes as a job running past the reservation may
-		// use them: Free with the reservation's share held back.
-		e.hold = e.hold[:0]
-		for r, u := range e.resv {
-			if h := free.free[u.Node] - e.long[r]; h > 0 {
-				e.hold = append(e.hold, Use{u.Node, int32(h)})
+		if !held {
+			e.hold = e.hold[:0]
+			for r, u := range e.resv {
+				if h := free.free[u.Node] - e.long[r]; h > 0 {
+					e.hold = append(e.hold, Use{u.Node, int32(h)})
+				}
 			}
+			free.Take(e.hold)
+			held = true
 		}
-		free.Take(e.hold)
 		var a []Use
 		if free.Fits(n) {
 			a = free.Place(n, e.buf)
 		}
-		free.Give(e.hold)
 		if a == nil {
 			continue
 		}
+		unhold()
 		for _, v := range a {
 			for r, u := range e.resv {
 				if u.Node == v.Node {
@@ -443,6 +466,7 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 		}
 		e.start(q, x, a, start)
 	}
+	unhold()
 }
 
 func (e *EASY) start(q *Queue, i int, a []Use, start func(int, []Use)) {

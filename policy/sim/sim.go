@@ -290,7 +290,7 @@ type simulator struct {
 	// lastCycle is when the last scheduling cycle ran (-1: none yet): the
 	// preemption tick counts from it.
 	lastCycle int64
-	byLimit   []limitEntry
+	byLimit   limitList
 	easy      *schedule.EASY
 	free      *schedule.Pool // easy.Free
 	place     []schedule.Use
@@ -971,7 +971,7 @@ func (s *simulator) decideEASY() {
 
 // limitEnds yields the running jobs' limit ends, earliest first.
 func (s *simulator) limitEnds(yield func(int64, []schedule.Use) bool) {
-	for _, e := range s.byLimit {
+	for e := range s.byLimit.all {
 		if !yield(e.t, s.jobs[e.k].alloc) {
 			return
 		}
@@ -1227,16 +1227,9 @@ func (s *simulator) preempt(k int32) {
 	s.enqueue(k, rj)
 }
 
-func (s *simulator) insertLimit(e limitEntry) {
-	i, _ := slices.BinarySearchFunc(s.byLimit, e, compareLimit)
-	s.byLimit = slices.Insert(s.byLimit, i, e)
-}
+func (s *simulator) insertLimit(e limitEntry) { s.byLimit.insert(e) }
 
-func (s *simulator) removeLimit(e limitEntry) {
-	if i, ok := slices.BinarySearchFunc(s.byLimit, e, compareLimit); ok {
-		s.byLimit = slices.Delete(s.byLimit, i, i+1)
-	}
-}
+func (s *simulator) removeLimit(e limitEntry) { s.byLimit.remove(e) }
 
 func compareLimit(a, b limitEntry) int {
 	switch {

@@ -1,0 +1,201 @@
+package schedule
+
+import (
+	"fmt"
+	"iter"
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// easyRun is a running job of an EASY test: its allocation and the end of
+// its time limit.
+type easyRun struct {
+	end   int64
+	alloc []Use
+}
+
+// easyCase is a machine with running jobs and a queue, built at random.
+type easyCase struct {
+	nodes, perNode int
+	running        []easyRun
+	need           []int32
+	limit          []int64
+}
+
+func newEasyCase(r *rand.Rand) easyCase {
+	c := easyCase{nodes: 1 + r.Intn(40), perNode: 1 + r.Intn(8)}
+	p := NewPool(c.nodes, c.perNode)
+	for range r.Intn(3 * c.nodes) {
+		n := 1 + r.Intn(2*c.perNode)
+		if !p.Fits(n) {
+			continue
+		}
+		a := slices.Clone(p.Place(n, nil))
+		p.Take(a)
+		c.running = append(c.running, easyRun{end: int64(1 + r.Intn(100)), alloc: a})
+	}
+	slices.SortStableFunc(c.running, func(a, b easyRun) int { return int(a.end - b.end) })
+	for range r.Intn(60) {
+		c.need = append(c.need, int32(1+r.Intn(3*c.perNode)))
+		c.limit = append(c.limit, int64(1+r.Intn(120)))
+	}
+	return c
+}
+
+// play runs pass on a fresh machine of c at time 0 and returns what it
+// started (queue index and allocation, in order) and the free units left.
+func (c easyCase) play(pass func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use))) ([]string, []int, int) {
+	e := NewEASY(c.nodes, c.perNode)
+	for _, r := range c.running {
+		e.Free.Take(r.alloc)
+	}
+	var q Queue
+	for i := range c.need {
+		q.Add(int32(i), int(c.need[i]), c.limit[i])
+	}
+	running := slices.Clone(c.running)
+	ends := func(yield func(int64, []Use) bool) {
+		for _, r := range running {
+			if !yield(r.end, r.alloc) {
+				return
+			}
+		}
+	}
+	e.Free.moves = 0
+	var started []string
+	pass(e, &q, ends, func(i int, a []Use) {
+		started = append(started, fmt.Sprint(i, a))
+		k := len(running)
+		for k > 0 && running[k-1].end > c.limit[i] {
+			k--
+		}
+		running = slices.Insert(running, k, easyRun{end: c.limit[i], alloc: slices.Clone(a)})
+	})
+	return started, slices.Clone(e.Free.free), e.Free.moves
+}
+
+// refPass is EASY's backfill as first written: Free with the reservation's
+// share held back is made anew for every job that would run past the
+// reservation, and given back at once. Pass must start the same jobs on
+// the same nodes.
+func refPass(e *EASY, now int64, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use)) {
+	free := e.Free
+	need := q.Need
+	i := q.Lo
+	for ; i < len(need); i++ {
+		if need[i] < 0 {
+			continue
+		}
+		if !free.Fits(int(need[i])) {
+			break
+		}
+		e.start(q, i, free.Place(int(need[i]), e.buf), start)
+	}
+	if i >= len(need) {
+		return
+	}
+	head, shadow := i, int64(-1)
+	for x := i + 1; x < len(need); x++ {
+		n := int(need[x])
+		if free.total == 0 {
+			break
+		}
+		if n < 0 || !free.Fits(n) {
+			continue
+		}
+		if shadow < 0 {
+			shadow = e.reserve(now, int(need[head]), ends)
+		}
+		if now+q.Limit[x] <= shadow {
+			e.start(q, x, free.Place(n, e.buf), start)
+			for r, u := range e.resv {
+				e.long[r] = min(e.long[r], free.free[u.Node])
+			}
+			continue
+		}
+		var hold []Use
+		for r, u := range e.resv {
+			if h := free.free[u.Node] - e.long[r]; h > 0 {
+				hold = append(hold, Use{u.Node, int32(h)})
+			}
+		}
+		free.Take(hold)
+		var a []Use
+		if free.Fits(n) {
+			a = free.Place(n, e.buf)
+		}
+		free.Give(hold)
+		if a == nil {
+			continue
+		}
+		for _, v := range a {
+			for r, u := range e.resv {
+				if u.Node == v.Node {
+					e.long[r] -= int(v.Units)
+				}
+			}
+		}
+		e.start(q, x, a, start)
+	}
+}
+
+// TestEASY_PassAgainstReference checks on random machines and queues that
+// Pass starts the jobs refPass starts, on the same nodes, in the same
+// order, and leaves Free the same.
+func TestEASY_PassAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	backfilled := 0
+	for n := range 3000 {
+		c := newEasyCase(r)
+		got, gotFree, _ := c.play(func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use)) {
+			e.Pass(0, q, ends, true, start)
+		})
+		want, wantFree, _ := c.play(func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use)) {
+			refPass(e, 0, q, ends, start)
+		})
+		if !slices.Equal(got, want) || !slices.Equal(gotFree, wantFree) {
+			t.Fatalf("case %d (%+v): Pass started %v, free %v; want %v, free %v", n, c, got, gotFree, want, wantFree)
+		}
+		if len(want) > 0 {
+			backfilled++
+		}
+	}
+	if backfilled < 1000 {
+		t.Fatalf("only %d of 3000 cases started a job: the test checks too little", backfilled)
+	}
+}
+
+// TestEASY_PassHoldsTheReservationOnce: on a machine whose queue's head
+// waits for many nodes, jobs that would run past its reservation and do
+// not fit beside it do not each take and give back the reservation's
+// nodes: the pass costs about one hold, not one per waiting job.
+func TestEASY_PassHoldsTheReservationOnce(t *testing.T) {
+	const nodes, perNode, waiting = 1000, 4, 500
+	c := easyCase{nodes: nodes, perNode: perNode}
+	// Half the machine runs one job until 10; the head needs the whole
+	// machine, so it reserves every node at 10. Each waiting job fits now
+	// but runs past 10, and the hold leaves no room beside it.
+	half := make([]Use, 0, nodes/2)
+	for i := range nodes / 2 {
+		half = append(half, Use{int32(i), perNode})
+	}
+	c.running = []easyRun{{end: 10, alloc: half}}
+	c.need = append(c.need, nodes*perNode)
+	c.limit = append(c.limit, 50)
+	for range waiting {
+		c.need = append(c.need, 2)
+		c.limit = append(c.limit, 100)
+	}
+	started, _, moves := c.play(func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use)) {
+		e.Pass(0, q, ends, true, start)
+	})
+	if len(started) != 0 {
+		t.Fatalf("started %v: the waiting jobs should not fit beside the reservation", started)
+	}
+	// The reservation plays the running job's end (500 moves) and takes
+	// it back (500); one hold of the 500 free nodes is 1000 more.
+	if limit := 4 * nodes; moves > limit {
+		t.Fatalf("the pass made %d node moves for %d waiting jobs, above %d: the reservation was held again for each", moves, waiting, limit)
+	}
+}
