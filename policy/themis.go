@@ -67,11 +67,12 @@ func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	done()
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
+	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		run := predictedRun(s, j).Seconds()
 		tid := max(run*shareSlowdown(s, j, n), p.minRun)
-		tsh := s.Now.Sub(j.Submit).Seconds() + run
+		tsh := clock.since(j.Submit) + run
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = tsh/tid, tsh, tid, n
 	}
