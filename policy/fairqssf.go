@@ -132,12 +132,13 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	buf.run, buf.cost = resize(buf.run, n), resize(buf.cost, n)
 	buf.sub, buf.wait = resize(buf.sub, n), resize(buf.wait, n)
 	run, cost, sub, wait := buf.run, buf.cost, buf.sub, buf.wait
+	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		run[i] = predictedRun(s, j).Seconds()
 		cost[i] = s.Service.Rate(j) * run[i]
 		sub[i] = unixNanoOrMin(j.Submit)
-		wait[i] = s.Now.Sub(waitingSince(j)).Seconds()
+		wait[i] = clock.since(waitingSince(j))
 	}
 	// Within a user, shortest predicted service first.
 	t := computeVTC(s, cost, sub, cost, committedOf(x, p.ignoreRunning), buf)

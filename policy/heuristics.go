@@ -42,6 +42,37 @@ func waited(s *Snapshot, j *Job) float64 {
 	return max(0, s.Now.Sub(waitingSince(j)).Seconds())
 }
 
+// secondsClock is now.Sub(t).Seconds() for the many t of one ranking,
+// bit for bit, at a fraction of the cost: Sub checks every difference for
+// overflow by adding it back (u.Add(d).Equal(t)), which a difference of
+// less than 2³³ seconds (272 years) cannot need, so since takes the
+// difference of Unix seconds and nanoseconds, as Sub does of its own, and
+// leaves the rest (the zero time, a now with a monotonic reading, which
+// Sub may subtract instead) to Sub.
+type secondsClock struct {
+	now  time.Time
+	sec  int64
+	nsec int
+	wall bool // now has no monotonic reading
+}
+
+func newSecondsClock(now time.Time) secondsClock {
+	return secondsClock{now: now, sec: now.Unix(), nsec: now.Nanosecond(), wall: now == now.Round(0)}
+}
+
+// since is now.Sub(t).Seconds().
+func (c *secondsClock) since(t time.Time) float64 {
+	if ds := c.sec - t.Unix(); c.wall && ds > -1<<33 && ds < 1<<33 {
+		return (time.Duration(ds)*time.Second + time.Duration(c.nsec-t.Nanosecond())).Seconds()
+	}
+	return c.now.Sub(t).Seconds()
+}
+
+// waited is waited(s, j) for c = newSecondsClock(s.Now).
+func (c *secondsClock) waited(j *Job) float64 {
+	return max(0, c.since(waitingSince(j)))
+}
+
 // SJFLimitParams configures sjf-limit, which has no parameters.
 type SJFLimitParams struct{}
 
@@ -208,9 +239,10 @@ func (*wfp3) Name() string { return "wfp3" }
 func (p *wfp3) Rank(s *Snapshot) ([]Score, error) {
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
+	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		w, r, n := waited(s, j), requestedRun(j), requestedSize(s, j)
+		w, r, n := clock.waited(j), requestedRun(j), requestedSize(s, j)
 		x := w / r
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = x*x*x*n, w, r, n
@@ -248,9 +280,10 @@ func (*unicep) Name() string { return "unicep" }
 func (p *unicep) Rank(s *Snapshot) ([]Score, error) {
 	const k = 4
 	parts := make([]float64, k*len(s.Pending))
+	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		w, r, n := waited(s, j), requestedRun(j), requestedSize(s, j)
+		w, r, n := clock.waited(j), requestedRun(j), requestedSize(s, j)
 		row := parts[k*i : k*i+k]
 		row[0], row[1], row[2], row[3] = w/(max(math.Log2(n), 1)*r), w, r, n
 	}

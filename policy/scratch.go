@@ -18,6 +18,7 @@ type rankScratch struct {
 	ents, radix     []rankEntry
 	perAcct, fillA  []int32
 	order           []int32
+	users           map[string]struct{} // themis: pending users not running
 }
 
 // rankScratchPool hands each Rank call a rankScratch of its own, so that
