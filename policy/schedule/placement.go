@@ -301,13 +301,17 @@ type Queue struct {
 	// Need[b*queueBlock:(b+1)*queueBlock], so a pass skips a block
 	// where nothing fits.
 	blockMin []int32
+	// blockMinLimit[b] is the least Limit of the same jobs, so a pass
+	// also skips a block where nothing fits beside the reservation's hold
+	// and nothing ends before the reservation.
+	blockMinLimit []int64
 }
 
 const queueBlock = 64
 
 // Reset empties q, keeping its storage.
 func (q *Queue) Reset() {
-	q.Order, q.Need, q.Limit, q.blockMin = q.Order[:0], q.Need[:0], q.Limit[:0], q.blockMin[:0]
+	q.Order, q.Need, q.Limit, q.blockMin, q.blockMinLimit = q.Order[:0], q.Need[:0], q.Limit[:0], q.blockMin[:0], q.blockMinLimit[:0]
 	q.Lo, q.live = 0, 0
 }
 
@@ -315,10 +319,13 @@ func (q *Queue) Reset() {
 func (q *Queue) Add(k int32, need int, limit int64) {
 	if len(q.Order)%queueBlock == 0 {
 		q.blockMin = append(q.blockMin, math.MaxInt32)
+		q.blockMinLimit = append(q.blockMinLimit, math.MaxInt64)
 	}
 	q.Order, q.Need, q.Limit = append(q.Order, k), append(q.Need, int32(need)), append(q.Limit, limit)
 	b := &q.blockMin[len(q.blockMin)-1]
 	*b = min(*b, int32(need))
+	l := &q.blockMinLimit[len(q.blockMinLimit)-1]
+	*l = min(*l, limit)
 	q.live++
 }
 
@@ -353,13 +360,14 @@ func (q *Queue) started(i int) {
 	q.Need[i] = -1
 	q.live--
 	b := i / queueBlock
-	m := int32(math.MaxInt32)
-	for _, n := range q.Need[b*queueBlock : min((b+1)*queueBlock, len(q.Need))] {
+	m, ml := int32(math.MaxInt32), int64(math.MaxInt64)
+	lo := b * queueBlock
+	for x, n := range q.Need[lo:min(lo+queueBlock, len(q.Need))] {
 		if n >= 0 {
-			m = min(m, n)
+			m, ml = min(m, n), min(ml, q.Limit[lo+x])
 		}
 	}
-	q.blockMin[b] = m
+	q.blockMin[b], q.blockMinLimit[b] = m, ml
 }
 
 // fitCap is the largest need that fits now: Fits(n) is n <= fitCap().
@@ -419,9 +427,14 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 		if total == 0 {
 			break
 		}
-		if x%queueBlock == 0 && int(q.blockMin[x/queueBlock]) > fitCap {
-			x += queueBlock - 1
-			continue
+		if x%queueBlock == 0 {
+			// While held, a job starts only if it fits beside the
+			// hold or ends before the reservation.
+			b := x / queueBlock
+			if m := int(q.blockMin[b]); m > fitCap || held && m > free.fitCap() && q.blockMinLimit[b] > shadow-now {
+				x += queueBlock - 1
+				continue
+			}
 		}
 		n := int(need[x])
 		if n < 0 || n > fitCap { // Fits(n) is n <= fitCap()
