@@ -118,6 +118,11 @@ type Config struct {
 	// checkShare, set by tests, checks the shared cluster's books
 	// (simulator.checkShared) at every instant.
 	checkShare bool
+	// rebuildQueue, set by tests, builds the EASY queue of a static
+	// order afresh at every cycle (no keepQueue).
+	rebuildQueue bool
+	// queueBuilds, set by tests, counts the EASY queues built afresh.
+	queueBuilds *int
 	// HeliosQSSF replays the scheduling loop of the Helios artifact's QSSF
 	// (Hu et al., SC'21; HeliosArtifact, framework/QSSF Service,
 	// policies/qssf.py), for side-by-side checks against it:
@@ -871,7 +876,7 @@ func (s *simulator) cycleStatic() error {
 // false, changing nothing, when the queue must be built again.
 func (s *simulator) keepQueue(added []int32) bool {
 	q := &s.queue
-	if !s.queueKept || len(added) > 8 || q.Live()+len(added) != s.static.Len() {
+	if !s.queueKept || s.cfg.rebuildQueue || len(added) > 8 || q.Live()+len(added) != s.static.Len() {
 		return false
 	}
 	tail := s.static.TagsFrom(s.static.Len() - len(added))
@@ -998,6 +1003,9 @@ func (s *simulator) decideEASY() {
 		return
 	}
 	s.queueKept = false
+	if s.cfg.queueBuilds != nil {
+		*s.cfg.queueBuilds++
+	}
 	s.queue.Reset()
 	for _, k := range s.order {
 		j := &s.jobs[k]
