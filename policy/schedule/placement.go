@@ -274,6 +274,9 @@ type EASY struct {
 	long  []int
 	hold  []Use // Free minus long, where it is more
 	gives [][]Use
+	// asked counts the jobs the backfill walks looked at one by one:
+	// what a pass cost, which tests bound.
+	asked int
 }
 
 // NewEASY returns a pass over a machine of nodes wholly free nodes of
@@ -436,6 +439,7 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 				continue
 			}
 		}
+		e.asked++
 		n := int(need[x])
 		if n < 0 || n > fitCap { // Fits(n) is n <= fitCap()
 			continue
