@@ -20,6 +20,7 @@ func TestRun_KeepsTheStaticQueue(t *testing.T) {
 		{"fifo", true},
 		{"sjf-limit", false},
 		{"f1", false},
+		{"slurm", true},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			var builds, fresh int
