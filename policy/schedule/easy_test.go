@@ -234,3 +234,34 @@ func TestEASY_PassSkipsBlocksBehindTheHold(t *testing.T) {
 		t.Fatalf("the walk asked %d of %d waiting jobs one by one, above %d: it should skip their blocks", e.asked, waiting, 2*queueBlock)
 	}
 }
+
+// TestEASY_ReserveDoesNotAllocate: a pass that reserves for its head job
+// allocates nothing once its buffers have grown: the simulator reserves
+// at tens of thousands of scheduling points.
+func TestEASY_ReserveDoesNotAllocate(t *testing.T) {
+	const nodes, perNode = 100, 4
+	e := NewEASY(nodes, perNode)
+	half := make([]Use, 0, nodes/2)
+	for i := range nodes / 2 {
+		half = append(half, Use{int32(i), perNode})
+	}
+	e.Free.Take(half)
+	quarter := half[:nodes/4]
+	ends := func(yield func(int64, []Use) bool) {
+		if yield(5, quarter) {
+			yield(10, half[nodes/4:])
+		}
+	}
+	var q Queue
+	q.Add(0, nodes*perNode, 50) // reserves every node at 10
+	q.Add(1, 2, 100)            // fits now, runs past 10: does not start
+	started := 0
+	start := func(int, []Use) { started++ }
+	allocs := testing.AllocsPerRun(100, func() { e.Pass(0, &q, ends, true, start) })
+	if started != 0 {
+		t.Fatalf("started %d jobs: none fits beside the reservation", started)
+	}
+	if allocs != 0 {
+		t.Fatalf("a pass that reserves made %v allocations, want 0", allocs)
+	}
+}

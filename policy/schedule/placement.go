@@ -274,6 +274,12 @@ type EASY struct {
 	long  []int
 	hold  []Use // Free minus long, where it is more
 	gives [][]Use
+	// reserve's walk over the ends (playEnd): the time reached, whether
+	// no end was given yet, the units reserved, and the walk's step.
+	at      int64
+	first   bool
+	need    int
+	giveEnd func(int64, []Use) bool
 	// asked counts the jobs the backfill walks looked at one by one:
 	// what a pass cost, which tests bound.
 	asked int
@@ -500,19 +506,19 @@ func (e *EASY) start(q *Queue, i int, a []Use, start func(int, []Use)) {
 // before now. It plays the ends on Free and takes them back after.
 func (e *EASY) reserve(now int64, need int, ends iter.Seq2[int64, []Use]) int64 {
 	free := e.Free
-	t := now
 	e.gives = e.gives[:0]
+	e.at, e.need = now, need
 	if !free.Fits(need) {
-		first := true
-		for at, a := range ends {
-			if !first && at != t && free.Fits(need) {
-				break
-			}
-			t, first = at, false
-			free.Give(a)
-			e.gives = append(e.gives, a)
+		// A loop over ends would move its variables to the heap at
+		// every reservation (ends is any function); a method value
+		// kept in e is made once.
+		if e.giveEnd == nil {
+			e.giveEnd = e.playEnd
 		}
+		e.first = true
+		ends(e.giveEnd)
 	}
+	t := e.at
 	e.resv = free.Place(need, e.resv)
 	e.long = resize(e.long, len(e.resv))
 	for r, u := range e.resv {
@@ -526,6 +532,19 @@ func (e *EASY) reserve(now int64, need int, ends iter.Seq2[int64, []Use]) int64 
 		e.long[r] = min(e.long[r], free.free[u.Node])
 	}
 	return max(t, now)
+}
+
+// playEnd is reserve's step over the running jobs' ends: it gives back
+// the allocation a ending at at, until the job of e.need units fits and
+// the ends at the instant it fits are all given.
+func (e *EASY) playEnd(at int64, a []Use) bool {
+	if !e.first && at != e.at && e.Free.Fits(e.need) {
+		return false
+	}
+	e.at, e.first = at, false
+	e.Free.Give(a)
+	e.gives = append(e.gives, a)
+	return true
 }
 
 // resize returns s with length n, reusing its array when it is large
