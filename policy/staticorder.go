@@ -209,3 +209,13 @@ func (o *StaticOrder) Tags() []int32 {
 	}
 	return o.tags
 }
+
+// TagsFrom returns the tags of the jobs held from place i of the order on,
+// best first. The slice is reused by the next call of it or of Tags.
+func (o *StaticOrder) TagsFrom(i int) []int32 {
+	o.tags = o.tags[:0]
+	for _, e := range o.ents[i:] {
+		o.tags = append(o.tags, e.i)
+	}
+	return o.tags
+}

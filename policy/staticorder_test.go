@@ -145,6 +145,14 @@ func TestStaticOrder_SameAsRank(t *testing.T) {
 				if o.Len() != len(s.Pending) || !slices.Equal(got, want) {
 					t.Fatalf("step %d: kept order %v, Rank's %v", step, got, want)
 				}
+				from := rng.IntN(o.Len() + 1)
+				var tail []int64
+				for _, tag := range o.TagsFrom(from) {
+					tail = append(tail, int64(tag))
+				}
+				if !slices.Equal(tail, want[from:]) {
+					t.Fatalf("step %d: TagsFrom(%d) %v, want %v", step, from, tail, want[from:])
+				}
 				steps++
 			}
 			if steps == 0 || label == "f1" && moved == 0 {

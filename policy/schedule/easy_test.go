@@ -148,6 +148,13 @@ func TestEASY_PassAgainstReference(t *testing.T) {
 	backfilled := 0
 	for n := range 3000 {
 		c := newEasyCase(r)
+		if n%3 == 0 {
+			// Queues of several blocks, for the walk's block skips.
+			for range r.Intn(400) {
+				c.need = append(c.need, int32(1+r.Intn(3*c.perNode)))
+				c.limit = append(c.limit, int64(1+r.Intn(120)))
+			}
+		}
 		got, gotFree, _ := c.play(func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use)) {
 			e.Pass(0, q, ends, true, start)
 		})
@@ -197,5 +204,64 @@ func TestEASY_PassHoldsTheReservationOnce(t *testing.T) {
 	// it back (500); one hold of the 500 free nodes is 1000 more.
 	if limit := 4 * nodes; moves > limit {
 		t.Fatalf("the pass made %d node moves for %d waiting jobs, above %d: the reservation was held again for each", moves, waiting, limit)
+	}
+}
+
+// TestEASY_PassSkipsBlocksBehindTheHold: jobs that fit now but would run
+// past the head's reservation and do not fit beside it are passed over a
+// block at a time, not asked one by one, when no job of the block ends
+// before the reservation.
+func TestEASY_PassSkipsBlocksBehindTheHold(t *testing.T) {
+	const nodes, perNode, waiting = 100, 4, 64 * 100
+	e := NewEASY(nodes, perNode)
+	half := make([]Use, 0, nodes/2)
+	for i := range nodes / 2 {
+		half = append(half, Use{int32(i), perNode})
+	}
+	e.Free.Take(half)
+	ends := func(yield func(int64, []Use) bool) { yield(10, half) }
+	var q Queue
+	q.Add(0, nodes*perNode, 50) // reserves every node at 10
+	for i := range waiting {
+		q.Add(int32(1+i), 2, 100)
+	}
+	var started []int
+	e.Pass(0, &q, ends, true, func(i int, _ []Use) { started = append(started, i) })
+	if len(started) != 0 {
+		t.Fatalf("started %v: the waiting jobs should not fit beside the reservation", started)
+	}
+	if e.asked > 2*queueBlock {
+		t.Fatalf("the walk asked %d of %d waiting jobs one by one, above %d: it should skip their blocks", e.asked, waiting, 2*queueBlock)
+	}
+}
+
+// TestEASY_ReserveDoesNotAllocate: a pass that reserves for its head job
+// allocates nothing once its buffers have grown: the simulator reserves
+// at tens of thousands of scheduling points.
+func TestEASY_ReserveDoesNotAllocate(t *testing.T) {
+	const nodes, perNode = 100, 4
+	e := NewEASY(nodes, perNode)
+	half := make([]Use, 0, nodes/2)
+	for i := range nodes / 2 {
+		half = append(half, Use{int32(i), perNode})
+	}
+	e.Free.Take(half)
+	quarter := half[:nodes/4]
+	ends := func(yield func(int64, []Use) bool) {
+		if yield(5, quarter) {
+			yield(10, half[nodes/4:])
+		}
+	}
+	var q Queue
+	q.Add(0, nodes*perNode, 50) // reserves every node at 10
+	q.Add(1, 2, 100)            // fits now, runs past 10: does not start
+	started := 0
+	start := func(int, []Use) { started++ }
+	allocs := testing.AllocsPerRun(100, func() { e.Pass(0, &q, ends, true, start) })
+	if started != 0 {
+		t.Fatalf("started %d jobs: none fits beside the reservation", started)
+	}
+	if allocs != 0 {
+		t.Fatalf("a pass that reserves made %v allocations, want 0", allocs)
 	}
 }

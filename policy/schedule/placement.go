@@ -274,6 +274,15 @@ type EASY struct {
 	long  []int
 	hold  []Use // Free minus long, where it is more
 	gives [][]Use
+	// reserve's walk over the ends (playEnd): the time reached, whether
+	// no end was given yet, the units reserved, and the walk's step.
+	at      int64
+	first   bool
+	need    int
+	giveEnd func(int64, []Use) bool
+	// asked counts the jobs the backfill walks looked at one by one:
+	// what a pass cost, which tests bound.
+	asked int
 }
 
 // NewEASY returns a pass over a machine of nodes wholly free nodes of
@@ -301,13 +310,17 @@ type Queue struct {
 	// Need[b*queueBlock:(b+1)*queueBlock], so a pass skips a block
 	// where nothing fits.
 	blockMin []int32
+	// blockMinLimit[b] is the least Limit of the same jobs, so a pass
+	// also skips a block where nothing fits beside the reservation's hold
+	// and nothing ends before the reservation.
+	blockMinLimit []int64
 }
 
 const queueBlock = 64
 
 // Reset empties q, keeping its storage.
 func (q *Queue) Reset() {
-	q.Order, q.Need, q.Limit, q.blockMin = q.Order[:0], q.Need[:0], q.Limit[:0], q.blockMin[:0]
+	q.Order, q.Need, q.Limit, q.blockMin, q.blockMinLimit = q.Order[:0], q.Need[:0], q.Limit[:0], q.blockMin[:0], q.blockMinLimit[:0]
 	q.Lo, q.live = 0, 0
 }
 
@@ -315,10 +328,13 @@ func (q *Queue) Reset() {
 func (q *Queue) Add(k int32, need int, limit int64) {
 	if len(q.Order)%queueBlock == 0 {
 		q.blockMin = append(q.blockMin, math.MaxInt32)
+		q.blockMinLimit = append(q.blockMinLimit, math.MaxInt64)
 	}
 	q.Order, q.Need, q.Limit = append(q.Order, k), append(q.Need, int32(need)), append(q.Limit, limit)
 	b := &q.blockMin[len(q.blockMin)-1]
 	*b = min(*b, int32(need))
+	l := &q.blockMinLimit[len(q.blockMinLimit)-1]
+	*l = min(*l, limit)
 	q.live++
 }
 
@@ -353,13 +369,14 @@ func (q *Queue) started(i int) {
 	q.Need[i] = -1
 	q.live--
 	b := i / queueBlock
-	m := int32(math.MaxInt32)
-	for _, n := range q.Need[b*queueBlock : min((b+1)*queueBlock, len(q.Need))] {
+	m, ml := int32(math.MaxInt32), int64(math.MaxInt64)
+	lo := b * queueBlock
+	for x, n := range q.Need[lo:min(lo+queueBlock, len(q.Need))] {
 		if n >= 0 {
-			m = min(m, n)
+			m, ml = min(m, n), min(ml, q.Limit[lo+x])
 		}
 	}
-	q.blockMin[b] = m
+	q.blockMin[b], q.blockMinLimit[b] = m, ml
 }
 
 // fitCap is the largest need that fits now: Fits(n) is n <= fitCap().
@@ -419,10 +436,16 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 		if total == 0 {
 			break
 		}
-		if x%queueBlock == 0 && int(q.blockMin[x/queueBlock]) > fitCap {
-			x += queueBlock - 1
-			continue
+		if x%queueBlock == 0 {
+			// While held, a job starts only if it fits beside the
+			// hold or ends before the reservation.
+			b := x / queueBlock
+			if m := int(q.blockMin[b]); m > fitCap || held && m > free.fitCap() && q.blockMinLimit[b] > shadow-now {
+				x += queueBlock - 1
+				continue
+			}
 		}
+		e.asked++
 		n := int(need[x])
 		if n < 0 || n > fitCap { // Fits(n) is n <= fitCap()
 			continue
@@ -483,19 +506,19 @@ func (e *EASY) start(q *Queue, i int, a []Use, start func(int, []Use)) {
 // before now. It plays the ends on Free and takes them back after.
 func (e *EASY) reserve(now int64, need int, ends iter.Seq2[int64, []Use]) int64 {
 	free := e.Free
-	t := now
 	e.gives = e.gives[:0]
+	e.at, e.need = now, need
 	if !free.Fits(need) {
-		first := true
-		for at, a := range ends {
-			if !first && at != t && free.Fits(need) {
-				break
-			}
-			t, first = at, false
-			free.Give(a)
-			e.gives = append(e.gives, a)
+		// A loop over ends would move its variables to the heap at
+		// every reservation (ends is any function); a method value
+		// kept in e is made once.
+		if e.giveEnd == nil {
+			e.giveEnd = e.playEnd
 		}
+		e.first = true
+		ends(e.giveEnd)
 	}
+	t := e.at
 	e.resv = free.Place(need, e.resv)
 	e.long = resize(e.long, len(e.resv))
 	for r, u := range e.resv {
@@ -509,6 +532,19 @@ func (e *EASY) reserve(now int64, need int, ends iter.Seq2[int64, []Use]) int64 
 		e.long[r] = min(e.long[r], free.free[u.Node])
 	}
 	return max(t, now)
+}
+
+// playEnd is reserve's step over the running jobs' ends: it gives back
+// the allocation a ending at at, until the job of e.need units fits and
+// the ends at the instant it fits are all given.
+func (e *EASY) playEnd(at int64, a []Use) bool {
+	if !e.first && at != e.at && e.Free.Fits(e.need) {
+		return false
+	}
+	e.at, e.first = at, false
+	e.Free.Give(a)
+	e.gives = append(e.gives, a)
+	return true
 }
 
 // resize returns s with length n, reusing its array when it is large

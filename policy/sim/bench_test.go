@@ -196,7 +196,7 @@ func simCPUTime(b *testing.B) time.Duration {
 // mostly small (a mean of about 25, so thousands run at once), run times
 // lognormal (median 10 minutes) within time limits users round up on a
 // ladder, and Poisson submits at the rate that offers the load.
-func bigWorkload(b *testing.B, n, procs int, load float64, seed uint64) ([]policy.Job, Cluster) {
+func bigWorkload(b testing.TB, n, procs int, load float64, seed uint64) ([]policy.Job, Cluster) {
 	b.Helper()
 	r := rand.New(rand.NewPCG(seed, 0xb16))
 	sizes := []struct {

@@ -118,6 +118,11 @@ type Config struct {
 	// checkShare, set by tests, checks the shared cluster's books
 	// (simulator.checkShared) at every instant.
 	checkShare bool
+	// rebuildQueue, set by tests, builds the EASY queue of a static
+	// order afresh at every cycle (no keepQueue).
+	rebuildQueue bool
+	// queueBuilds, set by tests, counts the EASY queues built afresh.
+	queueBuilds *int
 	// HeliosQSSF replays the scheduling loop of the Helios artifact's QSSF
 	// (Hu et al., SC'21; HeliosArtifact, framework/QSSF Service,
 	// policies/qssf.py), for side-by-side checks against it:
@@ -295,6 +300,9 @@ type simulator struct {
 	free      *schedule.Pool // easy.Free
 	place     []schedule.Use
 	queue     schedule.Queue // order, for easy
+	// queueKept is whether queue is the static order of the last cycle
+	// less the jobs started since (keepQueue).
+	queueKept bool
 
 	needs needs
 
@@ -823,12 +831,14 @@ func (s *simulator) cycleStatic() error {
 	}
 	if s.static.Moved(snap) {
 		// The keys' origin moved (f1's): key the whole queue again.
+		s.queueKept = false
 		if err := s.static.AddAll(snap, s.pending, s.pendK); err != nil {
 			return s.rankError(snap, err)
 		}
 	} else {
 		for _, id := range s.repredicted() {
 			if k, ok := s.jobIndex(id); ok && k >= 0 && s.static.Has(id) {
+				s.queueKept = false
 				if err := s.static.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
 					return s.rankError(snap, err)
 				}
@@ -840,15 +850,47 @@ func (s *simulator) cycleStatic() error {
 			}
 		}
 	}
+	added := s.unkeyed
 	s.unkeyed = s.unkeyed[:0]
 	s.cycles++
 	s.stopped = s.stopped[:0]
-	s.order = append(s.order[:0], s.static.Tags()...)
-	if len(s.order) != len(o.Pending) {
-		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), len(s.order), len(o.Pending))
+	if n := s.static.Len(); n != len(o.Pending) {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), n, len(o.Pending))
 	}
+	if s.sh == nil && s.parts == nil && s.keepQueue(added) {
+		s.pass()
+		return nil
+	}
+	s.order = append(s.order[:0], s.static.Tags()...)
 	s.decideEASY()
+	s.queueKept = s.sh == nil && s.parts == nil
 	return nil
+}
+
+// keepQueue brings the EASY queue of the last static cycle up to date
+// when the jobs added since (added, as keyed) all rank behind the ones it
+// holds, as every arrival does under an order by submit time (fifo): they
+// are appended, where building the queue again would cost a pass over
+// every pending job at every scheduling point. Jobs leave the static order
+// only when they start, which the pass marked in the queue. It reports
+// false, changing nothing, when the queue must be built again.
+func (s *simulator) keepQueue(added []int32) bool {
+	q := &s.queue
+	if !s.queueKept || s.cfg.rebuildQueue || len(added) > 8 || q.Live()+len(added) != s.static.Len() {
+		return false
+	}
+	tail := s.static.TagsFrom(s.static.Len() - len(added))
+	for _, k := range tail {
+		if !slices.Contains(added, k) {
+			return false
+		}
+	}
+	q.Compact()
+	for _, k := range tail {
+		j := &s.jobs[k]
+		q.Add(k, int(j.need), j.limit-j.done)
+	}
+	return true
 }
 
 // cycleByService is the preemptive cycle for a policy whose keys change
@@ -960,13 +1002,22 @@ func (s *simulator) decideEASY() {
 		s.decideParts()
 		return
 	}
+	s.queueKept = false
+	if s.cfg.queueBuilds != nil {
+		*s.cfg.queueBuilds++
+	}
 	s.queue.Reset()
 	for _, k := range s.order {
 		j := &s.jobs[k]
 		s.queue.Add(k, int(j.need), j.limit-j.done)
 	}
+	s.pass()
+}
+
+// pass runs the EASY pass over s.queue.
+func (s *simulator) pass() {
 	s.easy.Pass(s.now, &s.queue, s.limitEnds, s.backfillNow(),
-		func(i int, a []schedule.Use) { s.start(s.order[i], a) })
+		func(i int, a []schedule.Use) { s.start(s.queue.Order[i], a) })
 }
 
 // limitEnds yields the running jobs' limit ends, earliest first.
