@@ -274,17 +274,7 @@ func TestReplayHybrid_HandChecked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.h
 			h.IdleAfter, h.Forecast = time.Minute, stepForecast(2, tc.want, 4)
-			var steps []Step
-			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
-				t.Fatal(err)
-			}
-			on, lack := onAndLack(steps)
-			if diff := cmp.Diff(tc.wantOn, on); diff != "" {
-				t.Errorf("powered (-want +got)\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantLack, lack); diff != "" {
-				t.Errorf("lack (-want +got)\n%s", diff)
-			}
+			checkHybrid(t, &h, demand, tc.wantOn, tc.wantLack)
 		})
 	}
 }
@@ -427,17 +417,7 @@ func TestReplayHybrid_Early(t *testing.T) {
 			if tc.want < 0 {
 				h.EarlyTrust = func(i int) bool { return i >= 2 }
 			}
-			var steps []Step
-			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
-				t.Fatal(err)
-			}
-			on, lack := onAndLack(steps)
-			if diff := cmp.Diff(tc.wantOn, on); diff != "" {
-				t.Errorf("powered (-want +got)\n%s", diff)
-			}
-			if diff := cmp.Diff(rep(20), lack); diff != "" {
-				t.Errorf("lack (-want +got)\n%s", diff)
-			}
+			checkHybrid(t, &h, demand, tc.wantOn, rep(20))
 		})
 	}
 }
@@ -480,17 +460,7 @@ func TestReplayHybrid_Ramp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := Hybrid{IdleAfter: 10 * time.Minute, NoAhead: true, Forecast: stepForecast(-1, 0, 5),
 				RampWindow: tc.window, RampExpire: tc.expire, RampAfter: tc.after, RampGain: tc.gain}
-			var steps []Step
-			if _, err := replayHybrid(&h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
-				t.Fatal(err)
-			}
-			on, lack := onAndLack(steps)
-			if diff := cmp.Diff(tc.wantOn, on); diff != "" {
-				t.Errorf("powered (-want +got)\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantLack, lack); diff != "" {
-				t.Errorf("lack (-want +got)\n%s", diff)
-			}
+			checkHybrid(t, &h, demand, tc.wantOn, tc.wantLack)
 		})
 	}
 }
@@ -530,5 +500,22 @@ func TestDriverTrust(t *testing.T) {
 	d.trustLimit = -1
 	if d.trust(early) != nil {
 		t.Error("a guard with no limit, want none")
+	}
+}
+
+// checkHybrid replays h on demand (one-minute steps coarsened to 5, resume
+// 2m) and compares the powered nodes and the lack, minute by minute.
+func checkHybrid(t *testing.T, h *Hybrid, demand *Series, wantOn, wantLack []int) {
+	t.Helper()
+	var steps []Step
+	if _, err := replayHybrid(h, coarsen(demand, 5), demand, 2*time.Minute, &steps, nil); err != nil {
+		t.Fatal(err)
+	}
+	on, lack := onAndLack(steps)
+	if diff := cmp.Diff(wantOn, on); diff != "" {
+		t.Errorf("powered (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff(wantLack, lack); diff != "" {
+		t.Errorf("lack (-want +got)\n%s", diff)
 	}
 }
