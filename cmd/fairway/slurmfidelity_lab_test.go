@@ -22,10 +22,15 @@ import (
 // Bounds TestLab_SlurmFidelity keeps on the simulator that acts as
 // slurmctld does (fullModel), from its runs on the lab's Slurm 22.05.8
 // and 26.05.3 (docs/SIMULATOR.md, "Fidelity against slurmctld", has the
-// tables): τ_b 0.97-0.98, median |Δstart| 2-9 s, p90 6-16 s, with
-// headroom for a loaded machine.
+// tables). On a quiet machine τ_b was 0.94-0.98, median |Δstart| 2-9 s,
+// p90 6-19 s. With the cores busy (load 6-9 on 2 cores) slurmctld starts
+// about one job in seven 1-4 s after the GPUs it needs came free, the
+// replay runs ahead of it by 10-20 s within four minutes, and when a
+// PriorityCalcPeriod recalculation falls inside the workload, jobs Slurm
+// held past it start before it in the replay: τ_b 0.885-0.97 measured so.
+// The τ_b bound is set below that, not at the quiet machine's 0.9.
 const (
-	fidelityMinTau       = 0.90
+	fidelityMinTau       = 0.85
 	fidelityMaxMedianErr = 15 * time.Second
 	fidelityMaxP90Err    = 30 * time.Second
 )
