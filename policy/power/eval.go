@@ -586,9 +586,15 @@ func minutes(s, fine *Series, lo, hi int) *Series {
 		return fine.Slice(a, b)
 	}
 	out := &Series{Start: fine.Time(a), Step: fine.Step, Active: slices.Clone(fine.Active[a:]), Total: slices.Clone(fine.Total[a:])}
+	if fine.Pending != nil {
+		out.Pending = slices.Clone(fine.Pending[a:])
+	}
 	for len(out.Active) < b-a {
 		out.Active = append(out.Active, out.Active[len(out.Active)-1])
 		out.Total = append(out.Total, out.Total[len(out.Total)-1])
+		if out.Pending != nil {
+			out.Pending = append(out.Pending, out.Pending[len(out.Pending)-1])
+		}
 	}
 	return out
 }
