@@ -214,6 +214,9 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fine.Pending != nil {
+		cfg.Family = withQueue(cfg.Family)
+	}
 	l, err := LagsFor(s.Step)
 	if err != nil {
 		return nil, err

@@ -245,3 +245,37 @@ func TestSetting_Nowcast(t *testing.T) {
 		}
 	}
 }
+
+// TestWithQueue: on a sequence with a pending column the family gains a
+// queue copy of each hybrid setting, and only of those (the other rules
+// decide per step on the count, not on the queue), named apart.
+func TestWithQueue(t *testing.T) {
+	fam := DefaultFamily()
+	got := withQueue(fam)
+	hybrids := 0
+	for _, st := range fam {
+		if st.Hybrid {
+			hybrids++
+		}
+	}
+	if len(got) != len(fam)+hybrids {
+		t.Fatalf("%d settings, want %d + %d hybrids", len(got), len(fam), hybrids)
+	}
+	names := map[string]bool{}
+	for i, st := range got {
+		if st.Queue != (i >= len(fam)) || (st.Queue && !st.Hybrid) {
+			t.Errorf("setting %d %s: queue %v", i, st, st.Queue)
+		}
+		if names[st.String()] {
+			t.Errorf("two settings named %s", st)
+		}
+		names[st.String()] = true
+	}
+	if !strings.HasSuffix(got[len(got)-1].String(), ", anchored, queue") {
+		t.Errorf("last queue setting named %q, want it to end in \", anchored, queue\"", got[len(got)-1])
+	}
+	h := got[len(got)-1].HybridRule(10*time.Minute, 0, func(int) []float64 { return nil }, nil)
+	if !h.Queue {
+		t.Error("HybridRule of a queue setting does not read the queue")
+	}
+}

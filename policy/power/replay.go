@@ -457,7 +457,10 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		// Jobs queued for nodes at the end of the minute: the nodes they
 		// ask for beyond the idle and resuming ones resume now, and none
 		// of them powers down (Decide, on the live queue).
-		pend := demand.pendingAt(m)
+		pend := 0
+		if h.Queue {
+			pend = demand.pendingAt(m)
+		}
 		if pend > 0 {
 			f.boot(m, pendingShort(pend, f.idleN, f.bootN))
 		}

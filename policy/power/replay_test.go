@@ -527,7 +527,8 @@ func checkHybrid(t *testing.T, h *Hybrid, demand *Series, wantOn, wantLack []int
 // is Slurm's rule and the job finds no node for a resume (3 minutes × 6
 // nodes); with it, the nodes the queue asks for resume at minute 3 (the
 // same count Decide powers up, pendingShort) and are held until the job
-// takes them: no lack, and the other 4 nodes still power down.
+// takes them: no lack, and the other 4 nodes still power down. A hybrid
+// without Queue does not read the column.
 func TestReplayHybrid_Pending(t *testing.T) {
 	active := make([]int, 20)
 	pending := make([]int, 20)
@@ -542,17 +543,19 @@ func TestReplayHybrid_Pending(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		pending  []int
+		queue    bool
 		lack     int
 		offAfter int // nodes off in minute 19
 	}{
-		{"no pending column", nil, 18, 4},
-		{"pending column", pending, 0, 4},
+		{"no pending column", nil, true, 18, 4},
+		{"pending column not read", pending, false, 18, 4},
+		{"pending column", pending, true, 0, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			demand := minuteSeries(10, active...)
 			demand.Pending = tc.pending
 			var tr []Step
-			h := &Hybrid{IdleAfter: 2 * time.Minute, Lookahead: 10 * time.Minute, Forecast: stepForecast(-1, 0, 5)}
+			h := &Hybrid{IdleAfter: 2 * time.Minute, Lookahead: 10 * time.Minute, Forecast: stepForecast(-1, 0, 5), Queue: tc.queue}
 			m, err := replayHybrid(h, coarsen(demand, 10), demand, 3*time.Minute, &tr, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -564,7 +567,7 @@ func TestReplayHybrid_Pending(t *testing.T) {
 				t.Errorf("minute 19: %d nodes off, want %d", off, tc.offAfter)
 			}
 			// Between the queue's power-up and the job's start the 6 nodes stay up.
-			if tc.pending != nil {
+			if tc.pending != nil && tc.queue {
 				for m := 6; m < 12; m++ {
 					if tr[m].Powered < 6 {
 						t.Errorf("minute %d: %d powered while 6 are queued for", m, tr[m].Powered)
