@@ -249,6 +249,23 @@ func DefaultFamily() []Setting {
 			}
 		}
 	}
+	// Slurm's idle clock with a slightly shorter one where the forecast
+	// allows: a node powers down at 0.8 or 0.9 of the idle time only when
+	// the forecast plus 2 or 3 RMSE leaves it surplus until its clock
+	// would run out (else at the idle time, as Slurm's), and the hold at
+	// −0.5 or 0 RMSE keeps up only the nodes the forecast wants. Near any
+	// SuspendTime T (the idle times of EvalConfig.IdleAfter include T−1m
+	// and T−2m) these stay within a tenth or a fifth of T of Slurm's rule,
+	// so every T has rows that differ from it only where the forecast
+	// speaks, rather than only rows with the early power-down at a third
+	// to two thirds of the idle time, whose lack is the forecast's misses.
+	for _, k := range []float64{-0.5, 0} {
+		for _, frac := range []float64{0.8, 0.9} {
+			for _, ek := range []float64{2, 3} {
+				out = append(out, Setting{Hybrid: true, Lookahead: 10, K: k, NoAhead: true, Anchored: true, EarlyFrac: frac, EarlyK: ek})
+			}
+		}
+	}
 	// The hybrid with the trend nowcast (Hybrid.RampWindow): the anchored
 	// hybrid without and with the early power-down, resuming ahead of a
 	// rise that has outrun the powered nodes for 2 minutes and still
