@@ -83,6 +83,11 @@ const (
 	PickRobust PickCriterion = "robust"
 	// PickRobust3: as PickRobust, with the worst of three thirds.
 	PickRobust3 PickCriterion = "robust3"
+	// PickRobustDays: as PickRobust, with the worst single validation
+	// day, each day's gain and cut in units of the idle-time rule's mean
+	// day (a day with no lack under either rule has a cut of 0, not a
+	// ratio of zeros).
+	PickRobustDays PickCriterion = "robust-days"
 )
 
 // The slack PickRobust asks of the whole validation span, set before any
@@ -103,7 +108,7 @@ const (
 
 // PickCriteria are the criteria `power eval --pick` knows.
 func PickCriteria() []PickCriterion {
-	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent, PickEarlyHalves, PickMaxCut, PickRobust, PickRobust3}
+	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent, PickEarlyHalves, PickMaxCut, PickRobust, PickRobust3, PickRobustDays}
 }
 
 // ParsePickCriterion reads a criterion by name.
@@ -182,6 +187,28 @@ func worstFoldSignedMargin(p, idle RuleRow, k int) float64 {
 			m = min(m, float64(b[f].lack-a[f].lack)/math.Max(float64(b[f].lack), 1))
 		}
 		worst = min(worst, m)
+	}
+	return worst
+}
+
+// worstDayMargin is the smallest over the days of the day's margin, the
+// smaller of its node-steps-off gain and lack cut, each over the idle
+// rule's mean day of that quantity (at least 1).
+func worstDayMargin(p, idle RuleRow) float64 {
+	n := len(p.parts)
+	if n == 0 || n != len(idle.parts) {
+		return math.Inf(-1)
+	}
+	var off, lack float64
+	for _, x := range idle.parts {
+		off += float64(x.off)
+		lack += float64(x.lack)
+	}
+	off, lack = math.Max(off/float64(n), 1), math.Max(lack/float64(n), 1)
+	worst := math.Inf(1)
+	for i, a := range p.parts {
+		b := idle.parts[i]
+		worst = min(worst, float64(a.off-b.off)/off, float64(b.lack-a.lack)/lack)
 	}
 	return worst
 }
@@ -338,6 +365,9 @@ func (c PickCriterion) admit(p candidate, idle RuleRow, suspend time.Duration, d
 			k = 3
 		}
 		return gain >= robustSlackOff && cut >= robustSlackLack, pickKey{worstFoldSignedMargin(p.row, idle, k), mg}
+	case PickRobustDays:
+		_, gain, cut := pickMargin(p.row, idle)
+		return gain >= robustSlackOff && cut >= robustSlackLack, pickKey{worstDayMargin(p.row, idle), mg}
 	case PickNoiseMin:
 		return true, pickKey{min(lackCutT(p.row, idle), offGainT(p.row, idle)), mg}
 	}
