@@ -88,6 +88,10 @@ const (
 	// day (a day with no lack under either rule has a cut of 0, not a
 	// ratio of zeros).
 	PickRobustDays PickCriterion = "robust-days"
+	// PickDaysOrMargin: PickRobustDays' row where its slack admits one,
+	// else PickMargin's: the robust pick where the validation days give
+	// one, the verdict's pick where none wins by the slack.
+	PickDaysOrMargin PickCriterion = "days-or-margin"
 )
 
 // The slack PickRobust asks of the whole validation span, set before any
@@ -108,7 +112,7 @@ const (
 
 // PickCriteria are the criteria `power eval --pick` knows.
 func PickCriteria() []PickCriterion {
-	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent, PickEarlyHalves, PickMaxCut, PickRobust, PickRobust3, PickRobustDays}
+	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent, PickEarlyHalves, PickMaxCut, PickRobust, PickRobust3, PickRobustDays, PickDaysOrMargin}
 }
 
 // ParsePickCriterion reads a criterion by name.
@@ -368,6 +372,11 @@ func (c PickCriterion) admit(p candidate, idle RuleRow, suspend time.Duration, d
 	case PickRobustDays:
 		_, gain, cut := pickMargin(p.row, idle)
 		return gain >= robustSlackOff && cut >= robustSlackLack, pickKey{worstDayMargin(p.row, idle), mg}
+	case PickDaysOrMargin:
+		if _, gain, cut := pickMargin(p.row, idle); gain >= robustSlackOff && cut >= robustSlackLack {
+			return true, pickKey{1, worstDayMargin(p.row, idle), mg}
+		}
+		return true, pickKey{0, 0, mg}
 	case PickNoiseMin:
 		return true, pickKey{min(lackCutT(p.row, idle), offGainT(p.row, idle)), mg}
 	}

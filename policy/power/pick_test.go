@@ -65,6 +65,7 @@ func TestPickRows_Criteria(t *testing.T) {
 		{PickRobust, "early"},         // worse halves: burst −25 % (lack), steady +1.7 %, early +6.7 %
 		{PickRobust3, "early"},        // worst thirds: steady +1.7 %, early +6.7 %
 		{PickRobustDays, "early"},     // worst day, in idle-time mean days (600 off, 100 lack): burst −0.5, steady +0.017, early +0.067
+		{PickDaysOrMargin, "early"},   // robust-days admits rows: its pick
 	} {
 		t.Run(string(tc.c), func(t *testing.T) {
 			got := pickRows(tc.c, all, []RuleRow{idle})
@@ -82,7 +83,7 @@ func TestPickRows_Criteria(t *testing.T) {
 	for _, tc := range []struct {
 		c    PickCriterion
 		want string
-	}{{PickMargin, "hair"}, {PickRobust, ""}, {PickRobust3, ""}, {PickRobustDays, ""}} {
+	}{{PickMargin, "hair"}, {PickRobust, ""}, {PickRobust3, ""}, {PickRobustDays, ""}, {PickDaysOrMargin, "hair"}} {
 		if got := pickRows(tc.c, []candidate{hair, loser}, []RuleRow{idle}); got[0].Valid.Rule != tc.want {
 			t.Errorf("%s with hair and loser picked %q, want %q", tc.c, got[0].Valid.Rule, tc.want)
 		}
