@@ -29,10 +29,11 @@ func powerCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:  "eval",
 			Usage: "fit the node-demand forecaster and replay the predictive power rule against Slurm's idle-time rule on a node sequence",
-			Description: "The sequence is a CSV time,active,total (gzip or plain), e.g. ../shared/data/power/philly_node_sequence.csv.gz.\n" +
+			Description: "The sequence is a CSV time,active,total (gzip or plain), e.g. ../shared/data/power/philly_node_sequence.csv.gz,\n" +
+				"with an optional column pending (nodes asked for by queued jobs, as simulate --power-sequence writes it) that the hybrid rule powers up for at once.\n" +
 				"Dates are days (the until dates are included whole) or times \"2017-12-01 06:00\". docs/POWER.md has the method.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total (gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
+				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total[,pending] (gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
 				&cli.StringFlag{Name: "train-until", Value: "2017-11-30", Usage: "last day (or time) the forecaster learns from", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
 				&cli.StringFlag{Name: "test-from", Value: "2017-12-01", Usage: "first day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
 				&cli.StringFlag{Name: "test-until", Value: "2017-12-14", Usage: "last day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},

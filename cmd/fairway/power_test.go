@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairway-hpc/fairway/policy/power"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestPowerEval_BadFlags(t *testing.T) {
@@ -114,5 +117,30 @@ func TestPowerEval_IdleTimeActsPerMinute(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no idle-time row in\n%s", out)
+	}
+}
+
+// TestWriteNodeSequence: simulate --power-sequence writes the pending
+// column, and power eval reads back what was written.
+func TestWriteNodeSequence(t *testing.T) {
+	t0 := time.Date(1997, 5, 13, 0, 0, 0, 0, time.UTC)
+	in := []power.Sample{{Time: t0, Active: 217, Total: 338, Pending: 120}, {Time: t0.Add(time.Minute), Active: 337, Total: 338}}
+	p := filepath.Join(t.TempDir(), "seq.csv")
+	if err := writeNodeSequence(p, in); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "time,active,total,pending\n1997-05-13 00:00:00,217,338,120\n1997-05-13 00:01:00,337,338,0\n"; string(b) != want {
+		t.Errorf("wrote %q, want %q", b, want)
+	}
+	got, err := power.ReadSequence(strings.NewReader(string(b)), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, got); diff != "" {
+		t.Errorf("read back (-wrote +read)\n%s", diff)
 	}
 }

@@ -487,12 +487,14 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 }
 
 // writeNodeSequence writes samples as a node sequence CSV
-// (time,active,total), the format `fairway power eval --sequence` reads.
+// (time,active,total,pending: pending is the nodes queued jobs ask for at
+// the end of the minute), the format `fairway power eval --sequence`
+// reads.
 func writeNodeSequence(path string, samples []power.Sample) error {
 	var b strings.Builder
-	b.WriteString("time,active,total\n")
+	b.WriteString("time,active,total,pending\n")
 	for _, x := range samples {
-		fmt.Fprintf(&b, "%s,%d,%d\n", x.Time.UTC().Format(time.DateTime), x.Active, x.Total)
+		fmt.Fprintf(&b, "%s,%d,%d,%d\n", x.Time.UTC().Format(time.DateTime), x.Active, x.Total, x.Pending)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("--power-sequence: %w", err)

@@ -250,7 +250,7 @@ func Decide(in Inputs) (Decision, error) {
 
 	// Jobs that wait now come first, whatever the cap.
 	available := d.IdleOn + d.PoweringUp
-	d.Lack = max(0, d.PendingNodes-available)
+	d.Lack = pendingShort(d.PendingNodes, d.IdleOn, d.PoweringUp)
 	for _, n := range reservedOff {
 		d.Actions = append(d.Actions, Action{Node: n.Name, Op: PowerUp,
 			Reason: fmt.Sprintf("pending job %d is scheduled on it", reservedBy[n.Name]),
@@ -347,6 +347,14 @@ func Decide(in Inputs) (Decision, error) {
 		d.Actions[i].Parts = p
 	}
 	return d, nil
+}
+
+// pendingShort is how many nodes to power up at once for the jobs
+// waiting for nodes: the nodes they ask for (pending) beyond the idle
+// powered ones and those already powering up. Decide reads it from the
+// live queue, the hybrid's replay from a sequence's pending column.
+func pendingShort(pending, idle, resuming int) int {
+	return max(0, pending-idle-resuming)
 }
 
 // WaitsForNodes reports whether a pending job's Slurm reason says it waits

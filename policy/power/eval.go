@@ -76,6 +76,27 @@ func DefaultEvalConfig() EvalConfig {
 	}
 }
 
+// nearSuspend is the hybrid's idle times with, for each SuspendTime T,
+// T, T−1m and T−2m added where missing (sorted, each once): the hybrid
+// can only keep as many node-hours off as Slurm's rule at T with an idle
+// time at or just below T, whatever --hybrid-idle lists. The default idle
+// times hold those of the default SuspendTimes already.
+func nearSuspend(idle, suspend []time.Duration) []time.Duration {
+	out := slices.Clone(idle)
+	for _, t := range suspend {
+		for _, d := range []time.Duration{t, t - time.Minute, t - 2*time.Minute} {
+			if d > 0 && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	if len(out) == len(idle) {
+		return idle
+	}
+	slices.Sort(out)
+	return out
+}
+
 func minutesOf(v ...int) []time.Duration {
 	out := make([]time.Duration, len(v))
 	for i, m := range v {
@@ -214,6 +235,9 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fine.Pending != nil {
+		cfg.Family = withQueue(cfg.Family)
+	}
 	l, err := LagsFor(s.Step)
 	if err != nil {
 		return nil, err
@@ -243,6 +267,7 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 			return nil, fmt.Errorf("evaluate: hybrid idle time %v: want a positive duration", d)
 		}
 	}
+	cfg.IdleAfter = nearSuspend(cfg.IdleAfter, cfg.SuspendTimes)
 	trainHi := min(s.Index(cfg.TrainUntil), s.Len())
 	testLo, testHi := s.Index(cfg.TestFrom), s.Index(cfg.TestUntil)
 	horizon := max(l.Day, 2*cfg.Future)
@@ -586,9 +611,15 @@ func minutes(s, fine *Series, lo, hi int) *Series {
 		return fine.Slice(a, b)
 	}
 	out := &Series{Start: fine.Time(a), Step: fine.Step, Active: slices.Clone(fine.Active[a:]), Total: slices.Clone(fine.Total[a:])}
+	if fine.Pending != nil {
+		out.Pending = slices.Clone(fine.Pending[a:])
+	}
 	for len(out.Active) < b-a {
 		out.Active = append(out.Active, out.Active[len(out.Active)-1])
 		out.Total = append(out.Total, out.Total[len(out.Total)-1])
+		if out.Pending != nil {
+			out.Pending = append(out.Pending, out.Pending[len(out.Pending)-1])
+		}
 	}
 	return out
 }

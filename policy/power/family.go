@@ -2,6 +2,7 @@ package power
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,6 +40,10 @@ type Setting struct {
 	// Anchored drives the rule with the GBT forecast shifted by its error
 	// at the issue step (Anchored) rather than the plain GBT forecast.
 	Anchored bool
+	// Queue, for the hybrid, reads the sequence's pending column
+	// (Hybrid.Queue): Evaluate adds a Queue copy of each hybrid setting
+	// when the sequence has one.
+	Queue bool
 }
 
 // ArtifactSetting is the artifact's own rule.
@@ -48,6 +53,11 @@ func ArtifactSetting(history, future, keep int) Setting {
 
 // String names the setting in tables.
 func (st Setting) String() string {
+	if st.Queue {
+		plain := st
+		plain.Queue = false
+		return plain.String() + ", queue"
+	}
 	if st.Anchored {
 		plain := st
 		plain.Anchored = false
@@ -143,7 +153,7 @@ func (st Setting) HybridRule(idle time.Duration, buffer int, forecast func(int) 
 	nc := st.Nowcast()
 	h := &Hybrid{IdleAfter: idle, Lookahead: time.Duration(st.Lookahead) * time.Minute, Buffer: buffer,
 		Margin: margins(st.K, len(sigma), sigma), Forecast: forecast, NoAhead: st.NoAhead,
-		Label:      st.hybridLabel(idle, buffer),
+		Label: st.hybridLabel(idle, buffer), Queue: st.Queue,
 		RampWindow: nc.Window, RampAfter: nc.After, RampExpire: nc.Expire, RampGain: nc.Gain}
 	if st.EarlyFrac > 0 {
 		h.EarlyAfter = time.Duration(st.EarlyFrac * float64(idle)).Round(time.Minute)
@@ -169,6 +179,23 @@ func (st Setting) Rule(buffer, warmUp int, forecast func(int) []float64, sigma [
 	return &Predictive{Buffer: buffer, History: st.History, Future: st.Future, Keep: st.Keep, WarmUp: warmUp, Forecast: forecast,
 		AnyHistory: st.AnyHistory, AnyForecast: st.AnyForecast, AnyTrend: st.AnyTrend,
 		Label: fmt.Sprintf("%s, buffer %d", st, buffer)}
+}
+
+// withQueue is family with, after it, a Queue copy of each hybrid
+// setting: on a sequence with a pending column, the hybrid both as serve
+// runs it (powering up for the queue at once) and without the queue,
+// the validation days choosing. A queue that always asks for more nodes
+// than are idle (a saturated cluster's) keeps every node up, and those
+// rows then dominate nothing.
+func withQueue(family []Setting) []Setting {
+	out := slices.Clone(family)
+	for _, st := range family {
+		if st.Hybrid && !st.Queue {
+			st.Queue = true
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // DefaultFamily is the grid Evaluate searches, each driven by the plain
@@ -218,6 +245,23 @@ func DefaultFamily() []Setting {
 	for _, k := range []float64{-0.5, 0, 0.5} {
 		for _, frac := range []float64{1.0 / 3, 1.0 / 2, 2.0 / 3} {
 			for _, ek := range []float64{2, 3, 4} {
+				out = append(out, Setting{Hybrid: true, Lookahead: 10, K: k, NoAhead: true, Anchored: true, EarlyFrac: frac, EarlyK: ek})
+			}
+		}
+	}
+	// Slurm's idle clock with a slightly shorter one where the forecast
+	// allows: a node powers down at 0.8 or 0.9 of the idle time only when
+	// the forecast plus 2 or 3 RMSE leaves it surplus until its clock
+	// would run out (else at the idle time, as Slurm's), and the hold at
+	// −0.5 or 0 RMSE keeps up only the nodes the forecast wants. Near any
+	// SuspendTime T (the idle times of EvalConfig.IdleAfter include T−1m
+	// and T−2m) these stay within a tenth or a fifth of T of Slurm's rule,
+	// so every T has rows that differ from it only where the forecast
+	// speaks, rather than only rows with the early power-down at a third
+	// to two thirds of the idle time, whose lack is the forecast's misses.
+	for _, k := range []float64{-0.5, 0} {
+		for _, frac := range []float64{0.8, 0.9} {
+			for _, ek := range []float64{2, 3} {
 				out = append(out, Setting{Hybrid: true, Lookahead: 10, K: k, NoAhead: true, Anchored: true, EarlyFrac: frac, EarlyK: ek})
 			}
 		}

@@ -3,6 +3,7 @@ package power
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,68 @@ func TestSetting_Nowcast(t *testing.T) {
 		if nc := other.Nowcast(); nc.On() {
 			t.Errorf("%s: nowcast %+v, want off", other, nc)
 		}
+	}
+}
+
+// TestWithQueue: on a sequence with a pending column the family gains a
+// queue copy of each hybrid setting, and only of those (the other rules
+// decide per step on the count, not on the queue), named apart.
+func TestWithQueue(t *testing.T) {
+	fam := DefaultFamily()
+	got := withQueue(fam)
+	hybrids := 0
+	for _, st := range fam {
+		if st.Hybrid {
+			hybrids++
+		}
+	}
+	if len(got) != len(fam)+hybrids {
+		t.Fatalf("%d settings, want %d + %d hybrids", len(got), len(fam), hybrids)
+	}
+	names := map[string]bool{}
+	for i, st := range got {
+		if st.Queue != (i >= len(fam)) || (st.Queue && !st.Hybrid) {
+			t.Errorf("setting %d %s: queue %v", i, st, st.Queue)
+		}
+		if names[st.String()] {
+			t.Errorf("two settings named %s", st)
+		}
+		names[st.String()] = true
+	}
+	if !strings.HasSuffix(got[len(got)-1].String(), ", anchored, queue") {
+		t.Errorf("last queue setting named %q, want it to end in \", anchored, queue\"", got[len(got)-1])
+	}
+	h := got[len(got)-1].HybridRule(10*time.Minute, 0, func(int) []float64 { return nil }, nil)
+	if !h.Queue {
+		t.Error("HybridRule of a queue setting does not read the queue")
+	}
+}
+
+// TestNearSuspend: whatever idle times are listed, the hybrid is replayed
+// at each SuspendTime and the two minutes below it; the default list
+// already has them and is returned as it is.
+func TestNearSuspend(t *testing.T) {
+	def := DefaultEvalConfig()
+	if got := nearSuspend(def.IdleAfter, def.SuspendTimes); !slices.Equal(got, def.IdleAfter) {
+		t.Errorf("defaults: %v, want them unchanged %v", got, def.IdleAfter)
+	}
+	got := nearSuspend(minutesOf(5, 50), []time.Duration{2 * time.Minute, 20 * time.Minute})
+	if want := minutesOf(1, 2, 5, 18, 19, 20, 50); !slices.Equal(got, want) {
+		t.Errorf("idle 5m,50m with SuspendTime 2m,20m: %v, want %v", got, want)
+	}
+}
+
+// TestDefaultFamily_NearSlurm: the family has hybrids whose early
+// power-down starts no earlier than 0.8 of the idle time, so that every
+// SuspendTime has rows within a fifth of Slurm's clock.
+func TestDefaultFamily_NearSlurm(t *testing.T) {
+	n := 0
+	for _, st := range DefaultFamily() {
+		if st.Hybrid && st.EarlyFrac >= 0.8 {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no hybrid with the early power-down at 0.8 of the idle time or later")
 	}
 }

@@ -72,6 +72,35 @@ const (
 	PickEarlyHalves PickCriterion = "early-halves"
 	// PickMaxCut: the dominating row with the largest relative lack cut.
 	PickMaxCut PickCriterion = "max-cut"
+	// PickRobust: among the rows that dominate on the whole validation
+	// span with slack (node-hours-off gain at least robustSlackOff and
+	// lack cut at least robustSlackLack, both relative), the one whose
+	// margin in its worse half of the validation days is the largest:
+	// a half it loses counts with its negative margin rather than
+	// excluding it, so a row that wins by much overall and loses a half
+	// by a little can still be picked, and one that wins both halves by a
+	// hair is not preferred for it.
+	PickRobust PickCriterion = "robust"
+	// PickRobust3: as PickRobust, with the worst of three thirds.
+	PickRobust3 PickCriterion = "robust3"
+	// PickRobustDays: as PickRobust, with the worst single validation
+	// day, each day's gain and cut in units of the idle-time rule's mean
+	// day (a day with no lack under either rule has a cut of 0, not a
+	// ratio of zeros).
+	PickRobustDays PickCriterion = "robust-days"
+	// PickDaysOrMargin: PickRobustDays' row where its slack admits one,
+	// else PickMargin's: the robust pick where the validation days give
+	// one, the verdict's pick where none wins by the slack.
+	PickDaysOrMargin PickCriterion = "days-or-margin"
+)
+
+// The slack PickRobust asks of the whole validation span, set before any
+// test span was read: a node-hours-off gain of a tenth of a percent (the
+// validation margins of the picks are 0.02–0.5 %) and a lack cut of 2 %
+// (the lack of two 14-day spans differs by more than that).
+const (
+	robustSlackOff  = 0.001
+	robustSlackLack = 0.02
 )
 
 // bootstrapSamples is how many resamples of the validation days
@@ -83,7 +112,7 @@ const (
 
 // PickCriteria are the criteria `power eval --pick` knows.
 func PickCriteria() []PickCriterion {
-	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent, PickEarlyHalves, PickMaxCut}
+	return []PickCriterion{PickMargin, PickHalves, PickThirds, PickWorstHalf, PickNoise, PickNoiseMax, PickNearest, PickHalvesNoEarly, PickNoiseBoth, PickBootstrap, PickNoiseMin, PickNoise2, PickRecent, PickEarlyHalves, PickMaxCut, PickRobust, PickRobust3, PickRobustDays, PickDaysOrMargin}
 }
 
 // ParsePickCriterion reads a criterion by name.
@@ -143,6 +172,47 @@ func worstFoldMargin(p, idle RuleRow, k int) float64 {
 		gain := float64(a[f].off-b[f].off) / math.Max(float64(b[f].off), 1)
 		cut := float64(b[f].lack-a[f].lack) / math.Max(float64(b[f].lack), 1)
 		worst = min(worst, gain, cut)
+	}
+	return worst
+}
+
+// worstFoldSignedMargin is the smallest over k folds of the fold's
+// margin, the smaller of its relative node-steps-off gain and lack cut,
+// where a fold with no lack under either rule counts only its gain.
+func worstFoldSignedMargin(p, idle RuleRow, k int) float64 {
+	if len(p.parts) < k || len(p.parts) != len(idle.parts) {
+		return math.Inf(-1)
+	}
+	a, b := foldSums(p.parts, k), foldSums(idle.parts, k)
+	worst := math.Inf(1)
+	for f := range a {
+		m := float64(a[f].off-b[f].off) / math.Max(float64(b[f].off), 1)
+		if a[f].lack > 0 || b[f].lack > 0 {
+			m = min(m, float64(b[f].lack-a[f].lack)/math.Max(float64(b[f].lack), 1))
+		}
+		worst = min(worst, m)
+	}
+	return worst
+}
+
+// worstDayMargin is the smallest over the days of the day's margin, the
+// smaller of its node-steps-off gain and lack cut, each over the idle
+// rule's mean day of that quantity (at least 1).
+func worstDayMargin(p, idle RuleRow) float64 {
+	n := len(p.parts)
+	if n == 0 || n != len(idle.parts) {
+		return math.Inf(-1)
+	}
+	var off, lack float64
+	for _, x := range idle.parts {
+		off += float64(x.off)
+		lack += float64(x.lack)
+	}
+	off, lack = math.Max(off/float64(n), 1), math.Max(lack/float64(n), 1)
+	worst := math.Inf(1)
+	for i, a := range p.parts {
+		b := idle.parts[i]
+		worst = min(worst, float64(a.off-b.off)/off, float64(b.lack-a.lack)/lack)
 	}
 	return worst
 }
@@ -292,6 +362,21 @@ func (c PickCriterion) admit(p candidate, idle RuleRow, suspend time.Duration, d
 		return true, pickKey{cut, mg}
 	case PickNoise2:
 		return lackCutT(p.row, idle) >= 2, pickKey{mg}
+	case PickRobust, PickRobust3:
+		_, gain, cut := pickMargin(p.row, idle)
+		k := 2
+		if c == PickRobust3 {
+			k = 3
+		}
+		return gain >= robustSlackOff && cut >= robustSlackLack, pickKey{worstFoldSignedMargin(p.row, idle, k), mg}
+	case PickRobustDays:
+		_, gain, cut := pickMargin(p.row, idle)
+		return gain >= robustSlackOff && cut >= robustSlackLack, pickKey{worstDayMargin(p.row, idle), mg}
+	case PickDaysOrMargin:
+		if _, gain, cut := pickMargin(p.row, idle); gain >= robustSlackOff && cut >= robustSlackLack {
+			return true, pickKey{1, worstDayMargin(p.row, idle), mg}
+		}
+		return true, pickKey{0, 0, mg}
 	case PickNoiseMin:
 		return true, pickKey{min(lackCutT(p.row, idle), offGainT(p.row, idle)), mg}
 	}

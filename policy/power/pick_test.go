@@ -62,6 +62,10 @@ func TestPickRows_Criteria(t *testing.T) {
 		{PickEarlyHalves, "early"},    // burst has the early power-down and loses the first half
 		{PickMaxCut, "burst"},         // burst cuts lack by 32.5 %, early by 17.5 %
 		{PickBootstrap, "early"},      // early and steady dominate on every resample; burst not
+		{PickRobust, "early"},         // worse halves: burst −25 % (lack), steady +1.7 %, early +6.7 %
+		{PickRobust3, "early"},        // worst thirds: steady +1.7 %, early +6.7 %
+		{PickRobustDays, "early"},     // worst day, in idle-time mean days (600 off, 100 lack): burst −0.5, steady +0.017, early +0.067
+		{PickDaysOrMargin, "early"},   // robust-days admits rows: its pick
 	} {
 		t.Run(string(tc.c), func(t *testing.T) {
 			got := pickRows(tc.c, all, []RuleRow{idle})
@@ -72,6 +76,17 @@ func TestPickRows_Criteria(t *testing.T) {
 				t.Errorf("pick %+v: want it named for %s with a positive cut and no loss of node-hours", got[0], idle.Rule)
 			}
 		})
+	}
+	// Robust asks for slack on the whole span: a row that dominates by a
+	// hair (node-hours off +0.04 %, lack −1 %) is margin's pick, not robust's.
+	hair := candidate{hybrid(29*time.Minute, false), days("hair", 0, []int{600, 600, 601, 600}, []int{99, 99, 99, 99})}
+	for _, tc := range []struct {
+		c    PickCriterion
+		want string
+	}{{PickMargin, "hair"}, {PickRobust, ""}, {PickRobust3, ""}, {PickRobustDays, ""}, {PickDaysOrMargin, "hair"}} {
+		if got := pickRows(tc.c, []candidate{hair, loser}, []RuleRow{idle}); got[0].Valid.Rule != tc.want {
+			t.Errorf("%s with hair and loser picked %q, want %q", tc.c, got[0].Valid.Rule, tc.want)
+		}
 	}
 	// A criterion that admits nothing leaves the pick empty, named.
 	got := pickRows(PickHalves, []candidate{burst, loser}, []RuleRow{idle})

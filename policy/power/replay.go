@@ -454,6 +454,16 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 		a := demand.Active[m]
 		lack := f.serve(m, a, demand.Total[m])
 		f.record(a, lack)
+		// Jobs queued for nodes at the end of the minute: the nodes they
+		// ask for beyond the idle and resuming ones resume now, and none
+		// of them powers down (Decide, on the live queue).
+		pend := 0
+		if h.Queue {
+			pend = demand.pendingAt(m)
+		}
+		if pend > 0 {
+			f.boot(m, pendingShort(pend, f.idleN, f.bootN))
+		}
 		if i := (m+1)/k - 1; i > issued { // step i has just ended: a new forecast
 			issued = i
 			trusted = h.EarlyTrust == nil || h.EarlyTrust(i)
@@ -470,16 +480,20 @@ func replayHybrid(h *Hybrid, decide, demand *Series, resume time.Duration, trace
 			}
 		}
 		if rp != nil {
-			rp.act(f, m, a, lack)
+			rp.act(f, m, a+pend, lack)
 		}
-		if issued < 0 { // no forecast yet: Slurm's rule alone
-			f.suspendIdle(m, idle)
+		if issued < 0 { // no forecast yet: Slurm's rule and the queue
+			if pend > 0 {
+				f.suspendIdleKeep(m, idle, min(f.busy+pend, demand.Total[m]))
+			} else {
+				f.suspendIdle(m, idle)
+			}
 			continue
 		}
 		// The decision holds from minute m+1. Keep what the forecast wants
 		// over the next look minutes; resume now what it wants when a node
 		// resumed now is usable.
-		keep := 0
+		keep := f.busy + pend
 		for j := (m + 1) / k; j <= (m+look)/k; j++ {
 			keep = max(keep, need[j-issued-1])
 		}

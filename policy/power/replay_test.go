@@ -519,3 +519,61 @@ func checkHybrid(t *testing.T, h *Hybrid, demand *Series, wantOn, wantLack []int
 		t.Errorf("lack (-want +got)\n%s", diff)
 	}
 }
+
+// TestReplayHybrid_Pending: a sequence's pending column is the queue
+// serve reads. A 6-node job queued from minute 3 starts at minute 12
+// (the sequence's active); the idle clock of 2 minutes has powered every
+// node down by then. Without the column the hybrid with nothing forecast
+// is Slurm's rule and the job finds no node for a resume (3 minutes × 6
+// nodes); with it, the nodes the queue asks for resume at minute 3 (the
+// same count Decide powers up, pendingShort) and are held until the job
+// takes them: no lack, and the other 4 nodes still power down. A hybrid
+// without Queue does not read the column.
+func TestReplayHybrid_Pending(t *testing.T) {
+	active := make([]int, 20)
+	pending := make([]int, 20)
+	for m := range active {
+		switch {
+		case m >= 12:
+			active[m] = 6
+		case m >= 3:
+			pending[m] = 6
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		pending  []int
+		queue    bool
+		lack     int
+		offAfter int // nodes off in minute 19
+	}{
+		{"no pending column", nil, true, 18, 4},
+		{"pending column not read", pending, false, 18, 4},
+		{"pending column", pending, true, 0, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			demand := minuteSeries(10, active...)
+			demand.Pending = tc.pending
+			var tr []Step
+			h := &Hybrid{IdleAfter: 2 * time.Minute, Lookahead: 10 * time.Minute, Forecast: stepForecast(-1, 0, 5), Queue: tc.queue}
+			m, err := replayHybrid(h, coarsen(demand, 10), demand, 3*time.Minute, &tr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.LackNodeMinutes != float64(tc.lack) {
+				t.Errorf("lack %v node-minutes, want %d", m.LackNodeMinutes, tc.lack)
+			}
+			if off := tr[19].Total - tr[19].Powered; off != tc.offAfter {
+				t.Errorf("minute 19: %d nodes off, want %d", off, tc.offAfter)
+			}
+			// Between the queue's power-up and the job's start the 6 nodes stay up.
+			if tc.pending != nil && tc.queue {
+				for m := 6; m < 12; m++ {
+					if tr[m].Powered < 6 {
+						t.Errorf("minute %d: %d powered while 6 are queued for", m, tr[m].Powered)
+					}
+				}
+			}
+		})
+	}
+}

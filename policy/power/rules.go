@@ -321,6 +321,11 @@ type Hybrid struct {
 	RampGain                          float64
 	// Label names the rule in tables; "hybrid idle T buffer N" when empty.
 	Label string
+	// Queue reads the demand's pending column (Series.Pending): the nodes
+	// queued jobs ask for beyond the idle and resuming ones resume at
+	// once, and idle nodes are kept for busy + pending, as Decide does
+	// with the live queue. Without it the column is not read.
+	Queue bool
 }
 
 // Nowcast is the hybrid's trend nowcast setting.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,10 +16,17 @@ import (
 
 // Sample is one row of a node-demand sequence: at Time, Active nodes ran
 // at least one job out of Total nodes in the cluster.
+//
+// Pending, from the optional column pending, is the nodes asked for by
+// the jobs queued (waiting for nodes) at the end of the row's minute, as
+// `fairway simulate --power-sequence` writes it; 0 when the sequence has
+// no such column. A rule that reads it powers nodes up for that demand at
+// once, as serve does for the live queue (pendingShort).
 type Sample struct {
-	Time   time.Time
-	Active int
-	Total  int
+	Time    time.Time
+	Active  int
+	Total   int
+	Pending int
 }
 
 // ErrMalformed is wrapped by every error about a bad line of a sequence.
@@ -30,8 +38,8 @@ var ErrMalformed = errors.New("malformed sequence")
 var timeLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", time.RFC3339, "2006-01-02 15:04"}
 
 // ReadSequence parses a node-demand CSV from r: a header naming the
-// columns time, active and total (in any order; other columns are
-// ignored), then one row per sample in increasing time. r may be
+// columns time, active and total (in any order; pending optional; other
+// columns are ignored), then one row per sample in increasing time. r may be
 // gzip-compressed (told by its magic bytes). name is used in errors, which
 // read "name:line: field: reason".
 func ReadSequence(r io.Reader, name string) ([]Sample, error) {
@@ -57,7 +65,7 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s:1: %w: %v", name, ErrMalformed, err)
 	}
-	col := map[string]int{"time": -1, "active": -1, "total": -1}
+	col := map[string]int{"time": -1, "active": -1, "total": -1, "pending": -1}
 	for i, h := range head {
 		h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
 		if _, ok := col[h]; ok {
@@ -69,7 +77,7 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 			return nil, fmt.Errorf("%s:1: header %q has no column %q: %w (want time,active,total)", name, strings.Join(head, ","), k, ErrMalformed)
 		}
 	}
-	need := max(col["time"], col["active"], col["total"]) + 1
+	need := max(col["time"], col["active"], col["total"], col["pending"]) + 1
 	var out []Sample
 	for {
 		rec, err := cr.Read()
@@ -90,6 +98,11 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 		s, field, err := parseSample(rec[col["time"]], rec[col["active"]], rec[col["total"]])
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %s: %w: %v", name, line, field, ErrMalformed, err)
+		}
+		if k := col["pending"]; k >= 0 {
+			if s.Pending, err = count(rec[k]); err != nil {
+				return nil, fmt.Errorf("%s:%d: pending: %w: %v", name, line, ErrMalformed, err)
+			}
 		}
 		if n := len(out); n > 0 && !s.Time.After(out[n-1].Time) {
 			return nil, fmt.Errorf("%s:%d: time: %w: %s is not after the previous row's %s", name, line, ErrMalformed,
@@ -155,6 +168,9 @@ type Series struct {
 	Step   time.Duration
 	Active []int
 	Total  []int
+	// Pending is each step's most nodes asked for by queued jobs
+	// (Sample.Pending); nil or zero where the sequence has none.
+	Pending []int
 	// Filled counts the steps no sample fell in; each holds the previous
 	// step's values (carried forward), so a short gap in the log does not
 	// read as a cluster with nothing running.
@@ -179,7 +195,19 @@ func (s *Series) Index(t time.Time) int {
 
 // Slice is the steps [lo, hi) as a Series of their own.
 func (s *Series) Slice(lo, hi int) *Series {
-	return &Series{Start: s.Time(lo), Step: s.Step, Active: s.Active[lo:hi], Total: s.Total[lo:hi]}
+	out := &Series{Start: s.Time(lo), Step: s.Step, Active: s.Active[lo:hi], Total: s.Total[lo:hi]}
+	if s.Pending != nil {
+		out.Pending = s.Pending[lo:hi]
+	}
+	return out
+}
+
+// pendingAt is step i's pending node demand, 0 where the series has none.
+func (s *Series) pendingAt(i int) int {
+	if i < len(s.Pending) {
+		return s.Pending[i]
+	}
+	return 0
 }
 
 // Resample groups samples into steps of length step, aligned to the
@@ -198,17 +226,24 @@ func Resample(samples []Sample, step time.Duration) (*Series, error) {
 	start := day.Add(first.Sub(day) / step * step)
 	s := &Series{Start: start, Step: step}
 	n := s.Index(samples[len(samples)-1].Time) + 1
-	s.Active, s.Total = make([]int, n), make([]int, n)
+	s.Active, s.Total, s.Pending = make([]int, n), make([]int, n), make([]int, n)
 	seen := make([]bool, n)
 	for _, x := range samples {
 		i := s.Index(x.Time)
 		s.Active[i] = max(s.Active[i], x.Active)
 		s.Total[i] = max(s.Total[i], x.Total)
+		s.Pending[i] = max(s.Pending[i], x.Pending)
 		seen[i] = true
+	}
+	if !slices.ContainsFunc(s.Pending, func(v int) bool { return v > 0 }) {
+		s.Pending = nil // no queue in the sequence
 	}
 	for i := 1; i < n; i++ {
 		if !seen[i] {
 			s.Active[i], s.Total[i] = s.Active[i-1], s.Total[i-1]
+			if s.Pending != nil {
+				s.Pending[i] = s.Pending[i-1]
+			}
 			s.Filled++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ func TestReadSequence_Errors(t *testing.T) {
 		{"short row", "time,active,total\n2017-10-03 00:00:00,3\n", "seq:2: 2 fields, want at least 3"},
 		{"time goes back", "time,active,total\n2017-10-03 00:01:00,3,10\n2017-10-03 00:00:00,3,10\n", "seq:3: time: malformed sequence: 2017-10-03 00:00:00 is not after"},
 		{"header only", "time,active,total\n", "seq: no rows after the header"},
+		{"bad pending", "time,active,total,pending\n2017-10-03 00:00:00,3,10,many\n", `seq:2: pending: malformed sequence: "many" is not a node count`},
+		{"negative pending", "time,active,total,pending\n2017-10-03 00:00:00,3,10,-2\n", "seq:2: pending: malformed sequence: -2 is negative"},
+		{"short row with pending", "time,active,total,pending\n2017-10-03 00:00:00,3,10\n", "seq:2: 3 fields, want at least 4"},
 		{"bad quote", "time,active,total\n2017-10-03 00:00:00,\"3,10\n", "seq:2: malformed sequence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,15 +52,41 @@ func TestReadSequence_GzipAndColumnOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2017, 10, 3, 0, 0, 0, 0, time.UTC)
-	want := []Sample{{t0, 312, 420}, {t0.Add(time.Minute), 309, 420}}
+	want := []Sample{{Time: t0, Active: 312, Total: 420}, {Time: t0.Add(time.Minute), Active: 309, Total: 420}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
 
+// TestReadSequence_Pending: the optional pending column (simulate
+// --power-sequence) is read into Sample.Pending and kept, as each step's
+// maximum, by Resample; without it the series has none.
+func TestReadSequence_Pending(t *testing.T) {
+	got, err := ReadSequence(strings.NewReader("time,active,total,pending\n2017-10-03 00:00:00,3,10,0\n2017-10-03 00:01:00,3,10,7\n2017-10-03 00:03:00,9,10,2\n"), "seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2017, 10, 3, 0, 0, 0, 0, time.UTC)
+	want := []Sample{{Time: t0, Active: 3, Total: 10}, {Time: t0.Add(time.Minute), Active: 3, Total: 10, Pending: 7},
+		{Time: t0.Add(3 * time.Minute), Active: 9, Total: 10, Pending: 2}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	s, err := Resample(got, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{0, 7, 7, 2}, s.Pending); diff != "" { // minute 2 carried forward
+		t.Errorf("minute pending (-want +got)\n%s", diff)
+	}
+	if s, err = Resample(got, 2*time.Minute); err != nil || !slices.Equal(s.Pending, []int{7, 2}) {
+		t.Errorf("2-minute pending %v (err %v), want the maxima [7 2]", s.Pending, err)
+	}
+}
+
 func TestResample_MaximaAndGaps(t *testing.T) {
 	t0 := time.Date(2017, 10, 3, 0, 3, 0, 0, time.UTC)
-	in := []Sample{{t0, 3, 10}, {t0.Add(5 * time.Minute), 5, 10}, {t0.Add(6 * time.Minute), 4, 12}, {t0.Add(25 * time.Minute), 2, 10}}
+	in := []Sample{{Time: t0, Active: 3, Total: 10}, {Time: t0.Add(5 * time.Minute), Active: 5, Total: 10}, {Time: t0.Add(6 * time.Minute), Active: 4, Total: 12}, {Time: t0.Add(25 * time.Minute), Active: 2, Total: 10}}
 	got, err := Resample(in, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -200,6 +200,27 @@ func TestNodeUsage(t *testing.T) {
 	}
 }
 
+// TestNodeUsage_Pending: the node sequence carries, each minute, the
+// nodes the jobs queued at its end ask for. On 4 nodes of 2 GPUs, job 1
+// takes 3 GPUs (2 nodes) for 3 minutes from 0; job 2, 5 GPUs (3 nodes)
+// submitted at 0:30, waits for it and starts at 3:00: queued at the ends
+// of minutes 0, 1 and 2 (it starts at that last instant), not after.
+func TestNodeUsage_Pending(t *testing.T) {
+	w := &Workload{Name: "t", Jobs: []policy.Job{smJob(1, "a", 0, 3, 180, 180), smJob(2, "b", 30, 5, 120, 120)},
+		Cluster: Cluster{Nodes: 4, PerNode: 2, Unit: GPUs}}
+	got, err := NodeUsage(t.Context(), w, CompareConfig{Predictor: "limit", Backfill: EASY}, "fifo", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []int
+	for _, x := range got {
+		pending = append(pending, x.Pending)
+	}
+	if diff := cmp.Diff([]int{3, 3, 3, 0, 0, 0}, pending); diff != "" {
+		t.Errorf("pending (-want +got)\n%s", diff)
+	}
+}
+
 // TestUsageForecast: the rules of simulate --power read the GBT forecast
 // of power eval (power.Retrained) once two weeks of simulated usage exist,
 // and the same time yesterday before.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -185,9 +186,43 @@ func NodeUsage(ctx context.Context, w *Workload, cfg CompareConfig, name string,
 		return nil, fmt.Errorf("simulate %s: no node usage", name)
 	}
 	start := res.Jobs[0].Submit // the simulation's origin: its steps count from there
+	pending := queuedNodes(res.Jobs, sc.Cluster.PerNode, start, step, len(res.Power.Steps))
 	out := make([]power.Sample, len(res.Power.Steps))
 	for i, x := range res.Power.Steps {
-		out[i] = power.Sample{Time: start.Add(time.Duration(i) * step), Active: x.Active, Total: x.Total}
+		out[i] = power.Sample{Time: start.Add(time.Duration(i) * step), Active: x.Active, Total: x.Total, Pending: pending[i]}
 	}
 	return out, nil
+}
+
+// queuedNodes is, for each of n steps of step from start, the nodes asked
+// for by the jobs queued at the step's end (submitted before it, first
+// started at or after it): the pending demand a power rule reads from the
+// queue. A job asks for the fewest nodes of perNode units that hold its
+// units.
+func queuedNodes(jobs []JobResult, perNode int, start time.Time, step time.Duration, n int) []int {
+	type event struct {
+		at time.Time
+		d  int
+	}
+	perNode = max(perNode, 1)
+	var ev []event
+	for _, j := range jobs {
+		if j.Start.IsZero() || !j.Start.After(j.Submit) {
+			continue // never queued
+		}
+		nodes := max((j.Units+perNode-1)/perNode, 1)
+		ev = append(ev, event{j.Submit, nodes}, event{j.Start, -nodes})
+	}
+	slices.SortFunc(ev, func(a, b event) int { return a.at.Compare(b.at) })
+	out := make([]int, n)
+	cur, k := 0, 0
+	for i := range n {
+		end := start.Add(time.Duration(i+1) * step)
+		for k < len(ev) && ev[k].at.Before(end) {
+			cur += ev[k].d
+			k++
+		}
+		out[i] = cur
+	}
+	return out
 }
