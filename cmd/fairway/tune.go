@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +81,6 @@ func tuneCommand() *cli.Command {
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_TUNE_BACKFILL"}},
 			&cli.IntFlag{Name: "sequences", Value: 10, Usage: "with --objective bsld: sequences per window", EnvVars: []string{"FAIRWAY_TUNE_SEQUENCES"}},
 			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --objective bsld: jobs per sequence", EnvVars: []string{"FAIRWAY_TUNE_LENGTH"}},
-			&cli.StringFlag{Name: "select", Value: "validation", Usage: "with --objective fair: validation (choose among the search's points on the validation window) or nested (first choose how to search, from the best anchor or from fair-sjf's point, by a time split inside the part looked at: each way tuned on its first 70% and judged on the rest as simulate --split judges the held-out part; then the chosen way tuned on all of it)", EnvVars: []string{"FAIRWAY_TUNE_SELECT"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_TUNE_PROGRESS"}},
 		}, append(tuneDBFlags(), partitionsFlags("replay", "FAIRWAY_TUNE_PARTITIONS")...)...),
 		Action: func(c *cli.Context) error {
@@ -108,8 +106,6 @@ type tuneConfig struct {
 	Progress    bool
 	// DB, when set, is the history read instead of Trace (--from-db).
 	DB *tuneDB
-	// Nested: choose the search's rule by tune.Nest first (--select nested).
-	Nested bool
 }
 
 // tuneSettings validates the flags once, naming the bad one.
@@ -188,14 +184,6 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 	case obj != tune.BSLD && (c.IsSet("sequences") || c.IsSet("length")):
 		return cfg, fmt.Errorf("--sequences, --length: only with --objective bsld")
 	}
-	switch sel := c.String("select"); {
-	case sel == "nested" && obj != tune.Fair:
-		return cfg, fmt.Errorf("--select nested: only with --objective fair")
-	case sel == "nested":
-		cfg.Nested = true
-	case sel != "validation":
-		return cfg, fmt.Errorf("--select %q: want validation or nested", sel)
-	}
 	if name := cfg.Predictor; name != "none" {
 		s.NewPredictor = func() (policy.Predictor, error) { return predict.New(name, predict.Params{}) }
 	}
@@ -245,19 +233,6 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 			return fmt.Errorf("--budget %s: spent loading the trace and preparing its windows (%s)", cfg.Budget, time.Since(started).Round(time.Second))
 		}
 	}
-	var nest *tune.Nested
-	if cfg.Nested {
-		if nest, err = tune.Nest(ctx, win, w.Cluster, tune.NestConfig{Setup: cfg.Setup, Base: tc, Rules: tune.Rules(),
-			Trace: w.Name, Policies: policy.Compared(), Predictor: cfg.Predictor}); err != nil {
-			return err
-		}
-		tc.SearchFromStart = nest.Trials[nest.Chosen].Rule.SearchFromStart
-		if cfg.Budget > 0 {
-			if tc.Budget = cfg.Budget - time.Since(started); tc.Budget <= 0 {
-				return fmt.Errorf("--budget %s: spent on the nested selection (%s)", cfg.Budget, time.Since(started).Round(time.Second))
-			}
-		}
-	}
 	if cfg.Progress {
 		var mu sync.Mutex
 		var drawn time.Time
@@ -299,51 +274,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	if err := os.WriteFile(cfg.Out, b, 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if nest != nil {
-		if err := writeNested(out, nest); err != nil {
-			return err
-		}
-	}
 	return writeTuneSummary(out, cfg, w, win, res, tab, time.Since(started))
-}
-
-// writeNested prints the nested selection: each rule's point and how it
-// fared on the inner held-out part, and the table there.
-func writeNested(out io.Writer, n *tune.Nested) error {
-	fmt.Fprintf(out, "nested selection: each way of searching tuned on jobs 0–%d, judged on jobs %d–%d as simulate --split judges the held-out part\n",
-		n.Table.Window[0]-1, n.Table.Window[0], n.Table.Window[1]-1)
-	for i, t := range n.Trials {
-		how := "CMA-ES from the best of the start and the anchors on training"
-		if t.Rule.SearchFromStart {
-			how = "CMA-ES from the start"
-		}
-		verdict := "NOT met"
-		if t.Verdict.Met {
-			verdict = "met"
-		}
-		row := n.Table.Rows[slices.IndexFunc(n.Table.Rows, func(r sim.ProtocolRow) bool { return r.Name == t.Rule.Name })]
-		chosen := ""
-		if i == n.Chosen {
-			chosen = " (chosen)"
-		}
-		fmt.Fprintf(out, "%s (%s): %s; avg bsld %.2f, %s, criterion %s (rival %s %.2f)%s\n", t.Rule.Name, how,
-			vecText(t.Result.Params), row.AvgBSLD, scoreText(tune.Fair, t.Score), verdict, cmp.Or(t.Verdict.Rival, "none"), t.Verdict.RivalBSLD, chosen)
-	}
-	fmt.Fprintln(out)
-	if err := n.Table.WriteText(out); err != nil {
-		return err
-	}
-	fmt.Fprintln(out)
-	return nil
-}
-
-// vecText spells a point's exponents by feature.
-func vecText(p policy.LearnedParams) string {
-	var parts []string
-	for i, v := range p.Vector() {
-		parts = append(parts, fmt.Sprintf("%s %g", policy.LearnedFeatures[i].Name, v))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // tuneFile is the policy file of a tuning run.

@@ -46,8 +46,6 @@ func TestTune_BadFlags(t *testing.T) {
 		{"negative generations", []string{"--generations", "-1"}, "--generations -1: want >= 0"},
 		{"no nodes for Helios", []string{"--nodes", "0"}, "--nodes: required for Helios traces"},
 		{"unknown predictor", []string{"--predictor", "crystal-ball"}, `unknown predictor "crystal-ball"`},
-		{"unknown selection", []string{"--select", "magic"}, `--select "magic": want validation or nested`},
-		{"nested without fair", []string{"--objective", "wait", "--select", "nested"}, "--select nested: only with --objective fair"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--progress", "never"}, tc.args...)
@@ -211,36 +209,5 @@ func TestSimulate_PolicyFileRefused(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"fair-sjf", "fairshare", "good", "other"}) {
 		t.Errorf("rows %v, want fair-sjf, fairshare, good, other", names)
-	}
-}
-
-// TestTune_Nested checks --select nested: both ways of searching are judged
-// on the part the validation window covers, and the file's search started
-// where the chosen way starts.
-func TestTune_Nested(t *testing.T) {
-	path := synthTrace(t)
-	out := filepath.Join(t.TempDir(), "tuned.json")
-	text, err := runApp(t, "tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--select", "nested",
-		"--generations", "1", "--population", "2", "--parallel", "2", "--progress", "never")
-	if err != nil {
-		t.Fatalf("%v; output:\n%s", err, text)
-	}
-	for _, want := range []string{"nested selection: each way of searching tuned on jobs 0–734, judged on jobs 735–1049",
-		"rule-anchors (CMA-ES from the best", "rule-start (CMA-ES from the start)", "(chosen)", "validated on jobs 735–1049"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("output lacks %q:\n%s", want, text)
-		}
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := policy.ParseFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromStart := strings.Contains(text, "rule-start (CMA-ES from the start)") && strings.Contains(text[strings.Index(text, "rule-start"):], ") (chosen)\n")
-	if fromStart && f.Tuning.SearchFrom != "start" {
-		t.Errorf("rule-start chosen, but the search started from %q", f.Tuning.SearchFrom)
 	}
 }

@@ -168,9 +168,6 @@ type Config struct {
 	// family contains). CMA-ES starts from the best of the start and the
 	// anchors on the training windows; the start stays the fallback.
 	Anchors []Anchor
-	// SearchFromStart starts CMA-ES from Start even where an anchor scores
-	// better on training (the anchors are still judged and re-judged).
-	SearchFromStart bool
 	// Progress, when set, is told of each evaluation, from the evaluating
 	// goroutine, one call at a time.
 	Progress func(Progress)
@@ -403,7 +400,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	from := res.Start
 	for _, a := range anchors {
-		if !cfg.SearchFromStart && a.Train.Compare(from.Train) < 0 {
+		if a.Train.Compare(from.Train) < 0 {
 			from = a
 		}
 	}

@@ -62,8 +62,6 @@ type Windows struct {
 	From, To time.Time
 	// Total is the history's replayable jobs.
 	Total int
-	// Jobs are the seen jobs, in submit order.
-	Jobs []policy.Job
 }
 
 // NewWindows cuts jobs on cluster c as s says. The seen part is the
@@ -117,7 +115,7 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 			all[i] = e.Job(i)
 		}
 	}
-	w := &Windows{Seen: len(all), Total: len(jobs), Jobs: all}
+	w := &Windows{Seen: len(all), Total: len(jobs)}
 	if len(all) > 0 {
 		w.From, w.To = all[0].Submit, all[len(all)-1].Submit
 	}
