@@ -128,7 +128,9 @@ type Engine struct {
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle.
 	batch []*Job
-	preds []Prediction
+	// batchC is the cache entry of each job of batch.
+	batchC []*enginePred
+	preds  []Prediction
 	// repredicted lists the jobs whose entry in predicted the last cycle
 	// changed (added, moved or dropped), for Repredicted.
 	repredicted []int64
@@ -155,6 +157,11 @@ type enginePred struct {
 	at   time.Time // when predicted
 	seen uint64    // the last cycle the job was pending or running
 	gone bool      // deleted from the cache
+	// run and has are the job's entry in Engine.predicted (has: there is
+	// one), kept with it while the entry is not gone: every write of the
+	// map goes through the batch (predictedAt reads them).
+	run time.Duration
+	has bool
 }
 
 // sourceNone is the Prediction.Source of a predictor with nothing to go on.
@@ -291,7 +298,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	// others had one when they were first seen running, and keep it.
 	e.running.match(o, e.ledger, e.p.Shares)
 	if e.p.Predictor != nil {
-		e.batch, e.genOK = e.batch[:0], false
+		e.batch, e.batchC, e.genOK = e.batch[:0], e.batchC[:0], false
 		if cap(e.pendSlot) < len(o.Pending) {
 			e.pendSlot = slices.Grow(e.pendSlot[:0], len(o.Pending))
 		}
@@ -307,19 +314,23 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		e.repredicted = e.repredicted[:0]
 		for i, j := range e.batch {
 			old, had := e.predicted[j.ID]
+			c := e.batchC[i]
 			if e.preds[i].Source == sourceNone {
 				delete(e.predicted, j.ID)
+				c.run, c.has = 0, false
 				if had {
 					e.repredicted = append(e.repredicted, j.ID)
 				}
 			} else {
 				e.predicted[j.ID] = e.preds[i].Run
+				c.run, c.has = e.preds[i].Run, true
 				if !had || old != e.preds[i].Run {
 					e.repredicted = append(e.repredicted, j.ID)
 				}
 			}
 		}
 		clear(e.batch) // keep no pointer into the observation
+		clear(e.batchC)
 		e.sweepCache(len(o.Pending) + len(o.Running))
 	}
 
@@ -337,6 +348,10 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		Ledger:    e.ledger,
 		Service:   svc,
 		GPUs:      e.p.GPUs,
+	}
+	if e.p.Predictor != nil {
+		// due set every slot to its job's entry.
+		e.snap.pendPred = e.pendSlot[:len(o.Pending)]
 	}
 	return &e.snap, nil
 }
@@ -442,6 +457,7 @@ func (e *Engine) due(j *Job, pending bool, slot **enginePred) {
 		}
 	}
 	e.batch = append(e.batch, j)
+	e.batchC = append(e.batchC, c)
 }
 
 // userGenOf is userGen[user], remembering the last user looked up.

@@ -90,3 +90,72 @@ func TestEngine_DueLooksUpOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("one new job made %d cache lookups, want 1", n)
 	}
 }
+
+// TestEngine_PredictedAtIsPredicted checks, at every cycle of a churning
+// queue (predictions made, changed and dropped, jobs requeued and dropped
+// from the cache), that the prediction a policy reads through the Engine's
+// cache entries is the one Snapshot.Predicted holds (a job that loses its
+// prediction included), and that the entries
+// served most of the reads.
+func TestEngine_PredictedAtIsPredicted(t *testing.T) {
+	for _, every := range []time.Duration{0, 7 * time.Minute} {
+		t.Run(fmt.Sprint("every=", every), func(t *testing.T) {
+			e := enEngine(t, "fair-sjf", &enDropping{newEnFake()}, every)
+			reads, fromSlot, predicted := 0, 0, 0
+			enChurn(t, e, 5, 600, 300, func(c int, s *Snapshot, _ []Score) {
+				if len(s.pendPred) != len(s.Pending) {
+					t.Fatalf("cycle %d: %d cache entries for %d pending jobs", c, len(s.pendPred), len(s.Pending))
+				}
+				for i := range s.Pending {
+					j := &s.Pending[i]
+					got, want := predictedAt(s, i), predictedRun(s, j)
+					if got != want {
+						t.Fatalf("cycle %d, job %d: predictedAt %v, Predicted says %v", c, j.ID, got, want)
+					}
+					reads++
+					if p := s.pendPred[i]; p != nil && p.id == j.ID && !p.gone {
+						fromSlot++
+					}
+					if _, ok := s.Predicted[j.ID]; ok {
+						predicted++
+					}
+				}
+			})
+			if fromSlot < reads*9/10 || predicted == 0 || predicted == reads {
+				t.Fatalf("%d reads, %d from the cache entries, %d with a prediction: the test missed a path", reads, fromSlot, predicted)
+			}
+		})
+	}
+}
+
+// enDropping is enFakePredictor with nothing to go on at every fifth
+// prediction, so that jobs lose the prediction they had.
+type enDropping struct{ *enFakePredictor }
+
+func (f *enDropping) Predict(j *Job) Prediction {
+	p := f.enFakePredictor.Predict(j)
+	if f.predicts%5 == 0 {
+		return Prediction{Source: sourceNone}
+	}
+	return p
+}
+
+// TestPredictedAt_WithoutEntries: a Snapshot that is not the Engine's, or
+// whose Pending no longer matches the entries, reads Predicted.
+func TestPredictedAt_WithoutEntries(t *testing.T) {
+	s := rkSnap(0, rkJob{id: 1, run: time.Hour}, rkJob{id: 2, limit: 3 * time.Hour})
+	if got := predictedAt(s, 0); got != time.Hour {
+		t.Errorf("no entries: %v, want 1h", got)
+	}
+	s.pendPred = []*enginePred{{id: 2, run: time.Minute, has: true}, {id: 2, run: time.Minute, has: true}}
+	if got := predictedAt(s, 0); got != time.Hour {
+		t.Errorf("another job's entry: %v, want 1h", got)
+	}
+	if got := predictedAt(s, 1); got != time.Minute {
+		t.Errorf("the job's entry: %v, want 1m", got)
+	}
+	s.pendPred[1].gone = true
+	if got := predictedAt(s, 1); got != 3*time.Hour {
+		t.Errorf("a gone entry: %v, want the limit, 3h", got)
+	}
+}

@@ -26,6 +26,20 @@ func predictedRun(s *Snapshot, j *Job) time.Duration {
 	return predictedRunOf(j, d, ok)
 }
 
+// predictedAt is predictedRun of s.Pending[i], read from the Engine's
+// cache entry of the job when s has it (the same entry as Predicted's,
+// without hashing the id: policies look up every pending job at every
+// cycle).
+func predictedAt(s *Snapshot, i int) time.Duration {
+	j := &s.Pending[i]
+	if i < len(s.pendPred) {
+		if c := s.pendPred[i]; c != nil && c.id == j.ID && !c.gone {
+			return predictedRunOf(j, c.run, c.has)
+		}
+	}
+	return predictedRun(s, j)
+}
+
 // predictedRunOf is predictedRun for a prediction d already looked up (ok
 // when there is one).
 func predictedRunOf(j *Job, d time.Duration, ok bool) time.Duration {
