@@ -120,10 +120,13 @@ type Engine struct {
 	pendSlot     []*enginePred
 	cacheLookups int
 	userGen      map[string]uint64
-	charged      map[int64]time.Time // running jobs charged up to this instant
-	running      *runningIndex       // committed service of the running jobs
-	shareSums    shareSumCache       // fair share's sums of shares
-	index        rankIndex           // the two above, as the cycle's policy reads them
+	// charged holds when each running job was last charged up to. The
+	// cells are written in place: a runRec keeps its job's (see
+	// sweepAppended).
+	charged   map[int64]*time.Time
+	running   *runningIndex // committed service of the running jobs
+	shareSums shareSumCache // fair share's sums of shares
+	index     rankIndex     // the two above, as the cycle's policy reads them
 
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle.
@@ -188,7 +191,7 @@ func NewEngine(p EngineParams) (*Engine, error) {
 		predicted: map[int64]time.Duration{},
 		cache:     map[int64]*enginePred{},
 		userGen:   map[string]uint64{},
-		charged:   map[int64]time.Time{},
+		charged:   map[int64]*time.Time{},
 		running:   newRunningIndex(),
 	}, nil
 }
@@ -255,8 +258,8 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		j := &o.Stopped[i]
 		if !j.Start.IsZero() && !j.End.IsZero() {
 			from := j.Start
-			if c, ok := e.charged[j.ID]; ok && c.After(from) {
-				from = c
+			if c := e.charged[j.ID]; c != nil && c.After(from) {
+				from = *c
 			}
 			e.ledger.Charge(j, from, j.End, svc)
 		}
@@ -363,12 +366,17 @@ func (e *Engine) chargeRunning(j *Job, now time.Time) {
 		return
 	}
 	from := j.Start
-	if c, ok := e.charged[j.ID]; ok && c.After(from) {
-		from = c
+	c := e.charged[j.ID]
+	if c != nil && c.After(from) {
+		from = *c
 	}
 	if now.After(from) {
 		e.ledger.Charge(j, from, now, e.p.Service)
-		e.charged[j.ID] = now
+		if c == nil {
+			c = new(time.Time)
+			e.charged[j.ID] = c
+		}
+		*c = now
 	}
 }
 
@@ -394,13 +402,28 @@ func (e *Engine) sweepAppended(o *Observation) {
 		if !en.live() || r.leaving || r.start.IsZero() {
 			continue
 		}
+		// r keeps its job's charged cell and Ledger record, valid
+		// while it is in the index: a stopped job's cell is deleted and
+		// its record finished only once its r is leaving.
 		from := r.start
-		if c, ok := e.charged[r.id]; ok && c.After(from) {
-			from = c
+		c := r.charged
+		if c == nil {
+			c = e.charged[r.id]
+			r.charged = c
+		}
+		if c != nil && c.After(from) {
+			from = *c
 		}
 		if o.Now.After(from) {
-			e.ledger.charge(r.id, r.user, r.account, r.rate, from, o.Now)
-			e.charged[r.id] = o.Now
+			if r.usage == nil || r.usage.finished {
+				r.usage = e.ledger.usage(r.id)
+			}
+			e.ledger.chargeUsage(r.usage, r.user, r.account, r.rate, from, o.Now)
+			if c == nil {
+				c = new(time.Time)
+				e.charged[r.id], r.charged = c, c
+			}
+			*c = o.Now
 		}
 	}
 	for i := old; i < len(o.Running); i++ {

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -157,5 +158,55 @@ func TestPredictedAt_WithoutEntries(t *testing.T) {
 	s.pendPred[1].gone = true
 	if got := predictedAt(s, 1); got != 3*time.Hour {
 		t.Errorf("a gone entry: %v, want the limit, 3h", got)
+	}
+}
+
+// TestEngine_SweepKeepsChargeCells runs two Engines through the same
+// churning queue with running jobs appended (the simulator's way), one
+// keeping each running job's charged cell and Ledger record in its index
+// record between sweeps, the other made to look them up again at every
+// cycle, and checks after every cycle that both charged the same: every
+// job's usage record and charged instant.
+func TestEngine_SweepKeepsChargeCells(t *testing.T) {
+	for _, every := range []time.Duration{0, 7 * time.Minute} {
+		t.Run(fmt.Sprint("every=", every), func(t *testing.T) {
+			type state struct {
+				jobs    map[int64]jobUsage
+				charged map[int64]time.Time
+			}
+			kept := 0
+			run := func(forget bool) []state {
+				e := enEngine(t, "vtc", newEnFake(), every)
+				var out []state
+				enChurn(t, e, 17, 600, 600, func(_ int, s *Snapshot, _ []Score) {
+					st := state{jobs: map[int64]jobUsage{}, charged: map[int64]time.Time{}}
+					for id, ju := range e.ledger.jobs {
+						st.jobs[id] = *ju
+					}
+					for id, c := range e.charged {
+						st.charged[id] = *c
+					}
+					out = append(out, st)
+					for _, en := range e.running.byStart {
+						if en.r.charged != nil && !forget {
+							kept++
+						}
+						if forget {
+							en.r.charged, en.r.usage = nil, nil
+						}
+					}
+				})
+				return out
+			}
+			a, b := run(false), run(true)
+			for c := range a {
+				if !reflect.DeepEqual(a[c], b[c]) {
+					t.Fatalf("cycle %d: keeping the cells charged %v, looking them up %v", c, a[c], b[c])
+				}
+			}
+			if kept == 0 {
+				t.Fatal("no index record kept a cell: the test compared one path")
+			}
+		})
 	}
 }
