@@ -352,9 +352,12 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		Service:   svc,
 		GPUs:      e.p.GPUs,
 	}
-	if e.p.Predictor != nil {
-		// due set every slot to its job's entry.
-		e.snap.pendPred = e.pendSlot[:len(o.Pending)]
+	if e.p.Predictor != nil && o.RunningAppended {
+		// due set every slot to its job's entry. Only for the caller
+		// that appends its running jobs, the simulator, which ranks on
+		// one goroutine: a copy of the Snapshot handed to another
+		// while the next cycle moves the entries would race.
+		e.snap.pendPred, e.snap.predOf, e.snap.predCycle = e.pendSlot[:len(o.Pending)], e, e.cycle
 	}
 	return &e.snap, nil
 }

@@ -96,17 +96,30 @@ func TestEngine_DueLooksUpOnlyWhatChanged(t *testing.T) {
 // queue (predictions made, changed and dropped, jobs requeued and dropped
 // from the cache), that the prediction a policy reads through the Engine's
 // cache entries is the one Snapshot.Predicted holds (a job that loses its
-// prediction included), and that the entries
-// served most of the reads.
+// prediction included), that a copy of a Snapshot kept past its cycle reads
+// its own Predicted, and that the entries served most of the reads.
 func TestEngine_PredictedAtIsPredicted(t *testing.T) {
 	for _, every := range []time.Duration{0, 7 * time.Minute} {
 		t.Run(fmt.Sprint("every=", every), func(t *testing.T) {
 			e := enEngine(t, "fair-sjf", &enDropping{newEnFake()}, every)
 			reads, fromSlot, predicted := 0, 0, 0
-			enChurn(t, e, 5, 600, 300, func(c int, s *Snapshot, _ []Score) {
+			var kept *Snapshot // the last cycle's, copied
+			enChurn(t, e, 5, 600, 600, func(c int, s *Snapshot, _ []Score) {
 				if len(s.pendPred) != len(s.Pending) {
 					t.Fatalf("cycle %d: %d cache entries for %d pending jobs", c, len(s.pendPred), len(s.Pending))
 				}
+				if kept != nil {
+					// A copy kept past its cycle reads its own Predicted.
+					for i := range kept.Pending {
+						if got, want := predictedAt(kept, i), predictedRun(kept, &kept.Pending[i]); got != want {
+							t.Fatalf("cycle %d: the copy of the cycle before: job %d: predictedAt %v, its Predicted says %v",
+								c, kept.Pending[i].ID, got, want)
+						}
+					}
+				}
+				cp := *s
+				cp.Pending, cp.Predicted = slices.Clone(s.Pending), maps.Clone(s.Predicted)
+				kept = &cp
 				for i := range s.Pending {
 					j := &s.Pending[i]
 					got, want := predictedAt(s, i), predictedRun(s, j)
@@ -141,14 +154,20 @@ func (f *enDropping) Predict(j *Job) Prediction {
 	return p
 }
 
-// TestPredictedAt_WithoutEntries: a Snapshot that is not the Engine's, or
-// whose Pending no longer matches the entries, reads Predicted.
+// TestPredictedAt_WithoutEntries: a Snapshot that is not the Engine's,
+// whose Engine has moved on, or whose Pending no longer matches the
+// entries, reads Predicted.
 func TestPredictedAt_WithoutEntries(t *testing.T) {
 	s := rkSnap(0, rkJob{id: 1, run: time.Hour}, rkJob{id: 2, limit: 3 * time.Hour})
 	if got := predictedAt(s, 0); got != time.Hour {
 		t.Errorf("no entries: %v, want 1h", got)
 	}
 	s.pendPred = []*enginePred{{id: 2, run: time.Minute, has: true}, {id: 2, run: time.Minute, has: true}}
+	s.predOf, s.predCycle = &Engine{cycle: 4}, 3
+	if got := predictedAt(s, 1); got != 3*time.Hour {
+		t.Errorf("an Engine past the Snapshot's cycle: %v, want the limit, 3h", got)
+	}
+	s.predCycle = 4
 	if got := predictedAt(s, 0); got != time.Hour {
 		t.Errorf("another job's entry: %v, want 1h", got)
 	}

@@ -32,7 +32,7 @@ func predictedRun(s *Snapshot, j *Job) time.Duration {
 // cycle).
 func predictedAt(s *Snapshot, i int) time.Duration {
 	j := &s.Pending[i]
-	if i < len(s.pendPred) {
+	if i < len(s.pendPred) && s.predOf.cycle == s.predCycle {
 		if c := s.pendPred[i]; c != nil && c.id == j.ID && !c.gone {
 			return predictedRunOf(j, c.run, c.has)
 		}
