@@ -120,15 +120,20 @@ type Engine struct {
 	pendSlot     []*enginePred
 	cacheLookups int
 	userGen      map[string]uint64
-	charged      map[int64]time.Time // running jobs charged up to this instant
-	running      *runningIndex       // committed service of the running jobs
-	shareSums    shareSumCache       // fair share's sums of shares
-	index        rankIndex           // the two above, as the cycle's policy reads them
+	// charged holds when each running job was last charged up to. The
+	// cells are written in place: a runRec keeps its job's (see
+	// sweepAppended).
+	charged   map[int64]*time.Time
+	running   *runningIndex // committed service of the running jobs
+	shareSums shareSumCache // fair share's sums of shares
+	index     rankIndex     // the two above, as the cycle's policy reads them
 
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle.
 	batch []*Job
-	preds []Prediction
+	// batchC is the cache entry of each job of batch.
+	batchC []*enginePred
+	preds  []Prediction
 	// repredicted lists the jobs whose entry in predicted the last cycle
 	// changed (added, moved or dropped), for Repredicted.
 	repredicted []int64
@@ -155,6 +160,11 @@ type enginePred struct {
 	at   time.Time // when predicted
 	seen uint64    // the last cycle the job was pending or running
 	gone bool      // deleted from the cache
+	// run and has are the job's entry in Engine.predicted (has: there is
+	// one), kept with it while the entry is not gone: every write of the
+	// map goes through the batch (predictedAt reads them).
+	run time.Duration
+	has bool
 }
 
 // sourceNone is the Prediction.Source of a predictor with nothing to go on.
@@ -181,7 +191,7 @@ func NewEngine(p EngineParams) (*Engine, error) {
 		predicted: map[int64]time.Duration{},
 		cache:     map[int64]*enginePred{},
 		userGen:   map[string]uint64{},
-		charged:   map[int64]time.Time{},
+		charged:   map[int64]*time.Time{},
 		running:   newRunningIndex(),
 	}, nil
 }
@@ -248,8 +258,8 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		j := &o.Stopped[i]
 		if !j.Start.IsZero() && !j.End.IsZero() {
 			from := j.Start
-			if c, ok := e.charged[j.ID]; ok && c.After(from) {
-				from = c
+			if c := e.charged[j.ID]; c != nil && c.After(from) {
+				from = *c
 			}
 			e.ledger.Charge(j, from, j.End, svc)
 		}
@@ -291,7 +301,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	// others had one when they were first seen running, and keep it.
 	e.running.match(o, e.ledger, e.p.Shares)
 	if e.p.Predictor != nil {
-		e.batch, e.genOK = e.batch[:0], false
+		e.batch, e.batchC, e.genOK = e.batch[:0], e.batchC[:0], false
 		if cap(e.pendSlot) < len(o.Pending) {
 			e.pendSlot = slices.Grow(e.pendSlot[:0], len(o.Pending))
 		}
@@ -307,19 +317,23 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		e.repredicted = e.repredicted[:0]
 		for i, j := range e.batch {
 			old, had := e.predicted[j.ID]
+			c := e.batchC[i]
 			if e.preds[i].Source == sourceNone {
 				delete(e.predicted, j.ID)
+				c.run, c.has = 0, false
 				if had {
 					e.repredicted = append(e.repredicted, j.ID)
 				}
 			} else {
 				e.predicted[j.ID] = e.preds[i].Run
+				c.run, c.has = e.preds[i].Run, true
 				if !had || old != e.preds[i].Run {
 					e.repredicted = append(e.repredicted, j.ID)
 				}
 			}
 		}
 		clear(e.batch) // keep no pointer into the observation
+		clear(e.batchC)
 		e.sweepCache(len(o.Pending) + len(o.Running))
 	}
 
@@ -338,6 +352,13 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		Service:   svc,
 		GPUs:      e.p.GPUs,
 	}
+	if e.p.Predictor != nil && o.RunningAppended {
+		// due set every slot to its job's entry. Only for the caller
+		// that appends its running jobs, the simulator, which ranks on
+		// one goroutine: a copy of the Snapshot handed to another
+		// while the next cycle moves the entries would race.
+		e.snap.pendPred, e.snap.predOf, e.snap.predCycle = e.pendSlot[:len(o.Pending)], e, e.cycle
+	}
 	return &e.snap, nil
 }
 
@@ -348,12 +369,17 @@ func (e *Engine) chargeRunning(j *Job, now time.Time) {
 		return
 	}
 	from := j.Start
-	if c, ok := e.charged[j.ID]; ok && c.After(from) {
-		from = c
+	c := e.charged[j.ID]
+	if c != nil && c.After(from) {
+		from = *c
 	}
 	if now.After(from) {
 		e.ledger.Charge(j, from, now, e.p.Service)
-		e.charged[j.ID] = now
+		if c == nil {
+			c = new(time.Time)
+			e.charged[j.ID] = c
+		}
+		*c = now
 	}
 }
 
@@ -379,13 +405,28 @@ func (e *Engine) sweepAppended(o *Observation) {
 		if !en.live() || r.leaving || r.start.IsZero() {
 			continue
 		}
+		// r keeps its job's charged cell and Ledger record, valid
+		// while it is in the index: a stopped job's cell is deleted and
+		// its record finished only once its r is leaving.
 		from := r.start
-		if c, ok := e.charged[r.id]; ok && c.After(from) {
-			from = c
+		c := r.charged
+		if c == nil {
+			c = e.charged[r.id]
+			r.charged = c
+		}
+		if c != nil && c.After(from) {
+			from = *c
 		}
 		if o.Now.After(from) {
-			e.ledger.charge(r.id, r.user, r.account, r.rate, from, o.Now)
-			e.charged[r.id] = o.Now
+			if r.usage == nil || r.usage.finished {
+				r.usage = e.ledger.usage(r.id)
+			}
+			e.ledger.chargeUsage(r.usage, r.user, r.account, r.rate, from, o.Now)
+			if c == nil {
+				c = new(time.Time)
+				e.charged[r.id], r.charged = c, c
+			}
+			*c = o.Now
 		}
 	}
 	for i := old; i < len(o.Running); i++ {
@@ -442,6 +483,7 @@ func (e *Engine) due(j *Job, pending bool, slot **enginePred) {
 		}
 	}
 	e.batch = append(e.batch, j)
+	e.batchC = append(e.batchC, c)
 }
 
 // userGenOf is userGen[user], remembering the last user looked up.

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -88,5 +89,143 @@ func TestEngine_DueLooksUpOnlyWhatChanged(t *testing.T) {
 	pending = append(pending, Job{ID: 5000, User: "u7", Account: "a", GPUs: 1, Submit: rkAt(20), State: StatePending, TimeLimit: time.Hour})
 	if n := cycle(20); n != 1 {
 		t.Fatalf("one new job made %d cache lookups, want 1", n)
+	}
+}
+
+// TestEngine_PredictedAtIsPredicted checks, at every cycle of a churning
+// queue (predictions made, changed and dropped, jobs requeued and dropped
+// from the cache), that the prediction a policy reads through the Engine's
+// cache entries is the one Snapshot.Predicted holds (a job that loses its
+// prediction included), that a copy of a Snapshot kept past its cycle reads
+// its own Predicted, and that the entries served most of the reads.
+func TestEngine_PredictedAtIsPredicted(t *testing.T) {
+	for _, every := range []time.Duration{0, 7 * time.Minute} {
+		t.Run(fmt.Sprint("every=", every), func(t *testing.T) {
+			e := enEngine(t, "fair-sjf", &enDropping{newEnFake()}, every)
+			reads, fromSlot, predicted := 0, 0, 0
+			var kept *Snapshot // the last cycle's, copied
+			enChurn(t, e, 5, 600, 600, func(c int, s *Snapshot, _ []Score) {
+				if len(s.pendPred) != len(s.Pending) {
+					t.Fatalf("cycle %d: %d cache entries for %d pending jobs", c, len(s.pendPred), len(s.Pending))
+				}
+				if kept != nil {
+					// A copy kept past its cycle reads its own Predicted.
+					for i := range kept.Pending {
+						if got, want := predictedAt(kept, i), predictedRun(kept, &kept.Pending[i]); got != want {
+							t.Fatalf("cycle %d: the copy of the cycle before: job %d: predictedAt %v, its Predicted says %v",
+								c, kept.Pending[i].ID, got, want)
+						}
+					}
+				}
+				cp := *s
+				cp.Pending, cp.Predicted = slices.Clone(s.Pending), maps.Clone(s.Predicted)
+				kept = &cp
+				for i := range s.Pending {
+					j := &s.Pending[i]
+					got, want := predictedAt(s, i), predictedRun(s, j)
+					if got != want {
+						t.Fatalf("cycle %d, job %d: predictedAt %v, Predicted says %v", c, j.ID, got, want)
+					}
+					reads++
+					if p := s.pendPred[i]; p != nil && p.id == j.ID && !p.gone {
+						fromSlot++
+					}
+					if _, ok := s.Predicted[j.ID]; ok {
+						predicted++
+					}
+				}
+			})
+			if fromSlot < reads*9/10 || predicted == 0 || predicted == reads {
+				t.Fatalf("%d reads, %d from the cache entries, %d with a prediction: the test missed a path", reads, fromSlot, predicted)
+			}
+		})
+	}
+}
+
+// enDropping is enFakePredictor with nothing to go on at every fifth
+// prediction, so that jobs lose the prediction they had.
+type enDropping struct{ *enFakePredictor }
+
+func (f *enDropping) Predict(j *Job) Prediction {
+	p := f.enFakePredictor.Predict(j)
+	if f.predicts%5 == 0 {
+		return Prediction{Source: sourceNone}
+	}
+	return p
+}
+
+// TestPredictedAt_WithoutEntries: a Snapshot that is not the Engine's,
+// whose Engine has moved on, or whose Pending no longer matches the
+// entries, reads Predicted.
+func TestPredictedAt_WithoutEntries(t *testing.T) {
+	s := rkSnap(0, rkJob{id: 1, run: time.Hour}, rkJob{id: 2, limit: 3 * time.Hour})
+	if got := predictedAt(s, 0); got != time.Hour {
+		t.Errorf("no entries: %v, want 1h", got)
+	}
+	s.pendPred = []*enginePred{{id: 2, run: time.Minute, has: true}, {id: 2, run: time.Minute, has: true}}
+	s.predOf, s.predCycle = &Engine{cycle: 4}, 3
+	if got := predictedAt(s, 1); got != 3*time.Hour {
+		t.Errorf("an Engine past the Snapshot's cycle: %v, want the limit, 3h", got)
+	}
+	s.predCycle = 4
+	if got := predictedAt(s, 0); got != time.Hour {
+		t.Errorf("another job's entry: %v, want 1h", got)
+	}
+	if got := predictedAt(s, 1); got != time.Minute {
+		t.Errorf("the job's entry: %v, want 1m", got)
+	}
+	s.pendPred[1].gone = true
+	if got := predictedAt(s, 1); got != 3*time.Hour {
+		t.Errorf("a gone entry: %v, want the limit, 3h", got)
+	}
+}
+
+// TestEngine_SweepKeepsChargeCells runs two Engines through the same
+// churning queue with running jobs appended (the simulator's way), one
+// keeping each running job's charged cell and Ledger record in its index
+// record between sweeps, the other made to look them up again at every
+// cycle, and checks after every cycle that both charged the same: every
+// job's usage record and charged instant.
+func TestEngine_SweepKeepsChargeCells(t *testing.T) {
+	for _, every := range []time.Duration{0, 7 * time.Minute} {
+		t.Run(fmt.Sprint("every=", every), func(t *testing.T) {
+			type state struct {
+				jobs    map[int64]jobUsage
+				charged map[int64]time.Time
+			}
+			kept := 0
+			run := func(forget bool) []state {
+				e := enEngine(t, "vtc", newEnFake(), every)
+				var out []state
+				enChurn(t, e, 17, 600, 600, func(_ int, s *Snapshot, _ []Score) {
+					st := state{jobs: map[int64]jobUsage{}, charged: map[int64]time.Time{}}
+					for id, ju := range e.ledger.jobs {
+						st.jobs[id] = *ju
+					}
+					for id, c := range e.charged {
+						st.charged[id] = *c
+					}
+					out = append(out, st)
+					for _, en := range e.running.byStart {
+						if en.r.charged != nil && !forget {
+							kept++
+						}
+						if forget {
+							en.r.charged, en.r.usage = nil, nil
+						}
+					}
+				})
+				return out
+			}
+			a, b := run(false), run(true)
+			for c := range a {
+				if !reflect.DeepEqual(a[c], b[c]) {
+					t.Fatalf("cycle %d: keeping the cells charged %v, looking them up %v", c, a[c], b[c])
+				}
+			}
+			if kept == 0 {
+				t.Fatal("no index record kept a cell: the test compared one path")
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		run[i] = predictedRun(s, j).Seconds()
+		run[i] = predictedAt(s, i).Seconds()
 		cost[i] = s.Service.Rate(j) * run[i]
 		sub[i] = unixNanoOrMin(j.Submit)
 		wait[i] = clock.since(waitingSince(j))

@@ -138,7 +138,7 @@ func (p *fairSJF) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, 
 	parts := make([]float64, k*n)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		run := predictedRun(s, j).Seconds()
+		run := predictedAt(s, i).Seconds()
 		base := max(run, fairSJFMinRun)
 		row := parts[k*i : k*i+k]
 		key := base

@@ -227,7 +227,7 @@ func (p *learned) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, 
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		row := parts[k*i : k*i+k]
-		run := predictedRun(s, j).Seconds()
+		run := predictedAt(s, i).Seconds()
 		base := max(run, fairSJFMinRun)
 		limit := requestedRun(j)
 		size := requestedSize(s, j)

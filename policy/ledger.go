@@ -136,9 +136,17 @@ type accountUsage struct {
 }
 
 type jobUsage struct {
-	service float64 // attained GPU-seconds
-	rate    float64 // GPU-equivalents while running
-	runs    []runSpan
+	service  float64 // attained GPU-seconds
+	rate     float64 // GPU-equivalents while running
+	runs     []runSpan
+	finished bool // Finish dropped it from Ledger.jobs
+	// user, account and their records, as chargeUsage last looked them
+	// up: a job is charged again and again (at every sweep, thousands
+	// of running jobs on a big machine), and looking its association up
+	// each time hashed two strings. Records are never deleted.
+	user, account string
+	assoc         *assocUsage
+	acct          *accountUsage
 }
 
 // runSpan is a wall-clock interval a job ran, in Unix nanoseconds.
@@ -207,13 +215,22 @@ func (l *Ledger) Charge(j *Job, from, to time.Time, svc Service) {
 // charge is Charge of the job with this id, user and account, running at
 // rate (its Service.Rate), from before to.
 func (l *Ledger) charge(id int64, user, account string, rate float64, from, to time.Time) {
-	units := rate * to.Sub(from).Seconds()
+	l.chargeUsage(l.usage(id), user, account, rate, from, to)
+}
 
+// usage is the job's record, created when it has none.
+func (l *Ledger) usage(id int64) *jobUsage {
 	ju := l.jobs[id]
 	if ju == nil {
 		ju = &jobUsage{}
 		l.jobs[id] = ju
 	}
+	return ju
+}
+
+// chargeUsage is charge of the job whose record (usage) is ju.
+func (l *Ledger) chargeUsage(ju *jobUsage, user, account string, rate float64, from, to time.Time) {
+	units := rate * to.Sub(from).Seconds()
 	ju.service += units
 	ju.rate = rate
 	f, t := from.UnixNano(), to.UnixNano()
@@ -226,12 +243,15 @@ func (l *Ledger) charge(id int64, user, account string, rate float64, from, to t
 	if units == 0 {
 		return
 	}
-	m := &l.memo
-	if m.assoc == nil || user != m.key.User || account != m.key.Account {
-		m.key = Assoc{Account: account, User: user}
-		m.assoc, m.acct = l.assoc(m.key), l.account(account)
+	if ju.assoc == nil || user != ju.user || account != ju.account {
+		m := &l.memo
+		if m.assoc == nil || user != m.key.User || account != m.key.Account {
+			m.key = Assoc{Account: account, User: user}
+			m.assoc, m.acct = l.assoc(m.key), l.account(account)
+		}
+		ju.user, ju.account, ju.assoc, ju.acct = user, account, m.assoc, m.acct
 	}
-	a, acct := m.assoc, m.acct
+	a, acct := ju.assoc, ju.acct
 	a.vtc += units
 	acct.vtc += units
 	d := l.scaledIntegral(rate, from, to)
@@ -290,6 +310,7 @@ func (l *Ledger) Finish(j *Job) {
 	if ju == nil {
 		return
 	}
+	ju.finished = true
 	delete(l.jobs, j.ID)
 	if ju.service <= 0 {
 		return
@@ -588,6 +609,7 @@ func (l *Ledger) Clone() *Ledger {
 	for k, v := range l.jobs {
 		x := *v
 		x.runs = slices.Clone(v.runs)
+		x.assoc, x.acct = nil, nil // l's records
 		c.jobs[k] = &x
 	}
 	c.samples = slices.Clone(l.samples)

@@ -238,3 +238,24 @@ func TestService_BillCPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestLedger_CloneOfChargedJob: a job charged before a Clone and charged
+// again on the clone charges the clone's association, not the original's
+// (a job's record keeps its association's for the next charge).
+func TestLedger_CloneOfChargedJob(t *testing.T) {
+	l := rkLedger(t, LedgerParams{})
+	j := &Job{ID: 8, Account: "a", User: "u", GPUs: 1}
+	l.Charge(j, rkAt(0), rkAt(1), Service{})
+	c := l.Clone()
+	c.Charge(j, rkAt(1), rkAt(3), Service{})
+	l.Charge(j, rkAt(1), rkAt(2), Service{})
+	if got, want := l.Counter(AssocOf(j)), 120.0; got != want {
+		t.Errorf("original: counter %v, want %v", got, want)
+	}
+	if got, want := c.Counter(AssocOf(j)), 180.0; got != want {
+		t.Errorf("clone: counter %v, want %v", got, want)
+	}
+	if got, want := l.AccountCounter("a"), 120.0; got != want {
+		t.Errorf("original: account counter %v, want %v", got, want)
+	}
+}

@@ -57,6 +57,15 @@ type Snapshot struct {
 	// from it rather than from every job at every cycle. Zero: policies
 	// look at the jobs.
 	EarliestSubmit time.Time
+
+	// pendPred, when not nil, is the Engine's cache entry of each pending
+	// job, in Pending order: its entry in Predicted without a map lookup
+	// (predictedAt), while predOf (the Engine) is still at its cycle
+	// predCycle. A copy of the Snapshot kept past that cycle, whose
+	// entries the Engine has moved on, reads Predicted.
+	pendPred  []*enginePred
+	predOf    *Engine
+	predCycle uint64
 }
 
 // Score is one pending job's place in a ranking. Higher Value runs first.

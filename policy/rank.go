@@ -26,6 +26,20 @@ func predictedRun(s *Snapshot, j *Job) time.Duration {
 	return predictedRunOf(j, d, ok)
 }
 
+// predictedAt is predictedRun of s.Pending[i], read from the Engine's
+// cache entry of the job when s has it (the same entry as Predicted's,
+// without hashing the id: policies look up every pending job at every
+// cycle).
+func predictedAt(s *Snapshot, i int) time.Duration {
+	j := &s.Pending[i]
+	if i < len(s.pendPred) && s.predOf.cycle == s.predCycle {
+		if c := s.pendPred[i]; c != nil && c.id == j.ID && !c.gone {
+			return predictedRunOf(j, c.run, c.has)
+		}
+	}
+	return predictedRun(s, j)
+}
+
 // predictedRunOf is predictedRun for a prediction d already looked up (ok
 // when there is one).
 func predictedRunOf(j *Job, d time.Duration, ok bool) time.Duration {
@@ -68,6 +82,7 @@ func waitingSince(j *Job) time.Time {
 type scorer struct {
 	names   []string
 	weights []float64
+	memo    rankMemo // the last order rankWith gave
 }
 
 func (sc *scorer) value(parts []float64) float64 {
@@ -281,7 +296,7 @@ func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankS
 		}
 		entries[i] = e
 	}
-	sortRank(entries, radix)
+	sc.memo.sortFrom(entries, radix)
 	t := &partTable{names: sc.names, vals: parts[:n*k]}
 	scores := make([]Score, n)
 	for r, e := range entries {
@@ -398,11 +413,8 @@ func (g *assocGroups) group(x int) []int32 { return g.members[g.start[x]:g.start
 
 // rankByGroup is rank for a policy whose Value is the same for every job
 // of one association of g (the weighted parts read only the group's
-// factors): the groups are ordered by value, and only the jobs of each run
-// of groups of one value are sorted, by the tie-break. That is the order
-// sortRank gives (compareRank is a total order on distinct ids), at the
-// cost of sorting each group rather than the queue. A NaN value goes to
-// rank, which reports it as it would.
+// factors): sorted from the last order (rankMemo), else by sortByGroup. A
+// NaN value goes to rank, which reports it as it would.
 func (sc *scorer) rankByGroup(s *Snapshot, parts []float64, g *assocGroups) ([]Score, error) {
 	n, k := len(s.Pending), len(sc.names)
 	buf := getRankScratch()
@@ -416,30 +428,46 @@ func (sc *scorer) rankByGroup(s *Snapshot, parts []float64, g *assocGroups) ([]S
 			return sc.rankWith(s, parts, nil, buf)
 		}
 	}
-	order := resize(buf.perAcct, len(g.keys))
-	buf.perAcct = order
-	for x := range order {
-		order[x] = int32(x)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(vals[b], vals[a]) })
 	buf.ents = resize(buf.ents, n)
 	entries := buf.ents
-	at := 0
-	for r := 0; r < len(order); {
-		from := at
-		v := vals[order[r]]
-		for ; r < len(order) && vals[order[r]] == v; r++ {
-			for _, i := range g.group(int(order[r])) {
-				entries[at] = rankEntry{value: v, submit: unixNanoOrMin(s.Pending[i].Submit), id: s.Pending[i].ID, i: i}
-				at++
-			}
-		}
-		sortSmall(entries[from:at])
+	for i := range s.Pending {
+		entries[i] = rankEntry{value: vals[g.of[i]], submit: unixNanoOrMin(s.Pending[i].Submit), id: s.Pending[i].ID, i: int32(i)}
 	}
+	buf.radix = resize(buf.radix, n) // sortByGroup's copy, the memo's radix buffer
+	sc.memo.sortOr(entries, buf.radix, func() { sortByGroup(entries, vals, g, buf) })
 	t := &partTable{names: sc.names, vals: parts[:n*k]}
 	scores := make([]Score, n)
 	for r, e := range entries {
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: Parts{t: t, row: e.i}}
 	}
 	return scores, nil
+}
+
+// sortByGroup sorts entries, one per pending job of g whose value is its
+// group's in vals, by compareRank: the groups are ordered by value, and
+// only the jobs of each run of groups of one value are sorted, by the
+// tie-break. That is the order sortRank gives (compareRank is a total
+// order on distinct ids), at the cost of sorting each group rather than
+// the queue.
+func sortByGroup(entries []rankEntry, vals []float64, g *assocGroups, buf *rankScratch) {
+	order := resize(buf.perAcct, len(g.keys))
+	buf.perAcct = order
+	for x := range order {
+		order[x] = int32(x)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(vals[b], vals[a]) })
+	byJob := append(buf.radix[:0], entries...)
+	buf.radix = byJob
+	at := 0
+	for r := 0; r < len(order); {
+		from := at
+		v := vals[order[r]]
+		for ; r < len(order) && vals[order[r]] == v; r++ {
+			for _, i := range g.group(int(order[r])) {
+				entries[at] = byJob[i]
+				at++
+			}
+		}
+		sortSmall(entries[from:at])
+	}
 }

@@ -11,7 +11,8 @@ import (
 
 // TestScorer_RankByGroupAgainstRank ranks random queues whose Value is
 // one per association (values shared by several associations, ±0, tied
-// and unknown submit times) with rankByGroup and with rank, and checks
+// and unknown submit times) with rankByGroup (from its memo of the order
+// and without) and with rank, and checks
 // the same Scores: order, Value bits and parts rows; a NaN value gives
 // rank's error.
 func TestScorer_RankByGroupAgainstRank(t *testing.T) {
@@ -44,8 +45,14 @@ func TestScorer_RankByGroupAgainstRank(t *testing.T) {
 		for i := range n {
 			parts[4*i], parts[4*i+1], parts[4*i+2], parts[4*i+3] = f[g.of[i]], r.Float64(), r.Float64(), float64(i)
 		}
+		// A fresh scorer sorts by group; one that just ranked the queue
+		// sorts from its memo.
+		fresh := scorer{names: sc.names, weights: sc.weights}
 		want, werr := sc.rank(s, slices.Clone(parts), nil)
 		got, gerr := sc.rankByGroup(s, slices.Clone(parts), g)
+		if c%2 == 0 {
+			got, gerr = fresh.rankByGroup(s, slices.Clone(parts), g)
+		}
 		if nan {
 			if werr == nil || gerr == nil || werr.Error() != gerr.Error() || !errors.Is(gerr, ErrBadScore) {
 				t.Fatalf("case %d: NaN: error %v, rank's %v", c, gerr, werr)

@@ -90,6 +90,10 @@ type runRec struct {
 	seen          uint64
 	fresh         bool // new to the index: read its prediction and service
 	gone          bool
+	// charged and usage are the job's Engine.charged cell and Ledger
+	// record once Engine.sweepAppended has looked them up.
+	charged *time.Time
+	usage   *jobUsage
 }
 
 // startEnt is an entry of runningIndex.byStart.

@@ -70,7 +70,7 @@ func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		run := predictedRun(s, j).Seconds()
+		run := predictedAt(s, i).Seconds()
 		tid := max(run*shareSlowdown(s, j, n), p.minRun)
 		tsh := clock.since(j.Submit) + run
 		row := parts[k*i : k*i+k]

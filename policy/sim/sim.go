@@ -118,6 +118,9 @@ type Config struct {
 	// checkShare, set by tests, checks the shared cluster's books
 	// (simulator.checkShared) at every instant.
 	checkShare bool
+	// checkHot, set by tests, checks simulator.hot against the jobs
+	// (simulator.checkHotJobs) before every decision.
+	checkHot bool
 	// rebuildQueue, set by tests, builds the EASY queue of a static
 	// order afresh at every cycle (no keepQueue).
 	rebuildQueue bool
@@ -236,6 +239,12 @@ type sjob struct {
 	runs  []Span
 }
 
+// hotJob is a job's need and whether it runs (see simulator.hot).
+type hotJob struct {
+	need    int32
+	running bool
+}
+
 type endEvent struct {
 	t     int64
 	k     int32
@@ -337,6 +346,12 @@ type simulator struct {
 	// them all.
 	byService *policy.StaticOrder
 	victims   []int32 // scratch for decidePreemptive
+	// hot is each job's need and whether it runs, as decidePreemptive
+	// reads them for every job it ranks (thousands on a big machine): a
+	// dense copy of sjob's need and seq != 0, where reading sjob missed
+	// the cache at every job.
+	hot     []hotJob
+	toStart []int32 // scratch for decidePreemptive
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
 	// free, queue and needs with one of each per view.
@@ -470,11 +485,13 @@ func (s *simulator) load(res *Result) error {
 		s.bfNext = off
 	}
 	s.jobs = make([]sjob, len(admitted))
+	s.hot = make([]hotJob, len(admitted))
 	s.trueRun = make(map[int64]time.Duration, len(admitted))
 	for k, a := range admitted {
 		j := &s.in[a.src]
 		s.jobs[k] = sjob{src: a.src, need: int32(a.need), state: a.state,
 			run: int64(a.run), limit: int64(a.limit), first: -1, view: a.view}
+		s.hot[k].need = int32(a.need)
 		s.trueRun[j.ID] = a.run
 	}
 	if s.cfg.Share != nil {
@@ -737,6 +754,11 @@ func (s *simulator) arrive(k int32) {
 func (s *simulator) decide(changed bool) error {
 	if s.cfg.checkShare {
 		if err := s.checkShared(); err != nil {
+			return fmt.Errorf("simulate: at %s: %w", s.at(s.now).Format(time.RFC3339), err)
+		}
+	}
+	if s.cfg.checkHot {
+		if err := s.checkHotJobs(); err != nil {
 			return fmt.Errorf("simulate: at %s: %w", s.at(s.now).Format(time.RFC3339), err)
 		}
 	}
@@ -1034,10 +1056,17 @@ func (s *simulator) limitEnds(yield func(int64, []schedule.Use) bool) {
 func (s *simulator) decidePreemptive() {
 	s.selEpoch++
 	capacity, used := s.cfg.Cluster.Capacity(), 0
+	// The selected jobs not running, in order: the ones to start once the
+	// others are preempted (preempting touches no selected job), where a
+	// second pass over the order would visit every running job again.
+	s.toStart = s.toStart[:0]
 	for _, k := range s.order {
-		if need := int(s.jobs[k].need); used+need <= capacity {
-			used += need
+		if h := s.hot[k]; used+int(h.need) <= capacity {
+			used += int(h.need)
 			s.sel[k] = s.selEpoch
+			if !h.running {
+				s.toStart = append(s.toStart, k)
+			}
 		}
 	}
 	if s.loose {
@@ -1060,9 +1089,9 @@ func (s *simulator) decidePreemptive() {
 			}
 		}
 	}
-	for _, k := range s.order {
+	for _, k := range s.toStart {
 		j := &s.jobs[k]
-		if s.sel[k] != s.selEpoch || s.isRunning(k) {
+		if s.isRunning(k) {
 			continue
 		}
 		if s.free.Fits(int(j.need)) {
@@ -1072,6 +1101,18 @@ func (s *simulator) decidePreemptive() {
 			s.start(k, a)
 		}
 	}
+}
+
+// checkHotJobs reports the first job whose entry in s.hot is not its
+// need and running state.
+func (s *simulator) checkHotJobs() error {
+	for k := range s.jobs {
+		j := &s.jobs[k]
+		if want := (hotJob{need: j.need, running: j.seq != 0}); s.hot[k] != want {
+			return fmt.Errorf("job %d: hot %+v, want %+v", s.in[j.src].ID, s.hot[k], want)
+		}
+	}
+	return nil
 }
 
 // isRunning is whether job k is running: a field read, where the
@@ -1167,6 +1208,7 @@ func (s *simulator) start(k int32, a []schedule.Use) {
 	pj.Start, pj.State = s.at(s.now), policy.StateRunning
 	s.starts++
 	j.seq = s.starts
+	s.hot[k].running = true
 	j.rpos = int32(len(s.running))
 	s.running = append(s.running, pj)
 	s.runK = append(s.runK, k)
@@ -1233,6 +1275,7 @@ func (s *simulator) stop(k int32) policy.Job {
 		rj = removeRunning(&s.running, &s.runK, int32(s.runningAt(k)), nil)
 	}
 	j.seq = 0
+	s.hot[k].running = false
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
 		s.parts.give(j.alloc)

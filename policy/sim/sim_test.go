@@ -263,6 +263,27 @@ func TestRun_Preemptive(t *testing.T) {
 	}
 }
 
+// TestRun_PreemptiveHot runs tiresias preemptively on a machine busy
+// enough to preempt, checking before every decision that the dense copy
+// of each job's need and running state decidePreemptive reads is the
+// job's (Config.checkHot), and that the run preempted and finished every
+// job.
+func TestRun_PreemptiveHot(t *testing.T) {
+	jobs, err := Synth(SynthParams{Jobs: 600, Users: 12, Nodes: 2, GPUsPerNode: 8, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := smConfig(t, Cluster{Nodes: 2, PerNode: 8, Unit: GPUs}, "tiresias", "tsafrir")
+	cfg.checkHot = true
+	res, err := Run(jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != len(jobs) || res.Preemptions == 0 {
+		t.Fatalf("%d of %d jobs, %d preemptions: want every job and some preemptions", len(res.Jobs), len(jobs), res.Preemptions)
+	}
+}
+
 // TestRun_Trace covers what Run does with trace jobs it cannot or need not
 // replay as given.
 func TestRun_Trace(t *testing.T) {

@@ -1,0 +1,161 @@
+package policy
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// memoQueue is a queue ranked point after point as the simulator ranks
+// its pending list: jobs leave by swap-removal, arrive at the end, and
+// their values drift between points.
+type memoQueue struct {
+	rng    *rand.Rand
+	jobs   []rankEntry // by slot; i is rewritten at each point
+	nextID int64
+}
+
+func (q *memoQueue) step(leave, arrive int, drift, jump float64, dupes bool) {
+	for range min(leave, len(q.jobs)) {
+		p := q.rng.Intn(len(q.jobs))
+		q.jobs[p] = q.jobs[len(q.jobs)-1]
+		q.jobs = q.jobs[:len(q.jobs)-1]
+	}
+	for range arrive {
+		q.nextID++
+		e := rankEntry{value: q.rng.NormFloat64(), submit: q.rng.Int63n(50), id: q.nextID}
+		if q.rng.Intn(4) == 0 {
+			e.value = float64(q.rng.Intn(3)) // ties on value
+		}
+		q.jobs = append(q.jobs, e)
+	}
+	for k := range q.jobs {
+		switch {
+		case q.rng.Float64() < jump:
+			q.jobs[k].value = q.rng.NormFloat64() * 10
+		case drift > 0:
+			q.jobs[k].value += q.rng.NormFloat64() * drift
+		}
+	}
+	if dupes && len(q.jobs) > 2 && q.rng.Intn(3) == 0 {
+		// Two entries alike but for their slot: compareRank cannot
+		// tell them apart, and only sortRank's own order is right.
+		a, b := q.rng.Intn(len(q.jobs)), q.rng.Intn(len(q.jobs))
+		q.jobs[b] = q.jobs[a]
+	}
+}
+
+func (q *memoQueue) entries() []rankEntry {
+	es := slices.Clone(q.jobs)
+	for i := range es {
+		es[i].i = int32(i)
+	}
+	return es
+}
+
+// TestRankMemo_SortsAsSortRank checks that sorting from the last order
+// gives, at every point of a queue's life, exactly what sortRank gives on
+// the slot order, and that the fallback gets the slot order: with values that drift a little (few swaps), jump (more
+// swaps than the insertion budget), queues long enough for the radix sort,
+// duplicate entries, and a memo that another queue left.
+func TestRankMemo_SortsAsSortRank(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		start, churn  int
+		drift, jump   float64
+		dupes, foreig bool
+	}{
+		{name: "still", start: 100, churn: 2},
+		{name: "drift", start: 300, churn: 5, drift: 0.01},
+		{name: "jumps", start: 300, churn: 5, drift: 0.05, jump: 0.2},
+		{name: "long", start: 2000, churn: 40, drift: 0.001, jump: 0.001},
+		{name: "growing from empty", start: 0, churn: 3, drift: 0.02},
+		{name: "duplicates", start: 80, churn: 3, drift: 0.01, dupes: true},
+		{name: "jumps and duplicates", start: 200, churn: 3, drift: 0.01, jump: 0.3, dupes: true},
+		{name: "foreign memo", start: 120, churn: 4, drift: 0.01, foreig: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(len(tc.name))))
+			q := &memoQueue{rng: rng}
+			other := &memoQueue{rng: rand.New(rand.NewSource(99)), nextID: 1 << 40}
+			q.step(0, tc.start, 0, 0, false)
+			other.step(0, tc.start+7, 0, 0, false)
+			var m rankMemo
+			for point := range 60 {
+				q.step(rng.Intn(tc.churn+1), rng.Intn(tc.churn+1)+point%2, tc.drift, tc.jump, tc.dupes)
+				if tc.foreig && point%3 == 0 {
+					other.step(1, 1, 0.01, 0, false)
+					m.sortFrom(other.entries(), nil)
+				}
+				got, want := q.entries(), q.entries()
+				sortRank(want, nil)
+				m.sortOr(got, make([]rankEntry, len(got)), func() {
+					for i, e := range got {
+						if e.i != int32(i) {
+							t.Fatalf("point %d: the fallback got slot %d at %d", point, e.i, i)
+						}
+					}
+					sortRank(got, nil)
+				})
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(rankEntry{})); diff != "" {
+					t.Fatalf("point %d, %d jobs (-sortRank +sortFrom)\n%s", point, len(got), diff)
+				}
+			}
+		})
+	}
+}
+
+// TestRankMemo_Busy checks that a memo another ranking holds is left alone:
+// the entries are sorted without it and it keeps the order it had.
+func TestRankMemo_Busy(t *testing.T) {
+	q := &memoQueue{rng: rand.New(rand.NewSource(3))}
+	q.step(0, 50, 0, 0, false)
+	var m rankMemo
+	m.sortFrom(q.entries(), nil)
+	id, pos := slices.Clone(m.id), slices.Clone(m.pos)
+	q.step(5, 9, 0.1, 0, false)
+	got, want := q.entries(), q.entries()
+	sortRank(want, nil)
+	m.mu.Lock()
+	m.sortFrom(got, nil)
+	m.mu.Unlock()
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(rankEntry{})); diff != "" {
+		t.Errorf("(-sortRank +sortFrom)\n%s", diff)
+	}
+	if !slices.Equal(id, m.id) || !slices.Equal(pos, m.pos) {
+		t.Errorf("a busy memo changed: ids %v → %v", id, m.id)
+	}
+}
+
+// TestInsertionWithin checks the budgeted insertion sort: it sorts when
+// the moves fit the budget and gives up, reporting so, when they do not.
+func TestInsertionWithin(t *testing.T) {
+	for _, tc := range []struct {
+		values []float64
+		budget int
+		want   bool
+	}{
+		{[]float64{5, 4, 3, 2, 1}, 0, true},
+		{[]float64{5, 3, 4, 2, 1}, 1, true},
+		{[]float64{1, 2, 3, 4, 5}, 9, false},
+		{[]float64{1, 2, 3, 4, 5}, 10, true},
+		{nil, 0, true},
+	} {
+		t.Run(fmt.Sprint(tc.values, tc.budget), func(t *testing.T) {
+			es := make([]rankEntry, len(tc.values))
+			for i, v := range tc.values {
+				es[i] = rankEntry{value: v, id: int64(i), i: int32(i)}
+			}
+			ok := insertionWithin(es, tc.budget)
+			if ok != tc.want {
+				t.Fatalf("insertionWithin = %v, want %v", ok, tc.want)
+			}
+			if ok && !slices.IsSortedFunc(es, compareRank) {
+				t.Errorf("reported sorted, got %v", es)
+			}
+		})
+	}
+}
