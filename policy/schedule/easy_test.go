@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -21,6 +22,9 @@ type easyCase struct {
 	running        []easyRun
 	need           []int32
 	limit          []int64
+	// fill builds the queue with Queue.Fill, from arrays indexed by job
+	// in reverse, over the storage of an older queue, rather than Add.
+	fill bool
 }
 
 func newEasyCase(r *rand.Rand) easyCase {
@@ -51,8 +55,22 @@ func (c easyCase) play(pass func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use]
 		e.Free.Take(r.alloc)
 	}
 	var q Queue
-	for i := range c.need {
-		q.Add(int32(i), int(c.need[i]), c.limit[i])
+	if c.fill {
+		n := len(c.need)
+		order, need, limit := make([]int32, n), make([]int32, n), make([]int64, n)
+		for i := range n {
+			k := int32(n - 1 - i)
+			order[i], need[k], limit[k] = k, c.need[i], c.limit[i]
+		}
+		for i := range 2*n + 3 { // an older queue, longer, partly started
+			q.Add(int32(i), 1+i%7, int64(i))
+		}
+		q.started(0)
+		q.Fill(order, need, limit)
+	} else {
+		for i := range c.need {
+			q.Add(int32(i), int(c.need[i]), c.limit[i])
+		}
 	}
 	running := slices.Clone(c.running)
 	ends := func(yield func(int64, []Use) bool) {
@@ -65,7 +83,11 @@ func (c easyCase) play(pass func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use]
 	e.Free.moves = 0
 	var started []string
 	pass(e, &q, ends, func(i int, a []Use) {
-		started = append(started, fmt.Sprint(i, a))
+		job := int(q.Order[i]) // the case's job: i, where the queue holds it right
+		if c.fill {
+			job = len(c.need) - 1 - job
+		}
+		started = append(started, fmt.Sprint(i, job, a))
 		k := len(running)
 		for k > 0 && running[k-1].end > c.limit[i] {
 			k--
@@ -155,12 +177,17 @@ func TestEASY_PassAgainstReference(t *testing.T) {
 				c.limit = append(c.limit, int64(1+r.Intn(120)))
 			}
 		}
+		// Half the passes run on a queue built by Fill, as the
+		// simulator builds the queue of an order that moves with time.
+		c.fill = n%2 == 1
 		got, gotFree, _ := c.play(func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use)) {
 			e.Pass(0, q, ends, true, start)
 		})
+		c.fill = false
 		want, wantFree, _ := c.play(func(e *EASY, q *Queue, ends iter.Seq2[int64, []Use], start func(int, []Use)) {
 			refPass(e, 0, q, ends, start)
 		})
+
 		if !slices.Equal(got, want) || !slices.Equal(gotFree, wantFree) {
 			t.Fatalf("case %d (%+v): Pass started %v, free %v; want %v, free %v", n, c, got, gotFree, want, wantFree)
 		}
@@ -171,6 +198,48 @@ func TestEASY_PassAgainstReference(t *testing.T) {
 	if backfilled < 1000 {
 		t.Fatalf("only %d of 3000 cases started a job: the test checks too little", backfilled)
 	}
+}
+
+// TestQueue_FillIsResetAndAdd: Fill over any older queue leaves q as
+// Reset and Add of each job in order would, block summaries included.
+func TestQueue_FillIsResetAndAdd(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for n := range 500 {
+		jobs := r.Intn(300)
+		order := make([]int32, jobs)
+		for i := range order {
+			order[i] = int32(i)
+		}
+		r.Shuffle(jobs, func(i, j int) { order[i], order[j] = order[j], order[i] })
+		need, limit := make([]int32, jobs), make([]int64, jobs)
+		for k := range jobs {
+			need[k], limit[k] = int32(1+r.Intn(100)), int64(r.Intn(1000))
+		}
+		var got Queue
+		for i := range r.Intn(400) {
+			got.Add(int32(i), r.Intn(50), int64(r.Intn(50)))
+		}
+		if got.Live() > 0 {
+			got.started(r.Intn(len(got.Order)))
+			got.Lo = r.Intn(len(got.Order))
+		}
+		got.Fill(order, need, limit)
+		var want Queue
+		for _, k := range order {
+			want.Add(k, int(need[k]), limit[k])
+		}
+		if !reflect.DeepEqual(normQueue(got), normQueue(want)) {
+			t.Fatalf("case %d: Fill gave %+v, want %+v", n, got, want)
+		}
+	}
+}
+
+// normQueue is q with empty slices nil, as DeepEqual tells them apart.
+func normQueue(q Queue) Queue {
+	if len(q.Order) == 0 {
+		q.Order, q.Need, q.Limit, q.blockMin, q.blockMinLimit = nil, nil, nil, nil, nil
+	}
+	return q
 }
 
 // TestEASY_PassHoldsTheReservationOnce: on a machine whose queue's head

@@ -338,6 +338,33 @@ func (q *Queue) Add(k int32, need int, limit int64) {
 	q.live++
 }
 
+// Fill makes q the queue of the jobs of order, best first, keeping its
+// storage: job k needs need[k] units for at most limit[k] ns. It is Reset
+// and Add for each job in order, but reads the jobs from dense arrays and
+// stores q's slices once: a queue rebuilt at every scheduling point from
+// an order that moves with time (hundreds of jobs on a big machine) spent
+// most of its time in the stores of each Add and in reading each job from
+// the caller's larger records.
+func (q *Queue) Fill(order []int32, need []int32, limit []int64) {
+	n := len(order)
+	nb := (n + queueBlock - 1) / queueBlock
+	o, nd, lm := resize(q.Order, n), resize(q.Need, n), resize(q.Limit, n)
+	bm, bl := resize(q.blockMin, nb), resize(q.blockMinLimit, nb)
+	copy(o, order)
+	for b := range nb {
+		lo, hi := b*queueBlock, min((b+1)*queueBlock, n)
+		m, ml := int32(math.MaxInt32), int64(math.MaxInt64)
+		for i, k := range o[lo:hi] {
+			x, l := need[k], limit[k]
+			nd[lo+i], lm[lo+i] = x, l
+			m, ml = min(m, x), min(ml, l)
+		}
+		bm[b], bl[b] = m, ml
+	}
+	q.Order, q.Need, q.Limit, q.blockMin, q.blockMinLimit = o, nd, lm, bm, bl
+	q.Lo, q.live = 0, n
+}
+
 // Live is how many jobs of q have not started.
 func (q *Queue) Live() int { return q.live }
 

@@ -352,6 +352,12 @@ type simulator struct {
 	// the cache at every job.
 	hot     []hotJob
 	toStart []int32 // scratch for decidePreemptive
+	// qneed and qrem are each job's need and remaining limit (limit −
+	// done), dense, as decideEASY reads them for every pending job at
+	// every point to build the EASY queue (schedule.Queue.Fill), where
+	// reading sjob missed the cache at every job.
+	qneed []int32
+	qrem  []int64
 
 	// parts, on a partitioned cluster (Cluster.Layout), replaces easy,
 	// free, queue and needs with one of each per view.
@@ -486,12 +492,15 @@ func (s *simulator) load(res *Result) error {
 	}
 	s.jobs = make([]sjob, len(admitted))
 	s.hot = make([]hotJob, len(admitted))
+	s.qneed = make([]int32, len(admitted))
+	s.qrem = make([]int64, len(admitted))
 	s.trueRun = make(map[int64]time.Duration, len(admitted))
 	for k, a := range admitted {
 		j := &s.in[a.src]
 		s.jobs[k] = sjob{src: a.src, need: int32(a.need), state: a.state,
 			run: int64(a.run), limit: int64(a.limit), first: -1, view: a.view}
 		s.hot[k].need = int32(a.need)
+		s.qneed[k], s.qrem[k] = int32(a.need), int64(a.limit)
 		s.trueRun[j.ID] = a.run
 	}
 	if s.cfg.Share != nil {
@@ -1028,11 +1037,7 @@ func (s *simulator) decideEASY() {
 	if s.cfg.queueBuilds != nil {
 		*s.cfg.queueBuilds++
 	}
-	s.queue.Reset()
-	for _, k := range s.order {
-		j := &s.jobs[k]
-		s.queue.Add(k, int(j.need), j.limit-j.done)
-	}
+	s.queue.Fill(s.order, s.qneed, s.qrem)
 	s.pass()
 }
 
@@ -1104,12 +1109,17 @@ func (s *simulator) decidePreemptive() {
 }
 
 // checkHotJobs reports the first job whose entry in s.hot is not its
-// need and running state.
+// need and running state, or whose entries in s.qneed and s.qrem are not
+// its need and remaining limit.
 func (s *simulator) checkHotJobs() error {
 	for k := range s.jobs {
 		j := &s.jobs[k]
 		if want := (hotJob{need: j.need, running: j.seq != 0}); s.hot[k] != want {
 			return fmt.Errorf("job %d: hot %+v, want %+v", s.in[j.src].ID, s.hot[k], want)
+		}
+		if s.qneed[k] != j.need || s.qrem[k] != j.limit-j.done {
+			return fmt.Errorf("job %d: queue need %d and remaining limit %d, want %d and %d",
+				s.in[j.src].ID, s.qneed[k], s.qrem[k], j.need, j.limit-j.done)
 		}
 	}
 	return nil
@@ -1315,6 +1325,7 @@ func (s *simulator) preempt(k int32) {
 	s.stopped = append(s.stopped, rj)
 	j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
 	j.done += s.now - j.start
+	s.qrem[k] = j.limit - j.done
 	j.epoch++
 	s.preemptions++
 	rj.Start, rj.End = time.Time{}, time.Time{}
