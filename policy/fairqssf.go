@@ -152,7 +152,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		users = t.g.activeUsers(x.running)
 	}
 	const k = 6
-	parts := make([]float64, k*n)
+	parts := s.partsBuf(k * n)
 	// Tier 2's key is ρ's excess over rhoMax; tier 1's keys start above
 	// the largest of them.
 	top := 0.0

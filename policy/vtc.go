@@ -74,21 +74,20 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 func (*vtc) readsShares() bool { return false }
 
 func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
-	cost := make([]float64, len(s.Pending))
-	for i := range s.Pending {
-		cost[i] = predictedService(s, &s.Pending[i])
-	}
-	sub := submitKeys(s.Pending)
-	// VTC serves a user's requests first come, first served.
-	fifo := make([]float64, len(sub))
-	for i, v := range sub {
-		fifo[i] = float64(v)
-	}
 	buf := getRankScratch()
 	defer buf.put()
+	n := len(s.Pending)
+	buf.cost, buf.sub, buf.wait = resize(buf.cost, n), resize(buf.sub, n), resize(buf.wait, n)
+	cost, sub, fifo := buf.cost, buf.sub, buf.wait // every entry is written below
+	for i := range s.Pending {
+		cost[i] = predictedService(s, &s.Pending[i])
+		sub[i] = unixNanoOrMin(s.Pending[i].Submit)
+		// VTC serves a user's requests first come, first served.
+		fifo[i] = float64(sub[i])
+	}
 	t := computeVTC(s, cost, sub, fifo, committedOf(x, p.ignoreRunning), buf)
 	const k = 4
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
 		x := t.g.of[i]
 		row := parts[k*i : k*i+k]
@@ -102,15 +101,6 @@ func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		return nil, fmt.Errorf("vtc: %w", err)
 	}
 	return scores, nil
-}
-
-// submitKeys is each job's submit time as compareRank sees it.
-func submitKeys(jobs []Job) []int64 {
-	out := make([]int64, len(jobs))
-	for i := range jobs {
-		out[i] = unixNanoOrMin(jobs[i].Submit)
-	}
-	return out
 }
 
 // vtcTags is VTC's dispatch order over the pending jobs, as start tags.
@@ -127,8 +117,9 @@ type vtcTags struct {
 // association in ascending order of within (ties: older, then lower id),
 // then across the users of an account by user tag, then across accounts by
 // account tag. cost is each pending job's predicted service and sub its
-// submitKeys. With running, the index of s's running jobs, their predicted
-// service not yet charged counts as received; nil leaves it out.
+// submit time as compareRank sees it (unixNanoOrMin). With running, the
+// index of s's running jobs, their predicted service not yet charged
+// counts as received; nil leaves it out.
 //
 // The tags and groups live in buf, which the caller must not put back in
 // the pool while it uses them.
