@@ -51,7 +51,12 @@ type VTCParams struct {
 type vtc struct {
 	ignoreRunning bool
 	sc            scorer
+	memo          vtcMemo
 }
+
+// vtcMemo keeps the orders of computeVTC's last sorts: the jobs within
+// each association, and the jobs of each account by user tag.
+type vtcMemo struct{ within, acct segMemo }
 
 // NewVTC returns the "vtc" policy.
 func NewVTC(p VTCParams) (Policy, error) {
@@ -85,7 +90,7 @@ func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		// VTC serves a user's requests first come, first served.
 		fifo[i] = float64(sub[i])
 	}
-	t := computeVTC(s, cost, sub, fifo, committedOf(x, p.ignoreRunning), buf)
+	t := computeVTC(s, cost, sub, fifo, committedOf(x, p.ignoreRunning), buf, &p.memo)
 	const k = 4
 	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
@@ -123,7 +128,11 @@ type vtcTags struct {
 //
 // The tags and groups live in buf, which the caller must not put back in
 // the pool while it uses them.
-func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, running *runningIndex, buf *rankScratch) *vtcTags {
+//
+// memo, when not nil, is where the policy keeps the orders of its last
+// call, which the sorts start from (see segMemo).
+func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, running *runningIndex, buf *rankScratch,
+	memo *vtcMemo) *vtcTags {
 	g := &buf.g
 	g.reset(s.Pending)
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
@@ -170,24 +179,31 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 		buf.radix = resize(buf.radix, n)
 		scratchAll = buf.radix
 	}
-	scratch := func(lo, hi int32) []rankEntry {
-		if scratchAll == nil {
-			return nil
-		}
-		return scratchAll[lo:hi]
+	var withinMemo, acctMemo *segMemo
+	if memo != nil {
+		withinMemo, acctMemo = &memo.within, &memo.acct
 	}
-	for x := range ng {
-		lo, hi := g.start[x], g.start[x+1]
-		seg := ents[lo:hi]
-		for k, i := range g.members[lo:hi] {
-			seg[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
+	sortSegments := func(m *segMemo, ents []rankEntry, bounds []int32) {
+		if m != nil {
+			m.sortSegments(ents, bounds, n, scratchAll)
+			return
 		}
-		if len(seg) > 1 {
-			sortRank(seg, scratch(lo, hi))
+		for a := 0; a+1 < len(bounds); a++ {
+			if lo, hi := bounds[a], bounds[a+1]; hi-lo > 1 {
+				var scratch []rankEntry
+				if scratchAll != nil {
+					scratch = scratchAll[lo:hi]
+				}
+				sortRank(ents[lo:hi], scratch)
+			}
 		}
-		for k := range seg {
-			g.members[int(lo)+k] = seg[k].i
-		}
+	}
+	for k, i := range g.members {
+		ents[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
+	}
+	sortSegments(withinMemo, ents, g.start)
+	for k := range ents {
+		g.members[k] = ents[k].i
 	}
 
 	// User tags: each user's jobs charged in turn to the user's counter.
@@ -230,14 +246,9 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 	}
 	buf.order = resize(buf.order, int(perAcct[na])) // every entry is written below
 	order := buf.order
-	for a := range na {
-		lo, hi := perAcct[a], perAcct[a+1]
-		if hi-lo > 1 {
-			sortRank(ents[lo:hi], scratch(lo, hi))
-		}
-		for k, e := range ents[lo:hi] {
-			order[int(lo)+k] = e.i
-		}
+	sortSegments(acctMemo, ents[:perAcct[na]], perAcct)
+	for k, e := range ents[:perAcct[na]] {
+		order[k] = e.i
 	}
 	maxTag := math.Inf(-1)
 	for a := range na {
