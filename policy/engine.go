@@ -127,6 +127,7 @@ type Engine struct {
 	running   *runningIndex // committed service of the running jobs
 	shareSums shareSumCache // fair share's sums of shares
 	index     rankIndex     // the two above, as the cycle's policy reads them
+	out       rankOut       // CycleReusing's rankings
 
 	// batch and preds are the cycle's jobs due a prediction and their
 	// predictions, reused from cycle to cycle.
@@ -219,9 +220,24 @@ func (e *Engine) Ledger() *Ledger { return e.ledger }
 // ranking, best first (Policy.Rank's contract). o's slices are read, never
 // modified, and referenced by the Snapshot.
 func (e *Engine) Cycle(o *Observation) (*Snapshot, []Score, error) {
+	return e.rankCycle(o, nil)
+}
+
+// CycleReusing is Cycle for a caller that is done with each ranking before
+// it asks for the next (the simulator): the ranking and its Parts live in
+// buffers of e that the next CycleReusing overwrites, so ranking the queue
+// again and again allocates no Scores or parts. The ranking is Cycle's.
+func (e *Engine) CycleReusing(o *Observation) (*Snapshot, []Score, error) {
+	return e.rankCycle(o, &e.out)
+}
+
+// rankCycle is Cycle with the ranking made into out when not nil.
+func (e *Engine) rankCycle(o *Observation, out *rankOut) (*Snapshot, []Score, error) {
 	if _, err := e.Update(o); err != nil {
 		return nil, nil, err
 	}
+	e.snap.out = out
+	defer func() { e.snap.out = nil }()
 	var scores []Score
 	var err error
 	if p, ok := e.p.Policy.(indexedPolicy); ok {

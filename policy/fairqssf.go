@@ -66,6 +66,7 @@ type fairQSSF struct {
 	rhoMax        float64 // 0 means no ρ guard
 	ignoreRunning bool
 	sc            scorer
+	memo          vtcMemo
 }
 
 // fairQSSFMinRun is τ: the shortest run ρ is measured against, as in
@@ -141,7 +142,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		wait[i] = clock.since(waitingSince(j))
 	}
 	// Within a user, shortest predicted service first.
-	t := computeVTC(s, cost, sub, cost, committedOf(x, p.ignoreRunning), buf)
+	t := computeVTC(s, cost, sub, cost, committedOf(x, p.ignoreRunning), buf, &p.memo)
 
 	minTag := math.Inf(1)
 	for _, v := range t.tag {
@@ -152,7 +153,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		users = t.g.activeUsers(x.running)
 	}
 	const k = 6
-	parts := make([]float64, k*n)
+	parts := s.partsBuf(k * n)
 	// Tier 2's key is ρ's excess over rhoMax; tier 1's keys start above
 	// the largest of them.
 	top := 0.0

@@ -96,7 +96,7 @@ func (p *fairshare) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 func (p *fairshare) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, error) {
 	factors := fairshareFactors(s, g, sums, p.damp)
 	const k = 4
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		ff := factors[g.of[i]]

@@ -135,7 +135,7 @@ func (p *fairSJF) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, 
 		factors = fairshareFactors(s, g, sums, 1)
 	}
 	const k = 4
-	parts := make([]float64, k*n)
+	parts := s.partsBuf(k * n)
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		run := predictedAt(s, i).Seconds()

@@ -19,7 +19,7 @@ func NewFIFO(FIFOParams) (Policy, error) {
 func (*fifo) Name() string { return "fifo" }
 
 func (p *fifo) Rank(s *Snapshot) ([]Score, error) {
-	parts := make([]float64, len(s.Pending))
+	parts := s.partsBuf(len(s.Pending))
 	for i := range s.Pending {
 		parts[i] = s.Now.Sub(s.Pending[i].Submit).Seconds()
 	}

@@ -90,7 +90,7 @@ func NewSJFLimit(SJFLimitParams) (Policy, error) {
 func (*sjfLimit) Name() string { return "sjf-limit" }
 
 func (p *sjfLimit) Rank(s *Snapshot) ([]Score, error) {
-	parts := make([]float64, len(s.Pending))
+	parts := s.partsBuf(len(s.Pending))
 	for i := range s.Pending {
 		parts[i] = requestedRun(&s.Pending[i])
 	}
@@ -155,7 +155,7 @@ const f1SubmitWeight = 870
 func (p *f1) Rank(s *Snapshot) ([]Score, error) {
 	origin := p.keyOrigin(s)
 	const k = 4
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
 		f1Row(s, &s.Pending[i], origin, parts[k*i:k*i+k])
 	}
@@ -238,7 +238,7 @@ func (*wfp3) Name() string { return "wfp3" }
 
 func (p *wfp3) Rank(s *Snapshot) ([]Score, error) {
 	const k = 4
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
@@ -279,7 +279,7 @@ func (*unicep) Name() string { return "unicep" }
 
 func (p *unicep) Rank(s *Snapshot) ([]Score, error) {
 	const k = 4
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]

@@ -220,7 +220,7 @@ func (p *learned) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, 
 		}
 	}
 	k := len(learnedParts)
-	parts := make([]float64, k*n)
+	parts := s.partsBuf(k * n)
 	// mul multiplies key by f^θ and records θ·log f, skipping θ = 0, so
 	// that a point of the family computes its key exactly as the policy
 	// it stands for (fair-sjf multiplies and divides in this order).

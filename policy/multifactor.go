@@ -217,7 +217,7 @@ func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 		ageAt = m.freeze(s.Now, g.keys, ffs)
 	}
 	const k = 6
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		ff := 0.0

@@ -66,6 +66,12 @@ type Snapshot struct {
 	pendPred  []*enginePred
 	predOf    *Engine
 	predCycle uint64
+
+	// out, when not nil, is where a ranking of this Snapshot puts its
+	// Scores and parts (Engine.CycleReusing): a caller that reads each
+	// ranking before it asks for the next spares a queue's worth of
+	// allocation per ranking. Nil: every ranking allocates its own.
+	out *rankOut
 }
 
 // Score is one pending job's place in a ranking. Higher Value runs first.

@@ -31,7 +31,7 @@ func NewQSSF(QSSFParams) (Policy, error) {
 func (*qssf) Name() string { return "qssf" }
 
 func (p *qssf) Rank(s *Snapshot) ([]Score, error) {
-	parts := make([]float64, 2*len(s.Pending))
+	parts := s.partsBuf(2 * len(s.Pending))
 	for i := range s.Pending {
 		qssfRow(s, &s.Pending[i], parts[2*i:2*i+2])
 	}
@@ -97,7 +97,7 @@ func sjfWeights(byService bool) []float64 {
 func (*sjfOracle) Name() string { return "sjf-oracle" }
 
 func (p *sjfOracle) Rank(s *Snapshot) ([]Score, error) {
-	parts := make([]float64, 2*len(s.Pending))
+	parts := s.partsBuf(2 * len(s.Pending))
 	for i := range s.Pending {
 		if err := sjfOracleRow(s, &s.Pending[i], parts[2*i:2*i+2]); err != nil {
 			return nil, err

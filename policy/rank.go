@@ -260,7 +260,7 @@ func unixNanoOrMin(t time.Time) int64 {
 // documented tie-break and builds the Scores. The Scores' Parts are views
 // of parts, which rank keeps: the caller must not reuse it.
 //
-// sub, when not nil, is submitKeys(s.Pending), already computed.
+// sub, when not nil, is each pending job's unixNanoOrMin(Submit), already computed.
 func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, error) {
 	buf := getRankScratch()
 	defer buf.put()
@@ -297,8 +297,7 @@ func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankS
 		entries[i] = e
 	}
 	sc.memo.sortFrom(entries, radix)
-	t := &partTable{names: sc.names, vals: parts[:n*k]}
-	scores := make([]Score, n)
+	scores, t := s.scoresBuf(n, sc.names, parts[:n*k])
 	for r, e := range entries {
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: Parts{t: t, row: e.i}}
 	}
@@ -435,8 +434,7 @@ func (sc *scorer) rankByGroup(s *Snapshot, parts []float64, g *assocGroups) ([]S
 	}
 	buf.radix = resize(buf.radix, n) // sortByGroup's copy, the memo's radix buffer
 	sc.memo.sortOr(entries, buf.radix, func() { sortByGroup(entries, vals, g, buf) })
-	t := &partTable{names: sc.names, vals: parts[:n*k]}
-	scores := make([]Score, n)
+	scores, t := s.scoresBuf(n, sc.names, parts[:n*k])
 	for r, e := range entries {
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: Parts{t: t, row: e.i}}
 	}

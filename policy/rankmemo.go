@@ -142,3 +142,141 @@ func (m *rankMemo) remember(entries []rankEntry) {
 		m.id[e.i], m.pos[e.i] = e.id, int32(r)
 	}
 }
+
+// segMemo is rankMemo for a ranking made of segments, each sorted on its
+// own (computeVTC sorts the jobs of each account by user tag): it
+// remembers, by slot of Snapshot.Pending, the job there and its place in
+// the last sorted entries, and sorts each segment starting from the order
+// its jobs had then. As with rankMemo, the memo only chooses where the
+// sort starts: each segment's result is checked strictly ordered by
+// compareRank, and a segment that is not (equal entries), or whose order
+// moved too much, is sorted by sortRank from the order given, which is
+// what sortRank alone would have done.
+type segMemo struct {
+	mu         sync.Mutex // held by one sortSegments; others sort without the memo
+	id         []int64    // job id in each slot at the last sort
+	pos        []int32    // its place in the last sorted entries, -1 when not among them
+	at         []int32    // scratch: index in entries by last place
+	seg        []int32    // scratch: segment of each index of entries
+	kc, cur    []int32    // scratch: per segment, kept entries and a write cursor
+	kept       []bool     // scratch: per index of entries, whether its slot kept its job
+	tmp, given []rankEntry
+}
+
+// sortSegments sorts each segment entries[bounds[a]:bounds[a+1]] by
+// compareRank as sortRank would. The entries' i are slots of a queue of n
+// jobs, each slot at most once; scratch, when not nil, is as long as
+// entries and is the sorts' second buffer.
+func (m *segMemo) sortSegments(entries []rankEntry, bounds []int32, n int, scratch []rankEntry) {
+	scr := func(lo, hi int32) []rankEntry {
+		if scratch == nil {
+			return nil
+		}
+		return scratch[lo:hi]
+	}
+	plain := func() {
+		for a := 0; a+1 < len(bounds); a++ {
+			if lo, hi := bounds[a], bounds[a+1]; hi-lo > 1 {
+				sortRank(entries[lo:hi], scr(lo, hi))
+			}
+		}
+	}
+	if !m.mu.TryLock() {
+		plain()
+		return
+	}
+	defer m.mu.Unlock()
+	if len(entries) < memoMin || len(m.pos) == 0 {
+		plain()
+	} else {
+		m.sortKnown(entries, bounds, scr)
+	}
+	m.id, m.pos = resize(m.id, n), resize(m.pos, n)
+	for i := range m.pos {
+		m.pos[i] = -1
+	}
+	for r, e := range entries {
+		m.id[e.i], m.pos[e.i] = e.id, int32(r)
+	}
+}
+
+// sortKnown is sortSegments from the memo.
+func (m *segMemo) sortKnown(entries []rankEntry, bounds []int32, scr func(lo, hi int32) []rankEntry) {
+	ns := len(bounds) - 1
+	m.given = append(m.given[:0], entries...)
+	m.seg = resize(m.seg, len(entries))
+	m.kc, m.cur = zeroed(m.kc, ns), resize(m.cur, ns)
+	for a := range ns {
+		for k := bounds[a]; k < bounds[a+1]; k++ {
+			m.seg[k] = int32(a)
+		}
+	}
+	m.at = resize(m.at, len(m.pos))
+	for p := range m.at {
+		m.at[p] = -1
+	}
+	m.kept = resize(m.kept, len(entries))
+	for k, e := range entries {
+		s := int(e.i)
+		m.kept[k] = s < len(m.pos) && m.pos[s] >= 0 && m.id[s] == e.id
+		if m.kept[k] {
+			m.at[m.pos[s]] = int32(k)
+			m.kc[m.seg[k]]++
+		}
+	}
+	m.tmp = resize(m.tmp, len(entries))
+	tmp := m.tmp
+	// Each segment in tmp: its kept entries in their last order, then the
+	// others in the order given.
+	copy(m.cur, bounds[:ns])
+	for _, k := range m.at {
+		if k >= 0 {
+			a := m.seg[k]
+			tmp[m.cur[a]] = entries[k]
+			m.cur[a]++
+		}
+	}
+	for k, e := range entries {
+		if !m.kept[k] {
+			a := m.seg[k]
+			tmp[m.cur[a]] = e
+			m.cur[a]++
+		}
+	}
+	for a := range ns {
+		lo, hi := bounds[a], bounds[a+1]
+		if hi-lo < 2 {
+			continue
+		}
+		kept, added := tmp[lo:lo+m.kc[a]], tmp[lo+m.kc[a]:hi]
+		if !insertionWithin(kept, 4*len(kept)+64) || !mergeStrict(entries[lo:hi], kept, added, scr(lo, hi)) {
+			copy(entries[lo:hi], m.given[lo:hi])
+			sortRank(entries[lo:hi], scr(lo, hi))
+		}
+	}
+}
+
+// mergeStrict sorts added (with scratch as sortRank's second buffer),
+// merges it with kept, sorted, into dst and reports whether dst is then
+// strictly ordered by compareRank.
+func mergeStrict(dst, kept, added, scratch []rankEntry) bool {
+	sortRank(added, scratch)
+	a, b := kept, added
+	r := 0
+	for len(a) > 0 && len(b) > 0 {
+		if compareRank(b[0], a[0]) < 0 {
+			dst[r], b = b[0], b[1:]
+		} else {
+			dst[r], a = a[0], a[1:]
+		}
+		r++
+	}
+	r += copy(dst[r:], a)
+	copy(dst[r:], b)
+	for r := 1; r < len(dst); r++ {
+		if compareRank(dst[r-1], dst[r]) >= 0 {
+			return false
+		}
+	}
+	return true
+}

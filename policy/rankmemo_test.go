@@ -159,3 +159,90 @@ func TestInsertionWithin(t *testing.T) {
 		})
 	}
 }
+
+// TestSegMemo_SortsAsSortRank checks that sorting segments from the last
+// order gives, at every point of a queue's life, exactly what sortRank
+// gives on each segment as given: jobs grouped into segments by a key (an
+// account) that some jobs change between points, segments listing their
+// jobs in slot order, with drift, jumps, duplicates, the radix sort's
+// lengths and a memo another queue left.
+func TestSegMemo_SortsAsSortRank(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		start, churn, segs   int
+		drift, jump, regroup float64
+		dupes, foreign       bool
+	}{
+		{name: "one segment", start: 600, churn: 5, segs: 1, drift: 0.01},
+		{name: "still", start: 100, churn: 2, segs: 4},
+		{name: "drift", start: 300, churn: 5, segs: 3, drift: 0.01},
+		{name: "jumps", start: 300, churn: 5, segs: 5, drift: 0.05, jump: 0.2},
+		{name: "regrouped", start: 300, churn: 5, segs: 4, drift: 0.01, regroup: 0.05},
+		{name: "long", start: 2000, churn: 40, segs: 2, drift: 0.001, jump: 0.001},
+		{name: "many small", start: 400, churn: 10, segs: 150, drift: 0.02},
+		{name: "growing from empty", start: 0, churn: 3, segs: 2, drift: 0.02},
+		{name: "duplicates", start: 80, churn: 3, segs: 2, drift: 0.01, dupes: true},
+		{name: "foreign memo", start: 120, churn: 4, segs: 3, drift: 0.01, foreign: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(len(tc.name))))
+			q := &memoQueue{rng: rng}
+			other := &memoQueue{rng: rand.New(rand.NewSource(99)), nextID: 1 << 40}
+			segOf := map[int64]int{}
+			// segmented lays q's entries out by segment, each in slot
+			// order, as computeVTC does, with the segments' bounds.
+			segmented := func(q *memoQueue) ([]rankEntry, []int32) {
+				es := q.entries()
+				bounds := make([]int32, tc.segs+1)
+				for _, e := range es {
+					if _, ok := segOf[e.id]; !ok || rng.Float64() < tc.regroup {
+						segOf[e.id] = rng.Intn(tc.segs)
+					}
+					bounds[segOf[e.id]+1]++
+				}
+				for a := range tc.segs {
+					bounds[a+1] += bounds[a]
+				}
+				out := make([]rankEntry, len(es))
+				fill := slices.Clone(bounds[:tc.segs])
+				for _, e := range es {
+					a := segOf[e.id]
+					out[fill[a]] = e
+					fill[a]++
+				}
+				return out, bounds
+			}
+			q.step(0, tc.start, 0, 0, false)
+			other.step(0, tc.start+7, 0, 0, false)
+			var m segMemo
+			fromMemo := 0
+			for point := range 60 {
+				q.step(rng.Intn(tc.churn+1), rng.Intn(tc.churn+1)+point%2, tc.drift, tc.jump, tc.dupes)
+				if tc.foreign && point%3 == 0 {
+					other.step(1, 1, 0.01, 0, false)
+					es, bounds := segmented(other)
+					m.sortSegments(es, bounds, len(other.jobs), nil)
+				}
+				got, bounds := segmented(q)
+				want := slices.Clone(got)
+				for a := range tc.segs {
+					sortRank(want[bounds[a]:bounds[a+1]], nil)
+				}
+				if len(m.pos) > 0 && len(got) >= memoMin {
+					fromMemo++
+				}
+				var scratch []rankEntry
+				if point%2 == 0 {
+					scratch = make([]rankEntry, len(got))
+				}
+				m.sortSegments(got, bounds, len(q.jobs), scratch)
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(rankEntry{})); diff != "" {
+					t.Fatalf("point %d, %d jobs (-sortRank +sortSegments)\n%s", point, len(got), diff)
+				}
+			}
+			if tc.start > 0 && fromMemo == 0 {
+				t.Fatal("no point was sorted from the memo")
+			}
+		})
+	}
+}

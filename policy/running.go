@@ -379,11 +379,20 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 
 // settleRec brings r's committed service up to date, for a job of this
 // rate and time limit, reading its prediction and attained service when
-// read is set or r is new, and marks its sums dirty when it changed.
+// read is set or r is new, and marks its sums dirty when it changed. read
+// is set only in walks that settle every job of the index.
 func (x *runningIndex) settleRec(r *runRec, read bool, predicted map[int64]time.Duration, l *Ledger, rate float64, limit time.Duration) {
 	if read || r.fresh {
 		r.pred, r.hasPred = predicted[r.id]
-		r.attained = l.Attained(r.id)
+		if u := r.usage; u != nil && !u.finished {
+			// The Ledger's record of the job, which the Engine's sweep
+			// keeps on r (the index's Ledger is the Engine's): until
+			// Finish marks it finished it is the one Attained finds, and
+			// a sweep after a big machine's charges reads thousands.
+			r.attained = u.service
+		} else {
+			r.attained = l.Attained(r.id)
+		}
 		r.fresh = false
 	}
 	if run := predictedRunLimit(limit, r.pred, r.hasPred); run != r.run {
@@ -392,8 +401,18 @@ func (x *runningIndex) settleRec(r *runRec, read bool, predicted map[int64]time.
 	c := committed(rate, r.runSec, r.attained)
 	if math.Float64bits(c) != math.Float64bits(r.committed) {
 		r.committed = c
-		x.markDirty(r.assoc, r.assoc.index(r.id))
-		x.markDirty(r.acct, r.acct.index(r.id))
+		if read {
+			// Every job is read again (a sweep charged them all): the
+			// sums change from their first jobs on, and finding each
+			// job's place in its account's sum (thousands of running
+			// jobs) only to learn that costs more than adding up from
+			// the start, which gives the same bits.
+			x.markDirty(r.assoc, 0)
+			x.markDirty(r.acct, 0)
+		} else {
+			x.markDirty(r.assoc, r.assoc.index(r.id))
+			x.markDirty(r.acct, r.acct.index(r.id))
+		}
 	}
 }
 

@@ -24,6 +24,13 @@ import (
 // gains jobs at its end, and a running job's fields do not change.
 func enChurn(t *testing.T, e *Engine, seed int64, n, appendedUntil int, check func(cycle int, s *Snapshot, ranking []Score)) {
 	t.Helper()
+	enChurnWith(t, e.Cycle, seed, n, appendedUntil, check)
+}
+
+// enChurnWith is enChurn ranking each cycle's observation with cycle.
+func enChurnWith(t *testing.T, cycle func(*Observation) (*Snapshot, []Score, error), seed int64, n, appendedUntil int,
+	check func(cycle int, s *Snapshot, ranking []Score)) {
+	t.Helper()
 	r := rand.New(rand.NewSource(seed))
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
 	accounts := []string{"a", "b", "c"}
@@ -97,7 +104,7 @@ func enChurn(t *testing.T, e *Engine, seed int64, n, appendedUntil int, check fu
 				obsRunning = append(slices.Clone(running), running[r.Intn(len(running))])
 			}
 		}
-		s, ranking, err := e.Cycle(&Observation{Now: now, Pending: pending, Running: obsRunning, Stopped: stopped,
+		s, ranking, err := cycle(&Observation{Now: now, Pending: pending, Running: obsRunning, Stopped: stopped,
 			RunningAppended: appended})
 		if err != nil {
 			t.Fatal(err)

@@ -9,8 +9,8 @@ import "sync"
 // returns points into a rankScratch: the Scores and their Parts table are
 // allocated for each call, since callers may keep a ranking.
 type rankScratch struct {
-	run, cost, wait []float64 // fair-qssf: per pending job
-	sub             []int64   // per pending job: submitKeys
+	run, cost, wait []float64 // fair-qssf (vtc: cost, and submit keys as wait): per pending job
+	sub             []int64   // per pending job: submit time as compareRank sees it
 	g               assocGroups
 	t               vtcTags
 	commU, commA    []float64 // computeVTC: committed service per group, per account
@@ -61,4 +61,35 @@ func resize[T any](s []T, n int) []T {
 		return s[:n]
 	}
 	return make([]T, n)
+}
+
+// rankOut holds the Scores and parts of the last ranking made into it, for
+// a caller that reads each ranking before it asks for the next (the
+// simulator, tens of thousands of rankings of hundreds of jobs a run): the
+// next ranking overwrites them.
+type rankOut struct {
+	parts  []float64
+	scores []Score
+	table  partTable
+}
+
+// partsBuf returns n zeroed float64s for a ranking's parts: s.out's when
+// s has one, else new ones.
+func (s *Snapshot) partsBuf(n int) []float64 {
+	if s.out == nil {
+		return make([]float64, n)
+	}
+	s.out.parts = zeroed(s.out.parts, n)
+	return s.out.parts
+}
+
+// scoresBuf returns n Scores (contents to be overwritten) and a part table
+// of names and vals for them: s.out's when s has one, else new ones.
+func (s *Snapshot) scoresBuf(n int, names []string, vals []float64) ([]Score, *partTable) {
+	if s.out == nil {
+		return make([]Score, n), &partTable{names: names, vals: vals}
+	}
+	s.out.scores = resize(s.out.scores, n)
+	s.out.table = partTable{names: names, vals: vals}
+	return s.out.scores, &s.out.table
 }

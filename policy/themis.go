@@ -66,7 +66,7 @@ func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	n := activeUsersOf(s.Pending, x.running, &buf.users)
 	buf.put()
 	const k = 4
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]

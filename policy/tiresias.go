@@ -106,7 +106,7 @@ func (p *tiresias) Rank(s *Snapshot) ([]Score, error) {
 		dist = newGittinsDist(s.Ledger.sortedSamples())
 	}
 	now := s.Now.UnixNano()
-	parts := make([]float64, tiresiasParts*len(s.Pending))
+	parts := s.partsBuf(tiresiasParts * len(s.Pending))
 	for i := range s.Pending {
 		p.row(s, &s.Pending[i], now, dist, parts[tiresiasParts*i:tiresiasParts*(i+1)])
 	}

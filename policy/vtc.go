@@ -51,7 +51,12 @@ type VTCParams struct {
 type vtc struct {
 	ignoreRunning bool
 	sc            scorer
+	memo          vtcMemo
 }
+
+// vtcMemo keeps the orders of computeVTC's last sorts: the jobs within
+// each association, and the jobs of each account by user tag.
+type vtcMemo struct{ within, acct segMemo }
 
 // NewVTC returns the "vtc" policy.
 func NewVTC(p VTCParams) (Policy, error) {
@@ -74,21 +79,20 @@ func (p *vtc) Rank(s *Snapshot) ([]Score, error) {
 func (*vtc) readsShares() bool { return false }
 
 func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
-	cost := make([]float64, len(s.Pending))
-	for i := range s.Pending {
-		cost[i] = predictedService(s, &s.Pending[i])
-	}
-	sub := submitKeys(s.Pending)
-	// VTC serves a user's requests first come, first served.
-	fifo := make([]float64, len(sub))
-	for i, v := range sub {
-		fifo[i] = float64(v)
-	}
 	buf := getRankScratch()
 	defer buf.put()
-	t := computeVTC(s, cost, sub, fifo, committedOf(x, p.ignoreRunning), buf)
+	n := len(s.Pending)
+	buf.cost, buf.sub, buf.wait = resize(buf.cost, n), resize(buf.sub, n), resize(buf.wait, n)
+	cost, sub, fifo := buf.cost, buf.sub, buf.wait // every entry is written below
+	for i := range s.Pending {
+		cost[i] = predictedService(s, &s.Pending[i])
+		sub[i] = unixNanoOrMin(s.Pending[i].Submit)
+		// VTC serves a user's requests first come, first served.
+		fifo[i] = float64(sub[i])
+	}
+	t := computeVTC(s, cost, sub, fifo, committedOf(x, p.ignoreRunning), buf, &p.memo)
 	const k = 4
-	parts := make([]float64, k*len(s.Pending))
+	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
 		x := t.g.of[i]
 		row := parts[k*i : k*i+k]
@@ -102,15 +106,6 @@ func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		return nil, fmt.Errorf("vtc: %w", err)
 	}
 	return scores, nil
-}
-
-// submitKeys is each job's submit time as compareRank sees it.
-func submitKeys(jobs []Job) []int64 {
-	out := make([]int64, len(jobs))
-	for i := range jobs {
-		out[i] = unixNanoOrMin(jobs[i].Submit)
-	}
-	return out
 }
 
 // vtcTags is VTC's dispatch order over the pending jobs, as start tags.
@@ -127,12 +122,17 @@ type vtcTags struct {
 // association in ascending order of within (ties: older, then lower id),
 // then across the users of an account by user tag, then across accounts by
 // account tag. cost is each pending job's predicted service and sub its
-// submitKeys. With running, the index of s's running jobs, their predicted
-// service not yet charged counts as received; nil leaves it out.
+// submit time as compareRank sees it (unixNanoOrMin). With running, the
+// index of s's running jobs, their predicted service not yet charged
+// counts as received; nil leaves it out.
 //
 // The tags and groups live in buf, which the caller must not put back in
 // the pool while it uses them.
-func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, running *runningIndex, buf *rankScratch) *vtcTags {
+//
+// memo, when not nil, is where the policy keeps the orders of its last
+// call, which the sorts start from (see segMemo).
+func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, running *runningIndex, buf *rankScratch,
+	memo *vtcMemo) *vtcTags {
 	g := &buf.g
 	g.reset(s.Pending)
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
@@ -179,24 +179,31 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 		buf.radix = resize(buf.radix, n)
 		scratchAll = buf.radix
 	}
-	scratch := func(lo, hi int32) []rankEntry {
-		if scratchAll == nil {
-			return nil
-		}
-		return scratchAll[lo:hi]
+	var withinMemo, acctMemo *segMemo
+	if memo != nil {
+		withinMemo, acctMemo = &memo.within, &memo.acct
 	}
-	for x := range ng {
-		lo, hi := g.start[x], g.start[x+1]
-		seg := ents[lo:hi]
-		for k, i := range g.members[lo:hi] {
-			seg[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
+	sortSegments := func(m *segMemo, ents []rankEntry, bounds []int32) {
+		if m != nil {
+			m.sortSegments(ents, bounds, n, scratchAll)
+			return
 		}
-		if len(seg) > 1 {
-			sortRank(seg, scratch(lo, hi))
+		for a := 0; a+1 < len(bounds); a++ {
+			if lo, hi := bounds[a], bounds[a+1]; hi-lo > 1 {
+				var scratch []rankEntry
+				if scratchAll != nil {
+					scratch = scratchAll[lo:hi]
+				}
+				sortRank(ents[lo:hi], scratch)
+			}
 		}
-		for k := range seg {
-			g.members[int(lo)+k] = seg[k].i
-		}
+	}
+	for k, i := range g.members {
+		ents[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
+	}
+	sortSegments(withinMemo, ents, g.start)
+	for k := range ents {
+		g.members[k] = ents[k].i
 	}
 
 	// User tags: each user's jobs charged in turn to the user's counter.
@@ -239,14 +246,9 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 	}
 	buf.order = resize(buf.order, int(perAcct[na])) // every entry is written below
 	order := buf.order
-	for a := range na {
-		lo, hi := perAcct[a], perAcct[a+1]
-		if hi-lo > 1 {
-			sortRank(ents[lo:hi], scratch(lo, hi))
-		}
-		for k, e := range ents[lo:hi] {
-			order[int(lo)+k] = e.i
-		}
+	sortSegments(acctMemo, ents[:perAcct[na]], perAcct)
+	for k, e := range ents[:perAcct[na]] {
+		order[k] = e.i
 	}
 	maxTag := math.Inf(-1)
 	for a := range na {

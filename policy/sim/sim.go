@@ -808,7 +808,11 @@ func (s *simulator) cycle() error {
 		o.Pending = s.cands
 	}
 	s.runBase = len(s.running)
-	snap, ranking, err := s.eng.Cycle(&o)
+	cycle := s.eng.CycleReusing // the order below is all this cycle reads
+	if s.cfg.OnCycle != nil || s.cfg.watch != nil {
+		cycle = s.eng.Cycle // they may keep the ranking
+	}
+	snap, ranking, err := cycle(&o)
 	if err != nil {
 		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
 	}
