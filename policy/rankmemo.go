@@ -86,29 +86,13 @@ func (m *rankMemo) sortKnown(entries, scratch []rankEntry) bool {
 	if !insertionWithin(kept, 4*len(kept)+64) {
 		return false // entries are as given
 	}
-	sortRank(m.new, scratch)
-	// Merge the two sorted runs into entries.
-	a, b := kept, m.new
-	r := 0
-	for len(a) > 0 && len(b) > 0 {
-		if compareRank(b[0], a[0]) < 0 {
-			entries[r], b = b[0], b[1:]
-		} else {
-			entries[r], a = a[0], a[1:]
+	if !mergeStrict(entries, kept, m.new, scratch) {
+		// Equal entries: put them back in slot order.
+		m.kept = append(m.kept[:0], entries...)
+		for _, e := range m.kept {
+			entries[e.i] = e
 		}
-		r++
-	}
-	r += copy(entries[r:], a)
-	copy(entries[r:], b)
-	for r := 1; r < n; r++ {
-		if compareRank(entries[r-1], entries[r]) >= 0 {
-			// Equal entries: put them back in slot order.
-			m.kept = append(m.kept[:0], entries...)
-			for _, e := range m.kept {
-				entries[e.i] = e
-			}
-			return false
-		}
+		return false
 	}
 	return true
 }
