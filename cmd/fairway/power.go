@@ -19,6 +19,9 @@ type powerEvalConfig struct {
 	JSON     bool
 	Brief    bool
 	Eval     power.EvalConfig
+	// The split's bounds the flags gave; the others come from the
+	// sequence (power.DefaultSplit) once it is read.
+	TrainUntilSet, TestFromSet, TestUntilSet bool
 }
 
 func powerCommand() *cli.Command {
@@ -31,12 +34,13 @@ func powerCommand() *cli.Command {
 			Usage: "fit the node-demand forecaster and replay the predictive power rule against Slurm's idle-time rule on a node sequence",
 			Description: "The sequence is a CSV time,active,total (gzip or plain), e.g. ../shared/data/power/philly_node_sequence.csv.gz,\n" +
 				"with an optional column pending (nodes asked for by queued jobs, as simulate --power-sequence writes it) that the hybrid rule powers up for at once.\n" +
-				"Dates are days (the until dates are included whole) or times \"2017-12-01 06:00\". docs/POWER.md has the method.",
+				"Dates are days (the until dates are included whole) or times \"2017-12-01 06:00\". By default the test is the sequence's last 14 whole days\n" +
+				"(on Philly the artifact's split: train through 2017-11-30, test 2017-12-01 to 12-14) and everything before it trains. docs/POWER.md has the method.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total[,pending] (gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
-				&cli.StringFlag{Name: "train-until", Value: "2017-11-30", Usage: "last day (or time) the forecaster learns from", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
-				&cli.StringFlag{Name: "test-from", Value: "2017-12-01", Usage: "first day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
-				&cli.StringFlag{Name: "test-until", Value: "2017-12-14", Usage: "last day (or time) replayed", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
+				&cli.StringFlag{Name: "train-until", Usage: "last day (or time) the forecaster learns from (default: the day before the test)", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
+				&cli.StringFlag{Name: "test-from", Usage: "first day (or time) replayed (default: 14 days before the test's end)", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
+				&cli.StringFlag{Name: "test-until", Usage: "last day (or time) replayed (default: the sequence's last whole day)", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
 				&cli.StringFlag{Name: "buffer", Value: joinInts(def.Buffers), Usage: "comma-separated buffers (nodes kept powered above demand) of the predictive rule", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
 				&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_POWER_SUSPEND_TIME"}},
 				&cli.StringFlag{Name: "hybrid-idle", Value: joinDurations(def.IdleAfter), Usage: "comma-separated idle times of the hybrid rule (Slurm's idle clock with the forecast holding idle nodes), a parameter of its curve with the buffer", EnvVars: []string{"FAIRWAY_POWER_HYBRID_IDLE"}},
@@ -73,14 +77,22 @@ func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
 		return cfg, fmt.Errorf("--resume-time %v: want a positive duration (a node is never usable the instant it is resumed)", cfg.Eval.Resume)
 	}
 	var err error
-	if cfg.Eval.TrainUntil, err = parseDay(c.String("train-until"), true); err != nil {
-		return cfg, fmt.Errorf("--train-until: %w", err)
-	}
-	if cfg.Eval.TestFrom, err = parseDay(c.String("test-from"), false); err != nil {
-		return cfg, fmt.Errorf("--test-from: %w", err)
-	}
-	if cfg.Eval.TestUntil, err = parseDay(c.String("test-until"), true); err != nil {
-		return cfg, fmt.Errorf("--test-until: %w", err)
+	for _, d := range []struct {
+		flag    string
+		through bool
+		at      *time.Time
+		set     *bool
+	}{
+		{"train-until", true, &cfg.Eval.TrainUntil, &cfg.TrainUntilSet},
+		{"test-from", false, &cfg.Eval.TestFrom, &cfg.TestFromSet},
+		{"test-until", true, &cfg.Eval.TestUntil, &cfg.TestUntilSet},
+	} {
+		if *d.set = c.IsSet(d.flag); !*d.set {
+			continue
+		}
+		if *d.at, err = parseDay(c.String(d.flag), d.through); err != nil {
+			return cfg, fmt.Errorf("--%s: %w", d.flag, err)
+		}
 	}
 	if cfg.Eval.Buffers, err = parseInts(c.String("buffer")); err != nil {
 		return cfg, fmt.Errorf("--buffer: %w", err)
@@ -121,6 +133,9 @@ func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.fillSplit(samples); err != nil {
+		return err
+	}
 	if progress.IsTerminal(errOut) {
 		cfg.Eval.Progress = func(stage string) { fmt.Fprintf(errOut, "\r\033[K%s", stage) }
 		defer fmt.Fprint(errOut, "\r\033[K")
@@ -136,6 +151,29 @@ func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
 		return res.WriteBrief(out)
 	}
 	return res.WriteText(out)
+}
+
+// fillSplit completes the split the flags left open: the test ends with
+// the sequence's last whole day and spans power.TestDays, and training runs
+// up to the test.
+func (cfg *powerEvalConfig) fillSplit(s []power.Sample) error {
+	if cfg.TrainUntilSet && cfg.TestFromSet && cfg.TestUntilSet {
+		return nil
+	}
+	if !cfg.TestUntilSet {
+		def, err := power.DefaultSplit(s)
+		if err != nil {
+			return fmt.Errorf("%w; --train-until, --test-from and --test-until choose the split", err)
+		}
+		cfg.Eval.TestUntil = def.TestUntil
+	}
+	if !cfg.TestFromSet {
+		cfg.Eval.TestFrom = cfg.Eval.TestUntil.AddDate(0, 0, -power.TestDays)
+	}
+	if !cfg.TrainUntilSet {
+		cfg.Eval.TrainUntil = cfg.Eval.TestFrom
+	}
+	return nil
 }
 
 // parseDay reads a day (2017-12-01) or a time (2017-12-01 06:00, RFC 3339)

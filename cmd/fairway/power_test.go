@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/google/go-cmp/cmp"
+	"github.com/urfave/cli/v2"
 )
 
 func TestPowerEval_BadFlags(t *testing.T) {
@@ -33,7 +34,8 @@ func TestPowerEval_BadFlags(t *testing.T) {
 		{"no resume time", []string{"--sequence", seq, "--resume-time", "0s"}, "--resume-time 0s: want a positive duration"},
 		{"step not whole minutes", []string{"--sequence", seq, "--step", "90s"}, "--step 1m30s: want a positive whole number of minutes"},
 		{"broken line", []string{"--sequence", writeSeq(t, "time,active,total\n2017-10-03 00:00:00,1,2\n2017-10-03 00:01:00,x,2\n")}, "s.csv:3: active:"},
-		{"too short", []string{"--sequence", seq}, "outside the sequence"},
+		{"too short", []string{"--sequence", seq}, "default split: 1 rows: want a sequence of at least 15 whole days; --train-until, --test-from and --test-until choose the split"},
+		{"too short for the days given", []string{"--sequence", seq, "--train-until", "2017-11-30", "--test-from", "2017-12-01", "--test-until", "2017-12-14"}, "outside the sequence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runApp(t, append([]string{"power", "eval"}, tc.args...)...)
@@ -78,6 +80,56 @@ func TestPowerEval_Synthetic(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestPowerEval_DefaultSplit: the bounds the flags leave open come from
+// the sequence (50 days from 2017-10-01, its last whole day 11-19), so a
+// site's own sequence needs no dates; those given are kept.
+func TestPowerEval_DefaultSplit(t *testing.T) {
+	f, err := os.Open(dailyCycle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	samples, err := power.ReadSequence(f, "cycle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(m time.Month, d int) time.Time { return time.Date(2017, m, d, 0, 0, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		name                       string
+		args                       []string
+		train, testFrom, testUntil time.Time
+	}{
+		{"none given", nil, day(11, 6), day(11, 6), day(11, 20)},
+		{"test end given", []string{"--test-until", "2017-11-17"}, day(11, 4), day(11, 4), day(11, 18)},
+		{"test start given", []string{"--test-from", "2017-11-11"}, day(11, 11), day(11, 11), day(11, 20)},
+		{"training given", []string{"--train-until", "2017-11-01"}, day(11, 2), day(11, 6), day(11, 20)},
+		{"all given", []string{"--train-until", "2017-11-01", "--test-from", "2017-11-03", "--test-until", "2017-11-09"}, day(11, 2), day(11, 3), day(11, 10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got powerEvalConfig
+			app := newApp()
+			for _, c := range app.Commands {
+				if c.Name == "power" {
+					c.Subcommands[0].Action = func(c *cli.Context) error {
+						cfg, err := powerEvalSettings(c)
+						if err != nil {
+							return err
+						}
+						got = cfg
+						return got.fillSplit(samples)
+					}
+				}
+			}
+			if err := app.Run(append([]string{"fairway", "power", "eval", "--sequence", "unused.csv"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if e := got.Eval; !e.TrainUntil.Equal(tc.train) || !e.TestFrom.Equal(tc.testFrom) || !e.TestUntil.Equal(tc.testUntil) {
+				t.Errorf("train until %s, test %s to %s; want %s, %s to %s", e.TrainUntil, e.TestFrom, e.TestUntil, tc.train, tc.testFrom, tc.testUntil)
+			}
+		})
 	}
 }
 
