@@ -22,9 +22,10 @@ type clockKeyed interface {
 	// clockValue is the Value Rank gives a job of constants a, b that
 	// waited w seconds (as waited computes w), bit for bit.
 	clockValue(w, a, b float64) float64
-	// clockValues replaces each entry's value, a wait, by clockValue of
-	// it: one call per instant rather than one per job.
-	clockValues(es []clockEnt)
+	// clockValues replaces each key's value, a wait, by clockValue of it
+	// with the constants of its job in jobs: one call per instant rather
+	// than one per job.
+	clockValues(keys []clockKey, jobs []clockJob)
 }
 
 // ClockOrder keeps the pending jobs of a policy whose keys are a function
@@ -32,13 +33,12 @@ type clockKeyed interface {
 // gives them, from one instant to the next: a caller that sees jobs come
 // and go (the simulator) adds and removes them, and Advance brings the
 // order to a later instant. Advance computes each key from the job's
-// wait and two constants kept beside it in the order, then sorts from the
-// last order by insertion (a pair of jobs swaps places only when one's
-// key catches up with the other's: a few hundred moves in a queue of
-// hundreds of jobs on a big machine), falling back to a sort from scratch
-// beyond 4n+64 moves. Ranking the Snapshot instead reads every job's
-// record, builds its parts and Score and maps the ranking back to the
-// queue.
+// wait and two constants, then sorts from the last order by insertion (a
+// pair of jobs swaps places only when one's key catches up with the
+// other's: about one move per three jobs at each point of a big machine's
+// queue), falling back to a sort from scratch beyond 4n+64 moves. Ranking
+// the Snapshot instead reads every job's record, builds its parts and
+// Score and maps the ranking back to the queue.
 //
 // The order is exact: each key is computed by the policy's own code
 // (clockValue) from the same wait as Rank's (secondsClock, or the same
@@ -46,16 +46,23 @@ type clockKeyed interface {
 // compared as compareRank compares, with the same tie-break, a strict
 // total order on distinct ids, so the sorted order is unique.
 //
+// The order moves 16-byte keys; the jobs' constants stay in a slab of
+// the jobs held, whose slots are reused, so that it stays as small as the
+// queue and in cache while Advance reads it in the order's order.
+//
 // Tags are the caller's small non-negative handles on the jobs (the
-// simulator's job indices): the ClockOrder keeps a record per tag up to
-// the largest tag added. Ids must be distinct, as a queue's are. A
+// simulator's job indices): the ClockOrder keeps a slot number per tag
+// up to the largest tag added. Ids must be distinct, as a queue's are. A
 // ClockOrder is not safe for concurrent use.
 type ClockOrder struct {
 	p    clockKeyed
-	recs []clockRec // by tag
-	// ents is the jobs held, best first at instant last, and the jobs
-	// removed since the last Advance (tag −1), in their place.
-	ents    []clockEnt
+	jobs []clockJob // by slot
+	free []int32    // slots free
+	slot []int32    // by tag: slot+1, 0 when not held
+	// keys is the jobs held, best first at instant last, and the jobs
+	// removed since the last Advance (tag −1), in their place with the
+	// value they had.
+	keys    []clockKey
 	live    int
 	tags    []int32 // Tags' slice
 	last    time.Time
@@ -65,23 +72,21 @@ type ClockOrder struct {
 	started bool
 }
 
-// clockEnt is one job of a ClockOrder.
-type clockEnt struct {
-	value   float64 // the key at last (a wait, within Advance)
-	submit  int64   // unixNanoOrMin(Submit), the first tie-break
-	id      int64
-	sinceNS int64 // waitingSince in Unix ns, when fast
-	a, b    float64
-	tag     int32
-	fast    bool // waitingSince is in fastRange
+// clockKey is one job's place in a ClockOrder.
+type clockKey struct {
+	value float64 // the key at last (a wait, within Advance)
+	slot  int32
+	tag   int32
 }
 
-// clockRec is what a ClockOrder keeps of a job by its tag: its entry (but
-// the value) and its waitingSince.
-type clockRec struct {
-	ent   clockEnt
-	since time.Time
-	held  bool
+// clockJob is what a ClockOrder keeps of a job it holds.
+type clockJob struct {
+	a, b    float64
+	sinceNS int64 // waitingSince in Unix ns, when fast
+	submit  int64 // unixNanoOrMin(Submit), the first tie-break
+	id      int64
+	fast    bool // waitingSince is in fastRange
+	since   time.Time
 }
 
 // fastFrom and fastTo bound the instants whose waits Advance computes
@@ -113,39 +118,42 @@ func (o *ClockOrder) Len() int { return o.live }
 // The slice is reused by the next call.
 func (o *ClockOrder) Tags() []int32 {
 	o.tags = o.tags[:0]
-	for i := range o.ents {
-		if t := o.ents[i].tag; t >= 0 {
+	for i := range o.keys {
+		if t := o.keys[i].tag; t >= 0 {
 			o.tags = append(o.tags, t)
 		}
 	}
 	return o.tags
 }
 
-// compareClock is compareRank on clock entries.
-func compareClock(a, b *clockEnt) int {
+// compare is compareRank on two keys of o.
+func (o *ClockOrder) compare(a, b *clockKey) int {
 	switch {
 	case a.value > b.value:
 		return -1
 	case a.value < b.value:
 		return 1
-	case a.submit < b.submit:
+	}
+	ja, jb := &o.jobs[a.slot], &o.jobs[b.slot]
+	switch {
+	case ja.submit < jb.submit:
 		return -1
-	case a.submit > b.submit:
+	case ja.submit > jb.submit:
 		return 1
-	case a.id < b.id:
+	case ja.id < jb.id:
 		return -1
-	case a.id > b.id:
+	case ja.id > jb.id:
 		return 1
 	}
 	return 0
 }
 
-// wait is e's wait at last, as waited computes it.
-func (o *ClockOrder) wait(e *clockEnt) float64 {
-	if o.fast && e.fast {
-		return max(0, time.Duration(o.lastNS-e.sinceNS).Seconds())
+// wait is j's wait at last, as waited computes it.
+func (o *ClockOrder) wait(j *clockJob) float64 {
+	if o.fast && j.fast {
+		return max(0, time.Duration(o.lastNS-j.sinceNS).Seconds())
 	}
-	return max(0, o.clock.since(o.recs[e.tag].since))
+	return max(0, o.clock.since(j.since))
 }
 
 // Advance brings the order to instant now: afterwards Tags is the order
@@ -157,33 +165,34 @@ func (o *ClockOrder) Advance(now time.Time) {
 	if o.fast {
 		o.lastNS = now.UnixNano()
 	}
-	w := 0
-	for i := range o.ents {
-		if o.ents[i].tag < 0 {
-			continue
-		}
-		e := o.ents[i]
-		e.value = o.wait(&e)
-		o.ents[w] = e
-		w++
+	if o.live < len(o.keys) {
+		// The removed jobs' slots are free once their keys are gone.
+		o.keys = slices.DeleteFunc(o.keys, func(k clockKey) bool {
+			if k.tag < 0 {
+				o.free = append(o.free, k.slot)
+			}
+			return k.tag < 0
+		})
 	}
-	clear(o.ents[w:])
-	o.ents = o.ents[:w]
-	o.p.clockValues(o.ents)
-	if !o.insertionWithin(4*len(o.ents) + 64) {
-		slices.SortFunc(o.ents, func(a, b clockEnt) int { return compareClock(&a, &b) })
+	for i := range o.keys {
+		k := &o.keys[i]
+		k.value = o.wait(&o.jobs[k.slot])
+	}
+	o.p.clockValues(o.keys, o.jobs)
+	if !o.insertionWithin(4*len(o.keys) + 64) {
+		slices.SortFunc(o.keys, func(a, b clockKey) int { return o.compare(&a, &b) })
 	}
 }
 
-// insertionWithin is insertionWithin for clock entries.
+// insertionWithin is insertionWithin for o's keys.
 func (o *ClockOrder) insertionWithin(budget int) bool {
-	e := o.ents
+	e := o.keys
 	for i := 1; i < len(e); i++ {
-		if compareClock(&e[i], &e[i-1]) >= 0 {
+		if o.compare(&e[i], &e[i-1]) >= 0 {
 			continue
 		}
 		x, k := e[i], i
-		for k > 0 && compareClock(&x, &e[k-1]) < 0 {
+		for k > 0 && o.compare(&x, &e[k-1]) < 0 {
 			e[k] = e[k-1]
 			k--
 		}
@@ -195,6 +204,11 @@ func (o *ClockOrder) insertionWithin(budget int) bool {
 	return true
 }
 
+// search is the first place of the order whose job goes after key x.
+func (o *ClockOrder) search(x *clockKey) (int, bool) {
+	return slices.BinarySearchFunc(o.keys, x, func(k clockKey, x *clockKey) int { return o.compare(&k, x) })
+}
+
 // Add inserts pending job j, with tag, keyed as the policy ranks it in s,
 // first bringing the order to s.Now if it is elsewhere. The error is the
 // one Rank would return for j (a key that is not a number), or a tag that
@@ -203,11 +217,10 @@ func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
 	if tag < 0 {
 		return fmt.Errorf("clock order: tag %d: want >= 0", tag)
 	}
-	if int(tag) >= len(o.recs) {
-		o.recs = slices.Grow(o.recs, int(tag)+1-len(o.recs))[:int(tag)+1]
+	if int(tag) >= len(o.slot) {
+		o.slot = append(o.slot, make([]int32, int(tag)+1-len(o.slot))...)
 	}
-	r := &o.recs[tag]
-	if r.held {
+	if o.slot[tag] != 0 {
 		return fmt.Errorf("clock order: tag %d already held", tag)
 	}
 	if !o.started || s.Now != o.last {
@@ -215,18 +228,24 @@ func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
 	}
 	a, b := o.p.clockConsts(s, j)
 	since := waitingSince(j)
-	e := clockEnt{submit: unixNanoOrMin(j.Submit), id: j.ID, a: a, b: b, tag: tag, fast: inFastRange(since)}
-	if e.fast {
-		e.sinceNS = since.UnixNano()
+	cj := clockJob{a: a, b: b, submit: unixNanoOrMin(j.Submit), id: j.ID, fast: inFastRange(since), since: since}
+	if cj.fast {
+		cj.sinceNS = since.UnixNano()
 	}
-	*r = clockRec{ent: e, since: since, held: true}
-	e.value = o.p.clockValue(o.wait(&e), a, b)
-	if math.IsNaN(e.value) {
-		r.held = false
+	x := clockKey{value: o.p.clockValue(o.wait(&cj), a, b), tag: tag}
+	if math.IsNaN(x.value) {
 		return fmt.Errorf("%s: job %d: %w", o.p.Name(), j.ID, ErrBadScore)
 	}
-	p, _ := slices.BinarySearchFunc(o.ents, &e, func(x clockEnt, e *clockEnt) int { return compareClock(&x, e) })
-	o.ents = slices.Insert(o.ents, p, e)
+	if n := len(o.free); n > 0 {
+		x.slot, o.free = o.free[n-1], o.free[:n-1]
+		o.jobs[x.slot] = cj
+	} else {
+		x.slot = int32(len(o.jobs))
+		o.jobs = append(o.jobs, cj)
+	}
+	o.slot[tag] = x.slot + 1
+	p, _ := o.search(&x)
+	o.keys = slices.Insert(o.keys, p, x)
 	o.live++
 	return nil
 }
@@ -234,18 +253,18 @@ func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
 // Remove takes the job with this tag out, if it is held. Its place is
 // freed at the next Advance.
 func (o *ClockOrder) Remove(tag int32) {
-	if tag < 0 || int(tag) >= len(o.recs) || !o.recs[tag].held {
+	if tag < 0 || int(tag) >= len(o.slot) || o.slot[tag] == 0 {
 		return
 	}
-	r := &o.recs[tag]
-	r.held = false
+	x := clockKey{slot: o.slot[tag] - 1, tag: tag}
+	o.slot[tag] = 0
 	o.live--
-	e := r.ent
-	e.value = o.p.clockValue(o.wait(&e), e.a, e.b)
-	p, ok := slices.BinarySearchFunc(o.ents, &e, func(x clockEnt, e *clockEnt) int { return compareClock(&x, e) })
-	if !ok || o.ents[p].tag != tag {
+	j := &o.jobs[x.slot]
+	x.value = o.p.clockValue(o.wait(j), j.a, j.b)
+	p, ok := o.search(&x)
+	if !ok || o.keys[p].tag != tag {
 		// Not where its key puts it (duplicate ids): look for it.
-		p = slices.IndexFunc(o.ents, func(x clockEnt) bool { return x.tag == tag })
+		p = slices.IndexFunc(o.keys, func(k clockKey) bool { return k.tag == tag })
 	}
-	o.ents[p].tag = -1
+	o.keys[p].tag = -1
 }

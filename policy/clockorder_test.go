@@ -241,10 +241,10 @@ func TestClockKeyed_Values(t *testing.T) {
 			}
 			a, b := cp.clockConsts(s, &j)
 			w := waited(s, &j)
-			es := []clockEnt{{value: w, a: a, b: b}}
-			cp.clockValues(es)
-			if v := cp.clockValue(w, a, b); math.Float64bits(v) != math.Float64bits(scores[0].Value) || math.Float64bits(es[0].value) != math.Float64bits(v) {
-				t.Fatalf("%s: job %+v at %v: clockValue %v, clockValues %v, Rank's Value %v", name, j, s.Now, v, es[0].value, scores[0].Value)
+			keys, jobs := []clockKey{{value: w, slot: 1}}, []clockJob{{}, {a: a, b: b}}
+			cp.clockValues(keys, jobs)
+			if v := cp.clockValue(w, a, b); math.Float64bits(v) != math.Float64bits(scores[0].Value) || math.Float64bits(keys[0].value) != math.Float64bits(v) {
+				t.Fatalf("%s: job %+v at %v: clockValue %v, clockValues %v, Rank's Value %v", name, j, s.Now, v, keys[0].value, scores[0].Value)
 			}
 		}
 	}

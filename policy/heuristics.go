@@ -268,10 +268,11 @@ func (*wfp3) clockConsts(s *Snapshot, j *Job) (r, n float64) {
 
 func (*wfp3) clockValue(w, r, n float64) float64 { return wfp3Value(w, r, n) }
 
-func (*wfp3) clockValues(es []clockEnt) {
-	for i := range es {
-		e := &es[i]
-		e.value = wfp3Value(e.value, e.a, e.b)
+func (*wfp3) clockValues(keys []clockKey, jobs []clockJob) {
+	for i := range keys {
+		k := &keys[i]
+		j := &jobs[k.slot]
+		k.value = wfp3Value(k.value, j.a, j.b)
 	}
 }
 
@@ -326,9 +327,9 @@ func (*unicep) clockConsts(s *Snapshot, j *Job) (d, _ float64) {
 
 func (*unicep) clockValue(w, d, _ float64) float64 { return w / d }
 
-func (*unicep) clockValues(es []clockEnt) {
-	for i := range es {
-		e := &es[i]
-		e.value /= e.a
+func (*unicep) clockValues(keys []clockKey, jobs []clockJob) {
+	for i := range keys {
+		k := &keys[i]
+		k.value /= jobs[k.slot].a
 	}
 }
