@@ -22,10 +22,10 @@ type clockKeyed interface {
 	// clockValue is the Value Rank gives a job of constants a, b that
 	// waited w seconds (as waited computes w), bit for bit.
 	clockValue(w, a, b float64) float64
-	// clockValues replaces each key's value, a wait, by clockValue of it
-	// with the constants of its job in jobs: one call per instant rather
-	// than one per job.
-	clockValues(keys []clockKey, jobs []clockJob)
+	// clockValues sets each key's value to clockValue of its job's wait
+	// at now (clockNow.wait) and constants, the job being jobs[slot]: one
+	// call per instant rather than one per job.
+	clockValues(keys []clockKey, jobs []clockJob, now *clockNow)
 }
 
 // ClockOrder keeps the pending jobs of a policy whose keys are a function
@@ -64,17 +64,32 @@ type ClockOrder struct {
 	// value they had.
 	keys    []clockKey
 	live    int
-	tags    []int32 // Tags' slice
 	last    time.Time
-	lastNS  int64 // last in Unix ns, when fast
-	fast    bool  // last is a wall-clock instant in fastRange
-	clock   secondsClock
+	at      clockNow // last
 	started bool
 }
 
+// clockNow is an instant as a ClockOrder computes waits from it.
+type clockNow struct {
+	ns    int64 // in Unix ns, when fast
+	fast  bool  // a wall-clock instant in fastRange
+	clock secondsClock
+}
+
+// wait is j's wait at n, as waited computes it.
+func (n *clockNow) wait(j *clockJob) float64 {
+	if n.fast && j.fast {
+		return max(0, time.Duration(n.ns-j.sinceNS).Seconds())
+	}
+	return n.slowWait(j)
+}
+
+// slowWait is wait where n or j is not fast: apart, so that wait inlines.
+func (n *clockNow) slowWait(j *clockJob) float64 { return max(0, n.clock.since(j.since)) }
+
 // clockKey is one job's place in a ClockOrder.
 type clockKey struct {
-	value float64 // the key at last (a wait, within Advance)
+	value float64 // the key at last
 	slot  int32
 	tag   int32
 }
@@ -113,17 +128,16 @@ func NewClockOrder(p Policy) (*ClockOrder, bool) {
 // Len is the number of jobs held.
 func (o *ClockOrder) Len() int { return o.live }
 
-// Tags returns the tags of the jobs held, best first, in the order Rank
-// gives them at the last instant the order was brought to (Advance, Add).
-// The slice is reused by the next call.
-func (o *ClockOrder) Tags() []int32 {
-	o.tags = o.tags[:0]
+// AppendTags appends to tags the tags of the jobs held, best first, in
+// the order Rank gives them at the last instant the order was brought to
+// (Advance, Add), and returns the extended slice.
+func (o *ClockOrder) AppendTags(tags []int32) []int32 {
 	for i := range o.keys {
 		if t := o.keys[i].tag; t >= 0 {
-			o.tags = append(o.tags, t)
+			tags = append(tags, t)
 		}
 	}
-	return o.tags
+	return tags
 }
 
 // compare is compareRank on two keys of o.
@@ -148,22 +162,14 @@ func (o *ClockOrder) compare(a, b *clockKey) int {
 	return 0
 }
 
-// wait is j's wait at last, as waited computes it.
-func (o *ClockOrder) wait(j *clockJob) float64 {
-	if o.fast && j.fast {
-		return max(0, time.Duration(o.lastNS-j.sinceNS).Seconds())
-	}
-	return max(0, o.clock.since(j.since))
-}
-
 // Advance brings the order to instant now: afterwards Tags is the order
 // Rank gives the jobs held in a Snapshot at now.
 func (o *ClockOrder) Advance(now time.Time) {
 	o.started, o.last = true, now
-	o.clock = newSecondsClock(now)
-	o.fast = o.clock.wall && inFastRange(now)
-	if o.fast {
-		o.lastNS = now.UnixNano()
+	o.at = clockNow{clock: newSecondsClock(now)}
+	o.at.fast = o.at.clock.wall && inFastRange(now)
+	if o.at.fast {
+		o.at.ns = now.UnixNano()
 	}
 	if o.live < len(o.keys) {
 		// The removed jobs' slots are free once their keys are gone.
@@ -174,11 +180,7 @@ func (o *ClockOrder) Advance(now time.Time) {
 			return k.tag < 0
 		})
 	}
-	for i := range o.keys {
-		k := &o.keys[i]
-		k.value = o.wait(&o.jobs[k.slot])
-	}
-	o.p.clockValues(o.keys, o.jobs)
+	o.p.clockValues(o.keys, o.jobs, &o.at)
 	if !o.insertionWithin(4*len(o.keys) + 64) {
 		slices.SortFunc(o.keys, func(a, b clockKey) int { return o.compare(&a, &b) })
 	}
@@ -232,7 +234,7 @@ func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
 	if cj.fast {
 		cj.sinceNS = since.UnixNano()
 	}
-	x := clockKey{value: o.p.clockValue(o.wait(&cj), a, b), tag: tag}
+	x := clockKey{value: o.p.clockValue(o.at.wait(&cj), a, b), tag: tag}
 	if math.IsNaN(x.value) {
 		return fmt.Errorf("%s: job %d: %w", o.p.Name(), j.ID, ErrBadScore)
 	}
@@ -260,7 +262,7 @@ func (o *ClockOrder) Remove(tag int32) {
 	o.slot[tag] = 0
 	o.live--
 	j := &o.jobs[x.slot]
-	x.value = o.p.clockValue(o.wait(j), j.a, j.b)
+	x.value = o.p.clockValue(o.at.wait(j), j.a, j.b)
 	p, ok := o.search(&x)
 	if !ok || o.keys[p].tag != tag {
 		// Not where its key puts it (duplicate ids): look for it.

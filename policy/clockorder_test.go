@@ -139,7 +139,7 @@ func TestClockOrder_SameAsRank(t *testing.T) {
 					for i, sc := range scores {
 						want[i] = int32(sc.JobID)
 					}
-					if got := o.Tags(); !slices.Equal(got, want) {
+					if got := o.AppendTags(nil); !slices.Equal(got, want) {
 						t.Fatalf("step %d at %s: %d jobs: kept order %v, Rank's %v", step, s.Now.Format(time.RFC3339Nano), len(want), got, want)
 					}
 				}
@@ -180,7 +180,7 @@ func TestClockOrder_Instants(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, sc := range scores {
-			if got := o.Tags()[i]; int64(got) != sc.JobID {
+			if got := o.AppendTags(nil)[i]; int64(got) != sc.JobID {
 				t.Fatalf("at %v: place %d holds job %d, Rank's %d", now, i, got, sc.JobID)
 			}
 		}
@@ -208,7 +208,7 @@ func TestClockOrder_Errors(t *testing.T) {
 	}
 	o.Remove(5)
 	o.Remove(-2)
-	if got := o.Tags(); !slices.Equal(got, []int32{3}) {
+	if got := o.AppendTags(nil); !slices.Equal(got, []int32{3}) {
 		t.Errorf("Tags = %v, want [3]", got)
 	}
 	o.Remove(3)
@@ -241,8 +241,10 @@ func TestClockKeyed_Values(t *testing.T) {
 			}
 			a, b := cp.clockConsts(s, &j)
 			w := waited(s, &j)
-			keys, jobs := []clockKey{{value: w, slot: 1}}, []clockJob{{}, {a: a, b: b}}
-			cp.clockValues(keys, jobs)
+			since := waitingSince(&j)
+			now := clockNow{clock: newSecondsClock(s.Now), fast: true, ns: s.Now.UnixNano()}
+			keys, jobs := []clockKey{{slot: 1}}, []clockJob{{}, {a: a, b: b, fast: true, sinceNS: since.UnixNano(), since: since}}
+			cp.clockValues(keys, jobs, &now)
 			if v := cp.clockValue(w, a, b); math.Float64bits(v) != math.Float64bits(scores[0].Value) || math.Float64bits(keys[0].value) != math.Float64bits(v) {
 				t.Fatalf("%s: job %+v at %v: clockValue %v, clockValues %v, Rank's Value %v", name, j, s.Now, v, keys[0].value, scores[0].Value)
 			}

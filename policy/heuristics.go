@@ -268,11 +268,11 @@ func (*wfp3) clockConsts(s *Snapshot, j *Job) (r, n float64) {
 
 func (*wfp3) clockValue(w, r, n float64) float64 { return wfp3Value(w, r, n) }
 
-func (*wfp3) clockValues(keys []clockKey, jobs []clockJob) {
+func (*wfp3) clockValues(keys []clockKey, jobs []clockJob, now *clockNow) {
 	for i := range keys {
 		k := &keys[i]
 		j := &jobs[k.slot]
-		k.value = wfp3Value(k.value, j.a, j.b)
+		k.value = wfp3Value(now.wait(j), j.a, j.b)
 	}
 }
 
@@ -327,9 +327,10 @@ func (*unicep) clockConsts(s *Snapshot, j *Job) (d, _ float64) {
 
 func (*unicep) clockValue(w, d, _ float64) float64 { return w / d }
 
-func (*unicep) clockValues(keys []clockKey, jobs []clockJob) {
+func (*unicep) clockValues(keys []clockKey, jobs []clockJob, now *clockNow) {
 	for i := range keys {
 		k := &keys[i]
-		k.value /= jobs[k.slot].a
+		j := &jobs[k.slot]
+		k.value = now.wait(j) / j.a
 	}
 }

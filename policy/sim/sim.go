@@ -937,7 +937,7 @@ func (s *simulator) cycleClock() error {
 	if n := s.clock.Len(); n != len(s.pending) {
 		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), n, len(s.pending))
 	}
-	s.order = append(s.order[:0], s.clock.Tags()...)
+	s.order = s.clock.AppendTags(s.order[:0])
 	if s.cfg.clockCycles != nil {
 		*s.cfg.clockCycles++
 	}
