@@ -84,7 +84,8 @@ func (n *clockNow) wait(j *clockJob) float64 {
 	return n.slowWait(j)
 }
 
-// slowWait is wait where n or j is not fast: apart, so that wait inlines.
+// slowWait is wait where n or j is not fast, kept out of wait's common
+// path.
 func (n *clockNow) slowWait(j *clockJob) float64 { return max(0, n.clock.since(j.since)) }
 
 // clockKey is one job's place in a ClockOrder.
