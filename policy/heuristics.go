@@ -243,15 +243,37 @@ func (p *wfp3) Rank(s *Snapshot) ([]Score, error) {
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		w, r, n := clock.waited(j), requestedRun(j), requestedSize(s, j)
-		x := w / r
 		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = x*x*x*n, w, r, n
+		row[0], row[1], row[2], row[3] = wfp3Value(w, r, n), w, r, n
 	}
 	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("wfp3: %w", err)
 	}
 	return scores, nil
+}
+
+// wfp3Value is (w/r)³·n, the Value of a job of limit r and size n that
+// waited w.
+func wfp3Value(w, r, n float64) float64 {
+	x := w / r
+	return x * x * x * n
+}
+
+// wfp3's key is a function of the job's wait: a ClockOrder keeps its
+// order between points.
+func (*wfp3) clockConsts(s *Snapshot, j *Job) (r, n float64) {
+	return requestedRun(j), requestedSize(s, j)
+}
+
+func (*wfp3) clockValue(w, r, n float64) float64 { return wfp3Value(w, r, n) }
+
+func (*wfp3) clockValues(keys []clockKey, jobs []clockJob, now *clockNow) {
+	for i := range keys {
+		k := &keys[i]
+		j := &jobs[k.slot]
+		k.value = wfp3Value(now.wait(j), j.a, j.b)
+	}
 }
 
 // UNICEPParams configures unicep, which has no parameters.
@@ -285,11 +307,30 @@ func (p *unicep) Rank(s *Snapshot) ([]Score, error) {
 		j := &s.Pending[i]
 		w, r, n := clock.waited(j), requestedRun(j), requestedSize(s, j)
 		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = w/(max(math.Log2(n), 1)*r), w, r, n
+		row[0], row[1], row[2], row[3] = w/unicepDivisor(r, n), w, r, n
 	}
 	scores, err := p.sc.rank(s, parts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("unicep: %w", err)
 	}
 	return scores, nil
+}
+
+// unicepDivisor is max(log2 n, 1)·r, what unicep divides the wait by.
+func unicepDivisor(r, n float64) float64 { return max(math.Log2(n), 1) * r }
+
+// unicep's key is the wait over a constant: a ClockOrder keeps its order
+// between points. The constants are the divisor and 0.
+func (*unicep) clockConsts(s *Snapshot, j *Job) (d, _ float64) {
+	return unicepDivisor(requestedRun(j), requestedSize(s, j)), 0
+}
+
+func (*unicep) clockValue(w, d, _ float64) float64 { return w / d }
+
+func (*unicep) clockValues(keys []clockKey, jobs []clockJob, now *clockNow) {
+	for i := range keys {
+		k := &keys[i]
+		j := &jobs[k.slot]
+		k.value = now.wait(j) / j.a
+	}
 }

@@ -126,6 +126,9 @@ type Config struct {
 	rebuildQueue bool
 	// queueBuilds, set by tests, counts the EASY queues built afresh.
 	queueBuilds *int
+	// clockCycles, set by tests, counts the cycles ordered by a
+	// ClockOrder (cycleClock).
+	clockCycles *int
 	// HeliosQSSF replays the scheduling loop of the Helios artifact's QSSF
 	// (Hu et al., SC'21; HeliosArtifact, framework/QSSF Service,
 	// policies/qssf.py), for side-by-side checks against it:
@@ -337,6 +340,12 @@ type simulator struct {
 	// queue alone (snap).
 	bare bool
 	snap policy.Snapshot
+	// clock, when the policy's keys grow with each job's wait alone
+	// (policy.NewClockOrder: wfp3, unicep) and nothing needs the Scores,
+	// holds the pending jobs in the policy's order: a cycle brings it to
+	// the cycle's instant and adds the jobs that arrived (unkeyed),
+	// without the engine, whose state such keys never read.
+	clock *policy.ClockOrder
 	// byService, preemptive, when the policy's keys change only when the
 	// engine charges a job (policy.NewServiceOrder: tiresias' 2D-LAS) and
 	// nothing needs the Scores, holds the candidates, pending and running,
@@ -520,6 +529,9 @@ func (s *simulator) load(res *Result) error {
 	if !s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
 		s.static, _ = policy.NewStaticOrder(s.cfg.Policy)
 		s.bare = s.static != nil && !policy.ReadsPredictions(s.cfg.Policy)
+		if s.static == nil {
+			s.clock, _ = policy.NewClockOrder(s.cfg.Policy)
+		}
 		s.loose = s.sh == nil
 	}
 	if s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
@@ -798,6 +810,9 @@ func (s *simulator) cycle() error {
 	if s.static != nil {
 		return s.cycleStatic()
 	}
+	if s.clock != nil {
+		return s.cycleClock()
+	}
 	if s.byService != nil {
 		return s.cycleByService()
 	}
@@ -899,6 +914,34 @@ func (s *simulator) cycleStatic() error {
 	s.order = append(s.order[:0], s.static.Tags()...)
 	s.decideEASY()
 	s.queueKept = s.sh == nil && s.parts == nil
+	return nil
+}
+
+// cycleClock is cycle for a policy whose keys grow with each job's wait
+// alone: the order is the kept one brought to now, with the jobs that
+// arrived since added. Such keys read nothing the engine keeps, so the
+// cycle skips it, as cycleStatic does for a bare static order.
+func (s *simulator) cycleClock() error {
+	s.runBase = len(s.running)
+	s.snap = policy.Snapshot{Now: s.at(s.now), Pending: s.pending, Running: s.running, TrueRun: s.trueRun, Shares: s.cfg.Shares,
+		Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
+	s.clock.Advance(s.snap.Now)
+	for _, k := range s.unkeyed {
+		if err := s.clock.Add(&s.snap, &s.pending[s.jobs[k].pos], k); err != nil {
+			return s.rankError(&s.snap, err)
+		}
+	}
+	s.unkeyed = s.unkeyed[:0]
+	s.cycles++
+	s.stopped = s.stopped[:0]
+	if n := s.clock.Len(); n != len(s.pending) {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), n, len(s.pending))
+	}
+	s.order = s.clock.AppendTags(s.order[:0])
+	if s.cfg.clockCycles != nil {
+		*s.cfg.clockCycles++
+	}
+	s.decideEASY()
 	return nil
 }
 
@@ -1010,7 +1053,7 @@ func (s *simulator) cycleArrivals() {
 	})
 	s.cycles++
 	s.decideEASY()
-	if s.static != nil {
+	if s.static != nil || s.clock != nil {
 		// No job was keyed: the ones still pending are all unkeyed.
 		s.unkeyed = append(s.unkeyed[:0], s.pendK...)
 	}
@@ -1167,7 +1210,7 @@ func (s *simulator) enqueue(k int32, pj policy.Job) {
 	if s.parts != nil {
 		s.parts.views[j.view].enqueue(int(j.need))
 	}
-	if s.static != nil || s.byService != nil {
+	if s.static != nil || s.byService != nil || s.clock != nil {
 		s.unkeyed = append(s.unkeyed, k)
 	}
 }
@@ -1196,6 +1239,9 @@ func (s *simulator) dequeue(k int32) policy.Job {
 	}
 	if s.static != nil {
 		s.static.Remove(pj.ID)
+	}
+	if s.clock != nil {
+		s.clock.Remove(k)
 	}
 	if s.parts != nil {
 		s.parts.views[j.view].dequeue(int(j.need))

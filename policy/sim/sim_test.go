@@ -634,6 +634,51 @@ func TestRun_StaticOrderSameAsRanking(t *testing.T) {
 	}
 }
 
+// TestRun_ClockOrderSameAsRanking checks that the policies whose keys
+// grow with each job's wait (wfp3, unicep), whose queue the simulator
+// keeps in a ClockOrder without the engine, schedule exactly as the full
+// ranking at every cycle does (which a recorder gets): on the synthetic
+// workload, with submit times rounded to the minute so that keys tie, and
+// on a machine of 4,000 processors with hundreds of jobs waiting, and
+// that every cycle of the kept run was ordered by the ClockOrder.
+func TestRun_ClockOrderSameAsRanking(t *testing.T) {
+	jobs, cluster := smSynth(t)
+	tied := copyJobs(jobs)
+	for i := range tied {
+		tied[i].Submit = tied[i].Submit.Truncate(time.Minute)
+	}
+	big, bigCluster := bigWorkload(t, 3000, 4000, 0.9, 2)
+	workloads := []struct {
+		name    string
+		jobs    []policy.Job
+		cluster Cluster
+	}{{"synthetic", jobs, cluster}, {"tied", tied, cluster}, {"big", big, bigCluster}}
+	for _, name := range []string{"wfp3", "unicep"} {
+		for _, w := range workloads {
+			t.Run(name+"/"+w.name, func(t *testing.T) {
+				clocked := 0
+				cfg := Config{Cluster: w.cluster, Policy: smPolicy(t, name, nil), clockCycles: &clocked}
+				kept, err := Run(w.jobs, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if clocked == 0 || clocked != kept.Cycles {
+					t.Errorf("%d of %d cycles ordered by the ClockOrder, want all", clocked, kept.Cycles)
+				}
+				full := Config{Cluster: w.cluster, Policy: smPolicy(t, name, nil)}
+				full.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
+				ranked, err := Run(w.jobs, full)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(ranked, kept); diff != "" {
+					t.Errorf("kept order schedules differently (-ranked +kept):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
 // countingPredictor counts the jobs a predictor observes and predicts.
 type countingPredictor struct {
 	policy.Predictor

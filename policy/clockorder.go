@@ -1,0 +1,273 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// clockKeyed is a Policy whose key of a pending job is a function of the
+// job's wait alone, w = max(0, Now − waitingSince), through constants of
+// the job fixed while it waits (its time limit, its size): wfp3's
+// (w/r)³·n and unicep's w/(max(log2 n,1)·r). It reads nothing else: no
+// prediction, no Ledger, no other job. The order of two jobs changes
+// while they wait, but little from one scheduling point to the next, and
+// a caller that keeps the queue (ClockOrder) recomputes each key from two
+// numbers instead of ranking the Snapshot.
+type clockKeyed interface {
+	Policy
+	// clockConsts returns the constants of j's key in s.
+	clockConsts(s *Snapshot, j *Job) (a, b float64)
+	// clockValue is the Value Rank gives a job of constants a, b that
+	// waited w seconds (as waited computes w), bit for bit.
+	clockValue(w, a, b float64) float64
+	// clockValues sets each key's value to clockValue of its job's wait
+	// at now (clockNow.wait) and constants, the job being jobs[slot]: one
+	// call per instant rather than one per job.
+	clockValues(keys []clockKey, jobs []clockJob, now *clockNow)
+}
+
+// ClockOrder keeps the pending jobs of a policy whose keys are a function
+// of each job's wait (wfp3, unicep: see clockKeyed) in the order Rank
+// gives them, from one instant to the next: a caller that sees jobs come
+// and go (the simulator) adds and removes them, and Advance brings the
+// order to a later instant. Advance computes each key from the job's
+// wait and two constants, then sorts from the last order by insertion (a
+// pair of jobs swaps places only when one's key catches up with the
+// other's: about one move per three jobs at each point of a big machine's
+// queue), falling back to a sort from scratch beyond 4n+64 moves. Ranking
+// the Snapshot instead reads every job's record, builds its parts and
+// Score and maps the ranking back to the queue.
+//
+// The order is exact: each key is computed by the policy's own code
+// (clockValue) from the same wait as Rank's (secondsClock, or the same
+// difference of nanoseconds where that is what it computes), and
+// compared as compareRank compares, with the same tie-break, a strict
+// total order on distinct ids, so the sorted order is unique.
+//
+// The order moves 16-byte keys; the jobs' constants stay in a slab of
+// the jobs held, whose slots are reused, so that it stays as small as the
+// queue and in cache while Advance reads it in the order's order.
+//
+// Tags are the caller's small non-negative handles on the jobs (the
+// simulator's job indices): the ClockOrder keeps a slot number per tag
+// up to the largest tag added. Ids must be distinct, as a queue's are. A
+// ClockOrder is not safe for concurrent use.
+type ClockOrder struct {
+	p    clockKeyed
+	jobs []clockJob // by slot
+	free []int32    // slots free
+	slot []int32    // by tag: slot+1, 0 when not held
+	// keys is the jobs held, best first at instant last, and the jobs
+	// removed since the last Advance (tag −1), in their place with the
+	// value they had.
+	keys    []clockKey
+	live    int
+	last    time.Time
+	at      clockNow // last
+	started bool
+}
+
+// clockNow is an instant as a ClockOrder computes waits from it.
+type clockNow struct {
+	ns    int64 // in Unix ns, when fast
+	fast  bool  // a wall-clock instant in fastRange
+	clock secondsClock
+}
+
+// wait is j's wait at n, as waited computes it.
+func (n *clockNow) wait(j *clockJob) float64 {
+	if n.fast && j.fast {
+		return max(0, time.Duration(n.ns-j.sinceNS).Seconds())
+	}
+	return n.slowWait(j)
+}
+
+// slowWait is wait where n or j is not fast, kept out of wait's common
+// path.
+func (n *clockNow) slowWait(j *clockJob) float64 { return max(0, n.clock.since(j.since)) }
+
+// clockKey is one job's place in a ClockOrder.
+type clockKey struct {
+	value float64 // the key at last
+	slot  int32
+	tag   int32
+}
+
+// clockJob is what a ClockOrder keeps of a job it holds.
+type clockJob struct {
+	a, b    float64
+	sinceNS int64 // waitingSince in Unix ns, when fast
+	submit  int64 // unixNanoOrMin(Submit), the first tie-break
+	id      int64
+	fast    bool // waitingSince is in fastRange
+	since   time.Time
+}
+
+// fastFrom and fastTo bound the instants whose waits Advance computes
+// as the difference of their Unix nanoseconds: well inside int64 Unix
+// nanoseconds and less than 2³³ seconds apart, where secondsClock's since
+// is that difference (a wall-clock now; see secondsClock).
+var (
+	fastFrom = time.Date(1950, 1, 1, 0, 0, 0, 0, time.UTC)
+	fastTo   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func inFastRange(t time.Time) bool { return !t.Before(fastFrom) && t.Before(fastTo) }
+
+// NewClockOrder returns an empty ClockOrder for p, or false when p's keys
+// are not clock keyed (clockKeyed).
+func NewClockOrder(p Policy) (*ClockOrder, bool) {
+	cp, ok := p.(clockKeyed)
+	if !ok {
+		return nil, false
+	}
+	return &ClockOrder{p: cp}, true
+}
+
+// Len is the number of jobs held.
+func (o *ClockOrder) Len() int { return o.live }
+
+// AppendTags appends to tags the tags of the jobs held, best first, in
+// the order Rank gives them at the last instant the order was brought to
+// (Advance, Add), and returns the extended slice.
+func (o *ClockOrder) AppendTags(tags []int32) []int32 {
+	for i := range o.keys {
+		if t := o.keys[i].tag; t >= 0 {
+			tags = append(tags, t)
+		}
+	}
+	return tags
+}
+
+// compare is compareRank on two keys of o.
+func (o *ClockOrder) compare(a, b *clockKey) int {
+	switch {
+	case a.value > b.value:
+		return -1
+	case a.value < b.value:
+		return 1
+	}
+	ja, jb := &o.jobs[a.slot], &o.jobs[b.slot]
+	switch {
+	case ja.submit < jb.submit:
+		return -1
+	case ja.submit > jb.submit:
+		return 1
+	case ja.id < jb.id:
+		return -1
+	case ja.id > jb.id:
+		return 1
+	}
+	return 0
+}
+
+// Advance brings the order to instant now: afterwards Tags is the order
+// Rank gives the jobs held in a Snapshot at now.
+func (o *ClockOrder) Advance(now time.Time) {
+	o.started, o.last = true, now
+	o.at = clockNow{clock: newSecondsClock(now)}
+	o.at.fast = o.at.clock.wall && inFastRange(now)
+	if o.at.fast {
+		o.at.ns = now.UnixNano()
+	}
+	if o.live < len(o.keys) {
+		// The removed jobs' slots are free once their keys are gone.
+		o.keys = slices.DeleteFunc(o.keys, func(k clockKey) bool {
+			if k.tag < 0 {
+				o.free = append(o.free, k.slot)
+			}
+			return k.tag < 0
+		})
+	}
+	o.p.clockValues(o.keys, o.jobs, &o.at)
+	if !o.insertionWithin(4*len(o.keys) + 64) {
+		slices.SortFunc(o.keys, func(a, b clockKey) int { return o.compare(&a, &b) })
+	}
+}
+
+// insertionWithin is insertionWithin for o's keys.
+func (o *ClockOrder) insertionWithin(budget int) bool {
+	e := o.keys
+	for i := 1; i < len(e); i++ {
+		if o.compare(&e[i], &e[i-1]) >= 0 {
+			continue
+		}
+		x, k := e[i], i
+		for k > 0 && o.compare(&x, &e[k-1]) < 0 {
+			e[k] = e[k-1]
+			k--
+		}
+		e[k] = x
+		if budget -= i - k; budget < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// search is the first place of the order whose job goes after key x.
+func (o *ClockOrder) search(x *clockKey) (int, bool) {
+	return slices.BinarySearchFunc(o.keys, x, func(k clockKey, x *clockKey) int { return o.compare(&k, x) })
+}
+
+// Add inserts pending job j, with tag, keyed as the policy ranks it in s,
+// first bringing the order to s.Now if it is elsewhere. The error is the
+// one Rank would return for j (a key that is not a number), or a tag that
+// is negative or already held.
+func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
+	if tag < 0 {
+		return fmt.Errorf("clock order: tag %d: want >= 0", tag)
+	}
+	if int(tag) >= len(o.slot) {
+		o.slot = append(o.slot, make([]int32, int(tag)+1-len(o.slot))...)
+	}
+	if o.slot[tag] != 0 {
+		return fmt.Errorf("clock order: tag %d already held", tag)
+	}
+	if !o.started || s.Now != o.last {
+		o.Advance(s.Now)
+	}
+	a, b := o.p.clockConsts(s, j)
+	since := waitingSince(j)
+	cj := clockJob{a: a, b: b, submit: unixNanoOrMin(j.Submit), id: j.ID, fast: inFastRange(since), since: since}
+	if cj.fast {
+		cj.sinceNS = since.UnixNano()
+	}
+	x := clockKey{value: o.p.clockValue(o.at.wait(&cj), a, b), tag: tag}
+	if math.IsNaN(x.value) {
+		return fmt.Errorf("%s: job %d: %w", o.p.Name(), j.ID, ErrBadScore)
+	}
+	if n := len(o.free); n > 0 {
+		x.slot, o.free = o.free[n-1], o.free[:n-1]
+		o.jobs[x.slot] = cj
+	} else {
+		x.slot = int32(len(o.jobs))
+		o.jobs = append(o.jobs, cj)
+	}
+	o.slot[tag] = x.slot + 1
+	p, _ := o.search(&x)
+	o.keys = slices.Insert(o.keys, p, x)
+	o.live++
+	return nil
+}
+
+// Remove takes the job with this tag out, if it is held. Its place is
+// freed at the next Advance.
+func (o *ClockOrder) Remove(tag int32) {
+	if tag < 0 || int(tag) >= len(o.slot) || o.slot[tag] == 0 {
+		return
+	}
+	x := clockKey{slot: o.slot[tag] - 1, tag: tag}
+	o.slot[tag] = 0
+	o.live--
+	j := &o.jobs[x.slot]
+	x.value = o.p.clockValue(o.at.wait(j), j.a, j.b)
+	p, ok := o.search(&x)
+	if !ok || o.keys[p].tag != tag {
+		// Not where its key puts it (duplicate ids): look for it.
+		p = slices.IndexFunc(o.keys, func(k clockKey) bool { return k.tag == tag })
+	}
+	o.keys[p].tag = -1
+}

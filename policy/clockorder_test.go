@@ -1,0 +1,253 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestClockOrder_Policies checks which registered policies get a
+// ClockOrder: wfp3 and unicep, whose keys grow with the wait alone, and
+// none whose order is static or reads anything but the job and the clock.
+func TestClockOrder_Policies(t *testing.T) {
+	for _, e := range registry {
+		p, err := e.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := NewClockOrder(p)
+		want := e.Name == "wfp3" || e.Name == "unicep"
+		if ok != want {
+			t.Errorf("%s: NewClockOrder ok = %v, want %v", e.Name, ok, want)
+		}
+		if ok && (!e.Traits.PredictionBlind || e.Traits.StaticOrder) {
+			t.Errorf("%s: a ClockOrder, but traits %+v: its keys read only the job and the clock", e.Name, e.Traits)
+		}
+	}
+}
+
+// clockCase is one way of drawing the jobs of TestClockOrder_SameAsRank.
+type clockCase struct {
+	name string
+	// step draws the time between two instants.
+	step func(r *rand.Rand) time.Duration
+	// job fills a job's submit, eligible, limit and size.
+	job func(r *rand.Rand, now time.Time, j *Job)
+}
+
+func clockCases() []clockCase {
+	pick := func(r *rand.Rand, xs ...int) int { return xs[r.IntN(len(xs))] }
+	return []clockCase{
+		{
+			// Few distinct limits, sizes and submit instants: many jobs
+			// with equal keys at every instant (the tie-break decides)
+			// and pairs whose keys cross.
+			name: "ties",
+			step: func(r *rand.Rand) time.Duration { return time.Duration(pick(r, 0, 1, 60, 600)) * time.Second },
+			job: func(r *rand.Rand, now time.Time, j *Job) {
+				j.Submit = now.Add(-time.Duration(pick(r, 0, 0, 60, 3600)) * time.Second)
+				j.TimeLimit = time.Duration(pick(r, 0, 60, 3600, 7200)) * time.Second
+				j.CPUs = pick(r, 0, 1, 2, 8)
+			},
+		},
+		{
+			// Nanosecond submit times and limits, eligible times ahead
+			// of now and behind the submit, GPU and shard jobs.
+			name: "ragged",
+			step: func(r *rand.Rand) time.Duration { return time.Duration(r.Int64N(int64(20 * time.Minute))) },
+			job: func(r *rand.Rand, now time.Time, j *Job) {
+				j.Submit = now.Add(-time.Duration(r.Int64N(int64(48 * time.Hour))))
+				switch r.IntN(4) {
+				case 0:
+					j.Eligible = now.Add(time.Duration(r.Int64N(int64(time.Hour))))
+				case 1:
+					j.Eligible = j.Submit.Add(time.Duration(r.Int64N(int64(time.Hour))))
+				}
+				j.TimeLimit = time.Duration(1 + r.Int64N(int64(24*time.Hour)))
+				switch r.IntN(3) {
+				case 0:
+					j.GPUs = r.IntN(9)
+				case 1:
+					j.Shards = r.IntN(20)
+				default:
+					j.CPUs = 1 + r.IntN(2048)
+				}
+			},
+		},
+		{
+			// Arrivals at the instant, as the simulator's: every new key
+			// is 0, behind the queue, and the clock moves in seconds.
+			name: "arrivals",
+			step: func(r *rand.Rand) time.Duration { return time.Duration(r.IntN(300)) * time.Second },
+			job: func(r *rand.Rand, now time.Time, j *Job) {
+				j.Submit = now
+				j.TimeLimit = time.Duration(60+r.IntN(12*3600)) * time.Second
+				j.CPUs = 1 + r.IntN(64)
+			},
+		},
+	}
+}
+
+// TestClockOrder_SameAsRank plays random queues through wfp3 and unicep:
+// jobs arrive and leave, the clock moves, and after every step the kept
+// order must be exactly the order of the policy's Rank of the same pending
+// jobs.
+func TestClockOrder_SameAsRank(t *testing.T) {
+	for _, name := range []string{"wfp3", "unicep"} {
+		for _, c := range clockCases() {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				p, err := New(name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, ok := NewClockOrder(p)
+				if !ok {
+					t.Fatal("no ClockOrder")
+				}
+				rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
+				s := &Snapshot{Now: rkT0, Service: Service{ShardsPerGPU: 4}}
+				nextID := int64(1)
+				for step := range 600 {
+					s.Now = s.Now.Add(c.step(rng))
+					o.Advance(s.Now)
+					gone := map[int64]bool{}
+					for _, i := range rng.Perm(len(s.Pending))[:rng.IntN(min(len(s.Pending), 4)+1)] {
+						o.Remove(int32(s.Pending[i].ID))
+						gone[s.Pending[i].ID] = true
+					}
+					s.Pending = slices.DeleteFunc(s.Pending, func(j Job) bool { return gone[j.ID] })
+					for range rng.IntN(6) {
+						j := Job{ID: nextID, User: "u"}
+						c.job(rng, s.Now, &j)
+						if rng.IntN(5) == 0 && len(s.Pending) > 0 {
+							// Same submit as another job.
+							j.Submit = s.Pending[rng.IntN(len(s.Pending))].Submit
+						}
+						nextID++
+						if err := o.Add(s, &j, int32(j.ID)); err != nil {
+							t.Fatal(err)
+						}
+						s.Pending = append(s.Pending, j)
+					}
+					scores, err := p.Rank(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := make([]int32, len(scores))
+					for i, sc := range scores {
+						want[i] = int32(sc.JobID)
+					}
+					if got := o.AppendTags(nil); !slices.Equal(got, want) {
+						t.Fatalf("step %d at %s: %d jobs: kept order %v, Rank's %v", step, s.Now.Format(time.RFC3339Nano), len(want), got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestClockOrder_Instants checks the instants a certificate is not made
+// for: a clock going back, a now with a monotonic reading, and instants
+// outside certRange (the zero time). The order is still Rank's.
+func TestClockOrder_Instants(t *testing.T) {
+	p, err := New("wfp3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := NewClockOrder(p)
+	rng := rand.New(rand.NewPCG(1, 2))
+	mono := time.Now()
+	s := &Snapshot{Now: mono}
+	for i := range 60 {
+		j := Job{ID: int64(i), Submit: mono.Add(-time.Duration(rng.Int64N(int64(10 * time.Hour)))), TimeLimit: time.Duration(1+rng.IntN(5)) * time.Hour, CPUs: 1 + rng.IntN(4)}
+		if i%7 == 0 {
+			j.Submit = time.Time{}
+		}
+		if err := o.Add(s, &j, int32(i)); err != nil {
+			t.Fatal(err)
+		}
+		s.Pending = append(s.Pending, j)
+	}
+	wall := mono.Round(0)
+	for _, now := range []time.Time{mono, wall.Add(time.Hour), wall.Add(30 * time.Minute), wall.Add(3 * time.Hour), mono.Add(4 * time.Hour),
+		wall.Add(5 * time.Hour), time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), wall.Add(6 * time.Hour)} {
+		s.Now = now
+		o.Advance(now)
+		scores, err := p.Rank(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, sc := range scores {
+			if got := o.AppendTags(nil)[i]; int64(got) != sc.JobID {
+				t.Fatalf("at %v: place %d holds job %d, Rank's %d", now, i, got, sc.JobID)
+			}
+		}
+	}
+}
+
+// TestClockOrder_Errors checks the tags Add refuses and that Remove of a
+// tag not held changes nothing.
+func TestClockOrder_Errors(t *testing.T) {
+	p, err := New("unicep", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := NewClockOrder(p)
+	s := &Snapshot{Now: rkT0}
+	j := Job{ID: 1, Submit: rkT0.Add(-time.Hour), CPUs: 4}
+	if err := o.Add(s, &j, -1); err == nil {
+		t.Error("Add with tag -1: no error")
+	}
+	if err := o.Add(s, &j, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Add(s, &j, 3); err == nil {
+		t.Error("Add of a tag held: no error")
+	}
+	o.Remove(5)
+	o.Remove(-2)
+	if got := o.AppendTags(nil); !slices.Equal(got, []int32{3}) {
+		t.Errorf("Tags = %v, want [3]", got)
+	}
+	o.Remove(3)
+	if o.Len() != 0 {
+		t.Errorf("Len after removing the only job = %d", o.Len())
+	}
+}
+
+// TestClockKeyed_Values checks the keys a ClockOrder computes for each
+// clock-keyed policy, bit for bit: clockValues gives each entry
+// clockValue of its wait, and clockValue of a job's wait is the Value
+// Rank gives the job, over random limits, sizes and waits.
+func TestClockKeyed_Values(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, name := range []string{"wfp3", "unicep"} {
+		p, err := New(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := p.(clockKeyed)
+		for range 5000 {
+			j := Job{ID: 1, Submit: rkT0, TimeLimit: time.Duration(rng.Int64N(int64(48 * time.Hour))), CPUs: rng.IntN(5000)}
+			if rng.IntN(3) == 0 {
+				j.GPUs, j.Shards = rng.IntN(9), rng.IntN(9)
+			}
+			s := &Snapshot{Now: rkT0.Add(time.Duration(rng.Int64N(int64(30 * 24 * time.Hour)))), Pending: []Job{j}, Service: Service{ShardsPerGPU: 4}}
+			scores, err := p.Rank(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := cp.clockConsts(s, &j)
+			w := waited(s, &j)
+			since := waitingSince(&j)
+			now := clockNow{clock: newSecondsClock(s.Now), fast: true, ns: s.Now.UnixNano()}
+			keys, jobs := []clockKey{{slot: 1}}, []clockJob{{}, {a: a, b: b, fast: true, sinceNS: since.UnixNano(), since: since}}
+			cp.clockValues(keys, jobs, &now)
+			if v := cp.clockValue(w, a, b); math.Float64bits(v) != math.Float64bits(scores[0].Value) || math.Float64bits(keys[0].value) != math.Float64bits(v) {
+				t.Fatalf("%s: job %+v at %v: clockValue %v, clockValues %v, Rank's Value %v", name, j, s.Now, v, keys[0].value, scores[0].Value)
+			}
+		}
+	}
+}
