@@ -57,10 +57,11 @@ func predictedRunLimit(limit, d time.Duration, ok bool) time.Duration {
 	return UnknownRun
 }
 
-// predictedService is the job's predicted service in GPU-seconds: its rate
-// times its predicted run time (Helios' "GPU time").
-func predictedService(s *Snapshot, j *Job) float64 {
-	return s.Service.Rate(j) * predictedRun(s, j).Seconds()
+// predictedService is the predicted service of s.Pending[i] in
+// GPU-seconds: its rate times its predicted run time (Helios' "GPU time"),
+// read as predictedAt does.
+func predictedService(s *Snapshot, i int) float64 {
+	return s.Service.Rate(&s.Pending[i]) * predictedAt(s, i).Seconds()
 }
 
 // waitingSince is when the job became able to run: its eligible time when

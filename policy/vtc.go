@@ -85,7 +85,7 @@ func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	buf.cost, buf.sub, buf.wait = resize(buf.cost, n), resize(buf.sub, n), resize(buf.wait, n)
 	cost, sub, fifo := buf.cost, buf.sub, buf.wait // every entry is written below
 	for i := range s.Pending {
-		cost[i] = predictedService(s, &s.Pending[i])
+		cost[i] = predictedService(s, i)
 		sub[i] = unixNanoOrMin(s.Pending[i].Submit)
 		// VTC serves a user's requests first come, first served.
 		fifo[i] = float64(sub[i])
