@@ -110,7 +110,13 @@ func (e startEnt) live() bool { return e.r.stamp == e.stamp && !e.r.gone }
 // running jobs.
 type runSum struct {
 	jobs []*runRec // in id order
-	sum  float64   // the jobs' committed service, added in id order
+	// vals[k] is jobs[k].committed unless reload is set: adding up reads
+	// these in a row rather than following a pointer per job (on a big
+	// machine one account's sum is thousands of jobs, added up from the
+	// place of each job that stops).
+	vals   []float64
+	reload bool    // vals is out of date: read it again from jobs
+	sum    float64 // the jobs' committed service, added in id order
 	// prefix[k] is the sum of jobs[:k+1], so that when jobs[i] joins,
 	// leaves or changes, adding up again starts at i: the terms before it
 	// and the order they are added in are the same (a job that starts
@@ -341,14 +347,21 @@ func (x *runningIndex) sumDirty() {
 		s.dirty = false
 		// prefix[:from] holds: the jobs before from are those it was
 		// added up from (a change at i sets from to at most i).
+		if s.reload {
+			for k, r := range s.jobs {
+				s.vals[k] = r.committed
+			}
+			s.reload = false
+		}
 		s.prefix = slices.Grow(s.prefix[:s.from], len(s.jobs)-s.from)[:len(s.jobs)]
 		sum := 0.0
 		if s.from > 0 {
 			sum = s.prefix[s.from-1]
 		}
-		for k := s.from; k < len(s.jobs); k++ {
-			sum += s.jobs[k].committed
-			s.prefix[k] = sum
+		vals, prefix := s.vals[s.from:], s.prefix[s.from:]
+		for k, v := range vals {
+			sum += v
+			prefix[k] = sum
 		}
 		s.sum = sum
 	}
@@ -398,21 +411,30 @@ func (x *runningIndex) settleRec(r *runRec, read bool, predicted map[int64]time.
 	if run := predictedRunLimit(limit, r.pred, r.hasPred); run != r.run {
 		r.run, r.runSec = run, run.Seconds()
 	}
-	c := committed(rate, r.runSec, r.attained)
-	if math.Float64bits(c) != math.Float64bits(r.committed) {
-		r.committed = c
+	x.setCommitted(r, committed(rate, r.runSec, r.attained), read)
+}
+
+// setCommitted sets r's committed service to c and marks its sums dirty
+// when that changed it. read is settleRec's.
+func (x *runningIndex) setCommitted(r *runRec, c float64, read bool) {
+	if math.Float64bits(c) == math.Float64bits(r.committed) {
+		return
+	}
+	r.committed = c
+	for _, s := range [2]*runSum{r.assoc, r.acct} {
 		if read {
 			// Every job is read again (a sweep charged them all): the
 			// sums change from their first jobs on, and finding each
 			// job's place in its account's sum (thousands of running
 			// jobs) only to learn that costs more than adding up from
 			// the start, which gives the same bits.
-			x.markDirty(r.assoc, 0)
-			x.markDirty(r.acct, 0)
-		} else {
-			x.markDirty(r.assoc, r.assoc.index(r.id))
-			x.markDirty(r.acct, r.acct.index(r.id))
+			s.reload = true
+			x.markDirty(s, 0)
+			continue
 		}
+		i := s.index(r.id)
+		s.vals[i] = c
+		x.markDirty(s, i)
 	}
 }
 
@@ -460,8 +482,32 @@ func (s *runSum) index(id int64) int {
 func (x *runningIndex) joinSum(s *runSum, r *runRec) {
 	i := s.index(r.id)
 	s.jobs = slices.Insert(s.jobs, i, r)
-	x.markDirty(s, i)
+	s.vals = slices.Insert(s.vals, i, r.committed)
+	if !zeroTerm(r.committed) {
+		x.markDirty(s, i)
+		return
+	}
+	// Adding +0 leaves every partial sum as it was (they are never −0:
+	// they start at +0 and add terms that are not negative), so the
+	// partial sum at r's place is the one before it, and the sums from
+	// i on are not added up again. A job joins its sums with nothing
+	// committed yet (settleRec then sets it at its place, usually the
+	// last).
+	if !s.dirty || i < s.from {
+		prev := 0.0
+		if i > 0 {
+			prev = s.prefix[i-1]
+		}
+		s.prefix = slices.Insert(s.prefix, i, prev)
+		if s.dirty {
+			s.from++
+		}
+	}
 }
+
+// zeroTerm reports whether c, a committed service, is +0: a term that
+// leaves a sum of committed service as it is.
+func zeroTerm(c float64) bool { return math.Float64bits(c) == 0 }
 
 // leaveSum takes r out of the sum of key in m, and the sum out of m once it
 // is empty; it reports whether it did.
@@ -473,8 +519,21 @@ func leaveSum[K comparable](x *runningIndex, m map[K]*runSum, key K, r *runRec) 
 	i := s.index(r.id)
 	if i < len(s.jobs) && s.jobs[i] == r {
 		s.jobs = slices.Delete(s.jobs, i, i+1)
+		s.vals = slices.Delete(s.vals, i, i+1)
+		switch {
+		case !zeroTerm(r.committed):
+			x.markDirty(s, i)
+		case !s.dirty || i < s.from:
+			// A job of +0 committed (most jobs that stop ran past their
+			// prediction) changed none of the partial sums after it: they
+			// move down one place (see joinSum), which costs a copy of
+			// the rest of them, not adding them up again.
+			s.prefix = slices.Delete(s.prefix, i, i+1)
+			if s.dirty {
+				s.from--
+			}
+		}
 	}
-	x.markDirty(s, i)
 	if len(s.jobs) > 0 {
 		return false
 	}
