@@ -28,6 +28,11 @@ type runningIndex struct {
 	// users counts each user's running jobs, while it has some: Themis' N
 	// (see assocGroups.activeUsers) without a pass over the running jobs.
 	users map[string]int32
+	// userRuns holds the same counts in cells that stay, at 0, once the
+	// user has no running job (userCell makes one for any user): themis
+	// keeps the cells of the users it saw pending rather than looking
+	// each one up at every cycle (see activeMemo).
+	userRuns map[string]*int32
 
 	order  []*runRec // the running jobs of the last match, in Running order
 	next   []*runRec // scratch for match
@@ -128,7 +133,8 @@ type runSum struct {
 }
 
 func newRunningIndex() *runningIndex {
-	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}, users: map[string]int32{}}
+	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}, users: map[string]int32{},
+		userRuns: map[string]*int32{}}
 }
 
 // An update of the index is in two steps around the Engine's predictions:
@@ -290,6 +296,17 @@ func (x *runningIndex) attach(r *runRec, j *Job, l *Ledger, shares *Shares) {
 	x.joinSum(r.assoc, r)
 	x.joinSum(r.acct, r)
 	x.users[j.User]++
+	*x.userCell(j.User)++
+}
+
+// userCell is user's cell of userRuns, made at 0 when it has none.
+func (x *runningIndex) userCell(user string) *int32 {
+	c := x.userRuns[user]
+	if c == nil {
+		c = new(int32)
+		x.userRuns[user] = c
+	}
+	return c
 }
 
 // newRec returns a zero record, reused or from the current slab.
@@ -448,6 +465,7 @@ func (x *runningIndex) detach(r *runRec) {
 		x.unknownGen++
 	}
 	leaveSum(x, x.accounts, r.account, r)
+	*x.userRuns[r.user]--
 	if x.users[r.user]--; x.users[r.user] <= 0 {
 		delete(x.users, r.user)
 	}
