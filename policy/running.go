@@ -54,15 +54,17 @@ type runningIndex struct {
 	stamps  uint64
 	// stale is set when, under RunningAppended, the Engine charged every
 	// running job and their committed service has not been read again
-	// yet: it is, with predicted and ledger, at the first read of a sum
+	// yet: it is, with ledger, at the first read of a sum
 	// (committedUser, committedAccount), so that a cycle whose policy
 	// reads none (most) does not visit every running job. Between two
-	// sweeps a running job's attained service and prediction do not
-	// change, so the values read later are the ones read at the sweep.
-	stale     bool
-	predicted map[int64]time.Duration
-	ledger    *Ledger
-	dirty     []*runSum // sums to add up again, at their next read (refresh)
+	// sweeps a running job's attained service does not change, so the
+	// values read later are the ones read at the sweep. Its prediction
+	// does not change while it runs (the Engine predicts only the running
+	// jobs new to the index, before settle reads them), so it is not read
+	// again.
+	stale  bool
+	ledger *Ledger
+	dirty  []*runSum // sums to add up again, at their next read (refresh)
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
 	slab  []runRec
@@ -400,7 +402,7 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 		x.settleRec(r, false, predicted, l, r.rate, r.limit)
 	}
 	if refresh {
-		x.stale, x.predicted, x.ledger = true, predicted, l
+		x.stale, x.ledger = true, l
 	}
 	clear(x.fresh) // keep no record that may leave, nor a pointer into the observation
 	clear(x.freshJobs)
@@ -414,17 +416,28 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 func (x *runningIndex) settleRec(r *runRec, read bool, predicted map[int64]time.Duration, l *Ledger, rate float64, limit time.Duration) {
 	if read || r.fresh {
 		r.pred, r.hasPred = predicted[r.id]
-		if u := r.usage; u != nil && !u.finished {
-			// The Ledger's record of the job, which the Engine's sweep
-			// keeps on r (the index's Ledger is the Engine's): until
-			// Finish marks it finished it is the one Attained finds, and
-			// a sweep after a big machine's charges reads thousands.
-			r.attained = u.service
-		} else {
-			r.attained = l.Attained(r.id)
-		}
+		r.readAttained(l)
 		r.fresh = false
 	}
+	x.settleCommitted(r, read, rate, limit)
+}
+
+// readAttained reads the job's attained service from l.
+func (r *runRec) readAttained(l *Ledger) {
+	if u := r.usage; u != nil && !u.finished {
+		// The Ledger's record of the job, which the Engine's sweep keeps
+		// on r (the index's Ledger is the Engine's): until Finish marks
+		// it finished it is the one Attained finds, and a sweep after a
+		// big machine's charges reads thousands.
+		r.attained = u.service
+	} else {
+		r.attained = l.Attained(r.id)
+	}
+}
+
+// settleCommitted is settleRec's rest, once r's prediction and attained
+// service are read.
+func (x *runningIndex) settleCommitted(r *runRec, read bool, rate float64, limit time.Duration) {
 	if run := predictedRunLimit(limit, r.pred, r.hasPred); run != r.run {
 		r.run, r.runSec = run, run.Seconds()
 	}
@@ -574,15 +587,16 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 	return false
 }
 
-// refresh reads again, when stale, every running job's prediction and
-// attained service, and adds up the sums that changed since they were
+// refresh reads again, when stale, every running job's attained service,
+// and adds up the sums that changed since they were
 // last read.
 func (x *runningIndex) refresh() {
 	if x.stale {
 		for _, r := range x.jobs {
-			x.settleRec(r, true, x.predicted, x.ledger, r.rate, r.limit)
+			r.readAttained(x.ledger)
+			x.settleCommitted(r, true, r.rate, r.limit)
 		}
-		x.stale, x.predicted, x.ledger = false, nil, nil
+		x.stale, x.ledger = false, nil
 	}
 	if len(x.dirty) > 0 {
 		x.sumDirty()
