@@ -119,7 +119,11 @@ type Engine struct {
 	// counts the lookups made, which tests bound.
 	pendSlot     []*enginePred
 	cacheLookups int
-	userGen      map[string]uint64
+	// userGen counts each user's finished jobs (while there is a
+	// predictor): a pending job is predicted again when its user's count
+	// moved. The counters are cells that cache entries keep, so that due
+	// reads a job's without hashing its user at every cycle.
+	userGen map[string]*uint64
 	// charged holds when each running job was last charged up to. The
 	// cells are written in place: a runRec keeps its job's (see
 	// sweepAppended).
@@ -138,12 +142,6 @@ type Engine struct {
 	// repredicted lists the jobs whose entry in predicted the last cycle
 	// changed (added, moved or dropped), for Repredicted.
 	repredicted []int64
-	// genUser and gen are the last user due looked up and that user's
-	// generation: pending jobs come in runs of one user's jobs, and
-	// userGen does not change while due runs.
-	genUser string
-	gen     uint64
-	genOK   bool
 
 	now       time.Time
 	started   bool
@@ -156,11 +154,19 @@ type Engine struct {
 
 // enginePred is the cached prediction state of one job.
 type enginePred struct {
-	id   int64     // the job's
-	gen  uint64    // the user's generation when predicted
-	at   time.Time // when predicted
-	seen uint64    // the last cycle the job was pending or running
-	gone bool      // deleted from the cache
+	id  int64  // the job's
+	gen uint64 // the user's generation when predicted
+	// user and userGen are the job's user when last seen and that
+	// user's cell of Engine.userGen.
+	user    string
+	userGen *uint64
+	// until is when it was predicted plus ChargeEvery: a pending job is
+	// not predicted again before it. now.Before(until) is now.Sub(at) <
+	// ChargeEvery (monotonic readings or not), a comparison rather than a
+	// subtraction per pending job and cycle.
+	until time.Time
+	seen  uint64 // the last cycle the job was pending or running
+	gone  bool   // deleted from the cache
 	// run and has are the job's entry in Engine.predicted (has: there is
 	// one), kept with it while the entry is not gone: every write of the
 	// map goes through the batch (predictedAt reads them).
@@ -191,7 +197,7 @@ func NewEngine(p EngineParams) (*Engine, error) {
 		ledger:    l,
 		predicted: map[int64]time.Duration{},
 		cache:     map[int64]*enginePred{},
-		userGen:   map[string]uint64{},
+		userGen:   map[string]*uint64{},
 		charged:   map[int64]*time.Time{},
 		running:   newRunningIndex(),
 	}, nil
@@ -303,7 +309,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		e.ledger.Finish(j)
 		if e.p.Predictor != nil {
 			e.p.Predictor.Observe(j)
-			e.userGen[j.User]++
+			*e.userGenCell(j.User)++
 		}
 		e.forget(j.ID)
 		delete(e.predicted, j.ID)
@@ -317,7 +323,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	// others had one when they were first seen running, and keep it.
 	e.running.match(o, e.ledger, e.p.Shares)
 	if e.p.Predictor != nil {
-		e.batch, e.batchC, e.genOK = e.batch[:0], e.batchC[:0], false
+		e.batch, e.batchC = e.batch[:0], e.batchC[:0]
 		if cap(e.pendSlot) < len(o.Pending) {
 			e.pendSlot = slices.Grow(e.pendSlot[:0], len(o.Pending))
 		}
@@ -483,16 +489,22 @@ func (e *Engine) due(j *Job, pending bool, slot **enginePred) {
 			*slot = c
 		}
 		c.seen = e.cycle
-		if !pending || e.p.PredictOnce || (e.p.ChargeEvery > 0 && e.now.Sub(c.at) < e.p.ChargeEvery) {
+		if !pending || e.p.PredictOnce {
 			return
 		}
-		gen := e.userGenOf(j.User)
-		if c.gen == gen {
+		if c.userGen == nil || c.user != j.User {
+			c.user, c.userGen = j.User, e.userGenCell(j.User)
+		}
+		// Due when the user's generation moved and the last prediction
+		// is a charging period old.
+		gen := *c.userGen
+		if c.gen == gen || (e.p.ChargeEvery > 0 && e.now.Before(c.until)) {
 			return
 		}
-		c.gen, c.at = gen, e.now
+		c.gen, c.until = gen, e.now.Add(e.p.ChargeEvery)
 	} else {
-		c = &enginePred{id: j.ID, gen: e.userGenOf(j.User), at: e.now, seen: e.cycle}
+		cell := e.userGenCell(j.User)
+		c = &enginePred{id: j.ID, gen: *cell, user: j.User, userGen: cell, until: e.now.Add(e.p.ChargeEvery), seen: e.cycle}
 		e.cache[j.ID] = c
 		if slot != nil {
 			*slot = c
@@ -502,12 +514,14 @@ func (e *Engine) due(j *Job, pending bool, slot **enginePred) {
 	e.batchC = append(e.batchC, c)
 }
 
-// userGenOf is userGen[user], remembering the last user looked up.
-func (e *Engine) userGenOf(user string) uint64 {
-	if !e.genOK || user != e.genUser {
-		e.genUser, e.gen, e.genOK = user, e.userGen[user], true
+// userGenCell is user's cell of userGen, made at 0 when it has none.
+func (e *Engine) userGenCell(user string) *uint64 {
+	c := e.userGen[user]
+	if c == nil {
+		c = new(uint64)
+		e.userGen[user] = c
 	}
-	return e.gen
+	return c
 }
 
 // sweepCache forgets the jobs that left without running (cancelled while

@@ -229,3 +229,87 @@ func TestEngine_SweepKeepsChargeCells(t *testing.T) {
 		})
 	}
 }
+
+// enRecPredictor is enFakePredictor recording the ids it predicts.
+type enRecPredictor struct {
+	*enFakePredictor
+	ids []int64
+}
+
+func (p *enRecPredictor) Predict(j *Job) Prediction {
+	p.ids = append(p.ids, j.ID)
+	return p.enFakePredictor.Predict(j)
+}
+
+// TestEngine_DueFollowsRule checks, at every cycle of a churning queue,
+// that the jobs the Engine predicts are those its rule names, played here
+// from the observations alone: a job without a prediction (new, or first
+// seen running), and a pending job (unless PredictOnce) whose user had a
+// job finish since its last prediction, once a charging period has passed
+// since that prediction.
+func TestEngine_DueFollowsRule(t *testing.T) {
+	for _, tc := range []struct {
+		every time.Duration
+		once  bool
+	}{{0, false}, {-1, false}, {7 * time.Minute, false}, {30 * time.Minute, false}, {7 * time.Minute, true}} {
+		t.Run(fmt.Sprintf("every=%v/once=%v", tc.every, tc.once), func(t *testing.T) {
+			pol, err := New("fair-sjf", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pred := &enRecPredictor{enFakePredictor: newEnFake()}
+			e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: tc.every, PredictOnce: tc.once})
+			if err != nil {
+				t.Fatal(err)
+			}
+			every := e.p.ChargeEvery // 0 is the default period
+			type last struct {
+				gen uint64
+				at  time.Time
+			}
+			ref, gens := map[int64]*last{}, map[string]uint64{}
+			again := 0
+			cycle := func(o *Observation) (*Snapshot, []Score, error) {
+				for i := range o.Stopped {
+					if j := &o.Stopped[i]; j.State.Finished() {
+						gens[j.User]++
+						delete(ref, j.ID)
+					}
+				}
+				var want []int64
+				for i := range o.Pending {
+					j := &o.Pending[i]
+					l := ref[j.ID]
+					switch {
+					case l == nil:
+						ref[j.ID] = &last{gens[j.User], o.Now}
+					case !tc.once && l.gen != gens[j.User] && (every <= 0 || o.Now.Sub(l.at) >= every):
+						*l = last{gens[j.User], o.Now}
+						again++
+					default:
+						continue
+					}
+					want = append(want, j.ID)
+				}
+				for i := range o.Running {
+					if j := &o.Running[i]; ref[j.ID] == nil {
+						ref[j.ID] = &last{gens[j.User], o.Now}
+						want = append(want, j.ID)
+					}
+				}
+				pred.ids = pred.ids[:0]
+				s, ranking, err := e.Cycle(o)
+				slices.Sort(want)
+				got := slices.Sorted(slices.Values(pred.ids))
+				if !slices.Equal(got, slices.Compact(want)) {
+					t.Fatalf("at %v: predicted %v, want %v", o.Now, got, want)
+				}
+				return s, ranking, err
+			}
+			enChurnWith(t, cycle, 5, 600, 300, func(int, *Snapshot, []Score) {})
+			if again < 50 && !tc.once {
+				t.Fatalf("%d predictions made again: the test checks too little", again)
+			}
+		})
+	}
+}

@@ -160,7 +160,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	for i := range s.Pending {
 		row := parts[k*i : k*i+k]
 		if p.rhoMax > 0 {
-			row[2] = finishTimeFairness(s, &s.Pending[i], run[i], users, fairQSSFMinRun)
+			row[2] = finishTimeFairness(s, &clock, &s.Pending[i], run[i], users, fairQSSFMinRun)
 			top = max(top, row[2]-p.rhoMax)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -57,10 +58,11 @@ func predictedRunLimit(limit, d time.Duration, ok bool) time.Duration {
 	return UnknownRun
 }
 
-// predictedService is the job's predicted service in GPU-seconds: its rate
-// times its predicted run time (Helios' "GPU time").
-func predictedService(s *Snapshot, j *Job) float64 {
-	return s.Service.Rate(j) * predictedRun(s, j).Seconds()
+// predictedService is the predicted service of s.Pending[i] in
+// GPU-seconds: its rate times its predicted run time (Helios' "GPU time"),
+// read as predictedAt does.
+func predictedService(s *Snapshot, i int) float64 {
+	return s.Service.Rate(&s.Pending[i]) * predictedAt(s, i).Seconds()
 }
 
 // waitingSince is when the job became able to run: its eligible time when
@@ -332,7 +334,11 @@ func groupByAssoc(jobs []Job) *assocGroups {
 
 // reset makes g the grouping of jobs, reusing g's slices and maps (see
 // rankScratch).
-func (g *assocGroups) reset(jobs []Job) {
+func (g *assocGroups) reset(jobs []Job) { g.resetWith(jobs, nil) }
+
+// resetWith is reset finding each job's group through m, when not nil,
+// which no other goroutine may use meanwhile.
+func (g *assocGroups) resetWith(jobs []Job, m *groupMemo) {
 	// The runs of one user's jobs bound the number of users: sizing the
 	// maps for them spares their growth in the simulator's short queues
 	// (up to 64: a queue in random order has about as many runs as jobs).
@@ -353,32 +359,29 @@ func (g *assocGroups) reset(jobs []Job) {
 	g.keys, g.acct = g.keys[:0], g.acct[:0]
 	g.accounts, g.sameUser = g.accounts[:0], g.sameUser[:0]
 	lastG := int32(-1)
+	if m != nil {
+		m.calls++
+		m.grow(len(jobs))
+	}
 	for i := range jobs {
 		j := &jobs[i]
+		if m != nil {
+			// Groups are numbered in the order of first sight either
+			// way; the memo finds a job's association without hashing.
+			a := m.assocAt(i, j)
+			if m.stamp[a] != m.calls {
+				m.stamp[a], m.grp[a] = m.calls, g.add(j)
+			}
+			g.of[i] = m.grp[a]
+			continue
+		}
 		if lastG >= 0 && j.User == g.keys[lastG].User && j.Account == g.keys[lastG].Account {
 			g.of[i] = lastG
 			continue
 		}
 		x, ok := g.lookup(j.Account, j.User)
 		if !ok {
-			x = int32(len(g.keys))
-			g.keys = append(g.keys, AssocOf(j))
-			g.sameUser = append(g.sameUser, -1)
-			if first, ok := g.byUser[j.User]; ok {
-				for g.sameUser[first] >= 0 {
-					first = g.sameUser[first]
-				}
-				g.sameUser[first] = x
-			} else {
-				g.byUser[j.User] = x
-			}
-			a, ok := g.byAcct[j.Account]
-			if !ok {
-				a = int32(len(g.accounts))
-				g.byAcct[j.Account] = a
-				g.accounts = append(g.accounts, j.Account)
-			}
-			g.acct = append(g.acct, a)
+			x = g.add(j)
 		}
 		g.of[i], lastG = x, x
 	}
@@ -395,6 +398,78 @@ func (g *assocGroups) reset(jobs []Job) {
 		g.members[g.fill[x]] = int32(i)
 		g.fill[x]++
 	}
+}
+
+// add makes a group for j's association, which has none yet, and
+// returns its number.
+func (g *assocGroups) add(j *Job) int32 {
+	x := int32(len(g.keys))
+	g.keys = append(g.keys, AssocOf(j))
+	g.sameUser = append(g.sameUser, -1)
+	if first, ok := g.byUser[j.User]; ok {
+		for g.sameUser[first] >= 0 {
+			first = g.sameUser[first]
+		}
+		g.sameUser[first] = x
+	} else {
+		g.byUser[j.User] = x
+	}
+	a, ok := g.byAcct[j.Account]
+	if !ok {
+		a = int32(len(g.accounts))
+		g.byAcct[j.Account] = a
+		g.accounts = append(g.accounts, j.Account)
+	}
+	g.acct = append(g.acct, a)
+	return x
+}
+
+// groupMemo is what a policy that groups the same queue at every cycle
+// (vtc, fair-qssf) remembers for assocGroups.resetWith: per queue slot the
+// job seen there and its association's number, and per number the group
+// it has in the current grouping. A queue whose slots mostly keep their
+// jobs (the simulator's, hundreds of jobs on a big machine) is grouped
+// with a comparison per job instead of a lookup by name.
+type groupMemo struct {
+	mu sync.Mutex // held by the policy's ranking that uses the memo
+	// Per slot: the job, its user and account, and its association's
+	// number, -1 when the slot holds nothing yet.
+	id            []int64
+	user, account []string
+	num           []int32
+	// Per association number: the call that last gave it a group, and
+	// that group.
+	nums  map[Assoc]int32
+	stamp []uint64
+	grp   []int32
+	calls uint64
+}
+
+// grow makes room for n slots.
+func (m *groupMemo) grow(n int) {
+	for len(m.num) < n {
+		m.id, m.user, m.account = append(m.id, 0), append(m.user, ""), append(m.account, "")
+		m.num = append(m.num, -1)
+	}
+}
+
+// assocAt is the number of the association of j, in slot i.
+func (m *groupMemo) assocAt(i int, j *Job) int32 {
+	if a := m.num[i]; a >= 0 && m.id[i] == j.ID && m.user[i] == j.User && m.account[i] == j.Account {
+		return a
+	}
+	if m.nums == nil {
+		m.nums = map[Assoc]int32{}
+	}
+	key := AssocOf(j)
+	a, ok := m.nums[key]
+	if !ok {
+		a = int32(len(m.stamp))
+		m.nums[key] = a
+		m.stamp, m.grp = append(m.stamp, 0), append(m.grp, 0)
+	}
+	m.id[i], m.user[i], m.account[i], m.num[i] = j.ID, j.User, j.Account, a
+	return a
 }
 
 // lookup returns the group of an association, if it has pending jobs.

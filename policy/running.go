@@ -28,6 +28,11 @@ type runningIndex struct {
 	// users counts each user's running jobs, while it has some: Themis' N
 	// (see assocGroups.activeUsers) without a pass over the running jobs.
 	users map[string]int32
+	// userRuns holds the same counts in cells that stay, at 0, once the
+	// user has no running job (userCell makes one for any user): themis
+	// keeps the cells of the users it saw pending rather than looking
+	// each one up at every cycle (see activeMemo).
+	userRuns map[string]*int32
 
 	order  []*runRec // the running jobs of the last match, in Running order
 	next   []*runRec // scratch for match
@@ -49,15 +54,17 @@ type runningIndex struct {
 	stamps  uint64
 	// stale is set when, under RunningAppended, the Engine charged every
 	// running job and their committed service has not been read again
-	// yet: it is, with predicted and ledger, at the first read of a sum
+	// yet: it is, with ledger, at the first read of a sum
 	// (committedUser, committedAccount), so that a cycle whose policy
 	// reads none (most) does not visit every running job. Between two
-	// sweeps a running job's attained service and prediction do not
-	// change, so the values read later are the ones read at the sweep.
-	stale     bool
-	predicted map[int64]time.Duration
-	ledger    *Ledger
-	dirty     []*runSum // sums to add up again, at their next read (refresh)
+	// sweeps a running job's attained service does not change, so the
+	// values read later are the ones read at the sweep. Its prediction
+	// does not change while it runs (the Engine predicts only the running
+	// jobs new to the index, before settle reads them), so it is not read
+	// again.
+	stale  bool
+	ledger *Ledger
+	dirty  []*runSum // sums to add up again, at their next read (refresh)
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
 	slab  []runRec
@@ -110,7 +117,13 @@ func (e startEnt) live() bool { return e.r.stamp == e.stamp && !e.r.gone }
 // running jobs.
 type runSum struct {
 	jobs []*runRec // in id order
-	sum  float64   // the jobs' committed service, added in id order
+	// vals[k] is jobs[k].committed unless reload is set: adding up reads
+	// these in a row rather than following a pointer per job (on a big
+	// machine one account's sum is thousands of jobs, added up from the
+	// place of each job that stops).
+	vals   []float64
+	reload bool    // vals is out of date: read it again from jobs
+	sum    float64 // the jobs' committed service, added in id order
 	// prefix[k] is the sum of jobs[:k+1], so that when jobs[i] joins,
 	// leaves or changes, adding up again starts at i: the terms before it
 	// and the order they are added in are the same (a job that starts
@@ -122,7 +135,8 @@ type runSum struct {
 }
 
 func newRunningIndex() *runningIndex {
-	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}, users: map[string]int32{}}
+	return &runningIndex{jobs: map[int64]*runRec{}, assocs: map[Assoc]*runSum{}, accounts: map[string]*runSum{}, users: map[string]int32{},
+		userRuns: map[string]*int32{}}
 }
 
 // An update of the index is in two steps around the Engine's predictions:
@@ -284,6 +298,17 @@ func (x *runningIndex) attach(r *runRec, j *Job, l *Ledger, shares *Shares) {
 	x.joinSum(r.assoc, r)
 	x.joinSum(r.acct, r)
 	x.users[j.User]++
+	*x.userCell(j.User)++
+}
+
+// userCell is user's cell of userRuns, made at 0 when it has none.
+func (x *runningIndex) userCell(user string) *int32 {
+	c := x.userRuns[user]
+	if c == nil {
+		c = new(int32)
+		x.userRuns[user] = c
+	}
+	return c
 }
 
 // newRec returns a zero record, reused or from the current slab.
@@ -341,14 +366,21 @@ func (x *runningIndex) sumDirty() {
 		s.dirty = false
 		// prefix[:from] holds: the jobs before from are those it was
 		// added up from (a change at i sets from to at most i).
+		if s.reload {
+			for k, r := range s.jobs {
+				s.vals[k] = r.committed
+			}
+			s.reload = false
+		}
 		s.prefix = slices.Grow(s.prefix[:s.from], len(s.jobs)-s.from)[:len(s.jobs)]
 		sum := 0.0
 		if s.from > 0 {
 			sum = s.prefix[s.from-1]
 		}
-		for k := s.from; k < len(s.jobs); k++ {
-			sum += s.jobs[k].committed
-			s.prefix[k] = sum
+		vals, prefix := s.vals[s.from:], s.prefix[s.from:]
+		for k, v := range vals {
+			sum += v
+			prefix[k] = sum
 		}
 		s.sum = sum
 	}
@@ -370,7 +402,7 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 		x.settleRec(r, false, predicted, l, r.rate, r.limit)
 	}
 	if refresh {
-		x.stale, x.predicted, x.ledger = true, predicted, l
+		x.stale, x.ledger = true, l
 	}
 	clear(x.fresh) // keep no record that may leave, nor a pointer into the observation
 	clear(x.freshJobs)
@@ -384,35 +416,55 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 func (x *runningIndex) settleRec(r *runRec, read bool, predicted map[int64]time.Duration, l *Ledger, rate float64, limit time.Duration) {
 	if read || r.fresh {
 		r.pred, r.hasPred = predicted[r.id]
-		if u := r.usage; u != nil && !u.finished {
-			// The Ledger's record of the job, which the Engine's sweep
-			// keeps on r (the index's Ledger is the Engine's): until
-			// Finish marks it finished it is the one Attained finds, and
-			// a sweep after a big machine's charges reads thousands.
-			r.attained = u.service
-		} else {
-			r.attained = l.Attained(r.id)
-		}
+		r.readAttained(l)
 		r.fresh = false
 	}
+	x.settleCommitted(r, read, rate, limit)
+}
+
+// readAttained reads the job's attained service from l.
+func (r *runRec) readAttained(l *Ledger) {
+	if u := r.usage; u != nil && !u.finished {
+		// The Ledger's record of the job, which the Engine's sweep keeps
+		// on r (the index's Ledger is the Engine's): until Finish marks
+		// it finished it is the one Attained finds, and a sweep after a
+		// big machine's charges reads thousands.
+		r.attained = u.service
+	} else {
+		r.attained = l.Attained(r.id)
+	}
+}
+
+// settleCommitted is settleRec's rest, once r's prediction and attained
+// service are read.
+func (x *runningIndex) settleCommitted(r *runRec, read bool, rate float64, limit time.Duration) {
 	if run := predictedRunLimit(limit, r.pred, r.hasPred); run != r.run {
 		r.run, r.runSec = run, run.Seconds()
 	}
-	c := committed(rate, r.runSec, r.attained)
-	if math.Float64bits(c) != math.Float64bits(r.committed) {
-		r.committed = c
+	x.setCommitted(r, committed(rate, r.runSec, r.attained), read)
+}
+
+// setCommitted sets r's committed service to c and marks its sums dirty
+// when that changed it. read is settleRec's.
+func (x *runningIndex) setCommitted(r *runRec, c float64, read bool) {
+	if math.Float64bits(c) == math.Float64bits(r.committed) {
+		return
+	}
+	r.committed = c
+	for _, s := range [2]*runSum{r.assoc, r.acct} {
 		if read {
 			// Every job is read again (a sweep charged them all): the
 			// sums change from their first jobs on, and finding each
 			// job's place in its account's sum (thousands of running
 			// jobs) only to learn that costs more than adding up from
 			// the start, which gives the same bits.
-			x.markDirty(r.assoc, 0)
-			x.markDirty(r.acct, 0)
-		} else {
-			x.markDirty(r.assoc, r.assoc.index(r.id))
-			x.markDirty(r.acct, r.acct.index(r.id))
+			s.reload = true
+			x.markDirty(s, 0)
+			continue
 		}
+		i := s.index(r.id)
+		s.vals[i] = c
+		x.markDirty(s, i)
 	}
 }
 
@@ -426,6 +478,7 @@ func (x *runningIndex) detach(r *runRec) {
 		x.unknownGen++
 	}
 	leaveSum(x, x.accounts, r.account, r)
+	*x.userRuns[r.user]--
 	if x.users[r.user]--; x.users[r.user] <= 0 {
 		delete(x.users, r.user)
 	}
@@ -460,8 +513,32 @@ func (s *runSum) index(id int64) int {
 func (x *runningIndex) joinSum(s *runSum, r *runRec) {
 	i := s.index(r.id)
 	s.jobs = slices.Insert(s.jobs, i, r)
-	x.markDirty(s, i)
+	s.vals = slices.Insert(s.vals, i, r.committed)
+	if !zeroTerm(r.committed) {
+		x.markDirty(s, i)
+		return
+	}
+	// Adding +0 leaves every partial sum as it was (they are never −0:
+	// they start at +0 and add terms that are not negative), so the
+	// partial sum at r's place is the one before it, and the sums from
+	// i on are not added up again. A job joins its sums with nothing
+	// committed yet (settleRec then sets it at its place, usually the
+	// last).
+	if !s.dirty || i < s.from {
+		prev := 0.0
+		if i > 0 {
+			prev = s.prefix[i-1]
+		}
+		s.prefix = slices.Insert(s.prefix, i, prev)
+		if s.dirty {
+			s.from++
+		}
+	}
 }
+
+// zeroTerm reports whether c, a committed service, is +0: a term that
+// leaves a sum of committed service as it is.
+func zeroTerm(c float64) bool { return math.Float64bits(c) == 0 }
 
 // leaveSum takes r out of the sum of key in m, and the sum out of m once it
 // is empty; it reports whether it did.
@@ -473,8 +550,21 @@ func leaveSum[K comparable](x *runningIndex, m map[K]*runSum, key K, r *runRec) 
 	i := s.index(r.id)
 	if i < len(s.jobs) && s.jobs[i] == r {
 		s.jobs = slices.Delete(s.jobs, i, i+1)
+		s.vals = slices.Delete(s.vals, i, i+1)
+		switch {
+		case !zeroTerm(r.committed):
+			x.markDirty(s, i)
+		case !s.dirty || i < s.from:
+			// A job of +0 committed (most jobs that stop ran past their
+			// prediction) changed none of the partial sums after it: they
+			// move down one place (see joinSum), which costs a copy of
+			// the rest of them, not adding them up again.
+			s.prefix = slices.Delete(s.prefix, i, i+1)
+			if s.dirty {
+				s.from--
+			}
+		}
 	}
-	x.markDirty(s, i)
 	if len(s.jobs) > 0 {
 		return false
 	}
@@ -497,15 +587,16 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 	return false
 }
 
-// refresh reads again, when stale, every running job's prediction and
-// attained service, and adds up the sums that changed since they were
+// refresh reads again, when stale, every running job's attained service,
+// and adds up the sums that changed since they were
 // last read.
 func (x *runningIndex) refresh() {
 	if x.stale {
 		for _, r := range x.jobs {
-			x.settleRec(r, true, x.predicted, x.ledger, r.rate, r.limit)
+			r.readAttained(x.ledger)
+			x.settleCommitted(r, true, r.rate, r.limit)
 		}
-		x.stale, x.predicted, x.ledger = false, nil, nil
+		x.stale, x.ledger = false, nil
 	}
 	if len(x.dirty) > 0 {
 		x.sumDirty()

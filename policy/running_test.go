@@ -505,3 +505,108 @@ func TestEngine_SumsAddedUpWhenRead(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSum_IncrementalEqualsFold drives the index's sums through random
+// starts, stops, changes of one job's committed service and sweeps that
+// change every job's, many of them to +0 (the terms a start or stop does
+// not add up again for), and checks at random reads that every sum and
+// partial sum is bit for bit the fold of its jobs' committed service in id
+// order, as an index built from scratch adds it up.
+func TestRunSum_IncrementalEqualsFold(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		zeroEvery int // one committed value in zeroEvery is +0
+		accounts  int
+		running   int // jobs running at once, about
+		readEvery int // ops between two reads
+	}{
+		{"mostly-zero/one-account", 2, 1, 300, 5},
+		{"no-zero", 1 << 30, 2, 100, 3},
+		{"all-zero", 1, 2, 100, 3},
+		{"some-zero/read-rarely", 4, 3, 200, 40},
+		{"some-zero/read-always", 3, 1, 50, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(len(tc.name))))
+			value := func() float64 {
+				if r.Intn(tc.zeroEvery) == 0 {
+					return 0
+				}
+				return r.Float64() * math.Pow(10, float64(r.Intn(12)-3))
+			}
+			x := newRunningIndex()
+			var live []*runRec
+			nextID, reads, zeroStops := int64(1), 0, 0
+			for op := range 20000 {
+				switch k := r.Intn(10); {
+				case k < 4 && len(live) < 2*tc.running || len(live) == 0: // start
+					// Ids mostly ascending, some out of order.
+					id := nextID
+					if r.Intn(5) == 0 {
+						id = nextID + int64(r.Intn(50))
+					}
+					if _, ok := x.jobs[id]; ok {
+						continue
+					}
+					nextID++
+					rec := x.newRec()
+					rec.id = id
+					x.jobs[id] = rec
+					j := Job{ID: id, User: fmt.Sprint("u", r.Intn(7)), Account: fmt.Sprint("a", r.Intn(tc.accounts))}
+					x.attach(rec, &j, nil, nil)
+					x.setCommitted(rec, value(), false)
+					live = append(live, rec)
+				case k < 8 || len(live) > 2*tc.running: // stop
+					i := r.Intn(len(live))
+					if zeroTerm(live[i].committed) {
+						zeroStops++
+					}
+					x.remove(live[i])
+					live = slices.Delete(live, i, i+1)
+				case k == 8: // one job's prediction changed
+					x.setCommitted(live[r.Intn(len(live))], value(), false)
+				default: // a sweep
+					if r.Intn(10) == 0 {
+						for _, rec := range live {
+							x.setCommitted(rec, value(), true)
+						}
+					}
+				}
+				if op%tc.readEvery == 0 {
+					x.sumDirty()
+					reads++
+					for _, sums := range []map[string]*runSum{enSumsByName(x.assocs), x.accounts} {
+						for name, s := range sums {
+							if !slices.IsSortedFunc(s.jobs, func(a, b *runRec) int { return cmp.Compare(a.id, b.id) }) {
+								t.Fatalf("op %d: sum %q: jobs not in id order", op, name)
+							}
+							fold := 0.0
+							for k, rec := range s.jobs {
+								fold += rec.committed
+								if !sameBits(s.vals[k], rec.committed) || !sameBits(s.prefix[k], fold) {
+									t.Fatalf("op %d: sum %q, job %d of %d: value %v, partial sum %v; want %v, %v",
+										op, name, k, len(s.jobs), s.vals[k], s.prefix[k], rec.committed, fold)
+								}
+							}
+							if !sameBits(s.sum, fold) || len(s.prefix) != len(s.jobs) {
+								t.Fatalf("op %d: sum %q is %v over %d partial sums, want %v over %d jobs", op, name, s.sum, len(s.prefix), fold, len(s.jobs))
+							}
+						}
+					}
+				}
+			}
+			if reads < 100 || (tc.zeroEvery < 10 && zeroStops < 100) {
+				t.Fatalf("%d reads, %d stops of a job with +0 committed: the test checks too little", reads, zeroStops)
+			}
+		})
+	}
+}
+
+// enSumsByName keys the association sums of an index by a printable name.
+func enSumsByName(m map[Assoc]*runSum) map[string]*runSum {
+	out := map[string]*runSum{}
+	for a, s := range m {
+		out[a.Account+"/"+a.User] = s
+	}
+	return out
+}

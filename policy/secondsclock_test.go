@@ -56,3 +56,35 @@ func TestSecondsClock_Waited(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishTimeFairness_MatchesSub checks fair-qssf's ρ, which reads
+// Now − Submit through the clock, against the formula with Snapshot.Now's
+// Sub, bit for bit: jobs submitted before and after Now, the zero submit
+// time, a Now with a monotonic reading, with and without a capacity.
+func TestFinishTimeFairness_MatchesSub(t *testing.T) {
+	base := time.Date(2026, 11, 26, 12, 0, 0, 123456789, time.UTC)
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		gpus float64
+	}{{"wall", base, 64}, {"monotonic", time.Now(), 64}, {"no-capacity", base, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{Now: tc.now, GPUs: tc.gpus}
+			c := newSecondsClock(s.Now)
+			for _, j := range []Job{
+				{GPUs: 1, Submit: tc.now.Add(-90*time.Minute - 7)},
+				{GPUs: 32, Submit: tc.now.Add(-time.Second + 1)},
+				{GPUs: 4, Submit: tc.now.Add(time.Hour)},
+				{GPUs: 2},
+			} {
+				for _, run := range []float64{0, 3.5, 7200} {
+					tid := max(run*shareSlowdown(s, &j, 9), 10)
+					want := (s.Now.Sub(j.Submit).Seconds() + run) / tid
+					if got := finishTimeFairness(s, &c, &j, run, 9, 10); math.Float64bits(got) != math.Float64bits(want) {
+						t.Errorf("job of %d GPUs submitted %v, run %v s: ρ %v, want %v", j.GPUs, j.Submit, run, got, want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -34,6 +35,7 @@ type ThemisParams struct {
 type themis struct {
 	minRun float64
 	sc     scorer
+	users  activeMemo
 }
 
 // NewThemis returns the "themis" policy.
@@ -62,9 +64,12 @@ func (*themis) readsShares() bool { return false }
 // running ones x keeps (activeUsersOf), not from a pass over every
 // running job: thousands on a big machine, at every cycle.
 func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
-	buf := getRankScratch()
-	n := activeUsersOf(s.Pending, x.running, &buf.users)
-	buf.put()
+	n, ok := p.users.count(s.Pending, x.running)
+	if !ok {
+		buf := getRankScratch()
+		n = activeUsersOf(s.Pending, x.running, &buf.users)
+		buf.put()
+	}
 	const k = 4
 	parts := s.partsBuf(k * len(s.Pending))
 	clock := newSecondsClock(s.Now)
@@ -94,10 +99,12 @@ func shareSlowdown(s *Snapshot, j *Job, users float64) float64 {
 
 // finishTimeFairness is job j's ρ were it to start now and run for run
 // seconds: T_shared / T_independent with T_shared = (Now − Submit) + run
-// and T_independent = max(run · shareSlowdown, minRun).
-func finishTimeFairness(s *Snapshot, j *Job, run, users, minRun float64) float64 {
+// and T_independent = max(run · shareSlowdown, minRun). clock is
+// newSecondsClock(s.Now): it reads Now − Submit as s.Now.Sub does,
+// without its cost at every pending job.
+func finishTimeFairness(s *Snapshot, clock *secondsClock, j *Job, run, users, minRun float64) float64 {
 	tid := max(run*shareSlowdown(s, j, users), minRun)
-	return (s.Now.Sub(j.Submit).Seconds() + run) / tid
+	return (clock.since(j.Submit) + run) / tid
 }
 
 // activeUsersOf is assocGroups.activeUsers for the pending jobs pending
@@ -122,4 +129,80 @@ func activeUsersOf(pending []Job, x *runningIndex, seen *map[string]struct{}) fl
 		}
 	}
 	return float64(len(x.users) + len(m))
+}
+
+// activeMemo counts N as activeUsersOf does from what it remembers of the
+// last queues: per queue slot the job seen there and its user's number,
+// and per user number the running index's cell of the user's running
+// jobs (runningIndex.userCell). A queue seen again, most of whose slots
+// keep their jobs, costs a comparison per job and no lookup by name; a
+// big machine's queue is hundreds of jobs at every cycle.
+type activeMemo struct {
+	mu sync.Mutex // held by one count; others count without the memo
+	// Per slot of the last queue: the job, its user and the user's
+	// number, -1 when the slot holds nothing.
+	id   []int64
+	user []string
+	num  []int32
+	// Per user number: the name, the cell of x (nil until read), and the
+	// count call that last counted the user.
+	nums  map[string]int32
+	names []string
+	cells []*int32
+	seen  []uint64
+	calls uint64
+	x     *runningIndex // the index the cells are x's
+}
+
+// count is activeUsersOf(pending, x); ok is false, with nothing counted,
+// while another goroutine uses the memo.
+func (m *activeMemo) count(pending []Job, x *runningIndex) (n float64, ok bool) {
+	if !m.mu.TryLock() {
+		return 0, false
+	}
+	defer m.mu.Unlock()
+	if m.x != x {
+		m.x = x
+		clear(m.cells)
+	}
+	if m.nums == nil {
+		m.nums = map[string]int32{}
+	}
+	for len(m.num) < len(pending) {
+		m.id, m.user, m.num = append(m.id, 0), append(m.user, ""), append(m.num, -1)
+	}
+	m.calls++
+	notRunning := 0
+	for i := range pending {
+		j := &pending[i]
+		u := m.num[i]
+		if u < 0 || m.id[i] != j.ID || m.user[i] != j.User {
+			u = m.number(j.User)
+			m.id[i], m.user[i], m.num[i] = j.ID, j.User, u
+		}
+		if m.seen[u] == m.calls {
+			continue
+		}
+		m.seen[u] = m.calls
+		c := m.cells[u]
+		if c == nil {
+			c = x.userCell(m.names[u])
+			m.cells[u] = c
+		}
+		if *c == 0 {
+			notRunning++
+		}
+	}
+	return float64(len(x.users) + notRunning), true
+}
+
+// number is user's number, given at its first sight.
+func (m *activeMemo) number(user string) int32 {
+	u, ok := m.nums[user]
+	if !ok {
+		u = int32(len(m.names))
+		m.nums[user] = u
+		m.names, m.cells, m.seen = append(m.names, user), append(m.cells, nil), append(m.seen, 0)
+	}
+	return u
 }

@@ -1,6 +1,11 @@
 package policy
 
-import "testing"
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+)
 
 // TestActiveUsersOf_MatchesGroups checks themis' N without grouping
 // against assocGroups.activeUsers, which it replaces: users pending in
@@ -37,6 +42,85 @@ func TestActiveUsersOf_MatchesGroups(t *testing.T) {
 			}
 			if got := groupByAssoc(s.Pending).activeUsers(x); got != tt.want {
 				t.Errorf("assocGroups.activeUsers = %v, want %v (the table is wrong)", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestActiveMemo_CountsAsActiveUsersOf checks themis' memo of queue slots
+// and user cells against activeUsersOf at every step of random churn:
+// jobs arriving, leaving (the last moved into their slot, as the
+// simulator does, or the queue shifted), a slot's job changing user under
+// the same id, the queue shuffled, users starting and stopping running
+// jobs, and the memo switched between two running indexes.
+func TestActiveMemo_CountsAsActiveUsersOf(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		users   int
+		queue   int
+		switchX bool // alternate between two indexes now and then
+	}{
+		{"few-users", 4, 30, false},
+		{"many-users", 200, 300, false},
+		{"two-indexes", 20, 60, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(tc.users)))
+			user := func() string { return fmt.Sprint("u", r.Intn(tc.users)) }
+			xs := []*runningIndex{newRunningIndex(), newRunningIndex()}
+			live := [2][]*runRec{}
+			var pending []Job
+			var m activeMemo
+			nextID, counted := int64(1), 0
+			for step := range 3000 {
+				switch k := r.Intn(12); {
+				case k < 3 || len(pending) == 0:
+					pending = append(pending, Job{ID: nextID, User: user(), Account: "a"})
+					nextID++
+				case k < 5 && len(pending) > tc.queue/2:
+					i := r.Intn(len(pending))
+					if r.Intn(2) == 0 {
+						pending[i] = pending[len(pending)-1]
+						pending = pending[:len(pending)-1]
+					} else {
+						pending = slices.Delete(pending, i, i+1)
+					}
+				case k == 5:
+					pending[r.Intn(len(pending))].User = user()
+				case k == 6:
+					r.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })
+				case k < 9: // a job of some user starts in one index
+					w := r.Intn(2)
+					rec := xs[w].newRec()
+					rec.id = nextID
+					nextID++
+					xs[w].jobs[rec.id] = rec
+					xs[w].attach(rec, &Job{ID: rec.id, User: user(), Account: "a"}, nil, nil)
+					live[w] = append(live[w], rec)
+				default: // one stops
+					w := r.Intn(2)
+					if n := len(live[w]); n > 0 {
+						i := r.Intn(n)
+						xs[w].remove(live[w][i])
+						live[w] = slices.Delete(live[w], i, i+1)
+					}
+				}
+				x := xs[0]
+				if tc.switchX && step/50%2 == 1 {
+					x = xs[1]
+				}
+				var seen map[string]struct{}
+				want := activeUsersOf(pending, x, &seen)
+				got, ok := m.count(pending, x)
+				if !ok || got != want {
+					t.Fatalf("step %d: memo counted %v (ok %v), want %v", step, got, ok, want)
+				}
+				if want > float64(len(x.users)) && len(x.users) > 0 {
+					counted++
+				}
+			}
+			if counted < 500 {
+				t.Fatalf("%d steps had users both pending only and running: the test checks too little", counted)
 			}
 		})
 	}

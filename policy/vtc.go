@@ -55,8 +55,12 @@ type vtc struct {
 }
 
 // vtcMemo keeps the orders of computeVTC's last sorts: the jobs within
-// each association, and the jobs of each account by user tag.
-type vtcMemo struct{ within, acct segMemo }
+// each association, and the jobs of each account by user tag; and the
+// association of the job in each queue slot.
+type vtcMemo struct {
+	within, acct segMemo
+	groups       groupMemo
+}
 
 // NewVTC returns the "vtc" policy.
 func NewVTC(p VTCParams) (Policy, error) {
@@ -85,7 +89,7 @@ func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	buf.cost, buf.sub, buf.wait = resize(buf.cost, n), resize(buf.sub, n), resize(buf.wait, n)
 	cost, sub, fifo := buf.cost, buf.sub, buf.wait // every entry is written below
 	for i := range s.Pending {
-		cost[i] = predictedService(s, &s.Pending[i])
+		cost[i] = predictedService(s, i)
 		sub[i] = unixNanoOrMin(s.Pending[i].Submit)
 		// VTC serves a user's requests first come, first served.
 		fifo[i] = float64(sub[i])
@@ -134,7 +138,12 @@ type vtcTags struct {
 func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, running *runningIndex, buf *rankScratch,
 	memo *vtcMemo) *vtcTags {
 	g := &buf.g
-	g.reset(s.Pending)
+	if memo != nil && memo.groups.mu.TryLock() {
+		g.resetWith(s.Pending, &memo.groups)
+		memo.groups.mu.Unlock()
+	} else {
+		g.reset(s.Pending)
+	}
 	n, ng, na := len(s.Pending), len(g.keys), len(g.accounts)
 	// tag is written for every job below, userTag for every job it is
 	// read for; the per-group and per-account slices are read whole.
