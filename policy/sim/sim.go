@@ -340,12 +340,13 @@ type simulator struct {
 	// byService, preemptive, when the policy's keys change only when the
 	// engine charges a job (policy.NewServiceOrder: tiresias' 2D-LAS) and
 	// nothing needs the Scores, holds the candidates, pending and running,
-	// in the policy's order: a cycle keys the jobs that arrived or were
-	// requeued (unkeyed) and, when the engine swept, the running ones,
-	// instead of copying every running job into the queue and ranking
-	// them all.
-	byService *policy.StaticOrder
-	victims   []int32 // scratch for decidePreemptive
+	// in the policy's order and picks the ones to run: a cycle keys the
+	// jobs that arrived or were requeued (unkeyed) and, when the engine
+	// swept, the running ones whose key may have changed, instead of
+	// copying every running job into the queue, ranking them all and
+	// walking the ranking.
+	byService *policy.ServiceOrder
+	victims   []int32 // scratch for cycleByService
 	// hot is each job's need and whether it runs, as decidePreemptive
 	// reads them for every job it ranks (thousands on a big machine): a
 	// dense copy of sjob's need and seq != 0, where reading sjob missed
@@ -942,25 +943,38 @@ func (s *simulator) cycleByService() error {
 		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
 	}
 	if s.eng.Swept() {
-		for i := range s.running {
-			if err := s.byService.Add(snap, &s.running[i], s.runK[i]); err != nil {
-				return s.rankError(snap, err)
-			}
+		// loose: rpos is each running job's place in s.running.
+		err := s.byService.Swept(snap, func(k int32) *policy.Job { return &s.running[s.jobs[k].rpos] })
+		if err != nil {
+			return s.rankError(snap, err)
 		}
 	}
 	for _, k := range s.unkeyed {
-		if err := s.byService.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
+		if err := s.byService.Add(snap, &s.pending[s.jobs[k].pos], k, s.jobs[k].need); err != nil {
 			return s.rankError(snap, err)
 		}
 	}
 	s.unkeyed = s.unkeyed[:0]
 	s.cycles++
 	s.stopped = s.stopped[:0]
-	s.order = append(s.order[:0], s.byService.Tags()...)
-	if n := len(s.pending) + len(s.running); len(s.order) != n {
-		return fmt.Errorf("simulate: policy %s ranked %d of %d jobs", s.cfg.Policy.Name(), len(s.order), n)
+	if n := len(s.pending) + len(s.running); s.byService.Len() != n {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d jobs", s.cfg.Policy.Name(), s.byService.Len(), n)
 	}
-	s.decidePreemptive()
+	// The jobs decidePreemptive would pick from the same order: the
+	// running ones outside them are preempted latest started first, as
+	// from a running list in start order, then the others started.
+	start, stop := s.byService.Select(int64(s.cfg.Cluster.Capacity()))
+	s.victims = append(s.victims[:0], stop...)
+	slices.SortFunc(s.victims, func(a, b int32) int { return cmp.Compare(s.jobs[b].seq, s.jobs[a].seq) })
+	for _, k := range s.victims {
+		s.preempt(k)
+	}
+	s.startSelected(start)
+	for _, k := range start {
+		if s.isRunning(k) {
+			s.byService.Started(snap, &s.running[s.jobs[k].rpos])
+		}
+	}
 	return nil
 }
 
@@ -1078,27 +1092,20 @@ func (s *simulator) decidePreemptive() {
 			}
 		}
 	}
-	if s.loose {
-		// The running jobs outside the set, latest started first, as
-		// they are preempted from a list in start order.
-		s.victims = s.victims[:0]
-		for _, k := range s.runK {
-			if s.sel[k] != s.selEpoch {
-				s.victims = append(s.victims, k)
-			}
-		}
-		slices.SortFunc(s.victims, func(a, b int32) int { return cmp.Compare(s.jobs[b].seq, s.jobs[a].seq) })
-		for _, k := range s.victims {
-			s.preempt(k)
-		}
-	} else {
-		for r := len(s.runK) - 1; r >= 0; r-- {
-			if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
-				s.preempt(s.runK[r])
-			}
+	// The running list is in start order here (byService decides
+	// when it is loose).
+	for r := len(s.runK) - 1; r >= 0; r-- {
+		if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
+			s.preempt(s.runK[r])
 		}
 	}
-	for _, k := range s.toStart {
+	s.startSelected(s.toStart)
+}
+
+// startSelected starts, in order, the jobs of toStart (selected by a
+// preemptive decision, none running) that fit the free units.
+func (s *simulator) startSelected(toStart []int32) {
+	for _, k := range toStart {
 		j := &s.jobs[k]
 		if s.isRunning(k) {
 			continue
@@ -1326,6 +1333,9 @@ func (s *simulator) preempt(k int32) {
 	j := &s.jobs[k]
 	rj := s.stop(k)
 	rj.State = policy.StatePending // requeued, not gone
+	if s.byService != nil {
+		s.byService.Requeued(rj.ID)
+	}
 	s.stopped = append(s.stopped, rj)
 	j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
 	j.done += s.now - j.start
