@@ -36,17 +36,19 @@ func NewServiceOrder(p Policy) (*ServiceOrder, bool) {
 	if !ok || !sp.serviceOrder() {
 		return nil, false
 	}
-	return &ServiceOrder{p: sp, at: map[int64]soRef{}}, true
+	return &ServiceOrder{p: sp}, true
 }
 
 // ServiceOrder keeps the candidates of a preemptive scheduler, pending and
 // running, in the ranking order of a policy whose keys change only when the
 // Ledger charges a job (NewServiceOrder), and picks the jobs to run: the
 // best-ranked that fit the capacity (Select). The caller adds (Add) every
-// job it ranks, with its need; marks the jobs it starts (Started) and
-// requeues (Requeued), adds a requeued job again once the Engine charged
-// it; calls Swept after a cycle whose Engine charged every running job;
-// removes the jobs that end (Remove). Tags is then the order Rank gives
+// job it ranks, with its need and a tag (its handle on the job: a small integer
+// that indexes the order's records, such as the simulator's job index);
+// marks the jobs it starts (Started) and requeues (Requeued), adds a
+// requeued job again once the Engine charged it; calls Swept after a
+// cycle whose Engine charged every running job; removes the jobs that end
+// (Remove). Tags is then the order Rank gives
 // the same jobs: the same keys, computed by the same code, compared by
 // compareRank, a total order on distinct ids.
 //
@@ -62,13 +64,16 @@ func NewServiceOrder(p Policy) (*ServiceOrder, bool) {
 type ServiceOrder struct {
 	p      serviceKeyed
 	blocks []soBlock
-	at     map[int64]soRef
+	refs   []soRef // by tag
 	n      int
 	// due holds the running jobs by the time from which a sweep keys
 	// them again; an item whose time is no longer its job's is stale.
 	due []soDue
 	// Scratch returned by Select and Tags.
 	start, stop, tags []int32
+	// spare is the storage of dropped blocks, for new ones: a small
+	// queue (CTC's) empties and refills its only block again and again.
+	spare [][]soEntry
 }
 
 // soBlockLen is a block's length after a split; a block splits beyond
@@ -92,44 +97,58 @@ type soBlock struct {
 	running int32     // jobs running
 }
 
-// soRef is what finds a job's entry, and whether it is due.
+// soRef is what finds a held job's entry (its key), and whether it is
+// due.
 type soRef struct {
-	value  float64
-	submit int64
-	next   int64 // running: when a sweep keys it again (its soDue)
-	run    bool
+	key  rankEntry
+	next int64 // running: when a sweep keys it again (its soDue)
+	held bool
+	run  bool
 }
 
-type soDue struct{ t, id int64 }
+type soDue struct {
+	t   int64
+	tag int32
+}
 
 // Len is the number of jobs held.
 func (o *ServiceOrder) Len() int { return o.n }
 
-// Has reports whether the job with this id is held.
-func (o *ServiceOrder) Has(id int64) bool {
-	_, ok := o.at[id]
-	return ok
+// ref is the record of tag, nil when no job with it is held.
+func (o *ServiceOrder) ref(tag int32) *soRef {
+	if tag < 0 || int(tag) >= len(o.refs) || !o.refs[tag].held {
+		return nil
+	}
+	return &o.refs[tag]
 }
 
 // Add inserts pending job j, keyed as the policy ranks it in s, with tag
-// (the caller's handle on the job, returned by Tags and Select) and need
-// (the capacity it takes when it runs, at least 0). A job already held is
-// keyed again and marked pending. The error is the one the policy's Rank
-// would return for j.
+// (at least 0; returned by Tags and Select) and need (the capacity it
+// takes when it runs, at least 0). The job held with tag, j itself when it
+// was added before, is keyed again and marked pending. The error is the
+// one the policy's Rank would return for j.
 func (o *ServiceOrder) Add(s *Snapshot, j *Job, tag, need int32) error {
-	if need < 0 {
-		return fmt.Errorf("%s: job %d: need %d: want >= 0", o.p.Name(), j.ID, need)
+	if need < 0 || tag < 0 {
+		return fmt.Errorf("%s: job %d: need %d, tag %d: want >= 0", o.p.Name(), j.ID, need, tag)
 	}
 	v, err := o.key(s, j)
 	if err != nil {
 		return err
 	}
 	e := soEntry{rankEntry: rankEntry{value: v, submit: unixNanoOrMin(j.Submit), id: j.ID, i: tag}, need: need}
-	if r, ok := o.at[j.ID]; ok {
-		o.remove(r, j.ID)
+	if r := o.ref(tag); r != nil {
+		o.remove(r)
 	}
 	o.insert(e)
-	o.at[j.ID] = soRef{value: e.value, submit: e.submit}
+	if n := int(tag) + 1; n > cap(o.refs) {
+		// Doubling: append grows a large slice by a quarter, which
+		// copied the records five times over as tags came one by one.
+		o.refs = append(make([]soRef, 0, max(n, 2*cap(o.refs))), o.refs...)
+	}
+	if n := int(tag) + 1; n > len(o.refs) {
+		o.refs = o.refs[:n] // never written past len: zero
+	}
+	o.refs[tag] = soRef{key: e.rankEntry, held: true}
 	return nil
 }
 
@@ -145,37 +164,33 @@ func (o *ServiceOrder) key(s *Snapshot, j *Job) (float64, error) {
 	return v, nil
 }
 
-// Started marks held job j running, from its Start on, in s (the
-// Snapshot it was picked in). Its key stays until the Engine charges it;
-// a sweep keys it again once it may have changed.
-func (o *ServiceOrder) Started(s *Snapshot, j *Job) {
-	r, ok := o.at[j.ID]
-	if !ok || r.run {
+// Started marks job j, held with tag, running from its Start on, in s
+// (the Snapshot it was picked in). Its key stays until the Engine charges
+// it; a sweep keys it again once it may have changed.
+func (o *ServiceOrder) Started(s *Snapshot, j *Job, tag int32) {
+	r := o.ref(tag)
+	if r == nil || r.run {
 		return
 	}
-	o.setRunning(r, j.ID, true)
+	o.setRunning(r, true)
 	r.run, r.next = true, o.p.keyFixedUntil(s, j)
-	o.at[j.ID] = r
-	o.push(soDue{r.next, j.ID})
+	o.push(soDue{r.next, tag})
 }
 
-// Requeued marks the job with this id pending again. The caller adds it
+// Requeued marks the job held with tag pending again. The caller adds it
 // again (Add) once the Engine charged the span it ran.
-func (o *ServiceOrder) Requeued(id int64) {
-	r, ok := o.at[id]
-	if !ok || !r.run {
-		return
+func (o *ServiceOrder) Requeued(tag int32) {
+	if r := o.ref(tag); r != nil && r.run {
+		o.setRunning(r, false)
+		r.run = false
 	}
-	o.setRunning(r, id, false)
-	r.run = false
-	o.at[id] = r
 }
 
-// Remove takes the job with this id out, if it is held.
-func (o *ServiceOrder) Remove(id int64) {
-	if r, ok := o.at[id]; ok {
-		o.remove(r, id)
-		delete(o.at, id)
+// Remove takes the job held with tag out, if there is one.
+func (o *ServiceOrder) Remove(tag int32) {
+	if r := o.ref(tag); r != nil {
+		o.remove(r)
+		*r = soRef{}
 	}
 }
 
@@ -186,13 +201,13 @@ func (o *ServiceOrder) Swept(s *Snapshot, job func(tag int32) *Job) error {
 	now := s.Now.UnixNano()
 	for len(o.due) > 0 && o.due[0].t <= now {
 		d := o.pop()
-		r, ok := o.at[d.id]
-		if !ok || !r.run || r.next != d.t {
+		r := o.ref(d.tag)
+		if r == nil || !r.run || r.next != d.t {
 			continue // left, requeued or already keyed again
 		}
-		b, i := o.find(r, d.id)
+		b, i := o.find(r)
 		e := o.blocks[b].ents[i]
-		j := job(e.i)
+		j := job(d.tag)
 		v, err := o.key(s, j)
 		if err != nil {
 			return err
@@ -201,13 +216,12 @@ func (o *ServiceOrder) Swept(s *Snapshot, job func(tag int32) *Job) error {
 			o.removeAt(b, i)
 			e.value = v
 			o.insert(e)
-			r.value = v
+			r.key.value = v
 		}
 		// Past now, so that the loop ends: a key that may change at
 		// once is looked at again at the next sweep.
 		r.next = max(o.p.keyFixedUntil(s, j), now+1)
-		o.at[d.id] = r
-		o.push(soDue{r.next, d.id})
+		o.push(soDue{r.next, d.tag})
 	}
 	if len(o.due) > 4*o.n+64 {
 		o.compactDue()
@@ -275,8 +289,8 @@ func (o *ServiceOrder) Tags() []int32 {
 }
 
 // find is the block and place of the held job with ref r.
-func (o *ServiceOrder) find(r soRef, id int64) (int, int) {
-	k := rankEntry{value: r.value, submit: r.submit, id: id}
+func (o *ServiceOrder) find(r *soRef) (int, int) {
+	k := r.key
 	b, _ := slices.BinarySearchFunc(o.blocks, k, func(b soBlock, k rankEntry) int {
 		return compareRank(b.last, k)
 	})
@@ -284,13 +298,13 @@ func (o *ServiceOrder) find(r soRef, id int64) (int, int) {
 		return compareRank(e.rankEntry, k)
 	})
 	if !ok {
-		panic(fmt.Sprintf("policy: service order lost job %d", id))
+		panic(fmt.Sprintf("policy: service order lost job %d", k.id))
 	}
 	return b, i
 }
 
-func (o *ServiceOrder) setRunning(r soRef, id int64, run bool) {
-	b, i := o.find(r, id)
+func (o *ServiceOrder) setRunning(r *soRef, run bool) {
+	b, i := o.find(r)
 	blk := &o.blocks[b]
 	blk.ents[i].running = run
 	if run {
@@ -304,7 +318,7 @@ func (o *ServiceOrder) setRunning(r soRef, id int64, run bool) {
 func (o *ServiceOrder) insert(e soEntry) {
 	o.n++
 	if len(o.blocks) == 0 {
-		o.blocks = append(o.blocks, soBlock{ents: []soEntry{e}})
+		o.blocks = append(o.blocks, soBlock{ents: append(o.storage(), e)})
 		o.blocks[0].summarize()
 		return
 	}
@@ -333,11 +347,21 @@ func (o *ServiceOrder) insert(e soEntry) {
 // split halves block b.
 func (o *ServiceOrder) split(b int) {
 	ents := o.blocks[b].ents
-	hi := soBlock{ents: slices.Clone(ents[soBlockLen:])}
+	hi := soBlock{ents: append(o.storage(), ents[soBlockLen:]...)}
 	o.blocks[b].ents = ents[:soBlockLen:soBlockLen]
 	o.blocks[b].summarize()
 	hi.summarize()
 	o.blocks = slices.Insert(o.blocks, b+1, hi)
+}
+
+// storage is empty storage for a block's entries.
+func (o *ServiceOrder) storage() []soEntry {
+	if n := len(o.spare); n > 0 {
+		ents := o.spare[n-1]
+		o.spare = o.spare[:n-1]
+		return ents
+	}
+	return make([]soEntry, 0, 2*soBlockLen+1)
 }
 
 // summarize computes b's summaries from its entries.
@@ -354,8 +378,8 @@ func (b *soBlock) summarize() {
 }
 
 // remove takes out the held job with ref r.
-func (o *ServiceOrder) remove(r soRef, id int64) {
-	b, i := o.find(r, id)
+func (o *ServiceOrder) remove(r *soRef) {
+	b, i := o.find(r)
 	o.removeAt(b, i)
 }
 
@@ -368,10 +392,12 @@ func (o *ServiceOrder) removeAt(b, i int) {
 	blk.ents = slices.Delete(blk.ents, i, i+1)
 	switch {
 	case len(blk.ents) == 0:
+		o.spare = append(o.spare, blk.ents)
 		o.blocks = slices.Delete(o.blocks, b, b+1)
 		return
 	case b+1 < len(o.blocks) && len(blk.ents)+len(o.blocks[b+1].ents) <= soBlockLen:
 		blk.ents = append(blk.ents, o.blocks[b+1].ents...)
+		o.spare = append(o.spare, o.blocks[b+1].ents[:0])
 		o.blocks = slices.Delete(o.blocks, b+1, b+2)
 		blk = &o.blocks[b]
 		blk.summarize()
@@ -429,16 +455,16 @@ func (o *ServiceOrder) pop() soDue {
 	return top
 }
 
-// compactDue drops the stale items of due.
+// compactDue drops the stale items of due, in place.
 func (o *ServiceOrder) compactDue() {
 	live := o.due[:0]
 	for _, d := range o.due {
-		if r, ok := o.at[d.id]; ok && r.run && r.next == d.t {
+		if r := o.ref(d.tag); r != nil && r.run && r.next == d.t {
 			live = append(live, d)
 		}
 	}
-	o.due = nil
+	o.due = o.due[:0]
 	for _, d := range live {
-		o.push(d)
+		o.push(d) // writes at most up to where d was read
 	}
 }

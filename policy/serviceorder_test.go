@@ -154,13 +154,13 @@ func (h *soHistory) step() {
 		for range 1 + h.r.IntN(6) {
 			if id := h.pick(false); id != 0 {
 				h.jobs[id].Start, h.jobs[id].State = h.now, StateRunning
-				h.o.Started(h.snap(), h.jobs[id])
+				h.o.Started(h.snap(), h.jobs[id], int32(id))
 			}
 		}
 	case "requeue":
 		if id := h.pick(true); id != 0 {
 			h.charge(id)
-			h.o.Requeued(id)
+			h.o.Requeued(int32(id))
 			j := h.jobs[id]
 			j.Start, j.State = time.Time{}, StatePending
 			delete(h.charged, id)
@@ -171,7 +171,7 @@ func (h *soHistory) step() {
 			if !h.jobs[id].Start.IsZero() {
 				h.charge(id)
 			}
-			h.o.Remove(id)
+			h.o.Remove(int32(id))
 			delete(h.jobs, id)
 			delete(h.charged, id)
 		}

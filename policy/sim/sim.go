@@ -972,7 +972,7 @@ func (s *simulator) cycleByService() error {
 	s.startSelected(start)
 	for _, k := range start {
 		if s.isRunning(k) {
-			s.byService.Started(snap, &s.running[s.jobs[k].rpos])
+			s.byService.Started(snap, &s.running[s.jobs[k].rpos], k)
 		}
 	}
 	return nil
@@ -1320,7 +1320,7 @@ func (s *simulator) finish(k int32) {
 	rj.State = j.state
 	s.stopped = append(s.stopped, rj)
 	if s.byService != nil {
-		s.byService.Remove(rj.ID)
+		s.byService.Remove(k)
 	}
 	if j.runs != nil {
 		j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
@@ -1334,7 +1334,7 @@ func (s *simulator) preempt(k int32) {
 	rj := s.stop(k)
 	rj.State = policy.StatePending // requeued, not gone
 	if s.byService != nil {
-		s.byService.Requeued(rj.ID)
+		s.byService.Requeued(k)
 	}
 	s.stopped = append(s.stopped, rj)
 	j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
