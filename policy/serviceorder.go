@@ -102,6 +102,10 @@ type soBlock struct {
 type soRef struct {
 	key  rankEntry
 	next int64 // running: when a sweep keys it again (its soDue)
+	// at is where the entry was last seen (block, place): still there
+	// when the entry there has its key. Select notes the jobs it lists,
+	// which the caller then starts or preempts.
+	at   [2]int32
 	held bool
 	run  bool
 }
@@ -244,36 +248,43 @@ func (o *ServiceOrder) Select(capacity int64) (start, stop []int32) {
 			// All fit: only the pending ones are news.
 			left -= b.sum
 			if int(b.running) < len(b.ents) {
-				for _, e := range b.ents {
+				for i, e := range b.ents {
 					if !e.running {
-						o.start = append(o.start, e.i)
+						o.start = append(o.start, o.note(e.i, bi, i))
 					}
 				}
 			}
 		case int64(b.min) > left:
 			// None fits: only the running ones are news.
 			if b.running > 0 {
-				for _, e := range b.ents {
+				for i, e := range b.ents {
 					if e.running {
-						o.stop = append(o.stop, e.i)
+						o.stop = append(o.stop, o.note(e.i, bi, i))
 					}
 				}
 			}
 		default:
-			for _, e := range b.ents {
+			for i, e := range b.ents {
 				switch {
 				case int64(e.need) <= left:
 					left -= int64(e.need)
 					if !e.running {
-						o.start = append(o.start, e.i)
+						o.start = append(o.start, o.note(e.i, bi, i))
 					}
 				case e.running:
-					o.stop = append(o.stop, e.i)
+					o.stop = append(o.stop, o.note(e.i, bi, i))
 				}
 			}
 		}
 	}
 	return o.start, o.stop
+}
+
+// note records that tag's entry is at place i of block b, and returns
+// tag.
+func (o *ServiceOrder) note(tag int32, b, i int) int32 {
+	o.refs[tag].at = [2]int32{int32(b), int32(i)}
+	return tag
 }
 
 // Tags returns the tags of the jobs held, best first. The slice is reused
@@ -291,12 +302,16 @@ func (o *ServiceOrder) Tags() []int32 {
 // find is the block and place of the held job with ref r.
 func (o *ServiceOrder) find(r *soRef) (int, int) {
 	k := r.key
+	if b, i := int(r.at[0]), int(r.at[1]); b < len(o.blocks) && i < len(o.blocks[b].ents) && o.blocks[b].ents[i].rankEntry == k {
+		return b, i
+	}
 	b := o.searchBlocks(k)
 	ents := o.blocks[min(b, len(o.blocks)-1)].ents
 	i := searchEnts(ents, k)
 	if i == len(ents) || ents[i].rankEntry != k {
 		panic(fmt.Sprintf("policy: service order lost job %d", k.id))
 	}
+	r.at = [2]int32{int32(b), int32(i)}
 	return b, i
 }
 
