@@ -200,7 +200,11 @@ func (o *ServiceOrder) Remove(tag int32) {
 
 // Swept keys again, after a cycle in s whose Engine charged every running
 // job up to s.Now, each running job whose key may have changed since it
-// was last keyed; job returns the running job with a tag.
+// was last keyed; job returns the running job with a tag. Only the jobs
+// keyed again are asked for, so a caller that keeps the Ledger itself
+// may charge a job there, when asked, rather than every running job at
+// every sweep (the charges of a job that runs without a break make one
+// span however they are cut).
 func (o *ServiceOrder) Swept(s *Snapshot, job func(tag int32) *Job) error {
 	now := s.Now.UnixNano()
 	for len(o.due) > 0 && o.due[0].t <= now {

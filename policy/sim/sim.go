@@ -346,7 +346,12 @@ type simulator struct {
 	// copying every running job into the queue, ranking them all and
 	// walking the ranking.
 	byService *policy.ServiceOrder
-	victims   []int32 // scratch for cycleByService
+	// charge, with byService when nothing but the Ledger's spans is
+	// read, replaces the engine (serviceCharge); chargeEvery is the
+	// engine's charging period.
+	charge      *serviceCharge
+	chargeEvery time.Duration
+	victims     []int32 // scratch for cycleByService
 	// hot is each job's need and whether it runs, as decidePreemptive
 	// reads them for every job it ranks (thousands on a big machine): a
 	// dense copy of sjob's need and seq != 0, where reading sjob missed
@@ -450,7 +455,7 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	s := &simulator{cfg: cfg, in: jobs, eng: eng, byID: make(map[int64]int32, len(jobs))}
+	s := &simulator{cfg: cfg, in: jobs, eng: eng, byID: make(map[int64]int32, len(jobs)), chargeEvery: chargeEvery}
 	res := &Result{Policy: cfg.Policy.Name(), Cluster: cfg.Cluster, Skipped: map[string]int{}}
 	if err := s.load(res); err != nil {
 		return nil, err
@@ -526,6 +531,11 @@ func (s *simulator) load(res *Result) error {
 	if s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
 		s.byService, _ = policy.NewServiceOrder(s.cfg.Policy)
 		s.loose = s.byService != nil
+		if s.byService != nil && !policy.ReadsPredictions(s.cfg.Policy) && len(s.cfg.History) == 0 {
+			if s.charge, err = newServiceCharge(s, s.chargeEvery); err != nil {
+				return fmt.Errorf("simulate: %w", err)
+			}
+		}
 	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
@@ -938,13 +948,24 @@ func (s *simulator) cycleByService() error {
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
 		RunningAppended: true}
 	s.runBase = len(s.running)
-	snap, err := s.eng.Update(&o)
-	if err != nil {
-		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	var snap *policy.Snapshot
+	var swept bool
+	if s.charge != nil {
+		snap, swept = s.charge.update(s, o.Now)
+	} else {
+		var err error
+		if snap, err = s.eng.Update(&o); err != nil {
+			return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+		}
+		swept = s.eng.Swept()
 	}
-	if s.eng.Swept() {
-		// loose: rpos is each running job's place in s.running.
-		err := s.byService.Swept(snap, func(k int32) *policy.Job { return &s.running[s.jobs[k].rpos] })
+	if swept {
+		err := s.byService.Swept(snap, func(k int32) *policy.Job {
+			if s.charge != nil {
+				return s.charge.running(s, k, o.Now)
+			}
+			return &s.running[s.jobs[k].rpos] // loose: rpos is its place
+		})
 		if err != nil {
 			return s.rankError(snap, err)
 		}
