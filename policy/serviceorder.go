@@ -43,14 +43,14 @@ func NewServiceOrder(p Policy) (*ServiceOrder, bool) {
 // running, in the ranking order of a policy whose keys change only when the
 // Ledger charges a job (NewServiceOrder), and picks the jobs to run: the
 // best-ranked that fit the capacity (Select). The caller adds (Add) every
-// job it ranks, with its need and a tag (its handle on the job: a small integer
-// that indexes the order's records, such as the simulator's job index);
-// marks the jobs it starts (Started) and requeues (Requeued), adds a
-// requeued job again once the Engine charged it; calls Swept after a
-// cycle whose Engine charged every running job; removes the jobs that end
-// (Remove). Tags is then the order Rank gives
-// the same jobs: the same keys, computed by the same code, compared by
-// compareRank, a total order on distinct ids.
+// job it ranks, with its need and a tag (its handle on the job: a small
+// integer that indexes the order's records, such as the simulator's job
+// index); marks the jobs it starts (Started) and requeues (Requeued), adds
+// a requeued job again once the Ledger charged it; calls Swept after a
+// cycle that charged every running job; removes the jobs that end
+// (Remove). Tags is then the order Rank gives the same jobs: the same
+// keys, computed by the same code, compared by compareRank, a total order
+// on distinct ids.
 //
 // The work of a scheduling point follows what changed, not the number of
 // candidates (thousands run at once on a big machine): the order is held
