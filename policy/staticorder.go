@@ -39,33 +39,6 @@ type originKeyed interface {
 	staticKeyFrom(s *Snapshot, origin time.Time, j *Job) (float64, error)
 }
 
-// serviceKeyed is a Policy whose key of a job depends only on the job and
-// on what the Ledger charged it (its attained service, the spans it ran),
-// never on Now, the other jobs, predictions or the rest of the Ledger:
-// tiresias' 2D-LAS without promotion. Its order of two jobs changes only
-// when the Ledger charges one of them, so a preemptive caller that knows
-// which jobs the Engine charged (those that stopped, and every running job
-// when it swept: Engine.Swept) keeps its candidates, pending and running,
-// sorted, keying again only those (NewServiceOrder).
-type serviceKeyed interface {
-	staticKeyed
-	// serviceOrder reports whether this instance's keys are so.
-	serviceOrder() bool
-}
-
-// NewServiceOrder returns an empty StaticOrder for p when its keys change
-// only when the Ledger charges a job (tiresias' 2D-LAS without promotion),
-// or false. The caller adds (Add) every job it ranks, keys again every job
-// the Engine charged since and removes the jobs that left; Tags is then
-// the order Rank gives the same jobs, as with NewStaticOrder.
-func NewServiceOrder(p Policy) (*StaticOrder, bool) {
-	sp, ok := p.(serviceKeyed)
-	if !ok || !sp.serviceOrder() {
-		return nil, false
-	}
-	return &StaticOrder{p: sp, key: map[int64]rankEntry{}}, true
-}
-
 // StaticOrder keeps the pending jobs of a policy with static keys (see
 // Traits.StaticOrder) in that policy's ranking order as they come and go:
 // a job is keyed once, when added, and again only when its prediction

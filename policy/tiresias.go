@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 )
@@ -147,6 +148,46 @@ func (p *tiresias) row(s *Snapshot, j *Job, now int64, dist gittinsDist, row []f
 // (serviceKeyed). 2D-Gittins reads the service of every finished job, and
 // promotion reads Now.
 func (p *tiresias) serviceOrder() bool { return !p.gittins && p.knob == 0 }
+
+// keyFixedUntil: with serviceOrder, j's key is −queue(executed · rate),
+// executed the seconds of the spans it ran; charged on, executed grows by
+// at most the time past the end of its last span (a new span starts
+// after it), so its key stays until executed reaches the next threshold
+// over the rate. The margin, 1 ms and a millionth of that time, dwarfs
+// the rounding of the sums (about 1e-16 of them per span).
+func (p *tiresias) keyFixedUntil(s *Snapshot, j *Job) int64 {
+	if j.Start.IsZero() {
+		return math.MinInt64
+	}
+	var ju *jobUsage
+	if s.Ledger != nil {
+		ju = s.Ledger.jobs[j.ID]
+	}
+	executed, last, rate, jrate := 0.0, j.Start.UnixNano(), s.Service.Rate(j), 0.0
+	if ju != nil {
+		for _, r := range ju.runs {
+			executed += float64(r.to-r.from) / 1e9
+		}
+		if n := len(ju.runs); n > 0 {
+			last = ju.runs[n-1].to
+		}
+		jrate = ju.rate
+	}
+	q := p.queue(executed * jrate)
+	rate = max(rate, jrate)
+	if q == len(p.thresholds) || rate <= 0 {
+		return math.MaxInt64
+	}
+	total := p.thresholds[q] / rate // seconds run to reach the next queue
+	left := (total-executed)*1e9 - (1e6 + total*1e3)
+	switch {
+	case left <= 0:
+		return math.MinInt64
+	case left >= float64(math.MaxInt64)-float64(last):
+		return math.MaxInt64
+	}
+	return last + int64(left)
+}
 
 // The order is not static in StaticOrder's sense: a requeued job's key
 // changes when it is charged.

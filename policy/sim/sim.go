@@ -349,12 +349,18 @@ type simulator struct {
 	// byService, preemptive, when the policy's keys change only when the
 	// engine charges a job (policy.NewServiceOrder: tiresias' 2D-LAS) and
 	// nothing needs the Scores, holds the candidates, pending and running,
-	// in the policy's order: a cycle keys the jobs that arrived or were
-	// requeued (unkeyed) and, when the engine swept, the running ones,
-	// instead of copying every running job into the queue and ranking
-	// them all.
-	byService *policy.StaticOrder
-	victims   []int32 // scratch for decidePreemptive
+	// in the policy's order and picks the ones to run: a cycle keys the
+	// jobs that arrived or were requeued (unkeyed) and, when the engine
+	// swept, the running ones whose key may have changed, instead of
+	// copying every running job into the queue, ranking them all and
+	// walking the ranking.
+	byService *policy.ServiceOrder
+	// charge, with byService when nothing but the Ledger's spans is
+	// read, replaces the engine (serviceCharge); chargeEvery is the
+	// engine's charging period.
+	charge      *serviceCharge
+	chargeEvery time.Duration
+	victims     []int32 // scratch for cycleByService
 	// hot is each job's need and whether it runs, as decidePreemptive
 	// reads them for every job it ranks (thousands on a big machine): a
 	// dense copy of sjob's need and seq != 0, where reading sjob missed
@@ -458,7 +464,7 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	s := &simulator{cfg: cfg, in: jobs, eng: eng, byID: make(map[int64]int32, len(jobs))}
+	s := &simulator{cfg: cfg, in: jobs, eng: eng, byID: make(map[int64]int32, len(jobs)), chargeEvery: chargeEvery}
 	res := &Result{Policy: cfg.Policy.Name(), Cluster: cfg.Cluster, Skipped: map[string]int{}}
 	if err := s.load(res); err != nil {
 		return nil, err
@@ -537,6 +543,11 @@ func (s *simulator) load(res *Result) error {
 	if s.cfg.Preempt && s.cfg.OnCycle == nil && s.cfg.watch == nil {
 		s.byService, _ = policy.NewServiceOrder(s.cfg.Policy)
 		s.loose = s.byService != nil
+		if s.byService != nil && !policy.ReadsPredictions(s.cfg.Policy) && len(s.cfg.History) == 0 {
+			if s.charge, err = newServiceCharge(s, s.chargeEvery); err != nil {
+				return fmt.Errorf("simulate: %w", err)
+			}
+		}
 	}
 	if s.cfg.Power != nil {
 		if s.power, err = newPowerModel(s.cfg.Power, s.cfg.Cluster, s.origin); err != nil {
@@ -980,30 +991,54 @@ func (s *simulator) cycleByService() error {
 	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
 		RunningAppended: true}
 	s.runBase = len(s.running)
-	snap, err := s.eng.Update(&o)
-	if err != nil {
-		return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	var snap *policy.Snapshot
+	var swept bool
+	if s.charge != nil {
+		snap, swept = s.charge.update(s, o.Now)
+	} else {
+		var err error
+		if snap, err = s.eng.Update(&o); err != nil {
+			return fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+		}
+		swept = s.eng.Swept()
 	}
-	if s.eng.Swept() {
-		for i := range s.running {
-			if err := s.byService.Add(snap, &s.running[i], s.runK[i]); err != nil {
-				return s.rankError(snap, err)
+	if swept {
+		err := s.byService.Swept(snap, func(k int32) *policy.Job {
+			if s.charge != nil {
+				return s.charge.running(s, k, o.Now)
 			}
+			return &s.running[s.jobs[k].rpos] // loose: rpos is its place
+		})
+		if err != nil {
+			return s.rankError(snap, err)
 		}
 	}
 	for _, k := range s.unkeyed {
-		if err := s.byService.Add(snap, &s.pending[s.jobs[k].pos], k); err != nil {
+		if err := s.byService.Add(snap, &s.pending[s.jobs[k].pos], k, s.jobs[k].need); err != nil {
 			return s.rankError(snap, err)
 		}
 	}
 	s.unkeyed = s.unkeyed[:0]
 	s.cycles++
 	s.stopped = s.stopped[:0]
-	s.order = append(s.order[:0], s.byService.Tags()...)
-	if n := len(s.pending) + len(s.running); len(s.order) != n {
-		return fmt.Errorf("simulate: policy %s ranked %d of %d jobs", s.cfg.Policy.Name(), len(s.order), n)
+	if n := len(s.pending) + len(s.running); s.byService.Len() != n {
+		return fmt.Errorf("simulate: policy %s ranked %d of %d jobs", s.cfg.Policy.Name(), s.byService.Len(), n)
 	}
-	s.decidePreemptive()
+	// The jobs decidePreemptive would pick from the same order: the
+	// running ones outside them are preempted latest started first, as
+	// from a running list in start order, then the others started.
+	start, stop := s.byService.Select(int64(s.cfg.Cluster.Capacity()))
+	s.victims = append(s.victims[:0], stop...)
+	slices.SortFunc(s.victims, func(a, b int32) int { return cmp.Compare(s.jobs[b].seq, s.jobs[a].seq) })
+	for _, k := range s.victims {
+		s.preempt(k)
+	}
+	s.startSelected(start)
+	for _, k := range start {
+		if s.isRunning(k) {
+			s.byService.Started(snap, &s.running[s.jobs[k].rpos], k)
+		}
+	}
 	return nil
 }
 
@@ -1121,27 +1156,20 @@ func (s *simulator) decidePreemptive() {
 			}
 		}
 	}
-	if s.loose {
-		// The running jobs outside the set, latest started first, as
-		// they are preempted from a list in start order.
-		s.victims = s.victims[:0]
-		for _, k := range s.runK {
-			if s.sel[k] != s.selEpoch {
-				s.victims = append(s.victims, k)
-			}
-		}
-		slices.SortFunc(s.victims, func(a, b int32) int { return cmp.Compare(s.jobs[b].seq, s.jobs[a].seq) })
-		for _, k := range s.victims {
-			s.preempt(k)
-		}
-	} else {
-		for r := len(s.runK) - 1; r >= 0; r-- {
-			if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
-				s.preempt(s.runK[r])
-			}
+	// The running list is in start order here (byService decides
+	// when it is loose).
+	for r := len(s.runK) - 1; r >= 0; r-- {
+		if r < len(s.runK) && s.sel[s.runK[r]] != s.selEpoch {
+			s.preempt(s.runK[r])
 		}
 	}
-	for _, k := range s.toStart {
+	s.startSelected(s.toStart)
+}
+
+// startSelected starts, in order, the jobs of toStart (selected by a
+// preemptive decision, none running) that fit the free units.
+func (s *simulator) startSelected(toStart []int32) {
+	for _, k := range toStart {
 		j := &s.jobs[k]
 		if s.isRunning(k) {
 			continue
@@ -1359,7 +1387,7 @@ func (s *simulator) finish(k int32) {
 	rj.State = j.state
 	s.stopped = append(s.stopped, rj)
 	if s.byService != nil {
-		s.byService.Remove(rj.ID)
+		s.byService.Remove(k)
 	}
 	if j.runs != nil {
 		j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
@@ -1372,6 +1400,9 @@ func (s *simulator) preempt(k int32) {
 	j := &s.jobs[k]
 	rj := s.stop(k)
 	rj.State = policy.StatePending // requeued, not gone
+	if s.byService != nil {
+		s.byService.Requeued(k)
+	}
 	s.stopped = append(s.stopped, rj)
 	j.runs = append(j.runs, Span{s.at(j.start), s.at(s.now)})
 	j.done += s.now - j.start

@@ -777,9 +777,23 @@ func TestRun_LooseRunningSameSchedule(t *testing.T) {
 // the engine charges them (policy.NewServiceOrder), schedules exactly as
 // when every cycle ranks every pending and running job (a recorder makes
 // it do so), on machines where hundreds of jobs run at once, are charged
-// across the queue thresholds and are preempted; and that 2D-Gittins,
-// whose keys move with every finished job, is not kept so.
+// across the queue thresholds and are preempted: with the Ledger charged
+// without the engine (serviceCharge) at any charging period and tick, and
+// through the engine when history warms it; and that 2D-Gittins, whose
+// keys move with every finished job, is not kept so.
 func TestRun_ServiceOrderSameSchedule(t *testing.T) {
+	variants := []struct {
+		name        string
+		chargeEvery time.Duration
+		tick        time.Duration
+		history     bool
+	}{
+		{name: "default"},
+		{name: "charge every cycle", chargeEvery: -1},
+		{name: "charge every 17m", chargeEvery: 17 * time.Minute},
+		{name: "tick 2m", tick: 2 * time.Minute},
+		{name: "history: through the engine", history: true},
+	}
 	for _, seed := range []uint64{3, 4} {
 		// Jobs of 1-3 GPUs running half an hour to a few hours (so they
 		// cross tiresias' thresholds of about 1 and 2 GPU-hours), at an
@@ -795,25 +809,37 @@ func TestRun_ServiceOrderSameSchedule(t *testing.T) {
 				Submit: at, Start: at, End: at.Add(run)}
 		}
 		cluster := Cluster{Nodes: 32, PerNode: 8, Unit: GPUs}
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			kept, err := Run(jobs, smConfig(t, cluster, "tiresias", "fairway"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := smConfig(t, cluster, "tiresias", "fairway")
-			cfg.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
-			ranked, err := Run(jobs, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ranked.Preemptions < 50 || maxRunning(ranked) < 100 {
-				t.Fatalf("%d preemptions, at most %d jobs running at once: the test checks too little", ranked.Preemptions, maxRunning(ranked))
-			}
-			t.Logf("%d preemptions, %d cycles, at most %d jobs running at once", ranked.Preemptions, ranked.Cycles, maxRunning(ranked))
-			if diff := cmp.Diff(ranked, kept); diff != "" {
-				t.Errorf("the kept order schedules differently (-ranked +kept):\n%s", diff)
-			}
-		})
+		for _, v := range variants {
+			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
+				config := func() Config {
+					cfg := smConfig(t, cluster, "tiresias", "fairway")
+					cfg.ChargeEvery, cfg.Tick = v.chargeEvery, v.tick
+					if v.history {
+						end := jobs[0].Submit.Add(-time.Hour)
+						cfg.History = []policy.Job{{ID: 1 << 40, ArrayTask: -1, User: "u0", Account: "a", GPUs: 2, Nodes: 1,
+							State: policy.StateCompleted, Submit: end.Add(-3 * time.Hour), Start: end.Add(-2 * time.Hour), End: end}}
+					}
+					return cfg
+				}
+				kept, err := Run(jobs, config())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := config()
+				cfg.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
+				ranked, err := Run(jobs, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ranked.Preemptions < 50 || maxRunning(ranked) < 100 {
+					t.Fatalf("%d preemptions, at most %d jobs running at once: the test checks too little", ranked.Preemptions, maxRunning(ranked))
+				}
+				t.Logf("%d preemptions, %d cycles, at most %d jobs running at once", ranked.Preemptions, ranked.Cycles, maxRunning(ranked))
+				if diff := cmp.Diff(ranked, kept); diff != "" {
+					t.Errorf("the kept order schedules differently (-ranked +kept):\n%s", diff)
+				}
+			})
+		}
 	}
 	g, err := policy.NewTiresias(policy.TiresiasParams{Gittins: true})
 	if err != nil {
