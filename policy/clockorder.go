@@ -57,12 +57,24 @@ type clockKeyed interface {
 type ClockOrder struct {
 	p    clockKeyed
 	jobs []clockJob // by slot
-	free []int32    // slots free
-	slot []int32    // by tag: slot+1, 0 when not held
-	// keys is the jobs held, best first at instant last, and the jobs
-	// removed since the last Advance (tag −1), in their place with the
-	// value they had.
+	// sized is what Behind and Best read of each job held, by
+	// slot: apart from jobs (a job's 80 bytes), so that their scans over
+	// every job read 24 bytes of it.
+	sized []clockSized
+	free  []int32 // slots free
+	slot  []int32 // by tag: slot+1, 0 when not held
+	// keys is the jobs held and the jobs removed since the last Advance
+	// (their clockJob gone), best first at instant last when sorted.
+	// Advance only computes the values: the first read of the whole
+	// order sorts them (AppendTags), while AppendFitting, which a
+	// scheduling pass on a busy machine asks instead, sorts only the few
+	// jobs it returns.
 	keys    []clockKey
+	sorted  bool
+	heaps   []clockHeap // Behind's
+	top     []clockKey  // Best's, when not sorted
+	cur     int         // Best's first key (of top, or of keys when sorted) that may be held
+	scans   int         // Best's scans since Advance, when not sorted
 	live    int
 	last    time.Time
 	at      clockNow // last
@@ -93,6 +105,14 @@ type clockKey struct {
 	value float64 // the key at last
 	slot  int32
 	tag   int32
+}
+
+// clockSized is a job's need and limit (AddSized) and whether it was
+// removed (its key goes, and its slot is freed, at the next Advance).
+type clockSized struct {
+	limit int64
+	need  int32
+	gone  bool
 }
 
 // clockJob is what a ClockOrder keeps of a job it holds.
@@ -133,12 +153,189 @@ func (o *ClockOrder) Len() int { return o.live }
 // the order Rank gives them at the last instant the order was brought to
 // (Advance, Add), and returns the extended slice.
 func (o *ClockOrder) AppendTags(tags []int32) []int32 {
+	o.sort()
 	for i := range o.keys {
-		if t := o.keys[i].tag; t >= 0 {
-			tags = append(tags, t)
+		if k := &o.keys[i]; !o.sized[k.slot].gone {
+			tags = append(tags, k.tag)
 		}
 	}
 	return tags
+}
+
+// Best returns the tag of the best job held at the last instant the
+// order was brought to, false when none is held. A scheduling pass asks
+// it for the jobs it starts in order, which it removes, and for the first
+// that does not fit (the head): on a busy machine two or three of a
+// thousand jobs, each found by a scan rather than by sorting the order;
+// past a few, it sorts the order.
+func (o *ClockOrder) Best() (int32, bool) {
+	if !o.sorted && o.scans == 0 {
+		o.scans++
+		o.fillTop()
+	}
+	if !o.sorted {
+		for ; o.cur < len(o.top); o.cur++ {
+			if k := &o.top[o.cur]; !o.sized[k.slot].gone {
+				return k.tag, true
+			}
+		}
+		if len(o.top) < clockTop {
+			return 0, false // every job held was in top
+		}
+		o.sort()
+	}
+	for ; o.cur < len(o.keys); o.cur++ {
+		if k := &o.keys[o.cur]; !o.sized[k.slot].gone {
+			return k.tag, true
+		}
+	}
+	return 0, false
+}
+
+// clockTop is how many of the best jobs Best finds in one scan.
+const clockTop = 4
+
+// fillTop sets top to the clockTop best jobs held, best first (all of
+// them, when fewer), in one scan of the keys.
+func (o *ClockOrder) fillTop() {
+	o.top, o.cur = o.top[:0], 0
+	for i := range o.keys {
+		k := &o.keys[i]
+		if o.sized[k.slot].gone {
+			continue
+		}
+		n := len(o.top)
+		if n == clockTop && o.compare(k, &o.top[n-1]) >= 0 {
+			continue
+		}
+		if n < clockTop {
+			o.top = append(o.top, *k)
+		} else {
+			n--
+		}
+		for ; n > 0 && o.compare(k, &o.top[n-1]) < 0; n-- {
+			o.top[n] = o.top[n-1]
+		}
+		o.top[n] = *k
+	}
+}
+
+// Behind readies NextBehind's walk over the jobs held other than head
+// that could start behind it in a pass bounded by fitCap, heldCap and
+// until (schedule.EASY.BackfillBounds): of need (AddSized) at most
+// fitCap, and either of limit at most until (short) or of need at most
+// heldCap. On a big machine's busy points those are a few of a thousand
+// jobs, or hundreds of which the pass starts one or two before nothing
+// more fits: they are kept in heaps, one per need and kind (short or
+// not), ordered only as far as the pass asks, and a heap whose need no
+// longer fits is passed over whole.
+func (o *ClockOrder) Behind(head int32, fitCap, heldCap int, until int64) {
+	for i := range o.heaps {
+		o.heaps[i].keys = o.heaps[i].keys[:0]
+	}
+	o.heaps = o.heaps[:0]
+	for i := range o.keys {
+		k := &o.keys[i]
+		j := &o.sized[k.slot]
+		n := int(j.need)
+		if n > fitCap || j.gone || k.tag == head {
+			continue
+		}
+		short := j.limit <= until
+		if !short && n > heldCap {
+			continue
+		}
+		h := o.heapFor(n, short)
+		h.keys = append(h.keys, *k)
+	}
+	for i := range o.heaps {
+		h := o.heaps[i].keys
+		for x := len(h)/2 - 1; x >= 0; x-- {
+			o.down(h, x)
+		}
+	}
+}
+
+// heapFor is Behind's heap of the jobs of need n and kind short, added
+// when there is none.
+func (o *ClockOrder) heapFor(n int, short bool) *clockHeap {
+	for i := range o.heaps {
+		if h := &o.heaps[i]; h.need == n && h.short == short {
+			return h
+		}
+	}
+	if len(o.heaps) < cap(o.heaps) {
+		o.heaps = o.heaps[:len(o.heaps)+1]
+	} else {
+		o.heaps = append(o.heaps, clockHeap{})
+	}
+	h := &o.heaps[len(o.heaps)-1]
+	h.need, h.short = n, short
+	return h
+}
+
+// clockHeap is a heap of Behind's: jobs of one need, short (ending
+// before the reservation) or not.
+type clockHeap struct {
+	keys  []clockKey
+	need  int
+	short bool
+}
+
+// NextBehind returns the next job of Behind's walk, in the order
+// AppendTags gives them, of those that can still start in a pass where
+// fitCap and heldCap (which only shrink) bound what starts, as Behind's
+// do; false when none is left.
+func (o *ClockOrder) NextBehind(fitCap, heldCap int) (int32, bool) {
+	var best *clockHeap
+	for i := range o.heaps {
+		h := &o.heaps[i]
+		if len(h.keys) == 0 || h.need > fitCap || !h.short && h.need > heldCap {
+			continue
+		}
+		if best == nil || o.compare(&h.keys[0], &best.keys[0]) < 0 {
+			best = h
+		}
+	}
+	if best == nil {
+		return 0, false
+	}
+	k, n := best.keys[0], len(best.keys)-1
+	best.keys[0] = best.keys[n]
+	best.keys = best.keys[:n]
+	o.down(best.keys, 0)
+	return k.tag, true
+}
+
+// down moves h[i] down heap h to its place.
+func (o *ClockOrder) down(h []clockKey, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && o.compare(&h[c+1], &h[c]) < 0 {
+			c++
+		}
+		if o.compare(&h[c], &h[i]) >= 0 {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// sort puts the keys in order, when they are not: by insertion from the
+// last order (a pair of jobs swaps places only when one's key catches up
+// with the other's), from scratch beyond 4n+64 moves.
+func (o *ClockOrder) sort() {
+	if o.sorted {
+		return
+	}
+	if !o.insertionWithin(4*len(o.keys) + 64) {
+		slices.SortFunc(o.keys, func(a, b clockKey) int { return o.compare(&a, &b) })
+	}
+	o.sorted, o.cur = true, 0
 }
 
 // compare is compareRank on two keys of o.
@@ -175,16 +372,15 @@ func (o *ClockOrder) Advance(now time.Time) {
 	if o.live < len(o.keys) {
 		// The removed jobs' slots are free once their keys are gone.
 		o.keys = slices.DeleteFunc(o.keys, func(k clockKey) bool {
-			if k.tag < 0 {
+			if o.sized[k.slot].gone {
 				o.free = append(o.free, k.slot)
+				return true
 			}
-			return k.tag < 0
+			return false
 		})
 	}
 	o.p.clockValues(o.keys, o.jobs, &o.at)
-	if !o.insertionWithin(4*len(o.keys) + 64) {
-		slices.SortFunc(o.keys, func(a, b clockKey) int { return o.compare(&a, &b) })
-	}
+	o.sorted, o.cur, o.scans = false, 0, 0
 }
 
 // insertionWithin is insertionWithin for o's keys.
@@ -217,6 +413,14 @@ func (o *ClockOrder) search(x *clockKey) (int, bool) {
 // one Rank would return for j (a key that is not a number), or a tag that
 // is negative or already held.
 func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
+	return o.AddSized(s, j, tag, 0, 0)
+}
+
+// AddSized is Add, recording the caller's need and limit of the job for
+// AppendBehind, which reads them for every job held: from the order's
+// slab, where the caller's arrays of every job would be read out of
+// order.
+func (o *ClockOrder) AddSized(s *Snapshot, j *Job, tag int32, need int32, limit int64) error {
 	if tag < 0 {
 		return fmt.Errorf("clock order: tag %d: want >= 0", tag)
 	}
@@ -242,32 +446,33 @@ func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
 	if n := len(o.free); n > 0 {
 		x.slot, o.free = o.free[n-1], o.free[:n-1]
 		o.jobs[x.slot] = cj
+		o.sized[x.slot] = clockSized{need: need, limit: limit}
 	} else {
 		x.slot = int32(len(o.jobs))
 		o.jobs = append(o.jobs, cj)
+		o.sized = append(o.sized, clockSized{need: need, limit: limit})
 	}
 	o.slot[tag] = x.slot + 1
-	p, _ := o.search(&x)
-	o.keys = slices.Insert(o.keys, p, x)
+	if o.sorted {
+		p, _ := o.search(&x)
+		o.keys = slices.Insert(o.keys, p, x)
+		o.cur = 0
+	} else {
+		o.keys = append(o.keys, x)
+		o.scans = 0 // Best's top may miss x
+	}
 	o.live++
 	return nil
 }
 
-// Remove takes the job with this tag out, if it is held. Its place is
-// freed at the next Advance.
+// Remove takes the job with this tag out, if it is held. Its key stays
+// in its place, marked gone, until the next Advance, which frees its
+// slot: the keys need not be in order to find it.
 func (o *ClockOrder) Remove(tag int32) {
 	if tag < 0 || int(tag) >= len(o.slot) || o.slot[tag] == 0 {
 		return
 	}
-	x := clockKey{slot: o.slot[tag] - 1, tag: tag}
+	o.sized[o.slot[tag]-1].gone = true
 	o.slot[tag] = 0
 	o.live--
-	j := &o.jobs[x.slot]
-	x.value = o.p.clockValue(o.at.wait(j), j.a, j.b)
-	p, ok := o.search(&x)
-	if !ok || o.keys[p].tag != tag {
-		// Not where its key puts it (duplicate ids): look for it.
-		p = slices.IndexFunc(o.keys, func(k clockKey) bool { return k.tag == tag })
-	}
-	o.keys[p].tag = -1
 }
