@@ -69,16 +69,18 @@ type ClockOrder struct {
 	// order sorts them (AppendTags), while AppendFitting, which a
 	// scheduling pass on a busy machine asks instead, sorts only the few
 	// jobs it returns.
-	keys    []clockKey
-	sorted  bool
-	heaps   []clockHeap // Behind's
-	top     []clockKey  // Best's, when not sorted
-	cur     int         // Best's first key (of top, or of keys when sorted) that may be held
-	scans   int         // Best's scans since Advance, when not sorted
-	live    int
-	last    time.Time
-	at      clockNow // last
-	started bool
+	keys   []clockKey
+	sorted bool
+	heaps  []clockHeap // Behind's
+	top    []clockKey  // Best's, when not sorted
+	cur    int         // Best's first key (of top, or of keys when sorted) that may be held
+	// topValid: top is the best jobs held, but for those removed
+	// since, when not sorted (Advance finds it, Add keeps it).
+	topValid bool
+	live     int
+	last     time.Time
+	at       clockNow // last
+	started  bool
 }
 
 // clockNow is an instant as a ClockOrder computes waits from it.
@@ -169,8 +171,7 @@ func (o *ClockOrder) AppendTags(tags []int32) []int32 {
 // thousand jobs, each found by a scan rather than by sorting the order;
 // past a few, it sorts the order.
 func (o *ClockOrder) Best() (int32, bool) {
-	if !o.sorted && o.scans == 0 {
-		o.scans++
+	if !o.sorted && !o.topValid {
 		o.fillTop()
 	}
 	if !o.sorted {
@@ -198,26 +199,29 @@ const clockTop = 4
 // fillTop sets top to the clockTop best jobs held, best first (all of
 // them, when fewer), in one scan of the keys.
 func (o *ClockOrder) fillTop() {
-	o.top, o.cur = o.top[:0], 0
+	o.top, o.cur, o.topValid = o.top[:0], 0, true
 	for i := range o.keys {
-		k := &o.keys[i]
-		if o.sized[k.slot].gone {
-			continue
+		if k := &o.keys[i]; !o.sized[k.slot].gone {
+			o.pushTop(k)
 		}
-		n := len(o.top)
-		if n == clockTop && o.compare(k, &o.top[n-1]) >= 0 {
-			continue
-		}
-		if n < clockTop {
-			o.top = append(o.top, *k)
-		} else {
-			n--
-		}
-		for ; n > 0 && o.compare(k, &o.top[n-1]) < 0; n-- {
-			o.top[n] = o.top[n-1]
-		}
-		o.top[n] = *k
 	}
+}
+
+// pushTop puts k into top if it is among the clockTop best.
+func (o *ClockOrder) pushTop(k *clockKey) {
+	n := len(o.top)
+	if n == clockTop && o.compare(k, &o.top[n-1]) >= 0 {
+		return
+	}
+	if n < clockTop {
+		o.top = append(o.top, *k)
+	} else {
+		n--
+	}
+	for ; n > 0 && o.compare(k, &o.top[n-1]) < 0; n-- {
+		o.top[n] = o.top[n-1]
+	}
+	o.top[n] = *k
 }
 
 // Behind readies NextBehind's walk over the jobs held other than head
@@ -369,18 +373,23 @@ func (o *ClockOrder) Advance(now time.Time) {
 	if o.at.fast {
 		o.at.ns = now.UnixNano()
 	}
-	if o.live < len(o.keys) {
-		// The removed jobs' slots are free once their keys are gone.
-		o.keys = slices.DeleteFunc(o.keys, func(k clockKey) bool {
-			if o.sized[k.slot].gone {
-				o.free = append(o.free, k.slot)
-				return true
-			}
-			return false
-		})
-	}
 	o.p.clockValues(o.keys, o.jobs, &o.at)
-	o.sorted, o.cur, o.scans = false, 0, 0
+	// One pass drops the removed jobs' keys, freeing their slots, and
+	// finds Best's top.
+	o.sorted, o.cur, o.topValid = false, 0, true
+	o.top = o.top[:0]
+	w := 0
+	for i := range o.keys {
+		k := o.keys[i]
+		if o.sized[k.slot].gone {
+			o.free = append(o.free, k.slot)
+			continue
+		}
+		o.keys[w] = k
+		w++
+		o.pushTop(&k)
+	}
+	o.keys = o.keys[:w]
 }
 
 // insertionWithin is insertionWithin for o's keys.
@@ -459,7 +468,11 @@ func (o *ClockOrder) AddSized(s *Snapshot, j *Job, tag int32, need int32, limit 
 		o.cur = 0
 	} else {
 		o.keys = append(o.keys, x)
-		o.scans = 0 // Best's top may miss x
+		if o.topValid && o.cur == 0 {
+			o.pushTop(&x)
+		} else {
+			o.topValid = false // Best finds its top again
+		}
 	}
 	o.live++
 	return nil
