@@ -33,12 +33,15 @@ type clockKeyed interface {
 // gives them, from one instant to the next: a caller that sees jobs come
 // and go (the simulator) adds and removes them, and Advance brings the
 // order to a later instant. Advance computes each key from the job's
-// wait and two constants, then sorts from the last order by insertion (a
-// pair of jobs swaps places only when one's key catches up with the
-// other's: about one move per three jobs at each point of a big machine's
-// queue), falling back to a sort from scratch beyond 4n+64 moves. Ranking
-// the Snapshot instead reads every job's record, builds its parts and
-// Score and maps the ranking back to the queue.
+// wait and two constants; the order is sorted when it is read whole
+// (AppendTags), from the last order by insertion (a pair of jobs swaps
+// places only when one's key catches up with the other's: about one move
+// per three jobs at each point of a big machine's queue), falling back
+// to a sort from scratch beyond 4n+64 moves. A scheduling pass reads
+// less (Best, Behind): the few best jobs, and behind the first that
+// does not fit only the jobs that could start, ordered as far as the
+// pass asks. Ranking the Snapshot instead reads every job's record,
+// builds its parts and Score and maps the ranking back to the queue.
 //
 // The order is exact: each key is computed by the policy's own code
 // (clockValue) from the same wait as Rank's (secondsClock, or the same
@@ -57,18 +60,18 @@ type clockKeyed interface {
 type ClockOrder struct {
 	p    clockKeyed
 	jobs []clockJob // by slot
-	// sized is what Behind and Best read of each job held, by
-	// slot: apart from jobs (a job's 80 bytes), so that their scans over
-	// every job read 24 bytes of it.
+	// sized is what Behind and Best read of each job held, by slot:
+	// apart from jobs (a job's 80 bytes), so that their scans over every
+	// job read 16 bytes of it.
 	sized []clockSized
 	free  []int32 // slots free
 	slot  []int32 // by tag: slot+1, 0 when not held
 	// keys is the jobs held and the jobs removed since the last Advance
-	// (their clockJob gone), best first at instant last when sorted.
+	// (their clockSized gone), best first at instant last when sorted.
 	// Advance only computes the values: the first read of the whole
-	// order sorts them (AppendTags), while AppendFitting, which a
-	// scheduling pass on a busy machine asks instead, sorts only the few
-	// jobs it returns.
+	// order sorts them (AppendTags), while Best and Behind, which a
+	// scheduling pass on a busy machine asks instead, order only the few
+	// jobs the pass reads.
 	keys   []clockKey
 	sorted bool
 	heaps  []clockHeap // Behind's
@@ -168,8 +171,9 @@ func (o *ClockOrder) AppendTags(tags []int32) []int32 {
 // order was brought to, false when none is held. A scheduling pass asks
 // it for the jobs it starts in order, which it removes, and for the first
 // that does not fit (the head): on a busy machine two or three of a
-// thousand jobs, each found by a scan rather than by sorting the order;
-// past a few, it sorts the order.
+// thousand jobs, which Advance's pass over the keys finds among the
+// clockTop best (and Add keeps), rather than sorting the order; past
+// them, it sorts the order.
 func (o *ClockOrder) Best() (int32, bool) {
 	if !o.sorted && !o.topValid {
 		o.fillTop()
