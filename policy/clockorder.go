@@ -265,11 +265,22 @@ func (o *ClockOrder) Behind(head int32, fitCap, heldCap int, until int64) {
 }
 
 // heapFor is Behind's heap of the jobs of need n and kind short, added
-// when there is none.
+// when there is none. Past clockHeaps heaps (a queue of many different
+// needs), the jobs of the other needs share one heap of their kind, of
+// need −1, whose jobs NextBehind checks one by one: finding a job's heap
+// stays a scan of a few.
 func (o *ClockOrder) heapFor(n int, short bool) *clockHeap {
 	for i := range o.heaps {
 		if h := &o.heaps[i]; h.need == n && h.short == short {
 			return h
+		}
+	}
+	if len(o.heaps) >= clockHeaps {
+		n = -1
+		for i := range o.heaps {
+			if h := &o.heaps[i]; h.need == n && h.short == short {
+				return h
+			}
 		}
 	}
 	if len(o.heaps) < cap(o.heaps) {
@@ -278,12 +289,15 @@ func (o *ClockOrder) heapFor(n int, short bool) *clockHeap {
 		o.heaps = append(o.heaps, clockHeap{})
 	}
 	h := &o.heaps[len(o.heaps)-1]
-	h.need, h.short = n, short
+	h.keys, h.need, h.short = h.keys[:0], n, short
 	return h
 }
 
-// clockHeap is a heap of Behind's: jobs of one need, short (ending
-// before the reservation) or not.
+// clockHeaps is how many heaps of one need Behind makes.
+const clockHeaps = 32
+
+// clockHeap is a heap of Behind's: jobs of one need (of several when
+// need is −1), short (ending before the reservation) or not.
 type clockHeap struct {
 	keys  []clockKey
 	need  int
@@ -298,6 +312,16 @@ func (o *ClockOrder) NextBehind(fitCap, heldCap int) (int32, bool) {
 	var best *clockHeap
 	for i := range o.heaps {
 		h := &o.heaps[i]
+		if h.need < 0 {
+			// Jobs of several needs: drop the best while it no
+			// longer fits (the bounds only shrink).
+			for len(h.keys) > 0 {
+				if n := int(o.sized[h.keys[0].slot].need); n <= fitCap && (h.short || n <= heldCap) {
+					break
+				}
+				o.pop(h)
+			}
+		}
 		if len(h.keys) == 0 || h.need > fitCap || !h.short && h.need > heldCap {
 			continue
 		}
@@ -308,11 +332,16 @@ func (o *ClockOrder) NextBehind(fitCap, heldCap int) (int32, bool) {
 	if best == nil {
 		return 0, false
 	}
-	k, n := best.keys[0], len(best.keys)-1
-	best.keys[0] = best.keys[n]
-	best.keys = best.keys[:n]
-	o.down(best.keys, 0)
-	return k.tag, true
+	return o.pop(best).tag, true
+}
+
+// pop removes the best job of h.
+func (o *ClockOrder) pop(h *clockHeap) clockKey {
+	k, n := h.keys[0], len(h.keys)-1
+	h.keys[0] = h.keys[n]
+	h.keys = h.keys[:n]
+	o.down(h.keys, 0)
+	return k
 }
 
 // down moves h[i] down heap h to its place.

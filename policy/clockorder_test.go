@@ -256,8 +256,9 @@ func TestClockKeyed_Values(t *testing.T) {
 // unicep as the simulator's pass reads them: Best, asked again after
 // each job it returns is removed (started), must give the jobs in Rank's
 // order, and NextBehind, after Behind, exactly the jobs behind the head
-// within the bounds, in Rank's order, whether the keys were sorted at the
-// last instant or not.
+// within the bounds, in Rank's order, the bounds shrinking as the walk
+// goes, whether the keys were sorted at the last instant or not, and
+// with needs few or more than Behind has heaps for.
 func TestClockOrder_BestAndBehind(t *testing.T) {
 	for _, name := range []string{"wfp3", "unicep"} {
 		for _, c := range clockCases() {
@@ -271,6 +272,9 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 				s := &Snapshot{Now: rkT0, Service: Service{ShardsPerGPU: 4}}
 				need, limit := map[int64]int32{}, map[int64]int64{}
 				nextID, walked := int64(1), 0
+				// Needs of 1-6 on even steps, of 1-80 on odd ones (more
+				// than clockHeaps, so that some share a heap).
+				needs := func(step int) int { return 6 + step%2*74 }
 				for step := range 400 {
 					s.Now = s.Now.Add(c.step(rng))
 					o.Advance(s.Now)
@@ -281,7 +285,7 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 						j := Job{ID: nextID, User: "u"}
 						c.job(rng, s.Now, &j)
 						nextID++
-						need[j.ID], limit[j.ID] = int32(1+rng.IntN(6)), int64(rng.IntN(100))
+						need[j.ID], limit[j.ID] = int32(1+rng.IntN(needs(step))), int64(rng.IntN(100))
 						if err := o.AddSized(s, &j, int32(j.ID), need[j.ID], limit[j.ID]); err != nil {
 							t.Fatal(err)
 						}
@@ -314,25 +318,34 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 					if !ok {
 						continue
 					}
-					fitCap, heldCap, until := rng.IntN(7), rng.IntN(7), int64(rng.IntN(100))
+					fitCap, heldCap, until := rng.IntN(needs(step)+1), rng.IntN(needs(step)+1), int64(rng.IntN(100))
 					o.Behind(head, fitCap, heldCap, until)
-					var got, wantBehind []int32
+					// The walk's bounds shrink after each job, as a pass's
+					// do when it starts one: each job given must be the
+					// next of Rank's order within the bounds then.
+					rest := want[starts+1:]
 					for {
 						k, ok := o.NextBehind(fitCap, heldCap)
+						for len(rest) > 0 {
+							if n := int(need[int64(rest[0])]); n <= fitCap && (limit[int64(rest[0])] <= until || n <= heldCap) {
+								break
+							}
+							rest = rest[1:]
+						}
 						if !ok {
+							if len(rest) > 0 {
+								t.Fatalf("step %d: behind %d within %d, %d, %d: none left; want %d", step, head, fitCap, heldCap, until, rest[0])
+							}
 							break
 						}
-						got = append(got, k)
-					}
-					for _, k := range want[starts+1:] {
-						if n := int(need[int64(k)]); n <= fitCap && (limit[int64(k)] <= until || n <= heldCap) {
-							wantBehind = append(wantBehind, k)
+						if len(rest) == 0 || k != rest[0] {
+							t.Fatalf("step %d: behind %d within %d, %d, %d: %d; want the next of %v", step, head, fitCap, heldCap, until, k, rest)
 						}
+						rest = rest[1:]
+						walked++
+						fitCap -= rng.IntN(3)
+						heldCap -= rng.IntN(3)
 					}
-					if !slices.Equal(got, wantBehind) {
-						t.Fatalf("step %d: behind %d within %d, %d, %d: %v; want %v", step, head, fitCap, heldCap, until, got, wantBehind)
-					}
-					walked += len(got)
 				}
 				if walked < 200 {
 					t.Fatalf("the walks behind the head gave %d jobs in all: the test checks too little", walked)
