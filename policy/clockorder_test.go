@@ -251,3 +251,106 @@ func TestClockKeyed_Values(t *testing.T) {
 		}
 	}
 }
+
+// TestClockOrder_BestAndBehind plays random queues through wfp3 and
+// unicep as the simulator's pass reads them: Best, asked again after
+// each job it returns is removed (started), must give the jobs in Rank's
+// order, and NextBehind, after Behind, exactly the jobs behind the head
+// within the bounds, in Rank's order, the bounds shrinking as the walk
+// goes, whether the keys were sorted at the last instant or not, and
+// with needs few or more than Behind has heaps for.
+func TestClockOrder_BestAndBehind(t *testing.T) {
+	for _, name := range []string{"wfp3", "unicep"} {
+		for _, c := range clockCases() {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				p, err := New(name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, _ := NewClockOrder(p)
+				rng := rand.New(rand.NewPCG(9, uint64(len(c.name))))
+				s := &Snapshot{Now: rkT0, Service: Service{ShardsPerGPU: 4}}
+				need, limit := map[int64]int32{}, map[int64]int64{}
+				nextID, walked := int64(1), 0
+				// Needs of 1-6 on even steps, of 1-80 on odd ones (more
+				// than clockHeaps, so that some share a heap).
+				needs := func(step int) int { return 6 + step%2*74 }
+				for step := range 400 {
+					s.Now = s.Now.Add(c.step(rng))
+					o.Advance(s.Now)
+					if step%5 == 0 {
+						o.AppendTags(nil) // the keys sorted at this instant
+					}
+					for range rng.IntN(8) {
+						j := Job{ID: nextID, User: "u"}
+						c.job(rng, s.Now, &j)
+						nextID++
+						need[j.ID], limit[j.ID] = int32(1+rng.IntN(needs(step))), int64(rng.IntN(100))
+						if err := o.AddSized(s, &j, int32(j.ID), need[j.ID], limit[j.ID]); err != nil {
+							t.Fatal(err)
+						}
+						s.Pending = append(s.Pending, j)
+					}
+					scores, err := p.Rank(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want []int32
+					for _, sc := range scores {
+						want = append(want, int32(sc.JobID))
+					}
+					// Start a few in order, as the pass does while they fit.
+					starts := rng.IntN(min(len(want), 7) + 1)
+					gone := map[int64]bool{}
+					for i := range starts {
+						got, ok := o.Best()
+						if !ok || got != want[i] {
+							t.Fatalf("step %d: Best %d, %v after %d started; want %d", step, got, ok, i, want[i])
+						}
+						o.Remove(got)
+						gone[int64(got)] = true
+					}
+					head, ok := o.Best()
+					if ok != (starts < len(want)) || ok && head != want[starts] {
+						t.Fatalf("step %d: head %d, %v; want the job after %d started of %v", step, head, ok, starts, want)
+					}
+					s.Pending = slices.DeleteFunc(s.Pending, func(j Job) bool { return gone[j.ID] })
+					if !ok {
+						continue
+					}
+					fitCap, heldCap, until := rng.IntN(needs(step)+1), rng.IntN(needs(step)+1), int64(rng.IntN(100))
+					o.Behind(head, fitCap, heldCap, until)
+					// The walk's bounds shrink after each job, as a pass's
+					// do when it starts one: each job given must be the
+					// next of Rank's order within the bounds then.
+					rest := want[starts+1:]
+					for {
+						k, ok := o.NextBehind(fitCap, heldCap)
+						for len(rest) > 0 {
+							if n := int(need[int64(rest[0])]); n <= fitCap && (limit[int64(rest[0])] <= until || n <= heldCap) {
+								break
+							}
+							rest = rest[1:]
+						}
+						if !ok {
+							if len(rest) > 0 {
+								t.Fatalf("step %d: behind %d within %d, %d, %d: none left; want %d", step, head, fitCap, heldCap, until, rest[0])
+							}
+							break
+						}
+						if len(rest) == 0 || k != rest[0] {
+							t.Fatalf("step %d: behind %d within %d, %d, %d: %d; want the next of %v", step, head, fitCap, heldCap, until, k, rest)
+						}
+						rest = rest[1:]
+						walked++
+						fitCap -= rng.IntN(3)
+						heldCap -= rng.IntN(3)
+					}
+				}
+				if walked < 200 {
+					t.Fatalf("the walks behind the head gave %d jobs in all: the test checks too little", walked)
+				}
+			})
+		}
+	}
+}

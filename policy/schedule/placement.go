@@ -406,7 +406,12 @@ func (q *Queue) started(i int) {
 	q.blockMin[b], q.blockMinLimit[b] = m, ml
 }
 
-// fitCap is the largest need that fits now: Fits(n) is n <= fitCap().
+// FitCap is the largest need that fits now: Fits(n) is n <= FitCap().
+// A pass (EASY.Pass) only takes units, so no job of a larger need fits
+// at any step of the pass that follows, nor starts in it.
+func (p *Pool) FitCap() int { return p.fitCap() }
+
+// fitCap is FitCap.
 func (p *Pool) fitCap() int {
 	if w := int(p.count[p.perNode]); w > 0 {
 		return w * p.perNode
@@ -422,6 +427,20 @@ func (p *Pool) fitCap() int {
 // calls start with the job's place in q and its allocation (valid only
 // during the call).
 func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill bool, start func(i int, a []Use)) {
+	e.PassMore(now, q, ends, backfill, start, nil)
+}
+
+// PassMore is Pass over q and the jobs more appends to it (Queue.Add)
+// when the backfill walk reaches q's end: more is called with the largest
+// need that fits now and the largest that may fit beside the
+// reservation's hold (both only shrink during the pass: no job of a larger
+// need starts, unless it ends before the reservation), and reports
+// whether it appended any (the walk skips a block whose jobs all
+// need more than fits only once the block is whole). A caller
+// that orders the queue lazily (a heap) then orders only the jobs the
+// walk reaches before nothing more fits.
+func (e *EASY) PassMore(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill bool, start func(i int, a []Use),
+	more func(q *Queue, fitCap, heldCap int) bool) {
 	free := e.Free
 	need := q.Need
 	i := q.Lo
@@ -450,20 +469,27 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 	// held, total and fitCap are Free's without the hold.
 	held := false
 	total, fitCap := free.total, free.fitCap()
+	heldCap := math.MaxInt // the least fitCap seen while held
 	unhold := func() {
 		if held {
 			free.Give(e.hold)
 			held = false
 		}
 	}
-	for x := i + 1; x < len(need); x++ {
+	for x := i + 1; ; x++ {
 		if !held {
 			total, fitCap = free.total, free.fitCap()
 		}
 		if total == 0 {
 			break
 		}
-		if x%queueBlock == 0 {
+		if x >= len(need) {
+			if more == nil || !more(q, fitCap, heldCap) {
+				break
+			}
+			need = q.Need
+		}
+		if x%queueBlock == 0 && (more == nil || x+queueBlock <= len(need)) {
 			// While held, a job starts only if it fits beside the
 			// hold or ends before the reservation.
 			b := x / queueBlock
@@ -499,6 +525,7 @@ func (e *EASY) Pass(now int64, q *Queue, ends iter.Seq2[int64, []Use], backfill 
 			free.Take(e.hold)
 			held = true
 		}
+		heldCap = min(heldCap, free.fitCap())
 		var a []Use
 		if free.Fits(n) {
 			a = free.Place(n, e.buf)
@@ -524,6 +551,36 @@ func (e *EASY) start(q *Queue, i int, a []Use, start func(int, []Use)) {
 	e.buf = a
 	q.started(i)
 	start(i, a)
+}
+
+// BackfillBounds bounds the jobs a backfilling Pass may start behind a
+// head of need units that does not fit on Free now, the jobs before it
+// started: a job of need n and remaining limit l starts only if
+// n <= fitCap and either now+l <= shadow (it ends before the head's
+// reservation) or n <= heldCap (it fits beside the reservation's hold).
+// The units free, with and without the hold, only shrink as the pass
+// starts jobs, so the bounds taken before it hold at each of its steps;
+// a caller may then give Pass the head and only the jobs within them, in
+// order, and get the same starts, where the whole queue is mostly jobs
+// the pass walks over. Free is left as it was. fitCap is −1 when nothing
+// is free, where the pass starts nothing.
+func (e *EASY) BackfillBounds(now int64, need int, ends iter.Seq2[int64, []Use]) (fitCap, heldCap int, shadow int64) {
+	free := e.Free
+	if free.total == 0 {
+		return -1, -1, now
+	}
+	fitCap = free.fitCap()
+	shadow = e.reserve(now, need, ends)
+	e.hold = e.hold[:0]
+	for r, u := range e.resv {
+		if h := free.free[u.Node] - e.long[r]; h > 0 {
+			e.hold = append(e.hold, Use{u.Node, int32(h)})
+		}
+	}
+	free.Take(e.hold)
+	heldCap = free.fitCap()
+	free.Give(e.hold)
+	return fitCap, heldCap, shadow
 }
 
 // reserve computes the reservation of a job of need units: the earliest

@@ -938,7 +938,7 @@ func (s *simulator) cycleClock() error {
 		Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
 	s.clock.Advance(s.snap.Now)
 	for _, k := range s.unkeyed {
-		if err := s.clock.Add(&s.snap, &s.pending[s.jobs[k].pos], k); err != nil {
+		if err := s.clock.AddSized(&s.snap, &s.pending[s.jobs[k].pos], k, s.qneed[k], s.qrem[k]); err != nil {
 			return s.rankError(&s.snap, err)
 		}
 	}
@@ -948,12 +948,59 @@ func (s *simulator) cycleClock() error {
 	if n := s.clock.Len(); n != len(s.pending) {
 		return fmt.Errorf("simulate: policy %s ranked %d of %d pending jobs", s.cfg.Policy.Name(), n, len(s.pending))
 	}
-	s.order = s.clock.AppendTags(s.order[:0])
 	if s.cfg.clockCycles != nil {
 		*s.cfg.clockCycles++
 	}
-	s.decideEASY()
+	if s.sh != nil || s.parts != nil {
+		s.order = s.clock.AppendTags(s.order[:0])
+		s.decideEASY()
+		return nil
+	}
+	s.passClock()
 	return nil
+}
+
+// passClock is decideEASY's pass over the ClockOrder's queue, given only
+// the jobs it may start: on a big machine's busy points a thousand jobs
+// wait, and ordering them all and walking them, to start two or three,
+// was most of the run. The jobs start in order while they fit, each
+// found best by the order (Best) and started by a pass of its own, as the
+// pass over the whole queue starts them; the first that does not fit is
+// the head, and the pass over the head and the jobs behind it within
+// EASY.BackfillBounds, in order, starts what the whole queue's would.
+func (s *simulator) passClock() {
+	s.queueKept = false
+	for {
+		k, ok := s.clock.Best()
+		if !ok {
+			return
+		}
+		s.order = append(s.order[:0], k)
+		s.queue.Fill(s.order, s.qneed, s.qrem)
+		if !s.free.Fits(int(s.qneed[k])) {
+			break
+		}
+		s.pass()
+	}
+	if !s.backfillNow() {
+		return
+	}
+	head := s.order[0]
+	fitCap, heldCap, shadow := s.easy.BackfillBounds(s.now, int(s.qneed[head]), s.limitEnds)
+	s.clock.Behind(head, fitCap, heldCap, shadow-s.now)
+	s.easy.PassMore(s.now, &s.queue, s.limitEnds, true,
+		func(i int, a []schedule.Use) { s.start(s.queue.Order[i], a) }, s.moreClock)
+}
+
+// moreClock appends to q the next job of the ClockOrder's walk behind
+// the head (EASY.PassMore): one at a time, since after one starts fewer
+// may.
+func (s *simulator) moreClock(q *schedule.Queue, fitCap, heldCap int) bool {
+	k, ok := s.clock.NextBehind(fitCap, heldCap)
+	if ok {
+		q.Add(k, int(s.qneed[k]), s.qrem[k])
+	}
+	return ok
 }
 
 // keepQueue brings the EASY queue of the last static cycle up to date
