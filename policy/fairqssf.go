@@ -132,14 +132,25 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	// Every entry is written below.
 	buf.run, buf.cost = resize(buf.run, n), resize(buf.cost, n)
 	buf.sub, buf.wait = resize(buf.sub, n), resize(buf.wait, n)
+	buf.rate, buf.since = resize(buf.rate, n), resize(buf.since, n)
 	run, cost, sub, wait := buf.run, buf.cost, buf.sub, buf.wait
+	rate, since := buf.rate, buf.since
 	clock := newSecondsClock(s.Now)
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		run[i] = predictedAt(s, i).Seconds()
-		cost[i] = s.Service.Rate(j) * run[i]
+		rate[i] = s.Service.Rate(j)
+		cost[i] = rate[i] * run[i]
 		sub[i] = unixNanoOrMin(j.Submit)
+		// ρ's T_shared counts from the submit time, the wait from
+		// waitingSince: the same time unless the job became eligible
+		// later.
 		wait[i] = clock.since(waitingSince(j))
+		if j.Eligible.IsZero() {
+			since[i] = wait[i]
+		} else {
+			since[i] = clock.since(j.Submit)
+		}
 	}
 	// Within a user, shortest predicted service first.
 	t := computeVTC(s, cost, sub, cost, committedOf(x, p.ignoreRunning), buf, &p.memo)
@@ -160,7 +171,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	for i := range s.Pending {
 		row := parts[k*i : k*i+k]
 		if p.rhoMax > 0 {
-			row[2] = finishTimeFairness(s, &clock, &s.Pending[i], run[i], users, fairQSSFMinRun)
+			row[2] = finishTimeFairnessAt(s, rate[i], since[i], run[i], users, fairQSSFMinRun)
 			top = max(top, row[2]-p.rhoMax)
 		}
 	}
@@ -169,7 +180,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		row := parts[k*i : k*i+k]
 		switch {
 		case p.maxWait > 0 && wait[i] > p.maxWait:
-			boost := top + wait[i]/shareSlowdown(s, &s.Pending[i], users)
+			boost := top + wait[i]/shareSlowdownAt(s, rate[i], users)
 			row[1] = t.tag[i] - minTag + boost
 		case p.rhoMax > 0 && row[2] > p.rhoMax:
 			row[1] = t.tag[i] - minTag + (row[2] - p.rhoMax)

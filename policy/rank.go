@@ -97,6 +97,24 @@ func (sc *scorer) value(parts []float64) float64 {
 	return v
 }
 
+// single is the one part with a weight that is not 0 and its weight, or
+// -1 when several parts or none have one.
+func (sc *scorer) single() (int, float64) {
+	one := -1
+	for k, w := range sc.weights {
+		if w != 0 {
+			if one >= 0 {
+				return -1, 0
+			}
+			one = k
+		}
+	}
+	if one < 0 {
+		return -1, 0
+	}
+	return one, sc.weights[one]
+}
+
 // rankEntry is one pending job while it is being ordered.
 type rankEntry struct {
 	value  float64
@@ -284,9 +302,18 @@ func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankS
 	} else {
 		entries = make([]rankEntry, n)
 	}
+	// Most policies weigh one part: its weighted value is read from each
+	// row without a pass over the weights (the same sum, 0 + w·part).
+	one, w1 := sc.single()
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		v := sc.value(parts[i*k : (i+1)*k])
+		var v float64
+		if one >= 0 {
+			v = 0
+			v += w1 * parts[i*k+one]
+		} else {
+			v = sc.value(parts[i*k : (i+1)*k])
+		}
 		if math.IsNaN(v) {
 			return nil, fmt.Errorf("job %d: %w", j.ID, ErrBadScore)
 		}

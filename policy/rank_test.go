@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -431,6 +432,41 @@ func TestExplainer_NamesOnlyTheGuardsItHas(t *testing.T) {
 			got := ex.WhatMovesIt(nil)
 			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.never) {
 				t.Errorf("%q, want it to say %q and never %q", got, tc.want, tc.never)
+			}
+		})
+	}
+}
+
+// TestScorer_RankValueAsValue checks that the Values rank gives are, bit
+// for bit, what value combines from each row, whether one part or several
+// are weighted (rank reads a single weighted part without the pass over
+// the weights): -0 parts, which 0 + w·part makes +0, and a NaN part.
+func TestScorer_RankValueAsValue(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	rows := [][]float64{{negZero, 1}, {0, negZero}, {1.5, -3}, {-2.25, 7}, {math.Inf(1), 0}, {1e-300, 1e300}}
+	for _, weights := range [][]float64{{1, 0}, {-1, 0}, {0, 1}, {0, -0.5}, {1, 2}, {0, 0}, {-1, 3}} {
+		t.Run(fmt.Sprint(weights), func(t *testing.T) {
+			sc := scorer{names: []string{"a", "b"}, weights: weights}
+			s := &Snapshot{}
+			var parts []float64
+			for i, r := range rows {
+				s.Pending = append(s.Pending, Job{ID: int64(i + 1)})
+				parts = append(parts, r...)
+			}
+			scores, err := sc.rank(s, slices.Clone(parts), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sco := range scores {
+				i := int(sco.JobID - 1)
+				if want := sc.value(parts[2*i : 2*i+2]); math.Float64bits(sco.Value) != math.Float64bits(want) {
+					t.Errorf("job %d: Value %v (%x), value %v (%x)", sco.JobID, sco.Value, math.Float64bits(sco.Value), want, math.Float64bits(want))
+				}
+			}
+			nan := slices.Clone(parts)
+			nan[2*2] = math.NaN()
+			if _, err := sc.rank(s, nan, nil); (weights[0] != 0) != errors.Is(err, ErrBadScore) {
+				t.Errorf("a NaN part of weight %v: error %v", weights[0], err)
 			}
 		})
 	}

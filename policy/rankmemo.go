@@ -1,6 +1,9 @@
 package policy
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
 // rankMemo remembers the order of a scorer's last ranking by slot of
 // Snapshot.Pending: the job in each slot and its place in the order. A
@@ -83,10 +86,11 @@ func (m *rankMemo) sortKnown(entries, scratch []rankEntry) bool {
 			w++
 		}
 	}
-	if !insertionWithin(kept, 4*len(kept)+64) {
+	ok, strict := insertionWithin(kept, 4*len(kept)+64)
+	if !ok {
 		return false // entries are as given
 	}
-	if !mergeStrict(entries, kept, m.new, scratch) {
+	if !mergeStrict(entries, kept, m.new, scratch, strict) {
 		// Equal entries: put them back in slot order.
 		m.kept = append(m.kept[:0], entries...)
 		for _, e := range m.kept {
@@ -99,22 +103,32 @@ func (m *rankMemo) sortKnown(entries, scratch []rankEntry) bool {
 
 // insertionWithin insertion-sorts e by compareRank unless that takes more
 // than budget moves, when it stops and reports false with e in some order.
-func insertionWithin(e []rankEntry, budget int) bool {
+// strict reports, when ok, whether no two entries of e compare equal: each
+// pair of neighbours in the sorted e was compared when it became one, so
+// the comparisons that place each entry tell, without another pass.
+func insertionWithin(e []rankEntry, budget int) (ok, strict bool) {
+	strict = true
 	for i := 1; i < len(e); i++ {
-		if compareRank(e[i], e[i-1]) >= 0 {
+		c := compareRank(e[i], e[i-1])
+		if c >= 0 {
+			strict = strict && c > 0
 			continue
 		}
 		x, k := e[i], i
-		for k > 0 && compareRank(x, e[k-1]) < 0 {
+		for k > 0 {
+			if c = compareRank(x, e[k-1]); c >= 0 {
+				strict = strict && c > 0
+				break
+			}
 			e[k] = e[k-1]
 			k--
 		}
 		e[k] = x
 		if budget -= i - k; budget < 0 {
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, strict
 }
 
 // remember stores the order of entries, which are sorted and whose i are
@@ -233,7 +247,8 @@ func (m *segMemo) sortKnown(entries []rankEntry, bounds []int32, scr func(lo, hi
 			continue
 		}
 		kept, added := tmp[lo:lo+m.kc[a]], tmp[lo+m.kc[a]:hi]
-		if !insertionWithin(kept, 4*len(kept)+64) || !mergeStrict(entries[lo:hi], kept, added, scr(lo, hi)) {
+		ok, strict := insertionWithin(kept, 4*len(kept)+64)
+		if !ok || !mergeStrict(entries[lo:hi], kept, added, scr(lo, hi), strict) {
 			copy(entries[lo:hi], m.given[lo:hi])
 			sortRank(entries[lo:hi], scr(lo, hi))
 		}
@@ -242,25 +257,55 @@ func (m *segMemo) sortKnown(entries []rankEntry, bounds []int32, scr func(lo, hi
 
 // mergeStrict sorts added (with scratch as sortRank's second buffer),
 // merges it with kept, sorted, into dst and reports whether dst is then
-// strictly ordered by compareRank.
-func mergeStrict(dst, kept, added, scratch []rankEntry) bool {
+// strictly ordered by compareRank; keptStrict says whether kept is. dst
+// is always the merge, equal entries or not (rankMemo puts its entries
+// back in slot order from it). Each pair of neighbours in dst is compared
+// as it is merged, so strictness costs no pass of its own; a few added
+// entries (a queue seen again: the jobs new since) are each placed by a
+// binary search among the kept ones, whose runs are copied whole.
+func mergeStrict(dst, kept, added, scratch []rankEntry, keptStrict bool) bool {
 	sortRank(added, scratch)
-	a, b := kept, added
-	r := 0
+	strict := keptStrict
+	for r := 1; r < len(added); r++ {
+		strict = strict && compareRank(added[r-1], added[r]) < 0
+	}
+	a, r := kept, 0
+	if len(added)*bits.Len(uint(len(kept))) < len(kept) {
+		for _, b := range added {
+			// lo: how many of a come before b.
+			lo, hi := 0, len(a)
+			for lo < hi {
+				mid := int(uint(lo+hi) >> 1)
+				c := compareRank(a[mid], b)
+				if c == 0 {
+					strict = false
+				}
+				if c < 0 {
+					lo = mid + 1
+				} else {
+					hi = mid
+				}
+			}
+			r += copy(dst[r:], a[:lo])
+			dst[r] = b
+			r++
+			a = a[lo:]
+		}
+		copy(dst[r:], a)
+		return strict
+	}
+	b := added
 	for len(a) > 0 && len(b) > 0 {
-		if compareRank(b[0], a[0]) < 0 {
+		c := compareRank(b[0], a[0])
+		if c < 0 {
 			dst[r], b = b[0], b[1:]
 		} else {
+			strict = strict && c > 0
 			dst[r], a = a[0], a[1:]
 		}
 		r++
 	}
 	r += copy(dst[r:], a)
 	copy(dst[r:], b)
-	for r := 1; r < len(dst); r++ {
-		if compareRank(dst[r-1], dst[r]) >= 0 {
-			return false
-		}
-	}
-	return true
+	return strict
 }

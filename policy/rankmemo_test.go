@@ -131,7 +131,8 @@ func TestRankMemo_Busy(t *testing.T) {
 }
 
 // TestInsertionWithin checks the budgeted insertion sort: it sorts when
-// the moves fit the budget and gives up, reporting so, when they do not.
+// the moves fit the budget and gives up, reporting so, when they do not,
+// and tells whether two entries compare equal.
 func TestInsertionWithin(t *testing.T) {
 	for _, tc := range []struct {
 		values []float64
@@ -143,18 +144,28 @@ func TestInsertionWithin(t *testing.T) {
 		{[]float64{1, 2, 3, 4, 5}, 9, false},
 		{[]float64{1, 2, 3, 4, 5}, 10, true},
 		{nil, 0, true},
+		// Ids 0, 1, 2, 0: the last entry equals the first.
+		{[]float64{5, 4, 3, 5}, 10, true},
+		{[]float64{3, 4, 5, 3}, 10, true},
 	} {
 		t.Run(fmt.Sprint(tc.values, tc.budget), func(t *testing.T) {
 			es := make([]rankEntry, len(tc.values))
 			for i, v := range tc.values {
-				es[i] = rankEntry{value: v, id: int64(i), i: int32(i)}
+				es[i] = rankEntry{value: v, id: int64(i % 3), i: int32(i)}
 			}
-			ok := insertionWithin(es, tc.budget)
+			ok, strict := insertionWithin(es, tc.budget)
 			if ok != tc.want {
 				t.Fatalf("insertionWithin = %v, want %v", ok, tc.want)
 			}
 			if ok && !slices.IsSortedFunc(es, compareRank) {
 				t.Errorf("reported sorted, got %v", es)
+			}
+			want := true
+			for k := 1; k < len(es); k++ {
+				want = want && compareRank(es[k-1], es[k]) < 0
+			}
+			if ok && strict != want {
+				t.Errorf("strict = %v, want %v for %v", strict, want, es)
 			}
 		})
 	}
@@ -242,6 +253,79 @@ func TestSegMemo_SortsAsSortRank(t *testing.T) {
 			}
 			if tc.start > 0 && fromMemo == 0 {
 				t.Fatal("no point was sorted from the memo")
+			}
+		})
+	}
+}
+
+// TestMergeStrict checks the merge of kept and added entries against a
+// pass over its result: dst is kept and added in compareRank's order, and
+// strict says whether no two neighbours compare equal, for few added
+// entries (placed by binary search) and many (merged in a row), with
+// equal entries within kept, within added and across them.
+func TestMergeStrict(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		kept, added   int
+		values        int // distinct values drawn: few make ties on value
+		dupKept, dupX bool
+		dupAdded      bool
+	}{
+		{name: "few-added", kept: 300, added: 3, values: 1000},
+		{name: "few-added/dup-across", kept: 300, added: 3, values: 1000, dupX: true},
+		{name: "few-added/dup-kept", kept: 300, added: 3, values: 1000, dupKept: true},
+		{name: "few-added/value-ties", kept: 300, added: 4, values: 5},
+		{name: "few-added/dup-added", kept: 300, added: 4, values: 1000, dupAdded: true},
+		{name: "many-added/dup-added", kept: 40, added: 30, values: 100, dupAdded: true},
+		{name: "many-added", kept: 40, added: 30, values: 100},
+		{name: "many-added/dup-across", kept: 40, added: 30, values: 100, dupX: true},
+		{name: "many-added/dup-kept", kept: 40, added: 30, values: 100, dupKept: true},
+		{name: "none-added", kept: 50, added: 0, values: 100},
+		{name: "none-kept", kept: 0, added: 5, values: 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(len(tc.name))))
+			for round := range 200 {
+				entry := func(id int) rankEntry {
+					return rankEntry{value: float64(rng.Intn(tc.values)), submit: int64(rng.Intn(3)), id: int64(id)}
+				}
+				kept := make([]rankEntry, tc.kept)
+				for k := range kept {
+					kept[k] = entry(k)
+				}
+				added := make([]rankEntry, tc.added)
+				for k := range added {
+					added[k] = entry(tc.kept + k)
+				}
+				if tc.dupKept && len(kept) > 1 && round%2 == 0 {
+					kept[rng.Intn(len(kept))] = kept[rng.Intn(len(kept))]
+				}
+				if tc.dupAdded && len(added) > 1 && round%2 == 0 {
+					added[0] = added[1+rng.Intn(len(added)-1)]
+				}
+				if tc.dupX && len(kept) > 0 && len(added) > 0 && round%2 == 0 {
+					added[rng.Intn(len(added))] = kept[rng.Intn(len(kept))]
+				}
+				slices.SortFunc(kept, compareRank)
+				keptStrict := true
+				for k := 1; k < len(kept); k++ {
+					keptStrict = keptStrict && compareRank(kept[k-1], kept[k]) < 0
+				}
+				want := slices.SortedFunc(slices.Values(slices.Concat(kept, added)), compareRank)
+				wantStrict := true
+				for k := 1; k < len(want); k++ {
+					wantStrict = wantStrict && compareRank(want[k-1], want[k]) < 0
+				}
+				dst := make([]rankEntry, len(want))
+				got := mergeStrict(dst, kept, added, nil, keptStrict)
+				if got != wantStrict {
+					t.Fatalf("round %d: strict %v, want %v", round, got, wantStrict)
+				}
+				for k := range dst {
+					if compareRank(dst[k], want[k]) != 0 {
+						t.Fatalf("round %d: place %d: %+v, want %+v", round, k, dst[k], want[k])
+					}
+				}
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import "sync"
 // allocated for each call, since callers may keep a ranking.
 type rankScratch struct {
 	run, cost, wait []float64 // fair-qssf (vtc: cost, and submit keys as wait): per pending job
+	rate, since     []float64 // fair-qssf: per pending job, Service.Rate and seconds since submit
 	sub             []int64   // per pending job: submit time as compareRank sees it
 	g               assocGroups
 	t               vtcTags

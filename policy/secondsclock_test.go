@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -84,6 +85,80 @@ func TestFinishTimeFairness_MatchesSub(t *testing.T) {
 						t.Errorf("job of %d GPUs submitted %v, run %v s: ρ %v, want %v", j.GPUs, j.Submit, run, got, want)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestFairQSSF_GuardsAsFormula checks fair-qssf's two guards, whose ρ and
+// starvation boost read each job's rate and time since submit once per
+// ranking, against the formulas on the job, bit for bit: jobs eligible at
+// submit and later (ρ counts from the submit, the wait from eligibility),
+// jobs past the starvation bound and past the ρ bound, with and without a
+// capacity.
+func TestFairQSSF_GuardsAsFormula(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 123456789, time.UTC)
+	for _, gpus := range []float64{64, 0} {
+		t.Run(fmt.Sprint("gpus=", gpus), func(t *testing.T) {
+			s := &Snapshot{Now: now, GPUs: gpus, Service: Service{CPUsPerGPU: 8}}
+			for i := range 40 {
+				j := Job{ID: int64(i + 1), User: fmt.Sprint("u", i%7), Account: fmt.Sprint("a", i%3),
+					GPUs: 1 + i%5, CPUs: 4, TimeLimit: time.Duration(1+i%9) * 13 * time.Minute,
+					Submit: now.Add(-time.Duration(i*i) * 97 * time.Minute)}
+				if i%4 == 1 {
+					j.Eligible = j.Submit.Add(time.Duration(i) * 11 * time.Minute)
+				}
+				if i%6 == 5 {
+					j.GPUs = 0
+				}
+				s.Pending = append(s.Pending, j)
+			}
+			s.Running = []Job{{ID: 100, User: "u9", Account: "a0", GPUs: 8, Start: now.Add(-time.Hour), TimeLimit: 2 * time.Hour}}
+			p, err := NewFairQSSF(FairQSSFParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			scores, err := p.Rank(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			users := groupByAssoc(s.Pending).activeUsers(indexRunning(s))
+			c := newSecondsClock(s.Now)
+			byID := map[int64]*Job{}
+			for i := range s.Pending {
+				byID[s.Pending[i].ID] = &s.Pending[i]
+			}
+			minTag, top := math.Inf(1), 0.0
+			for _, sc := range scores {
+				j := byID[sc.JobID]
+				run := predictedRun(s, j).Seconds()
+				want := finishTimeFairness(s, &c, j, run, users, fairQSSFMinRun)
+				if got := sc.Parts.Get("estimated_rho"); math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("job %d: estimated_rho %v, want %v", j.ID, got, want)
+				}
+				minTag = min(minTag, sc.Parts.Get("vtc_tag"))
+				top = max(top, want-DefaultRhoMax)
+			}
+			boosted, rhoed := 0, 0
+			for _, sc := range scores {
+				j := byID[sc.JobID]
+				wait := c.since(waitingSince(j))
+				rho := sc.Parts.Get("estimated_rho")
+				want := 0.0
+				switch {
+				case wait > 24*3600:
+					want = sc.Parts.Get("vtc_tag") - minTag + (top + wait/shareSlowdown(s, j, users))
+					boosted++
+				case rho > DefaultRhoMax:
+					want = sc.Parts.Get("vtc_tag") - minTag + (rho - DefaultRhoMax)
+					rhoed++
+				}
+				if got := sc.Parts.Get("starvation_boost"); math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("job %d: starvation_boost %v, want %v", j.ID, got, want)
+				}
+			}
+			if boosted == 0 || rhoed == 0 {
+				t.Fatalf("%d jobs starved, %d past the ρ bound: the test checks too little", boosted, rhoed)
 			}
 		})
 	}

@@ -94,7 +94,16 @@ func shareSlowdown(s *Snapshot, j *Job, users float64) float64 {
 	if s.GPUs <= 0 {
 		return 1
 	}
-	return max(1, s.Service.Rate(j)*users/s.GPUs)
+	return shareSlowdownAt(s, s.Service.Rate(j), users)
+}
+
+// shareSlowdownAt is shareSlowdown for a job of rate rate
+// (s.Service.Rate(j)), read once by a caller that needs it again.
+func shareSlowdownAt(s *Snapshot, rate, users float64) float64 {
+	if s.GPUs <= 0 {
+		return 1
+	}
+	return max(1, rate*users/s.GPUs)
 }
 
 // finishTimeFairness is job j's ρ were it to start now and run for run
@@ -105,6 +114,14 @@ func shareSlowdown(s *Snapshot, j *Job, users float64) float64 {
 func finishTimeFairness(s *Snapshot, clock *secondsClock, j *Job, run, users, minRun float64) float64 {
 	tid := max(run*shareSlowdown(s, j, users), minRun)
 	return (clock.since(j.Submit) + run) / tid
+}
+
+// finishTimeFairnessAt is finishTimeFairness for a job of rate rate
+// (s.Service.Rate(j)) submitted since seconds ago (clock.since(j.Submit)),
+// both read once by a caller that needs them again.
+func finishTimeFairnessAt(s *Snapshot, rate, since, run, users, minRun float64) float64 {
+	tid := max(run*shareSlowdownAt(s, rate, users), minRun)
+	return (since + run) / tid
 }
 
 // activeUsersOf is assocGroups.activeUsers for the pending jobs pending
