@@ -56,6 +56,10 @@ func tuneCommand() *cli.Command {
 			"    sequences (--sequences × --length) drawn from each part; the validation part draws 3 ×\n" +
 			"    --sequences, as ten sequences' mean is too noisy to choose among close candidates.\n" +
 			"  --objective wait: the lowest avg wait, no fairness constraint.\n" +
+			"  --loads 1,1.5 also replays each training and validation window with its inter-arrival times\n" +
+			"    divided by 1.5 (its history, sizes and run times as recorded): a point must meet the\n" +
+			"    constraints at every load, and its value is the mean over them (docs/POLICY.md has its\n" +
+			"    time-split rows).\n" +
 			"The same trace, flags, --seed, --population and --generations give the same file; a --budget that\n" +
 			"stops the search first gives the best found by then. The file records what it was trained on and\n" +
 			"every policy's metrics on the validation part.\n\n" +
@@ -81,6 +85,7 @@ func tuneCommand() *cli.Command {
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_TUNE_BACKFILL"}},
 			&cli.IntFlag{Name: "sequences", Value: 10, Usage: "with --objective bsld: sequences per window", EnvVars: []string{"FAIRWAY_TUNE_SEQUENCES"}},
 			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --objective bsld: jobs per sequence", EnvVars: []string{"FAIRWAY_TUNE_LENGTH"}},
+			&cli.StringFlag{Name: "loads", Value: "1", Usage: "offered loads each training and validation window is replayed at, as factors of its own (1 among them; not with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_LOADS"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_TUNE_PROGRESS"}},
 		}, append(tuneDBFlags(), partitionsFlags("replay", "FAIRWAY_TUNE_PARTITIONS")...)...),
 		Action: func(c *cli.Context) error {
@@ -184,6 +189,15 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 	case obj != tune.BSLD && (c.IsSet("sequences") || c.IsSet("length")):
 		return cfg, fmt.Errorf("--sequences, --length: only with --objective bsld")
 	}
+	if s.Loads, err = tune.ParseLoads(c.String("loads")); err != nil {
+		return cfg, fmt.Errorf("--loads %s: %w", c.String("loads"), err)
+	}
+	if len(s.Loads) > 1 && obj == tune.BSLD {
+		return cfg, fmt.Errorf("--loads %s: only with --objective fair or wait", c.String("loads"))
+	}
+	if len(s.Loads) == 1 {
+		s.Loads = nil // the windows as recorded
+	}
 	if name := cfg.Predictor; name != "none" {
 		s.NewPredictor = func() (policy.Predictor, error) { return predict.New(name, predict.Params{}) }
 	}
@@ -224,7 +238,7 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 		n, of := len(win.Table.Starts()), len(win.Validate.Starts())
 		after = (after*n + of - 1) / of
 	}
-	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, Start: policy.DefaultLearnedParams(),
+	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, ValidateLoads: win.ValidateLoads, Start: policy.DefaultLearnedParams(),
 		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
 		After: after, Anchors: tune.AnchorsFor(cfg.Setup.Objective)}
 	if cfg.Budget > 0 {
@@ -334,13 +348,22 @@ func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) stri
 			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, len(win.Validate.Starts()), s.Validate, len(win.Table.Starts()))
 	}
 	var chunks []string
-	for _, e := range win.Train {
+	for _, e := range win.Train[:len(win.Train)/max(len(s.Loads), 1)] {
 		lo, hi := e.Window()
 		chunks = append(chunks, fmt.Sprintf("%d–%d", lo, hi-1))
 	}
 	first, _ := win.Train[0].Window()
-	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d",
-		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1)
+	loads := ""
+	if len(s.Loads) > 1 {
+		var xs []string
+		for _, x := range s.Loads {
+			xs = append(xs, fmt.Sprintf("%g", x))
+		}
+		loads = fmt.Sprintf("; every window also replayed at its offered load × %s (inter-arrival times divided about its first replayed submit), the constraints required at each load and the value averaged over them (the table below at load 1)",
+			strings.Join(slices.DeleteFunc(xs, func(x string) bool { return x == "1" }), ", "))
+	}
+	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d%s",
+		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1, loads)
 }
 
 func scoreText(o tune.Objective, s tune.Score) string {

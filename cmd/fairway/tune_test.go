@@ -46,6 +46,11 @@ func TestTune_BadFlags(t *testing.T) {
 		{"negative generations", []string{"--generations", "-1"}, "--generations -1: want >= 0"},
 		{"no nodes for Helios", []string{"--nodes", "0"}, "--nodes: required for Helios traces"},
 		{"unknown predictor", []string{"--predictor", "crystal-ball"}, `unknown predictor "crystal-ball"`},
+		{"loads without 1", []string{"--loads", "1.5"}, "--loads 1.5: loads [1.5]: want 1 (the windows as recorded) among them"},
+		{"zero load", []string{"--loads", "1,0"}, "--loads 1,0: load 0: want a finite factor > 0"},
+		{"infinite load", []string{"--loads", "1,Inf"}, "--loads 1,Inf: load +Inf: want a finite factor > 0"},
+		{"load not a number", []string{"--loads", "1,heavy"}, `--loads 1,heavy: load "heavy": want a number like 1.5`},
+		{"loads with bsld", []string{"--loads", "1,1.5", "--objective", "bsld"}, "--loads 1,1.5: only with --objective fair or wait"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--progress", "never"}, tc.args...)

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,8 +159,37 @@ func ScaleLoad(jobs []policy.Job, x float64) ([]policy.Job, error) {
 		}
 	}
 	out := slices.Clone(jobs)
-	for i := range out {
-		j := &out[i]
+	compress(out, first, x)
+	return out, nil
+}
+
+// ScaleLoadFrom is ScaleLoad applied to jobs[from:] only, about
+// jobs[from].Submit: a window replayed at x times its offered load after
+// the history that warms it, which keeps its own times. jobs must be in
+// submit order (as an Evaluator holds them), so that the scaled jobs stay
+// after the unscaled ones and in their order. x must be finite and > 0.
+func ScaleLoadFrom(jobs []policy.Job, from int, x float64) ([]policy.Job, error) {
+	if !(x > 0) || math.IsInf(x, 1) {
+		return nil, fmt.Errorf("load %g: want a finite factor > 0", x)
+	}
+	if from < 0 || from >= len(jobs) {
+		return nil, fmt.Errorf("load %g from job %d: want a job of the %d", x, from, len(jobs))
+	}
+	if !slices.IsSortedFunc(jobs, func(a, b policy.Job) int { return a.Submit.Compare(b.Submit) }) {
+		return nil, errors.New("scale the load: jobs not in submit order")
+	}
+	out := slices.Clone(jobs)
+	if x != 1 {
+		compress(out[from:], out[from].Submit, x)
+	}
+	return out, nil
+}
+
+// compress moves each job's submit to first + (submit − first)/x, and its
+// other instants with it.
+func compress(jobs []policy.Job, first time.Time, x float64) {
+	for i := range jobs {
+		j := &jobs[i]
 		if j.Submit.IsZero() {
 			continue
 		}
@@ -170,5 +201,4 @@ func ScaleLoad(jobs []policy.Job, x float64) ([]policy.Job, error) {
 			}
 		}
 	}
-	return out, nil
 }

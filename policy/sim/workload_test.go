@@ -105,3 +105,86 @@ func TestSuiteResult_WriteText(t *testing.T) {
 		}
 	}
 }
+
+func TestScaleLoadFrom(t *testing.T) {
+	t0 := time.Date(2020, 4, 1, 0, 0, 0, 0, time.UTC)
+	job := func(id int64, submit, wait, run, gpus int) policy.Job {
+		s := t0.Add(time.Duration(submit) * time.Second)
+		st := s.Add(time.Duration(wait) * time.Second)
+		return policy.Job{ID: id, Submit: s, Eligible: s, Start: st, End: st.Add(time.Duration(run) * time.Second),
+			GPUs: gpus, Nodes: 1, CPUs: 4 * gpus, TimeLimit: time.Duration(2*run) * time.Second}
+	}
+	// The window starts at job 3 (submit 400); jobs 1 and 2 are its history.
+	jobs := []policy.Job{job(1, 100, 5, 50, 1), job(2, 300, 0, 600, 2), job(3, 400, 20, 10, 4),
+		job(4, 400, 0, 30, 1), job(5, 700, 3, 90, 8), job(6, 1000, 0, 5, 2)}
+	tests := []struct {
+		name    string
+		from    int
+		x       float64
+		submits []int // seconds after t0
+	}{
+		{"as recorded", 2, 1, []int{100, 300, 400, 400, 700, 1000}},
+		{"x1.5 about the window start", 2, 1.5, []int{100, 300, 400, 400, 600, 800}},
+		{"x2", 2, 2, []int{100, 300, 400, 400, 550, 700}},
+		{"lighter", 2, 0.5, []int{100, 300, 400, 400, 1000, 1600}},
+		{"whole trace", 0, 3, []int{100, 166, 200, 200, 300, 400}},
+		{"last job only", 5, 4, []int{100, 300, 400, 400, 700, 1000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ScaleLoadFrom(jobs, tt.from, tt.x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(jobs) {
+				t.Fatalf("%d jobs, want %d", len(got), len(jobs))
+			}
+			for i := range got {
+				g, j := got[i], jobs[i]
+				if s := int(g.Submit.Sub(t0).Seconds()); s != tt.submits[i] {
+					t.Errorf("job %d: submit %d s, want %d", j.ID, s, tt.submits[i])
+				}
+				if g.ID != j.ID {
+					t.Errorf("position %d: job %d, want %d (order kept)", i, g.ID, j.ID)
+				}
+				if g.RunTime() != j.RunTime() || g.Wait() != j.Wait() || g.TimeLimit != j.TimeLimit ||
+					g.GPUs != j.GPUs || g.CPUs != j.CPUs || g.Nodes != j.Nodes || g.Eligible.Sub(g.Submit) != j.Eligible.Sub(j.Submit) {
+					t.Errorf("job %d: run %v wait %v limit %v size %d/%d/%d, want %v %v %v %d/%d/%d", j.ID,
+						g.RunTime(), g.Wait(), g.TimeLimit, g.GPUs, g.CPUs, g.Nodes, j.RunTime(), j.Wait(), j.TimeLimit, j.GPUs, j.CPUs, j.Nodes)
+				}
+				if i < tt.from && g != j {
+					t.Errorf("job %d before the window changed: %+v, want %+v", j.ID, g, j)
+				}
+				if i > 0 && g.Submit.Before(got[i-1].Submit) {
+					t.Errorf("job %d submitted before job %d: order not kept", g.ID, got[i-1].ID)
+				}
+			}
+		})
+	}
+	if jobs[4].Submit != t0.Add(700*time.Second) {
+		t.Error("ScaleLoadFrom modified its input")
+	}
+	bad := []struct {
+		name string
+		jobs []policy.Job
+		from int
+		x    float64
+		want string
+	}{
+		{"zero factor", jobs, 2, 0, "load 0: want a finite factor > 0"},
+		{"negative factor", jobs, 2, -1.5, "load -1.5: want a finite factor > 0"},
+		{"NaN", jobs, 2, math.NaN(), "load NaN: want a finite factor > 0"},
+		{"+Inf", jobs, 2, math.Inf(1), "load +Inf: want a finite factor > 0"},
+		{"-Inf", jobs, 2, math.Inf(-1), "load -Inf: want a finite factor > 0"},
+		{"from past the end", jobs, 6, 1.5, "from job 6: want a job of the 6"},
+		{"negative from", jobs, -1, 1.5, "from job -1: want a job of the 6"},
+		{"no jobs", nil, 0, 1.5, "want a job of the 0"},
+		{"not in submit order", []policy.Job{jobs[1], jobs[0]}, 0, 1.5, "jobs not in submit order"},
+	}
+	for _, tt := range bad {
+		_, err := ScaleLoadFrom(tt.jobs, tt.from, tt.x)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}

@@ -138,6 +138,10 @@ type Config struct {
 	// must not share an evaluated job (NewWindows builds them so).
 	Train    []*sim.Evaluator
 	Validate *sim.Evaluator
+	// ValidateLoads are more windows the validation judges a point on
+	// beside Validate, as one (JudgeAll): the validation window at heavier
+	// loads (Setup.Loads). None by default.
+	ValidateLoads []*sim.Evaluator
 	// Start is where the search starts, and what is kept unless a point
 	// does better on the validation window: fair-sjf's point by default
 	// (policy.DefaultLearnedParams).
@@ -278,7 +282,8 @@ type Result struct {
 	// the points the search drew, best training score first.
 	Candidates []Point
 	// ReferenceTrain and ReferenceValidation are the Reference's
-	// evaluations on the training and validation windows (Fair and Wait).
+	// evaluations on the training and validation windows (Fair and Wait;
+	// Validate's, not ValidateLoads').
 	ReferenceTrain      []sim.Evaluation
 	ReferenceValidation *sim.Evaluation
 	// SearchFrom names the point CMA-ES started from: "start" or an
@@ -294,7 +299,7 @@ type Result struct {
 // Run searches the learned family's box for cfg.Objective's best point.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	started := time.Now()
-	if len(cfg.Train) == 0 || slices.Contains(cfg.Train, nil) || cfg.Validate == nil {
+	if len(cfg.Train) == 0 || slices.Contains(cfg.Train, nil) || cfg.Validate == nil || slices.Contains(cfg.ValidateLoads, nil) {
 		return nil, errors.New("tune: no training or validation window")
 	}
 	if _, err := ParseObjective(string(cfg.Objective)); err != nil {
@@ -324,6 +329,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var refVal, startVal sim.Evaluation
 	var refTr []sim.Evaluation
 	startTr := make([]sim.Evaluation, nt)
+	nv := len(cfg.ValidateLoads)
+	startVals, refVals := make([]sim.Evaluation, nv), make([]sim.Evaluation, nv)
 	var valTook time.Duration
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(par)
@@ -342,6 +349,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for i, e := range cfg.Train {
 			jobs = append(jobs, job{e, refMk, &refTr[i]})
 		}
+	}
+	for i, e := range cfg.ValidateLoads {
+		jobs = append(jobs, job{e, mk(cfg.Start), &startVals[i]})
+		if cfg.Objective != BSLD {
+			jobs = append(jobs, job{e, refMk, &refVals[i]})
+		}
+	}
+	// judgeVal scores a point's evaluations on Validate and ValidateLoads.
+	judgeVal := func(ev sim.Evaluation, evs []sim.Evaluation) Score {
+		if nv == 0 {
+			return Judge(cfg.Objective, ev, refVal)
+		}
+		var refs []sim.Evaluation
+		if cfg.Objective != BSLD {
+			refs = append([]sim.Evaluation{refVal}, refVals...)
+		}
+		return JudgeAll(cfg.Objective, append([]sim.Evaluation{ev}, evs...), refs)
 	}
 	for i, j := range jobs {
 		g.Go(func() error {
@@ -364,7 +388,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.ReferenceTrain, res.ReferenceValidation = refTr, &refVal
 	}
 	res.Start = Point{Name: "start", Params: cfg.Start, Train: JudgeAll(cfg.Objective, startTr, refTr)}
-	sv := Judge(cfg.Objective, startVal, refVal)
+	sv := judgeVal(startVal, startVals)
 	res.Start.Validation = &sv
 	// Scale the value CMA-ES ranks by the start's, so that Penalty means
 	// the same on every trace.
@@ -411,7 +435,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sctx, cancel := ctx, context.CancelFunc(func() {})
 	var deadline time.Duration
 	if cfg.Budget > 0 {
-		rounds := (k + len(cfg.Anchors) + cfg.After + par - 1) / par
+		rounds := ((k+len(cfg.Anchors))*(1+nv) + cfg.After + par - 1) / par
 		reserve := time.Duration(float64(valTook) * float64(rounds) * 1.25)
 		deadline = cfg.Budget - reserve
 		sctx, cancel = context.WithDeadline(ctx, started.Add(deadline))
@@ -524,7 +548,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if err != nil {
 				return fmt.Errorf("tune: validate: %w", err)
 			}
-			s := Judge(cfg.Objective, ev, refVal)
+			evs := make([]sim.Evaluation, nv)
+			for w, e := range cfg.ValidateLoads {
+				if evs[w], err = e.Evaluate(gctx, mk(cands[i].Params)); err != nil {
+					return fmt.Errorf("tune: validate: %w", err)
+				}
+			}
+			s := judgeVal(ev, evs)
 			cands[i].Validation = &s
 			return nil
 		})

@@ -2,9 +2,11 @@ package tune
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,6 +301,183 @@ func TestAnchorsFor(t *testing.T) {
 			}
 			if !cmp.Equal(names, tc.extra, cmpopts.EquateEmpty()) {
 				t.Errorf("extra anchors %v, want %v", names, tc.extra)
+			}
+		})
+	}
+}
+
+// TestNewWindows_Loads checks the windows at heavier loads: the same jobs
+// in the same order and window, with the same sizes and run times, their
+// submits compressed about the window's first replayed submit, and the
+// history before it as recorded; the windows at load 1 are the default's.
+func TestNewWindows_Loads(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs}
+	setup := Setup{Objective: Fair, Seen: 0.7, Validate: 0.3}
+	plain, err := NewWindows(jobs, c, setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.ValidateLoads) != 0 {
+		t.Fatalf("default: %d validation windows at other loads, want none", len(plain.ValidateLoads))
+	}
+	setup.Loads = []float64{1, 1.5, 2}
+	w, err := NewWindows(jobs, c, setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Train) != 3*len(plain.Train) || len(w.ValidateLoads) != 2 || w.Table != w.Validate {
+		t.Fatalf("%d training windows, %d validation windows at other loads, want %d and 2, the table at load 1",
+			len(w.Train), len(w.ValidateLoads), 3*len(plain.Train))
+	}
+	type pair struct {
+		name      string
+		base, got *sim.Evaluator
+		x         float64
+	}
+	var pairs []pair
+	for k, e := range plain.Train {
+		for i, x := range setup.Loads {
+			pairs = append(pairs, pair{fmt.Sprintf("training window %d at load %g", k+1, x), e, w.Train[i*len(plain.Train)+k], x})
+		}
+	}
+	pairs = append(pairs, pair{"validation at load 1", plain.Validate, w.Validate, 1},
+		pair{"validation at load 1.5", plain.Validate, w.ValidateLoads[0], 1.5}, pair{"validation at load 2", plain.Validate, w.ValidateLoads[1], 2})
+	for _, p := range pairs {
+		t.Run(p.name, func(t *testing.T) {
+			lo, hi := p.base.Window()
+			if glo, ghi := p.got.Window(); glo != lo || ghi != hi || p.got.Jobs() != p.base.Jobs() {
+				t.Fatalf("window [%d, %d) of %d jobs, want [%d, %d) of %d", glo, ghi, p.got.Jobs(), lo, hi, p.base.Jobs())
+			}
+			first := p.base.Job(lo).Submit
+			for i := range p.base.Jobs() {
+				b, g := p.base.Job(i), p.got.Job(i)
+				if g.ID != b.ID || g.GPUs != b.GPUs || g.Nodes != b.Nodes || g.RunTime() != b.RunTime() || g.TimeLimit != b.TimeLimit {
+					t.Fatalf("job %d: id %d, %d GPUs, run %v, limit %v; want id %d, %d GPUs, run %v, limit %v",
+						i, g.ID, g.GPUs, g.RunTime(), g.TimeLimit, b.ID, b.GPUs, b.RunTime(), b.TimeLimit)
+				}
+				want := b.Submit
+				if i >= lo {
+					want = first.Add(time.Duration(float64(b.Submit.Sub(first)) / p.x))
+				}
+				if d := g.Submit.Sub(want); d < -time.Microsecond || d > time.Microsecond {
+					t.Fatalf("job %d (window from %d): submit %v, want %v", i, lo, g.Submit, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNewWindows_LoadsRefused(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs}
+	for _, tc := range []struct {
+		name  string
+		o     Objective
+		loads []float64
+		want  string
+	}{
+		{"no load 1", Fair, []float64{1.5}, "loads [1.5]: want 1 (the windows as recorded) among them"},
+		{"zero", Fair, []float64{1, 0}, "load 0: want a finite factor > 0"},
+		{"negative", Wait, []float64{1, -1}, "load -1: want a finite factor > 0"},
+		{"NaN", Fair, []float64{1, math.NaN()}, "load NaN: want a finite factor > 0"},
+		{"infinite", Fair, []float64{1, math.Inf(1)}, "load +Inf: want a finite factor > 0"},
+		{"twice", Fair, []float64{1, 1.5, 1.5}, "load 1.5: given twice"},
+		{"bsld", BSLD, []float64{1, 1.5}, "only with the objectives fair and wait"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewWindows(jobs, c, Setup{Objective: tc.o, Seen: 0.7, Validate: 0.3, Sequences: 3, Length: 100, Seed: 1, Loads: tc.loads})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseLoads(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []float64
+		err  string
+	}{
+		{"1", []float64{1}, ""},
+		{"1,1.5", []float64{1, 1.5}, ""},
+		{" 1.25 , 1, 1.5", []float64{1.25, 1, 1.5}, ""},
+		{"1.5", nil, "want 1 (the windows as recorded) among them"},
+		{"1,0", nil, "load 0: want a finite factor > 0"},
+		{"1,NaN", nil, "load NaN: want a finite factor > 0"},
+		{"1,+Inf", nil, "load +Inf: want a finite factor > 0"},
+		{"1,,1.5", nil, `load "": want a number like 1.5`},
+		{"", nil, `load "": want a number like 1.5`},
+		{"1,1", nil, "load 1: given twice"},
+	} {
+		got, err := ParseLoads(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || !slices.Equal(got, tc.want)):
+			t.Errorf("ParseLoads(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("ParseLoads(%q): error %v, want one containing %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+// TestRun_ValidateLoads checks that a point's validation score judges it
+// on the validation window at every load, each against the reference at
+// the same load (JudgeAll), and on the recorded window alone (Judge)
+// without loads.
+func TestRun_ValidateLoads(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
+		Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, Loads: []float64{1, 1.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := policy.DefaultLearnedParams()
+	ctx := context.Background()
+	eval := func(e *sim.Evaluator, mk sim.PolicyFactory) sim.Evaluation {
+		ev, err := e.Evaluate(ctx, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	learned := func() (policy.Policy, error) { return policy.NewLearned(start) }
+	ref := func() (policy.Policy, error) { return policy.New(sim.Reference, nil) }
+	evs := []sim.Evaluation{eval(w.Validate, learned), eval(w.ValidateLoads[0], learned)}
+	refs := []sim.Evaluation{eval(w.Validate, ref), eval(w.ValidateLoads[0], ref)}
+	if evs[0].AvgWait == evs[1].AvgWait {
+		t.Fatalf("the window at load 1.5 waits as long as at load 1 (%g s): not loaded", evs[0].AvgWait)
+	}
+	for _, tc := range []struct {
+		name  string
+		loads []*sim.Evaluator
+		want  Score
+	}{
+		{"recorded only", nil, Judge(Fair, evs[0], refs[0])},
+		{"loads 1 and 1.5", w.ValidateLoads, JudgeAll(Fair, evs, refs)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, ValidateLoads: tc.loads,
+				Start: start, Seed: 1, Parallel: 2, Generations: 1, Candidates: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := *res.Start.Validation; got != tc.want {
+				t.Errorf("start's validation %+v, want %+v", got, tc.want)
+			}
+			for _, c := range res.Candidates {
+				if c.Validation == nil {
+					t.Errorf("candidate %+v not validated", c.Params)
+				}
 			}
 		})
 	}

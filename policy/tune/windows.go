@@ -3,6 +3,9 @@ package tune
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -40,6 +43,14 @@ type Setup struct {
 	// enough to choose the wrong candidate; the validation replays only
 	// the candidates, so more sequences there cost little.
 	ValidationSequences int
+	// Loads are the offered loads each training and validation window is
+	// also replayed at (Fair and Wait; nil: 1 only, the windows as
+	// recorded). The future's load is unknown: a point must meet the
+	// constraints at every load, and its value is the mean over them. A
+	// window at load x has its replayed jobs' inter-arrival times divided
+	// by x about its first replayed submit (sim.ScaleLoadFrom); the
+	// history before it, sizes and run times stay. 1 must be one of them.
+	Loads []float64
 	// Backfill, NewPredictor and Predictions as sim.Protocol's.
 	Backfill     sim.Backfill
 	NewPredictor func() (policy.Predictor, error)
@@ -48,8 +59,13 @@ type Setup struct {
 
 // Windows are a history cut for tuning.
 type Windows struct {
+	// Train are the training windows, each at Setup.Loads' first load,
+	// then each at the next, and so on.
 	Train    []*sim.Evaluator
 	Validate *sim.Evaluator
+	// ValidateLoads is the validation window at the loads of Setup.Loads
+	// other than 1, in their order (none by default).
+	ValidateLoads []*sim.Evaluator
 	// Table is the window the caller's validation table replays every
 	// compared policy on: Validate, but with BSLD only the first
 	// Setup.Sequences of its sequences (the same draws, DrawStarts being
@@ -92,6 +108,16 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 	}
 	if !(s.Warm > 0 && s.Warm < 1) {
 		return nil, fmt.Errorf("warm-up fraction %g: want one in (0, 1)", s.Warm)
+	}
+	loads := s.Loads
+	if len(loads) == 0 {
+		loads = []float64{1}
+	}
+	if err := checkLoads(loads); err != nil {
+		return nil, err
+	}
+	if len(loads) > 1 && s.Objective == BSLD {
+		return nil, fmt.Errorf("loads %v: only with the objectives fair and wait (the sequences of bsld start on an empty cluster each)", loads)
 	}
 	all := jobs
 	if s.Seen < 1 {
@@ -149,23 +175,81 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		// all[:b] at a (the fraction nudged half a job up, so that its
 		// floor is a whatever the rounding).
 		lo := int(math.Floor(s.Warm * float64(cut)))
-		for k := range s.Chunks {
-			a, b := lo+(cut-lo)*k/s.Chunks, lo+(cut-lo)*(k+1)/s.Chunks
-			if a == 0 || a >= b {
-				return nil, fmt.Errorf("training window: %d jobs cannot make %d chunks after a warm-up of %d: %w", cut, s.Chunks, lo, sim.ErrShortWindow)
+		for _, x := range loads {
+			for k := range s.Chunks {
+				a, b := lo+(cut-lo)*k/s.Chunks, lo+(cut-lo)*(k+1)/s.Chunks
+				if a == 0 || a >= b {
+					return nil, fmt.Errorf("training window: %d jobs cannot make %d chunks after a warm-up of %d: %w", cut, s.Chunks, lo, sim.ErrShortWindow)
+				}
+				tr := base
+				tr.Kind, tr.Split = sim.Split, (float64(a)+0.5)/float64(b)
+				part := all[:b]
+				if x != 1 {
+					if part, err = sim.ScaleLoadFrom(part, a, x); err != nil {
+						return nil, fmt.Errorf("training window %d: %w", k+1, err)
+					}
+				}
+				e, err := sim.NewEvaluator(part, c, tr)
+				if err != nil {
+					at := ""
+					if x != 1 {
+						at = fmt.Sprintf(" at load %g", x)
+					}
+					return nil, fmt.Errorf("training window %d%s: %w", k+1, at, err)
+				}
+				w.Train = append(w.Train, e)
 			}
-			tr := base
-			tr.Kind, tr.Split = sim.Split, (float64(a)+0.5)/float64(b)
-			e, err := sim.NewEvaluator(all[:b], c, tr)
-			if err != nil {
-				return nil, fmt.Errorf("training window %d: %w", k+1, err)
-			}
-			w.Train = append(w.Train, e)
 		}
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
 			return nil, fmt.Errorf("validation window: %w", err)
 		}
 		w.Table = w.Validate
+		for _, x := range loads {
+			if x == 1 {
+				continue
+			}
+			part, err := sim.ScaleLoadFrom(all, cut, x)
+			if err != nil {
+				return nil, fmt.Errorf("validation window: %w", err)
+			}
+			e, err := sim.NewEvaluator(part, c, val)
+			if err != nil {
+				return nil, fmt.Errorf("validation window at load %g: %w", x, err)
+			}
+			w.ValidateLoads = append(w.ValidateLoads, e)
+		}
 	}
 	return w, nil
+}
+
+// ParseLoads reads a comma-separated list of loads ("1,1.5") and checks it
+// as NewWindows does.
+func ParseLoads(list string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, fmt.Errorf("load %q: want a number like 1.5", strings.TrimSpace(f))
+		}
+		out = append(out, x)
+	}
+	return out, checkLoads(out)
+}
+
+// checkLoads refuses a load list the tuner cannot use, naming the load.
+func checkLoads(loads []float64) error {
+	has1 := false
+	for i, x := range loads {
+		if !(x > 0) || math.IsInf(x, 1) {
+			return fmt.Errorf("load %g: want a finite factor > 0", x)
+		}
+		if slices.Contains(loads[:i], x) {
+			return fmt.Errorf("load %g: given twice", x)
+		}
+		has1 = has1 || x == 1
+	}
+	if !has1 {
+		return fmt.Errorf("loads %v: want 1 (the windows as recorded) among them", loads)
+	}
+	return nil
 }
