@@ -45,13 +45,7 @@ func TestGroupMemo_GroupsAsReset(t *testing.T) {
 						nextID++
 					}
 				case k < 6 && len(pending) > tc.queue/2:
-					i := r.Intn(len(pending))
-					if r.Intn(2) == 0 {
-						pending[i] = pending[len(pending)-1]
-						pending = pending[:len(pending)-1]
-					} else {
-						pending = slices.Delete(pending, i, i+1)
-					}
+					pending = dropRandom(r, pending)
 				case k == 6:
 					i := r.Intn(len(pending))
 					c := job(pending[i].ID)

@@ -78,13 +78,7 @@ func TestActiveMemo_CountsAsActiveUsersOf(t *testing.T) {
 					pending = append(pending, Job{ID: nextID, User: user(), Account: "a"})
 					nextID++
 				case k < 5 && len(pending) > tc.queue/2:
-					i := r.Intn(len(pending))
-					if r.Intn(2) == 0 {
-						pending[i] = pending[len(pending)-1]
-						pending = pending[:len(pending)-1]
-					} else {
-						pending = slices.Delete(pending, i, i+1)
-					}
+					pending = dropRandom(r, pending)
 				case k == 5:
 					pending[r.Intn(len(pending))].User = user()
 				case k == 6:
@@ -124,4 +118,16 @@ func TestActiveMemo_CountsAsActiveUsersOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dropRandom removes a random job of pending, half the time by moving the
+// last job into its place (as the simulator's queue does) and half by
+// shifting the rest, so that memos keyed by queue slot see both moves.
+func dropRandom(r *rand.Rand, pending []Job) []Job {
+	i := r.Intn(len(pending))
+	if r.Intn(2) == 0 {
+		pending[i] = pending[len(pending)-1]
+		return pending[:len(pending)-1]
+	}
+	return slices.Delete(pending, i, i+1)
 }
