@@ -98,14 +98,7 @@ func TestClockOrder_SameAsRank(t *testing.T) {
 	for _, name := range []string{"wfp3", "unicep"} {
 		for _, c := range clockCases() {
 			t.Run(name+"/"+c.name, func(t *testing.T) {
-				p, err := New(name, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, ok := NewClockOrder(p)
-				if !ok {
-					t.Fatal("no ClockOrder")
-				}
+				p, o := clockOrderFor(t, name)
 				rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
 				s := &Snapshot{Now: rkT0, Service: Service{ShardsPerGPU: 4}}
 				nextID := int64(1)
@@ -148,15 +141,11 @@ func TestClockOrder_SameAsRank(t *testing.T) {
 	}
 }
 
-// TestClockOrder_Instants checks the instants a certificate is not made
-// for: a clock going back, a now with a monotonic reading, and instants
-// outside certRange (the zero time). The order is still Rank's.
+// TestClockOrder_Instants checks the instants off Advance's fast path: a
+// clock going back, a now with a monotonic reading, and instants outside
+// inFastRange (the zero time, the year 2300). The order is still Rank's.
 func TestClockOrder_Instants(t *testing.T) {
-	p, err := New("wfp3", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, _ := NewClockOrder(p)
+	p, o := clockOrderFor(t, "wfp3")
 	rng := rand.New(rand.NewPCG(1, 2))
 	mono := time.Now()
 	s := &Snapshot{Now: mono}
@@ -190,11 +179,7 @@ func TestClockOrder_Instants(t *testing.T) {
 // TestClockOrder_Errors checks the tags Add refuses and that Remove of a
 // tag not held changes nothing.
 func TestClockOrder_Errors(t *testing.T) {
-	p, err := New("unicep", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, _ := NewClockOrder(p)
+	_, o := clockOrderFor(t, "unicep")
 	s := &Snapshot{Now: rkT0}
 	j := Job{ID: 1, Submit: rkT0.Add(-time.Hour), CPUs: 4}
 	if err := o.Add(s, &j, -1); err == nil {
@@ -263,11 +248,7 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 	for _, name := range []string{"wfp3", "unicep"} {
 		for _, c := range clockCases() {
 			t.Run(name+"/"+c.name, func(t *testing.T) {
-				p, err := New(name, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, _ := NewClockOrder(p)
+				p, o := clockOrderFor(t, name)
 				rng := rand.New(rand.NewPCG(9, uint64(len(c.name))))
 				s := &Snapshot{Now: rkT0, Service: Service{ShardsPerGPU: 4}}
 				need, limit := map[int64]int32{}, map[int64]int64{}
@@ -353,4 +334,18 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 			})
 		}
 	}
+}
+
+// clockOrderFor is the registered policy of that name and its ClockOrder.
+func clockOrderFor(t *testing.T, name string) (Policy, *ClockOrder) {
+	t.Helper()
+	p, err := New(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := NewClockOrder(p)
+	if !ok {
+		t.Fatalf("%s: no ClockOrder", name)
+	}
+	return p, o
 }

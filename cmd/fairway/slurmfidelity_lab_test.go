@@ -130,20 +130,7 @@ func TestLab_SlurmFidelity(t *testing.T) {
 // StateSaveLocation at every run, which is the state waited on.
 func waitDecayRun(t *testing.T, e *lab.Env, after time.Time, period time.Duration) {
 	t.Helper()
-	conf, err := os.ReadFile(e.SlurmConf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dir string
-	for _, l := range strings.Split(string(conf), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && strings.EqualFold(k, "StateSaveLocation") {
-			dir = strings.TrimSpace(v)
-		}
-	}
-	if dir == "" {
-		t.Fatalf("%s names no StateSaveLocation", e.SlurmConf)
-	}
-	file := filepath.Join(dir, "priority_last_decay_ran")
+	file := filepath.Join(e.StateDir, "priority_last_decay_ran")
 	waitFor(t, period+2*time.Minute, "slurmctld's decay thread to run after the earlier jobs ended ("+file+")", func() bool {
 		fi, err := os.Stat(file)
 		return err == nil && fi.ModTime().After(after)

@@ -25,6 +25,7 @@ import (
 // Env is the lab as tests see it.
 type Env struct {
 	Dir         string // lab state directory
+	StateDir    string // slurmctld's StateSaveLocation (contrib/lab/lab writes it under Dir)
 	SlurmConf   string // SLURM_CONF
 	RESTURL     string // slurmrestd base URL, e.g. http://127.0.0.1:16820
 	RESTUser    string // user name sent in X-SLURM-USER-NAME
@@ -69,6 +70,7 @@ func Get(t testing.TB) *Env {
 	}
 	e := &Env{
 		Dir:         os.Getenv("FAIRWAY_LAB_DIR"),
+		StateDir:    filepath.Join(os.Getenv("FAIRWAY_LAB_DIR"), "state"),
 		SlurmConf:   os.Getenv("SLURM_CONF"),
 		RESTURL:     os.Getenv("FAIRWAY_SLURM_URL"),
 		RESTUser:    envOr("FAIRWAY_SLURM_USER", "root"),
