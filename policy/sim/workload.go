@@ -44,7 +44,10 @@ const (
 // runs on one pool of its header's MaxProcs (else MaxNodes) processors,
 // Philly-MIX on PhillyNodes × PhillyGPUsPerNode, a Helios trace on nodes ×
 // perNode (8 GPUs a node by default). nodes and perNode, when > 0,
-// override the trace's own size; a trace that gives none needs both.
+// override the trace's own size; a trace that gives none needs both. An
+// SWF trace given only one of them splits its processors by it (rounding
+// up), so --per-node 1 on a 100-processor trace means 100 nodes of one
+// processor, not a machine shrunk to one processor.
 func LoadTrace(path string, f trace.Format, nodes, perNode int) (*Workload, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -68,7 +71,15 @@ func LoadTrace(path string, f trace.Format, nodes, perNode int) (*Workload, erro
 		if procs == 0 && (nodes == 0 || perNode == 0) {
 			return nil, fmt.Errorf("%s: no MaxProcs or MaxNodes header: give --nodes and --per-node", path)
 		}
-		w.Cluster = Cluster{Nodes: orDefault(nodes, 1), PerNode: orDefault(perNode, procs), Unit: CPUs}
+		switch {
+		case nodes == 0 && perNode == 0:
+			nodes, perNode = 1, procs
+		case nodes == 0:
+			nodes = (procs + perNode - 1) / perNode
+		case perNode == 0:
+			perNode = (procs + nodes - 1) / nodes
+		}
+		w.Cluster = Cluster{Nodes: nodes, PerNode: perNode, Unit: CPUs}
 	case trace.PhillyMIX:
 		w.Cluster = Cluster{Nodes: orDefault(nodes, PhillyNodes), PerNode: orDefault(perNode, PhillyGPUsPerNode), Unit: GPUs}
 	case trace.Helios:

@@ -2,11 +2,14 @@ package sim
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
 func TestScaleLoad(t *testing.T) {
@@ -185,6 +188,38 @@ func TestScaleLoadFrom(t *testing.T) {
 		_, err := ScaleLoadFrom(tt.jobs, tt.from, tt.x)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestLoadTrace_SWFSize checks how --nodes and --per-node size an SWF
+// trace's machine: one given alone splits the header's processors (never
+// shrinks the machine to one node of --per-node), both given replace it.
+func TestLoadTrace_SWFSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.swf")
+	swf := "; MaxNodes: 100\n; MaxProcs: 100\n" +
+		"    1        0     10    300   32     -1    -1   32    600    -1  1   1   1  -1 -1 -1 -1 -1\n" +
+		"    2       60     10    300    1     -1    -1    1    600    -1  1   2   2  -1 -1 -1 -1 -1\n"
+	if err := os.WriteFile(path, []byte(swf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		nodes, perNode int
+		want           Cluster
+	}{
+		{0, 0, Cluster{Nodes: 1, PerNode: 100, Unit: CPUs}},
+		{0, 1, Cluster{Nodes: 100, PerNode: 1, Unit: CPUs}},
+		{0, 8, Cluster{Nodes: 13, PerNode: 8, Unit: CPUs}},
+		{4, 0, Cluster{Nodes: 4, PerNode: 25, Unit: CPUs}},
+		{3, 0, Cluster{Nodes: 3, PerNode: 34, Unit: CPUs}},
+		{2, 10, Cluster{Nodes: 2, PerNode: 10, Unit: CPUs}},
+	} {
+		w, err := LoadTrace(path, trace.SWF, tc.nodes, tc.perNode)
+		if err != nil {
+			t.Fatalf("nodes %d per-node %d: %v", tc.nodes, tc.perNode, err)
+		}
+		if w.Cluster != tc.want {
+			t.Errorf("nodes %d per-node %d: cluster %+v, want %+v", tc.nodes, tc.perNode, w.Cluster, tc.want)
 		}
 	}
 }
