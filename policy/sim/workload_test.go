@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/internal/trace"
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 func TestScaleLoad(t *testing.T) {
