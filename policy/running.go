@@ -76,6 +76,12 @@ type runningIndex struct {
 	// their set does (see shareSumCache).
 	unknown    int
 	unknownGen uint64
+	// usersOnly keeps, of the running jobs, only their users (users,
+	// userRuns) and which are new (newRun): no sums, no Ledger. An Engine
+	// that keeps no Ledger (EngineParams.LedgerUnread) indexes so for a
+	// policy that reads nothing else (ledgerFree), sparing a big
+	// machine's account sums the copy of thousands of jobs at every stop.
+	usersOnly bool
 }
 
 // runRec is one running job.
@@ -97,6 +103,7 @@ type runRec struct {
 	seen          uint64
 	fresh         bool // new to the index: read its prediction and service
 	gone          bool
+	counted       bool // in users, under usersOnly (assoc says so otherwise)
 	// charged and usage are the job's Engine.charged cell and Ledger
 	// record once Engine.sweepAppended has looked them up.
 	charged *time.Time
@@ -275,6 +282,16 @@ func (x *runningIndex) listStart(r *runRec) {
 // attach puts r, now running j, into the sums of j's association and
 // account, unless it is in them already.
 func (x *runningIndex) attach(r *runRec, j *Job, l *Ledger, shares *Shares) {
+	if x.usersOnly {
+		if r.counted && r.user == j.User {
+			return
+		}
+		x.detach(r)
+		r.user, r.account, r.counted = j.User, j.Account, true
+		x.users[j.User]++
+		*x.userCell(j.User)++
+		return
+	}
 	if r.assoc != nil && r.user == j.User && r.account == j.Account {
 		return
 	}
@@ -334,6 +351,14 @@ func (x *runningIndex) newRec() *runRec {
 // the Engine changes them for no other running job: it charges running
 // jobs only when it sweeps, and predicts only those new to the index.
 func (x *runningIndex) settle(refresh bool, predicted map[int64]time.Duration, l *Ledger, svc Service) {
+	if x.usersOnly {
+		// No sums to settle: keep no pointer into the observation.
+		clear(x.cur)
+		clear(x.fresh)
+		clear(x.freshJobs)
+		x.cur, x.fresh, x.freshJobs = x.cur[:0], x.fresh[:0], x.freshJobs[:0]
+		return
+	}
 	if x.appended {
 		x.settleAppended(refresh, predicted, l, svc)
 	} else if x.stale {
@@ -470,6 +495,13 @@ func (x *runningIndex) setCommitted(r *runRec, c float64, read bool) {
 
 // detach takes r out of the sums of its association and account.
 func (x *runningIndex) detach(r *runRec) {
+	if x.usersOnly {
+		if r.counted {
+			x.leaveUser(r.user)
+			r.counted = false
+		}
+		return
+	}
 	if r.assoc == nil {
 		return
 	}
@@ -478,11 +510,16 @@ func (x *runningIndex) detach(r *runRec) {
 		x.unknownGen++
 	}
 	leaveSum(x, x.accounts, r.account, r)
-	*x.userRuns[r.user]--
-	if x.users[r.user]--; x.users[r.user] <= 0 {
-		delete(x.users, r.user)
-	}
+	x.leaveUser(r.user)
 	r.assoc, r.acct = nil, nil
+}
+
+// leaveUser counts one running job of user less.
+func (x *runningIndex) leaveUser(user string) {
+	*x.userRuns[user]--
+	if x.users[user]--; x.users[user] <= 0 {
+		delete(x.users, user)
+	}
 }
 
 // remove forgets a job that stopped running.

@@ -1,6 +1,9 @@
 package policy
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // rankScratch holds the buffers one vtc or fair-qssf Rank call needs only
 // while it runs: the per-job inputs, the association groups, VTC's tags and
@@ -56,12 +59,15 @@ func zeroed[T any](s []T, n int) []T {
 }
 
 // resize returns s with length n, reusing its array when it is large
-// enough; the contents are not cleared.
+// enough; the contents are not cleared. A new array grows as append grows
+// one: a buffer that follows a queue growing a job at a time (a big
+// machine's, to thousands) is then allocated a few times, not at every
+// job, which was a quarter of such a run's allocation.
 func resize[T any](s []T, n int) []T {
 	if cap(s) >= n {
 		return s[:n]
 	}
-	return make([]T, n)
+	return slices.Grow(s[:0], n)[:n]
 }
 
 // rankOut holds the Scores and parts of the last ranking made into it, for

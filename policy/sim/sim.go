@@ -460,6 +460,9 @@ func Run(jobs []policy.Job, cfg Config) (*Result, error) {
 		GPUs:        float64(cfg.Cluster.Capacity()),
 		ChargeEvery: chargeEvery,
 		PredictOnce: cfg.HeliosQSSF,
+		// The forecast (watch) reads the Ledger; a recorder (OnCycle)
+		// may keep the Snapshot.
+		LedgerUnread: cfg.OnCycle == nil && cfg.watch == nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
