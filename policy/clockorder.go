@@ -30,9 +30,10 @@ type clockKeyed interface {
 	// non-decreasing function f of c·w, w its wait in seconds. Bounding
 	// c·w over a set of jobs bounds their keys (clockBound).
 	clockSlope(a, b float64) float64
-	// clockBound is f(y) grown by a margin that covers the rounding of
-	// the key's and the bound's arithmetic: at least clockValue of every
-	// job of c·w at most y (as real numbers within a relative 10⁻¹⁴).
+	// clockBound is f(y) grown by a margin (clockMargin) over the
+	// rounding of the key's and the bound's arithmetic, a few units of
+	// 2⁻⁵³ each: at least clockValue of every job whose c·w, computed in
+	// float64, is at most y.
 	clockBound(y float64) float64
 }
 
@@ -51,12 +52,12 @@ type clockKeyed interface {
 // builds its parts and Score and maps the ranking back to the queue.
 //
 // A pass on a big machine's busy point reads two or three of a thousand
-// jobs, and computing every key at every point was most of its cost, so
-// the jobs are kept in blocks that bound their keys: a job's key is a
-// non-decreasing function of c·w (clockSlope), and a block of jobs of
-// nearly the same c (one slope class: c within 1/32 of an octave) that
-// arrived close together holds at most f(cmax·(now − earliest)), which
-// is near its best key. Best's top and Behind's walk compute the keys of
+// jobs, and computing every key at every point would be most of its
+// cost, so the jobs are kept in blocks that bound their keys: a job's key
+// is a non-decreasing function of c·w (clockSlope), and a block of jobs
+// of nearly the same c (one slope class: c within 1/32 of an octave)
+// that arrived close together holds at most f(cmax·(now − earliest)),
+// which is near its best key. Best's top and Behind's walk compute the keys of
 // a block only when that bound can reach the keys they have already
 // found; the others keep the values of an earlier instant, which nothing
 // compares.
@@ -82,7 +83,7 @@ type ClockOrder struct {
 	p    clockKeyed
 	jobs []clockJob // by slot
 	// sized is what Behind and Best read of each job held, by slot:
-	// apart from jobs (a job's 88 bytes), so that their checks read 16
+	// apart from jobs (a job's 80 bytes), so that their checks read 16
 	// bytes of it.
 	sized []clockSized
 	place []clockPlace // by slot: the job's block and its index there
