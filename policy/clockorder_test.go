@@ -35,6 +35,18 @@ type clockCase struct {
 	step func(r *rand.Rand) time.Duration
 	// job fills a job's submit, eligible, limit and size.
 	job func(r *rand.Rand, now time.Time, j *Job)
+	// adds is one more than the most jobs that arrive at an instant; 0
+	// means the tests' own.
+	adds int
+}
+
+// arrivals is c's count of jobs arriving at an instant, up to def-1
+// unless c says otherwise.
+func (c *clockCase) arrivals(r *rand.Rand, def int) int {
+	if c.adds > 0 {
+		def = c.adds
+	}
+	return r.IntN(def)
 }
 
 func clockCases() []clockCase {
@@ -87,13 +99,33 @@ func clockCases() []clockCase {
 				j.CPUs = 1 + r.IntN(64)
 			},
 		},
+		{
+			// A queue of hundreds to thousands of jobs in a few slope
+			// classes (two limits, two sizes): classes of several full
+			// blocks, whose bounds are near one another's and near the
+			// keys found, blocks emptied by the best jobs leaving and
+			// taken again, and waits from nanoseconds to days.
+			name: "crowd",
+			step: func(r *rand.Rand) time.Duration {
+				return time.Duration(pick(r, 0, 1, 1000, int(time.Second), int(time.Minute), int(time.Hour)))
+			},
+			job: func(r *rand.Rand, now time.Time, j *Job) {
+				j.Submit = now.Add(-time.Duration(pick(r, 0, 0, 1, 999, int(time.Second), int(time.Hour), int(30*time.Hour))))
+				if r.IntN(4) == 0 {
+					j.Submit = j.Submit.Add(-time.Duration(r.Int64N(int64(time.Hour))))
+				}
+				j.TimeLimit = time.Duration(pick(r, 3600, 7200)) * time.Second
+				j.CPUs = pick(r, 1, 8)
+			},
+			adds: 14,
+		},
 	}
 }
 
 // TestClockOrder_SameAsRank plays random queues through wfp3 and unicep:
 // jobs arrive and leave, the clock moves, and after every step the kept
-// order must be exactly the order of the policy's Rank of the same pending
-// jobs.
+// order's best job and then its whole order must be exactly those of the
+// policy's Rank of the same pending jobs.
 func TestClockOrder_SameAsRank(t *testing.T) {
 	for _, name := range []string{"wfp3", "unicep"} {
 		for _, c := range clockCases() {
@@ -111,7 +143,7 @@ func TestClockOrder_SameAsRank(t *testing.T) {
 						gone[s.Pending[i].ID] = true
 					}
 					s.Pending = slices.DeleteFunc(s.Pending, func(j Job) bool { return gone[j.ID] })
-					for range rng.IntN(6) {
+					for range c.arrivals(rng, 6) {
 						j := Job{ID: nextID, User: "u"}
 						c.job(rng, s.Now, &j)
 						if rng.IntN(5) == 0 && len(s.Pending) > 0 {
@@ -131,6 +163,11 @@ func TestClockOrder_SameAsRank(t *testing.T) {
 					want := make([]int32, len(scores))
 					for i, sc := range scores {
 						want[i] = int32(sc.JobID)
+					}
+					// Best first, from the blocks' bounds, before the
+					// whole order is sorted.
+					if best, ok := o.Best(); ok != (len(want) > 0) || ok && best != want[0] {
+						t.Fatalf("step %d: Best %d, %v; want the first of %v", step, best, ok, want)
 					}
 					if got := o.AppendTags(nil); !slices.Equal(got, want) {
 						t.Fatalf("step %d at %s: %d jobs: kept order %v, Rank's %v", step, s.Now.Format(time.RFC3339Nano), len(want), got, want)
@@ -237,6 +274,69 @@ func TestClockKeyed_Values(t *testing.T) {
 	}
 }
 
+// TestClockOrder_BoundsCoverKeys checks the bound of each block of a
+// ClockOrder against the keys of the jobs it holds, as Rank computes them
+// (clockValue of the wait): at least each, over random queues and
+// instants, the clock also going back and jobs leaving; and that the
+// bound is worth having, near the block's best key for most blocks.
+func TestClockOrder_BoundsCoverKeys(t *testing.T) {
+	for _, name := range []string{"wfp3", "unicep"} {
+		for _, c := range clockCases() {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				_, o := clockOrderFor(t, name)
+				rng := rand.New(rand.NewPCG(3, uint64(len(c.name))))
+				s := &Snapshot{Now: rkT0, Service: Service{ShardsPerGPU: 4}}
+				var held []int32
+				nextID, checked, near := int64(1), 0, 0
+				for step := range 300 {
+					s.Now = s.Now.Add(c.step(rng))
+					if rng.IntN(10) == 0 {
+						s.Now = s.Now.Add(-c.step(rng)) // back
+					}
+					o.Advance(s.Now)
+					for range c.arrivals(rng, 6) {
+						j := Job{ID: nextID, User: "u"}
+						c.job(rng, s.Now, &j)
+						nextID++
+						if err := o.Add(s, &j, int32(j.ID)); err != nil {
+							t.Fatal(err)
+						}
+						held = append(held, int32(j.ID))
+					}
+					for range rng.IntN(min(len(held), 4) + 1) {
+						i := rng.IntN(len(held))
+						o.Remove(held[i])
+						held = slices.Delete(held, i, i+1)
+					}
+					for _, i := range o.active {
+						b := &o.blocks[i]
+						bound, best := o.bound(b), 0.0
+						for _, k := range b.keys {
+							j := &o.jobs[k.slot]
+							v := o.p.clockValue(o.at.wait(j), j.a, j.b)
+							if !(v <= bound) {
+								t.Fatalf("step %d at %s: block of %d jobs, slope %v from %d: bound %v below job %d's key %v (slope %v, since %d)",
+									step, s.Now.Format(time.RFC3339Nano), len(b.keys), b.slope, b.sinceNS, bound, j.id, v, j.slope, j.sinceNS)
+							}
+							best = max(best, v)
+							checked++
+						}
+						if bound <= 2*best {
+							near++
+						}
+					}
+				}
+				if checked < 1000 {
+					t.Fatalf("%d keys checked against their bounds: the test checks too little", checked)
+				}
+				if near == 0 {
+					t.Fatal("no block's bound within twice its best key")
+				}
+			})
+		}
+	}
+}
+
 // TestClockOrder_BestAndBehind plays random queues through wfp3 and
 // unicep as the simulator's pass reads them: Best, asked again after
 // each job it returns is removed (started), must give the jobs in Rank's
@@ -262,7 +362,7 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 					if step%5 == 0 {
 						o.AppendTags(nil) // the keys sorted at this instant
 					}
-					for range rng.IntN(8) {
+					add := func() {
 						j := Job{ID: nextID, User: "u"}
 						c.job(rng, s.Now, &j)
 						nextID++
@@ -272,30 +372,41 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 						}
 						s.Pending = append(s.Pending, j)
 					}
-					scores, err := p.Rank(s)
-					if err != nil {
-						t.Fatal(err)
+					rank := func() []int32 {
+						scores, err := p.Rank(s)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var want []int32
+						for _, sc := range scores {
+							want = append(want, int32(sc.JobID))
+						}
+						return want
 					}
-					var want []int32
-					for _, sc := range scores {
-						want = append(want, int32(sc.JobID))
+					for range c.arrivals(rng, 8) {
+						add()
 					}
-					// Start a few in order, as the pass does while they fit.
+					want := rank()
+					// Start a few in order, as the pass does while they
+					// fit; now and then a job arrives between two, after
+					// Best has passed over some of its top.
 					starts := rng.IntN(min(len(want), 7) + 1)
-					gone := map[int64]bool{}
 					for i := range starts {
 						got, ok := o.Best()
-						if !ok || got != want[i] {
-							t.Fatalf("step %d: Best %d, %v after %d started; want %d", step, got, ok, i, want[i])
+						if !ok || got != want[0] {
+							t.Fatalf("step %d: Best %d, %v after %d started; want %d", step, got, ok, i, want[0])
 						}
 						o.Remove(got)
-						gone[int64(got)] = true
+						s.Pending = slices.DeleteFunc(s.Pending, func(j Job) bool { return j.ID == int64(got) })
+						if want = want[1:]; rng.IntN(4) == 0 {
+							add()
+							want = rank()
+						}
 					}
 					head, ok := o.Best()
-					if ok != (starts < len(want)) || ok && head != want[starts] {
-						t.Fatalf("step %d: head %d, %v; want the job after %d started of %v", step, head, ok, starts, want)
+					if ok != (len(want) > 0) || ok && head != want[0] {
+						t.Fatalf("step %d: head %d, %v; want the first of %v", step, head, ok, want)
 					}
-					s.Pending = slices.DeleteFunc(s.Pending, func(j Job) bool { return gone[j.ID] })
 					if !ok {
 						continue
 					}
@@ -304,7 +415,7 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 					// The walk's bounds shrink after each job, as a pass's
 					// do when it starts one: each job given must be the
 					// next of Rank's order within the bounds then.
-					rest := want[starts+1:]
+					rest := want[1:]
 					for {
 						k, ok := o.NextBehind(fitCap, heldCap)
 						for len(rest) > 0 {

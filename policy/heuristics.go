@@ -268,6 +268,11 @@ func (*wfp3) clockConsts(s *Snapshot, j *Job) (r, n float64) {
 
 func (*wfp3) clockValue(w, r, n float64) float64 { return wfp3Value(w, r, n) }
 
+// wfp3's key is (c·w)³ with c = ∛n/r.
+func (*wfp3) clockSlope(r, n float64) float64 { return math.Cbrt(n) / r }
+
+func (*wfp3) clockBound(y float64) float64 { return y * y * y * clockMargin }
+
 func (*wfp3) clockValues(keys []clockKey, jobs []clockJob, now *clockNow) {
 	for i := range keys {
 		k := &keys[i]
@@ -326,6 +331,15 @@ func (*unicep) clockConsts(s *Snapshot, j *Job) (d, _ float64) {
 }
 
 func (*unicep) clockValue(w, d, _ float64) float64 { return w / d }
+
+// unicep's key is c·w with c = 1/d.
+func (*unicep) clockSlope(d, _ float64) float64 { return 1 / d }
+
+func (*unicep) clockBound(y float64) float64 { return y * clockMargin }
+
+// clockMargin is clockBound's: the relative rounding of a key and of
+// its bound are a few units of 2⁻⁵³ each.
+const clockMargin = 1 + 0x1p-20
 
 func (*unicep) clockValues(keys []clockKey, jobs []clockJob, now *clockNow) {
 	for i := range keys {
