@@ -309,7 +309,8 @@ func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankS
 		j := &s.Pending[i]
 		var v float64
 		if one >= 0 {
-			v = value1(w1, parts[i*k+one])
+			v = 0
+			v += w1 * parts[i*k+one]
 		} else {
 			v = sc.value(parts[i*k : (i+1)*k])
 		}
@@ -324,31 +325,12 @@ func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankS
 		}
 		entries[i] = e
 	}
-	return sc.rankEntries(s, parts, entries, radix), nil
-}
-
-// rankEntries is rankWith's end for entries already built, entries[i]
-// being s.Pending[i]'s with the value rankWith gives it (see value1) and
-// no NaN: it sorts them, from the last order, and builds the Scores,
-// views of parts. radix is the sort's second buffer, nil to allocate one
-// when needed.
-func (sc *scorer) rankEntries(s *Snapshot, parts []float64, entries, radix []rankEntry) []Score {
-	n, k := len(s.Pending), len(sc.names)
 	sc.memo.sortFrom(entries, radix)
 	scores, t := s.scoresBuf(n, sc.names, parts[:n*k])
 	for r, e := range entries {
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: Parts{t: t, row: e.i}}
 	}
-	return scores
-}
-
-// value1 is the Value rankWith gives a row whose only weighted part is
-// x, of weight w (single): 0 + w·x, computed as rankWith computes it, so
-// that a policy building its entries itself gives the same bits.
-func value1(w, x float64) float64 {
-	v := 0.0
-	v += w * x
-	return v
+	return scores, nil
 }
 
 // assocGroups partitions the pending jobs by association, and the

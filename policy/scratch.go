@@ -100,13 +100,3 @@ func (s *Snapshot) scoresBuf(n int, names []string, vals []float64) ([]Score, *p
 	s.out.table = partTable{names: names, vals: vals}
 	return s.out.scores, &s.out.table
 }
-
-// partsBufFull is partsBuf for a caller that writes every part: the
-// buffer is not cleared.
-func (s *Snapshot) partsBufFull(n int) []float64 {
-	if s.out == nil {
-		return make([]float64, n)
-	}
-	s.out.parts = resize(s.out.parts, n)
-	return s.out.parts
-}

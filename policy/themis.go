@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"math"
 	"sync"
 	"time"
 )
@@ -63,10 +62,7 @@ func (*themis) readsShares() bool { return false }
 
 // rankIndexed ranks s with N counted from its pending users and the
 // running ones x keeps (activeUsersOf), not from a pass over every
-// running job: thousands on a big machine, at every cycle. One pass over
-// the queue makes each job's parts and its entry of the ranking
-// (rankEntries): a second pass, reading every job's record again for its
-// id and submit time, was a tenth of a big machine's ranking.
+// running job: thousands on a big machine, at every cycle.
 func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	n, ok := p.users.count(s.Pending, x.running)
 	if !ok {
@@ -75,55 +71,21 @@ func (p *themis) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 		buf.put()
 	}
 	const k = 4
-	np := len(s.Pending)
-	parts := s.partsBufFull(k * np)
-	buf := getRankScratch()
-	defer buf.put()
-	buf.ents = resize(buf.ents, np)
-	entries := buf.ents
-	var radix []rankEntry
-	if np >= 512 {
-		buf.radix = resize(buf.radix, np)
-		radix = buf.radix
-	}
-	one, w1 := p.sc.single() // rho's
+	parts := s.partsBuf(k * len(s.Pending))
 	clock := newSecondsClock(s.Now)
-	// What predictedAt and shareSlowdown check of s, once.
-	cached := len(s.pendPred) > 0 && s.predOf.cycle == s.predCycle
-	svc, gpus := s.Service, s.GPUs
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		var c *enginePred
-		if cached && i < len(s.pendPred) {
-			c = s.pendPred[i]
-		}
-		var run float64
-		if c != nil && c.id == j.ID && !c.gone {
-			run = predictedRunOf(j, c.run, c.has).Seconds()
-		} else {
-			run = predictedRun(s, j).Seconds()
-		}
-		slow := 1.0
-		if !(gpus <= 0) { // shareSlowdownAt's test, NaN included
-			slow = max(1, svc.Rate(j)*n/gpus)
-		}
-		tid := max(run*slow, p.minRun)
+		run := predictedAt(s, i).Seconds()
+		tid := max(run*shareSlowdown(s, j, n), p.minRun)
 		tsh := clock.since(j.Submit) + run
-		rho := tsh / tid
 		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = rho, tsh, tid, n
-		var v float64
-		if one >= 0 {
-			v = value1(w1, row[one])
-		} else {
-			v = p.sc.value(row)
-		}
-		if math.IsNaN(v) {
-			return nil, fmt.Errorf("themis: job %d: %w", j.ID, ErrBadScore)
-		}
-		entries[i] = rankEntry{value: v, submit: unixNanoOrMin(j.Submit), id: j.ID, i: int32(i)}
+		row[0], row[1], row[2], row[3] = tsh/tid, tsh, tid, n
 	}
-	return p.sc.rankEntries(s, parts, entries, radix), nil
+	scores, err := p.sc.rank(s, parts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("themis: %w", err)
+	}
+	return scores, nil
 }
 
 // shareSlowdown is how much slower than alone job j runs on its owner's 1/N

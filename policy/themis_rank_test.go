@@ -5,35 +5,60 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 )
 
-// themisFromScratch is themis' ranking computed the plain way: each row of
-// parts from predictedAt, shareSlowdown and the clock, N from
-// activeUsersOf, and the rows ranked by a fresh scorer (no memo), which
-// sorts from the slot order. rankIndexed builds its entries in the same
-// pass as the parts; this is what it must give.
-func themisFromScratch(p *themis, s *Snapshot, x *runningIndex) ([]Score, error) {
-	var seen map[string]struct{}
-	n := activeUsersOf(s.Pending, x, &seen)
-	const k = 4
-	parts := make([]float64, k*len(s.Pending))
-	clock := newSecondsClock(s.Now)
+// themisFromScratch is themis' ranking of s computed the plain way, from
+// the formula in themis' doc and nothing the ranking keeps or shares: the
+// run from Predicted (else the limit, else UnknownRun), N as the distinct
+// users of Pending and Running, T_shared from Now.Sub, the slowdown
+// max(1, rate·N/C) (1 when C <= 0), and the order from slices.SortFunc
+// by compareRank. want holds the Scores as JobID, Value and Parts.
+func themisFromScratch(p *themis, s *Snapshot) (want []Score, err error) {
+	users := map[string]bool{}
+	for _, js := range [][]Job{s.Pending, s.Running} {
+		for i := range js {
+			users[js[i].User] = true
+		}
+	}
+	n := float64(len(users))
+	type row struct {
+		e     rankEntry
+		parts [4]float64
+	}
+	rows := make([]row, len(s.Pending))
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		run := predictedAt(s, i).Seconds()
-		tid := max(run*shareSlowdown(s, j, n), p.minRun)
-		tsh := clock.since(j.Submit) + run
-		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = tsh/tid, tsh, tid, n
+		d, ok := s.Predicted[j.ID]
+		run := UnknownRun
+		switch {
+		case ok:
+			run = max(d, 0)
+		case j.TimeLimit > 0:
+			run = j.TimeLimit
+		}
+		r := run.Seconds()
+		slow := 1.0
+		if !(s.GPUs <= 0) {
+			slow = max(1, s.Service.Rate(j)*n/s.GPUs)
+		}
+		tid := max(r*slow, p.minRun)
+		tsh := s.Now.Sub(j.Submit).Seconds() + r
+		rho := tsh / tid
+		if math.IsNaN(rho) {
+			return nil, fmt.Errorf("themis: job %d: %w", j.ID, ErrBadScore)
+		}
+		rows[i] = row{rankEntry{value: rho, submit: unixNanoOrMin(j.Submit), id: j.ID, i: int32(i)}, [4]float64{rho, tsh, tid, n}}
 	}
-	sc := scorer{names: p.sc.names, weights: p.sc.weights}
-	scores, err := sc.rank(&Snapshot{Pending: s.Pending}, parts, nil)
-	if err != nil {
-		return nil, fmt.Errorf("themis: %w", err)
+	slices.SortFunc(rows, func(a, b row) int { return compareRank(a.e, b.e) })
+	t := &partTable{names: []string{"rho", "t_shared_s", "t_independent_s", "active_users"}}
+	for r := range rows {
+		t.vals = append(t.vals, rows[r].parts[:]...)
+		want = append(want, Score{JobID: rows[r].e.id, Value: rows[r].e.value, Parts: Parts{t: t, row: int32(r)}})
 	}
-	return scores, nil
+	return want, nil
 }
 
 // sameScores reports where two rankings differ: ids, values (bits) or any
@@ -80,7 +105,7 @@ func TestThemis_EngineRanksAsFromScratch(t *testing.T) {
 				}
 				cycles, predicted := 0, 0
 				enChurn(t, e, 40+seed, 500, 250, func(c int, s *Snapshot, ranking []Score) {
-					want, err := themisFromScratch(pol.(*themis), s, e.running)
+					want, err := themisFromScratch(pol.(*themis), s)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -152,20 +177,23 @@ func TestThemis_RankAsFromScratch(t *testing.T) {
 			s.Pending = append(s.Pending, j)
 		}
 		if round%2 == 0 {
-			// Cache entries as an Engine's, some of them stale: another
-			// job's, or deleted from the cache (gone), whose run must not
-			// be read.
+			// Cache entries as an Engine's, the job's prediction, some of
+			// them stale: another job's, or deleted from the cache (gone),
+			// whose run must not be read.
 			s.predOf, s.predCycle = &Engine{cycle: 3}, 3
 			s.pendPred = make([]*enginePred, len(s.Pending))
 			for i := range s.pendPred {
-				c := &enginePred{id: s.Pending[i].ID, run: time.Duration(r.Int63n(int64(5 * time.Hour))), has: r.Intn(4) > 0}
+				d, ok := s.Predicted[s.Pending[i].ID]
+				c := &enginePred{id: s.Pending[i].ID, run: d, has: ok}
 				switch r.Intn(4) {
 				case 0:
 					c = nil
 				case 1:
 					c.id++
+					c.run, c.has = time.Duration(r.Int63n(int64(5*time.Hour))), true
 				case 2:
 					c.gone = true
+					c.run, c.has = time.Duration(r.Int63n(int64(5*time.Hour))), true
 				}
 				s.pendPred[i] = c
 			}
@@ -175,7 +203,7 @@ func TestThemis_RankAsFromScratch(t *testing.T) {
 		}
 		for range 2 {
 			got, err := pol.Rank(s)
-			want, wantErr := themisFromScratch(p, s, indexRunning(s))
+			want, wantErr := themisFromScratch(p, s)
 			if err != nil || wantErr != nil {
 				// A NaN capacity makes every ρ NaN: the same error, naming
 				// the same job.
@@ -212,7 +240,7 @@ func TestThemis_NaNNamesJob(t *testing.T) {
 			{ID: 7, User: "b", GPUs: 1, GPUType: "inf", Submit: now},
 		}}
 	_, err = pol.Rank(s)
-	_, want := themisFromScratch(pol.(*themis), s, indexRunning(s))
+	_, want := themisFromScratch(pol.(*themis), s)
 	if !errors.Is(err, ErrBadScore) || want == nil || err.Error() != want.Error() {
 		t.Fatalf("error %v, want %v", err, want)
 	}
