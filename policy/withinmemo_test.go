@@ -1,0 +1,161 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestComputeVTC_MemoAsScratch checks, at every step of random churn,
+// that computeVTC through a policy's memo (the within orders kept per
+// association, the segment sorts started from the last orders, the
+// grouping by slot) gives what it gives with no memo, from scratch: the
+// same groups and members in the same within order, tags, counters and
+// zero-share flags. The churn: arrivals (sometimes a run of one user's
+// jobs), swap and shift removals, a job's within key, submit, user or
+// account changed under its id, shuffles, duplicate ids, and a NaN key.
+// Keys and submits come from few values, so that ties fall to the submit
+// and the id, and duplicate ids make equal entries.
+func TestComputeVTC_MemoAsScratch(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		users, accounts int
+		queue           int
+		dups            bool
+	}{
+		{"one-account", 40, 1, 300, false},
+		{"several-accounts", 12, 4, 120, false},
+		{"duplicate-ids", 6, 2, 80, true},
+		{"tiny", 2, 2, 6, false},
+		{"past-radix", 30, 2, 1200, false}, // segments and queue of 512 jobs and more
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(tc.queue) + int64(tc.users)))
+			shares := &Shares{
+				Accounts: map[string]float64{"a0": 2, "a3": 0},
+				Users:    map[Assoc]float64{{Account: "a0", User: "u1"}: 0, {Account: "a1", User: "u2"}: 3},
+			}
+			l, err := NewLedger(LedgerParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for u := range tc.users {
+				for a := range tc.accounts {
+					if r.Intn(2) == 0 {
+						rkCharge(l, int64(-1-u*tc.accounts-a), fmt.Sprint("a", a), fmt.Sprint("u", u), float64(r.Intn(5000)))
+					}
+				}
+			}
+			type key struct {
+				within float64
+				cost   float64
+			}
+			keys := map[int64]key{} // by id; a duplicate id shares its key
+			newKey := func() key {
+				return key{within: float64(r.Intn(6)), cost: float64(r.Intn(4) * 600)}
+			}
+			job := func(id int64) Job {
+				return Job{ID: id, User: fmt.Sprint("u", r.Intn(tc.users)), Account: fmt.Sprint("a", r.Intn(tc.accounts)),
+					Submit: rkT0.Add(time.Duration(r.Intn(8)) * time.Minute)}
+			}
+			var pending []Job
+			var memo vtcMemo
+			var bufGot, bufWant rankScratch
+			nextID, nan, kept := int64(1), false, 0
+			for step := range 2500 {
+				switch k := r.Intn(14); {
+				case k < 3 || len(pending) == 0:
+					for range 1 + r.Intn(3) {
+						j := job(nextID)
+						if n := len(pending); n > 0 && r.Intn(2) == 0 {
+							j.User, j.Account = pending[n-1].User, pending[n-1].Account
+						}
+						if tc.dups && len(pending) > 0 && r.Intn(3) == 0 {
+							j.ID = pending[r.Intn(len(pending))].ID
+						} else {
+							keys[j.ID] = newKey()
+						}
+						pending = append(pending, j)
+						nextID++
+					}
+				case k < 6 && len(pending) > tc.queue/2:
+					pending = dropRandom(r, pending)
+				case k == 6:
+					keys[pending[r.Intn(len(pending))].ID] = newKey()
+				case k == 7:
+					i := r.Intn(len(pending))
+					pending[i].User = job(0).User
+				case k == 8:
+					i := r.Intn(len(pending))
+					pending[i].Account = job(0).Account
+				case k == 9:
+					i := r.Intn(len(pending))
+					pending[i].Submit = job(0).Submit
+				case k == 10 && r.Intn(20) == 0:
+					r.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })
+				case k == 11 && r.Intn(10) == 0:
+					// A NaN key for one step.
+					nan = true
+				}
+				n := len(pending)
+				cost, sub, within := make([]float64, n), make([]int64, n), make([]float64, n)
+				for i := range pending {
+					k := keys[pending[i].ID]
+					cost[i], sub[i], within[i] = k.cost, unixNanoOrMin(pending[i].Submit), k.within
+				}
+				s := &Snapshot{Now: rkT0, Pending: pending, Shares: shares, Ledger: l}
+				if nan {
+					// A NaN key makes the ranking fail (its tags are NaN)
+					// whatever the order; the memo must start over after.
+					within[r.Intn(n)] = math.NaN()
+					nan = false
+					computeVTC(s, cost, sub, within, nil, &bufGot, &memo)
+					if memo.orders.n != 0 {
+						t.Fatalf("step %d: the within orders kept %d slots past a NaN key", step, memo.orders.n)
+					}
+					continue
+				}
+				got := computeVTC(s, cost, sub, within, nil, &bufGot, &memo)
+				want := computeVTC(s, cost, sub, within, nil, &bufWant, nil)
+				if !slices.Equal(got.g.of, want.g.of) || !slices.Equal(got.g.keys, want.g.keys) ||
+					!slices.Equal(got.g.members, want.g.members) || !slices.Equal(got.g.start, want.g.start) {
+					for x := range got.g.keys {
+						a, b := got.g.group(x), want.g.group(x)
+						if !slices.Equal(a, b) {
+							for _, i := range a {
+								t.Logf("got  slot %d: %v %v %v", i, -within[i], sub[i], pending[i].ID)
+							}
+							for _, i := range b {
+								t.Logf("want slot %d: %v %v %v", i, -within[i], sub[i], pending[i].ID)
+							}
+						}
+					}
+					t.Fatalf("step %d: groups with the memo %+v, from scratch %+v", step, got.g, want.g)
+				}
+				if !sameFloats(got.tag, want.tag) || !sameFloats(got.userC, want.userC) || !sameFloats(got.acctC, want.acctC) ||
+					!slices.Equal(got.zero, want.zero) {
+					t.Fatalf("step %d: tags with the memo %+v, from scratch %+v", step, *got, *want)
+				}
+				for i := range pending {
+					if x := got.g.of[i]; !got.zero[x] && math.Float64bits(got.userTag[i]) != math.Float64bits(want.userTag[i]) {
+						t.Fatalf("step %d: job %d's user tag %g with the memo, %g from scratch", step, i, got.userTag[i], want.userTag[i])
+					}
+				}
+				if memo.orders.n == n {
+					kept++
+				}
+			}
+			if kept < 2000 {
+				t.Fatalf("the within orders served %d steps: the test checks too little", kept)
+			}
+		})
+	}
+}
+
+// sameFloats compares bit for bit, NaN included.
+func sameFloats(a, b []float64) bool {
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
