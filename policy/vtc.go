@@ -60,8 +60,12 @@ type vtc struct {
 // of the job in each queue slot.
 type vtcMemo struct {
 	within, acct segMemo
-	groups       groupMemo
-	orders       withinMemo
+	// acctOne is acct for a queue whose jobs are all of one account and
+	// tagged: one segment in slot order, which a rankMemo sorts with
+	// fewer passes.
+	acctOne rankMemo
+	groups  groupMemo
+	orders  withinMemo
 }
 
 // NewVTC returns the "vtc" policy.
@@ -265,7 +269,11 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 	}
 	buf.order = resize(buf.order, int(perAcct[na])) // every entry is written below
 	order := buf.order
-	sortSegments(acctMemo, ents[:perAcct[na]], perAcct)
+	if memo != nil && na == 1 && int(perAcct[na]) == n {
+		memo.acctOne.sortFrom(ents[:n], scratchAll)
+	} else {
+		sortSegments(acctMemo, ents[:perAcct[na]], perAcct)
+	}
 	for k, e := range ents[:perAcct[na]] {
 		order[k] = e.i
 	}

@@ -24,19 +24,25 @@ func TestComputeVTC_MemoAsScratch(t *testing.T) {
 		name            string
 		users, accounts int
 		queue           int
-		dups            bool
+		dups, noZero    bool
 	}{
-		{"one-account", 40, 1, 300, false},
-		{"several-accounts", 12, 4, 120, false},
-		{"duplicate-ids", 6, 2, 80, true},
-		{"tiny", 2, 2, 6, false},
-		{"past-radix", 30, 2, 1200, false}, // segments and queue of 512 jobs and more
+		{"one-account", 40, 1, 300, false, false},
+		{"one-account-none-zero", 40, 1, 300, false, true}, // one segment in slot order
+		{"one-account-past-radix", 40, 1, 1200, false, true},
+		{"several-accounts", 12, 4, 120, false, false},
+		{"duplicate-ids", 6, 2, 80, true, false},
+		{"duplicate-ids-one-account", 6, 1, 80, true, true},
+		{"tiny", 2, 2, 6, false, false},
+		{"past-radix", 30, 2, 1200, false, false}, // segments and queue of 512 jobs and more
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(tc.queue) + int64(tc.users)))
 			shares := &Shares{
 				Accounts: map[string]float64{"a0": 2, "a3": 0},
 				Users:    map[Assoc]float64{{Account: "a0", User: "u1"}: 0, {Account: "a1", User: "u2"}: 3},
+			}
+			if tc.noZero {
+				shares = &Shares{Users: map[Assoc]float64{{Account: "a0", User: "u2"}: 3}}
 			}
 			l, err := NewLedger(LedgerParams{})
 			if err != nil {
@@ -158,4 +164,98 @@ func TestComputeVTC_MemoAsScratch(t *testing.T) {
 // sameFloats compares bit for bit, NaN included.
 func sameFloats(a, b []float64) bool {
 	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
+
+// TestVTCFamily_RankAsFresh checks that vtc and fair-qssf, ranking one
+// queue point after point with the orders they keep (within orders, the
+// account sort's memo, the ranking sorted from the tag order), rank as a
+// fresh policy does at every point: the same jobs in the same order with
+// the same values. The queue churns as the simulator's does (arrivals,
+// swap removals), predictions change, the clock moves (fair-qssf's guards
+// lift long-waiting jobs out of the tag order), running jobs come and go,
+// and the Ledger charges users between points; the queue is one account
+// (the ranking sorted from the tag order), or several.
+func TestVTCFamily_RankAsFresh(t *testing.T) {
+	makers := map[string]func() Policy{
+		"vtc": func() Policy { p, _ := NewVTC(VTCParams{}); return p },
+		"fair-qssf": func() Policy {
+			p, _ := NewFairQSSF(FairQSSFParams{MaxWait: 6 * time.Hour, RhoMax: 3})
+			return p
+		},
+	}
+	for name, mk := range makers {
+		for _, accounts := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/accounts=%d", name, accounts), func(t *testing.T) {
+				r := rand.New(rand.NewSource(int64(accounts) + int64(len(name))))
+				l, err := NewLedger(LedgerParams{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept := mk()
+				pred := map[int64]time.Duration{}
+				var pending, running []Job
+				now, nextID := rkT0, int64(1)
+				hinted := 0
+				for point := range 400 {
+					now = now.Add(time.Duration(r.Intn(600)) * time.Second)
+					for range r.Intn(4) {
+						j := Job{ID: nextID, User: fmt.Sprint("u", r.Intn(25)), Account: fmt.Sprint("a", r.Intn(accounts)),
+							GPUs: 1 + r.Intn(4), Submit: now.Add(-time.Duration(r.Intn(3600)) * time.Second),
+							TimeLimit: time.Duration(1+r.Intn(24)) * time.Hour}
+						if r.Intn(3) > 0 {
+							pred[j.ID] = time.Duration(1+r.Intn(40)) * 10 * time.Minute
+						}
+						pending = append(pending, j)
+						nextID++
+					}
+					for range r.Intn(3) {
+						if len(pending) == 0 {
+							break
+						}
+						i := r.Intn(len(pending))
+						j := pending[i]
+						pending[i] = pending[len(pending)-1]
+						pending = pending[:len(pending)-1]
+						j.Start = now
+						running = append(running, j)
+					}
+					if len(running) > 0 && r.Intn(2) == 0 {
+						i := r.Intn(len(running))
+						j := running[i]
+						running = slices.Delete(running, i, i+1)
+						l.Charge(&j, j.Start, now, Service{})
+						l.Finish(&j)
+					}
+					if len(pending) > 0 && r.Intn(4) == 0 {
+						pred[pending[r.Intn(len(pending))].ID] = time.Duration(1+r.Intn(40)) * 10 * time.Minute
+					}
+					l.Backlog(pending, nil)
+					s := &Snapshot{Now: now, Pending: pending, Running: running, Predicted: pred, Ledger: l}
+					got, err := kept.Rank(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := mk().Rank(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != len(want) {
+						t.Fatalf("point %d: %d scores, fresh %d", point, len(got), len(want))
+					}
+					for k := range got {
+						if got[k].JobID != want[k].JobID || math.Float64bits(got[k].Value) != math.Float64bits(want[k].Value) {
+							t.Fatalf("point %d, rank %d: job %d (%g), fresh job %d (%g)", point, k,
+								got[k].JobID, got[k].Value, want[k].JobID, want[k].Value)
+						}
+					}
+					if len(pending) >= memoMin {
+						hinted++
+					}
+				}
+				if hinted < 200 {
+					t.Fatalf("%d points ranked %d jobs or more: the test checks too little", hinted, memoMin)
+				}
+			})
+		}
+	}
 }
