@@ -340,6 +340,7 @@ func TestMergeStrict(t *testing.T) {
 // the wrong length. Every other point the memo ranks without a hint, so
 // that the two paths take turns at keeping it.
 func TestRankMemo_SortsHintedAsSortRank(t *testing.T) {
+	var swapAlike func([]int32) // set per point: swaps neighbours alike in a hint
 	for _, tc := range []struct {
 		name  string
 		start int
@@ -352,6 +353,12 @@ func TestRankMemo_SortsHintedAsSortRank(t *testing.T) {
 		{name: "many lifted", start: 300, moved: 0.4},
 		{name: "long, past the radix sort", start: 2000, moved: 0.01},
 		{name: "duplicates", start: 100, moved: 0.05, dupes: true},
+		{name: "duplicates swapped", start: 100, dupes: true, hint: func(s []int32, _ *rand.Rand) []int32 {
+			// Entries alike but for their slot, in the other order than
+			// sortRank's: only sortRank's own order is right.
+			swapAlike(s)
+			return s
+		}},
 		{name: "short", start: 20, moved: 0.1},
 		{name: "reversed", start: 200, hint: func(s []int32, _ *rand.Rand) []int32 { slices.Reverse(s); return s }},
 		{name: "wrong length", start: 100, hint: func(s []int32, _ *rand.Rand) []int32 { return s[1:] }},
@@ -361,7 +368,7 @@ func TestRankMemo_SortsHintedAsSortRank(t *testing.T) {
 			q := &memoQueue{rng: rng}
 			q.step(0, tc.start, 0, 0, false)
 			var m rankMemo
-			hinted := 0
+			hinted, swapped := 0, 0
 			for point := range 80 {
 				q.step(rng.Intn(4), rng.Intn(4)+point%2, 0.01, 0.01, tc.dupes)
 				got, want := q.entries(), q.entries()
@@ -382,6 +389,14 @@ func TestRankMemo_SortsHintedAsSortRank(t *testing.T) {
 						}
 					}
 					if tc.hint != nil {
+						swapAlike = func(h []int32) {
+							for k := 1; k < len(h); k++ {
+								if compareRank(got[h[k-1]], got[h[k]]) == 0 {
+									h[k-1], h[k] = h[k], h[k-1]
+									swapped++
+								}
+							}
+						}
 						hint = tc.hint(hint, rng)
 					}
 					m.sortHinted(got, make([]rankEntry, len(got)), hint)
@@ -397,8 +412,8 @@ func TestRankMemo_SortsHintedAsSortRank(t *testing.T) {
 					}
 				}
 			}
-			if hinted < 40 {
-				t.Fatalf("%d points sorted from a hint", hinted)
+			if hinted < 40 || tc.name == "duplicates swapped" && swapped < 10 {
+				t.Fatalf("%d points sorted from a hint, %d pairs alike swapped in it", hinted, swapped)
 			}
 		})
 	}

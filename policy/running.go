@@ -519,14 +519,12 @@ func (s *runSum) index(id int64) int {
 	return i
 }
 
-// find is r's place in s.jobs, len(s.jobs) when it is not there: among
-// the places of its id, holes of jobs that left under the same id come
-// after it (a job joins before them).
+// find is r's place in s.jobs, len(s.jobs) when it is not there. It is
+// the first place of its id: a job joins before the holes that jobs left
+// under the same id, and one record per id is in the index at a time.
 func (s *runSum) find(r *runRec) int {
-	for i := s.index(r.id); i < len(s.jobs) && s.ids[i] == r.id; i++ {
-		if s.jobs[i] == r {
-			return i
-		}
+	if i := s.index(r.id); i < len(s.jobs) && s.jobs[i] == r {
+		return i
 	}
 	return len(s.jobs)
 }

@@ -150,9 +150,11 @@ func TestComputeVTC_MemoAsScratch(t *testing.T) {
 						t.Fatalf("step %d: job %d's user tag %g with the memo, %g from scratch", step, i, got.userTag[i], want.userTag[i])
 					}
 				}
-				if memo.orders.n == n {
-					kept++
+				// The orders served (a lost job would make them start over).
+				if memo.orders.n != n {
+					t.Fatalf("step %d: the within orders hold %d slots, the queue %d", step, memo.orders.n, n)
 				}
+				kept++
 			}
 			if kept < 2000 {
 				t.Fatalf("the within orders served %d steps: the test checks too little", kept)
