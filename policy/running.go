@@ -63,6 +63,13 @@ type runningIndex struct {
 	// again.
 	stale  bool
 	ledger *Ledger
+	// sweeps counts the Engine's sweeps: a record whose sweptAt is the
+	// last one holds, in swept, the attained service that sweep (under
+	// RunningAppended) left in its Ledger record, which refresh takes
+	// rather than following the record to the Ledger's again (thousands
+	// of cache misses a sweep on a big machine, right after the sweep's
+	// own).
+	sweeps uint64
 	dirty  []*runSum // sums to add up again, at their next read (refresh)
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
@@ -84,7 +91,9 @@ type runRec struct {
 	assoc, acct   *runSum
 	pred          time.Duration // Snapshot.Predicted, when hasPred
 	hasPred       bool
-	attained      float64       // Ledger.Attained
+	attained      float64 // Ledger.Attained
+	swept         float64 // its Ledger record's service after the sweep sweptAt
+	sweptAt       uint64
 	run           time.Duration // predictedRunOf the above, and
 	runSec        float64       // its seconds, kept to spare the division
 	rate          float64       // Service.Rate of the job, and
@@ -633,7 +642,11 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 func (x *runningIndex) refresh() {
 	if x.stale {
 		for _, r := range x.jobs {
-			r.readAttained(x.ledger)
+			if r.sweptAt == x.sweeps {
+				r.attained = r.swept
+			} else {
+				r.readAttained(x.ledger)
+			}
 			x.settleCommitted(r, true, r.rate, r.limit)
 		}
 		x.stale, x.ledger = false, nil

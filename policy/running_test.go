@@ -31,6 +31,14 @@ func enChurn(t *testing.T, e *Engine, seed int64, n, appendedUntil int, check fu
 func enChurnWith(t *testing.T, cycle func(*Observation) (*Snapshot, []Score, error), seed int64, n, appendedUntil int,
 	check func(cycle int, s *Snapshot, ranking []Score)) {
 	t.Helper()
+	enChurnModes(t, cycle, seed, n, func(c int) bool { return c < appendedUntil }, check)
+}
+
+// enChurnModes is enChurnWith with the cycles whose observations keep the
+// promise of RunningAppended chosen by appendedAt.
+func enChurnModes(t *testing.T, cycle func(*Observation) (*Snapshot, []Score, error), seed int64, n int, appendedAt func(int) bool,
+	check func(cycle int, s *Snapshot, ranking []Score)) {
+	t.Helper()
 	r := rand.New(rand.NewSource(seed))
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
 	accounts := []string{"a", "b", "c"}
@@ -38,7 +46,7 @@ func enChurnWith(t *testing.T, cycle func(*Observation) (*Snapshot, []Score, err
 	nextID := int64(1)
 	for c := range n {
 		now := rkAt(float64(c) * 2)
-		appended := c < appendedUntil
+		appended := appendedAt(c)
 		var stopped []Job
 		if c%40 == 39 {
 			users = append(users, fmt.Sprint("new", c))
