@@ -9,8 +9,9 @@ import "math"
 // queue slots, or its within key, submit or association changed. The
 // simulator's queue keeps most of its hundreds of jobs in their slots
 // from one scheduling point to the next, and under vtc (FIFO within a
-// user) and fair-qssf (predicted service) their keys stay put; the
-// segMemo sort it replaces passed over every job at every point.
+// user) and fair-qssf (predicted service) their keys stay put, where
+// sorting each association from its last order (segMemo) passes over
+// every job several times at every point.
 //
 // Why the orders it gives are sortRank's: the result of sortRank on one
 // association's entries, laid out in slot order as assocGroups lays them
@@ -57,7 +58,8 @@ func (w *withinMemo) reset() {
 // order within each group, to each group's jobs in the within order, the
 // entries of job i being rankEntry{-within[i], sub[i], pending[i].ID, i}.
 // It reports false, leaving g.members in slot order and the memo reset,
-// when a key is NaN.
+// when a key is NaN (or, were it a bug here, when the memo lost track of
+// a job).
 func (w *withinMemo) membersWithin(g *assocGroups, m *groupMemo, pending []Job, within []float64, sub []int64) bool {
 	n := len(pending)
 	na := len(m.stamp)
