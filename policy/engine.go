@@ -300,6 +300,10 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		e.charge(o, svc)
 		sweep = !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery
 		if sweep {
+			// Every sweep, appended or not, makes the attained service
+			// sweepAppended notes on the records (swept) older than the
+			// Ledger's.
+			e.running.sweeps++
 			if o.RunningAppended && e.running.appended {
 				e.sweepAppended(o)
 			} else {
@@ -476,6 +480,10 @@ func (e *Engine) sweepAppended(o *Observation) {
 				r.usage = e.ledger.usage(r.id)
 			}
 			e.ledger.chargeUsage(r.usage, r.user, r.account, r.rate, from, o.Now)
+			// What readAttained will find in the record until the job's
+			// next charge, which only a later sweep or its stop makes
+			// (a stop takes r out of the index; see Update's sweeps).
+			r.swept, r.sweptAt = r.usage.service, x.sweeps
 			if c == nil {
 				c = new(time.Time)
 				e.charged[r.id], r.charged = c, c
@@ -483,6 +491,9 @@ func (e *Engine) sweepAppended(o *Observation) {
 			*c = o.Now
 		}
 	}
+	// A job below listed under the id of one charged above shares its
+	// charged cell, now at o.Now: it is not charged again, so the
+	// records' swept values stand.
 	for i := old; i < len(o.Running); i++ {
 		e.chargeRunning(&o.Running[i], o.Now)
 	}

@@ -190,7 +190,7 @@ func (p *fairQSSF) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 			row[5] = 1
 		}
 	}
-	scores, err := p.sc.rankWith(s, parts, sub, buf)
+	scores, err := p.sc.rankHinted(s, parts, sub, buf, t.hint)
 	if err != nil {
 		return nil, fmt.Errorf("fair-qssf: %w", err)
 	}

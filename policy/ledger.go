@@ -353,11 +353,17 @@ func (l *Ledger) Backlog(pending []Job, shares *Shares) {
 	memo := l.blMemo[:len(pending)]
 	for i := range pending {
 		j := &pending[i]
-		if i > 0 && j.User == pending[i-1].User && j.Account == pending[i-1].Account {
-			continue // queues hold runs of one user's jobs: seen just now
-		}
 		m := &memo[i]
+		// The slot's memo first: it holds the job's own strings, which
+		// compare without reading their bytes.
 		if m.assoc == nil || m.id != j.ID || m.user != j.User || m.account != j.Account {
+			if i > 0 && j.User == pending[i-1].User && j.Account == pending[i-1].Account {
+				// Queues hold runs of one user's jobs: the records of the
+				// job before, seen just now.
+				p := &memo[i-1]
+				*m = backlogMemo{id: j.ID, user: j.User, account: j.Account, assoc: p.assoc, acct: p.acct}
+				continue
+			}
 			*m = backlogMemo{id: j.ID, user: j.User, account: j.Account, assoc: l.assoc(AssocOf(j)), acct: l.account(j.Account)}
 		}
 		if u := m.assoc; u.seen != ep {

@@ -8,7 +8,8 @@ import (
 )
 
 // TestLedger_BacklogMemo drives Backlog through a churning queue (jobs
-// arrive, leave, swap places, change account, new users come) and checks
+// arrive, often in runs of one user's, leave, swap places, change
+// account, new users come) and checks
 // at every call that a ledger that kept its memo of the queue ends in the
 // state of its clone, which has none: same counters, backlog marks and
 // association set.
@@ -27,7 +28,12 @@ func TestLedger_BacklogMemo(t *testing.T) {
 		}
 		for range r.Intn(5) {
 			u := r.Intn(len(users))
-			pending = append(pending, Job{ID: id, User: users[u], Account: accounts[u%len(accounts)], GPUs: 1 + r.Intn(3)})
+			j := Job{ID: id, User: users[u], Account: accounts[u%len(accounts)], GPUs: 1 + r.Intn(3)}
+			if n := len(pending); n > 0 && r.Intn(2) == 0 {
+				// Runs of one user's jobs, as queues hold them.
+				j.User, j.Account = pending[n-1].User, pending[n-1].Account
+			}
+			pending = append(pending, j)
 			id++
 		}
 		for range r.Intn(4) {

@@ -289,6 +289,12 @@ func (sc *scorer) rank(s *Snapshot, parts []float64, sub []int64) ([]Score, erro
 
 // rankWith is rank sorting in buf's buffers when buf is not nil.
 func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankScratch) ([]Score, error) {
+	return sc.rankHinted(s, parts, sub, buf, nil)
+}
+
+// rankHinted is rankWith sorting from hint, when not nil: the pending
+// jobs' slots in an order close to the ranking's (see rankMemo.sortHinted).
+func (sc *scorer) rankHinted(s *Snapshot, parts []float64, sub []int64, buf *rankScratch, hint []int32) ([]Score, error) {
 	n, k := len(s.Pending), len(sc.names)
 	var entries, radix []rankEntry
 	if buf != nil {
@@ -325,7 +331,11 @@ func (sc *scorer) rankWith(s *Snapshot, parts []float64, sub []int64, buf *rankS
 		}
 		entries[i] = e
 	}
-	sc.memo.sortFrom(entries, radix)
+	if hint != nil {
+		sc.memo.sortHinted(entries, radix, hint)
+	} else {
+		sc.memo.sortFrom(entries, radix)
+	}
 	scores, t := s.scoresBuf(n, sc.names, parts[:n*k])
 	for r, e := range entries {
 		scores[r] = Score{JobID: e.id, Value: e.value, Parts: Parts{t: t, row: e.i}}

@@ -51,6 +51,11 @@ func (m *rankMemo) sortOr(entries, scratch []rankEntry, sorted func()) {
 		return
 	}
 	defer m.mu.Unlock()
+	m.sortLocked(entries, scratch, sorted)
+}
+
+// sortLocked is sortOr with m's lock held.
+func (m *rankMemo) sortLocked(entries, scratch []rankEntry, sorted func()) {
 	if len(entries) < memoMin || len(m.pos) == 0 || !m.sortKnown(entries, scratch) {
 		sorted()
 	}
@@ -308,4 +313,57 @@ func mergeStrict(dst, kept, added, scratch []rankEntry, keptStrict bool) bool {
 	r += copy(dst[r:], a)
 	copy(dst[r:], b)
 	return strict
+}
+
+// sortHinted is sortFrom for a caller that knows an order close to the
+// result: hint, a permutation of the slots of entries (given in slot
+// order), is an order where most jobs already stand as compareRank puts
+// them and the others would rank earlier than they stand (vtc's and
+// fair-qssf's tag order, from which the guards lift jobs forward). The
+// jobs that keep ascending along hint stay as they are, the others are
+// sorted apart and merged in. When the result is not strictly ascending
+// (equal entries), or more than a quarter of the jobs were out of place,
+// it sorts as sortFrom. A strictly ascending order of the entries is the
+// only one, the one any sort by compareRank gives, so the hint chooses
+// only the work.
+func (m *rankMemo) sortHinted(entries, scratch []rankEntry, hint []int32) {
+	if !m.mu.TryLock() {
+		sortRank(entries, scratch)
+		return
+	}
+	defer m.mu.Unlock()
+	n := len(entries)
+	sorted := func() { sortRank(entries, scratch) }
+	if len(hint) != n || n < memoMin {
+		m.sortLocked(entries, scratch, sorted)
+		return
+	}
+	m.kept = resize(m.kept, n)[:0]
+	m.new = m.new[:0]
+	for _, i := range hint {
+		e := entries[i]
+		if k := len(m.kept); k == 0 || compareRank(m.kept[k-1], e) < 0 {
+			m.kept = append(m.kept, e)
+			continue
+		}
+		if m.new = append(m.new, e); 4*len(m.new) > n {
+			m.sortLocked(entries, scratch, sorted)
+			return
+		}
+	}
+	var sc []rankEntry
+	if scratch != nil {
+		sc = scratch[:len(m.new)]
+	}
+	// entries is the merge's destination: put it back in slot order from
+	// the merge when that is not strictly ascending.
+	if !mergeStrict(entries, m.kept, m.new, sc, true) {
+		m.kept = append(m.kept[:0], entries...)
+		for _, e := range m.kept {
+			entries[e.i] = e
+		}
+		m.sortLocked(entries, scratch, sorted)
+		return
+	}
+	m.remember(entries)
 }

@@ -330,3 +330,91 @@ func TestMergeStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestRankMemo_SortsHintedAsSortRank checks that sorting from a hint
+// gives, at every point of a queue's life, exactly what sortRank gives on
+// the slot order, whatever the hint: the sorted order (what vtc's tags
+// give), that order with some jobs moved later (fair-qssf's guards lift
+// them forward from it), with many moved (past the quarter that is sorted
+// apart), reversed, with entries alike but for their slot, and a hint of
+// the wrong length. Every other point the memo ranks without a hint, so
+// that the two paths take turns at keeping it.
+func TestRankMemo_SortsHintedAsSortRank(t *testing.T) {
+	var swapAlike func([]int32) // set per point: swaps neighbours alike in a hint
+	for _, tc := range []struct {
+		name  string
+		start int
+		moved float64 // share of the hint's jobs moved later
+		dupes bool
+		hint  func(sorted []int32, rng *rand.Rand) []int32
+	}{
+		{name: "sorted", start: 300},
+		{name: "some lifted", start: 300, moved: 0.05},
+		{name: "many lifted", start: 300, moved: 0.4},
+		{name: "long, past the radix sort", start: 2000, moved: 0.01},
+		{name: "duplicates", start: 100, moved: 0.05, dupes: true},
+		{name: "duplicates swapped", start: 100, dupes: true, hint: func(s []int32, _ *rand.Rand) []int32 {
+			// Entries alike but for their slot, in the other order than
+			// sortRank's: only sortRank's own order is right.
+			swapAlike(s)
+			return s
+		}},
+		{name: "short", start: 20, moved: 0.1},
+		{name: "reversed", start: 200, hint: func(s []int32, _ *rand.Rand) []int32 { slices.Reverse(s); return s }},
+		{name: "wrong length", start: 100, hint: func(s []int32, _ *rand.Rand) []int32 { return s[1:] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(len(tc.name))))
+			q := &memoQueue{rng: rng}
+			q.step(0, tc.start, 0, 0, false)
+			var m rankMemo
+			hinted, swapped := 0, 0
+			for point := range 80 {
+				q.step(rng.Intn(4), rng.Intn(4)+point%2, 0.01, 0.01, tc.dupes)
+				got, want := q.entries(), q.entries()
+				sortRank(want, nil)
+				if point%2 == 1 {
+					m.sortFrom(got, nil)
+				} else {
+					hint := make([]int32, len(want))
+					for r, e := range want {
+						hint[r] = e.i
+					}
+					for k := range hint {
+						if rng.Float64() < tc.moved {
+							to := k + rng.Intn(len(hint)-k)
+							x := hint[k]
+							copy(hint[k:to], hint[k+1:to+1])
+							hint[to] = x
+						}
+					}
+					if tc.hint != nil {
+						swapAlike = func(h []int32) {
+							for k := 1; k < len(h); k++ {
+								if compareRank(got[h[k-1]], got[h[k]]) == 0 {
+									h[k-1], h[k] = h[k], h[k-1]
+									swapped++
+								}
+							}
+						}
+						hint = tc.hint(hint, rng)
+					}
+					m.sortHinted(got, make([]rankEntry, len(got)), hint)
+					hinted++
+				}
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(rankEntry{})); diff != "" {
+					t.Fatalf("point %d, %d jobs (-sortRank +sortHinted)\n%s", point, len(got), diff)
+				}
+				// The memo holds the order it gave, as sortFrom leaves it.
+				for r, e := range got {
+					if m.id[e.i] != e.id || m.pos[e.i] != int32(r) {
+						t.Fatalf("point %d: the memo has slot %d at %d, the ranking at %d", point, e.i, m.pos[e.i], r)
+					}
+				}
+			}
+			if hinted < 40 || tc.name == "duplicates swapped" && swapped < 10 {
+				t.Fatalf("%d points sorted from a hint, %d pairs alike swapped in it", hinted, swapped)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -64,6 +63,13 @@ type runningIndex struct {
 	// again.
 	stale  bool
 	ledger *Ledger
+	// sweeps counts the Engine's sweeps: a record whose sweptAt is the
+	// last one holds, in swept, the attained service that sweep (under
+	// RunningAppended) left in its Ledger record, which refresh takes
+	// rather than following the record to the Ledger's again (thousands
+	// of cache misses a sweep on a big machine, right after the sweep's
+	// own).
+	sweeps uint64
 	dirty  []*runSum // sums to add up again, at their next read (refresh)
 	// Records are carved from slabs and reused once their job left, so
 	// that the records a cycle walks share cache lines.
@@ -91,7 +97,9 @@ type runRec struct {
 	assoc, acct   *runSum
 	pred          time.Duration // Snapshot.Predicted, when hasPred
 	hasPred       bool
-	attained      float64       // Ledger.Attained
+	attained      float64 // Ledger.Attained
+	swept         float64 // its Ledger record's service after the sweep sweptAt
+	sweptAt       uint64
 	run           time.Duration // predictedRunOf the above, and
 	runSec        float64       // its seconds, kept to spare the division
 	rate          float64       // Service.Rate of the job, and
@@ -123,7 +131,16 @@ func (e startEnt) live() bool { return e.r.stamp == e.stamp && !e.r.gone }
 // runSum is the committed service of one association's or account's
 // running jobs.
 type runSum struct {
-	jobs []*runRec // in id order
+	// jobs in id order, with ids their ids. A job that left is a hole
+	// (nil, its id kept, value +0) until holes are many (see leaveSum):
+	// a term +0 leaves every partial sum as it is, and an account's sum
+	// on a big machine is thousands of jobs, which a job that leaves
+	// would otherwise move down one place, with their values and
+	// partial sums.
+	jobs  []*runRec
+	ids   []int64
+	live  int // jobs that are not holes
+	holes int
 	// vals[k] is jobs[k].committed unless reload is set: adding up reads
 	// these in a row rather than following a pointer per job (on a big
 	// machine one account's sum is thousands of jobs, added up from the
@@ -393,7 +410,9 @@ func (x *runningIndex) sumDirty() {
 		// added up from (a change at i sets from to at most i).
 		if s.reload {
 			for k, r := range s.jobs {
-				s.vals[k] = r.committed
+				if r != nil {
+					s.vals[k] = r.committed
+				}
 			}
 			s.reload = false
 		}
@@ -487,7 +506,7 @@ func (x *runningIndex) setCommitted(r *runRec, c float64, read bool) {
 			x.markDirty(s, 0)
 			continue
 		}
-		i := s.index(r.id)
+		i := s.find(r)
 		s.vals[i] = c
 		x.markDirty(s, i)
 	}
@@ -540,17 +559,29 @@ func (x *runningIndex) markDirty(s *runSum, i int) {
 	s.from = min(s.from, i)
 }
 
-// index is where the job of this id is in s.jobs, or would be.
+// index is the first place in s.jobs whose id is not below id.
 func (s *runSum) index(id int64) int {
-	i, _ := slices.BinarySearchFunc(s.jobs, id, func(e *runRec, id int64) int { return cmp.Compare(e.id, id) })
+	i, _ := slices.BinarySearch(s.ids, id)
 	return i
+}
+
+// find is r's place in s.jobs, len(s.jobs) when it is not there. It is
+// the first place of its id: a job joins before the holes that jobs left
+// under the same id, and one record per id is in the index at a time.
+func (s *runSum) find(r *runRec) int {
+	if i := s.index(r.id); i < len(s.jobs) && s.jobs[i] == r {
+		return i
+	}
+	return len(s.jobs)
 }
 
 // joinSum adds r, in id order, to s.
 func (x *runningIndex) joinSum(s *runSum, r *runRec) {
 	i := s.index(r.id)
 	s.jobs = slices.Insert(s.jobs, i, r)
+	s.ids = slices.Insert(s.ids, i, r.id)
 	s.vals = slices.Insert(s.vals, i, r.committed)
+	s.live++
 	if !zeroTerm(r.committed) {
 		x.markDirty(s, i)
 		return
@@ -584,29 +615,47 @@ func leaveSum[K comparable](x *runningIndex, m map[K]*runSum, key K, r *runRec) 
 	if s == nil {
 		return false
 	}
-	i := s.index(r.id)
-	if i < len(s.jobs) && s.jobs[i] == r {
-		s.jobs = slices.Delete(s.jobs, i, i+1)
-		s.vals = slices.Delete(s.vals, i, i+1)
-		switch {
-		case !zeroTerm(r.committed):
+	if i := s.find(r); i < len(s.jobs) {
+		// r's place becomes a hole of value +0. A job of +0 committed
+		// (most jobs that stop ran past their prediction) changes no
+		// partial sum: none is added up again.
+		s.jobs[i], s.vals[i] = nil, 0
+		s.live--
+		s.holes++
+		if !zeroTerm(r.committed) {
 			x.markDirty(s, i)
-		case !s.dirty || i < s.from:
-			// A job of +0 committed (most jobs that stop ran past their
-			// prediction) changed none of the partial sums after it: they
-			// move down one place (see joinSum), which costs a copy of
-			// the rest of them, not adding them up again.
-			s.prefix = slices.Delete(s.prefix, i, i+1)
-			if s.dirty {
-				s.from--
-			}
+		}
+		if s.holes > s.live+64 {
+			s.compact(x)
 		}
 	}
-	if len(s.jobs) > 0 {
+	if s.live > 0 {
 		return false
 	}
 	delete(m, key)
 	return true
+}
+
+// compact removes s's holes. The partial sums are added up again from
+// the first hole on (those before it stay): the same terms but the +0
+// ones, in the same order, hence the same bits.
+func (s *runSum) compact(x *runningIndex) {
+	first := slices.Index(s.jobs, nil)
+	if first < 0 {
+		return
+	}
+	w := first
+	for k := first; k < len(s.jobs); k++ {
+		if r := s.jobs[k]; r != nil {
+			s.jobs[w], s.ids[w], s.vals[w] = r, s.ids[k], s.vals[k]
+			w++
+		}
+	}
+	clear(s.jobs[w:])
+	s.jobs, s.ids, s.vals = s.jobs[:w], s.ids[:w], s.vals[:w]
+	s.prefix = s.prefix[:min(len(s.prefix), first)]
+	s.holes = 0
+	x.markDirty(s, first)
 }
 
 // knownAssoc reports whether the Ledger or the share tree knows a.
@@ -630,7 +679,11 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 func (x *runningIndex) refresh() {
 	if x.stale {
 		for _, r := range x.jobs {
-			r.readAttained(x.ledger)
+			if r.sweptAt == x.sweeps {
+				r.attained = r.swept
+			} else {
+				r.readAttained(x.ledger)
+			}
 			x.settleCommitted(r, true, r.rate, r.limit)
 		}
 		x.stale, x.ledger = false, nil

@@ -31,6 +31,14 @@ func enChurn(t *testing.T, e *Engine, seed int64, n, appendedUntil int, check fu
 func enChurnWith(t *testing.T, cycle func(*Observation) (*Snapshot, []Score, error), seed int64, n, appendedUntil int,
 	check func(cycle int, s *Snapshot, ranking []Score)) {
 	t.Helper()
+	enChurnModes(t, cycle, seed, n, func(c int) bool { return c < appendedUntil }, check)
+}
+
+// enChurnModes is enChurnWith with the cycles whose observations keep the
+// promise of RunningAppended chosen by appendedAt.
+func enChurnModes(t *testing.T, cycle func(*Observation) (*Snapshot, []Score, error), seed int64, n int, appendedAt func(int) bool,
+	check func(cycle int, s *Snapshot, ranking []Score)) {
+	t.Helper()
 	r := rand.New(rand.NewSource(seed))
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
 	accounts := []string{"a", "b", "c"}
@@ -38,7 +46,7 @@ func enChurnWith(t *testing.T, cycle func(*Observation) (*Snapshot, []Score, err
 	nextID := int64(1)
 	for c := range n {
 		now := rkAt(float64(c) * 2)
-		appended := c < appendedUntil
+		appended := appendedAt(c)
 		var stopped []Job
 		if c%40 == 39 {
 			users = append(users, fmt.Sprint("new", c))
@@ -536,7 +544,8 @@ func TestRunSum_IncrementalEqualsFold(t *testing.T) {
 			}
 			x := newRunningIndex()
 			var live []*runRec
-			nextID, reads, zeroStops := int64(1), 0, 0
+			nextID, reads, zeroStops, maxHoles := int64(1), 0, 0, 0
+			lastStopped, rejoined := int64(0), 0
 			for op := range 20000 {
 				switch k := r.Intn(10); {
 				case k < 4 && len(live) < 2*tc.running || len(live) == 0: // start
@@ -544,6 +553,12 @@ func TestRunSum_IncrementalEqualsFold(t *testing.T) {
 					id := nextID
 					if r.Intn(5) == 0 {
 						id = nextID + int64(r.Intn(50))
+					}
+					if lastStopped != 0 && r.Intn(6) == 0 {
+						// Started again under its id (requeued): it joins
+						// before the hole it left, if still there.
+						id, lastStopped = lastStopped, 0
+						rejoined++
 					}
 					if _, ok := x.jobs[id]; ok {
 						continue
@@ -561,6 +576,7 @@ func TestRunSum_IncrementalEqualsFold(t *testing.T) {
 					if zeroTerm(live[i].committed) {
 						zeroStops++
 					}
+					lastStopped = live[i].id
 					x.remove(live[i])
 					live = slices.Delete(live, i, i+1)
 				case k == 8: // one job's prediction changed
@@ -577,26 +593,42 @@ func TestRunSum_IncrementalEqualsFold(t *testing.T) {
 					reads++
 					for _, sums := range []map[string]*runSum{enSumsByName(x.assocs), x.accounts} {
 						for name, s := range sums {
-							if !slices.IsSortedFunc(s.jobs, func(a, b *runRec) int { return cmp.Compare(a.id, b.id) }) {
-								t.Fatalf("op %d: sum %q: jobs not in id order", op, name)
+							if !slices.IsSorted(s.ids) || len(s.ids) != len(s.jobs) {
+								t.Fatalf("op %d: sum %q: ids %v not in order", op, name, s.ids)
 							}
-							fold := 0.0
+							// The fold over the jobs that did not leave, in id
+							// order: a hole (a job that left) adds nothing and
+							// holds the partial sum before it.
+							fold, live, holes := 0.0, 0, 0
 							for k, rec := range s.jobs {
-								fold += rec.committed
-								if !sameBits(s.vals[k], rec.committed) || !sameBits(s.prefix[k], fold) {
+								c := 0.0
+								if rec == nil {
+									holes++
+								} else {
+									c = rec.committed
+									fold += c
+									live++
+									if rec.id != s.ids[k] {
+										t.Fatalf("op %d: sum %q, job %d has id %d, listed %d", op, name, k, rec.id, s.ids[k])
+									}
+								}
+								if !sameBits(s.vals[k], c) || !sameBits(s.prefix[k], fold) {
 									t.Fatalf("op %d: sum %q, job %d of %d: value %v, partial sum %v; want %v, %v",
-										op, name, k, len(s.jobs), s.vals[k], s.prefix[k], rec.committed, fold)
+										op, name, k, len(s.jobs), s.vals[k], s.prefix[k], c, fold)
 								}
 							}
-							if !sameBits(s.sum, fold) || len(s.prefix) != len(s.jobs) {
-								t.Fatalf("op %d: sum %q is %v over %d partial sums, want %v over %d jobs", op, name, s.sum, len(s.prefix), fold, len(s.jobs))
+							if !sameBits(s.sum, fold) || len(s.prefix) != len(s.jobs) || live != s.live || holes != s.holes || live == 0 {
+								t.Fatalf("op %d: sum %q is %v over %d partial sums, %d live jobs (%d counted), %d holes (%d); want %v over %d jobs",
+									op, name, s.sum, len(s.prefix), s.live, live, s.holes, holes, fold, len(s.jobs))
 							}
+							maxHoles = max(maxHoles, holes)
 						}
 					}
 				}
 			}
-			if reads < 100 || (tc.zeroEvery < 10 && zeroStops < 100) {
-				t.Fatalf("%d reads, %d stops of a job with +0 committed: the test checks too little", reads, zeroStops)
+			if reads < 100 || (tc.zeroEvery < 10 && zeroStops < 100) || maxHoles < 32 || rejoined < 100 {
+				t.Fatalf("%d reads, %d stops of a job with +0 committed, at most %d holes in a sum, %d ids started again: the test checks too little",
+					reads, zeroStops, maxHoles, rejoined)
 			}
 		})
 	}

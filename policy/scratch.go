@@ -21,7 +21,7 @@ type rankScratch struct {
 	acctW           []float64 // computeVTC: account shares
 	ents, radix     []rankEntry
 	perAcct, fillA  []int32
-	order           []int32
+	order, hint     []int32
 	users           map[string]struct{} // themis: pending users not running
 }
 

@@ -55,11 +55,17 @@ type vtc struct {
 }
 
 // vtcMemo keeps the orders of computeVTC's last sorts: the jobs within
-// each association, and the jobs of each account by user tag; and the
-// association of the job in each queue slot.
+// each association (orders, under groups' lock; within when that cannot
+// serve), and the jobs of each account by user tag; and the association
+// of the job in each queue slot.
 type vtcMemo struct {
 	within, acct segMemo
-	groups       groupMemo
+	// acctOne is acct for a queue whose jobs are all of one account and
+	// tagged: one segment in slot order, which a rankMemo sorts with
+	// fewer passes.
+	acctOne rankMemo
+	groups  groupMemo
+	orders  withinMemo
 }
 
 // NewVTC returns the "vtc" policy.
@@ -105,7 +111,7 @@ func (p *vtc) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 			row[3] = 1
 		}
 	}
-	scores, err := p.sc.rankWith(s, parts, sub, buf)
+	scores, err := p.sc.rankHinted(s, parts, sub, buf, t.hint)
 	if err != nil {
 		return nil, fmt.Errorf("vtc: %w", err)
 	}
@@ -120,6 +126,10 @@ type vtcTags struct {
 	userC   []float64 // per group: weighted user counter, committed service included
 	acctC   []float64 // per account: weighted account counter, committed service included
 	zero    []bool    // per group: zero shares (user or account)
+	// hint is the pending jobs in ascending tag, nil when the jobs of
+	// several accounts have tags (each account's are ascending, not
+	// their concatenation): what the ranking sorts from.
+	hint []int32
 }
 
 // computeVTC plays VTC forward over the pending jobs: within each
@@ -138,8 +148,10 @@ type vtcTags struct {
 func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, running *runningIndex, buf *rankScratch,
 	memo *vtcMemo) *vtcTags {
 	g := &buf.g
+	sorted := false // g.members in the within order
 	if memo != nil && memo.groups.mu.TryLock() {
 		g.resetWith(s.Pending, &memo.groups)
+		sorted = memo.orders.membersWithin(g, &memo.groups, s.Pending, within, sub)
 		memo.groups.mu.Unlock()
 	} else {
 		g.reset(s.Pending)
@@ -207,12 +219,14 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 			}
 		}
 	}
-	for k, i := range g.members {
-		ents[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
-	}
-	sortSegments(withinMemo, ents, g.start)
-	for k := range ents {
-		g.members[k] = ents[k].i
+	if !sorted {
+		for k, i := range g.members {
+			ents[k] = rankEntry{value: -within[i], submit: sub[i], id: s.Pending[i].ID, i: i}
+		}
+		sortSegments(withinMemo, ents, g.start)
+		for k := range ents {
+			g.members[k] = ents[k].i
+		}
 	}
 
 	// User tags: each user's jobs charged in turn to the user's counter.
@@ -255,7 +269,11 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 	}
 	buf.order = resize(buf.order, int(perAcct[na])) // every entry is written below
 	order := buf.order
-	sortSegments(acctMemo, ents[:perAcct[na]], perAcct)
+	if memo != nil && na == 1 && int(perAcct[na]) == n {
+		memo.acctOne.sortFrom(ents[:n], scratchAll)
+	} else {
+		sortSegments(acctMemo, ents[:perAcct[na]], perAcct)
+	}
 	for k, e := range ents[:perAcct[na]] {
 		order[k] = e.i
 	}
@@ -278,6 +296,21 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 				t.tag[m] = maxTag + 1
 			}
 		}
+	}
+	tagged := 0
+	for a := range na {
+		if perAcct[a+1] > perAcct[a] {
+			tagged++
+		}
+	}
+	if tagged <= 1 {
+		buf.hint = append(buf.hint[:0], order...)
+		for x := range g.keys {
+			if t.zero[x] {
+				buf.hint = append(buf.hint, g.group(x)...)
+			}
+		}
+		t.hint = buf.hint
 	}
 	return t
 }
