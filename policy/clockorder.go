@@ -8,19 +8,34 @@ import (
 )
 
 // clockKeyed is a Policy whose key of a pending job is a function of the
-// job's wait alone, w = max(0, Now − waitingSince), through constants of
+// job's wait, w = max(0, Now − waitingSince), through constants of
 // the job fixed while it waits (its time limit, its size): wfp3's
-// (w/r)³·n and unicep's w/(max(log2 n,1)·r). It reads nothing else: no
-// prediction, no Ledger, no other job. The order of two jobs changes
+// (w/r)³·n and unicep's w/(max(log2 n,1)·r). They read nothing else: no
+// prediction, no Ledger, no other job. themis' ρ = (w + run)/tid, w =
+// Now − Submit, is one too between the instants where N (the users with
+// a pending or running job) or the job's prediction changes, which the
+// caller tells the ClockOrder (SetUsers, Rekey; clockReadsUsers). The
+// order of two jobs changes
 // while they wait, but little from one scheduling point to the next, and
 // a caller that keeps the queue (ClockOrder) recomputes each key from two
 // numbers instead of ranking the Snapshot.
 type clockKeyed interface {
 	Policy
-	// clockConsts returns the constants of j's key in s.
-	clockConsts(s *Snapshot, j *Job) (a, b float64)
+	// clockConsts returns the constants of j's key in s, users being N,
+	// the number of users with a pending or running job (read only where
+	// clockReadsUsers), and i j's index in s.Pending, -1 when j is not
+	// there.
+	clockConsts(s *Snapshot, j *Job, i int, users float64) (a, b float64)
+	// clockSince is when j's wait starts, and signed whether the wait is
+	// the signed time since then (themis' Now − Submit) rather than
+	// waited's, never below 0.
+	clockSince(j *Job) (since time.Time, signed bool)
+	// clockReadsUsers is whether the constants read N and the job's
+	// prediction (themis): the caller then sets N (SetUsers) and keys a
+	// job again when its prediction changes (Rekey).
+	clockReadsUsers() bool
 	// clockValue is the Value Rank gives a job of constants a, b that
-	// waited w seconds (as waited computes w), bit for bit.
+	// waited w seconds (as clockNow.wait computes w), bit for bit.
 	clockValue(w, a, b float64) float64
 	// clockValues sets each key's value to clockValue of its job's wait
 	// at now (clockNow.wait) and constants, the job being jobs[slot]: one
@@ -30,7 +45,7 @@ type clockKeyed interface {
 	// non-decreasing function f of c·w, w its wait in seconds. Bounding
 	// c·w over a set of jobs bounds their keys (clockBound).
 	clockSlope(a, b float64) float64
-	// clockBound is f(y) grown by a margin (clockMargin) over the
+	// clockBound, of a y at least 0, is f(y) grown by a margin (clockMargin) over the
 	// rounding of the key's and the bound's arithmetic, a few units of
 	// 2⁻⁵³ each: at least clockValue of every job whose c·w, computed in
 	// float64, is at most y.
@@ -38,7 +53,7 @@ type clockKeyed interface {
 }
 
 // ClockOrder keeps the pending jobs of a policy whose keys are a function
-// of each job's wait (wfp3, unicep: see clockKeyed) in the order Rank
+// of each job's wait (wfp3, unicep, themis: see clockKeyed) in the order Rank
 // gives them, from one instant to the next: a caller that sees jobs come
 // and go (the simulator) adds and removes them, and Advance brings the
 // order to a later instant. The order is sorted when it is read whole
@@ -103,6 +118,7 @@ type ClockOrder struct {
 	active []int32
 	spare  []int32
 	open   map[uint64]int32 // by slope class: the block its jobs join
+	users  float64          // N (SetUsers), where clockReadsUsers
 	epoch  uint64           // counts instants (Advance)
 	stamp  uint64           // counts fillTop's
 	top    []clockKey       // Best's, when not sorted
@@ -131,17 +147,27 @@ type clockNow struct {
 	clock secondsClock
 }
 
-// wait is j's wait at n, as waited computes it.
+// wait is j's wait at n, as waited computes it (as secondsClock.since
+// does when j's is signed).
 func (n *clockNow) wait(j *clockJob) float64 {
 	if n.fast && j.fast {
-		return max(0, time.Duration(n.ns-j.sinceNS).Seconds())
+		w := time.Duration(n.ns - j.sinceNS).Seconds()
+		if j.signed {
+			return w
+		}
+		return max(0, w)
 	}
 	return n.slowWait(j)
 }
 
 // slowWait is wait where n or j is not fast, kept out of wait's common
 // path.
-func (n *clockNow) slowWait(j *clockJob) float64 { return max(0, n.clock.since(j.since)) }
+func (n *clockNow) slowWait(j *clockJob) float64 {
+	if j.signed {
+		return n.clock.since(j.since)
+	}
+	return max(0, n.clock.since(j.since))
+}
 
 // clockKey is one job's place in a ClockOrder.
 type clockKey struct {
@@ -165,8 +191,9 @@ type clockJob struct {
 	sinceNS int64   // waitingSince in Unix ns, when fast
 	submit  int64   // unixNanoOrMin(Submit), the first tie-break
 	id      int64
-	fast    bool // waitingSince is in fastRange
-	since   time.Time
+	fast    bool      // since is in fastRange
+	signed  bool      // clockSince's
+	since   time.Time // clockSince's
 }
 
 // clockPlace is where a job held is: keys[pos] of blocks[block].
@@ -340,7 +367,8 @@ func (o *ClockOrder) bound(b *clockBlock) float64 {
 	}
 	d := o.at.ns - b.sinceNS
 	if d <= 0 {
-		return 0 // every job's wait is 0, and so its key
+		// Every job's wait is at most 0: its key is at most f(0).
+		return o.p.clockBound(0)
 	}
 	// d is exact as a count of nanoseconds: the wait's difference,
 	// before rounding to float64.
@@ -623,6 +651,11 @@ func (o *ClockOrder) Add(s *Snapshot, j *Job, tag int32) error {
 // slab, where the caller's arrays of every job would be read out of
 // order.
 func (o *ClockOrder) AddSized(s *Snapshot, j *Job, tag int32, need int32, limit int64) error {
+	return o.add(s, j, -1, tag, need, limit)
+}
+
+// add is AddSized of j, s.Pending[i] when i >= 0.
+func (o *ClockOrder) add(s *Snapshot, j *Job, i int, tag int32, need int32, limit int64) error {
 	if tag < 0 {
 		return fmt.Errorf("clock order: tag %d: want >= 0", tag)
 	}
@@ -635,9 +668,10 @@ func (o *ClockOrder) AddSized(s *Snapshot, j *Job, tag int32, need int32, limit 
 	if !o.started || s.Now != o.last {
 		o.Advance(s.Now)
 	}
-	a, b := o.p.clockConsts(s, j)
-	since := waitingSince(j)
-	cj := clockJob{a: a, b: b, slope: o.p.clockSlope(a, b), submit: unixNanoOrMin(j.Submit), id: j.ID, fast: inFastRange(since), since: since}
+	a, b := o.p.clockConsts(s, j, i, o.users)
+	since, signed := o.p.clockSince(j)
+	cj := clockJob{a: a, b: b, slope: o.p.clockSlope(a, b), submit: unixNanoOrMin(j.Submit), id: j.ID, fast: inFastRange(since),
+		signed: signed, since: since}
 	if cj.fast {
 		cj.sinceNS = since.UnixNano()
 	}
@@ -738,4 +772,50 @@ func (o *ClockOrder) Remove(tag int32) {
 	if o.open[b.class] != p.block {
 		o.spare = append(o.spare, p.block)
 	}
+}
+
+// ReadsUsers is whether the keys read the number of users with a pending
+// or running job and each job's prediction (themis): the caller then
+// sets the number (SetUsers) before adding jobs at an instant, and keys
+// again (Rekey) every job held when it changes and each job whose
+// prediction changed.
+func (o *ClockOrder) ReadsUsers() bool { return o.p.clockReadsUsers() }
+
+// SetUsers sets the number of users with a pending or running job that
+// the keys added or keyed again from now on read, and reports whether it
+// changed.
+func (o *ClockOrder) SetUsers(n float64) bool {
+	if n == o.users {
+		return false
+	}
+	o.users = n
+	return true
+}
+
+// Has is whether the job with this tag is held.
+func (o *ClockOrder) Has(tag int32) bool {
+	return tag >= 0 && int(tag) < len(o.slot) && o.slot[tag] != 0
+}
+
+// Rekey keys the job with this tag, s.Pending[i], again as the policy
+// ranks it in s, where its prediction or the number of users
+// (SetUsers) may have changed since it was added: a job whose constants
+// are the same stays where it is. The error is Add's, or a tag not held
+// or held for another job.
+func (o *ClockOrder) Rekey(s *Snapshot, i int, tag int32) error {
+	if !o.Has(tag) {
+		return fmt.Errorf("clock order: tag %d not held", tag)
+	}
+	j, slot := &s.Pending[i], o.slot[tag]-1
+	cj := &o.jobs[slot]
+	if cj.id != j.ID {
+		return fmt.Errorf("clock order: tag %d holds job %d, not %d", tag, cj.id, j.ID)
+	}
+	a, b := o.p.clockConsts(s, j, i, o.users)
+	if math.Float64bits(a) == math.Float64bits(cj.a) && math.Float64bits(b) == math.Float64bits(cj.b) {
+		return nil
+	}
+	z := o.sized[slot]
+	o.Remove(tag)
+	return o.add(s, j, i, tag, z.need, z.limit)
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -10,7 +11,9 @@ import (
 
 // TestClockOrder_Policies checks which registered policies get a
 // ClockOrder: wfp3 and unicep, whose keys grow with the wait alone, and
-// none whose order is static or reads anything but the job and the clock.
+// themis, whose keys also read N and the job's prediction (ReadsUsers);
+// none whose order is static, and none but themis that reads anything
+// but the job and the clock.
 func TestClockOrder_Policies(t *testing.T) {
 	for _, e := range registry {
 		p, err := e.New(nil)
@@ -18,11 +21,15 @@ func TestClockOrder_Policies(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, ok := NewClockOrder(p)
-		want := e.Name == "wfp3" || e.Name == "unicep"
+		want := e.Name == "wfp3" || e.Name == "unicep" || e.Name == "themis"
 		if ok != want {
 			t.Errorf("%s: NewClockOrder ok = %v, want %v", e.Name, ok, want)
 		}
-		if ok && (!e.Traits.PredictionBlind || e.Traits.StaticOrder) {
+		o, _ := NewClockOrder(p)
+		if users := ok && o.ReadsUsers(); users != (e.Name == "themis") {
+			t.Errorf("%s: ReadsUsers %v", e.Name, users)
+		}
+		if ok && (!e.Traits.PredictionBlind && !o.ReadsUsers() || e.Traits.StaticOrder) {
 			t.Errorf("%s: a ClockOrder, but traits %+v: its keys read only the job and the clock", e.Name, e.Traits)
 		}
 	}
@@ -127,7 +134,7 @@ func clockCases() []clockCase {
 // order's best job and then its whole order must be exactly those of the
 // policy's Rank of the same pending jobs.
 func TestClockOrder_SameAsRank(t *testing.T) {
-	for _, name := range []string{"wfp3", "unicep"} {
+	for _, name := range []string{"wfp3", "unicep", "themis"} {
 		for _, c := range clockCases() {
 			t.Run(name+"/"+c.name, func(t *testing.T) {
 				p, o := clockOrderFor(t, name)
@@ -245,7 +252,7 @@ func TestClockOrder_Errors(t *testing.T) {
 // Rank gives the job, over random limits, sizes and waits.
 func TestClockKeyed_Values(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	for _, name := range []string{"wfp3", "unicep"} {
+	for _, name := range []string{"wfp3", "unicep", "themis"} {
 		p, err := New(name, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -257,15 +264,27 @@ func TestClockKeyed_Values(t *testing.T) {
 				j.GPUs, j.Shards = rng.IntN(9), rng.IntN(9)
 			}
 			s := &Snapshot{Now: rkT0.Add(time.Duration(rng.Int64N(int64(30 * 24 * time.Hour)))), Pending: []Job{j}, Service: Service{ShardsPerGPU: 4}}
+			if rng.IntN(2) == 0 {
+				// themis' prediction, capacity and N (1 here).
+				s.Predicted = map[int64]time.Duration{1: time.Duration(rng.Int64N(int64(48 * time.Hour)))}
+				s.GPUs = float64(rng.IntN(20))
+			}
+			if rng.IntN(4) == 0 {
+				s.Now = rkT0.Add(-time.Duration(rng.Int64N(int64(time.Hour)))) // before the submit
+			}
 			scores, err := p.Rank(s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, b := cp.clockConsts(s, &j)
-			w := waited(s, &j)
-			since := waitingSince(&j)
+			a, b := cp.clockConsts(s, &j, 0, 1)
+			since, signed := cp.clockSince(&j)
+			clock := newSecondsClock(s.Now)
+			w := clock.since(since)
+			if !signed {
+				w = waited(s, &j)
+			}
 			now := clockNow{clock: newSecondsClock(s.Now), fast: true, ns: s.Now.UnixNano()}
-			keys, jobs := []clockKey{{slot: 1}}, []clockJob{{}, {a: a, b: b, fast: true, sinceNS: since.UnixNano(), since: since}}
+			keys, jobs := []clockKey{{slot: 1}}, []clockJob{{}, {a: a, b: b, fast: true, signed: signed, sinceNS: since.UnixNano(), since: since}}
 			cp.clockValues(keys, jobs, &now)
 			if v := cp.clockValue(w, a, b); math.Float64bits(v) != math.Float64bits(scores[0].Value) || math.Float64bits(keys[0].value) != math.Float64bits(v) {
 				t.Fatalf("%s: job %+v at %v: clockValue %v, clockValues %v, Rank's Value %v", name, j, s.Now, v, keys[0].value, scores[0].Value)
@@ -280,7 +299,7 @@ func TestClockKeyed_Values(t *testing.T) {
 // instants, the clock also going back and jobs leaving; and that the
 // bound is worth having, near the block's best key for most blocks.
 func TestClockOrder_BoundsCoverKeys(t *testing.T) {
-	for _, name := range []string{"wfp3", "unicep"} {
+	for _, name := range []string{"wfp3", "unicep", "themis"} {
 		for _, c := range clockCases() {
 			t.Run(name+"/"+c.name, func(t *testing.T) {
 				_, o := clockOrderFor(t, name)
@@ -345,7 +364,7 @@ func TestClockOrder_BoundsCoverKeys(t *testing.T) {
 // goes, whether the keys were sorted at the last instant or not, and
 // with needs few or more than Behind has heaps for.
 func TestClockOrder_BestAndBehind(t *testing.T) {
-	for _, name := range []string{"wfp3", "unicep"} {
+	for _, name := range []string{"wfp3", "unicep", "themis"} {
 		for _, c := range clockCases() {
 			t.Run(name+"/"+c.name, func(t *testing.T) {
 				p, o := clockOrderFor(t, name)
@@ -460,3 +479,127 @@ func clockOrderFor(t *testing.T, name string) (Policy, *ClockOrder) {
 	}
 	return p, o
 }
+
+// TestClockOrder_ThemisHistory plays random histories through themis'
+// ClockOrder as the simulator keeps it: jobs of a few users arrive, start
+// (leave the queue and run for a while) and end, the clock moves, the
+// capacity makes large jobs slower on a user's share, predictions change
+// (Rekey of the jobs predicted anew) and with them N, the users with a
+// pending or running job (SetUsers, then Rekey of every job held). After
+// every step Best and then the whole order must be exactly those of
+// themis' Rank of the same Snapshot, computed from scratch.
+func TestClockOrder_ThemisHistory(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			p, o := clockOrderFor(t, "themis")
+			rng := rand.New(rand.NewPCG(seed, 11))
+			s := &Snapshot{Now: rkT0, GPUs: float64(8 + rng.IntN(24)), Predicted: map[int64]time.Duration{}}
+			users := 3 + int(seed)*2
+			nextID, nChanges, rekeyed := int64(1), 0, 0
+			for step := range 500 {
+				s.Now = s.Now.Add(time.Duration(rng.Int64N(int64(pick(rng, 1, 90, 3600)) * int64(time.Second))))
+				o.Advance(s.Now)
+				// Running jobs end.
+				s.Running = slices.DeleteFunc(s.Running, func(Job) bool { return rng.IntN(3) == 0 })
+				// Pending jobs start.
+				for range rng.IntN(min(len(s.Pending), 5) + 1) {
+					i := rng.IntN(len(s.Pending))
+					o.Remove(int32(s.Pending[i].ID))
+					s.Running = append(s.Running, s.Pending[i])
+					s.Pending = slices.Delete(s.Pending, i, i+1)
+				}
+				// Arrivals, now or a while ago, some of the same submit:
+				// the queue grows for 50 steps, then drains.
+				var added []Job
+				for range rng.IntN(3 + step/50%2*6) {
+					j := Job{ID: nextID, User: fmt.Sprint("u", rng.IntN(users)), Submit: s.Now.Add(-time.Duration(pick(rng, 0, 0, 1, int(time.Minute), int(time.Hour)))),
+						TimeLimit: time.Duration(pick(rng, 0, 60, 3600)) * time.Second, GPUs: pick(rng, 0, 1, 4, 8, 16)}
+					if rng.IntN(4) == 0 && len(s.Pending) > 0 {
+						j.Submit = s.Pending[rng.IntN(len(s.Pending))].Submit
+					}
+					nextID++
+					if rng.IntN(3) > 0 {
+						s.Predicted[j.ID] = time.Duration(rng.Int64N(int64(pick(rng, 5, 600, 7200)) * int64(time.Second)))
+					}
+					added = append(added, j)
+				}
+				// Predictions made anew, or dropped.
+				var repred []int
+				for i := range s.Pending {
+					if rng.IntN(8) == 0 {
+						if id := s.Pending[i].ID; rng.IntN(5) == 0 {
+							delete(s.Predicted, id)
+						} else {
+							s.Predicted[id] = time.Duration(pick(rng, 1, 30, 1800, 9000)) * time.Second
+						}
+						repred = append(repred, i)
+					}
+				}
+				// N as themis counts it, from scratch.
+				seen := map[string]bool{}
+				for _, js := range [][]Job{s.Pending, s.Running, added} {
+					for _, j := range js {
+						seen[j.User] = true
+					}
+				}
+				if o.SetUsers(float64(len(seen))) {
+					nChanges++
+					repred = repred[:0]
+					for i := range s.Pending {
+						repred = append(repred, i)
+					}
+				}
+				for _, i := range repred {
+					if err := o.Rekey(s, i, int32(s.Pending[i].ID)); err != nil {
+						t.Fatal(err)
+					}
+					rekeyed++
+				}
+				for _, j := range added {
+					if err := o.Add(s, &j, int32(j.ID)); err != nil {
+						t.Fatal(err)
+					}
+					s.Pending = append(s.Pending, j)
+				}
+				scores, err := p.Rank(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := make([]int32, len(scores))
+				for i, sc := range scores {
+					want[i] = int32(sc.JobID)
+				}
+				if best, ok := o.Best(); ok != (len(want) > 0) || ok && best != want[0] {
+					t.Fatalf("step %d: Best %d, %v; want the first of %v", step, best, ok, want)
+				}
+				if got := o.AppendTags(nil); !slices.Equal(got, want) {
+					t.Fatalf("step %d at %s: %d jobs, N %d: kept order %v, Rank's %v", step, s.Now.Format(time.RFC3339Nano), len(want), len(seen), got, want)
+				}
+			}
+			if nChanges < 10 || rekeyed < 1000 {
+				t.Fatalf("N changed %d times, %d jobs keyed again: the test checks too little", nChanges, rekeyed)
+			}
+		})
+	}
+}
+
+// TestClockOrder_RekeyErrors checks that Rekey refuses a tag not held and
+// a tag held for another job.
+func TestClockOrder_RekeyErrors(t *testing.T) {
+	_, o := clockOrderFor(t, "themis")
+	s := &Snapshot{Now: rkT0, Pending: []Job{{ID: 1, Submit: rkT0}, {ID: 2, Submit: rkT0}}}
+	if err := o.Add(s, &s.Pending[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rekey(s, 1, 2); err == nil {
+		t.Error("Rekey of a tag not held: no error")
+	}
+	if err := o.Rekey(s, 1, 1); err == nil {
+		t.Error("Rekey of tag 1 with job 2: no error")
+	}
+	if err := o.Rekey(s, 0, 1); err != nil {
+		t.Errorf("Rekey of the job held: %v", err)
+	}
+}
+
+func pick(r *rand.Rand, xs ...int) int { return xs[r.IntN(len(xs))] }

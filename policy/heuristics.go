@@ -262,11 +262,15 @@ func wfp3Value(w, r, n float64) float64 {
 
 // wfp3's key is a function of the job's wait: a ClockOrder keeps its
 // order between points.
-func (*wfp3) clockConsts(s *Snapshot, j *Job) (r, n float64) {
+func (*wfp3) clockConsts(s *Snapshot, j *Job, _ int, _ float64) (r, n float64) {
 	return requestedRun(j), requestedSize(s, j)
 }
 
 func (*wfp3) clockValue(w, r, n float64) float64 { return wfp3Value(w, r, n) }
+
+func (*wfp3) clockSince(j *Job) (time.Time, bool) { return waitingSince(j), false }
+
+func (*wfp3) clockReadsUsers() bool { return false }
 
 // wfp3's key is (c·w)³ with c = ∛n/r.
 func (*wfp3) clockSlope(r, n float64) float64 { return math.Cbrt(n) / r }
@@ -326,11 +330,15 @@ func unicepDivisor(r, n float64) float64 { return max(math.Log2(n), 1) * r }
 
 // unicep's key is the wait over a constant: a ClockOrder keeps its order
 // between points. The constants are the divisor and 0.
-func (*unicep) clockConsts(s *Snapshot, j *Job) (d, _ float64) {
+func (*unicep) clockConsts(s *Snapshot, j *Job, _ int, _ float64) (d, _ float64) {
 	return unicepDivisor(requestedRun(j), requestedSize(s, j)), 0
 }
 
 func (*unicep) clockValue(w, d, _ float64) float64 { return w / d }
+
+func (*unicep) clockSince(j *Job) (time.Time, bool) { return waitingSince(j), false }
+
+func (*unicep) clockReadsUsers() bool { return false }
 
 // unicep's key is c·w with c = 1/d.
 func (*unicep) clockSlope(d, _ float64) float64 { return 1 / d }

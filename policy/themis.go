@@ -223,3 +223,39 @@ func (m *activeMemo) number(user string) int32 {
 	}
 	return u
 }
+
+// themis' key is linear in the time since the job's submission while N
+// and its prediction stay: ρ = (w + run)/tid. A ClockOrder keeps its
+// order between points, the caller setting N (SetUsers) and keying a job
+// again when its prediction changes (Rekey). The constants are run and
+// tid, computed as rankIndexed computes them.
+func (p *themis) clockConsts(s *Snapshot, j *Job, i int, users float64) (run, tid float64) {
+	var d time.Duration
+	if i >= 0 {
+		d = predictedAt(s, i)
+	} else {
+		d = predictedRun(s, j)
+	}
+	run = d.Seconds()
+	return run, max(run*shareSlowdown(s, j, users), p.minRun)
+}
+
+func (*themis) clockSince(j *Job) (time.Time, bool) { return j.Submit, true }
+
+func (*themis) clockReadsUsers() bool { return true }
+
+func (*themis) clockValue(w, run, tid float64) float64 { return (w + run) / tid }
+
+// themis' key is c·w + run/tid with c = 1/tid, and run/tid is at most 1:
+// tid is at least run·max(1, ·).
+func (*themis) clockSlope(_, tid float64) float64 { return 1 / tid }
+
+func (*themis) clockBound(y float64) float64 { return (y + 1) * clockMargin }
+
+func (*themis) clockValues(keys []clockKey, jobs []clockJob, now *clockNow) {
+	for i := range keys {
+		k := &keys[i]
+		j := &jobs[k.slot]
+		k.value = (now.wait(j) + j.a) / j.b
+	}
+}

@@ -340,12 +340,20 @@ type simulator struct {
 	// queue alone (snap).
 	bare bool
 	snap policy.Snapshot
-	// clock, when the policy's keys grow with each job's wait alone
-	// (policy.NewClockOrder: wfp3, unicep) and nothing needs the Scores,
-	// holds the pending jobs in the policy's order: a cycle brings it to
-	// the cycle's instant and adds the jobs that arrived (unkeyed),
-	// without the engine, whose state such keys never read.
+	// clock, when the policy's keys grow with each job's wait
+	// (policy.NewClockOrder: wfp3, unicep; themis, see clockEngine) and
+	// nothing needs the Scores, holds the pending jobs in the policy's
+	// order: a cycle brings it to the cycle's instant and adds the jobs
+	// that arrived (unkeyed), without the engine where the keys read
+	// nothing it keeps (wfp3, unicep).
 	clock *policy.ClockOrder
+	// clockEngine, with clock, when the keys also read each job's
+	// prediction and N, the users with a pending or running job (themis):
+	// a cycle runs the engine's update for the predictions, sets N, kept
+	// here (users), and keys again the jobs the engine predicted anew,
+	// and every job at a new N.
+	clockEngine bool
+	users       userCount
 	// byService, preemptive, when the policy's keys change only when the
 	// engine charges a job (policy.NewServiceOrder: tiresias' 2D-LAS) and
 	// nothing needs the Scores, holds the candidates, pending and running,
@@ -540,6 +548,16 @@ func (s *simulator) load(res *Result) error {
 		s.bare = s.static != nil && !policy.ReadsPredictions(s.cfg.Policy)
 		if s.static == nil {
 			s.clock, _ = policy.NewClockOrder(s.cfg.Policy)
+			if s.clock != nil && s.clock.ReadsUsers() {
+				// Where jobs share GPUs or run in partitions themis
+				// ranks the whole queue as before.
+				if s.sh != nil || s.parts != nil {
+					s.clock = nil
+				} else {
+					s.clockEngine = true
+					s.users.init(s.in, s.jobs)
+				}
+			}
 		}
 		s.loose = s.sh == nil
 	}
@@ -931,18 +949,27 @@ func (s *simulator) cycleStatic() error {
 	return nil
 }
 
-// cycleClock is cycle for a policy whose keys grow with each job's wait
-// alone: the order is the kept one brought to now, with the jobs that
-// arrived since added. Such keys read nothing the engine keeps, so the
-// cycle skips it, as cycleStatic does for a bare static order.
+// cycleClock is cycle for a policy whose keys grow with each job's wait:
+// the order is the kept one brought to now, with the jobs that arrived
+// since added. wfp3's and unicep's keys read nothing the engine keeps,
+// so the cycle skips it, as cycleStatic does for a bare static order;
+// themis' read predictions (updateClock).
 func (s *simulator) cycleClock() error {
 	s.runBase = len(s.running)
-	s.snap = policy.Snapshot{Now: s.at(s.now), Pending: s.pending, Running: s.running, TrueRun: s.trueRun, Shares: s.cfg.Shares,
-		Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
-	s.clock.Advance(s.snap.Now)
+	snap := &s.snap
+	if s.clockEngine {
+		var err error
+		if snap, err = s.updateClock(); err != nil {
+			return err
+		}
+	} else {
+		s.snap = policy.Snapshot{Now: s.at(s.now), Pending: s.pending, Running: s.running, TrueRun: s.trueRun, Shares: s.cfg.Shares,
+			Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
+		s.clock.Advance(s.snap.Now)
+	}
 	for _, k := range s.unkeyed {
-		if err := s.clock.AddSized(&s.snap, &s.pending[s.jobs[k].pos], k, s.qneed[k], s.qrem[k]); err != nil {
-			return s.rankError(&s.snap, err)
+		if err := s.clock.AddSized(snap, &s.pending[s.jobs[k].pos], k, s.qneed[k], s.qrem[k]); err != nil {
+			return s.rankError(snap, err)
 		}
 	}
 	s.unkeyed = s.unkeyed[:0]
@@ -961,6 +988,39 @@ func (s *simulator) cycleClock() error {
 	}
 	s.passClock()
 	return nil
+}
+
+// updateClock is cycleClock's engine update where the keys read
+// predictions and N (clockEngine): it brings the order to now and keys
+// again the jobs held whose constants may have changed, every one at a
+// new N (a few thousand of big's 55,000 points), else those the engine
+// predicted anew (about one a point).
+func (s *simulator) updateClock() (*policy.Snapshot, error) {
+	o := policy.Observation{Now: s.at(s.now), Pending: s.pending, Running: s.running, Stopped: s.stopped, TrueRun: s.trueRun,
+		RunningAppended: true}
+	snap, err := s.eng.Update(&o)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: cycle at %s: %w", o.Now.Format(time.RFC3339), err)
+	}
+	s.clock.Advance(snap.Now)
+	if s.clock.SetUsers(float64(s.users.n)) {
+		for i, k := range s.pendK {
+			if s.clock.Has(k) {
+				if err := s.clock.Rekey(snap, i, k); err != nil {
+					return nil, s.rankError(snap, err)
+				}
+			}
+		}
+		return snap, nil
+	}
+	for _, id := range s.repredicted() {
+		if k, ok := s.jobIndex(id); ok && k >= 0 && s.clock.Has(k) {
+			if err := s.clock.Rekey(snap, int(s.jobs[k].pos), k); err != nil {
+				return nil, s.rankError(snap, err)
+			}
+		}
+	}
+	return snap, nil
 }
 
 // passClock is decideEASY's pass over the ClockOrder's queue, given only
@@ -1281,6 +1341,9 @@ func (s *simulator) submit(k int32) {
 
 func (s *simulator) enqueue(k int32, pj policy.Job) {
 	j := &s.jobs[k]
+	if s.clockEngine {
+		s.users.add(k)
+	}
 	j.pos = int32(len(s.pending))
 	s.pending = append(s.pending, pj)
 	s.pendK = append(s.pendK, k)
@@ -1414,6 +1477,9 @@ func (s *simulator) stop(k int32) policy.Job {
 	}
 	j.seq = 0
 	s.hot[k].running = false
+	if s.clockEngine {
+		s.users.remove(k)
+	}
 	s.removeLimit(limitEntry{t: j.start + j.limit - j.done, k: k})
 	if s.parts != nil {
 		s.parts.give(j.alloc)

@@ -635,8 +635,10 @@ func TestRun_StaticOrderSameAsRanking(t *testing.T) {
 }
 
 // TestRun_ClockOrderSameAsRanking checks that the policies whose keys
-// grow with each job's wait (wfp3, unicep), whose queue the simulator
-// keeps in a ClockOrder without the engine, schedule exactly as the full
+// grow with each job's wait (wfp3, unicep, without the engine; themis,
+// with its predictions, fairway's and tsafrir's, and N kept by the
+// simulator), whose queue the simulator keeps in a ClockOrder, schedule
+// exactly as the full
 // ranking at every cycle does (which a recorder gets): on the synthetic
 // workload, with submit times rounded to the minute so that keys tie, and
 // on a machine of 4,000 processors with hundreds of jobs waiting, and
@@ -653,11 +655,18 @@ func TestRun_ClockOrderSameAsRanking(t *testing.T) {
 		jobs    []policy.Job
 		cluster Cluster
 	}{{"synthetic", jobs, cluster}, {"tied", tied, cluster}, {"big", big, bigCluster}}
-	for _, name := range []string{"wfp3", "unicep"} {
+	for _, name := range []string{"wfp3", "unicep", "themis/fairway", "themis/tsafrir"} {
 		for _, w := range workloads {
 			t.Run(name+"/"+w.name, func(t *testing.T) {
+				config := func() Config {
+					if p, pred, ok := strings.Cut(name, "/"); ok {
+						return smConfig(t, w.cluster, p, pred)
+					}
+					return Config{Cluster: w.cluster, Policy: smPolicy(t, name, nil)}
+				}
 				clocked := 0
-				cfg := Config{Cluster: w.cluster, Policy: smPolicy(t, name, nil), clockCycles: &clocked}
+				cfg := config()
+				cfg.clockCycles = &clocked
 				kept, err := Run(w.jobs, cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -665,7 +674,7 @@ func TestRun_ClockOrderSameAsRanking(t *testing.T) {
 				if clocked == 0 || clocked != kept.Cycles {
 					t.Errorf("%d of %d cycles ordered by the ClockOrder, want all", clocked, kept.Cycles)
 				}
-				full := Config{Cluster: w.cluster, Policy: smPolicy(t, name, nil)}
+				full := config()
 				full.OnCycle = func(*policy.Observation, *policy.Snapshot, []policy.Score) {}
 				ranked, err := Run(w.jobs, full)
 				if err != nil {
