@@ -60,6 +60,8 @@ func tuneCommand() *cli.Command {
 			"    divided by 1.5 (its history, sizes and run times as recorded): a point must meet the\n" +
 			"    constraints at every load, and its value is the mean over them (docs/POLICY.md has its\n" +
 			"    time-split rows).\n" +
+			"  --value-loads 1,1.5 (with --loads 1) replays the windows at 1.5 too, but for the value only: a\n" +
+			"    point must meet the constraints at --loads, and its value is the mean over --value-loads.\n" +
 			"The same trace, flags, --seed, --population and --generations give the same file; a --budget that\n" +
 			"stops the search first gives the best found by then. The file records what it was trained on and\n" +
 			"every policy's metrics on the validation part.\n\n" +
@@ -86,6 +88,7 @@ func tuneCommand() *cli.Command {
 			&cli.IntFlag{Name: "sequences", Value: 10, Usage: "with --objective bsld: sequences per window", EnvVars: []string{"FAIRWAY_TUNE_SEQUENCES"}},
 			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --objective bsld: jobs per sequence", EnvVars: []string{"FAIRWAY_TUNE_LENGTH"}},
 			&cli.StringFlag{Name: "loads", Value: "1", Usage: "offered loads each training and validation window is replayed at, as factors of its own (1 among them; not with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_LOADS"}},
+			&cli.StringFlag{Name: "value-loads", Usage: "offered loads the value is averaged over, the constraints required at --loads only (default: --loads; 1 among them; not with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_VALUE_LOADS"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_TUNE_PROGRESS"}},
 		}, append(tuneDBFlags(), partitionsFlags("replay", "FAIRWAY_TUNE_PARTITIONS")...)...),
 		Action: func(c *cli.Context) error {
@@ -195,6 +198,17 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 	if len(s.Loads) > 1 && obj == tune.BSLD {
 		return cfg, fmt.Errorf("--loads %s: only with --objective fair or wait", c.String("loads"))
 	}
+	if c.IsSet("value-loads") {
+		if s.ValueLoads, err = tune.ParseLoads(c.String("value-loads")); err != nil {
+			return cfg, fmt.Errorf("--value-loads %s: %w", c.String("value-loads"), err)
+		}
+		if obj == tune.BSLD {
+			return cfg, fmt.Errorf("--value-loads %s: only with --objective fair or wait", c.String("value-loads"))
+		}
+		if sameSet(s.ValueLoads, s.Loads) {
+			s.ValueLoads = nil // the constraints' loads, as without the flag
+		}
+	}
 	if len(s.Loads) == 1 {
 		s.Loads = nil // the windows as recorded
 	}
@@ -238,7 +252,8 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 		n, of := len(win.Table.Starts()), len(win.Validate.Starts())
 		after = (after*n + of - 1) / of
 	}
-	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, ValidateLoads: win.ValidateLoads, Start: policy.DefaultLearnedParams(),
+	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, ValidateLoads: win.ValidateLoads,
+		TrainCounts: win.TrainCounts, ValidateLoadsCounts: win.ValidateLoadsCounts, Start: policy.DefaultLearnedParams(),
 		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
 		After: after, Anchors: tune.AnchorsFor(cfg.Setup.Objective)}
 	if cfg.Budget > 0 {
@@ -348,22 +363,49 @@ func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) stri
 			win.Seen, win.Total, held, s.Sequences, s.Length, s.Seed, 1-s.Validate, len(win.Validate.Starts()), s.Validate, len(win.Table.Starts()))
 	}
 	var chunks []string
-	for _, e := range win.Train[:len(win.Train)/max(len(s.Loads), 1)] {
+	for _, e := range win.Train[:len(win.Train)/len(win.Loads)] {
 		lo, hi := e.Window()
 		chunks = append(chunks, fmt.Sprintf("%d–%d", lo, hi-1))
 	}
 	first, _ := win.Train[0].Window()
 	loads := ""
-	if len(s.Loads) > 1 {
+	if len(win.Loads) > 1 {
 		var xs []string
-		for _, x := range s.Loads {
+		for _, x := range win.Loads {
 			xs = append(xs, fmt.Sprintf("%g", x))
 		}
-		loads = fmt.Sprintf("; every window also replayed at its offered load × %s (inter-arrival times divided about its first replayed submit), the constraints required at each load and the value averaged over them (the table below at load 1)",
-			strings.Join(slices.DeleteFunc(xs, func(x string) bool { return x == "1" }), ", "))
+		judged := "the constraints required at each load and the value averaged over them"
+		if s.ValueLoads != nil {
+			judged = fmt.Sprintf("the constraints required at load %s and the value averaged over loads %s", loadsText(s.Loads), loadsText(s.ValueLoads))
+		}
+		loads = fmt.Sprintf("; every window also replayed at its offered load × %s (inter-arrival times divided about its first replayed submit), %s (the table below at load 1)",
+			strings.Join(slices.DeleteFunc(xs, func(x string) bool { return x == "1" }), ", "), judged)
 	}
 	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d%s",
 		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1, loads)
+}
+
+// loadsText lists loads as --loads takes them (nil: the recorded load, 1).
+func loadsText(loads []float64) string {
+	if len(loads) == 0 {
+		return "1"
+	}
+	xs := make([]string, len(loads))
+	for i, x := range loads {
+		xs[i] = fmt.Sprintf("%g", x)
+	}
+	return strings.Join(xs, ", ")
+}
+
+// sameSet reports whether a and b hold the same loads, nil standing for [1].
+func sameSet(a, b []float64) bool {
+	if len(a) == 0 {
+		a = []float64{1}
+	}
+	if len(b) == 0 {
+		b = []float64{1}
+	}
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(x float64) bool { return !slices.Contains(b, x) })
 }
 
 func scoreText(o tune.Objective, s tune.Score) string {

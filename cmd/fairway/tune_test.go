@@ -51,6 +51,12 @@ func TestTune_BadFlags(t *testing.T) {
 		{"infinite load", []string{"--loads", "1,Inf"}, "--loads 1,Inf: load +Inf: want a finite factor > 0"},
 		{"load not a number", []string{"--loads", "1,heavy"}, `--loads 1,heavy: load "heavy": want a number like 1.5`},
 		{"loads with bsld", []string{"--loads", "1,1.5", "--objective", "bsld"}, "--loads 1,1.5: only with --objective fair or wait"},
+		{"value loads without 1", []string{"--value-loads", "1.5"}, "--value-loads 1.5: loads [1.5]: want 1 (the windows as recorded) among them"},
+		{"zero value load", []string{"--value-loads", "1,0"}, "--value-loads 1,0: load 0: want a finite factor > 0"},
+		{"value load twice", []string{"--value-loads", "1,1.5,1.5"}, "--value-loads 1,1.5,1.5: load 1.5: given twice"},
+		{"value load not a number", []string{"--value-loads", "1,heavy"}, `--value-loads 1,heavy: load "heavy": want a number like 1.5`},
+		{"empty value loads", []string{"--value-loads", ""}, `--value-loads : load "": want a number like 1.5`},
+		{"value loads with bsld", []string{"--value-loads", "1,1.5", "--objective", "bsld"}, "--value-loads 1,1.5: only with --objective fair or wait"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--progress", "never"}, tc.args...)
@@ -214,5 +220,35 @@ func TestSimulate_PolicyFileRefused(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"fair-sjf", "fairshare", "good", "other"}) {
 		t.Errorf("rows %v, want fair-sjf, fairshare, good, other", names)
+	}
+}
+
+// TestTune_ValueLoads checks that --value-loads reaches the tuner and its
+// account of the windows: the constraints at --loads, the value over
+// --value-loads; the same loads as --loads are the flag's absence.
+func TestTune_ValueLoads(t *testing.T) {
+	path := synthTrace(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"value over 1 and 1.5", []string{"--value-loads", "1,1.5"},
+			"also replayed at its offered load × 1.5 (inter-arrival times divided about its first replayed submit), the constraints required at load 1 and the value averaged over loads 1, 1.5"},
+		{"value over --loads", []string{"--loads", "1,1.5", "--value-loads", "1.5,1"},
+			"also replayed at its offered load × 1.5 (inter-arrival times divided about its first replayed submit), the constraints required at each load and the value averaged over them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "p.json")
+			args := append([]string{"tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--predictor", "none",
+				"--generations", "1", "--parallel", "2", "--progress", "never"}, tc.args...)
+			text, err := runApp(t, args...)
+			if err != nil {
+				t.Fatalf("%v; output:\n%s", err, text)
+			}
+			if !strings.Contains(text, tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, text)
+			}
+		})
 	}
 }

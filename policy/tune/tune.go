@@ -142,6 +142,11 @@ type Config struct {
 	// beside Validate, as one (JudgeAll): the validation window at heavier
 	// loads (Setup.Loads). None by default.
 	ValidateLoads []*sim.Evaluator
+	// TrainCounts and ValidateLoadsCounts say what each window of Train
+	// and of ValidateLoads counts towards (Windows' of the same names);
+	// nil: every window counts towards both the constraints and the
+	// value. Validate counts towards both.
+	TrainCounts, ValidateLoadsCounts []Counts
 	// Start is where the search starts, and what is kept unless a point
 	// does better on the validation window: fair-sjf's point by default
 	// (policy.DefaultLearnedParams).
@@ -251,6 +256,19 @@ func (p Point) Selection() Score {
 // the violations summed, the values averaged weighted by the windows'
 // jobs.
 func JudgeAll(o Objective, evs, refs []sim.Evaluation) Score {
+	return JudgeCounted(o, evs, refs, nil)
+}
+
+// Counts says what a window's evaluation counts towards in a point's
+// score: the constraints (its violation is added) and the value (it is
+// one of those averaged).
+type Counts struct{ Constraints, Value bool }
+
+// JudgeCounted is JudgeAll with each window counted as counts says (nil:
+// every window towards both): the violations of the windows counted
+// towards the constraints summed, the values of those counted towards the
+// value averaged weighted by their jobs.
+func JudgeCounted(o Objective, evs, refs []sim.Evaluation, counts []Counts) Score {
 	var out Score
 	jobs := 0
 	for i, ev := range evs {
@@ -258,10 +276,18 @@ func JudgeAll(o Objective, evs, refs []sim.Evaluation) Score {
 		if refs != nil {
 			ref = refs[i]
 		}
+		n := Counts{true, true}
+		if counts != nil {
+			n = counts[i]
+		}
 		s := Judge(o, ev, ref)
-		out.Violation += s.Violation
-		out.Value += s.Value * float64(ev.Jobs)
-		jobs += ev.Jobs
+		if n.Constraints {
+			out.Violation += s.Violation
+		}
+		if n.Value {
+			out.Value += s.Value * float64(ev.Jobs)
+			jobs += ev.Jobs
+		}
 	}
 	if jobs > 0 {
 		out.Value /= float64(jobs)
@@ -301,6 +327,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	started := time.Now()
 	if len(cfg.Train) == 0 || slices.Contains(cfg.Train, nil) || cfg.Validate == nil || slices.Contains(cfg.ValidateLoads, nil) {
 		return nil, errors.New("tune: no training or validation window")
+	}
+	if cfg.TrainCounts != nil && len(cfg.TrainCounts) != len(cfg.Train) ||
+		cfg.ValidateLoadsCounts != nil && len(cfg.ValidateLoadsCounts) != len(cfg.ValidateLoads) {
+		return nil, fmt.Errorf("tune: %d training and %d loaded validation windows, but %d and %d counts",
+			len(cfg.Train), len(cfg.ValidateLoads), len(cfg.TrainCounts), len(cfg.ValidateLoadsCounts))
 	}
 	if _, err := ParseObjective(string(cfg.Objective)); err != nil {
 		return nil, fmt.Errorf("tune: %w", err)
@@ -365,7 +396,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Objective != BSLD {
 			refs = append([]sim.Evaluation{refVal}, refVals...)
 		}
-		return JudgeAll(cfg.Objective, append([]sim.Evaluation{ev}, evs...), refs)
+		var counts []Counts
+		if cfg.ValidateLoadsCounts != nil {
+			counts = append([]Counts{{true, true}}, cfg.ValidateLoadsCounts...)
+		}
+		return JudgeCounted(cfg.Objective, append([]sim.Evaluation{ev}, evs...), refs, counts)
 	}
 	for i, j := range jobs {
 		g.Go(func() error {
@@ -387,7 +422,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Objective != BSLD {
 		res.ReferenceTrain, res.ReferenceValidation = refTr, &refVal
 	}
-	res.Start = Point{Name: "start", Params: cfg.Start, Train: JudgeAll(cfg.Objective, startTr, refTr)}
+	res.Start = Point{Name: "start", Params: cfg.Start, Train: JudgeCounted(cfg.Objective, startTr, refTr, cfg.TrainCounts)}
 	sv := judgeVal(startVal, startVals)
 	res.Start.Validation = &sv
 	// Scale the value CMA-ES ranks by the start's, so that Penalty means
@@ -415,7 +450,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				}
 				evs[w] = ev
 			}
-			anchors[i] = Point{Name: a.Name, Params: a.Params, Train: JudgeAll(cfg.Objective, evs, refTr)}
+			anchors[i] = Point{Name: a.Name, Params: a.Params, Train: JudgeCounted(cfg.Objective, evs, refTr, cfg.TrainCounts)}
 			return nil
 		})
 	}
@@ -464,7 +499,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			evs[i] = ev
 		}
-		s := JudgeAll(cfg.Objective, evs, refTr)
+		s := JudgeCounted(cfg.Objective, evs, refTr, cfg.TrainCounts)
 		mu.Lock()
 		defer mu.Unlock()
 		points = append(points, Point{Params: p, Train: s})

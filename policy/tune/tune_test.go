@@ -482,3 +482,209 @@ func TestRun_ValidateLoads(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeCounted_ValueLoads builds R4's case by hand: point a meets the
+// constraints at load 1 but not at 1.5 and has the lower slowdown over
+// both loads; point b meets them at both, and has the lower slowdown at
+// load 1 alone. Judged with the constraints at load 1 and the value over
+// loads 1 and 1.5, a wins (b wins both with every window counted and at
+// load 1 alone), training and validation alike.
+func TestJudgeCounted_ValueLoads(t *testing.T) {
+	ref := sim.Evaluation{Metrics: sim.Metrics{Jobs: 100, AvgWait: 100, AvgBSLD: 10, Jain: 0.5, MaxRho: 20}, Schedule: 1}
+	ev := func(bsld, rho float64, schedule uint64) sim.Evaluation {
+		return sim.Evaluation{Metrics: sim.Metrics{Jobs: 100, AvgWait: 90, AvgBSLD: bsld, Jain: 0.5, MaxRho: rho}, Schedule: schedule}
+	}
+	// Windows: chunk 1 and 2 at load 1, then both at 1.5.
+	counts := []Counts{{true, true}, {true, true}, {false, true}, {false, true}}
+	refs := []sim.Evaluation{ref, ref, ref, ref}
+	a := []sim.Evaluation{ev(4, 10, 2), ev(4, 10, 3), ev(6, 30, 4), ev(6, 40, 5)} // max ρ 50% and 100% over at 1.5
+	b := []sim.Evaluation{ev(3, 10, 6), ev(3, 10, 7), ev(9, 10, 8), ev(9, 10, 9)}
+	approx := cmp.Comparer(func(x, y float64) bool { return math.Abs(x-y) < 1e-9 })
+	for _, tc := range []struct {
+		name   string
+		evs    []sim.Evaluation
+		counts []Counts
+		want   Score
+	}{
+		{"a, constraints at 1, value over 1 and 1.5", a, counts, Score{Value: 5}},
+		{"b, constraints at 1, value over 1 and 1.5", b, counts, Score{Value: 6}},
+		{"a, every window counted", a, nil, Score{Violation: 1.5, Value: 5}},
+		{"a, load 1 alone", a[:2], nil, Score{Value: 4}},
+		{"b, load 1 alone", b[:2], nil, Score{Value: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, JudgeCounted(Fair, tc.evs, refs[:len(tc.evs)], tc.counts), approx); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The selection: the chunks train, and a validation window at loads 1
+	// and 1.5 (as Run's judgeVal counts it) validates.
+	point := func(name string, evs []sim.Evaluation, counts []Counts) Point {
+		v := JudgeCounted(Fair, []sim.Evaluation{evs[0], evs[2]}, []sim.Evaluation{ref, ref}, []Counts{{true, true}, counts[2]})
+		return Point{Name: name, Train: JudgeCounted(Fair, evs, refs, counts), Validation: &v}
+	}
+	for _, tc := range []struct {
+		name   string
+		counts []Counts
+		want   string
+	}{
+		{"constraints at 1, value over 1 and 1.5", counts, "a"},
+		{"constraints and value over 1 and 1.5", []Counts{{true, true}, {true, true}, {true, true}, {true, true}}, "b"},
+		{"load 1 alone", []Counts{{true, true}, {true, true}, {false, false}, {false, false}}, "b"},
+	} {
+		t.Run("selection, "+tc.name, func(t *testing.T) {
+			pa, pb := point("a", a, tc.counts), point("b", b, tc.counts)
+			got := pa
+			if pb.Selection().Compare(pa.Selection()) < 0 {
+				got = pb
+			}
+			if got.Name != tc.want {
+				t.Errorf("chose %s (a %+v, b %+v), want %s", got.Name, pa.Selection(), pb.Selection(), tc.want)
+			}
+		})
+	}
+}
+
+// TestNewWindows_ValueLoads checks what each window counts towards with
+// --value-loads: the windows at load 1 towards both, those at a load only
+// the value is averaged over towards the value alone.
+func TestNewWindows_ValueLoads(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs}
+	plain, err := NewWindows(jobs, c, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.TrainCounts != nil || plain.ValidateLoadsCounts != nil || !slices.Equal(plain.Loads, []float64{1}) {
+		t.Fatalf("default: counts %v, %v, loads %v; want none, none, [1]", plain.TrainCounts, plain.ValidateLoadsCounts, plain.Loads)
+	}
+	both, value := Counts{Constraints: true, Value: true}, Counts{Value: true}
+	n := len(plain.Train)
+	for _, tc := range []struct {
+		name              string
+		loads, valueLoads []float64
+		wantLoads         []float64
+		wantTrain         []Counts
+		wantVal           []Counts
+	}{
+		{"constraints at 1, value over 1 and 1.5", nil, []float64{1, 1.5}, []float64{1, 1.5},
+			append(slices.Repeat([]Counts{both}, n), slices.Repeat([]Counts{value}, n)...), []Counts{value}},
+		{"constraints at 1 and 2, value over 1.5 and 1", []float64{1, 2}, []float64{1.5, 1}, []float64{1, 2, 1.5},
+			slices.Concat(slices.Repeat([]Counts{both}, n), slices.Repeat([]Counts{{Constraints: true}}, n), slices.Repeat([]Counts{value}, n)),
+			[]Counts{{Constraints: true}, value}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWindows(jobs, c, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, Loads: tc.loads, ValueLoads: tc.valueLoads})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(w.Loads, tc.wantLoads) || len(w.Train) != len(tc.wantTrain) || len(w.ValidateLoads) != len(tc.wantVal) {
+				t.Fatalf("loads %v, %d training and %d loaded validation windows; want %v, %d and %d",
+					w.Loads, len(w.Train), len(w.ValidateLoads), tc.wantLoads, len(tc.wantTrain), len(tc.wantVal))
+			}
+			if !slices.Equal(w.TrainCounts, tc.wantTrain) || !slices.Equal(w.ValidateLoadsCounts, tc.wantVal) {
+				t.Errorf("counts %v and %v, want %v and %v", w.TrainCounts, w.ValidateLoadsCounts, tc.wantTrain, tc.wantVal)
+			}
+			// The windows at 1.5 are R3's windows at 1.5.
+			r3, err := NewWindows(jobs, c, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, Loads: w.Loads})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range w.Train {
+				if e.Job(e.Jobs()-1).Submit != r3.Train[i].Job(e.Jobs()-1).Submit {
+					t.Errorf("training window %d: last submit %v, want %v", i, e.Job(e.Jobs()-1).Submit, r3.Train[i].Job(e.Jobs()-1).Submit)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		o    Objective
+		vl   []float64
+		want string
+	}{
+		{"no load 1", Fair, []float64{1.5}, "value loads: loads [1.5]: want 1 (the windows as recorded) among them"},
+		{"zero", Fair, []float64{1, 0}, "value loads: load 0: want a finite factor > 0"},
+		{"twice", Wait, []float64{1, 1.5, 1.5}, "value loads: load 1.5: given twice"},
+		{"bsld", BSLD, []float64{1, 1.5}, "value loads [1 1.5]: only with the objectives fair and wait"},
+	} {
+		t.Run("refused, "+tc.name, func(t *testing.T) {
+			_, err := NewWindows(jobs, c, Setup{Objective: tc.o, Seen: 0.7, Validate: 0.3, Sequences: 3, Length: 100, Seed: 1, ValueLoads: tc.vl})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRun_ValueLoads checks that Run scores the start and every candidate
+// with the constraints at load 1 only and the value over loads 1 and 1.5,
+// as JudgeCounted does on independent replays, and chooses the best
+// Selection.
+func TestRun_ValueLoads(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
+		Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, ValueLoads: []float64{1, 1.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, ValidateLoads: w.ValidateLoads,
+		TrainCounts: w.TrainCounts, ValidateLoadsCounts: w.ValidateLoadsCounts,
+		Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Generations: 1, Candidates: 1, Anchors: Anchors()[:2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := func(e *sim.Evaluator, mk sim.PolicyFactory) sim.Evaluation {
+		ev, err := e.Evaluate(ctx, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	ref := func() (policy.Policy, error) { return policy.New(sim.Reference, nil) }
+	n := len(w.Train) / 2
+	for _, p := range append([]Point{res.Start}, res.Candidates...) {
+		mk := func() (policy.Policy, error) { return policy.NewLearned(p.Params) }
+		var at1, at15, refs1 []sim.Evaluation
+		for i, e := range w.Train {
+			if i < n {
+				at1, refs1 = append(at1, eval(e, mk)), append(refs1, eval(e, ref))
+			} else {
+				at15 = append(at15, eval(e, mk))
+			}
+		}
+		jobsOf := func(evs []sim.Evaluation) (n int, sum float64) {
+			for _, ev := range evs {
+				n, sum = n+ev.Jobs, sum+ev.AvgBSLD*float64(ev.Jobs)
+			}
+			return n, sum
+		}
+		n1, s1 := jobsOf(at1)
+		n15, s15 := jobsOf(at15)
+		want := Score{Violation: JudgeAll(Fair, at1, refs1).Violation, Value: (s1 + s15) / float64(n1+n15)}
+		if math.Abs(p.Train.Violation-want.Violation) > 1e-12 || math.Abs(p.Train.Value-want.Value) > 1e-9 {
+			t.Errorf("%s %+v: training %+v, want %+v (violation at load 1, value over both)", p.Name, p.Params, p.Train, want)
+		}
+		v1, v15 := eval(w.Validate, mk), eval(w.ValidateLoads[0], mk)
+		wantVal := Score{Violation: Judge(Fair, v1, eval(w.Validate, ref)).Violation,
+			Value: (v1.AvgBSLD*float64(v1.Jobs) + v15.AvgBSLD*float64(v15.Jobs)) / float64(v1.Jobs+v15.Jobs)}
+		if p.Validation == nil || math.Abs(p.Validation.Violation-wantVal.Violation) > 1e-12 || math.Abs(p.Validation.Value-wantVal.Value) > 1e-9 {
+			t.Errorf("%s %+v: validation %+v, want %+v", p.Name, p.Params, p.Validation, wantVal)
+		}
+		if p.Selection().Compare(res.Chosen.Selection()) < 0 {
+			t.Errorf("%s's selection %+v beats the chosen %s's %+v", p.Name, p.Selection(), res.Chosen.Name, res.Chosen.Selection())
+		}
+	}
+	if _, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, TrainCounts: w.TrainCounts[:1],
+		Start: policy.DefaultLearnedParams(), Generations: 1}); err == nil || !strings.Contains(err.Error(), "counts") {
+		t.Errorf("counts not matching the windows: error %v, want one naming the counts", err)
+	}
+}

@@ -51,6 +51,12 @@ type Setup struct {
 	// by x about its first replayed submit (sim.ScaleLoadFrom); the
 	// history before it, sizes and run times stay. 1 must be one of them.
 	Loads []float64
+	// ValueLoads, when set, are the loads the value is averaged over
+	// instead (1 among them): the constraints are then required at Loads
+	// only, and the windows are replayed at both lists' loads. A heavier
+	// load that no point can meet the constraints at still ranks the
+	// points that meet them at the recorded load.
+	ValueLoads []float64
 	// Backfill, NewPredictor and Predictions as sim.Protocol's.
 	Backfill     sim.Backfill
 	NewPredictor func() (policy.Predictor, error)
@@ -59,13 +65,20 @@ type Setup struct {
 
 // Windows are a history cut for tuning.
 type Windows struct {
-	// Train are the training windows, each at Setup.Loads' first load,
-	// then each at the next, and so on.
+	// Train are the training windows, each at Loads' first load, then
+	// each at the next, and so on.
 	Train    []*sim.Evaluator
 	Validate *sim.Evaluator
-	// ValidateLoads is the validation window at the loads of Setup.Loads
-	// other than 1, in their order (none by default).
+	// ValidateLoads is the validation window at the loads of Loads other
+	// than 1, in their order (none by default).
 	ValidateLoads []*sim.Evaluator
+	// Loads are the loads the windows are replayed at: Setup.Loads, then
+	// those of Setup.ValueLoads not among them ([1] by default).
+	Loads []float64
+	// TrainCounts and ValidateLoadsCounts say what each window of Train
+	// and ValidateLoads counts towards (tune.Config's): nil unless
+	// Setup.ValueLoads is set.
+	TrainCounts, ValidateLoadsCounts []Counts
 	// Table is the window the caller's validation table replays every
 	// compared policy on: Validate, but with BSLD only the first
 	// Setup.Sequences of its sequences (the same draws, DrawStarts being
@@ -119,6 +132,26 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 	if len(loads) > 1 && s.Objective == BSLD {
 		return nil, fmt.Errorf("loads %v: only with the objectives fair and wait (the sequences of bsld start on an empty cluster each)", loads)
 	}
+	var counts map[float64]Counts
+	if s.ValueLoads != nil {
+		if err := checkLoads(s.ValueLoads); err != nil {
+			return nil, fmt.Errorf("value loads: %w", err)
+		}
+		if s.Objective == BSLD {
+			return nil, fmt.Errorf("value loads %v: only with the objectives fair and wait", s.ValueLoads)
+		}
+		loads = slices.Clone(loads)
+		counts = map[float64]Counts{}
+		for _, x := range loads {
+			counts[x] = Counts{Constraints: true}
+		}
+		for _, x := range s.ValueLoads {
+			if _, ok := counts[x]; !ok {
+				loads = append(loads, x)
+			}
+			counts[x] = Counts{Constraints: counts[x].Constraints, Value: true}
+		}
+	}
 	all := jobs
 	if s.Seen < 1 {
 		// A split Evaluator admits and orders the jobs as simulate's does.
@@ -141,7 +174,7 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 			all[i] = e.Job(i)
 		}
 	}
-	w := &Windows{Seen: len(all), Total: len(jobs)}
+	w := &Windows{Seen: len(all), Total: len(jobs), Loads: loads}
 	if len(all) > 0 {
 		w.From, w.To = all[0].Submit, all[len(all)-1].Submit
 	}
@@ -198,6 +231,9 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 					return nil, fmt.Errorf("training window %d%s: %w", k+1, at, err)
 				}
 				w.Train = append(w.Train, e)
+				if counts != nil {
+					w.TrainCounts = append(w.TrainCounts, counts[x])
+				}
 			}
 		}
 		if w.Validate, err = sim.NewEvaluator(all, c, val); err != nil {
@@ -217,6 +253,9 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 				return nil, fmt.Errorf("validation window at load %g: %w", x, err)
 			}
 			w.ValidateLoads = append(w.ValidateLoads, e)
+			if counts != nil {
+				w.ValidateLoadsCounts = append(w.ValidateLoadsCounts, counts[x])
+			}
 		}
 	}
 	return w, nil
