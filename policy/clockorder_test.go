@@ -163,22 +163,7 @@ func TestClockOrder_SameAsRank(t *testing.T) {
 						}
 						s.Pending = append(s.Pending, j)
 					}
-					scores, err := p.Rank(s)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := make([]int32, len(scores))
-					for i, sc := range scores {
-						want[i] = int32(sc.JobID)
-					}
-					// Best first, from the blocks' bounds, before the
-					// whole order is sorted.
-					if best, ok := o.Best(); ok != (len(want) > 0) || ok && best != want[0] {
-						t.Fatalf("step %d: Best %d, %v; want the first of %v", step, best, ok, want)
-					}
-					if got := o.AppendTags(nil); !slices.Equal(got, want) {
-						t.Fatalf("step %d at %s: %d jobs: kept order %v, Rank's %v", step, s.Now.Format(time.RFC3339Nano), len(want), got, want)
-					}
+					checkKeptOrder(t, p, o, s, fmt.Sprintf("step %d", step))
 				}
 			})
 		}
@@ -466,6 +451,27 @@ func TestClockOrder_BestAndBehind(t *testing.T) {
 	}
 }
 
+// checkKeptOrder fails t unless o's Best, from the blocks' bounds before
+// the whole order is sorted, and then its whole order are those of p's
+// Rank of s computed from scratch.
+func checkKeptOrder(t *testing.T, p Policy, o *ClockOrder, s *Snapshot, at string) {
+	t.Helper()
+	scores, err := p.Rank(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int32, len(scores))
+	for i, sc := range scores {
+		want[i] = int32(sc.JobID)
+	}
+	if best, ok := o.Best(); ok != (len(want) > 0) || ok && best != want[0] {
+		t.Fatalf("%s: Best %d, %v; want the first of %v", at, best, ok, want)
+	}
+	if got := o.AppendTags(nil); !slices.Equal(got, want) {
+		t.Fatalf("%s at %s: %d jobs: kept order %v, Rank's %v", at, s.Now.Format(time.RFC3339Nano), len(want), got, want)
+	}
+}
+
 // clockOrderFor is the registered policy of that name and its ClockOrder.
 func clockOrderFor(t *testing.T, name string) (Policy, *ClockOrder) {
 	t.Helper()
@@ -561,20 +567,7 @@ func TestClockOrder_ThemisHistory(t *testing.T) {
 					}
 					s.Pending = append(s.Pending, j)
 				}
-				scores, err := p.Rank(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := make([]int32, len(scores))
-				for i, sc := range scores {
-					want[i] = int32(sc.JobID)
-				}
-				if best, ok := o.Best(); ok != (len(want) > 0) || ok && best != want[0] {
-					t.Fatalf("step %d: Best %d, %v; want the first of %v", step, best, ok, want)
-				}
-				if got := o.AppendTags(nil); !slices.Equal(got, want) {
-					t.Fatalf("step %d at %s: %d jobs, N %d: kept order %v, Rank's %v", step, s.Now.Format(time.RFC3339Nano), len(want), len(seen), got, want)
-				}
+				checkKeptOrder(t, p, o, s, fmt.Sprintf("step %d, N %d", step, len(seen)))
 			}
 			if nChanges < 10 || rekeyed < 1000 {
 				t.Fatalf("N changed %d times, %d jobs keyed again: the test checks too little", nChanges, rekeyed)
