@@ -71,8 +71,8 @@ func tuneCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "trace file (gzip or plain); required unless --from-db", EnvVars: []string{"FAIRWAY_TUNE_TRACE"}},
 			&cli.StringFlag{Name: "format", Usage: "trace format: swf, helios or philly-mix (default: told from the file's first line)", EnvVars: []string{"FAIRWAY_TUNE_FORMAT"}},
-			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default, or with --from-db what the history shows; required for Helios)", EnvVars: []string{"FAIRWAY_TUNE_NODES"}},
-			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default, or with --from-db what the history shows)", EnvVars: []string{"FAIRWAY_TUNE_PER_NODE"}},
+			&cli.IntFlag{Name: "nodes", Usage: "number of nodes (0: the trace's default, or with --from-db what the history shows; an SWF trace given only --per-node gets MaxProcs ÷ --per-node, rounded up; required for Helios)", EnvVars: []string{"FAIRWAY_TUNE_NODES"}},
+			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default, or with --from-db what the history shows; an SWF trace given only --nodes gets MaxProcs ÷ --nodes, rounded up)", EnvVars: []string{"FAIRWAY_TUNE_PER_NODE"}},
 			&cli.IntFlag{Name: "max-jobs", Usage: "use only the trace's first N jobs in submit order (0: all)", EnvVars: []string{"FAIRWAY_TUNE_MAX_JOBS"}},
 			&cli.StringFlag{Name: "out", Usage: "policy file to write; required", EnvVars: []string{"FAIRWAY_TUNE_OUT"}},
 			&cli.StringFlag{Name: "objective", Value: string(tune.Fair), Usage: "fair, bsld or wait", EnvVars: []string{"FAIRWAY_TUNE_OBJECTIVE"}},
