@@ -74,19 +74,34 @@ func TestUnbounded_Box(t *testing.T) {
 	}
 }
 
-// workload is a small synthetic history, cut into windows as tune does.
-func workload(t *testing.T, o Objective) *Windows {
+// tuneJobs is the synthetic history the tests tune on: 1,500 jobs of
+// seed 3 at load 1.1 on tuneCluster.
+func tuneJobs(t *testing.T) []policy.Job {
 	t.Helper()
 	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
-		Setup{Objective: o, Seen: 0.7, Validate: 0.3, Sequences: 3, Length: 100, Seed: 1})
+	return jobs
+}
+
+// tuneCluster is the machine of tuneJobs: 8 nodes of 8 GPUs.
+var tuneCluster = sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs}
+
+// windowsOf is tuneJobs cut into windows by setup.
+func windowsOf(t *testing.T, setup Setup) *Windows {
+	t.Helper()
+	w, err := NewWindows(tuneJobs(t), tuneCluster, setup)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// workload is a small synthetic history, cut into windows as tune does.
+func workload(t *testing.T, o Objective) *Windows {
+	t.Helper()
+	return windowsOf(t, Setup{Objective: o, Seen: 0.7, Validate: 0.3, Sequences: 3, Length: 100, Seed: 1})
 }
 
 // TestNewWindows_Disjoint checks that the training and validation windows
@@ -247,15 +262,7 @@ func TestNewWindows_ValidationSequences(t *testing.T) {
 // TestNewWindows_ValidationSequencesSet checks that Setup's
 // ValidationSequences overrides the default.
 func TestNewWindows_ValidationSequencesSet(t *testing.T) {
-	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
-		Setup{Objective: BSLD, Seen: 0.7, Validate: 0.3, Sequences: 3, ValidationSequences: 5, Length: 100, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := windowsOf(t, Setup{Objective: BSLD, Seen: 0.7, Validate: 0.3, Sequences: 3, ValidationSequences: 5, Length: 100, Seed: 1})
 	if va := len(w.Validate.Starts()); va != 5 {
 		t.Errorf("%d validation sequences, want 5", va)
 	}
@@ -311,11 +318,8 @@ func TestAnchorsFor(t *testing.T) {
 // submits compressed about the window's first replayed submit, and the
 // history before it as recorded; the windows at load 1 are the default's.
 func TestNewWindows_Loads(t *testing.T) {
-	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs}
+	jobs := tuneJobs(t)
+	c := tuneCluster
 	setup := Setup{Objective: Fair, Seen: 0.7, Validate: 0.3}
 	plain, err := NewWindows(jobs, c, setup)
 	if err != nil {
@@ -372,11 +376,8 @@ func TestNewWindows_Loads(t *testing.T) {
 }
 
 func TestNewWindows_LoadsRefused(t *testing.T) {
-	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs}
+	jobs := tuneJobs(t)
+	c := tuneCluster
 	for _, tc := range []struct {
 		name  string
 		o     Objective
@@ -432,15 +433,7 @@ func TestParseLoads(t *testing.T) {
 // the same load (JudgeAll), and on the recorded window alone (Judge)
 // without loads.
 func TestRun_ValidateLoads(t *testing.T) {
-	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
-		Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, Loads: []float64{1, 1.5}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := windowsOf(t, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, Loads: []float64{1, 1.5}})
 	start := policy.DefaultLearnedParams()
 	ctx := context.Background()
 	eval := func(e *sim.Evaluator, mk sim.PolicyFactory) sim.Evaluation {
@@ -550,11 +543,8 @@ func TestJudgeCounted_ValueLoads(t *testing.T) {
 // --value-loads: the windows at load 1 towards both, those at a load only
 // the value is averaged over towards the value alone.
 func TestNewWindows_ValueLoads(t *testing.T) {
-	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs}
+	jobs := tuneJobs(t)
+	c := tuneCluster
 	plain, err := NewWindows(jobs, c, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3})
 	if err != nil {
 		t.Fatal(err)
@@ -626,15 +616,7 @@ func TestNewWindows_ValueLoads(t *testing.T) {
 // as JudgeCounted does on independent replays, and chooses the best
 // Selection.
 func TestRun_ValueLoads(t *testing.T) {
-	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 3, Load: 1.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWindows(jobs, sim.Cluster{Nodes: 8, PerNode: 8, Unit: sim.GPUs},
-		Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, ValueLoads: []float64{1, 1.5}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := windowsOf(t, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3, ValueLoads: []float64{1, 1.5}})
 	ctx := context.Background()
 	res, err := Run(ctx, Config{Objective: Fair, Train: w.Train, Validate: w.Validate, ValidateLoads: w.ValidateLoads,
 		TrainCounts: w.TrainCounts, ValidateLoadsCounts: w.ValidateLoadsCounts,
