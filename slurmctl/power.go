@@ -123,14 +123,14 @@ const (
 	NodeOn           NodePower = iota
 	NodeOff                    // POWERED_DOWN (sinfo "~")
 	NodePoweringDown           // POWER_DOWN ("!") or POWERING_DOWN ("%")
-	NodePoweringUp             // POWERING_UP ("#")
+	NodePoweringUp             // POWERING_UP ("#") or POWER_UP (asked, not yet begun)
 )
 
 // Power reads the node's power state from its state flags.
 func (n *Node) Power() NodePower {
 	has := func(f string) bool { return slices.Contains(n.State, f) }
 	switch {
-	case has("POWERING_UP"):
+	case has("POWERING_UP"), has("POWER_UP"):
 		return NodePoweringUp
 	case has("POWERED_DOWN"):
 		return NodeOff
@@ -221,9 +221,23 @@ func NewPowerWriter(cfg PowerConfig) (*PowerWriter, error) {
 	return &PowerWriter{cfg: cfg}, nil
 }
 
+// ErrPowerUpNotSent is the error, wrapped, of a power-up SetPower did not
+// send because the node was no longer powered down or was already coming
+// up (Slurm allocated it a job meanwhile and resumed it itself).
+var ErrPowerUpNotSent = errors.New("no POWER_UP sent")
+
 // SetPower powers node down (up false) or up through scontrol. scontrol's
 // refusal (e.g. "Invalid node state specified" when power saving is off)
 // comes back as the error.
+//
+// A power-up is sent only to a node slurmctld still has powered down and
+// not yet resuming, read just before: for a node already powering up,
+// slurmctld takes POWER_UP as a new request ("power up request
+// repeating"), runs ResumeProgram again and waits for a boot later than
+// the new request, so a node that boots in time for the first request is
+// marked DOWN at ResumeTimeout. Between the cycle's read and the action
+// Slurm may have resumed the node for a job it allocated there; the read
+// here narrows that window to one command.
 func (w *PowerWriter) SetPower(ctx context.Context, node string, up bool) error {
 	if node == "" || strings.ContainsAny(node, " \t\n=,[]") {
 		return fmt.Errorf("power: node name %q: want one plain node name", node)
@@ -231,6 +245,13 @@ func (w *PowerWriter) SetPower(ctx context.Context, node string, up bool) error 
 	state := "POWER_DOWN"
 	if up {
 		state = "POWER_UP"
+		flags, err := w.nodeState(ctx, node)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(flags, "POWERED_DOWN") || slices.Contains(flags, "POWERING_UP") || slices.Contains(flags, "POWER_UP") {
+			return fmt.Errorf("node %s is %s, powered or already coming up: %w", node, strings.Join(flags, "+"), ErrPowerUpNotSent)
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
 	defer cancel()
@@ -244,6 +265,46 @@ func (w *PowerWriter) SetPower(ctx context.Context, node string, up bool) error 
 		return fmt.Errorf("%s update nodename=%s state=%s: %w: %s", w.cfg.Scontrol, node, state, err, msg)
 	}
 	return nil
+}
+
+// nodeState reads the node's state as `scontrol show node -o` prints it,
+// its base state and flags ("IDLE+POWERED_DOWN" gives IDLE, POWERED_DOWN).
+func (w *PowerWriter) nodeState(ctx context.Context, node string) ([]string, error) {
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.CmdTimeout)
+	defer cancel()
+	out, stderr, err := w.cfg.Runner.Run(cctx, nil, w.cfg.Scontrol, "show", "node", "-o", node)
+	if err != nil {
+		return nil, fmt.Errorf("%s show node -o %s: %w: %s", w.cfg.Scontrol, node, err, strings.TrimSpace(string(stderr)))
+	}
+	flags, err := parseNodeState(out, node)
+	if err != nil {
+		return nil, fmt.Errorf("%s show node -o %s: %w", w.cfg.Scontrol, node, err)
+	}
+	return flags, nil
+}
+
+// parseNodeState finds node's line in `scontrol show node -o` output and
+// splits its State field. The fields before State are the node's own
+// (name, architecture, cores ...); Reason and Comment, which admins and
+// scripts write, come after it and may hold anything, so only the first
+// State= field counts.
+func parseNodeState(out []byte, node string) ([]string, error) {
+	for line := range strings.SplitSeq(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "NodeName="+node {
+			continue
+		}
+		for _, kv := range f[1:] {
+			if v, ok := strings.CutPrefix(kv, "State="); ok {
+				if v == "" {
+					break
+				}
+				return strings.Split(v, "+"), nil
+			}
+		}
+		return nil, fmt.Errorf("node %s: no State field in %q", node, line)
+	}
+	return nil, fmt.Errorf("node %s: not in the output", node)
 }
 
 // ScheduledNodes returns, per pending job record, the nodes the backfill

@@ -1,6 +1,8 @@
 package slurmctl
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +64,8 @@ func TestNode_Power(t *testing.T) {
 		{[]string{"IDLE", "NOT_RESPONDING", "POWERING_UP"}, NodePoweringUp, false, false},
 		{[]string{"MIXED"}, NodeOn, true, true},
 		{[]string{"ALLOCATED", "POWERING_UP"}, NodePoweringUp, true, true},
+		// POWER_UP asked (scontrol), before the power-save thread resumes it.
+		{[]string{"IDLE", "POWERED_DOWN", "POWER_UP"}, NodePoweringUp, false, true},
 		{[]string{"IDLE", "DRAIN", "POWERED_DOWN"}, NodeOff, false, false},
 		{[]string{"DOWN", "POWERED_DOWN"}, NodeOff, false, false},
 	}
@@ -131,6 +135,21 @@ func TestParseScheduledNodes(t *testing.T) {
 	}
 }
 
+// showNodeRunner answers `scontrol show node -o N` with show and records
+// every command; other commands print nothing.
+type showNodeRunner struct {
+	show  string
+	calls []string
+}
+
+func (r *showNodeRunner) Run(_ context.Context, _ []byte, name string, args ...string) ([]byte, []byte, error) {
+	r.calls = append(r.calls, strings.Join(append([]string{name}, args...), " "))
+	if len(args) > 1 && args[0] == "show" {
+		return []byte(r.show), nil, nil
+	}
+	return nil, nil, nil
+}
+
 func TestPowerWriter_SetPower(t *testing.T) {
 	r := &fakeRunner{}
 	w, err := NewPowerWriter(PowerConfig{Runner: r})
@@ -140,26 +159,84 @@ func TestPowerWriter_SetPower(t *testing.T) {
 	if err := w.SetPower(t.Context(), "gpu2", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.SetPower(t.Context(), "gpu2", true); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"scontrol update nodename=gpu2 state=POWER_DOWN", "scontrol update nodename=gpu2 state=POWER_UP"}
+	want := []string{"scontrol update nodename=gpu2 state=POWER_DOWN"}
 	if d := cmp.Diff(want, r.calls); d != "" {
 		t.Errorf("commands (-want +got):\n%s", d)
 	}
 	// A host list or an injected setting is refused before any command runs.
 	for _, bad := range []string{"gpu[1-2]", "gpu1 state=DOWN", "gpu1,gpu2", ""} {
-		if err := w.SetPower(t.Context(), bad, false); err == nil {
-			t.Errorf("SetPower(%q): no error", bad)
+		for _, up := range []bool{false, true} {
+			if err := w.SetPower(t.Context(), bad, up); err == nil {
+				t.Errorf("SetPower(%q, %v): no error", bad, up)
+			}
 		}
 	}
-	if len(r.calls) != 2 {
-		t.Errorf("%d commands run, want 2", len(r.calls))
+	if len(r.calls) != 1 {
+		t.Errorf("%d commands run, want 1", len(r.calls))
 	}
 	// scontrol's refusal is the error, as 22.05 says it with power saving off.
 	r.stderr, r.err = []byte("slurm_update error: Invalid node state specified\n"), exitError(t)
 	err = w.SetPower(t.Context(), "gpu2", false)
 	if err == nil || !strings.Contains(err.Error(), "Invalid node state specified") {
 		t.Errorf("refused power-down: err %v, want scontrol's message", err)
+	}
+}
+
+// A power-up goes only to a node still powered down and not yet resuming:
+// slurmctld takes POWER_UP on a node powering up as a new request and
+// waits for a later boot (see SetPower).
+func TestPowerWriter_SetPowerUp(t *testing.T) {
+	const up = "scontrol update nodename=gpu2 state=POWER_UP"
+	const show = "scontrol show node -o gpu2"
+	line := func(state string) string {
+		return "NodeName=gpu2 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUEfctv=8 CPUTot=8 State=" + state +
+			" ThreadsPerCore=1 Partitions=gpu,gpuhi Reason=State=IDLE+POWERED_DOWN [root@2026-11-26T21:00:00]\n"
+	}
+	for _, tc := range []struct {
+		name, show string
+		sent       bool   // POWER_UP sent
+		err        string // "" none; ErrPowerUpNotSent is checked by notSent
+		notSent    bool
+	}{
+		{name: "powered down", show: line("IDLE+POWERED_DOWN"), sent: true},
+		{name: "cloud node powered down", show: line("IDLE+CLOUD+POWERED_DOWN"), sent: true},
+		{name: "powering up for a job", show: line("MIXED+POWERING_UP"), notSent: true},
+		{name: "asked already", show: line("IDLE+POWERED_DOWN+POWER_UP"), notSent: true},
+		{name: "up", show: line("IDLE"), notSent: true},
+		// Reason (free text) says POWERED_DOWN; the node's State does not.
+		{name: "reason not state", show: line("ALLOCATED"), notSent: true},
+		{name: "another node only", show: strings.Replace(line("IDLE+POWERED_DOWN"), "gpu2", "gpu21", 1), err: "not in the output"},
+		{name: "no state", show: "NodeName=gpu2 Arch=x86_64\n", err: "no State field"},
+		{name: "nothing", show: "", err: "not in the output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &showNodeRunner{show: tc.show}
+			w, err := NewPowerWriter(PowerConfig{Runner: r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.SetPower(t.Context(), "gpu2", true)
+			want := []string{show}
+			if tc.sent {
+				want = append(want, up)
+			}
+			if d := cmp.Diff(want, r.calls); d != "" {
+				t.Errorf("commands (-want +got):\n%s", d)
+			}
+			switch {
+			case tc.sent:
+				if err != nil {
+					t.Errorf("err %v, want none", err)
+				}
+			case tc.notSent:
+				if !errors.Is(err, ErrPowerUpNotSent) {
+					t.Errorf("err %v, want ErrPowerUpNotSent", err)
+				}
+			default:
+				if err == nil || !strings.Contains(err.Error(), tc.err) || errors.Is(err, ErrPowerUpNotSent) {
+					t.Errorf("err %v, want one saying %q", err, tc.err)
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +25,37 @@ func sinfoState(e *lab.Env, node string) string {
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
 	return first
+}
+
+// powerDiagnosis is what a failed power test needs to be understood
+// after the fact: the node and job as slurmctld has them, the lab's
+// power programs' log and slurmctld's lines about the node.
+func powerDiagnosis(e *lab.Env, node string, job int64) string {
+	var b strings.Builder
+	show := func(name string, args ...string) {
+		out, err := e.Try("", name, args...)
+		fmt.Fprintf(&b, "$ %s %s\n%s", name, strings.Join(args, " "), out)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+	}
+	show("scontrol", "show", "node", "-o", node)
+	show("squeue", "-h", "-t", "all", "-j", strconv.FormatInt(job, 10), "-o", "%i %T %r %N")
+	for _, f := range []struct{ file, filter string }{{"power.log", ""}, {"slurmctld.log", node}} {
+		data, err := os.ReadFile(filepath.Join(e.Dir, "log", f.file))
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", f.file, err)
+			continue
+		}
+		var lines []string
+		for l := range strings.SplitSeq(string(data), "\n") {
+			if l != "" && strings.Contains(l, f.filter) {
+				lines = append(lines, l)
+			}
+		}
+		fmt.Fprintf(&b, "%s, last lines:\n%s\n", f.file, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	}
+	return b.String()
 }
 
 // powerUpAfter makes sure the test leaves node powered and idle for the
@@ -151,10 +185,19 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	}
 	t.Logf("job %d: gpu2 powered up by %s; the cycle saw %d pending node demand, lack %d", job, by,
 		res.Power.Decision.PendingNodes, res.Power.Decision.Lack)
-	waitFor(t, 90*time.Second, fmt.Sprintf("job %d to run on gpu2", job), func() bool {
-		st := jobState(e, job)
-		return st == "RUNNING" || st == "COMPLETING" || st == "COMPLETED" || st == ""
-	})
+	// A job on a node slurmctld resumes is CONFIGURING until the node
+	// registers (ResumeTimeout, 60s in the lab) and slurmctld's periodic
+	// check (every 30s) sees it: the wait covers both, on a busy machine.
+	ran := false
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if st := jobState(e, job); st == "RUNNING" || st == "COMPLETING" || st == "COMPLETED" || st == "" {
+			ran = true
+			break
+		}
+	}
+	if !ran {
+		t.Fatalf("job %d did not run on gpu2 within 3m:\n%s", job, powerDiagnosis(e, "gpu2", job))
+	}
 	if st := e.WaitState(t, job, 90*time.Second, "COMPLETED", "FAILED"); st != "COMPLETED" {
 		t.Fatalf("job %d ended %s, want COMPLETED", job, st)
 	}

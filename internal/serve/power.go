@@ -183,6 +183,9 @@ type PowerReport struct {
 	Decision power.Decision
 	Applied  []power.Action
 	Failed   map[string]string // node → Slurm's refusal
+	// Skipped are the power-ups not sent because the node was coming up
+	// already when the action was about to go (node → why).
+	Skipped map[string]string
 }
 
 // PowerSaver runs the power decision every cycle. Not safe for concurrent
@@ -251,12 +254,23 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 	for _, a := range d.Actions {
 		r := accounting.PowerAction{Cluster: p.cluster, At: now, Cycle: cycle, Node: a.Node, Action: string(a.Op),
 			Reason: a.Reason, Parts: a.Parts}
-		if err := sink.SetPower(ctx, a.Node, a.Op == power.PowerUp); err != nil {
+		err := sink.SetPower(ctx, a.Node, a.Op == power.PowerUp)
+		switch {
+		case errors.Is(err, slurmctl.ErrPowerUpNotSent):
+			// Slurm resumed it for a job between the read and now: the
+			// node comes up without this request, so it is no change.
+			r.Error = err.Error()
+			if rep.Skipped == nil {
+				rep.Skipped = map[string]string{}
+			}
+			rep.Skipped[a.Node] = err.Error()
+			p.log.Info("power-up not sent", "node", a.Node, "why", err)
+		case err != nil:
 			r.Error = err.Error()
 			rep.Failed[a.Node] = err.Error()
 			p.m.errors.Inc()
 			p.log.Warn("power action refused", "node", a.Node, "op", a.Op, "err", err)
-		} else {
+		default:
 			rep.Applied = append(rep.Applied, a)
 			p.changes = append(p.changes, now)
 			if _, ok := a.Parts["nowcast_want"]; ok {
@@ -444,6 +458,8 @@ func (rep *PowerReport) WriteText(w io.Writer) error {
 		switch {
 		case rep.Failed[a.Node] != "":
 			res = "refused: " + rep.Failed[a.Node]
+		case rep.Skipped[a.Node] != "":
+			res = "not sent: " + rep.Skipped[a.Node]
 		case rep.Planned:
 			res = "planned"
 		}

@@ -23,12 +23,18 @@ import (
 type fakePower struct {
 	calls []string
 	sched map[int64][]string
+	// comingUp are nodes Slurm resumed since the cycle's read: a power-up
+	// of one is not sent (slurmctl.PowerWriter.SetPower).
+	comingUp map[string]bool
 }
 
 func (f *fakePower) SetPower(_ context.Context, node string, up bool) error {
 	op := "down"
 	if up {
 		op = "up"
+		if f.comingUp[node] {
+			return fmt.Errorf("node %s is MIXED+POWERING_UP: %w", node, slurmctl.ErrPowerUpNotSent)
+		}
 	}
 	f.calls = append(f.calls, op+" "+node)
 	return nil
@@ -135,6 +141,39 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		}
 		if lack == nil || lack.LackNodes != 3 {
 			t.Errorf("records %+v: want a lack row of 3 nodes", rec.got)
+		}
+	})
+
+	t.Run("a node Slurm resumed meanwhile gets no power-up, and it is no error", func(t *testing.T) {
+		live, rec := &fakePower{comingUp: map[string]bool{"gpu2": true}}, &fakePowerRec{}
+		ps, _ := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
+		cl := powerCluster(running, slurmctl.Job{Job: policy.Job{ID: 3, State: policy.StatePending, Nodes: 2}, Reason: "Resources"})
+		for i := 1; i < 4; i++ {
+			cl.Nodes[i].State = []string{"IDLE", "POWERED_DOWN"}
+		}
+		rep := ps.Cycle(t.Context(), 1, now, cl, &Live{})
+		// 2 pending nodes + buffer 1: gpu2, gpu3 for the job, gpu4 the buffer.
+		if d := cmp.Diff([]string{"up gpu3", "up gpu4"}, live.calls); d != "" {
+			t.Errorf("power-ups sent (-want +got):\n%s", d)
+		}
+		if len(rep.Failed) != 0 || !strings.Contains(rep.Skipped["gpu2"], "no POWER_UP sent") {
+			t.Errorf("failed %v, skipped %v: want gpu2 skipped, nothing failed", rep.Failed, rep.Skipped)
+		}
+		if len(rep.Applied) != 2 || rep.Applied[0].Node != "gpu3" || rep.Applied[1].Node != "gpu4" {
+			t.Errorf("applied %+v, want gpu3's and gpu4's power-ups", rep.Applied)
+		}
+		var gpu2 *accounting.PowerAction
+		for i := range rec.got {
+			if rec.got[i].Node == "gpu2" {
+				gpu2 = &rec.got[i]
+			}
+		}
+		if gpu2 == nil || gpu2.Action != "power-up" || !strings.Contains(gpu2.Error, "POWERING_UP") {
+			t.Errorf("records %+v: want gpu2's power-up recorded with why it was not sent", rec.got)
+		}
+		var b bytes.Buffer
+		if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "gpu2  power-up  not sent: node gpu2 is MIXED+POWERING_UP") {
+			t.Errorf("text %q, %v: want gpu2's power-up not sent", b.String(), err)
 		}
 	})
 }
