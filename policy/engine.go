@@ -455,41 +455,50 @@ func (e *Engine) sweepAppended(o *Observation) {
 	for i := range o.Stopped {
 		if r := x.jobs[o.Stopped[i].ID]; r != nil && !r.leaving {
 			r.leaving = true // match removes it from the index
+			x.unlist(r)
 			old--
 		}
 	}
-	for _, en := range x.byStart {
-		r := en.r
-		if !en.live() || r.leaving || r.start.IsZero() {
+	for k := range x.byStart {
+		en := &x.byStart[k]
+		if en.r == nil || en.start.IsZero() {
 			continue
 		}
-		// r keeps its job's charged cell and Ledger record, valid
-		// while it is in the index: a stopped job's cell is deleted and
-		// its record finished only once its r is leaving.
-		from := r.start
-		c := r.charged
-		if c == nil {
-			c = e.charged[r.id]
-			r.charged = c
-		}
-		if c != nil && c.After(from) {
-			from = *c
-		}
-		if o.Now.After(from) {
-			if r.usage == nil || r.usage.finished {
-				r.usage = e.ledger.usage(r.id)
+		// The entry keeps its job's charged cell and Ledger record, valid
+		// while it is listed: a stopped job's cell is deleted and its
+		// record finished only once it is unlisted.
+		from := en.start
+		if en.cell == nil {
+			if c := e.charged[en.r.id]; c != nil {
+				en.cell, en.at = c, *c
 			}
-			e.ledger.chargeUsage(r.usage, r.user, r.account, r.rate, from, o.Now)
-			// What readAttained will find in the record until the job's
-			// next charge, which only a later sweep or its stop makes
-			// (a stop takes r out of the index; see Update's sweeps).
-			r.swept, r.sweptAt = r.usage.service, x.sweeps
-			if c == nil {
-				c = new(time.Time)
-				e.charged[r.id], r.charged = c, c
-			}
-			*c = o.Now
 		}
+		if en.cell != nil && en.at.After(from) {
+			from = en.at
+		}
+		if !o.Now.After(from) {
+			continue
+		}
+		r, ju := en.r, en.usage
+		if ju == nil || ju.finished || !en.known {
+			if ju == nil || ju.finished {
+				ju = e.ledger.usage(r.id)
+				en.usage, r.usage = ju, ju
+			}
+			e.ledger.chargeUsage(ju, r.user, r.account, en.rate, from, o.Now)
+			en.known = ju.assoc != nil && ju.user == r.user && ju.account == r.account
+		} else {
+			e.ledger.chargeKnown(ju, en.rate, from, o.Now)
+		}
+		// What readAttained will find in the record until the job's
+		// next charge, which only a later sweep or its stop makes
+		// (a stop takes r out of the index; see Update's sweeps).
+		r.swept, r.sweptAt = ju.service, x.sweeps
+		if en.cell == nil {
+			en.cell = new(time.Time)
+			e.charged[r.id] = en.cell
+		}
+		*en.cell, en.at = o.Now, o.Now
 	}
 	// A job below listed under the id of one charged above shares its
 	// charged cell, now at o.Now: it is not charged again, so the
