@@ -296,6 +296,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	// 1. Charge what ran: stopped jobs up to their end, running jobs up
 	// to now once a charging period has passed (nothing, when lean).
 	sweep := false
+	e.running.fused = false
 	if !e.lean {
 		e.charge(o, svc)
 		sweep = !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery
@@ -459,6 +460,10 @@ func (e *Engine) sweepAppended(o *Observation) {
 			old--
 		}
 	}
+	// A policy that reads the committed sums reads them at every cycle:
+	// work each job's out as it is charged (see runningIndex.readSums),
+	// unless an earlier sweep's are still to be read.
+	x.fused = x.readSums && !x.stale
 	for k := range x.byStart {
 		en := &x.byStart[k]
 		if en.r == nil || en.start.IsZero() {
@@ -480,20 +485,26 @@ func (e *Engine) sweepAppended(o *Observation) {
 			continue
 		}
 		r, ju := en.r, en.usage
-		if ju == nil || ju.finished || !en.known {
+		if !en.known || !e.ledger.chargeListed(en, from, o.Now) {
 			if ju == nil || ju.finished {
 				ju = e.ledger.usage(r.id)
-				en.usage, r.usage = ju, ju
+				r.usage = ju
 			}
 			e.ledger.chargeUsage(ju, r.user, r.account, en.rate, from, o.Now)
-			en.known = ju.assoc != nil && ju.user == r.user && ju.account == r.account
-		} else {
-			e.ledger.chargeKnown(ju, en.rate, from, o.Now)
+			en.keep(ju, r.user, r.account)
 		}
-		// What readAttained will find in the record until the job's
-		// next charge, which only a later sweep or its stop makes
-		// (a stop takes r out of the index; see Update's sweeps).
-		r.swept, r.sweptAt = ju.service, x.sweeps
+		service := en.service // the record's, without reading it
+		if !en.known {
+			service = en.usage.service
+		}
+		if x.fused {
+			x.sweptCommitted(en, service)
+		} else {
+			// What readAttained will find in the record until the job's
+			// next charge, which only a later sweep or its stop makes
+			// (a stop takes r out of the index; see Update's sweeps).
+			r.swept, r.sweptAt = service, x.sweeps
+		}
 		if en.cell == nil {
 			en.cell = new(time.Time)
 			e.charged[r.id] = en.cell

@@ -247,18 +247,31 @@ func (l *Ledger) chargeUsage(ju *jobUsage, user, account string, rate float64, f
 		}
 		ju.user, ju.account, ju.assoc, ju.acct = user, account, m.assoc, m.acct
 	}
-	l.chargeAssoc(ju, rate, units, from, to)
+	l.chargeAssoc(ju.assoc, ju.acct, rate, units, from, to)
 }
 
-// chargeKnown is chargeUsage of a job whose record holds its association
-// (ju.assoc, looked up by an earlier charge of it, with the same user and
-// account): the Engine's sweep charges a running job again and again, and
-// comparing its user and account with the record's at each charge read
-// its index record too.
-func (l *Ledger) chargeKnown(ju *jobUsage, rate float64, from, to time.Time) {
-	if units := chargeJob(ju, rate, l.seconds(from, to), from, to); units != 0 {
-		l.chargeAssoc(ju, rate, units, from, to)
+// chargeListed is chargeUsage of a job the Engine's sweep charges from its
+// byStart entry en, whose record holds the job's association (en.known)
+// and whose service and last span en holds: the sweep charges a running
+// job again and again, and reading its record and spans at each charge
+// was a chain of cache misses per job. The record is written, not read.
+// It reports false, having changed nothing, when the interval does not
+// extend the last span (the caller charges the job through chargeUsage).
+func (l *Ledger) chargeListed(en *startEnt, from, to time.Time) bool {
+	f, t := from.UnixNano(), to.UnixNano()
+	if f > en.lastTo {
+		return false
 	}
+	ju, rate := en.usage, en.rate
+	units := rate * l.seconds(from, to)
+	en.service += units
+	ju.service, ju.rate = en.service, rate
+	en.lastTo = max(en.lastTo, t)
+	en.span.to = en.lastTo
+	if units != 0 {
+		l.chargeAssoc(en.assocUsage, en.acctUsage, rate, units, from, to)
+	}
+	return true
 }
 
 // seconds is to.Sub(from).Seconds(), worked out once for an interval
@@ -287,9 +300,8 @@ func chargeJob(ju *jobUsage, rate, secs float64, from, to time.Time) float64 {
 }
 
 // chargeAssoc adds units of service, received from from to to at rate,
-// to the VTC counters and usage of the job's association and account.
-func (l *Ledger) chargeAssoc(ju *jobUsage, rate, units float64, from, to time.Time) {
-	a, acct := ju.assoc, ju.acct
+// to the VTC counters and usage of an association (a) and its account.
+func (l *Ledger) chargeAssoc(a *assocUsage, acct *accountUsage, rate, units float64, from, to time.Time) {
 	a.vtc += units
 	acct.vtc += units
 	d := l.scaledIntegral(rate, from, to)

@@ -104,7 +104,7 @@ func TestLedger_BacklogLooksUpOnlyWhatChanged(t *testing.T) {
 // the Engine makes them, with a job's first charge from its start and some
 // charged up to an instant within the interval (a job that stops and is
 // requeued), through Charge and, once a job's record holds
-// its association, chargeKnown (the sweep's path), and checks after every
+// its association, chargeListed (the sweep's path), and checks after every
 // sweep that the ledger ends in the state, to the bit, of one whose
 // interval memo is cleared before every charge: the memo's seconds and
 // decay factors are those the interval gives afresh, across rebases too.
@@ -124,6 +124,7 @@ func TestLedger_ChargeMemo(t *testing.T) {
 			type running struct {
 				j    Job
 				from time.Time
+				en   startEnt // as the Engine's byStart keeps it
 			}
 			var jobs []running
 			id := int64(1)
@@ -134,8 +135,8 @@ func TestLedger_ChargeMemo(t *testing.T) {
 				now = now.Add(tc.step)
 				for range r.Intn(4) {
 					start := prev.Add(time.Duration(r.Intn(int(tc.step/time.Second))) * time.Second)
-					jobs = append(jobs, running{Job{ID: id, User: fmt.Sprint("u", r.Intn(5)), Account: fmt.Sprint("a", r.Intn(2)),
-						GPUs: r.Intn(5)}, start})
+					jobs = append(jobs, running{j: Job{ID: id, User: fmt.Sprint("u", r.Intn(5)), Account: fmt.Sprint("a", r.Intn(2)),
+						GPUs: r.Intn(5)}, from: start})
 					id++
 				}
 				base := kept.base
@@ -149,11 +150,10 @@ func TestLedger_ChargeMemo(t *testing.T) {
 					if r.Intn(10) == 0 {
 						to = rj.from.Add(time.Duration(1+r.Int63n(int64(now.Sub(rj.from)/time.Second))) * time.Second)
 					}
-					rate := float64(rj.j.GPUs)
-					if ju := kept.jobs[rj.j.ID]; ju != nil && ju.assoc != nil && r.Intn(4) > 0 {
-						kept.chargeKnown(ju, rate, rj.from, to)
-					} else {
+					rj.en.rate = float64(rj.j.GPUs)
+					if !rj.en.known || r.Intn(4) == 0 || !kept.chargeListed(&rj.en, rj.from, to) {
 						kept.Charge(&rj.j, rj.from, to, Service{})
+						rj.en.keep(kept.jobs[rj.j.ID], rj.j.User, rj.j.Account)
 					}
 					fresh.memo = chargeMemo{}
 					fresh.Charge(&rj.j, rj.from, to, Service{})

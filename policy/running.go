@@ -61,6 +61,14 @@ type runningIndex struct {
 	// again.
 	stale  bool
 	ledger *Ledger
+	// readSums is set once a sum was read (committedUser,
+	// committedAccount): a policy that reads them reads them at every
+	// cycle, so from then on the Engine's sweep works out each job's
+	// committed service as it charges it (fused), from its byStart entry,
+	// rather than leaving the index stale and walking every record again
+	// at the next read.
+	readSums bool
+	fused    bool // the last sweep worked the committed service out
 	// sweeps counts the Engine's sweeps: a record whose sweptAt is the
 	// last one holds, in swept, the attained service that sweep (under
 	// RunningAppended) left in its Ledger record, which refresh takes
@@ -133,9 +141,25 @@ type startEnt struct {
 	// usage is the job's Ledger record once a sweep charged it, and known
 	// reports that the record holds the job's association (an earlier
 	// charge looked it up): a listed job's user and account do not
-	// change, so later sweeps charge it without comparing them.
-	usage *jobUsage
-	known bool
+	// change, so later sweeps charge it without comparing them. While
+	// known, service and span are the record's service and last run span
+	// (lastTo its end), assocUsage and acctUsage its association's and
+	// account's records: only sweeps charge a listed job, so they add to
+	// them without reading the record (see Ledger.chargeListed). A listed
+	// job's record is not finished: Finish comes only to a job that
+	// stopped, which is unlisted before the next sweep.
+	usage      *jobUsage
+	known      bool
+	service    float64
+	span       *runSpan
+	lastTo     int64
+	assocUsage *assocUsage
+	acctUsage  *accountUsage
+	// predSvc is float64(rate·runSec) of the record and committed its
+	// committed service, as settleCommitted last left them; assoc and acct
+	// its sums. A fused sweep works the committed service out from them.
+	predSvc, committed float64
+	assoc, acct        *runSum
 }
 
 // runSum is the committed service of one association's or account's
@@ -313,17 +337,38 @@ func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) 
 // listStart appends r to byStart.
 func (x *runningIndex) listStart(r *runRec) {
 	r.listed, r.listedAt = true, len(x.byStart)
-	x.byStart = append(x.byStart, startEnt{r: r, start: r.start, rate: r.rate})
+	x.byStart = append(x.byStart, startEnt{r: r, start: r.start, rate: r.rate,
+		predSvc: float64(r.rate * r.runSec), committed: r.committed, assoc: r.assoc, acct: r.acct})
+}
+
+// keep notes in en ju, the Ledger record of its job (of user and
+// account), which was just charged: what Ledger.chargeListed reads.
+func (en *startEnt) keep(ju *jobUsage, user, account string) {
+	en.usage = ju
+	n := len(ju.runs)
+	en.known = ju.assoc != nil && ju.user == user && ju.account == account && n > 0
+	if en.known {
+		en.service, en.span, en.lastTo = ju.service, &ju.runs[n-1], ju.runs[n-1].to
+		en.assocUsage, en.acctUsage = ju.assoc, ju.acct
+	}
+}
+
+// entry is r's byStart entry, nil when it has none.
+func (x *runningIndex) entry(r *runRec) *startEnt {
+	if r.listed {
+		if i := r.listedAt; i < len(x.byStart) && x.byStart[i].r == r {
+			return &x.byStart[i]
+		}
+	}
+	return nil
 }
 
 // unlist empties r's entry in byStart: a sweep no longer charges it.
 func (x *runningIndex) unlist(r *runRec) {
-	if r.listed {
-		if i := r.listedAt; i < len(x.byStart) && x.byStart[i].r == r {
-			x.byStart[i] = startEnt{}
-		}
-		r.listed = false
+	if en := x.entry(r); en != nil {
+		*en = startEnt{}
 	}
+	r.listed = false
 }
 
 // attach puts r, now running j, into the sums of j's association and
@@ -471,14 +516,14 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 	for k, r := range x.fresh {
 		j := x.freshJobs[k]
 		r.rate, r.limit = svc.Rate(j), j.TimeLimit
-		if r.listed {
-			x.byStart[r.listedAt].rate = r.rate
+		if en := x.entry(r); en != nil {
+			en.rate = r.rate
 		}
 	}
 	for _, r := range x.fresh {
 		x.settleRec(r, false, predicted, l, r.rate, r.limit)
 	}
-	if refresh {
+	if refresh && !x.fused {
 		x.stale, x.ledger = true, l
 	}
 	clear(x.fresh) // keep no record that may leave, nor a pointer into the observation
@@ -519,6 +564,28 @@ func (x *runningIndex) settleCommitted(r *runRec, read bool, rate float64, limit
 		r.run, r.runSec = run, run.Seconds()
 	}
 	x.setCommitted(r, committed(rate, r.runSec, r.attained), read)
+	if en := x.entry(r); en != nil {
+		en.predSvc, en.committed = float64(rate*r.runSec), r.committed
+	}
+}
+
+// sweptCommitted is settleCommitted of a listed job that a fused sweep
+// (see readSums) just charged, its record's service now service: its
+// prediction, rate and time limit are those settleCommitted last read,
+// which do not change while it is listed, so its entry holds what
+// committed reads of them.
+func (x *runningIndex) sweptCommitted(en *startEnt, service float64) {
+	r := en.r
+	r.attained = service
+	c := max(0, en.predSvc-service)
+	if math.Float64bits(c) == math.Float64bits(en.committed) {
+		return
+	}
+	en.committed, r.committed = c, c
+	// As setCommitted with read: every job is read again.
+	en.assoc.reload, en.acct.reload = true, true
+	x.markDirty(en.assoc, 0)
+	x.markDirty(en.acct, 0)
 }
 
 // setCommitted sets r's committed service to c and marks its sums dirty
@@ -711,6 +778,7 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 // and adds up the sums that changed since they were
 // last read.
 func (x *runningIndex) refresh() {
+	x.readSums = true
 	if x.stale {
 		for _, r := range x.jobs {
 			if r.sweptAt == x.sweeps {
