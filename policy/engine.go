@@ -296,6 +296,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 	// 1. Charge what ran: stopped jobs up to their end, running jobs up
 	// to now once a charging period has passed (nothing, when lean).
 	sweep := false
+	e.running.fused = false
 	if !e.lean {
 		e.charge(o, svc)
 		sweep = !e.swept || e.p.ChargeEvery < 0 || o.Now.Sub(e.lastSweep) >= e.p.ChargeEvery
@@ -455,41 +456,60 @@ func (e *Engine) sweepAppended(o *Observation) {
 	for i := range o.Stopped {
 		if r := x.jobs[o.Stopped[i].ID]; r != nil && !r.leaving {
 			r.leaving = true // match removes it from the index
+			x.unlist(r)
 			old--
 		}
 	}
-	for _, en := range x.byStart {
-		r := en.r
-		if !en.live() || r.leaving || r.start.IsZero() {
+	// A policy that reads the committed sums reads them at every cycle:
+	// work each job's out as it is charged (see runningIndex.readSums),
+	// unless an earlier sweep's are still to be read.
+	x.fused = x.readSums && !x.stale
+	for k := range x.byStart {
+		en := &x.byStart[k]
+		if en.r == nil || en.start.IsZero() {
 			continue
 		}
-		// r keeps its job's charged cell and Ledger record, valid
-		// while it is in the index: a stopped job's cell is deleted and
-		// its record finished only once its r is leaving.
-		from := r.start
-		c := r.charged
-		if c == nil {
-			c = e.charged[r.id]
-			r.charged = c
-		}
-		if c != nil && c.After(from) {
-			from = *c
-		}
-		if o.Now.After(from) {
-			if r.usage == nil || r.usage.finished {
-				r.usage = e.ledger.usage(r.id)
+		// The entry keeps its job's charged cell and Ledger record, valid
+		// while it is listed: a stopped job's cell is deleted and its
+		// record finished only once it is unlisted.
+		from := en.start
+		if en.cell == nil {
+			if c := e.charged[en.r.id]; c != nil {
+				en.cell, en.at = c, *c
 			}
-			e.ledger.chargeUsage(r.usage, r.user, r.account, r.rate, from, o.Now)
+		}
+		if en.cell != nil && en.at.After(from) {
+			from = en.at
+		}
+		if !o.Now.After(from) {
+			continue
+		}
+		r, ju := en.r, en.usage
+		if !en.known || !e.ledger.chargeListed(en, from, o.Now) {
+			if ju == nil || ju.finished {
+				ju = e.ledger.usage(r.id)
+				r.usage = ju
+			}
+			e.ledger.chargeUsage(ju, r.user, r.account, en.rate, from, o.Now)
+			en.keep(ju, r.user, r.account)
+		}
+		service := en.service // the record's, without reading it
+		if !en.known {
+			service = en.usage.service
+		}
+		if x.fused {
+			x.sweptCommitted(en, service)
+		} else {
 			// What readAttained will find in the record until the job's
 			// next charge, which only a later sweep or its stop makes
 			// (a stop takes r out of the index; see Update's sweeps).
-			r.swept, r.sweptAt = r.usage.service, x.sweeps
-			if c == nil {
-				c = new(time.Time)
-				e.charged[r.id], r.charged = c, c
-			}
-			*c = o.Now
+			r.swept, r.sweptAt = service, x.sweeps
 		}
+		if en.cell == nil {
+			en.cell = new(time.Time)
+			e.charged[r.id] = en.cell
+		}
+		*en.cell, en.at = o.Now, o.Now
 	}
 	// A job below listed under the id of one charged above shares its
 	// charged cell, now at o.Now: it is not charged again, so the

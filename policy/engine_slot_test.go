@@ -182,8 +182,8 @@ func TestPredictedAt_WithoutEntries(t *testing.T) {
 
 // TestEngine_SweepKeepsChargeCells runs two Engines through the same
 // churning queue with running jobs appended (the simulator's way), one
-// keeping each running job's charged cell and Ledger record in its index
-// record between sweeps, the other made to look them up again at every
+// keeping each running job's charged cell and Ledger record in its byStart
+// entry between sweeps, the other made to look them up again at every
 // cycle, and checks after every cycle that both charged the same: every
 // job's usage record and charged instant.
 func TestEngine_SweepKeepsChargeCells(t *testing.T) {
@@ -206,12 +206,16 @@ func TestEngine_SweepKeepsChargeCells(t *testing.T) {
 						st.charged[id] = *c
 					}
 					out = append(out, st)
-					for _, en := range e.running.byStart {
-						if en.r.charged != nil && !forget {
+					for k := range e.running.byStart {
+						en := &e.running.byStart[k]
+						if en.cell != nil && !forget {
 							kept++
 						}
 						if forget {
-							en.r.charged, en.r.usage = nil, nil
+							en.cell, en.at, en.usage, en.known = nil, time.Time{}, nil, false
+							if en.r != nil {
+								en.r.usage = nil
+							}
 						}
 					}
 				})

@@ -112,6 +112,11 @@ type chargeMemo struct {
 	from, to, base time.Time
 	exp2, expm1    float64
 	ok             bool
+	// secs is to.Sub(from).Seconds() of the last interval charged,
+	// [sfrom, sto].
+	sfrom, sto time.Time
+	secs       float64
+	sok        bool
 }
 
 // assocUsage and accountUsage hold usage scaled by 2^((base-t0)/halfLife):
@@ -230,16 +235,7 @@ func (l *Ledger) usage(id int64) *jobUsage {
 
 // chargeUsage is charge of the job whose record (usage) is ju.
 func (l *Ledger) chargeUsage(ju *jobUsage, user, account string, rate float64, from, to time.Time) {
-	units := rate * to.Sub(from).Seconds()
-	ju.service += units
-	ju.rate = rate
-	f, t := from.UnixNano(), to.UnixNano()
-	if n := len(ju.runs); n > 0 && f <= ju.runs[n-1].to {
-		ju.runs[n-1].to = max(ju.runs[n-1].to, t)
-	} else {
-		ju.runs = append(ju.runs, runSpan{f, t})
-	}
-
+	units := chargeJob(ju, rate, l.seconds(from, to), from, to)
 	if units == 0 {
 		return
 	}
@@ -251,7 +247,61 @@ func (l *Ledger) chargeUsage(ju *jobUsage, user, account string, rate float64, f
 		}
 		ju.user, ju.account, ju.assoc, ju.acct = user, account, m.assoc, m.acct
 	}
-	a, acct := ju.assoc, ju.acct
+	l.chargeAssoc(ju.assoc, ju.acct, rate, units, from, to)
+}
+
+// chargeListed is chargeUsage of a job the Engine's sweep charges from its
+// byStart entry en, whose record holds the job's association (en.known)
+// and whose service and last span en holds: the sweep charges a running
+// job again and again, and reading its record and spans at each charge
+// was a chain of cache misses per job. The record is written, not read.
+// It reports false, having changed nothing, when the interval does not
+// extend the last span (the caller charges the job through chargeUsage).
+func (l *Ledger) chargeListed(en *startEnt, from, to time.Time) bool {
+	f, t := from.UnixNano(), to.UnixNano()
+	if f > en.lastTo {
+		return false
+	}
+	ju, rate := en.usage, en.rate
+	units := rate * l.seconds(from, to)
+	en.service += units
+	ju.service, ju.rate = en.service, rate
+	en.lastTo = max(en.lastTo, t)
+	en.span.to = en.lastTo
+	if units != 0 {
+		l.chargeAssoc(en.assocUsage, en.acctUsage, rate, units, from, to)
+	}
+	return true
+}
+
+// seconds is to.Sub(from).Seconds(), worked out once for an interval
+// charged again and again.
+func (l *Ledger) seconds(from, to time.Time) float64 {
+	m := &l.memo
+	if !m.sok || from != m.sfrom || to != m.sto {
+		m.sfrom, m.sto, m.secs, m.sok = from, to, to.Sub(from).Seconds(), true
+	}
+	return m.secs
+}
+
+// chargeJob adds to the job's record what it received from from to to,
+// secs seconds, at rate, and returns that service.
+func chargeJob(ju *jobUsage, rate, secs float64, from, to time.Time) float64 {
+	units := rate * secs
+	ju.service += units
+	ju.rate = rate
+	f, t := from.UnixNano(), to.UnixNano()
+	if n := len(ju.runs); n > 0 && f <= ju.runs[n-1].to {
+		ju.runs[n-1].to = max(ju.runs[n-1].to, t)
+	} else {
+		ju.runs = append(ju.runs, runSpan{f, t})
+	}
+	return units
+}
+
+// chargeAssoc adds units of service, received from from to to at rate,
+// to the VTC counters and usage of an association (a) and its account.
+func (l *Ledger) chargeAssoc(a *assocUsage, acct *accountUsage, rate, units float64, from, to time.Time) {
 	a.vtc += units
 	acct.vtc += units
 	d := l.scaledIntegral(rate, from, to)
@@ -264,7 +314,13 @@ func (l *Ledger) chargeUsage(ju *jobUsage, user, account string, rate float64, f
 // interval adds, in the ledger's scaled units.
 func (l *Ledger) scaledIntegral(rate float64, from, to time.Time) float64 {
 	if l.halfLife == 0 {
-		return rate * to.Sub(from).Seconds()
+		return rate * l.seconds(from, to)
+	}
+	m := &l.memo
+	if m.ok && from == m.from && to == m.to && l.base == m.base {
+		// The interval last worked out, with the same base: the base was
+		// set and, at to, needed no rebase (or was rebased to it) then.
+		return rate * l.halfLife / math.Ln2 * m.exp2 * m.expm1
 	}
 	if !l.baseSet {
 		l.base, l.baseSet = from, true
@@ -272,7 +328,6 @@ func (l *Ledger) scaledIntegral(rate float64, from, to time.Time) float64 {
 	if to.Sub(l.base).Seconds()/l.halfLife > rebaseAt {
 		l.rebase(to)
 	}
-	m := &l.memo
 	if !m.ok || from != m.from || to != m.to || l.base != m.base {
 		x1 := from.Sub(l.base).Seconds() / l.halfLife
 		dx := to.Sub(from).Seconds() / l.halfLife

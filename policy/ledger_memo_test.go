@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestLedger_BacklogMemo drives Backlog through a churning queue (jobs
@@ -97,4 +98,116 @@ func TestLedger_BacklogLooksUpOnlyWhatChanged(t *testing.T) {
 	if n := l.lookups - before; n != 1 {
 		t.Fatalf("one new job made %d association lookups, want 1", n)
 	}
+}
+
+// TestLedger_ChargeMemo charges many jobs, in sweeps over one interval as
+// the Engine makes them, with a job's first charge from its start and some
+// charged up to an instant within the interval (a job that stops and is
+// requeued), through Charge and, once a job's record holds
+// its association, chargeListed (the sweep's path), and checks after every
+// sweep that the ledger ends in the state, to the bit, of one whose
+// interval memo is cleared before every charge: the memo's seconds and
+// decay factors are those the interval gives afresh, across rebases too.
+func TestLedger_ChargeMemo(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		halfLife time.Duration
+		step     time.Duration
+	}{
+		{"no-decay", -1, 5 * time.Minute},
+		{"decay", 7 * 24 * time.Hour, 5 * time.Minute},
+		{"rebasing", time.Hour, 97 * time.Minute}, // a rebase every ~37 sweeps
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewSource(5))
+			kept, fresh := rkLedger(t, LedgerParams{HalfLife: tc.halfLife}), rkLedger(t, LedgerParams{HalfLife: tc.halfLife})
+			type running struct {
+				j    Job
+				from time.Time
+				en   startEnt // as the Engine's byStart keeps it
+			}
+			var jobs []running
+			id := int64(1)
+			now := rkAt(0)
+			rebased := 0
+			for c := range 300 {
+				prev := now
+				now = now.Add(tc.step)
+				for range r.Intn(4) {
+					start := prev.Add(time.Duration(r.Intn(int(tc.step/time.Second))) * time.Second)
+					jobs = append(jobs, running{j: Job{ID: id, User: fmt.Sprint("u", r.Intn(5)), Account: fmt.Sprint("a", r.Intn(2)),
+						GPUs: r.Intn(5)}, from: start})
+					id++
+				}
+				base := kept.base
+				for i := range jobs {
+					rj := &jobs[i]
+					if !now.After(rj.from) {
+						continue
+					}
+					// Some stop within the interval: the same start, another end.
+					to := now
+					if r.Intn(10) == 0 {
+						to = rj.from.Add(time.Duration(1+r.Int63n(int64(now.Sub(rj.from)/time.Second))) * time.Second)
+					}
+					rj.en.rate = float64(rj.j.GPUs)
+					if !rj.en.known || r.Intn(4) == 0 || !kept.chargeListed(&rj.en, rj.from, to) {
+						kept.Charge(&rj.j, rj.from, to, Service{})
+						rj.en.keep(kept.jobs[rj.j.ID], rj.j.User, rj.j.Account)
+					}
+					fresh.memo = chargeMemo{}
+					fresh.Charge(&rj.j, rj.from, to, Service{})
+					rj.from = to
+				}
+				if kept.base != base {
+					rebased++
+				}
+				for i := 0; i < len(jobs); {
+					if r.Intn(8) == 0 {
+						kept.Finish(&jobs[i].j)
+						fresh.Finish(&jobs[i].j)
+						jobs = slices.Delete(jobs, i, i+1)
+						continue
+					}
+					i++
+				}
+				if msg := ledgerDiff(kept, fresh, now); msg != "" {
+					t.Fatalf("sweep %d: %s", c, msg)
+				}
+			}
+			if tc.name == "rebasing" && rebased < 3 {
+				t.Fatalf("%d rebases: the test checks too little", rebased)
+			}
+		})
+	}
+}
+
+// ledgerDiff says how a and b differ in their charges (usage, counters,
+// total, jobs' service and spans), to the bit, or "" when they do not.
+func ledgerDiff(a, b *Ledger, now time.Time) string {
+	if !sameBits(a.TotalUsage(now), b.TotalUsage(now)) {
+		return fmt.Sprintf("total usage %b, want %b", a.TotalUsage(now), b.TotalUsage(now))
+	}
+	if !slices.Equal(a.Assocs(), b.Assocs()) {
+		return fmt.Sprintf("associations %v, want %v", a.Assocs(), b.Assocs())
+	}
+	for _, as := range a.Assocs() {
+		if !sameBits(a.Usage(as, now), b.Usage(as, now)) || !sameBits(a.Counter(as), b.Counter(as)) ||
+			!sameBits(a.AccountUsage(as.Account, now), b.AccountUsage(as.Account, now)) ||
+			!sameBits(a.AccountCounter(as.Account), b.AccountCounter(as.Account)) {
+			return fmt.Sprintf("%v: usage %b counter %b account %b %b, want %b %b %b %b", as,
+				a.Usage(as, now), a.Counter(as), a.AccountUsage(as.Account, now), a.AccountCounter(as.Account),
+				b.Usage(as, now), b.Counter(as), b.AccountUsage(as.Account, now), b.AccountCounter(as.Account))
+		}
+	}
+	if len(a.jobs) != len(b.jobs) {
+		return fmt.Sprintf("%d jobs, want %d", len(a.jobs), len(b.jobs))
+	}
+	for id, ja := range a.jobs {
+		jb := b.jobs[id]
+		if jb == nil || !sameBits(ja.service, jb.service) || !sameBits(ja.rate, jb.rate) || !slices.Equal(ja.runs, jb.runs) {
+			return fmt.Sprintf("job %d: %+v, want %+v", id, ja, jb)
+		}
+	}
+	return ""
 }

@@ -44,13 +44,11 @@ type runningIndex struct {
 	fresh     []*runRec
 	freshJobs []*Job
 	// byStart lists the records in the order their jobs were first seen
-	// running under RunningAppended, each with the stamp its record had
-	// then: the Engine's sweep charges the running jobs in that order, so
-	// that the caller's Running need not keep it. An entry whose record
-	// left (gone) or was reused (another stamp) is skipped, and dropped
-	// once such entries are many.
+	// running under RunningAppended: the Engine's sweep charges the
+	// running jobs in that order, so that the caller's Running need not
+	// keep it. The entry of a job that stops or leaves the index is
+	// emptied (unlist), and empty entries are dropped once they are many.
 	byStart []startEnt
-	stamps  uint64
 	// stale is set when, under RunningAppended, the Engine charged every
 	// running job and their committed service has not been read again
 	// yet: it is, with ledger, at the first read of a sum
@@ -63,6 +61,14 @@ type runningIndex struct {
 	// again.
 	stale  bool
 	ledger *Ledger
+	// readSums is set once a sum was read (committedUser,
+	// committedAccount): a policy that reads them reads them at every
+	// cycle, so from then on the Engine's sweep works out each job's
+	// committed service as it charges it (fused), from its byStart entry,
+	// rather than leaving the index stale and walking every record again
+	// at the next read.
+	readSums bool
+	fused    bool // the last sweep worked the committed service out
 	// sweeps counts the Engine's sweeps: a record whose sweptAt is the
 	// last one holds, in swept, the attained service that sweep (under
 	// RunningAppended) left in its Ledger record, which refresh takes
@@ -105,28 +111,56 @@ type runRec struct {
 	rate          float64       // Service.Rate of the job, and
 	limit         time.Duration // its TimeLimit, under RunningAppended
 	start         time.Time     // the job's Start
-	stamp         uint64        // its entry in byStart, 0 when none
-	leaving       bool          // in this cycle's Stopped (see Engine.sweepAppended)
-	committed     float64       // max(0, predicted service − attained)
+	listed        bool          // in byStart, at listedAt
+	listedAt      int
+	leaving       bool    // in this cycle's Stopped (see Engine.sweepAppended)
+	committed     float64 // max(0, predicted service − attained)
 	seen          uint64
 	fresh         bool // new to the index: read its prediction and service
 	gone          bool
 	counted       bool // in users, under usersOnly (assoc says so otherwise)
-	// charged and usage are the job's Engine.charged cell and Ledger
-	// record once Engine.sweepAppended has looked them up.
-	charged *time.Time
-	usage   *jobUsage
+	// usage is the job's Ledger record once Engine.sweepAppended has
+	// looked it up.
+	usage *jobUsage
 }
 
-// startEnt is an entry of runningIndex.byStart.
+// startEnt is an entry of runningIndex.byStart: a running job and what the
+// Engine's sweep reads of it. A sweep charges every running job, thousands
+// on a big machine: it reads them from this array, in the order it walks
+// it, rather than from each job's record, charged cell and Ledger record
+// in turn, a chain of cache misses per job.
 type startEnt struct {
-	r     *runRec
-	stamp uint64
+	r     *runRec   // nil once the job stopped or left the index
+	start time.Time // the job's Start
+	rate  float64   // its Service.Rate, once settled
+	// cell is the job's Engine.charged cell once a sweep looked it up,
+	// and at what it holds: while a job is listed, only sweeps write its
+	// cell (a job that stops is unlisted first), and they write at too.
+	cell *time.Time
+	at   time.Time
+	// usage is the job's Ledger record once a sweep charged it, and known
+	// reports that the record holds the job's association (an earlier
+	// charge looked it up): a listed job's user and account do not
+	// change, so later sweeps charge it without comparing them. While
+	// known, service and span are the record's service and last run span
+	// (lastTo its end), assocUsage and acctUsage its association's and
+	// account's records: only sweeps charge a listed job, so they add to
+	// them without reading the record (see Ledger.chargeListed). A listed
+	// job's record is not finished: Finish comes only to a job that
+	// stopped, which is unlisted before the next sweep.
+	usage      *jobUsage
+	known      bool
+	service    float64
+	span       *runSpan
+	lastTo     int64
+	assocUsage *assocUsage
+	acctUsage  *accountUsage
+	// predSvc is float64(rate·runSec) of the record and committed its
+	// committed service, as settleCommitted last left them; assoc and acct
+	// its sums. A fused sweep works the committed service out from them.
+	predSvc, committed float64
+	assoc, acct        *runSum
 }
-
-// live reports whether the entry's record still holds the job it held
-// when listed, running.
-func (e startEnt) live() bool { return e.r.stamp == e.stamp && !e.r.gone }
 
 // runSum is the committed service of one association's or account's
 // running jobs.
@@ -257,6 +291,8 @@ func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) 
 		// The jobs that did not stop are in the previous match's order.
 		clear(x.byStart)
 		x.byStart = x.byStart[:0]
+		// What a sweep read of them is looked up again: the matches that
+		// kept no byStart may have charged them (Engine.chargeRunning).
 		for _, r := range x.order {
 			if !r.gone {
 				x.listStart(r)
@@ -281,8 +317,17 @@ func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) 
 	}
 	if len(x.byStart) > 2*len(x.jobs)+256 {
 		// Records leave faster than jobs start only in bursts: drop the
-		// dead entries, keeping the order of the others.
-		x.byStart = slices.DeleteFunc(x.byStart, func(e startEnt) bool { return !e.live() })
+		// empty entries, keeping the order of the others.
+		w := 0
+		for _, en := range x.byStart {
+			if en.r != nil {
+				en.r.listedAt = w
+				x.byStart[w] = en
+				w++
+			}
+		}
+		clear(x.byStart[w:])
+		x.byStart = x.byStart[:w]
 	}
 	x.free = append(x.free, x.left...)
 	clear(x.left)
@@ -291,9 +336,39 @@ func (x *runningIndex) matchAppended(o *Observation, l *Ledger, shares *Shares) 
 
 // listStart appends r to byStart.
 func (x *runningIndex) listStart(r *runRec) {
-	x.stamps++
-	r.stamp = x.stamps
-	x.byStart = append(x.byStart, startEnt{r: r, stamp: r.stamp})
+	r.listed, r.listedAt = true, len(x.byStart)
+	x.byStart = append(x.byStart, startEnt{r: r, start: r.start, rate: r.rate,
+		predSvc: float64(r.rate * r.runSec), committed: r.committed, assoc: r.assoc, acct: r.acct})
+}
+
+// keep notes in en ju, the Ledger record of its job (of user and
+// account), which was just charged: what Ledger.chargeListed reads.
+func (en *startEnt) keep(ju *jobUsage, user, account string) {
+	en.usage = ju
+	n := len(ju.runs)
+	en.known = ju.assoc != nil && ju.user == user && ju.account == account && n > 0
+	if en.known {
+		en.service, en.span, en.lastTo = ju.service, &ju.runs[n-1], ju.runs[n-1].to
+		en.assocUsage, en.acctUsage = ju.assoc, ju.acct
+	}
+}
+
+// entry is r's byStart entry, nil when it has none.
+func (x *runningIndex) entry(r *runRec) *startEnt {
+	if r.listed {
+		if i := r.listedAt; i < len(x.byStart) && x.byStart[i].r == r {
+			return &x.byStart[i]
+		}
+	}
+	return nil
+}
+
+// unlist empties r's entry in byStart: a sweep no longer charges it.
+func (x *runningIndex) unlist(r *runRec) {
+	if en := x.entry(r); en != nil {
+		*en = startEnt{}
+	}
+	r.listed = false
 }
 
 // attach puts r, now running j, into the sums of j's association and
@@ -441,11 +516,14 @@ func (x *runningIndex) settleAppended(refresh bool, predicted map[int64]time.Dur
 	for k, r := range x.fresh {
 		j := x.freshJobs[k]
 		r.rate, r.limit = svc.Rate(j), j.TimeLimit
+		if en := x.entry(r); en != nil {
+			en.rate = r.rate
+		}
 	}
 	for _, r := range x.fresh {
 		x.settleRec(r, false, predicted, l, r.rate, r.limit)
 	}
-	if refresh {
+	if refresh && !x.fused {
 		x.stale, x.ledger = true, l
 	}
 	clear(x.fresh) // keep no record that may leave, nor a pointer into the observation
@@ -486,6 +564,28 @@ func (x *runningIndex) settleCommitted(r *runRec, read bool, rate float64, limit
 		r.run, r.runSec = run, run.Seconds()
 	}
 	x.setCommitted(r, committed(rate, r.runSec, r.attained), read)
+	if en := x.entry(r); en != nil {
+		en.predSvc, en.committed = float64(rate*r.runSec), r.committed
+	}
+}
+
+// sweptCommitted is settleCommitted of a listed job that a fused sweep
+// (see readSums) just charged, its record's service now service: its
+// prediction, rate and time limit are those settleCommitted last read,
+// which do not change while it is listed, so its entry holds what
+// committed reads of them.
+func (x *runningIndex) sweptCommitted(en *startEnt, service float64) {
+	r := en.r
+	r.attained = service
+	c := max(0, en.predSvc-service)
+	if math.Float64bits(c) == math.Float64bits(en.committed) {
+		return
+	}
+	en.committed, r.committed = c, c
+	// As setCommitted with read: every job is read again.
+	en.assoc.reload, en.acct.reload = true, true
+	x.markDirty(en.assoc, 0)
+	x.markDirty(en.acct, 0)
 }
 
 // setCommitted sets r's committed service to c and marks its sums dirty
@@ -543,6 +643,7 @@ func (x *runningIndex) leaveUser(user string) {
 
 // remove forgets a job that stopped running.
 func (x *runningIndex) remove(r *runRec) {
+	x.unlist(r)
 	x.detach(r)
 	delete(x.jobs, r.id)
 	r.gone = true
@@ -677,6 +778,7 @@ func knownAssoc(a Assoc, l *Ledger, shares *Shares) bool {
 // and adds up the sums that changed since they were
 // last read.
 func (x *runningIndex) refresh() {
+	x.readSums = true
 	if x.stale {
 		for _, r := range x.jobs {
 			if r.sweptAt == x.sweeps {

@@ -263,40 +263,50 @@ func TestVTCFamily_RankAsFresh(t *testing.T) {
 }
 
 // TestEngine_SweptAttainedAcrossModes checks the attained service a sweep
-// notes on the running index's records (swept), which the first read of a
-// sum after the sweep takes instead of the Ledger's: with observations
+// leaves for the running index: noted on the records (swept), which the
+// first read of a sum after the sweep takes instead of the Ledger's, or,
+// once the policy has read the sums (readSums), worked into each job's
+// committed service as the sweep charges it (fused). With observations
 // that keep the promise of RunningAppended and others that do not, in
 // turn (the first appended cycle after others sweeps without the index's
-// order), the Engine's committed sums equal those a plain pass over each
-// cycle's Snapshot makes, for the policies that read them.
+// order), and either way of sweeping, the Engine's committed sums equal
+// those a plain pass over each cycle's Snapshot makes, for the policies
+// that read them.
 func TestEngine_SweptAttainedAcrossModes(t *testing.T) {
 	for _, name := range []string{"vtc", "fair-qssf"} {
 		for _, every := range []time.Duration{-1, 4 * time.Second} { // every cycle, every other one
 			for _, period := range []int{2, 3, 7} {
-				t.Run(fmt.Sprintf("%s/every=%v/not-appended-every=%d", name, every, period), func(t *testing.T) {
-					pol, err := New(name, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					e, err := NewEngine(EngineParams{Policy: pol, Predictor: newEnFake(), GPUs: 8, ChargeEvery: every})
-					if err != nil {
-						t.Fatal(err)
-					}
-					swept := 0
-					enChurnModes(t, e.Cycle, int64(period), 400, func(c int) bool { return c%period != 0 }, func(c int, s *Snapshot, _ []Score) {
-						enCheckIndex(t, c, s, e)
-						for _, r := range e.running.jobs {
-							if r.sweptAt == e.running.sweeps && r.sweptAt > 0 {
-								swept++
+				for _, fuse := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/every=%v/not-appended-every=%d/fused=%v", name, every, period, fuse), func(t *testing.T) {
+						pol, err := New(name, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						e, err := NewEngine(EngineParams{Policy: pol, Predictor: newEnFake(), GPUs: 8, ChargeEvery: every})
+						if err != nil {
+							t.Fatal(err)
+						}
+						swept := 0
+						enChurnModes(t, e.Cycle, int64(period), 400, func(c int) bool { return c%period != 0 }, func(c int, s *Snapshot, _ []Score) {
+							enCheckIndex(t, c, s, e)
+							x := e.running
+							for _, r := range x.jobs {
+								if fuse && x.fused && r.listed || !fuse && r.sweptAt == x.sweeps && r.sweptAt > 0 {
+									swept++
+								}
 							}
+							if !fuse {
+								// As if the sums had never been read.
+								x.readSums = false
+							}
+						})
+						// Every other cycle appended: each sweeps as the first
+						// after a plain one, without the index's order.
+						if period > 2 && swept < 500 {
+							t.Fatalf("%d records took their attained service from a sweep: the test checks too little", swept)
 						}
 					})
-					// Every other cycle appended: each sweeps as the first
-					// after a plain one, without the index's order.
-					if period > 2 && swept < 500 {
-						t.Fatalf("%d records read their attained service from a sweep: the test checks too little", swept)
-					}
-				})
+				}
 			}
 		}
 	}
