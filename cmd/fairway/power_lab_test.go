@@ -105,8 +105,9 @@ func TestLab_ServePowerSaving(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			out, _ := e.Try("", "squeue", "-h", "-o", "%i %P %T %R")
-			t.Fatalf("nodes still %q after 90s, want both idle and powered; queue:\n%s", states, out)
+			out, _ := e.Try("", "squeue", "-h", "-t", "all", "-o", "%i %P %T %R %N")
+			nodes, _ := e.Try("", "scontrol", "show", "node", "-o", "gpu1,gpu2")
+			t.Fatalf("nodes still %q after 90s, want both idle and powered; queue:\n%s\nnodes:\n%s", states, out, nodes)
 		}
 	}
 	t.Logf("nodes before the test: %s", states)
