@@ -317,3 +317,94 @@ func TestEngine_DueFollowsRule(t *testing.T) {
 		})
 	}
 }
+
+// TestEngine_SweepCacheKeepsPending: once the jobs that left without
+// running fill the cache, sweepCache forgets them and keeps the entries
+// (and predictions) of the jobs still pending, also those that kept their
+// queue slot, whose entry due takes from the slot without a lookup.
+func TestEngine_SweepCacheKeepsPending(t *testing.T) {
+	pol, err := New("fair-sjf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred := newEnFake()
+	for u := range 7 {
+		pred.sum[fmt.Sprint("u", u)], pred.n[fmt.Sprint("u", u)] = time.Duration(u+1)*time.Minute, 1
+	}
+	e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []Job
+	for i := range 1110 {
+		pending = append(pending, Job{ID: int64(i + 1), User: fmt.Sprint("u", i%7), Account: "a", GPUs: 1,
+			Submit: rkAt(0), State: StatePending, TimeLimit: time.Hour})
+	}
+	for c, n := range []int{1110, 10, 10} {
+		// The first 10 jobs stay in their slots; the others leave after
+		// the first cycle without running.
+		s, _, err := e.Cycle(&Observation{Now: rkAt(float64(10 * c)), Pending: pending[:n]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range pending[:n] {
+			if e.cache[j.ID] == nil {
+				t.Fatalf("cycle %d: pending job %d has no cache entry", c, j.ID)
+			}
+			if _, ok := s.Predicted[j.ID]; !ok {
+				t.Fatalf("cycle %d: pending job %d has no prediction", c, j.ID)
+			}
+		}
+	}
+	if len(e.cache) != 10 {
+		t.Fatalf("%d cache entries for 10 pending jobs: the jobs that left were not forgotten", len(e.cache))
+	}
+}
+
+// TestEngine_IDAgainInItsSlot: a job id that comes back to the queue
+// slot it left, after its job finished (Slurm's ids start again after a
+// reset), is predicted again from a new cache entry, not read from the
+// entry the finish forgot, which the slot (pendSlot) still holds.
+func TestEngine_IDAgainInItsSlot(t *testing.T) {
+	pol, err := New("fair-sjf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred := newEnFake()
+	pred.sum["u"], pred.n["u"] = time.Hour, 1
+	// A day between two predictions of a job: the job is not due when
+	// its id comes back, unless seen as new.
+	e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := Job{ID: 1, User: "u", Account: "a", GPUs: 1, Submit: rkAt(0), State: StatePending, TimeLimit: 2 * time.Hour}
+	run := j
+	run.Start, run.State = rkAt(10), StateRunning
+	done := run
+	done.End, done.State = rkAt(70), StateCompleted
+	again := j
+	again.Submit = rkAt(60)
+	for c, o := range []Observation{
+		{Now: rkAt(0), Pending: []Job{j}},
+		{Now: rkAt(10), Running: []Job{run}, RunningAppended: true},
+		{Now: rkAt(70), Pending: []Job{again}, Stopped: []Job{done}, RunningAppended: true},
+	} {
+		s, _, err := e.Cycle(&o)
+		if err != nil {
+			t.Fatalf("cycle %d: %v", c, err)
+		}
+		if len(o.Pending) == 0 {
+			continue
+		}
+		if en := e.cache[1]; en == nil || en.gone {
+			t.Fatalf("cycle %d: the pending job has no live cache entry (%v)", c, en)
+		}
+		if got, want := predictedAt(s, 0), predictedRun(s, &s.Pending[0]); got != want {
+			t.Fatalf("cycle %d: predicted %v, Predicted says %v", c, got, want)
+		}
+	}
+	if pred.predicts != 2 {
+		t.Fatalf("%d predictions, want 2: the job was not predicted again", pred.predicts)
+	}
+}
