@@ -99,16 +99,13 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	powerUpAfter(t, e, "gpu1")
 	powerUpAfter(t, e, "gpu2")
 	var states string
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+	if !waitUntil(90*time.Second, func() bool {
 		states = sinfoState(e, "gpu1") + " " + sinfoState(e, "gpu2")
-		if states == "idle idle" {
-			break
-		}
-		if time.Now().After(deadline) {
-			out, _ := e.Try("", "squeue", "-h", "-t", "all", "-o", "%i %P %T %R %N")
-			nodes, _ := e.Try("", "scontrol", "show", "node", "-o", "gpu1,gpu2")
-			t.Fatalf("nodes still %q after 90s, want both idle and powered; queue:\n%s\nnodes:\n%s", states, out, nodes)
-		}
+		return states == "idle idle"
+	}) {
+		out, _ := e.Try("", "squeue", "-h", "-t", "all", "-o", "%i %P %T %R %N")
+		nodes, _ := e.Try("", "scontrol", "show", "node", "-o", "gpu1,gpu2")
+		t.Fatalf("nodes still %q after 90s, want both idle and powered; queue:\n%s\nnodes:\n%s", states, out, nodes)
 	}
 	t.Logf("nodes before the test: %s", states)
 
@@ -189,14 +186,10 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	// A job on a node slurmctld resumes is CONFIGURING until the node
 	// registers (ResumeTimeout, 60s in the lab) and slurmctld's periodic
 	// check (every 30s) sees it: the wait covers both, on a busy machine.
-	ran := false
-	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if st := jobState(e, job); st == "RUNNING" || st == "COMPLETING" || st == "COMPLETED" || st == "" {
-			ran = true
-			break
-		}
-	}
-	if !ran {
+	if !waitUntil(3*time.Minute, func() bool {
+		st := jobState(e, job)
+		return st == "RUNNING" || st == "COMPLETING" || st == "COMPLETED" || st == ""
+	}) {
 		t.Fatalf("job %d did not run on gpu2 within 3m:\n%s", job, powerDiagnosis(e, "gpu2", job))
 	}
 	if st := e.WaitState(t, job, 90*time.Second, "COMPLETED", "FAILED"); st != "COMPLETED" {

@@ -431,14 +431,22 @@ func (p *serveProc) status(path string) int {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
+	if !waitUntil(timeout, ok) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// waitUntil polls ok until it holds or timeout passes, and reports
+// whether it held: for a caller that explains a timeout itself.
+func waitUntil(timeout time.Duration, ok func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if ok() {
-			return
+			return true
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	return false
 }
 
 // TestLab_ServeHighAvailability is scenario (b): two serve processes on one
