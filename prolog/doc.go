@@ -68,8 +68,10 @@
 // stored once. A whole-GPU job's record carries NVML's per-process
 // accounting for the processes that started after its prolog and the
 // device energy between prolog and epilog. On a shared GPU several jobs'
-// processes cannot be told apart, so a shard job's record carries its
-// shards and times but no utilisation or energy. The prolog does not touch
+// processes cannot be told apart (under MPS the accounting charges all
+// utilisation to the MPS server, and the device energy is every sharer's),
+// so a shard job's record carries its shards and times but no utilisation
+// or energy. The prolog does not touch
 // the database (it would delay every job start when the database is slow);
 // every epilog ships the spool's backlog with its own records.
 package prolog
