@@ -55,13 +55,6 @@ type fwUser struct {
 
 	items []fwItem // ring, capacity History
 	next  int
-	// descents counts the kept items that ended before the item just older
-	// than them: 0 when the ring is in end order, as it is when jobs are
-	// observed as they end (the simulator, a live system). Then the items a
-	// scan's end filter drops are the newest ones, which it skips at once
-	// (newerThan) instead of walking past them: on a big machine a busy
-	// user's newest kept jobs mostly ended after the observed job's submit.
-	descents int
 }
 
 // fwStats are the job-independent aggregates of the fwRecent newest items
@@ -306,12 +299,6 @@ func (u *fwUser) add(it fwItem, capacity int, ms *fwMatches) {
 		old := u.at(capacity - 1)
 		k := u.keys(old)
 		ms.drop(&k, &old.match, true, capacity < fwRecent)
-		if capacity >= 2 && u.at(capacity-2).end < old.end {
-			u.descents--
-		}
-	}
-	if len(u.items) > 0 && capacity >= 2 && it.end < u.at(0).end {
-		u.descents++
 	}
 	k := u.keys(&it)
 	it.match = ms.push(&k, it.lrun)
@@ -344,31 +331,6 @@ func (it *fwItem) passes(sub, endBefore int64) bool {
 	return it.submit <= sub && it.end < endBefore
 }
 
-// newerThan returns how many of the newest items ended at or after
-// endBefore, when they are the newest ones (the ring is in end order), and
-// the index in u.items of the newest item after them; else 0 and the
-// newest item's index. A scan starts there: the items it skips fail the
-// end filter.
-func (u *fwUser) newerThan(endBefore int64) (skip, i int) {
-	n := len(u.items)
-	if n == 0 {
-		return 0, 0
-	}
-	if u.descents == 0 && u.at(0).end >= endBefore {
-		// The k-th newest ended at or after endBefore for every k < skip.
-		lo, hi := 1, n
-		for lo < hi {
-			if mid := int(uint(lo+hi) >> 1); u.at(mid).end >= endBefore {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		skip = lo
-	}
-	return skip, ((u.next-1-skip)%n + n) % n
-}
-
 // scanStats aggregates the fwRecent newest items that pass the filter.
 func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
 	s := fwStats{
@@ -382,8 +344,8 @@ func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
 		last5, ratio5         [5]float32
 		prevRun               float32
 	)
-	skip, i := u.newerThan(endBefore)
-	for k := skip; k < len(u.items) && s.n < fwRecent; k++ {
+	i := u.older(u.next) // the newest
+	for k := 0; k < len(u.items) && s.n < fwRecent; k++ {
 		it := &u.items[i]
 		i = u.older(i)
 		if !it.passes(sub, endBefore) {
@@ -459,9 +421,9 @@ func (u *fwUser) scanStats(sub, endBefore int64) fwStats {
 // filter and match it; keys are u's.
 func (u *fwUser) scanMatches(keys *fwKeys, sub, endBefore int64) [fwKinds]fwMatch {
 	var m [fwKinds]fwMatch
-	n := 0 // items that passed so far
-	skip, i := u.newerThan(endBefore)
-	for range len(u.items) - skip {
+	n := 0               // items that passed so far
+	i := u.older(u.next) // the newest
+	for range u.items {
 		it := &u.items[i]
 		i = u.older(i)
 		if !it.passes(sub, endBefore) {
