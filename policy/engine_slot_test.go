@@ -70,11 +70,7 @@ func TestEngine_DueLooksUpOnlyWhatChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pending []Job
-	for i := range 1000 {
-		pending = append(pending, Job{ID: int64(i + 1), User: fmt.Sprint("u", i%50), Account: "a", GPUs: 1,
-			Submit: rkAt(0), State: StatePending, TimeLimit: time.Hour})
-	}
+	pending := slotPending(1000, 50)
 	cycle := func(at float64) int {
 		before := e.cacheLookups
 		if _, _, err := e.Cycle(&Observation{Now: rkAt(at), Pending: pending}); err != nil {
@@ -335,11 +331,7 @@ func TestEngine_SweepCacheKeepsPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pending []Job
-	for i := range 1110 {
-		pending = append(pending, Job{ID: int64(i + 1), User: fmt.Sprint("u", i%7), Account: "a", GPUs: 1,
-			Submit: rkAt(0), State: StatePending, TimeLimit: time.Hour})
-	}
+	pending := slotPending(1110, 7)
 	for c, n := range []int{1110, 10, 10} {
 		// The first 10 jobs stay in their slots; the others leave after
 		// the first cycle without running.
@@ -407,4 +399,16 @@ func TestEngine_IDAgainInItsSlot(t *testing.T) {
 	if pred.predicts != 2 {
 		t.Fatalf("%d predictions, want 2: the job was not predicted again", pred.predicts)
 	}
+}
+
+// slotPending is n pending jobs of one GPU and an hour's limit, ids 1 to
+// n, all submitted at minute 0, spread in turn over users u0 to u<users-1>
+// of account a.
+func slotPending(n, users int) []Job {
+	pending := make([]Job, 0, n)
+	for i := range n {
+		pending = append(pending, Job{ID: int64(i + 1), User: fmt.Sprint("u", i%users), Account: "a", GPUs: 1,
+			Submit: rkAt(0), State: StatePending, TimeLimit: time.Hour})
+	}
+	return pending
 }
