@@ -15,16 +15,24 @@ import (
 )
 
 // sinfoState is sinfo's compact state of one node ("idle", "idle~",
-// "mix", ...). sinfo -N prints a node once per partition it sits in (the
-// lab's gpu and gpuhi hold both nodes), with the same state: one line is
-// the node's.
+// "mix", ...). sinfo lists every node and the node's line is picked by
+// name: `sinfo -n NODE`, which asks slurmctld for that node alone, is not
+// to be trusted on the lab's Slurm 22.05 (two nodes of one host name): it
+// said "mix" for gpu2 for a minute after its job had ended, while gpu1 ran
+// a job and the full listing and scontrol said gpu2 was idle. sinfo -N
+// prints a node once per partition it sits in (the lab's gpu and gpuhi
+// hold both nodes), with the same state: the first line is the node's.
 func sinfoState(e *lab.Env, node string) string {
-	out, err := e.Try("", "sinfo", "-h", "-N", "-n", node, "-o", "%t")
+	out, err := e.Try("", "sinfo", "-h", "-N", "-o", "%N %t")
 	if err != nil {
 		return ""
 	}
-	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
-	return first
+	for l := range strings.SplitSeq(out, "\n") {
+		if name, state, ok := strings.Cut(strings.TrimSpace(l), " "); ok && name == node {
+			return state
+		}
+	}
+	return ""
 }
 
 // powerDiagnosis is what a failed power test needs to be understood
@@ -195,7 +203,16 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	if st := e.WaitState(t, job, 90*time.Second, "COMPLETED", "FAILED"); st != "COMPLETED" {
 		t.Fatalf("job %d ended %s, want COMPLETED", job, st)
 	}
-	waitFor(t, 60*time.Second, "gpu2 to be powered and idle", func() bool { return sinfoState(e, "gpu2") == "idle" })
+	var seen []string
+	if !waitUntil(60*time.Second, func() bool {
+		st := sinfoState(e, "gpu2")
+		if len(seen) == 0 || !strings.HasSuffix(seen[len(seen)-1], " "+st) {
+			seen = append(seen, time.Now().Format("15:04:05")+" "+st)
+		}
+		return st == "idle"
+	}) {
+		t.Fatalf("gpu2 not powered and idle 60s after job %d ended; its states: %s\n%s", job, strings.Join(seen, ", "), powerDiagnosis(e, "gpu2", job))
+	}
 
 	// 3. The decisions are on record, with their reasons.
 	acts, err := s.Store.PowerActions(ctx, e.Cluster, "", time.Time{}, time.Now().Add(time.Minute))
