@@ -1,8 +1,9 @@
 // Command testsummary reads `go test -json` on stdin and prints what a
 // person needs from a long test run: one line per package, the output of
-// every failed test, and at the end one line saying how many tests were
+// every failed test, at the end one line saying how many tests were
 // skipped and why, so that a run that quietly skipped the trace-based
-// tests says so. `make test` pipes into it. It exits 1 when a test or a
+// tests says so, and one naming the slowest tests, so that what holds CI
+// near its time budget is in every run's output. `make test` pipes into it. It exits 1 when a test or a
 // package failed.
 package main
 
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,6 +68,7 @@ func summarize(in io.Reader, out io.Writer) (bool, error) {
 	type key struct{ pkg, test string }
 	logs := map[key][]string{}
 	skips := map[string]int{}
+	var slow []timed
 	var pkgFailed, anyFailed bool
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -77,6 +80,9 @@ func summarize(in io.Reader, out io.Writer) (bool, error) {
 			continue
 		}
 		k := key{e.Package, e.Test}
+		if (e.Action == "pass" || e.Action == "fail") && e.Test != "" && !strings.Contains(e.Test, "/") {
+			slow = append(slow, timed{e.Package, e.Test, e.Elapsed})
+		}
 		switch e.Action {
 		case "output":
 			logs[k] = append(logs[k], e.Output)
@@ -141,6 +147,44 @@ func summarize(in io.Reader, out io.Writer) (bool, error) {
 		}
 		fmt.Fprintf(out, "%d tests skipped: %s\n", n, strings.Join(parts, "; "))
 	}
+	printSlowest(out, slow)
 	_ = pkgFailed
 	return anyFailed, nil
+}
+
+// timed is one top-level test's run time.
+type timed struct {
+	pkg, test string
+	secs      float64
+}
+
+// slowestShown and slowestFrom bound the slowest-tests line: the few
+// tests that decide a run's length, not a list of every test.
+const (
+	slowestShown = 8
+	slowestFrom  = 10.0 // seconds
+)
+
+// printSlowest prints the slowest top-level tests that took slowestFrom
+// seconds or more, longest first, with their package's last path element.
+func printSlowest(out io.Writer, ts []timed) {
+	slices.SortStableFunc(ts, func(a, b timed) int {
+		switch {
+		case a.secs > b.secs:
+			return -1
+		case a.secs < b.secs:
+			return 1
+		}
+		return 0
+	})
+	var parts []string
+	for _, t := range ts {
+		if len(parts) == slowestShown || t.secs < slowestFrom {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s) %.0fs", t.test, path.Base(t.pkg), t.secs))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(out, "slowest tests: %s\n", strings.Join(parts, ", "))
+	}
 }
