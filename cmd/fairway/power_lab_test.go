@@ -203,11 +203,12 @@ func TestLab_ServePowerSaving(t *testing.T) {
 	if st := e.WaitState(t, job, 90*time.Second, "COMPLETED", "FAILED"); st != "COMPLETED" {
 		t.Fatalf("job %d ended %s, want COMPLETED", job, st)
 	}
-	var seen []string
+	var seen []string // each state gpu2 went through, with its time
+	prev := "none"    // no state sinfo prints: the first reading is recorded
 	if !waitUntil(60*time.Second, func() bool {
 		st := sinfoState(e, "gpu2")
-		if len(seen) == 0 || !strings.HasSuffix(seen[len(seen)-1], " "+st) {
-			seen = append(seen, time.Now().Format("15:04:05")+" "+st)
+		if st != prev {
+			seen, prev = append(seen, time.Now().Format("15:04:05")+" "+st), st
 		}
 		return st == "idle"
 	}) {

@@ -3,12 +3,13 @@
 // every failed test, at the end one line saying how many tests were
 // skipped and why, so that a run that quietly skipped the trace-based
 // tests says so, and one naming the slowest tests, so that what holds CI
-// near its time budget is in every run's output. `make test` pipes into it. It exits 1 when a test or a
-// package failed.
+// near its time budget is in every run's output. `make test` pipes into
+// it. It exits 1 when a test or a package failed.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -168,15 +169,7 @@ const (
 // printSlowest prints the slowest top-level tests that took slowestFrom
 // seconds or more, longest first, with their package's last path element.
 func printSlowest(out io.Writer, ts []timed) {
-	slices.SortStableFunc(ts, func(a, b timed) int {
-		switch {
-		case a.secs > b.secs:
-			return -1
-		case a.secs < b.secs:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(ts, func(a, b timed) int { return cmp.Compare(b.secs, a.secs) })
 	var parts []string
 	for _, t := range ts {
 		if len(parts) == slowestShown || t.secs < slowestFrom {
