@@ -361,6 +361,9 @@ type assocGroups struct {
 	members []int32
 	start   []int32
 	fill    []int32 // reset's scratch
+	// assocNum is each group's association number in the groupMemo that
+	// resetWith was given; empty without one.
+	assocNum []int32
 }
 
 func groupByAssoc(jobs []Job) *assocGroups {
@@ -395,6 +398,7 @@ func (g *assocGroups) resetWith(jobs []Job, m *groupMemo) {
 	g.of = resize(g.of, len(jobs)) // every entry is written below
 	g.keys, g.acct = g.keys[:0], g.acct[:0]
 	g.accounts, g.sameUser = g.accounts[:0], g.sameUser[:0]
+	g.assocNum = g.assocNum[:0]
 	lastG := int32(-1)
 	if m != nil {
 		m.calls++
@@ -408,6 +412,7 @@ func (g *assocGroups) resetWith(jobs []Job, m *groupMemo) {
 			a := m.assocAt(i, j)
 			if m.stamp[a] != m.calls {
 				m.stamp[a], m.grp[a] = m.calls, g.add(j)
+				g.assocNum = append(g.assocNum, a)
 			}
 			g.of[i] = m.grp[a]
 			continue
@@ -480,6 +485,60 @@ type groupMemo struct {
 	stamp []uint64
 	grp   []int32
 	calls uint64
+	// Per association number, for vtc: its cell in the running index
+	// runOf and in the Ledger ledOf, nil until it has one. The Ledger
+	// never drops a cell, the index marks the ones it drops (runSum.gone),
+	// so a cell found is the association's while the memo is given the
+	// same index and Ledger, and reading it spares hashing the
+	// association at every cycle (userCells).
+	runOf *runningIndex
+	run   []*runSum
+	ledOf *Ledger
+	led   []*assocUsage
+}
+
+// userCells writes, for each group of g (grouped by resetWith through
+// m), the committed service of its running jobs in running to comm (as
+// running.committedUser) unless running is nil, and its VTC counter in
+// l to ctr (as l.Counter).
+func (m *groupMemo) userCells(g *assocGroups, running *runningIndex, l *Ledger, comm, ctr []float64) {
+	for len(m.run) < len(m.stamp) {
+		m.run, m.led = append(m.run, nil), append(m.led, nil)
+	}
+	if running != nil {
+		running.refresh()
+		if m.runOf != running {
+			m.runOf = running
+			clear(m.run)
+		}
+		for x, a := range g.assocNum {
+			c := m.run[a]
+			if c == nil || c.gone {
+				c = running.assocs[g.keys[x]]
+				m.run[a] = c
+			}
+			if c != nil {
+				comm[x] = c.sum
+			}
+		}
+	}
+	if l == nil {
+		return // every counter 0, as ctr holds
+	}
+	if m.ledOf != l {
+		m.ledOf = l
+		clear(m.led)
+	}
+	for x, a := range g.assocNum {
+		c := m.led[a]
+		if c == nil {
+			c = l.assocs[g.keys[x]]
+			m.led[a] = c
+		}
+		if c != nil {
+			ctr[x] = c.vtc
+		}
+	}
 }
 
 // grow makes room for n slots.

@@ -190,6 +190,9 @@ type runSum struct {
 	from   int // while dirty: prefix[from:] is out of date
 	dirty  bool
 	known  bool // an association the Ledger or the share tree knows; accounts: always
+	// gone is set when the sum left its map (no job left in it): a
+	// policy that keeps the cell (groupMemo) looks its key up again.
+	gone bool
 }
 
 func newRunningIndex() *runningIndex {
@@ -733,6 +736,7 @@ func leaveSum[K comparable](x *runningIndex, m map[K]*runSum, key K, r *runRec) 
 	if s.live > 0 {
 		return false
 	}
+	s.gone = true
 	delete(m, key)
 	return true
 }

@@ -18,6 +18,7 @@ type rankScratch struct {
 	g               assocGroups
 	t               vtcTags
 	commU, commA    []float64 // computeVTC: committed service per group, per account
+	ctrU            []float64 // computeVTC: VTC counter per group
 	acctW           []float64 // computeVTC: account shares
 	ents, radix     []rankEntry
 	perAcct, fillA  []int32

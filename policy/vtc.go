@@ -149,10 +149,10 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 	memo *vtcMemo) *vtcTags {
 	g := &buf.g
 	sorted := false // g.members in the within order
-	if memo != nil && memo.groups.mu.TryLock() {
+	locked := memo != nil && memo.groups.mu.TryLock()
+	if locked {
 		g.resetWith(s.Pending, &memo.groups)
 		sorted = memo.orders.membersWithin(g, &memo.groups, s.Pending, within, sub)
-		memo.groups.mu.Unlock()
 	} else {
 		g.reset(s.Pending)
 	}
@@ -170,10 +170,20 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 	}
 	buf.commU, buf.commA = zeroed(buf.commU, ng), zeroed(buf.commA, na)
 	commU, commA := buf.commU, buf.commA
-	if running != nil {
+	// Each group's user counter: through the memo's cells when it grouped
+	// the queue, else looked up by association below (ctrU nil).
+	var ctrU []float64
+	if locked {
+		buf.ctrU = zeroed(buf.ctrU, ng)
+		ctrU = buf.ctrU
+		memo.groups.userCells(g, running, s.Ledger, commU, ctrU)
+		memo.groups.mu.Unlock()
+	} else if running != nil {
 		for x, key := range g.keys {
 			commU[x] = running.committedUser(key)
 		}
+	}
+	if running != nil {
 		for a, name := range g.accounts {
 			commA[a] = running.committedAccount(name)
 		}
@@ -236,7 +246,13 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 			t.zero[x] = true
 			continue
 		}
-		t.userC[x] = (s.Ledger.Counter(key) + commU[x]) / w
+		var ctr float64
+		if ctrU != nil {
+			ctr = ctrU[x]
+		} else {
+			ctr = s.Ledger.Counter(key)
+		}
+		t.userC[x] = (ctr + commU[x]) / w
 		c := t.userC[x]
 		for _, m := range g.group(x) {
 			t.userTag[m] = c
