@@ -170,17 +170,19 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 	}
 	buf.commU, buf.commA = zeroed(buf.commU, ng), zeroed(buf.commA, na)
 	commU, commA := buf.commU, buf.commA
-	// Each group's user counter: through the memo's cells when it grouped
-	// the queue, else looked up by association below (ctrU nil).
-	var ctrU []float64
+	// Each group's committed service and user counter: through the memo's
+	// cells when it grouped the queue, else looked up by association.
+	buf.ctrU = zeroed(buf.ctrU, ng)
+	ctrU := buf.ctrU
 	if locked {
-		buf.ctrU = zeroed(buf.ctrU, ng)
-		ctrU = buf.ctrU
 		memo.groups.userCells(g, running, s.Ledger, commU, ctrU)
 		memo.groups.mu.Unlock()
-	} else if running != nil {
+	} else {
 		for x, key := range g.keys {
-			commU[x] = running.committedUser(key)
+			if running != nil {
+				commU[x] = running.committedUser(key)
+			}
+			ctrU[x] = s.Ledger.Counter(key)
 		}
 	}
 	if running != nil {
@@ -246,13 +248,7 @@ func computeVTC(s *Snapshot, cost []float64, sub []int64, within []float64, runn
 			t.zero[x] = true
 			continue
 		}
-		var ctr float64
-		if ctrU != nil {
-			ctr = ctrU[x]
-		} else {
-			ctr = s.Ledger.Counter(key)
-		}
-		t.userC[x] = (ctr + commU[x]) / w
+		t.userC[x] = (ctrU[x] + commU[x]) / w
 		c := t.userC[x]
 		for _, m := range g.group(x) {
 			t.userTag[m] = c
