@@ -8,6 +8,10 @@ GO       ?= go
 LAB      := contrib/lab/lab
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
+# urfave_cli_no_docs leaves out urfave/cli's man-page and Markdown writers (and the Markdown parser
+# they pull in), which fairway never calls but every process would initialise at start-up: a hook
+# runs one per job start (cmd/fairway's buildFairway builds the test binaries the same way).
+TAGS     := urfave_cli_no_docs
 PKGS     := ./...
 
 .PHONY: all build install test unit lint bench lab-up lab-down lab-hooks lab-status clean forecast-doc glibc
@@ -16,7 +20,7 @@ all: build
 
 ## build: the fairway binary in ./fairway
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o fairway ./cmd/fairway
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o fairway ./cmd/fairway
 
 ## install: the binary, hook scripts, systemd units and timers, env files (never replacing an existing
 ## one), state, spool and log directories, with the owners and modes INSTALL.md lists ("Install the
@@ -90,7 +94,7 @@ TUNE_TRACES := ctc:CTC-SP2-1996-3.1-cln.swf.gz:swf kth:KTH-SP2-filtered.swf.gz:s
 	philly-mix1:Philly-MIX1.csv.gz:philly-mix
 .PHONY: tune-default
 tune-default:
-	$(GO) build -o fairway.tune ./cmd/fairway
+	$(GO) build -tags '$(TAGS)' -o fairway.tune ./cmd/fairway
 	mkdir -p policy/defaults
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	./fairway.tune trace synth --jobs 30000 --seed 1 --out $$tmp/synth-30k.csv; \
@@ -125,7 +129,7 @@ SPLIT_DIR ?= docs/split
 SPLIT_ROWS ?= ctc kth sdsc-blue philly-mix1 synth-30k
 .PHONY: tune-split
 tune-split:
-	$(GO) build -o fairway.tune ./cmd/fairway
+	$(GO) build -tags '$(TAGS)' -o fairway.tune ./cmd/fairway
 	mkdir -p $(SPLIT_DIR)
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	for t in $(TUNE_TRACES) synth-30k:$$tmp/synth-30k.csv:helios; do \
@@ -155,7 +159,7 @@ SUITE_MARK ?= suite
 policy-doc-whole:
 	$(MAKE) policy-doc SUITE_FLAGS= SUITE_MARK=suite-whole
 policy-doc:
-	$(GO) build -o fairway.suite ./cmd/fairway
+	$(GO) build -tags '$(TAGS)' -o fairway.suite ./cmd/fairway
 	{ echo "$$ fairway simulate --suite --traces-dir $(TRACES_DIR)$(if $(SUITE_FLAGS), $(SUITE_FLAGS))"; echo; \
 	  nice ./fairway.suite simulate --suite --parallel 2 --traces-dir $(TRACES_DIR) $(SUITE_FLAGS); } > docs/.suite.txt
 	rm -f fairway.suite

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -187,12 +188,15 @@ func parseKmsgRecord(rec []byte) (seq uint64, facility int, msg string, ok bool)
 
 // xidPattern is the NVIDIA driver's XID message, anchored at the start of
 // the record: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, ..." (older
-// drivers: "NVRM: Xid (PCI:0000:18:00): 13 Graphics ...").
-var xidPattern = regexp.MustCompile(`^NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): ([0-9]{1,4})(?:[, ]|$)`)
+// drivers: "NVRM: Xid (PCI:0000:18:00): 13 Graphics ..."). Compiled on first
+// use, not at the start of every hook process.
+var xidPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): ([0-9]{1,4})(?:[, ]|$)`)
+})
 
 // parseXID parses the NVIDIA driver's XID message.
 func parseXID(msg string) (XID, bool) {
-	m := xidPattern.FindStringSubmatch(msg)
+	m := xidPattern().FindStringSubmatch(msg)
 	if m == nil {
 		return XID{}, false
 	}

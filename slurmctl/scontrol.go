@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,7 +43,8 @@ func scontrolBatch(plan []Change, maxPerLine int) []byte {
 
 // scontrolJobErr matches scontrol's per-job failure line, e.g.
 // "Invalid job id specified for job 999998" or "... for job 10_[2-4]".
-var scontrolJobErr = regexp.MustCompile(`^(.*) for job (\S+)$`)
+// Compiled on first use, as the other patterns every process would pay for.
+var scontrolJobErr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.*) for job (\S+)$`) })
 
 func (w *Writer) writeScontrol(ctx context.Context, rep *Report) error {
 	rep.Calls++
@@ -127,7 +129,7 @@ func attributeScontrol(stderr []byte, plan []Change) (failed map[string]string, 
 		if line == "" {
 			continue
 		}
-		m := scontrolJobErr.FindStringSubmatch(line)
+		m := scontrolJobErr().FindStringSubmatch(line)
 		if m == nil {
 			unattributed = append(unattributed, line)
 			continue

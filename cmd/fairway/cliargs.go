@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -182,12 +183,15 @@ func commandNotFound(c *cli.Context, name string) {
 	cli.OsExiter(1)
 }
 
-var undefinedFlag = regexp.MustCompile(`flag provided but not defined: -+(\S+)`)
+// undefinedFlag is compiled on first use: only a mistyped command line needs it.
+var undefinedFlag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`flag provided but not defined: -+(\S+)`)
+})
 
 // usageError turns a bad flag into one line naming the closest valid one,
 // instead of the error wrapped in the command's whole help.
 func usageError(c *cli.Context, err error, _ bool) error {
-	m := undefinedFlag.FindStringSubmatch(err.Error())
+	m := undefinedFlag().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
 	}

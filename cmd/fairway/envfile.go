@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // envLine is one setting of a file: its key, its value unquoted, and its line
@@ -19,8 +20,8 @@ type envLine struct {
 	Line       int
 }
 
-// envKeyPattern is what a setting's name must match.
-var envKeyPattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+// envKeyPattern is what a setting's name must match (compiled on first use).
+var envKeyPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`) })
 
 // parseEnvFile reads KEY=value lines, # and ; comments and blank lines; a value
 // in matching single or double quotes loses them. A line that is not a
@@ -35,7 +36,7 @@ func parseEnvFile(b []byte) ([]envLine, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
-		if !ok || !envKeyPattern.MatchString(k) {
+		if !ok || !envKeyPattern().MatchString(k) {
 			return nil, fmt.Errorf("line %d: want NAME=value", n)
 		}
 		v = strings.TrimSpace(v)

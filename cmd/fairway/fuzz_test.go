@@ -32,7 +32,7 @@ func FuzzConfigFile(f *testing.F) {
 		if perr == nil {
 			last := 0
 			for _, l := range lines {
-				if !envKeyPattern.MatchString(l.Key) || l.Line <= last || strings.ContainsAny(l.Value, "\n") {
+				if !envKeyPattern().MatchString(l.Key) || l.Line <= last || strings.ContainsAny(l.Value, "\n") {
 					t.Fatalf("parseEnvFile: bad line %+v after line %d", l, last)
 				}
 				last = l.Line

@@ -62,9 +62,11 @@ func newHookLabTags(t *testing.T, tags ...string) *hookLab {
 	return h
 }
 
-// buildFairway builds this package's binary with the given build tags.
+// buildFairway builds this package's binary with the given build tags and
+// the Makefile's (TAGS), so the hooks tested are the hooks installed.
 func buildFairway(t testing.TB, tags ...string) string {
 	t.Helper()
+	tags = append([]string{"urfave_cli_no_docs"}, tags...)
 	out := filepath.Join(t.TempDir(), "fairway")
 	// go test puts GOROOT/bin first in PATH.
 	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", out, ".")

@@ -40,7 +40,9 @@ type EvalConfig struct {
 	History, Future, Keep int
 	// Family is the predictive settings searched on the validation days;
 	// the one whose curve best dominates the idle-time rule there is
-	// replayed on the test days next to the artifact's.
+	// replayed on the test days next to the artifact's. Nil means
+	// DefaultFamily(), built only when Evaluate runs: the grid is large and
+	// every fairway process builds the command line's defaults.
 	Family []Setting
 	// TreeChoices are the GBT sizes, and Variants the shapes, tried on the
 	// validation days.
@@ -67,7 +69,6 @@ func DefaultEvalConfig() EvalConfig {
 		// Every minute near each default SuspendTime, coarser between.
 		IdleAfter: minutesOf(2, 5, 8, 9, 10, 15, 20, 25, 27, 28, 29, 30, 40, 50, 55, 58, 59, 60),
 		History:   2, Future: 30, Keep: 10,
-		Family:      DefaultFamily(),
 		TreeChoices: []int{10, 25, 50, 100, 200},
 		Variants:    GBTVariants(),
 		Pick:        []PickCriterion{PickMargin},
@@ -234,6 +235,9 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	fine, err := Resample(samples, time.Minute)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Family == nil {
+		cfg.Family = DefaultFamily()
 	}
 	if fine.Pending != nil {
 		cfg.Family = withQueue(cfg.Family)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -38,7 +39,11 @@ const (
 // OptedOut reports whether a job's comment carries OptOutMarker.
 func OptedOut(comment string) bool { return strings.Contains(comment, OptOutMarker) }
 
-var elasticRE = regexp.MustCompile(`fairway:elastic=(\d{1,4})-(\d{1,4})`)
+// elasticRE is compiled on first use: every fairway process (a hook runs
+// one per job start) would otherwise pay for it at start-up.
+var elasticRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`fairway:elastic=(\d{1,4})-(\d{1,4})`)
+})
 
 // ErrBadElastic is returned by ParseElastic for a malformed range.
 var ErrBadElastic = errors.New("bad elastic range")
@@ -50,7 +55,7 @@ func ParseElastic(comment string) (lo, hi int, ok bool, err error) {
 	if !strings.Contains(comment, ElasticMarker) {
 		return 0, 0, false, nil
 	}
-	m := elasticRE.FindStringSubmatch(comment)
+	m := elasticRE().FindStringSubmatch(comment)
 	if m == nil {
 		return 0, 0, true, fmt.Errorf("%w: want %s=MIN-MAX in %q", ErrBadElastic, ElasticMarker, comment)
 	}
