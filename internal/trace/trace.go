@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -144,6 +146,7 @@ type Reader struct {
 	leftOut map[string]int
 	err     error
 	closer  io.Closer
+	read    int64 // bytes of text scanned, line ends included
 }
 
 // maxLine bounds one line; longer lines are an error, not a silent cut.
@@ -193,6 +196,7 @@ func (r *Reader) Next() bool {
 	}
 	for r.sc.Scan() {
 		r.line++
+		r.read += int64(len(r.sc.Bytes())) + 1
 		line := bytes.TrimSpace(r.sc.Bytes())
 		if len(line) == 0 {
 			continue
@@ -265,18 +269,37 @@ type Trace struct {
 
 // ReadAll reads every job of a trace of format f from r.
 func ReadAll(r io.Reader, f Format, opt Options) (*Trace, error) {
+	size := plainSize(r)
 	rd, err := NewReader(r, f, opt)
 	if err != nil {
 		return nil, err
 	}
+	if rd.closer != nil {
+		size = gzipSize(r)
+	}
 	// The jobs are gathered in blocks and copied once into a slice of the
 	// exact size: appending to one slice allocates several times the
 	// final size (a large slice grows by a quarter at a time), which is
-	// most of what a small simulation allocates, and its GC cycles.
+	// most of what a small simulation allocates, and its GC cycles. An
+	// input whose text's length is known needs neither: its first block
+	// tells how many bytes a job takes, and one slice a little larger
+	// than the estimate takes them all (a short process, such as one
+	// replay of a small trace, pays for every byte it allocates; a wrong
+	// estimate only costs the copies append makes).
 	var blocks [][]policy.Job
 	cur, n := make([]policy.Job, 0, 256), 0
+	var all []policy.Job
 	for rd.Next() {
+		if all != nil {
+			all = append(all, rd.Job())
+			continue
+		}
 		if len(cur) == cap(cur) {
+			if est := estimateJobs(len(cur), rd.read, size); n == len(cur) && est > 0 {
+				all = append(make([]policy.Job, 0, est), cur...)
+				all = append(all, rd.Job())
+				continue
+			}
 			blocks = append(blocks, cur)
 			cur = make([]policy.Job, 0, min(2*cap(cur), 1<<14))
 		}
@@ -286,8 +309,8 @@ func ReadAll(r io.Reader, f Format, opt Options) (*Trace, error) {
 	if err := rd.Err(); err != nil {
 		return nil, err
 	}
-	t := &Trace{}
-	if n > 0 {
+	t := &Trace{Jobs: all}
+	if all == nil && n > 0 {
 		t.Jobs = make([]policy.Job, 0, n)
 		for _, b := range blocks {
 			t.Jobs = append(t.Jobs, b...)
@@ -296,4 +319,56 @@ func ReadAll(r io.Reader, f Format, opt Options) (*Trace, error) {
 	}
 	t.Meta, t.Skipped, t.LeftOut = rd.Meta(), rd.Skipped(), rd.LeftOut()
 	return t, nil
+}
+
+// plainSize is what is left to read of r when it is a regular file or an
+// in-memory reader, else -1 (a pipe).
+func plainSize(r io.Reader) int64 {
+	switch v := r.(type) {
+	case *os.File:
+		st, err := v.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			return -1
+		}
+		pos, err := v.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return -1
+		}
+		return st.Size() - pos
+	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
+		return int64(v.Len())
+	}
+	return -1
+}
+
+// gzipSize is the uncompressed length a gzip file's trailer records, -1
+// when r is not a regular file. The trailer holds it modulo 4 GiB and for
+// the last member only, so it is an estimate, as estimateJobs wants.
+func gzipSize(r io.Reader) int64 {
+	f, ok := r.(*os.File)
+	if !ok {
+		return -1
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() < 18 {
+		return -1
+	}
+	var isize [4]byte
+	if _, err := f.ReadAt(isize[:], st.Size()-4); err != nil {
+		return -1
+	}
+	return int64(binary.LittleEndian.Uint32(isize[:]))
+}
+
+// estimateJobs is how many jobs a text of size bytes holds, from n jobs in
+// its first read bytes, with a margin; 0 when it cannot tell.
+func estimateJobs(n int, read, size int64) int {
+	if size <= 0 || read <= 0 || read >= size {
+		return 0
+	}
+	est := float64(n) * float64(size) / float64(read)
+	if est > 1<<31 {
+		return 0
+	}
+	return int(est*1.03) + 64
 }

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/google/go-cmp/cmp"
 )
@@ -298,6 +300,83 @@ func TestReader_Streaming(t *testing.T) {
 	if diff := cmp.Diff(12, r.Line()); diff != "" {
 		t.Errorf("Line (-want +got):\n%s", diff)
 	}
+}
+
+// TestReadAll_SizedInputs reads the same jobs from an input whose size is
+// known (a file, a strings.Reader, a gzip file's trailer: one slice sized
+// from the first 256 jobs) and from one whose size is not (a pipe-like
+// reader, gzip in memory: blocks), with line lengths that make the
+// estimate right, too low and too high; all must give the same trace.
+func TestReadAll_SizedInputs(t *testing.T) {
+	swf := func(n int, pad func(i int) int) string {
+		var b strings.Builder
+		b.WriteString("; MaxProcs: 64\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "%d %d 5 60 2 -1 -1 2 120 -1 1 %d 1 -1 -1 -1 -1 -1%s\n", i, 10*i, 1+i%7, strings.Repeat(" ", pad(i)))
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name string
+		text string
+	}{
+		{"uniform", swf(1000, func(int) int { return 0 })},
+		{"long lines first (estimate too low)", swf(3000, func(i int) int { return 300 * b2i(i <= 256) })},
+		{"short lines first (estimate too high)", swf(1000, func(i int) int { return 200 * b2i(i > 256) })},
+		{"exactly one block", swf(256, func(int) int { return 0 })},
+		{"one block and one job", swf(257, func(int) int { return 0 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := ReadAll(io.MultiReader(strings.NewReader(tt.text)), SWF, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "t.swf")
+			if err := os.WriteFile(path, []byte(tt.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			zw.Write([]byte(tt.text))
+			zw.Close()
+			if err := os.WriteFile(path+".gz", gz.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fz, err := os.Open(path + ".gz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fz.Close()
+			for _, in := range []struct {
+				name string
+				r    io.Reader
+			}{{"strings.Reader", strings.NewReader(tt.text)}, {"file", f}, {"gzip in memory", bytes.NewReader(gz.Bytes())}, {"gzip file", fz}} {
+				got, err := ReadAll(in.r, SWF, Options{})
+				if err != nil {
+					t.Fatalf("%s: %v", in.name, err)
+				}
+				if len(got.Jobs) != len(want.Jobs) || len(got.Jobs) == 0 {
+					t.Fatalf("%s: %d jobs, want %d", in.name, len(got.Jobs), len(want.Jobs))
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s (-blocks +sized):\n%s", in.name, diff)
+				}
+			}
+		})
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestParseFormat(t *testing.T) {
