@@ -797,6 +797,14 @@ func (h *Hooks) records(job Job, rec jobRecord, gpus []int, end time.Time, measu
 // ship stores fresh records and the spool's backlog in one transaction and
 // then removes them from the spool. The spool keeps them on failure.
 func (h *Hooks) ship(ctx context.Context, log *slog.Logger, fresh []Usage) error {
+	if h.d.Store == nil {
+		// Nothing can be shipped, so the backlog is not read: without a
+		// database it only grows, and every epilog would parse all of it.
+		if len(fresh) > 0 {
+			log.Info("no database configured: records stay in the spool", "records", len(fresh), "spool", h.cfg.SpoolDir)
+		}
+		return nil
+	}
 	backlog, bad, err := h.spool.Pending()
 	if err != nil {
 		log.Warn("cannot read the spool", "err", err)
@@ -806,10 +814,6 @@ func (h *Hooks) ship(ctx context.Context, log *slog.Logger, fresh []Usage) error
 	}
 	all := mergeUsage(fresh, backlog)
 	if len(all) == 0 {
-		return nil
-	}
-	if h.d.Store == nil {
-		log.Info("no database configured: records stay in the spool", "records", len(all))
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, min(h.cfg.StoreTimeout, remaining(ctx)))

@@ -824,6 +824,41 @@ func TestHooks_SpoolUnwritable(t *testing.T) {
 	}
 }
 
+// TestHooks_NoDatabaseLeavesBacklog: without a database the epilog spools
+// its own records and does not read the spool's backlog, which then only
+// grows (each epilog would parse all of it): a file that is not a record
+// goes unreported by it (the flush reports it), and every record stays.
+func TestHooks_NoDatabaseLeavesBacklog(t *testing.T) {
+	r := newRig(t, func(_ *Config, d *Deps) { d.Store = nil })
+	old := Usage{Cluster: "lab", JobID: 5, Node: "gpu1", GPUMinor: 0, EndedAt: r.now}
+	if err := r.h.spool.Put([]Usage{old}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.cfg.SpoolDir, "garbage.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Epilog(budget(t, 5*time.Second), job(110, 5)); err != nil {
+		t.Fatal(err)
+	}
+	logged := r.log.String()
+	if strings.Contains(logged, "not a usage record") {
+		t.Errorf("the epilog read the spool's backlog without a database:\n%s", logged)
+	}
+	if !strings.Contains(logged, "no database configured: records stay in the spool") {
+		t.Errorf("no line saying where the records wait:\n%s", logged)
+	}
+	us, bad, err := r.h.spool.Pending()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(us) != 2 || len(bad) != 1 {
+		t.Errorf("spool holds %d records and %d bad files, want the old and the new record and the bad file", len(us), len(bad))
+	}
+	if got := r.store.sorted(); len(got) != 0 {
+		t.Errorf("%d records reached the rig's store with no database configured", len(got))
+	}
+}
+
 // TestHooks_FlushBadFile: a spool file that is not a record stays for a
 // person to look at; the good ones ship; old interrupted writes go.
 func TestHooks_FlushBadFile(t *testing.T) {
