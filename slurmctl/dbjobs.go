@@ -44,7 +44,7 @@ func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.T
 		return nil, fmt.Errorf("slurmdbd jobs: window %s..%s ends before it starts", since.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 	path := "/slurmdb/" + c.version + "/jobs"
-	q := dbJobsQuery(cluster, since, until, time.Now())
+	q := dbJobsQuery(c.version, cluster, since, until, time.Now())
 	op := "GET " + path
 	body, status, err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, true)
 	if err != nil {
@@ -68,8 +68,16 @@ func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.T
 	return body, nil
 }
 
-// dbJobsQuery is the query string of a DBJobs request made at now.
-func dbJobsQuery(cluster string, since, until, now time.Time) url.Values {
+// dbJobsQuery is the query string of a DBJobs request of API version made
+// at now.
+//
+// From v0.0.40 on it also names the flags whose defaults skip_steps clears
+// in Slurm 23.11 and 24.05 before 24.05.8: there, any flag in the query
+// resets scheduler_unset (then no job matches: "found nothing", seen on
+// 23.11.11), show_duplicates and disable_truncate_usage_time. Naming them
+// asks every release for the same thing, its default (SchedMD's NEWS for
+// 24.05.8).
+func dbJobsQuery(version, cluster string, since, until, now time.Time) url.Values {
 	rel := func(t time.Time) string {
 		s := int64(now.Sub(t).Round(time.Second) / time.Second)
 		if s < 0 {
@@ -81,6 +89,11 @@ func dbJobsQuery(cluster string, since, until, now time.Time) url.Values {
 	q.Set("start_time", rel(since.Add(-DBJobsMargin)))
 	q.Set("end_time", rel(until.Add(DBJobsMargin)))
 	q.Set("skip_steps", "true")
+	if version != V0038 {
+		q.Set("scheduler_unset", "true")
+		q.Set("show_duplicates", "true")
+		q.Set("disable_truncate_usage_time", "true")
+	}
 	if cluster != "" {
 		q.Set("cluster", cluster)
 	}
