@@ -992,7 +992,15 @@ func (c *Client) statusError(op string, status int, body []byte, tok string) err
 		e.Detail = "slurmctld refused the token (HTTP 511, Protocol authentication error)"
 	case status == http.StatusBadGateway && allNumbered(slurm, errDBConnect):
 		e.Kind = ErrTokenRejected
-		e.Detail = "slurmdbd refused the connection (HTTP 502, error 7000), which is how Slurm 23.11+ reports a token slurmdbd rejects"
+		e.Detail = "slurmdbd refused the connection (HTTP 502, error 7000), which is how Slurm 24.11 and later report a token slurmdbd rejects"
+	case status >= 500 && allNumbered(slurm, errDBConnect):
+		// Slurm 23.11 opens a slurmdbd connection with the request's
+		// token for every request, /slurm/ ones too, and answers HTTP 500
+		// with error 7000 both when slurmdbd is down and when it refuses
+		// the token: nothing in the answer tells them apart, so it is
+		// retried as an outage and says both.
+		e.Kind = ErrServer
+		e.Detail = "slurmrestd could not open its slurmdbd connection (error 7000): slurmdbd is down or unreachable, or it refused this token (Slurm 23.11 checks every request's token with slurmdbd; its log then says \"Protocol authentication error\")"
 	case status >= 500 && tokenRejected(slurm):
 		e.Kind = ErrTokenRejected
 		e.Detail = "slurmctld refused the request without a reason, which is how Slurm 22.05 reports a bad or expired token"
@@ -1015,7 +1023,9 @@ func tokenRejected(errs []SlurmError) bool {
 }
 
 // errDBConnect is slurmdbd's "Unable to connect to database": what a
-// forged or expired token gets from /slurmdb/ on 24.11 and 26.05 (HTTP 502).
+// forged or expired token gets from /slurmdb/ on 24.11 and 26.05 (HTTP 502),
+// and any request on 23.11 when slurmdbd is down or refuses the token (HTTP
+// 500).
 const errDBConnect = 7000
 
 // allNumbered reports whether errs is not empty and every entry's number is

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,6 +120,37 @@ func testClient(t testing.TB, url, version string, mod func(*Config)) *Client {
 }
 
 const jobsPath = "GET /slurm/v0.0.38/jobs"
+
+// TestClient_Slurm2311DBConnect replays Slurm 23.11.11's answers to a
+// forged token and to slurmdbd being down, which are the same (HTTP 500,
+// error 7000): both are retried as an outage, and the error names both
+// causes, so an admin with a wrong token is not sent to look only at
+// slurmdbd.
+func TestClient_Slurm2311DBConnect(t *testing.T) {
+	const path = "GET /slurm/v0.0.40/jobs"
+	for _, name := range []string{"jobs-forged-token.500.json", "jobs-slurmdbd-down.500.json"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", "slurm-23.11.11", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := newReplay(t, map[string][]reply{path: {{500, b, 0}}})
+			c := testClient(t, srv.URL, V0040, nil)
+			_, err = c.ListJobs(context.Background())
+			if !errors.Is(err, ErrServer) || errors.Is(err, ErrTokenRejected) || !errors.Is(err, ErrSlurm) {
+				t.Fatalf("ListJobs: %v, want ErrServer with Slurm's errors, not ErrTokenRejected", err)
+			}
+			for _, s := range []string{"slurmdbd is down or unreachable", "refused this token", "Unable to connect to database"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("ListJobs: %v: want it to say %q", err, s)
+				}
+			}
+			if n := srv.count(path); n != 4 {
+				t.Errorf("%d requests, want 4 (retried as an outage)", n)
+			}
+		})
+	}
+}
 
 func TestClient_ListJobsSendsHeaders(t *testing.T) {
 	srv := newReplay(t, map[string][]reply{jobsPath: {{200, fixture(t, "jobs.200.json"), 0}}})

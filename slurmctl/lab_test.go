@@ -320,9 +320,15 @@ func TestLab_BadToken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			want := tc.want
+			if want == ErrTokenRejected && strings.HasPrefix(good.Release(), "23.11.") {
+				// 23.11 answers a token slurmdbd refuses as it answers
+				// slurmdbd being down (TestClient_Slurm2311DBConnect).
+				want = ErrServer
+			}
 			_, err = c.Read(ctx)
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("read: %v, want %v", err, tc.want)
+			if !errors.Is(err, want) {
+				t.Fatalf("read: %v, want %v", err, want)
 			}
 			if strings.Contains(err.Error(), tc.tok) {
 				t.Errorf("read error shows the token: %v", err)
@@ -333,8 +339,8 @@ func TestLab_BadToken(t *testing.T) {
 				t.Fatal(err)
 			}
 			rep, err := w.Write(ctx, cl.Jobs, map[int64]int64{id: 555555})
-			if !errors.Is(err, tc.want) || len(rep.Applied) != 0 {
-				t.Errorf("write: %v, applied %d; want %v and nothing applied", err, len(rep.Applied), tc.want)
+			if !errors.Is(err, want) || len(rep.Applied) != 0 {
+				t.Errorf("write: %v, applied %d; want %v and nothing applied", err, len(rep.Applied), want)
 			}
 		})
 	}
