@@ -732,12 +732,35 @@ func (c *Client) check(op string, status int, env *envelope, perr error) error {
 		for i, w := range env.Warnings {
 			ws[i] = c.scrub(w.slurm().String())
 		}
-		c.log.Warn("slurmrestd warnings", "op", op, "warnings", ws)
+		// Slurm 23.11 and later warn "Zero jobs to dump" whenever the
+		// queue is empty: on an idle cluster that would be a warning
+		// every cycle about nothing wrong.
+		level := slog.LevelWarn
+		if emptyDumpWarnings(env.Warnings) {
+			level = slog.LevelDebug
+		}
+		c.log.Log(context.Background(), level, "slurmrestd warnings", "op", op, "warnings", ws)
 	}
 	if len(env.Errors) == 0 {
 		return nil
 	}
 	return &APIError{Op: op, Status: status, Kind: ErrSlurm, Slurm: c.slurmErrors(env.Errors)}
+}
+
+// emptyDumpWarnings reports whether every warning is data_parser's note
+// that it had nothing to dump ("Zero jobs to dump", and the same for
+// steps, licenses ...), which only says the answer is empty.
+func emptyDumpWarnings(ws []wireError) bool {
+	if len(ws) == 0 {
+		return false
+	}
+	for _, w := range ws {
+		d := w.slurm().Description
+		if !strings.HasPrefix(d, "Zero ") || !strings.HasSuffix(d, " to dump") {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Client) slurmErrors(ws []wireError) []SlurmError {

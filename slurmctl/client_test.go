@@ -152,6 +152,56 @@ func TestClient_Slurm2311DBConnect(t *testing.T) {
 	}
 }
 
+// TestClient_EmptyQueueIsQuiet replays Slurm 26.05.3's answer for an
+// empty queue, which carries the warning "Zero jobs to dump": no jobs, no
+// error, and nothing logged at WARN (serve reads the queue every cycle, and
+// an idle cluster is not a fault).
+func TestClient_EmptyQueueIsQuiet(t *testing.T) {
+	const path = "GET /slurm/v0.0.45/jobs"
+	empty, err := os.ReadFile(filepath.Join("testdata", "slurm-26.05.3", "jobs-empty.200.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newReplay(t, map[string][]reply{path: {{200, empty, 0}}})
+	var logged bytes.Buffer
+	cfg := Config{URL: srv.URL, User: "root", Token: StaticToken(testJWT(time.Now().Add(time.Hour))), Version: V0045,
+		RequestTimeout: time.Second, RetryBase: time.Millisecond, RetryMax: 2 * time.Millisecond}
+	c, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.ListJobs(context.Background())
+	if err != nil || len(jobs) != 0 {
+		t.Fatalf("ListJobs: %d jobs, %v; want none and no error", len(jobs), err)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("an empty queue logged:\n%s", logged.String())
+	}
+}
+
+// TestEmptyDumpWarnings: only warnings that all say there was nothing to
+// dump are quiet; any other warning beside them is still logged.
+func TestEmptyDumpWarnings(t *testing.T) {
+	w := func(d string) wireError { return wireError{Description: d} }
+	for _, tc := range []struct {
+		name string
+		ws   []wireError
+		want bool
+	}{
+		{"none", nil, false},
+		{"zero jobs", []wireError{w("Zero jobs to dump")}, true},
+		{"zero jobs and steps", []wireError{w("Zero jobs to dump"), w("Zero steps to dump")}, true},
+		{"zero jobs and an unknown field", []wireError{w("Zero jobs to dump"), w(`Ignoring unknown field "bogus_field" of type 64 bit integer in DATA_PARSER_JOB_DESC_MSG`)}, false},
+		{"found nothing (slurmdbd's, handled by DBJobs)", []wireError{w("slurmdb_jobs_get() found nothing")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := emptyDumpWarnings(tc.ws); got != tc.want {
+				t.Errorf("emptyDumpWarnings = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestClient_ListJobsSendsHeaders(t *testing.T) {
 	srv := newReplay(t, map[string][]reply{jobsPath: {{200, fixture(t, "jobs.200.json"), 0}}})
 	tok := testJWT(time.Now().Add(time.Hour))
