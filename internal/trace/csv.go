@@ -18,11 +18,12 @@ type csvTable struct {
 	rec  []string // record's fields, reused from line to line
 }
 
-// splitCSV splits one CSV line. Lines without quotes (all of the shipped
-// traces) take a fast path; quoted ones go through encoding/csv.
-func splitCSV(line []byte) ([]string, error) {
+// splitCSV splits one CSV line, reusing dst's array. Lines without quotes
+// (all of the shipped traces) take a fast path; quoted ones go through
+// encoding/csv.
+func splitCSV(dst []string, line []byte) ([]string, error) {
 	if bytes.IndexByte(line, '"') < 0 {
-		return strings.Split(string(line), ","), nil
+		return splitInto(dst[:0], string(line)), nil
 	}
 	r := csv.NewReader(bytes.NewReader(line))
 	r.FieldsPerRecord = -1
@@ -52,7 +53,7 @@ func splitInto(rec []string, s string) []string {
 
 // readHeader records the column row, checking the required columns are there.
 func (t *csvTable) readHeader(line []byte, m *Meta, required []string) error {
-	rec, err := splitCSV(line)
+	rec, err := splitCSV(nil, line)
 	if err != nil {
 		return err
 	}
@@ -75,17 +76,11 @@ func (t *csvTable) readHeader(line []byte, m *Meta, required []string) error {
 // slice is the table's own, valid until the next call; the fields are
 // strings of their own, which jobs may keep.
 func (t *csvTable) record(line []byte) ([]string, error) {
-	if bytes.IndexByte(line, '"') < 0 {
-		t.rec = splitInto(t.rec[:0], string(line))
-		if len(t.rec) != t.n {
-			return nil, fmt.Errorf("want %d fields, got %d", t.n, len(t.rec))
-		}
-		return t.rec, nil
-	}
-	rec, err := splitCSV(line)
+	rec, err := splitCSV(t.rec, line)
 	if err != nil {
 		return nil, err
 	}
+	t.rec = rec
 	if len(rec) != t.n {
 		return nil, fmt.Errorf("want %d fields, got %d", t.n, len(rec))
 	}
