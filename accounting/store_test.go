@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/google/go-cmp/cmp"
@@ -28,19 +28,9 @@ import (
 // it, and returns a Store and pool on it; both go when the test ends.
 func freshStore(t testing.TB) (*accounting.Store, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(lab.Get(t).Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := lab.Get(t).DatabasePool(t)
 	store := accounting.New(pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := store.Check(ctx); err != nil {
+	if err := store.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return store, pool

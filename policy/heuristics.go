@@ -237,6 +237,13 @@ func NewWFP3(WFP3Params) (Policy, error) {
 func (*wfp3) Name() string { return "wfp3" }
 
 func (p *wfp3) Rank(s *Snapshot) ([]Score, error) {
+	return rankByWait(s, &p.sc, "wfp3", wfp3Value)
+}
+
+// rankByWait ranks the pending jobs of s by value(w, r, n) of each one's
+// wait w, time limit r and size n, the parts of wfp3 and unicep:
+// value, wait_s, limit_s, size.
+func rankByWait(s *Snapshot, sc *scorer, name string, value func(w, r, n float64) float64) ([]Score, error) {
 	const k = 4
 	parts := s.partsBuf(k * len(s.Pending))
 	clock := newSecondsClock(s.Now)
@@ -244,11 +251,11 @@ func (p *wfp3) Rank(s *Snapshot) ([]Score, error) {
 		j := &s.Pending[i]
 		w, r, n := clock.waited(j), requestedRun(j), requestedSize(s, j)
 		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = wfp3Value(w, r, n), w, r, n
+		row[0], row[1], row[2], row[3] = value(w, r, n), w, r, n
 	}
-	scores, err := p.sc.rank(s, parts, nil)
+	scores, err := sc.rank(s, parts, nil)
 	if err != nil {
-		return nil, fmt.Errorf("wfp3: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return scores, nil
 }
@@ -309,21 +316,12 @@ func NewUNICEP(UNICEPParams) (Policy, error) {
 func (*unicep) Name() string { return "unicep" }
 
 func (p *unicep) Rank(s *Snapshot) ([]Score, error) {
-	const k = 4
-	parts := s.partsBuf(k * len(s.Pending))
-	clock := newSecondsClock(s.Now)
-	for i := range s.Pending {
-		j := &s.Pending[i]
-		w, r, n := clock.waited(j), requestedRun(j), requestedSize(s, j)
-		row := parts[k*i : k*i+k]
-		row[0], row[1], row[2], row[3] = w/unicepDivisor(r, n), w, r, n
-	}
-	scores, err := p.sc.rank(s, parts, nil)
-	if err != nil {
-		return nil, fmt.Errorf("unicep: %w", err)
-	}
-	return scores, nil
+	return rankByWait(s, &p.sc, "unicep", unicepValue)
 }
+
+// unicepValue is w/(max(log2 n, 1)·r), the Value of a job of limit r and
+// size n that waited w.
+func unicepValue(w, r, n float64) float64 { return w / unicepDivisor(r, n) }
 
 // unicepDivisor is max(log2 n, 1)·r, what unicep divides the wait by.
 func unicepDivisor(r, n float64) float64 { return max(math.Log2(n), 1) * r }

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/google/go-cmp/cmp"
 )
 

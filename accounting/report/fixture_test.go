@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -21,6 +20,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
@@ -32,19 +32,9 @@ import (
 // Fairway's schema (sql.Up), dropped when the test ends.
 func freshDB(t testing.TB) (*pgxpool.Pool, *accounting.Store) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(lab.Get(t).Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := lab.Get(t).DatabasePool(t)
 	store := accounting.New(pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := store.Check(ctx); err != nil {
+	if err := store.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return pool, store

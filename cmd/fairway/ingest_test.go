@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"

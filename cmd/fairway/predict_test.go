@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/plural"
-	"github.com/fairway-hpc/fairway/internal/serve"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/fairway-hpc/fairway/internal/plural"
+	"github.com/fairway-hpc/fairway/internal/serve"
 )
 
 // writeQueueAnswer writes the queue q for people, one pending job a row with its

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/fairway-hpc/fairway/policy/sim"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/urfave/cli/v2"
 )
 

@@ -116,14 +116,7 @@ func TestTune_FromDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := policy.ParseFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readPolicyFile(t, out)
 	tr := f.TrainedOn
 	if !strings.HasPrefix(tr.Cluster, "kth: ") || tr.Source != "accounting database, jobs that ended between 1996-10-01 and 1996-12-01" ||
 		tr.Jobs < 1000 || tr.From.Before(time.Date(1996, 9, 1, 0, 0, 0, 0, time.UTC)) || tr.To.After(time.Date(1996, 12, 1, 0, 0, 0, 0, time.UTC)) {
@@ -185,14 +178,7 @@ func TestTune_FromDBPartitions(t *testing.T) {
 			t.Errorf("summary lacks %q", w)
 		}
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := policy.ParseFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readPolicyFile(t, out)
 	if want := "alps: 3 nodes of gpus in partitions " + layout; f.TrainedOn.Cluster != want {
 		t.Errorf("trained_on cluster %q, want %q", f.TrainedOn.Cluster, want)
 	}

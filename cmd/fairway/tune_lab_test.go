@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -65,14 +64,7 @@ func TestLab_TuneFromDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := policy.ParseFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readPolicyFile(t, path)
 	// The lab is 2 nodes × 4 GPUs: a 4-GPU job sets the node's size.
 	tr := f.TrainedOn
 	if !strings.HasPrefix(tr.Cluster, e.Cluster+": ") || !strings.HasSuffix(tr.Cluster, " × 4 gpus") || tr.Jobs < len(hist) ||

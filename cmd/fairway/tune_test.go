@@ -82,14 +82,7 @@ func TestTune_FileRunsInSimulate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v; output:\n%s", err, text)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := policy.ParseFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readPolicyFile(t, out)
 	if f.TrainedOn.Jobs != 1050 || f.TrainedOn.Source != path || !f.TrainedOn.From.Before(f.TrainedOn.To) {
 		t.Errorf("trained on %+v: want the first 1050 of 1500 jobs of %s", f.TrainedOn, path)
 	}
@@ -251,4 +244,18 @@ func TestTune_ValueLoads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readPolicyFile reads and parses the policy file tune wrote at path.
+func readPolicyFile(t *testing.T, path string) *policy.File {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := policy.ParseFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -9,6 +9,7 @@ import (
 
 	fsql "github.com/fairway-hpc/fairway/sql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var dbSeq atomic.Int64
@@ -53,4 +54,21 @@ func (e *Env) Database(t testing.TB) string {
 		t.Fatalf("migrate test database: %v", err)
 	}
 	return url
+}
+
+// DatabasePool is a pool of at most four connections on a Database of the
+// test's own, closed when the test ends.
+func (e *Env) DatabasePool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(e.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -2,13 +2,13 @@ package predeval
 
 import (
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"math"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"

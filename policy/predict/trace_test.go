@@ -2,7 +2,6 @@ package predict_test
 
 import (
 	"fmt"
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"math"
 	"os"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"

@@ -1,13 +1,13 @@
 package sim
 
 import (
-	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"math"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
