@@ -96,14 +96,8 @@ func TestFairSJF_StarvationBound(t *testing.T) {
 	checked := 0
 	for round := range 200 {
 		now := rkT0.Add(time.Duration(round) * time.Hour)
-		l := rkLedger(t, LedgerParams{})
 		users := []string{"a", "b", "c", "d"}
-		for _, u := range users {
-			d := time.Duration(rng.Intn(100)) * time.Hour
-			j := Job{ID: 99999, Account: "lab", User: u, GPUs: 1, Start: now.Add(-2*time.Hour - d), State: StateRunning}
-			l.Charge(&j, j.Start, now.Add(-2*time.Hour), Service{})
-			l.Finish(&j)
-		}
+		l := randomUsageLedger(t, rng, now, users)
 		s := &Snapshot{Now: now, Ledger: l, Predicted: map[int64]time.Duration{}}
 		for id := int64(1); id <= 30; id++ {
 			waited := time.Duration(0)
@@ -185,4 +179,18 @@ func TestFairSJF_ClosedLoopShares(t *testing.T) {
 func fsjfClosedLoop(t *testing.T, pol Policy) (float64, float64) {
 	r := rkLoop{Policy: pol, Queue: map[string]int{"a": 10, "b": 2}, Seed: 5, Steps: 3000}.run(t, rkLedger(t, LedgerParams{HalfLife: 24 * time.Hour}))
 	return r.Service["b"] / (r.Service["a"] + r.Service["b"]), r.MaxWait
+}
+
+// randomUsageLedger is a ledger in which each of users ran one GPU job
+// that ended two hours before now, after a random 2 to 101 hours.
+func randomUsageLedger(t *testing.T, rng *rand.Rand, now time.Time, users []string) *Ledger {
+	t.Helper()
+	l := rkLedger(t, LedgerParams{})
+	for _, u := range users {
+		d := time.Duration(rng.Intn(100)) * time.Hour
+		j := Job{ID: 99999, Account: "lab", User: u, GPUs: 1, Start: now.Add(-2*time.Hour - d), State: StateRunning}
+		l.Charge(&j, j.Start, now.Add(-2*time.Hour), Service{})
+		l.Finish(&j)
+	}
+	return l
 }

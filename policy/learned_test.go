@@ -160,14 +160,8 @@ func TestLearned_StarvationBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := rkT0.Add(time.Duration(round) * time.Hour)
-		l := rkLedger(t, LedgerParams{})
 		users := []string{"a", "b", "c", "d"}
-		for _, u := range users {
-			d := time.Duration(rng.Intn(100)) * time.Hour
-			j := Job{ID: 99999, Account: "lab", User: u, GPUs: 1, Start: now.Add(-2*time.Hour - d), State: StateRunning}
-			l.Charge(&j, j.Start, now.Add(-2*time.Hour), Service{})
-			l.Finish(&j)
-		}
+		l := randomUsageLedger(t, rng, now, users)
 		s := &Snapshot{Now: now, Ledger: l, Predicted: map[int64]time.Duration{}}
 		for id := int64(1); id <= 30; id++ {
 			waited := time.Duration(0)
