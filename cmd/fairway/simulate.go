@@ -114,6 +114,9 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "forecast-oracle", Usage: "with --forecast: also play each forecast with the true run times of the running jobs, and of every job (bounds on what a better predictor could give)", EnvVars: []string{"FAIRWAY_SIMULATE_FORECAST_ORACLE"}},
 		}, append(simulateDBFlags(), slurmFlags("with --partitions slurmrestd: ", "with --partitions slurmrestd: read the live cluster's layout through this slurmrestd (base URL)")...)...),
 		Action: func(c *cli.Context) error {
+			if err := simulateModeFlags(c); err != nil {
+				return err
+			}
 			if c.Bool("suite") {
 				if c.String("partitions") != "" {
 					return fmt.Errorf("--partitions: not with --suite (its traces have their own clusters)")
@@ -145,6 +148,62 @@ func simulateCommand() *cli.Command {
 			return simulate(c.Context, cfg, c.App.Writer, os.Stderr)
 		},
 	}
+}
+
+// simulateOnly are simulate's flags that act in some of its modes only,
+// with those modes: given in another, they would change nothing, and a
+// replay that silently left out --max-jobs or --resume-time would answer
+// a question the admin did not ask.
+var simulateOnly = []struct{ flags, modes []string }{
+	{[]string{"loads", "markdown", "no-predictors"}, []string{"suite"}},
+	{[]string{"max-jobs"}, []string{"suite", "split", "sequences"}},
+	{[]string{"length", "seed", "window-from", "window-to"}, []string{"sequences"}},
+	{[]string{"predictions", "cold"}, []string{"split", "sequences"}},
+	{[]string{"resume-time", "power-buffer", "suspend-time", "power-sequence", "hybrid-idle", "nowcast"}, []string{"power"}},
+	{[]string{"forecast-oracle"}, []string{"forecast"}},
+}
+
+// suiteIgnores are the flags --suite has no use for: it replays its own
+// traces, each on its own cluster, and prints its own tables.
+var suiteIgnores = []string{"trace", "format", "from-db", "nodes", "per-node", "load", "split", "sequences", "power", "forecast", "out", "json", "slurm-config"}
+
+// simulateModeFlags refuses a flag given in a mode that does not read it,
+// naming the modes that do.
+func simulateModeFlags(c *cli.Context) error {
+	given := func(name string) bool {
+		switch name {
+		case "suite", "power", "forecast", "from-db", "json", "markdown", "no-predictors", "cold", "forecast-oracle":
+			return c.Bool(name)
+		}
+		return c.IsSet(name)
+	}
+	for _, g := range simulateOnly {
+		if slices.ContainsFunc(g.modes, given) {
+			continue
+		}
+		for _, f := range g.flags {
+			if given(f) {
+				return fmt.Errorf("--%s: only with --%s", f, orList(g.modes))
+			}
+		}
+	}
+	if c.Bool("suite") {
+		for _, f := range suiteIgnores {
+			if given(f) {
+				return fmt.Errorf("--%s: not with --suite (it replays its own traces on their own clusters)", f)
+			}
+		}
+	}
+	return nil
+}
+
+// orList is "a", "a or --b", "a, --b or --c": the flags of a message that
+// starts with "--".
+func orList(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", --") + " or --" + names[len(names)-1]
 }
 
 // simulateSettings validates the flags once, naming the bad one.

@@ -34,6 +34,35 @@ func TestSimulateProtocol_BadFlags(t *testing.T) {
 	}
 }
 
+// TestSimulate_FlagOfAnotherMode: a flag that only one mode reads is
+// refused in the others, naming the modes that read it, instead of being
+// left out of the replay without a word.
+func TestSimulate_FlagOfAnotherMode(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-jobs", "500"}, "--max-jobs: only with --suite, --split or --sequences"},
+		{[]string{"--loads", "1,2"}, "--loads: only with --suite"},
+		{[]string{"--split", "0.7", "--markdown"}, "--markdown: only with --suite"},
+		{[]string{"--seed", "3"}, "--seed: only with --sequences"},
+		{[]string{"--cold"}, "--cold: only with --split or --sequences"},
+		{[]string{"--resume-time", "1m"}, "--resume-time: only with --power"},
+		{[]string{"--forecast", "--nowcast", "gain=1"}, "--nowcast: only with --power"},
+		{[]string{"--forecast-oracle"}, "--forecast-oracle: only with --forecast"},
+		{[]string{"--suite", "--trace", "x.swf"}, "--trace: not with --suite"},
+		{[]string{"--suite", "--json"}, "--json: not with --suite"},
+		{[]string{"--suite", "--split", "0.7"}, "--split: not with --suite"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := runApp(t, append([]string{"simulate", "--progress", "never"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %q; output:\n%s", err, tc.want, out)
+			}
+		})
+	}
+}
+
 // TestSimulateProtocol_Split replays the bundled workload's last 30% and
 // checks the table adds fairshare, the reference, and judges every row.
 func TestSimulateProtocol_Split(t *testing.T) {
