@@ -75,8 +75,13 @@ func predictEvalSettings(c *cli.Context) (predictEvalConfig, error) {
 			return cfg, fmt.Errorf("--days %d: want at least 1", cfg.Days)
 		case cfg.DatabaseURL == "":
 			return cfg, fmt.Errorf("--from-db: no database: set --database-url or FAIRWAY_DATABASE_URL")
+		case c.String("format") != "":
+			return cfg, fmt.Errorf("--format: only with --trace")
 		}
 	} else {
+		if c.IsSet("days") {
+			return cfg, fmt.Errorf("--days: only with --from-db")
+		}
 		if cfg.Trace == "" {
 			return cfg, fmt.Errorf("--trace: required (a trace file), or --from-db")
 		}

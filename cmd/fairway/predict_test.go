@@ -88,6 +88,8 @@ func TestPredictEval_BadFlags(t *testing.T) {
 	}{
 		{[]string{"predict", "eval", "--format", "swf"}, "--trace: required (a trace file), or --from-db"},
 		{[]string{"predict", "eval", "--from-db", "--trace", "x"}, "--from-db and --trace: give one source"},
+		{[]string{"predict", "eval", "--trace", "x.swf", "--days", "30"}, "--days: only with --from-db"},
+		{[]string{"predict", "eval", "--from-db", "--database-url", "postgres://fake", "--format", "swf"}, "--format: only with --trace"},
 		{[]string{"predict", "eval", "--from-db", "--cluster", "c", "--database-url", ""}, "--from-db: no database: set --database-url or FAIRWAY_DATABASE_URL"},
 		{[]string{"predict", "eval", "--trace", "x", "--format", "csv"}, `--format: unknown trace format "csv": want swf, helios or philly-mix`},
 		{[]string{"predict", "eval", "--trace", "x", "--format", "swf", "--protocol", "later"}, `--protocol: unknown protocol "later": want submit-order or online`},
