@@ -90,6 +90,13 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 	cfg.Options = report.Options{Now: now, Counterfactual: c.Bool("counterfactual"), ShardsPerGPU: c.Int("shards-per-gpu"),
 		Cluster: sim.Cluster{Nodes: c.Int("nodes"), PerNode: c.Int("per-node")}, SimPolicy: c.String("sim-policy"), SimPredictor: c.String("sim-predictor"),
 		IdleWatts: c.Float64("power-idle-watts")}
+	if !cfg.Options.Counterfactual {
+		for _, f := range []string{"sim-policy", "sim-predictor"} {
+			if c.IsSet(f) {
+				return cfg, fmt.Errorf("--%s: only with the counterfactual (--counterfactual=false leaves it out)", f)
+			}
+		}
+	}
 	if cfg.Options.IdleWatts < 0 || math.IsNaN(cfg.Options.IdleWatts) || math.IsInf(cfg.Options.IdleWatts, 0) {
 		return cfg, fmt.Errorf("--power-idle-watts %g: want 0 or more watts", cfg.Options.IdleWatts)
 	}

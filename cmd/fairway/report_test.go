@@ -24,6 +24,8 @@ func TestReportCommand_BadSettings(t *testing.T) {
 		{"unit", []string{"report", "--database-url", db, "--month", "2026-10", "--unit", "tpu"}, "--unit"},
 		{"sim policy", []string{"report", "--database-url", db, "--month", "2026-10", "--sim-policy", "lottery"}, "--sim-policy"},
 		{"sim predictor", []string{"report", "--database-url", db, "--month", "2026-10", "--sim-predictor", "oracle"}, "--sim-predictor"},
+		{"sim policy without the counterfactual", []string{"report", "--database-url", db, "--counterfactual=false", "--sim-policy", "fifo"},
+			"--sim-policy: only with the counterfactual (--counterfactual=false leaves it out)"},
 		{"bad partitions", []string{"report", "--database-url", db, "--partitions", "gpu:nodes=x,per-node=4"}, `--partitions: partition entry 1 "gpu:nodes=x,per-node=4": nodes=x`},
 		{"no partitions file", []string{"report", "--database-url", db, "--partitions", "/nonexistent/parts"}, `--partitions "/nonexistent/parts": no such file`},
 		{"partitions and nodes", []string{"report", "--database-url", db, "--partitions", "gpu:nodes=1,per-node=4", "--nodes", "2", "--per-node", "4"},
