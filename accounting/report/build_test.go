@@ -411,3 +411,50 @@ func TestBuild_CounterfactualLayout(t *testing.T) {
 		t.Errorf("layout and nodes: err %v, want ErrBadOptions", err)
 	}
 }
+
+// TestWrite_OneAccountJain: a month whose jobs are all one account's has no
+// Jain's index over accounts, and says why ("one account") in the summary
+// table and the HTML card instead of "nothing ran"; a month where nothing
+// ran still says that.
+func TestWrite_OneAccountJain(t *testing.T) {
+	one := handData()
+	for i := range one.Jobs {
+		one.Jobs[i].Account = "a"
+	}
+	none := handData()
+	none.Jobs = nil
+	none.Outcomes, none.Decisions = nil, nil
+	for _, tt := range []struct {
+		name string
+		d    *report.Data
+		want string
+	}{{"one account", one, "one account"}, {"no job", none, "nothing ran"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := report.Build(tt.d, nil, handOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !math.IsNaN(float64(r.Summary.Jain)) {
+				t.Fatalf("Jain %v, want none", r.Summary.Jain)
+			}
+			dir := t.TempDir()
+			if _, err := report.Write(dir, r, []string{"md", "html"}); err != nil {
+				t.Fatal(err)
+			}
+			md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row := "| Jain's index over accounts[^jain] | " + tt.want + " |"; !strings.Contains(string(md), row) {
+				t.Errorf("report.md lacks the row %q", row)
+			}
+			page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(page), ">"+tt.want+"<") {
+				t.Errorf("report.html's card does not say %q", tt.want)
+			}
+		})
+	}
+}

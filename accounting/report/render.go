@@ -283,20 +283,27 @@ func glanceCards(r *Report) []card {
 	s, p := r.Summary, r.Previous
 	// The cards show the summary table's own cells: one formatting per
 	// figure, so a card never disagrees with the table below it.
-	mk := func(label, key string, get func(*Summary) Num, f func(Num) string, fraction bool) card {
-		c := card{Label: label, Key: anchor(key), Value: groupDigits(f(get(&s)))}
+	// why, when set, says why a month's figure is missing.
+	mk := func(label, key string, get func(*Summary) Num, f func(Num) string, fraction bool, why func(*Summary) string) card {
+		text := func(s *Summary) string {
+			if n := get(s); !n.OK() && why != nil {
+				return why(s)
+			}
+			return groupDigits(f(get(s)))
+		}
+		c := card{Label: label, Key: anchor(key), Value: text(&s)}
 		if p != nil {
-			c.Prev = groupDigits(f(get(p)))
+			c.Prev = text(p)
 			c.Change = fmtChange(get(&s), get(p), fraction)
 		}
 		return c
 	}
 	return []card{
-		mk("Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, func(n Num) string { return or(n, fmtPct(n), "no capacity") }, true),
-		mk(r.Unit+"-hours delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false),
-		mk("Fairness (Jain's index)", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return or(n, fmtFloat(n, 3), whyNoHours) }, false),
-		mk("Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, waitOr, false),
-		mk("Cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, func(n Num) string { return or(n, fmtPct(n), whyNoHours) }, true),
+		mk("Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, func(n Num) string { return or(n, fmtPct(n), "no capacity") }, true, nil),
+		mk(r.Unit+"-hours delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false, nil),
+		mk("Fairness (Jain's index)", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return fmtFloat(n, 3) }, false, jainWhy),
+		mk("Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, waitOr, false, nil),
+		mk("Cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, func(n Num) string { return or(n, fmtPct(n), whyNoHours) }, true, nil),
 	}
 }
 

@@ -90,7 +90,17 @@ const (
 	whyNoPrevious  = "no previous month"
 	whyNoMeasure   = "not measured"
 	whyNoBacklog   = "never two users waiting"
+	whyOneAccount  = "one account"
 )
+
+// jainWhy says why a month has no Jain's index over accounts: nothing
+// ran, or one account had all the jobs (an index of one says nothing).
+func jainWhy(s *Summary) string {
+	if s.Accounts == 1 {
+		return whyOneAccount
+	}
+	return whyNoHours
+}
 
 func fmtFloat(n Num, prec int) string {
 	if !n.OK() {
@@ -154,27 +164,35 @@ func tables(r *Report) []table {
 		get       func(*Summary) Num
 		format    func(Num) string
 		fraction  bool
+		// why, when set, says why a month's figure is missing.
+		why func(*Summary) string
 	}
 	lines := []line{
-		{"Jobs ended", "jobs", func(s *Summary) Num { return Num(s.Jobs) }, func(n Num) string { return fmtFloat(n, 0) }, false},
-		{"Jobs started (of those ended)", "jobsstarted", func(s *Summary) Num { return Num(s.Started) }, func(n Num) string { return fmtFloat(n, 0) }, false},
-		{"Accounts with jobs", "", func(s *Summary) Num { return Num(s.Accounts) }, func(n Num) string { return fmtFloat(n, 0) }, false},
-		{"Users with jobs", "", func(s *Summary) Num { return Num(s.Users) }, func(n Num) string { return fmtFloat(n, 0) }, false},
-		{H + " delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false},
-		{H + " available", "available", func(s *Summary) Num { return s.Available }, fmtHours, false},
-		{"Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, func(n Num) string { return or(n, fmtPct(n), "no capacity") }, true},
-		{"Jain's index over accounts", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return or(n, fmtFloat(n, 3), whyNoHours) }, false},
-		{"Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, waitOr, false},
-		{"95th-percentile wait", "p95", func(s *Summary) Num { return s.P95Wait }, waitOr, false},
-		{"Median finish-time fairness ρ", "rho", func(s *Summary) Num { return s.MedianRho }, func(n Num) string { return or(n, fmtFloat(n, 2), whyNoneStarted) }, false},
-		{"Cancelled " + h, "cancelled", func(s *Summary) Num { return s.CancelledHours }, fmtHours, false},
-		{"Failed " + h, "failed", func(s *Summary) Num { return s.FailedHours }, fmtHours, false},
-		{"Share of " + h + " cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, func(n Num) string { return or(n, fmtPct(n), whyNoHours) }, true},
+		{"Jobs ended", "jobs", func(s *Summary) Num { return Num(s.Jobs) }, func(n Num) string { return fmtFloat(n, 0) }, false, nil},
+		{"Jobs started (of those ended)", "jobsstarted", func(s *Summary) Num { return Num(s.Started) }, func(n Num) string { return fmtFloat(n, 0) }, false, nil},
+		{"Accounts with jobs", "", func(s *Summary) Num { return Num(s.Accounts) }, func(n Num) string { return fmtFloat(n, 0) }, false, nil},
+		{"Users with jobs", "", func(s *Summary) Num { return Num(s.Users) }, func(n Num) string { return fmtFloat(n, 0) }, false, nil},
+		{H + " delivered", "hours", func(s *Summary) Num { return s.Hours }, fmtHours, false, nil},
+		{H + " available", "available", func(s *Summary) Num { return s.Available }, fmtHours, false, nil},
+		{"Utilization", "utilization", func(s *Summary) Num { return s.Utilization }, func(n Num) string { return or(n, fmtPct(n), "no capacity") }, true, nil},
+		{"Jain's index over accounts", "jain", func(s *Summary) Num { return s.Jain }, func(n Num) string { return fmtFloat(n, 3) }, false, jainWhy},
+		{"Median wait", "wait", func(s *Summary) Num { return s.MedianWait }, waitOr, false, nil},
+		{"95th-percentile wait", "p95", func(s *Summary) Num { return s.P95Wait }, waitOr, false, nil},
+		{"Median finish-time fairness ρ", "rho", func(s *Summary) Num { return s.MedianRho }, func(n Num) string { return or(n, fmtFloat(n, 2), whyNoneStarted) }, false, nil},
+		{"Cancelled " + h, "cancelled", func(s *Summary) Num { return s.CancelledHours }, fmtHours, false, nil},
+		{"Failed " + h, "failed", func(s *Summary) Num { return s.FailedHours }, fmtHours, false, nil},
+		{"Share of " + h + " cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, func(n Num) string { return or(n, fmtPct(n), whyNoHours) }, true, nil},
 	}
 	for _, l := range lines {
-		row := []cell{{Text: l.name, Key: l.key}, c(l.format(l.get(&r.Summary)))}
+		text := func(s *Summary) string {
+			if n := l.get(s); !n.OK() && l.why != nil {
+				return l.why(s)
+			}
+			return l.format(l.get(s))
+		}
+		row := []cell{{Text: l.name, Key: l.key}, c(text(&r.Summary))}
 		if p != nil {
-			row = append(row, c(l.format(l.get(p))), c(fmtChange(l.get(&r.Summary), l.get(p), l.fraction)))
+			row = append(row, c(text(p)), c(fmtChange(l.get(&r.Summary), l.get(p), l.fraction)))
 		}
 		sum.Rows = append(sum.Rows, row)
 	}
