@@ -29,7 +29,8 @@ import (
 // Reader.LeftOut).
 //
 //	9 requested time → TimeLimit  10 requested memory (KB per proc) → MemoryMB (total)
-//	11 status: 1 COMPLETED, 0 FAILED, 5 CANCELLED, anything else UNKNOWN
+//	11 status: 1 and 3 COMPLETED, 0 and 4 FAILED, 5 CANCELLED, -1 COMPLETED,
+//	   2 (a partial execution the job goes on from) UNKNOWN
 //	13 group id → Account         14 executable id → Name
 //	15 queue → Partition (16 partition when the queue is -1)
 //
@@ -161,10 +162,15 @@ func (p *swfParser) parse(line []byte, m *Meta, j *policy.Job) error {
 		}
 		j.MemoryMB = int64(mb)
 	}
+	// A log's records are of jobs that ran to their end: one whose status
+	// the log does not know (-1, all of NASA's iPSC log) is taken as
+	// completed, as the simulator replays any record, so that ingest
+	// keeps it as history instead of counting it unfinished. 3 and 4
+	// end a job run in parts; 2 is a part the job went on from.
 	switch v[10] {
-	case 1:
+	case 1, 3, -1:
 		j.State = policy.StateCompleted
-	case 0:
+	case 0, 4:
 		j.State = policy.StateFailed
 	case 5:
 		j.State = policy.StateCancelled

@@ -243,6 +243,32 @@ func TestParse_Malformed(t *testing.T) {
 // TestSWF_LeftOut reads records an archive log could not recover, a whole
 // line of -1 among them: each is left out and counted by reason, with or
 // without SkipBad, and the jobs around it still read.
+// TestSWF_Status maps field 11 to a state: an archive log's record is of a
+// job that ended, so an unknown status (-1) is a completed job, not an
+// unfinished one that ingest would leave out.
+func TestSWF_Status(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("; MaxProcs: 8\n")
+	statuses := []int{1, 0, 5, -1, 3, 4, 2, 7}
+	for i, st := range statuses {
+		fmt.Fprintf(&in, "%d 0 0 10 2 -1 -1 2 -1 -1 %d 1 -1 -1 -1 -1 -1 -1\n", i+1, st)
+	}
+	tr, err := ReadAll(strings.NewReader(in.String()), SWF, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []policy.State{policy.StateCompleted, policy.StateFailed, policy.StateCancelled, policy.StateCompleted,
+		policy.StateCompleted, policy.StateFailed, policy.StateUnknown, policy.StateUnknown}
+	if len(tr.Jobs) != len(want) {
+		t.Fatalf("%d jobs, want %d", len(tr.Jobs), len(want))
+	}
+	for i, j := range tr.Jobs {
+		if j.State != want[i] {
+			t.Errorf("status %d: state %s, want %s", statuses[i], j.State, want[i])
+		}
+	}
+}
+
 func TestSWF_LeftOut(t *testing.T) {
 	allUnknown := strings.TrimSpace(strings.Repeat(" -1", 18)) + "\n"
 	noRun := strings.Replace(swfJob, "   937 ", "    -1 ", 1)
