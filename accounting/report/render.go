@@ -285,15 +285,9 @@ func glanceCards(r *Report) []card {
 	// figure, so a card never disagrees with the table below it.
 	// why, when set, says why a month's figure is missing.
 	mk := func(label, key string, get func(*Summary) Num, f func(Num) string, fraction bool, why func(*Summary) string) card {
-		text := func(s *Summary) string {
-			if n := get(s); !n.OK() && why != nil {
-				return why(s)
-			}
-			return groupDigits(f(get(s)))
-		}
-		c := card{Label: label, Key: anchor(key), Value: text(&s)}
+		c := card{Label: label, Key: anchor(key), Value: groupDigits(figureText(&s, get, f, why))}
 		if p != nil {
-			c.Prev = text(p)
+			c.Prev = groupDigits(figureText(p, get, f, why))
 			c.Change = fmtChange(get(&s), get(p), fraction)
 		}
 		return c

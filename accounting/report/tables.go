@@ -93,6 +93,15 @@ const (
 	whyOneAccount  = "one account"
 )
 
+// figureText is a month's figure get(s) as format writes it or, when it is
+// missing and why is set, why says why.
+func figureText(s *Summary, get func(*Summary) Num, format func(Num) string, why func(*Summary) string) string {
+	if n := get(s); !n.OK() && why != nil {
+		return why(s)
+	}
+	return format(get(s))
+}
+
 // jainWhy says why a month has no Jain's index over accounts: nothing
 // ran, or one account had all the jobs (an index of one says nothing).
 func jainWhy(s *Summary) string {
@@ -184,15 +193,9 @@ func tables(r *Report) []table {
 		{"Share of " + h + " cancelled or failed", "lost", func(s *Summary) Num { return s.Lost }, func(n Num) string { return or(n, fmtPct(n), whyNoHours) }, true, nil},
 	}
 	for _, l := range lines {
-		text := func(s *Summary) string {
-			if n := l.get(s); !n.OK() && l.why != nil {
-				return l.why(s)
-			}
-			return l.format(l.get(s))
-		}
-		row := []cell{{Text: l.name, Key: l.key}, c(text(&r.Summary))}
+		row := []cell{{Text: l.name, Key: l.key}, c(figureText(&r.Summary, l.get, l.format, l.why))}
 		if p != nil {
-			row = append(row, c(text(p)), c(fmtChange(l.get(&r.Summary), l.get(p), l.fraction)))
+			row = append(row, c(figureText(p, l.get, l.format, l.why)), c(fmtChange(l.get(&r.Summary), l.get(p), l.fraction)))
 		}
 		sum.Rows = append(sum.Rows, row)
 	}

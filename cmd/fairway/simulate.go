@@ -170,9 +170,16 @@ var suiteIgnores = []string{"trace", "format", "from-db", "nodes", "per-node", "
 // simulateModeFlags refuses a flag given in a mode that does not read it,
 // naming the modes that do.
 func simulateModeFlags(c *cli.Context) error {
+	// A switch counts when on (FAIRWAY_SIMULATE_JSON=false gives none);
+	// any other flag when set.
+	switches := map[string]bool{}
+	for _, f := range c.Command.Flags {
+		if b, ok := f.(*cli.BoolFlag); ok {
+			switches[b.Name] = true
+		}
+	}
 	given := func(name string) bool {
-		switch name {
-		case "suite", "power", "forecast", "from-db", "json", "markdown", "no-predictors", "cold", "forecast-oracle":
+		if switches[name] {
 			return c.Bool(name)
 		}
 		return c.IsSet(name)
