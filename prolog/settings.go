@@ -94,6 +94,9 @@ func (s Settings) Deps(lib Library, slurm SlurmCommands, store UsageStore, log *
 	if s.KernelLog != "" {
 		d.XIDs = KernelLog{Path: s.KernelLog}
 	}
+	if s.LogLevel <= slog.LevelDebug {
+		d = Timed(d)
+	}
 	return d
 }
 
@@ -110,6 +113,9 @@ func Run(ctx context.Context, which string, s Settings, d Deps, env func(string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
+	defer func(t0 time.Time) {
+		log.Debug(which+" done", "job_id", job.ID, "took", time.Since(t0).Round(time.Microsecond))
+	}(time.Now())
 	h, err := New(s.Hooks, d)
 	if err != nil {
 		log.Error("bad setting: "+which+" does nothing", "err", err)
