@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // State is a job's lifecycle state, reduced to what scheduling and
 // accounting need. Adapters map Slurm's many states onto these.
@@ -39,14 +42,24 @@ func ParseState(s string) State {
 		}
 	}
 	switch s {
-	case "CANCELLED+", "CANCELLED BY":
-		return StateCancelled
 	case "OOM":
 		return StateOOM
-	case "REQUEUED", "SUSPENDED", "CONFIGURING", "COMPLETING":
+	case "REQUEUED", "SUSPENDED", "CONFIGURING", "COMPLETING", "STOPPED", "SIGNALING", "STAGE_OUT", "RESIZING",
+		"POWER_UP_NODE":
 		return StateRunning
-	case "BOOT_FAIL", "DEADLINE":
+	case "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD":
+		return StatePending
+	case "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "LAUNCH_FAILED", "RECONFIG_FAIL":
 		return StateFailed
+	case "REVOKED":
+		// A federated job's sibling that another cluster ran: it never
+		// ran here.
+		return StateCancelled
+	}
+	// sacct's text output says who cancelled ("CANCELLED by 1234") or
+	// truncates it ("CANCELLED+").
+	if strings.HasPrefix(s, "CANCELLED") {
+		return StateCancelled
 	}
 	return StateUnknown
 }

@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/fairway-hpc/fairway/policy"
 )
@@ -45,10 +46,28 @@ func (p *heliosParser) header(line []byte, m *Meta) (bool, error) {
 	return true, nil
 }
 
-var heliosStates = map[string]policy.State{
-	"Pass":   policy.StateCompleted,
-	"Failed": policy.StateFailed,
-	"Killed": policy.StateCancelled,
+// heliosState reads the state column: Philly's Pass, Failed and Killed, or
+// Slurm's names as the Helios clusters' and sacct's exports spell them, in
+// any case. A name it does not know is an error rather than a job of
+// unknown state: ingest would count such a job unfinished and drop it
+// without a word, though the record says it ran and ended.
+func heliosState(s string) (policy.State, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	switch u {
+	case "PASS":
+		return policy.StateCompleted, nil
+	case "KILLED":
+		return policy.StateCancelled, nil
+	case "UNKNOWN":
+		return policy.StateUnknown, nil // as heliosw writes a job whose state is not known
+	case "":
+		return 0, fmt.Errorf("column state: empty")
+	}
+	if st := policy.ParseState(u); st != policy.StateUnknown {
+		return st, nil
+	}
+	return 0, fmt.Errorf("column state: %q is not a job state (Slurm's COMPLETED, FAILED, CANCELLED, TIMEOUT, "+
+		"NODE_FAIL, OUT_OF_MEMORY, PENDING, RUNNING …, or Philly's Pass, Failed, Killed)", s)
 }
 
 func (p *heliosParser) parse(line []byte, m *Meta, j *policy.Job) error {
@@ -86,11 +105,8 @@ func (p *heliosParser) parse(line []byte, m *Meta, j *policy.Job) error {
 		}
 		*c.dst = int(n)
 	}
-	st := p.t.get(rec, "state")
-	if s, ok := heliosStates[st]; ok {
-		j.State = s
-	} else {
-		j.State = policy.ParseState(st)
+	if j.State, err = heliosState(p.t.get(rec, "state")); err != nil {
+		return err
 	}
 	if p.t.get(rec, "time_limit") != "" {
 		if j.TimeLimit, err = p.t.secondsCol(rec, "time_limit"); err != nil {

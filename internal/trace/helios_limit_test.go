@@ -31,3 +31,43 @@ func TestParse_HeliosTimeLimit(t *testing.T) {
 		t.Error("time_limit \"soon\": want an error")
 	}
 }
+
+// TestParse_HeliosState reads the state column as the Helios clusters'
+// exports, Philly's and sacct's spell it; a name it does not know fails the
+// line with the name, so ingest never drops an ended job as unfinished.
+func TestParse_HeliosState(t *testing.T) {
+	const head = "job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
+	line := func(state string) string {
+		return "1,u001,vc1,a,1,4,1," + state + ",2020-04-01 00:00:10,2020-04-01 00:00:20,2020-04-01 00:03:30,190,10\n"
+	}
+	for _, tc := range []struct {
+		state, want, err string
+	}{
+		{"COMPLETED", "COMPLETED", ""},
+		{"Pass", "COMPLETED", ""},
+		{"Killed", "CANCELLED", ""},
+		{"Failed", "FAILED", ""},
+		{"completed", "COMPLETED", ""},
+		{"CANCELLED by 0", "CANCELLED", ""},
+		{"NODE_FAIL", "NODE_FAIL", ""},
+		{"RUNNING", "RUNNING", ""},
+		{"UNKNOWN", "UNKNOWN", ""},
+		{"Weird", "", `f:2: column state: "Weird" is not a job state`},
+		{"", "", "f:2: column state: empty"},
+	} {
+		tr, err := ReadAll(strings.NewReader(head+line(tc.state)), Helios, Options{Name: "f"})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("state %q: err %v, want %q", tc.state, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(tr.Jobs) != 1 {
+			t.Errorf("state %q: %d jobs, %v", tc.state, len(tr.Jobs), err)
+			continue
+		}
+		if got := tr.Jobs[0].State.String(); got != tc.want {
+			t.Errorf("state %q read as %s, want %s", tc.state, got, tc.want)
+		}
+	}
+}
