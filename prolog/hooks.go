@@ -594,7 +594,11 @@ func (h *Hooks) strays(log *slog.Logger, dev Device, minor int, holders []int64)
 		case !h.cfg.KillStray:
 			log.Warn("stray process on GPU", attrs...)
 		default:
-			log.Warn("stray process on GPU: killed", append(attrs, "err", p.Kill())...)
+			if err := p.Kill(); err != nil {
+				log.Error("stray process on GPU: cannot kill it", append(attrs, "err", err)...)
+				continue
+			}
+			log.Warn("stray process on GPU: killed", attrs...)
 		}
 	}
 }

@@ -1100,3 +1100,40 @@ func TestHooks_EpilogWithoutProlog(t *testing.T) {
 		t.Errorf("stored %+v, want GPU 7 (%s) with 2 shards and no start", got, r.m.ByMinor(7).UUID)
 	}
 }
+
+// unkillable pins processes whose kill fails, as for a process the
+// kernel will not let root signal.
+type unkillable struct{ Processes }
+
+func (u unkillable) Pin(pid int) (PinnedProcess, error) {
+	p, err := u.Processes.Pin(pid)
+	if err != nil {
+		return nil, err
+	}
+	return unkillablePin{p}, nil
+}
+
+type unkillablePin struct{ PinnedProcess }
+
+func (unkillablePin) Kill() error { return errors.New("kill: operation not permitted") }
+
+// TestHooks_StrayKillFails: a stray the prolog cannot kill is logged as an
+// error that says so, never as killed, and the job starts.
+func TestHooks_StrayKillFails(t *testing.T) {
+	r := newRig(t, func(c *Config, d *Deps) { c.KillStray = true; d.Procs = unkillable{d.Procs} })
+	stray, waited := r.spawn(t, 1001, "0::/user.slice/user-1001.slice/session-4.scope\n", "")
+	r.m.ByMinor(3).Run(uint32(stray.Process.Pid), nvml.AccountingStats{})
+	if err := r.h.Prolog(budget(t, 5*time.Second), job(44, 3)); err != nil {
+		t.Fatalf("prolog: %v, want nil (the job starts)", err)
+	}
+	log := r.log.String()
+	if !strings.Contains(log, `level=ERROR msg="stray process on GPU: cannot kill it"`) || !strings.Contains(log, "operation not permitted") ||
+		strings.Contains(log, "stray process on GPU: killed") {
+		t.Errorf("log does not say the kill failed, or says it was killed:\n%s", log)
+	}
+	select {
+	case <-waited:
+		t.Error("the stray exited, though its kill failed")
+	default:
+	}
+}
