@@ -95,7 +95,7 @@ func (s Settings) Deps(lib Library, slurm SlurmCommands, store UsageStore, log *
 		d.XIDs = KernelLog{Path: s.KernelLog}
 	}
 	if s.LogLevel <= slog.LevelDebug {
-		d = Timed(d)
+		d = timed(d)
 	}
 	return d
 }

@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// Timed returns d with every call to the GPU library, the kernel log and MPS
+// timed returns d with every call to the GPU library, the kernel log and MPS
 // logged at debug level with how long it took ("GPU call" op=… gpu=…
 // took=…), and Run logs the whole hook's time. slurmd holds a job until its
 // prolog and epilog return, and on a real GPU the driver's calls, not
 // Fairway's own work, are most of that wait: at FAIRWAY_LOG_LEVEL=debug the
 // log shows which call a slow hook spent its time in.
-func Timed(d Deps) Deps {
+func timed(d Deps) Deps {
 	log := d.Logger
 	if d.Library != nil {
 		d.Library = timedLibrary{lib: d.Library, log: log}
