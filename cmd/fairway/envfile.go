@@ -28,6 +28,9 @@ var envKeyPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCom
 // setting fails the whole file, naming its line number.
 func parseEnvFile(b []byte) ([]envLine, error) {
 	var out []envLine
+	// A file saved by a Windows editor may start with a UTF-8 byte order
+	// mark, which is not part of the first setting's name.
+	b = bytes.TrimPrefix(b, []byte("\ufeff"))
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())

@@ -41,7 +41,7 @@ func readLayout(spec string) (*sim.Layout, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--partitions: %w", err)
 		}
-		text = string(b)
+		text = strings.TrimPrefix(string(b), "\ufeff") // a Windows editor's byte order mark
 	} else if !strings.Contains(spec, ":") {
 		return nil, fmt.Errorf("--partitions %q: no such file, and not NAME:nodes=N,per-node=U[,type=T] entries", spec)
 	}

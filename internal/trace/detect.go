@@ -28,8 +28,13 @@ func Detect(r io.Reader, name string) (Format, error) {
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
+	first := true
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+		line := sc.Text()
+		if first {
+			line, first = strings.TrimPrefix(line, string(utf8BOM)), false
+		}
+		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}

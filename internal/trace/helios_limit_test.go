@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"bytes"
+	"compress/gzip"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +72,50 @@ func TestParse_HeliosState(t *testing.T) {
 			t.Errorf("state %q read as %s, want %s", tc.state, got, tc.want)
 		}
 	}
+}
+
+// TestRead_ByteOrderMark: a trace saved by Excel, a Windows tool or pandas'
+// "utf-8-sig" starts with a UTF-8 byte order mark; it is told and read as
+// without it, in every format, plain or gzip.
+func TestRead_ByteOrderMark(t *testing.T) {
+	bom := "\ufeff"
+	for _, tc := range []struct {
+		name, text string
+		format     Format
+	}{
+		{"helios", "job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\r\n" +
+			"1,u001,vc1,a,1,4,1,COMPLETED,2020-04-01 00:00:10,2020-04-01 00:00:20,2020-04-01 00:03:30,190,10\r\n", Helios},
+		{"philly-mix", "job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,expect_time_list,expect_value_list,best_effort,job_type\n" +
+			"0,vc_6214e9,1,8555,5049,vgg16,747,14,1105,10,0,strict\n", PhillyMIX},
+		{"swf", "1 0 10 190 4 -1 -1 4 600 -1 1 1 1 -1 1 -1 -1 -1\n", SWF},
+	} {
+		for _, gz := range []bool{false, true} {
+			in := []byte(bom + tc.text)
+			if gz {
+				in = gzipped(t, in)
+			}
+			f, err := Detect(bytes.NewReader(in), tc.name)
+			if err != nil || f != tc.format {
+				t.Errorf("%s (gzip %v): told %q, %v; want %q", tc.name, gz, f, err, tc.format)
+				continue
+			}
+			tr, err := ReadAll(bytes.NewReader(in), tc.format, Options{Name: tc.name})
+			if err != nil || len(tr.Jobs) != 1 {
+				t.Errorf("%s (gzip %v): %d jobs, %v; want 1", tc.name, gz, len(tr.Jobs), err)
+			}
+		}
+	}
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

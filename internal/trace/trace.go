@@ -149,6 +149,10 @@ type Reader struct {
 	read    int64 // bytes of text scanned, line ends included
 }
 
+// utf8BOM starts a file that Excel, Windows tools or pandas' "utf-8-sig"
+// wrote: not part of its first line.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
 // maxLine bounds one line; longer lines are an error, not a silent cut.
 const maxLine = 1 << 20
 
@@ -197,7 +201,11 @@ func (r *Reader) Next() bool {
 	for r.sc.Scan() {
 		r.line++
 		r.read += int64(len(r.sc.Bytes())) + 1
-		line := bytes.TrimSpace(r.sc.Bytes())
+		line := r.sc.Bytes()
+		if r.line == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
