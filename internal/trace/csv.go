@@ -125,9 +125,12 @@ func (t *csvTable) secondsCol(rec []string, c string) (time.Duration, error) {
 	return seconds(x), nil
 }
 
-// timeLayouts are the timestamp spellings accepted in CSV traces, read as UTC
-// (Helios publishes local wall-clock times without a zone).
-var timeLayouts = []string{"2006-01-02 15:04:05", time.RFC3339, "2006-01-02T15:04:05"}
+// timeLayouts are the timestamp spellings accepted in CSV traces (any with
+// a fraction of a second too). A time without a zone is read as UTC
+// (Helios publishes local wall-clock times without one); one with a zone,
+// as pandas writes a zone-aware column ("2020-04-01 08:00:00+08:00") or
+// RFC 3339 spells it, is that instant.
+var timeLayouts = []string{"2006-01-02 15:04:05", time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05Z07:00"}
 
 // timeCol parses column c as a timestamp or as Unix seconds. An empty cell
 // gives the zero time.
@@ -138,7 +141,7 @@ func (t *csvTable) timeCol(rec []string, c string) (time.Time, error) {
 	}
 	for _, l := range timeLayouts {
 		if tm, err := time.ParseInLocation(l, s, time.UTC); err == nil {
-			return tm, nil
+			return tm.UTC(), nil
 		}
 	}
 	if x, err := strconv.ParseFloat(s, 64); err == nil && x >= 0 && x <= maxExact {

@@ -119,3 +119,37 @@ func gzipped(t *testing.T, b []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestParse_HeliosTimes reads the timestamp spellings of Helios exports:
+// Helios' own zone-less wall clock (read as UTC), RFC 3339, pandas' spelling
+// of a zone-aware column, fractions of a second and Unix seconds.
+func TestParse_HeliosTimes(t *testing.T) {
+	const head = "job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
+	want := time.Date(2020, 4, 1, 0, 0, 10, 0, time.UTC)
+	for _, tc := range []struct {
+		submit string
+		want   time.Time
+	}{
+		{"2020-04-01 00:00:10", want},
+		{"2020-04-01T00:00:10", want},
+		{"2020-04-01T00:00:10Z", want},
+		{"2020-04-01T08:00:10+08:00", want},
+		{"2020-04-01 08:00:10+08:00", want},
+		{"2020-04-01 00:00:10.250", want.Add(250 * time.Millisecond)},
+		{"1585699210", want},
+	} {
+		in := head + "1,u001,vc1,a,1,4,1,COMPLETED," + tc.submit + ",,,190,10\n"
+		tr, err := ReadAll(strings.NewReader(in), Helios, Options{Name: "f"})
+		if err != nil || len(tr.Jobs) != 1 {
+			t.Errorf("submit %q: %v", tc.submit, err)
+			continue
+		}
+		if got := tr.Jobs[0].Submit; !got.Equal(tc.want) || got.Location() != time.UTC {
+			t.Errorf("submit %q read as %v, want %v in UTC", tc.submit, got, tc.want)
+		}
+	}
+	bad := head + "1,u001,vc1,a,1,4,1,COMPLETED,2020/04/01 00:00:10,,,190,10\n"
+	if _, err := ReadAll(strings.NewReader(bad), Helios, Options{Name: "f"}); err == nil || !strings.Contains(err.Error(), `f:2: column submit_time: want a time like`) {
+		t.Errorf("submit 2020/04/01: err %v, want one naming the column", err)
+	}
+}
