@@ -57,6 +57,12 @@ func (s *Store) ImportFile(ctx context.Context, r io.Reader, f FileImport) (Summ
 		return Summary{}, cluster, err
 	}
 	sum, err := s.Import(ctx, src, opt)
+	for _, e := range src.SkipReasons() {
+		if len(sum.Rejects) >= MaxRejects {
+			break
+		}
+		sum.Rejects = append(sum.Rejects, e)
+	}
 	sum.LeftOut = src.LeftOut()
 	if sum.LeftOut == nil {
 		sum.LeftOut = map[string]int{} // read from a trace: "left out: none"

@@ -101,9 +101,10 @@ func TestIngestCommand_TraceTwiceAndCorrupt(t *testing.T) {
 		t.Fatalf("rows of the failed import: %d (%v), want 0", n, err)
 	}
 	skipped := ingestJSON(t, "--database-url", url, "--from", "swf", "--cluster", "other", "--skip-bad", bad)
-	// internal/trace counts the lines it skips but does not say which.
-	if skipped.Rejected != 1 || skipped.Inserted != first.Inserted-1 {
-		t.Errorf("--skip-bad: %+v", skipped)
+	// The skipped line is counted and named, with why.
+	if skipped.Rejected != 1 || skipped.Inserted != first.Inserted-1 || len(skipped.Rejects) != 1 ||
+		!strings.HasPrefix(skipped.Rejects[0], bad+":444: ") {
+		t.Errorf("--skip-bad: %+v, want 1 rejected, named %s:444", skipped, bad)
 	}
 }
 

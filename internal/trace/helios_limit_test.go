@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,24 @@ func TestParse_HeliosTimes(t *testing.T) {
 	bad := head + "1,u001,vc1,a,1,4,1,COMPLETED,2020/04/01 00:00:10,,,190,10\n"
 	if _, err := ReadAll(strings.NewReader(bad), Helios, Options{Name: "f"}); err == nil || !strings.Contains(err.Error(), `f:2: column submit_time: want a time like`) {
 		t.Errorf("submit 2020/04/01: err %v, want one naming the column", err)
+	}
+}
+
+// TestRead_SkipReasonsCapped: under SkipBad every malformed line is
+// counted, and the first MaxSkipReasons are kept with their line numbers.
+func TestRead_SkipReasonsCapped(t *testing.T) {
+	var in strings.Builder
+	for i := range MaxSkipReasons + 5 {
+		fmt.Fprintf(&in, "%d 0 10 190 4 -1 -1 4 600 -1 1 1 1 -1 1 -1 -1\n", i+1) // 17 fields
+	}
+	tr, err := ReadAll(strings.NewReader(in.String()), SWF, Options{Name: "f", SkipBad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Skipped != MaxSkipReasons+5 || len(tr.SkipReasons) != MaxSkipReasons {
+		t.Fatalf("skipped %d, %d reasons; want %d and %d", tr.Skipped, len(tr.SkipReasons), MaxSkipReasons+5, MaxSkipReasons)
+	}
+	if got, want := tr.SkipReasons[MaxSkipReasons-1].Error(), fmt.Sprintf("f:%d: want 18 fields, got 17", MaxSkipReasons); got != want {
+		t.Errorf("last reason kept %q, want %q", got, want)
 	}
 }

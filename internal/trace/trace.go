@@ -143,6 +143,7 @@ type Reader struct {
 	job     policy.Job
 	line    int
 	skipped int
+	skips   []error // the first MaxSkipReasons of the skipped lines' errors
 	leftOut map[string]int
 	err     error
 	closer  io.Closer
@@ -227,11 +228,15 @@ func (r *Reader) Next() bool {
 			r.leftOut[lo.reason]++
 			continue
 		}
+		pe := &ParseError{Name: r.opt.Name, Line: r.line, Err: err}
 		if !r.opt.SkipBad {
-			r.err = &ParseError{Name: r.opt.Name, Line: r.line, Err: err}
+			r.err = pe
 			return false
 		}
 		r.skipped++
+		if len(r.skips) < MaxSkipReasons {
+			r.skips = append(r.skips, pe)
+		}
 	}
 	if err := r.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -259,6 +264,14 @@ func (r *Reader) Meta() Meta { return r.meta }
 // Skipped counts the malformed lines skipped under Options.SkipBad.
 func (r *Reader) Skipped() int { return r.skipped }
 
+// MaxSkipReasons is how many skipped lines' errors a Reader keeps.
+const MaxSkipReasons = 20
+
+// SkipReasons returns the errors of the first MaxSkipReasons lines skipped
+// under Options.SkipBad, each naming its file and line, so that what was
+// skipped can be shown and fixed.
+func (r *Reader) SkipReasons() []error { return r.skips }
+
 // LeftOut counts the well-formed records left out so far, by reason (the
 // Left* constants); nil when none was.
 func (r *Reader) LeftOut() map[string]int { return r.leftOut }
@@ -271,6 +284,8 @@ type Trace struct {
 	Jobs    []policy.Job
 	Meta    Meta
 	Skipped int // malformed lines skipped under Options.SkipBad
+	// SkipReasons are the first MaxSkipReasons skipped lines' errors.
+	SkipReasons []error
 	// LeftOut counts the well-formed records left out, by reason.
 	LeftOut map[string]int
 }
@@ -325,7 +340,7 @@ func ReadAll(r io.Reader, f Format, opt Options) (*Trace, error) {
 		}
 		t.Jobs = append(t.Jobs, cur...)
 	}
-	t.Meta, t.Skipped, t.LeftOut = rd.Meta(), rd.Skipped(), rd.LeftOut()
+	t.Meta, t.Skipped, t.SkipReasons, t.LeftOut = rd.Meta(), rd.Skipped(), rd.SkipReasons(), rd.LeftOut()
 	return t, nil
 }
 

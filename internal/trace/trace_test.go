@@ -236,6 +236,10 @@ func TestParse_Malformed(t *testing.T) {
 			if diff := cmp.Diff([2]int{tt.wantJobs, tt.wantSkipped}, [2]int{len(got.Jobs), got.Skipped}); diff != "" {
 				t.Errorf("[jobs, skipped] (-want +got):\n%s", diff)
 			}
+			// The line skipped first is named as without SkipBad.
+			if len(got.SkipReasons) != got.Skipped || got.SkipReasons[0].Error() != tt.wantErr {
+				t.Errorf("skip reasons %v, want %d, the first %q", got.SkipReasons, got.Skipped, tt.wantErr)
+			}
 		})
 	}
 }
