@@ -41,6 +41,7 @@ func powerCommand() *cli.Command {
 				&cli.StringFlag{Name: "train-until", Usage: "last day (or time) the forecaster learns from (default: the day before the test)", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
 				&cli.StringFlag{Name: "test-from", Usage: "first day (or time) replayed (default: 14 days before the test's end)", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
 				&cli.StringFlag{Name: "test-until", Usage: "last day (or time) replayed (default: the sequence's last whole day)", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
+				&cli.IntFlag{Name: "validation-days", Value: def.ValidDays, Usage: "the last days of training that choose the forecaster's size and each SuspendTime's pick (a sequence needs 8 days, these and the test's)", EnvVars: []string{"FAIRWAY_POWER_VALIDATION_DAYS"}},
 				&cli.StringFlag{Name: "buffer", Value: joinInts(def.Buffers), Usage: "comma-separated buffers (nodes kept powered above demand) of the predictive rule", EnvVars: []string{"FAIRWAY_POWER_BUFFER"}},
 				&cli.StringFlag{Name: "suspend-time", Value: "10m,30m,60m", Usage: "comma-separated SuspendTime settings of Slurm's idle-time rule", EnvVars: []string{"FAIRWAY_POWER_SUSPEND_TIME"}},
 				&cli.StringFlag{Name: "hybrid-idle", Value: joinDurations(def.IdleAfter), Usage: "comma-separated idle times of the hybrid rule (Slurm's idle clock with the forecast holding idle nodes), a parameter of its curve with the buffer", EnvVars: []string{"FAIRWAY_POWER_HYBRID_IDLE"}},
@@ -112,7 +113,10 @@ func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
 		cfg.Eval.Pick = append(cfg.Eval.Pick, pc)
 	}
 	cfg.Eval.History, cfg.Eval.Future, cfg.Eval.Keep = c.Int("history"), c.Int("future"), c.Int("keep")
+	cfg.Eval.ValidDays = c.Int("validation-days")
 	switch {
+	case cfg.Eval.ValidDays < 1:
+		return cfg, fmt.Errorf("--validation-days %d: want at least 1", cfg.Eval.ValidDays)
 	case cfg.Eval.History < 1:
 		return cfg, fmt.Errorf("--history %d: want at least 1", cfg.Eval.History)
 	case cfg.Eval.Future < 1:

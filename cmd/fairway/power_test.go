@@ -36,6 +36,7 @@ func TestPowerEval_BadFlags(t *testing.T) {
 		{"broken line", []string{"--sequence", writeSeq(t, "time,active,total\n2017-10-03 00:00:00,1,2\n2017-10-03 00:01:00,x,2\n")}, "s.csv:3: active:"},
 		{"too short", []string{"--sequence", seq}, "default split: 1 rows: want a sequence of at least 15 whole days; --train-until, --test-from and --test-until choose the split"},
 		{"too short for the days given", []string{"--sequence", seq, "--train-until", "2017-11-30", "--test-from", "2017-12-01", "--test-until", "2017-12-14"}, "outside the sequence"},
+		{"no validation days", []string{"--sequence", seq, "--validation-days", "0"}, "--validation-days 0: want at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runApp(t, append([]string{"power", "eval"}, tc.args...)...)
@@ -80,6 +81,24 @@ func TestPowerEval_Synthetic(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestPowerEval_ShortHistory: 30 validation days need 38 days of
+// training; a site with less is told so and how to ask for fewer, and runs
+// with them.
+func TestPowerEval_ShortHistory(t *testing.T) {
+	seq := dailyCycle(t)
+	args := []string{"power", "eval", "--sequence", seq, "--train-until", "2017-10-20", "--test-from", "2017-10-21",
+		"--test-until", "2017-10-23", "--buffer", "0", "--suspend-time", "1h", "--hybrid-idle", "5m", "--brief"}
+	_, err := runApp(t, args...)
+	if err == nil || !strings.Contains(err.Error(), "want at least 8 days of training before the 30 validation days") ||
+		!strings.Contains(err.Error(), "--validation-days") {
+		t.Fatalf("20 days of training, 30 validation days: err %v, want one naming --validation-days", err)
+	}
+	out, err := runApp(t, append(args, "--validation-days", "10")...)
+	if err != nil || !strings.Contains(out, "verdict (validation picks on the test days)") {
+		t.Fatalf("with --validation-days 10: %v\n%s", err, out)
 	}
 }
 

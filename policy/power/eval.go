@@ -297,7 +297,8 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 	validHi := trainHi
 	validLo := max(validHi-cfg.ValidDays*l.Day, 0)
 	if validLo-l.FirstFeatureStep() < 7*l.Day {
-		return nil, fmt.Errorf("train until %s: want at least %d days of training before the %d validation days (the sequence starts %s)", cfg.TrainUntil.Format(time.DateTime), 7+1, cfg.ValidDays, s.Start.Format(time.DateTime))
+		return nil, fmt.Errorf("train until %s: want at least %d days of training before the %d validation days (the sequence starts %s; fewer validation days, --validation-days, or a later split need less)",
+			cfg.TrainUntil.Format(time.DateTime), 7+1, cfg.ValidDays, s.Start.Format(time.DateTime))
 	}
 	res := &EvalResult{Step: s.Step, Resume: cfg.Resume, Filled: s.Filled, TestFrom: s.Time(testLo), TestUntil: s.Time(testHi),
 		TrainSteps: trainHi - l.FirstFeatureStep(), ValidSteps: validHi - validLo, TestSteps: testHi - testLo}
