@@ -2,7 +2,6 @@ package trace
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"strings"
 	"testing"
@@ -93,7 +92,7 @@ func TestRead_ByteOrderMark(t *testing.T) {
 		for _, gz := range []bool{false, true} {
 			in := []byte(bom + tc.text)
 			if gz {
-				in = gzipped(t, in)
+				in = gzipBytes(t, in)
 			}
 			f, err := Detect(bytes.NewReader(in), tc.name)
 			if err != nil || f != tc.format {
@@ -106,19 +105,6 @@ func TestRead_ByteOrderMark(t *testing.T) {
 			}
 		}
 	}
-}
-
-func gzipped(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // TestParse_HeliosTimes reads the timestamp spellings of Helios exports:
