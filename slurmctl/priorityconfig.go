@@ -35,6 +35,10 @@ type PriorityConfig struct {
 	BackfillInterval time.Duration
 	// SchedulerType is sched/backfill or sched/builtin.
 	SchedulerType string
+	// Unmodelled names the settings in effect that the slurm policy does
+	// not replay ("PriorityWeightTRES = GRES/gpu=3000", "PriorityFlags
+	// MAX_TRES"), so that a replay can say what it leaves out.
+	Unmodelled []string
 	// BootTime is BOOT_TIME, slurmctld's start, in this host's time zone
 	// (scontrol prints it without one): its recalculations every
 	// CalcPeriod count from it. Zero when not printed.
@@ -161,7 +165,18 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 			m.SizeRelative = true
 		case "NO_NORMAL_PART":
 			m.NoNormalPartition = true
+		case "FAIR_TREE", "CALCULATE_RUNNING", "ACCRUE_ALWAYS":
+			// The default; running jobs' priorities; age from submit,
+			// as a replay without holds or dependencies counts it.
+		default:
+			c.Unmodelled = append(c.Unmodelled, "PriorityFlags "+f)
 		}
+	}
+	if v := kv["PriorityWeightAssoc"]; v != "" && v != "0" {
+		c.Unmodelled = append(c.Unmodelled, "PriorityWeightAssoc = "+v)
+	}
+	if v := kv["PriorityWeightTRES"]; tresWeighted(v) {
+		c.Unmodelled = append(c.Unmodelled, "PriorityWeightTRES = "+v)
 	}
 	if v, ok := kv["BOOT_TIME"]; ok {
 		t, err := time.ParseInLocation("2006-01-02T15:04:05", v, time.Local)
@@ -180,6 +195,21 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// tresWeighted reports whether a PriorityWeightTRES value ("CPU=1000,
+// GRES/gpu=3000"; "(null)" or empty when unset) weighs any TRES.
+func tresWeighted(v string) bool {
+	for _, p := range strings.Split(v, ",") {
+		_, w, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok {
+			continue
+		}
+		if x, err := strconv.ParseFloat(strings.TrimSpace(w), 64); err != nil || x != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ParsePartitionFactors reads every partition's PriorityJobFactor from

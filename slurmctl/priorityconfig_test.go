@@ -3,6 +3,7 @@ package slurmctl
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,8 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 	}{
 		{"favor small, flags", "PriorityFavorSmall      = Yes\nPriorityFlags           = SMALL_RELATIVE_TO_TIME,NO_FAIR_TREE,NO_NORMAL_PART\n",
 			func(c PriorityConfig) bool {
-				return c.Multifactor.FavorSmall && c.Multifactor.SizeRelative && c.Multifactor.NoNormalPartition && !c.Multifactor.FairTree && len(c.Flags) == 3
+				return c.Multifactor.FavorSmall && c.Multifactor.SizeRelative && c.Multifactor.NoNormalPartition && !c.Multifactor.FairTree && len(c.Flags) == 3 &&
+					c.Unmodelled == nil
 			}, ""},
 		{"durations", "PriorityMaxAge          = 1-12:00:00\nPriorityDecayHalfLife   = 00:30:00\nPriorityCalcPeriod      = 1\n",
 			func(c PriorityConfig) bool {
@@ -74,6 +76,12 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 			return c.BackfillInterval == 30*time.Second && c.CalcPeriod == 5*time.Minute && c.Multifactor.FairTree
 		}, ""},
 		{"dampening", "FairShareDampeningFactor = 4\n", func(c PriorityConfig) bool { return c.Multifactor.Dampening == 4 }, ""},
+		{"unmodelled", "PriorityFlags           = MAX_TRES,CALCULATE_RUNNING\nPriorityWeightAssoc     = 100\nPriorityWeightTRES      = CPU=1000,Mem=2000,GRES/gpu=3000\n",
+			func(c PriorityConfig) bool {
+				return slices.Equal(c.Unmodelled, []string{"PriorityFlags MAX_TRES", "PriorityWeightAssoc = 100", "PriorityWeightTRES = CPU=1000,Mem=2000,GRES/gpu=3000"})
+			}, ""},
+		{"TRES weights unset or zero", "PriorityWeightTRES      = (null)\nPriorityWeightAssoc     = 0\n", func(c PriorityConfig) bool { return c.Unmodelled == nil }, ""},
+		{"TRES weights zero", "PriorityWeightTRES      = CPU=0,GRES/gpu=0\n", func(c PriorityConfig) bool { return c.Unmodelled == nil }, ""},
 		{"bad weight", "PriorityWeightAge       = lots\n", nil, "PriorityWeightAge"},
 		{"bad max age", "PriorityMaxAge          = soon\n", nil, "PriorityMaxAge"},
 		{"bad favor small", "PriorityFavorSmall      = maybe\n", nil, "PriorityFavorSmall"},

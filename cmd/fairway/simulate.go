@@ -38,6 +38,9 @@ type simulateConfig struct {
 	// bfEpoch is when --slurm-config's backfill passes count from (its
 	// BOOT_TIME).
 	bfEpoch time.Time
+	// slurmUnmodelled are --slurm-config's settings the slurm policy
+	// leaves out (slurmctl.PriorityConfig.Unmodelled).
+	slurmUnmodelled []string
 	// HeliosQSSF replays qssf as the Helios artifact does (--helios-qssf).
 	HeliosQSSF bool
 }
@@ -132,6 +135,10 @@ func simulateCommand() *cli.Command {
 			cfg, err := simulateSettings(c)
 			if err != nil {
 				return err
+			}
+			if len(cfg.slurmUnmodelled) > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "note: --slurm-config %s: the slurm policy does not replay %s: its row leaves them out\n",
+					c.String("slurm-config"), strings.Join(cfg.slurmUnmodelled, "; "))
 			}
 			if c.IsSet("split") || c.IsSet("sequences") {
 				return simulateProtocol(c, cfg)
@@ -293,7 +300,7 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		if pc.Type != "priority/multifactor" {
 			return cfg, fmt.Errorf("--slurm-config %s: PriorityType is %s: the slurm policy replays priority/multifactor (fifo is priority/basic)", path, pc.Type)
 		}
-		cfg.Slurm = &pc.Multifactor
+		cfg.Slurm, cfg.slurmUnmodelled = &pc.Multifactor, pc.Unmodelled
 		// Slurm's cadence, which the site's config sets: priorities held
 		// between recalculations (PriorityCalcPeriod, from BOOT_TIME), and
 		// backfill every bf_interval, for every policy (the scheduler acts

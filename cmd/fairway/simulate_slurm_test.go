@@ -69,3 +69,30 @@ func TestSimulate_SlurmConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulate_SlurmConfigUnmodelled: a config whose TRES weights (or
+// another setting the slurm policy does not replay) are in effect still
+// replays, and says what its slurm row leaves out; the lab's says nothing.
+func TestSimulate_SlurmConfigUnmodelled(t *testing.T) {
+	lab, err := os.ReadFile(labConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tres := strings.Replace(string(lab), "PriorityWeightTRES      = GRES/gpu=0", "PriorityWeightTRES      = CPU=1000,GRES/gpu=3000", 1)
+	if tres == string(lab) {
+		t.Fatal("the lab's config has no PriorityWeightTRES line to change")
+	}
+	path := filepath.Join(t.TempDir(), "tres.txt")
+	if err := os.WriteFile(path, []byte(tres), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const note = ": the slurm policy does not replay PriorityWeightTRES = CPU=1000,GRES/gpu=3000: its row leaves them out"
+	out, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", path)
+	if err != nil || !strings.Contains(out, "note: --slurm-config "+path+note) || !strings.Contains(out, "slurm") {
+		t.Errorf("err %v; want the slurm row and the note:\n%s", err, out)
+	}
+	out, err = runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig)
+	if err != nil || strings.Contains(out, "note:") {
+		t.Errorf("err %v; the lab's config (no TRES weight) gives a note:\n%s", err, out)
+	}
+}
