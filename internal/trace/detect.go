@@ -28,13 +28,8 @@ func Detect(r io.Reader, name string) (Format, error) {
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
-	first := true
-	for sc.Scan() {
-		line := sc.Text()
-		if first {
-			line, first = strings.TrimPrefix(line, string(utf8BOM)), false
-		}
-		line = strings.TrimSpace(line)
+	for n := 1; sc.Scan(); n++ {
+		line := string(trimLine(sc.Bytes(), n == 1))
 		if line == "" {
 			continue
 		}

@@ -154,6 +154,15 @@ type Reader struct {
 // wrote: not part of its first line.
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
+// trimLine is a line without its surrounding space and, on the file's
+// first line, without a byte order mark.
+func trimLine(line []byte, first bool) []byte {
+	if first {
+		line = bytes.TrimPrefix(line, utf8BOM)
+	}
+	return bytes.TrimSpace(line)
+}
+
 // maxLine bounds one line; longer lines are an error, not a silent cut.
 const maxLine = 1 << 20
 
@@ -202,11 +211,7 @@ func (r *Reader) Next() bool {
 	for r.sc.Scan() {
 		r.line++
 		r.read += int64(len(r.sc.Bytes())) + 1
-		line := r.sc.Bytes()
-		if r.line == 1 {
-			line = bytes.TrimPrefix(line, utf8BOM)
-		}
-		line = bytes.TrimSpace(line)
+		line := trimLine(r.sc.Bytes(), r.line == 1)
 		if len(line) == 0 {
 			continue
 		}
