@@ -46,24 +46,12 @@ type timedLibrary struct {
 	log *slog.Logger
 }
 
-func (t timedLibrary) Open() error {
-	t0 := time.Now()
-	err := t.lib.Open()
-	logCall(t.log, "open", noGPU, t0, err)
-	return err
-}
+func (t timedLibrary) Open() error { return timedErr(t.log, "open", noGPU, t.lib.Open) }
 
-func (t timedLibrary) Close() error {
-	t0 := time.Now()
-	err := t.lib.Close()
-	logCall(t.log, "close", noGPU, t0, err)
-	return err
-}
+func (t timedLibrary) Close() error { return timedErr(t.log, "close", noGPU, t.lib.Close) }
 
 func (t timedLibrary) Device(minor int) (Device, error) {
-	t0 := time.Now()
-	d, err := t.lib.Device(minor)
-	logCall(t.log, "device", minor, t0, err)
+	d, err := timedCall(t.log, "device", minor, func() (Device, error) { return t.lib.Device(minor) })
 	if err != nil {
 		return nil, err
 	}
@@ -76,44 +64,46 @@ type timedDevice struct {
 	log   *slog.Logger
 }
 
-// timedCall runs f as op on the device and logs its time.
-func timedCall[T any](t timedDevice, op string, f func() (T, error)) (T, error) {
+// timedCall runs f as op (on GPU gpu, or noGPU) and logs its time.
+func timedCall[T any](log *slog.Logger, op string, gpu int, f func() (T, error)) (T, error) {
 	t0 := time.Now()
 	v, err := f()
-	logCall(t.log, op, t.minor, t0, err)
+	logCall(log, op, gpu, t0, err)
 	return v, err
 }
 
 // timedErr is timedCall for a call that returns only an error.
-func timedErr(t timedDevice, op string, f func() error) error {
-	_, err := timedCall(t, op, func() (struct{}, error) { return struct{}{}, f() })
+func timedErr(log *slog.Logger, op string, gpu int, f func() error) error {
+	_, err := timedCall(log, op, gpu, func() (struct{}, error) { return struct{}{}, f() })
 	return err
 }
 
-func (t timedDevice) Info() (DeviceInfo, error) { return timedCall(t, "info", t.d.Info) }
+func (t timedDevice) Info() (DeviceInfo, error) { return timedCall(t.log, "info", t.minor, t.d.Info) }
 
 func (t timedDevice) ComputeMode() (ComputeMode, error) {
-	return timedCall(t, "compute-mode", t.d.ComputeMode)
+	return timedCall(t.log, "compute-mode", t.minor, t.d.ComputeMode)
 }
 
 func (t timedDevice) SetComputeMode(m ComputeMode) error {
-	return timedErr(t, "set-compute-mode", func() error { return t.d.SetComputeMode(m) })
+	return timedErr(t.log, "set-compute-mode", t.minor, func() error { return t.d.SetComputeMode(m) })
 }
 
 func (t timedDevice) StartAccounting() error {
-	return timedErr(t, "start-accounting", t.d.StartAccounting)
+	return timedErr(t.log, "start-accounting", t.minor, t.d.StartAccounting)
 }
 
-func (t timedDevice) Processes() ([]int, error) { return timedCall(t, "processes", t.d.Processes) }
+func (t timedDevice) Processes() ([]int, error) {
+	return timedCall(t.log, "processes", t.minor, t.d.Processes)
+}
 
-func (t timedDevice) Health() (Health, error) { return timedCall(t, "health", t.d.Health) }
+func (t timedDevice) Health() (Health, error) { return timedCall(t.log, "health", t.minor, t.d.Health) }
 
 func (t timedDevice) Accounting() ([]ProcessStats, error) {
-	return timedCall(t, "accounting", t.d.Accounting)
+	return timedCall(t.log, "accounting", t.minor, t.d.Accounting)
 }
 
 func (t timedDevice) EnergyMillijoules() (uint64, error) {
-	return timedCall(t, "energy", t.d.EnergyMillijoules)
+	return timedCall(t.log, "energy", t.minor, t.d.EnergyMillijoules)
 }
 
 type timedXIDs struct {
@@ -134,15 +124,9 @@ type timedMPS struct {
 }
 
 func (t timedMPS) Start(ctx context.Context, gpu DeviceInfo) error {
-	t0 := time.Now()
-	err := t.m.Start(ctx, gpu)
-	logCall(t.log, "mps-start", gpu.Minor, t0, err)
-	return err
+	return timedErr(t.log, "mps-start", gpu.Minor, func() error { return t.m.Start(ctx, gpu) })
 }
 
 func (t timedMPS) Stop(ctx context.Context, gpu DeviceInfo) error {
-	t0 := time.Now()
-	err := t.m.Stop(ctx, gpu)
-	logCall(t.log, "mps-stop", gpu.Minor, t0, err)
-	return err
+	return timedErr(t.log, "mps-stop", gpu.Minor, func() error { return t.m.Stop(ctx, gpu) })
 }
