@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,56 @@ type MultifactorParams struct {
 	// CalcEpoch is when slurmctld's recalculations are counted from: its
 	// start (`scontrol show config`'s BOOT_TIME). Zero: the Unix epoch.
 	CalcEpoch time.Time
+	// WeightTRES is PriorityWeightTRES by TRES name in lower case, as
+	// slurmdbd names them: "cpu", "mem" (MB), "node", "gres/gpu",
+	// "gres/gpu:h100", "gres/shard". Names a Job does not count (billing,
+	// licenses, energy) are refused: ParsePriorityConfig leaves them out
+	// and says so.
+	WeightTRES map[string]float64
+	// PartitionTRES is each partition's TRES totals (scontrol show
+	// partition's TRES=), by partition and then TRES name; the entry ""
+	// is the whole cluster's, for a job whose partition is not listed.
+	// A TRES with no total gives the job a factor of 0, as slurmctld
+	// does for a partition without that TRES.
+	PartitionTRES map[string]map[string]float64
+	// NoNormalTRES is PriorityFlags=NO_NORMAL_TRES: a TRES factor is the
+	// job's count itself, not divided by the partition's total.
+	NoNormalTRES bool
+}
+
+// TRESNames are the TRES a Job counts, which WeightTRES may weigh: a
+// typed GPU TRES ("gres/gpu:h100") counts the GPUs of jobs of that type.
+var TRESNames = []string{"cpu", "mem", "node", "gres/gpu", "gres/shard"}
+
+// tresCount is job j's count of TRES name (one of TRESNames, or
+// "gres/gpu:TYPE"): what slurmctld holds in a pending job's tres_req_cnt.
+func tresCount(j *Job, name string) float64 {
+	switch name {
+	case "cpu":
+		return float64(max(0, j.CPUs))
+	case "mem":
+		return float64(max(0, j.MemoryMB))
+	case "node":
+		return float64(max(1, j.Nodes))
+	case "gres/gpu":
+		return float64(max(0, j.GPUs))
+	case "gres/shard":
+		return float64(max(0, j.Shards))
+	}
+	if typ, ok := strings.CutPrefix(name, "gres/gpu:"); ok && strings.EqualFold(typ, j.GPUType) {
+		return float64(max(0, j.GPUs))
+	}
+	return 0
+}
+
+// CountsTRES reports whether name is a TRES a Job counts (TRESNames, or
+// "gres/gpu:TYPE").
+func CountsTRES(name string) bool {
+	if slices.Contains(TRESNames, name) {
+		return true
+	}
+	typ, ok := strings.CutPrefix(name, "gres/gpu:")
+	return ok && typ != "" && !strings.ContainsAny(typ, ",=")
 }
 
 // multifactor is Slurm's priority/multifactor plugin with a site's own
@@ -75,17 +126,21 @@ type MultifactorParams struct {
 //	            cluster's nodes and CPUs.
 //	partition = PriorityJobFactor(p) / max over partitions
 //	qos       = Priority(q) / max over QOS
+//	tres      = Σ PriorityWeightTRES(t) · count_t / total_t(p)  (already weighted: slurmctld
+//	            adds it as it is; with NO_NORMAL_TRES Σ weight · count)
 //
 // Equal priorities go to the older job, then the lower id. Parts: priority
-// (the truncated sum, the Value) and the five normalised factors.
+// (the truncated sum, the Value), the five normalised factors and the
+// weighted TRES sum.
 //
 // Where it differs from slurmctld: usage is the Ledger's GPU-seconds,
 // decayed continuously, where Slurm charges TRES-billing CPU-seconds once
 // per PriorityCalcPeriod and recomputes pending jobs' priorities only then
 // (and at submit) — with CalcPeriod set, the policy holds the factors
 // between recalculations as slurmctld does; Fair Tree's tree has two levels, and users directly
-// under the root are users of an account of that name; association priority, TRES weights, nice and the site factor are left
-// out. A job in several partitions counts by the one Job.Partition names.
+// under the root are users of an account of that name; association priority, nice and the site factor are left
+// out, and of the TRES only those a Job counts (TRESNames). A job in several partitions counts by the one
+// Job.Partition names.
 type multifactor struct {
 	p      MultifactorParams
 	maxAge float64
@@ -114,6 +169,21 @@ func NewMultifactor(p MultifactorParams) (Policy, error) {
 	if p.MaxAge < 0 || p.Dampening < 0 || math.IsNaN(p.Dampening) {
 		return nil, fmt.Errorf("slurm: PriorityMaxAge %v, FairShareDampeningFactor %v: want >= 0", p.MaxAge, p.Dampening)
 	}
+	for name, w := range p.WeightTRES {
+		if !CountsTRES(name) {
+			return nil, fmt.Errorf("slurm: PriorityWeightTRES %s: not a TRES a job's request counts (want one of %s or gres/gpu:TYPE)", name, strings.Join(TRESNames, ", "))
+		}
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("slurm: PriorityWeightTRES %s=%v: want a finite weight >= 0", name, w)
+		}
+	}
+	for part, totals := range p.PartitionTRES {
+		for name, v := range totals {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("slurm: partition %q TRES %s=%v: want a finite total >= 0", part, name, v)
+			}
+		}
+	}
 	if p.WeightJobSize > 0 && (p.ClusterNodes <= 0 || p.ClusterCPUs <= 0) {
 		return nil, fmt.Errorf("slurm: PriorityWeightJobSize %v needs the cluster's size: %d nodes, %d CPUs", p.WeightJobSize, p.ClusterNodes, p.ClusterCPUs)
 	}
@@ -124,8 +194,8 @@ func NewMultifactor(p MultifactorParams) (Policy, error) {
 		p.Dampening = 1
 	}
 	m := &multifactor{p: p, maxAge: p.MaxAge.Seconds(), maxPF: 1, sc: scorer{
-		names:   []string{"priority", "age", "fairshare", "jobsize", "partition", "qos"},
-		weights: []float64{1, 0, 0, 0, 0, 0},
+		names:   []string{"priority", "age", "fairshare", "jobsize", "partition", "qos", "tres"},
+		weights: []float64{1, 0, 0, 0, 0, 0, 0},
 	}}
 	for name, f := range p.PartitionFactor {
 		if f < 0 || math.IsNaN(f) {
@@ -165,6 +235,30 @@ func (m *multifactor) factors(j *Job, now time.Time, ff float64) (age, fs, js, p
 		qos = m.p.QOSPriority[j.QOS] / m.maxQOS
 	}
 	return
+}
+
+// tres is job j's weighted TRES sum: Σ weight · count / its partition's
+// total (priority_multifactor.c: _get_tres_factors, _get_tres_prio_weighted).
+func (m *multifactor) tres(j *Job) float64 {
+	if len(m.p.WeightTRES) == 0 {
+		return 0
+	}
+	totals, ok := m.p.PartitionTRES[j.Partition]
+	if !ok {
+		totals = m.p.PartitionTRES[""]
+	}
+	sum := 0.0
+	for name, w := range m.p.WeightTRES {
+		v := tresCount(j, name)
+		switch {
+		case w == 0 || v == 0:
+		case m.p.NoNormalTRES:
+			sum += w * v
+		case totals[name] > 0:
+			sum += w * v / totals[name]
+		}
+	}
+	return sum
 }
 
 // jobSize is Slurm's job size factor of j (see multifactor).
@@ -216,7 +310,7 @@ func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 	if m.p.CalcPeriod > 0 {
 		ageAt = m.freeze(s.Now, g.keys, ffs)
 	}
-	const k = 6
+	const k = 7
 	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
 		j := &s.Pending[i]
@@ -270,8 +364,9 @@ func (m *multifactor) freeze(now time.Time, keys []Assoc, ffs []fsFactor) time.T
 // association's fair-share factor.
 func (m *multifactor) row(j *Job, ageAt time.Time, ff float64, row []float64) {
 	age, fs, js, part, qos := m.factors(j, ageAt, ff)
-	sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos
-	row[0], row[1], row[2], row[3], row[4], row[5] = max(1, math.Floor(sum)), age, fs, js, part, qos
+	tres := m.tres(j)
+	sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos + tres
+	row[0], row[1], row[2], row[3], row[4], row[5], row[6] = max(1, math.Floor(sum)), age, fs, js, part, qos, tres
 }
 
 // With PriorityWeightAge and PriorityWeightFairshare at 0 (Slurm's
@@ -282,7 +377,7 @@ func (m *multifactor) row(j *Job, ageAt time.Time, ff float64, row []float64) {
 func (m *multifactor) staticOrder() bool { return m.p.WeightAge == 0 && m.p.WeightFairshare == 0 }
 
 func (m *multifactor) staticKey(s *Snapshot, j *Job) (float64, error) {
-	var row [6]float64
+	var row [7]float64
 	m.row(j, s.Now, 0, row[:])
 	return m.sc.value(row[:]), nil
 }
@@ -308,6 +403,16 @@ func (m *multifactor) WhatMovesIt(map[string]float64) string {
 	}
 	if m.p.WeightQOS > 0 {
 		levers = append(levers, fmt.Sprintf("a QOS with a higher priority (weight %g)", m.p.WeightQOS))
+	}
+	var tres []string
+	for name, w := range m.p.WeightTRES {
+		if w > 0 {
+			tres = append(tres, fmt.Sprintf("%s %g", name, w))
+		}
+	}
+	if len(tres) > 0 {
+		slices.Sort(tres)
+		levers = append(levers, fmt.Sprintf("a larger request of its partition's TRES (weights %s)", strings.Join(tres, ", ")))
 	}
 	if len(levers) == 0 {
 		return "nothing: every PriorityWeight is 0, so jobs run oldest first."

@@ -110,10 +110,57 @@ func TestMultifactor_Refuses(t *testing.T) {
 		{WeightJobSize: 1}, // no cluster size
 		{PartitionFactor: map[string]float64{"gpu": -1}},
 		{QOSPriority: map[string]float64{"high": math.NaN()}},
+		{WeightTRES: map[string]float64{"billing": 1}}, // not a count a Job has
+		{WeightTRES: map[string]float64{"gres/gpu": -1}},
+		{WeightTRES: map[string]float64{"cpu": math.NaN()}},
+		{PartitionTRES: map[string]map[string]float64{"gpu": {"cpu": math.Inf(1)}}},
 	} {
 		if _, err := NewMultifactor(p); err == nil {
 			t.Errorf("%+v: no error", p)
 		}
+	}
+}
+
+// TestMultifactor_TRES checks the TRES term: each weight times the job's
+// count over its partition's total (the cluster's, "", for a partition
+// not listed), a typed GPU weight only for jobs of that type, and with
+// NO_NORMAL_TRES the counts themselves. (slurmctl's
+// TestSlurmPolicy_TRESMatchesSprio checks it against a real slurmctld.)
+func TestMultifactor_TRES(t *testing.T) {
+	weights := map[string]float64{"cpu": 1000, "mem": 500, "node": 200, "gres/gpu": 3000, "gres/gpu:h100": 700, "gres/shard": 100}
+	totals := map[string]map[string]float64{
+		"":      {"cpu": 64, "mem": 256000, "node": 4, "gres/gpu": 16, "gres/gpu:h100": 8, "gres/shard": 64},
+		"small": {"cpu": 16, "mem": 64000, "node": 1, "gres/gpu": 4, "gres/gpu:h100": 4, "gres/shard": 16},
+	}
+	jobs := []Job{
+		{ID: 1, Partition: "small", CPUs: 4, MemoryMB: 8000, Nodes: 1, GPUs: 2, GPUType: "H100"},
+		{ID: 2, Partition: "big", CPUs: 8, MemoryMB: 32000, Nodes: 2, GPUs: 4, GPUType: "a100"},
+		{ID: 3, Partition: "small", CPUs: 1, Shards: 4},
+	}
+	for i := range jobs {
+		jobs[i].State, jobs[i].ArrayTask, jobs[i].Submit = StatePending, -1, rkAt(0)
+	}
+	for _, tc := range []struct {
+		name     string
+		noNormal bool
+		want     map[int64]float64
+	}{
+		// 1: 1000·4/16 + 500·8000/64000 + 200·1/1 + 3000·2/4 + 700·2/4 = 250 + 62.5 + 200 + 1500 + 350
+		// 2 (big: the cluster's): 1000·8/64 + 500·32000/256000 + 200·2/4 + 3000·4/16, no h100 = 125 + 62.5 + 100 + 750
+		// 3: 1000·1/16 + 200·1/1 (at least one node) + 100·4/16 = 62.5 + 200 + 25
+		{"normalised", false, map[int64]float64{1: 2362.5, 2: 1037.5, 3: 287.5}},
+		// 1: 4000 + 4e6 + 200 + 6000 + 1400; 2: 8000 + 16e6 + 400 + 12000; 3: 1000 + 200 + 400
+		{"NO_NORMAL_TRES", true, map[int64]float64{1: 4011600, 2: 16020400, 3: 1600}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{Now: rkAt(0), Pending: jobs}
+			_, by := rkRank(t, "slurm", MultifactorParams{WeightTRES: weights, PartitionTRES: totals, NoNormalTRES: tc.noNormal}, s)
+			for id, want := range tc.want {
+				if got := by[id].Parts.Get("tres"); math.Abs(got-want) > 1e-9 || by[id].Value != math.Floor(want) {
+					t.Errorf("job %d: tres %v value %v, want %v and %v", id, got, by[id].Value, want, math.Floor(want))
+				}
+			}
+		})
 	}
 }
 

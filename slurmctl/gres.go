@@ -328,27 +328,68 @@ func tresMemoryMB(tres string) (int64, bool) {
 		if !ok || v == "" {
 			continue
 		}
-		mult := int64(1)
-		switch v[len(v)-1] {
-		case 'K':
-			mult, v = -1024, v[:len(v)-1]
-		case 'M':
-			v = v[:len(v)-1]
-		case 'G':
-			mult, v = 1024, v[:len(v)-1]
-		case 'T':
-			mult, v = 1024*1024, v[:len(v)-1]
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if mult < 0 {
-			f /= 1024
-		} else {
-			f *= float64(mult)
-		}
-		if err != nil || !(f >= 0 && f <= maxCount) { // NaN fails both
+		f, ok := megabytes(v)
+		if !ok {
 			return 0, false
 		}
 		return int64(f), true
 	}
 	return 0, false
+}
+
+// megabytes reads a memory size as Slurm prints one in a TRES string: a
+// number of MB, or of KB, MB, GB or TB with the unit's letter.
+func megabytes(v string) (float64, bool) {
+	if v == "" {
+		return 0, false
+	}
+	mult := 1.0
+	switch v[len(v)-1] {
+	case 'K':
+		mult, v = 1.0/1024, v[:len(v)-1]
+	case 'M':
+		v = v[:len(v)-1]
+	case 'G':
+		mult, v = 1024, v[:len(v)-1]
+	case 'T':
+		mult, v = 1024*1024, v[:len(v)-1]
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	f *= mult
+	if err != nil || !(f >= 0 && f <= maxCount) { // NaN fails both
+		return 0, false
+	}
+	return f, true
+}
+
+// ParseTRESTotals reads a TRES string as `scontrol show partition` prints
+// a partition's totals ("cpu=16,mem=32000M,node=2,billing=16,gres/gpu=8"):
+// counts by TRES name in lower case, memory in MB.
+func ParseTRESTotals(tres string) (map[string]float64, error) {
+	got := map[string]float64{}
+	for _, term := range strings.Split(tres, ",") {
+		term = strings.TrimSpace(term)
+		if term == "" || term == "(null)" {
+			continue
+		}
+		name, v, ok := strings.Cut(term, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !ok || name == "" {
+			return nil, fmt.Errorf("TRES %q: want name=count", term)
+		}
+		var f float64
+		var err error
+		if name == "mem" {
+			if f, ok = megabytes(v); !ok {
+				err = fmt.Errorf("want a size such as 32000M")
+			}
+		} else if f, err = strconv.ParseFloat(v, 64); err == nil && !(f >= 0 && f <= maxCount) {
+			err = fmt.Errorf("want 0 to %d", int64(maxCount))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("TRES %s=%q: %v", name, v, err)
+		}
+		got[name] = f
+	}
+	return got, nil
 }

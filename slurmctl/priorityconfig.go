@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -58,17 +59,17 @@ func (c Commands) ReadPriorityConfig(ctx context.Context, scontrol string) (Prio
 	return ParsePriorityConfig(out)
 }
 
-// ReadPartitionFactors runs `scontrol show partition -o` and parses it
-// (ParsePartitionFactors).
-func (c Commands) ReadPartitionFactors(ctx context.Context, scontrol string) (map[string]float64, error) {
+// ReadPartitions runs `scontrol show partition -o` and parses it
+// (ParsePartitions).
+func (c Commands) ReadPartitions(ctx context.Context, scontrol string) (Partitions, error) {
 	if scontrol == "" {
 		scontrol = "scontrol"
 	}
 	out, err := c.output(ctx, "scontrol", scontrol, "show", "partition", "-o")
 	if err != nil {
-		return nil, err
+		return Partitions{}, err
 	}
-	return ParsePartitionFactors(out)
+	return ParsePartitions(out)
 }
 
 // ParsePriorityConfig reads the priority settings from the output of
@@ -165,6 +166,8 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 			m.SizeRelative = true
 		case "NO_NORMAL_PART":
 			m.NoNormalPartition = true
+		case "NO_NORMAL_TRES":
+			m.NoNormalTRES = true
 		case "FAIR_TREE", "CALCULATE_RUNNING", "ACCRUE_ALWAYS":
 			// The default; running jobs' priorities; age from submit,
 			// as a replay without holds or dependencies counts it.
@@ -175,8 +178,13 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	if v := kv["PriorityWeightAssoc"]; v != "" && v != "0" {
 		c.Unmodelled = append(c.Unmodelled, "PriorityWeightAssoc = "+v)
 	}
-	if v := kv["PriorityWeightTRES"]; tresWeighted(v) {
-		c.Unmodelled = append(c.Unmodelled, "PriorityWeightTRES = "+v)
+	tres, left, err := parseTRESWeights(kv["PriorityWeightTRES"])
+	if err != nil {
+		return PriorityConfig{}, fmt.Errorf("scontrol show config: PriorityWeightTRES = %q: %w", kv["PriorityWeightTRES"], err)
+	}
+	m.WeightTRES = tres
+	if len(left) > 0 {
+		c.Unmodelled = append(c.Unmodelled, "PriorityWeightTRES "+strings.Join(left, ","))
 	}
 	if v, ok := kv["BOOT_TIME"]; ok {
 		t, err := time.ParseInLocation("2006-01-02T15:04:05", v, time.Local)
@@ -197,30 +205,58 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	return c, nil
 }
 
-// tresWeighted reports whether a PriorityWeightTRES value ("CPU=1000,
-// GRES/gpu=3000"; "(null)" or empty when unset) weighs any TRES.
-func tresWeighted(v string) bool {
-	for _, p := range strings.Split(v, ",") {
-		_, w, ok := strings.Cut(strings.TrimSpace(p), "=")
-		if !ok {
+// parseTRESWeights reads PriorityWeightTRES ("CPU=1000,Mem=2000,
+// GRES/gpu=3000"; "(null)" or empty when unset): the weights of the TRES
+// the slurm policy counts (policy.TRESNames, gres/gpu:TYPE), by name in
+// lower case as slurmctld matches them, and the non-zero terms it does
+// not count (billing, licenses, a weight with a unit), as written.
+func parseTRESWeights(v string) (map[string]float64, []string, error) {
+	var weights map[string]float64
+	var left []string
+	for _, term := range strings.Split(v, ",") {
+		term = strings.TrimSpace(term)
+		if term == "" || term == "(null)" {
 			continue
 		}
-		if x, err := strconv.ParseFloat(strings.TrimSpace(w), 64); err != nil || x != 0 {
-			return true
+		name, w, ok := strings.Cut(term, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, nil, fmt.Errorf("%q: want TRES=weight", term)
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		x, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
+		switch {
+		case err == nil && x == 0:
+		case err == nil && x > 0 && !math.IsInf(x, 0) && policy.CountsTRES(name):
+			if weights == nil {
+				weights = map[string]float64{}
+			}
+			weights[name] = x
+		default:
+			left = append(left, term)
 		}
 	}
-	return false
+	return weights, left, nil
 }
 
-// ParsePartitionFactors reads every partition's PriorityJobFactor from
-// the output of `scontrol show partition -o` (one partition a line).
-func ParsePartitionFactors(out []byte) (map[string]float64, error) {
-	got := map[string]float64{}
+// Partitions is what the slurm policy reads of each partition, by name.
+type Partitions struct {
+	// Factor is PriorityJobFactor (Slurm's default 1 when not printed).
+	Factor map[string]float64
+	// TRES is the partition's TRES totals (TRES=), by name in lower
+	// case, memory in MB: what a job's TRES factors are divided by.
+	TRES map[string]map[string]float64
+}
+
+// ParsePartitions reads every partition's PriorityJobFactor and TRES
+// totals from the output of `scontrol show partition -o` (one partition a
+// line).
+func ParsePartitions(out []byte) (Partitions, error) {
+	got := Partitions{Factor: map[string]float64{}, TRES: map[string]map[string]float64{}}
 	for i, line := range strings.Split(string(out), "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		name, factor := "", ""
+		name, factor, tres := "", "", ""
 		for _, f := range strings.Fields(line) {
 			k, v, _ := strings.Cut(f, "=")
 			switch k {
@@ -228,22 +264,27 @@ func ParsePartitionFactors(out []byte) (map[string]float64, error) {
 				name = v
 			case "PriorityJobFactor":
 				factor = v
+			case "TRES":
+				tres = v
 			}
 		}
 		if name == "" {
-			return nil, fmt.Errorf("scontrol show partition -o: line %d has no PartitionName: %.60q", i+1, line)
+			return Partitions{}, fmt.Errorf("scontrol show partition -o: line %d has no PartitionName: %.60q", i+1, line)
 		}
 		if factor == "" {
 			factor = "1"
 		}
 		n, err := strconv.ParseUint(factor, 10, 16)
 		if err != nil {
-			return nil, fmt.Errorf("scontrol show partition -o: partition %s PriorityJobFactor=%q: want a whole number", name, factor)
+			return Partitions{}, fmt.Errorf("scontrol show partition -o: partition %s PriorityJobFactor=%q: want a whole number", name, factor)
 		}
-		got[name] = float64(n)
+		got.Factor[name] = float64(n)
+		if got.TRES[name], err = ParseTRESTotals(tres); err != nil {
+			return Partitions{}, fmt.Errorf("scontrol show partition -o: partition %s: %w", name, err)
+		}
 	}
-	if len(got) == 0 {
-		return nil, fmt.Errorf("scontrol show partition -o: no partition")
+	if len(got.Factor) == 0 {
+		return Partitions{}, fmt.Errorf("scontrol show partition -o: no partition")
 	}
 	return got, nil
 }

@@ -2,6 +2,7 @@ package slurmctl
 
 import (
 	"context"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -76,12 +77,18 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 			return c.BackfillInterval == 30*time.Second && c.CalcPeriod == 5*time.Minute && c.Multifactor.FairTree
 		}, ""},
 		{"dampening", "FairShareDampeningFactor = 4\n", func(c PriorityConfig) bool { return c.Multifactor.Dampening == 4 }, ""},
-		{"unmodelled", "PriorityFlags           = MAX_TRES,CALCULATE_RUNNING\nPriorityWeightAssoc     = 100\nPriorityWeightTRES      = CPU=1000,Mem=2000,GRES/gpu=3000\n",
+		{"unmodelled", "PriorityFlags           = MAX_TRES,CALCULATE_RUNNING\nPriorityWeightAssoc     = 100\nPriorityWeightTRES      = CPU=1000,Billing=5,Mem=2000,License/matlab=7,GRES/gpu=3000,Mem=1G\n",
 			func(c PriorityConfig) bool {
-				return slices.Equal(c.Unmodelled, []string{"PriorityFlags MAX_TRES", "PriorityWeightAssoc = 100", "PriorityWeightTRES = CPU=1000,Mem=2000,GRES/gpu=3000"})
+				return slices.Equal(c.Unmodelled, []string{"PriorityFlags MAX_TRES", "PriorityWeightAssoc = 100", "PriorityWeightTRES Billing=5,License/matlab=7,Mem=1G"})
 			}, ""},
-		{"TRES weights unset or zero", "PriorityWeightTRES      = (null)\nPriorityWeightAssoc     = 0\n", func(c PriorityConfig) bool { return c.Unmodelled == nil }, ""},
-		{"TRES weights zero", "PriorityWeightTRES      = CPU=0,GRES/gpu=0\n", func(c PriorityConfig) bool { return c.Unmodelled == nil }, ""},
+		{"TRES weights", "PriorityWeightTRES      = CPU=1000,Mem=2000,GRES/gpu=3000,GRES/gpu:H100=500,Node=0\nPriorityFlags           = NO_NORMAL_TRES\n",
+			func(c PriorityConfig) bool {
+				return maps.Equal(c.Multifactor.WeightTRES, map[string]float64{"cpu": 1000, "mem": 2000, "gres/gpu": 3000, "gres/gpu:h100": 500}) &&
+					c.Multifactor.NoNormalTRES && c.Unmodelled == nil
+			}, ""},
+		{"TRES weights unset or zero", "PriorityWeightTRES      = (null)\nPriorityWeightAssoc     = 0\n", func(c PriorityConfig) bool { return c.Unmodelled == nil && c.Multifactor.WeightTRES == nil }, ""},
+		{"TRES weights zero", "PriorityWeightTRES      = CPU=0,GRES/gpu=0\n", func(c PriorityConfig) bool { return c.Unmodelled == nil && c.Multifactor.WeightTRES == nil }, ""},
+		{"bad TRES weight", "PriorityWeightTRES      = CPU\n", nil, "PriorityWeightTRES"},
 		{"bad weight", "PriorityWeightAge       = lots\n", nil, "PriorityWeightAge"},
 		{"bad max age", "PriorityMaxAge          = soon\n", nil, "PriorityMaxAge"},
 		{"bad favor small", "PriorityFavorSmall      = maybe\n", nil, "PriorityFavorSmall"},
@@ -111,20 +118,23 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 	}
 }
 
-func TestParsePartitionFactors(t *testing.T) {
+func TestParsePartitions(t *testing.T) {
 	out, err := os.ReadFile("testdata/config/scontrol-show-partition-o-22.05.8.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParsePartitionFactors(out)
+	got, err := ParsePartitions(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]float64{"gpu": 1, "gpuhi": 2}, got); diff != "" {
+	totals := map[string]float64{"cpu": 16, "mem": 32000, "node": 2, "billing": 16, "gres/gpu": 8, "gres/shard": 32}
+	want := Partitions{Factor: map[string]float64{"gpu": 1, "gpuhi": 2}, TRES: map[string]map[string]float64{"gpu": totals, "gpuhi": totals}}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	for _, bad := range []string{"", "Nodes=a\n", "PartitionName=x PriorityJobFactor=high\n"} {
-		if _, err := ParsePartitionFactors([]byte(bad)); err == nil {
+	for _, bad := range []string{"", "Nodes=a\n", "PartitionName=x PriorityJobFactor=high\n", "PartitionName=x TRES=cpu=many\n",
+		"PartitionName=x TRES=mem=lots\n", "PartitionName=x TRES=cpu\n", "PartitionName=x TRES=cpu=-1\n"} {
+		if _, err := ParsePartitions([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

@@ -41,6 +41,10 @@ type simulateConfig struct {
 	// slurmUnmodelled are --slurm-config's settings the slurm policy
 	// leaves out (slurmctl.PriorityConfig.Unmodelled).
 	slurmUnmodelled []string
+	// notes is where simulate says what its slurm row leaves out, and
+	// slurmConfig the --slurm-config file it names.
+	notes       io.Writer
+	slurmConfig string
 	// HeliosQSSF replays qssf as the Helios artifact does (--helios-qssf).
 	HeliosQSSF bool
 }
@@ -136,10 +140,7 @@ func simulateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if len(cfg.slurmUnmodelled) > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "note: --slurm-config %s: the slurm policy does not replay %s: its row leaves them out\n",
-					c.String("slurm-config"), strings.Join(cfg.slurmUnmodelled, "; "))
-			}
+			cfg.notes = c.App.ErrWriter
 			if c.IsSet("split") || c.IsSet("sequences") {
 				return simulateProtocol(c, cfg)
 			}
@@ -199,6 +200,13 @@ func simulateModeFlags(c *cli.Context) error {
 			if given(f) {
 				return fmt.Errorf("--%s: only with --%s", f, orList(g.modes))
 			}
+		}
+	}
+	// The protocols, the power and forecast replays would run the slurm
+	// row with none of the site's settings: as fifo.
+	for _, m := range []string{"split", "sequences", "power", "forecast"} {
+		if given("slurm-config") && given(m) {
+			return fmt.Errorf("--slurm-config: not with --%s (only a plain replay runs the slurm policy with the site's settings)", m)
 		}
 	}
 	if c.Bool("suite") {
@@ -300,7 +308,7 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		if pc.Type != "priority/multifactor" {
 			return cfg, fmt.Errorf("--slurm-config %s: PriorityType is %s: the slurm policy replays priority/multifactor (fifo is priority/basic)", path, pc.Type)
 		}
-		cfg.Slurm, cfg.slurmUnmodelled = &pc.Multifactor, pc.Unmodelled
+		cfg.Slurm, cfg.slurmUnmodelled, cfg.slurmConfig = &pc.Multifactor, pc.Unmodelled, path
 		// Slurm's cadence, which the site's config sets: priorities held
 		// between recalculations (PriorityCalcPeriod, from BOOT_TIME), and
 		// backfill every bf_interval, for every policy (the scheduler acts
@@ -314,6 +322,32 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		}
 	}
 	return cfg, simFlagError(cfg.Validate())
+}
+
+// countableTRES returns p's TRES weights less those the simulated
+// cluster has no total of (a GPU cluster counts no CPUs, no trace gives
+// the nodes' memory), which slurmctld would divide by: they join the
+// settings the slurm row leaves out, as written in notes.
+func countableTRES(p policy.MultifactorParams, left []string) (map[string]float64, []string) {
+	left = slices.Clone(left)
+	kept := map[string]float64{}
+	var dropped []string
+	for name, w := range p.WeightTRES {
+		counted := p.NoNormalTRES
+		for _, totals := range p.PartitionTRES {
+			counted = counted || totals[name] > 0
+		}
+		if counted {
+			kept[name] = w
+		} else {
+			dropped = append(dropped, fmt.Sprintf("%s=%g", name, w))
+		}
+	}
+	if len(dropped) > 0 {
+		slices.Sort(dropped)
+		left = append(left, "PriorityWeightTRES "+strings.Join(dropped, ",")+" (the simulated cluster has no total of it)")
+	}
+	return kept, left
 }
 
 func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
@@ -341,6 +375,12 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 			return fmt.Errorf("--slurm-config: PriorityWeightJobSize %g: Slurm's job size factor counts CPUs, and %s is a cluster of %s", p.WeightJobSize, w.Name, w.Cluster.Unit)
 		}
 		p.ClusterNodes, p.ClusterCPUs = w.Cluster.Nodes, w.Cluster.Capacity()
+		var left []string
+		p.PartitionTRES = w.Cluster.TRES()
+		p.WeightTRES, left = countableTRES(p, cfg.slurmUnmodelled)
+		if len(left) > 0 && cfg.notes != nil {
+			fmt.Fprintf(cfg.notes, "note: --slurm-config %s: the slurm policy does not replay %s: its row leaves them out\n", cfg.slurmConfig, strings.Join(left, "; "))
+		}
 		cc.Params = map[string]any{"slurm": p}
 		cc.Ledger = policy.LedgerParams{HalfLife: p.DecayHalfLife}
 	}

@@ -68,31 +68,71 @@ func TestSimulate_SlurmConfigRefused(t *testing.T) {
 			t.Errorf("%s: err %v, want one naming %q", tc.path, err, tc.want)
 		}
 	}
+	// The modes that would replay the slurm row without the site's
+	// settings refuse it instead of printing a fifo row named slurm.
+	for _, mode := range [][]string{{"--split", "0.7"}, {"--sequences", "2"}, {"--power"}, {"--forecast"}} {
+		_, err := runApp(t, append([]string{"simulate", "--policies", "fifo", "--slurm-config", labConfig}, mode...)...)
+		if err == nil || !strings.Contains(err.Error(), "--slurm-config: not with "+mode[0]) {
+			t.Errorf("%s: err %v, want --slurm-config refused", mode[0], err)
+		}
+	}
 }
 
-// TestSimulate_SlurmConfigUnmodelled: a config whose TRES weights (or
-// another setting the slurm policy does not replay) are in effect still
-// replays, and says what its slurm row leaves out; the lab's says nothing.
+// TestSimulate_SlurmConfigUnmodelled: a config with settings the slurm
+// policy does not replay (PriorityWeightAssoc, a TRES the simulated GPU
+// cluster has no total of) still replays, and says what its slurm row
+// leaves out; its GPU weight, which the cluster counts, changes the
+// slurm row; the lab's config says nothing.
 func TestSimulate_SlurmConfigUnmodelled(t *testing.T) {
 	lab, err := os.ReadFile(labConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tres := strings.Replace(string(lab), "PriorityWeightTRES      = GRES/gpu=0", "PriorityWeightTRES      = CPU=1000,GRES/gpu=3000", 1)
-	if tres == string(lab) {
-		t.Fatal("the lab's config has no PriorityWeightTRES line to change")
+	write := func(name, old, new string) string {
+		t.Helper()
+		changed := strings.Replace(string(lab), old, new, 1)
+		if changed == string(lab) {
+			t.Fatalf("the lab's config has no %q line to change", old)
+		}
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	path := filepath.Join(t.TempDir(), "tres.txt")
-	if err := os.WriteFile(path, []byte(tres), 0o644); err != nil {
-		t.Fatal(err)
+	tres := write("tres.txt", "PriorityWeightTRES      = GRES/gpu=0", "PriorityWeightTRES      = CPU=1000,GRES/gpu=30000,Billing=5")
+	assoc := write("assoc.txt", "PriorityWeightAssoc     = 0", "PriorityWeightAssoc     = 100")
+	run := func(config string) (sim.Metrics, string) {
+		t.Helper()
+		args := []string{"simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", config}
+		out, err := runApp(t, append(args, "--json")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep sim.Report
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil || len(rep.Policies) != 2 {
+			t.Fatalf("not the JSON report of two policies (%v):\n%s", err, out)
+		}
+		text, err := runApp(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Policies[1], text
 	}
-	const note = ": the slurm policy does not replay PriorityWeightTRES = CPU=1000,GRES/gpu=3000: its row leaves them out"
-	out, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", path)
-	if err != nil || !strings.Contains(out, "note: --slurm-config "+path+note) || !strings.Contains(out, "slurm") {
-		t.Errorf("err %v; want the slurm row and the note:\n%s", err, out)
+	base, text := run(labConfig)
+	if strings.Contains(text, "note:") {
+		t.Errorf("the lab's config (no TRES weight) gives a note:\n%s", text)
 	}
-	out, err = runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig)
-	if err != nil || strings.Contains(out, "note:") {
-		t.Errorf("err %v; the lab's config (no TRES weight) gives a note:\n%s", err, out)
+	withTRES, text := run(tres)
+	const note = ": the slurm policy does not replay PriorityWeightTRES Billing=5; PriorityWeightTRES cpu=1000 (the simulated cluster has no total of it): its row leaves them out"
+	if !strings.Contains(text, "note: --slurm-config "+tres+note) {
+		t.Errorf("want the note %q:\n%s", note, text)
+	}
+	if withTRES.AvgWait == base.AvgWait {
+		t.Errorf("slurm with GRES/gpu=30000 waits %v s on average, as without: the GPU weight is not replayed", withTRES.AvgWait)
+	}
+	_, text = run(assoc)
+	if !strings.Contains(text, "note: --slurm-config "+assoc+": the slurm policy does not replay PriorityWeightAssoc = 100: its row leaves them out") {
+		t.Errorf("no note of PriorityWeightAssoc:\n%s", text)
 	}
 }

@@ -66,16 +66,16 @@ func TestLab_SlurmFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts, err := cmds.ReadPartitionFactors(ctx, "")
+	parts, err := cmds.ReadPartitions(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Type != "priority/multifactor" || cfg.SchedulerType != "sched/backfill" || parts["gpuhi"] <= parts["gpu"] || cfg.Multifactor.WeightPartition == 0 {
+	if cfg.Type != "priority/multifactor" || cfg.SchedulerType != "sched/backfill" || parts.Factor["gpuhi"] <= parts.Factor["gpu"] || cfg.Multifactor.WeightPartition == 0 {
 		t.Fatalf("the lab runs %s, %s, partition factors %v, partition weight %v: want multifactor, backfill and gpuhi above gpu (contrib/lab/lab up)",
-			cfg.Type, cfg.SchedulerType, parts, cfg.Multifactor.WeightPartition)
+			cfg.Type, cfg.SchedulerType, parts.Factor, cfg.Multifactor.WeightPartition)
 	}
 	mf := cfg.Multifactor
-	mf.PartitionFactor, mf.ClusterNodes, mf.ClusterCPUs = parts, 2, 16
+	mf.PartitionFactor, mf.PartitionTRES, mf.ClusterNodes, mf.ClusterCPUs = parts.Factor, parts.TRES, 2, 16
 
 	t0 := time.Now()
 	waitQueueEmpty(t, e)

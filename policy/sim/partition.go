@@ -526,3 +526,35 @@ func (s *simulator) decideParts() {
 		v.easy.Pass(s.now, &v.queue, s.limitEnds, true, p.start)
 	}
 }
+
+// TRES is the cluster's TRES totals, which the slurm policy divides a
+// job's request by (policy.MultifactorParams.PartitionTRES): per
+// partition its nodes and units, as "cpu" on a CPU cluster and as
+// "gres/gpu" and "gres/gpu:TYPE" on a GPU one. The entry "" is the
+// default partition's (a job that names none runs there), or the whole
+// cluster's when it has no layout.
+func (c Cluster) TRES() map[string]map[string]float64 {
+	unit := "gres/gpu"
+	if c.Unit == CPUs {
+		unit = "cpu"
+	}
+	if c.Layout == nil {
+		return map[string]map[string]float64{"": {"node": float64(c.Nodes), unit: float64(c.Capacity())}}
+	}
+	out := make(map[string]map[string]float64, len(c.Layout.Partitions)+1)
+	for _, name := range c.Layout.Partitions {
+		out[name] = map[string]float64{}
+	}
+	for _, nd := range c.Layout.Nodes {
+		for _, p := range nd.Partitions {
+			t := out[c.Layout.Partitions[p]]
+			t["node"]++
+			t[unit] += float64(nd.Units)
+			if nd.Type != "" && c.Unit == GPUs {
+				t[unit+":"+strings.ToLower(nd.Type)] += float64(nd.Units)
+			}
+		}
+	}
+	out[""] = out[c.Layout.Partitions[0]]
+	return out
+}

@@ -325,3 +325,28 @@ func TestUnroutable(t *testing.T) {
 		t.Errorf("no layout: %v, want nil", got)
 	}
 }
+
+// TestCluster_TRES: the totals the slurm policy divides a job's TRES by,
+// per partition of a layout (a node in two partitions counts in both,
+// typed GPUs also under their type), "" the default partition's; without
+// a layout, the whole cluster's.
+func TestCluster_TRES(t *testing.T) {
+	l := &Layout{Partitions: []string{"gpu", "big"}, Nodes: []Node{
+		{Units: 4, Type: "H100", Partitions: []int{0, 1}},
+		{Units: 8, Type: "a100", Partitions: []int{1}},
+		{Units: 2, Partitions: []int{0}},
+	}}
+	got := Cluster{Unit: GPUs}.WithLayout(l).TRES()
+	gpu := map[string]float64{"node": 2, "gres/gpu": 6, "gres/gpu:h100": 4}
+	want := map[string]map[string]float64{
+		"":    gpu,
+		"gpu": gpu,
+		"big": {"node": 2, "gres/gpu": 12, "gres/gpu:h100": 4, "gres/gpu:a100": 8},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GPU layout (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]map[string]float64{"": {"node": 3, "cpu": 96}}, Cluster{Nodes: 3, PerNode: 32, Unit: CPUs}.TRES()); diff != "" {
+		t.Errorf("CPU cluster (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,119 @@
+package slurmctl
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fairway-hpc/fairway/policy"
+)
+
+// TestSlurmPolicy_TRESMatchesSprio replays what a real slurmctld (26.05.3,
+// the lab under a prefix with PriorityWeightTRES set on every TRES a job
+// counts and a third partition of one node; testdata/tres-*/README.md)
+// computed for twelve pending jobs: `scontrol show config` and `scontrol
+// show partition -o` give the slurm policy its TRES weights and each
+// partition's totals, `squeue --json` the jobs as serve reads them, and
+// sprio what Slurm made of them. The policy's TRES term must be the sum of
+// sprio's TRES column (each term printed rounded), and with sprio's age,
+// fair-share and partition columns it must give sprio's priority.
+func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
+	for _, dir := range []string{"tres-26.05.3", "tres-26.05.3-no-normal"} {
+		t.Run(dir, func(t *testing.T) {
+			read := func(name string) []byte {
+				b, err := os.ReadFile(filepath.Join("testdata", dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			cfg, err := ParsePriorityConfig(read("scontrol-show-config.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Unmodelled != nil || len(cfg.Multifactor.WeightTRES) != 6 {
+				t.Fatalf("TRES weights %v, unmodelled %q: want all six weights read", cfg.Multifactor.WeightTRES, cfg.Unmodelled)
+			}
+			parts, err := ParsePartitions(read("scontrol-show-partition-o.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := decodeJobs(bytes.NewReader(read("squeue.json")))
+			if err != nil || len(res.Skipped) > 0 {
+				t.Fatalf("squeue.json: %v, skipped %v", err, res.Skipped)
+			}
+			// The TRES term alone: every other weight 0.
+			p := policy.MultifactorParams{WeightTRES: cfg.Multifactor.WeightTRES, NoNormalTRES: cfg.Multifactor.NoNormalTRES,
+				PartitionTRES: parts.TRES}
+			pol, err := policy.NewMultifactor(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := &policy.Snapshot{}
+			for _, j := range res.Jobs {
+				snap.Pending = append(snap.Pending, j.Job)
+			}
+			scores, err := pol.Rank(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tres := map[int64]float64{}
+			for _, s := range scores {
+				tres[s.JobID] = s.Parts.Get("tres")
+			}
+			checked := 0
+			for _, line := range strings.Split(strings.TrimSpace(string(read("sprio.txt"))), "\n") {
+				// JOBID|PARTITION|PRIORITY|AGE|FAIRSHARE|PARTITION factor|TRES
+				f := strings.Split(line, "|")
+				if len(f) != 7 {
+					t.Fatalf("sprio line %q: want 7 fields", line)
+				}
+				id, _ := strconv.ParseInt(f[0], 10, 64)
+				var job *Job
+				for i := range res.Jobs {
+					if res.Jobs[i].ID == id {
+						job = &res.Jobs[i]
+					}
+				}
+				if job == nil {
+					t.Fatalf("sprio job %d is not in squeue.json", id)
+				}
+				if job.Partition != f[1] {
+					continue // a job in several partitions: policy ranks it by Job.Partition, "gpu,gpuhi"
+				}
+				sum, terms := 0.0, 0
+				for _, term := range strings.Split(f[6], ",") {
+					_, v, _ := strings.Cut(term, "=")
+					x, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						t.Fatalf("sprio TRES %q: %v", f[6], err)
+					}
+					sum, terms = sum+x, terms+1
+				}
+				got := tres[id]
+				if math.Abs(got-sum) > 0.5*float64(terms) {
+					t.Errorf("job %d (%s, %s): TRES term %.3f, sprio's %s sums to %g", id, f[1], job.Partition, got, f[6], sum)
+				}
+				var others float64
+				for _, col := range f[3:6] {
+					x, err := strconv.ParseFloat(col, 64)
+					if err != nil {
+						t.Fatalf("sprio line %q: %v", line, err)
+					}
+					others += x
+				}
+				if want, _ := strconv.ParseFloat(f[2], 64); math.Floor(others+got) != want {
+					t.Errorf("job %d: age + fair share + partition %g + TRES %.3f = %g, sprio's priority %g", id, others, got, math.Floor(others+got), want)
+				}
+				checked++
+			}
+			if checked < 10 {
+				t.Fatalf("checked %d jobs against sprio: want the capture's 11 single-partition jobs", checked)
+			}
+		})
+	}
+}
