@@ -12,17 +12,17 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-// TestSlurmPolicy_TRESMatchesSprio replays what a real slurmctld (26.05.3,
-// the lab under a prefix with PriorityWeightTRES set on every TRES a job
-// counts and a third partition of one node; testdata/tres-*/README.md)
-// computed for twelve pending jobs: `scontrol show config` and `scontrol
+// TestSlurmPolicy_TRESMatchesSprio replays what a real slurmctld (Debian's
+// 22.05.8 and 26.05.3 under a prefix, the lab with PriorityWeightTRES set
+// on every TRES a job counts and a third partition of one node;
+// testdata/tres-*/README.md) computed for twelve pending jobs: `scontrol show config` and `scontrol
 // show partition -o` give the slurm policy its TRES weights and each
 // partition's totals, `squeue --json` the jobs as serve reads them, and
 // sprio what Slurm made of them. The policy's TRES term must be the sum of
 // sprio's TRES column (each term printed rounded), and with sprio's age,
 // fair-share and partition columns it must give sprio's priority.
 func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
-	for _, dir := range []string{"tres-26.05.3", "tres-26.05.3-no-normal"} {
+	for _, dir := range []string{"tres-22.05.8", "tres-26.05.3", "tres-26.05.3-no-normal"} {
 		t.Run(dir, func(t *testing.T) {
 			read := func(name string) []byte {
 				b, err := os.ReadFile(filepath.Join("testdata", dir, name))
