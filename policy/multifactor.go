@@ -139,8 +139,8 @@ func CountsTRES(name string) bool {
 // (and at submit) — with CalcPeriod set, the policy holds the factors
 // between recalculations as slurmctld does; Fair Tree's tree has two levels, and users directly
 // under the root are users of an account of that name; association priority, nice and the site factor are left
-// out, and of the TRES only those a Job counts (TRESNames). A job in several partitions counts by the one
-// Job.Partition names.
+// out, and of the TRES only those a Job counts (TRESNames). A job in several partitions has one priority,
+// its highest (partitionTerms), where slurmctld keeps one per partition.
 type multifactor struct {
 	p      MultifactorParams
 	maxAge float64
@@ -214,36 +214,61 @@ func NewMultifactor(p MultifactorParams) (Policy, error) {
 
 func (*multifactor) Name() string { return "slurm" }
 
-// factors returns job j's five normalised factors at now; ff is its
-// association's fair-share factor.
-func (m *multifactor) factors(j *Job, now time.Time, ff float64) (age, fs, js, part, qos float64) {
+// factors returns job j's normalised factors at now and its weighted
+// TRES sum; ff is its association's fair-share factor.
+func (m *multifactor) factors(j *Job, now time.Time, ff float64) (age, fs, js, part, qos, tres float64) {
 	age = min(1, max(0, now.Sub(waitingSince(j)).Seconds()/m.maxAge))
 	fs = ff
 	if m.p.WeightJobSize > 0 {
 		js = m.jobSize(j)
 	}
-	pf, ok := m.p.PartitionFactor[j.Partition]
-	if !ok {
-		pf = 1
-	}
-	if m.p.NoNormalPartition {
-		part = pf
-	} else {
-		part = pf / m.maxPF
-	}
+	part, tres = m.partitionTerms(j)
 	if m.maxQOS > 0 {
 		qos = m.p.QOSPriority[j.QOS] / m.maxQOS
 	}
 	return
 }
 
-// tres is job j's weighted TRES sum: Σ weight · count / its partition's
-// total (priority_multifactor.c: _get_tres_factors, _get_tres_prio_weighted).
-func (m *multifactor) tres(j *Job) float64 {
+// partitionTerms returns job j's partition factor and weighted TRES sum.
+// A job submitted to several partitions ("gpu,gpuhi") waits in each
+// partition's queue at that partition's priority (slurmctld keeps one per
+// partition) and is considered first where it is highest: its terms are
+// those of the partition where they weigh most.
+func (m *multifactor) partitionTerms(j *Job) (part, tres float64) {
+	if !strings.Contains(j.Partition, ",") {
+		return m.partitionFactor(j.Partition), m.tres(j, j.Partition)
+	}
+	best := math.Inf(-1)
+	for name := range strings.SplitSeq(j.Partition, ",") {
+		name = strings.TrimSpace(name)
+		f, t := m.partitionFactor(name), m.tres(j, name)
+		if v := m.p.WeightPartition*f + t; v > best {
+			best, part, tres = v, f, t
+		}
+	}
+	return part, tres
+}
+
+// partitionFactor is partition name's normalised PriorityJobFactor.
+func (m *multifactor) partitionFactor(name string) float64 {
+	pf, ok := m.p.PartitionFactor[name]
+	if !ok {
+		pf = 1
+	}
+	if m.p.NoNormalPartition {
+		return pf
+	}
+	return pf / m.maxPF
+}
+
+// tres is job j's weighted TRES sum in partition part: Σ weight · count /
+// the partition's total (priority_multifactor.c: _get_tres_factors,
+// _get_tres_prio_weighted).
+func (m *multifactor) tres(j *Job, part string) float64 {
 	if len(m.p.WeightTRES) == 0 {
 		return 0
 	}
-	totals, ok := m.p.PartitionTRES[j.Partition]
+	totals, ok := m.p.PartitionTRES[part]
 	if !ok {
 		totals = m.p.PartitionTRES[""]
 	}
@@ -363,8 +388,7 @@ func (m *multifactor) freeze(now time.Time, keys []Assoc, ffs []fsFactor) time.T
 // row fills j's score parts, its ages counted to ageAt, ff its
 // association's fair-share factor.
 func (m *multifactor) row(j *Job, ageAt time.Time, ff float64, row []float64) {
-	age, fs, js, part, qos := m.factors(j, ageAt, ff)
-	tres := m.tres(j)
+	age, fs, js, part, qos, tres := m.factors(j, ageAt, ff)
 	sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos + tres
 	row[0], row[1], row[2], row[3], row[4], row[5], row[6] = max(1, math.Floor(sum)), age, fs, js, part, qos, tres
 }

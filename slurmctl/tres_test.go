@@ -20,7 +20,9 @@ import (
 // partition's totals, `squeue --json` the jobs as serve reads them, and
 // sprio what Slurm made of them. The policy's TRES term must be the sum of
 // sprio's TRES column (each term printed rounded), and with sprio's age,
-// fair-share and partition columns it must give sprio's priority.
+// fair-share and partition columns it must give sprio's priority. A job
+// submitted to two partitions has a row in sprio for each; the policy's
+// one priority is the higher.
 func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 	for _, dir := range []string{"tres-22.05.8", "tres-26.05.3", "tres-26.05.3-no-normal"} {
 		t.Run(dir, func(t *testing.T) {
@@ -46,9 +48,9 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 			if err != nil || len(res.Skipped) > 0 {
 				t.Fatalf("squeue.json: %v, skipped %v", err, res.Skipped)
 			}
-			// The TRES term alone: every other weight 0.
+			// The partition and TRES terms alone: every other weight 0.
 			p := policy.MultifactorParams{WeightTRES: cfg.Multifactor.WeightTRES, NoNormalTRES: cfg.Multifactor.NoNormalTRES,
-				PartitionTRES: parts.TRES}
+				PartitionTRES: parts.TRES, WeightPartition: cfg.Multifactor.WeightPartition, PartitionFactor: parts.Factor}
 			pol, err := policy.NewMultifactor(p)
 			if err != nil {
 				t.Fatal(err)
@@ -61,11 +63,12 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tres := map[int64]float64{}
+			tres, value := map[int64]float64{}, map[int64]float64{}
 			for _, s := range scores {
-				tres[s.JobID] = s.Parts.Get("tres")
+				tres[s.JobID], value[s.JobID] = s.Parts.Get("tres"), s.Value
 			}
-			checked := 0
+			checked, highest := 0, map[int64]float64{}
+			multi := map[int64]bool{}
 			for _, line := range strings.Split(strings.TrimSpace(string(read("sprio.txt"))), "\n") {
 				// JOBID|PARTITION|PRIORITY|AGE|FAIRSHARE|PARTITION factor|TRES
 				f := strings.Split(line, "|")
@@ -82,9 +85,6 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 				if job == nil {
 					t.Fatalf("sprio job %d is not in squeue.json", id)
 				}
-				if job.Partition != f[1] {
-					continue // a job in several partitions: policy ranks it by Job.Partition, "gpu,gpuhi"
-				}
 				sum, terms := 0.0, 0
 				for _, term := range strings.Split(f[6], ",") {
 					_, v, _ := strings.Cut(term, "=")
@@ -93,6 +93,12 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 						t.Fatalf("sprio TRES %q: %v", f[6], err)
 					}
 					sum, terms = sum+x, terms+1
+				}
+				partTerm, _ := strconv.ParseFloat(f[5], 64)
+				if job.Partition != f[1] { // one of the job's partitions ("gpu,gpuhi")
+					multi[id] = true
+					highest[id] = max(highest[id], math.Floor(partTerm+sum))
+					continue
 				}
 				got := tres[id]
 				if math.Abs(got-sum) > 0.5*float64(terms) {
@@ -113,6 +119,15 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 			}
 			if checked < 10 {
 				t.Fatalf("checked %d jobs against sprio: want the capture's 11 single-partition jobs", checked)
+			}
+			if len(multi) != 1 {
+				t.Fatalf("%d jobs in several partitions: want the capture's one", len(multi))
+			}
+			for id := range multi {
+				// sprio's TRES terms are rounded: compare whole priorities.
+				if math.Abs(value[id]-highest[id]) > 1 {
+					t.Errorf("job %d in %q: partition + TRES %v, sprio's highest partition + TRES %v", id, "gpu,gpuhi", value[id], highest[id])
+				}
 			}
 		})
 	}
