@@ -238,7 +238,9 @@ func parseTRESWeights(v string) (map[string]float64, []string, error) {
 	return weights, left, nil
 }
 
-// Partitions is what the slurm policy reads of each partition, by name.
+// Partitions is what the slurm policy reads of each partition, by name;
+// the name "" holds the default partition's (Default=YES), where a job
+// that names none runs.
 type Partitions struct {
 	// Factor is PriorityJobFactor (Slurm's default 1 when not printed).
 	Factor map[string]float64
@@ -256,12 +258,14 @@ func ParsePartitions(out []byte) (Partitions, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		name, factor, tres := "", "", ""
+		name, factor, tres, def := "", "", "", false
 		for _, f := range strings.Fields(line) {
 			k, v, _ := strings.Cut(f, "=")
 			switch k {
 			case "PartitionName":
 				name = v
+			case "Default":
+				def = v == "YES"
 			case "PriorityJobFactor":
 				factor = v
 			case "TRES":
@@ -282,9 +286,41 @@ func ParsePartitions(out []byte) (Partitions, error) {
 		if got.TRES[name], err = ParseTRESTotals(tres); err != nil {
 			return Partitions{}, fmt.Errorf("scontrol show partition -o: partition %s: %w", name, err)
 		}
+		if def {
+			got.Factor[""], got.TRES[""] = got.Factor[name], got.TRES[name]
+		}
 	}
 	if len(got.Factor) == 0 {
 		return Partitions{}, fmt.Errorf("scontrol show partition -o: no partition")
+	}
+	return got, nil
+}
+
+// QOSPriorityArgs are the sacctmgr arguments whose output
+// ParseQOSPriorities reads: `sacctmgr -nP show qos format=Name,Priority`.
+var QOSPriorityArgs = []string{"-nP", "show", "qos", "format=Name,Priority"}
+
+// ParseQOSPriorities reads each QOS's Priority, which the slurm policy's
+// QOS factor divides by the highest, from `sacctmgr -nP show qos
+// format=Name,Priority` (QOSPriorityArgs).
+func ParseQOSPriorities(out []byte) (map[string]float64, error) {
+	rows, err := pipeRows("sacctmgr show qos format=Name,Priority", out, 2)
+	if err != nil {
+		return nil, err
+	}
+	got := make(map[string]float64, len(rows))
+	for _, f := range rows {
+		name, v := strings.TrimSpace(f[0]), strings.TrimSpace(f[1])
+		if name == "" {
+			return nil, fmt.Errorf("sacctmgr show qos: a QOS without a name (priority %q)", v)
+		}
+		n := uint64(0)
+		if v != "" {
+			if n, err = strconv.ParseUint(v, 10, 32); err != nil {
+				return nil, fmt.Errorf("sacctmgr show qos: QOS %s Priority %q: want a whole number", name, v)
+			}
+		}
+		got[name] = float64(n)
 	}
 	return got, nil
 }

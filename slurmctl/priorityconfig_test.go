@@ -128,7 +128,8 @@ func TestParsePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	totals := map[string]float64{"cpu": 16, "mem": 32000, "node": 2, "billing": 16, "gres/gpu": 8, "gres/shard": 32}
-	want := Partitions{Factor: map[string]float64{"gpu": 1, "gpuhi": 2}, TRES: map[string]map[string]float64{"gpu": totals, "gpuhi": totals}}
+	// gpu is Default=YES: "" holds its values.
+	want := Partitions{Factor: map[string]float64{"gpu": 1, "gpuhi": 2, "": 1}, TRES: map[string]map[string]float64{"gpu": totals, "gpuhi": totals, "": totals}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -136,6 +137,21 @@ func TestParsePartitions(t *testing.T) {
 		"PartitionName=x TRES=mem=lots\n", "PartitionName=x TRES=cpu\n", "PartitionName=x TRES=cpu=-1\n"} {
 		if _, err := ParsePartitions([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestParseQOSPriorities(t *testing.T) {
+	got, err := ParseQOSPriorities([]byte("normal|0\nhigh|100\r\nscavenger|\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]float64{"normal": 0, "high": 100, "scavenger": 0}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for bad, want := range map[string]string{"": "no records", "normal|0|x\n": "fields", "high|lots\n": "QOS high", "|5\n": "without a name"} {
+		if _, err := ParseQOSPriorities([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want one naming %q", bad, err, want)
 		}
 	}
 }

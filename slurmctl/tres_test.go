@@ -18,7 +18,8 @@ import (
 // testdata/tres-*/README.md) computed for twelve pending jobs: `scontrol show config` and `scontrol
 // show partition -o` give the slurm policy its TRES weights and each
 // partition's totals, `squeue --json` the jobs as serve reads them, and
-// sprio what Slurm made of them. The policy's TRES term must be the sum of
+// sprio what Slurm made of them. The policy's partition term must be
+// sprio's (PriorityJobFactor over the highest, weighted), its TRES term the sum of
 // sprio's TRES column (each term printed rounded), and with sprio's age,
 // fair-share and partition columns it must give sprio's priority. A job
 // submitted to two partitions has a row in sprio for each; the policy's
@@ -63,9 +64,10 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tres, value := map[int64]float64{}, map[int64]float64{}
+			tres, value, part := map[int64]float64{}, map[int64]float64{}, map[int64]float64{}
 			for _, s := range scores {
 				tres[s.JobID], value[s.JobID] = s.Parts.Get("tres"), s.Value
+				part[s.JobID] = s.Parts.Get("partition") * p.WeightPartition
 			}
 			checked, highest := 0, map[int64]float64{}
 			multi := map[int64]bool{}
@@ -99,6 +101,9 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 					multi[id] = true
 					highest[id] = max(highest[id], math.Floor(partTerm+sum))
 					continue
+				}
+				if part[id] != partTerm {
+					t.Errorf("job %d (%s): partition term %v, sprio's %v", id, f[1], part[id], partTerm)
 				}
 				got := tres[id]
 				if math.Abs(got-sum) > 0.5*float64(terms) {

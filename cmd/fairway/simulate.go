@@ -85,6 +85,8 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "partitions", Usage: "partition the cluster: ';'-separated NAME:nodes=N,per-node=U[,type=T] (N new nodes of U GPUs, or processors for SWF, of GPU type T, in partition NAME; A+B:… puts them in both) or NAME:of=A+B (every node of A and B), the first partition the default; or a file of such entries, one a line; or slurmrestd: the live cluster's partitions, nodes and GPU types, read through --slurm-url. Jobs run only in their trace partition (SWF queue, Helios or Philly virtual cluster) and GPU type; not with --nodes, --per-node, preemption, --power or --forecast", EnvVars: []string{"FAIRWAY_SIMULATE_PARTITIONS"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, for SWF) per node (0: the trace's default; an SWF trace given only --nodes gets MaxProcs ÷ --nodes, rounded up)", EnvVars: []string{"FAIRWAY_SIMULATE_PER_NODE"}},
 			&cli.StringFlag{Name: "slurm-config", Usage: "saved output of scontrol show config: replay the slurm policy (Slurm's multifactor priority) with its weights, PriorityMaxAge, PriorityFavorSmall, PriorityFlags, FairShareDampeningFactor and PriorityDecayHalfLife (every policy's fair-share half-life), beside --policies; as slurmctld acts, its priorities are held between PriorityCalcPeriod recalculations (from BOOT_TIME) and every policy is backfilled every bf_interval", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_CONFIG"}},
+			&cli.StringFlag{Name: "slurm-partitions", Usage: "saved output of scontrol show partition -o: each partition's PriorityJobFactor and TRES totals for the slurm policy (with --slurm-config); without it every partition has factor 1 and the TRES totals are the simulated cluster's", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_PARTITIONS"}},
+			&cli.StringFlag{Name: "slurm-qos", Usage: "saved output of sacctmgr -nP show qos format=Name,Priority: each QOS's priority for the slurm policy's QOS factor (with --slurm-config)", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_QOS"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_SIMULATE_PROGRESS"}},
 			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
@@ -173,7 +175,7 @@ var simulateOnly = []struct{ flags, modes []string }{
 
 // suiteIgnores are the flags --suite has no use for: it replays its own
 // traces, each on its own cluster, and prints its own tables.
-var suiteIgnores = []string{"trace", "format", "from-db", "nodes", "per-node", "load", "split", "sequences", "power", "forecast", "out", "json", "slurm-config"}
+var suiteIgnores = []string{"trace", "format", "from-db", "nodes", "per-node", "load", "split", "sequences", "power", "forecast", "out", "json", "slurm-config", "slurm-partitions", "slurm-qos"}
 
 // simulateModeFlags refuses a flag given in a mode that does not read it,
 // naming the modes that do.
@@ -320,8 +322,49 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 		if !slices.Contains(cfg.Policies, "slurm") {
 			cfg.Policies = append(cfg.Policies, "slurm")
 		}
+		if err := slurmSiteFiles(c, &cfg); err != nil {
+			return cfg, err
+		}
+	} else {
+		for _, f := range []string{"slurm-partitions", "slurm-qos"} {
+			if c.String(f) != "" {
+				return cfg, fmt.Errorf("--%s: only with --slurm-config", f)
+			}
+		}
 	}
 	return cfg, simFlagError(cfg.Validate())
+}
+
+// slurmSiteFiles reads --slurm-partitions and --slurm-qos into the slurm
+// policy's settings, and names among what its row leaves out the weights
+// whose per-partition or per-QOS values were not given.
+func slurmSiteFiles(c *cli.Context, cfg *simulateConfig) error {
+	m := cfg.Slurm
+	if path := c.String("slurm-partitions"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--slurm-partitions: %w", err)
+		}
+		parts, err := slurmctl.ParsePartitions(b)
+		if err != nil {
+			return fmt.Errorf("--slurm-partitions %s: %w", path, err)
+		}
+		m.PartitionFactor, m.PartitionTRES = parts.Factor, parts.TRES
+	} else if m.WeightPartition > 0 {
+		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("PriorityWeightPartition = %g with the partitions' PriorityJobFactor (every partition counts as 1; give --slurm-partitions)", m.WeightPartition))
+	}
+	if path := c.String("slurm-qos"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--slurm-qos: %w", err)
+		}
+		if m.QOSPriority, err = slurmctl.ParseQOSPriorities(b); err != nil {
+			return fmt.Errorf("--slurm-qos %s: %w", path, err)
+		}
+	} else if m.WeightQOS > 0 {
+		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("PriorityWeightQOS = %g with the QOS priorities (every QOS counts as 0; give --slurm-qos)", m.WeightQOS))
+	}
+	return nil
 }
 
 // countableTRES returns p's TRES weights less those the simulated
@@ -376,7 +419,9 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		}
 		p.ClusterNodes, p.ClusterCPUs = w.Cluster.Nodes, w.Cluster.Capacity()
 		var left []string
-		p.PartitionTRES = w.Cluster.TRES()
+		if p.PartitionTRES == nil { // no --slurm-partitions: the simulated cluster's
+			p.PartitionTRES = w.Cluster.TRES()
+		}
 		p.WeightTRES, left = countableTRES(p, cfg.slurmUnmodelled)
 		if len(left) > 0 && cfg.notes != nil {
 			fmt.Fprintf(cfg.notes, "note: --slurm-config %s: the slurm policy does not replay %s: its row leaves them out\n", cfg.slurmConfig, strings.Join(left, "; "))

@@ -14,12 +14,15 @@ import (
 // parser tests.
 const labConfig = "../../slurmctl/testdata/config/scontrol-show-config-22.05.8.txt"
 
+// labPartitions is the lab's scontrol show partition -o, captured beside it.
+const labPartitions = "../../slurmctl/testdata/config/scontrol-show-partition-o-22.05.8.txt"
+
 // TestSimulate_SlurmConfig: --slurm-config replays the slurm policy with
 // the saved config's weights beside --policies; with the lab's fair-share
 // weight it schedules otherwise than fifo (the slurm policy with no
 // weights is fifo).
 func TestSimulate_SlurmConfig(t *testing.T) {
-	out, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig, "--json")
+	out, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig, "--slurm-partitions", labPartitions, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +41,7 @@ func TestSimulate_SlurmConfig(t *testing.T) {
 	if rep.BackfillInterval != 5 {
 		t.Errorf("backfill interval %v s, want the config's bf_interval, 5", rep.BackfillInterval)
 	}
-	text, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig)
+	text, err := runApp(t, "simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", labConfig, "--slurm-partitions", labPartitions)
 	if err != nil || !strings.Contains(text, ", EASY backfill every 5s (bf_interval), predictor none") {
 		t.Errorf("err %v; the header does not name the backfill interval:\n%s", err, text)
 	}
@@ -66,6 +69,31 @@ func TestSimulate_SlurmConfigRefused(t *testing.T) {
 		_, err := runApp(t, "simulate", "--policies", "fifo", "--slurm-config", tc.path)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one naming %q", tc.path, err, tc.want)
+		}
+	}
+	// The site's partitions and QOS: only with --slurm-config, and a file
+	// that is not what it should be is named.
+	badPart := filepath.Join(dir, "part.txt")
+	if err := os.WriteFile(badPart, []byte("PartitionName=gpu TRES=cpu=many\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badQOS := filepath.Join(dir, "qos.txt")
+	if err := os.WriteFile(badQOS, []byte("normal|high\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--slurm-partitions", labPartitions}, "--slurm-partitions: only with --slurm-config"},
+		{[]string{"--slurm-qos", badQOS}, "--slurm-qos: only with --slurm-config"},
+		{[]string{"--slurm-config", labConfig, "--slurm-partitions", badPart}, "--slurm-partitions " + badPart + ": scontrol show partition -o: partition gpu: TRES cpu"},
+		{[]string{"--slurm-config", labConfig, "--slurm-partitions", filepath.Join(dir, "none.txt")}, "--slurm-partitions: open"},
+		{[]string{"--slurm-config", labConfig, "--slurm-qos", badQOS}, "--slurm-qos " + badQOS + ": sacctmgr show qos: QOS normal Priority \"high\""},
+	} {
+		_, err := runApp(t, append([]string{"simulate", "--policies", "fifo"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want one with %q", tc.args, err, tc.want)
 		}
 	}
 	// The modes that would replay the slurm row without the site's
@@ -102,9 +130,9 @@ func TestSimulate_SlurmConfigUnmodelled(t *testing.T) {
 	}
 	tres := write("tres.txt", "PriorityWeightTRES      = GRES/gpu=0", "PriorityWeightTRES      = CPU=1000,GRES/gpu=30000,Billing=5")
 	assoc := write("assoc.txt", "PriorityWeightAssoc     = 0", "PriorityWeightAssoc     = 100")
-	run := func(config string) (sim.Metrics, string) {
+	run := func(config string, more ...string) (sim.Metrics, string) {
 		t.Helper()
-		args := []string{"simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", config}
+		args := append([]string{"simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", config}, more...)
 		out, err := runApp(t, append(args, "--json")...)
 		if err != nil {
 			t.Fatal(err)
@@ -119,19 +147,45 @@ func TestSimulate_SlurmConfigUnmodelled(t *testing.T) {
 		}
 		return rep.Policies[1], text
 	}
-	base, text := run(labConfig)
-	if strings.Contains(text, "note:") {
-		t.Errorf("the lab's config (no TRES weight) gives a note:\n%s", text)
+	// The lab weighs partitions (gpuhi has PriorityJobFactor 2), which
+	// scontrol show config does not show: without its partitions the
+	// note says so, with them (--slurm-partitions) nothing is left out.
+	_, text := run(labConfig)
+	const partNote = ": the slurm policy does not replay PriorityWeightPartition = 2000 with the partitions' PriorityJobFactor (every partition counts as 1; give --slurm-partitions): its row leaves them out"
+	if !strings.Contains(text, "note: --slurm-config "+labConfig+partNote) {
+		t.Errorf("want the note %q:\n%s", partNote, text)
 	}
-	withTRES, text := run(tres)
-	const note = ": the slurm policy does not replay PriorityWeightTRES Billing=5; PriorityWeightTRES cpu=1000 (the simulated cluster has no total of it): its row leaves them out"
+	base, text := run(labConfig, "--slurm-partitions", labPartitions)
+	if strings.Contains(text, "note:") {
+		t.Errorf("the lab's config and partitions (no TRES weight) give a note:\n%s", text)
+	}
+	withTRES, text := run(tres, "--slurm-partitions", labPartitions)
+	// With the lab's partitions, their totals are what a request is
+	// divided by (cpu=16, gres/gpu=8), CPUs included: only billing is
+	// left out.
+	const note = ": the slurm policy does not replay PriorityWeightTRES Billing=5: its row leaves them out"
 	if !strings.Contains(text, "note: --slurm-config "+tres+note) {
 		t.Errorf("want the note %q:\n%s", note, text)
 	}
 	if withTRES.AvgWait == base.AvgWait {
 		t.Errorf("slurm with GRES/gpu=30000 waits %v s on average, as without: the GPU weight is not replayed", withTRES.AvgWait)
 	}
-	_, text = run(assoc)
+	// A QOS weight needs the QOS priorities (sacctmgr), which the config
+	// does not show.
+	qosConfig := write("qos.txt", "PriorityWeightQOS       = 0", "PriorityWeightQOS       = 500")
+	_, text = run(qosConfig, "--slurm-partitions", labPartitions)
+	const qosNote = ": the slurm policy does not replay PriorityWeightQOS = 500 with the QOS priorities (every QOS counts as 0; give --slurm-qos): its row leaves them out"
+	if !strings.Contains(text, "note: --slurm-config "+qosConfig+qosNote) {
+		t.Errorf("want the note %q:\n%s", qosNote, text)
+	}
+	qos := filepath.Join(t.TempDir(), "qos.txt")
+	if err := os.WriteFile(qos, []byte("normal|0\nhigh|10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, text = run(qosConfig, "--slurm-partitions", labPartitions, "--slurm-qos", qos); strings.Contains(text, "note:") {
+		t.Errorf("with the QOS priorities, a note:\n%s", text)
+	}
+	_, text = run(assoc, "--slurm-partitions", labPartitions)
 	if !strings.Contains(text, "note: --slurm-config "+assoc+": the slurm policy does not replay PriorityWeightAssoc = 100: its row leaves them out") {
 		t.Errorf("no note of PriorityWeightAssoc:\n%s", text)
 	}
