@@ -81,8 +81,8 @@ func TestLab_WriteSiteFactorOrder(t *testing.T) {
 	}
 
 	// Fairway's order: last submitted first. A gap of 20000 exceeds the
-	// lab's other weights (age 1000 + fair-share 10000), so the site factor
-	// decides.
+	// lab's other weights (age 1000 + fair-share 10000 + partition 2000 +
+	// GPU TRES 4000), so the site factor decides.
 	order := slices.Clone(ids)
 	slices.Reverse(order)
 	scores := make([]policy.Score, len(order))

@@ -45,7 +45,8 @@ const fullModel = "slurm, held, bf_interval, billing"
 // 210 jobs of alice, bob and carol over the partitions gpu and gpuhi (both
 // on both nodes, PriorityJobFactor 1 and 2), of 1, 2 and 4 GPUs (2 CPUs
 // each), running 1 to 4 s under limits of 1 to 5 minutes, submitted at
-// once with Fairway off (priority/multifactor + sched/backfill), waited
+// once with Fairway off (priority/multifactor + sched/backfill, the lab's
+// weights: age, fair share, partition and GPUs as a TRES), waited
 // for, ingested with `fairway ingest --from slurmdbd`, and read back from
 // the database. It reports each job's start-time error (median, p90) and
 // Kendall's τ_b of the start order, beside fifo's and fairshare's, with
@@ -70,9 +71,10 @@ func TestLab_SlurmFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Type != "priority/multifactor" || cfg.SchedulerType != "sched/backfill" || parts.Factor["gpuhi"] <= parts.Factor["gpu"] || cfg.Multifactor.WeightPartition == 0 {
-		t.Fatalf("the lab runs %s, %s, partition factors %v, partition weight %v: want multifactor, backfill and gpuhi above gpu (contrib/lab/lab up)",
-			cfg.Type, cfg.SchedulerType, parts.Factor, cfg.Multifactor.WeightPartition)
+	if cfg.Type != "priority/multifactor" || cfg.SchedulerType != "sched/backfill" || parts.Factor["gpuhi"] <= parts.Factor["gpu"] ||
+		cfg.Multifactor.WeightPartition == 0 || cfg.Multifactor.WeightTRES["gres/gpu"] == 0 {
+		t.Fatalf("the lab runs %s, %s, partition factors %v, partition weight %v, TRES weights %v: want multifactor, backfill, gpuhi above gpu and a GPU weight (contrib/lab/lab up)",
+			cfg.Type, cfg.SchedulerType, parts.Factor, cfg.Multifactor.WeightPartition, cfg.Multifactor.WeightTRES)
 	}
 	mf := cfg.Multifactor
 	mf.PartitionFactor, mf.PartitionTRES, mf.ClusterNodes, mf.ClusterCPUs = parts.Factor, parts.TRES, 2, 16
@@ -198,8 +200,8 @@ func replayFidelity(t *testing.T, e *lab.Env, cfg slurmctl.PriorityConfig, mf po
 		realStart[j.ID] = j.Start
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d jobs (%d of history), %s, bf_interval %s, PriorityCalcPeriod %s from BOOT_TIME %s, weights age %g fairshare %g partition %g, fair tree %v\n",
-		len(jobs), len(hist), strings.TrimSpace(e.Run(t, "", "scontrol", "--version")), cfg.BackfillInterval, cfg.CalcPeriod, cfg.BootTime.Format(time.RFC3339), mf.WeightAge, mf.WeightFairshare, mf.WeightPartition, mf.FairTree)
+	fmt.Fprintf(&b, "%d jobs (%d of history), %s, bf_interval %s, PriorityCalcPeriod %s from BOOT_TIME %s, weights age %g fairshare %g partition %g TRES %v, fair tree %v\n",
+		len(jobs), len(hist), strings.TrimSpace(e.Run(t, "", "scontrol", "--version")), cfg.BackfillInterval, cfg.CalcPeriod, cfg.BootTime.Format(time.RFC3339), mf.WeightAge, mf.WeightFairshare, mf.WeightPartition, mf.WeightTRES, mf.FairTree)
 	fmt.Fprintf(&b, "| policy | median |Δstart| | p90 |Δstart| | max |Δstart| | Kendall τ_b |\n|---|---|---|---|---|\n")
 	// "slurm, held": the same with priorities held between slurmctld's
 	// recalculations (PriorityCalcPeriod, counted from its BOOT_TIME).
