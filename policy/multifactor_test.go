@@ -125,7 +125,7 @@ func TestMultifactor_Refuses(t *testing.T) {
 // count over its partition's total (the cluster's, "", for a partition
 // not listed), a typed GPU weight only for jobs of that type, and with
 // NO_NORMAL_TRES the counts themselves. (slurmctl's
-// TestSlurmPolicy_TRESMatchesSprio checks it against a real slurmctld.)
+// TestSlurmPolicy_MatchesSprio checks it against a real slurmctld.)
 func TestMultifactor_TRES(t *testing.T) {
 	weights := map[string]float64{"cpu": 1000, "mem": 500, "node": 200, "gres/gpu": 3000, "gres/gpu:h100": 700, "gres/shard": 100}
 	totals := map[string]map[string]float64{

@@ -12,20 +12,22 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 )
 
-// TestSlurmPolicy_TRESMatchesSprio replays what a real slurmctld (Debian's
+// TestSlurmPolicy_MatchesSprio replays what a real slurmctld (Debian's
 // 22.05.8 and 26.05.3 under a prefix, the lab with PriorityWeightTRES set
 // on every TRES a job counts and a third partition of one node;
 // testdata/tres-*/README.md) computed for twelve pending jobs: `scontrol show config` and `scontrol
 // show partition -o` give the slurm policy its TRES weights and each
 // partition's totals, `squeue --json` the jobs as serve reads them, and
-// sprio what Slurm made of them. The policy's partition term must be
-// sprio's (PriorityJobFactor over the highest, weighted), its TRES term the sum of
+// sprio what Slurm made of them; qos-26.05.3 adds PriorityWeightQOS and
+// two QOS of priority 100 and 10 (`sacctmgr -nP show qos
+// format=Name,Priority`). The policy's partition and QOS terms must be
+// sprio's (PriorityJobFactor, QOS priority over the highest, weighted), its TRES term the sum of
 // sprio's TRES column (each term printed rounded), and with sprio's age,
 // fair-share and partition columns it must give sprio's priority. A job
 // submitted to two partitions has a row in sprio for each; the policy's
 // one priority is the higher.
-func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
-	for _, dir := range []string{"tres-22.05.8", "tres-26.05.3", "tres-26.05.3-no-normal"} {
+func TestSlurmPolicy_MatchesSprio(t *testing.T) {
+	for _, dir := range []string{"tres-22.05.8", "tres-26.05.3", "tres-26.05.3-no-normal", "qos-26.05.3"} {
 		t.Run(dir, func(t *testing.T) {
 			read := func(name string) []byte {
 				b, err := os.ReadFile(filepath.Join("testdata", dir, name))
@@ -38,8 +40,8 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Unmodelled != nil || len(cfg.Multifactor.WeightTRES) != 6 {
-				t.Fatalf("TRES weights %v, unmodelled %q: want all six weights read", cfg.Multifactor.WeightTRES, cfg.Unmodelled)
+			if cfg.Unmodelled != nil || len(cfg.Multifactor.WeightTRES) == 0 {
+				t.Fatalf("TRES weights %v, unmodelled %q: want the weights read, nothing left out", cfg.Multifactor.WeightTRES, cfg.Unmodelled)
 			}
 			parts, err := ParsePartitions(read("scontrol-show-partition-o.txt"))
 			if err != nil {
@@ -49,9 +51,15 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 			if err != nil || len(res.Skipped) > 0 {
 				t.Fatalf("squeue.json: %v, skipped %v", err, res.Skipped)
 			}
-			// The partition and TRES terms alone: every other weight 0.
+			// The partition, QOS and TRES terms alone: age and fair share 0.
 			p := policy.MultifactorParams{WeightTRES: cfg.Multifactor.WeightTRES, NoNormalTRES: cfg.Multifactor.NoNormalTRES,
-				PartitionTRES: parts.TRES, WeightPartition: cfg.Multifactor.WeightPartition, PartitionFactor: parts.Factor}
+				PartitionTRES: parts.TRES, WeightPartition: cfg.Multifactor.WeightPartition, PartitionFactor: parts.Factor,
+				WeightQOS: cfg.Multifactor.WeightQOS}
+			if p.WeightQOS > 0 {
+				if p.QOSPriority, err = ParseQOSPriorities(read("sacctmgr-show-qos.txt")); err != nil {
+					t.Fatal(err)
+				}
+			}
 			pol, err := policy.NewMultifactor(p)
 			if err != nil {
 				t.Fatal(err)
@@ -64,18 +72,25 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tres, value, part := map[int64]float64{}, map[int64]float64{}, map[int64]float64{}
+			tres, value, part, qos := map[int64]float64{}, map[int64]float64{}, map[int64]float64{}, map[int64]float64{}
 			for _, s := range scores {
 				tres[s.JobID], value[s.JobID] = s.Parts.Get("tres"), s.Value
 				part[s.JobID] = s.Parts.Get("partition") * p.WeightPartition
+				qos[s.JobID] = s.Parts.Get("qos") * p.WeightQOS
 			}
 			checked, highest := 0, map[int64]float64{}
 			multi := map[int64]bool{}
 			for _, line := range strings.Split(strings.TrimSpace(string(read("sprio.txt"))), "\n") {
-				// JOBID|PARTITION|PRIORITY|AGE|FAIRSHARE|PARTITION factor|TRES
+				// JOBID|PARTITION|PRIORITY|AGE|FAIRSHARE|PARTITION factor|TRES[|QOS]
 				f := strings.Split(line, "|")
-				if len(f) != 7 {
-					t.Fatalf("sprio line %q: want 7 fields", line)
+				if len(f) != 7 && len(f) != 8 {
+					t.Fatalf("sprio line %q: want 7 or 8 fields", line)
+				}
+				qosTerm := 0.0
+				if len(f) == 8 {
+					if qosTerm, err = strconv.ParseFloat(f[7], 64); err != nil {
+						t.Fatalf("sprio line %q: %v", line, err)
+					}
 				}
 				id, _ := strconv.ParseInt(f[0], 10, 64)
 				var job *Job
@@ -89,6 +104,9 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 				}
 				sum, terms := 0.0, 0
 				for _, term := range strings.Split(f[6], ",") {
+					if term == "" { // a job that asks for no weighed TRES
+						continue
+					}
 					_, v, _ := strings.Cut(term, "=")
 					x, err := strconv.ParseFloat(v, 64)
 					if err != nil {
@@ -99,17 +117,20 @@ func TestSlurmPolicy_TRESMatchesSprio(t *testing.T) {
 				partTerm, _ := strconv.ParseFloat(f[5], 64)
 				if job.Partition != f[1] { // one of the job's partitions ("gpu,gpuhi")
 					multi[id] = true
-					highest[id] = max(highest[id], math.Floor(partTerm+sum))
+					highest[id] = max(highest[id], math.Floor(partTerm+sum+qosTerm))
 					continue
 				}
 				if part[id] != partTerm {
 					t.Errorf("job %d (%s): partition term %v, sprio's %v", id, f[1], part[id], partTerm)
 				}
+				if math.Abs(qos[id]-qosTerm) > 0.5 {
+					t.Errorf("job %d (QOS %s): QOS term %v, sprio's %v", id, job.QOS, qos[id], qosTerm)
+				}
 				got := tres[id]
 				if math.Abs(got-sum) > 0.5*float64(terms) {
 					t.Errorf("job %d (%s, %s): TRES term %.3f, sprio's %s sums to %g", id, f[1], job.Partition, got, f[6], sum)
 				}
-				var others float64
+				others := qos[id]
 				for _, col := range f[3:6] {
 					x, err := strconv.ParseFloat(col, 64)
 					if err != nil {
