@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,10 +42,64 @@ type PriorityConfig struct {
 	// not replay ("PriorityWeightTRES = GRES/gpu=3000", "PriorityFlags
 	// MAX_TRES"), so that a replay can say what it leaves out.
 	Unmodelled []string
+	// WeightAssoc is PriorityWeightAssoc, which the slurm policy does not
+	// replay but which moves a job's priority as much as the others.
+	WeightAssoc float64
 	// BootTime is BOOT_TIME, slurmctld's start, in this host's time zone
 	// (scontrol prints it without one): its recalculations every
 	// CalcPeriod count from it. Zero when not printed.
 	BootTime time.Time
+}
+
+// MaxMove is how far Slurm's own priority terms can move a pending job's
+// priority, the sum of the weights in effect (each factor is at most 1;
+// a TRES term is a request over its partition's total), and the non-zero
+// weights that make it up ("PriorityWeightAge=1000"). Unbounded is set
+// when a term has no bound (PriorityFlags=NO_NORMAL_TRES with a TRES
+// weight: weight × request), or when a TRES weight the policy does not
+// count (billing, a license) is in effect and cannot be summed. A site
+// factor written by Fairway keeps its order in Slurm only with a gap
+// above MaxMove.
+func (c PriorityConfig) MaxMove() (sum float64, weights []string, unbounded bool) {
+	m := c.Multifactor
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"PriorityWeightAge", m.WeightAge}, {"PriorityWeightAssoc", c.WeightAssoc}, {"PriorityWeightFairshare", m.WeightFairshare},
+		{"PriorityWeightJobSize", m.WeightJobSize}, {"PriorityWeightPartition", m.WeightPartition}, {"PriorityWeightQOS", m.WeightQOS}} {
+		if w.v > 0 {
+			sum += w.v
+			weights = append(weights, fmt.Sprintf("%s=%g", w.name, w.v))
+		}
+	}
+	names := slices.Sorted(maps.Keys(m.WeightTRES))
+	for _, name := range names {
+		sum += m.WeightTRES[name]
+		weights = append(weights, fmt.Sprintf("PriorityWeightTRES %s=%g", name, m.WeightTRES[name]))
+	}
+	// The TRES the policy does not count (billing, licenses) weigh as
+	// much; a weight written with a unit ("Mem=1G") cannot be summed.
+	for _, u := range c.Unmodelled {
+		terms, ok := strings.CutPrefix(u, "PriorityWeightTRES ")
+		if !ok {
+			continue
+		}
+		for _, term := range strings.Split(terms, ",") {
+			name, v, _ := strings.Cut(term, "=")
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || w < 0 || math.IsInf(w, 0) || math.IsNaN(w) {
+				unbounded = true
+				w = 0
+			}
+			sum += w
+			weights = append(weights, "PriorityWeightTRES "+strings.ToLower(name)+"="+v)
+		}
+	}
+	return sum, weights, unbounded || (m.NoNormalTRES && hasTRES(weights))
+}
+
+func hasTRES(weights []string) bool {
+	return slices.ContainsFunc(weights, func(w string) bool { return strings.HasPrefix(w, "PriorityWeightTRES ") })
 }
 
 // ReadPriorityConfig runs `scontrol show config` and parses it
@@ -176,6 +232,11 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 		}
 	}
 	if v := kv["PriorityWeightAssoc"]; v != "" && v != "0" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return PriorityConfig{}, fmt.Errorf("scontrol show config: PriorityWeightAssoc = %q: want a whole number", v)
+		}
+		c.WeightAssoc = float64(n)
 		c.Unmodelled = append(c.Unmodelled, "PriorityWeightAssoc = "+v)
 	}
 	tres, left, err := parseTRESWeights(kv["PriorityWeightTRES"])

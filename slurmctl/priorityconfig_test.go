@@ -3,6 +3,7 @@ package slurmctl
 import (
 	"context"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -180,4 +181,50 @@ type cfgRunner struct {
 func (r *cfgRunner) Run(_ context.Context, _ []byte, name string, args ...string) ([]byte, []byte, error) {
 	r.cmd = strings.Join(append([]string{name}, args...), " ")
 	return r.out, nil, nil
+}
+
+// TestPriorityConfig_MaxMove: the sum of the weights in effect, which a
+// site factor's gap must exceed, on the lab's captured configs and on
+// TRES weights with and without a bound.
+func TestPriorityConfig_MaxMove(t *testing.T) {
+	read := func(path string) PriorityConfig {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ParsePriorityConfig(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	lab := read("testdata/config/scontrol-show-config-22.05.8.txt")
+	tres := read("testdata/tres-26.05.3/scontrol-show-config.txt")
+	noNormal := read("testdata/tres-26.05.3-no-normal/scontrol-show-config.txt")
+	billing, err := ParsePriorityConfig([]byte("PriorityType = priority/multifactor\nPriorityWeightAge = 100\nPriorityWeightAssoc = 7\nPriorityWeightTRES = Billing=50,Mem=1G\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		c         PriorityConfig
+		sum       float64
+		weights   []string
+		unbounded bool
+	}{
+		{"lab 22.05.8", lab, 13000, []string{"PriorityWeightAge=1000", "PriorityWeightFairshare=10000", "PriorityWeightPartition=2000"}, false},
+		{"TRES", tres, 13000 + 1000 + 3000 + 700 + 500 + 250 + 100, []string{"PriorityWeightAge=1000", "PriorityWeightFairshare=10000", "PriorityWeightPartition=2000",
+			"PriorityWeightTRES cpu=1000", "PriorityWeightTRES gres/gpu=3000", "PriorityWeightTRES gres/gpu:h100=700", "PriorityWeightTRES gres/shard=100",
+			"PriorityWeightTRES mem=500", "PriorityWeightTRES node=250"}, false},
+		{"NO_NORMAL_TRES", noNormal, 13000 + 100 + 300 + 70 + 0.5 + 25 + 10, nil, true},
+		{"billing, a unit", billing, 100 + 7 + 50, []string{"PriorityWeightAge=100", "PriorityWeightAssoc=7", "PriorityWeightTRES billing=50", "PriorityWeightTRES mem=1G"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, weights, unbounded := tc.c.MaxMove()
+			if math.Abs(sum-tc.sum) > 1e-9 || unbounded != tc.unbounded || (tc.weights != nil && !slices.Equal(weights, tc.weights)) {
+				t.Errorf("MaxMove = %v, %q, %v; want %v, %q, %v", sum, weights, unbounded, tc.sum, tc.weights, tc.unbounded)
+			}
+		})
+	}
 }

@@ -168,6 +168,11 @@ func powerServeSettings(c *cli.Context) (serve.PowerConfig, error) {
 // or, with --once, one cycle whose decisions it prints.
 func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.Logger) error {
 	cfg.WaitForSlurm = !cfg.Once
+	if cfg.WriteMode != slurmctl.ModeRESTPriority {
+		checkCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		checkSlurmWeights(checkCtx, slurmctl.Commands{Runner: slurmctl.ExecRunner{}}, cfg.Gap, base)
+		cancel()
+	}
 	s, err := buildServe(ctx, cfg, base)
 	if err != nil {
 		return err
@@ -181,6 +186,36 @@ func runServe(ctx context.Context, c *cli.Context, cfg serveConfig, base *slog.L
 		return err
 	}
 	return printOnce(c.App.Writer, res, cfg)
+}
+
+// checkSlurmWeights warns, at serve's start, when Slurm would not keep the
+// order of the site factors serve writes: Slurm's own priority terms can
+// move a job by as much as the gap between two consecutive values (their
+// weights sum to at least --gap), or without bound, or Slurm does not use
+// site factors at all (priority/basic). INSTALL.md, "Slurm priority
+// settings", says what to set. When `scontrol show config` cannot be read
+// (no scontrol on serve's host) it says it cannot tell, and serve goes on.
+func checkSlurmWeights(ctx context.Context, cmds slurmctl.Commands, gap int64, log *slog.Logger) {
+	cfg, err := cmds.ReadPriorityConfig(ctx, "")
+	if err != nil {
+		log.Info("cannot read Slurm's priority weights, so whether they can reorder Fairway's site factors is not checked", "err", err)
+		return
+	}
+	if cfg.Type != "priority/multifactor" {
+		log.Warn("Slurm ignores the site factors Fairway writes: PriorityType is not priority/multifactor (INSTALL.md, Slurm priority settings)", "priority_type", cfg.Type)
+		return
+	}
+	sum, weights, unbounded := cfg.MaxMove()
+	switch {
+	case unbounded:
+		log.Warn("Slurm's own priority terms can reorder Fairway's ranking by any amount: set them to 0 (INSTALL.md, Slurm priority settings)",
+			"weights", strings.Join(weights, " "))
+	case sum >= float64(gap):
+		log.Warn("Slurm's own priority terms can reorder Fairway's ranking: set them to 0, or --gap above their sum (INSTALL.md, Slurm priority settings)",
+			"sum", sum, "gap", gap, "weights", strings.Join(weights, " "))
+	default:
+		log.Debug("Slurm's own priority terms cannot reorder Fairway's ranking", "sum", sum, "gap", gap)
+	}
 }
 
 // printOnce prints what one cycle decided, best first, and fails when
