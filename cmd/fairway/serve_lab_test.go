@@ -500,6 +500,13 @@ func TestLab_ServeSurvivesOutages(t *testing.T) {
 	tag := fmt.Sprintf("serveC%d", time.Now().UnixNano()%1e6)
 	p := startServe(t, bin, e, dbURL, "--no-ha", "--buffer-limit", "1")
 	waitFor(t, 30*time.Second, "serve ready", func() bool { return p.status("/readyz") == 200 })
+	// Before it was ready, serve read the lab's own weights (scontrol show
+	// config) and warned that they reach its --gap, 1: the lab keeps
+	// Slurm's age, fair share, partition and GPU weights on.
+	if b, _ := os.ReadFile(p.log.Name()); !strings.Contains(string(b), `msg="Slurm's own priority terms can reorder Fairway's ranking: set them to 0, or --gap above their sum`) ||
+		!strings.Contains(string(b), "PriorityWeightTRES gres/gpu=4000") {
+		t.Errorf("serve's start log has no warning naming the lab's weights:\n%s", failureLog(t, e.Dir, "serve-"+p.listen, b))
+	}
 
 	// slurmrestd down: cycles fail, the daemon lives, /readyz says so.
 	restPID := readPID(t, e.Dir+"/run/slurmrestd.pid")
