@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -67,7 +68,8 @@ type MultifactorParams struct {
 	WeightTRES map[string]float64
 	// PartitionTRES is each partition's TRES totals (scontrol show
 	// partition's TRES=), by partition and then TRES name; the entry ""
-	// is the whole cluster's, for a job whose partition is not listed.
+	// is for a job whose partition is not listed: the default
+	// partition's, or the whole cluster's.
 	// A TRES with no total gives the job a factor of 0, as slurmctld
 	// does for a partition without that TRES.
 	PartitionTRES map[string]map[string]float64
@@ -142,11 +144,15 @@ func CountsTRES(name string) bool {
 // out, and of the TRES only those a Job counts (TRESNames). A job in several partitions has one priority,
 // its highest (partitionTerms), where slurmctld keeps one per partition.
 type multifactor struct {
-	p      MultifactorParams
-	maxAge float64
-	maxPF  float64
-	maxQOS float64
-	sc     scorer
+	p MultifactorParams
+	// tresNames are WeightTRES's names in order, so that the TRES sum,
+	// and the integer priority it is truncated into, is the same on
+	// every ranking (a map's order is not).
+	tresNames []string
+	maxAge    float64
+	maxPF     float64
+	maxQOS    float64
+	sc        scorer
 
 	// With CalcPeriod: the recalculation the factors in frozen are of,
 	// and each association's fair-share factor then.
@@ -193,7 +199,7 @@ func NewMultifactor(p MultifactorParams) (Policy, error) {
 	if p.Dampening == 0 {
 		p.Dampening = 1
 	}
-	m := &multifactor{p: p, maxAge: p.MaxAge.Seconds(), maxPF: 1, sc: scorer{
+	m := &multifactor{p: p, tresNames: slices.Sorted(maps.Keys(p.WeightTRES)), maxAge: p.MaxAge.Seconds(), maxPF: 1, sc: scorer{
 		names:   []string{"priority", "age", "fairshare", "jobsize", "partition", "qos", "tres"},
 		weights: []float64{1, 0, 0, 0, 0, 0, 0},
 	}}
@@ -273,8 +279,8 @@ func (m *multifactor) tres(j *Job, part string) float64 {
 		totals = m.p.PartitionTRES[""]
 	}
 	sum := 0.0
-	for name, w := range m.p.WeightTRES {
-		v := tresCount(j, name)
+	for _, name := range m.tresNames {
+		w, v := m.p.WeightTRES[name], tresCount(j, name)
 		switch {
 		case w == 0 || v == 0:
 		case m.p.NoNormalTRES:
