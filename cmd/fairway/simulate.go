@@ -388,7 +388,7 @@ func countableTRES(p policy.MultifactorParams, left []string) (map[string]float6
 	}
 	if len(dropped) > 0 {
 		slices.Sort(dropped)
-		left = append(left, "PriorityWeightTRES "+strings.Join(dropped, ",")+" (the simulated cluster has no total of it)")
+		left = append(left, "PriorityWeightTRES "+strings.Join(dropped, ",")+" (no partition has a total of it)")
 	}
 	return kept, left
 }

@@ -167,6 +167,13 @@ func TestSimulate_SlurmConfigUnmodelled(t *testing.T) {
 	if !strings.Contains(text, "note: --slurm-config "+tres+note) {
 		t.Errorf("want the note %q:\n%s", note, text)
 	}
+	// Without them, the totals are the simulated cluster's, 8 × 8 GPUs:
+	// it has no CPU total, so the CPU weight is named too.
+	_, text = run(tres)
+	const gpuOnly = ": the slurm policy does not replay PriorityWeightTRES Billing=5; PriorityWeightPartition = 2000 with the partitions' PriorityJobFactor (every partition counts as 1; give --slurm-partitions); PriorityWeightTRES cpu=1000 (no partition has a total of it): its row leaves them out"
+	if !strings.Contains(text, "note: --slurm-config "+tres+gpuOnly) {
+		t.Errorf("want the note %q:\n%s", gpuOnly, text)
+	}
 	if withTRES.AvgWait == base.AvgWait {
 		t.Errorf("slurm with GRES/gpu=30000 waits %v s on average, as without: the GPU weight is not replayed", withTRES.AvgWait)
 	}
