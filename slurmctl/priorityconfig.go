@@ -45,6 +45,10 @@ type PriorityConfig struct {
 	// WeightAssoc is PriorityWeightAssoc, which the slurm policy does not
 	// replay but which moves a job's priority as much as the others.
 	WeightAssoc float64
+	// UncountedTRES are PriorityWeightTRES's non-zero terms the slurm
+	// policy does not count (billing, licenses, a weight with a unit), as
+	// written ("Billing=5"): Unmodelled names them, MaxMove adds them.
+	UncountedTRES []string
 	// BootTime is BOOT_TIME, slurmctld's start, in this host's time zone
 	// (scontrol prints it without one): its recalculations every
 	// CalcPeriod count from it. Zero when not printed.
@@ -79,27 +83,17 @@ func (c PriorityConfig) MaxMove() (sum float64, weights []string, unbounded bool
 	}
 	// The TRES the policy does not count (billing, licenses) weigh as
 	// much; a weight written with a unit ("Mem=1G") cannot be summed.
-	for _, u := range c.Unmodelled {
-		terms, ok := strings.CutPrefix(u, "PriorityWeightTRES ")
-		if !ok {
-			continue
+	for _, term := range c.UncountedTRES {
+		name, v, _ := strings.Cut(term, "=")
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || w < 0 || math.IsInf(w, 0) || math.IsNaN(w) {
+			unbounded = true
+			w = 0
 		}
-		for _, term := range strings.Split(terms, ",") {
-			name, v, _ := strings.Cut(term, "=")
-			w, err := strconv.ParseFloat(v, 64)
-			if err != nil || w < 0 || math.IsInf(w, 0) || math.IsNaN(w) {
-				unbounded = true
-				w = 0
-			}
-			sum += w
-			weights = append(weights, "PriorityWeightTRES "+strings.ToLower(name)+"="+v)
-		}
+		sum += w
+		weights = append(weights, "PriorityWeightTRES "+strings.ToLower(name)+"="+v)
 	}
-	return sum, weights, unbounded || (m.NoNormalTRES && hasTRES(weights))
-}
-
-func hasTRES(weights []string) bool {
-	return slices.ContainsFunc(weights, func(w string) bool { return strings.HasPrefix(w, "PriorityWeightTRES ") })
+	return sum, weights, unbounded || (m.NoNormalTRES && (len(names) > 0 || len(c.UncountedTRES) > 0))
 }
 
 // ReadPriorityConfig runs `scontrol show config` and parses it
@@ -243,7 +237,7 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	if err != nil {
 		return PriorityConfig{}, fmt.Errorf("scontrol show config: PriorityWeightTRES = %q: %w", kv["PriorityWeightTRES"], err)
 	}
-	m.WeightTRES = tres
+	m.WeightTRES, c.UncountedTRES = tres, left
 	if len(left) > 0 {
 		c.Unmodelled = append(c.Unmodelled, "PriorityWeightTRES "+strings.Join(left, ","))
 	}

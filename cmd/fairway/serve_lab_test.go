@@ -85,26 +85,15 @@ func priorities(t *testing.T, e *lab.Env, ids ...int64) map[int64]int64 {
 // priorityWeightSum adds up the PriorityWeight* values slurmctld runs with.
 func priorityWeightSum(t *testing.T, e *lab.Env) int64 {
 	t.Helper()
-	var sum float64
-	for _, line := range strings.Split(e.Run(t, "", "scontrol", "show", "config"), "\n") {
-		k, v, ok := strings.Cut(line, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || !strings.HasPrefix(k, "PriorityWeight") {
-			continue
-		}
-		// PriorityWeightTRES is a list ("GRES/gpu=4000"): each TRES term is
-		// at most its weight, a request over its partition's total.
-		for _, term := range strings.Split(v, ",") {
-			if k == "PriorityWeightTRES" {
-				_, term, _ = strings.Cut(term, "=")
-			}
-			if n, err := strconv.ParseFloat(term, 64); err == nil {
-				sum += n
-			}
-		}
+	cfg, err := slurmctl.ParsePriorityConfig([]byte(e.Run(t, "", "scontrol", "show", "config")))
+	if err != nil {
+		t.Fatal(err)
 	}
+	sum, _, _ := cfg.MaxMove()
 	return int64(math.Ceil(sum))
-} // startTime returns a job's start time from squeue/sacct (zero if not started).
+}
+
+// startTime returns a job's start time from squeue/sacct (zero if not started).
 func startTime(t *testing.T, e *lab.Env, id int64) time.Time {
 	t.Helper()
 	out, err := e.Try("", "sacct", "-n", "-X", "-P", "-o", "Start", "-j", strconv.FormatInt(id, 10))
