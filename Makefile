@@ -38,9 +38,20 @@ glibc: build
 
 ## test: lint, then unit + integration tests against the lab (brought up if it is not running); ends
 ## with one line on the tests skipped and why (traces not found, ...), and leaves the lab running
+# The packages whose tests use the lab (those importing contrib/lab) run one at a time: they share its
+# daemons, jobs and databases. The others need no lab and run beside them under nice, on the CPU the
+# lab tests leave idle while Slurm runs their jobs; their output follows the lab packages'.
+LABPKG := github.com/fairway-hpc/fairway/contrib/lab
 test: lint lab-up chromium
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null   # compile all test binaries in parallel
-	rc=0; eval "$$($(LAB) env)" && $(GO) test -json -p 1 -count=1 -timeout 40m $(PKGS) | $(GO) run ./internal/testsummary || rc=$$?; \
+	@echo "go test -p 1 the packages that use the lab, beside nice go test -p 1 the others (go test -json | testsummary)"
+	@pkgs=$$($(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' $(PKGS)); \
+	lab=$$(awk -v l=$(LABPKG) '{for (i = 1; i <= NF; i++) if ($$i == l) {print $$1; next}}' <<<"$$pkgs"); \
+	free=$$(awk -v l=$(LABPKG) '{for (i = 1; i <= NF; i++) if ($$i == l) next; print $$1}' <<<"$$pkgs"); \
+	out=$$(mktemp); trap 'rm -f "$$out"' EXIT; rc=0; eval "$$($(LAB) env)" && \
+	{ nice -n 10 $(GO) test -json -p 1 -count=1 -timeout 40m $$free >"$$out" & free_pid=$$!; free_rc=0; \
+	  $(GO) test -json -p 1 -count=1 -timeout 40m $$lab || lab_rc=$$?; wait $$free_pid || free_rc=$$?; \
+	  cat "$$out"; exit $$(( $${lab_rc:-0} | free_rc )); } | $(GO) run ./internal/testsummary || rc=$$?; \
 	echo "The lab's daemons are still running (make lab-status); make lab-down stops them."; exit $$rc
 
 ## unit: tests that need no lab (integration tests skip, or fail under CI=true)
