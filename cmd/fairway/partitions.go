@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -50,4 +53,31 @@ func readLayout(spec string) (*sim.Layout, error) {
 		return nil, fmt.Errorf("--partitions: %w", err)
 	}
 	return l, nil
+}
+
+// notePartitions says so when w's jobs name two or more partitions and no
+// --partitions layout routes them: they replay on one pool, and an admin
+// who knows the trace's queues might take the rows for a partitioned
+// replay.
+func notePartitions(out io.Writer, w *sim.Workload) {
+	if out == nil || w.Cluster.Layout != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for i := range w.Jobs {
+		if p := w.Jobs[i].Partition; p != "" {
+			seen[p] = true
+		}
+	}
+	if len(seen) < 2 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(seen))
+	const shown = 6
+	list := strings.Join(names[:min(shown, len(names))], ", ")
+	if len(names) > shown {
+		list += fmt.Sprintf(" and %d more", len(names)-shown)
+	}
+	fmt.Fprintf(out, "note: the jobs name %d partitions (%s); without --partitions they replay on one pool of %d × %d %s\n",
+		len(names), list, w.Cluster.Nodes, w.Cluster.PerNode, w.Cluster.Unit)
 }

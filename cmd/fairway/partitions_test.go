@@ -3,7 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
 // TestReadLayout_File reads --partitions from a file as from the flag, a
@@ -30,5 +34,43 @@ func TestReadLayout_File(t *testing.T) {
 		if got, want := fromFile.String(), fromFlag.String(); got != want {
 			t.Errorf("%s: read %q, want %q", name, got, want)
 		}
+	}
+}
+
+func TestNotePartitions(t *testing.T) {
+	jobs := func(parts ...string) []policy.Job {
+		js := make([]policy.Job, len(parts))
+		for i, p := range parts {
+			js[i].Partition = p
+		}
+		return js
+	}
+	pool := sim.Cluster{Nodes: 4, PerNode: 8, Unit: sim.GPUs}
+	layout, err := sim.ParseLayout("a:nodes=2,per-node=8;b:nodes=2,per-node=8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	laidOut := pool.WithLayout(layout)
+	for _, tc := range []struct {
+		name    string
+		jobs    []policy.Job
+		cluster sim.Cluster
+		want    string
+	}{
+		{"two partitions on one pool", jobs("b", "a", "", "b"), pool,
+			"note: the jobs name 2 partitions (a, b); without --partitions they replay on one pool of 4 × 8 gpus\n"},
+		{"more than six are counted", jobs("p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"), pool,
+			"note: the jobs name 8 partitions (p1, p2, p3, p4, p5, p6 and 2 more); without --partitions they replay on one pool of 4 × 8 gpus\n"},
+		{"one partition says nothing", jobs("a", "a", ""), pool, ""},
+		{"no partitions say nothing", jobs("", ""), pool, ""},
+		{"a layout routes them", jobs("a", "b"), laidOut, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			notePartitions(&b, &sim.Workload{Jobs: tc.jobs, Cluster: tc.cluster})
+			if b.String() != tc.want {
+				t.Errorf("got %q, want %q", b.String(), tc.want)
+			}
+		})
 	}
 }

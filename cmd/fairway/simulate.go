@@ -404,6 +404,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 	if err != nil {
 		return err
 	}
+	notePartitions(cfg.notes, w)
 	var onProgress func(string, int, int)
 	started := time.Now()
 	if cfg.Progress {
