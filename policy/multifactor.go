@@ -76,6 +76,21 @@ type MultifactorParams struct {
 	// NoNormalTRES is PriorityFlags=NO_NORMAL_TRES: a TRES factor is the
 	// job's count itself, not divided by the partition's total.
 	NoNormalTRES bool
+	// WeightAssoc is PriorityWeightAssoc, and AssocPriority each
+	// association's Priority by account and user (User "" for an
+	// account's own), as `sacctmgr show associations` prints it: where an
+	// association sets none, the one it inherits. The association factor
+	// is the job's association's priority divided by AssocMax, the
+	// highest of every association's (slurmctld's g_assoc_max_priority,
+	// partition-specific associations included; 0: the highest in
+	// AssocPriority), or with NoNormalAssoc (PriorityFlags=
+	// NO_NORMAL_ASSOC) the priority itself. A job without an account
+	// takes its user's association when the user has one; a job whose
+	// association is not listed has 0.
+	WeightAssoc   float64
+	AssocPriority map[Assoc]float64
+	AssocMax      float64
+	NoNormalAssoc bool
 }
 
 // TRESNames are the TRES a Job counts, which WeightTRES may weigh: a
@@ -116,7 +131,7 @@ func CountsTRES(name string) bool {
 // multifactor is Slurm's priority/multifactor plugin with a site's own
 // settings (Slurm documentation, "Multifactor Priority Plugin"):
 //
-//	priority = ⌊ W_age·age + W_fs·fairshare + W_js·jobsize + W_part·partition + W_qos·qos ⌋, at least 1
+//	priority = ⌊ W_age·age + W_fs·fairshare + W_js·jobsize + W_part·partition + W_qos·qos + W_assoc·assoc + tres ⌋, at least 1
 //
 //	age       = min(1, (now − eligible)/PriorityMaxAge)
 //	fairshare = 2^(−(UE_u/S_u)/FairShareDampeningFactor)  (the classic factor, see fairshare),
@@ -128,11 +143,12 @@ func CountsTRES(name string) bool {
 //	            cluster's nodes and CPUs.
 //	partition = PriorityJobFactor(p) / max over partitions
 //	qos       = Priority(q) / max over QOS
+//	assoc     = Priority(a) / max over associations
 //	tres      = Σ PriorityWeightTRES(t) · count_t / total_t(p)  (already weighted: slurmctld
 //	            adds it as it is; with NO_NORMAL_TRES Σ weight · count)
 //
 // Equal priorities go to the older job, then the lower id. Parts: priority
-// (the truncated sum, the Value), the five normalised factors and the
+// (the truncated sum, the Value), the six normalised factors and the
 // weighted TRES sum.
 //
 // Where it differs from slurmctld: usage is the Ledger's GPU-seconds,
@@ -140,8 +156,9 @@ func CountsTRES(name string) bool {
 // per PriorityCalcPeriod and recomputes pending jobs' priorities only then
 // (and at submit) — with CalcPeriod set, the policy holds the factors
 // between recalculations as slurmctld does; Fair Tree's tree has two levels, and users directly
-// under the root are users of an account of that name; association priority, nice and the site factor are left
-// out, and of the TRES only those a Job counts (TRESNames). A job in several partitions has one priority,
+// under the root are users of an account of that name; nice and the site factor are left
+// out, and of the TRES only those a Job counts (TRESNames); a partition-specific association's priority is
+// counted in the highest only. A job in several partitions has one priority,
 // its highest (partitionTerms), where slurmctld keeps one per partition.
 type multifactor struct {
 	p MultifactorParams
@@ -152,6 +169,11 @@ type multifactor struct {
 	maxAge    float64
 	maxPF     float64
 	maxQOS    float64
+	// maxAssoc is AssocMax (or the highest in AssocPriority), and
+	// userAssoc the priority of each user's association for a job that
+	// names no account, for the users with exactly one.
+	maxAssoc  float64
+	userAssoc map[string]float64
 	sc        scorer
 
 	// With CalcPeriod: the recalculation the factors in frozen are of,
@@ -164,7 +186,8 @@ type multifactor struct {
 // NewMultifactor returns the "slurm" policy.
 func NewMultifactor(p MultifactorParams) (Policy, error) {
 	for name, w := range map[string]float64{"PriorityWeightAge": p.WeightAge, "PriorityWeightFairshare": p.WeightFairshare,
-		"PriorityWeightJobSize": p.WeightJobSize, "PriorityWeightPartition": p.WeightPartition, "PriorityWeightQOS": p.WeightQOS} {
+		"PriorityWeightJobSize": p.WeightJobSize, "PriorityWeightPartition": p.WeightPartition, "PriorityWeightQOS": p.WeightQOS,
+		"PriorityWeightAssoc": p.WeightAssoc} {
 		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
 			return nil, fmt.Errorf("slurm: %s %v: want a finite weight >= 0", name, w)
 		}
@@ -200,8 +223,8 @@ func NewMultifactor(p MultifactorParams) (Policy, error) {
 		p.Dampening = 1
 	}
 	m := &multifactor{p: p, tresNames: slices.Sorted(maps.Keys(p.WeightTRES)), maxAge: p.MaxAge.Seconds(), maxPF: 1, sc: scorer{
-		names:   []string{"priority", "age", "fairshare", "jobsize", "partition", "qos", "tres"},
-		weights: []float64{1, 0, 0, 0, 0, 0, 0},
+		names:   []string{"priority", "age", "fairshare", "jobsize", "partition", "qos", "assoc", "tres"},
+		weights: []float64{1, 0, 0, 0, 0, 0, 0, 0},
 	}}
 	for name, f := range p.PartitionFactor {
 		if f < 0 || math.IsNaN(f) {
@@ -215,6 +238,28 @@ func NewMultifactor(p MultifactorParams) (Policy, error) {
 		}
 		m.maxQOS = max(m.maxQOS, q)
 	}
+	if p.AssocMax < 0 || math.IsNaN(p.AssocMax) || math.IsInf(p.AssocMax, 0) {
+		return nil, fmt.Errorf("slurm: highest association priority %v: want a finite number >= 0", p.AssocMax)
+	}
+	m.maxAssoc = p.AssocMax
+	users := map[string]int{}
+	for a, v := range p.AssocPriority {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("slurm: association %s/%s priority %v: want a finite number >= 0", a.Account, a.User, v)
+		}
+		m.maxAssoc = max(m.maxAssoc, v)
+		if a.User != "" {
+			users[a.User]++
+		}
+	}
+	for a, v := range p.AssocPriority {
+		if a.User != "" && users[a.User] == 1 {
+			if m.userAssoc == nil {
+				m.userAssoc = map[string]float64{}
+			}
+			m.userAssoc[a.User] = v
+		}
+	}
 	return m, nil
 }
 
@@ -222,7 +267,7 @@ func (*multifactor) Name() string { return "slurm" }
 
 // factors returns job j's normalised factors at now and its weighted
 // TRES sum; ff is its association's fair-share factor.
-func (m *multifactor) factors(j *Job, now time.Time, ff float64) (age, fs, js, part, qos, tres float64) {
+func (m *multifactor) factors(j *Job, now time.Time, ff float64) (age, fs, js, part, qos, assoc, tres float64) {
 	age = min(1, max(0, now.Sub(waitingSince(j)).Seconds()/m.maxAge))
 	fs = ff
 	if m.p.WeightJobSize > 0 {
@@ -232,7 +277,28 @@ func (m *multifactor) factors(j *Job, now time.Time, ff float64) (age, fs, js, p
 	if m.maxQOS > 0 {
 		qos = m.p.QOSPriority[j.QOS] / m.maxQOS
 	}
+	if m.p.WeightAssoc > 0 {
+		assoc = m.assoc(j)
+	}
 	return
+}
+
+// assoc is job j's association factor: its association's priority over
+// the highest (priority_norm), or with NoNormalAssoc the priority itself.
+func (m *multifactor) assoc(j *Job) float64 {
+	var v float64
+	if j.Account == "" {
+		v = m.userAssoc[j.User]
+	} else {
+		v = m.p.AssocPriority[AssocOf(j)]
+	}
+	switch {
+	case m.p.NoNormalAssoc:
+		return v
+	case m.maxAssoc > 0:
+		return v / m.maxAssoc
+	}
+	return 0
 }
 
 // partitionTerms returns job j's partition factor and weighted TRES sum.
@@ -341,7 +407,7 @@ func (m *multifactor) Rank(s *Snapshot) ([]Score, error) {
 	if m.p.CalcPeriod > 0 {
 		ageAt = m.freeze(s.Now, g.keys, ffs)
 	}
-	const k = 7
+	const k = 8
 	parts := s.partsBuf(k * len(s.Pending))
 	for i := range s.Pending {
 		j := &s.Pending[i]
@@ -394,20 +460,20 @@ func (m *multifactor) freeze(now time.Time, keys []Assoc, ffs []fsFactor) time.T
 // row fills j's score parts, its ages counted to ageAt, ff its
 // association's fair-share factor.
 func (m *multifactor) row(j *Job, ageAt time.Time, ff float64, row []float64) {
-	age, fs, js, part, qos, tres := m.factors(j, ageAt, ff)
-	sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos + tres
-	row[0], row[1], row[2], row[3], row[4], row[5], row[6] = max(1, math.Floor(sum)), age, fs, js, part, qos, tres
+	age, fs, js, part, qos, assoc, tres := m.factors(j, ageAt, ff)
+	sum := m.p.WeightAge*age + m.p.WeightFairshare*fs + m.p.WeightJobSize*js + m.p.WeightPartition*part + m.p.WeightQOS*qos + m.p.WeightAssoc*assoc + tres
+	row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7] = max(1, math.Floor(sum)), age, fs, js, part, qos, assoc, tres
 }
 
 // With PriorityWeightAge and PriorityWeightFairshare at 0 (Slurm's
 // defaults) a job's priority depends on the job alone (size, partition,
-// QOS), so its order of two waiting jobs never changes: the age and
+// QOS, association), so its order of two waiting jobs never changes: the age and
 // fair-share factors, both in [0, 1], add 0 × factor = 0 to the sum
 // whenever they are computed.
 func (m *multifactor) staticOrder() bool { return m.p.WeightAge == 0 && m.p.WeightFairshare == 0 }
 
 func (m *multifactor) staticKey(s *Snapshot, j *Job) (float64, error) {
-	var row [7]float64
+	var row [8]float64
 	m.row(j, s.Now, 0, row[:])
 	return m.sc.value(row[:]), nil
 }
@@ -433,6 +499,9 @@ func (m *multifactor) WhatMovesIt(map[string]float64) string {
 	}
 	if m.p.WeightQOS > 0 {
 		levers = append(levers, fmt.Sprintf("a QOS with a higher priority (weight %g)", m.p.WeightQOS))
+	}
+	if m.p.WeightAssoc > 0 {
+		levers = append(levers, fmt.Sprintf("an association with a higher priority (weight %g)", m.p.WeightAssoc))
 	}
 	var tres []string
 	for name, w := range m.p.WeightTRES {

@@ -45,6 +45,13 @@ func TestMultifactor_Rank(t *testing.T) {
 	relative.SizeRelative = true
 	noNormal := site
 	noNormal.NoNormalPartition = true
+	assoc := site
+	assoc.WeightAssoc, assoc.AssocPriority = 3000, map[Assoc]float64{{Account: "phys", User: "alice"}: 10, {Account: "phys", User: "bob"}: 0,
+		{Account: "chem", User: "carol"}: 5, {Account: "chem"}: 20}
+	assocRaw := assoc
+	assocRaw.NoNormalAssoc = true
+	assocMax := assoc
+	assocMax.AssocMax = 40 // a partition-specific association's
 	tests := []struct {
 		name   string
 		params MultifactorParams
@@ -63,6 +70,13 @@ func TestMultifactor_Rank(t *testing.T) {
 		// partition factors 1 and 4 themselves: 1: 3517.77 − 500 + 2000,
 		// 3: 4973.03 − 500 + 2000, 2: 6855.53 − 2000 + 8000
 		{"no normal partition", noNormal, []int64{2, 3, 1}, map[int64]float64{1: 5017, 2: 12855, 3: 6473}},
+		// association factor over the highest, 20 (chem's own): alice
+		// ½ (+1500), bob 0, carol ¼ (+750)
+		{"association", assoc, []int64{2, 3, 1}, map[int64]float64{1: 5017, 2: 6855, 3: 5723}},
+		// NO_NORMAL_ASSOC: the priorities themselves, alice +30000, carol +15000
+		{"no normal association", assocRaw, []int64{1, 3, 2}, map[int64]float64{1: 33517, 2: 6855, 3: 19973}},
+		// the highest of all given: alice ¼ (+750), carol ⅛ (+375)
+		{"association, highest given", assocMax, []int64{2, 3, 1}, map[int64]float64{1: 4267, 2: 6855, 3: 5348}},
 		// no weights: every priority is 1, oldest first
 		{"no weights", MultifactorParams{}, []int64{1, 2, 3}, map[int64]float64{1: 1, 2: 1, 3: 1}},
 	}
@@ -79,6 +93,20 @@ func TestMultifactor_Rank(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMultifactor_AssocWithoutAccount: a trace's job names no account;
+// it takes its user's association when the user has exactly one.
+func TestMultifactor_AssocWithoutAccount(t *testing.T) {
+	p := MultifactorParams{WeightAssoc: 100, AssocPriority: map[Assoc]float64{{Account: "phys", User: "alice"}: 4,
+		{Account: "phys", User: "bob"}: 2, {Account: "chem", User: "bob"}: 8}}
+	s := rkSnap(60, rkJob{id: 1, user: "alice", submit: 10}, rkJob{id: 2, user: "bob", submit: 20}, rkJob{id: 3, acct: "chem", user: "bob", submit: 30})
+	_, by := rkRank(t, "slurm", p, s)
+	for id, want := range map[int64]float64{1: 0.5, 2: 0, 3: 1} {
+		if got := by[id].Parts.Get("assoc"); got != want {
+			t.Errorf("job %d: assoc factor %v, want %v", id, got, want)
+		}
 	}
 }
 
@@ -110,6 +138,9 @@ func TestMultifactor_Refuses(t *testing.T) {
 		{WeightJobSize: 1}, // no cluster size
 		{PartitionFactor: map[string]float64{"gpu": -1}},
 		{QOSPriority: map[string]float64{"high": math.NaN()}},
+		{WeightAssoc: math.NaN()},
+		{AssocPriority: map[Assoc]float64{{Account: "phys"}: -1}},
+		{AssocMax: math.Inf(1)},
 		{WeightTRES: map[string]float64{"billing": 1}}, // not a count a Job has
 		{WeightTRES: map[string]float64{"gres/gpu": -1}},
 		{WeightTRES: map[string]float64{"cpu": math.NaN()}},

@@ -42,9 +42,6 @@ type PriorityConfig struct {
 	// not replay ("PriorityWeightTRES = GRES/gpu=3000", "PriorityFlags
 	// MAX_TRES"), so that a replay can say what it leaves out.
 	Unmodelled []string
-	// WeightAssoc is PriorityWeightAssoc, which the slurm policy does not
-	// replay but which moves a job's priority as much as the others.
-	WeightAssoc float64
 	// UncountedTRES are PriorityWeightTRES's non-zero terms the slurm
 	// policy does not count (billing, licenses, a weight with a unit), as
 	// written ("Billing=5"): Unmodelled names them, MaxMove adds them.
@@ -60,7 +57,9 @@ type PriorityConfig struct {
 // a TRES term is a request over its partition's total), and the non-zero
 // weights that make it up ("PriorityWeightAge=1000"). Unbounded is set
 // when a term has no bound (PriorityFlags=NO_NORMAL_TRES with a TRES
-// weight: weight × request), or when a TRES weight the policy does not
+// weight: weight × request; NO_NORMAL_PART, NO_NORMAL_QOS or
+// NO_NORMAL_ASSOC with that weight: weight × the partition's, QOS's or
+// association's priority itself), or when a TRES weight the policy does not
 // count (billing, a license) is in effect and cannot be summed. A site
 // factor written by Fairway keeps its order in Slurm only with a gap
 // above MaxMove.
@@ -69,7 +68,7 @@ func (c PriorityConfig) MaxMove() (sum float64, weights []string, unbounded bool
 	for _, w := range []struct {
 		name string
 		v    float64
-	}{{"PriorityWeightAge", m.WeightAge}, {"PriorityWeightAssoc", c.WeightAssoc}, {"PriorityWeightFairshare", m.WeightFairshare},
+	}{{"PriorityWeightAge", m.WeightAge}, {"PriorityWeightAssoc", m.WeightAssoc}, {"PriorityWeightFairshare", m.WeightFairshare},
 		{"PriorityWeightJobSize", m.WeightJobSize}, {"PriorityWeightPartition", m.WeightPartition}, {"PriorityWeightQOS", m.WeightQOS}} {
 		if w.v > 0 {
 			sum += w.v
@@ -93,7 +92,10 @@ func (c PriorityConfig) MaxMove() (sum float64, weights []string, unbounded bool
 		sum += w
 		weights = append(weights, "PriorityWeightTRES "+strings.ToLower(name)+"="+v)
 	}
-	return sum, weights, unbounded || (m.NoNormalTRES && (len(names) > 0 || len(c.UncountedTRES) > 0))
+	unbounded = unbounded || (m.NoNormalTRES && (len(names) > 0 || len(c.UncountedTRES) > 0)) ||
+		(m.NoNormalPartition && m.WeightPartition > 0) || (m.NoNormalAssoc && m.WeightAssoc > 0) ||
+		(m.WeightQOS > 0 && slices.ContainsFunc(c.Flags, func(f string) bool { return strings.EqualFold(f, "NO_NORMAL_QOS") }))
+	return sum, weights, unbounded
 }
 
 // ReadPriorityConfig runs `scontrol show config` and parses it
@@ -153,7 +155,7 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	}{
 		{"PriorityWeightAge", &m.WeightAge}, {"PriorityWeightFairShare", &m.WeightFairshare},
 		{"PriorityWeightJobSize", &m.WeightJobSize}, {"PriorityWeightPartition", &m.WeightPartition},
-		{"PriorityWeightQOS", &m.WeightQOS},
+		{"PriorityWeightQOS", &m.WeightQOS}, {"PriorityWeightAssoc", &m.WeightAssoc},
 	}
 	for _, w := range weights {
 		v, ok := kv[w.key]
@@ -218,20 +220,14 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 			m.NoNormalPartition = true
 		case "NO_NORMAL_TRES":
 			m.NoNormalTRES = true
+		case "NO_NORMAL_ASSOC":
+			m.NoNormalAssoc = true
 		case "FAIR_TREE", "CALCULATE_RUNNING", "ACCRUE_ALWAYS":
 			// The default; running jobs' priorities; age from submit,
 			// as a replay without holds or dependencies counts it.
 		default:
 			c.Unmodelled = append(c.Unmodelled, "PriorityFlags "+f)
 		}
-	}
-	if v := kv["PriorityWeightAssoc"]; v != "" && v != "0" {
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			return PriorityConfig{}, fmt.Errorf("scontrol show config: PriorityWeightAssoc = %q: want a whole number", v)
-		}
-		c.WeightAssoc = float64(n)
-		c.Unmodelled = append(c.Unmodelled, "PriorityWeightAssoc = "+v)
 	}
 	tres, left, err := parseTRESWeights(kv["PriorityWeightTRES"])
 	if err != nil {
@@ -347,6 +343,58 @@ func ParsePartitions(out []byte) (Partitions, error) {
 	}
 	if len(got.Factor) == 0 {
 		return Partitions{}, fmt.Errorf("scontrol show partition -o: no partition")
+	}
+	return got, nil
+}
+
+// AssocPriorityArgs are the sacctmgr arguments whose output
+// ParseAssocPriorities reads.
+var AssocPriorityArgs = []string{"-nP", "show", "associations", "format=Account,User,Partition,Priority"}
+
+// AssocPriorities are the associations' priorities the slurm policy's
+// association factor reads (policy.MultifactorParams.AssocPriority).
+type AssocPriorities struct {
+	// ByAssoc is each association's Priority by account and user (""
+	// for an account's own), as sacctmgr prints it; an empty Priority
+	// (none set, none inherited) is 0, as slurmctld counts it.
+	ByAssoc map[policy.Assoc]float64
+	// Max is the highest of all, partition-specific associations
+	// included: the factor's divisor.
+	Max float64
+	// PerPartition counts the partition-specific associations, which
+	// ByAssoc leaves out: a job of such an association takes its
+	// user's association's priority in a replay.
+	PerPartition int
+}
+
+// ParseAssocPriorities reads `sacctmgr -nP show associations
+// format=Account,User,Partition,Priority` (AssocPriorityArgs).
+func ParseAssocPriorities(out []byte) (AssocPriorities, error) {
+	rows, err := pipeRows("sacctmgr show associations format=Account,User,Partition,Priority", out, 4)
+	if err != nil {
+		return AssocPriorities{}, err
+	}
+	got := AssocPriorities{ByAssoc: make(map[policy.Assoc]float64, len(rows))}
+	for i, f := range rows {
+		acct, user, part, v := strings.TrimSpace(f[0]), strings.TrimSpace(f[1]), strings.TrimSpace(f[2]), strings.TrimSpace(f[3])
+		if acct == "" {
+			return AssocPriorities{}, fmt.Errorf("sacctmgr show associations record %d: empty account", i+1)
+		}
+		n := uint64(0)
+		if v != "" {
+			if n, err = strconv.ParseUint(v, 10, 32); err != nil {
+				return AssocPriorities{}, fmt.Errorf("sacctmgr show associations record %d (account %s, user %q): Priority %q: want a whole number", i+1, acct, user, v)
+			}
+			if n >= 0xfffffffe { // INFINITE or NO_VAL: none set, 0 to slurmctld
+				n = 0
+			}
+		}
+		got.Max = max(got.Max, float64(n))
+		if part != "" {
+			got.PerPartition++
+			continue
+		}
+		got.ByAssoc[policy.Assoc{Account: acct, User: user}] = float64(n)
 	}
 	return got, nil
 }

@@ -2,6 +2,7 @@ package slurmctl
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -80,8 +81,13 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 		{"dampening", "FairShareDampeningFactor = 4\n", func(c PriorityConfig) bool { return c.Multifactor.Dampening == 4 }, ""},
 		{"unmodelled", "PriorityFlags           = MAX_TRES,CALCULATE_RUNNING\nPriorityWeightAssoc     = 100\nPriorityWeightTRES      = CPU=1000,Billing=5,Mem=2000,License/matlab=7,GRES/gpu=3000,Mem=1G\n",
 			func(c PriorityConfig) bool {
-				return slices.Equal(c.Unmodelled, []string{"PriorityFlags MAX_TRES", "PriorityWeightAssoc = 100", "PriorityWeightTRES Billing=5,License/matlab=7,Mem=1G"})
+				return slices.Equal(c.Unmodelled, []string{"PriorityFlags MAX_TRES", "PriorityWeightTRES Billing=5,License/matlab=7,Mem=1G"})
 			}, ""},
+		{"association weight", "PriorityWeightAssoc     = 100\nPriorityFlags           = NO_NORMAL_ASSOC\n",
+			func(c PriorityConfig) bool {
+				return c.Multifactor.WeightAssoc == 100 && c.Multifactor.NoNormalAssoc && c.Unmodelled == nil
+			}, ""},
+		{"bad association weight", "PriorityWeightAssoc     = lots\n", nil, "PriorityWeightAssoc"},
 		{"TRES weights", "PriorityWeightTRES      = CPU=1000,Mem=2000,GRES/gpu=3000,GRES/gpu:H100=500,Node=0\nPriorityFlags           = NO_NORMAL_TRES\n",
 			func(c PriorityConfig) bool {
 				return maps.Equal(c.Multifactor.WeightTRES, map[string]float64{"cpu": 1000, "mem": 2000, "gres/gpu": 3000, "gres/gpu:h100": 500}) &&
@@ -138,6 +144,23 @@ func TestParsePartitions(t *testing.T) {
 		"PartitionName=x TRES=mem=lots\n", "PartitionName=x TRES=cpu\n", "PartitionName=x TRES=cpu=-1\n"} {
 		if _, err := ParsePartitions([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestParseAssocPriorities(t *testing.T) {
+	got, err := ParseAssocPriorities([]byte("root|||\nphysics|||10\nphysics|alice||30\r\nphysics|bob||10\nchem|carol|gpuhi|50\nchem|carol||4294967295\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AssocPriorities{ByAssoc: map[policy.Assoc]float64{{Account: "root"}: 0, {Account: "physics"}: 10, {Account: "physics", User: "alice"}: 30,
+		{Account: "physics", User: "bob"}: 10, {Account: "chem", User: "carol"}: 0}, Max: 50, PerPartition: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for bad, want := range map[string]string{"": "no records", "physics|alice|5\n": "fields", "physics|alice||high\n": "user \"alice\"", "|alice||5\n": "empty account"} {
+		if _, err := ParseAssocPriorities([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want one naming %q", bad, err, want)
 		}
 	}
 }
@@ -206,20 +229,33 @@ func TestPriorityConfig_MaxMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
+	type maxMoveCase struct {
 		name      string
 		c         PriorityConfig
 		sum       float64
 		weights   []string
 		unbounded bool
-	}{
+	}
+	tests := []maxMoveCase{
 		{"lab 22.05.8", lab, 13000, []string{"PriorityWeightAge=1000", "PriorityWeightFairshare=10000", "PriorityWeightPartition=2000"}, false},
 		{"TRES", tres, 13000 + 1000 + 3000 + 700 + 500 + 250 + 100, []string{"PriorityWeightAge=1000", "PriorityWeightFairshare=10000", "PriorityWeightPartition=2000",
 			"PriorityWeightTRES cpu=1000", "PriorityWeightTRES gres/gpu=3000", "PriorityWeightTRES gres/gpu:h100=700", "PriorityWeightTRES gres/shard=100",
 			"PriorityWeightTRES mem=500", "PriorityWeightTRES node=250"}, false},
 		{"NO_NORMAL_TRES", noNormal, 13000 + 100 + 300 + 70 + 0.5 + 25 + 10, nil, true},
 		{"billing, a unit", billing, 100 + 7 + 50, []string{"PriorityWeightAge=100", "PriorityWeightAssoc=7", "PriorityWeightTRES billing=50", "PriorityWeightTRES mem=1G"}, true},
-	} {
+	}
+	// A factor that is the priority itself (NO_NORMAL_*) has no bound
+	// where its weight is set, and changes nothing where it is not.
+	for _, f := range []struct{ flag, weight string }{{"NO_NORMAL_PART", "PriorityWeightPartition"}, {"NO_NORMAL_QOS", "PriorityWeightQOS"}, {"NO_NORMAL_ASSOC", "PriorityWeightAssoc"}} {
+		for _, w := range []float64{0, 100} {
+			c, err := ParsePriorityConfig([]byte(fmt.Sprintf("PriorityType = priority/multifactor\nPriorityWeightAge = 10\nPriorityFlags = %s\n%s = %g\n", f.flag, f.weight, w)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tests = append(tests, maxMoveCase{f.flag + fmt.Sprintf(" weight %g", w), c, 10 + w, nil, w > 0})
+		}
+	}
+	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sum, weights, unbounded := tc.c.MaxMove()
 			if math.Abs(sum-tc.sum) > 1e-9 || unbounded != tc.unbounded || (tc.weights != nil && !slices.Equal(weights, tc.weights)) {

@@ -20,14 +20,17 @@ import (
 // partition's totals, `squeue --json` the jobs as serve reads them, and
 // sprio what Slurm made of them; qos-26.05.3 adds PriorityWeightQOS and
 // two QOS of priority 100 and 10 (`sacctmgr -nP show qos
-// format=Name,Priority`). The policy's partition and QOS terms must be
-// sprio's (PriorityJobFactor, QOS priority over the highest, weighted), its TRES term the sum of
+// format=Name,Priority`); assoc-25.11.7 (Slurm 25.11.7 under a prefix)
+// adds PriorityWeightAssoc and association priorities (`sacctmgr -nP show
+// associations format=Account,User,Partition,Priority`). The policy's
+// partition, QOS and association terms must be sprio's (PriorityJobFactor,
+// QOS or association priority over the highest, weighted), its TRES term the sum of
 // sprio's TRES column (each term printed rounded), and with sprio's age,
 // fair-share and partition columns it must give sprio's priority. A job
 // submitted to two partitions has a row in sprio for each; the policy's
 // one priority is the higher.
 func TestSlurmPolicy_MatchesSprio(t *testing.T) {
-	for _, dir := range []string{"tres-22.05.8", "tres-26.05.3", "tres-26.05.3-no-normal", "qos-26.05.3"} {
+	for _, dir := range []string{"tres-22.05.8", "tres-26.05.3", "tres-26.05.3-no-normal", "qos-26.05.3", "assoc-25.11.7"} {
 		t.Run(dir, func(t *testing.T) {
 			read := func(name string) []byte {
 				b, err := os.ReadFile(filepath.Join("testdata", dir, name))
@@ -60,6 +63,13 @@ func TestSlurmPolicy_MatchesSprio(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if p.WeightAssoc, p.NoNormalAssoc = cfg.Multifactor.WeightAssoc, cfg.Multifactor.NoNormalAssoc; p.WeightAssoc > 0 {
+				a, err := ParseAssocPriorities(read("sacctmgr-show-associations.txt"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.AssocPriority, p.AssocMax = a.ByAssoc, a.Max
+			}
 			pol, err := policy.NewMultifactor(p)
 			if err != nil {
 				t.Fatal(err)
@@ -72,24 +82,27 @@ func TestSlurmPolicy_MatchesSprio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tres, value, part, qos := map[int64]float64{}, map[int64]float64{}, map[int64]float64{}, map[int64]float64{}
+			tres, value, part, qos, assoc := map[int64]float64{}, map[int64]float64{}, map[int64]float64{}, map[int64]float64{}, map[int64]float64{}
 			for _, s := range scores {
 				tres[s.JobID], value[s.JobID] = s.Parts.Get("tres"), s.Value
 				part[s.JobID] = s.Parts.Get("partition") * p.WeightPartition
 				qos[s.JobID] = s.Parts.Get("qos") * p.WeightQOS
+				assoc[s.JobID] = s.Parts.Get("assoc") * p.WeightAssoc
 			}
 			checked, highest := 0, map[int64]float64{}
 			multi := map[int64]bool{}
 			for _, line := range strings.Split(strings.TrimSpace(string(read("sprio.txt"))), "\n") {
-				// JOBID|PARTITION|PRIORITY|AGE|FAIRSHARE|PARTITION factor|TRES[|QOS]
+				// JOBID|PARTITION|PRIORITY|AGE|FAIRSHARE|PARTITION factor|TRES[|QOS[|ASSOC]]
 				f := strings.Split(line, "|")
-				if len(f) != 7 && len(f) != 8 {
-					t.Fatalf("sprio line %q: want 7 or 8 fields", line)
+				if len(f) < 7 || len(f) > 9 {
+					t.Fatalf("sprio line %q: want 7 to 9 fields", line)
 				}
-				qosTerm := 0.0
-				if len(f) == 8 {
-					if qosTerm, err = strconv.ParseFloat(f[7], 64); err != nil {
-						t.Fatalf("sprio line %q: %v", line, err)
+				qosTerm, assocTerm := 0.0, 0.0
+				for i, dst := range []*float64{&qosTerm, &assocTerm} {
+					if len(f) > 7+i {
+						if *dst, err = strconv.ParseFloat(f[7+i], 64); err != nil {
+							t.Fatalf("sprio line %q: %v", line, err)
+						}
 					}
 				}
 				id, _ := strconv.ParseInt(f[0], 10, 64)
@@ -117,7 +130,7 @@ func TestSlurmPolicy_MatchesSprio(t *testing.T) {
 				partTerm, _ := strconv.ParseFloat(f[5], 64)
 				if job.Partition != f[1] { // one of the job's partitions ("gpu,gpuhi")
 					multi[id] = true
-					highest[id] = max(highest[id], math.Floor(partTerm+sum+qosTerm))
+					highest[id] = max(highest[id], math.Floor(partTerm+sum+qosTerm+assocTerm))
 					continue
 				}
 				if part[id] != partTerm {
@@ -126,11 +139,14 @@ func TestSlurmPolicy_MatchesSprio(t *testing.T) {
 				if math.Abs(qos[id]-qosTerm) > 0.5 {
 					t.Errorf("job %d (QOS %s): QOS term %v, sprio's %v", id, job.QOS, qos[id], qosTerm)
 				}
+				if math.Abs(assoc[id]-assocTerm) > 0.5 {
+					t.Errorf("job %d (%s/%s): association term %v, sprio's %v", id, job.Account, job.User, assoc[id], assocTerm)
+				}
 				got := tres[id]
 				if math.Abs(got-sum) > 0.5*float64(terms) {
 					t.Errorf("job %d (%s, %s): TRES term %.3f, sprio's %s sums to %g", id, f[1], job.Partition, got, f[6], sum)
 				}
-				others := qos[id]
+				others := qos[id] + assoc[id]
 				for _, col := range f[3:6] {
 					x, err := strconv.ParseFloat(col, 64)
 					if err != nil {

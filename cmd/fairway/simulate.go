@@ -87,6 +87,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "slurm-config", Usage: "saved output of scontrol show config: replay the slurm policy (Slurm's multifactor priority) with its weights, PriorityMaxAge, PriorityFavorSmall, PriorityFlags, FairShareDampeningFactor and PriorityDecayHalfLife (every policy's fair-share half-life), beside --policies; as slurmctld acts, its priorities are held between PriorityCalcPeriod recalculations (from BOOT_TIME) and every policy is backfilled every bf_interval", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_CONFIG"}},
 			&cli.StringFlag{Name: "slurm-partitions", Usage: "saved output of scontrol show partition -o: each partition's PriorityJobFactor and TRES totals for the slurm policy (with --slurm-config); without it every partition has factor 1 and the TRES totals are the simulated cluster's", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_PARTITIONS"}},
 			&cli.StringFlag{Name: "slurm-qos", Usage: "saved output of sacctmgr -nP show qos format=Name,Priority: each QOS's priority for the slurm policy's QOS factor (with --slurm-config)", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_QOS"}},
+			&cli.StringFlag{Name: "slurm-assoc", Usage: "saved output of sacctmgr -nP show associations format=Account,User,Partition,Priority: each association's priority for the slurm policy's association factor (PriorityWeightAssoc; with --slurm-config)", EnvVars: []string{"FAIRWAY_SIMULATE_SLURM_ASSOC"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_SIMULATE_JSON"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_SIMULATE_PROGRESS"}},
 			&cli.StringFlag{Name: "out", Usage: "directory for policies.csv, users.csv and SVG plots (JCT CDF, per-user wait)", EnvVars: []string{"FAIRWAY_SIMULATE_OUT"}},
@@ -175,7 +176,7 @@ var simulateOnly = []struct{ flags, modes []string }{
 
 // suiteIgnores are the flags --suite has no use for: it replays its own
 // traces, each on its own cluster, and prints its own tables.
-var suiteIgnores = []string{"trace", "format", "from-db", "nodes", "per-node", "load", "split", "sequences", "power", "forecast", "out", "json", "slurm-config", "slurm-partitions", "slurm-qos"}
+var suiteIgnores = []string{"trace", "format", "from-db", "nodes", "per-node", "load", "split", "sequences", "power", "forecast", "out", "json", "slurm-config", "slurm-partitions", "slurm-qos", "slurm-assoc"}
 
 // simulateModeFlags refuses a flag given in a mode that does not read it,
 // naming the modes that do.
@@ -326,7 +327,7 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 			return cfg, err
 		}
 	} else {
-		for _, f := range []string{"slurm-partitions", "slurm-qos"} {
+		for _, f := range []string{"slurm-partitions", "slurm-qos", "slurm-assoc"} {
 			if c.String(f) != "" {
 				return cfg, fmt.Errorf("--%s: only with --slurm-config", f)
 			}
@@ -335,7 +336,7 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	return cfg, simFlagError(cfg.Validate())
 }
 
-// slurmSiteFiles reads --slurm-partitions and --slurm-qos into the slurm
+// slurmSiteFiles reads --slurm-partitions, --slurm-qos and --slurm-assoc into the slurm
 // policy's settings, and names among what its row leaves out the weights
 // whose per-partition or per-QOS values were not given.
 func slurmSiteFiles(c *cli.Context, cfg *simulateConfig) error {
@@ -363,6 +364,22 @@ func slurmSiteFiles(c *cli.Context, cfg *simulateConfig) error {
 		}
 	} else if m.WeightQOS > 0 {
 		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("PriorityWeightQOS = %g with the QOS priorities (every QOS counts as 0; give --slurm-qos)", m.WeightQOS))
+	}
+	if path := c.String("slurm-assoc"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--slurm-assoc: %w", err)
+		}
+		a, err := slurmctl.ParseAssocPriorities(b)
+		if err != nil {
+			return fmt.Errorf("--slurm-assoc %s: %w", path, err)
+		}
+		m.AssocPriority, m.AssocMax = a.ByAssoc, a.Max
+		if a.PerPartition > 0 && m.WeightAssoc > 0 {
+			cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("the priorities of %s (their jobs take their user's association's)", plural.N(a.PerPartition, "partition-specific association", "partition-specific associations")))
+		}
+	} else if m.WeightAssoc > 0 {
+		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("PriorityWeightAssoc = %g with the associations' priorities (every association counts as 0; give --slurm-assoc)", m.WeightAssoc))
 	}
 	return nil
 }

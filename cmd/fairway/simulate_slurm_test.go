@@ -87,6 +87,8 @@ func TestSimulate_SlurmConfigRefused(t *testing.T) {
 	}{
 		{[]string{"--slurm-partitions", labPartitions}, "--slurm-partitions: only with --slurm-config"},
 		{[]string{"--slurm-qos", badQOS}, "--slurm-qos: only with --slurm-config"},
+		{[]string{"--slurm-assoc", badQOS}, "--slurm-assoc: only with --slurm-config"},
+		{[]string{"--slurm-config", labConfig, "--slurm-assoc", badQOS}, "--slurm-assoc " + badQOS + ": sacctmgr show associations"},
 		{[]string{"--slurm-config", labConfig, "--slurm-partitions", badPart}, "--slurm-partitions " + badPart + ": scontrol show partition -o: partition gpu: TRES cpu"},
 		{[]string{"--slurm-config", labConfig, "--slurm-partitions", filepath.Join(dir, "none.txt")}, "--slurm-partitions: open"},
 		{[]string{"--slurm-config", labConfig, "--slurm-qos", badQOS}, "--slurm-qos " + badQOS + ": sacctmgr show qos: QOS normal Priority \"high\""},
@@ -107,7 +109,7 @@ func TestSimulate_SlurmConfigRefused(t *testing.T) {
 }
 
 // TestSimulate_SlurmConfigUnmodelled: a config with settings the slurm
-// policy does not replay (PriorityWeightAssoc, a TRES the simulated GPU
+// policy does not replay (PriorityWeightAssoc without --slurm-assoc, a TRES the simulated GPU
 // cluster has no total of) still replays, and says what its slurm row
 // leaves out; its GPU weight, which the cluster counts, changes the
 // slurm row; the lab's config says nothing.
@@ -129,7 +131,7 @@ func TestSimulate_SlurmConfigUnmodelled(t *testing.T) {
 		return path
 	}
 	tres := write("tres.txt", "PriorityWeightTRES      = GRES/gpu=0", "PriorityWeightTRES      = CPU=1000,GRES/gpu=30000,Billing=5")
-	assoc := write("assoc.txt", "PriorityWeightAssoc     = 0", "PriorityWeightAssoc     = 100")
+	assoc := write("assoc.txt", "PriorityWeightAssoc     = 0", "PriorityWeightAssoc     = 100000")
 	run := func(config string, more ...string) (sim.Metrics, string) {
 		t.Helper()
 		args := append([]string{"simulate", "--policies", "fifo", "--predictor", "none", "--parallel", "1", "--slurm-config", config}, more...)
@@ -192,8 +194,25 @@ func TestSimulate_SlurmConfigUnmodelled(t *testing.T) {
 	if _, text = run(qosConfig, "--slurm-partitions", labPartitions, "--slurm-qos", qos); strings.Contains(text, "note:") {
 		t.Errorf("with the QOS priorities, a note:\n%s", text)
 	}
-	_, text = run(assoc, "--slurm-partitions", labPartitions)
-	if !strings.Contains(text, "note: --slurm-config "+assoc+": the slurm policy does not replay PriorityWeightAssoc = 100: its row leaves them out") {
-		t.Errorf("no note of PriorityWeightAssoc:\n%s", text)
+	// An association weight needs the associations' priorities
+	// (sacctmgr) too. With them, the synthetic workload's jobs, which name
+	// no account, take their user's one association, and u001's head
+	// start changes the slurm row.
+	noAssoc, text := run(assoc, "--slurm-partitions", labPartitions)
+	const assocNote = ": the slurm policy does not replay PriorityWeightAssoc = 100000 with the associations' priorities (every association counts as 0; give --slurm-assoc): its row leaves them out"
+	if !strings.Contains(text, "note: --slurm-config "+assoc+assocNote) {
+		t.Errorf("want the note %q:\n%s", assocNote, text)
+	}
+	assocs := filepath.Join(t.TempDir(), "assoc.txt")
+	if err := os.WriteFile(assocs, []byte("root|||\nlab|||\nlab|u001||1000\nlab|u002||\nlab|u001|gpuhi|2000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withAssoc, text := run(assoc, "--slurm-partitions", labPartitions, "--slurm-assoc", assocs)
+	const perPartition = ": the slurm policy does not replay the priorities of 1 partition-specific association (their jobs take their user's association's): its row leaves them out"
+	if !strings.Contains(text, "note: --slurm-config "+assoc+perPartition) {
+		t.Errorf("want the note %q:\n%s", perPartition, text)
+	}
+	if withAssoc.AvgWait == noAssoc.AvgWait {
+		t.Errorf("slurm with u001's association at priority 1000 waits %v s on average, as without: the association factor is not replayed", withAssoc.AvgWait)
 	}
 }
