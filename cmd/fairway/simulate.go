@@ -341,47 +341,62 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 // whose per-partition or per-QOS values were not given.
 func slurmSiteFiles(c *cli.Context, cfg *simulateConfig) error {
 	m := cfg.Slurm
-	if path := c.String("slurm-partitions"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("--slurm-partitions: %w", err)
-		}
+	leaveOut := func(format string, a ...any) {
+		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf(format, a...))
+	}
+	given, err := siteFile(c, "slurm-partitions", func(b []byte) error {
 		parts, err := slurmctl.ParsePartitions(b)
-		if err != nil {
-			return fmt.Errorf("--slurm-partitions %s: %w", path, err)
-		}
 		m.PartitionFactor, m.PartitionTRES = parts.Factor, parts.TRES
-	} else if m.WeightPartition > 0 {
-		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("PriorityWeightPartition = %g with the partitions' PriorityJobFactor (every partition counts as 1; give --slurm-partitions)", m.WeightPartition))
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	if path := c.String("slurm-qos"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("--slurm-qos: %w", err)
-		}
-		if m.QOSPriority, err = slurmctl.ParseQOSPriorities(b); err != nil {
-			return fmt.Errorf("--slurm-qos %s: %w", path, err)
-		}
-	} else if m.WeightQOS > 0 {
-		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("PriorityWeightQOS = %g with the QOS priorities (every QOS counts as 0; give --slurm-qos)", m.WeightQOS))
+	if !given && m.WeightPartition > 0 {
+		leaveOut("PriorityWeightPartition = %g with the partitions' PriorityJobFactor (every partition counts as 1; give --slurm-partitions)", m.WeightPartition)
 	}
-	if path := c.String("slurm-assoc"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("--slurm-assoc: %w", err)
-		}
-		a, err := slurmctl.ParseAssocPriorities(b)
-		if err != nil {
-			return fmt.Errorf("--slurm-assoc %s: %w", path, err)
-		}
-		m.AssocPriority, m.AssocMax = a.ByAssoc, a.Max
-		if a.PerPartition > 0 && m.WeightAssoc > 0 {
-			cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("the priorities of %s (their jobs take their user's association's)", plural.N(a.PerPartition, "partition-specific association", "partition-specific associations")))
-		}
-	} else if m.WeightAssoc > 0 {
-		cfg.slurmUnmodelled = append(cfg.slurmUnmodelled, fmt.Sprintf("PriorityWeightAssoc = %g with the associations' priorities (every association counts as 0; give --slurm-assoc)", m.WeightAssoc))
+	given, err = siteFile(c, "slurm-qos", func(b []byte) (err error) {
+		m.QOSPriority, err = slurmctl.ParseQOSPriorities(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !given && m.WeightQOS > 0 {
+		leaveOut("PriorityWeightQOS = %g with the QOS priorities (every QOS counts as 0; give --slurm-qos)", m.WeightQOS)
+	}
+	var assocs slurmctl.AssocPriorities
+	given, err = siteFile(c, "slurm-assoc", func(b []byte) (err error) {
+		assocs, err = slurmctl.ParseAssocPriorities(b)
+		m.AssocPriority, m.AssocMax = assocs.ByAssoc, assocs.Max
+		return err
+	})
+	switch {
+	case err != nil:
+		return err
+	case !given && m.WeightAssoc > 0:
+		leaveOut("PriorityWeightAssoc = %g with the associations' priorities (every association counts as 0; give --slurm-assoc)", m.WeightAssoc)
+	case assocs.PerPartition > 0 && m.WeightAssoc > 0:
+		leaveOut("the priorities of %s (their jobs take their user's association's)", plural.N(assocs.PerPartition, "partition-specific association", "partition-specific associations"))
 	}
 	return nil
+}
+
+// siteFile reads the file --flag names, when given, and hands it to
+// parse; a file that cannot be read or parsed is named in the error.
+func siteFile(c *cli.Context, flag string, parse func([]byte) error) (given bool, err error) {
+	path := c.String(flag)
+	if path == "" {
+		return false, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return true, fmt.Errorf("--%s: %w", flag, err)
+	}
+	if err := parse(b); err != nil {
+		return true, fmt.Errorf("--%s %s: %w", flag, path, err)
+	}
+	return true, nil
 }
 
 // countableTRES returns p's TRES weights less those the simulated
