@@ -336,9 +336,10 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	return cfg, simFlagError(cfg.Validate())
 }
 
-// slurmSiteFiles reads --slurm-partitions, --slurm-qos and --slurm-assoc into the slurm
-// policy's settings, and names among what its row leaves out the weights
-// whose per-partition or per-QOS values were not given.
+// slurmSiteFiles reads --slurm-partitions, --slurm-qos and --slurm-assoc
+// into the slurm policy's settings, and names among what its row leaves
+// out the weights whose per-partition, per-QOS or per-association values
+// were not given.
 func slurmSiteFiles(c *cli.Context, cfg *simulateConfig) error {
 	m := cfg.Slurm
 	leaveOut := func(format string, a ...any) {
