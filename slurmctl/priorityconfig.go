@@ -347,10 +347,6 @@ func ParsePartitions(out []byte) (Partitions, error) {
 	return got, nil
 }
 
-// AssocPriorityArgs are the sacctmgr arguments whose output
-// ParseAssocPriorities reads.
-var AssocPriorityArgs = []string{"-nP", "show", "associations", "format=Account,User,Partition,Priority"}
-
 // AssocPriorities are the associations' priorities the slurm policy's
 // association factor reads (policy.MultifactorParams.AssocPriority).
 type AssocPriorities struct {
@@ -368,7 +364,7 @@ type AssocPriorities struct {
 }
 
 // ParseAssocPriorities reads `sacctmgr -nP show associations
-// format=Account,User,Partition,Priority` (AssocPriorityArgs).
+// format=Account,User,Partition,Priority`.
 func ParseAssocPriorities(out []byte) (AssocPriorities, error) {
 	rows, err := pipeRows("sacctmgr show associations format=Account,User,Partition,Priority", out, 4)
 	if err != nil {
@@ -399,13 +395,9 @@ func ParseAssocPriorities(out []byte) (AssocPriorities, error) {
 	return got, nil
 }
 
-// QOSPriorityArgs are the sacctmgr arguments whose output
-// ParseQOSPriorities reads: `sacctmgr -nP show qos format=Name,Priority`.
-var QOSPriorityArgs = []string{"-nP", "show", "qos", "format=Name,Priority"}
-
 // ParseQOSPriorities reads each QOS's Priority, which the slurm policy's
 // QOS factor divides by the highest, from `sacctmgr -nP show qos
-// format=Name,Priority` (QOSPriorityArgs).
+// format=Name,Priority`.
 func ParseQOSPriorities(out []byte) (map[string]float64, error) {
 	rows, err := pipeRows("sacctmgr show qos format=Name,Priority", out, 2)
 	if err != nil {
