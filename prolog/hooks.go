@@ -647,15 +647,26 @@ func (h *Hooks) Epilog(ctx context.Context, job Job) error {
 	if len(records) > 0 {
 		if err := h.spool.Put(records); err != nil {
 			spooled = false
-			log.Error("spool unwritable or full: shipping the records directly", "spool", h.cfg.SpoolDir, "err", err)
+			msg := "spool unwritable or full: shipping the records directly"
+			if h.d.Store == nil {
+				msg = "spool unwritable or full, and no database configured"
+			}
+			log.Error(msg, "spool", h.cfg.SpoolDir, "err", err)
 			errs = append(errs, err)
 		}
 	}
-	if err := h.ship(ctx, log, records); err != nil {
+	// A record neither spooled nor stored is written whole to the log, the
+	// one place left that an admin can recover it from.
+	lost := func(why string) {
+		for _, u := range records {
+			log.Error("usage record lost ("+why+")", "key", u.Key(), "record", fmt.Sprintf("%+v", u))
+		}
+	}
+	if !spooled && h.d.Store == nil {
+		lost("spool failed, no database configured")
+	} else if err := h.ship(ctx, log, records); err != nil {
 		if !spooled {
-			for _, u := range records {
-				log.Error("usage record lost (spool and database both failed)", "key", u.Key(), "record", fmt.Sprintf("%+v", u))
-			}
+			lost("spool and database both failed")
 		}
 		errs = append(errs, err)
 	}
@@ -798,6 +809,13 @@ func (h *Hooks) records(job Job, rec jobRecord, gpus []int, end time.Time, measu
 	return out
 }
 
+// hookBacklog bounds the spooled records one hook ships. After a long
+// database outage a busy node's spool holds a great many; reading and
+// storing all of them in one epilog could outlast slurmd's
+// PrologEpilogTimeout, which drains the node. The next hooks, or `fairway
+// spool flush`, ship the rest.
+const hookBacklog = 2000
+
 // ship stores fresh records and the spool's backlog in one transaction and
 // then removes them from the spool. The spool keeps them on failure.
 func (h *Hooks) ship(ctx context.Context, log *slog.Logger, fresh []Usage) error {
@@ -809,7 +827,7 @@ func (h *Hooks) ship(ctx context.Context, log *slog.Logger, fresh []Usage) error
 		}
 		return nil
 	}
-	backlog, bad, err := h.spool.Pending()
+	backlog, bad, err := h.spool.PendingUpTo(hookBacklog)
 	if err != nil {
 		log.Warn("cannot read the spool", "err", err)
 	}

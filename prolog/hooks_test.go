@@ -3,6 +3,7 @@ package prolog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -805,6 +806,40 @@ func TestHooks_DatabaseDown(t *testing.T) {
 	}
 }
 
+// TestHooks_BacklogShippedInParts: a hook ships at most hookBacklog
+// spooled records (after a long outage the whole spool could outlast
+// slurmd's hook timeout); the next hook ships the rest.
+func TestHooks_BacklogShippedInParts(t *testing.T) {
+	r := newRig(t, nil)
+	if err := os.MkdirAll(r.cfg.SpoolDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const n = hookBacklog + 5
+	for i := range n {
+		// Written directly: Put's fsync per file would make this slow.
+		u := Usage{Cluster: "lab", JobID: int64(1000 + i), Node: "gpu1", GPUMinor: 0, EndedAt: r.now}
+		b, err := json.Marshal(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(r.cfg.SpoolDir, u.Key()+spoolExt), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := budget(t, 30*time.Second)
+	for i, want := range []int{hookBacklog, n} {
+		if err := r.h.Epilog(ctx, job(int64(10+i))); err != nil {
+			t.Fatalf("epilog %d: %v", i, err)
+		}
+		if got := len(r.store.sorted()); got != want {
+			t.Errorf("after epilog %d: %d records stored, want %d", i, got, want)
+		}
+	}
+	if left, _, _ := r.h.spool.Pending(); len(left) != 0 {
+		t.Errorf("spool still holds %d records", len(left))
+	}
+}
+
 // TestHooks_SpoolUnwritable: an unwritable spool is logged and the records
 // go straight to the database.
 func TestHooks_SpoolUnwritable(t *testing.T) {
@@ -821,6 +856,35 @@ func TestHooks_SpoolUnwritable(t *testing.T) {
 	}
 	if !strings.Contains(r.log.String(), "spool unwritable or full") {
 		t.Errorf("unwritable spool not logged:\n%s", r.log)
+	}
+}
+
+// TestHooks_NoDatabaseSpoolUnwritable: without a database an unwritable
+// spool leaves the log as the record's only copy, so the log holds it
+// whole and does not claim it was shipped.
+func TestHooks_NoDatabaseSpoolUnwritable(t *testing.T) {
+	r := newRig(t, func(_ *Config, d *Deps) { d.Store = nil })
+	ctx := budget(t, 5*time.Second)
+	if err := r.h.Prolog(ctx, job(120, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.cfg.SpoolDir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.now = r.now.Add(time.Hour)
+	if err := r.h.Epilog(ctx, job(120, 2)); err == nil {
+		t.Error("epilog with an unwritable spool and no database returned no error to log")
+	}
+	logged := r.log.String()
+	for _, want := range []string{"no database configured", "usage record lost (spool failed, no database configured)", "JobID:120", "GPUMinor:2"} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log lacks %q:\n%s", want, logged)
+		}
+	}
+	for _, wrong := range []string{"shipping the records directly", "records stay in the spool"} {
+		if strings.Contains(logged, wrong) {
+			t.Errorf("log says %q, which did not happen:\n%s", wrong, logged)
+		}
 	}
 }
 

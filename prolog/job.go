@@ -3,6 +3,7 @@ package prolog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,20 +35,20 @@ var ErrNotAJob = errors.New("no SLURM_JOB_ID: not run by slurmd as a prolog or e
 // from SLURM_JOB_GPUS, or CUDA_VISIBLE_DEVICES when that is absent; in the
 // prolog and epilog both hold device numbers (the N of /dev/nvidiaN), not
 // NVML indices. A job without GPUs on this node has no GPUs and no error.
-func JobFromEnv(getenv func(string) string) (Job, error) {
-	j := Job{UID: -1, Shards: -1, ExitCode: -1}
+//
+// Without a job id or a readable GPU list the hook cannot tell what to act
+// on, and err says why. The other variables are details the hooks can do
+// without: one that does not parse leaves its field unknown (-1) and is
+// named in unread, so that a format slurmd changes one day costs a field,
+// not the node's checks and the job's usage record.
+func JobFromEnv(getenv func(string) string) (j Job, unread []error, err error) {
+	j = Job{UID: -1, Shards: -1, ExitCode: -1}
 	id := strings.TrimSpace(getenv("SLURM_JOB_ID"))
 	if id == "" {
-		return j, ErrNotAJob
+		return j, nil, ErrNotAJob
 	}
-	var err error
 	if j.ID, err = strconv.ParseInt(id, 10, 64); err != nil || j.ID <= 0 {
-		return j, fmt.Errorf("SLURM_JOB_ID=%q: want a positive job id", id)
-	}
-	if s := getenv("SLURM_JOB_UID"); s != "" {
-		if j.UID, err = strconv.Atoi(s); err != nil {
-			return j, fmt.Errorf("SLURM_JOB_UID=%q: want a number", s)
-		}
+		return j, nil, fmt.Errorf("SLURM_JOB_ID=%q: want a positive job id", id)
 	}
 	j.User = getenv("SLURM_JOB_USER")
 	j.Node = getenv("SLURMD_NODENAME")
@@ -56,20 +57,28 @@ func JobFromEnv(getenv func(string) string) (Job, error) {
 		name, list = "CUDA_VISIBLE_DEVICES", getenv("CUDA_VISIBLE_DEVICES")
 	}
 	if j.GPUs, err = ParseDeviceList(list); err != nil {
-		return j, fmt.Errorf("%s: %w", name, err)
+		return j, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if s := getenv("SLURM_SHARDS_ON_NODE"); s != "" {
-		if j.Shards, err = strconv.Atoi(s); err != nil || j.Shards < 0 {
-			return j, fmt.Errorf("SLURM_SHARDS_ON_NODE=%q: want a count", s)
+	count := func(name, want string, min int, dst *int) {
+		s := getenv(name)
+		if s == "" {
+			return
 		}
-	}
-	if s := getenv("SLURM_JOB_EXIT_CODE"); s != "" {
-		if j.ExitCode, err = strconv.Atoi(s); err != nil {
-			return j, fmt.Errorf("SLURM_JOB_EXIT_CODE=%q: want a number", s)
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= min {
+			*dst = n
+			return
 		}
+		unread = append(unread, fmt.Errorf("%s=%q: want %s", name, s, want))
 	}
-	return j, nil
+	count("SLURM_JOB_UID", "a user id", 0, &j.UID)
+	count("SLURM_SHARDS_ON_NODE", "a count", 0, &j.Shards)
+	count("SLURM_JOB_EXIT_CODE", "a number", math.MinInt, &j.ExitCode)
+	return j, unread, nil
 }
+
+// maxDevice is above any GPU device number a node has (the N of
+// /dev/nvidiaN): a larger one is not a device, and bounds the loop below.
+const maxDevice = 1<<16 - 1
 
 // ParseDeviceList parses a device list such as "0,1", "2" or "0-3,6" into
 // sorted, distinct device numbers. An empty list, or CUDA's "NoDevFiles",
@@ -84,12 +93,12 @@ func ParseDeviceList(s string) ([]int, error) {
 	for _, part := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("%q: want device numbers like 0,1 or 0-3", s)
+		if err != nil || a < 0 || a > maxDevice {
+			return nil, fmt.Errorf("%q: want device numbers like 0,1 or 0-3 (0 to %d)", s, maxDevice)
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b-a > 1024 {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b > maxDevice || b-a > 1024 {
 				return nil, fmt.Errorf("%q: bad range %q", s, part)
 			}
 		}

@@ -1,6 +1,7 @@
 package prolog
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,10 +14,11 @@ func envOf(m map[string]string) func(string) string { return func(k string) stri
 // Prolog/Epilog (contrib/lab/lab), trimmed to the ones JobFromEnv reads.
 func TestJobFromEnv(t *testing.T) {
 	tests := []struct {
-		name    string
-		env     map[string]string
-		want    Job
-		wantErr bool
+		name       string
+		env        map[string]string
+		want       Job
+		wantUnread []string // the variables named in unread
+		wantErr    bool
 	}{
 		{
 			name: "whole GPUs prolog",
@@ -43,11 +45,20 @@ func TestJobFromEnv(t *testing.T) {
 		{name: "not slurmd", env: map[string]string{}, wantErr: true},
 		{name: "bad job id", env: map[string]string{"SLURM_JOB_ID": "x"}, wantErr: true},
 		{name: "bad gpu list", env: map[string]string{"SLURM_JOB_ID": "9", "SLURM_JOB_GPUS": "GPU-abc"}, wantErr: true},
-		{name: "bad shards", env: map[string]string{"SLURM_JOB_ID": "9", "SLURM_SHARDS_ON_NODE": "-2"}, wantErr: true},
+		{name: "device number out of range", env: map[string]string{"SLURM_JOB_ID": "9", "SLURM_JOB_GPUS": "9223372036854775807"}, wantErr: true},
+		{
+			// A variable the hooks can do without costs its field only: the
+			// GPUs are still checked and the usage record still written.
+			name: "unreadable details left unknown",
+			env: map[string]string{"SLURM_JOB_ID": "9", "SLURM_JOB_GPUS": "1", "SLURM_JOB_UID": "alice",
+				"SLURM_SHARDS_ON_NODE": "-2", "SLURM_JOB_EXIT_CODE": "0:9"},
+			want:       Job{ID: 9, UID: -1, GPUs: []int{1}, Shards: -1, ExitCode: -1},
+			wantUnread: []string{"SLURM_JOB_UID", "SLURM_SHARDS_ON_NODE", "SLURM_JOB_EXIT_CODE"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := JobFromEnv(envOf(tt.env))
+			got, unread, err := JobFromEnv(envOf(tt.env))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -56,6 +67,13 @@ func TestJobFromEnv(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("JobFromEnv (-want +got):\n%s", diff)
+			}
+			var named []string
+			for _, e := range unread {
+				named = append(named, strings.SplitN(e.Error(), "=", 2)[0])
+			}
+			if diff := cmp.Diff(tt.wantUnread, named); diff != "" {
+				t.Errorf("unread variables (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -75,6 +93,13 @@ func TestParseDeviceList(t *testing.T) {
 		{in: "2-1", wantErr: true},
 		{in: "a", wantErr: true},
 		{in: "-1", wantErr: true},
+		{in: "65535", want: []int{65535}},
+		// Beyond any device number: refused, and no loop runs to the top
+		// of int's range (where d++ would wrap and never end).
+		{in: "65536", wantErr: true},
+		{in: "9223372036854775807", wantErr: true},
+		{in: "9223372036854775806-9223372036854775807", wantErr: true},
+		{in: "65000-65536", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -51,7 +51,7 @@ func (m MPSControl) Start(ctx context.Context, gpu DeviceInfo) error {
 		}
 	}
 	cmd := exec.CommandContext(ctx, m.Binary, "-d")
-	cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+gpu.UUID,
+	cmd.Env = daemonEnv("CUDA_VISIBLE_DEVICES="+gpu.UUID,
 		"CUDA_MPS_PIPE_DIRECTORY="+pipe, "CUDA_MPS_LOG_DIRECTORY="+logDir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("start MPS on GPU %d: %s: %w: %s", gpu.Minor, m.Binary, err, bytes.TrimSpace(out))
@@ -62,12 +62,29 @@ func (m MPSControl) Start(ctx context.Context, gpu DeviceInfo) error {
 // Stop sends "quit" to the daemon's control pipe.
 func (m MPSControl) Stop(ctx context.Context, gpu DeviceInfo) error {
 	cmd := exec.CommandContext(ctx, m.Binary)
-	cmd.Env = append(os.Environ(), "CUDA_MPS_PIPE_DIRECTORY="+MPSPipeDir(m.Dir, gpu.Minor))
+	cmd.Env = daemonEnv("CUDA_MPS_PIPE_DIRECTORY=" + MPSPipeDir(m.Dir, gpu.Minor))
 	cmd.Stdin = strings.NewReader("quit\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("stop MPS on GPU %d: %w: %s", gpu.Minor, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// daemonEnv is the hook's environment without what describes the job it
+// runs for (Slurm's and SPANK's variables) or sets CUDA's behaviour, plus
+// set. The control daemon outlives that job and serves the GPU's later
+// jobs, of other users: it must not carry one job's settings to them.
+func daemonEnv(set ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "SLURM"), strings.HasPrefix(name, "SPANK_"), strings.HasPrefix(name, "CUDA_"):
+		default:
+			env = append(env, kv)
+		}
+	}
+	return append(env, set...)
 }
 
 // MPSLimits are one shard job's limits on its GPU, in proportion to its

@@ -106,10 +106,13 @@ func (s Settings) Deps(lib Library, slurm SlurmCommands, store UsageStore, log *
 // fails for any other reason must not drain the node.
 func Run(ctx context.Context, which string, s Settings, d Deps, env func(string) string) error {
 	log := d.Logger
-	job, err := JobFromEnv(env)
+	job, unread, err := JobFromEnv(env)
 	if err != nil {
 		log.Error(which+" does nothing", "err", err)
 		return nil
+	}
+	for _, err := range unread {
+		log.Warn("job variable unreadable: left unknown", "job_id", job.ID, "err", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()

@@ -43,7 +43,11 @@ func (s Spool) Put(us []Usage) error {
 // Pending returns the records in the spool, oldest key first. A file that
 // does not decode is reported in bad and left in place for a person to
 // look at, never deleted.
-func (s Spool) Pending() (us []Usage, bad []string, err error) {
+func (s Spool) Pending() (us []Usage, bad []string, err error) { return s.PendingUpTo(0) }
+
+// PendingUpTo is Pending reading at most limit files (every one when limit
+// is 0), the first in key order.
+func (s Spool) PendingUpTo(limit int) (us []Usage, bad []string, err error) {
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -59,6 +63,9 @@ func (s Spool) Pending() (us []Usage, bad []string, err error) {
 		}
 	}
 	sort.Strings(names)
+	if limit > 0 && len(names) > limit {
+		names = names[:limit]
+	}
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(s.Dir, n))
 		if errors.Is(err, fs.ErrNotExist) {
