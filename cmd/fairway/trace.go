@@ -35,7 +35,7 @@ func traceCommand() *cli.Command {
 					name string
 					v    float64
 				}{{"jobs", float64(p.Jobs)}, {"users", float64(p.Users)}, {"nodes", float64(p.Nodes)}, {"gpus-per-node", float64(p.GPUsPerNode)}, {"load", p.Load}} {
-					if f.v <= 0 {
+					if !(f.v > 0) { // NaN too
 						return fmt.Errorf("--%s %g: want > 0", f.name, f.v)
 					}
 				}

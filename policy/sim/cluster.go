@@ -32,6 +32,13 @@ type Cluster struct {
 	Layout *Layout `json:",omitempty"`
 }
 
+// Bounds on a simulated cluster's size: maxNodes nodes, and maxPoolWords
+// 64-bit words (256 MiB) for the placement index of each partition.
+const (
+	maxNodes     = 1 << 22
+	maxPoolWords = 1 << 25
+)
+
 // Capacity is the cluster's total number of units.
 func (c Cluster) Capacity() int {
 	if c.Layout != nil {
@@ -52,6 +59,13 @@ func (c Cluster) validate() error {
 	}
 	if c.Nodes <= 0 || c.PerNode <= 0 {
 		return fmt.Errorf("cluster %d nodes × %d %s: want both > 0", c.Nodes, c.PerNode, c.Unit)
+	}
+	// The placement index has a bit per node for each count of free units a
+	// node can have (schedule.Pool): bounded, so that a mistyped size is an
+	// error and not a machine out of memory.
+	if words := (c.PerNode + 1) * ((c.Nodes + 63) / 64); c.Nodes > maxNodes || c.PerNode > maxNodes || words > maxPoolWords {
+		return fmt.Errorf("cluster %d nodes × %d %s: too large to simulate (at most %d nodes, and nodes × units per node about %d)",
+			c.Nodes, c.PerNode, c.Unit, maxNodes, maxPoolWords*64)
 	}
 	if c.Unit != GPUs && c.Unit != CPUs {
 		return fmt.Errorf("cluster unit %q: want gpus or cpus", c.Unit)

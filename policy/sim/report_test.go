@@ -140,3 +140,25 @@ func TestReportWriteCSV(t *testing.T) {
 		t.Errorf("users.csv: %d rows for %d+%d users", len(u), len(runs[0].Users), len(runs[1].Users))
 	}
 }
+
+// TestCluster_TooLarge: a cluster whose placement index would exhaust
+// memory (a mistyped --nodes or --per-node) is an error naming its size,
+// and a large real machine is not.
+func TestCluster_TooLarge(t *testing.T) {
+	for _, tc := range []struct {
+		c    Cluster
+		want string
+	}{
+		{Cluster{Nodes: 100_000_000, PerNode: 8, Unit: GPUs}, "100000000 nodes × 8 gpus: too large"},
+		{Cluster{Nodes: 1 << 20, PerNode: 1 << 20, Unit: CPUs}, "too large"},
+		{Cluster{Nodes: 1, PerNode: 1 << 23, Unit: CPUs}, "too large"},
+		{Cluster{Nodes: 1, PerNode: 100_000, Unit: CPUs}, ""},
+		{Cluster{Nodes: 100_000, PerNode: 8, Unit: GPUs}, ""},
+		{Cluster{Nodes: 1 << 20, PerNode: 128, Unit: CPUs}, ""},
+	} {
+		err := tc.c.validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%d × %d: validate() = %v, want %q", tc.c.Nodes, tc.c.PerNode, err, tc.want)
+		}
+	}
+}

@@ -34,9 +34,27 @@ type SynthParams struct {
 	Start time.Time
 }
 
+// Bounds on a synthetic workload: far beyond any trace replayed here, and
+// below what would exhaust memory or overflow the submit times.
+const (
+	maxSynthJobs  = 10_000_000
+	maxSynthUnits = 1 << 24 // nodes × GPUs per node
+	maxSynthLoad  = 1000
+	maxSynthSpan  = 100 * 365 * 86400.0 // seconds from the first submit to the last
+)
+
 func (p *SynthParams) defaults() error {
 	if p.Jobs < 0 || p.Users < 0 || p.Nodes < 0 || p.GPUsPerNode < 0 || p.Load < 0 {
 		return fmt.Errorf("synth: negative setting in %+v", *p)
+	}
+	if math.IsNaN(p.Load) || p.Load > maxSynthLoad {
+		return fmt.Errorf("synth: load %g: want a number > 0 and at most %d", p.Load, maxSynthLoad)
+	}
+	if p.Jobs > maxSynthJobs {
+		return fmt.Errorf("synth: %d jobs: at most %d", p.Jobs, maxSynthJobs)
+	}
+	if p.Nodes > maxSynthUnits || p.GPUsPerNode > maxSynthUnits || p.Nodes*p.GPUsPerNode > maxSynthUnits {
+		return fmt.Errorf("synth: %d nodes × %d GPUs: at most %d GPUs in all", p.Nodes, p.GPUsPerNode, maxSynthUnits)
 	}
 	if p.Jobs == 0 {
 		p.Jobs = 2000
@@ -243,6 +261,9 @@ func Synth(p SynthParams) ([]policy.Job, error) {
 			if g.float()*1.5 <= diurnal {
 				break
 			}
+		}
+		if t > maxSynthSpan {
+			return nil, fmt.Errorf("synth: load %g spreads %d jobs over more than 100 years: want a higher load", p.Load, len(jobs))
 		}
 		limit := synthLimits[len(synthLimits)-1]
 		for _, l := range synthLimits {

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -96,9 +97,29 @@ func TestSynth_Reproducible(t *testing.T) {
 	// A change of generator shows in the golden files (golden_test.go).
 }
 
+// TestSynth_BadParams: settings that would loop for ever (a NaN load never
+// accepts a submit), exhaust memory or overflow the submit times are
+// refused, each with a message naming it.
 func TestSynth_BadParams(t *testing.T) {
-	if _, err := Synth(SynthParams{Jobs: -1}); err == nil {
-		t.Error("negative jobs: want an error")
+	for _, tc := range []struct {
+		name string
+		p    SynthParams
+		want string
+	}{
+		{"negative jobs", SynthParams{Jobs: -1}, "negative"},
+		{"NaN load", SynthParams{Jobs: 10, Load: math.NaN()}, "load NaN"},
+		{"infinite load", SynthParams{Jobs: 10, Load: math.Inf(1)}, "load +Inf"},
+		{"load too high", SynthParams{Jobs: 10, Load: 1e308}, "at most 1000"},
+		{"load too low: submits beyond a century", SynthParams{Jobs: 10, Load: 1e-12}, "more than 100 years"},
+		{"too many jobs", SynthParams{Jobs: maxSynthJobs + 1}, "at most 10000000"},
+		{"too many GPUs", SynthParams{Jobs: 10, Nodes: 100000, GPUsPerNode: 100000}, "GPUs in all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Synth(tc.p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Synth(%+v) = %v, want an error containing %q", tc.p, err, tc.want)
+			}
+		})
 	}
 }
 
