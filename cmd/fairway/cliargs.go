@@ -215,7 +215,8 @@ func usageError(c *cli.Context, err error, _ bool) error {
 }
 
 // withUsageHelp installs commandNotFound and usageError on the app and
-// every command under it.
+// every command under it, and makes every command that names no arguments
+// (no ArgsUsage) refuse them.
 func withUsageHelp(app *cli.App) {
 	app.CommandNotFound = commandNotFound
 	app.OnUsageError = usageError
@@ -223,8 +224,30 @@ func withUsageHelp(app *cli.App) {
 	walk = func(cmds []*cli.Command) {
 		for _, c := range cmds {
 			c.OnUsageError = usageError
+			if c.Action != nil && c.ArgsUsage == "" && len(c.Subcommands) == 0 {
+				c.Action = noArgs(c.Action)
+			}
 			walk(c.Subcommands)
 		}
 	}
 	walk(app.Commands)
+}
+
+// noArgs wraps the action of a command that takes only flags: a word left
+// over (`fairway simulate kth.swf`, a forgotten --trace) would otherwise be
+// ignored, and the command would run on its defaults, a different input.
+func noArgs(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() == 0 {
+			return action(c)
+		}
+		where := strings.TrimSpace(c.Command.HelpName)
+		msg := fmt.Sprintf("%s takes no arguments, got %q", strings.TrimPrefix(where, c.App.Name+" "), c.Args().First())
+		for _, f := range c.Command.Flags {
+			if n := f.Names()[0]; n == "trace" || n == "sequence" {
+				return fmt.Errorf("%s; did you mean --%s %s?", msg, n, c.Args().First())
+			}
+		}
+		return fmt.Errorf("%s (options start with --; %s --help lists them)", msg, where)
+	}
 }

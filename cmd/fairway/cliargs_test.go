@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func testApp(ran *[]string) *cli.App {
 		Name:  "tool",
 		Flags: []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"}},
 		Commands: []*cli.Command{
-			{Name: "explain", Flags: []cli.Flag{&cli.BoolFlag{Name: "json"}, &cli.StringFlag{Name: "cluster"}}, Action: action},
+			{Name: "explain", ArgsUsage: "JOBID", Flags: []cli.Flag{&cli.BoolFlag{Name: "json"}, &cli.StringFlag{Name: "cluster"}}, Action: action},
 			{Name: "migrate", Flags: []cli.Flag{&cli.StringFlag{Name: "database-url"}}, Subcommands: []*cli.Command{{Name: "up", Action: action}}},
 		},
 		HideHelpCommand: true,
@@ -93,5 +94,28 @@ func TestUsageHelp_OneLine(t *testing.T) {
 	_ = app.RunContext(context.Background(), []string{"tool", "zzzzzzzz"})
 	if stderr.String() != "tool: unknown command \"zzzzzzzz\"; commands: explain, migrate\n" {
 		t.Errorf("unknown command, nothing close: stderr %q", stderr.String())
+	}
+}
+
+// TestNoArgs: a command that takes only flags refuses a word left over (a
+// forgotten --trace would otherwise replay the bundled workload instead),
+// naming it and the flag it was likely meant for; commands that take
+// arguments still get them.
+func TestNoArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "kth.swf"}, `simulate takes no arguments, got "kth.swf"; did you mean --trace kth.swf?`},
+		{[]string{"power", "eval", "nodes.csv"}, `power eval takes no arguments, got "nodes.csv"; did you mean --sequence nodes.csv?`},
+		{[]string{"trace", "synth", "--jobs", "5", "x"}, `trace synth takes no arguments, got "x" (options start with --; fairway trace synth --help lists them)`},
+		{[]string{"explain", "x"}, "usage: fairway explain JOBID"},
+	} {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		err := app.Run(append([]string{"fairway"}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
