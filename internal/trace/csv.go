@@ -59,7 +59,12 @@ func (t *csvTable) readHeader(line []byte, m *Meta, required []string) error {
 	}
 	t.cols = make(map[string]int, len(rec))
 	for i, c := range rec {
-		t.cols[strings.TrimSpace(c)] = i
+		c = strings.TrimSpace(c)
+		if j, ok := t.cols[c]; ok && c != "" {
+			t.cols = nil
+			return fmt.Errorf("header: column %q given twice (columns %d and %d)", c, j+1, i+1)
+		}
+		t.cols[c] = i
 	}
 	t.n = len(rec)
 	for _, c := range required {

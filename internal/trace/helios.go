@@ -39,9 +39,11 @@ func (p *heliosParser) header(line []byte, m *Meta) (bool, error) {
 	if err := p.t.readHeader(line, m, heliosRequired); err != nil {
 		return true, err
 	}
-	if !p.t.has("duration") && !(p.t.has("start_time") && p.t.has("end_time")) {
+	// A job's run time is its end less its start; each is read or derived
+	// (start_time, or submit_time + queue; end_time, or start + duration).
+	if !p.t.has("start_time") && !p.t.has("queue") || !p.t.has("end_time") && !p.t.has("duration") {
 		p.t.cols = nil
-		return true, fmt.Errorf("header: want a duration column or both start_time and end_time")
+		return true, fmt.Errorf("header: want start_time (or queue, the wait) and end_time (or duration), to tell each job's run time")
 	}
 	return true, nil
 }

@@ -56,7 +56,7 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 		br = bufio.NewReader(zr)
 	}
 	cr := csv.NewReader(br)
-	cr.FieldsPerRecord = -1
+	cr.FieldsPerRecord = -1 // widths checked below, with clearer messages
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err == io.EOF {
@@ -68,7 +68,10 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 	col := map[string]int{"time": -1, "active": -1, "total": -1, "pending": -1}
 	for i, h := range head {
 		h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
-		if _, ok := col[h]; ok {
+		if j, ok := col[h]; ok {
+			if j >= 0 {
+				return nil, fmt.Errorf("%s:1: header %q names column %q twice: %w", name, strings.Join(head, ","), h, ErrMalformed)
+			}
 			col[h] = i
 		}
 	}
@@ -78,6 +81,7 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 		}
 	}
 	need := max(col["time"], col["active"], col["total"], col["pending"]) + 1
+	width := len(head) // head's storage is reused by the next Read
 	var out []Sample
 	for {
 		rec, err := cr.Read()
@@ -94,6 +98,9 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 		}
 		if len(rec) < need {
 			return nil, fmt.Errorf("%s:%d: %d fields, want at least %d: %w", name, line, len(rec), need, ErrMalformed)
+		}
+		if len(rec) > width {
+			return nil, fmt.Errorf("%s:%d: %d fields, more than the header's %d: %w", name, line, len(rec), width, ErrMalformed)
 		}
 		s, field, err := parseSample(rec[col["time"]], rec[col["active"]], rec[col["total"]])
 		if err != nil {

@@ -29,6 +29,9 @@ func TestReadSequence_Errors(t *testing.T) {
 		{"negative pending", "time,active,total,pending\n2017-10-03 00:00:00,3,10,-2\n", "seq:2: pending: malformed sequence: -2 is negative"},
 		{"short row with pending", "time,active,total,pending\n2017-10-03 00:00:00,3,10\n", "seq:2: 3 fields, want at least 4"},
 		{"bad quote", "time,active,total\n2017-10-03 00:00:00,\"3,10\n", "seq:2: malformed sequence"},
+		{"wide row", "time,active,total\n2017-10-03 00:00:00,5,420,7,8\n", "seq:2: 5 fields, more than the header's 3"},
+		// The last of two columns of one name would win without a word.
+		{"column twice", "time,active,total,active\n2017-10-03 00:00:00,3,10,1\n", `seq:1: header "time,active,total,active" names column "active" twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadSequence(strings.NewReader(tc.in), "seq")
