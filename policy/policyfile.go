@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -154,12 +155,27 @@ func ParseFile(b []byte) (*File, error) {
 	case *v.Version != FileVersion:
 		return nil, bad("format_version %d: this Fairway reads version %d", *v.Version, FileVersion)
 	}
+	if err := checkKeysOnce(b); err != nil {
+		return nil, bad("%v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	var f File
 	if err := dec.Decode(&f); err != nil {
 		return nil, bad("%v", err)
+	}
+	// json.Number also takes a number written as a string ("run": "1"):
+	// a file tune did not write, refused as any other wrong type is.
+	var raw struct {
+		Parameters map[string]json.RawMessage `json:"parameters"`
+	}
+	if err := json.Unmarshal(b, &raw); err == nil {
+		for name, v := range raw.Parameters {
+			if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '"' {
+				return nil, bad("parameter %q = %s: want a number, not a string", name, t)
+			}
+		}
 	}
 	if f.Family != "learned" {
 		return nil, bad("family %q: want learned (the one registered family)", f.Family)
@@ -224,4 +240,59 @@ func (f *File) Policy() (Policy, error) {
 		return nil, err
 	}
 	return New(f.Family, p)
+}
+
+// checkKeysOnce refuses a JSON text in which an object names a key twice:
+// encoding/json would keep the last without a word, and a hand-edited
+// policy file would run with a parameter other than the one read first.
+func checkKeysOnce(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // numbers are judged later, with the parameter's name
+	type obj struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*obj
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *obj
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &obj{keys: map[string]bool{}, wantKey: true})
+				continue
+			case '[':
+				stack = append(stack, nil)
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1] != nil {
+					stack[len(stack)-1].wantKey = true
+				}
+				continue
+			}
+		case string:
+			if top != nil && top.wantKey {
+				if top.keys[t] {
+					return fmt.Errorf("key %q given twice in one object", t)
+				}
+				top.keys[t] = true
+				top.wantKey = false
+				continue
+			}
+		}
+		if top != nil {
+			top.wantKey = true // a value ends; the next token is a key
+		}
+	}
 }

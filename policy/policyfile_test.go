@@ -63,6 +63,11 @@ func TestParseFile_Refuses(t *testing.T) {
 		{"a negative age", `"age": 1}`, `"age": -1}`, "age = -1: want >= 0"},
 		{"another family", `"family": "learned"`, `"family": "neural"`, `family "neural": want learned`},
 		{"an unknown field", `"objective": "bsld"`, `"objective": "bsld", "extra": 1`, `unknown field "extra"`},
+		// encoding/json keeps the last of two keys: the file would run with
+		// a parameter other than the one a reader sees first.
+		{"a parameter twice", `"usage": 2,`, `"usage": 2, "usage": 0,`, `key "usage" given twice`},
+		{"a field twice", `"objective": "bsld"`, `"objective": "bsld", "objective": "wait"`, `key "objective" given twice`},
+		{"a parameter as a string", `"run": 1`, `"run": "1"`, `parameter "run" = "1": want a number, not a string`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
