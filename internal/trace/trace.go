@@ -137,6 +137,7 @@ type lineParser interface {
 // Meta is complete once the first job has been read (headers come first).
 type Reader struct {
 	sc      *bufio.Scanner
+	src     *readErr // what sc reads, keeping its first error
 	p       lineParser
 	opt     Options
 	meta    Meta
@@ -197,9 +198,27 @@ func NewReader(r io.Reader, f Format, opt Options) (*Reader, error) {
 		}
 		src, rd.closer = zr, zr
 	}
-	rd.sc = bufio.NewScanner(src)
+	rd.src = &readErr{r: src}
+	rd.sc = bufio.NewScanner(rd.src)
 	rd.sc.Buffer(make([]byte, 64<<10), maxLine)
 	return rd, nil
+}
+
+// readErr keeps the first error other than io.EOF its reader returned. A
+// truncated gzip stream ends in io.ErrUnexpectedEOF, and the scanner first
+// hands over the cut last line, which then fails to parse: that the file
+// is truncated is the error to report, not the half line's field count.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // Next reads the next job. It returns false at the end of the input or on
@@ -234,6 +253,10 @@ func (r *Reader) Next() bool {
 			continue
 		}
 		pe := &ParseError{Name: r.opt.Name, Line: r.line, Err: err}
+		if r.src.err != nil {
+			r.err = r.readError(r.src.err)
+			return false
+		}
 		if !r.opt.SkipBad {
 			r.err = pe
 			return false
@@ -247,7 +270,7 @@ func (r *Reader) Next() bool {
 		if errors.Is(err, bufio.ErrTooLong) {
 			r.err = &ParseError{Name: r.opt.Name, Line: r.line + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
 		} else {
-			r.err = fmt.Errorf("read %s: %w", r.opt.Name, err)
+			r.err = r.readError(err)
 		}
 	}
 	if r.closer != nil {
@@ -255,6 +278,14 @@ func (r *Reader) Next() bool {
 		r.closer = nil
 	}
 	return false
+}
+
+// readError is the error of a failed read of the input.
+func (r *Reader) readError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: %w (the file is truncated)", r.opt.Name, err)
+	}
+	return fmt.Errorf("%s: %w", r.opt.Name, err)
 }
 
 // Job returns the job read by the last successful Next.

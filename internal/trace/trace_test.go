@@ -312,6 +312,33 @@ func TestNewReader_BadGzip(t *testing.T) {
 	}
 }
 
+// TestReadAll_TruncatedGzip: a gzip file cut anywhere, mid-line included,
+// is reported as truncated (with or without SkipBad), not as the field
+// count of the half line the cut left.
+func TestReadAll_TruncatedGzip(t *testing.T) {
+	var text strings.Builder
+	text.WriteString("; MaxProcs: 8\n")
+	for i := range 400 {
+		fmt.Fprintf(&text, "%5d 0 10 100 4 -1 -1 4 200 -1 1 %d 1 -1 1 -1 -1 -1\n", i+1, i%7+1)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(text.String()))
+	zw.Close()
+	whole := gz.Bytes()
+	for _, cut := range []int{len(whole) / 3, len(whole) / 2, len(whole) - 9} {
+		for _, skip := range []bool{false, true} {
+			_, err := ReadAll(bytes.NewReader(whole[:cut]), SWF, Options{Name: "t.swf.gz", SkipBad: skip})
+			if err == nil || !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "t.swf.gz: unexpected EOF (the file is truncated)") {
+				t.Errorf("cut at %d of %d bytes, SkipBad %v: err %v, want the file named as truncated", cut, len(whole), skip, err)
+			}
+		}
+	}
+	if tr, err := ReadAll(bytes.NewReader(whole), SWF, Options{Name: "t.swf.gz"}); err != nil || len(tr.Jobs) != 400 {
+		t.Fatalf("the whole file: %v", err)
+	}
+}
+
 func TestReader_Streaming(t *testing.T) {
 	r, err := NewReader(strings.NewReader(ctcHead), SWF, Options{Name: "ctc", Cluster: "ctc"})
 	if err != nil {
