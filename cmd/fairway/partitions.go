@@ -38,19 +38,24 @@ func layoutSettings(c *cli.Context) (*sim.Layout, error) {
 
 // readLayout reads --partitions: the spec itself, or the file it names.
 func readLayout(spec string) (*sim.Layout, error) {
-	text := spec
-	if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
+	text, what := spec, "--partitions"
+	fi, err := os.Stat(spec)
+	switch {
+	case err == nil && fi.Mode().IsRegular():
 		b, err := os.ReadFile(spec)
 		if err != nil {
 			return nil, fmt.Errorf("--partitions: %w", err)
 		}
 		text = strings.TrimPrefix(string(b), "\ufeff") // a Windows editor's byte order mark
-	} else if !strings.Contains(spec, ":") {
+		what = "--partitions " + spec
+	case err == nil:
+		return nil, fmt.Errorf("--partitions %q: not a regular file (want a file of entries, or NAME:nodes=N,per-node=U[,type=T] entries)", spec)
+	case !strings.Contains(spec, ":"):
 		return nil, fmt.Errorf("--partitions %q: no such file, and not NAME:nodes=N,per-node=U[,type=T] entries", spec)
 	}
 	l, err := sim.ParseLayout(text)
 	if err != nil {
-		return nil, fmt.Errorf("--partitions: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return l, nil
 }

@@ -37,6 +37,27 @@ func TestReadLayout_File(t *testing.T) {
 	}
 }
 
+// TestReadLayout_Errors: an error names the file and the line of the bad
+// entry (comment and blank lines counted), and a directory is not taken
+// for a missing file.
+func TestReadLayout_Errors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "parts")
+	if err := os.WriteFile(path, []byte("# gpus\na:nodes=2,per-node=4\n\nb:nodes=x,per-node=4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{path, "--partitions " + path + `: line 4: partition entry "b:nodes=x,per-node=4": nodes=x: want a whole number`},
+		{dir, "not a regular file"},
+		{"a:nodes=2,per-node=4;b:nodes=0,per-node=1", `--partitions: partition entry 2 "b:nodes=0,per-node=1": nodes=0`},
+		{filepath.Join(dir, "none"), "no such file"},
+	} {
+		if _, err := readLayout(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("readLayout(%q) = %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}
+
 func TestNotePartitions(t *testing.T) {
 	jobs := func(parts ...string) []policy.Job {
 		js := make([]policy.Job, len(parts))

@@ -152,7 +152,8 @@ func ParseLayout(spec string) (*Layout, error) {
 	}
 	var unions []union
 	n := 0
-	for _, line := range strings.Split(spec, "\n") {
+	lines := strings.Split(spec, "\n")
+	for ln, line := range lines {
 		line, _, _ = strings.Cut(line, "#")
 		for _, e := range strings.Split(line, ";") {
 			e = strings.TrimSpace(e)
@@ -160,8 +161,13 @@ func ParseLayout(spec string) (*Layout, error) {
 				continue
 			}
 			n++
+			// A file's entries are found by line; a one-line spec's by count.
+			where := fmt.Sprintf("partition entry %d %q", n, e)
+			if len(lines) > 1 {
+				where = fmt.Sprintf("line %d: partition entry %q", ln+1, e)
+			}
 			bad := func(format string, a ...any) error {
-				return fmt.Errorf("partition entry %d %q: %s", n, e, fmt.Sprintf(format, a...))
+				return fmt.Errorf("%s: %s", where, fmt.Sprintf(format, a...))
 			}
 			name, kvs, ok := strings.Cut(e, ":")
 			if !ok {
