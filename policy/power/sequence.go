@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,14 +160,21 @@ func count(v string) (int, error) {
 		if n < 0 {
 			return 0, fmt.Errorf("%d is negative", n)
 		}
+		if n > maxSequenceNodes {
+			return 0, fmt.Errorf("%d nodes: more than any cluster (at most %d)", n, maxSequenceNodes)
+		}
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f != float64(int(f)) || f < 0 {
-		return 0, fmt.Errorf("%q is not a node count", v)
+	if err != nil || f < 0 || f > maxSequenceNodes || f != math.Trunc(f) {
+		return 0, fmt.Errorf("%q is not a node count (0 to %d)", v, maxSequenceNodes)
 	}
 	return int(f), nil
 }
+
+// maxSequenceNodes bounds a node count: one row's typo (a total of 10^12)
+// would otherwise dominate every figure of the replay.
+const maxSequenceNodes = 1 << 22
 
 // Series is a sequence at a fixed step: Active[i] and Total[i] are the
 // maxima over [Start+i·Step, Start+(i+1)·Step).
