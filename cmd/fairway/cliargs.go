@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -188,18 +189,68 @@ var undefinedFlag = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`flag provided but not defined: -+(\S+)`)
 })
 
+// badValue and noValue match the flag package's other usage errors.
+var (
+	badValue = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+(\S+): `)
+	})
+	noValue = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^flag needs an argument: -+(\S+)$`)
+	})
+)
+
+// valueWanted says what a flag's value must look like.
+func valueWanted(f cli.Flag) string {
+	switch f.(type) {
+	case *cli.IntFlag, *cli.Int64Flag:
+		return "a whole number"
+	case *cli.UintFlag, *cli.Uint64Flag:
+		return "a whole number >= 0"
+	case *cli.Float64Flag:
+		return "a number"
+	case *cli.DurationFlag:
+		return "a duration such as 90s, 10m or 2h30m"
+	case *cli.BoolFlag:
+		return "true or false"
+	}
+	return "" // a string: any value parses
+}
+
+// flagNamed finds the flag called name (or one of its aliases) among flags.
+func flagNamed(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
+}
+
 // usageError turns a bad flag into one line naming the closest valid one,
-// instead of the error wrapped in the command's whole help.
+// and a bad value into one line saying what the flag wants, instead of
+// the flag package's "parse error" or the command's whole help.
 func usageError(c *cli.Context, err error, _ bool) error {
+	flags := c.App.Flags
+	if c.Command != nil {
+		flags = append(append([]cli.Flag{}, c.Command.Flags...), c.App.Flags...)
+	}
+	if m := badValue().FindStringSubmatch(err.Error()); m != nil {
+		if want := valueWanted(flagNamed(flags, m[2])); want != "" {
+			return fmt.Errorf("--%s %q: want %s", m[2], m[1], want)
+		}
+		return err
+	}
+	if m := noValue().FindStringSubmatch(err.Error()); m != nil {
+		if want := valueWanted(flagNamed(flags, m[1])); want != "" {
+			return fmt.Errorf("--%s: needs a value (%s)", m[1], want)
+		}
+		return fmt.Errorf("--%s: needs a value", m[1])
+	}
 	m := undefinedFlag().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
 	}
 	var names []string
-	flags := c.App.Flags
-	if c.Command != nil {
-		flags = append(append([]cli.Flag{}, c.Command.Flags...), c.App.Flags...)
-	}
 	for _, f := range flags {
 		names = append(names, f.Names()[0])
 	}

@@ -119,3 +119,28 @@ func TestNoArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageError_Values: a flag value that does not parse, or a flag left
+// without one, gets a line saying what the flag wants, not the flag
+// package's "parse error".
+func TestUsageError_Values(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trace", "synth", "--seed", "-1"}, `--seed "-1": want a whole number >= 0`},
+		{[]string{"simulate", "--nodes", "abc"}, `--nodes "abc": want a whole number`},
+		{[]string{"simulate", "--load", "x"}, `--load "x": want a number`},
+		{[]string{"tune", "--budget", "5q"}, `--budget "5q": want a duration such as 90s, 10m or 2h30m`},
+		{[]string{"serve", "--dry-run=maybe"}, `--dry-run "maybe": want true or false`},
+		{[]string{"simulate", "--nodes"}, "--nodes: needs a value (a whole number)"},
+		{[]string{"simulate", "--policies"}, "--policies: needs a value"},
+	} {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		err := app.Run(append([]string{"fairway"}, tc.args...))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
