@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/fairway-hpc/fairway/internal/atomicfile"
 )
 
 // Formats are the renderings Write knows.
@@ -50,8 +52,11 @@ func Write(dir string, r *Report, formats []string) ([]string, error) {
 			return fmt.Errorf("render %s: %w", name, err)
 		}
 		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+		// Each file replaced whole: a failed write leaves its old version
+		// (and the error names it once); the directory is not replaced as
+		// a set.
+		if err := atomicfile.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			return err
 		}
 		written = append(written, path)
 		return nil

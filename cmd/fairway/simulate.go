@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/atomicfile"
 	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/internal/trace"
@@ -681,14 +682,15 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 // writeNodeSequence writes samples as a node sequence CSV
 // (time,active,total,pending: pending is the nodes queued jobs ask for at
 // the end of the minute), the format `fairway power eval --sequence`
-// reads.
+// reads. The file is replaced whole (atomicfile): a failed write leaves
+// the old one.
 func writeNodeSequence(path string, samples []power.Sample) error {
 	var b strings.Builder
 	b.WriteString("time,active,total,pending\n")
 	for _, x := range samples {
 		fmt.Fprintf(&b, "%s,%d,%d,%d\n", x.Time.UTC().Format(time.DateTime), x.Active, x.Total, x.Pending)
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("--power-sequence: %w", err)
 	}
 	return nil

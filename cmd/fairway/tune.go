@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/atomicfile"
 	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/internal/progress"
 	"github.com/fairway-hpc/fairway/internal/trace"
@@ -300,7 +301,9 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	if _, err := policy.ParseFile(b); err != nil {
 		return fmt.Errorf("the policy file tune made does not load: %w", err)
 	}
-	if err := os.WriteFile(cfg.Out, b, 0o644); err != nil {
+	// Replaced whole: a failed write leaves the old policy file, which
+	// serve may be reading, as it was.
+	if err := atomicfile.WriteFile(cfg.Out, b, 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return writeTuneSummary(out, cfg, w, win, res, tab, time.Since(started))

@@ -3,12 +3,11 @@ package trace
 import (
 	"compress/gzip"
 	"encoding/csv"
-	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/fairway-hpc/fairway/internal/atomicfile"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
@@ -46,27 +45,17 @@ func WriteHelios(w io.Writer, jobs []policy.Job) error {
 }
 
 // WriteHeliosFile writes jobs to path with WriteHelios, gzip-compressed
-// when path ends in .gz, as the readers take it back.
+// when path ends in .gz, as the readers take it back. The file is replaced
+// whole (atomicfile): a failed write leaves the old one.
 func WriteHeliosFile(path string, jobs []policy.Job) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	var w io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(f)
-		w = zw
-	}
-	err = WriteHelios(w, jobs)
-	if zw != nil && err == nil {
-		err = zw.Close()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		if !strings.HasSuffix(path, ".gz") {
+			return WriteHelios(w, jobs)
+		}
+		zw := gzip.NewWriter(w)
+		if err := WriteHelios(zw, jobs); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
 }

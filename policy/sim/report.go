@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/atomicfile"
 	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
@@ -261,7 +263,11 @@ func NewReport(w *Workload, runs []PolicyRun, c RunConfig) *Report {
 }
 
 // WriteCSV writes policies.csv (one row of metrics per policy) and
-// users.csv (every policy's per-user waits, from runs) into dir.
+// users.csv (every policy's per-user waits, from runs) into dir. Each file
+// is replaced whole (atomicfile), and that is enough: a failed write
+// leaves that file's old version, never a part, and fails the command
+// naming it; the directory as a set is not replaced at once (a failure at
+// users.csv leaves the new policies.csv beside the old users.csv).
 func (r *Report) WriteCSV(dir string, runs []PolicyRun) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -285,18 +291,10 @@ func (r *Report) WriteCSV(dir string, runs []PolicyRun) error {
 	return writeCSV(filepath.Join(dir, "users.csv"), rows)
 }
 
+// writeCSV writes rows to path, replacing the file whole; its error names
+// path once.
 func writeCSV(path string, rows [][]string) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	w := csv.NewWriter(fh)
-	if err := w.WriteAll(rows); err != nil {
-		fh.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		return csv.NewWriter(w).WriteAll(rows)
+	})
 }

@@ -6,10 +6,12 @@ package simplot
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
 
+	"github.com/fairway-hpc/fairway/internal/atomicfile"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -44,6 +46,8 @@ func newPlot(title, xLabel, yLabel string, logX, legendTopLeft bool) *plot.Plot 
 // and every policy's per-user 95th-percentile waits, sorted
 // (user_p95_wait.svg): the flatter and lower that curve, the more evenly
 // waiting is spread over users. runs are rep.Policies' runs, in order.
+// Each file is replaced whole (atomicfile): a failed write leaves its old
+// version.
 func Write(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
 	// The JCT CDF rises to the right, so its legend goes bottom right;
 	// the sorted p95 waits rise too, leaving the top left free.
@@ -84,9 +88,15 @@ func Write(dir string, rep *sim.Report, runs []sim.PolicyRun) error {
 		plot *plot.Plot
 		file string
 	}{{cdf, "jct_cdf.svg"}, {users, "user_p95_wait.svg"}} {
-		path := filepath.Join(dir, p.file)
-		if err := p.plot.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+		wt, err := p.plot.WriterTo(7*vg.Inch, 4.5*vg.Inch, "svg")
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", p.file, err)
+		}
+		if err := atomicfile.Write(filepath.Join(dir, p.file), 0o644, func(w io.Writer) error {
+			_, err := wt.WriteTo(w)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
