@@ -210,7 +210,7 @@ func sharesPlot(r *Report) (*plot.Plot, error) {
 	names := make([]string, len(rows))
 	ent, used := make([]float64, len(rows)), make([]float64, len(rows))
 	for i, a := range rows {
-		names[i] = a.Account
+		names[i] = noControl(a.Account)
 		ent[i], used[i] = 100*orZero(a.Entitled), 100*orZero(a.Used)
 	}
 	return p, groupedBars(p, names, [][]float64{ent, used}, []string{"entitled share", "used share"})
@@ -255,7 +255,7 @@ func waitsPlot(r *Report) (*plot.Plot, error) {
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(2)}
 		}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s (%s started)", aw.account, plural.N(len(aw.waits), "job", "jobs")), l)
+		p.Legend.Add(fmt.Sprintf("%s (%s started)", noControl(aw.account), plural.N(len(aw.waits), "job", "jobs")), l)
 		drawn++
 	}
 	if drawn == 0 {
@@ -348,7 +348,7 @@ func efficiencyPlot(r *Report) (*plot.Plot, error) {
 	names := make([]string, len(rows))
 	held, busy := make([]float64, len(rows)), make([]float64, len(rows))
 	for i, a := range rows {
-		names[i] = a.Account
+		names[i] = noControl(a.Account)
 		held[i], busy[i] = orZero(a.Allocated), orZero(a.Busy)
 	}
 	return p, groupedBars(p, names, [][]float64{held, busy}, []string{"held (allocated)", "busy (utilization × time)"})
@@ -374,7 +374,7 @@ func counterfactualPlot(r *Report) (*plot.Plot, error) {
 		series[s] = make([]float64, len(rows))
 	}
 	for i, a := range rows {
-		names[i] = a.Account
+		names[i] = noControl(a.Account)
 		for s := range series {
 			series[s][i] = orZero(a.MedianWait[s]) / u.seconds
 		}

@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/fairway-hpc/fairway/internal/atomicfile"
 )
@@ -116,6 +118,20 @@ func csvTables(r *Report) []table {
 	return append(ts, d)
 }
 
+// csvText keeps a cell a spreadsheet would take for a formula (one that
+// starts with = + - @, a tab or a carriage return, e.g. an account named
+// =HYPERLINK(...)) as text, by a leading apostrophe, as OWASP advises;
+// numbers, negative ones included, are left as they are.
+func csvText(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return s
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return s
+	}
+	return "'" + s
+}
+
 func writeCSV(w io.Writer, t table) error {
 	cw := csv.NewWriter(w)
 	head := make([]string, len(t.Cols))
@@ -128,7 +144,7 @@ func writeCSV(w io.Writer, t table) error {
 	for _, row := range t.Rows {
 		rec := make([]string, len(row))
 		for i, c := range row {
-			rec[i] = c.Text
+			rec[i] = csvText(c.Text)
 		}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -139,8 +155,9 @@ func writeCSV(w io.Writer, t table) error {
 }
 
 // highlights are the few sentences that open the report: the month in
-// words, every number taken from r.
-func highlights(r *Report) []string {
+// words, every number taken from r; name gives an account's name as the
+// format needs it (escaped for Markdown; html/template escapes its own).
+func highlights(r *Report, name func(string) string) []string {
 	s := r.Summary
 	h := r.Unit + "-hours"
 	var out []string
@@ -167,7 +184,7 @@ func highlights(r *Report) []string {
 	if s.Jain.OK() && len(r.Accounts) > 0 {
 		top := r.Accounts[0]
 		out = append(out, fmt.Sprintf("Fairness between accounts scores %s on Jain's index (1 is perfect). Account %s used the most: %s of the %s, against an entitlement of %s.",
-			fmtFloat(s.Jain, 3), top.Account, fmtPct(top.Used), h, fmtPct(top.Entitled)))
+			fmtFloat(s.Jain, 3), name(top.Account), fmtPct(top.Used), h, fmtPct(top.Entitled)))
 	}
 	if s.Lost.OK() {
 		out = append(out, fmt.Sprintf("%s of the %s went to jobs that were cancelled (%s %s) or failed (%s %s); the Helios study found about 40%% on its clusters.",
@@ -276,7 +293,7 @@ func WriteHTML(w io.Writer, r *Report, figs []Figure) error {
 		Cards      []card
 		Sections   []htmlSection
 		Terms      []Term
-	}{r, highlights(r), cards, secs, Glossary(r)})
+	}{r, highlights(r, noControl), cards, secs, Glossary(r)})
 }
 
 // card is one key figure at the top of the HTML page.
@@ -353,9 +370,9 @@ func htmlTable(t *table) string {
 // htmlLinked is text with a footnote mark linking to the definition key.
 func htmlLinked(text, key string) string {
 	if key == "" {
-		return html.EscapeString(text)
+		return html.EscapeString(noControl(text))
 	}
-	return fmt.Sprintf("%s<sup><a href=\"#%s\" title=\"definition\">?</a></sup>", html.EscapeString(text), anchor(key))
+	return fmt.Sprintf("%s<sup><a href=\"#%s\" title=\"definition\">?</a></sup>", html.EscapeString(noControl(text)), anchor(key))
 }
 
 // WriteMarkdown writes r as Markdown: the same tables and numbers as the
@@ -369,7 +386,7 @@ func WriteMarkdown(w io.Writer, r *Report, figs []Figure) error {
 		b.WriteString(" (estimated)")
 	}
 	b.WriteString(".[^capacity]\n\n")
-	for _, h := range highlights(r) {
+	for _, h := range highlights(r, mdText) {
 		fmt.Fprintf(&b, "%s\n", h)
 	}
 	b.WriteString("\n")
@@ -421,9 +438,33 @@ func WriteMarkdown(w io.Writer, r *Report, figs []Figure) error {
 	return err
 }
 
+// mdEscape keeps a name as text in Markdown. Account and user names come
+// from the accounting database, and on a site that does not enforce
+// associations a user picks the account a job names: raw HTML (which many
+// Markdown renderers pass through), a link, or a '|' or newline ending the
+// table row must not come through as anything but the characters.
+var mdEscape = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "&", "&amp;", "[", `\[`, "]", `\]`, "\\", `\\`, "`", "\\`")
+
+// mdText is s for a Markdown table cell or sentence: escaped (mdEscape),
+// with control characters (a newline among them) shown as U+FFFD.
+func mdText(s string) string {
+	return mdEscape.Replace(noControl(s))
+}
+
+// noControl replaces s's control characters with U+FFFD: they have no
+// place in a report, and XML (the SVG figures) does not allow most of them.
+func noControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return unicode.ReplacementChar
+		}
+		return r
+	}, s)
+}
+
 func mdTable(b *strings.Builder, t *table, used map[string]bool) {
 	mark := func(text, key string) string {
-		text = strings.ReplaceAll(text, "|", `\|`)
+		text = mdText(text)
 		if key == "" {
 			return text
 		}

@@ -52,7 +52,7 @@ func writeCycleText(w io.Writer, res *serve.CycleResult, policyName, field strin
 		if d, ok := res.Snapshot.Predicted[s.JobID]; ok {
 			pred = d.Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, j.User, j.Account, gpusText(j), pred, s.Value, res.Values[s.JobID], changed[s.JobID])
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%.4g\t%d\t%v\n", i+1, s.JobID, shown(j.User), shown(j.Account), gpusText(j), pred, s.Value, res.Values[s.JobID], changed[s.JobID])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -83,11 +83,11 @@ func writeRewriteText(w io.Writer, rep *serve.RewriteReport, planned bool) error
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tJOB NAME\tSHARDS\tREASON")
 		for _, r := range rep.Rules {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.User, r.Name, r.Shards, r.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", shown(r.User), shown(r.Name), r.Shards, r.Reason)
 		}
 		// The names that got no rule, so an admin sees why a job was not shared.
 		for _, r := range rep.NoShare {
-			fmt.Fprintf(tw, "%s\t%s\t-\tnot shared: %s\n", r.User, r.Name, r.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t-\tnot shared: %s\n", shown(r.User), shown(r.Name), r.Reason)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

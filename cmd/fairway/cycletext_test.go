@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -141,6 +142,36 @@ func TestGPUsText(t *testing.T) {
 	} {
 		if got := gpusText(&j); got != want {
 			t.Errorf("gpusText(%+v) = %q, want %q", j, got, want)
+		}
+	}
+}
+
+// TestRewriteText_HostileJobName: a job name is any user's (sbatch -J) and
+// reaches serve --once's and --dry-run's output from the usage history. An
+// escape sequence in it must not reach the admin's terminal, and a newline
+// and tabs must not forge a share rule row for another user.
+func TestRewriteText_HostileJobName(t *testing.T) {
+	rep := &serve.RewriteReport{NoShare: []rewrite.ShareRule{
+		{User: "mallory", Name: "x\x1b]0;owned\x07\x1b[2J\x1b[H", Reason: "2 whole-GPU runs measured, 3 needed"},
+		{User: "mallory", Name: "y\nalice\ttrain\t4\t1 whole-GPU runs used 3% of the GPU", Reason: "user or job name cannot be written to the table"},
+		{User: "bob", Name: "résumé-train", Reason: "2 whole-GPU runs measured, 3 needed"},
+	}}
+	var b bytes.Buffer
+	if err := writeRewriteText(&b, rep, true); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("terminal control characters from a job name printed raw:\n%q", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "alice") {
+			t.Errorf("a job name forged a row for alice: %q", l)
+		}
+	}
+	for _, want := range []string{`"x\x1b]0;owned\a\x1b[2J\x1b[H"`, `"y\nalice\ttrain\t4\t1 whole-GPU runs used 3% of the GPU"`, "résumé-train  "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
 		}
 	}
 }

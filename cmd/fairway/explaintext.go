@@ -18,7 +18,7 @@ import (
 // would move it (WhatMovesIt), its start forecast and the last decision
 // serve logged for it.
 func writeExplanation(w io.Writer, ex *serve.Explanation) error {
-	fmt.Fprintf(w, "job %d (user %s, account %s): rank %d of %d pending under %s\n", ex.JobID, ex.User, ex.Account, ex.Rank, ex.Of, ex.Policy)
+	fmt.Fprintf(w, "job %d (user %s, account %s): rank %d of %d pending under %s\n", ex.JobID, shown(ex.User), shown(ex.Account), ex.Rank, ex.Of, ex.Policy)
 	if ex.PolicyFile != nil {
 		fmt.Fprintf(w, "  from %s\n", ex.PolicyFile)
 	}
@@ -47,14 +47,14 @@ func writeExplanation(w io.Writer, ex *serve.Explanation) error {
 		share = ex.AcctUsage / ex.TotalUsage
 	}
 	fmt.Fprintf(w, "  fair-share state: account %s has %.0f decayed GPU-s (%.1f%% of the cluster's), raw share %g; %s/%s has %.0f decayed GPU-s, VTC counter %.0f GPU-s\n",
-		ex.Account, ex.AcctUsage, 100*share, ex.AcctShare, ex.Account, ex.User, ex.UserUsage, ex.UserCounter)
+		shown(ex.Account), ex.AcctUsage, 100*share, ex.AcctShare, shown(ex.Account), shown(ex.User), ex.UserUsage, ex.UserCounter)
 	if r, ok := ex.Parts["usage_ratio"]; ok {
 		fmt.Fprintln(w, "  "+usageRatio(r, ex.UserUsage))
 	}
 	if ex.Ahead == nil {
 		fmt.Fprintln(w, "  nothing is ahead of it: it is next when resources allow")
 	} else {
-		fmt.Fprintf(w, "  just ahead: job %d (user %s, account %s), score %.6g; it leads by:\n", ex.Ahead.JobID, ex.Ahead.User, ex.Ahead.Account, ex.Ahead.Score)
+		fmt.Fprintf(w, "  just ahead: job %d (user %s, account %s), score %.6g; it leads by:\n", ex.Ahead.JobID, shown(ex.Ahead.User), shown(ex.Ahead.Account), ex.Ahead.Score)
 		for _, k := range sortedKeys(ex.AheadByParts) {
 			fmt.Fprintf(w, "    %-18s %+.6g\n", k, ex.AheadByParts[k])
 		}

@@ -32,7 +32,7 @@ func writeQueueAnswer(w io.Writer, q *serve.QueueAnswer) error {
 				start = at(j.ExpectedStart) + ".." + at(j.LastTaskExpectedStart)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.Partition, j.User, j.Account, j.Rank, j.Of,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", j.JobID, shown(j.Partition), shown(j.User), shown(j.Account), j.Rank, j.Of,
 			start, at(j.LimitStart), roundSecs(j.PredictedRunS), roundSecs(j.WaitS), j.Reason)
 	}
 	if err := tw.Flush(); err != nil {

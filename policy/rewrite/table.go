@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // TableSafe reports whether a user or job name can be a field of the
-// table: no tab, newline or carriage return (the field separators).
-func TableSafe(s string) bool { return s != "" && !strings.ContainsAny(s, "\t\n\r") }
+// table: not empty, and no control character: tab, newline and carriage
+// return separate the fields, and an escape sequence would reach whoever
+// reads the file or slurmctld's log, where job_submit.lua logs the rules
+// it applies.
+func TableSafe(s string) bool {
+	return s != "" && strings.IndexFunc(s, unicode.IsControl) < 0
+}
 
 // RenderTable renders the table job_submit.lua reads (its format
 // is documented at the top of contrib/slurm/job_submit.lua).

