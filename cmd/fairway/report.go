@@ -35,7 +35,8 @@ func reportCommand() *cli.Command {
 			"under Slurm's plain fair-share. Give the cluster's size with --nodes and --per-node, or its\n" +
 			"partitions, nodes and GPU types with --partitions (the counterfactual then replays each job in\n" +
 			"its recorded partition, as simulate --from-db does): without either, capacity is estimated as the\n" +
-			"most units in use at once.",
+			"most units in use at once. Names (accounts, users) are written as text in every format: a CSV\n" +
+			"cell that would start a spreadsheet formula (= + - @) gets a leading apostrophe.",
 		Flags: append([]cli.Flag{
 			databaseFlag(),
 			&cli.StringFlag{Name: "month", Usage: "month to report on, YYYY-MM (UTC); default the last month in which a job of the cluster ended", EnvVars: []string{"FAIRWAY_REPORT_MONTH"}},
