@@ -64,7 +64,7 @@ func (c RunConfig) Validate() error {
 		return fieldErr("Parallel", fmt.Sprint(c.Parallel), errors.New("want >= 1"))
 	}
 	if !(c.Load > 0) || c.Load > 1000 {
-		return fieldErr("Load", fmt.Sprintf("%g", c.Load), errors.New("want a factor > 0 (1 replays the trace as it arrived)"))
+		return fieldErr("Load", fmt.Sprintf("%g", c.Load), errors.New("want a factor > 0 and at most 1000 (1 replays the trace as it arrived)"))
 	}
 	if c.Share != nil {
 		return c.validateShare()

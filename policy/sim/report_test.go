@@ -25,6 +25,7 @@ func TestRunConfigValidate(t *testing.T) {
 		{"helios", func(c *RunConfig) { c.Trace, c.Format = "h.csv", "helios" }, "--nodes: required for Helios"},
 		{"parallel", func(c *RunConfig) { c.Parallel = 0 }, "Parallel 0: want >= 1"},
 		{"load", func(c *RunConfig) { c.Load = 0 }, "Load 0: want a factor > 0"},
+		{"load too high", func(c *RunConfig) { c.Load = 1e300 }, "Load 1e+300: want a factor > 0 and at most 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok

@@ -170,7 +170,9 @@ func ScaleLoad(jobs []policy.Job, x float64) ([]policy.Job, error) {
 		}
 	}
 	out := slices.Clone(jobs)
-	compress(out, first, x)
+	if err := compress(out, first, x); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -191,14 +193,22 @@ func ScaleLoadFrom(jobs []policy.Job, from int, x float64) ([]policy.Job, error)
 	}
 	out := slices.Clone(jobs)
 	if x != 1 {
-		compress(out[from:], out[from].Submit, x)
+		if err := compress(out[from:], out[from].Submit, x); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
 // compress moves each job's submit to first + (submit − first)/x, and its
-// other instants with it.
-func compress(jobs []policy.Job, first time.Time, x float64) {
+// other instants with it. A factor that would stretch the submits beyond
+// what a time.Duration holds (292 years) is an error, not a wrapped time.
+func compress(jobs []policy.Job, first time.Time, x float64) error {
+	for i := range jobs {
+		if off := jobs[i].Submit.Sub(first); !jobs[i].Submit.IsZero() && float64(off)/x >= math.MaxInt64/2 {
+			return fmt.Errorf("load %g: stretches %s of submits beyond 146 years: want a larger factor", x, off.Round(time.Hour))
+		}
+	}
 	for i := range jobs {
 		j := &jobs[i]
 		if j.Submit.IsZero() {
@@ -212,4 +222,5 @@ func compress(jobs []policy.Job, first time.Time, x float64) {
 			}
 		}
 	}
+	return nil
 }

@@ -55,10 +55,15 @@ func TestScaleLoad(t *testing.T) {
 	if jobs[1].Submit != t0.Add(300*time.Second) {
 		t.Error("ScaleLoad modified its input")
 	}
-	for _, x := range []float64{0, -1, math.NaN()} {
+	// 1e-300 would stretch 600 s of submits past what a time.Duration holds,
+	// and the conversion would wrap instead of failing.
+	for _, x := range []float64{0, -1, math.NaN(), 1e-300} {
 		if _, err := ScaleLoad(jobs, x); err == nil {
 			t.Errorf("ScaleLoad(%g): want error", x)
 		}
+	}
+	if _, err := ScaleLoadFrom(jobs, 0, 1e-300); err == nil || !strings.Contains(err.Error(), "beyond 146 years") {
+		t.Errorf("ScaleLoadFrom(1e-300) = %v, want the stretch refused", err)
 	}
 }
 
