@@ -32,6 +32,11 @@ func TestCSV_FormulaKeptAsText(t *testing.T) {
 		"-2+3":                                           "'-2+3",
 		"\tx":                                            "'\tx",
 		"-0.25":                                          "-0.25",
+		"+2466%":                                         "+2466%",
+		"+63.5 pts":                                      "+63.5 pts",
+		"-9%":                                            "-9%",
+		"-2+3+cmd|' /C calc'!A0":                         "'-2+3+cmd|' /C calc'!A0",
+		"-1e5":                                           "'-1e5",
 		"physics":                                        "physics",
 		"":                                               "",
 	} {

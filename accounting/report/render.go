@@ -12,8 +12,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -120,17 +120,22 @@ func csvTables(r *Report) []table {
 
 // csvText keeps a cell a spreadsheet would take for a formula (one that
 // starts with = + - @, a tab or a carriage return, e.g. an account named
-// =HYPERLINK(...)) as text, by a leading apostrophe, as OWASP advises;
-// numbers, negative ones included, are left as they are.
+// =HYPERLINK(...)) as text, by a leading apostrophe, as OWASP advises.
+// The report's own signed figures (-0.25, +2466%, +63.5 pts) are left as
+// they are: a cell is one only when it is all number (a name such as
+// "-2+3+cmd|..." is not).
 func csvText(s string) string {
-	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return s
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) || signedFigure().MatchString(s) {
 		return s
 	}
 	return "'" + s
 }
+
+// signedFigure matches the report's signed numbers, percentages and
+// percentage points.
+var signedFigure = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[+-][0-9][0-9,]*(\.[0-9]+)?(%| pts)?$`)
+})
 
 func writeCSV(w io.Writer, t table) error {
 	cw := csv.NewWriter(w)
