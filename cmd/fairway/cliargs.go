@@ -7,6 +7,7 @@ package main
 // the flags and configs each command defines.
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -181,7 +182,33 @@ func commandNotFound(c *cli.Context, name string) {
 		msg += "; commands: " + strings.Join(names, ", ")
 	}
 	fmt.Fprintln(c.App.ErrWriter, msg)
-	cli.OsExiter(1)
+	cli.OsExiter(exitUsage)
+}
+
+// exitUsage is the exit status of a command line that could not be read
+// (an unknown command or flag, a value that does not parse, a word left
+// over), as GNU tools and Go's flag package use it: scripts can tell "called
+// wrongly" from a run that failed (1), and the hooks keep 1 for a hardware
+// fault alone.
+const exitUsage = 2
+
+// usageErr marks an error as the command line's; run exits exitUsage on it.
+type usageErr struct{ error }
+
+func (e usageErr) Unwrap() error { return e.error }
+
+// usagef is fmt.Errorf for a command line that cannot be run as given.
+func usagef(format string, a ...any) error { return usageErr{fmt.Errorf(format, a...)} }
+
+// exitStatus is the process's exit status for the error a command returned.
+func exitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	if errors.As(err, new(usageErr)) {
+		return exitUsage
+	}
+	return 1
 }
 
 // undefinedFlag is compiled on first use: only a mistyped command line needs it.
@@ -236,19 +263,19 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	}
 	if m := badValue().FindStringSubmatch(err.Error()); m != nil {
 		if want := valueWanted(flagNamed(flags, m[2])); want != "" {
-			return fmt.Errorf("--%s %q: want %s", m[2], m[1], want)
+			return usagef("--%s %q: want %s", m[2], m[1], want)
 		}
-		return err
+		return usageErr{err}
 	}
 	if m := noValue().FindStringSubmatch(err.Error()); m != nil {
 		if want := valueWanted(flagNamed(flags, m[1])); want != "" {
-			return fmt.Errorf("--%s: needs a value (%s)", m[1], want)
+			return usagef("--%s: needs a value (%s)", m[1], want)
 		}
-		return fmt.Errorf("--%s: needs a value", m[1])
+		return usagef("--%s: needs a value", m[1])
 	}
 	m := undefinedFlag().FindStringSubmatch(err.Error())
 	if m == nil {
-		return err
+		return usageErr{err}
 	}
 	var names []string
 	for _, f := range flags {
@@ -262,7 +289,7 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	if s := closest(m[1], names); s != "" {
 		msg += fmt.Sprintf("; did you mean --%s?", s)
 	}
-	return fmt.Errorf("%s (%s --help lists them)", msg, where)
+	return usagef("%s (%s --help lists them)", msg, where)
 }
 
 // withUsageHelp installs commandNotFound and usageError on the app and
@@ -296,9 +323,9 @@ func noArgs(action cli.ActionFunc) cli.ActionFunc {
 		msg := fmt.Sprintf("%s takes no arguments, got %q", strings.TrimPrefix(where, c.App.Name+" "), c.Args().First())
 		for _, f := range c.Command.Flags {
 			if n := f.Names()[0]; n == "trace" || n == "sequence" {
-				return fmt.Errorf("%s; did you mean --%s %s?", msg, n, c.Args().First())
+				return usagef("%s; did you mean --%s %s?", msg, n, c.Args().First())
 			}
 		}
-		return fmt.Errorf("%s (options start with --; %s --help lists them)", msg, where)
+		return usagef("%s (options start with --; %s --help lists them)", msg, where)
 	}
 }

@@ -87,7 +87,7 @@ func TestUsageHelp_OneLine(t *testing.T) {
 	defer func(f func(int)) { cli.OsExiter = f }(cli.OsExiter)
 	cli.OsExiter = func(code int) { exited = code }
 	_ = app.RunContext(context.Background(), []string{"tool", "explian"})
-	if exited != 1 || stderr.String() != "tool: unknown command \"explian\"; did you mean \"explain\"?\n" {
+	if exited != exitUsage || stderr.String() != "tool: unknown command \"explian\"; did you mean \"explain\"?\n" {
 		t.Errorf("unknown command: exit %d, stderr %q", exited, stderr.String())
 	}
 	stderr.Reset()
@@ -116,6 +116,30 @@ func TestNoArgs(t *testing.T) {
 		err := app.Run(append([]string{"fairway"}, tc.args...))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestExitStatus: a command line that cannot be read exits 2, a run that
+// fails on its input exits 1, so a script can tell the two apart.
+func TestExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"simulate", "--nodse", "3"}, exitUsage},
+		{[]string{"simulate", "--nodes", "x"}, exitUsage},
+		{[]string{"simulate", "--nodes"}, exitUsage},
+		{[]string{"simulate", "kth.swf"}, exitUsage},
+		{[]string{"explain", "abc"}, exitUsage},
+		{[]string{"explain", "--node", "n1", "12"}, exitUsage},
+		{[]string{"simulate", "--trace", t.TempDir() + "/missing.swf"}, 1},
+		{[]string{"version"}, 0},
+	} {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		if got := exitStatus(app.Run(append([]string{"fairway"}, tc.args...))); got != tc.want {
+			t.Errorf("%v: exit status %d, want %d", tc.args, got, tc.want)
 		}
 	}
 }

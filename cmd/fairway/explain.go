@@ -33,13 +33,13 @@ func explainCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if node := c.String("node"); node != "" {
 				if c.NArg() != 0 {
-					return errors.New("usage: fairway explain --node NODE (no job id with --node)")
+					return usagef("usage: fairway explain --node NODE (no job id with --node)")
 				}
 				return explainNode(c, node)
 			}
 			id, err := strconv.ParseInt(c.Args().First(), 10, 64)
 			if c.NArg() != 1 || err != nil || id <= 0 {
-				return errors.New("usage: fairway explain JOBID (one numeric Slurm job id)")
+				return usagef("usage: fairway explain JOBID (one numeric Slurm job id)")
 			}
 			cfg, s, log, err := openReadOnly(c)
 			if err != nil {

@@ -21,11 +21,11 @@ func run() int {
 	defer stop()
 
 	app := newApp()
-	if err := app.RunContext(ctx, normalizeArgs(app, os.Args)); err != nil {
+	err := app.RunContext(ctx, normalizeArgs(app, os.Args))
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "fairway: %v\n", err)
-		return 1
 	}
-	return 0
+	return exitStatus(err)
 }
 
 func newApp() *cli.App {
