@@ -1,7 +1,11 @@
 package serve
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
@@ -10,6 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// maxAccountSeries bounds the accounts the per-account metrics label one
+// by one (capAccounts); otherAccount sums the rest. Far above the
+// accounts a cluster has, far below what a user who makes accounts up
+// (no AccountingStorageEnforce=associations) could create.
+const (
+	maxAccountSeries = 200
+	otherAccount     = "(other)"
 )
 
 // Metrics are serve's Prometheus metrics, on their own registry (no
@@ -49,6 +62,7 @@ func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.power = newPowerMetrics(m.reg)
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	accountsHelp := fmt.Sprintf(" The %d accounts with the most usage (then the most pending jobs) each; the others together as account=%q.", maxAccountSeries, otherAccount)
 	m.cycleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "fairway_cycle_duration_seconds", Help: "Duration of serve cycles by step (observe, rank, decide, apply, record) and in total (up to recording).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
@@ -68,10 +82,10 @@ func NewMetrics() *Metrics {
 	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL, in memory and spilled to disk."})
 	m.spilled = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffer_spilled_records", Help: "Records waiting for PostgreSQL in spill files on the local disk."})
 	m.spillErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_buffer_spill_errors_total", Help: "Spills to disk that failed (the records stayed in memory)."})
-	m.accountUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_usage_ratio", Help: "Account's share of the cluster's decayed GPU usage (0..1)."}, []string{"account"})
-	m.accountShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_share_ratio", Help: "Account's normalized share among the accounts with usage or pending work (0..1)."}, []string{"account"})
-	m.accountWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_seconds", Help: "Mean time the account's pending jobs have waited so far."}, []string{"account"})
-	m.accountWaitMax = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_max_seconds", Help: "Longest time one of the account's pending jobs has waited so far."}, []string{"account"})
+	m.accountUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_usage_ratio", Help: "Account's share of the cluster's decayed GPU usage (0..1)." + accountsHelp}, []string{"account"})
+	m.accountShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_share_ratio", Help: "Account's normalized share among the accounts with usage or pending work (0..1)." + accountsHelp}, []string{"account"})
+	m.accountWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_seconds", Help: "Mean time the account's pending jobs have waited so far." + accountsHelp}, []string{"account"})
+	m.accountWaitMax = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_max_seconds", Help: "Longest time one of the account's pending jobs has waited so far." + accountsHelp}, []string{"account"})
 	m.predictionError = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "fairway_prediction_abs_error_seconds", Help: "Absolute error of the run-time prediction of jobs that finished.",
 		Buckets: prometheus.ExponentialBuckets(10, 3, 10),
@@ -106,57 +120,112 @@ func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl
 	m.readBackBad.Add(float64(len(rep.ReadBack.Mismatches)))
 	m.planned.Add(float64(len(rep.Planned)))
 
-	type agg struct {
-		n        int
-		sum, max float64
+	// Per account: its waiting jobs, and its usage vs share, over the
+	// accounts the ledger knows or that wait.
+	accounts := map[string]*accountFigures{}
+	get := func(acct string) *accountFigures {
+		a := accounts[acct]
+		if a == nil {
+			a = &accountFigures{}
+			accounts[acct] = a
+		}
+		return a
 	}
-	waits := map[string]*agg{}
 	for i := range s.Pending {
 		j := &s.Pending[i]
-		a := waits[j.Account]
-		if a == nil {
-			a = &agg{}
-			waits[j.Account] = a
-		}
+		a := get(j.Account)
 		w := s.Now.Sub(j.Submit).Seconds()
-		a.n++
-		a.sum += w
-		a.max = max(a.max, w)
-	}
-	m.accountWait.Reset()
-	m.accountWaitMax.Reset()
-	for acct, a := range waits {
-		m.accountWait.WithLabelValues(acct).Set(a.sum / float64(a.n))
-		m.accountWaitMax.WithLabelValues(acct).Set(a.max)
-	}
-
-	// Usage vs share, over the accounts the ledger knows or that wait.
-	accounts := map[string]bool{}
-	for acct := range waits {
-		accounts[acct] = true
-	}
-	if s.Ledger != nil {
-		for _, a := range s.Ledger.Assocs() {
-			accounts[a.Account] = true
-		}
+		a.waiting++
+		a.waitSum += w
+		a.waitMax = max(a.waitMax, w)
 	}
 	var total, shareSum float64
 	if s.Ledger != nil {
+		for _, as := range s.Ledger.Assocs() {
+			get(as.Account)
+		}
 		total = s.Ledger.TotalUsage(s.Now)
 	}
-	for acct := range accounts {
-		shareSum += s.Shares.Account(acct)
+	for acct, a := range accounts {
+		a.share = s.Shares.Account(acct)
+		shareSum += a.share
+		if total > 0 {
+			a.usage = s.Ledger.AccountUsage(acct, s.Now)
+		}
 	}
+	accounts = capAccounts(accounts, maxAccountSeries)
+	m.accountWait.Reset()
+	m.accountWaitMax.Reset()
 	m.accountUse.Reset()
 	m.accountShare.Reset()
-	for acct := range accounts {
-		if total > 0 && s.Ledger != nil {
-			m.accountUse.WithLabelValues(acct).Set(s.Ledger.AccountUsage(acct, s.Now) / total)
+	for acct, a := range accounts {
+		if a.waiting > 0 {
+			m.accountWait.WithLabelValues(acct).Set(a.waitSum / float64(a.waiting))
+			m.accountWaitMax.WithLabelValues(acct).Set(a.waitMax)
+		}
+		if total > 0 {
+			m.accountUse.WithLabelValues(acct).Set(a.usage / total)
 		}
 		if shareSum > 0 {
-			m.accountShare.WithLabelValues(acct).Set(s.Shares.Account(acct) / shareSum)
+			m.accountShare.WithLabelValues(acct).Set(a.share / shareSum)
 		}
 	}
+}
+
+// accountFigures is what the per-account metrics show of one account (or
+// of the accounts folded into otherAccount).
+type accountFigures struct {
+	waiting          int // pending jobs
+	waitSum, waitMax float64
+	usage, share     float64 // decayed usage and raw shares
+}
+
+// capAccounts keeps the n accounts with the most usage (then the most
+// pending jobs, then by name) and folds the others into otherAccount:
+// sums of usage, shares and waits, the longest wait. An account named
+// otherAccount is always folded. Account strings are the users' own on
+// a cluster that does not enforce associations, and the ledger keeps
+// every account it ever saw, so without the cap each made-up account
+// would be one more series of each metric for as long as serve runs.
+func capAccounts(accounts map[string]*accountFigures, n int) map[string]*accountFigures {
+	if _, clash := accounts[otherAccount]; len(accounts) <= n && !clash {
+		return accounts
+	}
+	names := make([]string, 0, len(accounts))
+	for acct := range accounts {
+		if acct != otherAccount {
+			names = append(names, acct)
+		}
+	}
+	slices.SortFunc(names, func(x, y string) int {
+		a, b := accounts[x], accounts[y]
+		if c := cmp.Compare(b.usage, a.usage); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.waiting, a.waiting); c != 0 {
+			return c
+		}
+		return strings.Compare(x, y)
+	})
+	other := &accountFigures{}
+	if a := accounts[otherAccount]; a != nil {
+		*other = *a
+	}
+	kept := make(map[string]*accountFigures, n+1)
+	for i, acct := range names {
+		a := accounts[acct]
+		if i < n {
+			kept[acct] = a
+			continue
+		}
+		other.waiting += a.waiting
+		other.waitSum += a.waitSum
+		other.waitMax = max(other.waitMax, a.waitMax)
+		other.usage += a.usage
+		other.share += a.share
+	}
+	kept[otherAccount] = other
+	return kept
 }
 
 // Handler serves the metrics in Prometheus' text format.

@@ -1,10 +1,17 @@
 package serve
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // TestGrafanaDashboard_UsesOnlyServedMetrics keeps contrib/grafana in step
@@ -38,6 +45,80 @@ func TestGrafanaDashboard_UsesOnlyServedMetrics(t *testing.T) {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
 		if !served[base] {
 			t.Errorf("dashboard uses %s, which serve does not export", name)
+		}
+	}
+}
+
+// TestMetrics_AccountSeriesCapped: without AccountingStorageEnforce=
+// associations a user can submit under any --account string, and the
+// ledger remembers every account ever pending, so the per-account gauges
+// must not grow a series per string.
+func TestMetrics_AccountSeriesCapped(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	ledger, err := policy.NewLedger(policy.LedgerParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Real accounts: usage, and one waiting job each.
+	var pending []policy.Job
+	id := int64(1)
+	for a := range maxAccountSeries {
+		acct := fmt.Sprintf("real%03d", a)
+		ran := policy.Job{ID: id, User: "u", Account: acct, GPUs: 1 + a, State: policy.StateRunning}
+		ledger.Charge(&ran, now.Add(-time.Hour), now, policy.Service{})
+		id++
+		pending = append(pending, policy.Job{ID: id, User: "u", Account: acct, Submit: now.Add(-time.Minute)})
+		id++
+	}
+	// A user's made-up accounts: no usage, one waiting job each, which
+	// waited longer than any real account's.
+	const junk = 5000
+	for a := range junk {
+		pending = append(pending, policy.Job{ID: id, User: "mallory", Account: fmt.Sprintf("junk%05d", a), Submit: now.Add(-time.Duration(a+2) * time.Minute)})
+		id++
+	}
+	ledger.Backlog(pending, nil)
+	// The made-up accounts are remembered after their jobs are gone: the
+	// next cycle sees only the real ones waiting.
+	for cycle, pend := range [][]policy.Job{pending, pending[:maxAccountSeries:maxAccountSeries]} {
+		m := NewMetrics()
+		m.ranked(&policy.Snapshot{Now: now, Pending: pend, Ledger: ledger}, nil, slurmctl.Report{}, accounting.Cycle{})
+		fams, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if !strings.HasPrefix(f.GetName(), "fairway_account_") && !strings.HasPrefix(f.GetName(), "fairway_queue_wait") {
+				continue
+			}
+			seen := map[string]float64{}
+			for _, mt := range f.GetMetric() {
+				for _, l := range mt.GetLabel() {
+					if l.GetName() == "account" {
+						seen[l.GetValue()] = mt.GetGauge().GetValue()
+					}
+				}
+			}
+			if len(seen) > maxAccountSeries+1 {
+				t.Errorf("cycle %d: %s has %d account series, want at most %d", cycle, f.GetName(), len(seen), maxAccountSeries+1)
+			}
+			if _, ok := seen["real000"]; !ok {
+				t.Errorf("cycle %d: %s lost the real account real000 to the bucket", cycle, f.GetName())
+			}
+			switch f.GetName() {
+			case "fairway_queue_wait_max_seconds":
+				if cycle == 0 && seen[otherAccount] != float64(junk+1)*60 {
+					t.Errorf("cycle 0: %s{account=%q} = %v, want %v (the longest junk wait)", f.GetName(), otherAccount, seen[otherAccount], (junk+1)*60)
+				}
+			case "fairway_account_share_ratio":
+				sum := 0.0
+				for _, v := range seen {
+					sum += v
+				}
+				if math.Abs(sum-1) > 1e-9 {
+					t.Errorf("cycle %d: %s sums to %v, want 1 (the bucket holds the rest)", cycle, f.GetName(), sum)
+				}
+			}
 		}
 	}
 }
