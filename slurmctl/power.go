@@ -239,7 +239,10 @@ var ErrPowerUpNotSent = errors.New("no POWER_UP sent")
 // Slurm may have resumed the node for a job it allocated there; the read
 // here narrows that window to one command.
 func (w *PowerWriter) SetPower(ctx context.Context, node string, up bool) error {
-	if node == "" || strings.ContainsAny(node, " \t\n=,[]") {
+	// A name starting with '-' would reach scontrol's option parser as
+	// `show node -o NAME` (getopt permutes): -M would read another
+	// cluster's node.
+	if node == "" || strings.ContainsAny(node, " \t\n=,[]") || strings.HasPrefix(node, "-") {
 		return fmt.Errorf("power: node name %q: want one plain node name", node)
 	}
 	state := "POWER_DOWN"

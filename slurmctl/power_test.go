@@ -163,8 +163,9 @@ func TestPowerWriter_SetPower(t *testing.T) {
 	if d := cmp.Diff(want, r.calls); d != "" {
 		t.Errorf("commands (-want +got):\n%s", d)
 	}
-	// A host list or an injected setting is refused before any command runs.
-	for _, bad := range []string{"gpu[1-2]", "gpu1 state=DOWN", "gpu1,gpu2", ""} {
+	// A host list, an injected setting or a name scontrol would read as an
+	// option (show node -o NAME) is refused before any command runs.
+	for _, bad := range []string{"gpu[1-2]", "gpu1 state=DOWN", "gpu1,gpu2", "", "-Mother", "--local"} {
 		for _, up := range []bool{false, true} {
 			if err := w.SetPower(t.Context(), bad, up); err == nil {
 				t.Errorf("SetPower(%q, %v): no error", bad, up)
