@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -95,7 +96,10 @@ func LoadPolicyFile(path string) (*PolicyFile, error) {
 
 // readPolicyFile reads path and says what it was when read.
 func readPolicyFile(path string) ([]byte, fileStamp, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a named pipe put at path would otherwise wait
+	// for a writer, and the cycle with it; the regular-file check below
+	// then refuses it. Reads of a regular file ignore the flag.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fileStamp{}, fmt.Errorf("policy file %s: %w", path, pathErr(err))
 	}

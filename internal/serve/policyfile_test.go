@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +71,10 @@ func TestLoadPolicyFile_RefusesNamingFileAndProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		path string
@@ -85,6 +90,9 @@ func TestLoadPolicyFile_RefusesNamingFileAndProblem(t *testing.T) {
 		{"a non-finite parameter", filepath.Join(dir, "inf.json"), strings.Replace(string(b), `"run": 1`, `"run": 1e400`, 1),
 			`parameter "run" = 1e400: want a finite number`},
 		{"empty (half written)", filepath.Join(dir, "empty.json"), " ", "not a JSON object"},
+		// A pipe put where the file was must not block the cycle in open
+		// until something writes to it.
+		{"a named pipe", fifo, "", "not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
