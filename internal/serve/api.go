@@ -261,14 +261,13 @@ func (a *api) queue(w http.ResponseWriter, r *http.Request) {
 		}
 		offset = off
 	}
-	jobs := q.Filter(user, query.Get("account"))
-	if offset > len(jobs) {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("cursor: past the %d jobs listed", len(jobs)))
+	jobs, total := q.Page(user, query.Get("account"), offset, limit)
+	if offset > total {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("cursor: past the %d jobs listed", total))
 		return
 	}
-	end := min(offset+limit, len(jobs))
-	ans := QueueAnswer{At: q.At, Policy: q.Policy, Total: len(jobs), Jobs: jobs[offset:end]}
-	if end < len(jobs) {
+	ans := QueueAnswer{At: q.At, Policy: q.Policy, Total: total, Jobs: jobs}
+	if end := offset + len(jobs); end < total {
 		ans.NextCursor = formatCursor(q.At, end)
 	}
 	writeJSON(w, ans)

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,38 @@ func TestQueueForecast_StartFor(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("as %q (-want +got):\n%s", c.user, d)
 		}
+	}
+}
+
+// TestAPI_QueuePageCostsAPage: a page of /v1/queue costs memory for the
+// page, not for every job that matches: with --http-all-users any client
+// lists the whole queue, at Rate requests a second and MaxInFlight at
+// once, and a copy of a 100k-job queue per request is tens of MB each.
+func TestAPI_QueuePageCostsAPage(t *testing.T) {
+	const jobs = 100_000
+	q := &QueueForecast{At: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Jobs: make([]JobForecast, jobs)}
+	for i := range q.Jobs {
+		q.Jobs[i] = JobForecast{JobID: int64(i + 1), User: "bob", Account: "a", Rank: i + 1, Of: jobs}
+	}
+	h := NewAPI(APIConfig{AllUsers: true}, func() *QueueForecast { return q })
+	var least uint64
+	for n := range 3 { // the least of three: a background allocation adds to one only
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rec := getAPI(h, "/v1/queue?limit=10&account=a")
+		runtime.ReadMemStats(&after)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET: %d %s", rec.Code, rec.Body)
+		}
+		var ans QueueAnswer
+		if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || ans.Total != jobs || len(ans.Jobs) != 10 || ans.NextCursor == "" {
+			t.Fatalf("GET: total %d, %d jobs, next %q (err %v); want 10 of %d and a next page", ans.Total, len(ans.Jobs), ans.NextCursor, err, jobs)
+		}
+		if b := after.TotalAlloc - before.TotalAlloc; n == 0 || b < least {
+			least = b
+		}
+	}
+	if least > 1<<20 {
+		t.Errorf("one page of 10 jobs allocated %d bytes, want under 1 MiB", least)
 	}
 }
