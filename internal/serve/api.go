@@ -27,6 +27,9 @@ const (
 	// default and at most.
 	DefaultPageSize = 100
 	MaxPageSize     = 1000
+	// MaxStartEvents bounds each list of /v1/jobs/{id}'s start (must end,
+	// must start, backfill); the counts count them all.
+	MaxStartEvents = 100
 	// maxRateKeys bounds the per-caller buckets kept; idle ones (full
 	// again) are dropped first.
 	maxRateKeys = 10000
@@ -106,8 +109,9 @@ type api struct {
 type JobAnswer struct {
 	At time.Time `json:"at"` // when the cycle answering was made
 	JobForecast
-	// Start lists what must end or start first; with the trusted user
-	// header only the caller's own jobs are listed, the others counted.
+	// Start lists what must end or start first, at most MaxStartEvents
+	// of each kind; with the trusted user header only the caller's own
+	// jobs are listed. The counts count them all.
 	Start *StartForecast `json:"start"`
 }
 
@@ -216,7 +220,7 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, msg)
 		return
 	}
-	start, _ := q.StartFor(id, user)
+	start, _ := q.StartFor(id, user, MaxStartEvents)
 	writeJSON(w, JobAnswer{At: q.At, JobForecast: jf, Start: start})
 }
 

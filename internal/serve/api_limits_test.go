@@ -2,12 +2,15 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/schedule"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -102,7 +105,7 @@ func TestQueueForecast_StartFor(t *testing.T) {
 		{"carol", []int64{}, []int64{}, []int64{3}, 1, 0, 1},
 		{"alice", []int64{1}, []int64{}, []int64{}, 1, 0, 1},
 	} {
-		sf, ok := q.StartFor(2, c.user)
+		sf, ok := q.StartFor(2, c.user, 0)
 		if !ok {
 			t.Fatal("job 2 not found")
 		}
@@ -144,5 +147,40 @@ func TestAPI_QueuePageCostsAPage(t *testing.T) {
 	}
 	if least > 1<<20 {
 		t.Errorf("one page of 10 jobs allocated %d bytes, want under 1 MiB", least)
+	}
+}
+
+// TestAPI_JobAnswerBounded: /v1/jobs/{id} of the last of a long queue
+// lists a bounded number of the jobs that must start first, and counts
+// them all: listing every one made each answer megabytes, tens of MB to
+// build, at Rate requests a second per caller.
+func TestAPI_JobAnswerBounded(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const n = 5000
+	snap := &policy.Snapshot{Now: now}
+	var ranking []policy.Score
+	for i := range n {
+		id := int64(i + 1)
+		snap.Pending = append(snap.Pending, policy.Job{ID: id, User: "bob", Account: "a", Partition: "gpu", GPUs: 1, TimeLimit: time.Hour,
+			Submit: now.Add(-time.Minute), State: policy.StatePending, ArrayTask: -1})
+		ranking = append(ranking, policy.Score{JobID: id})
+	}
+	q, err := NewQueueForecast("fifo", schedule.Machine{Nodes: 1, PerNode: 1}, snap, nil, ranking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []http.Handler{NewAPI(APIConfig{AllUsers: true}, func() *QueueForecast { return q }),
+		NewAPI(APIConfig{UserHeader: "X-Remote-User"}, func() *QueueForecast { return q })} {
+		rec := getAPI(h, fmt.Sprintf("/v1/jobs/%d", n), "bob")
+		var ans JobAnswer
+		if err := json.Unmarshal(rec.Body.Bytes(), &ans); rec.Code != http.StatusOK || err != nil || ans.Start == nil {
+			t.Fatalf("GET: %d %.200s (err %v)", rec.Code, rec.Body, err)
+		}
+		if got := len(ans.Start.MustStart); got != MaxStartEvents || ans.Start.MustStartCount != n-1 {
+			t.Errorf("must_start lists %d of %d, want %d of %d", got, ans.Start.MustStartCount, MaxStartEvents, n-1)
+		}
+		if first := ans.Start.MustStart[0]; first.JobID != 1 {
+			t.Errorf("must_start begins with job %d, want 1 (the earliest)", first.JobID)
+		}
 	}
 }

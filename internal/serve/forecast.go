@@ -294,12 +294,15 @@ func (q *QueueForecast) Page(user, account string, offset, limit int) ([]JobFore
 }
 
 // Start returns what must happen before pending job id starts.
-func (q *QueueForecast) Start(id int64) (*StartForecast, bool) { return q.StartFor(id, "") }
+func (q *QueueForecast) Start(id int64) (*StartForecast, bool) { return q.StartFor(id, "", 0) }
 
 // StartFor is Start as user may see it: the jobs of other users that must
 // end or start first are counted but not listed (no id, time or size of
 // theirs), as Slurm's PrivateData=jobs hides them. user "" lists all.
-func (q *QueueForecast) StartFor(id int64, user string) (*StartForecast, bool) {
+// most > 0 lists at most most of each kind, the earliest; the counts
+// still count them all. The API bounds it so that an answer about the
+// last of 100k jobs is not 100k events.
+func (q *QueueForecast) StartFor(id int64, user string, most int) (*StartForecast, bool) {
 	jf, ok := q.Job(id)
 	if !ok {
 		return nil, false
@@ -307,7 +310,11 @@ func (q *QueueForecast) StartFor(id int64, user string) (*StartForecast, bool) {
 	sf := &StartForecast{Expected: jf.ExpectedStart, LimitBound: jf.LimitStart, MustEnd: []Event{}, MustStart: []Event{}, Backfill: []Event{}}
 	ends, ahead, backfill, _ := q.Predicted.Before(id)
 	sf.MustEndCount, sf.MustStartCount, sf.BackfillCount = len(ends), len(ahead), len(backfill)
+	room := func(l []Event) bool { return most <= 0 || len(l) < most }
 	for _, e := range ends {
+		if !room(sf.MustEnd) {
+			break
+		}
 		if user == "" || q.runningUser[e.JobID] == user {
 			sf.MustEnd = append(sf.MustEnd, Event{JobID: e.JobID, At: e.End, Units: e.Units})
 		}
@@ -317,12 +324,23 @@ func (q *QueueForecast) StartFor(id int64, user string) (*StartForecast, bool) {
 		to   *[]Event
 	}{{ahead, &sf.MustStart}, {backfill, &sf.Backfill}} {
 		for _, e := range l.from {
-			if p, _ := q.Job(e.JobID); user == "" || p.User == user {
+			if !room(*l.to) {
+				break
+			}
+			if user == "" || q.jobUser(e.JobID) == user {
 				*l.to = append(*l.to, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
 			}
 		}
 	}
 	return sf, true
+}
+
+// jobUser is the user of pending job id; "" when it is not one.
+func (q *QueueForecast) jobUser(id int64) string {
+	if i, ok := q.byID[id]; ok {
+		return q.Jobs[i].User
+	}
+	return ""
 }
 
 // forecastState is what the Runner keeps of its forecasts.
