@@ -266,6 +266,11 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 			rep.Skipped[a.Node] = err.Error()
 			p.log.Info("power-up not sent", "node", a.Node, "why", err)
 		case err != nil:
+			// A refused change takes its place under the hourly cap too:
+			// Slurm refuses the next cycle's for the same reason (power
+			// saving not set up), and the cap is what keeps serve from
+			// sending, logging and recording them at every cycle.
+			p.changes = append(p.changes, now)
 			r.Error = err.Error()
 			rep.Failed[a.Node] = err.Error()
 			p.m.errors.Inc()

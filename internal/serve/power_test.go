@@ -26,6 +26,8 @@ type fakePower struct {
 	// comingUp are nodes Slurm resumed since the cycle's read: a power-up
 	// of one is not sent (slurmctl.PowerWriter.SetPower).
 	comingUp map[string]bool
+	// refuse, when set, is scontrol's answer to every change.
+	refuse error
 }
 
 func (f *fakePower) SetPower(_ context.Context, node string, up bool) error {
@@ -37,7 +39,7 @@ func (f *fakePower) SetPower(_ context.Context, node string, up bool) error {
 		}
 	}
 	f.calls = append(f.calls, op+" "+node)
-	return nil
+	return f.refuse
 }
 
 func (f *fakePower) ScheduledNodes(context.Context) (map[int64][]string, error) { return f.sched, nil }
@@ -305,5 +307,31 @@ func TestPowerConfig_BadNowcast(t *testing.T) {
 	var fe *FieldError
 	if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != "PowerConfig.Nowcast" {
 		t.Errorf("Validate = %v, want a FieldError for PowerConfig.Nowcast", err)
+	}
+}
+
+// TestPowerSaver_RefusedChangesCountAgainstTheCap: a change Slurm refuses
+// (power saving not set up in slurm.conf: "Invalid node state specified")
+// takes its place under the hourly cap, so serve does not send the cap's
+// worth of refused updates to slurmctld, and log and record them, at
+// every cycle.
+func TestPowerSaver_RefusedChangesCountAgainstTheCap(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	cfg := PowerConfig{Buffer: 0, MaxChangesPerHour: 2, Step: 10 * time.Minute}
+	running := slurmctl.Job{Job: policy.Job{ID: 1, State: policy.StateRunning, Nodes: 1}, NodeList: []string{"gpu1"}}
+	live, rec := &fakePower{refuse: errors.New("slurm_update error: Invalid node state specified")}, &fakePowerRec{}
+	ps, err := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 { // five minutes of 30 s cycles
+		ps.Cycle(t.Context(), int64(i+1), now.Add(time.Duration(i)*30*time.Second), powerCluster(running), &Live{})
+	}
+	if len(live.calls) != cfg.MaxChangesPerHour {
+		t.Errorf("%d refused changes sent in five minutes (%v), want %d: the hourly cap", len(live.calls), live.calls, cfg.MaxChangesPerHour)
+	}
+	ps.Cycle(t.Context(), 11, now.Add(time.Hour), powerCluster(running), &Live{})
+	if len(live.calls) != 2*cfg.MaxChangesPerHour {
+		t.Errorf("an hour later: %d changes sent in all, want %d (tried again)", len(live.calls), 2*cfg.MaxChangesPerHour)
 	}
 }
