@@ -308,29 +308,25 @@ func (q *QueueForecast) StartFor(id int64, user string, most int) (*StartForecas
 		return nil, false
 	}
 	sf := &StartForecast{Expected: jf.ExpectedStart, LimitBound: jf.LimitStart, MustEnd: []Event{}, MustStart: []Event{}, Backfill: []Event{}}
-	ends, ahead, backfill, _ := q.Predicted.Before(id)
-	sf.MustEndCount, sf.MustStartCount, sf.BackfillCount = len(ends), len(ahead), len(backfill)
-	room := func(l []Event) bool { return most <= 0 || len(l) < most }
-	for _, e := range ends {
-		if !room(sf.MustEnd) {
-			break
-		}
-		if user == "" || q.runningUser[e.JobID] == user {
-			sf.MustEnd = append(sf.MustEnd, Event{JobID: e.JobID, At: e.End, Units: e.Units})
+	var shown func(schedule.Expected) bool
+	if user != "" {
+		shown = func(e schedule.Expected) bool {
+			if e.Rank == 0 { // running
+				return q.runningUser[e.JobID] == user
+			}
+			return q.jobUser(e.JobID) == user
 		}
 	}
-	for _, l := range []struct {
-		from []schedule.Expected
-		to   *[]Event
-	}{{ahead, &sf.MustStart}, {backfill, &sf.Backfill}} {
-		for _, e := range l.from {
-			if !room(*l.to) {
-				break
-			}
-			if user == "" || q.jobUser(e.JobID) == user {
-				*l.to = append(*l.to, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
-			}
-		}
+	pr, _ := q.Predicted.Before(id, most, shown)
+	sf.MustEndCount, sf.MustStartCount, sf.BackfillCount = pr.EndCount, pr.AheadCount, pr.BackfillCount
+	for _, e := range pr.Ends {
+		sf.MustEnd = append(sf.MustEnd, Event{JobID: e.JobID, At: e.End, Units: e.Units})
+	}
+	for _, e := range pr.Ahead {
+		sf.MustStart = append(sf.MustStart, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
+	}
+	for _, e := range pr.Backfill {
+		sf.Backfill = append(sf.Backfill, Event{JobID: e.JobID, At: e.Start, Units: e.Units})
 	}
 	return sf, true
 }

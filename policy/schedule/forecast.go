@@ -118,37 +118,66 @@ func (f *Forecast) Job(id int64) (Expected, bool) {
 	return f.Pending[i], true
 }
 
-// Before returns what happens before pending job id can start, each in
-// time order: the running jobs expected to end by then; the jobs ranked
-// ahead of it expected to start by then, which must start first; and the
-// jobs ranked below it expected to start by then, which backfill into
-// room it cannot use yet and need not start first. ok is false when id is
-// not pending.
-func (f *Forecast) Before(id int64) (ends, ahead, backfill []Expected, ok bool) {
+// Preceding is what happens before a pending job can start, each list in
+// time order: the running jobs expected to end by then (Ends); the jobs
+// ranked ahead of it expected to start by then, which must start first
+// (Ahead); and the jobs ranked below it expected to start by then, which
+// backfill into room it cannot use yet and need not start first
+// (Backfill). The counts count every such job, listed or not.
+type Preceding struct {
+	Ends, Ahead, Backfill               []Expected
+	EndCount, AheadCount, BackfillCount int
+}
+
+// Before returns what happens before pending job id can start. Each list
+// holds at most most jobs (all when most <= 0), the earliest of those show
+// accepts (every one when show is nil); the counts are of all of them.
+// ok is false when id is not pending. Only the listed jobs are copied: the
+// last of a long queue has the whole queue before it, and serve's API
+// answers this per request.
+func (f *Forecast) Before(id int64, most int, show func(Expected) bool) (p Preceding, ok bool) {
 	e, ok := f.Job(id)
 	if !ok || e.Never {
-		return nil, nil, nil, ok
+		return p, ok
 	}
-	for _, r := range f.Running {
+	var ends, ahead, backfill []int32
+	for i, r := range f.Running {
 		if !r.End.After(e.Start) {
-			ends = append(ends, r)
+			ends = append(ends, int32(i))
 		}
 	}
-	for _, p := range f.Pending {
-		if p.JobID == id || p.Never || p.Start.After(e.Start) {
+	for i, q := range f.Pending {
+		if q.JobID == id || q.Never || q.Start.After(e.Start) {
 			continue
 		}
-		if p.Rank < e.Rank {
-			ahead = append(ahead, p)
+		if q.Rank < e.Rank {
+			ahead = append(ahead, int32(i))
 		} else {
-			backfill = append(backfill, p)
+			backfill = append(backfill, int32(i))
 		}
 	}
-	slices.SortStableFunc(ends, func(a, b Expected) int { return a.End.Compare(b.End) })
-	for _, es := range [][]Expected{ahead, backfill} {
-		slices.SortStableFunc(es, func(a, b Expected) int { return a.Start.Compare(b.Start) })
+	p.EndCount, p.AheadCount, p.BackfillCount = len(ends), len(ahead), len(backfill)
+	p.Ends = pick(f.Running, ends, func(x Expected) time.Time { return x.End }, most, show)
+	p.Ahead = pick(f.Pending, ahead, func(x Expected) time.Time { return x.Start }, most, show)
+	p.Backfill = pick(f.Pending, backfill, func(x Expected) time.Time { return x.Start }, most, show)
+	return p, true
+}
+
+// pick copies from all, in the order of at (ties in the order of all), the
+// jobs at indices idx that show accepts, at most most of them (all when
+// most <= 0).
+func pick(all []Expected, idx []int32, at func(Expected) time.Time, most int, show func(Expected) bool) []Expected {
+	slices.SortStableFunc(idx, func(a, b int32) int { return at(all[a]).Compare(at(all[b])) })
+	var out []Expected
+	for _, i := range idx {
+		if most > 0 && len(out) == most {
+			break
+		}
+		if show == nil || show(all[i]) {
+			out = append(out, all[i])
+		}
 	}
-	return ends, ahead, backfill, true
+	return out
 }
 
 // fjob is one job's state in a play-forward.

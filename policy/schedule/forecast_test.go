@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"github.com/fairway-hpc/fairway/policy"
+	"slices"
 
 	"testing"
 	"time"
@@ -128,15 +129,28 @@ func TestForecast_Before(t *testing.T) {
 		// Job 3 fits now: nothing happens before it.
 		{id: 3},
 	} {
-		ends, ahead, backfill, ok := f.Before(tc.id)
+		p, ok := f.Before(tc.id, 0, nil)
 		if !ok {
 			t.Fatalf("job %d not found", tc.id)
 		}
-		if diff := cmp.Diff([][]int64{tc.ends, tc.ahead, tc.backfill}, [][]int64{ids(ends), ids(ahead), ids(backfill)}); diff != "" {
+		if diff := cmp.Diff([][]int64{tc.ends, tc.ahead, tc.backfill}, [][]int64{ids(p.Ends), ids(p.Ahead), ids(p.Backfill)}); diff != "" {
 			t.Errorf("job %d: ends, ahead, backfill (-want +got):\n%s", tc.id, diff)
 		}
+		if got, want := []int{p.EndCount, p.AheadCount, p.BackfillCount}, []int{len(tc.ends), len(tc.ahead), len(tc.backfill)}; !slices.Equal(got, want) {
+			t.Errorf("job %d: counts %v, want %v", tc.id, got, want)
+		}
 	}
-	if _, _, _, ok := f.Before(1); ok {
+	// A bound lists the earliest; a filter lists only what it accepts,
+	// still the earliest of those; the counts count them all.
+	p, _ := f.Before(4, 1, nil)
+	if got := [][]int64{ids(p.Ends), ids(p.Ahead)}; !cmp.Equal(got, [][]int64{{1}, {3}}) || p.AheadCount != 2 {
+		t.Errorf("Before(4, 1): ends, ahead %v, ahead count %d; want [[1] [3]], 2", got, p.AheadCount)
+	}
+	p, _ = f.Before(4, 1, func(e Expected) bool { return e.JobID != 3 })
+	if got := [][]int64{ids(p.Ends), ids(p.Ahead)}; !cmp.Equal(got, [][]int64{{1}, {2}}) || p.AheadCount != 2 {
+		t.Errorf("Before(4, 1, not 3): ends, ahead %v, ahead count %d; want [[1] [2]], 2", got, p.AheadCount)
+	}
+	if _, ok := f.Before(1, 0, nil); ok {
 		t.Error("Before(running job) ok, want not pending")
 	}
 }
