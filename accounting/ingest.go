@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/jackc/pgx/v5"
@@ -95,6 +96,8 @@ func validate(j *policy.Job) error {
 		return bad("negative resources (nodes %d, cpus %d, gpus %d, shards %d, memory %d MB)", j.Nodes, j.CPUs, j.GPUs, j.Shards, j.MemoryMB)
 	case j.TimeLimit < 0:
 		return bad("negative time limit %s", j.TimeLimit)
+	case !utf8.ValidString(j.Cluster) || strings.IndexByte(j.Cluster, 0) >= 0:
+		return bad("cluster name %q is not UTF-8 text without NUL bytes", j.Cluster)
 	}
 	for _, t := range []time.Time{j.Submit, j.Eligible, j.Start, j.End, j.Deadline} {
 		if !t.IsZero() && (t.Year() < 1900 || t.Year() > 9999) {
@@ -102,6 +105,34 @@ func validate(j *policy.Job) error {
 		}
 	}
 	return nil
+}
+
+// cleanJobText makes j's free text storable as PostgreSQL text, which
+// refuses invalid UTF-8 and NUL bytes, and reports whether it changed any.
+// The text a user chooses (job name, account where associations are not
+// enforced) may hold any byte but NUL in Slurm. Decoding Slurm's JSON
+// replaces invalid UTF-8 but turns a \u0000 escape into NUL, and traces
+// (CSV) and hand-edited files reach here byte for byte. Left in, one such
+// job failed the COPY of its whole batch, naming no job: the whole import,
+// and RecordFinished's batch, which serve's buffer then retried forever.
+// The cluster is part of the key and is checked by validate instead.
+func cleanJobText(j *policy.Job) bool {
+	changed := false
+	for _, f := range []*string{&j.User, &j.Account, &j.Partition, &j.QOS, &j.Name, &j.GPUType} {
+		if s, ok := cleanText(*f); ok {
+			*f, changed = s, true
+		}
+	}
+	return changed
+}
+
+// cleanText returns s with each run of invalid UTF-8 and each NUL byte
+// replaced by U+FFFD, and whether it changed.
+func cleanText(s string) (string, bool) {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s, false
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), true
 }
 
 const stageTable = "fairway_stage_job"
@@ -231,6 +262,10 @@ func (s *Store) Import(ctx context.Context, src Source, opt ImportOptions) (Summ
 		sum, err = im.twoPass(ctx)
 	} else {
 		sum, err = im.onePass(ctx)
+	}
+	if err == nil && im.cs != nil && im.cs.repaired > 0 {
+		s.log.Warn("stored jobs whose text held bytes PostgreSQL refuses (invalid UTF-8, NUL) with U+FFFD in their place",
+			"source", opt.Source, "jobs", im.cs.repaired, "first", im.cs.repairedAt)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23514" {
@@ -589,6 +624,11 @@ type copySource struct {
 	mayRepeat   bool
 	first, last policy.Job // the first and last job tracked
 
+	// repaired counts the jobs whose text cleanJobText changed,
+	// repairedAt locates the first.
+	repaired   int
+	repairedAt string
+
 	// source, when set, makes Values give the direct-to-job columns
 	// (directColumns) instead of the staging ones.
 	source string
@@ -629,6 +669,12 @@ func (c *copySource) Next() bool {
 				c.sum.Rejects = append(c.sum.Rejects, e)
 			}
 			continue
+		}
+		if cleanJobText(&j) && !c.noTrack {
+			if c.repaired == 0 {
+				c.repairedAt = c.src.Where()
+			}
+			c.repaired++
 		}
 		c.fill(&j)
 		return true

@@ -539,6 +539,65 @@ func TestImport_InvalidJobs(t *testing.T) {
 	}
 }
 
+// onceSource hides a Source's Rewind: Import then takes the one-pass path.
+type onceSource struct{ accounting.Source }
+
+// TestImport_HostileText: text a Slurm user chooses (job name, account)
+// holding bytes PostgreSQL text refuses (invalid UTF-8, NUL) used to fail
+// the whole COPY, so one job cost every other job of the batch, even under
+// SkipBad (RecordFinished, serve's history). The job is kept with U+FFFD
+// in place of the bad bytes, the others are stored, and the repair is
+// logged once; a cluster name, part of the key, is refused instead.
+func TestImport_HostileText(t *testing.T) {
+	_, pool := freshStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 10, 5, 1, 0, 0, 0, time.UTC)
+	mk := func(id int64, name, account string) policy.Job {
+		return policy.Job{Cluster: "c", ID: id, ArrayTask: -1, User: "alice", Account: account, Name: name,
+			Submit: at, Start: at.Add(time.Minute), End: at.Add(time.Hour), GPUs: 1, State: policy.StateCompleted}
+	}
+	jobs := []policy.Job{
+		mk(1, "fine", "physics"),
+		mk(2, "bad\xff\xfe\x01name", "phy\x00sics"),
+		mk(3, "=cmd|' /C calc'!A0", "physics"),
+		mk(4, "fine", "physics"),
+	}
+	jobs[3].Cluster = "c\xff" // part of the key: refused, not changed
+	want := map[int64][2]string{1: {"fine", "physics"}, 2: {"bad\uFFFD\x01name", "phy\uFFFDsics"}, 3: {"=cmd|' /C calc'!A0", "physics"}}
+	for _, tc := range []struct {
+		name string
+		src  func() accounting.Source
+	}{
+		{"two-pass", func() accounting.Source { return accounting.NewJobsSource(jobs, nil, 0) }},
+		{"one-pass", func() accounting.Source { return onceSource{accounting.NewJobsSource(jobs, nil, 0)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := pool.Exec(ctx, `TRUNCATE job`); err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			store := accounting.New(pool, slog.New(slog.NewTextHandler(&logs, nil)))
+			sum, err := store.Import(ctx, tc.src(), accounting.ImportOptions{Source: "slurmctld", SkipBad: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Inserted != 3 || sum.Rejected != 1 || len(sum.Rejects) != 1 || !strings.Contains(sum.Rejects[0].Error(), `cluster name "c\xff"`) {
+				t.Errorf("import: %+v, want 3 inserted and job 4 rejected for its cluster name", sum)
+			}
+			got := map[int64][2]string{}
+			for k, j := range loadByKey(t, store, "c") {
+				got[k[0]] = [2]string{j.Name, j.Account}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("stored name and account (-want +got):\n%s", diff)
+			}
+			if n := strings.Count(logs.String(), "U+FFFD"); n != 1 || !strings.Contains(logs.String(), "job 2") {
+				t.Errorf("log, want one line naming job 2:\n%s", logs.String())
+			}
+		})
+	}
+}
+
 // TestImport_DatabaseDiesMidImport kills the import's backend while COPY
 // streams (into the staging table on the one-pass path, into job on the
 // two-pass path) and after everything was written but before the commit:
