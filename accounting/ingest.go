@@ -108,7 +108,8 @@ func validate(j *policy.Job) error {
 }
 
 // cleanJobText makes j's free text storable as PostgreSQL text, which
-// refuses invalid UTF-8 and NUL bytes, and reports whether it changed any.
+// refuses invalid UTF-8 and NUL bytes, no longer than maxText, and
+// reports whether it changed any.
 // The text a user chooses (job name, account where associations are not
 // enforced) may hold any byte but NUL in Slurm. Decoding Slurm's JSON
 // replaces invalid UTF-8 but turns a \u0000 escape into NUL, and traces
@@ -126,13 +127,31 @@ func cleanJobText(j *policy.Job) bool {
 	return changed
 }
 
+// maxText is the longest free text a job keeps, in bytes: Slurm's own
+// limit on a job's name, account, wckey and the like (slurmctld refuses
+// longer ones, _test_job_desc_fields in job_mgr.c). Longer text comes only
+// from files, or from invalid bytes that JSON decoding widened to U+FFFD
+// (three bytes each). Kept whole, an account of a few thousand bytes
+// failed every rebuild of the usage ledger: usage_daily's key (cluster,
+// day, account, user) outgrew a B-tree entry (2704 bytes).
+const maxText = 1024
+
 // cleanText returns s with each run of invalid UTF-8 and each NUL byte
-// replaced by U+FFFD, and whether it changed.
+// replaced by U+FFFD, cut to maxText bytes on a character boundary, and
+// whether it changed.
 func cleanText(s string) (string, bool) {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+	if len(s) <= maxText && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
 		return s, false
 	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), true
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if len(s) > maxText {
+		cut := maxText
+		for !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s, true
 }
 
 const stageTable = "fairway_stage_job"
@@ -264,8 +283,8 @@ func (s *Store) Import(ctx context.Context, src Source, opt ImportOptions) (Summ
 		sum, err = im.onePass(ctx)
 	}
 	if err == nil && im.cs != nil && im.cs.repaired > 0 {
-		s.log.Warn("stored jobs whose text held bytes PostgreSQL refuses (invalid UTF-8, NUL) with U+FFFD in their place",
-			"source", opt.Source, "jobs", im.cs.repaired, "first", im.cs.repairedAt)
+		s.log.Warn("stored jobs whose text held bytes PostgreSQL refuses (invalid UTF-8, NUL) with U+FFFD in their place, or cut text longer than Slurm allows",
+			"source", opt.Source, "jobs", im.cs.repaired, "first", im.cs.repairedAt, "max_text_bytes", maxText)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23514" {

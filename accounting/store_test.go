@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -595,6 +596,54 @@ func TestImport_HostileText(t *testing.T) {
 				t.Errorf("log, want one line naming job 2:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// TestImport_LongText: text longer than Slurm allows (1024 bytes a field,
+// more only from files, or from invalid bytes JSON decoding widened) used
+// to be stored whole, and an account of a few thousand bytes then failed
+// every rebuild of the usage ledger ("index row size exceeds btree
+// maximum 2704" on usage_daily's key), so UsageBetween and the report
+// failed for its days until the row was fixed by hand. Such a field is
+// cut at 1024 bytes, on a character boundary, and the job kept.
+func TestImport_LongText(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 10, 5, 1, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(1, 2))
+	long := func(n int, alphabet []rune) string {
+		r := make([]rune, n)
+		for i := range r {
+			r[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(r)
+	}
+	ascii := []rune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/")
+	account := long(3000, ascii)
+	name := "x" + long(1000, []rune("αβγδεζηθικλμνξοπρστυφχψω")) // 2001 bytes, byte 1024 inside a character
+	jobs := []policy.Job{
+		{Cluster: "c", ID: 1, ArrayTask: -1, User: "alice", Account: account, Name: name,
+			Submit: at, Start: at.Add(time.Minute), End: at.Add(time.Hour), GPUs: 1, State: policy.StateCompleted},
+		{Cluster: "c", ID: 2, ArrayTask: -1, User: "bob", Account: "physics", Name: "fine",
+			Submit: at, Start: at.Add(time.Minute), End: at.Add(time.Hour), GPUs: 1, State: policy.StateCompleted},
+	}
+	sum, err := store.RecordFinished(ctx, "slurmctld", jobs)
+	if err != nil || sum.Inserted != 2 {
+		t.Fatalf("RecordFinished: %+v, %v; want 2 inserted", sum, err)
+	}
+	stored := loadByKey(t, store, "c")[[2]int64{1, -1}]
+	if want := account[:1024]; stored.Account != want {
+		t.Errorf("account stored as %d bytes, want its first 1024", len(stored.Account))
+	}
+	if want := name[:1023]; stored.Name != want {
+		t.Errorf("name stored as %d bytes, want its first 1023, the characters that fit in 1024", len(stored.Name))
+	}
+	got, err := store.UsageBetween(ctx, "c", at, at.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("usage rows: %d, want 2", len(got))
 	}
 }
 
