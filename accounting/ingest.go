@@ -96,7 +96,7 @@ func validate(j *policy.Job) error {
 		return bad("negative resources (nodes %d, cpus %d, gpus %d, shards %d, memory %d MB)", j.Nodes, j.CPUs, j.GPUs, j.Shards, j.MemoryMB)
 	case j.TimeLimit < 0:
 		return bad("negative time limit %s", j.TimeLimit)
-	case !utf8.ValidString(j.Cluster) || strings.IndexByte(j.Cluster, 0) >= 0:
+	case !isText(j.Cluster):
 		return bad("cluster name %q is not UTF-8 text without NUL bytes", j.Cluster)
 	}
 	for _, t := range []time.Time{j.Submit, j.Eligible, j.Start, j.End, j.Deadline} {
@@ -136,14 +136,13 @@ func cleanJobText(j *policy.Job) bool {
 // day, account, user) outgrew a B-tree entry (2704 bytes).
 const maxText = 1024
 
-// cleanText returns s with each run of invalid UTF-8 and each NUL byte
-// replaced by U+FFFD, cut to maxText bytes on a character boundary, and
-// whether it changed.
+// cleanText returns s as validText does, cut to maxText bytes on a
+// character boundary, and whether it changed.
 func cleanText(s string) (string, bool) {
-	if len(s) <= maxText && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+	if len(s) <= maxText && isText(s) {
 		return s, false
 	}
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	s = validText(s)
 	if len(s) > maxText {
 		cut := maxText
 		for !utf8.RuneStart(s[cut]) {
@@ -152,6 +151,18 @@ func cleanText(s string) (string, bool) {
 		s = s[:cut]
 	}
 	return s, true
+}
+
+// isText reports whether PostgreSQL text takes s: UTF-8 without NUL.
+func isText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+
+// validText returns s with each run of invalid UTF-8 and each NUL byte
+// replaced by U+FFFD, which PostgreSQL text takes.
+func validText(s string) string {
+	if isText(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 const stageTable = "fairway_stage_job"

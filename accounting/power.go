@@ -30,7 +30,8 @@ type PowerAction struct {
 
 // RecordPowerActions appends actions; recording the same (cluster, At,
 // Cycle, Node, Action) again is a no-op, so a retried batch is safe. It
-// returns how many rows were new.
+// returns how many rows were new. Reason and Error are stored as
+// validText, as RecordCycle stores its error.
 func (s *Store) RecordPowerActions(ctx context.Context, as []PowerAction) (int, error) {
 	if len(as) == 0 {
 		return 0, nil
@@ -49,7 +50,8 @@ func (s *Store) RecordPowerActions(ctx context.Context, as []PowerAction) (int, 
 		}
 		b.Queue(`INSERT INTO power_action (cluster, decided_at, cycle, node, action, reason, parts, lack_nodes, span_s, dry_run, error)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
-			a.Cluster, a.At, a.Cycle, a.Node, a.Action, a.Reason, json.RawMessage(parts), int32(a.LackNodes), a.Span.Seconds(), a.Planned, a.Error)
+			a.Cluster, a.At, a.Cycle, a.Node, a.Action, validText(a.Reason), json.RawMessage(parts), int32(a.LackNodes), a.Span.Seconds(),
+			a.Planned, validText(a.Error))
 	}
 	added := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -183,6 +183,9 @@ type Cycle struct {
 }
 
 // RecordCycle stores one cycle's timings; recording it again is a no-op.
+// The error is free text from outside (an answer's body, a command's
+// stderr): bytes PostgreSQL text refuses become U+FFFD, or the row would
+// fail on every retry and hold up every record serve buffered after it.
 func (s *Store) RecordCycle(ctx context.Context, c Cycle) error {
 	if c.Cluster == "" || c.Started.IsZero() {
 		return fmt.Errorf("cycle %d: cluster and start time are required", c.Cycle)
@@ -193,7 +196,7 @@ INSERT INTO cycle (cluster, cycle, started_at, policy, leader, dry_run, pending,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 ON CONFLICT DO NOTHING`,
 		c.Cluster, c.Cycle, c.Started, c.Policy, c.Leader, c.Planned, c.Pending, c.Running, c.Written, c.WriteErrors,
-		c.Read.Seconds(), c.Predict.Seconds(), c.Rank.Seconds(), c.Write.Seconds(), c.Record.Seconds(), c.Total.Seconds(), c.Error)
+		c.Read.Seconds(), c.Predict.Seconds(), c.Rank.Seconds(), c.Write.Seconds(), c.Record.Seconds(), c.Total.Seconds(), validText(c.Error))
 	if err != nil {
 		return fmt.Errorf("record cycle %d: %w", c.Cycle, err)
 	}

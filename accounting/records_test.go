@@ -243,3 +243,39 @@ func TestFrozenPriorities_NewestWrittenPriorityRow(t *testing.T) {
 		t.Errorf("FrozenPriorities (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecordCycle_ErrorNotText: a cycle's error (and a power action's
+// reason and error) is free text from
+// outside (a non-JSON error answer slurmctl cuts at 200 bytes, perhaps
+// inside a character; a command's stderr). Bytes PostgreSQL text refuses
+// used to fail the row on every retry, and serve's buffer, which ships
+// cycle rows in order and its spill files oldest first, then never
+// shipped anything recorded after it.
+func TestRecordCycle_ErrorNotText(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	c := accounting.Cycle{Cluster: "c", Cycle: 1, Started: time.Date(2026, 10, 2, 3, 4, 5, 0, time.UTC), Policy: "fifo",
+		Error: "write: HTTP 502: bad gateway: \xc3\x28 \x00 \xe2\x80"}
+	if err := store.RecordCycle(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := pool.QueryRow(ctx, `SELECT error FROM cycle WHERE cycle = 1`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "write: HTTP 502: bad gateway: \uFFFD( \uFFFD \uFFFD"; got != want {
+		t.Errorf("error stored as %q, want %q", got, want)
+	}
+	a := accounting.PowerAction{Cluster: "c", At: c.Started, Cycle: 1, Node: "gpu1", Action: "power-down",
+		Reason: "idle \xff", Error: "scontrol: \x00"}
+	if _, err := store.RecordPowerActions(ctx, []accounting.PowerAction{a}); err != nil {
+		t.Fatal(err)
+	}
+	as, err := store.PowerActions(ctx, "c", "", c.Started, c.Started.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 1 || as[0].Reason != "idle \uFFFD" || as[0].Error != "scontrol: \uFFFD" {
+		t.Errorf("power actions stored as %+v, want one with reason %q and error %q", as, "idle \uFFFD", "scontrol: \uFFFD")
+	}
+}
