@@ -394,7 +394,13 @@ func (s *Store) recordGPUUsageBatch(ctx context.Context, us []GPUUsage) (int, er
 		mpeak, mtotal              = make([]*int64, n), make([]*int64, n)
 	)
 	for i, u := range us {
-		cluster[i], node[i], uuid[i], model[i] = u.Cluster, u.Node, u.UUID, u.Model
+		// The UUID and model are what the driver reported: text the
+		// database must take, or the whole batch (and the spool behind
+		// it, retried in order) is refused. Cluster and node are the key
+		// and come from Slurm's configuration.
+		cluster[i], node[i] = u.Cluster, u.Node
+		uuid[i], _ = cleanText(u.UUID)
+		model[i], _ = cleanText(u.Model)
 		job[i], minor[i], shards[i], end[i] = u.JobID, int32(u.GPUMinor), int32(u.Shards), u.Ended
 		if !u.Started.IsZero() {
 			t := u.Started

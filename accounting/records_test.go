@@ -110,6 +110,30 @@ func TestRecordGPUUsage_Idempotent(t *testing.T) {
 	}
 }
 
+// TestRecordGPUUsage_DriverTextNotText: a UUID or model string the driver
+// reported with bytes PostgreSQL text refuses (invalid UTF-8, NUL) is
+// stored with U+FFFD in their place; before, the whole batch was refused,
+// and the spool shipped in order stayed stuck behind it.
+func TestRecordGPUUsage_DriverTextNotText(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	end := time.Date(2026, 10, 2, 3, 4, 5, 0, time.UTC)
+	us := []accounting.GPUUsage{
+		{Cluster: "c", JobID: 9, Node: "gpu1", GPUMinor: 0, Ended: end, UUID: "GPU-\x00aa", Model: "H100 \xff\xfe"},
+		{Cluster: "c", JobID: 10, Node: "gpu1", GPUMinor: 1, Ended: end, UUID: "GPU-bbb", Model: "H100"},
+	}
+	if n, err := store.RecordGPUUsage(ctx, us); err != nil || n != 2 {
+		t.Fatalf("RecordGPUUsage = %d, %v; want 2 new", n, err)
+	}
+	var uuid, model string
+	if err := pool.QueryRow(ctx, `SELECT gpu_uuid, gpu_model FROM job_gpu_usage WHERE job_id = 9`).Scan(&uuid, &model); err != nil {
+		t.Fatal(err)
+	}
+	if uuid != "GPU-\uFFFDaa" || model != "H100 \uFFFD" {
+		t.Errorf("stored uuid %q, model %q; want %q, %q", uuid, model, "GPU-\uFFFDaa", "H100 \uFFFD")
+	}
+}
+
 func TestRecordCycle_AndPrune(t *testing.T) {
 	store, pool := freshStore(t)
 	ctx := context.Background()
