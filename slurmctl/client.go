@@ -999,10 +999,7 @@ func (c *Client) statusError(op string, status int, body []byte, tok string) err
 	if env, err := decodeAnswer(bytes.NewReader(body), "error answer", nil); err == nil {
 		slurm = c.slurmErrors(env.Errors)
 	} else if t := strings.TrimSpace(string(body)); t != "" {
-		if len(t) > 200 {
-			t = t[:200] + "..."
-		}
-		detail = redact(t, tok)
+		detail = clip(redact(t, tok), 200)
 	}
 	e := &APIError{Op: op, Status: status, Slurm: slurm, Detail: detail}
 	switch {

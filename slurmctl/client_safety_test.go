@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestClient_NoRedirect: a redirect is never followed, so the token cannot
@@ -145,6 +147,44 @@ func TestClient_SkipsUntranslatableRecord(t *testing.T) {
 			}
 			if _, _, err := parseJobs(body); err == nil {
 				t.Error("parseJobs (strict) accepted the spoiled record")
+			}
+		})
+	}
+}
+
+// TestClient_ErrorBodyClipped: a non-JSON error body is kept as 200 bytes
+// of valid text, cut on a character boundary, with the token redacted
+// before the cut: cut first, a token straddling byte 200 was no longer
+// whole, so its start escaped the redaction, and a cut through a
+// character left text the database refuses.
+func TestClient_ErrorBodyClipped(t *testing.T) {
+	tok := testJWT(time.Now().Add(time.Hour))
+	for _, tc := range []struct {
+		name, body string
+		want       string
+	}{
+		{"a character across the cut", strings.Repeat("x", 199) + "ééé", strings.Repeat("x", 199) + "..."},
+		{"the token across the cut", strings.Repeat("x", 190) + tok + " tail", strings.Repeat("x", 190) + "[REDACTED]..."},
+		{"invalid UTF-8", "bad \xff gateway", "bad \uFFFD gateway"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusInternalServerError)
+				fmt.Fprint(w, tc.body)
+			}))
+			defer srv.Close()
+			c, err := New(context.Background(), Config{URL: srv.URL, User: "root", Token: StaticToken(tok), Version: V0038,
+				RetryBase: time.Millisecond, RetryMax: time.Millisecond}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.ListJobs(context.Background())
+			var ae *APIError
+			if !errors.As(err, &ae) {
+				t.Fatalf("ListJobs: %v, want an *APIError", err)
+			}
+			if ae.Detail != tc.want || !utf8.ValidString(err.Error()) || strings.Contains(err.Error(), tok[:10]) {
+				t.Errorf("detail %q, want %q (error %q)", ae.Detail, tc.want, err)
 			}
 		})
 	}

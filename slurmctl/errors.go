@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Every error the Client returns wraps exactly one of the
@@ -127,6 +128,20 @@ func transient(err error) bool {
 }
 
 // redact removes every occurrence of secret from s.
+// clip is s cut to at most n bytes on a character boundary, with "..."
+// when cut, and with any invalid UTF-8 replaced: an error body is stored
+// and logged as text, and a cut through a character made it invalid.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
 func redact(s, secret string) string {
 	if secret == "" || !strings.Contains(s, secret) {
 		return s
