@@ -48,6 +48,13 @@ type Leadership interface {
 	// Leader reports whether this process holds the lease now. It may
 	// block briefly to confirm or acquire it; false on any doubt.
 	Leader(ctx context.Context) bool
+	// Hold is called once Leader said true, before the cycle's writes,
+	// which run under the context it returns: a context derived from ctx
+	// that ends as soon as the lease can no longer be counted on (its
+	// session found dead, or not confirmed for longer than the other
+	// serve needs to take the lease over), so that a write in flight
+	// stops before another process may write. release ends the watch.
+	Hold(ctx context.Context) (held context.Context, release context.CancelFunc)
 }
 
 // Config is the part of serve's settings the cycle reads.
@@ -377,9 +384,16 @@ func (r *Runner) decide(c *cycle) error {
 // the next cycle takes Slurm to hold.
 func (r *Runner) apply(ctx context.Context, c *cycle) {
 	log := c.log
+	cycleCtx := ctx
 	leader := r.leader.Leader(ctx)
 	sink := r.sink
-	if !leader {
+	if leader {
+		// Every write of the cycle runs under the lease: once it is lost,
+		// the other serve may write, so this one stops mid-batch.
+		held, release := r.leader.Hold(ctx)
+		defer release()
+		ctx = held
+	} else {
 		sink = NewPlanner(r.sink, r.assigned)
 	}
 	c.sink = sink
@@ -417,6 +431,15 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 	c.report = report
 	c.rec.Written, c.rec.WriteErrors = len(report.Applied), len(report.Failed)
 	c.res.Report, c.res.Changed = report, report.Planned
+	if leader && ctx.Err() != nil && cycleCtx.Err() == nil {
+		// The lease ended during the writes: what is left of the cycle
+		// only plans, and the next cycle primes again if it leads.
+		log.Warn("lost leadership during the cycle: stopped writing", "err", context.Cause(ctx),
+			"applied", len(report.Applied), "not_written", len(report.Failed))
+		ctx, sink = cycleCtx, NewPlanner(r.sink, r.assigned)
+		r.wasLeader = false
+		r.metrics.leader.Set(0)
+	}
 	if r.rewrite != nil {
 		c.res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, c.now, c.cl, c.snap.Predicted, c.scores, sink)
 	}

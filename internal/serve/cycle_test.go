@@ -89,6 +89,9 @@ func (f *fakeStore) RecordPredictions(_ context.Context, ps []accounting.Predict
 type fakeLeader struct{ leader bool }
 
 func (f *fakeLeader) Leader(context.Context) bool { return f.leader }
+func (f *fakeLeader) Hold(ctx context.Context) (context.Context, context.CancelFunc) {
+	return ctx, func() {}
+}
 
 var t0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 

@@ -246,3 +246,8 @@ type AlwaysLeader struct{}
 
 // Leader implements Leadership.
 func (AlwaysLeader) Leader(context.Context) bool { return true }
+
+// Hold implements Leadership: there is no lease to lose.
+func (AlwaysLeader) Hold(ctx context.Context) (context.Context, context.CancelFunc) {
+	return ctx, func() {}
+}
