@@ -86,6 +86,26 @@ type recordBuffer struct {
 
 	failing bool
 	lastErr error
+
+	// unreadable counts, at the last flush, the spill files that could not
+	// be read and the directory itself when it could not be listed: their
+	// records wait for the admin and must not hold up the rest. reported
+	// are the paths already logged, so each is logged once.
+	unreadable int
+	reported   map[string]bool
+}
+
+// leftForAdmin logs, once per path, that what is at path cannot be read
+// and stays there for the admin.
+func (b *recordBuffer) leftForAdmin(log *slog.Logger, msg, path string, err error) {
+	if b.reported == nil {
+		b.reported = map[string]bool{}
+	}
+	if b.reported[path] {
+		return
+	}
+	b.reported[path] = true
+	log.Error(msg, "path", path, "err", err)
 }
 
 func (b *recordBuffer) len() int { return b.mem.len() + b.spilled }
@@ -160,13 +180,13 @@ func (b *recordBuffer) scan(log *slog.Logger) {
 	b.scanned = true
 	files, err := b.spills()
 	if err != nil {
-		log.Error("records spilled earlier", "err", err)
+		b.leftForAdmin(log, "records spilled earlier: cannot list the spill directory; shipping the rest", b.dir, err)
 		return
 	}
 	for _, p := range files {
 		bt, err := readSpill(p)
 		if err != nil {
-			log.Error("records spilled earlier: unreadable file left in place", "path", p, "err", err)
+			b.leftForAdmin(log, "records spilled earlier: unreadable file left in place for the admin", p, err)
 			continue
 		}
 		b.spilled += bt.len()
@@ -181,16 +201,21 @@ func (b *recordBuffer) scan(log *slog.Logger) {
 func (b *recordBuffer) flush(ctx context.Context, s Recorder, log *slog.Logger) bool {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	b.unreadable = 0
 	files, err := b.spills()
 	if err != nil {
-		b.lastErr = err
-		return false
+		// What the directory holds waits for the admin; memory must not
+		// wait on it, nor be taken for a database outage.
+		b.unreadable++
+		b.leftForAdmin(log, "cannot list the spill directory: its records wait; shipping the rest", b.dir, err)
+		files = nil
 	}
 	for _, p := range files {
 		bt, err := readSpill(p)
 		if err != nil {
 			// Left for an operator; later batches must not wait on it.
-			log.Error("spilled records unreadable: left in place", "path", p, "err", err)
+			b.unreadable++
+			b.leftForAdmin(log, "spilled records unreadable: left in place for the admin", p, err)
 			continue
 		}
 		n := bt.len()
@@ -239,6 +264,7 @@ func (r *Runner) flush(ctx context.Context, log *slog.Logger) bool {
 	ok := b.flush(ctx, r.sink, log)
 	r.metrics.buffered.Set(float64(b.len()))
 	r.metrics.spilled.Set(float64(b.spilled))
+	r.metrics.unreadable.Set(float64(b.unreadable))
 	if ok {
 		r.metrics.dbUp.Set(1)
 		if b.failing {

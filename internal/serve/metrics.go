@@ -47,6 +47,7 @@ type Metrics struct {
 	buffered        prometheus.Gauge
 	spilled         prometheus.Gauge
 	spillErrors     prometheus.Counter
+	unreadable      prometheus.Gauge
 	accountUse      *prometheus.GaugeVec
 	accountShare    *prometheus.GaugeVec
 	accountWait     *prometheus.GaugeVec
@@ -81,6 +82,7 @@ func NewMetrics() *Metrics {
 	m.dbUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_database_up", Help: "1 when the last write to PostgreSQL succeeded."})
 	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL, in memory and spilled to disk."})
 	m.spilled = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffer_spilled_records", Help: "Records waiting for PostgreSQL in spill files on the local disk."})
+	m.unreadable = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffer_unreadable_files", Help: "Spill files serve cannot read (cut short, corrupt), plus 1 when the spill directory cannot be listed: left in place for the admin, their records not shipped."})
 	m.spillErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_buffer_spill_errors_total", Help: "Spills to disk that failed (the records stayed in memory)."})
 	m.accountUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_usage_ratio", Help: "Account's share of the cluster's decayed GPU usage (0..1)." + accountsHelp}, []string{"account"})
 	m.accountShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_share_ratio", Help: "Account's normalized share among the accounts with usage or pending work (0..1)." + accountsHelp}, []string{"account"})
@@ -96,7 +98,7 @@ func NewMetrics() *Metrics {
 	}, []string{"method", "made"})
 	for _, c := range []prometheus.Collector{m.forecastError, m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
 		m.readBackBad, m.writerStopped, m.skippedRecords,
-		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.spilled, m.spillErrors, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
+		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.spilled, m.spillErrors, m.unreadable, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
 		m.predictionError, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
