@@ -742,6 +742,12 @@ func (r *Runner) recordStartedPredictions(running []policy.Job, at time.Time) {
 		if _, was := r.pendPrev[j.ID]; !was {
 			continue
 		}
+		if j.Submit.IsZero() {
+			// Slurm's answer left the submit time unset: it is part of
+			// the prediction's key, and a record the database refuses
+			// at every retry would hold up every record after it.
+			continue
+		}
 		if p, ok := r.predicted[j.ID]; ok {
 			r.buffer.mem.Predictions = append(r.buffer.mem.Predictions, accounting.Prediction{
 				Cluster: r.cfg.Cluster, JobID: j.ID, ArrayTask: j.ArrayTask, Submit: j.Submit, Predictor: r.cfg.Predictor,
