@@ -19,8 +19,9 @@ Safety, in order of importance:
     rewriting stops by itself when serve stops), and the job's comment does
     not carry the opt-out marker "fairway:no-rewrite".
   * Only a request for exactly one GPU (--gres=gpu[:type]:1, --gpus-per-node=1
-    or --gpus=[type:]1, nothing else in the GRES request, no CPUs or memory
-    per GPU, at most one node; CPUs per task are fine) is changed, into
+    or --gpus=[type:]1, nothing else in the GRES request, no CPUs, memory or
+    tasks per GPU, no GPU frequency, at most one node; CPUs per task are
+    fine) is changed, into
     --gres=shard[:type]:N on one node, written in the form the release passed
     the request in ("gres:" on 22.05, "gres/" on 24.11 and later: each
     release rejects the other's).
@@ -54,6 +55,7 @@ local ELASTIC = "fairway:elastic"
 local REREAD_SECONDS = 5 -- how long a read of the table is reused
 local MAX_TABLE_BYTES = 4 * 1024 * 1024 -- serve caps its table at 1 MiB by default
 local NO_VAL = 4294967294 -- Slurm's NO_VAL for unset 32-bit numbers
+local NO_VAL16 = 65534 -- and for unset 16-bit numbers
 
 -- conf_dir is where slurm.conf lives: the directory of $SLURM_CONF in
 -- slurmctld's environment, else the directory this script was loaded from
@@ -317,10 +319,17 @@ local function rewrite(job_desc, part_list, submit_uid)
 	else
 		return
 	end
-	-- CPUs or memory per GPU (--cpus-per-gpu, --mem-per-gpu) name the gpu
-	-- request the rewrite removes: such a job is left as submitted.
+	-- CPUs, memory or tasks per GPU (--cpus-per-gpu, --mem-per-gpu,
+	-- --ntasks-per-gpu) and a GPU frequency (--gpu-freq) name the gpu
+	-- request the rewrite removes: such a job is left as submitted. Slurm
+	-- turns --ntasks-per-gpu without a gpu request into tasks/N whole GPUs
+	-- on top of the shards (or rejects the job), and rejects shards with a
+	-- GPU frequency (gres_job_state_validate, both releases).
+	local tasks_per_gpu, freq = job_desc.ntasks_per_tres, job_desc.tres_freq
 	if not cpus_only(job_desc.tres_per_task) or not empty(job_desc.tres_per_socket) or
-		not empty(job_desc.cpus_per_tres) or not empty(job_desc.mem_per_tres) or not single_node(job_desc) then
+		not empty(job_desc.cpus_per_tres) or not empty(job_desc.mem_per_tres) or not single_node(job_desc) or
+		not (tasks_per_gpu == nil or tasks_per_gpu == NO_VAL16 or tasks_per_gpu == 0) or
+		(not empty(freq) and freq:find("gpu", 1, true)) then
 		return
 	end
 	local user, name = job_desc.user_name, job_desc.name

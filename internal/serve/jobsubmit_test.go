@@ -175,3 +175,85 @@ func TestJobSubmitLua_NewestTable(t *testing.T) {
 		t.Errorf("malformed table: got %q, info %q", r.lines, r.info)
 	}
 }
+
+// TestJobSubmitLua_HostileRequests runs the script on the requests Slurm
+// 22.05.8 and 26.05.3 really passed it (testdata/job_desc), changed the way
+// a user can change them (sbatch flags, a raw RPC or slurmrestd), with a
+// table that shares every captured job. A rewrite must never give a job
+// more than the one GPU it asked for, nor turn a request Slurm reads
+// differently (or refuses) into shards, nor make Slurm reject a job it
+// would have taken; "=" is the job as submitted, "P" the release's GRES
+// prefix. In the changes, P is that prefix and d the job_desc.
+func TestJobSubmitLua_HostileRequests(t *testing.T) {
+	cases := []struct {
+		name, base, change string
+		node, job          string
+	}{
+		// --ntasks-per-gpu: without a gpu request Slurm adds tasks/N whole
+		// GPUs to the shards (gres_job_state_validate), or rejects the job.
+		{"--ntasks-per-gpu", "--gres=gpu:1", `d.ntasks_per_tres = 2; d.num_tasks = 4`, "=", "="},
+		{"--ntasks-per-gpu unset (NO_VAL16)", "--gres=gpu:1", `d.ntasks_per_tres = 65534`, "Pshard:2", "="},
+		// --gpu-freq: Slurm rejects shards with a GPU frequency.
+		{"--gpu-freq", "--gres=gpu:1", `d.tres_freq = "gpu:high"`, "=", "="},
+		// Checked and safe before: left as submitted.
+		{"two gpu requests", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:h100:1," .. P .. "gpu:h100:99"`, "=", "="},
+		{"trailing blank", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:1 "`, "=", "="},
+		{"socket binding", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:h100:1(S:0-1)"`, "=", "="},
+		{"arabic-indic digit one", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:\217\161"`, "=", "="},
+		{"fullwidth digit one", "--gres=gpu:h100:1", `d.tres_per_node = P .. "gpu:h100:\239\188\145"`, "=", "="},
+		{"negative", "--gres=gpu:h100:1", `d.tres_per_node = P .. "gpu:h100:-1"`, "=", "="},
+		{"past 2^53", "--gres=gpu:h100:1", `d.tres_per_node = P .. "gpu:h100:9007199254740993"`, "=", "="},
+		{"past 2^64", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:18446744073709551617"`, "=", "="},
+		{"no prefix", "--gres=gpu:1", `d.tres_per_node = "gpu:1"`, "=", "="},
+		{"100 KB of colons", "--gres=gpu:1", `d.tres_per_node = P .. "gpu" .. string.rep(":", 100000)`, "=", "="},
+		{"100 KB comment holding the opt-out", "--gres=gpu:1", `d.comment = string.rep("x", 100000) .. "fairway:no-rewrite"`, "=", "="},
+		{"max_nodes INFINITE", "--gres=gpu:1", `d.max_nodes = 4294967295`, "=", "="},
+		{"GPUs per task", "--gres=gpu:1", `d.tres_per_task = P .. "gpu=1"`, "=", "="},
+		{"another user's name", "--gres=gpu:1", `d.user_name = "mallory"`, "=", "="},
+		{"empty user", "--gres=gpu:1", `d.user_name = nil`, "=", "="},
+	}
+	for _, rel := range []struct{ file, prefix string }{{"slurm-22.05.8.lua", "gres:"}, {"slurm-26.05.3.lua", "gres/"}} {
+		t.Run(rel.file, func(t *testing.T) {
+			args, descs := capturedRequests(t, rel.file)
+			byArgs := map[string]string{}
+			var rules []rewrite.ShareRule
+			for i, a := range args {
+				byArgs[a] = descs[i]
+				rules = append(rules, rewrite.ShareRule{User: "alice", Name: fmt.Sprintf("capture%d", i+1), Shards: 2, Reason: "test"})
+			}
+			table := filepath.Join(t.TempDir(), "fairway-rewrite.table")
+			if err := writeTable(table, time.Now(), 15*time.Minute, []string{"gpu"}, rules); err != nil {
+				t.Fatal(err)
+			}
+			var jobs []luaCase
+			for _, c := range cases {
+				base, ok := byArgs[c.base]
+				if !ok {
+					t.Fatalf("%s: no captured request %q", c.name, c.base)
+				}
+				jobs = append(jobs, luaCase{desc: fmt.Sprintf("(function() local P, d = %q, %s; %s; return d end)()", rel.prefix, base, c.change)})
+			}
+			before := runJobSubmitEnv(t, []string{"FAIRWAY_REWRITE_TABLE=" + filepath.Join(t.TempDir(), "none")}, jobs)
+			r := runJobSubmitEnv(t, []string{"FAIRWAY_REWRITE_TABLE=" + table}, jobs)
+			if len(r.lines) != len(cases) || len(before.lines) != len(cases) {
+				t.Fatalf("lua printed %d and %d lines for %d requests: %q", len(before.lines), len(r.lines), len(cases), r.lines)
+			}
+			if r.errLog != "" {
+				t.Errorf("the script logged errors: %s", r.errLog)
+			}
+			for i, c := range cases {
+				f0 := strings.Split(before.lines[i], "|")
+				node, job := f0[1], f0[2]
+				if c.node != "=" {
+					node = strings.Replace(c.node, "P", rel.prefix, 1)
+				}
+				if c.job != "=" {
+					job = c.job
+				}
+				if want := "0|" + node + "|" + job + "|" + f0[3]; r.lines[i] != want {
+					t.Errorf("%s: got %q, want %q", c.name, r.lines[i], want)
+				}
+			}
+		})
+	}
+}
