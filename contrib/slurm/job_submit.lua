@@ -20,8 +20,8 @@ Safety, in order of importance:
     not carry the opt-out marker "fairway:no-rewrite".
   * Only a request for exactly one GPU (--gres=gpu[:type]:1, --gpus-per-node=1
     or --gpus=[type:]1, nothing else in the GRES request, no CPUs, memory or
-    tasks per GPU, no GPU frequency, at most one node; CPUs per task are
-    fine) is changed, into
+    tasks per GPU, no GPU frequency, at most one node, and for --gpus one
+    task and at most one named node; CPUs per task are fine) is changed, into
     --gres=shard[:type]:N on one node, written in the form the release passed
     the request in ("gres:" on 22.05, "gres/" on 24.11 and later: each
     release rejects the other's).
@@ -280,6 +280,20 @@ local function single_node(job_desc)
 	return ok(lo) and ok(hi)
 end
 
+-- one_place reports whether a job at most one node long by its node counts
+-- stays on one node whatever else it says. --gpus=1 is one GPU for the
+-- whole job, and the shards it becomes are per node: a job of 8 tasks one
+-- per node, or on two named nodes (--nodelist), leaves its node counts
+-- unset yet runs on several, and would get the shards on each. So more
+-- than one task, or more than one required node, keeps it as submitted.
+local function one_place(job_desc)
+	local n, req = job_desc.num_tasks, job_desc.req_nodes
+	if not (n == nil or n == NO_VAL or n <= 1) then
+		return false
+	end
+	return empty(req) or (type(req) == "string" and not req:find("[^%w_.-]"))
+end
+
 -- partitions_of returns the partitions a job goes to: its own list, or the
 -- default partition.
 local function partitions_of(job_desc, part_list)
@@ -330,6 +344,9 @@ local function rewrite(job_desc, part_list, submit_uid)
 		not empty(job_desc.cpus_per_tres) or not empty(job_desc.mem_per_tres) or not single_node(job_desc) or
 		not (tasks_per_gpu == nil or tasks_per_gpu == NO_VAL16 or tasks_per_gpu == 0) or
 		(not empty(freq) and freq:find("gpu", 1, true)) then
+		return
+	end
+	if via == "tres_per_job" and not one_place(job_desc) then
 		return
 	end
 	local user, name = job_desc.user_name, job_desc.name

@@ -195,6 +195,14 @@ func TestJobSubmitLua_HostileRequests(t *testing.T) {
 		{"--ntasks-per-gpu unset (NO_VAL16)", "--gres=gpu:1", `d.ntasks_per_tres = 65534`, "Pshard:2", "="},
 		// --gpu-freq: Slurm rejects shards with a GPU frequency.
 		{"--gpu-freq", "--gres=gpu:1", `d.tres_freq = "gpu:high"`, "=", "="},
+		// --gpus=1 is one GPU for the whole job; shards are per node.
+		{"--gpus=1 -n 8 --ntasks-per-node=1", "--gpus=1", `d.num_tasks = 8; d.ntasks_per_node = 1`, "=", "="},
+		{"--gpus=1 -n 200", "--gpus=1", `d.num_tasks = 200`, "=", "="},
+		{"--gpus=1 -w gpu1,gpu2", "--gpus=1", `d.req_nodes = "gpu1,gpu2"`, "=", "="},
+		{"--gpus=1 -w gpu[1-2]", "--gpus=1", `d.req_nodes = "gpu[1-2]"`, "=", "="},
+		{"--gpus=1 -w gpu1", "--gpus=1", `d.req_nodes = "gpu1"`, "Pshard:2", ""},
+		{"--gpus=1 -n 1", "--gpus=1", `d.num_tasks = 1`, "Pshard:2", ""},
+		{"--gres=gpu:1 -n 8 --ntasks-per-node=1 (per node already)", "--gres=gpu:1", `d.num_tasks = 8; d.ntasks_per_node = 1`, "Pshard:2", "="},
 		// Checked and safe before: left as submitted.
 		{"two gpu requests", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:h100:1," .. P .. "gpu:h100:99"`, "=", "="},
 		{"trailing blank", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:1 "`, "=", "="},
