@@ -208,6 +208,11 @@ local function current_table(now)
 	return cache.tbl, cache.why
 end
 
+-- SIZE_SUFFIXES are the suffixes Slurm multiplies a GRES count by
+-- (suffix_mult, any case).
+local SIZE_SUFFIXES = { k = true, kib = true, kb = true, m = true, mib = true, mb = true, g = true, gib = true, gb = true,
+	t = true, tib = true, tb = true, p = true, pib = true, pb = true }
+
 -- one_gpu reads a tres_per_* string that asks for exactly one gpu and
 -- nothing else and returns true, the type ("" when untyped) and the prefix
 -- the release spells GRES with. Slurm reads name[:type][:count], a missing
@@ -216,7 +221,11 @@ end
 -- "gres/shard:1", 26.05 passes "gres/gpu:1" and rejects "gres:shard:1"
 -- ("Invalid Trackable RESource (TRES) specification"). A request without
 -- either prefix is not recognised, so the rewrite always writes the form
--- the job came with.
+-- the job came with. A count is what Slurm reads as one (_is_valid_number:
+-- decimal digits, then a size suffix): "1k" is 1024 GPUs, not a type, and
+-- tonumber's "0x1", "1e0", "1.0" or " 1" are invalid GRES to Slurm (Lua 5.3
+-- even reads "0x10000000000000001" as 1); an empty type or count ("gpu:",
+-- "gpu::1") is invalid to Slurm too.
 local function one_gpu(spec)
 	if type(spec) ~= "string" or spec == "" or spec:find(",", 1, true) then
 		return false
@@ -230,18 +239,21 @@ local function one_gpu(spec)
 	for field in (s .. ":"):gmatch("([^:]*):") do
 		f[#f + 1] = field
 	end
-	if f[1] ~= "gpu" or #f > 3 then
+	if f[1] ~= "gpu" or #f > 3 or f[2] == "" then
 		return false
 	end
 	local typ, count = "", 1
 	if #f == 2 then
-		if f[2]:match("^%d+$") then
-			count = tonumber(f[2])
+		local digits, suffix = f[2]:match("^(%d+)(%a*)$")
+		if digits and suffix == "" then
+			count = tonumber(digits)
+		elseif digits and SIZE_SUFFIXES[suffix:lower()] then
+			return false
 		else
 			typ = f[2]
 		end
 	elseif #f == 3 then
-		typ, count = f[2], tonumber(f[3])
+		typ, count = f[2], f[3]:match("^%d+$") and tonumber(f[3])
 	end
 	if count ~= 1 or typ:find("[^%w_.-]") then
 		return false
