@@ -56,6 +56,10 @@ local REREAD_SECONDS = 5 -- how long a read of the table is reused
 local MAX_TABLE_BYTES = 4 * 1024 * 1024 -- serve caps its table at 1 MiB by default
 local NO_VAL = 4294967294 -- Slurm's NO_VAL for unset 32-bit numbers
 local NO_VAL16 = 65534 -- and for unset 16-bit numbers
+-- MAX_SPEC_BYTES is the longest tres_per_* string Slurm keeps: it refuses a
+-- longer one (ESLURM_PATHNAME_TOO_LONG), but only after job_submit, so the
+-- script sees whatever length the user sent and must not split it up.
+local MAX_SPEC_BYTES = 1024
 
 -- conf_dir is where slurm.conf lives: the directory of $SLURM_CONF in
 -- slurmctld's environment, else the directory this script was loaded from
@@ -227,7 +231,7 @@ local SIZE_SUFFIXES = { k = true, kib = true, kb = true, m = true, mib = true, m
 -- even reads "0x10000000000000001" as 1); an empty type or count ("gpu:",
 -- "gpu::1") is invalid to Slurm too.
 local function one_gpu(spec)
-	if type(spec) ~= "string" or spec == "" or spec:find(",", 1, true) then
+	if type(spec) ~= "string" or spec == "" or #spec > MAX_SPEC_BYTES or spec:find(",", 1, true) then
 		return false
 	end
 	local prefix = spec:match("^gres[:/]")
@@ -269,7 +273,7 @@ local function cpus_only(spec)
 	if spec == nil or spec == "" then
 		return true
 	end
-	if type(spec) ~= "string" then
+	if type(spec) ~= "string" or #spec > MAX_SPEC_BYTES then
 		return false
 	end
 	for entry in (spec .. ","):gmatch("([^,]*),") do
@@ -303,7 +307,7 @@ local function one_place(job_desc)
 	if not (n == nil or n == NO_VAL or n <= 1) then
 		return false
 	end
-	return empty(req) or (type(req) == "string" and not req:find("[^%w_.-]"))
+	return empty(req) or (type(req) == "string" and #req <= MAX_SPEC_BYTES and not req:find("[^%w_.-]"))
 end
 
 -- partitions_of returns the partitions a job goes to: its own list, or the

@@ -185,6 +185,7 @@ func TestJobSubmitLua_NewestTable(t *testing.T) {
 // would have taken; "=" is the job as submitted, "P" the release's GRES
 // prefix. In the changes, P is that prefix and d the job_desc.
 func TestJobSubmitLua_HostileRequests(t *testing.T) {
+	long := strings.Repeat("0", 2000) // Slurm keeps tres_per_* of at most 1024 bytes
 	cases := []struct {
 		name, base, change string
 		node, job          string
@@ -216,6 +217,8 @@ func TestJobSubmitLua_HostileRequests(t *testing.T) {
 		{"empty count", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:"`, "=", "="},
 		{"leading zeros", "--gres=gpu:h100:1", `d.tres_per_node = P .. "gpu:h100:01"`, "Pshard:h100:2", "="},
 		{"a type that starts with digits", "--gres=gpu:h100:1", `d.tres_per_node = P .. "gpu:2080ti"`, "Pshard:2080ti:2", "="},
+		{"over Slurm's 1024 bytes", "--gres=gpu:h100:1", `d.tres_per_node = P .. "gpu:h100:` + long + `1"`, "=", "="},
+		{"--gpus over Slurm's 1024 bytes", "--gpus=1", `d.tres_per_job = P .. "gpu:` + long + `1"`, "=", "="},
 		// Checked and safe before: left as submitted.
 		{"two gpu requests", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:h100:1," .. P .. "gpu:h100:99"`, "=", "="},
 		{"trailing blank", "--gres=gpu:1", `d.tres_per_node = P .. "gpu:1 "`, "=", "="},
