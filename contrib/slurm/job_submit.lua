@@ -34,12 +34,12 @@ users cannot read the table) and, for tables written before that default,
 fairway-rewrite.table in slurm.conf's directory ($SLURM_CONF's, else
 /etc/slurm). Which table is in use, or why none is, goes to slurmctld's log
 at info whenever it changes. A table larger than MAX_TABLE_BYTES is ignored:
-it is read on slurmctld's submit path. Install: copy this file next to
-slurm.conf (slurmctld loads job_submit.lua from there), set
-JobSubmitPlugins=lua, `scontrol reconfigure`; a site that has its own
-job_submit.lua merges the two (INSTALL.md says how). Lua 5.1 to 5.4 (the
-one Slurm was built with). See INSTALL.md, "GPU sharing and resource
-rewriting".
+it is read on slurmctld's submit path; so is one generated more than its
+max_age in the future. Install: copy this file next to slurm.conf
+(slurmctld loads job_submit.lua from there), set JobSubmitPlugins=lua,
+`scontrol reconfigure`; a site that has its own job_submit.lua merges the
+two (INSTALL.md says how). Lua 5.1 to 5.4 (the one Slurm was built with).
+See INSTALL.md, "GPU sharing and resource rewriting".
 
 Table format (written atomically by serve; one record per line, fields
 separated by one tab; lines starting with # are comments):
@@ -149,8 +149,11 @@ end
 local cache = { read_at = nil, tbl = nil, why = nil, logged = nil }
 
 -- read_table reads and parses one table file; it returns the table, or nil
--- and why not (nil and nil when there is no file at path).
-local function read_table(path)
+-- and why not (nil and nil when there is no file at path). A table
+-- generated more than its max_age after now is refused like a malformed
+-- one: it would never go stale, and as the newest it would hide the table
+-- serve keeps writing (a clock set back, a copy from another host).
+local function read_table(path, now)
 	local fh, open_err = io.open(path, "r")
 	if not fh then
 		if open_err and not open_err:find("No such file", 1, true) then
@@ -167,6 +170,9 @@ local function read_table(path)
 	if not t then
 		return nil, "table " .. path .. " ignored: " .. err
 	end
+	if t.generated - now > t.max_age then
+		return nil, "table " .. path .. " ignored: generated " .. (t.generated - now) .. " s in the future (max_age " .. t.max_age .. ")"
+	end
 	t.path = path
 	return t
 end
@@ -178,13 +184,14 @@ end
 -- Which table is used, and why none is, is logged at info each time it
 -- changes, so an admin sees in slurmctld's log why no job is rewritten.
 local function current_table(now)
-	if cache.read_at and now - cache.read_at < REREAD_SECONDS then
+	-- A clock set back must not keep the last read for as long.
+	if cache.read_at and now >= cache.read_at and now - cache.read_at < REREAD_SECONDS then
 		return cache.tbl, cache.why
 	end
 	cache.read_at, cache.tbl, cache.why = now, nil, nil
 	local best, whys = nil, {}
 	for _, p in ipairs(TABLE_PATHS) do
-		local t, why = read_table(p)
+		local t, why = read_table(p, now)
 		if t and (not best or t.generated > best.generated) then
 			best = t
 		elseif why then

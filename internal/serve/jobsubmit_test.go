@@ -281,3 +281,49 @@ func TestJobSubmitLua_HostileRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestJobSubmitLua_UntrustedTables: tables the script must not use, each in
+// the state directory (with or without a good table beside slurm.conf).
+// A job is left as submitted, or takes the good table's rule, and why is
+// logged at info once. A table generated in the future never went stale
+// and, as the newest, hid the live table.
+func TestJobSubmitLua_UntrustedTables(t *testing.T) {
+	now := time.Now()
+	rules := []rewrite.ShareRule{{User: "alice", Name: "train", Shards: 3, Reason: "test"}}
+	for _, c := range []struct {
+		name     string
+		state    []byte // the table in the state directory
+		fresh    bool   // a good table (1 shard) beside slurm.conf
+		jobName  string
+		wantNode string
+		wantInfo string
+	}{
+		{"generated a year ahead", rewrite.RenderTable(now.AddDate(1, 0, 0), 15*time.Minute, []string{"gpu"}, rules), false, "train", "gres:gpu:1", "s in the future (max_age 900)"},
+		{"a year ahead, beside a good one", rewrite.RenderTable(now.AddDate(1, 0, 0), 15*time.Minute, []string{"gpu"}, rules), true, "train", "gres:shard:1", "CONF/fairway-rewrite.table in use"},
+		{"ahead by less than max_age", rewrite.RenderTable(now.Add(5*time.Minute), 15*time.Minute, []string{"gpu"}, rules), false, "train", "gres:shard:3", "STATE/fairway-rewrite.table in use"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			state, conf := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(state, "fairway-rewrite.table"), c.state, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if c.fresh {
+				if err := writeTable(filepath.Join(conf, "fairway-rewrite.table"), now, 15*time.Minute, []string{"gpu"},
+					[]rewrite.ShareRule{{User: "alice", Name: "train", Shards: 1, Reason: "test"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := []string{"FAIRWAY_REWRITE_TABLE=", "FAIRWAY_TEST_STATE_DIR=" + state, "SLURM_CONF=" + filepath.Join(conf, "slurm.conf")}
+			job := luaCase{user: "alice", jobName: c.jobName, partition: "gpu", tresPerNode: "gres:gpu:1"}
+			r := runJobSubmitEnv(t, env, []luaCase{job, job})
+			want := "0|" + c.wantNode + "|nil|nil"
+			if len(r.lines) != 2 || r.lines[0] != want || r.lines[1] != want || r.errLog != "" {
+				t.Errorf("got %q (errors %q), want %q twice", r.lines, r.errLog, want)
+			}
+			wantInfo := strings.NewReplacer("CONF", conf, "STATE", state).Replace(c.wantInfo)
+			if !strings.Contains(r.info, wantInfo) || strings.Count(r.info, "\n") != 1+strings.Count(r.info, "fairway: job ") {
+				t.Errorf("info log %q, want %q once", r.info, wantInfo)
+			}
+		})
+	}
+}
