@@ -34,12 +34,13 @@ users cannot read the table) and, for tables written before that default,
 fairway-rewrite.table in slurm.conf's directory ($SLURM_CONF's, else
 /etc/slurm). Which table is in use, or why none is, goes to slurmctld's log
 at info whenever it changes. A table larger than MAX_TABLE_BYTES is ignored:
-it is read on slurmctld's submit path; so is one generated more than its
-max_age in the future. Install: copy this file next to slurm.conf
-(slurmctld loads job_submit.lua from there), set JobSubmitPlugins=lua,
-`scontrol reconfigure`; a site that has its own job_submit.lua merges the
-two (INSTALL.md says how). Lua 5.1 to 5.4 (the one Slurm was built with).
-See INSTALL.md, "GPU sharing and resource rewriting".
+it is read on slurmctld's submit path; so is one cut short (without a
+newline at its end) or generated more than its max_age in the future.
+Install: copy this file next to slurm.conf (slurmctld loads job_submit.lua
+from there), set JobSubmitPlugins=lua, `scontrol reconfigure`; a site that
+has its own job_submit.lua merges the two (INSTALL.md says how). Lua 5.1 to
+5.4 (the one Slurm was built with). See INSTALL.md, "GPU sharing and
+resource rewriting".
 
 Table format (written atomically by serve; one record per line, fields
 separated by one tab; lines starting with # are comments):
@@ -109,6 +110,13 @@ end
 -- parse_table reads the table's text; it returns nil and a reason for
 -- anything it does not fully understand.
 local function parse_table(text)
+	-- serve ends every line with a newline; a table without one at its
+	-- end was cut short (copied or written in place, not by serve), and
+	-- its last record may have lost the end of its job name: "train" cut
+	-- to "tra" would share another job.
+	if text:sub(-1) ~= "\n" then
+		return nil, "cut short (no newline at its end)"
+	end
 	local t = { partitions = {}, shards = {}, generated = nil, max_age = nil }
 	local version = nil
 	local n = 0

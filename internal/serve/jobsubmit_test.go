@@ -286,10 +286,16 @@ func TestJobSubmitLua_HostileRequests(t *testing.T) {
 // the state directory (with or without a good table beside slurm.conf).
 // A job is left as submitted, or takes the good table's rule, and why is
 // logged at info once. A table generated in the future never went stale
-// and, as the newest, hid the live table.
+// and, as the newest, hid the live table; a table cut short inside its
+// last record gave that record's job name cut short to another job.
 func TestJobSubmitLua_UntrustedTables(t *testing.T) {
 	now := time.Now()
-	rules := []rewrite.ShareRule{{User: "alice", Name: "train", Shards: 3, Reason: "test"}}
+	rules := []rewrite.ShareRule{{User: "alice", Name: "train", Shards: 3, Reason: "test"}, {User: "alice", Name: "my sweep 3", Shards: 3, Reason: "test"}}
+	good := rewrite.RenderTable(now, 15*time.Minute, []string{"gpu"}, rules)
+	cut := good[:len(good)-len(" 3\n")] // ends "shard\talice\t3\tmy sweep"
+	if !strings.HasSuffix(string(cut), "\tmy sweep") {
+		t.Fatalf("cut table ends %q", cut[len(cut)-20:])
+	}
 	for _, c := range []struct {
 		name     string
 		state    []byte // the table in the state directory
@@ -298,6 +304,9 @@ func TestJobSubmitLua_UntrustedTables(t *testing.T) {
 		wantNode string
 		wantInfo string
 	}{
+		{"cut inside its last name", cut, false, "my sweep", "gres:gpu:1", "ignored: cut short (no newline at its end)"},
+		{"cut, the other job", cut, false, "train", "gres:gpu:1", "ignored: cut short"},
+		{"cut, beside a good one", cut, true, "train", "gres:shard:1", "CONF/fairway-rewrite.table in use"},
 		{"generated a year ahead", rewrite.RenderTable(now.AddDate(1, 0, 0), 15*time.Minute, []string{"gpu"}, rules), false, "train", "gres:gpu:1", "s in the future (max_age 900)"},
 		{"a year ahead, beside a good one", rewrite.RenderTable(now.AddDate(1, 0, 0), 15*time.Minute, []string{"gpu"}, rules), true, "train", "gres:shard:1", "CONF/fairway-rewrite.table in use"},
 		{"ahead by less than max_age", rewrite.RenderTable(now.Add(5*time.Minute), 15*time.Minute, []string{"gpu"}, rules), false, "train", "gres:shard:3", "STATE/fairway-rewrite.table in use"},
