@@ -51,7 +51,7 @@ func (s *Store) RecordDecisions(ctx context.Context, ds []Decision) (int, error)
 	months := map[month]bool{}
 	for i, d := range ds {
 		if d.Cluster == "" || d.At.IsZero() || d.Policy == "" || d.Field == "" {
-			return 0, fmt.Errorf("decision for job %d: cluster, time, policy and field are required", d.JobID)
+			return 0, fmt.Errorf("decision for job %d: cluster, time, policy and field are required: %w", d.JobID, ErrInvalidRecord)
 		}
 		b, err := json.Marshal(finiteParts(d.Parts))
 		if err != nil {
@@ -133,6 +133,7 @@ ON CONFLICT DO NOTHING`, cluster, at, cycle, job, pol, rank, score, js, pred, pr
 		return nil
 	})
 	if err != nil {
+		s.forgetMonthsIfGone(err)
 		return 0, fmt.Errorf("record %d decisions: %w", len(ds), err)
 	}
 	return added, nil
@@ -188,7 +189,7 @@ type Cycle struct {
 // fail on every retry and hold up every record serve buffered after it.
 func (s *Store) RecordCycle(ctx context.Context, c Cycle) error {
 	if c.Cluster == "" || c.Started.IsZero() {
-		return fmt.Errorf("cycle %d: cluster and start time are required", c.Cycle)
+		return fmt.Errorf("cycle %d: cluster and start time are required: %w", c.Cycle, ErrInvalidRecord)
 	}
 	_, err := s.pool.Exec(ctx, `
 INSERT INTO cycle (cluster, cycle, started_at, policy, leader, dry_run, pending, running, written, write_errors,
@@ -247,7 +248,7 @@ func (s *Store) RecordPredictions(ctx context.Context, ps []Prediction) error {
 	)
 	for i, p := range ps {
 		if p.Cluster == "" || p.Submit.IsZero() || p.At.IsZero() || p.Predictor == "" {
-			return fmt.Errorf("prediction for job %d: cluster, submit time, time and predictor are required", p.JobID)
+			return fmt.Errorf("prediction for job %d: cluster, submit time, time and predictor are required: %w", p.JobID, ErrInvalidRecord)
 		}
 		cluster[i], predictor[i], rule[i], part[i] = p.Cluster, p.Predictor, p.Rule, p.Partition
 		job[i], task[i], submit[i], at[i], run[i] = p.JobID, int32(p.ArrayTask), p.Submit, p.At, p.Run.Seconds()
@@ -273,6 +274,7 @@ ON CONFLICT (cluster, job_id, array_task, submit_time, predictor) DO UPDATE SET
 WHERE prediction.predicted_at <= EXCLUDED.predicted_at`,
 		cluster, job, task, submit, predictor, at, run, upper, quant, rule, part)
 	if err != nil {
+		s.forgetMonthsIfGone(err)
 		return fmt.Errorf("record %d predictions: %w", n, err)
 	}
 	return nil
