@@ -48,7 +48,15 @@ func (f *fakeWriter) Write(_ context.Context, jobs []slurmctl.Job, want map[int6
 func (f *fakeWriter) Prime(context.Context) (int, error) { return len(f.wrote), nil }
 
 type fakeStore struct {
-	down      bool
+	down bool
+	// downAfter, when above 0, makes every call after that many fail
+	// as down.
+	downAfter int
+	// refuse, when set, is asked about each record of a call; an error
+	// refuses the whole call, which then stores nothing, as a
+	// transaction would.
+	refuse    func(rec any) error
+	calls     int
 	finished  []policy.Job
 	decisions []accounting.Decision
 	cycles    []accounting.Cycle
@@ -57,30 +65,47 @@ type fakeStore struct {
 
 var errDown = errors.New("connection refused")
 
+// take counts a call of rs and says whether f stores it.
+func take[T any](f *fakeStore, rs ...T) error {
+	f.calls++
+	if f.down || f.downAfter > 0 && f.calls > f.downAfter {
+		return errDown
+	}
+	for _, r := range rs {
+		if f.refuse == nil {
+			break
+		}
+		if err := f.refuse(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (f *fakeStore) RecordFinished(_ context.Context, _ string, jobs []policy.Job) (accounting.Summary, error) {
-	if f.down {
-		return accounting.Summary{}, errDown
+	if err := take(f, jobs...); err != nil {
+		return accounting.Summary{}, err
 	}
 	f.finished = append(f.finished, jobs...)
 	return accounting.Summary{}, nil
 }
 func (f *fakeStore) RecordDecisions(_ context.Context, ds []accounting.Decision) (int, error) {
-	if f.down {
-		return 0, errDown
+	if err := take(f, ds...); err != nil {
+		return 0, err
 	}
 	f.decisions = append(f.decisions, ds...)
 	return len(ds), nil
 }
 func (f *fakeStore) RecordCycle(_ context.Context, c accounting.Cycle) error {
-	if f.down {
-		return errDown
+	if err := take(f, c); err != nil {
+		return err
 	}
 	f.cycles = append(f.cycles, c)
 	return nil
 }
 func (f *fakeStore) RecordPredictions(_ context.Context, ps []accounting.Prediction) error {
-	if f.down {
-		return errDown
+	if err := take(f, ps...); err != nil {
+		return err
 	}
 	f.preds = append(f.preds, ps...)
 	return nil

@@ -48,6 +48,7 @@ type Metrics struct {
 	spilled         prometheus.Gauge
 	spillErrors     prometheus.Counter
 	unreadable      prometheus.Gauge
+	refused         *prometheus.CounterVec
 	accountUse      *prometheus.GaugeVec
 	accountShare    *prometheus.GaugeVec
 	accountWait     *prometheus.GaugeVec
@@ -83,7 +84,11 @@ func NewMetrics() *Metrics {
 	m.buffered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffered_records", Help: "Records waiting for PostgreSQL, in memory and spilled to disk."})
 	m.spilled = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffer_spilled_records", Help: "Records waiting for PostgreSQL in spill files on the local disk."})
 	m.unreadable = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_buffer_unreadable_files", Help: "Spill files serve cannot read (cut short, corrupt), plus 1 when the spill directory cannot be listed: left in place for the admin, their records not shipped."})
-	m.spillErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_buffer_spill_errors_total", Help: "Spills to disk that failed (the records stayed in memory)."})
+	m.spillErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_buffer_spill_errors_total", Help: "Spills to disk, and files of refused records, that could not be written (the records stayed where they were)."})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairway_records_refused_total", Help: "Records PostgreSQL refused for what they hold (invalid, a value out of range), by kind (finished, prediction, decision, cycle): not stored, set aside in --buffer-dir (*" + refusedSuffix + ") or, without one, logged in full."}, []string{"kind"})
+	for _, k := range recordKinds {
+		m.refused.WithLabelValues(k) // every kind from the start, at 0
+	}
 	m.accountUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_usage_ratio", Help: "Account's share of the cluster's decayed GPU usage (0..1)." + accountsHelp}, []string{"account"})
 	m.accountShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_account_share_ratio", Help: "Account's normalized share among the accounts with usage or pending work (0..1)." + accountsHelp}, []string{"account"})
 	m.accountWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fairway_queue_wait_seconds", Help: "Mean time the account's pending jobs have waited so far." + accountsHelp}, []string{"account"})
@@ -98,7 +103,7 @@ func NewMetrics() *Metrics {
 	}, []string{"method", "made"})
 	for _, c := range []prometheus.Collector{m.forecastError, m.cycleDuration, m.cycles, m.jobsPending, m.jobsRunning, m.writes, m.writeErrors,
 		m.readBackBad, m.writerStopped, m.skippedRecords,
-		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.spilled, m.spillErrors, m.unreadable, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
+		m.planned, m.leader, m.slurmUp, m.dbUp, m.buffered, m.spilled, m.spillErrors, m.unreadable, m.refused, m.accountUse, m.accountShare, m.accountWait, m.accountWaitMax,
 		m.predictionError, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
