@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -65,4 +66,40 @@ func TestLab_JobWithoutSubmitTimeDoesNotBlockRecords(t *testing.T) {
 func running(j slurmctl.Job, at time.Time) slurmctl.Job {
 	j.State, j.Start = policy.StateRunning, at
 	return j
+}
+
+// TestLab_RefusedRecordsSetAside: PostgreSQL refuses a decision whose
+// policy is not UTF-8 (SQLSTATE 22021) and a cycle row starting before
+// 4713 BC (22008). Both are set aside in a refused file; every other
+// record of the batch, before and after them, is stored.
+func TestLab_RefusedRecordsSetAside(t *testing.T) {
+	pool := lab.Get(t).DatabasePool(t)
+	store := accounting.New(pool, quietLogger())
+	bt := refusedBatch()
+	bt.Decisions[6].Policy = "fifo\xff"
+	bt.Cycles[1].Started = time.Date(-5000, 1, 1, 0, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	b := recordBuffer{limit: 1000, dir: dir, mem: bt}
+	ctx := context.Background()
+	if !b.flush(ctx, store, quietLogger()) {
+		t.Fatalf("flush failed: %v", b.lastErr)
+	}
+	var decisions, seven, cycles, jobs, preds int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM decision WHERE job_id <> 7), (SELECT count(*) FROM decision WHERE job_id = 7),
+	(SELECT count(*) FROM job), (SELECT count(*) FROM prediction)`).Scan(&decisions, &seven, &jobs, &preds); err != nil {
+		t.Fatal(err)
+	}
+	if decisions != 19 || seven != 0 || jobs != 2 || preds != 1 {
+		t.Errorf("stored %d decisions other than job 7's, %d of job 7, %d jobs, %d predictions; want 19, 0, 2, 1", decisions, seven, jobs, preds)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM cycle WHERE cycle IN (1, 3)`).Scan(&cycles); err != nil || cycles != 2 {
+		t.Errorf("%d of cycle rows 1 and 3 stored (%v), want 2", cycles, err)
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, "*.fairway-refused"))
+	if len(aside) != 1 {
+		t.Fatalf("refused files %v, want one", aside)
+	}
+	if got, err := readSpill(aside[0]); err != nil || got.len() != 2 || got.Decisions[0].JobID != 7 || got.Cycles[0].Cycle != 2 {
+		t.Errorf("refused file holds %+v (%v), want decision 7 and cycle row 2", got, err)
+	}
 }
