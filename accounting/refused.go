@@ -17,7 +17,7 @@ var ErrInvalidRecord = errors.New("invalid record")
 // unchanged, they would be refused again. That is ErrInvalidRecord and
 // ErrInvalidJob, and PostgreSQL's data exceptions (SQLSTATE class 22:
 // invalid UTF-8, a number or time out of range) and integrity violations
-// (class 23, which ON CONFLICT does not absorb). A caller retrying a batch
+// (class 23, which ON CONFLICT does not absorb; a unique violation aside). A caller retrying a batch
 // until the database is back must set such records aside, or they hold up
 // every record behind them for ever. Everything else (a connection lost, a
 // timeout, a cancelled context, class 08, 40, 53, 57) is not a refusal.
@@ -32,7 +32,10 @@ func Refused(err error) bool {
 	switch {
 	case strings.HasPrefix(pgErr.Code, "22"):
 		return true
-	case noPartition(pgErr):
+	case noPartition(pgErr), pgErr.Code == "23505":
+		// A unique violation past ON CONFLICT and MERGE is a race with
+		// another writer of the same rows (two serves at a handover, an
+		// ingest beside serve): the next try finds the row stored.
 		return false
 	case strings.HasPrefix(pgErr.Code, "23"):
 		return true

@@ -34,6 +34,7 @@ func TestRefused_RecordOrOutage(t *testing.T) {
 		{"not null", pg("23502", ""), true},
 		{"check constraint", pg("23514", "share_shares_check"), true},
 		{"no partition for the row", pg("23514", ""), false},
+		{"unique violation (a race with another writer)", pg("23505", "job_pkey"), false},
 		{"connection exception", pg("08006", ""), false},
 		{"serialization failure", pg("40001", ""), false},
 		{"too many connections", pg("53300", ""), false},
