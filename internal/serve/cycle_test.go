@@ -138,14 +138,7 @@ type rig struct {
 // that records to the fake store.
 func newRig(t *testing.T, cfg Config, plan bool) *rig {
 	t.Helper()
-	pol, err := policy.New("fifo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := fifoEngine(t)
 	if cfg.Range == (policy.SlurmRange{}) {
 		cfg.Range = policy.SiteFactorRange()
 	}
@@ -534,4 +527,18 @@ func TestRunner_OneClockReadingPerCycle(t *testing.T) {
 			t.Errorf("step %s timed %d times in 2 cycles, want 2 (got %v)", step, got[step], got)
 		}
 	}
+}
+
+// fifoEngine is an engine ranking by fifo on 8 GPUs, the tests' default.
+func fifoEngine(t *testing.T) *policy.Engine {
+	t.Helper()
+	pol, err := policy.New("fifo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }

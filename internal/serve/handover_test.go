@@ -62,14 +62,7 @@ func (s *frozenStore) FrozenPriorities(_ context.Context, _ string, ids []int64)
 
 func handOverRig(t *testing.T, field string) (*Runner, *handBackWriter, *frozenStore, *time.Time) {
 	t.Helper()
-	pol, err := policy.New("fifo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := fifoEngine(t)
 	rng := policy.SiteFactorRange()
 	if field == "priority" {
 		rng = policy.PriorityRange()

@@ -63,14 +63,7 @@ func (w *oneByOneWriter) Prime(context.Context) (int, error) { return 0, nil }
 // the other serve may take the lease at once, so this one makes no
 // further write in that cycle, and none in the next.
 func TestRunner_LeaseLostMidCycleStopsWriting(t *testing.T) {
-	pol, err := policy.New("fifo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := fifoEngine(t)
 	lease := &losableLease{}
 	w := &oneByOneWriter{after: lease.lose}
 	reader := &fakeReader{}
