@@ -458,3 +458,32 @@ func TestWrite_OneAccountJain(t *testing.T) {
 		})
 	}
 }
+
+// TestBuild_CounterfactualNothingRan: a month whose jobs held no GPU for
+// any time (one cancelled while pending, one that ended as it started,
+// one that asked for no GPU) still has a report, the counterfactual left
+// out with a note, as for a month with no job to simulate; its estimated
+// capacity of 0 GPUs is no machine to size from the history.
+func TestBuild_CounterfactualNothingRan(t *testing.T) {
+	job := func(id int64, gpus int, start, end time.Time, st policy.State) policy.Job {
+		return policy.Job{ID: id, ArrayTask: -1, User: "alice", Account: "a", Partition: "gpu", GPUs: gpus,
+			Submit: at(3, 0), Start: start, End: end, State: st, TimeLimit: time.Hour}
+	}
+	for name, jobs := range map[string][]policy.Job{
+		"cancelled while pending": {job(1, 1, time.Time{}, at(3, 1), policy.StateCancelled)},
+		"zero-length":             {job(2, 1, at(3, 1), at(3, 1), policy.StateFailed)},
+		"end before start":        {job(3, 1, at(3, 2), at(3, 1), policy.StateCompleted)},
+		"no GPU asked":            {job(4, 0, at(3, 1), at(3, 2), policy.StateCompleted)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := &report.Data{Cluster: "c", Month: report.Month{Year: 2026, Month: time.October}, Jobs: jobs}
+			r, err := report.Build(d, nil, report.Options{Counterfactual: true, Cluster: sim.Cluster{Unit: sim.GPUs}})
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if r.Counterfactual != nil || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "No job of the month could be simulated") }) {
+				t.Errorf("counterfactual %+v, notes %q: want none, and the note saying so", r.Counterfactual, r.Notes)
+			}
+		})
+	}
+}

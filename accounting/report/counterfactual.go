@@ -53,7 +53,13 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 		jobs = append(jobs, j)
 	}
 	// Build sized opt.Cluster (given, estimated or the layout's), so the
-	// history is not asked for a size here.
+	// history is not asked for a size here. An estimate of no unit is a
+	// month in which no job held one (all cancelled while pending, of no
+	// run time, or asking for none): nothing to simulate, not a machine for
+	// ReplayWorkload to size from the history, which would fail the report.
+	if opt.Layout == nil && opt.Cluster.Capacity() <= 0 {
+		return nil, fmt.Errorf("counterfactual: no job of the month held any %s: %w", opt.Cluster.Unit, sim.ErrNoJobs)
+	}
 	w, err := ReplayWorkload(d.Cluster, jobs, opt.Cluster.Unit, opt.Cluster.Nodes, opt.Cluster.PerNode, opt.Layout)
 	if err != nil {
 		return nil, fmt.Errorf("counterfactual: %w", err)
