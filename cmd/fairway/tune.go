@@ -442,6 +442,19 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 		fmt.Fprintf(out, "history: %s of cluster %s from the %s; replayed on %s, the least machine the history fits (--nodes, --per-node and --unit set it)\n",
 			plural.N(len(w.Jobs), "job", "jobs"), w.Name, cfg.DB.source(), clusterText(w.Cluster))
 	}
+	// What no replay runs (never started, no run time, no units, larger
+	// than the cluster, duplicate ids, and the records the trace reader
+	// dropped), counted as simulate counts it.
+	left := maps.Clone(w.LeftOut)
+	if left == nil {
+		left = map[string]int{}
+	}
+	for r, n := range win.LeftOut {
+		left[r] += n
+	}
+	if s := trace.FormatLeftOut(left); s != "none" {
+		fmt.Fprintf(out, "left out: %s\n", s)
+	}
 	fmt.Fprintf(out, "search: CMA-ES, seed %d, population %d, %d generations, %d evaluations, stopped: %s; whole run %s\n",
 		cfg.Seed, res.Population, res.Generations, res.Evaluations, res.Stopped, took.Round(time.Second))
 	names := make([]string, len(policy.LearnedFeatures))

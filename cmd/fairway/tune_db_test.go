@@ -183,3 +183,39 @@ func TestTune_FromDBPartitions(t *testing.T) {
 		t.Errorf("trained_on cluster %q, want %q", f.TrainedOn.Cluster, want)
 	}
 }
+
+// TestTune_FromDBLeftOut: the jobs of a database history the replay
+// cannot run (one cancelled while pending, one whose end precedes its
+// start after a clock step, one asking for no GPU) are counted in a
+// `left out:` line, as simulate counts them, and the windows count only
+// the jobs replayed: 31 of the 34, the last 10 of them held out.
+func TestTune_FromDBLeftOut(t *testing.T) {
+	jobs := dbJobs()
+	t0 := jobs[0].Submit
+	odd := func(id int64, f func(*policy.Job)) policy.Job {
+		j := policy.Job{ID: id, ArrayTask: -1, User: "u1", Account: "lab", Partition: "gpu", GPUs: 1, CPUs: 4, Nodes: 1,
+			Submit: t0.Add(time.Minute), Start: t0.Add(2 * time.Minute), End: t0.Add(time.Hour), TimeLimit: 2 * time.Hour, State: policy.StateCompleted}
+		f(&j)
+		return j
+	}
+	jobs = append(jobs,
+		odd(2001, func(j *policy.Job) { j.Start, j.State = time.Time{}, policy.StateCancelled }),
+		odd(2002, func(j *policy.Job) { j.End = j.Start.Add(-time.Second) }),
+		odd(2003, func(j *policy.Job) { j.GPUs = 0 }))
+	fakeHistory(t, jobs)
+	out := filepath.Join(t.TempDir(), "alps.json")
+	text, err := runApp(t, "tune", "--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--out", out, "--train", "0.7",
+		"--predictor", "none", "--generations", "1", "--population", "4", "--parallel", "1", "--progress", "never")
+	t.Logf("tune --from-db:\n%s", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nleft out: 1 asks for no units of the cluster's kind; 2 no run time\n",
+		"looked at the first 21 of 31 jobs (the last 10 held out for the final evaluation)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -143,6 +144,8 @@ type Evaluator struct {
 	// jobs are the replayable jobs in submit order (stable), with their
 	// replay state (admit's), shared read-only by every replay.
 	jobs []policy.Job
+	// skipped counts the jobs admit left out, by reason.
+	skipped map[string]int
 	// history is jobs in end order (then submit, then id) as recorded,
 	// and histEnd their ends: the history of a replay starting at t is
 	// history[:k] with k the number of ends before t.
@@ -171,7 +174,8 @@ func NewEvaluator(jobs []policy.Job, c Cluster, p Protocol) (*Evaluator, error) 
 	}
 	e := &Evaluator{cluster: c, proto: p}
 	byID := make(map[int64]int32, len(jobs))
-	admitted, err := admit(jobs, Config{Cluster: c, DefaultLimit: policy.UnknownRun}, map[string]int{}, byID, nil)
+	e.skipped = map[string]int{}
+	admitted, err := admit(jobs, Config{Cluster: c, DefaultLimit: policy.UnknownRun}, e.skipped, byID, nil)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
@@ -265,6 +269,15 @@ func DrawStarts(seed uint64, n, lo, hi int) []int {
 
 // Jobs is the number of replayable jobs of the trace.
 func (e *Evaluator) Jobs() int { return len(e.jobs) }
+
+// Skipped counts the jobs of the trace that are not replayable, by reason
+// (a simulation's Result.Skipped); nil when every job is.
+func (e *Evaluator) Skipped() map[string]int {
+	if len(e.skipped) == 0 {
+		return nil
+	}
+	return maps.Clone(e.skipped)
+}
 
 // Window is the evaluated part of the trace, as indices [lo, hi) of the
 // jobs in submit order: the jobs after the split, or the window the

@@ -91,6 +91,9 @@ type Windows struct {
 	From, To time.Time
 	// Total is the history's replayable jobs.
 	Total int
+	// LeftOut counts the history's jobs no replay runs, by reason (the
+	// reasons of sim.Result.Skipped); nil when there are none.
+	LeftOut map[string]int
 }
 
 // NewWindows cuts jobs on cluster c as s says. The seen part is the
@@ -153,12 +156,14 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		}
 	}
 	all := jobs
+	var admitted *sim.Evaluator // over the whole history
 	if s.Seen < 1 {
 		// A split Evaluator admits and orders the jobs as simulate's does.
 		e, err := sim.NewEvaluator(jobs, c, sim.Protocol{Kind: sim.Split, Split: s.Seen, Cold: true})
 		if err != nil {
 			return nil, fmt.Errorf("hold out the last %g: %w", 1-s.Seen, err)
 		}
+		admitted = e
 		lo, _ := e.Window()
 		all = make([]policy.Job, lo)
 		for i := range lo {
@@ -169,12 +174,13 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		if err != nil {
 			return nil, err
 		}
+		admitted = e
 		all = make([]policy.Job, e.Jobs())
 		for i := range all {
 			all[i] = e.Job(i)
 		}
 	}
-	w := &Windows{Seen: len(all), Total: len(jobs), Loads: loads}
+	w := &Windows{Seen: len(all), Total: admitted.Jobs(), LeftOut: admitted.Skipped(), Loads: loads}
 	if len(all) > 0 {
 		w.From, w.To = all[0].Submit, all[len(all)-1].Submit
 	}
