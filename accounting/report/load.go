@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -421,6 +422,17 @@ func RecentJobs(ctx context.Context, url, cluster string, days int, now time.Tim
 		return nil, "", fmt.Errorf("load finished jobs of %s: %w", cluster, err)
 	}
 	if len(jobs) == 0 {
+		// A name the database does not hold (a typo, another case: the
+		// database keeps ClusterName as Slurm spelled it) is answered with
+		// the names it holds, as Resolve answers simulate and tune.
+		if spans, err := NewSource(pool, store).Clusters(ctx); err == nil && len(spans) > 0 &&
+			!slices.ContainsFunc(spans, func(s ClusterSpan) bool { return s.Name == cluster }) {
+			parts := make([]string, len(spans))
+			for i, s := range spans {
+				parts[i] = s.String()
+			}
+			return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days; clusters in the database: %s", cluster, days, strings.Join(parts, ", "))
+		}
 		return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cluster, days)
 	}
 	return jobs, fmt.Sprintf("%s (database, last %s)", cluster, plural.N(days, "day", "days")), nil

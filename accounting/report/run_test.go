@@ -14,6 +14,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/accounting/report"
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 // TestRecentJobs: what predict eval --from-db replays is the cluster's
@@ -92,5 +93,23 @@ func TestParseFormats(t *testing.T) {
 		if _, err := report.ParseFormats(list); err == nil || err.Error() != want {
 			t.Errorf("ParseFormats(%q) = %v, want %q", list, err, want)
 		}
+	}
+}
+
+// TestRecentJobs_OtherCase: a cluster named in another case than the
+// database spells it (Slurm's ClusterName is case-sensitive there) is
+// answered with the clusters the database holds, as simulate and tune
+// answer it, not with advice to ingest a history that is there.
+func TestRecentJobs_OtherCase(t *testing.T) {
+	pool, store := freshDB(t)
+	now := time.Date(2026, 10, 20, 0, 0, 0, 0, time.UTC)
+	j := policy.Job{Cluster: "alps", ID: 1, ArrayTask: -1, User: "u", Account: "a", GPUs: 1, Submit: now.Add(-3 * time.Hour),
+		Start: now.Add(-2 * time.Hour), End: now.Add(-time.Hour), State: policy.StateCompleted}
+	if _, err := store.Import(context.Background(), accounting.NewJobsSource([]policy.Job{j}, nil, 0), accounting.ImportOptions{Source: "slurmdbd"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := report.RecentJobs(context.Background(), pool.Config().ConnString(), "ALPS", 10, now)
+	if want := `no finished jobs of cluster "ALPS" in the last 10 days; clusters in the database: alps (1 job ending 2026-10-19 to 2026-10-19)`; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }
