@@ -65,7 +65,7 @@ func runUsage(t *testing.T, args ...string) (string, int) {
 	err := app.RunContext(context.Background(), normalizeArgs(app, append([]string{"fairway"}, args...)))
 	if err != nil {
 		out.WriteString("fairway: " + err.Error() + "\n")
-		code = 1
+		code = exitStatus(err)
 	}
 	return out.String(), code
 }
@@ -81,7 +81,7 @@ func TestTrap_UnknownCommandOrFlag(t *testing.T) {
 		{[]string{"explain", "--jsn", "12"}, "unknown flag --jsn for fairway explain; did you mean --json?"},
 	} {
 		out, code := runUsage(t, tc.args...)
-		if code != 1 || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		if code != exitUsage || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 			t.Errorf("%q: exit %d, printed:\n%s\nwant one line with %q", tc.args, code, out, tc.want)
 		}
 	}
