@@ -3,6 +3,7 @@ package slurmctl
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -14,18 +15,43 @@ import (
 // SLURM_CONF=...) says which cluster answers.
 
 // SacctJobsJSON runs `sacct --json -a -S since -E until [-M cluster]` for
-// every user's jobs active in [since, until). sacct reads local time, so
-// the window is given in it.
+// every user's jobs active in [since, until] (sacctWindow says how the
+// window is written).
 func (c Commands) SacctJobsJSON(ctx context.Context, path, cluster string, since, until time.Time) ([]byte, error) {
 	if path == "" {
 		path = "sacct"
 	}
-	const layout = "2006-01-02T15:04:05"
-	args := []string{"--json", "-a", "-S", since.Local().Format(layout), "-E", until.Local().Format(layout)}
+	start, end := sacctWindow(since, until, time.Now())
+	args := []string{"--json", "-a", "-S", start, "-E", end}
 	if cluster != "" {
 		args = append(args, "-M", cluster)
 	}
 	return c.output(ctx, path, path, args...)
+}
+
+// SacctMargin widens the window SacctJobsJSON asks sacct for on both sides:
+// it covers the moment between sacctWindow reading this host's clock and
+// sacct reading it, and the rounding to seconds. The caller keeps the jobs
+// it wants by their own times (accounting's endedIn).
+const SacctMargin = time.Minute
+
+// sacctWindow returns sacct's -S and -E for [since, until] asked at now,
+// widened by SacctMargin, relative to now ("now-N" seconds, "now+N" for a
+// time to come), the form DBJobs uses for the same reason: sacct reads an
+// absolute time in local time with no zone, and in the hour a change back
+// from daylight saving time repeats, a wall-clock time names two instants
+// an hour apart, of which sacct's mktime may take either. Read an hour
+// early, -E left out the jobs that ended in the window's last hour while
+// the watermark moved past them.
+func sacctWindow(since, until, now time.Time) (start, end string) {
+	rel := func(t time.Time) string {
+		s := int64(now.Sub(t).Round(time.Second) / time.Second)
+		if s < 0 {
+			return "now+" + strconv.FormatInt(-s, 10)
+		}
+		return "now-" + strconv.FormatInt(s, 10)
+	}
+	return rel(since.Add(-SacctMargin)), rel(until.Add(SacctMargin))
 }
 
 // SacctUsageArgs are the sacct arguments (before -S/-E) of SacctUsage:

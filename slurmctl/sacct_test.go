@@ -3,6 +3,7 @@ package slurmctl
 import (
 	"context"
 	"errors"
+	"regexp"
 	"testing"
 	"time"
 
@@ -26,13 +27,13 @@ func TestCommands_SlurmdbdReaders(t *testing.T) {
 		wantErr string
 	}{
 		{"sacct --json", func(c Commands) ([]byte, error) { return c.SacctJobsJSON(context.Background(), "", "", since, until) },
-			"sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00",
-			"sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00: exit status 1: sacct: error: Problem talking to the database"},
+			"sacct --json -a -S now±N -E now±N",
+			"sacct --json -a -S now±N -E now±N: exit status 1: sacct: error: Problem talking to the database"},
 		{"sacct --json -M", func(c Commands) ([]byte, error) {
 			return c.SacctJobsJSON(context.Background(), "/opt/slurm/bin/sacct", "kth", since, until)
 		},
-			"/opt/slurm/bin/sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00 -M kth",
-			"/opt/slurm/bin/sacct --json -a -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00 -M kth: exit status 1: sacct: error: Problem talking to the database"},
+			"/opt/slurm/bin/sacct --json -a -S now±N -E now±N -M kth",
+			"/opt/slurm/bin/sacct --json -a -S now±N -E now±N -M kth: exit status 1: sacct: error: Problem talking to the database"},
 		{"sacct usage", func(c Commands) ([]byte, error) { return c.SacctUsage(context.Background(), "", since, until) },
 			"sacct -a -n -P --noconvert --format=JobIDRaw,ElapsedRaw,TotalCPU,MaxRSS -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00",
 			"sacct usage: exit status 1: sacct: error: Problem talking to the database"},
@@ -47,15 +48,28 @@ func TestCommands_SlurmdbdReaders(t *testing.T) {
 			if err != nil || string(out) != "printed\n" {
 				t.Errorf("= %q, %v; want stdout as printed", out, err)
 			}
-			if diff := cmp.Diff([]string{tt.want}, r.calls); diff != "" {
+			if diff := cmp.Diff([]string{tt.want}, relTimes(r.calls)); diff != "" {
 				t.Errorf("command (-want +got):\n%s", diff)
 			}
-			if _, err := tt.call(Commands{Runner: fail()}); err == nil || err.Error() != tt.wantErr {
+			if _, err := tt.call(Commands{Runner: fail()}); err == nil || relTimes([]string{err.Error()})[0] != tt.wantErr {
 				t.Errorf("error = %v, want %q", err, tt.wantErr)
 			}
 		})
 	}
 }
+
+// relTimes writes every relative sacct time (now-N, now+N; the window in
+// seconds from the moment of the call, TestCommands_SacctJobsJSONWindowCoversDST
+// checks the values) as now±N.
+func relTimes(s []string) []string {
+	out := make([]string, len(s))
+	for i, c := range s {
+		out[i] = relTime.ReplaceAllString(c, "now±N")
+	}
+	return out
+}
+
+var relTime = regexp.MustCompile(`now[+-][0-9]+`)
 
 // TestExecRunner_Env: Env is added to the caller's environment (accounting's
 // lab readers point sacct at a cluster with SLURM_CONF=...), and SlurmConf
