@@ -35,8 +35,12 @@ type SyncOptions struct {
 	// outage) are not missed. One hour when zero. Re-reading is free: the
 	// import is idempotent.
 	Overlap time.Duration
-	// Initial is where the first window starts when there is no
-	// watermark yet; 30 days before Now when zero.
+	// Initial is where the window starts when there is no watermark yet
+	// (30 days before Now when zero), and where it starts when it is
+	// earlier than the watermark less Overlap: an explicit request to
+	// re-read older history (`fairway ingest --since` after serve's sync
+	// stored a watermark). A later Initial is not used then, since starting
+	// there would leave out what ended between the watermark and it.
 	Initial time.Time
 	// SkipBad and Phase are passed to Import.
 	SkipBad bool
@@ -44,7 +48,7 @@ type SyncOptions struct {
 }
 
 // SyncHistory imports the jobs that ended since the stored watermark (less
-// Overlap) from src, and moves the watermark to the window's end in the
+// Overlap, or since an earlier Initial) from src, and moves the watermark to the window's end in the
 // same transaction. It returns the window read and what the import did.
 func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOptions) (Summary, time.Time, time.Time, error) {
 	if opt.Cluster == "" {
@@ -68,8 +72,8 @@ func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOpti
 	if err != nil {
 		return Summary{}, since, until, err
 	}
-	if ok {
-		since = wm.Add(-opt.Overlap)
+	if from := wm.Add(-opt.Overlap); ok && (opt.Initial.IsZero() || from.Before(opt.Initial)) {
+		since = from
 	}
 	jobs, err := src.FinishedJobs(ctx, since, until)
 	if err != nil {

@@ -54,7 +54,7 @@ type IngestConfig struct {
 	Cluster string        // slurmdbd: required; traces: "" names it after the file
 	SkipBad bool          // import the good records and count the bad ones
 	Overlap time.Duration // slurmdbd: re-read this much before the watermark
-	Since   time.Time     // slurmdbd: first window start without a watermark
+	Since   time.Time     // slurmdbd: window start without a watermark, or when earlier (SyncOptions.Initial)
 	// SlurmREST says slurmdbd is read through slurmrestd, and HasToken
 	// whether a token for it was given.
 	SlurmREST, HasToken bool

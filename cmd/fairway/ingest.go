@@ -43,7 +43,7 @@ func ingestCommand() *cli.Command {
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_INGEST_PROGRESS"}},
 			&cli.StringFlag{Name: "sacct", Value: "sacct", Usage: "slurmdbd: sacct binary used to read slurmdbd", EnvVars: []string{"FAIRWAY_SACCT"}},
 			&cli.DurationFlag{Name: "overlap", Value: time.Hour, Usage: "slurmdbd: how far before the watermark each window starts", EnvVars: []string{"FAIRWAY_INGEST_OVERLAP"}},
-			&cli.StringFlag{Name: "since", Usage: "slurmdbd: start of the first window when there is no watermark (RFC 3339 or YYYY-MM-DD; default 30 days ago)", EnvVars: []string{"FAIRWAY_INGEST_SINCE"}},
+			&cli.StringFlag{Name: "since", Usage: "slurmdbd: start of the window when there is no watermark yet (default 30 days ago), or when earlier than the watermark less --overlap, to re-read older history (RFC 3339, or YYYY-MM-DD for 00:00 UTC)", EnvVars: []string{"FAIRWAY_INGEST_SINCE"}},
 		}, slurmFlags("slurmdbd: ", "slurmdbd: read it through this slurmrestd (base URL) instead of sacct; --slurm-url '' forces sacct")...),
 		Action: func(c *cli.Context) error {
 			cfg, err := ingestSettings(c)
