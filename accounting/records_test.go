@@ -303,3 +303,69 @@ func TestRecordCycle_ErrorNotText(t *testing.T) {
 		t.Errorf("power actions stored as %+v, want one with reason %q and error %q", as, "idle \uFFFD", "scontrol: \uFFFD")
 	}
 }
+
+// TestShares_SyncRefusesBadTree: a share tree that cannot be right (an
+// account that is its own ancestor, through one source or across both; a
+// share that is not a number; a node twice) is refused with an error that
+// names the problem, and the stored tree is kept as it was.
+func TestShares_SyncRefusesBadTree(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	fromDBD := []accounting.ShareNode{
+		{Account: "physics", Shares: 60}, {Account: "hep", Parent: "physics", Shares: 10},
+		{Account: "hep", User: "alice", Shares: 1},
+	}
+	if _, _, err := store.SyncShares(ctx, "c", accounting.SharesFromSlurmdbd, fromDBD); err != nil {
+		t.Fatal(err)
+	}
+	fromConfig := []accounting.ShareNode{{Account: "chem", Shares: 40}}
+	if _, _, err := store.SyncShares(ctx, "c", accounting.SharesFromConfig, fromConfig); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := store.LoadShares(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		source  string
+		nodes   []accounting.ShareNode
+		wantErr string
+	}{
+		{"cycle in config", accounting.SharesFromConfig,
+			[]accounting.ShareNode{{Account: "a", Parent: "b", Shares: 1}, {Account: "b", Parent: "a", Shares: 1}},
+			"sync shares of c: account a is its own ancestor (a → b → a)"},
+		{"cycle above an account", accounting.SharesFromConfig,
+			[]accounting.ShareNode{{Account: "a", Parent: "b", Shares: 1}, {Account: "b", Parent: "c", Shares: 1}, {Account: "c", Parent: "b", Shares: 1}},
+			"sync shares of c: account b is its own ancestor (b → c → b)"},
+		{"own parent", accounting.SharesFromConfig,
+			[]accounting.ShareNode{{Account: "a", Parent: "a", Shares: 1}},
+			"sync shares of c: account a is its own ancestor (a → a)"},
+		{"cycle across sources", accounting.SharesFromConfig,
+			[]accounting.ShareNode{{Account: "chem", Shares: 40}, {Account: "physics", Parent: "hep", Shares: 60}},
+			"sync shares of c: account hep is its own ancestor (hep → physics → hep)"},
+		{"NaN share", accounting.SharesFromSlurmdbd,
+			[]accounting.ShareNode{{Account: "physics", Shares: math.NaN()}},
+			"sync shares of c: account physics: share NaN is not a non-negative number"},
+		{"infinite share", accounting.SharesFromSlurmdbd,
+			[]accounting.ShareNode{{Account: "physics", User: "alice", Shares: math.Inf(1)}},
+			"sync shares of c: physics:alice: share +Inf is not a non-negative number"},
+		{"node twice", accounting.SharesFromSlurmdbd,
+			[]accounting.ShareNode{{Account: "physics", Shares: 60}, {Account: "physics", Shares: 50}},
+			"sync shares of c: account physics is listed twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := store.SyncShares(ctx, "c", tc.source, tc.nodes)
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("SyncShares = %v, want %q", err, tc.wantErr)
+			}
+			now, err := store.LoadShares(ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(stored, now, cmp.AllowUnexported(accounting.ShareTree{})); diff != "" {
+				t.Errorf("stored tree changed by a refused sync (-before +after):\n%s", diff)
+			}
+		})
+	}
+}

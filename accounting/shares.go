@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -67,7 +68,7 @@ func ParseAssociations(name string, data []byte, cluster string) ([]ShareNode, e
 		v := 1.0
 		if share != "parent" && share != "" {
 			x, err := strconv.ParseFloat(share, 64)
-			if err != nil || x < 0 {
+			if err != nil || !validShare(x) {
 				return nil, &RecordError{Where: fmt.Sprintf("%s:%d", name, line), Err: fmt.Errorf("share %q is not a non-negative number", share)}
 			}
 			v = x
@@ -142,7 +143,7 @@ func ParseSharesConfig(name string, r io.Reader) ([]ShareNode, error) {
 			}
 		}
 		v, err := strconv.ParseFloat(f[1], 64)
-		if err != nil || v < 0 {
+		if err != nil || !validShare(v) {
 			return nil, &RecordError{Where: where, Err: fmt.Errorf("shares %q is not a non-negative number", f[1])}
 		}
 		acct := parts[len(parts)-1]
@@ -166,15 +167,27 @@ func ParseSharesConfig(name string, r io.Reader) ([]ShareNode, error) {
 	return out, nil
 }
 
+// validShare reports whether x is a share: a finite number, 0 or more
+// (strconv reads "NaN" and "Inf", which PostgreSQL's shares >= 0 check
+// takes and every fair-share sum then carries).
+func validShare(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
+
 // SyncShares replaces the share tree of cluster from one source (slurmdbd
 // or config) with nodes, in one transaction. The other source's rows are
 // untouched. It returns how many rows the source had before and has now.
+// A node twice, a share that is not a finite non-negative number, or an
+// account that becomes its own ancestor in the tree both sources make
+// (config overriding slurmdbd, as LoadShares reads it) is refused with an
+// error naming it, and the stored tree is kept.
 func (s *Store) SyncShares(ctx context.Context, cluster, source string, nodes []ShareNode) (before, after int, err error) {
 	if source != SharesFromSlurmdbd && source != SharesFromConfig {
 		return 0, 0, fmt.Errorf("share source %q: want %s or %s", source, SharesFromSlurmdbd, SharesFromConfig)
 	}
 	if cluster == "" {
 		return 0, 0, errors.New("sync shares: no cluster name")
+	}
+	if err := checkShareNodes(nodes); err != nil {
+		return 0, 0, fmt.Errorf("sync shares of %s: %w", cluster, err)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := ensureClusters(ctx, tx, []string{cluster}); err != nil {
@@ -194,12 +207,85 @@ func (s *Store) SyncShares(ctx context.Context, cluster, source string, nodes []
 			return fmt.Errorf("store %s shares: %w", source, err)
 		}
 		after = int(c)
-		return nil
+		return checkShareCycles(ctx, tx, cluster)
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("sync shares of %s: %w", cluster, err)
 	}
 	return before, after, nil
+}
+
+// checkShareNodes refuses a node twice and a share that is not one.
+func checkShareNodes(nodes []ShareNode) error {
+	seen := map[[2]string]bool{}
+	for _, n := range nodes {
+		name := "account " + n.Account
+		if n.User != "" {
+			name = n.Account + ":" + n.User
+		}
+		if !validShare(n.Shares) {
+			return fmt.Errorf("%s: share %g is not a non-negative number", name, n.Shares)
+		}
+		k := [2]string{n.Account, n.User}
+		if seen[k] {
+			return fmt.Errorf("%s is listed twice", name)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// checkShareCycles refuses a stored tree of cluster (both sources, config
+// overriding slurmdbd) in which an account is its own ancestor: Top would
+// then take some account of the loop as top-level, and its users' usage
+// would be charged to it without a word.
+func checkShareCycles(ctx context.Context, tx pgx.Tx, cluster string) error {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT ON (account) account, parent FROM share
+		WHERE cluster = $1 AND user_name = '' ORDER BY account, source = 'config' DESC`, cluster)
+	if err != nil {
+		return fmt.Errorf("check share tree: %w", err)
+	}
+	parent := map[string]string{}
+	var accounts []string
+	for rows.Next() {
+		var a, p string
+		if err := rows.Scan(&a, &p); err != nil {
+			return fmt.Errorf("check share tree: %w", err)
+		}
+		parent[a] = p
+		accounts = append(accounts, a)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check share tree: %w", err)
+	}
+	rooted := map[string]bool{} // accounts whose ancestors end at root
+	for _, a := range accounts {
+		path := []string{a}
+		on := map[string]bool{a: true}
+		reaches := true
+		for cur := a; !rooted[cur]; {
+			p, ok := parent[cur]
+			if !ok || p == "" {
+				break
+			}
+			path = append(path, p)
+			if p == a {
+				return fmt.Errorf("account %s is its own ancestor (%s)", a, strings.Join(path, " → "))
+			}
+			if on[p] {
+				reaches = false // a loop further up, reported from its own account
+				break
+			}
+			on[p] = true
+			cur = p
+		}
+		if reaches {
+			for _, x := range path {
+				rooted[x] = true
+			}
+		}
+	}
+	return nil
 }
 
 // ShareTree is a cluster's share tree with config rows overriding slurmdbd

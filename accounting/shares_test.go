@@ -42,6 +42,8 @@ func TestParseAssociations_Errors(t *testing.T) {
 		{"few fields", "c|a|u\n", "sacctmgr:1: want 5"},
 		{"bad share", "c|root|||1\nc|a||root|lots\n", "sacctmgr:2: share \"lots\""},
 		{"negative share", "c|a||root|-1\n", "sacctmgr:1: share \"-1\""},
+		{"NaN share", "c|a||root|NaN\n", "sacctmgr:1: share \"NaN\""},
+		{"infinite share", "c|a||root|inf\n", "sacctmgr:1: share \"inf\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := accounting.ParseAssociations("sacctmgr", []byte(tc.in), "c")
@@ -73,6 +75,8 @@ func TestParseSharesConfig_Cases(t *testing.T) {
 		{name: "bad number", in: "physics 60\nchem x\n", wantErr: "s.conf:2: shares \"x\""},
 		{name: "repeat", in: "physics 60\nphysics 50\n", wantErr: "s.conf:2: physics repeats line 1"},
 		{name: "empty account", in: "physics//hep 1\n", wantErr: "s.conf:1: empty account name"},
+		{name: "NaN", in: "physics nan\n", wantErr: "s.conf:1: shares \"nan\""},
+		{name: "infinite", in: "physics +Inf\n", wantErr: "s.conf:1: shares \"+Inf\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := accounting.ParseSharesConfig("s.conf", strings.NewReader(tc.in))
