@@ -65,7 +65,8 @@ func (c Commands) SacctUsage(ctx context.Context, path string, since, until time
 	if path == "" {
 		path = "sacct"
 	}
-	args := append(append([]string{}, SacctUsageArgs...), "-S", since.Format("2006-01-02T15:04:05"), "-E", until.Format("2006-01-02T15:04:05"))
+	start, end := sacctWindow(since, until, time.Now())
+	args := append(append([]string{}, SacctUsageArgs...), "-S", start, "-E", end)
 	stdout, stderr, err := c.runner().Run(ctx, nil, path, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sacct usage: %w: %s", err, strings.TrimSpace(string(stderr)))

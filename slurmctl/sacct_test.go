@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestCommands_SlurmdbdReaders(t *testing.T) {
 			"/opt/slurm/bin/sacct --json -a -S now±N -E now±N -M kth",
 			"/opt/slurm/bin/sacct --json -a -S now±N -E now±N -M kth: exit status 1: sacct: error: Problem talking to the database"},
 		{"sacct usage", func(c Commands) ([]byte, error) { return c.SacctUsage(context.Background(), "", since, until) },
-			"sacct -a -n -P --noconvert --format=JobIDRaw,ElapsedRaw,TotalCPU,MaxRSS -S 2026-11-02T09:00:00 -E 2026-11-02T10:00:00",
+			"sacct -a -n -P --noconvert --format=JobIDRaw,ElapsedRaw,TotalCPU,MaxRSS -S now±N -E now±N",
 			"sacct usage: exit status 1: sacct: error: Problem talking to the database"},
 		{"sacctmgr", func(c Commands) ([]byte, error) { return c.SacctmgrAssociations(context.Background(), "") },
 			"sacctmgr -nP show associations format=cluster,account,user,parentname,fairshare",
@@ -80,5 +81,29 @@ func TestExecRunner_Env(t *testing.T) {
 		"sh", "-c", `printf '%s %s %s' "$FW_KEPT" "$FW_ADDED" "$SLURM_CONF"`)
 	if err != nil || string(out) != "kept added /etc/x.conf" {
 		t.Errorf("= %q, %v; want %q", out, err, "kept added /etc/x.conf")
+	}
+}
+
+// TestCommands_SacctUsageWindowAnyZone: SacctUsage's window is what the
+// caller asked for whatever zone its times are in. It wrote them as
+// wall-clock times in their own zone, which sacct reads as local time: a
+// UTC window on a host five hours behind UTC asked for five hours later.
+func TestCommands_SacctUsageWindowAnyZone(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.FixedZone("UTC-5", -5*3600)
+	now := time.Now().UTC()
+	r := &fakeRunner{}
+	if _, err := (Commands{Runner: r}).SacctUsage(context.Background(), "", now.Add(-2*time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`-S now-([0-9]+) -E now\+([0-9]+)$`).FindStringSubmatch(r.calls[0])
+	if m == nil {
+		t.Fatalf("sacct %q: want -S now-N -E now+N", r.calls[0])
+	}
+	start, _ := strconv.Atoi(m[1])
+	end, _ := strconv.Atoi(m[2])
+	// Two hours and the margin back, the margin ahead; a few seconds for the call.
+	if wantS, wantE := int((2*time.Hour+SacctMargin)/time.Second), int(SacctMargin/time.Second); start < wantS-5 || start > wantS+5 || end < wantE-5 || end > wantE+5 {
+		t.Errorf("sacct %q: window now-%d … now+%d, want about now-%d … now+%d", r.calls[0], start, end, wantS, wantE)
 	}
 }
