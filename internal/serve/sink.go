@@ -301,7 +301,8 @@ func (p *Planner) RecordPredictions(ctx context.Context, ps []accounting.Predict
 
 // writeFileAtomic writes b to path through a temporary file in the same
 // directory, synced, then renamed over the old one, so a reader sees
-// either the old file or the new one, never a part.
+// either the old file or the new one, never a part, and syncs the
+// directory, so the new name outlives a power cut.
 func writeFileAtomic(path string, b []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -329,6 +330,18 @@ func writeFileAtomic(path string, b []byte) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// The rename lives in the directory: until it is synced a power cut
+	// can take the new name away, and a spill's records with it, though
+	// the caller has already let them go from memory. A directory serve
+	// may write in but not read (a site's table directory, mode 0300) is
+	// left unsynced: the file is written, and the buffer's own directory
+	// is serve's.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		defer d.Close()
+		if err := d.Sync(); err != nil {
+			return fmt.Errorf("write %s: sync its directory: %w", path, err)
+		}
 	}
 	return nil
 }
