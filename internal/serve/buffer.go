@@ -223,14 +223,19 @@ func (b *recordBuffer) spill() (bool, error) {
 // write writes bt to a new file in dir named with suffix and returns its
 // path.
 func (b *recordBuffer) write(bt *batch, suffix string) (string, error) {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(bt); err != nil {
-		return "", err
-	}
 	b.seq++
 	// Names sort in the order the batches were written, across restarts.
 	path := filepath.Join(b.dir, fmt.Sprintf("%020d-%06d%s", time.Now().UnixNano(), b.seq, suffix))
-	return path, writeFileAtomic(path, buf.Bytes())
+	return path, writeBatch(path, bt)
+}
+
+// writeBatch writes bt to path, gob-encoded, atomically.
+func writeBatch(path string, bt *batch) error {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(bt); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, buf.Bytes())
 }
 
 // setAside keeps records the database refused out of the way of the
@@ -389,7 +394,7 @@ func (b *recordBuffer) flush(ctx context.Context, s Recorder, log *slog.Logger) 
 			b.lastErr = err
 			b.spilled = max(0, b.spilled-(n-bt.len()))
 			if bt.len() < n { // keep only what did not ship
-				if werr := b.rewrite(p, &bt); werr != nil {
+				if werr := writeBatch(p, &bt); werr != nil {
 					log.Error("spilled records: cannot drop the part shipped; it will ship again", "path", p, "err", werr)
 				}
 			}
@@ -412,14 +417,6 @@ func (b *recordBuffer) flush(ctx context.Context, s Recorder, log *slog.Logger) 
 		return false
 	}
 	return true
-}
-
-func (b *recordBuffer) rewrite(path string, bt *batch) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(bt); err != nil {
-		return err
-	}
-	return writeFileAtomic(path, buf.Bytes())
 }
 
 // flush ships buffered records to the database, spilling first when the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -263,12 +264,7 @@ func (q *QueueForecast) Job(id int64) (JobForecast, bool) {
 // Filter returns the jobs of user and account ("" matches any), in
 // squeue's order.
 func (q *QueueForecast) Filter(user, account string) []JobForecast {
-	out := []JobForecast{}
-	for _, jf := range q.Jobs {
-		if (user == "" || jf.User == user) && (account == "" || jf.Account == account) {
-			out = append(out, jf)
-		}
-	}
+	out, _ := q.Page(user, account, 0, math.MaxInt)
 	return out
 }
 
