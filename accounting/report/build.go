@@ -128,6 +128,10 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 		if cf != nil && opt.Layout != nil {
 			r.Notes = append(r.Notes, layoutNote(cf))
 		}
+		if cf != nil && cf.CutAtLimit > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%d jobs without a time limit ran longer than %.0f days: the simulated scenarios cut them there, where Slurm let them run, so they hold their nodes for less time than in the month itself.",
+				cf.CutAtLimit, policy.UnknownRun.Hours()/24))
+		}
 	}
 	return r, nil
 }

@@ -487,3 +487,39 @@ func TestBuild_CounterfactualNothingRan(t *testing.T) {
 		})
 	}
 }
+
+// TestBuild_CounterfactualCutNote checks that a month whose job ran
+// longer than a replay lets a job without a limit run says so in a note.
+func TestBuild_CounterfactualCutNote(t *testing.T) {
+	opt := handOptions()
+	opt.Counterfactual = true
+	for _, tc := range []struct {
+		name string
+		cut  bool
+	}{{"every job has a limit", false}, {"alice's job has none and ran 9 days", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := handData()
+			if tc.cut {
+				j := &d.Jobs[1]
+				j.TimeLimit, j.End = 0, j.Start.Add(9*24*time.Hour)
+			}
+			r, err := report.Build(d, nil, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if tc.cut {
+				want = 1
+			}
+			if r.Counterfactual == nil || r.Counterfactual.CutAtLimit != want {
+				t.Fatalf("counterfactual %+v, want %d jobs cut at the default limit", r.Counterfactual, want)
+			}
+			note := slices.ContainsFunc(r.Notes, func(n string) bool {
+				return strings.HasPrefix(n, "1 jobs without a time limit ran longer than 7 days: the simulated scenarios cut them there")
+			})
+			if note != tc.cut {
+				t.Errorf("notes %q: a note of the cut job = %v, want %v", r.Notes, note, tc.cut)
+			}
+		})
+	}
+}

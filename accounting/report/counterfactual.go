@@ -113,7 +113,7 @@ func counterfactual(d *Data, a *analysis, opt Options, ch Changes) (*Counterfact
 			Units: cluster.Need(j), Submit: j.Submit, Start: j.Start, End: j.End, Run: j.RunTime(), Limit: j.TimeLimit})
 	}
 
-	cf := &Counterfactual{Jobs: len(actual.Jobs), Cluster: cluster}
+	cf := &Counterfactual{Jobs: len(actual.Jobs), Cluster: cluster, CutAtLimit: sim.CutAtDefaultLimit(jobs)}
 	if len(runs[0].res.Skipped) > 0 {
 		cf.Skipped = runs[0].res.Skipped
 	}

@@ -223,6 +223,9 @@ type Counterfactual struct {
 	Jobs    int            `json:"jobs"`
 	Skipped map[string]int `json:"skipped,omitempty"`
 	Cluster sim.Cluster    `json:"cluster"`
+	// CutAtLimit counts the month's jobs without a time limit that ran
+	// longer than the limit a replay gives them (sim.CutAtDefaultLimit).
+	CutAtLimit int `json:"cut_at_default_limit,omitempty"`
 	// Scenarios: what happened, then the fair-share simulation, then
 	// Fairway's.
 	Scenarios []Scenario `json:"scenarios"`

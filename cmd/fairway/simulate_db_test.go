@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,40 @@ func TestSimulate_FromDBBad(t *testing.T) {
 			_, err := runApp(t, append([]string{"simulate", "--parallel", "1", "--progress", "never", "--policies", "fifo"}, tc.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFromDB_CutWarning: a history job without a time limit that ran
+// longer than the 7 days a replay gives such jobs is cut there; simulate
+// and tune say so, and say nothing when no job is.
+func TestFromDB_CutWarning(t *testing.T) {
+	const warn = "warning: 1 jobs without a time limit ran longer than 7 days; the replay cuts them there (as timeouts), where Slurm let them run"
+	long := dbJobs()
+	t0 := long[0].Submit
+	long = append(long, policy.Job{ID: 998, ArrayTask: -1, User: "u1", Account: "lab", Partition: "debug", GPUs: 1, CPUs: 4, Nodes: 1,
+		Submit: t0, Start: t0, End: t0.Add(8 * 24 * time.Hour), State: policy.StateCompleted})
+	for _, tc := range []struct {
+		name string
+		jobs []policy.Job
+		warn bool
+	}{{"every job within 7 days", dbJobs(), false}, {"one of 8 days without a limit", long, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeHistory(t, tc.jobs)
+			db := []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--predictor", "none", "--parallel", "1", "--progress", "never"}
+			sim, err := runApp(t, append([]string{"simulate", "--policies", "fifo"}, db...)...)
+			if err != nil {
+				t.Fatalf("simulate: %v\n%s", err, sim)
+			}
+			tuned, err := runApp(t, append([]string{"tune", "--out", filepath.Join(t.TempDir(), "p.json"), "--generations", "1", "--population", "4"}, db...)...)
+			if err != nil {
+				t.Fatalf("tune: %v\n%s", err, tuned)
+			}
+			for cmd, out := range map[string]string{"simulate": sim, "tune": tuned} {
+				if strings.Contains(out, warn) != tc.warn {
+					t.Errorf("%s: the warning %q shown = %v, want %v; output:\n%s", cmd, warn, !tc.warn, tc.warn, out)
+				}
 			}
 		})
 	}

@@ -455,6 +455,9 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 	if s := trace.FormatLeftOut(left); s != "none" {
 		fmt.Fprintf(out, "left out: %s\n", s)
 	}
+	if n := sim.CutAtDefaultLimit(w.Jobs); n > 0 {
+		fmt.Fprintln(out, sim.CutWarning(n))
+	}
 	fmt.Fprintf(out, "search: CMA-ES, seed %d, population %d, %d generations, %d evaluations, stopped: %s; whole run %s\n",
 		cfg.Seed, res.Population, res.Generations, res.Evaluations, res.Stopped, took.Round(time.Second))
 	names := make([]string, len(policy.LearnedFeatures))

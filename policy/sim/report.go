@@ -228,6 +228,9 @@ type Report struct {
 	OwnLoad     float64   `json:"own_offered_load"`
 	OfferedLoad float64   `json:"offered_load"`
 	Policies    []Metrics `json:"policies"`
+	// CutAtLimit counts the jobs without a time limit that ran longer than
+	// the one a replay gives them and are cut there (CutAtDefaultLimit).
+	CutAtLimit int `json:"cut_at_default_limit,omitempty"`
 	// Share is the GPU sharing simulated (--share); each policy's
 	// Metrics.Share says what it did.
 	Share *ShareInfo `json:"share,omitempty"`
@@ -246,7 +249,7 @@ func NewReport(w *Workload, runs []PolicyRun, c RunConfig) *Report {
 	rep := &Report{Trace: w.Name, Format: w.Format, LeftOut: w.LeftOut, Skipped: runs[0].Skipped, Backfill: c.Backfill, Predictor: c.Predictor,
 		BackfillInterval: c.BackfillInterval.Seconds(),
 		Load:             c.Load, OwnLoad: w.OwnLoad, OfferedLoad: OfferedLoad(w.Jobs, w.Cluster),
-		Cluster: InfoOf(w.Cluster), Jobs: runs[0].Metrics.Jobs}
+		Cluster: InfoOf(w.Cluster), Jobs: runs[0].Metrics.Jobs, CutAtLimit: CutAtDefaultLimit(w.Jobs)}
 	if len(rep.Skipped) == 0 {
 		rep.Skipped = nil
 	}

@@ -48,6 +48,9 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 		}
 		fmt.Fprintln(w, SkipWarning(rep.Skipped[r], r))
 	}
+	if rep.CutAtLimit > 0 {
+		fmt.Fprintln(w, CutWarning(rep.CutAtLimit))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tavg JCT (s)\tmedian JCT\tp95 JCT\tavg wait (s)\tp95 wait\tavg bsld\tmakespan (s)\tutil\tJain\tmax ρ\tp95 ρ\tuser p95 wait spread (s)\t")
 	for _, m := range rep.Policies {

@@ -30,7 +30,9 @@ func TestReport_WriteText(t *testing.T) {
 				"* preemptive: requeued and resumed from a checkpoint at no cost, 4 preemptions\n"},
 			[]string{"fifo*"}},
 		{"synthetic with nothing left out", func(r *Report) { r.Format, r.LeftOut, r.Skipped = "synthetic", nil, nil }, nil,
-			nil, []string{"left out"}},
+			nil, []string{"left out", "without a time limit"}},
+		{"jobs without a limit cut", func(r *Report) { r.CutAtLimit = 3 }, nil,
+			[]string{"warning: 3 jobs without a time limit ran longer than 7 days; the replay cuts them there (as timeouts), where Slurm let them run\n"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := *rep

@@ -608,6 +608,36 @@ type replay struct {
 	state      policy.State
 }
 
+// CutAtDefaultLimit counts the jobs of jobs that have no time limit and
+// ran longer than policy.UnknownRun, the limit a replay gives them: it cuts
+// them there, as timeouts, where Slurm let them run (a partition whose
+// MaxTime is UNLIMITED). Reports say so (CutWarning) rather than replay a
+// shorter history without a word.
+func CutAtDefaultLimit(jobs []policy.Job) int {
+	n := 0
+	for i := range jobs {
+		j := &jobs[i]
+		if j.TimeLimit <= 0 && !j.Start.IsZero() && j.End.After(j.Start) && j.RunTime() > policy.UnknownRun {
+			n++
+		}
+	}
+	return n
+}
+
+// CutWarning is the line a report prints for n jobs CutAtDefaultLimit
+// counts.
+func CutWarning(n int) string {
+	return fmt.Sprintf("warning: %d jobs without a time limit ran longer than %s; the replay cuts them there (as timeouts), where Slurm let them run",
+		n, fmtDays(policy.UnknownRun))
+}
+
+func fmtDays(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
 // admit picks the jobs of in a simulation can replay, in submit order
 // (stable), and counts the others in skipped by reason. byID maps each
 // admitted job's id to its index in the result. A run past the job's limit

@@ -858,3 +858,46 @@ func TestRun_ServiceOrderSameSchedule(t *testing.T) {
 		t.Error("2D-Gittins is kept in a service order: its keys move with every finished job")
 	}
 }
+
+// TestCutAtDefaultLimit checks that the count reports say a replay cut
+// is the jobs Run does cut: no limit of their own and a longer run than
+// policy.UnknownRun.
+func TestCutAtDefaultLimit(t *testing.T) {
+	day := 24 * time.Hour
+	job := func(id int64, limit, run time.Duration) policy.Job {
+		return policy.Job{ID: id, ArrayTask: -1, User: "u", Account: "a", CPUs: 1, Submit: smAt(0), Start: smAt(0),
+			End: smAt(run.Seconds()), TimeLimit: limit, State: policy.StateCompleted}
+	}
+	for _, tc := range []struct {
+		name string
+		job  policy.Job
+		cut  bool
+	}{
+		{"no limit, 8 days", job(1, 0, 8*day), true},
+		{"no limit, exactly the default", job(2, 0, policy.UnknownRun), false},
+		{"no limit, an hour", job(3, 0, time.Hour), false},
+		{"own limit overrun", job(4, time.Hour, 8*day), false},
+		{"never started", func() policy.Job { j := job(5, 0, 8*day); j.Start = time.Time{}; return j }(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := 0
+			if tc.cut {
+				want = 1
+			}
+			if n := CutAtDefaultLimit([]policy.Job{tc.job}); n != want {
+				t.Errorf("CutAtDefaultLimit = %d, want %d", n, want)
+			}
+			if tc.job.Start.IsZero() {
+				return
+			}
+			res, err := Run([]policy.Job{tc.job}, smConfig(t, Cluster{Nodes: 1, PerNode: 1, Unit: CPUs}, "fifo", "limit"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran, full := res.Jobs[0].Run, tc.job.RunTime()
+			if (ran < full) != (tc.cut || tc.job.TimeLimit > 0 && full > tc.job.TimeLimit) {
+				t.Errorf("replayed run %v of a recorded %v (limit %v): cut = %v", ran, full, tc.job.TimeLimit, ran < full)
+			}
+		})
+	}
+}
