@@ -436,7 +436,7 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 		// only plans, and the next cycle primes again if it leads.
 		log.Warn("lost leadership during the cycle: stopped writing", "err", context.Cause(ctx),
 			"applied", len(report.Applied), "not_written", len(report.Failed))
-		ctx, sink = cycleCtx, NewPlanner(r.sink, r.assigned)
+		ctx, sink, leader = cycleCtx, NewPlanner(r.sink, r.assigned), false
 		r.wasLeader = false
 		r.metrics.leader.Set(0)
 	}
@@ -444,7 +444,7 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 		c.res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, c.now, c.cl, c.snap.Predicted, c.scores, sink)
 	}
 	if r.power != nil {
-		c.res.Power = r.power.Cycle(ctx, r.cycle, c.now, c.cl, sink)
+		c.res.Power = r.power.Cycle(ctx, r.cycle, c.now, c.cl, sink, leader)
 	}
 	next := make(map[int64]int64, len(c.want))
 	for id, v := range r.assigned {

@@ -239,8 +239,10 @@ func NewPowerSaver(cfg PowerConfig, cluster string, to PowerSink, rec PowerRecor
 func (p *PowerSaver) SeedChanges(at []time.Time) { p.changes = append(p.changes, at...) }
 
 // Cycle decides and acts for one cycle; the cycle's sink says where the
-// actions go (Sink.PowerTo).
-func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *slurmctl.Cluster, to Sink) *PowerReport {
+// actions go (Sink.PowerTo). Only the leader (lead) records them, applied
+// or planned: a follower plans what the leader decides and does, and its
+// rows would count every action twice in the report and in explain.
+func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *slurmctl.Cluster, to Sink, lead bool) *PowerReport {
 	sink := to.PowerTo(p.to)
 	rep := &PowerReport{Failed: map[string]string{}}
 	in := p.inputs(ctx, now, cl, sink)
@@ -306,7 +308,9 @@ func (p *PowerSaver) Cycle(ctx context.Context, cycle int64, now time.Time, cl *
 	p.m.off.Set(float64(d.Off))
 	p.m.lack.Set(float64(d.Lack))
 	p.m.held.Add(float64(d.HeldByCap))
-	p.record(ctx, recs)
+	if lead {
+		p.record(ctx, recs)
+	}
 	return rep
 }
 

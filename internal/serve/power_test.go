@@ -72,7 +72,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := ps.Cycle(t.Context(), 1, now, powerCluster(running, pending), &Live{})
+		rep := ps.Cycle(t.Context(), 1, now, powerCluster(running, pending), &Live{}, true)
 		// busy 1 + pending 1 + buffer 1 = 3 powered: one of gpu2, gpu3 goes (gpu3, the highest not held)
 		if d := cmp.Diff([]string{"down gpu3"}, live.calls); d != "" {
 			t.Errorf("scontrol calls (-want +got):\n%s", d)
@@ -92,8 +92,8 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := ps.Cycle(t.Context(), 1, now, powerCluster(running), &Live{})
-		second := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), &Live{})
+		first := ps.Cycle(t.Context(), 1, now, powerCluster(running), &Live{}, true)
+		second := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), &Live{}, true)
 		if len(live.calls) != 0 {
 			t.Errorf("dry run ran %v", live.calls)
 		}
@@ -112,14 +112,14 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		live := &fakePower{}
 		rec := &fakePowerRec{}
 		ps, _ := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
-		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), NewPlanner(nil, nil)); !rep.Planned || len(live.calls) != 0 {
+		if rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), NewPlanner(nil, nil), false); !rep.Planned || len(live.calls) != 0 {
 			t.Errorf("plan-only cycle: planned %v, calls %v", rep.Planned, live.calls)
 		}
-		if len(rec.got) != 2 || !rec.got[0].Planned || !rec.got[1].Planned {
-			t.Errorf("records %+v: want two power-downs stamped dry_run", rec.got)
+		if len(rec.got) != 0 {
+			t.Errorf("records %+v: want none (the leader records what it does or plans)", rec.got)
 		}
 		// The plan carries to the next plan-only cycle, as in a dry run.
-		if rep := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), NewPlanner(nil, nil)); len(rep.Decision.Actions) != 0 {
+		if rep := ps.Cycle(t.Context(), 2, now.Add(30*time.Second), powerCluster(running), NewPlanner(nil, nil), false); len(rep.Decision.Actions) != 0 {
 			t.Errorf("second plan-only cycle: %d actions, want none (the planned ones stand)", len(rep.Decision.Actions))
 		}
 	})
@@ -131,7 +131,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		for i := 1; i < 4; i++ {
 			cl.Nodes[i].State = []string{"IDLE", "POWERED_DOWN"}
 		}
-		ps.Cycle(t.Context(), 1, now, cl, &Live{})
+		ps.Cycle(t.Context(), 1, now, cl, &Live{}, true)
 		if d := cmp.Diff([]string{"up gpu2", "up gpu3", "up gpu4"}, live.calls); d != "" {
 			t.Errorf("scontrol calls (-want +got):\n%s", d)
 		}
@@ -153,7 +153,7 @@ func TestPowerSaver_Cycle(t *testing.T) {
 		for i := 1; i < 4; i++ {
 			cl.Nodes[i].State = []string{"IDLE", "POWERED_DOWN"}
 		}
-		rep := ps.Cycle(t.Context(), 1, now, cl, &Live{})
+		rep := ps.Cycle(t.Context(), 1, now, cl, &Live{}, true)
 		// 2 pending nodes + buffer 1: gpu2, gpu3 for the job, gpu4 the buffer.
 		if d := cmp.Diff([]string{"up gpu3", "up gpu4"}, live.calls); d != "" {
 			t.Errorf("power-ups sent (-want +got):\n%s", d)
@@ -269,7 +269,7 @@ func TestPowerSaver_Nowcast(t *testing.T) {
 	}
 	for i, c := range cycles {
 		before := len(live.calls)
-		rep := ps.Cycle(t.Context(), int64(i), t0.Add(c.at), c.cl, &Live{})
+		rep := ps.Cycle(t.Context(), int64(i), t0.Add(c.at), c.cl, &Live{}, true)
 		if diff := cmp.Diff(c.want, live.calls[before:], cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("cycle at %v: scontrol calls (-want +got):\n%s", c.at, diff)
 		}
@@ -325,13 +325,55 @@ func TestPowerSaver_RefusedChangesCountAgainstTheCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 10 { // five minutes of 30 s cycles
-		ps.Cycle(t.Context(), int64(i+1), now.Add(time.Duration(i)*30*time.Second), powerCluster(running), &Live{})
+		ps.Cycle(t.Context(), int64(i+1), now.Add(time.Duration(i)*30*time.Second), powerCluster(running), &Live{}, true)
 	}
 	if len(live.calls) != cfg.MaxChangesPerHour {
 		t.Errorf("%d refused changes sent in five minutes (%v), want %d: the hourly cap", len(live.calls), live.calls, cfg.MaxChangesPerHour)
 	}
-	ps.Cycle(t.Context(), 11, now.Add(time.Hour), powerCluster(running), &Live{})
+	ps.Cycle(t.Context(), 11, now.Add(time.Hour), powerCluster(running), &Live{}, true)
 	if len(live.calls) != 2*cfg.MaxChangesPerHour {
 		t.Errorf("an hour later: %d changes sent in all, want %d (tried again)", len(live.calls), 2*cfg.MaxChangesPerHour)
+	}
+}
+
+// TestRunner_PowerRecordedByLeaderOnly: the leader records its power
+// actions, done or (in a dry run) planned; a follower plans the same
+// ones and records none, so the report and explain count each once.
+func TestRunner_PowerRecordedByLeaderOnly(t *testing.T) {
+	cfg := PowerConfig{Buffer: 1, MaxChangesPerHour: 10, Step: 10 * time.Minute, Horizon: time.Hour}
+	running := slurmctl.Job{Job: policy.Job{ID: 1, State: policy.StateRunning, Nodes: 1, User: "a", Account: "a"}, NodeList: []string{"gpu1"}}
+	for _, tc := range []struct {
+		name        string
+		leader, dry bool
+		records     int
+	}{{"leader", true, false, 2}, {"dry-run leader", true, true, 2}, {"follower", false, false, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t, Config{}, tc.dry)
+			g.leader.leader = tc.leader
+			live, rec := &fakePower{}, &fakePowerRec{}
+			var to PowerSink = &PowerLive{PowerWriter: live}
+			if tc.dry {
+				to = &PowerPlanner{Reader: live}
+			}
+			ps, err := NewPowerSaver(cfg, "c", to, rec, nil, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.r.power = ps
+			g.reader.cl = powerCluster(running)
+			res, err := g.r.RunCycle(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Power == nil || len(res.Power.Decision.Actions) != 2 {
+				t.Fatalf("power %+v: want two power-downs decided", res.Power)
+			}
+			if len(rec.got) != tc.records {
+				t.Errorf("%d power rows recorded, want %d: %+v", len(rec.got), tc.records, rec.got)
+			}
+			if wrote := len(live.calls) > 0; wrote != (tc.leader && !tc.dry) {
+				t.Errorf("scontrol calls %v", live.calls)
+			}
+		})
 	}
 }
