@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,6 +119,9 @@ func predictEval(ctx context.Context, cfg predictEvalConfig, out io.Writer, errO
 	}
 	if tty {
 		fmt.Fprint(errOut, "\r\033[K")
+	}
+	if errors.Is(err, predeval.ErrNoJobs) && leftOut != nil {
+		return fmt.Errorf("%s: %w (left out: %s)", name, err, trace.FormatLeftOut(leftOut))
 	}
 	if err != nil {
 		return err

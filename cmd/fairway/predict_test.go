@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,34 @@ func TestPredictEval_Table(t *testing.T) {
 		"lowest MAE: limit; lowest MedAE: limit\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}
+
+// TestPredictEval_NoJobs: a trace none of whose records can be replayed
+// is an error naming why, not a table of zeros with a "lowest MAE".
+func TestPredictEval_NoJobs(t *testing.T) {
+	const header = "; MaxProcs: 8\n"
+	tests := []struct {
+		name, trace, wantErr string
+	}{
+		{"header only", header, "header-only.swf: evaluate 0 jobs: no job to evaluate (left out: none)"},
+		{"unknown run times", header + "1 0 5 -1 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n2 10 0 -1 2 -1 -1 2 60 -1 1 2 1 -1 -1 -1 -1 -1\n",
+			"unknown-run-times.swf: evaluate 0 jobs: no job to evaluate (left out: 2 records with unknown run time)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), strings.ReplaceAll(tt.name, " ", "-")+".swf")
+			if err := os.WriteFile(path, []byte(tt.trace), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := runPredictApp(t, "predict", "eval", "--trace", path, "--format", "swf")
+			if err == nil {
+				t.Fatalf("want error %q, got nil; output:\n%s", tt.wantErr, out)
+			}
+			if diff := cmp.Diff(tt.wantErr, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

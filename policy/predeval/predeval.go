@@ -1,6 +1,7 @@
 package predeval
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -71,6 +72,10 @@ type Metrics struct {
 	NotApplicable string `json:"not_applicable,omitempty"`
 }
 
+// ErrNoJobs is wrapped by Run when no job has a start and an end: there is
+// nothing to score, and a table of zero errors would name a winner.
+var ErrNoJobs = errors.New("no job to evaluate")
+
 // Run replays jobs through preds under opt.Protocol and scores them. Only
 // finished jobs with a start and an end are replayed; each predictor sees
 // the job as it was when submitted (no start, end, state or exit code).
@@ -90,6 +95,9 @@ func Run(jobs []policy.Job, preds []policy.Predictor, opt Options) (*Result, err
 		}
 		done = append(done, j)
 		hasLimit = hasLimit || j.TimeLimit > 0
+	}
+	if len(done) == 0 {
+		return nil, fmt.Errorf("evaluate %d jobs: %w", len(jobs), ErrNoJobs)
 	}
 	res.Jobs = len(done)
 	bySubmit := slices.Clone(done)

@@ -1,6 +1,7 @@
 package predeval
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -128,6 +129,24 @@ func TestParseProtocol(t *testing.T) {
 	}
 	if _, err := Run(nil, nil, Options{Protocol: "x"}); err == nil {
 		t.Error(`Run with protocol "x": want error`)
+	}
+}
+
+func TestRun_NoJobs(t *testing.T) {
+	tests := []struct {
+		name string
+		jobs []policy.Job
+	}{
+		{"none", nil},
+		{"none started", []policy.Job{{ID: 1, Submit: t0}, {ID: 2, Submit: t0.Add(time.Second)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := RunNamed(tt.jobs, []string{"tsafrir"}, Options{Protocol: SubmitOrder})
+			if !errors.Is(err, ErrNoJobs) {
+				t.Errorf("err = %v, result %+v; want %v", err, res, ErrNoJobs)
+			}
+		})
 	}
 }
 
