@@ -683,7 +683,7 @@ func admit(in []policy.Job, cfg Config, skipped map[string]int, byID map[int64]i
 			order = append(order, int32(i))
 		}
 	}
-	if len(order) == 0 && r != nil {
+	if len(order) == 0 && len(in) > 0 {
 		return nil, fmt.Errorf("simulate %d trace jobs: %w (left out: %s)", len(in), ErrNoJobs, trace.FormatLeftOut(skipped))
 	}
 	if len(order) == 0 {

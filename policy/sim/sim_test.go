@@ -315,6 +315,34 @@ func TestRun_Trace(t *testing.T) {
 	}
 }
 
+// TestRun_NoJobsSaysWhy: when admit leaves every job out, the error says
+// why, as it does on a partitioned cluster.
+func TestRun_NoJobsSaysWhy(t *testing.T) {
+	noRun := smJob(2, "a", 0, 1, 0, 10)
+	noRun.End = time.Time{}
+	tests := []struct {
+		name string
+		jobs []policy.Job
+		want string
+	}{
+		{"larger than the cluster", []policy.Job{smJob(1, "a", 0, 9, 10, 10), smJob(2, "b", 5, 5, 10, 10)},
+			"simulate 2 trace jobs: no job to simulate (left out: 2 larger than the cluster)"},
+		{"mixed", []policy.Job{smJob(1, "a", 0, 9, 10, 10), noRun},
+			"simulate 2 trace jobs: no job to simulate (left out: 1 larger than the cluster; 1 no run time)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Run(tt.jobs, Config{Cluster: Cluster{Nodes: 1, PerNode: 4, Unit: GPUs}, Policy: smPolicy(t, "fifo", nil)})
+			if !errors.Is(err, ErrNoJobs) {
+				t.Fatalf("err %v, want ErrNoJobs", err)
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestRun_BadConfig(t *testing.T) {
 	jobs := []policy.Job{smJob(1, "a", 0, 1, 10, 10)}
 	fifo := smPolicy(t, "fifo", nil)

@@ -47,7 +47,8 @@ const (
 // override the trace's own size; a trace that gives none needs both. An
 // SWF trace given only one of them splits its processors by it (rounding
 // up), so --per-node 1 on a 100-processor trace means 100 nodes of one
-// processor, not a machine shrunk to one processor.
+// processor, not a machine shrunk to one processor. A trace of which the
+// reader kept no job is ErrNoJobs, with what it left out.
 func LoadTrace(path string, f trace.Format, nodes, perNode int) (*Workload, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -61,6 +62,9 @@ func LoadTrace(path string, f trace.Format, nodes, perNode int) (*Workload, erro
 	w := &Workload{Name: filepath.Base(path), Format: string(f), Jobs: tr.Jobs, LeftOut: tr.LeftOut}
 	if w.LeftOut == nil {
 		w.LeftOut = map[string]int{}
+	}
+	if len(w.Jobs) == 0 {
+		return nil, fmt.Errorf("%s: %w (left out: %s)", path, ErrNoJobs, trace.FormatLeftOut(w.LeftOut))
 	}
 	switch f {
 	case trace.SWF:

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -226,5 +227,32 @@ func TestLoadTrace_SWFSize(t *testing.T) {
 		if w.Cluster != tc.want {
 			t.Errorf("nodes %d per-node %d: cluster %+v, want %+v", tc.nodes, tc.perNode, w.Cluster, tc.want)
 		}
+	}
+}
+
+// TestLoadTrace_NoJobs: a trace whose reader kept no job is ErrNoJobs,
+// naming what the reader left out, not a replay of nothing.
+func TestLoadTrace_NoJobs(t *testing.T) {
+	const header = "; MaxProcs: 100\n"
+	tests := []struct {
+		name, swf, want string
+	}{
+		{"header only", header, "no job to simulate (left out: none)"},
+		{"unknown run times", header +
+			"    1        0     10     -1   32     -1    -1   32    600    -1  1   1   1  -1 -1 -1 -1 -1\n" +
+			"    2       60     10     -1    1     -1    -1    1    600    -1  1   2   2  -1 -1 -1 -1 -1\n",
+			"no job to simulate (left out: 2 records with unknown run time)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.swf")
+			if err := os.WriteFile(path, []byte(tt.swf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadTrace(path, trace.SWF, 0, 0)
+			if !errors.Is(err, ErrNoJobs) || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Errorf("err %v, want ErrNoJobs ending %q", err, tt.want)
+			}
+		})
 	}
 }
