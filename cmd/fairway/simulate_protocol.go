@@ -106,6 +106,14 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
+	// What no replay runs, as simulate's table says it: for a trace,
+	// "none" too.
+	if t.LeftOut == nil && (w.Format != "synthetic" || len(w.LeftOut) > 0) {
+		t.LeftOut = map[string]int{}
+	}
+	for r, n := range w.LeftOut {
+		t.LeftOut[r] += n
+	}
 	if p.Kind == sim.Split && len(t.Rows) > 0 && t.Rows[0].Meets != nil {
 		// A tuned file's row is what the time split judges.
 		for _, f := range files {

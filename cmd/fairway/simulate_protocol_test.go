@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy/sim"
 	"github.com/google/go-cmp/cmp"
 )
@@ -124,5 +128,55 @@ func TestSimulateProtocol_Sequences(t *testing.T) {
 		if len(r.Sequences) != 3 || r.Meets != nil {
 			t.Errorf("%s: %d sequences, meets %v; want 3 and no constraints", r.Name, len(r.Sequences), r.Meets)
 		}
+	}
+}
+
+// TestSimulateProtocol_LeftOut: --split and --sequences say which jobs of
+// the trace no replay runs (records the reader left out, jobs larger than
+// the cluster), as the plain simulate table and tune do.
+func TestSimulateProtocol_LeftOut(t *testing.T) {
+	var swf strings.Builder
+	swf.WriteString("; MaxProcs: 8\n")
+	for i := range 40 {
+		procs, run := 1+i%4, 100+i
+		switch i {
+		case 7:
+			procs = 16 // larger than the machine
+		case 11, 12:
+			run = -1 // unknown run time
+		}
+		fmt.Fprintf(&swf, "%d %d 0 %d %d -1 -1 %d 600 -1 1 %d 1 -1 -1 -1 -1 -1\n", i+1, 60*i, run, procs, procs, 1+i%3)
+	}
+	path := filepath.Join(t.TempDir(), "t.swf")
+	if err := os.WriteFile(path, []byte(swf.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const want = "left out: 1 larger than the cluster; 2 records with unknown run time\n"
+	for _, args := range [][]string{{"--split", "0.5"}, {"--sequences", "2", "--length", "10"}} {
+		t.Run(args[0], func(t *testing.T) {
+			out, err := runApp(t, append([]string{"simulate", "--trace", path, "--format", "swf", "--policies", "fifo",
+				"--predictor", "none", "--progress", "never"}, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+			out, err = runApp(t, append([]string{"simulate", "--trace", path, "--format", "swf", "--policies", "fifo",
+				"--predictor", "none", "--progress", "never", "--json"}, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tab struct {
+				LeftOut map[string]int `json:"left_out"`
+			}
+			if err := json.Unmarshal([]byte(out), &tab); err != nil {
+				t.Fatalf("%v in:\n%s", err, out)
+			}
+			wantLeft := map[string]int{sim.SkipTooLarge: 1, trace.LeftUnknownRun: 2}
+			if diff := cmp.Diff(wantLeft, tab.LeftOut); diff != "" {
+				t.Errorf("left_out (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

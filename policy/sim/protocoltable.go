@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
@@ -62,6 +63,10 @@ type ProtocolTable struct {
 	// indices [lo, hi) in submit order.
 	Jobs   int    `json:"jobs"`
 	Window [2]int `json:"window"`
+	// LeftOut counts the trace's jobs no replay runs, by reason: the
+	// Evaluator's (RunProtocol sets it, nil when none) and the records the
+	// trace reader left out (its caller adds them). Printed unless nil.
+	LeftOut map[string]int `json:"left_out,omitempty"`
 	// Split is the split fraction, SplitAt the first evaluated submit and
 	// History the jobs that warm the replay (Split only).
 	Split   float64   `json:"split,omitempty"`
@@ -179,13 +184,19 @@ type ProtocolConfig struct {
 
 // RunProtocol evaluates every policy of cfg on jobs and c, cfg.Parallel at
 // a time, and judges them: under Split, each row's Constraints against the
-// Reference row, when there is one.
+// Reference row, when there is one. The table's LeftOut counts the jobs
+// the evaluation left out.
 func RunProtocol(ctx context.Context, jobs []policy.Job, c Cluster, cfg ProtocolConfig) (*ProtocolTable, error) {
 	e, err := NewEvaluator(jobs, c, cfg.Protocol)
 	if err != nil {
 		return nil, err
 	}
-	return e.Table(ctx, cfg)
+	t, err := e.Table(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.LeftOut = e.Skipped()
+	return t, nil
 }
 
 // Table evaluates every policy of cfg with e, cfg.Parallel at a time, and
@@ -295,6 +306,9 @@ func (t *ProtocolTable) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%s: %d jobs on %s, %s, predictor %s, bounded slowdown τ = %gs\n",
 		t.Trace, t.Jobs, t.Cluster, backfill, pred, t.Tau)
+	if t.LeftOut != nil {
+		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(t.LeftOut))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	switch t.Kind {
 	case Split:
