@@ -670,3 +670,26 @@ func TestRun_ValueLoads(t *testing.T) {
 		t.Errorf("counts not matching the windows: error %v, want one naming the counts", err)
 	}
 }
+
+// TestNewWindows_HoldOutText: the held-out fraction an error names is the
+// one given, not its float remainder (1 − 0.7 = 0.30000000000000004).
+func TestNewWindows_HoldOutText(t *testing.T) {
+	big := tuneJobs(t)[:20]
+	for i := range big {
+		big[i].CPUs, big[i].GPUs = 1000, 1000 // no job fits the cluster
+	}
+	for _, tc := range []struct {
+		seen float64
+		want string
+	}{
+		{0.7, "hold out the last 0.3: "},
+		{0.9, "hold out the last 0.1: "},
+	} {
+		t.Run(fmt.Sprint(tc.seen), func(t *testing.T) {
+			_, err := NewWindows(big, tuneCluster, Setup{Objective: Fair, Seen: tc.seen, Validate: 0.3})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %v, want one starting %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -161,7 +161,7 @@ func NewWindows(jobs []policy.Job, c sim.Cluster, s Setup) (*Windows, error) {
 		// A split Evaluator admits and orders the jobs as simulate's does.
 		e, err := sim.NewEvaluator(jobs, c, sim.Protocol{Kind: sim.Split, Split: s.Seen, Cold: true})
 		if err != nil {
-			return nil, fmt.Errorf("hold out the last %g: %w", 1-s.Seen, err)
+			return nil, fmt.Errorf("hold out the last %.6g: %w", 1-s.Seen, err) // %.6g: 0.3, not 1 − 0.7 = 0.30000000000000004
 		}
 		admitted = e
 		lo, _ := e.Window()
