@@ -349,6 +349,7 @@ func TestShippedEnv_DefaultsOrChosen(t *testing.T) {
 			"FAIRWAY_SCONTROL_TOKEN": "true",                                                                                                    // the unit runs as SlurmUser, which mints tokens
 			"FAIRWAY_DATABASE_URL":   "postgres://fairway:CHANGE-ME@dbhost:5432/fairway?sslmode=verify-full&sslrootcert=/etc/fairway/db-ca.crt", // placeholder, TLS verified
 			"FAIRWAY_DRY_RUN":        "true",                                                                                                    // start in shadow mode
+			"FAIRWAY_SHARDS_PER_GPU": "8",                                                                                                       // gres.conf.fairway's shards, as the hooks'
 		}},
 		{"contrib/slurm/hooks.env.example", hookFlagsOf(prologCommand(), epilogCommand()), map[string]string{
 			"FAIRWAY_DATABASE_URL":   "postgres://fairway_node_gpu1:PASSWORD@dbhost:5432/fairway?sslmode=verify-full&sslrootcert=/etc/fairway/db-ca.crt", // placeholder: the node's own login

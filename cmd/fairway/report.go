@@ -46,7 +46,7 @@ func reportCommand() *cli.Command {
 			&cli.IntFlag{Name: "nodes", Usage: "nodes of the cluster (0: estimate the capacity from the month's peak use)", EnvVars: []string{"FAIRWAY_REPORT_NODES"}},
 			&cli.IntFlag{Name: "per-node", Usage: "GPUs (or processors, with --unit cpu) per node", EnvVars: []string{"FAIRWAY_REPORT_PER_NODE"}},
 			&cli.StringFlag{Name: "unit", Value: "gpu", Usage: "what jobs are counted in: gpu, or cpu for a CPU cluster (processor-hours)", EnvVars: []string{"FAIRWAY_REPORT_UNIT"}},
-			&cli.IntFlag{Name: "shards-per-gpu", Usage: "GPU shards per GPU, to count a shard-only job as a fraction of a GPU (0: one GPU)", EnvVars: []string{"FAIRWAY_REPORT_SHARDS_PER_GPU"}},
+			&cli.IntFlag{Name: "shards-per-gpu", Usage: "GPU shards per GPU, to count a shard-only job as a fraction of a GPU (0: one GPU); else serve's FAIRWAY_SHARDS_PER_GPU", EnvVars: []string{"FAIRWAY_REPORT_SHARDS_PER_GPU", "FAIRWAY_SHARDS_PER_GPU"}},
 			&cli.Float64Flag{Name: "power-idle-watts", Usage: "power one idle node draws, for the power section's energy estimate (0: none); serve's setting of the same name", EnvVars: []string{"FAIRWAY_POWER_IDLE_WATTS"}},
 			&cli.BoolFlag{Name: "counterfactual", Value: true, Usage: "replay the month in the simulator under plain fair-share and Fairway's policy", EnvVars: []string{"FAIRWAY_REPORT_COUNTERFACTUAL"}},
 			&cli.StringFlag{Name: "sim-policy", Usage: "Fairway's policy in the counterfactual (default: the one the decision log used most)", EnvVars: []string{"FAIRWAY_REPORT_SIM_POLICY"}},

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
+	"github.com/urfave/cli/v2"
 )
 
 func TestReportCommand_BadSettings(t *testing.T) {
@@ -100,5 +102,39 @@ func TestReportCommand_KTH(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("report %v: %v, want %q; output:\n%s", tc.args, err, tc.want, out)
 		}
+	}
+}
+
+// TestReportSettings_ShardsPerGPU: the report timer reads serve.env, where
+// the shipped file sets serve's FAIRWAY_SHARDS_PER_GPU; the report counts
+// shard jobs with it unless its own setting says otherwise (a shard job
+// was left out of a report as asking for no GPU).
+func TestReportSettings_ShardsPerGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		serve, report string
+		want          int
+	}{{"neither", "", "", 0}, {"serve's", "8", "", 8}, {"the report's own first", "8", "2", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			for env, v := range map[string]string{"FAIRWAY_SHARDS_PER_GPU": tc.serve, "FAIRWAY_REPORT_SHARDS_PER_GPU": tc.report} {
+				t.Setenv(env, v)
+				if v == "" {
+					os.Unsetenv(env)
+				}
+			}
+			cmd, got := reportCommand(), -1
+			cmd.Action = func(c *cli.Context) error {
+				cfg, err := reportSettings(c, time.Now())
+				got = cfg.Options.ShardsPerGPU
+				return err
+			}
+			app := &cli.App{Commands: []*cli.Command{cmd}}
+			if err := app.Run([]string{"fairway", "report", "--database-url", "postgres://nobody@127.0.0.1:1/none", "--month", "2026-10"}); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("shards per GPU %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
