@@ -2,9 +2,16 @@ package slurmctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 )
+
+// ErrTwoTokenSources is Connect's answer to a config that names both
+// scontrol and a token file: one of them would be ignored without a word,
+// and the one that wins (scontrol) fails where the process is not
+// SlurmUser, which is why a token file was set.
+var ErrTwoTokenSources = errors.New("two slurmrestd token sources: mint with scontrol (--scontrol-token, FAIRWAY_SCONTROL_TOKEN) or read a token file (--slurm-token-file), not both")
 
 // ConnectConfig is how a command reaches slurmrestd (serve, ingest).
 type ConnectConfig struct {
@@ -26,6 +33,9 @@ func (c ConnectConfig) HasToken() bool {
 // Connect picks the token source (scontrol, file, else environment) and
 // connects, negotiating the API version unless pinned.
 func Connect(ctx context.Context, c ConnectConfig, log *slog.Logger) (*Client, error) {
+	if c.ScontrolToken && c.TokenFile != "" {
+		return nil, ErrTwoTokenSources
+	}
 	var tokens TokenSource
 	switch {
 	case c.ScontrolToken:
