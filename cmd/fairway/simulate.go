@@ -659,6 +659,12 @@ func simulatePower(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
+	if w.Cluster.Nodes < 2 {
+		// Power saving turns whole nodes off: on one node every rule can
+		// only power the whole machine down, and the table says nothing.
+		return fmt.Errorf("--power: the cluster is one node of %d %s, and power saving turns whole nodes off: give its nodes with --nodes and --per-node (an SWF trace replays on one pool of its processors; --nodes %d --per-node 1 makes each processor a node)",
+			w.Cluster.PerNode, w.Cluster.Unit, w.Cluster.Capacity())
+	}
 	cc := sim.CompareConfig{Predictor: cfg.Predictor, Backfill: cfg.Backfill, Preempt: cfg.Preempt}
 	if path := c.String("power-sequence"); path != "" {
 		samples, err := sim.NodeUsage(c.Context, w, cc, name, time.Minute)

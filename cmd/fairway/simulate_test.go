@@ -259,6 +259,7 @@ func TestSimulate_Power(t *testing.T) {
 		{[]string{"--resume-time", "-1m"}, "--resume-time -1m0s"},
 		{[]string{"--nowcast", "gain=x,window=2m"}, `--nowcast: nowcast "gain=x,window=2m": gain:`},
 		{[]string{"--policies", "tiresias"}, "preemptively"},
+		{[]string{"--nodes", "1", "--per-node", "64"}, "--power: the cluster is one node of 64 gpus, and power saving turns whole nodes off: give its nodes with --nodes and --per-node"},
 	} {
 		if _, err := runApp(t, append([]string{"simulate", "--power"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want it to contain %q", tc.args, err, tc.want)
