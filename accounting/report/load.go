@@ -382,7 +382,9 @@ ORDER BY job_id`, cluster, from, to)
 	return out, nil
 }
 
-// cycles sums up the serve cycles that started in [from, to).
+// cycles sums up the serve cycles that started in [from, to): the
+// leader's, dry run or not. An HA follower records its plan-only cycles
+// too (leader false); they ran nothing on the cluster.
 func (s *Source) cycles(ctx context.Context, cluster string, from, to time.Time) (CycleStats, error) {
 	var c CycleStats
 	var median *float64
@@ -391,7 +393,7 @@ SELECT count(*)::int, count(*) FILTER (WHERE dry_run)::int, coalesce(sum(written
 	coalesce(sum(write_errors), 0)::bigint, count(*) FILTER (WHERE error <> '')::int,
 	percentile_cont(0.5) WITHIN GROUP (ORDER BY total_seconds)
 FROM cycle
-WHERE cluster = $1 AND started_at >= $2 AND started_at < $3`, cluster, from, to).
+WHERE cluster = $1 AND started_at >= $2 AND started_at < $3 AND leader`, cluster, from, to).
 		Scan(&c.Cycles, &c.Planned, &c.Written, &c.WriteErrors, &c.Failed, &median)
 	if err != nil {
 		return c, fmt.Errorf("read cycles: %w", err)
