@@ -460,7 +460,10 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 
 // record logs a decision for every job whose value changed, with the jobs
 // that finished and the cycle's row, stamped by the cycle's sink, and
-// ships what the database takes.
+// ships what the database takes. A follower logs no decision: it plans
+// what the leader decides and writes, and its dry-run rows beside the
+// leader's would show as a job's newest decision in explain and count
+// twice in the report; its cycle row (leader false) still says it ran.
 func (r *Runner) record(ctx context.Context, c *cycle) {
 	rank := make(map[int64]int, len(c.scores))
 	for i, s := range c.scores {
@@ -468,6 +471,9 @@ func (r *Runner) record(ctx context.Context, c *cycle) {
 	}
 	var decisions []accounting.Decision
 	for _, ch := range c.report.Planned {
+		if !c.rec.Leader {
+			break
+		}
 		i, ok := rank[ch.JobID]
 		if !ok {
 			continue

@@ -452,8 +452,10 @@ func gauge(t *testing.T, m *Metrics, name string) float64 {
 }
 
 // TestRunner_PlannedCycleRecordsOneFlag: a cycle that only plans (a
-// follower's, or a dry run's) records its cycle row and its decisions as
-// planned alike, and a leader's live cycle records neither as planned.
+// follower's, or a dry run's) records its cycle row and the leader's
+// decisions as planned alike, and a leader's live cycle records neither
+// as planned. A follower records its cycle row only (leader false): its
+// decisions are the leader's to log.
 func TestRunner_PlannedCycleRecordsOneFlag(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -469,8 +471,15 @@ func TestRunner_PlannedCycleRecordsOneFlag(t *testing.T) {
 			g := newRig(t, Config{}, tc.dry)
 			g.leader.leader = tc.leader
 			g.cycle(t, job(1, "a", policy.StatePending, 0), job(2, "b", policy.StatePending, time.Second))
-			if len(g.store.cycles) != 1 || len(g.store.decisions) != 2 {
-				t.Fatalf("recorded %d cycle rows and %d decisions, want 1 and 2", len(g.store.cycles), len(g.store.decisions))
+			decisions := 2
+			if !tc.leader {
+				decisions = 0
+			}
+			if len(g.store.cycles) != 1 || len(g.store.decisions) != decisions {
+				t.Fatalf("recorded %d cycle rows and %d decisions, want 1 and %d", len(g.store.cycles), len(g.store.decisions), decisions)
+			}
+			if g.store.cycles[0].Leader != tc.leader {
+				t.Errorf("cycle row leader = %v, want %v", g.store.cycles[0].Leader, tc.leader)
 			}
 			if got := g.store.cycles[0].Planned; got != tc.want {
 				t.Errorf("cycle row dry_run = %v, want %v", got, tc.want)
