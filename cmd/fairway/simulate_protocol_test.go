@@ -138,20 +138,23 @@ func TestSimulateProtocol_LeftOut(t *testing.T) {
 	var swf strings.Builder
 	swf.WriteString("; MaxProcs: 8\n")
 	for i := range 40 {
-		procs, run := 1+i%4, 100+i
+		procs, run, limit := 1+i%4, 100+i, 600
 		switch i {
 		case 7:
 			procs = 16 // larger than the machine
 		case 11, 12:
 			run = -1 // unknown run time
+		case 30:
+			run, limit = 8*86400, -1 // no limit, longer than the replay lets it run
 		}
-		fmt.Fprintf(&swf, "%d %d 0 %d %d -1 -1 %d 600 -1 1 %d 1 -1 -1 -1 -1 -1\n", i+1, 60*i, run, procs, procs, 1+i%3)
+		fmt.Fprintf(&swf, "%d %d 0 %d %d -1 -1 %d %d -1 1 %d 1 -1 -1 -1 -1 -1\n", i+1, 60*i, run, procs, procs, limit, 1+i%3)
 	}
 	path := filepath.Join(t.TempDir(), "t.swf")
 	if err := os.WriteFile(path, []byte(swf.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const want = "left out: 1 larger than the cluster; 2 records with unknown run time\n"
+	const want = "left out: 1 larger than the cluster; 2 records with unknown run time\n" +
+		"warning: 1 jobs without a time limit ran longer than 7 days; the replay cuts them there (as timeouts), where Slurm let them run\n"
 	for _, args := range [][]string{{"--split", "0.5"}, {"--sequences", "2", "--length", "10"}} {
 		t.Run(args[0], func(t *testing.T) {
 			out, err := runApp(t, append([]string{"simulate", "--trace", path, "--format", "swf", "--policies", "fifo",
@@ -169,6 +172,7 @@ func TestSimulateProtocol_LeftOut(t *testing.T) {
 			}
 			var tab struct {
 				LeftOut map[string]int `json:"left_out"`
+				Cut     int            `json:"cut_at_default_limit"`
 			}
 			if err := json.Unmarshal([]byte(out), &tab); err != nil {
 				t.Fatalf("%v in:\n%s", err, out)
@@ -176,6 +180,9 @@ func TestSimulateProtocol_LeftOut(t *testing.T) {
 			wantLeft := map[string]int{sim.SkipTooLarge: 1, trace.LeftUnknownRun: 2}
 			if diff := cmp.Diff(wantLeft, tab.LeftOut); diff != "" {
 				t.Errorf("left_out (-want +got):\n%s", diff)
+			}
+			if tab.Cut != 1 {
+				t.Errorf("cut_at_default_limit %d, want 1", tab.Cut)
 			}
 		})
 	}

@@ -67,6 +67,9 @@ type ProtocolTable struct {
 	// Evaluator's (RunProtocol sets it, nil when none) and the records the
 	// trace reader left out (its caller adds them). Printed unless nil.
 	LeftOut map[string]int `json:"left_out,omitempty"`
+	// CutAtLimit counts the jobs without a time limit that ran longer than
+	// the one a replay gives them and are cut there (CutAtDefaultLimit).
+	CutAtLimit int `json:"cut_at_default_limit,omitempty"`
 	// Split is the split fraction, SplitAt the first evaluated submit and
 	// History the jobs that warm the replay (Split only).
 	Split   float64   `json:"split,omitempty"`
@@ -195,7 +198,7 @@ func RunProtocol(ctx context.Context, jobs []policy.Job, c Cluster, cfg Protocol
 	if err != nil {
 		return nil, err
 	}
-	t.LeftOut = e.Skipped()
+	t.LeftOut, t.CutAtLimit = e.Skipped(), CutAtDefaultLimit(jobs)
 	return t, nil
 }
 
@@ -308,6 +311,9 @@ func (t *ProtocolTable) WriteText(w io.Writer) error {
 		t.Trace, t.Jobs, t.Cluster, backfill, pred, t.Tau)
 	if t.LeftOut != nil {
 		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(t.LeftOut))
+	}
+	if t.CutAtLimit > 0 {
+		fmt.Fprintln(w, CutWarning(t.CutAtLimit))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	switch t.Kind {
