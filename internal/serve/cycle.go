@@ -469,11 +469,12 @@ func (r *Runner) record(ctx context.Context, c *cycle) {
 	for i, s := range c.scores {
 		rank[s.JobID] = i
 	}
+	planned := c.report.Planned
+	if !c.rec.Leader {
+		planned = nil
+	}
 	var decisions []accounting.Decision
-	for _, ch := range c.report.Planned {
-		if !c.rec.Leader {
-			break
-		}
+	for _, ch := range planned {
 		i, ok := rank[ch.JobID]
 		if !ok {
 			continue
