@@ -25,7 +25,7 @@ type PriorityConfig struct {
 	// PriorityDecayHalfLife, FairShareDampeningFactor and the
 	// PriorityFlags it models: FairTree unless NO_FAIR_TREE (Slurm's
 	// default since 19.05). Partition factors and the cluster's size
-	// are not in the config: ParsePartitionFactors and the node list fill
+	// are not in the config: ParsePartitions and the node list fill
 	// them.
 	Multifactor policy.MultifactorParams
 	// Flags is PriorityFlags, as printed (comma-separated).
