@@ -129,8 +129,8 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 			r.Notes = append(r.Notes, layoutNote(cf))
 		}
 		if cf != nil && cf.CutAtLimit > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%d jobs without a time limit ran longer than %.0f days: the simulated scenarios cut them there, where Slurm let them run, so they hold their nodes for less time than in the month itself.",
-				cf.CutAtLimit, policy.UnknownRun.Hours()/24))
+			r.Notes = append(r.Notes, fmt.Sprintf("%d jobs without a time limit ran longer than %s: the simulated scenarios cut them there, where Slurm let them run, so they hold their nodes for less time than in the month itself.",
+				cf.CutAtLimit, sim.DefaultLimitText()))
 		}
 	}
 	return r, nil

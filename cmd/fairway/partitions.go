@@ -86,3 +86,28 @@ func notePartitions(out io.Writer, w *sim.Workload) {
 	fmt.Fprintf(out, "note: the jobs name %d partitions (%s); without --partitions they replay on one pool of %d × %d %s\n",
 		len(names), list, w.Cluster.Nodes, w.Cluster.PerNode, w.Cluster.Unit)
 }
+
+// noteFlatTrace says so when w's jobs leave part of a comparison nothing
+// to tell apart: with one user (or none) the fairness figures, Jain over
+// backlogged users and the spread of waits between users, compare nothing
+// (Jain reads 1); with no time limit the policies that rank by it see the
+// same one for every job (sjf-limit then ranks as fifo).
+func noteFlatTrace(out io.Writer, w *sim.Workload) {
+	if out == nil || len(w.Jobs) == 0 {
+		return
+	}
+	users, limits := map[string]bool{}, false
+	for i := range w.Jobs {
+		users[w.Jobs[i].User] = true
+		limits = limits || w.Jobs[i].TimeLimit > 0
+		if len(users) > 1 && limits {
+			return
+		}
+	}
+	if len(users) < 2 {
+		fmt.Fprintln(out, "note: every job has the same user (or none): the fairness figures (Jain, the spread of waits between users) have nothing to compare")
+	}
+	if !limits {
+		fmt.Fprintf(out, "note: no job has a time limit: the policies that rank by it (sjf-limit, f1, wfp3, unicep) see the same %s for every job\n", sim.DefaultLimitText())
+	}
+}

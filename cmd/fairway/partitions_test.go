@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -89,6 +90,36 @@ func TestNotePartitions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
 			notePartitions(&b, &sim.Workload{Jobs: tc.jobs, Cluster: tc.cluster})
+			if b.String() != tc.want {
+				t.Errorf("got %q, want %q", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestNoteFlatTrace: a trace of one user (or none) or without time limits
+// says what that leaves the comparison (a Lublin model trace showed Jain
+// 1.000 and sjf-limit's rows equal to fifo's without a word); a trace with
+// both says nothing.
+func TestNoteFlatTrace(t *testing.T) {
+	const oneUser = "note: every job has the same user (or none): the fairness figures (Jain, the spread of waits between users) have nothing to compare\n"
+	const noLimit = "note: no job has a time limit: the policies that rank by it (sjf-limit, f1, wfp3, unicep) see the same 7 days for every job\n"
+	job := func(user string, limit time.Duration) policy.Job { return policy.Job{User: user, TimeLimit: limit} }
+	for _, tc := range []struct {
+		name string
+		jobs []policy.Job
+		want string
+	}{
+		{"users and limits", []policy.Job{job("a", time.Hour), job("b", 0)}, ""},
+		{"one user", []policy.Job{job("a", time.Hour), job("a", time.Hour)}, oneUser},
+		{"no users", []policy.Job{job("", time.Hour), job("", 0)}, oneUser},
+		{"no limits", []policy.Job{job("a", 0), job("b", 0)}, noLimit},
+		{"neither", []policy.Job{job("", 0), job("", 0)}, oneUser + noLimit},
+		{"no jobs", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			noteFlatTrace(&b, &sim.Workload{Jobs: tc.jobs})
 			if b.String() != tc.want {
 				t.Errorf("got %q, want %q", b.String(), tc.want)
 			}

@@ -439,6 +439,7 @@ func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os
 		return err
 	}
 	notePartitions(cfg.notes, w)
+	noteFlatTrace(cfg.notes, w)
 	var onProgress func(string, int, int)
 	started := time.Now()
 	if cfg.Progress {

@@ -84,6 +84,7 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	}
 	w = w.FirstJobs(c.Int("max-jobs"))
 	notePartitions(cfg.notes, w)
+	noteFlatTrace(cfg.notes, w)
 	pc := sim.ProtocolConfig{Trace: w.Name, Policies: cfg.Policies, Protocol: p, Predictor: cfg.Predictor, Parallel: cfg.Parallel}
 	if len(files) > 0 {
 		pc.Policies, pc.Factories = slices.Clone(pc.Policies), map[string]sim.PolicyFactory{}

@@ -628,14 +628,16 @@ func CutAtDefaultLimit(jobs []policy.Job) int {
 // counts.
 func CutWarning(n int) string {
 	return fmt.Sprintf("warning: %d jobs without a time limit ran longer than %s; the replay cuts them there (as timeouts), where Slurm let them run",
-		n, fmtDays(policy.UnknownRun))
+		n, DefaultLimitText())
 }
 
-func fmtDays(d time.Duration) string {
-	if d%(24*time.Hour) == 0 {
+// DefaultLimitText spells the limit a replay gives a job without one
+// (policy.UnknownRun): "7 days".
+func DefaultLimitText() string {
+	if d := policy.UnknownRun; d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%d days", d/(24*time.Hour))
 	}
-	return d.String()
+	return policy.UnknownRun.String()
 }
 
 // admit picks the jobs of in a simulation can replay, in submit order
