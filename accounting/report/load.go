@@ -135,6 +135,16 @@ GROUP BY cluster ORDER BY cluster`)
 // the month asked for, or none at all.
 var ErrNoJobs = errors.New("no jobs")
 
+// spansText lists clusters as error messages name them: "kth (28481 jobs
+// ending 1996-09-30 to 1997-08-29), ...".
+func spansText(spans []ClusterSpan) string {
+	parts := make([]string, len(spans))
+	for i, c := range spans {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Resolve picks what a report with the given settings covers: the cluster
 // named, or the only one in the database; the month given, or when m is
 // the zero Month the last month in which one of the cluster's jobs ended.
@@ -149,11 +159,7 @@ func (s *Source) Resolve(ctx context.Context, name string, m Month) (string, Mon
 		if len(spans) == 0 {
 			return "the database holds no finished jobs (fairway ingest, or fairway serve, fills it)"
 		}
-		parts := make([]string, len(spans))
-		for i, c := range spans {
-			parts[i] = c.String()
-		}
-		return "clusters in the database: " + strings.Join(parts, ", ")
+		return "clusters in the database: " + spansText(spans)
 	}
 	if name == "" {
 		switch len(spans) {
@@ -429,11 +435,7 @@ func RecentJobs(ctx context.Context, url, cluster string, days int, now time.Tim
 		// the names it holds, as Resolve answers simulate and tune.
 		if spans, err := NewSource(pool, store).Clusters(ctx); err == nil && len(spans) > 0 &&
 			!slices.ContainsFunc(spans, func(s ClusterSpan) bool { return s.Name == cluster }) {
-			parts := make([]string, len(spans))
-			for i, s := range spans {
-				parts[i] = s.String()
-			}
-			return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days; clusters in the database: %s", cluster, days, strings.Join(parts, ", "))
+			return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days; clusters in the database: %s", cluster, days, spansText(spans))
 		}
 		return nil, "", fmt.Errorf("no finished jobs of cluster %q in the last %d days in the database (run `fairway ingest --from slurmdbd` or `fairway serve`)", cluster, days)
 	}

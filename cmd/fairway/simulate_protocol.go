@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/progress"
+	"github.com/fairway-hpc/fairway/internal/trace"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict"
 	"github.com/fairway-hpc/fairway/policy/sim"
@@ -109,11 +110,8 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	}
 	// What no replay runs, as simulate's table says it: for a trace,
 	// "none" too.
-	if t.LeftOut == nil && (w.Format != "synthetic" || len(w.LeftOut) > 0) {
-		t.LeftOut = map[string]int{}
-	}
-	for r, n := range w.LeftOut {
-		t.LeftOut[r] += n
+	if t.LeftOut != nil || w.Format != "synthetic" || len(w.LeftOut) > 0 {
+		t.LeftOut = trace.MergeLeftOut(t.LeftOut, w.LeftOut)
 	}
 	if p.Kind == sim.Split && len(t.Rows) > 0 && t.Rows[0].Meets != nil {
 		// A tuned file's row is what the time split judges.

@@ -445,14 +445,7 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 	// What no replay runs (never started, no run time, no units, larger
 	// than the cluster, duplicate ids, and the records the trace reader
 	// dropped), counted as simulate counts it.
-	left := maps.Clone(w.LeftOut)
-	if left == nil {
-		left = map[string]int{}
-	}
-	for r, n := range win.LeftOut {
-		left[r] += n
-	}
-	if s := trace.FormatLeftOut(left); s != "none" {
+	if s := trace.FormatLeftOut(trace.MergeLeftOut(w.LeftOut, win.LeftOut)); s != "none" {
 		fmt.Fprintf(out, "left out: %s\n", s)
 	}
 	if n := sim.CutAtDefaultLimit(w.Jobs); n > 0 {

@@ -86,6 +86,18 @@ func (e *leftOutError) Error() string { return "left out: " + e.reason }
 
 func leftOut(reason string) error { return &leftOutError{reason} }
 
+// MergeLeftOut is a new map of the counts of a and b summed by reason
+// (either may be nil): what a reader and a replay left out, told as one.
+func MergeLeftOut(a, b map[string]int) map[string]int {
+	out := make(map[string]int, len(a)+len(b))
+	for _, m := range []map[string]int{a, b} {
+		for r, n := range m {
+			out[r] += n
+		}
+	}
+	return out
+}
+
 // FormatLeftOut spells counts of left-out records for people:
 // "12 records with unknown run time; 3 records with unknown submit time",
 // by reason in a fixed order, or "none".

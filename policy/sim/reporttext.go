@@ -31,13 +31,7 @@ func (rep *Report) WriteText(w io.Writer, preempt map[string]bool) error {
 	} else {
 		fmt.Fprintf(w, "offered load %.2f (the trace's own)\n", rep.OfferedLoad)
 	}
-	left := maps.Clone(rep.LeftOut)
-	if left == nil {
-		left = map[string]int{}
-	}
-	for r, n := range rep.Skipped {
-		left[r] += n
-	}
+	left := trace.MergeLeftOut(rep.LeftOut, rep.Skipped)
 	if len(left) > 0 || rep.Format != "synthetic" {
 		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(left))
 	}
