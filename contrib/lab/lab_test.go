@@ -299,6 +299,31 @@ func TestLabScript_StatesReady(t *testing.T) {
 	}
 }
 
+// TestLabScript_MultipleSlurmd feeds the lab's check lines of `scontrol
+// show config`: a Slurm built without multiple-slurmd support (no
+// MULTIPLE_SLURMD line) runs the lab's first node only, so lab up must stop
+// and say why instead of leaving a second node slurmctld never reaches.
+func TestLabScript_MultipleSlurmd(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		ok     bool
+	}{
+		{"MpiParams               = (null)\nMULTIPLE_SLURMD         = Yes\nNEXT_JOB_ID             = 12\n", true},
+		{"MpiParams               = (null)\nNEXT_JOB_ID             = 12\n", false},
+		{"", false}, // slurmctld did not answer
+	} {
+		cmd := exec.Command("bash", "-c", "LAB_SOURCE_ONLY=1 source ./lab && slurm_version() { echo 26.05.3; } && scontrol() { cat; } && check_multiple_slurmd")
+		cmd.Stdin = strings.NewReader(tc.config)
+		out, err := cmd.CombinedOutput()
+		if got := err == nil; got != tc.ok {
+			t.Errorf("check_multiple_slurmd on %q: ok %v, want %v (%v %s)", tc.config, got, tc.ok, err, out)
+		}
+		if !tc.ok && !strings.Contains(string(out), "without multiple-slurmd support") {
+			t.Errorf("check_multiple_slurmd on %q: %q, want it to say the Slurm lacks multiple-slurmd support", tc.config, out)
+		}
+	}
+}
+
 // TestLab_DownWithAnotherLabDir runs `lab down` with a FAIRWAY_LAB_DIR
 // that no lab was started with: on the running lab's ports it must fail
 // and name the process that holds them (it used to exit 0 silently,
