@@ -308,8 +308,9 @@ func TestLabScript_MultipleSlurmd(t *testing.T) {
 		config string
 		ok     bool
 	}{
-		{"MpiParams               = (null)\nMULTIPLE_SLURMD         = Yes\nNEXT_JOB_ID             = 12\n", true},
+		{"MpiParams               = (null)\nMULTIPLE_SLURMD         = Yes\nNEXT_JOB_ID             = 12\n", true}, // 22.05
 		{"MpiParams               = (null)\nNEXT_JOB_ID             = 12\n", false},
+		{"MpiParams               = (null)\nMULTIPLE_SLURMD         = yes\nNEXT_JOB_ID             = 12\n", true}, // 26.05
 		{"", false}, // slurmctld did not answer
 	} {
 		cmd := exec.Command("bash", "-c", "LAB_SOURCE_ONLY=1 source ./lab && slurm_version() { echo 26.05.3; } && scontrol() { cat; } && check_multiple_slurmd")
