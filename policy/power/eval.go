@@ -148,9 +148,13 @@ type EvalResult struct {
 	TrainSteps, ValidSteps, TestSteps int
 	Step, Resume                      time.Duration
 	Filled                            int
-	Trees                             int     // the GBT size chosen on validation
-	Variant                           string  // the GBT shape chosen on validation
-	ValidRMSE                         float64 // its validation RMSE at the 3 h lead
+	// FilledMinutes of Minutes are minutes no row of the sequence fell in
+	// (a sequence with a row every 5 minutes leaves 4 in 5): the rules
+	// are replayed per minute, so their figures rest on held values there.
+	FilledMinutes, Minutes int
+	Trees                  int     // the GBT size chosen on validation
+	Variant                string  // the GBT shape chosen on validation
+	ValidRMSE              float64 // its validation RMSE at the 3 h lead
 	// Sigma[h−1] and SigmaAnchored[h−1] are the validation forecasts' RMSE
 	// h steps ahead (plain and anchored GBT), the envelope's margin unit.
 	Sigma, SigmaAnchored []float64
@@ -300,7 +304,7 @@ func Evaluate(samples []Sample, cfg EvalConfig) (*EvalResult, error) {
 		return nil, fmt.Errorf("train until %s: want at least %d days of training before the %d validation days (the sequence starts %s; fewer validation days, --validation-days, or a later split need less)",
 			cfg.TrainUntil.Format(time.DateTime), 7+1, cfg.ValidDays, s.Start.Format(time.DateTime))
 	}
-	res := &EvalResult{Step: s.Step, Resume: cfg.Resume, Filled: s.Filled, TestFrom: s.Time(testLo), TestUntil: s.Time(testHi),
+	res := &EvalResult{Step: s.Step, Resume: cfg.Resume, Filled: s.Filled, FilledMinutes: fine.Filled, Minutes: fine.Len(), TestFrom: s.Time(testLo), TestUntil: s.Time(testHi),
 		TrainSteps: trainHi - l.FirstFeatureStep(), ValidSteps: validHi - validLo, TestSteps: testHi - testLo}
 
 	// Choose the size on the validation days (the artifact's early stopping
@@ -801,6 +805,19 @@ func Dominance(rows []RuleRow) ([]Verdict, bool) {
 	return out, all && len(out) > 0
 }
 
+// heldMinutesNote says how much of the per-minute replay rests on minutes
+// the sequence has no row for, each holding the minute before: a coarser
+// log (a row every 5 or 10 minutes) misses the demand that came and went
+// between rows, so its lack and power-ups are not those of a per-minute log.
+// A few gaps in a per-minute log are not worth a line.
+func heldMinutesNote(filled, minutes int) string {
+	if minutes == 0 || filled*100 < minutes {
+		return ""
+	}
+	return fmt.Sprintf("%d of the sequence's %d minutes (%.0f%%) have no row and hold the minute before: rows further apart than a minute hide the demand between them, so lack and power-ups are counted on held values",
+		filled, minutes, 100*float64(filled)/float64(minutes))
+}
+
 // WriteText writes the result as one table and the dominance verdict.
 func (r *EvalResult) WriteText(w io.Writer) error { return r.write(w, false) }
 
@@ -811,6 +828,9 @@ func (r *EvalResult) WriteBrief(w io.Writer) error { return r.write(w, true) }
 func (r *EvalResult) write(w io.Writer, brief bool) error {
 	fmt.Fprintf(w, "test %s to %s: %d steps of %s (%d training steps, %d empty steps carried forward); GBT %q, %d trees, chosen on %d validation steps before the test (RMSE %.2f at 3h)\n",
 		r.TestFrom.Format(time.DateTime), r.TestUntil.Format(time.DateTime), r.TestSteps, shortDuration(r.Step), r.TrainSteps, r.Filled, r.Variant, r.Trees, r.ValidSteps, r.ValidRMSE)
+	if note := heldMinutesNote(r.FilledMinutes, r.Minutes); note != "" {
+		fmt.Fprintln(w, note)
+	}
 	fmt.Fprintf(w, "predictive setting chosen on the validation days out of %d: %s (the artifact's: %s)\n", r.Searched, r.Chosen, r.artifactName())
 	fmt.Fprintf(w, "rules replayed against the demand of every minute: the trend and envelope rules decide at the end of each %s step, Slurm's idle-time rule acts on each node's idle time, the hybrid every minute on each node's idle time and the latest forecast; a resume takes %s under every rule\n",
 		shortDuration(r.Step), shortDuration(r.Resume))

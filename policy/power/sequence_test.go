@@ -105,3 +105,27 @@ func TestResample_MaximaAndGaps(t *testing.T) {
 		t.Error("step 0: no error")
 	}
 }
+
+// TestHeldMinutesNote: a sequence logged every 5 minutes is replayed per
+// minute with 4 minutes in 5 held from the row before, and the evaluation
+// says so; a per-minute log with a stray gap does not get the line.
+func TestHeldMinutesNote(t *testing.T) {
+	t0 := time.Date(2017, 10, 3, 0, 0, 0, 0, time.UTC)
+	var every5 []Sample
+	for i := range 100 {
+		every5 = append(every5, Sample{Time: t0.Add(time.Duration(5*i) * time.Minute), Active: i % 7, Total: 10})
+	}
+	fine, err := Resample(every5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := heldMinutesNote(fine.Filled, fine.Len())
+	if fine.Len() != 496 || fine.Filled != 396 || !strings.Contains(note, "396 of the sequence's 496 minutes (80%) have no row") {
+		t.Errorf("every 5 minutes: %d minutes, %d held, note %q; want 496, 396 and a note saying so", fine.Len(), fine.Filled, note)
+	}
+	for _, tc := range []struct{ filled, minutes int }{{0, 1000}, {9, 1000}, {0, 0}} {
+		if note := heldMinutesNote(tc.filled, tc.minutes); note != "" {
+			t.Errorf("%d of %d minutes held: note %q, want none", tc.filled, tc.minutes, note)
+		}
+	}
+}
