@@ -42,6 +42,11 @@ func CheckRootPath(path string) error {
 			return fmt.Errorf("%s: %w", cur, err)
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
+			// The link's own owner counts too: in a sticky directory its
+			// owner can point it elsewhere once the target passed.
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+				return fmt.Errorf("%s (a link) belongs to uid %d, want root", cur, sys.Uid)
+			}
 			target, err := filepath.EvalSymlinks(cur)
 			if err != nil {
 				return fmt.Errorf("%s: %w", cur, err)

@@ -44,6 +44,17 @@ func TestCheckRootPath(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A user's link in a sticky directory, to a directory of root's: the
+	// user can point it elsewhere after the check, at a directory of their
+	// own where root would keep its state.
+	userLink := filepath.Join(stickyDir, "users-link")
+	if err := os.Symlink(ok, userLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(userLink, 1001, 1001); err != nil {
+		t.Fatal(err)
+	}
+
 	tests := []struct {
 		path string
 		want string // "" accepted, else part of the error
@@ -60,6 +71,8 @@ func TestCheckRootPath(t *testing.T) {
 		{groupBin, "group or others can write it"},
 		{userBin, "belongs to uid 1001"},
 		{filepath.Join(link, "state"), "belongs to uid 1001"},
+		{userLink, "belongs to uid 1001"},
+		{filepath.Join(userLink, "state"), "belongs to uid 1001"},
 		{"relative/dir", "absolute"},
 	}
 	for _, tt := range tests {
