@@ -80,6 +80,11 @@ func JobFromEnv(getenv func(string) string) (j Job, unread []error, err error) {
 // /dev/nvidiaN): a larger one is not a device, and bounds the loop below.
 const maxDevice = 1<<16 - 1
 
+// maxJobDevices is more GPUs than any node has. A longer list is not
+// Slurm's: the epilog would spool one record per device, each fsynced,
+// far past its time budget.
+const maxJobDevices = 1024
+
 // ParseDeviceList parses a device list such as "0,1", "2" or "0-3,6" into
 // sorted, distinct device numbers. An empty list, or CUDA's "NoDevFiles",
 // gives none.
@@ -98,7 +103,7 @@ func ParseDeviceList(s string) ([]int, error) {
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b > maxDevice || b-a > 1024 {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b > maxDevice || b-a >= maxJobDevices {
 				return nil, fmt.Errorf("%q: bad range %q", s, part)
 			}
 		}
@@ -107,6 +112,9 @@ func ParseDeviceList(s string) ([]int, error) {
 				seen[d] = true
 				out = append(out, d)
 			}
+		}
+		if len(out) > maxJobDevices {
+			return nil, fmt.Errorf("%q: more than %d devices", s, maxJobDevices)
 		}
 	}
 	sort.Ints(out)
