@@ -17,7 +17,7 @@
 // a named pipe) is written in place: there is nothing there to keep, and
 // renaming over it would replace the device. A target that is a symbolic
 // link to a regular file is replaced where the link points, so the link
-// stays.
+// stays. A directory as the target is refused: "is a directory".
 //
 // Errors name the target once ("write out.json: file too large"), never
 // the temporary file.
@@ -54,7 +54,11 @@ func Create(path string, perm fs.FileMode) (*File, error) {
 	a := &File{path: path, real: path}
 	st, err := os.Stat(path) // follows links
 	switch {
-	case err == nil && !st.Mode().IsRegular() && !st.IsDir():
+	case err == nil && st.IsDir():
+		// Refused before a temporary file is made: the rename would fail
+		// with "file exists", which does not say what is wrong.
+		return nil, a.wrap(syscall.EISDIR)
+	case err == nil && !st.Mode().IsRegular():
 		// A device or a pipe: write straight to it.
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
