@@ -142,6 +142,11 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 	case cfg.Out == "":
 		return cfg, fmt.Errorf("--out: required (the policy file to write)")
 	}
+	// The file is written after the search: a directory that is missing
+	// or read-only is said now, not once --budget is spent.
+	if err := atomicfile.Check(cfg.Out); err != nil {
+		return cfg, fmt.Errorf("--out: %w", err)
+	}
 	if cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr); err != nil {
 		return cfg, err
 	}

@@ -71,6 +71,39 @@ func TestTune_BadFlags(t *testing.T) {
 	}
 }
 
+// TestTune_OutCheckedFirst: an --out tune cannot write is refused before
+// the trace is read, not after a search that may have run for --budget
+// (10 minutes by default) and whose result would then be lost. The trace
+// here is too short to tune on: the --out error must come first.
+func TestTune_OutCheckedFirst(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 5, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "short.csv")
+	if err := trace.WriteHeliosFile(path, jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, out, want string
+	}{
+		{"missing directory", filepath.Join(dir, "missing", "p.json"), "--out: write " + filepath.Join(dir, "missing", "p.json") + ": no such file or directory"},
+		{"a directory", dir, "--out: write " + dir + ": is a directory"},
+		{"under a file", filepath.Join(path, "p.json"), "--out: write " + filepath.Join(path, "p.json") + ": not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runApp(t, "tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", tc.out, "--progress", "never")
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error %v, want %q; output:\n%s", err, tc.want, got)
+			}
+		})
+	}
+	if ns, err := os.ReadDir(dir); err != nil || len(ns) != 1 {
+		t.Errorf("%s holds %v (%v), want only the trace: no file left by the check", dir, ns, err)
+	}
+}
+
 // TestTune_FileRunsInSimulate tunes a short search, checks the file loads
 // with what it was trained on and the validation table, then replays the
 // held-out part with it as simulate --policy-file's row.

@@ -210,3 +210,20 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// Check says whether Create could start a new version of path, leaving
+// everything as it was: a command that writes its file only after long
+// work calls it first, so that a missing or read-only directory is said
+// before the work, not after it. A device or a pipe is not opened (a
+// named pipe's reader would see the check as an empty write).
+func Check(path string) error {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return nil
+	}
+	a, err := Create(path, 0o600)
+	if err != nil {
+		return err
+	}
+	a.Abandon()
+	return nil
+}

@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -265,5 +266,37 @@ func TestCreate_Targets(t *testing.T) {
 	}
 	if ns := names(t, dir); !slices.Equal(ns, []string{"empty", "fresh", "link", "private", "sub"}) {
 		t.Errorf("directory holds %q, want no temporary file left", ns)
+	}
+}
+
+// TestCheck: the errors Create would give, and no file made or changed.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, want string // want "": no error
+	}{
+		{"new file", filepath.Join(dir, "new.json"), ""},
+		{"existing file", old, ""},
+		{"device", os.DevNull, ""},
+		{"missing directory", filepath.Join(dir, "missing", "p.json"), "write " + filepath.Join(dir, "missing", "p.json") + ": no such file or directory"},
+		{"a directory", dir, "write " + dir + ": is a directory"},
+		{"under a file", filepath.Join(old, "p.json"), "write " + filepath.Join(old, "p.json") + ": not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(tc.path)
+			if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+				t.Errorf("Check(%s) = %v, want %q", tc.path, err, tc.want)
+			}
+		})
+	}
+	if ns := names(t, dir); !slices.Equal(ns, []string{"old.json"}) {
+		t.Errorf("directory holds %q, want only old.json", ns)
+	}
+	if b, err := os.ReadFile(old); err != nil || string(b) != "old" {
+		t.Errorf("old.json holds %q (%v), want it unchanged", b, err)
 	}
 }
