@@ -80,7 +80,7 @@ func tuneCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the search (and of the sequences, with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_SEED"}},
 			&cli.DurationFlag{Name: "budget", Value: 10 * time.Minute, Usage: "wall time for the search and the validation; the best point so far is kept when it ends", EnvVars: []string{"FAIRWAY_TUNE_BUDGET"}},
 			&cli.IntFlag{Name: "generations", Usage: "stop after this many CMA-ES generations (0: when the budget ends or the search converges)", EnvVars: []string{"FAIRWAY_TUNE_GENERATIONS"}},
-			&cli.IntFlag{Name: "population", Usage: "points per generation (0: the larger of 9 and --parallel)", EnvVars: []string{"FAIRWAY_TUNE_POPULATION"}},
+			&cli.IntFlag{Name: "population", Usage: "points per generation, at least 2 (0: the larger of 9 and --parallel)", EnvVars: []string{"FAIRWAY_TUNE_POPULATION"}},
 			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "replays run at once", EnvVars: []string{"FAIRWAY_TUNE_PARALLEL"}},
 			&cli.Float64Flag{Name: "train", Value: 0.7, Usage: "fraction of the trace's submits the tuner looks at (the rest is held out; 1: all; with --from-db the default is 1)", EnvVars: []string{"FAIRWAY_TUNE_TRAIN"}},
 			&cli.Float64Flag{Name: "validate", Value: 0.3, Usage: "fraction of the part looked at, at its end, that only validates", EnvVars: []string{"FAIRWAY_TUNE_VALIDATE"}},
@@ -187,6 +187,8 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 		}
 	}
 	switch {
+	case cfg.Population == 1:
+		return cfg, fmt.Errorf("--population 1: want 0 (the larger of 9 and --parallel) or at least 2: CMA-ES keeps the better half of each generation")
 	case !(s.Seen > 0 && s.Seen <= 1):
 		return cfg, fmt.Errorf("--train %g: want a fraction in (0, 1], e.g. 0.7 to hold out the last 30%%", s.Seen)
 	case !(s.Validate > 0 && s.Validate < 1):

@@ -44,6 +44,7 @@ func TestTune_BadFlags(t *testing.T) {
 		{"no validation", []string{"--validate", "0"}, "--validate 0: want a fraction in (0, 1)"},
 		{"sequences without bsld", []string{"--sequences", "3"}, "--sequences, --length: only with --objective bsld"},
 		{"negative generations", []string{"--generations", "-1"}, "--generations -1: want >= 0"},
+		{"population of one", []string{"--population", "1"}, "--population 1: want 0 (the larger of 9 and --parallel) or at least 2"},
 		{"no nodes for Helios", []string{"--nodes", "0"}, "--nodes: required for Helios traces"},
 		{"unknown predictor", []string{"--predictor", "crystal-ball"}, `unknown predictor "crystal-ball"`},
 		{"loads without 1", []string{"--loads", "1.5"}, "--loads 1.5: loads [1.5]: want 1 (the windows as recorded) among them"},

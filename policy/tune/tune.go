@@ -157,7 +157,8 @@ type Config struct {
 	// Parallel bounds the evaluations run at once (at least 1).
 	Parallel int
 	// Population is CMA-ES's samples per generation (0: the larger of its
-	// default, 4 + ⌊3 ln 6⌋ = 9, and Parallel).
+	// default, 4 + ⌊3 ln 6⌋ = 9, and Parallel); 1 is refused, as CMA-ES
+	// recombines the better half of a generation.
 	Population int
 	// Generations stops the search after this many generations (0: until
 	// the budget ends or CMA-ES converges).
@@ -338,6 +339,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if err := cfg.Start.Validate(); err != nil {
 		return nil, fmt.Errorf("tune: start: %w", err)
+	}
+	if cfg.Population == 1 {
+		return nil, fmt.Errorf("tune: population 1: want 0 (the default) or at least 2, as CMA-ES keeps the better half of each generation")
 	}
 	par := max(cfg.Parallel, 1)
 	pop := cfg.Population

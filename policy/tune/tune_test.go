@@ -191,6 +191,26 @@ func TestRun_BudgetKeepsStart(t *testing.T) {
 	}
 }
 
+// TestRun_Population: CMA-ES recombines the better half of each
+// generation, so one point a generation has no half to keep and its
+// samples come out NaN (the search then ends on an error, or on no
+// point drawn at all); it is refused by name before any replay.
+func TestRun_Population(t *testing.T) {
+	w := workload(t, Fair)
+	for _, tc := range []struct {
+		pop  int
+		want string
+	}{
+		{1, "tune: population 1: want 0 (the default) or at least 2, as CMA-ES keeps the better half of each generation"},
+	} {
+		_, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+			Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 1, Population: tc.pop, Generations: 1})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("population %d: error %v, want %q", tc.pop, err, tc.want)
+		}
+	}
+}
+
 func TestRun_Cancelled(t *testing.T) {
 	w := workload(t, Fair)
 	ctx, cancel := context.WithCancel(context.Background())
