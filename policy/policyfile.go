@@ -141,6 +141,12 @@ func ParseFile(b []byte) (*File, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrPolicyFile, fmt.Sprintf(format, a...))
 	}
+	// A byte order mark (Notepad, PowerShell) is not part of the text:
+	// RFC 8259 §8.1 lets a reader ignore it, and the trace readers do.
+	b = bytes.TrimPrefix(b, []byte("\ufeff"))
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, bad("empty: no JSON object")
+	}
 	// The version first, alone: a file of another version may have
 	// another shape, and saying so beats a confusing field error.
 	var v struct {
@@ -199,6 +205,9 @@ func ParseFile(b []byte) (*File, error) {
 		num, ok := f.Parameters[name]
 		if !ok {
 			return nil, bad("parameter %q missing: every feature needs one", name)
+		}
+		if num == "" { // null, which json.Number takes as nothing
+			return nil, bad("parameter %q = null: want a finite number", name)
 		}
 		x, err := strconv.ParseFloat(num.String(), 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {

@@ -68,6 +68,9 @@ func TestParseFile_Refuses(t *testing.T) {
 		{"a parameter twice", `"usage": 2,`, `"usage": 2, "usage": 0,`, `key "usage" given twice`},
 		{"a field twice", `"objective": "bsld"`, `"objective": "bsld", "objective": "wait"`, `key "objective" given twice`},
 		{"a parameter as a string", `"run": 1`, `"run": "1"`, `parameter "run" = "1": want a number, not a string`},
+		{"a parameter null", `"run": 1`, `"run": null`, `parameter "run" = null: want a finite number`},
+		{"an empty file", good, ``, "empty: no JSON object"},
+		{"only space", good, " \r\n\t", "empty: no JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +80,35 @@ func TestParseFile_Refuses(t *testing.T) {
 			_, err := ParseFile([]byte(strings.Replace(good, tt.old, tt.new, 1)))
 			if err == nil || !errors.Is(err, ErrPolicyFile) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ParseFile = %v, want ErrPolicyFile saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseFile_Accepts: what an editor may add around the text a tuner
+// wrote does not change its meaning, and is read.
+func TestParseFile_Accepts(t *testing.T) {
+	b, err := NewLearnedFile(DefaultLearnedParams()).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		text string
+	}{
+		{"as written", string(b)},
+		// Notepad and PowerShell's Out-File write one; RFC 8259 §8.1 lets a
+		// reader ignore it, as the trace readers do.
+		{"a UTF-8 byte order mark", "\ufeff" + string(b)},
+		{"CRLF line ends", strings.ReplaceAll(string(b), "\n", "\r\n")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := ParseFile([]byte(tt.text))
+			if err != nil {
+				t.Fatalf("ParseFile = %v", err)
+			}
+			if p, err := f.LearnedParams(); err != nil || p != DefaultLearnedParams() {
+				t.Errorf("LearnedParams() = %+v, %v; want %+v", p, err, DefaultLearnedParams())
 			}
 		})
 	}

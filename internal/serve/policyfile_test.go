@@ -89,7 +89,7 @@ func TestLoadPolicyFile_RefusesNamingFileAndProblem(t *testing.T) {
 			`feature "counter" missing from features`},
 		{"a non-finite parameter", filepath.Join(dir, "inf.json"), strings.Replace(string(b), `"run": 1`, `"run": 1e400`, 1),
 			`parameter "run" = 1e400: want a finite number`},
-		{"empty (half written)", filepath.Join(dir, "empty.json"), " ", "not a JSON object"},
+		{"empty (half written)", filepath.Join(dir, "empty.json"), " ", "empty: no JSON object"},
 		// A pipe put where the file was must not block the cycle in open
 		// until something writes to it.
 		{"a named pipe", fifo, "", "not a regular file"},
