@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fairway-hpc/fairway/internal/atomicfile"
@@ -239,6 +241,16 @@ func simulateSettings(c *cli.Context) (simulateConfig, error) {
 	var err error
 	if cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr); err != nil {
 		return cfg, err
+	}
+	// Outputs are written after the replays, which may take an hour: one
+	// that cannot be written is said now. A missing --out is made later.
+	if st, err := os.Stat(cfg.Out); cfg.Out != "" && (err == nil && !st.IsDir() || errors.Is(err, syscall.ENOTDIR)) {
+		return cfg, fmt.Errorf("--out %s: not a directory (simulate writes policies.csv, users.csv and its plots into it)", cfg.Out)
+	}
+	if path := c.String("power-sequence"); path != "" {
+		if err := atomicfile.Check(path); err != nil {
+			return cfg, fmt.Errorf("--power-sequence: %w", err)
+		}
 	}
 	switch {
 	case c.Bool("from-db") && cfg.Trace != "":

@@ -145,6 +145,36 @@ func TestSimulate_Out(t *testing.T) {
 	}
 }
 
+// TestSimulate_OutCheckedFirst: an output simulate cannot write is
+// refused before the trace is read, not after a replay of every policy
+// that may have taken an hour. The trace has no job, so the output's
+// error must come first.
+func TestSimulate_OutCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "header.swf")
+	if err := os.WriteFile(empty, []byte("; MaxProcs: 100\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing", "seq.csv")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--out a file", []string{"--out", empty}, "--out " + empty + ": not a directory (simulate writes policies.csv, users.csv and its plots into it)"},
+		{"--out under a file", []string{"--out", filepath.Join(empty, "d")}, "--out " + filepath.Join(empty, "d") + ": not a directory (simulate writes policies.csv, users.csv and its plots into it)"},
+		{"--power-sequence in a missing directory", []string{"--power", "--nodes", "10", "--per-node", "10", "--power-sequence", missing},
+			"--power-sequence: write " + missing + ": no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runApp(t, append([]string{"simulate", "--trace", empty, "--progress", "never"}, tc.args...)...)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestSimulate_BadSettings(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
