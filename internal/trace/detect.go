@@ -83,6 +83,17 @@ func DetectFile(path string) (Format, error) {
 		return "", err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return "", err
+	case st.IsDir():
+		return "", fmt.Errorf("trace %s: is a directory", path)
+	case !st.Mode().IsRegular():
+		// The reader opens the file again: a pipe's first lines, read
+		// here, would be gone, and the trace read from mid-file.
+		return "", fmt.Errorf("trace %s is not a regular file (a pipe?): its format cannot be told without reading it twice; give --format", path)
+	}
 	return Detect(f, path)
 }
 

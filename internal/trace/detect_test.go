@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,52 @@ func TestFileFormat(t *testing.T) {
 	}
 	if _, err := FileFormat(filepath.Join(t.TempDir(), "none.swf"), ""); err == nil || !strings.HasPrefix(err.Error(), "--trace: trace ") || !strings.HasSuffix(err.Error(), ": no such file") {
 		t.Errorf("missing file: %v, want a --trace error", err)
+	}
+}
+
+// TestFileFormat_NotAFile: a directory is named as one, and a pipe
+// (`--trace <(zcat t.swf.gz)`) is refused unless --format is given: telling
+// its format reads its first lines, which the reader then never sees, and
+// it would start mid-file, the header (MaxProcs) and first jobs lost.
+func TestFileFormat_NotAFile(t *testing.T) {
+	dir := t.TempDir()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	go func() {
+		pw.WriteString("; MaxProcs: 100\n")
+		pw.Close()
+	}()
+	pipe := fmt.Sprintf("/dev/fd/%d", pr.Fd())
+	for _, tc := range []struct {
+		name, path, named string
+		want              string // "" : no error
+	}{
+		{"a directory", dir, "", "--trace: trace " + dir + ": is a directory"},
+		{"a pipe", pipe, "", "--trace: trace " + pipe + " is not a regular file (a pipe?): its format cannot be told without reading it twice; give --format"},
+		{"a pipe, named", pipe, "swf", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FileFormat(tc.path, tc.named)
+			if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+				t.Errorf("FileFormat(%s, %q) = %v, want %q", tc.path, tc.named, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewReader_Directory: the error names the directory once.
+func TestNewReader_Directory(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = ReadAll(f, SWF, Options{Name: dir})
+	if want := "read " + dir + ": is a directory"; err == nil || err.Error() != want {
+		t.Errorf("ReadAll(directory) = %v, want %q", err, want)
 	}
 }

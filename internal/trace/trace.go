@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -200,7 +201,7 @@ func NewReader(r io.Reader, f Format, opt Options) (*Reader, error) {
 	rd := &Reader{p: p, opt: opt, meta: Meta{Format: f, Start: time.Unix(0, 0).UTC()}}
 	magic, err := br.Peek(2)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read %s: %w", opt.Name, err)
+		return nil, fmt.Errorf("read %s: %w", opt.Name, bareErr(err))
 	}
 	var src io.Reader = br
 	if bytes.Equal(magic, []byte{0x1f, 0x8b}) {
@@ -292,8 +293,19 @@ func (r *Reader) Next() bool {
 	return false
 }
 
+// bareErr is err without the *fs.PathError that names the file again
+// ("read t.swf: read t.swf: is a directory").
+func bareErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // readError is the error of a failed read of the input.
 func (r *Reader) readError(err error) error {
+	err = bareErr(err)
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%s: %w (the file is truncated)", r.opt.Name, err)
 	}
