@@ -153,6 +153,14 @@ func ParseFile(b []byte) (*File, error) {
 		Version *int `json:"format_version"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
+		// A version of the wrong type is a JSON object still: say which
+		// value is wrong, not that the text is not one.
+		var raw struct {
+			Version json.RawMessage `json:"format_version"`
+		}
+		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Field == "format_version" && json.Unmarshal(b, &raw) == nil {
+			return nil, bad("format_version %s: want the whole number %d", raw.Version, FileVersion)
+		}
 		return nil, bad("not a JSON object: %v", err)
 	}
 	switch {

@@ -54,6 +54,8 @@ func TestParseFile_Refuses(t *testing.T) {
 	}{
 		{"another format version", `"format_version": 1`, `"format_version": 2`, "format_version 2: this Fairway reads version 1"},
 		{"no format version", `"format_version": 1,`, ``, "no format_version: want 1"},
+		{"a format version not a whole number", `"format_version": 1`, `"format_version": 1.0`, "format_version 1.0: want the whole number 1"},
+		{"a format version as a string", `"format_version": 1`, `"format_version": "1"`, `format_version "1": want the whole number 1`},
 		{"not JSON", `{"format_version"`, `{format_version`, "not a JSON object"},
 		{"a feature missing", `"counter", "age"]`, `"age"]`, `feature "counter" missing from features`},
 		{"a parameter missing", `"counter": 0, `, ``, `parameter "counter" missing`},
