@@ -290,6 +290,10 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	if cfg.Progress {
 		fmt.Fprint(errOut, "\r\033[K")
 	}
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C or a TERM: the admin wants to know what was kept.
+		return fmt.Errorf("tune: interrupted before the search ended: %s left as it was (--budget ends a search early and writes the best point found by then): %w", cfg.Out, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,6 +105,36 @@ func TestTune_OutCheckedFirst(t *testing.T) {
 	}
 	if ns, err := os.ReadDir(dir); err != nil || len(ns) != 1 {
 		t.Errorf("%s holds %v (%v), want only the trace: no file left by the check", dir, ns, err)
+	}
+}
+
+// TestTune_Interrupted: a tune stopped by a signal (its context
+// cancelled) says so and what became of --out, which keeps its old
+// contents; it used to print "tune: context canceled".
+func TestTune_Interrupted(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 200, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path, out := filepath.Join(dir, "t.csv"), filepath.Join(dir, "p.json")
+	if err := trace.WriteHeliosFile(path, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	app := newApp()
+	var buf bytes.Buffer
+	app.Writer, app.ErrWriter = &buf, &buf
+	err = app.RunContext(ctx, normalizeArgs(app, []string{"fairway", "tune", "--trace", path, "--format", "helios", "--nodes", "8", "--out", out, "--progress", "never"}))
+	if err == nil || !strings.Contains(err.Error(), "tune: interrupted before the search ended: "+out+" left as it was") || !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want it to say the tune was interrupted and %s kept; output:\n%s", err, out, buf.String())
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "old" {
+		t.Errorf("%s after the interrupted tune: %q (%v), want its old contents", out, b, err)
 	}
 }
 
