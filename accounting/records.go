@@ -307,10 +307,12 @@ type GPUUsage struct {
 // month's partition and inserts, with the schema owner's rights.
 //
 // A node's login may store only its own node's records ending within a day
-// of now (0005). When the function refuses a call, RecordGPUUsage splits it
-// to find the records it refuses, stores the rest, and returns a
-// *UsageRefusedError naming the refused ones: sending them again would be
-// refused again, so the caller must set them aside, not retry them.
+// of now (0005), and PostgreSQL takes no record holding a value it cannot
+// store (Refused: a data exception such as a NUL byte in a name). When a
+// call is refused for either reason, RecordGPUUsage splits it to find the
+// records refused, stores the rest, and returns a *UsageRefusedError
+// naming the refused ones: sending them again would be refused again, so
+// the caller must set them aside, not retry them.
 func (s *Store) RecordGPUUsage(ctx context.Context, us []GPUUsage) (int, error) {
 	for _, u := range us {
 		if u.Cluster == "" || u.Node == "" || u.Ended.IsZero() || u.JobID <= 0 {
@@ -357,14 +359,16 @@ func (e *UsageRefusedError) Is(target error) bool { return target == ErrUsageRef
 // node's login sends records it may not store (migration 0005).
 const sqlStateRefused = "FW001"
 
-// recordGPUUsageSplitting stores us; when the function refuses the call it
-// halves it until the refused records stand alone and adds them (indexes
-// offset by base) to refused. A refused record costs about 2·log2(len(us))
-// calls, each refused before it writes anything.
+// recordGPUUsageSplitting stores us; when the call is refused for what
+// its records hold (FW001 or Refused) it halves it until the refused
+// records stand alone and adds them (indexes offset by base) to refused.
+// A refused record costs about 2·log2(len(us)) calls, each refused before
+// it writes anything. Any other error (an outage, a login not allowed) is
+// returned as it is, so the caller keeps every record for the next try.
 func (s *Store) recordGPUUsageSplitting(ctx context.Context, us []GPUUsage, base int, refused *[]RefusedUsage) (int, error) {
 	n, err := s.recordGPUUsageBatch(ctx, us)
 	var pgErr *pgconn.PgError
-	if err == nil || !errors.As(err, &pgErr) || pgErr.Code != sqlStateRefused {
+	if err == nil || !errors.As(err, &pgErr) || (pgErr.Code != sqlStateRefused && !Refused(err)) {
 		return n, err
 	}
 	if len(us) == 1 {
@@ -396,10 +400,11 @@ func (s *Store) recordGPUUsageBatch(ctx context.Context, us []GPUUsage) (int, er
 		mpeak, mtotal              = make([]*int64, n), make([]*int64, n)
 	)
 	for i, u := range us {
-		// The UUID and model are what the driver reported: text the
-		// database must take, or the whole batch (and the spool behind
-		// it, retried in order) is refused. Cluster and node are the key
-		// and come from Slurm's configuration.
+		// The UUID and model are what the driver reported, cleaned to
+		// text the database takes: an odd driver string must not cost
+		// the record its place in the table (it would be set aside).
+		// Cluster and node are the key and come from Slurm's
+		// configuration, so they are not rewritten.
 		cluster[i], node[i] = u.Cluster, u.Node
 		uuid[i], _ = cleanText(u.UUID)
 		model[i], _ = cleanText(u.Model)

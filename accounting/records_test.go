@@ -2,6 +2,7 @@ package accounting_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -365,6 +366,41 @@ func TestShares_SyncRefusesBadTree(t *testing.T) {
 			}
 			if diff := cmp.Diff(stored, now, cmp.AllowUnexported(accounting.ShareTree{})); diff != "" {
 				t.Errorf("stored tree changed by a refused sync (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStore_RecordGPUUsage_PoisonedRecord: a record PostgreSQL cannot store
+// (a data exception, not a refusal of the node function) is reported as
+// refused and the records around it are stored. Failing the whole call
+// would hold up, at every retry, every record spooled behind it.
+func TestStore_RecordGPUUsage_PoisonedRecord(t *testing.T) {
+	end := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	for _, tt := range []struct {
+		name   string
+		poison accounting.GPUUsage
+		reason string
+	}{
+		{"NUL in the node name", accounting.GPUUsage{Cluster: "c", JobID: 2, Node: "gpu\x001", Ended: end}, "invalid byte sequence"},
+		{"NUL in the cluster name", accounting.GPUUsage{Cluster: "c\x00", JobID: 2, Node: "gpu1", Ended: end}, "invalid byte sequence"},
+		{"invalid UTF-8 in the node name", accounting.GPUUsage{Cluster: "c", JobID: 2, Node: "gpu\xff", Ended: end}, "invalid byte sequence"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store, pool := freshStore(t)
+			us := []accounting.GPUUsage{
+				{Cluster: "c", JobID: 1, Node: "gpu1", Ended: end},
+				tt.poison,
+				{Cluster: "c", JobID: 3, Node: "gpu1", Ended: end},
+			}
+			n, err := store.RecordGPUUsage(context.Background(), us)
+			var re *accounting.UsageRefusedError
+			if n != 2 || !errors.As(err, &re) || len(re.Refused) != 1 || re.Refused[0].Index != 1 ||
+				!strings.Contains(re.Refused[0].Reason, tt.reason) {
+				t.Fatalf("RecordGPUUsage = %d, %v; want 2 stored and record 1 refused: %s", n, err, tt.reason)
+			}
+			if got := countRows(t, pool, `SELECT count(*) FROM job_gpu_usage WHERE job_id IN (1, 3)`); got != 2 {
+				t.Errorf("%d of the good records stored, want 2", got)
 			}
 		})
 	}

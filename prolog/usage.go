@@ -66,11 +66,12 @@ type UsageStore interface {
 }
 
 // RefusedError lists records the database refused for what they are, not
-// for being unreachable: another node's, or ending too far from the
+// for being unreachable: another node's, ending too far from the
 // database's clock for a node's login (after an outage of more than a
-// day, say). Sending them again gets the same answer, so they are set
-// aside (Spool.SetAside) for an administrator to import with the schema
-// owner's login. Every other record of the call was stored.
+// day, say), or holding a value it cannot store (a NUL byte in a name).
+// Sending them again gets the same answer, so they are set aside
+// (Spool.SetAside) for an administrator to import with the schema owner's
+// login, or to mend first. Every other record of the call was stored.
 type RefusedError struct{ Refused []Refusal }
 
 // Refusal is one refused record and the database's reason.
