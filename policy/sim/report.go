@@ -19,6 +19,11 @@ import (
 	"github.com/fairway-hpc/fairway/policy/predict"
 )
 
+// MaxLoad is the largest offered-load factor a replay takes: a trace
+// compressed a thousandfold is far past any cluster's saturation, and a
+// larger factor only squeezes the submit times towards one instant.
+const MaxLoad = 1000
+
 // BundledSeed fixes the bundled synthetic workload `fairway simulate` runs
 // without a trace.
 const BundledSeed = 1
@@ -63,8 +68,8 @@ func (c RunConfig) Validate() error {
 	if c.Parallel < 1 {
 		return fieldErr("Parallel", fmt.Sprint(c.Parallel), errors.New("want >= 1"))
 	}
-	if !(c.Load > 0) || c.Load > 1000 {
-		return fieldErr("Load", fmt.Sprintf("%g", c.Load), errors.New("want a factor > 0 and at most 1000 (1 replays the trace as it arrived)"))
+	if !(c.Load > 0) || c.Load > MaxLoad {
+		return fieldErr("Load", fmt.Sprintf("%g", c.Load), fmt.Errorf("want a factor > 0 and at most %d (1 replays the trace as it arrived)", MaxLoad))
 	}
 	if c.Share != nil {
 		return c.validateShare()

@@ -38,8 +38,7 @@ type SynthParams struct {
 // below what would exhaust memory or overflow the submit times.
 const (
 	maxSynthJobs  = 10_000_000
-	maxSynthUnits = 1 << 24 // nodes × GPUs per node
-	maxSynthLoad  = 1000
+	maxSynthUnits = 1 << 24             // nodes × GPUs per node
 	maxSynthSpan  = 100 * 365 * 86400.0 // seconds from the first submit to the last
 )
 
@@ -47,8 +46,8 @@ func (p *SynthParams) defaults() error {
 	if p.Jobs < 0 || p.Users < 0 || p.Nodes < 0 || p.GPUsPerNode < 0 || p.Load < 0 {
 		return fmt.Errorf("synth: negative setting in %+v", *p)
 	}
-	if math.IsNaN(p.Load) || p.Load > maxSynthLoad {
-		return fmt.Errorf("synth: load %g: want a number > 0 and at most %d", p.Load, maxSynthLoad)
+	if math.IsNaN(p.Load) || p.Load > MaxLoad {
+		return fmt.Errorf("synth: load %g: want a number > 0 and at most %d", p.Load, MaxLoad)
 	}
 	if p.Jobs > maxSynthJobs {
 		return fmt.Errorf("synth: %d jobs: at most %d", p.Jobs, maxSynthJobs)

@@ -405,10 +405,10 @@ func TestNewWindows_LoadsRefused(t *testing.T) {
 		want  string
 	}{
 		{"no load 1", Fair, []float64{1.5}, "loads [1.5]: want 1 (the windows as recorded) among them"},
-		{"zero", Fair, []float64{1, 0}, "load 0: want a finite factor > 0"},
-		{"negative", Wait, []float64{1, -1}, "load -1: want a finite factor > 0"},
-		{"NaN", Fair, []float64{1, math.NaN()}, "load NaN: want a finite factor > 0"},
-		{"infinite", Fair, []float64{1, math.Inf(1)}, "load +Inf: want a finite factor > 0"},
+		{"zero", Fair, []float64{1, 0}, "load 0: want a factor > 0 and at most 1000"},
+		{"negative", Wait, []float64{1, -1}, "load -1: want a factor > 0 and at most 1000"},
+		{"NaN", Fair, []float64{1, math.NaN()}, "load NaN: want a factor > 0 and at most 1000"},
+		{"infinite", Fair, []float64{1, math.Inf(1)}, "load +Inf: want a factor > 0 and at most 1000"},
 		{"twice", Fair, []float64{1, 1.5, 1.5}, "load 1.5: given twice"},
 		{"bsld", BSLD, []float64{1, 1.5}, "only with the objectives fair and wait"},
 	} {
@@ -431,9 +431,11 @@ func TestParseLoads(t *testing.T) {
 		{"1,1.5", []float64{1, 1.5}, ""},
 		{" 1.25 , 1, 1.5", []float64{1.25, 1, 1.5}, ""},
 		{"1.5", nil, "want 1 (the windows as recorded) among them"},
-		{"1,0", nil, "load 0: want a finite factor > 0"},
-		{"1,NaN", nil, "load NaN: want a finite factor > 0"},
-		{"1,+Inf", nil, "load +Inf: want a finite factor > 0"},
+		{"1,0", nil, "load 0: want a factor > 0 and at most 1000"},
+		{"1,NaN", nil, "load NaN: want a factor > 0 and at most 1000"},
+		{"1,+Inf", nil, "load +Inf: want a factor > 0 and at most 1000"},
+		{"1,1000", []float64{1, 1000}, ""},
+		{"1,1e308", nil, "load 1e+308: want a factor > 0 and at most 1000, as simulate --load"}, // simulate refuses it too
 		{"1,,1.5", nil, `load "": want a number like 1.5`},
 		{"", nil, `load "": want a number like 1.5`},
 		{"1,1", nil, "load 1: given twice"},
@@ -618,7 +620,7 @@ func TestNewWindows_ValueLoads(t *testing.T) {
 		want string
 	}{
 		{"no load 1", Fair, []float64{1.5}, "value loads: loads [1.5]: want 1 (the windows as recorded) among them"},
-		{"zero", Fair, []float64{1, 0}, "value loads: load 0: want a finite factor > 0"},
+		{"zero", Fair, []float64{1, 0}, "value loads: load 0: want a factor > 0 and at most 1000"},
 		{"twice", Wait, []float64{1, 1.5, 1.5}, "value loads: load 1.5: given twice"},
 		{"bsld", BSLD, []float64{1, 1.5}, "value loads [1 1.5]: only with the objectives fair and wait"},
 	} {

@@ -285,8 +285,8 @@ func ParseLoads(list string) ([]float64, error) {
 func checkLoads(loads []float64) error {
 	has1 := false
 	for i, x := range loads {
-		if !(x > 0) || math.IsInf(x, 1) {
-			return fmt.Errorf("load %g: want a finite factor > 0", x)
+		if !(x > 0) || x > sim.MaxLoad {
+			return fmt.Errorf("load %g: want a factor > 0 and at most %d, as simulate --load", x, sim.MaxLoad)
 		}
 		if slices.Contains(loads[:i], x) {
 			return fmt.Errorf("load %g: given twice", x)
