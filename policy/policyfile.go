@@ -195,9 +195,14 @@ func ParseFile(b []byte) (*File, error) {
 		return nil, bad("family %q: want learned (the one registered family)", f.Family)
 	}
 	want := learnedNames()
-	for _, name := range f.Features {
+	for i, name := range f.Features {
 		if !slices.Contains(want, name) {
 			return nil, bad("feature %q: the learned family has no such feature (it has %s)", name, strings.Join(want, ", "))
+		}
+		// A name twice is a file edited by hand or by another tool, not one
+		// tune wrote: say so rather than guess which line was meant.
+		if slices.Contains(f.Features[:i], name) {
+			return nil, bad("feature %q listed twice in features", name)
 		}
 	}
 	for name := range f.Parameters {

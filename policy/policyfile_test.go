@@ -60,6 +60,7 @@ func TestParseFile_Refuses(t *testing.T) {
 		{"a feature missing", `"counter", "age"]`, `"age"]`, `feature "counter" missing from features`},
 		{"a parameter missing", `"counter": 0, `, ``, `parameter "counter" missing`},
 		{"an unknown feature", `"age"]`, `"age", "colour"]`, `feature "colour": the learned family has no such feature`},
+		{"a feature twice", `"age"]`, `"age", "run"]`, `feature "run" listed twice in features`},
 		{"an unknown parameter", `"age": 1}`, `"age": 1, "colour": 2}`, `parameter "colour": the learned family has no such feature`},
 		{"a non-finite parameter", `"usage": 2`, `"usage": 1e999`, `parameter "usage" = 1e999: want a finite number`},
 		{"a negative age", `"age": 1}`, `"age": -1}`, "age = -1: want >= 0"},
