@@ -486,6 +486,37 @@ func TestRunProtocol_Factories(t *testing.T) {
 // TestProtocolTable_Verdict judges the time split's criterion on
 // hand-made tables: the rows from the SDSC-BLUE, synthetic and Philly-MIX1
 // evaluations that decide it, trimmed.
+// TestProtocolTable_UntestedJain: a split table where no schedule left two
+// users backlogged through a Jain window says that its Jain verdicts judged
+// nothing; one window under any policy is enough to judge.
+func TestProtocolTable_UntestedJain(t *testing.T) {
+	all := &Constraints{true, true, true}
+	row := func(name string, windows int) ProtocolRow {
+		return ProtocolRow{Evaluation: Evaluation{Metrics: Metrics{Name: name, Jain: 1, JainWindows: windows}}, Meets: all}
+	}
+	const note = "Jain tested nothing here"
+	for _, tc := range []struct {
+		name string
+		tab  ProtocolTable
+		want bool
+	}{
+		{"no window under any policy", ProtocolTable{Kind: Split, Rows: []ProtocolRow{row(Reference, 0), row("fair-sjf", 0), row("tuned", 0)}}, true},
+		{"one policy's schedule has a window", ProtocolTable{Kind: Split, Rows: []ProtocolRow{row(Reference, 0), row("fair-sjf", 1), row("tuned", 0)}}, false},
+		{"every policy gave the same schedule", ProtocolTable{Kind: Split, SameSchedule: true, Rows: []ProtocolRow{row(Reference, 0), row("tuned", 0)}}, false},
+		{"sequences judge no constraint", ProtocolTable{Kind: Sequences, Rows: []ProtocolRow{row(Reference, 0)}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := tc.tab.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), note); got != tc.want {
+				t.Errorf("note %q printed %v, want %v:\n%s", note, got, tc.want, b.String())
+			}
+		})
+	}
+}
+
 func TestProtocolTable_Verdict(t *testing.T) {
 	all, jain, rho := &Constraints{true, true, true}, &Constraints{true, false, true}, &Constraints{true, true, false}
 	row := func(name string, bsld float64, c *Constraints) ProtocolRow {
