@@ -147,6 +147,11 @@ func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, s
 		cfg.RetainEvery = 24 * time.Hour
 	}
 	var retained time.Time // last retention run; zero: none yet
+	// A cycle logs only when it changes something, so the first one to
+	// complete after failures says so: otherwise the last line an admin
+	// sees stays "cycle skipped" while serve works again.
+	var failed int64           // cycles failed in a row
+	var failingSince time.Time // when the first of them ran
 	for {
 		select {
 		case <-ctx.Done():
@@ -171,15 +176,25 @@ func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, s
 			}
 		}
 		cancel()
+		if err != nil && failed == 0 {
+			failingSince = r.now()
+		}
 		switch {
 		case err == nil:
+			if failed > 0 {
+				r.log.Info("cycles complete again", "failed_cycles", failed,
+					"failing_seconds", r.now().Sub(failingSince).Seconds())
+			}
+			failed = 0
 			ready.Store(true)
 			wait = cfg.Interval
 		case errors.Is(err, ErrSlurmRead):
+			failed++
 			ready.Store(false)
 			wait = min(max(2*wait, cfg.Interval), cfg.MaxBackoff)
 			r.log.Error("cycle skipped: cannot read Slurm; writing nothing", "err", err, "retry_in_seconds", wait.Seconds())
 		default:
+			failed++
 			ready.Store(false)
 			wait = cfg.Interval
 			r.log.Error("cycle failed", "err", err)
