@@ -473,10 +473,7 @@ func serveLoop(ctx context.Context, cfg serveConfig, s *openedServe, base *slog.
 			"trained_on", pf.File.TrainedOn.String(), "objective", pf.File.Objective)
 	}
 
-	var history accounting.HistorySource = &accounting.RESTHistory{Client: s.Client, Cluster: cfg.Runner.Cluster, Log: log.With("component", "history")}
-	if cfg.HistoryFrom == historyFromSacct {
-		history = &accounting.SacctHistory{Cluster: cfg.Runner.Cluster, Slurm: slurmctl.Commands{}}
-	}
+	history := historySource(cfg, s.Client, base)
 	sync := func(ctx context.Context) error {
 		_, _, _, err := s.Store.SyncHistory(ctx, history, accounting.SyncOptions{Cluster: cfg.Runner.Cluster, SkipBad: true})
 		return err
@@ -491,6 +488,16 @@ func serveLoop(ctx context.Context, cfg serveConfig, s *openedServe, base *slog.
 		return nil
 	}
 	return r.Loop(ctx, serve.LoopConfig{Interval: cfg.Interval, MaxBackoff: cfg.MaxBackoff, SyncEvery: cfg.SyncEvery, Retain: retain}, &ready, sync)
+}
+
+// historySource is where serve's history pulls read slurmdbd. Its logger
+// is scoped from base, not from serve's: a second "component" key would
+// make two of them on every line.
+func historySource(cfg serveConfig, client accounting.SlurmdbJobs, base *slog.Logger) accounting.HistorySource {
+	if cfg.HistoryFrom == historyFromSacct {
+		return &accounting.SacctHistory{Cluster: cfg.Runner.Cluster, Slurm: slurmctl.Commands{}}
+	}
+	return &accounting.RESTHistory{Client: client, Cluster: cfg.Runner.Cluster, Log: base.With("component", "history")}
 }
 
 // shutdown stops srv, giving its requests in flight 5 seconds.
