@@ -133,6 +133,13 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"simulate", "kth.swf"}, exitUsage},
 		{[]string{"explain", "abc"}, exitUsage},
 		{[]string{"explain", "--node", "n1", "12"}, exitUsage},
+		// A month or a date that does not parse is the command line's
+		// fault too, like --interval abc, not a run that failed.
+		{[]string{"report", "--database-url", "postgres://db/x", "--month", "2026-13"}, exitUsage},
+		{[]string{"simulate", "--from-db", "--database-url", "postgres://db/x", "--month", "11-2026"}, exitUsage},
+		{[]string{"ingest", "--database-url", "postgres://db/x", "--from", "slurmdbd", "--cluster", "c", "--slurm-url", "", "--since", "yesterday"}, exitUsage},
+		{[]string{"tune", "--from-db", "--database-url", "postgres://db/x", "--since", "last week"}, exitUsage},
+		{[]string{"tune", "--from-db", "--database-url", "postgres://db/x", "--until", "2026-02-30"}, exitUsage},
 		{[]string{"simulate", "--trace", t.TempDir() + "/missing.swf"}, 1},
 		{[]string{"version"}, 0},
 	} {

@@ -101,7 +101,7 @@ func ingestSettings(c *cli.Context) (ingestConfig, error) {
 	}
 	if s := c.String("since"); s != "" {
 		if cfg.Since, err = accounting.ParseSince(s); err != nil {
-			return cfg, ingestFlagError(err)
+			return cfg, usageErr{ingestFlagError(err)}
 		}
 	}
 	cfg.Progress, err = progress.Wanted(c.String("progress"), os.Stderr)

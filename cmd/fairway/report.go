@@ -67,6 +67,16 @@ func reportCommand() *cli.Command {
 	}
 }
 
+// monthFlag reads a --month value; one that does not parse is the command
+// line's fault (exit 2), like a duration that does not.
+func monthFlag(s string) (report.Month, error) {
+	m, err := report.ParseMonth(s)
+	if err != nil {
+		return m, usagef("--month %q: want YYYY-MM, e.g. 2026-10", s)
+	}
+	return m, nil
+}
+
 // reportSettings validates the flags once, naming the bad one.
 func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 	cfg := reportConfig{DatabaseURL: c.String("database-url"),
@@ -75,9 +85,9 @@ func reportSettings(c *cli.Context, now time.Time) (reportConfig, error) {
 		return cfg, errors.New("no database: set --database-url or FAIRWAY_DATABASE_URL")
 	}
 	if s := c.String("month"); s != "" {
-		m, err := report.ParseMonth(s)
+		m, err := monthFlag(s)
 		if err != nil {
-			return cfg, fmt.Errorf("--month: %w", err)
+			return cfg, err
 		}
 		cfg.Month = m
 	} // else the zero Month: the last month with jobs (report.Generate)

@@ -45,9 +45,9 @@ func simulateDBSettings(c *cli.Context) (*tuneDB, error) {
 		if c.IsSet("since") || c.IsSet("until") {
 			return nil, errors.New("--month: not with --since or --until")
 		}
-		m, err := report.ParseMonth(s)
+		m, err := monthFlag(s)
 		if err != nil {
-			return nil, fmt.Errorf("--month: %w", err)
+			return nil, err
 		}
 		db.Since, db.Until = m.Start(), m.End()
 	}

@@ -92,7 +92,7 @@ func TestSimulate_FromDBBad(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-13"}, `--month: month "2026-13"`},
+		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-13"}, `--month "2026-13": want YYYY-MM`},
 		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-10", "--since", "2026-10-02"}, "--month: not with --since"},
 		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--split", "0.7"}, "--from-db: not with --split"},
 		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--trace", "x.swf"}, "--from-db and --trace"},

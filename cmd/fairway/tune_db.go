@@ -59,12 +59,12 @@ func tuneDBSettings(c *cli.Context, now time.Time) (*tuneDB, error) {
 	var err error
 	if s := c.String("since"); s != "" {
 		if db.Since, err = accounting.ParseSince(s); err != nil {
-			return nil, ingestFlagError(err)
+			return nil, usageErr{ingestFlagError(err)}
 		}
 	}
 	if s := c.String("until"); s != "" {
 		if db.Until, err = accounting.ParseSince(s); err != nil {
-			return nil, fmt.Errorf("--until %q: want RFC 3339 (2026-10-01T00:00:00Z) or YYYY-MM-DD", s)
+			return nil, usagef("--until %q: want RFC 3339 (2026-10-01T00:00:00Z) or YYYY-MM-DD", s)
 		}
 	}
 	end := now
