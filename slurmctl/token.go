@@ -39,7 +39,7 @@ func (s staticToken) Token(context.Context) (string, error) {
 		return "", fmt.Errorf("%w: empty token", ErrToken)
 	}
 	if err := checkExpiry(string(s), time.Now()); err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v", ErrToken, err)
 	}
 	return string(s), nil
 }
@@ -114,7 +114,7 @@ func (f *fileToken) Token(context.Context) (string, error) {
 		f.token, f.mod, f.size = tok, st.ModTime(), st.Size()
 	}
 	if err := checkExpiry(f.token, time.Now()); err != nil {
-		return "", fmt.Errorf("token file %s: %w", f.path, err)
+		return "", fmt.Errorf("%w: token file %s: %v", ErrToken, f.path, err)
 	}
 	return f.token, nil
 }
@@ -278,13 +278,15 @@ func jwtExpiry(tok string) (time.Time, error) {
 	return time.Unix(sec, 0), nil
 }
 
+// checkExpiry says why tok cannot be used at now, or nil. It leaves out
+// ErrToken: the caller wraps it once, with where the token came from.
 func checkExpiry(tok string, now time.Time) error {
 	exp, err := jwtExpiry(tok)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrToken, err)
+		return err
 	}
 	if !exp.IsZero() && !now.Before(exp) {
-		return fmt.Errorf("%w: token expired at %s", ErrToken, exp.UTC().Format(time.RFC3339))
+		return fmt.Errorf("token expired at %s", exp.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

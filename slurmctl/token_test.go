@@ -259,3 +259,33 @@ func TestNew_PlainHTTPToAnotherHost(t *testing.T) {
 		})
 	}
 }
+
+// TestClient_BadTokenFileSaysItOnce: a token file holding no usable JWT
+// fails before any request, with one line naming the file and why, not
+// "slurm token unusable: token file F: slurm token unusable: ...".
+func TestClient_BadTokenFileSaysItOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jwt")
+	for _, tc := range []struct {
+		name, tok, why string
+	}{
+		{"not a JWT", "garbage", "a token that is not a JWT (want three dot-separated parts)"},
+		{"bad payload", "garbage.token.here", "a JWT whose payload is not base64url"},
+		{"expired", testJWT(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), "token expired at 2026-01-02T03:04:05Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(tc.tok+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			srv := newReplay(t, map[string][]reply{jobsPath: {{200, fixture(t, "jobs.200.json"), 0}}})
+			c := testClient(t, srv.URL, V0038, func(c *Config) { c.Token = FileToken(path) })
+			_, err := c.ListJobs(context.Background())
+			if !errors.Is(err, ErrToken) || srv.total() != 0 {
+				t.Fatalf("ListJobs: %v after %d requests; want ErrToken and no request", err, srv.total())
+			}
+			want := fmt.Sprintf("slurm token unusable: token file %s: %s", path, tc.why)
+			if got := err.Error(); !strings.HasSuffix(got, want) || strings.Count(got, ErrToken.Error()) != 1 {
+				t.Errorf("error\n %s\nwant it to end in\n %s\nsaying %q once", got, want, ErrToken.Error())
+			}
+		})
+	}
+}
