@@ -16,8 +16,10 @@ import (
 
 // writeCycleText writes for people what the cycle res decided under policy, best
 // first: each ranked job with its prediction, score and the value of field
-// decided, then the rewriting (writeRewriteText).
-func writeCycleText(w io.Writer, res *serve.CycleResult, policyName, field string) error {
+// decided, then the rewriting (writeRewriteText). dryRun says --dry-run
+// asked for nothing to be written: a cycle that only planned without it did
+// so because another serve holds the lease, and says that instead.
+func writeCycleText(w io.Writer, res *serve.CycleResult, policyName, field string, dryRun bool) error {
 	jobs := make(map[int64]*policy.Job, len(res.Snapshot.Pending))
 	for i := range res.Snapshot.Pending {
 		jobs[res.Snapshot.Pending[i].ID] = &res.Snapshot.Pending[i]
@@ -28,7 +30,10 @@ func writeCycleText(w io.Writer, res *serve.CycleResult, policyName, field strin
 	}
 	planned := res.Record.Planned // the cycle's sink only planned: nothing reached Slurm
 	mode := fmt.Sprintf("written: %d applied, %d failed", len(res.Report.Applied), len(res.Report.Failed))
-	if planned {
+	switch {
+	case planned && !dryRun && !res.Leader:
+		mode = "not the leader: another serve holds the lease, nothing written"
+	case planned:
 		mode = "dry run: nothing written"
 	}
 	fmt.Fprintf(w, "policy %s, %s ranked, %s changed (%s)\n", policyName, plural.N(res.Pending, "pending job", "pending jobs"),

@@ -67,7 +67,7 @@ func TestCycleResult_WriteText(t *testing.T) {
 	for _, dry := range []bool{false, true} {
 		res := fifoCycle(t, dry, textJob(1, "a", 0), textJob(2, "b", time.Second))
 		var b strings.Builder
-		if err := writeCycleText(&b, res, "fifo", "site_factor"); err != nil {
+		if err := writeCycleText(&b, res, "fifo", "site_factor", dry); err != nil {
 			t.Fatal(err)
 		}
 		got := b.String()
@@ -124,7 +124,7 @@ func TestRewriteReport_WriteText(t *testing.T) {
 func TestCycleResult_WriteText_OneJob(t *testing.T) {
 	res := fifoCycle(t, true, textJob(1, "a", 0))
 	var b strings.Builder
-	if err := writeCycleText(&b, res, "fifo", "site_factor"); err != nil {
+	if err := writeCycleText(&b, res, "fifo", "site_factor", true); err != nil {
 		t.Fatal(err)
 	}
 	if first, _, _ := strings.Cut(b.String(), "\n"); first != "policy fifo, 1 pending job ranked, 1 value changed (dry run: nothing written)" {

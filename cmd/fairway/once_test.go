@@ -16,6 +16,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
+	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
@@ -128,4 +129,62 @@ func readCapture(t *testing.T, dir, name string) (int, []byte) {
 		t.Fatal(err)
 	}
 	return st, body
+}
+
+// otherLeader is the Leadership of a serve while another one holds the
+// lease.
+type otherLeader struct{}
+
+func (otherLeader) Leader(context.Context) bool { return false }
+func (otherLeader) Hold(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithCancel(ctx)
+}
+
+// TestServeOnce_NotLeader: `serve --once` without --dry-run while another
+// serve holds the lease writes nothing. It must say that is why and fail,
+// not print "dry run" and exit 0 as if the values had been pushed; with
+// --dry-run nothing was asked to be written, so it succeeds.
+func TestServeOnce_NotLeader(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		dry      bool
+		wantLine string // the summary's mode
+		wantErr  string // "" none
+	}{
+		{"write asked", false, "(not the leader: another serve holds the lease, nothing written)", "another fairway serve holds the leader lease of cluster c"},
+		{"dry run", true, "(dry run: nothing written)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := policy.New("fifo", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := policy.NewEngine(policy.EngineParams{Policy: pol, GPUs: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sink serve.Sink = &serve.Live{Values: appliedValues{}, Recorder: &countingStore{}}
+			if tc.dry {
+				sink = serve.NewPlanner(&countingStore{}, nil)
+			}
+			rcfg := serve.Config{Cluster: "c", Policy: "fifo", Field: "site_factor", Range: policy.SiteFactorRange()}
+			r := serve.New(rcfg, serve.Parts{Source: &countingSource{cl: &slurmctl.Cluster{Jobs: []slurmctl.Job{textJob(1, "a", 0)}}},
+				Sink: sink, Leader: otherLeader{}, Engine: eng}, quietLogger())
+			res, err := r.RunCycle(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			err = printOnce(&out, res, serveConfig{Runner: rcfg, Planned: tc.dry, HA: true, Once: true})
+			if first, _, _ := strings.Cut(out.String(), "\n"); !strings.HasSuffix(first, tc.wantLine) {
+				t.Errorf("summary %q, want it to end in %q", first, tc.wantLine)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("printOnce: %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("printOnce: %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
 }

@@ -219,11 +219,16 @@ func checkSlurmWeights(ctx context.Context, cmds slurmctl.Commands, gap int64, l
 }
 
 // printOnce prints what one cycle decided, best first, and fails when
-// any write failed, so that a script or an operator cannot take a cycle
-// whose writes Slurm refused for a success.
+// any write failed, or when writes were asked for and another serve's lease
+// kept them from Slurm, so that a script or an operator cannot take a cycle
+// whose values never reached Slurm for a success.
 func printOnce(w io.Writer, res *serve.CycleResult, cfg serveConfig) error {
-	if err := writeCycleText(w, res, cfg.Runner.Policy, cfg.Runner.Field); err != nil {
+	if err := writeCycleText(w, res, cfg.Runner.Policy, cfg.Runner.Field, cfg.Planned); err != nil {
 		return err
+	}
+	if !cfg.Planned && !res.Leader {
+		return fmt.Errorf("another fairway serve holds the leader lease of cluster %s: nothing written; "+
+			"stop it first, or run with --dry-run", cfg.Runner.Cluster)
 	}
 	return res.Report.Err()
 }
