@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
 // hostileReport is a report whose one account has the name given: on a
@@ -111,5 +115,55 @@ func TestFigures_NoControlCharacters(t *testing.T) {
 		if bytes.ContainsRune(f.SVG, '\x01') {
 			t.Errorf("figure %s holds a control character: not well-formed XML", f.Name)
 		}
+	}
+}
+
+// TestMarkdown_DatabaseTextAsText: text from the database other than
+// account and user names reaches report.md too: the cluster's name in the
+// heading, and partition names and GPU types in the sentence and the note
+// naming the jobs the counterfactual left out (a job's recorded partition
+// or GPU type that no node of --partitions has, or a partition slurmrestd
+// lists). None of it may come through as HTML, a link or a new line.
+func TestMarkdown_DatabaseTextAsText(t *testing.T) {
+	const evil = "x<img src=x onerror=alert(1)>[click](https://evil.example)|\n# Forged heading"
+	at := func(day int) time.Time { return time.Date(2026, 10, day, 0, 0, 0, 0, time.UTC) }
+	job := func(id int64, part, typ string) policy.Job {
+		return policy.Job{ID: id, ArrayTask: -1, User: "alice", Account: "a", Partition: part, GPUs: 1, GPUType: typ,
+			Submit: at(int(id)), Start: at(int(id)).Add(time.Hour), End: at(int(id)).Add(3 * time.Hour),
+			State: policy.StateCompleted, TimeLimit: 4 * time.Hour}
+	}
+	typed := &sim.Layout{Partitions: []string{"gpu"}, Nodes: []sim.Node{{Units: 4, Partitions: []int{0}}}}
+	for _, tc := range []struct {
+		name    string
+		cluster string
+		jobs    []policy.Job
+		layout  *sim.Layout
+	}{
+		{"cluster name", evil, []policy.Job{job(1, "gpu", "")}, typed},
+		{"partition of a job", "c", []policy.Job{job(1, "gpu", ""), job(2, evil, "")}, typed},
+		{"GPU type of a job", "c", []policy.Job{job(1, "gpu", ""), job(2, "gpu", evil)}, typed},
+		{"partition slurmrestd lists", "c", []policy.Job{job(1, evil, "")},
+			&sim.Layout{Partitions: []string{evil}, Nodes: []sim.Node{{Units: 4, Partitions: []int{0}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &Data{Cluster: tc.cluster, Month: Month{Year: 2026, Month: time.October}, Jobs: tc.jobs}
+			r, err := Build(d, nil, Options{Layout: tc.layout, Counterfactual: true, SimPolicy: "fifo", SimPredictor: "none"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := WriteMarkdown(&b, r, nil); err != nil {
+				t.Fatal(err)
+			}
+			md := b.String()
+			for _, bad := range []string{"<img", "[click]", "\n# Forged heading"} {
+				if strings.Contains(md, bad) {
+					t.Errorf("report.md holds %q from the database:\n%s", bad, md)
+				}
+			}
+			if !strings.Contains(md, `x&lt;img src=x onerror=alert(1)&gt;\[click\](https://evil.example)\|`) {
+				t.Errorf("report.md lacks the escaped text:\n%s", md)
+			}
+		})
 	}
 }

@@ -160,9 +160,11 @@ func writeCSV(w io.Writer, t table) error {
 }
 
 // highlights are the few sentences that open the report: the month in
-// words, every number taken from r; name gives an account's name as the
-// format needs it (escaped for Markdown; html/template escapes its own).
-func highlights(r *Report, name func(string) string) []string {
+// words, every number taken from r. They are plain text holding names
+// from the database (the cluster, an account, the partitions and GPU
+// types of jobs the counterfactual left out), so each format escapes
+// them whole, as it does the notes.
+func highlights(r *Report) []string {
 	s := r.Summary
 	h := r.Unit + "-hours"
 	var out []string
@@ -189,7 +191,7 @@ func highlights(r *Report, name func(string) string) []string {
 	if s.Jain.OK() && len(r.Accounts) > 0 {
 		top := r.Accounts[0]
 		out = append(out, fmt.Sprintf("Fairness between accounts scores %s on Jain's index (1 is perfect). Account %s used the most: %s of the %s, against an entitlement of %s.",
-			fmtFloat(s.Jain, 3), name(top.Account), fmtPct(top.Used), h, fmtPct(top.Entitled)))
+			fmtFloat(s.Jain, 3), top.Account, fmtPct(top.Used), h, fmtPct(top.Entitled)))
 	}
 	if s.Lost.OK() {
 		out = append(out, fmt.Sprintf("%s of the %s went to jobs that were cancelled (%s %s) or failed (%s %s); the Helios study found about 40%% on its clusters.",
@@ -292,13 +294,20 @@ func WriteHTML(w io.Writer, r *Report, figs []Figure) error {
 		secs = append(secs, htmlSection{ID: s.ID, Title: s.Title, Intro: s.Intro, Body: template.HTML(b.String())})
 	}
 	cards := glanceCards(r)
+	var hl, notes []string
+	for _, h := range highlights(r) {
+		hl = append(hl, noControl(h))
+	}
+	for _, n := range r.Notes {
+		notes = append(notes, noControl(n))
+	}
 	return htmlTmpl().Execute(w, struct {
-		R          *Report
-		Highlights []string
-		Cards      []card
-		Sections   []htmlSection
-		Terms      []Term
-	}{r, highlights(r, noControl), cards, secs, Glossary(r)})
+		R                 *Report
+		Highlights, Notes []string
+		Cards             []card
+		Sections          []htmlSection
+		Terms             []Term
+	}{r, hl, notes, cards, secs, Glossary(r)})
 }
 
 // card is one key figure at the top of the HTML page.
@@ -385,18 +394,18 @@ func htmlLinked(text, key string) string {
 // the definitions as footnotes.
 func WriteMarkdown(w io.Writer, r *Report, figs []Figure) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Fairness report: %s, %s\n\n", r.Cluster, r.Title)
+	fmt.Fprintf(&b, "# Fairness report: %s, %s\n\n", mdText(r.Cluster), r.Title)
 	fmt.Fprintf(&b, "Figures count up to %s UTC. Capacity: %s %ss", r.AsOf.Format("2006-01-02 15:04"), groupDigits(fmtFloat(Num(r.Capacity.Units), 0)), r.Unit)
 	if r.Capacity.Estimated {
 		b.WriteString(" (estimated)")
 	}
 	b.WriteString(".[^capacity]\n\n")
-	for _, h := range highlights(r, mdText) {
-		fmt.Fprintf(&b, "%s\n", h)
+	for _, h := range highlights(r) {
+		fmt.Fprintf(&b, "%s\n", mdText(h))
 	}
 	b.WriteString("\n")
 	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "> **Note.** %s\n\n", n)
+		fmt.Fprintf(&b, "> **Note.** %s\n\n", mdText(n))
 	}
 	ts := tables(r)
 	byName := map[string]Figure{}
@@ -443,11 +452,13 @@ func WriteMarkdown(w io.Writer, r *Report, figs []Figure) error {
 	return err
 }
 
-// mdEscape keeps a name as text in Markdown. Account and user names come
-// from the accounting database, and on a site that does not enforce
-// associations a user picks the account a job names: raw HTML (which many
-// Markdown renderers pass through), a link, or a '|' or newline ending the
-// table row must not come through as anything but the characters.
+// mdEscape keeps text as text in Markdown: table cells, and the
+// sentences and notes that name a cluster, account, partition or GPU type.
+// These names come from the accounting database, and on a site that does
+// not enforce associations a user picks the account a job names: raw HTML
+// (which many Markdown renderers pass through), a link, or a '|' or
+// newline ending the table row must not come through as anything but the
+// characters.
 var mdEscape = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "&", "&amp;", "[", `\[`, "]", `\]`, "\\", `\\`, "`", "\\`")
 
 // mdText is s for a Markdown table cell or sentence: escaped (mdEscape),
