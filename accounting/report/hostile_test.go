@@ -93,28 +93,50 @@ func TestMarkdown_NamesAsText(t *testing.T) {
 
 // TestFigures_NoControlCharacters: the SVG figures written beside report.md
 // stay well-formed XML, which allows no control character, and the HTML
-// page escapes the name.
+// page escapes the name, for an account's name (the bars, the legend) and
+// the cluster's (the utilization plot's title, the page's heading).
 func TestFigures_NoControlCharacters(t *testing.T) {
-	r := hostileReport("a<img src=x onerror=alert(1)>\"'\x01")
-	r.waits = []accountWaits{{account: r.Accounts[0].Account, waits: []float64{1, 2, 3}}}
-	figs, err := Figures(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := WriteHTML(&b, r, figs); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(b.String(), "<img src=x") || strings.ContainsRune(b.String(), '\x01') {
-		t.Errorf("report.html holds the account name raw")
-	}
-	if len(figs) == 0 {
-		t.Fatal("no figures")
-	}
-	for _, f := range figs {
-		if bytes.ContainsRune(f.SVG, '\x01') {
-			t.Errorf("figure %s holds a control character: not well-formed XML", f.Name)
-		}
+	const hostile = "a<img src=x onerror=alert(1)>\"'\x01"
+	for _, tc := range []struct {
+		name    string
+		report  func() *Report
+		figures int
+	}{
+		{"account", func() *Report {
+			r := hostileReport(hostile)
+			r.waits = []accountWaits{{account: r.Accounts[0].Account, waits: []float64{1, 2, 3}}}
+			return r
+		}, 2},
+		{"cluster", func() *Report {
+			r := hostileReport("a")
+			r.Cluster = hostile
+			r.Capacity.Units = 4
+			r.Daily = []Day{{Date: "2026-10-01", Hours: 10, Utilization: 0.1}}
+			return r
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.report()
+			figs, err := Figures(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := WriteHTML(&b, r, figs); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(b.String(), "<img src=x") || strings.ContainsRune(b.String(), '\x01') {
+				t.Errorf("report.html holds the name raw")
+			}
+			if len(figs) != tc.figures {
+				t.Fatalf("%d figures, want %d", len(figs), tc.figures)
+			}
+			for _, f := range figs {
+				if bytes.ContainsRune(f.SVG, '\x01') {
+					t.Errorf("figure %s holds a control character: not well-formed XML", f.Name)
+				}
+			}
+		})
 	}
 }
 

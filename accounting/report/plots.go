@@ -119,7 +119,7 @@ func utilizationPlot(r *Report) (*plot.Plot, error) {
 	if len(r.Daily) == 0 || r.Capacity.Units <= 0 {
 		return nil, nil
 	}
-	p := newPlot(fmt.Sprintf("Daily utilization, %s, %s", r.Cluster, r.Title), "day of the month", "% of capacity used")
+	p := newPlot(fmt.Sprintf("Daily utilization, %s, %s", noControl(r.Cluster), r.Title), "day of the month", "% of capacity used")
 	pts := make(plotter.XYs, 0, len(r.Daily))
 	top := 100.0
 	for i, d := range r.Daily {

@@ -303,11 +303,12 @@ func WriteHTML(w io.Writer, r *Report, figs []Figure) error {
 	}
 	return htmlTmpl().Execute(w, struct {
 		R                 *Report
+		Cluster           string
 		Highlights, Notes []string
 		Cards             []card
 		Sections          []htmlSection
 		Terms             []Term
-	}{r, hl, notes, cards, secs, Glossary(r)})
+	}{r, noControl(r.Cluster), hl, notes, cards, secs, Glossary(r)})
 }
 
 // card is one key figure at the top of the HTML page.
