@@ -210,8 +210,9 @@ func validateRewrite(c serve.RewriteConfig) error {
 		return errors.New("--rewrite-rules: empty while --rewrite-partitions is set")
 	case c.Rules[rewrite.RuleShare] && c.Table == "":
 		return errors.New("--rewrite-table is required by the share rule: the file job_submit.lua reads (default " + defaultRewriteTable + ")")
-	case c.TableMaxRulesPerUser < 1 || c.TableMaxBytes < 4096:
-		return fmt.Errorf("--rewrite-table-max-rules-per-user %d, --rewrite-table-max-bytes %d: want at least 1 and 4096", c.TableMaxRulesPerUser, c.TableMaxBytes)
+	case c.TableMaxRulesPerUser < 1 || c.TableMaxBytes < 4096 || c.TableMaxBytes > serve.MaxTableBytes:
+		return fmt.Errorf("--rewrite-table-max-rules-per-user %d, --rewrite-table-max-bytes %d: want at least 1, and 4096 to %d (job_submit.lua ignores a larger table)",
+			c.TableMaxRulesPerUser, c.TableMaxBytes, serve.MaxTableBytes)
 	case c.Rules[rewrite.RuleShare] && c.ShardsPerGPU < 2:
 		return fmt.Errorf("--shards-per-gpu %d: the share rule needs at least 2", c.ShardsPerGPU)
 	case c.TableMaxAge < time.Minute:

@@ -107,6 +107,8 @@ func TestValidateRewrite(t *testing.T) {
 		{"no rules", func(c *serve.RewriteConfig) { c.Rules = nil }, "--rewrite-rules: empty"},
 		{"no table", func(c *serve.RewriteConfig) { c.Table = "" }, "--rewrite-table is required"},
 		{"small table", func(c *serve.RewriteConfig) { c.TableMaxBytes = 100 }, "--rewrite-table-max-bytes 100"},
+		{"table job_submit.lua would ignore", func(c *serve.RewriteConfig) { c.TableMaxBytes = serve.MaxTableBytes + 1 }, "--rewrite-table-max-bytes 4194305"},
+		{"table at job_submit.lua's cap", func(c *serve.RewriteConfig) { c.TableMaxBytes = serve.MaxTableBytes }, ""},
 		{"young table", func(c *serve.RewriteConfig) { c.TableMaxAge = time.Second }, "--rewrite-table-max-age"},
 		{"no history", func(c *serve.RewriteConfig) { c.MinHistory = 0 }, "--rewrite-min-history"},
 		{"negative cpus", func(c *serve.RewriteConfig) { c.CPUsPerGPU = -1 }, "--rewrite-cpus-per-gpu"},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -334,5 +335,31 @@ func TestJobSubmitLua_UntrustedTables(t *testing.T) {
 				t.Errorf("info log %q, want %q once", r.info, wantInfo)
 			}
 		})
+	}
+}
+
+// TestJobSubmitLua_TableAtServesCap: a table as large as serve may write
+// (MaxTableBytes, the most --rewrite-table-max-bytes takes) is read, one
+// byte more is not: serve's cap and the script's MAX_TABLE_BYTES agree.
+// serve once took any cap, and above the script's every table was ignored
+// once it grew past it.
+func TestJobSubmitLua_TableAtServesCap(t *testing.T) {
+	good := rewrite.RenderTable(time.Now(), 15*time.Minute, []string{"gpu"}, []rewrite.ShareRule{{User: "alice", Name: "train", Shards: 2, Reason: "test"}})
+	for _, tc := range []struct {
+		size int
+		want string
+	}{
+		{MaxTableBytes, "0|gres:shard:2|nil"},
+		{MaxTableBytes + 1, "0|gres:gpu:1|nil"},
+	} {
+		pad := "#" + strings.Repeat(" ", tc.size-len(good)-2) + "\n"
+		path := filepath.Join(t.TempDir(), "fairway-rewrite.table")
+		if err := os.WriteFile(path, append(slices.Clone(good), pad...), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		got, errLog := runJobSubmit(t, path, []luaCase{{user: "alice", jobName: "train", partition: "gpu", tresPerNode: "gres:gpu:1"}})
+		if len(got) != 1 || got[0] != tc.want || errLog != "" {
+			t.Errorf("table of %d bytes: got %q (errors %q), want %q", tc.size, got, errLog, tc.want)
+		}
 	}
 }

@@ -56,11 +56,13 @@ type RewriteConfig struct {
 	ExemptQOS            []string // serve's --exempt-qos: never resized either
 }
 
-// Default caps of the job_submit table. job_submit.lua refuses a table
-// larger than 4 MiB (MAX_TABLE_BYTES there) whatever serve writes.
+// Default caps of the job_submit table, and MaxTableBytes, the largest
+// table job_submit.lua reads (MAX_TABLE_BYTES there): it ignores a larger
+// one whole, so a cap above it would stop all sharing once the table grew.
 const (
 	DefaultTableMaxRulesPerUser = 100
 	DefaultTableMaxBytes        = 1 << 20
+	MaxTableBytes               = 4 << 20
 )
 
 // UsageSource is where the rules' history comes from (accounting.Store).
