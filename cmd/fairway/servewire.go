@@ -225,8 +225,18 @@ func validateRewrite(c serve.RewriteConfig) error {
 		return fmt.Errorf("--rewrite-share-max-util %g: want more than 0 and at most 100", c.ShareMaxUtil)
 	}
 	if c.Table != "" {
-		if st, err := os.Stat(filepath.Dir(c.Table)); err != nil || !st.IsDir() {
+		dir := filepath.Dir(c.Table)
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() {
 			return fmt.Errorf("--rewrite-table %s: its directory must exist", c.Table)
+		}
+		// slurmctld applies whatever table it finds there to every user's
+		// jobs, and a sticky bit does not help: another user can create
+		// the file before serve does, and serve cannot then replace it.
+		if st.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("--rewrite-table %s: its directory %s has mode %04o, writable by users other than its owner: "+
+				"any of them could put a table there that job_submit.lua applies to every job (want 0755 or stricter, as the systemd unit's 0750)",
+				c.Table, dir, st.Mode().Perm())
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,6 +110,10 @@ func TestValidateRewrite(t *testing.T) {
 		{"small table", func(c *serve.RewriteConfig) { c.TableMaxBytes = 100 }, "--rewrite-table-max-bytes 100"},
 		{"table job_submit.lua would ignore", func(c *serve.RewriteConfig) { c.TableMaxBytes = serve.MaxTableBytes + 1 }, "--rewrite-table-max-bytes 4194305"},
 		{"table at job_submit.lua's cap", func(c *serve.RewriteConfig) { c.TableMaxBytes = serve.MaxTableBytes }, ""},
+		{"table dir others write", func(c *serve.RewriteConfig) { c.Table = filepath.Join(openDir(t, 0o777), "t") }, "writable by users other than its owner"},
+		{"table dir others write, sticky", func(c *serve.RewriteConfig) { c.Table = filepath.Join(openDir(t, 0o1777), "t") }, "writable by users other than its owner"},
+		{"table dir its group writes", func(c *serve.RewriteConfig) { c.Table = filepath.Join(openDir(t, 0o770), "t") }, "writable by users other than its owner"},
+		{"table dir others read", func(c *serve.RewriteConfig) { c.Table = filepath.Join(openDir(t, 0o755), "t") }, ""},
 		{"young table", func(c *serve.RewriteConfig) { c.TableMaxAge = time.Second }, "--rewrite-table-max-age"},
 		{"no history", func(c *serve.RewriteConfig) { c.MinHistory = 0 }, "--rewrite-min-history"},
 		{"negative cpus", func(c *serve.RewriteConfig) { c.CPUsPerGPU = -1 }, "--rewrite-cpus-per-gpu"},
@@ -125,6 +130,16 @@ func TestValidateRewrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openDir is a new directory with mode perm.
+func openDir(t *testing.T, perm os.FileMode) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func TestNewSinkDryRunIsAPlanner(t *testing.T) {
