@@ -21,10 +21,10 @@ Safety, in order of importance:
   * Only a request for exactly one GPU (--gres=gpu[:type]:1, --gpus-per-node=1
     or --gpus=[type:]1, nothing else in the GRES request, no CPUs, memory or
     tasks per GPU, no GPU frequency, at most one node, and for --gpus one
-    task and at most one named node; CPUs per task are fine) is changed, into
-    --gres=shard[:type]:N on one node, written in the form the release passed
-    the request in ("gres:" on 22.05, "gres/" on 24.11 and later: each
-    release rejects the other's).
+    task, no more CPUs than it has, and at most one named node; CPUs per
+    task are fine) is changed, into --gres=shard[:type]:N on one node,
+    written in the form the release passed the request in ("gres:" on
+    22.05, "gres/" on 24.11 and later: each release rejects the other's).
 
 Settings: the table path is $FAIRWAY_REWRITE_TABLE in slurmctld's environment;
 without it, the newer (by its generated line) of
@@ -316,10 +316,19 @@ end
 -- whole job, and the shards it becomes are per node: a job of 8 tasks one
 -- per node, or on two named nodes (--nodelist), leaves its node counts
 -- unset yet runs on several, and would get the shards on each. So more
--- than one task, or more than one required node, keeps it as submitted.
+-- than one task, more CPUs than one task's (minimum_cpus through
+-- slurmrestd or a raw RPC sizes the job as -n does, without a task count),
+-- or more than one required node keeps it as submitted.
 local function one_place(job_desc)
 	local n, req = job_desc.num_tasks, job_desc.req_nodes
 	if not (n == nil or n == NO_VAL or n <= 1) then
+		return false
+	end
+	local cpus, per_task = job_desc.min_cpus, job_desc.cpus_per_task
+	if per_task == nil or per_task == NO_VAL16 or per_task < 1 then
+		per_task = 1
+	end
+	if not (cpus == nil or cpus == NO_VAL or cpus <= per_task) then
 		return false
 	end
 	return empty(req) or (type(req) == "string" and #req <= MAX_SPEC_BYTES and not req:find("[^%w_.-]"))

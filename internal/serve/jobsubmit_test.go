@@ -204,6 +204,12 @@ func TestJobSubmitLua_HostileRequests(t *testing.T) {
 		{"--gpus=1 -w gpu[1-2]", "--gpus=1", `d.req_nodes = "gpu[1-2]"`, "=", "="},
 		{"--gpus=1 -w gpu1", "--gpus=1", `d.req_nodes = "gpu1"`, "Pshard:2", ""},
 		{"--gpus=1 -n 1", "--gpus=1", `d.num_tasks = 1`, "Pshard:2", ""},
+		// minimum_cpus (slurmrestd, a raw RPC) sizes the job as -n does,
+		// without a task count: more CPUs than one task's spread it too.
+		{"--gpus=1 minimum_cpus=256", "--gpus=1", `d.min_cpus = 256`, "=", "="},
+		{"--gpus=1 -c 4 minimum_cpus=8", "--gpus=1 -c 4", `d.min_cpus = 8`, "=", "="},
+		{"--gpus=1 -c 4 minimum_cpus=4", "--gpus=1 -c 4", `d.min_cpus = 4`, "Pshard:2", ""},
+		{"--gpus=1 minimum_cpus unset (NO_VAL)", "--gpus=1", `d.min_cpus = 4294967294`, "Pshard:2", ""},
 		{"--gres=gpu:1 -n 8 --ntasks-per-node=1 (per node already)", "--gres=gpu:1", `d.num_tasks = 8; d.ntasks_per_node = 1`, "Pshard:2", "="},
 		// Counts Slurm reads otherwise than tonumber (strtoull, base 10,
 		// then a size suffix), or refuses.
