@@ -344,7 +344,7 @@ func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Clu
 				nodes = sched[j.ID]
 			}
 			in.Jobs = append(in.Jobs, power.Job{ID: j.ID, Pending: true, Nodes: max(j.Nodes, 1), NodeList: nodes,
-				WaitsForNodes: power.WaitsForNodes(j.Reason)})
+				WaitsForNodes: power.WaitsForNodes(j.Reason), Partitions: jobPartitions(j.Partition)})
 		case !j.State.Finished() && j.State != policy.StatePending:
 			in.Jobs = append(in.Jobs, power.Job{ID: j.ID, Nodes: j.Nodes, NodeList: j.NodeList})
 		}
@@ -352,7 +352,7 @@ func (p *PowerSaver) inputs(ctx context.Context, now time.Time, cl *slurmctl.Clu
 	busy := 0
 	for i := range cl.Nodes {
 		n := &cl.Nodes[i]
-		pn := power.Node{Name: n.Name, Busy: n.Busy(), Usable: n.UsableWhenPowered()}
+		pn := power.Node{Name: n.Name, Busy: n.Busy(), Usable: n.UsableWhenPowered(), Partitions: n.Partitions}
 		switch n.Power() {
 		case slurmctl.NodeOff:
 			pn.Power = power.Off
@@ -475,4 +475,16 @@ func (rep *PowerReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Node, a.Op, res, a.Reason)
 	}
 	return tw.Flush()
+}
+
+// jobPartitions splits a pending job's partition field: a job submitted to
+// several partitions (sbatch -p a,b) waits in all of them until it starts.
+func jobPartitions(field string) []string {
+	var out []string
+	for p := range strings.SplitSeq(field, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

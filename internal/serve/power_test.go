@@ -182,6 +182,40 @@ func TestPowerSaver_Cycle(t *testing.T) {
 
 // TestPowerConfig_Validate: a bad setting is a FieldError naming its
 // field, for cmd to name by its flag.
+// TestPowerSaver_Partitions: on a cluster of CPU and GPU partitions, a job
+// waiting in the GPU partition gets a GPU node powered up although CPU
+// nodes sit idle, and one submitted to both (-p cpu,gpu) does not.
+func TestPowerSaver_Partitions(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	cfg := PowerConfig{Buffer: 0, MaxChangesPerHour: 10, Step: 10 * time.Minute, Horizon: time.Hour}
+	cluster := func(partition string) *slurmctl.Cluster {
+		node := func(name, part string, state ...string) slurmctl.Node {
+			return slurmctl.Node{Name: name, State: state, Partitions: []string{part}}
+		}
+		return &slurmctl.Cluster{Version: slurmctl.V0038,
+			Jobs: []slurmctl.Job{{Job: policy.Job{ID: 5, State: policy.StatePending, Nodes: 1, Partition: partition}, Reason: "Resources"}},
+			Nodes: []slurmctl.Node{node("cpu1", "cpu", "IDLE"), node("cpu2", "cpu", "IDLE"),
+				node("gpu1", "gpu", "IDLE", "POWERED_DOWN"), node("gpu2", "gpu", "IDLE", "POWERED_DOWN")}}
+	}
+	for _, tc := range []struct {
+		partition string
+		want      []string
+	}{
+		{"gpu", []string{"up gpu1"}},
+		{"cpu,gpu", []string{"down cpu2"}}, // cpu1 serves it; cpu2 is idle above need
+	} {
+		live, rec := &fakePower{}, &fakePowerRec{}
+		ps, err := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, rec, nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.Cycle(t.Context(), 1, now, cluster(tc.partition), &Live{}, true)
+		if d := cmp.Diff(tc.want, live.calls); d != "" {
+			t.Errorf("job in %q: scontrol calls (-want +got):\n%s", tc.partition, d)
+		}
+	}
+}
+
 func TestPowerConfig_Validate(t *testing.T) {
 	ok := PowerConfig{Buffer: 1, MaxChangesPerHour: 5, Step: time.Minute}
 	if err := ok.Validate(); err != nil {

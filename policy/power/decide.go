@@ -46,6 +46,9 @@ type Node struct {
 	// draining, failing, reserved for maintenance). Unusable nodes are
 	// never touched: what they need is an administrator, not power.
 	Usable bool
+	// Partitions are the partitions the node is in; none: any job may
+	// use it.
+	Partitions []string
 }
 
 // Job is one job as the decision needs it.
@@ -62,6 +65,11 @@ type Job struct {
 	// (reason Resources, Priority, None, ReqNodeNotAvail, ...), not for a
 	// limit, a dependency or a begin time; only those count as demand.
 	WaitsForNodes bool
+	// Partitions are the partitions a pending job may run in (several when
+	// it was submitted to several); none: any node. Its demand is met only
+	// by nodes of those partitions: idle CPU nodes do not serve a job
+	// waiting in a GPU partition.
+	Partitions []string
 }
 
 // Settings are the operator's bounds on the decision.
@@ -205,6 +213,7 @@ func Decide(in Inputs) (Decision, error) {
 	nodes := slices.Clone(in.Nodes)
 	slices.SortFunc(nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
 	var idleOn, off, reservedOff []Node // power-down candidates, power-up candidates, off nodes a job is scheduled on
+	var supply []Node                   // capacity for waiting jobs: idle powered nodes (excluded and held ones too), nodes powering up
 	for _, n := range nodes {
 		if !n.Usable {
 			d.Unusable++
@@ -226,6 +235,7 @@ func Decide(in Inputs) (Decision, error) {
 		switch n.Power {
 		case On:
 			d.IdleOn++
+			supply = append(supply, n)
 			switch {
 			case held[n.Name]:
 				d.RampHeld++
@@ -243,23 +253,38 @@ func Decide(in Inputs) (Decision, error) {
 			}
 		case PoweringUp:
 			d.PoweringUp++
+			supply = append(supply, n)
 		case PoweringDown:
 			// on its way off: neither capacity nor a candidate
 		}
 	}
 
-	// Jobs that wait now come first, whatever the cap.
+	// Jobs that wait now come first, whatever the cap. Each waiting job
+	// takes the capacity of its own partitions (idle powered nodes, those
+	// powering up), in queue order; what it lacks is the cycle's lack. Off
+	// nodes a job is scheduled on come up for it, and off nodes of its
+	// partitions for the rest of what it lacks. Where nodes and jobs name
+	// no partitions (or all share them) this is the whole cluster's count:
+	// the pending node demand beyond the idle and resuming nodes.
 	available := d.IdleOn + d.PoweringUp
-	d.Lack = pendingShort(d.PendingNodes, d.IdleOn, d.PoweringUp)
+	waiting := slices.DeleteFunc(slices.Clone(in.Jobs), func(j Job) bool { return !j.Pending || !j.WaitsForNodes })
+	d.Lack = shortOf(waiting, supply)
 	for _, n := range reservedOff {
 		d.Actions = append(d.Actions, Action{Node: n.Name, Op: PowerUp,
 			Reason: fmt.Sprintf("pending job %d is scheduled on it", reservedBy[n.Name]),
 			Parts:  map[string]float64{"job_id": float64(reservedBy[n.Name])}})
 	}
-	for up := d.Lack - len(reservedOff); len(off) > 0 && up > 0; up-- {
-		d.Actions = append(d.Actions, Action{Node: off[0].Name, Op: PowerUp,
-			Reason: fmt.Sprintf("jobs waiting for nodes need %d, %d idle powered", d.PendingNodes, available)})
-		off = off[1:]
+	free := slices.Concat(supply, reservedOff)
+	for _, j := range waiting {
+		for short := claim(j, &free); short > 0; short-- {
+			i := slices.IndexFunc(off, func(n Node) bool { return eligible(j, n) })
+			if i < 0 {
+				break
+			}
+			d.Actions = append(d.Actions, Action{Node: off[i].Name, Op: PowerUp,
+				Reason: fmt.Sprintf("jobs waiting for nodes need %d, %d idle powered", d.PendingNodes, available)})
+			off = slices.Delete(off, i, i+1)
+		}
 	}
 	urgent := len(d.Actions)
 	room := math.MaxInt
@@ -349,10 +374,45 @@ func Decide(in Inputs) (Decision, error) {
 	return d, nil
 }
 
+// eligible reports whether node n can serve job j: they share a
+// partition, or either names none.
+func eligible(j Job, n Node) bool {
+	if len(j.Partitions) == 0 || len(n.Partitions) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(j.Partitions, func(p string) bool { return slices.Contains(n.Partitions, p) })
+}
+
+// claim takes from free the nodes job j can use, as many as it asks for
+// (in order), and returns how many it still lacks.
+func claim(j Job, free *[]Node) int {
+	need := max(j.Nodes, 1)
+	*free = slices.DeleteFunc(*free, func(n Node) bool {
+		if need > 0 && eligible(j, n) {
+			need--
+			return true
+		}
+		return false
+	})
+	return need
+}
+
+// shortOf gives the waiting jobs, in order, the nodes of their partitions
+// (each node to one job) and returns the nodes they lack in all.
+func shortOf(jobs []Job, nodes []Node) int {
+	free := slices.Clone(nodes)
+	short := 0
+	for _, j := range jobs {
+		short += claim(j, &free)
+	}
+	return short
+}
+
 // pendingShort is how many nodes to power up at once for the jobs
 // waiting for nodes: the nodes they ask for (pending) beyond the idle
-// powered ones and those already powering up. Decide reads it from the
-// live queue, the hybrid's replay from a sequence's pending column.
+// powered ones and those already powering up. The hybrid's replay reads
+// it from a sequence's pending column; Decide counts the same on the live
+// queue, partition by partition (shortOf).
 func pendingShort(pending, idle, resuming int) int {
 	return max(0, pending-idle-resuming)
 }

@@ -135,6 +135,76 @@ func TestDecide_Actions(t *testing.T) {
 // random clusters: no action on a busy, reserved-and-on, excluded or
 // unusable node, never fewer idle powered nodes than the buffer after a
 // power-down, and every lacking job node met when off nodes remain.
+// TestDecide_Partitions: a job waiting in one partition is served only by
+// that partition's nodes. Idle nodes of another partition used to count
+// as capacity for it, so the GPU nodes it waited for stayed off and the
+// cycle reported no lack.
+func TestDecide_Partitions(t *testing.T) {
+	in := func(parts []string, names ...string) []Node {
+		var out []Node
+		for _, n := range names {
+			out = append(out, Node{Name: n, Power: On, Usable: true, Partitions: parts})
+		}
+		return out
+	}
+	off := func(parts []string, names ...string) []Node {
+		out := in(parts, names...)
+		for i := range out {
+			out[i].Power = Off
+		}
+		return out
+	}
+	gpu, cpu, both := []string{"gpu"}, []string{"cpu"}, []string{"gpu", "gpuhi"}
+	for _, tc := range []struct {
+		name string
+		in   Inputs
+		want []string
+		lack int
+	}{{
+		name: "idle CPU nodes do not serve a job waiting for GPU nodes",
+		in: Inputs{Nodes: slices.Concat(in(cpu, "c1", "c2", "c3"), off(gpu, "g1", "g2", "g3")), Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 1, Pending: true, Nodes: 2, WaitsForNodes: true, Partitions: gpu}}},
+		want: []string{"power-up g1", "power-up g2"},
+		lack: 2,
+	}, {
+		name: "a job submitted to two partitions takes the nodes of either",
+		in: Inputs{Nodes: slices.Concat(in(cpu, "c1"), off(gpu, "g1")), Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 2, Pending: true, Nodes: 1, WaitsForNodes: true, Partitions: []string{"gpu", "cpu"}}}},
+		want: nil,
+	}, {
+		name: "each job takes its own partition's idle nodes, in queue order",
+		in: Inputs{Nodes: slices.Concat(in(gpu, "g1"), off(gpu, "g2", "g3"), in(cpu, "c1", "c2")), Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 3, Pending: true, Nodes: 1, WaitsForNodes: true, Partitions: gpu}, {ID: 4, Pending: true, Nodes: 2, WaitsForNodes: true, Partitions: gpu},
+				{ID: 5, Pending: true, Nodes: 1, WaitsForNodes: true, Partitions: cpu}}},
+		want: []string{"power-up g2", "power-up g3"},
+		lack: 2,
+	}, {
+		name: "nodes in several partitions serve a job of any of them",
+		in: Inputs{Nodes: slices.Concat(in(both, "n1"), off(both, "n2")), Settings: Settings{Buffer: 0},
+			Jobs: []Job{{ID: 6, Pending: true, Nodes: 1, WaitsForNodes: true, Partitions: []string{"gpuhi"}}}},
+		want: nil,
+	}, {
+		name: "no partition named on either side: the whole cluster, as before",
+		in: Inputs{Nodes: slices.Concat(in(nil, "c1"), off(nil, "g1")), Settings: Settings{Buffer: 1},
+			Jobs: []Job{{ID: 7, Pending: true, Nodes: 2, WaitsForNodes: true}}},
+		want: []string{"power-up g1"},
+		lack: 1,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Decide(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ops(d)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if d.Lack != tc.lack {
+				t.Errorf("lack %d, want %d", d.Lack, tc.lack)
+			}
+		})
+	}
+}
+
 func TestDecide_NeverTouchesBusyOrReserved(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	seed := uint64(42)
