@@ -16,9 +16,9 @@ import (
 //
 // A job runs only on the nodes of its partition (policy.Job.Partition; the
 // first partition, the default, when it names none, as Slurm's
-// Default=YES; of a comma-separated list, the first the layout has) and,
-// when it asks for a GPU type (policy.Job.GPUType, on a GPU cluster), only
-// on nodes of that type. Jobs are ranked in one order over all partitions,
+// Default=YES; of a comma-separated list, the first whose nodes can run
+// it) and, when it asks for a GPU type (policy.Job.GPUType, on a GPU
+// cluster), only on nodes of that type. Jobs are ranked in one order over all partitions,
 // as Slurm's priority is, and start in that order while they fit their
 // partition (with GPU type); a job that does not fit blocks its partition
 // only, which then makes its own EASY pass, its reservation and backfill
@@ -329,25 +329,40 @@ func newRouter(c Cluster) *router {
 }
 
 // route returns the view of job j needing need units, or -1 and why no
-// node can ever run it (a skip reason naming the partition or type).
+// node can ever run it (a skip reason naming the partition or type). Of a
+// comma-separated list it takes the first partition whose nodes (of the
+// job's GPU type) can hold the job, as Slurm would start it in any listed
+// partition; when none can, the reason is the first listed one's.
 func (r *router) route(j *policy.Job, need int) (int32, string) {
-	p := 0
-	if j.Partition != "" {
-		p = -1
-		for name := range strings.SplitSeq(j.Partition, ",") {
-			if q, ok := r.index[strings.TrimSpace(name)]; ok {
-				p = q
-				break
-			}
-		}
-		if p < 0 {
-			return -1, fmt.Sprintf("partition %q not in the cluster", j.Partition)
-		}
-	}
 	typ := ""
 	if r.typed {
 		typ = j.GPUType
 	}
+	if j.Partition == "" {
+		return r.routeIn(0, typ, need)
+	}
+	why := ""
+	for name := range strings.SplitSeq(j.Partition, ",") {
+		p, ok := r.index[strings.TrimSpace(name)]
+		if !ok {
+			continue
+		}
+		v, w := r.routeIn(p, typ, need)
+		if v >= 0 {
+			return v, ""
+		}
+		if why == "" {
+			why = w
+		}
+	}
+	if why == "" {
+		why = fmt.Sprintf("partition %q not in the cluster", j.Partition)
+	}
+	return -1, why
+}
+
+// routeIn is route within partition p.
+func (r *router) routeIn(p int, typ string, need int) (int32, string) {
 	key := [2]string{r.l.Partitions[p], typ}
 	v, ok := r.keys[key]
 	if !ok {

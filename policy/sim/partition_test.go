@@ -6,6 +6,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // partJob is smJob in partition part asking for GPU type typ.
@@ -192,6 +193,59 @@ func TestRun_PartitionsUnroutable(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[int64]float64{1: 0, 6: 10}, got); diff != "" {
 		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+}
+
+// TestRun_PartitionList: a job submitted to several partitions (-p a,b)
+// runs in the first of them whose nodes can run it, as Slurm would start
+// it in any; it is left out only when none can, under the first one's
+// reason.
+func TestRun_PartitionList(t *testing.T) {
+	const spec = "gpu:nodes=1,per-node=8,type=v100;gpuhi:nodes=1,per-node=8,type=h100;small:nodes=1,per-node=2"
+	tests := []struct {
+		name        string
+		jobs        []policy.Job
+		want        map[int64]float64
+		wantSkipped map[string]int
+	}{{
+		// gpu has no h100 node; gpuhi, listed second, has one.
+		name: "type only in a later partition",
+		jobs: []policy.Job{partJob(1, "gpu,gpuhi", "h100", 0, 4, 10, 10)},
+		want: map[int64]float64{1: 0},
+	}, {
+		// small's one node is too small; gpu's holds it.
+		name: "size only in a later partition",
+		jobs: []policy.Job{partJob(1, "small,gpu", "", 0, 8, 10, 10)},
+		want: map[int64]float64{1: 0},
+	}, {
+		// Both can: the first listed, gpu, which job 1 holds until 100,
+		// though gpuhi is free (a job runs in one partition's view).
+		name: "first that can",
+		jobs: []policy.Job{
+			partJob(1, "gpu", "", 0, 8, 100, 100),
+			partJob(2, "gpu,gpuhi", "", 1, 8, 10, 10),
+		},
+		want: map[int64]float64{1: 0, 2: 100},
+	}, {
+		name:        "none can: the first one's reason",
+		jobs:        []policy.Job{partJob(1, "gpu", "", 0, 1, 10, 10), partJob(2, "nope,small,gpu", "a100", 0, 4, 10, 10)},
+		want:        map[int64]float64{1: 0},
+		wantSkipped: map[string]int{`no a100 node in partition "small"`: 1},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := partCluster(t, spec)
+			got, res := smStarts(t, tt.jobs, Config{Cluster: c, Policy: smPolicy(t, "fifo", nil)})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("starts (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSkipped, res.Skipped, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("skipped (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSkipped, Unroutable(tt.jobs, c), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Unroutable (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
