@@ -129,15 +129,26 @@ func (w *Workload) FirstJobs(n int) *Workload {
 // OfferedLoad is the work the jobs bring (units × run time, over the jobs
 // the cluster can run) over the cluster's capacity across the submit span
 // (first to last submit): 1 means the jobs, arriving as they do, would keep
-// the whole cluster busy. 0 when the span is empty.
+// the whole cluster busy. 0 when the span is empty. On a partitioned
+// cluster the jobs no node of their partition can run are not counted: a
+// replay leaves them out (Unroutable).
 func OfferedLoad(jobs []policy.Job, c Cluster) float64 {
 	var first, last time.Time
+	var r *router
+	if c.Layout != nil {
+		r = newRouter(c)
+	}
 	work := 0.0
 	for i := range jobs {
 		j := &jobs[i]
 		need := c.Need(j)
 		if need <= 0 || need > c.Capacity() || j.Start.IsZero() || j.End.Before(j.Start) || j.Submit.IsZero() {
 			continue
+		}
+		if r != nil {
+			if v, _ := r.route(j, need); v < 0 {
+				continue
+			}
 		}
 		if first.IsZero() || j.Submit.Before(first) {
 			first = j.Submit

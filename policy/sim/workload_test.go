@@ -13,6 +13,41 @@ import (
 	"github.com/fairway-hpc/fairway/policy"
 )
 
+// TestOfferedLoad_Partitions: on a partitioned cluster the offered load
+// counts only the jobs the replay runs, not those it leaves out because
+// no node of their partition (and GPU type) can run them.
+func TestOfferedLoad_Partitions(t *testing.T) {
+	c := partCluster(t, "gpu:nodes=1,per-node=8,type=v100;small:nodes=1,per-node=2")
+	tests := []struct {
+		name string
+		jobs []policy.Job
+		want float64
+	}{{
+		// 4 GPUs × 10 s and 2 × 10 s over 10 GPUs × 10 s of submits.
+		name: "all run",
+		jobs: []policy.Job{partJob(1, "gpu", "", 0, 4, 10, 10), partJob(2, "small", "", 10, 2, 10, 10)},
+		want: 0.6,
+	}, {
+		name: "left out",
+		jobs: []policy.Job{
+			partJob(1, "gpu", "", 0, 4, 10, 10),
+			partJob(2, "nope", "", 5, 8, 100, 100),    // no such partition
+			partJob(3, "small", "", 6, 8, 100, 100),   // larger than small
+			partJob(4, "gpu", "h100", 7, 8, 100, 100), // no h100 node
+			partJob(5, "small", "", 10, 2, 10, 10),
+			partJob(6, "nope,other", "", 20, 1, 100, 100), // no such partitions, after the last replayed submit
+		},
+		want: 0.6,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := OfferedLoad(tt.jobs, c); math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("OfferedLoad = %g, want %g", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestScaleLoad(t *testing.T) {
 	t0 := time.Date(2020, 4, 1, 0, 0, 0, 0, time.UTC)
 	job := func(id int64, submit, wait, run int) policy.Job {
