@@ -251,9 +251,13 @@ func ParseLayout(spec string) (*Layout, error) {
 		return nil, fmt.Errorf("partitions: empty: want NAME:nodes=N,per-node=U[,type=T] entries separated by ';'")
 	}
 	// A union adds itself to the nodes of the partitions it names, as they
-	// were given by nodes= entries (not through another union).
+	// were given by nodes= entries (not through another union): each
+	// node's own partitions are kept apart, so that the unions' order in
+	// the spec does not matter.
 	own := make([]bool, len(l.Partitions))
-	for _, nd := range l.Nodes {
+	given := make([][]int, len(l.Nodes))
+	for i, nd := range l.Nodes {
+		given[i] = nd.Partitions
 		for _, p := range nd.Partitions {
 			own[p] = true
 		}
@@ -266,7 +270,7 @@ func ParseLayout(spec string) (*Layout, error) {
 			}
 			for i := range l.Nodes {
 				nd := &l.Nodes[i]
-				if slices.Contains(nd.Partitions, p) && !slices.Contains(nd.Partitions, u.p) {
+				if slices.Contains(given[i], p) && !slices.Contains(nd.Partitions, u.p) {
 					nd.Partitions = append(slices.Clip(nd.Partitions), u.p)
 				}
 			}

@@ -294,6 +294,44 @@ func TestParseLayout(t *testing.T) {
 	}
 }
 
+// TestParseLayout_UnionOrder: an of= union takes the nodes its partitions
+// were given by nodes= entries, whatever the order of the entries, so a
+// union on a partition another union adds to reads the same either way.
+func TestParseLayout_UnionOrder(t *testing.T) {
+	tests := []struct {
+		name  string
+		specs []string
+		want  string
+	}{{
+		name: "union of a partition that is itself widened",
+		specs: []string{
+			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;a:of=b;c:of=a",
+			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;c:of=a;a:of=b",
+		},
+		want: "a+c:nodes=1,per-node=4;b+a:nodes=1,per-node=8",
+	}, {
+		name: "unions of each other",
+		specs: []string{
+			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;a:of=b;b:of=a",
+			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;b:of=a;a:of=b",
+		},
+		want: "a+b:nodes=1,per-node=4;b+a:nodes=1,per-node=8",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, spec := range tt.specs {
+				l, err := ParseLayout(spec)
+				if err != nil {
+					t.Fatalf("ParseLayout(%q): %v", spec, err)
+				}
+				if got := l.String(); got != tt.want {
+					t.Errorf("ParseLayout(%q) = %q, want %q", spec, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
 func TestParseLayout_Errors(t *testing.T) {
 	tests := []struct{ spec, want string }{
 		{"", "empty"},
