@@ -18,15 +18,17 @@ import (
 // first partition, the default, when it names none, as Slurm's
 // Default=YES; of a comma-separated list, the first whose nodes can run
 // it) and, when it asks for a GPU type (policy.Job.GPUType, on a GPU
-// cluster), only on nodes of that type. Jobs are ranked in one order over all partitions,
-// as Slurm's priority is, and start in that order while they fit their
-// partition (with GPU type); a job that does not fit blocks its partition
-// only, which then makes its own EASY pass, its reservation and backfill
-// seeing only its nodes, as Slurm's backfill plans each partition apart
-// (simulator.decideParts). A node in several
-// partitions is one node: what a job of one takes, the others lose. Where
-// partitions overlap, a reservation of one does not hold the shared nodes
-// against another's backfill.
+// cluster), only on nodes of that type. Jobs are ranked in one order over
+// all partitions, as Slurm's priority is, and start in that order while
+// they fit their partition (with GPU type); a job that does not fit blocks
+// its partition only (every GPU type of it), whose jobs of each GPU type
+// then make their own EASY pass, its reservation and backfill seeing only
+// their nodes, as Slurm's backfill plans each partition apart
+// (simulator.decideParts). A node in several partitions is one node: what
+// a job of one takes, the others lose. Where partitions overlap, or GPU
+// types of one partition (an untyped job's nodes and an h100 job's), a
+// reservation of one does not hold the shared nodes against another's
+// backfill.
 type Layout struct {
 	Nodes []Node
 	// Partitions names the partitions, the default first.
@@ -446,23 +448,27 @@ func (r *router) view(p int, typ string) int32 {
 type partState struct {
 	router *router
 	views  []viewState
-	// rank is this cycle's views in the order of their best-ranked job;
-	// cur is the view being scheduled, start the callback of its pass
-	// (made once, so a pass allocates nothing).
-	rank  []int32
-	cur   int32
-	start func(i int, a []schedule.Use)
+	// blocked marks, by partition, this cycle's partitions where a job
+	// did not fit; rank is the views with jobs queued behind it, in the
+	// order of their best-ranked queued job; cur is the view being
+	// scheduled, start the callback of its pass (made once, so a pass
+	// allocates nothing).
+	blocked []bool
+	rank    []int32
+	cur     int32
+	start   func(i int, a []schedule.Use)
 }
 
 type viewState struct {
-	easy    *schedule.EASY
-	queue   schedule.Queue
-	needs   needs
-	blocked bool // this cycle, a job of the view did not fit
+	easy   *schedule.EASY
+	queue  schedule.Queue
+	needs  needs
+	queued bool // this cycle, the view has jobs queued for its pass
 }
 
 func (p *partState) init(s *simulator) {
 	p.views = make([]viewState, len(p.router.views))
+	p.blocked = make([]bool, len(p.router.l.Partitions))
 	for i, v := range p.router.views {
 		p.views[i] = viewState{easy: schedule.NewEASYOn(schedule.NewPoolOf(v.perNode, v.units, v.member)),
 			needs: newNeeds(v.capacity)}
@@ -516,28 +522,34 @@ func (s *simulator) anyFits() bool {
 // decideParts is decideEASY on a partitioned cluster, as Slurm's two
 // schedulers act on one priority order: the main one walks the whole
 // ranking, starting each job that fits its view until one does not, which
-// blocks its view only; then each blocked view, the view of the
-// best-ranked blocked job first, makes its EASY pass over its jobs not
-// started, in ranking order, with the reservation and backfill seeing only
-// its nodes.
+// blocks its partition only (every GPU type of it, as Slurm's main
+// scheduler skips the rest of a partition whatever they ask for); then
+// each view with jobs behind a blocked one, the view of the best-ranked
+// such job first, makes its EASY pass over its jobs not started, in
+// ranking order, with the reservation and backfill seeing only its nodes.
 func (s *simulator) decideParts() {
 	p := s.parts
 	for w := range p.views {
 		p.views[w].queue.Reset()
-		p.views[w].blocked = false
+		p.views[w].queued = false
 	}
+	clear(p.blocked)
 	p.rank = p.rank[:0]
 	for _, k := range s.order {
 		j := &s.jobs[k]
 		v := &p.views[j.view]
-		if !v.blocked {
+		part := p.router.views[j.view].part
+		if !p.blocked[part] {
 			if free := v.easy.Free; free.Fits(int(j.need)) {
 				s.place = free.Place(int(j.need), s.place)
 				p.take(s.place)
 				s.start(k, s.place)
 				continue
 			}
-			v.blocked = true
+			p.blocked[part] = true
+		}
+		if !v.queued {
+			v.queued = true
 			p.rank = append(p.rank, j.view)
 		}
 		v.queue.Add(k, int(j.need), j.limit-j.done)

@@ -105,6 +105,32 @@ func TestRun_Partitions(t *testing.T) {
 		},
 		want: map[int64]float64{1: 0, 2: 100, 3: 2, 4: 12},
 	}, {
+		// Without backfill a job blocked on its GPU type blocks its whole
+		// partition: job 3, untyped and ranked after job 2 (blocked on
+		// the h100 node job 1 half holds), waits behind it instead of
+		// taking the node's free half and holding job 2 off until 1002.
+		name:     "GPU type blocks its partition",
+		spec:     "gpu:nodes=1,per-node=8,type=h100",
+		backfill: NoBackfill,
+		jobs: []policy.Job{
+			partJob(1, "gpu", "", 0, 4, 100, 100),
+			partJob(2, "gpu", "h100", 1, 8, 10, 10),
+			partJob(3, "gpu", "", 2, 4, 1000, 1000),
+		},
+		want: map[int64]float64{1: 0, 2: 100, 3: 110},
+	}, {
+		// Nor does a blocked job of one type hold back the free nodes of
+		// another type under EASY: job 3 (v100), behind job 2 (a100,
+		// blocked), starts in its own type's pass at once.
+		name: "GPU types plan apart under EASY",
+		spec: "gpu:nodes=1,per-node=8,type=a100;gpu:nodes=1,per-node=8,type=v100",
+		jobs: []policy.Job{
+			partJob(1, "gpu", "a100", 0, 8, 100, 100),
+			partJob(2, "gpu", "a100", 1, 8, 10, 10),
+			partJob(3, "gpu", "v100", 2, 8, 10, 1000),
+		},
+		want: map[int64]float64{1: 0, 2: 100, 3: 2},
+	}, {
 		// Job 3 heads the queue, blocked in a (reserved at 100); b has
 		// its own reservation for job 4 at 50, when job 2's limit ends.
 		// Job 5 backfills in b, ending (by its limit, 43) before b's
