@@ -18,7 +18,11 @@ type HistorySource interface {
 	// FinishedJobs returns the cluster's jobs that ended in [since, until).
 	// It may return more (jobs still running, jobs that ended just outside
 	// the window): Import keeps only finished jobs, and it is idempotent.
-	FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, error)
+	// bad holds one error (a *RecordError) per job record that could not
+	// be read, which is not in jobs: whether it stops the sync is the
+	// caller's choice (SyncOptions.SkipBad), as for a file's bad records.
+	// err is for a read that failed as a whole.
+	FinishedJobs(ctx context.Context, since, until time.Time) (jobs []policy.Job, bad []error, err error)
 }
 
 // SyncOptions tune SyncHistory.
@@ -50,6 +54,9 @@ type SyncOptions struct {
 // SyncHistory imports the jobs that ended since the stored watermark (less
 // Overlap, or since an earlier Initial) from src, and moves the watermark to the window's end in the
 // same transaction. It returns the window read and what the import did.
+// A job record src could not read fails the sync, with nothing written,
+// unless opt.SkipBad: then it is counted as read and rejected, with its
+// reason, like a bad record of a file.
 func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOptions) (Summary, time.Time, time.Time, error) {
 	if opt.Cluster == "" {
 		return Summary{}, time.Time{}, time.Time{}, errors.New("sync history: no cluster name")
@@ -75,19 +82,37 @@ func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOpti
 	if from := wm.Add(-opt.Overlap); ok && (opt.Initial.IsZero() || from.Before(opt.Initial)) {
 		since = from
 	}
-	jobs, err := src.FinishedJobs(ctx, since, until)
+	jobs, bad, err := src.FinishedJobs(ctx, since, until)
+	if err == nil {
+		err = badRecords(bad, opt.SkipBad)
+	}
 	if err != nil {
 		return Summary{}, since, until, fmt.Errorf("read %s history %s..%s: %w", opt.Source, since.Format(time.RFC3339), until.Format(time.RFC3339), err)
+	}
+	if len(bad) > 0 {
+		s.log.Warn("skipped job records that cannot be read", "source", opt.Source, "records", len(bad), "first", bad[0].Error())
 	}
 	where := make([]string, len(jobs))
 	for i, j := range jobs {
 		where[i] = fmt.Sprintf("%s job %d", opt.Source, j.ID)
 	}
-	sum, err := s.Import(ctx, NewJobsSource(jobs, where, 0), ImportOptions{
+	sum, err := s.Import(ctx, NewJobsSource(jobs, where, len(bad)), ImportOptions{
 		Source: opt.Source, SkipBad: opt.SkipBad, Phase: opt.Phase,
 		Watermark: &WatermarkUpdate{Cluster: opt.Cluster, Source: opt.Source, At: until},
 	})
+	for i := 0; i < len(bad) && len(sum.Rejects) < MaxRejects; i++ {
+		sum.Rejects = append(sum.Rejects, bad[i])
+	}
 	return sum, since, until, err
+}
+
+// badRecords is the error that stops a sync over the job records a
+// history source could not read: none when there are none or skipBad.
+func badRecords(bad []error, skipBad bool) error {
+	if len(bad) == 0 || skipBad {
+		return nil
+	}
+	return fmt.Errorf("%d job record(s) could not be read, first: %w (nothing imported; --skip-bad imports the rest)", len(bad), bad[0])
 }
 
 // SacctRunner runs `sacct --json` for every user's jobs active in [since,
@@ -111,22 +136,25 @@ type SacctHistory struct {
 // [since, until). sacct selects the jobs active in the window; those that
 // had not ended by until are dropped, so reading the same window twice
 // gives the same jobs however the cluster moved on in between.
-func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, error) {
+func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, []error, error) {
 	if h.Slurm == nil {
-		return nil, errors.New("sacct history: no sacct runner configured")
+		return nil, nil, errors.New("sacct history: no sacct runner configured")
 	}
 	out, err := h.Slurm.SacctJobsJSON(ctx, h.Path, h.Cluster, since, until)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	doc, err := ParseSacctJSON("sacct", out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(doc.Bad) > 0 {
-		return nil, fmt.Errorf("%d job record(s) sacct printed could not be read, first: %w", len(doc.Bad), doc.Bad[0])
+	// No record readable is a format this Fairway does not know rather
+	// than an odd job: failing keeps the watermark, so that history is
+	// read once Fairway is upgraded instead of skipped for good.
+	if len(doc.Bad) > 0 && len(doc.Jobs) == 0 {
+		return nil, nil, fmt.Errorf("none of the %d job record(s) sacct printed could be read, first: %w", len(doc.Bad), doc.Bad[0])
 	}
-	return endedIn(doc.Jobs, since, until), nil
+	return endedIn(doc.Jobs, since, until), doc.Bad, nil
 }
 
 // endedIn keeps, in place, the jobs of a slurmdbd window query that finished

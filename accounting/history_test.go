@@ -178,7 +178,7 @@ func testSyncHistoryLabKeepsDeadline(t *testing.T, via string) {
 	until := time.Now().Add(time.Second).Truncate(time.Second)
 	var fromDBD policy.Job
 	for deadline := time.Now().Add(30 * time.Second); fromDBD.ID == 0; time.Sleep(time.Second) {
-		jobs, err := src.FinishedJobs(ctx, began, until)
+		jobs, _, err := src.FinishedJobs(ctx, began, until)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestSyncHistory_LabCancelledWhilePending(t *testing.T) {
 // TestSacctHistory_NoRunner: without a runner SacctHistory runs nothing
 // and says so.
 func TestSacctHistory_NoRunner(t *testing.T) {
-	_, err := (&accounting.SacctHistory{}).FinishedJobs(context.Background(), time.Now().Add(-time.Hour), time.Now())
+	_, _, err := (&accounting.SacctHistory{}).FinishedJobs(context.Background(), time.Now().Add(-time.Hour), time.Now())
 	if err == nil || !strings.Contains(err.Error(), "no sacct runner configured") {
 		t.Errorf("FinishedJobs = %v, want an error naming the missing runner", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
@@ -26,7 +25,7 @@ type SlurmdbJobs interface {
 // v0.0.45 paths later). It needs no Slurm client or munge on this host: the
 // same URL and token serve reads. slurmrestd must run its slurmdbd plugin
 // (openapi/dbv0.0.38 on 22.05; openapi/slurmdbd, loaded by default from
-// 23.11 on). Use it by pointer: it counts skipped records.
+// 23.11 on).
 type RESTHistory struct {
 	Client  SlurmdbJobs
 	Cluster string // only this cluster's jobs; every cluster slurmdbd keeps when empty
@@ -36,14 +35,9 @@ type RESTHistory struct {
 	// busy cluster in one request would outlast the client's request
 	// timeout or the response size limit.
 	Chunk time.Duration
-	// Log receives one warning per job record that could not be read; nil
-	// discards them.
+	// Log receives the summary of the windows slurmdbd found empty; nil
+	// discards it.
 	Log *slog.Logger
-
-	// Skipped counts the job records left out because they could not be
-	// read, over the life of this value: one odd record must not stop the
-	// history of every other job.
-	Skipped atomic.Int64
 }
 
 // FinishedJobs implements HistorySource: the jobs that ended in [since,
@@ -52,12 +46,13 @@ type RESTHistory struct {
 // those that ended outside it, are dropped (a long job active in several
 // chunks is kept only in the one it ended in), so reading the same window
 // twice gives the same jobs however the cluster moved on in between.
-func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, error) {
+func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) ([]policy.Job, []error, error) {
 	chunk := h.Chunk
 	if chunk <= 0 {
 		chunk = 24 * time.Hour
 	}
 	var jobs []policy.Job
+	var bad []error
 	chunks, empty := 0, 0
 	defer func() {
 		// One line for the empty windows, not one per window: a quiet
@@ -79,7 +74,7 @@ func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) 
 		chunks++
 		body, err := h.Client.DBJobs(ctx, h.Cluster, from, to)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if body == nil {
 			empty++
@@ -87,20 +82,13 @@ func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) 
 		}
 		doc, err := ParseSacctJSON("slurmrestd", body)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(doc.Bad) > 0 && len(doc.Jobs) == 0 {
-			return nil, fmt.Errorf("none of the %d job record(s) slurmrestd sent could be read, first: %w", len(doc.Bad), doc.Bad[0])
+			return nil, nil, fmt.Errorf("none of the %d job record(s) slurmrestd sent could be read, first: %w", len(doc.Bad), doc.Bad[0])
 		}
-		if len(doc.Bad) > 0 {
-			h.Skipped.Add(int64(len(doc.Bad)))
-			if h.Log != nil {
-				for _, b := range doc.Bad {
-					h.Log.Warn("skipped a slurmdbd job record that cannot be read", "error", b)
-				}
-			}
-		}
+		bad = append(bad, doc.Bad...)
 		jobs = append(jobs, endedIn(doc.Jobs, from, to)...)
 	}
-	return jobs, nil
+	return jobs, bad, nil
 }

@@ -86,7 +86,7 @@ func TestRESTHistory_FinishedJobs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeSlurmdb{body: body}
 			rh := &accounting.RESTHistory{Client: f, Cluster: "fairwaylab"}
-			jobs, err := rh.FinishedJobs(context.Background(), tc.since, tc.until)
+			jobs, _, err := rh.FinishedJobs(context.Background(), tc.since, tc.until)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,16 +116,16 @@ func TestRESTHistory_FinishedJobs(t *testing.T) {
 func TestRESTHistory_NothingOrError(t *testing.T) {
 	now := time.Now()
 	h := &accounting.RESTHistory{Client: &fakeSlurmdb{}}
-	if jobs, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); err != nil || len(jobs) != 0 {
+	if jobs, _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); err != nil || len(jobs) != 0 {
 		t.Errorf("nothing found: %d jobs, %v; want none and no error", len(jobs), err)
 	}
 	boom := errors.New("slurmrestd: unreachable")
 	h = &accounting.RESTHistory{Client: &fakeSlurmdb{err: boom}}
-	if _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); !errors.Is(err, boom) {
+	if _, _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); !errors.Is(err, boom) {
 		t.Errorf("DBJobs error: got %v, want it passed on", err)
 	}
 	h = &accounting.RESTHistory{Client: &fakeSlurmdb{body: []byte("Unable find requested URL.")}}
-	if _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); err == nil {
+	if _, _, err := h.FinishedJobs(context.Background(), now.Add(-time.Hour), now); err == nil {
 		t.Error("a body that is not JSON: no error")
 	}
 }
@@ -165,7 +165,7 @@ func TestRESTHistory_Captured(t *testing.T) {
 			}
 			since := now.Add(-24 * time.Hour) // the jobs ran in the hour before the capture
 			h := &accounting.RESTHistory{Client: &fakeSlurmdb{body: body}}
-			jobs, err := h.FinishedJobs(context.Background(), since, now)
+			jobs, _, err := h.FinishedJobs(context.Background(), since, now)
 			if err != nil {
 				t.Fatalf("%s %s: %v", rel, v, err)
 			}
@@ -192,9 +192,9 @@ func TestRESTHistory_Captured(t *testing.T) {
 			}
 			spoiled, _ := json.Marshal(doc)
 			h = &accounting.RESTHistory{Client: &fakeSlurmdb{body: spoiled}}
-			jobs, err = h.FinishedJobs(context.Background(), since, now)
-			if err != nil || len(jobs) != 4 || h.Skipped.Load() != 1 {
-				t.Errorf("%s %s, one spoiled record: %d jobs, %v, %d skipped; want 4, nil, 1", rel, v, len(jobs), err, h.Skipped.Load())
+			jobs, bad, err := h.FinishedJobs(context.Background(), since, now)
+			if err != nil || len(jobs) != 4 || len(bad) != 1 || !errors.Is(bad[0], accounting.ErrMalformed) {
+				t.Errorf("%s %s, one spoiled record: %d jobs, %v, bad %v; want 4, nil, one malformed record", rel, v, len(jobs), err, bad)
 			}
 		}
 	}
@@ -261,7 +261,7 @@ func TestRESTHistory_EmptyDaysLogOneLine(t *testing.T) {
 	var logged bytes.Buffer
 	now := time.Now()
 	h := &accounting.RESTHistory{Client: &fakeSlurmdb{}, Log: slog.New(slog.NewTextHandler(&logged, nil))}
-	if jobs, err := h.FinishedJobs(context.Background(), now.AddDate(0, 0, -30), now); err != nil || len(jobs) != 0 {
+	if jobs, _, err := h.FinishedJobs(context.Background(), now.AddDate(0, 0, -30), now); err != nil || len(jobs) != 0 {
 		t.Fatalf("%d jobs, %v; want none and no error", len(jobs), err)
 	}
 	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")

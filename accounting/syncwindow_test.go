@@ -16,12 +16,13 @@ import (
 // that ended in them.
 type windowHistory struct {
 	jobs []policy.Job
+	bad  []error // records it could not read
 
 	mu      sync.Mutex // SyncHistory may run concurrently
 	windows [][2]time.Time
 }
 
-func (h *windowHistory) FinishedJobs(_ context.Context, since, until time.Time) ([]policy.Job, error) {
+func (h *windowHistory) FinishedJobs(_ context.Context, since, until time.Time) ([]policy.Job, []error, error) {
 	h.mu.Lock()
 	h.windows = append(h.windows, [2]time.Time{since, until})
 	h.mu.Unlock()
@@ -31,7 +32,7 @@ func (h *windowHistory) FinishedJobs(_ context.Context, since, until time.Time) 
 			out = append(out, j)
 		}
 	}
-	return out, nil
+	return out, h.bad, nil
 }
 
 func (h *windowHistory) last() [2]time.Time {
