@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -88,12 +89,19 @@ func validate(j *policy.Job) error {
 		return bad("no cluster name")
 	case j.ID < 0: // traces may count from 0 (Philly-MIX does)
 		return bad("negative job id %d", j.ID)
-	case j.ArrayTask < -1:
+	case j.ArrayTask < -1 || j.ArrayTask > math.MaxInt32:
 		return bad("array task %d", j.ArrayTask)
 	case j.Submit.IsZero():
 		return bad("no submit time")
 	case j.Nodes < 0 || j.CPUs < 0 || j.GPUs < 0 || j.Shards < 0 || j.MemoryMB < 0:
 		return bad("negative resources (nodes %d, cpus %d, gpus %d, shards %d, memory %d MB)", j.Nodes, j.CPUs, j.GPUs, j.Shards, j.MemoryMB)
+	case j.Nodes > math.MaxInt32 || j.CPUs > math.MaxInt32 || j.GPUs > math.MaxInt32 || j.Shards > math.MaxInt32:
+		// The columns are integer: converted, the count would wrap into
+		// another (often negative) one. Only a corrupt record or a Slurm
+		// marker (NO_VAL) read as a count is this large.
+		return bad("more than an integer column holds (nodes %d, cpus %d, gpus %d, shards %d)", j.Nodes, j.CPUs, j.GPUs, j.Shards)
+	case j.ExitCode < math.MinInt32 || j.ExitCode > math.MaxInt32:
+		return bad("exit code %d", j.ExitCode)
 	case j.TimeLimit < 0:
 		return bad("negative time limit %s", j.TimeLimit)
 	case !isText(j.Cluster):
