@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -243,6 +244,13 @@ func (sj *sacctJob) job() (policy.Job, error) {
 	if len(t) == 0 {
 		t = sj.TRES.Requested
 	}
+	// "gpu" is the total; "gpu:TYPE" a typed count, when the cluster's
+	// AccountingStorageTRES lists typed GPUs, with or without the total.
+	// Without it the typed counts add up (a job may hold two types), and
+	// the type is the first, as slurmctl reads tres_alloc_str: serve
+	// stores slurmctld's record first, and slurmdbd's must not differ.
+	var gpus, typedGPUs, shards, typedShards int64
+	var untypedGPUs, untypedShards bool
 	for _, r := range t {
 		n := r.Count.N
 		if !r.Count.Set || n < 0 {
@@ -255,23 +263,26 @@ func (sj *sacctJob) job() (policy.Job, error) {
 			j.MemoryMB = n
 		case r.Type == "node":
 			j.Nodes = int(n)
-		case r.Type == "gres" && (r.Name == "gpu" || strings.HasPrefix(r.Name, "gpu:")):
-			// "gpu" is the total; "gpu:TYPE" a typed count, when the
-			// cluster's AccountingStorageTRES lists typed GPUs.
-			if typ, ok := strings.CutPrefix(r.Name, "gpu:"); ok {
-				j.GPUType = typ
-				if j.GPUs == 0 {
-					j.GPUs = int(n)
-				}
-			} else {
-				j.GPUs = int(n)
+		case r.Type == "gres" && r.Name == "gpu":
+			gpus, untypedGPUs = n, true
+		case r.Type == "gres" && strings.HasPrefix(r.Name, "gpu:"):
+			typedGPUs = satAdd(typedGPUs, n)
+			if j.GPUType == "" {
+				j.GPUType = strings.TrimPrefix(r.Name, "gpu:")
 			}
-		case r.Type == "gres" && (r.Name == "shard" || strings.HasPrefix(r.Name, "shard:")):
-			if !strings.Contains(r.Name, ":") || j.Shards == 0 {
-				j.Shards = int(n)
-			}
+		case r.Type == "gres" && r.Name == "shard":
+			shards, untypedShards = n, true
+		case r.Type == "gres" && strings.HasPrefix(r.Name, "shard:"):
+			typedShards = satAdd(typedShards, n)
 		}
 	}
+	if !untypedGPUs {
+		gpus = typedGPUs
+	}
+	if !untypedShards {
+		shards = typedShards
+	}
+	j.GPUs, j.Shards = int(gpus), int(shards)
 	if j.Nodes == 0 && sj.AllocNodes.N > 0 {
 		j.Nodes = int(sj.AllocNodes.N)
 	}
@@ -287,6 +298,15 @@ func (sj *sacctJob) job() (policy.Job, error) {
 		j.CPUs = int(sj.Required.CPUs.N)
 	}
 	return j, nil
+}
+
+// satAdd adds two counts, stopping at the largest int64 rather than
+// wrapping into a negative one (validate refuses so large a count).
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // unixTime is a Slurm time in Unix seconds; unset, infinite, zero and
