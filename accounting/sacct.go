@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,8 +52,8 @@ type SacctDoc struct {
 // have HetJob set.
 func ParseSacctJSON(name string, data []byte) (*SacctDoc, error) {
 	var top struct {
-		Errors json.RawMessage   `json:"errors"`
-		Jobs   []json.RawMessage `json:"jobs"`
+		Errors json.RawMessage    `json:"errors"`
+		Jobs   *[]json.RawMessage `json:"jobs"`
 	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, &RecordError{Where: name, Err: fmt.Errorf("not a sacct --json document: %w", err)}
@@ -60,8 +61,19 @@ func ParseSacctJSON(name string, data []byte) (*SacctDoc, error) {
 	if msgs := restErrors(top.Errors); len(msgs) > 0 {
 		return nil, fmt.Errorf("%s: sacct reported errors: %s", name, strings.Join(msgs, "; "))
 	}
+	// Every release prints "jobs", an empty window too (with its "Nothing
+	// found" error). A document without it is not one: read as no jobs,
+	// serve's history sync would move its watermark past a window it never
+	// read, and that history would be lost for good.
+	if top.Jobs == nil && !emptyResult(top.Errors) {
+		return nil, &RecordError{Where: name, Err: errors.New("not a sacct --json document: no \"jobs\" array")}
+	}
 	doc := &SacctDoc{}
-	for i, raw := range top.Jobs {
+	var jobs []json.RawMessage
+	if top.Jobs != nil {
+		jobs = *top.Jobs
+	}
+	for i, raw := range jobs {
 		where := fmt.Sprintf("%s: jobs[%d]", name, i)
 		var sj sacctJob
 		if err := json.Unmarshal(raw, &sj); err != nil {
@@ -82,6 +94,19 @@ func ParseSacctJSON(name string, data []byte) (*SacctDoc, error) {
 // slurmEmptyResult is ESLURM_REST_EMPTY_RESULT ("Nothing found"): sacct
 // --json reports an empty window as an error, which is no error to us.
 const slurmEmptyResult = 9003
+
+// emptyResult reports whether a Slurm "errors" array holds the "Nothing
+// found" error of an empty window.
+func emptyResult(raw json.RawMessage) bool {
+	var objs []map[string]any
+	if json.Unmarshal(raw, &objs) != nil {
+		return false
+	}
+	return slices.ContainsFunc(objs, func(o map[string]any) bool {
+		n, ok := o["error_number"].(float64)
+		return ok && n == slurmEmptyResult
+	})
+}
 
 // restErrors returns the messages of a Slurm "errors" array: a list of
 // objects with "error"/"description" (22.05) or of strings.

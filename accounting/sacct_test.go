@@ -92,6 +92,10 @@ func TestParseSacctJSON_Errors(t *testing.T) {
 	}{
 		{"not json", `{"jobs": [`, "in.json: not a sacct --json document", true},
 		{"slurm errors", `{"errors": [{"error": "Invalid user", "description": "no such user"}], "jobs": []}`, "in.json: sacct reported errors: Invalid user (no such user)", false},
+		// Not a sacct document: read as no jobs, a history sync would move
+		// its watermark past a window it never read.
+		{"no jobs array", `{"meta": {}, "errors": []}`, `in.json: not a sacct --json document: no "jobs" array`, true},
+		{"an object, not a document", `{"job_id": 3}`, `in.json: not a sacct --json document: no "jobs" array`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := accounting.ParseSacctJSON("in.json", []byte(tc.in))
@@ -102,6 +106,19 @@ func TestParseSacctJSON_Errors(t *testing.T) {
 				t.Errorf("errors.Is(err, ErrMalformed) = %v, want %v", got, tc.malformed)
 			}
 		})
+	}
+}
+
+// TestParseSacctJSON_EmptyWindow: an empty window is "Nothing found" with
+// "jobs": [] (22.05's sacct, seen on the lab), or without the array: no
+// jobs and no error either way.
+func TestParseSacctJSON_EmptyWindow(t *testing.T) {
+	nothing := `"errors": [{"description": "Nothing found", "error_number": 9003, "error": "Nothing found with query", "source": "slurmdb_jobs_get"}]`
+	for _, in := range []string{`{"meta": {}, ` + nothing + `, "jobs": []}`, `{"meta": {}, ` + nothing + `}`, `{"jobs": []}`} {
+		doc, err := accounting.ParseSacctJSON("in.json", []byte(in))
+		if err != nil || len(doc.Jobs) != 0 || len(doc.Bad) != 0 {
+			t.Errorf("%s: %+v, %v; want no jobs and no error", in, doc, err)
+		}
 	}
 }
 
