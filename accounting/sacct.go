@@ -232,6 +232,16 @@ func (sj *sacctJob) job() (policy.Job, error) {
 		End:       unixTime(sj.Time.End),
 		State:     policy.ParseState(state),
 	}
+	// A run that ended in a requeue (preemption, a node failure, scontrol
+	// requeue) is a record of its own in slurmdbd, with that run's start
+	// and end, state REQUEUED (22.05) or PENDING flagged REQUEUED (23.02
+	// on); the job's next run is another record, submitted at the requeue.
+	// Read as it is named it never finished and was dropped, and with it
+	// GPU time the job held, which Slurm's fair share charges: it is kept
+	// as PREEMPTED, a run the system ended.
+	if slices.Contains(sj.State.Current, "REQUEUED") && sj.Time.Start.N > 0 && sj.Time.End.N > 0 {
+		j.State = policy.StatePreempted
+	}
 	if j.State == policy.StateUnknown {
 		return policy.Job{}, fmt.Errorf("unknown state %q", state)
 	}
