@@ -3,10 +3,13 @@ package accounting_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
@@ -73,5 +76,45 @@ func TestImport_RequeuedRun(t *testing.T) {
 	}
 	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE state = 'COMPLETED'`); n != 1 {
 		t.Errorf("%d completed runs stored, want 1", n)
+	}
+}
+
+// TestSyncHistory_LabRequeuedRun requeues a running job on the lab and
+// pulls the window, through sacct and through slurmrestd: the run the
+// requeue ended is in the history, PREEMPTED, with its GPU. (sacct needs
+// -D for it on 26.05, which prints only a job's last run without it.) The
+// job's next run waits out Slurm's requeue delay; the test cancels it.
+func TestSyncHistory_LabRequeuedRun(t *testing.T) {
+	for _, via := range []string{"sacct", "slurmrestd"} {
+		t.Run(via, func(t *testing.T) {
+			e := lab.Get(t)
+			src := labHistory(t, e, via)
+			store, pool := freshStore(t)
+			ctx := context.Background()
+			began := time.Now().Add(-2 * time.Second).Truncate(time.Second)
+			id := e.Submit(t, "alice", "-J", randomTag("fwrq-"), "-p", e.Partition, "--gres=gpu:1", "--requeue", "--wrap", "sleep 300")
+			e.WaitState(t, id, 3*time.Minute, "RUNNING")
+			e.Run(t, "", "scontrol", "requeue", strconv.FormatInt(id, 10))
+			// Once sacct's last record of the job is its next run, pending,
+			// slurmdbd holds both runs: a query that shows only a job's last
+			// record (sacct without -D on 26.05) misses the first from then on.
+			if st := e.WaitState(t, id, time.Minute, "PENDING"); st != "PENDING" {
+				t.Fatalf("job %d is %s after scontrol requeue, want its next run PENDING", id, st)
+			}
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+				until := time.Now().Add(time.Second).Truncate(time.Second)
+				opt := accounting.SyncOptions{Cluster: e.Cluster, Initial: began, Now: until, Overlap: until.Sub(began)}
+				if _, _, _, err := store.SyncHistory(ctx, src, opt); err != nil {
+					t.Fatal(err)
+				}
+				n := countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = $1 AND job_id = $2 AND state = 'PREEMPTED' AND gpus = 1 AND start_time IS NOT NULL AND end_time >= start_time`, e.Cluster, id)
+				if n == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d PREEMPTED runs of job %d in the history after 30 s of syncs, want 1", n, id)
+				}
+			}
+		})
 	}
 }

@@ -14,7 +14,7 @@ import (
 // command on PATH; Runner's environment (ExecRunner.Env, e.g.
 // SLURM_CONF=...) says which cluster answers.
 
-// SacctJobsJSON runs `sacct --json -a -S since -E until [-M cluster]` for
+// SacctJobsJSON runs `sacct --json -a -D -S since -E until [-M cluster]` for
 // every user's jobs active in [since, until] (sacctWindow says how the
 // window is written).
 func (c Commands) SacctJobsJSON(ctx context.Context, path, cluster string, since, until time.Time) ([]byte, error) {
@@ -22,7 +22,9 @@ func (c Commands) SacctJobsJSON(ctx context.Context, path, cluster string, since
 		path = "sacct"
 	}
 	start, end := sacctWindow(since, until, time.Now())
-	args := []string{"--json", "-a", "-S", start, "-E", end}
+	// -D: every run of a requeued job, each its own record; without it
+	// 26.05 prints only the last (22.05 printed all runs in a window).
+	args := []string{"--json", "-a", "-D", "-S", start, "-E", end}
 	if cluster != "" {
 		args = append(args, "-M", cluster)
 	}

@@ -28,13 +28,13 @@ func TestCommands_SlurmdbdReaders(t *testing.T) {
 		wantErr string
 	}{
 		{"sacct --json", func(c Commands) ([]byte, error) { return c.SacctJobsJSON(context.Background(), "", "", since, until) },
-			"sacct --json -a -S now±N -E now±N",
-			"sacct --json -a -S now±N -E now±N: exit status 1: sacct: error: Problem talking to the database"},
+			"sacct --json -a -D -S now±N -E now±N",
+			"sacct --json -a -D -S now±N -E now±N: exit status 1: sacct: error: Problem talking to the database"},
 		{"sacct --json -M", func(c Commands) ([]byte, error) {
 			return c.SacctJobsJSON(context.Background(), "/opt/slurm/bin/sacct", "kth", since, until)
 		},
-			"/opt/slurm/bin/sacct --json -a -S now±N -E now±N -M kth",
-			"/opt/slurm/bin/sacct --json -a -S now±N -E now±N -M kth: exit status 1: sacct: error: Problem talking to the database"},
+			"/opt/slurm/bin/sacct --json -a -D -S now±N -E now±N -M kth",
+			"/opt/slurm/bin/sacct --json -a -D -S now±N -E now±N -M kth: exit status 1: sacct: error: Problem talking to the database"},
 		{"sacct usage", func(c Commands) ([]byte, error) { return c.SacctUsage(context.Background(), "", since, until) },
 			"sacct -a -n -P --noconvert --format=JobIDRaw,ElapsedRaw,TotalCPU,MaxRSS -S now±N -E now±N",
 			"sacct usage: exit status 1: sacct: error: Problem talking to the database"},
