@@ -2,6 +2,7 @@ package accounting_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -116,5 +117,33 @@ func TestSyncHistory_LabRequeuedRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseSacctJSON_FlagFirst: a state list that puts a flag before the
+// base state reads as the base state, as the live reader takes it; it was
+// refused as "unknown state". (The captured 26.05.3 answer, its last run's
+// state reordered.)
+func TestParseSacctJSON_FlagFirst(t *testing.T) {
+	data, err := os.ReadFile(requeueCaptures[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	jobs := doc["jobs"].([]any)
+	jobs[1].(map[string]any)["state"].(map[string]any)["current"] = []any{"EXPEDITING", "COMPLETED"}
+	in, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := accounting.ParseSacctJSON("s.json", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Bad) != 0 || len(got.Jobs) != 2 || got.Jobs[1].State != policy.StateCompleted {
+		t.Errorf("%d jobs (%v), bad %v; want the last run COMPLETED", len(got.Jobs), got.Jobs, got.Bad)
 	}
 }

@@ -215,7 +215,7 @@ func (sj *sacctJob) job() (policy.Job, error) {
 	if sj.Cluster == "" {
 		return policy.Job{}, errors.New("no cluster")
 	}
-	state := sj.State.Current.String()
+	state := sj.State.Current.base()
 	j := policy.Job{
 		Cluster:   sj.Cluster,
 		ID:        sj.JobID.N,
@@ -434,6 +434,19 @@ func (s *stateName) UnmarshalJSON(b []byte) error {
 	}
 	*s = stateName{one}
 	return nil
+}
+
+// base is the job's state: the first name policy knows, as the live
+// reader takes it (slurmctl's jobStateField), so that a list that puts a
+// flag first (["EXPEDITING", "COMPLETED"]) still reads as its state; else
+// the first name, for the error.
+func (s stateName) base() string {
+	for _, x := range s {
+		if policy.ParseState(x) != policy.StateUnknown {
+			return x
+		}
+	}
+	return s.String()
 }
 
 func (s stateName) String() string {
