@@ -138,6 +138,11 @@ var (
 )
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Answers are per user and stale a cycle later: a cache (the
+	// portal's proxy, a browser) that kept one would hand one user's jobs
+	// to the next caller of the same URL.
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	select {
 	case a.slots <- struct{}{}:
 		defer func() { <-a.slots }()
