@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -51,7 +53,8 @@ type APIConfig struct {
 	// Rate and Burst limit each caller (the trusted user, else the
 	// client address) to Rate requests a second after Burst at once;
 	// past it the answer is 429 with Retry-After. MaxInFlight bounds the
-	// requests answered at once; past it the answer is 503 with
+	// requests answered at once (made, not yet sent: a slow client's
+	// answer waits outside); past it the answer is 503 with
 	// Retry-After. Zero values take the defaults above.
 	Rate        float64
 	Burst       int
@@ -145,18 +148,52 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	select {
 	case a.slots <- struct{}{}:
-		defer func() { <-a.slots }()
 	default:
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, errBusy)
 		return
 	}
+	// The answer is made in memory and sent after the slot is given
+	// back: a client that does not read (one write can then block until
+	// WriteTimeout) would otherwise hold its slot, and a few such clients
+	// all of them.
+	ans := &answer{header: w.Header()}
+	a.answer(ans, r)
+	w.WriteHeader(cmp.Or(ans.code, http.StatusOK))
+	_, _ = w.Write(ans.body.Bytes())
+}
+
+// answer answers r into ans holding one of the slots, which it gives
+// back.
+func (a *api) answer(ans *answer, r *http.Request) {
+	defer func() { <-a.slots }()
 	if wait, ok := a.limit.take(a.rateKey(r), a.now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		writeError(w, http.StatusTooManyRequests, errRate)
+		ans.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		writeError(ans, http.StatusTooManyRequests, errRate)
 		return
 	}
-	a.mux.ServeHTTP(w, r)
+	a.mux.ServeHTTP(ans, r)
+}
+
+// answer is a response held whole until it is sent. Its header is the
+// client's own.
+type answer struct {
+	header http.Header
+	code   int // 0 until WriteHeader or Write
+	body   bytes.Buffer
+}
+
+func (b *answer) Header() http.Header { return b.header }
+
+func (b *answer) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}
+
+func (b *answer) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
 }
 
 // rateKey is whom a request is counted against: the trusted user when
