@@ -55,10 +55,18 @@ var LearnedFeatures = []Feature{
 	{"age", "(1 + w/max(r̂, τ)): the job's slowdown were it to start now; its exponent divides the key", 0.25, 4},
 }
 
-// learnedMaxExponent bounds every exponent's magnitude, so that no key
-// overflows: the largest factor (a UnknownRun limit, 6·10⁵ s, or a capped
-// usage ratio, 10⁶) to the 16th is far below MaxFloat64.
-const learnedMaxExponent = 16
+// learnedMaxExponent bounds every exponent's magnitude, and
+// learnedMaxTotal the sum of their magnitudes: a bound on each alone lets
+// the product overflow (run, limit, size and usage at 16 make a week-long
+// 1024-CPU job's key +Inf) or fall below the normal floats, and jobs whose
+// log keys differ then tie. Every factor is at least 1 and below e²³ (a
+// time.Duration in seconds, a Slurm CPU count, the 10⁶ usage cap, 1 plus
+// the waiting seconds over τ), so |ln key| ≤ 23 · 30 = 690, within the
+// normal floats' ±708. The tuner's box sums to 24.
+const (
+	learnedMaxExponent = 16
+	learnedMaxTotal    = 30
+)
 
 // Vector returns the exponents in LearnedFeatures' order.
 func (p LearnedParams) Vector() []float64 {
@@ -85,12 +93,15 @@ func learnedNames() []string {
 var ErrBadParams = errors.New("bad parameter")
 
 // Validate refuses what no ranking should run with: a non-finite exponent,
-// one whose magnitude exceeds 16 (keys would overflow), and a negative
+// one whose magnitude exceeds 16 or magnitudes that add up to more than 30
+// (keys would overflow or underflow), and a negative
 // age, usage or counter exponent (waiting would push a job back, or using
 // more would move a user forward).
 func (p LearnedParams) Validate() error {
+	total := 0.0
 	for i, v := range p.Vector() {
 		name := LearnedFeatures[i].Name
+		total += math.Abs(v)
 		switch {
 		case math.IsNaN(v) || math.IsInf(v, 0):
 			return fmt.Errorf("learned: %s = %g: want a finite number: %w", name, v, ErrBadParams)
@@ -99,6 +110,9 @@ func (p LearnedParams) Validate() error {
 		case v < 0 && (name == "age" || name == "usage" || name == "counter"):
 			return fmt.Errorf("learned: %s = %g: want >= 0: %w", name, v, ErrBadParams)
 		}
+	}
+	if total > learnedMaxTotal {
+		return fmt.Errorf("learned: exponents' magnitudes add up to %g: want at most %d, or keys overflow: %w", total, learnedMaxTotal, ErrBadParams)
 	}
 	return nil
 }

@@ -233,6 +233,8 @@ func TestLearnedParams_Validate(t *testing.T) {
 		{"huge size", func(p *LearnedParams) { p.Size = -40 }, "size = -40: want at most 16 in magnitude"},
 		{"negative age", func(p *LearnedParams) { p.Age = -0.5 }, "age = -0.5: want >= 0"},
 		{"negative counter", func(p *LearnedParams) { p.Counter = -1 }, "counter = -1: want >= 0"},
+		{"each within 16, too many together", func(p *LearnedParams) { *p = LearnedParams{Run: 16, Limit: 16} }, "magnitudes add up to 32: want at most 30"},
+		{"the tuner's box corner", func(p *LearnedParams) { *p = LearnedParams{Run: 3, Limit: 3, Size: 2, Usage: 8, Counter: 4, Age: 4} }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
