@@ -66,20 +66,28 @@ func (i *PolicyFileInfo) String() string {
 }
 
 // fileStamp is what tells that a file changed without reading it: its
-// size, modification time and identity (a file renamed over it is
-// another file, whatever its times).
+// size, modification time, status change time and identity (a file
+// renamed over it is another file, whatever its times). The change time
+// because the modification time can be set back: cp -p, rsync --inplace
+// -t or a package with fixed times write a file in place, as many bytes,
+// and leave its old modification time; no one can set the change time.
 type fileStamp struct {
-	size int64
-	mod  time.Time
-	info fs.FileInfo
+	size   int64
+	mod    time.Time
+	change syscall.Timespec
+	info   fs.FileInfo
 }
 
 func (a fileStamp) same(b fileStamp) bool {
-	return a.info != nil && b.info != nil && a.size == b.size && a.mod.Equal(b.mod) && os.SameFile(a.info, b.info)
+	return a.info != nil && b.info != nil && a.size == b.size && a.mod.Equal(b.mod) && a.change == b.change && os.SameFile(a.info, b.info)
 }
 
 func stampOf(fi fs.FileInfo) fileStamp {
-	return fileStamp{size: fi.Size(), mod: fi.ModTime(), info: fi}
+	st := fileStamp{size: fi.Size(), mod: fi.ModTime(), info: fi}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.change = sys.Ctim
+	}
+	return st
 }
 
 // LoadPolicyFile reads the policy file at path and builds its policy. The
@@ -143,7 +151,7 @@ func pathErr(err error) error {
 }
 
 // policyWatch is serve's policy file between cycles. At every cycle it
-// stats the file; when the size, modification time or identity changed
+// stats the file; when the size, modification or change time or identity changed
 // since the last look, or the last look failed, it reads the file again.
 // A file that loads replaces the policy; one that does not (unreadable,
 // removed, another format version, a bad parameter, half written) leaves
