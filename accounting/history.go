@@ -144,15 +144,22 @@ func (h *SacctHistory) FinishedJobs(ctx context.Context, since, until time.Time)
 	if err != nil {
 		return nil, nil, err
 	}
-	doc, err := ParseSacctJSON("sacct", out)
+	return windowJobs("sacct", "printed", out, since, until)
+}
+
+// windowJobs parses slurmdbd's answer for a window, as from (sacct or
+// slurmrestd) sent or printed it, and keeps the jobs that ended in
+// [since, until), with the records it could not read. No record readable
+// is a format this Fairway does not know rather than an odd job: failing
+// keeps the watermark, so that history is read once Fairway is upgraded
+// instead of skipped for good.
+func windowJobs(from, sent string, body []byte, since, until time.Time) ([]policy.Job, []error, error) {
+	doc, err := ParseSacctJSON(from, body)
 	if err != nil {
 		return nil, nil, err
 	}
-	// No record readable is a format this Fairway does not know rather
-	// than an odd job: failing keeps the watermark, so that history is
-	// read once Fairway is upgraded instead of skipped for good.
 	if len(doc.Bad) > 0 && len(doc.Jobs) == 0 {
-		return nil, nil, fmt.Errorf("none of the %d job record(s) sacct printed could be read, first: %w", len(doc.Bad), doc.Bad[0])
+		return nil, nil, fmt.Errorf("none of the %d job record(s) %s %s could be read, first: %w", len(doc.Bad), from, sent, doc.Bad[0])
 	}
 	return endedIn(doc.Jobs, since, until), doc.Bad, nil
 }

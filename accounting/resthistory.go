@@ -2,7 +2,6 @@ package accounting
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -80,15 +79,12 @@ func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) 
 			empty++
 			continue
 		}
-		doc, err := ParseSacctJSON("slurmrestd", body)
+		ended, unread, err := windowJobs("slurmrestd", "sent", body, from, to)
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(doc.Bad) > 0 && len(doc.Jobs) == 0 {
-			return nil, nil, fmt.Errorf("none of the %d job record(s) slurmrestd sent could be read, first: %w", len(doc.Bad), doc.Bad[0])
-		}
-		bad = append(bad, doc.Bad...)
-		jobs = append(jobs, endedIn(doc.Jobs, from, to)...)
+		bad = append(bad, unread...)
+		jobs = append(jobs, ended...)
 	}
 	return jobs, bad, nil
 }
