@@ -120,6 +120,8 @@ type Engine struct {
 	ledger *Ledger
 
 	predicted map[int64]time.Duration
+	// effective holds the pending jobs' Prediction.Effective where not 0.
+	effective map[int64]time.Duration
 	cache     map[int64]*enginePred
 	// pendSlot[i] is the cache entry due found for the job at
 	// Observation.Pending[i] in an earlier cycle, used when it is that
@@ -209,6 +211,7 @@ func NewEngine(p EngineParams) (*Engine, error) {
 		p:         p,
 		ledger:    l,
 		predicted: map[int64]time.Duration{},
+		effective: map[int64]time.Duration{},
 		cache:     map[int64]*enginePred{},
 		userGen:   map[string]*uint64{},
 		charged:   map[int64]*time.Time{},
@@ -332,6 +335,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		}
 		e.forget(j.ID)
 		delete(e.predicted, j.ID)
+		delete(e.effective, j.ID)
 	}
 
 	// 3. Backlog, which lifts the VTC counters of returning users.
@@ -363,12 +367,19 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 			c := e.batchC[i]
 			if e.preds[i].Source == sourceNone {
 				delete(e.predicted, j.ID)
+				delete(e.effective, j.ID)
 				c.run, c.has = 0, false
 				if had {
 					e.repredicted = append(e.repredicted, j.ID)
 				}
 			} else {
 				e.predicted[j.ID] = e.preds[i].Run
+				eff := e.preds[i].Effective
+				if eff > 0 {
+					e.effective[j.ID] = eff
+				} else {
+					delete(e.effective, j.ID)
+				}
 				c.run, c.has = e.preds[i].Run, true
 				if !had || old != e.preds[i].Run {
 					e.repredicted = append(e.repredicted, j.ID)
@@ -389,6 +400,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		Pending:   o.Pending,
 		Running:   o.Running,
 		Predicted: e.predicted,
+		Effective: e.effective,
 		TrueRun:   o.TrueRun,
 		Shares:    e.p.Shares,
 		Ledger:    e.ledger,
@@ -529,8 +541,11 @@ func (e *Engine) Swept() bool { return e.sweptNow }
 // Repredicted lists the jobs, pending or newly running, whose entry in the
 // last cycle's Snapshot.Predicted changed in that cycle: predicted for the
 // first time, predicted again to another value, or dropped (the predictor
-// had nothing to go on). Every other job kept the entry it had. The slice
-// is reused by the next cycle.
+// had nothing to go on). Every other job kept the entry it had. A change
+// of the job's Snapshot.Effective alone is not listed: what keeps jobs in
+// an order keyed by their prediction (static and clock orders) does not
+// read it, and its one reader, the learned family, ranks the whole
+// Snapshot every cycle. The slice is reused by the next cycle.
 func (e *Engine) Repredicted() []int64 { return e.repredicted }
 
 // due adds j to the cycle's batch of predictions when it has none or, for a
@@ -599,6 +614,7 @@ func (e *Engine) sweepCache(live int) {
 		if c.seen != e.cycle && e.running.jobs[id] == nil {
 			e.forget(id)
 			delete(e.predicted, id)
+			delete(e.effective, id)
 		}
 	}
 }

@@ -21,6 +21,9 @@ type LearnedParams struct {
 	Usage   float64 `json:"usage"`   // exponent of 1 + UE/S, the fair-share usage ratio
 	Counter float64 `json:"counter"` // exponent of 1 + c/c̄, the VTC counter over the mean
 	Age     float64 `json:"age"`     // a in the divisor (1 + w/max(r̂, τ))^a
+	// Effective is the exponent of e/max(r̂, τ), the effective run time
+	// (policy.EffectiveRun) over the predicted one.
+	Effective float64 `json:"effective"`
 }
 
 // DefaultLearnedParams is fair-sjf as a point of the learned family:
@@ -53,16 +56,19 @@ var LearnedFeatures = []Feature{
 	{"usage", "1 + UE/S: the association's classic fair-share effective usage over its normalised shares, as fair-sjf", 0, 8},
 	{"counter", "1 + c/c̄: the association's VTC counter over the mean counter of the associations with pending jobs", 0, 4},
 	{"age", "(1 + w/max(r̂, τ)): the job's slowdown were it to start now; its exponent divides the key", 0.25, 4},
+	{"effective", "e/max(r̂, τ): the effective run time (Snapshot.Effective, from the user's runs of the same job) over the predicted one; 1 when the predictor gives none", 0, 2},
 }
 
 // learnedMaxExponent bounds every exponent's magnitude, and
 // learnedMaxTotal the sum of their magnitudes: a bound on each alone lets
 // the product overflow (run, limit, size and usage at 16 make a week-long
 // 1024-CPU job's key +Inf) or fall below the normal floats, and jobs whose
-// log keys differ then tie. Every factor is at least 1 and below e²³ (a
-// time.Duration in seconds, a Slurm CPU count, the 10⁶ usage cap, 1 plus
-// the waiting seconds over τ), so |ln key| ≤ 23 · 30 = 690, within the
-// normal floats' ±708. The tuner's box sums to 24.
+// log keys differ then tie. Every factor but the effective one is at least
+// 1 and below e²³ (a time.Duration in seconds, a Slurm CPU count, the 10⁶
+// usage cap, 1 plus the waiting seconds over τ), and the effective one, a
+// run time of at least τ over another, lies within e^±23; so |ln key| ≤
+// 23 · 30 = 690, within the normal floats' ±708. The tuner's box sums to
+// 26.
 const (
 	learnedMaxExponent = 16
 	learnedMaxTotal    = 30
@@ -70,7 +76,7 @@ const (
 
 // Vector returns the exponents in LearnedFeatures' order.
 func (p LearnedParams) Vector() []float64 {
-	return []float64{p.Run, p.Limit, p.Size, p.Usage, p.Counter, p.Age}
+	return []float64{p.Run, p.Limit, p.Size, p.Usage, p.Counter, p.Age, p.Effective}
 }
 
 // LearnedParamsOf is Vector's inverse: v in LearnedFeatures' order.
@@ -78,7 +84,7 @@ func LearnedParamsOf(v []float64) (LearnedParams, error) {
 	if len(v) != len(LearnedFeatures) {
 		return LearnedParams{}, fmt.Errorf("learned: %d parameters, want %d (%s)", len(v), len(LearnedFeatures), strings.Join(learnedNames(), ", "))
 	}
-	return LearnedParams{Run: v[0], Limit: v[1], Size: v[2], Usage: v[3], Counter: v[4], Age: v[5]}, nil
+	return LearnedParams{Run: v[0], Limit: v[1], Size: v[2], Usage: v[3], Counter: v[4], Age: v[5], Effective: v[6]}, nil
 }
 
 func learnedNames() []string {
@@ -133,7 +139,7 @@ func (p LearnedParams) InBounds() bool {
 // association u gets the key
 //
 //	key = max(r̂,τ)^θrun · r^θlimit · n^θsize · (1 + UE_u/S_u)^θusage
-//	      · (1 + c_u/c̄)^θcounter / (1 + w/max(r̂,τ))^a
+//	      · (1 + c_u/c̄)^θcounter / (1 + w/max(r̂,τ))^a · (e/max(r̂,τ))^θeffective
 //
 // and the smallest key ranks first: a product of powers, linear in log
 // space (log key = Σ θ_i · log f_i), the form Carastan-Santos and de
@@ -142,7 +148,12 @@ func (p LearnedParams) InBounds() bool {
 // size, w the time since eligibility, UE_u/S_u fair-sjf's usage ratio
 // (fairshare's effective usage over normalised shares, capped at 10⁶), c_u
 // the association's VTC counter (Ledger.Counter) and c̄ the mean counter
-// of the associations with pending jobs (c/c̄ = 0 when c̄ = 0).
+// of the associations with pending jobs (c/c̄ = 0 when c̄ = 0), e the
+// job's effective run time (Snapshot.Effective; EffectiveRun says what it
+// is), which is max(r̂,τ) where the predictor gives none. θrun = 1 with
+// θeffective = 1 ranks by e: Smith's rule for bounded slowdown over the
+// run times the user's same job has had, where SJF ranks by their
+// prediction alone.
 //
 // Points and limits of the family:
 //
@@ -161,7 +172,8 @@ func (p LearnedParams) InBounds() bool {
 // Value = −key. Parts: key, and each feature's contribution to log key,
 // θ_i · log f_i (log_run, log_limit, log_size, log_usage, log_counter,
 // log_age, the last ≤ 0), with the features themselves (predicted_run_s,
-// limit_s, size, usage_ratio, counter_ratio, age_factor).
+// limit_s, size, usage_ratio, counter_ratio, age_factor), then
+// log_effective and effective_ratio (e/max(r̂,τ)).
 type learned struct {
 	p  LearnedParams
 	sc scorer
@@ -173,6 +185,7 @@ var learnedParts = []string{
 	"key",
 	"log_run", "log_limit", "log_size", "log_usage", "log_counter", "log_age",
 	"predicted_run_s", "limit_s", "size", "usage_ratio", "counter_ratio", "age_factor",
+	"log_effective", "effective_ratio",
 }
 
 // NewLearned returns the "learned" policy with exponents p.
@@ -276,6 +289,14 @@ func (p *learned) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, 
 			key /= ageFactor
 			row[6] = -p.p.Age * math.Log(age)
 		}
+		if p.p.Effective != 0 {
+			f := 1.0
+			if e, ok := s.Effective[j.ID]; ok && e > 0 {
+				f = e.Seconds() / base
+			}
+			mul(f, p.p.Effective, &row[13])
+			row[14] = f
+		}
 		row[0] = key
 		row[7], row[8], row[9], row[10], row[11], row[12] = run, limit, size, ratio, cr, ageFactor
 	}
@@ -304,12 +325,15 @@ func (p *learned) Contributions(parts map[string]float64) []Contribution {
 	}
 	same := func(v float64) float64 { return v }
 	onePlus := func(v float64) float64 { return 1 + v }
-	var usage, counter, age *float64
+	var usage, counter, age, effective *float64
 	if p.p.Usage != 0 {
 		usage = val("usage_ratio", onePlus)
 	}
 	if p.p.Counter != 0 {
 		counter = val("counter_ratio", onePlus)
+	}
+	if p.p.Effective != 0 {
+		effective = val("effective_ratio", same)
 	}
 	if p.p.Age != 0 {
 		// age_factor is (1 + w/max(r̂,τ))^a.
@@ -317,7 +341,7 @@ func (p *learned) Contributions(parts map[string]float64) []Contribution {
 	}
 	values := []*float64{
 		val("predicted_run_s", func(v float64) float64 { return max(v, fairSJFMinRun) }),
-		val("limit_s", same), val("size", same), usage, counter, age,
+		val("limit_s", same), val("size", same), usage, counter, age, effective,
 	}
 	out := make([]Contribution, len(LearnedFeatures))
 	for i, theta := range p.p.Vector() {
@@ -352,6 +376,9 @@ func (p *learned) WhatMovesIt(parts map[string]float64) string {
 	}
 	if p.p.Usage > 0 {
 		ls = append(ls, lever{"log_usage", "its user's fair-share usage decaying"})
+	}
+	if p.p.Effective > 0 {
+		ls = append(ls, lever{"log_effective", "shorter runs of the same job by its user (the likelier a short run, the sooner it ranks)"})
 	}
 	if p.p.Counter > 0 {
 		ls = append(ls, lever{"log_counter", "other users' VTC counters growing as their jobs run"})

@@ -255,7 +255,7 @@ func TestLearnedParams_Validate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := LearnedParamsOf([]float64{1, 2}); err == nil || !strings.Contains(err.Error(), "2 parameters, want 6") {
+	if _, err := LearnedParamsOf([]float64{1, 2}); err == nil || !strings.Contains(err.Error(), "2 parameters, want 7") {
 		t.Errorf("LearnedParamsOf(2 values) = %v", err)
 	}
 	if p, err := LearnedParamsOf(ok.Vector()); err != nil || p != ok {
@@ -320,9 +320,9 @@ func TestLearned_Contributions(t *testing.T) {
 		p        LearnedParams
 		noValues []string // features the ranking does not compute
 	}{
-		{"fair-sjf's point", DefaultLearnedParams(), []string{"counter"}},
-		{"every feature", LearnedParams{Run: 0.7, Limit: 0.5, Size: -0.5, Usage: 2, Counter: 1.5, Age: 1.3}, nil},
-		{"sjf, aging off", LearnedParams{Run: 1}, []string{"usage", "counter", "age"}},
+		{"fair-sjf's point", DefaultLearnedParams(), []string{"counter", "effective"}},
+		{"every feature", LearnedParams{Run: 0.7, Limit: 0.5, Size: -0.5, Usage: 2, Counter: 1.5, Age: 1.3, Effective: 0.8}, nil},
+		{"sjf, aging off", LearnedParams{Run: 1}, []string{"usage", "counter", "age", "effective"}},
 	}
 	s := rkRandomSnapshot(5, 150, 20)
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"math"
 	"time"
 )
 
@@ -27,6 +28,12 @@ type Snapshot struct {
 	// jobs (vtc, fair-qssf). A job missing here is costed by its TimeLimit,
 	// or by UnknownRun when it has none.
 	Predicted map[int64]time.Duration
+
+	// Effective holds Prediction.Effective by Job.ID for the pending jobs
+	// whose predictor gave one (the learned family's effective feature
+	// reads it); a job missing here has an effective run equal to its
+	// predicted one.
+	Effective map[int64]time.Duration
 
 	// TrueRun holds the run time each pending job will really have, by
 	// Job.ID. Only the simulator knows it; only sjf-oracle reads it.
@@ -180,6 +187,47 @@ type Prediction struct {
 	// Source names the rule that produced the value (e.g. "user-name-exact",
 	// "user-mean", "limit"), for explanations.
 	Source string
+	// Effective is the run time that, known for certain, would rank this
+	// job as its predicted distribution does when bounded slowdown is the
+	// cost (EffectiveRun); 0 when the method gives no distribution. It
+	// differs from Run where the user's identical jobs ran for very
+	// different times: one that often fails within a minute has an
+	// Effective well below its Run.
+	Effective time.Duration
+}
+
+// SlowdownTau is τ of bounded slowdown, max(1, (wait+run)/max(run, τ)):
+// the shortest run a job's slowdown is measured against (Feitelson et
+// al., JSSPP 1997, with RLScheduler's 10 s).
+const SlowdownTau = 10 * time.Second
+
+// EffectiveRun is Smith's rule under uncertainty for bounded slowdown.
+// Delaying job j by dt costs dt/max(p_j, τ) in the sum of bounded
+// slowdowns, and running it first delays the others by p_j; for two jobs
+// next to each other, exchanging them changes the expected cost by
+// E[p_i]·E[1/max(p_j,τ)] − E[p_j]·E[1/max(p_i,τ)], so the order that no
+// exchange improves runs the smallest E[p]/E[1/max(p,τ)] first (Smith,
+// Naval Research Logistics Quarterly 1956, for known times; Rothkopf,
+// Management Science 1966, for expected ones). EffectiveRun is the square
+// root of that ratio, in the units of a run time: for a run time known to
+// be p ≥ τ it is p, so ranking by it is SJF; for runs drawn from runs
+// (seconds, equally likely) it is lower the likelier a short run is. Runs
+// are floored at 0; an empty runs gives 0.
+func EffectiveRun(runs []float64) time.Duration {
+	if len(runs) == 0 {
+		return 0
+	}
+	tau := SlowdownTau.Seconds()
+	var sum, inv float64
+	for _, r := range runs {
+		r = max(r, 0)
+		sum += r
+		inv += 1 / max(r, tau)
+	}
+	// The mean run is floored at τ too: a job sure to end at once ranks
+	// as one of τ, as bounded slowdown measures it.
+	mean, invMean := max(sum/float64(len(runs)), tau), inv/float64(len(runs))
+	return time.Duration(math.Sqrt(mean/invMean) * float64(time.Second))
 }
 
 // Predictor predicts run times from history, learning online.

@@ -13,9 +13,25 @@ import (
 	"time"
 )
 
-// FileVersion is the policy file format this Fairway reads and writes.
-// A reader refuses any other: a file's meaning may change with it.
-const FileVersion = 1
+// FileVersion is the policy file format this Fairway writes. It reads
+// that one and every earlier one (fileFeatures); a later one is refused:
+// a file's meaning may change with it.
+//
+// Version 2 added the learned family's effective feature. A version 1
+// file, which predates it, lists the other six and runs with the
+// effective exponent 0, as it was fitted.
+const FileVersion = 2
+
+// fileFeatures are the learned family's features a file of format
+// version v lists, in the family's order: every feature but those added
+// after v.
+func fileFeatures(v int) []string {
+	names := learnedNames()
+	if v < 2 {
+		names = slices.DeleteFunc(names, func(n string) bool { return n == "effective" })
+	}
+	return names
+}
 
 // ErrPolicyFile is the error of a policy file that cannot be used; the
 // message names the problem.
@@ -69,6 +85,9 @@ type Tuning struct {
 	// SearchFrom names the point the search started from: "start" or
 	// one of the family's heuristics (an anchor).
 	SearchFrom string `json:"search_from,omitempty"`
+	// SearchedEffective is set when the search moved the effective
+	// feature's exponent too (tune --effective); otherwise it stayed 0.
+	SearchedEffective bool `json:"searched_effective,omitempty"`
 }
 
 // TrainedOn is the history a policy file was fitted on.
@@ -166,8 +185,8 @@ func ParseFile(b []byte) (*File, error) {
 	switch {
 	case v.Version == nil:
 		return nil, bad("no format_version: want %d", FileVersion)
-	case *v.Version != FileVersion:
-		return nil, bad("format_version %d: this Fairway reads version %d", *v.Version, FileVersion)
+	case *v.Version < 1 || *v.Version > FileVersion:
+		return nil, bad("format_version %d: this Fairway reads versions 1 to %d", *v.Version, FileVersion)
 	}
 	if err := checkKeysOnce(b); err != nil {
 		return nil, bad("%v", err)
@@ -194,10 +213,18 @@ func ParseFile(b []byte) (*File, error) {
 	if f.Family != "learned" {
 		return nil, bad("family %q: want learned (the one registered family)", f.Family)
 	}
-	want := learnedNames()
+	want := fileFeatures(f.Version)
+	// unknown names a feature or parameter the file's version lacks.
+	unknown := func(what, name string) error {
+		if slices.Contains(learnedNames(), name) {
+			return bad("%s %q: format_version %d has no such feature (it has %s); a file with it is format_version %d",
+				what, name, f.Version, strings.Join(want, ", "), FileVersion)
+		}
+		return bad("%s %q: the learned family has no such feature (it has %s)", what, name, strings.Join(want, ", "))
+	}
 	for i, name := range f.Features {
 		if !slices.Contains(want, name) {
-			return nil, bad("feature %q: the learned family has no such feature (it has %s)", name, strings.Join(want, ", "))
+			return nil, unknown("feature", name)
 		}
 		// A name twice is a file edited by hand or by another tool, not one
 		// tune wrote: say so rather than guess which line was meant.
@@ -207,11 +234,15 @@ func ParseFile(b []byte) (*File, error) {
 	}
 	for name := range f.Parameters {
 		if !slices.Contains(want, name) {
-			return nil, bad("parameter %q: the learned family has no such feature (it has %s)", name, strings.Join(want, ", "))
+			return nil, unknown("parameter", name)
 		}
 	}
-	vec := make([]float64, len(want))
-	for i, name := range want {
+	vec := make([]float64, len(LearnedFeatures))
+	for i, feat := range LearnedFeatures {
+		name := feat.Name
+		if !slices.Contains(want, name) {
+			continue // added after the file's version: 0, as it was fitted
+		}
 		if !slices.Contains(f.Features, name) {
 			return nil, bad("feature %q missing from features: a file must list every feature of the family (%s)", name, strings.Join(want, ", "))
 		}
@@ -241,7 +272,11 @@ func ParseFile(b []byte) (*File, error) {
 // LearnedParams returns the parameters of a file ParseFile accepted.
 func (f *File) LearnedParams() (LearnedParams, error) {
 	vec := make([]float64, len(LearnedFeatures))
+	have := fileFeatures(f.Version)
 	for i, feat := range LearnedFeatures {
+		if !slices.Contains(have, feat.Name) {
+			continue
+		}
 		x, err := f.Parameters[feat.Name].Float64()
 		if err != nil {
 			return LearnedParams{}, fmt.Errorf("%w: parameter %q: %v", ErrPolicyFile, feat.Name, err)

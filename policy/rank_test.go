@@ -257,6 +257,16 @@ func rkRandomSnapshot(seed int64, jobs, users int) *Snapshot {
 	l.Backlog(s.Pending[:len(s.Pending)/2], s.Shares)
 	l.Backlog(s.Pending, s.Shares)
 	s.Ledger = l
+	// Effective run times for a third of the predicted pending jobs, some
+	// below their prediction (a user whose same job often ends early),
+	// some above, some under τ; drawn from the ids, not rng, so that the
+	// rest of the snapshot is as before.
+	s.Effective = map[int64]time.Duration{}
+	for _, j := range s.Pending {
+		if d, ok := s.Predicted[j.ID]; ok && j.ID%3 == 0 {
+			s.Effective[j.ID] = d * time.Duration(1+j.ID%4) / 3
+		}
+	}
 	return s
 }
 

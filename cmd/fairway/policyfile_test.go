@@ -53,7 +53,7 @@ func TestSettings_PolicyFile(t *testing.T) {
 		}
 		return p
 	}
-	v2 := bad("v2.json", `"format_version": 1`, `"format_version": 2`)
+	v3 := bad("v3.json", `"format_version": 2`, `"format_version": 3`)
 	noAge := bad("noage.json", `"counter",
     "age"`, `"counter"`)
 	inf := bad("inf.json", `"size": -0.5`, `"size": 1e500`)
@@ -71,8 +71,8 @@ func TestSettings_PolicyFile(t *testing.T) {
 			"--policy fifo and --policy-file " + good + " are both set", ""},
 		{"--policy from the environment", []string{"--policy-file", good}, map[string]string{"FAIRWAY_POLICY": "fair-sjf"},
 			"--policy fair-sjf and --policy-file " + good + " are both set", ""},
-		{"another format version", []string{"--policy-file", v2}, nil,
-			"--policy-file: policy file " + v2 + ": bad policy file: format_version 2: this Fairway reads version 1", ""},
+		{"a later format version", []string{"--policy-file", v3}, nil,
+			"--policy-file: policy file " + v3 + ": bad policy file: format_version 3: this Fairway reads versions 1 to 2", ""},
 		{"a feature missing", []string{"--policy-file", noAge}, nil, "policy file " + noAge + `: bad policy file: feature "age" missing`, ""},
 		{"a non-finite parameter", []string{"--policy-file", inf}, nil, "policy file " + inf + `: bad policy file: parameter "size" = 1e500: want a finite number`, ""},
 		{"missing", []string{"--policy-file", filepath.Join(dir, "none.json")}, nil,
@@ -154,7 +154,7 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 	}
 	for _, re := range []string{`pending under learned\n  from policy file ` + regexp.QuoteMeta(path),
 		`\n +FEATURE +VALUE +EXPONENT +CONTRIBUTION TO LOG KEY\n +run +3600 +1 +\+8\.189\n +limit +3600 +0 +0\n +size +1 +-1 +0\n` +
-			` +usage +- +0 +0\n +counter +- +0 +0\n +age +1\.0\d+ +-0\.5 +-0\.0\d+\n +log key +\+8\.1\d+\n`,
+			` +usage +- +0 +0\n +counter +- +0 +0\n +age +1\.0\d+ +-0\.5 +-0\.0\d+\n +effective +- +0 +0\n +log key +\+8\.1\d+\n`,
 		`what moves it: .*\n.*a larger request \(this policy favours large jobs\)`} {
 		if !regexp.MustCompile(re).MatchString(text.String()) {
 			t.Errorf("explain does not match %s:\n%s", re, text.String())

@@ -79,6 +79,7 @@ func tuneCommand() *cli.Command {
 			&cli.StringFlag{Name: "objective", Value: string(tune.Fair), Usage: "fair, bsld or wait", EnvVars: []string{"FAIRWAY_TUNE_OBJECTIVE"}},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the search (and of the sequences, with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_SEED"}},
 			&cli.DurationFlag{Name: "budget", Value: 10 * time.Minute, Usage: "wall time for the search and the validation; the best point so far is kept when it ends", EnvVars: []string{"FAIRWAY_TUNE_BUDGET"}},
+			&cli.BoolFlag{Name: "effective", Usage: "also fit the effective feature's exponent (the run times the user's same job had, beside its prediction: docs/POLICY.md); off, it stays 0 as in fair-sjf", EnvVars: []string{"FAIRWAY_TUNE_EFFECTIVE"}},
 			&cli.IntFlag{Name: "generations", Usage: "stop after this many CMA-ES generations (0: when the budget ends or the search converges)", EnvVars: []string{"FAIRWAY_TUNE_GENERATIONS"}},
 			&cli.IntFlag{Name: "population", Usage: "points per generation, at least 2 (0: the larger of 9 and --parallel)", EnvVars: []string{"FAIRWAY_TUNE_POPULATION"}},
 			&cli.IntFlag{Name: "parallel", Value: runtime.GOMAXPROCS(0), Usage: "replays run at once", EnvVars: []string{"FAIRWAY_TUNE_PARALLEL"}},
@@ -112,7 +113,9 @@ type tuneConfig struct {
 	Budget      time.Duration
 	Generations int
 	Population  int
-	Progress    bool
+	// Effective also searches the effective feature (--effective).
+	Effective bool
+	Progress  bool
 	// DB, when set, is the history read instead of Trace (--from-db).
 	DB *tuneDB
 }
@@ -122,7 +125,7 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 	cfg := tuneConfig{RunConfig: sim.RunConfig{Trace: c.String("trace"), Nodes: c.Int("nodes"), PerNode: c.Int("per-node"),
 		Parallel: c.Int("parallel"), Load: 1, Predictor: c.String("predictor"), Policies: []string{policy.Default}},
 		MaxJobs: c.Int("max-jobs"), Out: c.String("out"), Seed: c.Uint64("seed"), Budget: c.Duration("budget"),
-		Generations: c.Int("generations"), Population: c.Int("population")}
+		Generations: c.Int("generations"), Population: c.Int("population"), Effective: c.Bool("effective")}
 	var err error
 	if c.Bool("from-db") {
 		if cfg.DB, err = tuneDBSettings(c, time.Now()); err != nil {
@@ -263,7 +266,10 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	tc := tune.Config{Objective: cfg.Setup.Objective, Train: win.Train, Validate: win.Validate, ValidateLoads: win.ValidateLoads,
 		TrainCounts: win.TrainCounts, ValidateLoadsCounts: win.ValidateLoadsCounts, Start: policy.DefaultLearnedParams(),
 		Seed: cfg.Seed, Parallel: cfg.Parallel, Population: cfg.Population, Generations: cfg.Generations,
-		After: after, Anchors: tune.AnchorsFor(cfg.Setup.Objective)}
+		After: after, Anchors: tune.AnchorsFor(cfg.Setup.Objective), SearchEffective: cfg.Effective}
+	if cfg.Effective {
+		tc.Anchors = append(tc.Anchors, tune.EffectiveAnchors()...)
+	}
 	if cfg.Budget > 0 {
 		tc.Budget = cfg.Budget - time.Since(started)
 		if tc.Budget <= 0 {
@@ -335,7 +341,7 @@ func tuneFile(cfg tuneConfig, w *sim.Workload, win *tune.Windows, res *tune.Resu
 	}
 	f.Tuning = &policy.Tuning{Method: "CMA-ES (gonum optimize.CmaEsChol)", Seed: cfg.Seed, Population: res.Population,
 		Generations: res.Generations, Evaluations: res.Evaluations, Stopped: res.Stopped, KeptStart: res.KeptStart,
-		Windows: windowsText(cfg, win, tab), Start: start, SearchFrom: res.SearchFrom}
+		Windows: windowsText(cfg, win, tab), Start: start, SearchFrom: res.SearchFrom, SearchedEffective: cfg.Effective}
 	for _, r := range tab.Rows {
 		row := policy.ValidationRow{Policy: r.Name, Metrics: map[string]float64{
 			"avg_wait_s": r.AvgWait, "p95_wait_s": r.P95Wait, "avg_bsld": r.AvgBSLD, "avg_jct_s": r.AvgJCT,

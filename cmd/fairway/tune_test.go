@@ -219,8 +219,8 @@ func TestTune_SequenceAnchors(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v; output:\n%s", err, text)
 			}
-			for _, a := range []string{"(anchor area-limit): run 0, limit 1, size 1, usage 0, counter 0, age 0.25;",
-				"(anchor fair-area-limit): run 0, limit 1, size 1, usage 2, counter 0, age 0.25;"} {
+			for _, a := range []string{"(anchor area-limit): run 0, limit 1, size 1, usage 0, counter 0, age 0.25, effective 0;",
+				"(anchor fair-area-limit): run 0, limit 1, size 1, usage 2, counter 0, age 0.25, effective 0;"} {
 				if got := strings.Contains(text, a); got != tc.want {
 					t.Errorf("output lists %q: %v, want %v; output:\n%s", a, got, tc.want, text)
 				}
@@ -248,7 +248,7 @@ func TestSimulate_PolicyFileRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"another format version", []string{"--split", "0.7", "--policy-file", write("v2.json", []byte(`{"format_version": 2}`))}, "format_version 2"},
+		{"another format version", []string{"--split", "0.7", "--policy-file", write("v3.json", []byte(`{"format_version": 3}`))}, "format_version 3"},
 		{"missing file", []string{"--split", "0.7", "--policy-file", filepath.Join(dir, "nope.json")}, "--policy-file: open"},
 		{"without a protocol", []string{"--policy-file", goodPath}, "--policy-file: only with --split, --sequences or --suite"},
 		{"row named as a policy", []string{"--split", "0.7", "--policies", "fifo", "--policy-file", goodPath, "--policy-file", fifoPath}, `its row "fifo" is also a policy`},

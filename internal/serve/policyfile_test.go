@@ -83,8 +83,8 @@ func TestLoadPolicyFile_RefusesNamingFileAndProblem(t *testing.T) {
 	}{
 		{"missing", filepath.Join(dir, "none.json"), "", "no such file or directory"},
 		{"a directory", dir, "", "not a regular file"},
-		{"another format version", filepath.Join(dir, "v2.json"), strings.Replace(string(b), `"format_version": 1`, `"format_version": 2`, 1),
-			"format_version 2: this Fairway reads version 1"},
+		{"a later format version", filepath.Join(dir, "v3.json"), strings.Replace(string(b), `"format_version": 2`, `"format_version": 3`, 1),
+			"format_version 3: this Fairway reads versions 1 to 2"},
 		{"a feature missing", filepath.Join(dir, "nofeat.json"), strings.Replace(string(b), `"counter",`, ``, 1),
 			`feature "counter" missing from features`},
 		{"a non-finite parameter", filepath.Join(dir, "inf.json"), strings.Replace(string(b), `"run": 1`, `"run": 1e400`, 1),
@@ -155,8 +155,8 @@ func TestRunner_PolicyFileReload(t *testing.T) {
 	}{
 		{"as loaded", func(*testing.T) {}, []int64{1, 2}, 1, ""},
 		{"another format version: the last good kept", func(t *testing.T) {
-			writeRaw(t, path, bytes.Replace(good, []byte(`"format_version": 1`), []byte(`"format_version": 7`), 1))
-		}, []int64{1, 2}, 0, "format_version 7: this Fairway reads version 1"},
+			writeRaw(t, path, bytes.Replace(good, []byte(`"format_version": 2`), []byte(`"format_version": 7`), 1))
+		}, []int64{1, 2}, 0, "format_version 7: this Fairway reads versions 1 to 2"},
 		{"still bad: logged again", func(*testing.T) {}, []int64{1, 2}, 0, "format_version 7"},
 		{"fixed, a new point", func(t *testing.T) { writePolicyFile(t, path, large) }, []int64{2, 1}, 1, ""},
 		{"removed: the last good kept", func(t *testing.T) {

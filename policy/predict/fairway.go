@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/predict/gbt"
@@ -308,6 +309,69 @@ func (f *fairwayPredictor) train() {
 }
 
 func (f *fairwayPredictor) Predict(j *policy.Job) policy.Prediction {
+	p := f.predictPoint(j)
+	if p.Source != "none" {
+		p.Effective = f.effective(j, p.Run)
+	}
+	return p
+}
+
+// fwEffectiveRuns is how many of the user's newest matching runs the
+// effective run time weighs beside the prediction.
+const fwEffectiveRuns = 10
+
+// effective is the job's effective run time (policy.EffectiveRun) over
+// its predicted run time run and the user's newest runs of the same job:
+// the identical job (same name, CPUs, GPUs and limit) where the user has
+// two or more kept, else the same name where three or more, each cut at
+// the job's limit, up to fwEffectiveRuns of them, equally likely with the
+// prediction. 0 where the user has no such runs: the prediction is then
+// all there is.
+func (f *fairwayPredictor) effective(j *policy.Job, run time.Duration) time.Duration {
+	u := f.users[j.User]
+	if u == nil {
+		return 0
+	}
+	name := f.nameID(j.Name)
+	if name < 0 {
+		return 0
+	}
+	limit := float32(j.TimeLimit.Seconds())
+	var ident, same [fwEffectiveRuns + 1]float64
+	ni, ns, sameAll := 1, 1, 0
+	for k := range u.items {
+		it := u.at(k)
+		if it.name != name {
+			continue
+		}
+		sameAll++
+		r := float64(it.run)
+		if j.TimeLimit > 0 {
+			r = min(r, j.TimeLimit.Seconds())
+		}
+		if ns <= fwEffectiveRuns {
+			same[ns] = r
+			ns++
+		}
+		if ni <= fwEffectiveRuns && it.cpus == int32(j.CPUs) && it.gpus == int32(j.GPUs) && it.limit == limit {
+			ident[ni] = r
+			ni++
+		}
+	}
+	var runs []float64
+	switch {
+	case ni-1 >= 2:
+		runs = ident[:ni]
+	case sameAll >= 3:
+		runs = same[:ns]
+	default:
+		return 0
+	}
+	runs[0] = run.Seconds()
+	return policy.EffectiveRun(runs)
+}
+
+func (f *fairwayPredictor) predictPoint(j *policy.Job) policy.Prediction {
 	if f.model == nil {
 		return f.rules(j)
 	}

@@ -264,3 +264,69 @@ func TestHourWeekday_MatchesTime(t *testing.T) {
 		}
 	}
 }
+
+// TestFairway_Effective checks the runs the effective run time weighs
+// beside the prediction: the user's identical job where two or more are
+// kept, else the same name where three or more, cut at the limit, the
+// newest ten.
+func TestFairway_Effective(t *testing.T) {
+	eff := func(runs ...float64) time.Duration { return policy.EffectiveRun(runs) }
+	job := func(id int64, name string, gpus, limit, run int) policy.Job {
+		return fin(id, "a", name, gpus, limit, run)
+	}
+	tests := []struct {
+		name    string
+		history []policy.Job
+		next    policy.Job
+		// want is the effective run time given the prediction.
+		want func(pred float64) time.Duration
+	}{
+		{"no history", nil, job(9, "train", 1, 3600, 0), func(float64) time.Duration { return 0 }},
+		{"another user's runs", []policy.Job{fin(1, "b", "train", 1, 3600, 10), fin(2, "b", "train", 1, 3600, 10)},
+			job(9, "train", 1, 3600, 0), func(float64) time.Duration { return 0 }},
+		{"two identical runs", []policy.Job{job(1, "train", 1, 3600, 3000), job(2, "train", 1, 3600, 12)},
+			job(9, "train", 1, 3600, 0), func(p float64) time.Duration { return eff(p, 12, 3000) }},
+		{"one identical run, two of the name: nothing", []policy.Job{job(1, "train", 1, 3600, 3000), job(2, "train", 2, 3600, 12)},
+			job(9, "train", 1, 3600, 0), func(float64) time.Duration { return 0 }},
+		{"three of the name, one identical", []policy.Job{job(1, "train", 2, 3600, 3000), job(2, "train", 4, 7200, 12), job(3, "train", 1, 3600, 600)},
+			job(9, "train", 1, 3600, 0), func(p float64) time.Duration { return eff(p, 600, 12, 3000) }},
+		{"identical runs first, the others left out", []policy.Job{job(1, "train", 2, 3600, 3000), job(2, "train", 1, 3600, 12), job(3, "train", 1, 3600, 600)},
+			job(9, "train", 1, 3600, 0), func(p float64) time.Duration { return eff(p, 600, 12) }},
+		{"other names left out", []policy.Job{job(1, "eval", 1, 3600, 5), job(2, "eval", 1, 3600, 5), job(3, "train", 1, 3600, 3000)},
+			job(9, "train", 1, 3600, 0), func(float64) time.Duration { return 0 }},
+		{"runs cut at a shorter limit", []policy.Job{job(1, "train", 2, 7200, 7000), job(2, "train", 4, 7200, 12), job(3, "train", 8, 7200, 5000)},
+			job(9, "train", 1, 3600, 0), func(p float64) time.Duration { return eff(p, 3600, 12, 3600) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewFairwayPredictor(FairwayParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replay(t, p, tt.history, tt.next)
+			if want := tt.want(got.Run.Seconds()); got.Effective != want {
+				t.Errorf("Effective = %v, want %v (prediction %v from %s)", got.Effective, want, got.Run, got.Source)
+			}
+		})
+	}
+	t.Run("the newest ten", func(t *testing.T) {
+		p, err := NewFairwayPredictor(FairwayParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h []policy.Job
+		runs := []float64{0} // the prediction's place
+		for i := range 14 {
+			run := 60 * (i + 1)
+			h = append(h, job(int64(i+1), "train", 1, 3600, run))
+			if i >= 4 {
+				runs = append(runs, float64(run))
+			}
+		}
+		got := replay(t, p, h, job(99, "train", 1, 3600, 0))
+		runs[0] = got.Run.Seconds()
+		if want := policy.EffectiveRun(runs); got.Effective != want {
+			t.Errorf("Effective = %v, want %v over the prediction and the ten newest runs", got.Effective, want)
+		}
+	})
+}

@@ -173,6 +173,10 @@ type Config struct {
 	// Candidates is how many of the best distinct training points the
 	// search drew are re-judged on the validation window (0: 8).
 	Candidates int
+	// SearchEffective also searches the effective feature's exponent;
+	// without it the search keeps the start's (0, fair-sjf's point) and
+	// searches the other six.
+	SearchEffective bool
 	// Anchors are points of the family evaluated beside the start and
 	// always re-judged on validation (Anchors() gives the heuristics the
 	// family contains). CMA-ES starts from the best of the start and the
@@ -202,6 +206,19 @@ func Anchors() []Anchor {
 		{"sjf-limit", policy.LearnedParams{Limit: 1, Age: a}},
 		{"fairshare", policy.LearnedParams{Usage: policy.DefaultShareExponent, Age: a}},
 		{"fair-qssf", policy.LearnedParams{Run: 1, Size: 1, Usage: policy.DefaultShareExponent, Age: a}},
+	}
+}
+
+// EffectiveAnchors are the anchors of a search that moves the effective
+// feature too (Config.SearchEffective): SJF on effective run times
+// (Smith's rule for bounded slowdown over the runs the user's same job
+// has had, policy.EffectiveRun) with the box's least aging, and fair-sjf's
+// own point with the effective run time for the predicted one.
+func EffectiveAnchors() []Anchor {
+	a := policy.LearnedFeatures[5].Min
+	return []Anchor{
+		{"sjf-effective", policy.LearnedParams{Run: 1, Age: a, Effective: 1}},
+		{"fair-sjf-effective", policy.LearnedParams{Run: 1, Usage: policy.DefaultShareExponent, Age: policy.DefaultAgeExponent, Effective: 1}},
 	}
 }
 
@@ -348,6 +365,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if pop <= 0 {
 		pop = max(4+int(3*math.Log(float64(len(policy.LearnedFeatures)))), par)
 	}
+	dims := searched(cfg.SearchEffective)
 	k := cfg.Candidates
 	if k <= 0 {
 		k = 8
@@ -489,7 +507,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		gens    int
 	)
 	objective := func(z []float64) float64 {
-		p := fromUnbounded(z)
+		p := fromUnbounded(z, dims, cfg.Start)
 		evs := make([]sim.Evaluation, nt)
 		for i, e := range cfg.Train {
 			ev, err := e.Evaluate(sctx, mk(p))
@@ -531,7 +549,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}),
 	}
 	method := &optimize.CmaEsChol{InitStepSize: 0.6, Population: pop, Src: rand.NewPCG(cfg.Seed, 0x7e57ab1e)}
-	out, err := optimize.Minimize(optimize.Problem{Func: objective}, toUnbounded(from.Params), settings, method)
+	out, err := optimize.Minimize(optimize.Problem{Func: objective}, toUnbounded(from.Params, dims), settings, method)
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("tune: %w", ctx.Err())
@@ -629,10 +647,14 @@ func (r recorder) Record(_ *optimize.Location, op optimize.Operation, _ *optimiz
 // so CMA-ES's samples need no rejection or repair (Hansen's tutorial, §B.3,
 // discusses such transformations). Exponents are rounded to 4 decimals, so
 // that what a policy file says is exactly what was evaluated.
-func fromUnbounded(z []float64) policy.LearnedParams {
-	x := make([]float64, len(z))
-	for i, f := range policy.LearnedFeatures {
-		v := f.Min + (f.Max-f.Min)*(1-math.Cos(z[i]))/2
+//
+// dims are the features searched, indexes into policy.LearnedFeatures, one
+// per coordinate of z; the others keep base's exponents.
+func fromUnbounded(z []float64, dims []int, base policy.LearnedParams) policy.LearnedParams {
+	x := base.Vector()
+	for k, i := range dims {
+		f := policy.LearnedFeatures[i]
+		v := f.Min + (f.Max-f.Min)*(1-math.Cos(z[k]))/2
 		x[i] = min(max(math.Round(v*1e4)/1e4, f.Min), f.Max)
 	}
 	p, err := policy.LearnedParamsOf(x)
@@ -644,12 +666,25 @@ func fromUnbounded(z []float64) policy.LearnedParams {
 
 // toUnbounded is fromUnbounded's inverse on [0, π]: the z of p (clamped
 // into the box).
-func toUnbounded(p policy.LearnedParams) []float64 {
+func toUnbounded(p policy.LearnedParams, dims []int) []float64 {
 	v := p.Vector()
-	z := make([]float64, len(v))
-	for i, f := range policy.LearnedFeatures {
+	z := make([]float64, len(dims))
+	for k, i := range dims {
+		f := policy.LearnedFeatures[i]
 		u := (min(max(v[i], f.Min), f.Max) - f.Min) / (f.Max - f.Min)
-		z[i] = math.Acos(1 - 2*u)
+		z[k] = math.Acos(1 - 2*u)
 	}
 	return z
+}
+
+// searched are the indexes in policy.LearnedFeatures of the features the
+// search moves: all, or all but effective.
+func searched(effective bool) []int {
+	var out []int
+	for i, f := range policy.LearnedFeatures {
+		if f.Name != "effective" || effective {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -56,21 +56,36 @@ func TestScore_Compare(t *testing.T) {
 }
 
 // TestUnbounded_Box checks that every point of the search space maps into
-// the tuner's box and that the start maps back to itself.
+// the tuner's box, that the start maps back to itself, and that without
+// the effective feature the search leaves its exponent at the base's.
 func TestUnbounded_Box(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 2000 {
-		z := make([]float64, len(policy.LearnedFeatures))
-		for i := range z {
-			z[i] = r.NormFloat64() * 10
-		}
-		if p := fromUnbounded(z); !p.InBounds() || p.Validate() != nil {
-			t.Fatalf("z %v maps to %+v, outside the box or invalid", z, p)
-		}
-	}
 	start := policy.DefaultLearnedParams()
-	if got := fromUnbounded(toUnbounded(start)); got != start {
-		t.Errorf("the start maps back to %+v, want %+v", got, start)
+	for _, effective := range []bool{false, true} {
+		dims := searched(effective)
+		if want := len(policy.LearnedFeatures) - 1; effective {
+			if len(dims) != want+1 {
+				t.Fatalf("searched(true) = %v: want every feature", dims)
+			}
+		} else if len(dims) != want {
+			t.Fatalf("searched(false) = %v: want every feature but effective", dims)
+		}
+		for range 2000 {
+			z := make([]float64, len(dims))
+			for i := range z {
+				z[i] = r.NormFloat64() * 10
+			}
+			p := fromUnbounded(z, dims, start)
+			if !p.InBounds() || p.Validate() != nil {
+				t.Fatalf("z %v maps to %+v, outside the box or invalid", z, p)
+			}
+			if !effective && p.Effective != start.Effective {
+				t.Fatalf("z %v maps to effective %v without searching it, want the base's %v", z, p.Effective, start.Effective)
+			}
+		}
+		if got := fromUnbounded(toUnbounded(start, dims), dims, start); got != start {
+			t.Errorf("the start maps back to %+v, want %+v", got, start)
+		}
 	}
 }
 
@@ -266,6 +281,42 @@ func TestRun_Anchors(t *testing.T) {
 	for _, a := range Anchors() {
 		if !a.Params.InBounds() {
 			t.Errorf("anchor %s %+v is outside the tuner's box", a.Name, a.Params)
+		}
+	}
+}
+
+// TestRun_SearchEffective checks that the effective feature is searched
+// only when asked: without SearchEffective every point drawn keeps the
+// start's exponent 0, with it the search moves it and the effective
+// anchors are judged.
+func TestRun_SearchEffective(t *testing.T) {
+	w := workload(t, Fair)
+	for _, on := range []bool{false, true} {
+		anchors := Anchors()
+		if on {
+			anchors = append(anchors, EffectiveAnchors()...)
+		}
+		res, err := Run(context.Background(), Config{Objective: Fair, Train: w.Train, Validate: w.Validate,
+			Start: policy.DefaultLearnedParams(), Seed: 1, Parallel: 2, Generations: 1, Candidates: 3, Anchors: anchors, SearchEffective: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved, named := false, 0
+		for _, c := range res.Candidates {
+			if c.Name == "" && c.Params.Effective != 0 {
+				moved = true
+			}
+			if c.Name == "sjf-effective" || c.Name == "fair-sjf-effective" {
+				named++
+			}
+		}
+		if moved != on || named != map[bool]int{false: 0, true: 2}[on] {
+			t.Errorf("SearchEffective %v: drawn points moved effective: %v, effective anchors judged: %d", on, moved, named)
+		}
+	}
+	for _, a := range EffectiveAnchors() {
+		if !a.Params.InBounds() || a.Params.Effective != 1 {
+			t.Errorf("anchor %s %+v: want inside the box, effective 1", a.Name, a.Params)
 		}
 	}
 }
