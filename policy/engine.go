@@ -120,7 +120,8 @@ type Engine struct {
 	ledger *Ledger
 
 	predicted map[int64]time.Duration
-	// effective holds the pending jobs' Prediction.Effective where not 0.
+	// effective holds the pending jobs' effective run times where not 0
+	// (EffectivePredictor), while the policy reads them.
 	effective map[int64]time.Duration
 	cache     map[int64]*enginePred
 	// pendSlot[i] is the cache entry due found for the job at
@@ -187,6 +188,18 @@ type enginePred struct {
 	// map goes through the batch (predictedAt reads them).
 	run time.Duration
 	has bool
+	// effDone: the job's effective run time was computed (its entry in
+	// Engine.effective, none for 0) since it was last predicted.
+	effDone bool
+}
+
+// effectiveReader is a Policy that may read Snapshot.Effective.
+type effectiveReader interface{ readsEffective() bool }
+
+// readsEffective reports whether p reads Snapshot.Effective.
+func readsEffective(p Policy) bool {
+	r, ok := p.(effectiveReader)
+	return ok && r.readsEffective()
 }
 
 // sourceNone is the Prediction.Source of a predictor with nothing to go on.
@@ -374,13 +387,8 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 				}
 			} else {
 				e.predicted[j.ID] = e.preds[i].Run
-				eff := e.preds[i].Effective
-				if eff > 0 {
-					e.effective[j.ID] = eff
-				} else {
-					delete(e.effective, j.ID)
-				}
-				c.run, c.has = e.preds[i].Run, true
+				delete(e.effective, j.ID)
+				c.run, c.has, c.effDone = e.preds[i].Run, true, false
 				if !had || old != e.preds[i].Run {
 					e.repredicted = append(e.repredicted, j.ID)
 				}
@@ -388,6 +396,21 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		}
 		clear(e.batch) // keep no pointer into the observation
 		clear(e.batchC)
+		if ep, ok := e.p.Predictor.(EffectivePredictor); ok && readsEffective(e.p.Policy) {
+			// Each pending job predicted since its last effective run
+			// time (or since the policy started reading them) gets one,
+			// from the history its prediction saw.
+			for i := range o.Pending {
+				c := slots[i]
+				if c == nil || !c.has || c.effDone {
+					continue
+				}
+				c.effDone = true
+				if d := ep.Effective(&o.Pending[i], c.run); d > 0 {
+					e.effective[c.id] = d
+				}
+			}
+		}
 		e.sweepCache(len(o.Pending) + len(o.Running))
 	}
 

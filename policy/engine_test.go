@@ -285,47 +285,68 @@ func TestNewEngine_Errors(t *testing.T) {
 }
 
 // enEffPredictor predicts an hour for every job, with the effective run
-// time eff[user] (0: none).
-type enEffPredictor struct{ eff map[string]time.Duration }
+// time eff[user] (0: none), and counts the effective run times asked.
+type enEffPredictor struct {
+	eff   map[string]time.Duration
+	asked *int
+}
 
 func (enEffPredictor) Name() string   { return "eff" }
 func (enEffPredictor) Observe(j *Job) {}
-func (p enEffPredictor) Predict(j *Job) Prediction {
-	return Prediction{Run: time.Hour, Effective: p.eff[j.User], Source: "fixed"}
+func (enEffPredictor) Predict(j *Job) Prediction {
+	return Prediction{Run: time.Hour, Source: "fixed"}
+}
+func (p enEffPredictor) Effective(j *Job, run time.Duration) time.Duration {
+	*p.asked++
+	return p.eff[j.User]
 }
 
 // TestEngine_Effective: the predictor's effective run times reach the
-// Snapshot for the jobs that have one, are dropped when a new prediction
-// has none, and the learned family ranks by them.
+// Snapshot only while the policy reads them, are asked once per
+// prediction, are dropped when a new prediction has none, and the learned
+// family ranks by them.
 func TestEngine_Effective(t *testing.T) {
-	pred := enEffPredictor{eff: map[string]time.Duration{"alice": 10 * time.Minute}}
+	asked := 0
+	pred := enEffPredictor{eff: map[string]time.Duration{"alice": 10 * time.Minute}, asked: &asked}
+	e := enEngine(t, "fair-sjf", pred, time.Minute)
+	// bob's job is older and alike in all else: without alice's effective
+	// run it ranks first.
+	pending := []Job{enJob(1, "bob", 0), enJob(2, "alice", 1)}
+	s, _, err := e.Cycle(&Observation{Now: rkAt(2), Pending: pending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != 0 || len(s.Effective) != 0 {
+		t.Fatalf("fair-sjf, which reads none: %d effective run times asked, Snapshot has %v; want none", asked, s.Effective)
+	}
 	pol, err := NewLearned(LearnedParams{Run: 1, Effective: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(EngineParams{Policy: pol, Predictor: pred, GPUs: 8, ChargeEvery: time.Minute})
-	if err != nil {
+	if err := e.SetPolicy(pol); err != nil {
 		t.Fatal(err)
 	}
-	// bob's job is older and alike in all else: without alice's effective
-	// run it would rank first.
-	pending := []Job{enJob(1, "bob", 0), enJob(2, "alice", 1)}
-	s, scores, err := e.Cycle(&Observation{Now: rkAt(2), Pending: pending})
-	if err != nil {
-		t.Fatal(err)
+	for _, at := range []float64{3, 4} {
+		s, scores, err := e.Cycle(&Observation{Now: rkAt(at), Pending: pending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[int64]time.Duration{2: 10 * time.Minute}, s.Effective); diff != "" {
+			t.Errorf("minute %v: Effective (-want +got):\n%s", at, diff)
+		}
+		if len(scores) != 2 || scores[0].JobID != 2 {
+			t.Errorf("minute %v: ranking %v: want alice's job 2 first (effective 10 min against bob's hour)", at, scores)
+		}
 	}
-	if diff := cmp.Diff(map[int64]time.Duration{2: 10 * time.Minute}, s.Effective); diff != "" {
-		t.Errorf("Effective (-want +got):\n%s", diff)
-	}
-	if len(scores) != 2 || scores[0].JobID != 2 {
-		t.Errorf("ranking %v: want alice's job 2 first (effective 10 min against bob's hour)", scores)
+	if asked != 2 {
+		t.Errorf("%d effective run times asked over two cycles, want one per pending job (2): the jobs were not predicted again", asked)
 	}
 	// alice's job is predicted again (a finish of hers, a period later)
 	// and now has no effective run time: its entry goes.
 	delete(pred.eff, "alice")
 	done := enJob(3, "alice", 0)
 	done.Start, done.End, done.State = rkAt(0), rkAt(3), StateCompleted
-	s, scores, err = e.Cycle(&Observation{Now: rkAt(5), Pending: pending, Stopped: []Job{done}})
+	s, scores, err := e.Cycle(&Observation{Now: rkAt(6), Pending: pending, Stopped: []Job{done}})
 	if err != nil {
 		t.Fatal(err)
 	}

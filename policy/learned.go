@@ -215,6 +215,8 @@ func (p *learned) Rank(s *Snapshot) ([]Score, error) {
 
 func (p *learned) readsShares() bool { return p.p.Usage != 0 }
 
+func (p *learned) readsEffective() bool { return p.p.Effective != 0 }
+
 func (p *learned) rankIndexed(s *Snapshot, x *rankIndex) ([]Score, error) {
 	g, done := pooledGroups(s.Pending)
 	defer done()

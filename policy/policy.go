@@ -29,10 +29,10 @@ type Snapshot struct {
 	// or by UnknownRun when it has none.
 	Predicted map[int64]time.Duration
 
-	// Effective holds Prediction.Effective by Job.ID for the pending jobs
-	// whose predictor gave one (the learned family's effective feature
-	// reads it); a job missing here has an effective run equal to its
-	// predicted one.
+	// Effective holds effective run times (EffectivePredictor) by Job.ID
+	// for the pending jobs whose predictor gave one, filled while the
+	// policy reads them (the learned family's effective feature); a job
+	// missing here has an effective run time equal to its predicted one.
 	Effective map[int64]time.Duration
 
 	// TrueRun holds the run time each pending job will really have, by
@@ -187,13 +187,20 @@ type Prediction struct {
 	// Source names the rule that produced the value (e.g. "user-name-exact",
 	// "user-mean", "limit"), for explanations.
 	Source string
-	// Effective is the run time that, known for certain, would rank this
-	// job as its predicted distribution does when bounded slowdown is the
-	// cost (EffectiveRun); 0 when the method gives no distribution. It
-	// differs from Run where the user's identical jobs ran for very
-	// different times: one that often fails within a minute has an
-	// Effective well below its Run.
-	Effective time.Duration
+}
+
+// EffectivePredictor is a Predictor that also gives a job's effective run
+// time (EffectiveRun) beside its prediction run: the run time that, known
+// for certain, would rank the job as the run times it may have do when
+// bounded slowdown is the cost; 0 when it has nothing to go on. It differs
+// from the prediction where the user's same job ran for very different
+// times: one that often fails within a minute has an effective run time
+// well below its prediction. The Engine asks only while its policy reads
+// it (the learned family with an effective exponent): it costs a pass
+// over the user's history per prediction.
+type EffectivePredictor interface {
+	Predictor
+	Effective(j *Job, run time.Duration) time.Duration
 }
 
 // SlowdownTau is τ of bounded slowdown, max(1, (wait+run)/max(run, τ)):

@@ -308,26 +308,18 @@ func (f *fairwayPredictor) train() {
 	f.snapLog = gbt.Quantile32(res, 0.5)
 }
 
-func (f *fairwayPredictor) Predict(j *policy.Job) policy.Prediction {
-	p := f.predictPoint(j)
-	if p.Source != "none" {
-		p.Effective = f.effective(j, p.Run)
-	}
-	return p
-}
-
 // fwEffectiveRuns is how many of the user's newest matching runs the
 // effective run time weighs beside the prediction.
 const fwEffectiveRuns = 10
 
-// effective is the job's effective run time (policy.EffectiveRun) over
+// Effective is the job's effective run time (policy.EffectiveRun) over
 // its predicted run time run and the user's newest runs of the same job:
 // the identical job (same name, CPUs, GPUs and limit) where the user has
 // two or more kept, else the same name where three or more, each cut at
 // the job's limit, up to fwEffectiveRuns of them, equally likely with the
 // prediction. 0 where the user has no such runs: the prediction is then
 // all there is.
-func (f *fairwayPredictor) effective(j *policy.Job, run time.Duration) time.Duration {
+func (f *fairwayPredictor) Effective(j *policy.Job, run time.Duration) time.Duration {
 	u := f.users[j.User]
 	if u == nil {
 		return 0
@@ -371,7 +363,7 @@ func (f *fairwayPredictor) effective(j *policy.Job, run time.Duration) time.Dura
 	return policy.EffectiveRun(runs)
 }
 
-func (f *fairwayPredictor) predictPoint(j *policy.Job) policy.Prediction {
+func (f *fairwayPredictor) Predict(j *policy.Job) policy.Prediction {
 	if f.model == nil {
 		return f.rules(j)
 	}

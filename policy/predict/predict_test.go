@@ -304,8 +304,11 @@ func TestFairway_Effective(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := replay(t, p, tt.history, tt.next)
-			if want := tt.want(got.Run.Seconds()); got.Effective != want {
-				t.Errorf("Effective = %v, want %v (prediction %v from %s)", got.Effective, want, got.Run, got.Source)
+			next := tt.next
+			next.Start, next.End, next.State = time.Time{}, time.Time{}, policy.StatePending
+			eff := p.(policy.EffectivePredictor).Effective(&next, got.Run)
+			if want := tt.want(got.Run.Seconds()); eff != want {
+				t.Errorf("Effective = %v, want %v (prediction %v from %s)", eff, want, got.Run, got.Source)
 			}
 		})
 	}
@@ -323,10 +326,12 @@ func TestFairway_Effective(t *testing.T) {
 				runs = append(runs, float64(run))
 			}
 		}
-		got := replay(t, p, h, job(99, "train", 1, 3600, 0))
+		next := job(99, "train", 1, 3600, 0)
+		got := replay(t, p, h, next)
 		runs[0] = got.Run.Seconds()
-		if want := policy.EffectiveRun(runs); got.Effective != want {
-			t.Errorf("Effective = %v, want %v over the prediction and the ten newest runs", got.Effective, want)
+		next.Start, next.End, next.State = time.Time{}, time.Time{}, policy.StatePending
+		if eff, want := p.(policy.EffectivePredictor).Effective(&next, got.Run), policy.EffectiveRun(runs); eff != want {
+			t.Errorf("Effective = %v, want %v over the prediction and the ten newest runs", eff, want)
 		}
 	})
 }

@@ -157,6 +157,10 @@ type Evaluator struct {
 	starts []int // Sequences: each sequence's first job
 	// predicted holds PredictAtSubmit's predictions by job id, read-only.
 	predicted map[int64]policy.Prediction
+	// effective holds the effective run times PredictAtSubmit's predictor
+	// gave (policy.EffectivePredictor) beside those predictions, nil when
+	// it gives none.
+	effective map[int64]time.Duration
 	predName  string
 }
 
@@ -343,7 +347,11 @@ func (e *Evaluator) replay(ctx context.Context, mk PolicyFactory, from, to int) 
 		Progress: func(int, int) error { return ctx.Err() }}
 	switch {
 	case e.predicted != nil:
-		cfg.Predictor = tablePredictor{name: e.predName, runs: e.predicted}
+		if e.effective != nil {
+			cfg.Predictor = effectiveTable{tablePredictor{name: e.predName, runs: e.predicted}, e.effective}
+		} else {
+			cfg.Predictor = tablePredictor{name: e.predName, runs: e.predicted}
+		}
 	case e.proto.NewPredictor != nil:
 		if cfg.Predictor, err = e.proto.NewPredictor(); err != nil {
 			return nil, fmt.Errorf("evaluate: make predictor: %w", err)
@@ -370,6 +378,10 @@ func (e *Evaluator) predictAtSubmit() error {
 	}
 	e.predName = p.Name()
 	e.predicted = make(map[int64]policy.Prediction, e.hi-e.lo)
+	ep, withEff := p.(policy.EffectivePredictor)
+	if withEff {
+		e.effective = make(map[int64]time.Duration)
+	}
 	next := 0
 	for i := e.lo; i < e.hi; i++ {
 		j := e.jobs[i]
@@ -378,7 +390,16 @@ func (e *Evaluator) predictAtSubmit() error {
 			next++
 		}
 		j.Start, j.End, j.State, j.ExitCode = time.Time{}, time.Time{}, policy.StatePending, 0
-		e.predicted[j.ID] = p.Predict(&j)
+		pred := p.Predict(&j)
+		e.predicted[j.ID] = pred
+		// Beside the prediction, from the same history: a policy that
+		// reads it (the learned family's effective feature) gets it at
+		// submit like the prediction.
+		if withEff && pred.Source != "none" {
+			if d := ep.Effective(&j, pred.Run); d > 0 {
+				e.effective[j.ID] = d
+			}
+		}
 	}
 	return nil
 }
@@ -398,6 +419,15 @@ func (t tablePredictor) Predict(j *policy.Job) policy.Prediction {
 	}
 	return policy.Prediction{Source: "none"}
 }
+
+// effectiveTable is tablePredictor for a predictor that gave effective
+// run times too: it answers those made at submit.
+type effectiveTable struct {
+	tablePredictor
+	eff map[int64]time.Duration
+}
+
+func (t effectiveTable) Effective(j *policy.Job, _ time.Duration) time.Duration { return t.eff[j.ID] }
 
 // fingerprint folds res's schedule (each job's id and first start) into h.
 func fingerprint(h uint64, res *Result) uint64 {
