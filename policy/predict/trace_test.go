@@ -172,6 +172,38 @@ func BenchmarkPredict(b *testing.B) {
 	}
 }
 
+// BenchmarkEffective measures the effective run times of a queue of
+// pending jobs beside their predictions, what the Engine asks for the jobs
+// it predicted while the policy reads them (the learned family with an
+// effective exponent), after BenchmarkPredict's warm-up.
+func BenchmarkEffective(b *testing.B) {
+	jobs := sharedTrace(b, "CTC-SP2-1996-3.1-cln.swf.gz", trace.SWF)
+	p := warmFairway(b, jobs)
+	ep := p.(policy.EffectivePredictor)
+	queue := warmQueue(b, p, jobs, 100000)
+	runs := make([]time.Duration, len(queue))
+	some := 0
+	for i, j := range queue {
+		runs[i] = p.Predict(j).Run
+		if ep.Effective(j, runs[i]) > 0 {
+			some++
+		}
+	}
+	if some == 0 {
+		b.Fatal("no job of the queue has an effective run time: the benchmark would measure nothing")
+	}
+	b.Run("jobs=100000", func(b *testing.B) {
+		runtime.GC()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			for i, j := range queue {
+				ep.Effective(j, runs[i])
+			}
+		}
+	})
+}
+
 // BenchmarkFairwayTrain measures one retraining of the fairway model, what
 // a simulation pays every RetrainEvery finished jobs: the default 40 trees
 // of depth 5 on the default window of 30,000 jobs (CTC's, observed in submit
