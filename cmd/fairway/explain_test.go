@@ -62,6 +62,8 @@ type countingStore struct {
 	cycles    int
 	finished  int
 	preds     int
+	// history is what FinishedJobs returns, whatever the window.
+	history []policy.Job
 }
 
 func (s *countingStore) RecordFinished(_ context.Context, _ string, jobs []policy.Job) (accounting.Summary, error) {
@@ -81,7 +83,7 @@ func (s *countingStore) LoadShares(context.Context, string) (*accounting.ShareTr
 	return nil, nil
 }
 func (s *countingStore) FinishedJobs(context.Context, string, time.Time, time.Time) ([]policy.Job, error) {
-	return nil, nil
+	return s.history, nil
 }
 func (s *countingStore) UsageSamples(context.Context, string, time.Time) ([]rewrite.UsageSample, error) {
 	return s.samples, nil

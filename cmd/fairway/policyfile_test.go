@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
@@ -170,5 +173,65 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 	}
 	if q.Forecast == nil || q.Forecast.Policy != "learned (policy file "+path+")" {
 		t.Errorf("queue's forecast: %+v, want it under learned (policy file %s)", q.Forecast, path)
+	}
+}
+
+// TestPolicyFile_Effective: a policy file with an effective exponent ranks
+// in serve with the effective run times of the jobs whose user ran the same
+// job before (from the history serve warms up on), and explain shows the
+// feature's factor and contribution.
+func TestPolicyFile_Effective(t *testing.T) {
+	path := writeLearnedFile(t, t.TempDir(), policy.LearnedParams{Run: 1, Age: 0.5, Effective: 1})
+	cfg, err := settingsFromArgs(t, []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y",
+		"--no-ha", "--dry-run", "--once", "--policy-file", path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, _, store := rewriteDeps()
+	// alice's job "light" (1 GPU, 1 CPU, an hour) ran twice for 50 minutes
+	// and once failed after 10 s; her pending job 1 is that job.
+	for i, run := range []time.Duration{3000 * time.Second, 10 * time.Second, 3000 * time.Second} {
+		end := time.Now().Add(-time.Duration(3-i) * time.Hour)
+		store.history = append(store.history, policy.Job{Cluster: "fairwaylab", ID: int64(200 + i), ArrayTask: -1, User: "alice",
+			Account: "physics", Name: "light", Partition: "gpu", GPUs: 1, CPUs: 1, Nodes: 1, TimeLimit: time.Hour,
+			Submit: end.Add(-run), Start: end.Add(-run), End: end, State: policy.StateCompleted})
+	}
+	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, eff := res.Snapshot.Predicted[1], res.Snapshot.Effective[1]
+	// The prediction (the identical job's last run, 3000 s) and the three
+	// runs: √(mean / mean of 1/max(run, 10 s)).
+	if want := policy.EffectiveRun([]float64{pred.Seconds(), 3000, 10, 3000}); pred != 3000*time.Second || eff != want {
+		t.Fatalf("job 1: predicted %v, effective %v; want 50m0s and %v", pred, eff, want)
+	}
+	pf, err := serve.LoadPolicyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pf.Policy.Rank(res.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, res.Ranked); diff != "" {
+		t.Errorf("serve's ranking is not the file's policy's (-file +serve):\n%s", diff)
+	}
+	ex, err := explainJob(context.Background(), cfg, d, 1, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := writeExplanation(&text, ex); err != nil {
+		t.Fatal(err)
+	}
+	ratio := eff.Seconds() / pred.Seconds()
+	re := fmt.Sprintf(`\n +effective +%s +1 +%s\n`, regexp.QuoteMeta(fmt.Sprintf("%.6g", ratio)), regexp.QuoteMeta(fmt.Sprintf("%+.4g", math.Log(ratio))))
+	if !regexp.MustCompile(re).MatchString(text.String()) {
+		t.Errorf("explain does not match %s:\n%s", re, text.String())
 	}
 }
