@@ -398,8 +398,10 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		clear(e.batchC)
 		if ep, ok := e.p.Predictor.(EffectivePredictor); ok && readsEffective(e.p.Policy) {
 			// Each pending job predicted since its last effective run
-			// time (or since the policy started reading them) gets one,
-			// from the history its prediction saw.
+			// time gets one, in the cycle of its prediction (so from the
+			// history the prediction saw), or, for a job predicted before
+			// the policy started reading them, in that policy's first
+			// cycle.
 			for i := range o.Pending {
 				c := slots[i]
 				if c == nil || !c.has || c.effDone {
