@@ -129,4 +129,34 @@ func TestLab_TuneFromDB(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") || ex.PolicyFile == nil || ex.PolicyFile.Path != path {
 		t.Errorf("explain --json: contributions of %v from %+v, want %v from %s", got, ex.PolicyFile, want, path)
 	}
+
+	// --effective searches the seventh exponent too, on the same history,
+	// and its file ranks the same queue.
+	effPath := filepath.Join(t.TempDir(), "lab-effective.json")
+	text, err = runApp(t, "tune", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since, "--out", effPath,
+		"--effective", "--generations", "1", "--population", "4", "--parallel", "1", "--budget", "2m", "--progress", "never")
+	t.Logf("tune --from-db --effective:\n%s", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := readPolicyFile(t, effPath); g.Tuning == nil || !g.Tuning.SearchedEffective {
+		t.Errorf("tune --effective wrote tuning %+v: want searched_effective", g.Tuning)
+	}
+	for _, a := range []string{"(anchor sjf-effective): run 1, limit 0, size 0, usage 0, counter 0, age 0.25, effective 1;",
+		"(anchor fair-sjf-effective): run 1, limit 0, size 0, usage 2, counter 0, age 1, effective 1;"} {
+		if !strings.Contains(text, a) {
+			t.Errorf("tune --effective does not judge %q", a)
+		}
+	}
+	args = append(labServeArgs(t, e, dbURL), "--no-ha", "--policy-file", effPath)
+	out, err = runApp(t, append(append([]string{"serve"}, args...), "--dry-run", "--once")...)
+	t.Logf("serve --dry-run --once --policy-file (effective):\n%s", out)
+	if err != nil {
+		t.Fatalf("serve --once: %v", err)
+	}
+	for _, id := range pending {
+		if !regexp.MustCompile(`(?m)^\s*\d+\s+` + strconv.FormatInt(id, 10) + `\s`).MatchString(out) {
+			t.Errorf("serve --once with the --effective file does not rank pending job %d", id)
+		}
+	}
 }
