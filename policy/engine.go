@@ -196,8 +196,11 @@ type enginePred struct {
 // effectiveReader is a Policy that may read Snapshot.Effective.
 type effectiveReader interface{ readsEffective() bool }
 
-// readsEffective reports whether p reads Snapshot.Effective.
-func readsEffective(p Policy) bool {
+// ReadsEffective reports whether p's ranking reads Snapshot.Effective (the
+// learned family with an effective exponent): a caller that ranks a
+// Snapshot of its own (the simulator's forecasts between cycles) fills it
+// as the Engine does only then.
+func ReadsEffective(p Policy) bool {
 	r, ok := p.(effectiveReader)
 	return ok && r.readsEffective()
 }
@@ -396,7 +399,7 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		}
 		clear(e.batch) // keep no pointer into the observation
 		clear(e.batchC)
-		if ep, ok := e.p.Predictor.(EffectivePredictor); ok && readsEffective(e.p.Policy) {
+		if ep, ok := e.p.Predictor.(EffectivePredictor); ok && ReadsEffective(e.p.Policy) {
 			// Each pending job predicted since its last effective run
 			// time gets one, in the cycle of its prediction (so from the
 			// history the prediction saw), or, for a job predicted before

@@ -109,6 +109,10 @@ type forecastWatch struct {
 	// jobs that arrived since.
 	seen map[int64]time.Duration
 	pred map[int64]time.Duration
+	// seenEff and eff are the same for the effective run times
+	// (Snapshot.Effective), for a policy that reads them.
+	seenEff map[int64]time.Duration
+	eff     map[int64]time.Duration
 	// oracle is scratch for the oracle forecasts' run times.
 	oracle map[int64]time.Duration
 }
@@ -130,9 +134,9 @@ type forecastRecord struct {
 // hour it has waited, with predicted run times and with time limits. A
 // forecast made at a cycle uses that cycle's snapshot and ranking, the
 // ones serve would answer from; between cycles it ranks the queue as it
-// stands with cfg.Policy, the cycle's predictions (the predictor's for
-// jobs that arrived since) and the ledger as last charged. The simulation
-// itself is the same as Run's.
+// stands with cfg.Policy, the cycle's predictions and effective run times
+// (the predictor's for jobs that arrived since) and the ledger as last
+// charged. The simulation itself is the same as Run's.
 func MeasureForecast(jobs []policy.Job, cfg Config, p ForecastParams) (*ForecastReport, error) {
 	if cfg.Preempt {
 		return nil, ErrPreemptForecast
@@ -175,7 +179,7 @@ func (w *forecastWatch) dueJobs(s *simulator) []int32 {
 
 // cycle makes the due forecasts from a cycle's snapshot and ranking.
 func (w *forecastWatch) cycle(s *simulator, snap *policy.Snapshot, ranking []policy.Score) error {
-	w.seen = snap.Predicted
+	w.seen, w.seenEff = snap.Predicted, snap.Effective
 	due := w.dueJobs(s)
 	w.arrived = w.arrived[:0]
 	if len(due) == 0 {
@@ -197,19 +201,39 @@ func (w *forecastWatch) idle(s *simulator) error {
 		w.pred = map[int64]time.Duration{}
 	}
 	clear(w.pred)
+	// Effective run times as the engine gives them: for a policy that
+	// reads them, from its last cycle, else the predictor's beside its
+	// prediction; without them the queue is ranked otherwise than a cycle
+	// at this instant would.
+	ep, _ := s.cfg.Predictor.(policy.EffectivePredictor)
+	if !policy.ReadsEffective(s.cfg.Policy) {
+		ep = nil
+	}
+	if w.eff == nil {
+		w.eff = map[int64]time.Duration{}
+	}
+	clear(w.eff)
 	for _, js := range [][]policy.Job{s.pending, s.running} {
 		for i := range js {
 			j := &js[i]
 			if d, ok := w.seen[j.ID]; ok {
 				w.pred[j.ID] = d
+				if e, ok := w.seenEff[j.ID]; ok && ep != nil {
+					w.eff[j.ID] = e
+				}
 			} else if s.cfg.Predictor != nil {
 				if pr := s.cfg.Predictor.Predict(j); pr.Source != "none" {
 					w.pred[j.ID] = pr.Run
+					if ep != nil {
+						if e := ep.Effective(j, pr.Run); e > 0 {
+							w.eff[j.ID] = e
+						}
+					}
 				}
 			}
 		}
 	}
-	snap := policy.Snapshot{Now: s.at(s.now), Pending: s.pending, Running: s.running, Predicted: w.pred,
+	snap := policy.Snapshot{Now: s.at(s.now), Pending: s.pending, Running: s.running, Predicted: w.pred, Effective: w.eff,
 		Shares: s.cfg.Shares, Ledger: s.eng.Ledger(), Service: s.cfg.service(), GPUs: float64(s.cfg.Cluster.Capacity())}
 	ranking, err := s.cfg.Policy.Rank(&snap)
 	if err != nil {

@@ -202,3 +202,46 @@ func (r trueRuns) Observe(*policy.Job) {}
 func (r trueRuns) Predict(j *policy.Job) policy.Prediction {
 	return policy.Prediction{Run: r[j.ID], Source: "table"}
 }
+
+// effRuns is trueRuns that also gives effective run times from eff.
+type effRuns struct {
+	trueRuns
+	eff map[int64]time.Duration
+}
+
+func (r effRuns) Effective(j *policy.Job, _ time.Duration) time.Duration { return r.eff[j.ID] }
+
+// TestMeasureForecast_Effective: between cycles the forecast ranks the
+// queue as the engine would, effective run times included, for a learned
+// policy that reads them. One CPU is busy for 3 hours; bob's hour-long
+// job and alice's, alike but for her effective run time of 10 minutes,
+// arrive together while nothing fits, so their forecasts rank without a
+// cycle, and alice's runs first when the CPU frees. With the true run
+// times as predictions every forecast is exact.
+func TestMeasureForecast_Effective(t *testing.T) {
+	jobs := []policy.Job{smJob(1, "carol", 0, 1, 3*3600, 4*3600), smJob(2, "bob", 10, 1, 3600, 7200), smJob(3, "alice", 10, 1, 3600, 7200)}
+	runs := trueRuns{}
+	for _, j := range jobs {
+		runs[j.ID] = j.RunTime()
+	}
+	pol, err := policy.NewLearned(policy.LearnedParams{Run: 1, Effective: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Cluster: Cluster{Nodes: 1, PerNode: 1, Unit: CPUs}, Policy: pol,
+		Predictor: effRuns{runs, map[int64]time.Duration{3: 10 * time.Minute}}}
+	rep, err := MeasureForecast(jobs, cfg, ForecastParams{Resolution: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range rep.Result.Jobs {
+		if want := map[int64]float64{1: 0, 2: 4 * 3600, 3: 3 * 3600}[j.ID]; j.Start.Sub(smT0).Seconds() != want {
+			t.Fatalf("job %d started at %v s, want %v s (alice's first: her effective run time)", j.ID, j.Start.Sub(smT0).Seconds(), want)
+		}
+	}
+	for _, m := range rep.Moments {
+		if m.Forecasts == 0 || m.Predicted.MeanAbs != 0 {
+			t.Errorf("%s: %+v, want exact forecasts", m.Moment, m)
+		}
+	}
+}
