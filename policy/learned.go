@@ -311,10 +311,10 @@ func (p *learned) rank(s *Snapshot, g *assocGroups, sums shareTotals) ([]Score, 
 
 // Contributions splits the key whose parts are parts into one term per
 // feature of LearnedFeatures, with the factor each exponent applies to:
-// max(r̂,τ), r, n, 1 + UE/S, 1 + c/c̄ and 1 + w/max(r̂,τ), whose exponent
-// is −a since it divides the key. The last three are computed only when
-// their exponent is not 0; their Value is nil otherwise, and every Value
-// is nil when parts is.
+// max(r̂,τ), r, n, 1 + UE/S, 1 + c/c̄, 1 + w/max(r̂,τ), whose exponent
+// is −a since it divides the key, and e/max(r̂,τ). The last four are
+// computed only when their exponent is not 0; their Value is nil
+// otherwise, and every Value is nil when parts is.
 func (p *learned) Contributions(parts map[string]float64) []Contribution {
 	// Parts that are 0 are left out of parts (Parts.Map); nil parts are
 	// an explanation that lost them.

@@ -178,7 +178,7 @@ func ParseFile(b []byte) (*File, error) {
 			Version json.RawMessage `json:"format_version"`
 		}
 		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Field == "format_version" && json.Unmarshal(b, &raw) == nil {
-			return nil, bad("format_version %s: want the whole number %d", raw.Version, FileVersion)
+			return nil, bad("format_version %s: want a whole number, 1 to %d", raw.Version, FileVersion)
 		}
 		return nil, bad("not a JSON object: %v", err)
 	}

@@ -55,8 +55,8 @@ func TestParseFile_Refuses(t *testing.T) {
 		{"a later format version", `"format_version": 2`, `"format_version": 3`, "format_version 3: this Fairway reads versions 1 to 2"},
 		{"format version 0", `"format_version": 2`, `"format_version": 0`, "format_version 0: this Fairway reads versions 1 to 2"},
 		{"no format version", `"format_version": 2,`, ``, "no format_version: want 2"},
-		{"a format version not a whole number", `"format_version": 2`, `"format_version": 2.0`, "format_version 2.0: want the whole number 2"},
-		{"a format version as a string", `"format_version": 2`, `"format_version": "2"`, `format_version "2": want the whole number 2`},
+		{"a format version not a whole number", `"format_version": 2`, `"format_version": 2.0`, "format_version 2.0: want a whole number, 1 to 2"},
+		{"a format version as a string", `"format_version": 2`, `"format_version": "2"`, `format_version "2": want a whole number, 1 to 2`},
 		// Version 1 predates effective: a file naming it is not version 1.
 		{"version 1 with effective", `"format_version": 2`, `"format_version": 1`, `feature "effective": format_version 1 has no such feature (it has run, limit, size, usage, counter, age); a file with it is format_version 2`},
 		{"version 2 without effective", `"age", "effective"]`, `"age"]`, `feature "effective" missing from features`},
