@@ -20,6 +20,9 @@ func TestEffectiveRun(t *testing.T) {
 		{"a negative run counts as 0", []float64{-5}, 10 * time.Second},
 		// E[p] = 1805, E[1/max(p,τ)] = (1/3600 + 1/10)/2: √(1805/0.0501389)
 		{"an hour or a failure at once", []float64{3600, 10}, s(math.Sqrt(1805 / ((1.0/3600 + 0.1) / 2)))},
+		// Converted as they are, both came out negative.
+		{"runs beyond a Duration: the largest", []float64{1e12, 1e12}, time.Duration(math.MaxInt64)},
+		{"a NaN run: nothing to go on", []float64{3600, math.NaN()}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

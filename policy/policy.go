@@ -219,7 +219,7 @@ const SlowdownTau = 10 * time.Second
 // root of that ratio, in the units of a run time: for a run time known to
 // be p ≥ τ it is p, so ranking by it is SJF; for runs drawn from runs
 // (seconds, equally likely) it is lower the likelier a short run is. Runs
-// are floored at 0; an empty runs gives 0.
+// are floored at 0; an empty runs, or a NaN among them, gives 0.
 func EffectiveRun(runs []float64) time.Duration {
 	if len(runs) == 0 {
 		return 0
@@ -234,7 +234,17 @@ func EffectiveRun(runs []float64) time.Duration {
 	// The mean run is floored at τ too: a job sure to end at once ranks
 	// as one of τ, as bounded slowdown measures it.
 	mean, invMean := max(sum/float64(len(runs)), tau), inv/float64(len(runs))
-	return time.Duration(math.Sqrt(mean/invMean) * float64(time.Second))
+	e := math.Sqrt(mean/invMean) * float64(time.Second)
+	switch {
+	case math.IsNaN(e):
+		// A NaN run: nothing to go on, as the callers read 0.
+		return 0
+	case e >= math.MaxInt64:
+		// Beyond what a Duration holds (runs of centuries): converted,
+		// it would wrap negative.
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(e)
 }
 
 // Predictor predicts run times from history, learning online.
