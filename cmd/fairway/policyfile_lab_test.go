@@ -14,7 +14,6 @@ import (
 	"github.com/fairway-hpc/fairway/contrib/lab"
 	"github.com/fairway-hpc/fairway/internal/serve"
 	"github.com/fairway-hpc/fairway/policy"
-	"github.com/google/go-cmp/cmp"
 )
 
 // ourOrder is the order ranked lists ids in.
@@ -66,17 +65,7 @@ func TestLab_PolicyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := serve.LoadPolicyFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := pf.Policy.Rank(res.Snapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, res.Ranked); diff != "" {
-		t.Errorf("serve's ranking is not the policy file's on the same snapshot (-file +serve):\n%s", diff)
-	}
+	assertRanksAsFile(t, path, res, "serve's ranking is not the policy file's on the same snapshot")
 	// The contrast is sjf-limit, whose order is the time limits': fair-sjf
 	// ranks by predicted run times, and on a lab whose history holds
 	// jobs that ran a second all three are predicted alike (then the

@@ -109,31 +109,9 @@ func TestSettings_PolicyFile(t *testing.T) {
 // names the file.
 func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 	path := writeLearnedFile(t, t.TempDir(), policy.LearnedParams{Run: 1, Size: -1, Age: 0.5})
-	cfg, err := settingsFromArgs(t, []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y",
-		"--no-ha", "--dry-run", "--once", "--policy-file", path})
-	if err != nil {
-		t.Fatal(err)
-	}
 	d, _, _, _ := rewriteDeps()
-	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := serve.LoadPolicyFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := pf.Policy.Rank(res.Snapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, res.Ranked); diff != "" {
-		t.Errorf("serve's ranking is not the file's policy's (-file +serve):\n%s", diff)
-	}
+	cfg, res := policyFileOnce(t, path, d)
+	assertRanksAsFile(t, path, res, "serve's ranking is not the file's policy's")
 	if len(res.Ranked) == 0 || res.Ranked[0].JobID != 5 {
 		t.Errorf("ranked %v: want carol's 2-GPU job 5 first (the file favours large jobs)", res.Ranked)
 	}
@@ -182,11 +160,6 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 // feature's factor and contribution.
 func TestPolicyFile_Effective(t *testing.T) {
 	path := writeLearnedFile(t, t.TempDir(), policy.LearnedParams{Run: 1, Age: 0.5, Effective: 1})
-	cfg, err := settingsFromArgs(t, []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y",
-		"--no-ha", "--dry-run", "--once", "--policy-file", path})
-	if err != nil {
-		t.Fatal(err)
-	}
 	d, _, _, store := rewriteDeps()
 	// alice's job "light" (1 GPU, 1 CPU, an hour) ran twice for 50 minutes
 	// and once failed after 10 s; her pending job 1 is that job.
@@ -196,31 +169,14 @@ func TestPolicyFile_Effective(t *testing.T) {
 			Account: "physics", Name: "light", Partition: "gpu", GPUs: 1, CPUs: 1, Nodes: 1, TimeLimit: time.Hour,
 			Submit: end.Add(-run), Start: end.Add(-run), End: end, State: policy.StateCompleted})
 	}
-	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, res := policyFileOnce(t, path, d)
 	pred, eff := res.Snapshot.Predicted[1], res.Snapshot.Effective[1]
 	// The prediction (the identical job's last run, 3000 s) and the three
 	// runs: √(mean / mean of 1/max(run, 10 s)).
 	if want := policy.EffectiveRun([]float64{pred.Seconds(), 3000, 10, 3000}); pred != 3000*time.Second || eff != want {
 		t.Fatalf("job 1: predicted %v, effective %v; want 50m0s and %v", pred, eff, want)
 	}
-	pf, err := serve.LoadPolicyFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := pf.Policy.Rank(res.Snapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, res.Ranked); diff != "" {
-		t.Errorf("serve's ranking is not the file's policy's (-file +serve):\n%s", diff)
-	}
+	assertRanksAsFile(t, path, res, "serve's ranking is not the file's policy's")
 	ex, err := explainJob(context.Background(), cfg, d, 1, quietLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -233,5 +189,42 @@ func TestPolicyFile_Effective(t *testing.T) {
 	re := fmt.Sprintf(`\n +effective +%s +1 +%s\n`, regexp.QuoteMeta(fmt.Sprintf("%.6g", ratio)), regexp.QuoteMeta(fmt.Sprintf("%+.4g", math.Log(ratio))))
 	if !regexp.MustCompile(re).MatchString(text.String()) {
 		t.Errorf("explain does not match %s:\n%s", re, text.String())
+	}
+}
+
+// policyFileOnce runs one `serve --dry-run --once --policy-file path`
+// cycle on d and returns its settings and result.
+func policyFileOnce(t *testing.T, path string, d serveDeps) (serveConfig, *serve.CycleResult) {
+	t.Helper()
+	cfg, err := settingsFromArgs(t, []string{"serve", "--cluster", "c", "--slurm-url", "http://x", "--database-url", "postgres://x/y",
+		"--no-ha", "--dry-run", "--once", "--policy-file", path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, res
+}
+
+// assertRanksAsFile checks that res ranked its snapshot as the policy in
+// the file at path ranks it; what names the failure.
+func assertRanksAsFile(t *testing.T, path string, res *serve.CycleResult, what string) {
+	t.Helper()
+	pf, err := serve.LoadPolicyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pf.Policy.Rank(res.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, res.Ranked); diff != "" {
+		t.Errorf("%s (-file +serve):\n%s", what, diff)
 	}
 }
