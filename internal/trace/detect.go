@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -49,7 +50,7 @@ func detectLine(line string) (Format, bool) {
 	if line[0] == ';' {
 		return SWF, true
 	}
-	if fs := strings.Fields(line); len(fs) == swfFields && !strings.Contains(line, ",") {
+	if fs := strings.Fields(line); len(fs) == swfFields && !strings.Contains(line, ",") || len(fs) > swfFields && numeric(fs[:swfFields]) {
 		return SWF, true
 	}
 	cols := map[string]bool{}
@@ -113,4 +114,14 @@ func FileFormat(path, named string) (Format, error) {
 		return "", fmt.Errorf("--trace: %w", err)
 	}
 	return f, nil
+}
+
+// numeric reports whether every field is a number, as SWF's 18 are.
+func numeric(fs []string) bool {
+	for _, f := range fs {
+		if _, err := strconv.ParseFloat(f, 64); err != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -35,7 +35,10 @@ import (
 //	15 queue → Partition (16 partition when the queue is -1)
 //
 // SWF has no GPUs: GPUs stays 0. Fields 6, 7, 17 and 18 are checked to be
-// numbers and otherwise unused.
+// numbers and otherwise unused. Fields after the 18th are ignored: some
+// simulators extend SWF with text fields at the end of the line (Alea's
+// data set adds the nodes used, the queue's name and the job's node
+// properties), and the 18 standard ones are still checked as here.
 type swfParser struct{}
 
 const swfFields = 18
@@ -102,9 +105,10 @@ var swfFieldNames = [swfFields]string{
 
 func (p *swfParser) parse(line []byte, m *Meta, j *policy.Job) error {
 	fs := bytes.Fields(line)
-	if len(fs) != swfFields {
+	if len(fs) < swfFields {
 		return fmt.Errorf("want %d fields, got %d", swfFields, len(fs))
 	}
+	fs = fs[:swfFields]
 	var v [swfFields]float64
 	for i, f := range fs {
 		x, err := strconv.ParseFloat(string(f), 64)

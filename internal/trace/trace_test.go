@@ -505,3 +505,28 @@ func TestReadAll_SharedTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestSWF_ExtraFields checks that fields after SWF's 18 are ignored, as in
+// Alea's data set (the nodes used, the queue's name, node properties), while
+// the 18 standard fields are still checked and too few still refused.
+func TestSWF_ExtraFields(t *testing.T) {
+	const alea = "1 695 71 1164297 12 1 1024 12 1209600 91268055040 1 101 1 1 -1 1 1 1 {1129,1129} q_2w 1:ppn=12\n"
+	tr, err := ReadAll(strings.NewReader(alea), SWF, Options{Name: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Jobs) != 1 {
+		t.Fatalf("%d jobs, want 1", len(tr.Jobs))
+	}
+	j := tr.Jobs[0]
+	if j.CPUs != 12 || j.User != "101" || j.End.Sub(j.Start) != 1164297*time.Second || j.TimeLimit != 1209600*time.Second {
+		t.Errorf("job %+v: want 12 CPUs, user 101, run 1164297 s, limit 1209600 s", j)
+	}
+	if f, err := Detect(strings.NewReader(alea), "f"); err != nil || f != SWF {
+		t.Errorf("Detect = %q, %v; want swf", f, err)
+	}
+	bad := strings.Replace(alea, " 1024 ", " x ", 1)
+	if _, err := ReadAll(strings.NewReader("; MaxProcs: 64\n"+bad), SWF, Options{Name: "f"}); err == nil || !strings.Contains(err.Error(), `field 7 (used memory): invalid number "x"`) {
+		t.Errorf("a bad standard field before extra ones: %v, want it named", err)
+	}
+}
