@@ -60,7 +60,10 @@ func tuneCommand() *cli.Command {
 			"  --loads 1,1.5 also replays each training and validation window with its inter-arrival times\n" +
 			"    divided by 1.5 (its history, sizes and run times as recorded): a point must meet the\n" +
 			"    constraints at every load, and its value is the mean over them (docs/POLICY.md has its\n" +
-			"    time-split rows).\n" +
+			"    time-split rows). --loads auto (default, objective fair): the recorded load, and twice it\n" +
+			"    too where fairshare's replay of the validation window has no hour with two users backlogged\n" +
+			"    throughout: a history where users never queue at once cannot tell a ranking fair between\n" +
+			"    users from one that is not. --loads 1 keeps the recorded load only.\n" +
 			"  --value-loads 1,1.5 (with --loads 1) replays the windows at 1.5 too, but for the value only: a\n" +
 			"    point must meet the constraints at --loads, and its value is the mean over --value-loads.\n" +
 			"The same trace, flags, --seed, --population and --generations give the same file; a --budget that\n" +
@@ -89,7 +92,7 @@ func tuneCommand() *cli.Command {
 			&cli.StringFlag{Name: "backfill", Value: string(sim.EASY), Usage: "easy or none", EnvVars: []string{"FAIRWAY_TUNE_BACKFILL"}},
 			&cli.IntFlag{Name: "sequences", Value: 10, Usage: "with --objective bsld: sequences per window", EnvVars: []string{"FAIRWAY_TUNE_SEQUENCES"}},
 			&cli.IntFlag{Name: "length", Value: 1024, Usage: "with --objective bsld: jobs per sequence", EnvVars: []string{"FAIRWAY_TUNE_LENGTH"}},
-			&cli.StringFlag{Name: "loads", Value: "1", Usage: "offered loads each training and validation window is replayed at, as factors of its own (1 among them; not with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_LOADS"}},
+			&cli.StringFlag{Name: "loads", Value: "auto", Usage: "offered loads each training and validation window is replayed at, as factors of its own (1 among them; not with --objective bsld); auto: 1, and 2 too where fairshare's replay of the validation window has no hour with two users backlogged throughout", EnvVars: []string{"FAIRWAY_TUNE_LOADS"}},
 			&cli.StringFlag{Name: "value-loads", Usage: "offered loads the value is averaged over, the constraints required at --loads only (default: --loads; 1 among them; not with --objective bsld)", EnvVars: []string{"FAIRWAY_TUNE_VALUE_LOADS"}},
 			&cli.StringFlag{Name: "progress", Value: "auto", Usage: "status line on stderr: auto (when stderr is a terminal), always or never", EnvVars: []string{"FAIRWAY_TUNE_PROGRESS"}},
 		}, append(tuneDBFlags(), partitionsFlags("replay", "FAIRWAY_TUNE_PARTITIONS")...)...),
@@ -115,6 +118,10 @@ type tuneConfig struct {
 	Population  int
 	// Effective also searches the effective feature (--effective).
 	Effective bool
+	// AutoLoads adds tune.AutoLoad to the loads when the validation
+	// window tests no Jain window at the recorded load (--loads auto).
+	AutoLoads bool
+	autoUsers int // the validation window's users, when AutoLoads added a load
 	Progress  bool
 	// DB, when set, is the history read instead of Trace (--from-db).
 	DB *tuneDB
@@ -203,8 +210,12 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 	case obj != tune.BSLD && (c.IsSet("sequences") || c.IsSet("length")):
 		return cfg, fmt.Errorf("--sequences, --length: only with --objective bsld")
 	}
-	if s.Loads, err = tune.ParseLoads(c.String("loads")); err != nil {
-		return cfg, fmt.Errorf("--loads %s: %w", c.String("loads"), err)
+	if loads := c.String("loads"); strings.TrimSpace(loads) == "auto" {
+		// The Jain constraint is the only one a quiet history leaves
+		// untested; the other objectives have no constraint.
+		cfg.AutoLoads = obj == tune.Fair
+	} else if s.Loads, err = tune.ParseLoads(loads); err != nil {
+		return cfg, fmt.Errorf("--loads %s: %w", loads, err)
 	}
 	if len(s.Loads) > 1 && obj == tune.BSLD {
 		return cfg, fmt.Errorf("--loads %s: only with --objective fair or wait", c.String("loads"))
@@ -219,6 +230,7 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 		if sameSet(s.ValueLoads, s.Loads) {
 			s.ValueLoads = nil // the constraints' loads, as without the flag
 		}
+		cfg.AutoLoads = false // --value-loads says which loads count for what
 	}
 	if len(s.Loads) == 1 {
 		s.Loads = nil // the windows as recorded
@@ -254,6 +266,20 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.AutoLoads {
+		untested, users, err := tune.JainUntested(ctx, win)
+		if err != nil {
+			return interrupted(ctx, cfg, err)
+		}
+		cfg.AutoLoads = untested
+		if untested {
+			cfg.autoUsers = users
+			cfg.Setup.Loads = []float64{1, tune.AutoLoad}
+			if win, err = tune.NewWindows(w.Jobs, w.Cluster, cfg.Setup); err != nil {
+				return err
+			}
+		}
 	}
 	policies := append(policy.Compared(), tunedRow)
 	// The search's reserve counts evaluations on the validation window;
@@ -296,12 +322,8 @@ func runTune(ctx context.Context, cfg tuneConfig, out io.Writer, errOut *os.File
 	if cfg.Progress {
 		fmt.Fprint(errOut, "\r\033[K")
 	}
-	if err != nil && ctx.Err() != nil {
-		// Ctrl-C or a TERM: the admin wants to know what was kept.
-		return fmt.Errorf("tune: interrupted before the search ended: %s left as it was (--budget ends a search early and writes the best point found by then): %w", cfg.Out, err)
-	}
 	if err != nil {
-		return err
+		return interrupted(ctx, cfg, err)
 	}
 	tuned := res.Params
 	tab, err := win.Table.Table(ctx, sim.ProtocolConfig{Trace: w.Name, Policies: policies, Predictor: cfg.Predictor,
@@ -371,6 +393,15 @@ func clusterText(c sim.Cluster) string {
 	return fmt.Sprintf("%d × %d %s", ci.Nodes, ci.PerNode, ci.Unit)
 }
 
+// interrupted says what an interrupted tune kept when ctx's end caused
+// err (Ctrl-C or a TERM: the admin wants to know); other errors as they are.
+func interrupted(ctx context.Context, cfg tuneConfig, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("tune: interrupted before the search ended: %s left as it was (--budget ends a search early and writes the best point found by then): %w", cfg.Out, err)
+}
+
 // windowsText says which jobs trained and which validated.
 func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) string {
 	s := cfg.Setup
@@ -398,8 +429,12 @@ func windowsText(cfg tuneConfig, win *tune.Windows, tab *sim.ProtocolTable) stri
 		if s.ValueLoads != nil {
 			judged = fmt.Sprintf("the constraints required at load %s and the value averaged over loads %s", loadsText(s.Loads), loadsText(s.ValueLoads))
 		}
-		loads = fmt.Sprintf("; every window also replayed at its offered load × %s (inter-arrival times divided about its first replayed submit), %s (the table below at load 1)",
-			strings.Join(slices.DeleteFunc(xs, func(x string) bool { return x == "1" }), ", "), judged)
+		why := ""
+		if cfg.AutoLoads {
+			why = fmt.Sprintf(" (--loads auto: under %s no hour of the validation window had two of its %d users backlogged throughout, so the recorded load cannot judge fairness between users)", sim.Reference, cfg.autoUsers)
+		}
+		loads = fmt.Sprintf("; every window also replayed at its offered load × %s%s (inter-arrival times divided about its first replayed submit), %s (the table below at load 1)",
+			strings.Join(slices.DeleteFunc(xs, func(x string) bool { return x == "1" }), ", "), why, judged)
 	}
 	return fmt.Sprintf("looked at the first %d of %d jobs (%s); trained on jobs %s of them, each window replayed alone (the %d before the first warm up), validated on jobs %d–%d%s",
 		win.Seen, win.Total, held, strings.Join(chunks, ", "), first, tab.Window[0], tab.Window[1]-1, loads)

@@ -326,3 +326,42 @@ func readPolicyFile(t *testing.T, path string) *policy.File {
 	}
 	return f
 }
+
+// TestTune_AutoLoads checks --loads auto, the default: on a machine so large
+// that no two users ever queue at once, every window is also replayed at
+// twice its load, and the output says why; on the machine the workload
+// keeps busy, or with --loads 1, only at the recorded load.
+func TestTune_AutoLoads(t *testing.T) {
+	path := synthTrace(t)
+	const why = "× 2 (--loads auto: under fairshare no hour of the validation window had two of its"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		doubled bool
+	}{
+		{"users queue", []string{"--nodes", "8"}, false},
+		{"nobody queues", []string{"--nodes", "1000"}, true},
+		{"nobody queues, --loads 1", []string{"--nodes", "1000", "--loads", "1"}, false},
+		{"nobody queues, objective wait", []string{"--nodes", "1000", "--objective", "wait"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "p.json")
+			args := append([]string{"tune", "--trace", path, "--format", "helios", "--out", out, "--predictor", "none",
+				"--generations", "1", "--parallel", "2", "--progress", "never"}, tc.args...)
+			text, err := runApp(t, args...)
+			if err != nil {
+				t.Fatalf("%v; output:\n%s", err, text)
+			}
+			if got := strings.Contains(text, why); got != tc.doubled {
+				t.Errorf("output says %q: %v, want %v:\n%s", why, got, tc.doubled, text)
+			}
+			if got := strings.Contains(text, "also replayed at its offered load"); got != tc.doubled {
+				t.Errorf("windows replayed at another load: %v, want %v:\n%s", got, tc.doubled, text)
+			}
+			// The file records it with the windows it was trained on.
+			if f := readPolicyFile(t, out); strings.Contains(f.Tuning.Windows, why) != tc.doubled {
+				t.Errorf("the file's windows %q: want the reason %v", f.Tuning.Windows, tc.doubled)
+			}
+		})
+	}
+}

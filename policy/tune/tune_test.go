@@ -766,3 +766,40 @@ func TestNewWindows_HoldOutText(t *testing.T) {
 		})
 	}
 }
+
+// TestJainUntested checks when --loads auto adds a heavier load: where
+// users share the validation window but never queue at once (a machine far
+// larger than the load), not where they compete for it, and not where one
+// user submits everything (fairness between users is then moot).
+func TestJainUntested(t *testing.T) {
+	oneUser := tuneJobs(t)
+	for i := range oneUser {
+		oneUser[i].User, oneUser[i].Account = "alice", "physics"
+	}
+	big := sim.Cluster{Nodes: 1000, PerNode: 8, Unit: sim.GPUs}
+	for _, tc := range []struct {
+		name     string
+		jobs     []policy.Job
+		cluster  sim.Cluster
+		untested bool
+		users    int // at least this many
+	}{
+		{"users compete", tuneJobs(t), tuneCluster, false, 2},
+		{"a machine nobody queues on", tuneJobs(t), big, true, 2},
+		{"one user", oneUser, big, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWindows(tc.jobs, tc.cluster, Setup{Objective: Fair, Seen: 0.7, Validate: 0.3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			untested, users, err := JainUntested(context.Background(), w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if untested != tc.untested || users < tc.users || (tc.users == 1 && users != 1) {
+				t.Errorf("JainUntested = %v with %d users, want %v with %d or more", untested, users, tc.untested, tc.users)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -297,4 +298,31 @@ func checkLoads(loads []float64) error {
 		return fmt.Errorf("loads %v: want 1 (the windows as recorded) among them", loads)
 	}
 	return nil
+}
+
+// AutoLoad is the load `--loads auto` adds when the recorded load cannot
+// judge fairness between users (JainUntested): twice the recorded one.
+const AutoLoad = 2
+
+// JainUntested reports whether w's validation window, replayed under the
+// Reference at the recorded load, has no Jain window (no hour with two
+// users backlogged throughout) although two or more users submitted in
+// it, and how many users did. Such a history cannot tell a ranking that
+// is fair between users from one that is not: every point meets the Jain
+// constraint, and on a quiet history every point ties. A heavier replay of
+// the same jobs is where users compete, as they will once the load rises.
+func JainUntested(ctx context.Context, w *Windows) (bool, int, error) {
+	lo, hi := w.Validate.Window()
+	users := map[string]bool{}
+	for i := lo; i < hi; i++ {
+		users[w.Validate.Job(i).User] = true
+	}
+	if len(users) < 2 {
+		return false, len(users), nil
+	}
+	ref, err := w.Validate.Evaluate(ctx, func() (policy.Policy, error) { return policy.New(sim.Reference, nil) })
+	if err != nil {
+		return false, len(users), fmt.Errorf("replay %s on the validation window: %w", sim.Reference, err)
+	}
+	return ref.JainWindows == 0, len(users), nil
 }
