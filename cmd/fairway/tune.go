@@ -215,7 +215,7 @@ func tuneSettings(c *cli.Context) (tuneConfig, error) {
 		// untested; the other objectives have no constraint.
 		cfg.AutoLoads = obj == tune.Fair
 	} else if s.Loads, err = tune.ParseLoads(loads); err != nil {
-		return cfg, fmt.Errorf("--loads %s: %w", loads, err)
+		return cfg, fmt.Errorf("--loads %s: %w (or auto, the default)", loads, err)
 	}
 	if len(s.Loads) > 1 && obj == tune.BSLD {
 		return cfg, fmt.Errorf("--loads %s: only with --objective fair or wait", c.String("loads"))

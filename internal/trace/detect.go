@@ -13,7 +13,8 @@ import (
 )
 
 // Detect tells a trace's format from its first line (gzip-transparent):
-// an SWF header line (";") or a record of 18 numbers is SWF; a CSV header
+// an SWF header line (";"), a record of 18 fields, or a record of more whose
+// first 18 are numbers (extended SWF) is SWF; a CSV header
 // naming job_id, user, num_gpu and duration is Philly-MIX, one naming
 // job_id, user, gpu_num and submit_time is Helios (Fairway's own synthetic
 // traces, `fairway trace synth`, are Helios). name is used in the error.
@@ -37,7 +38,7 @@ func Detect(r io.Reader, name string) (Format, error) {
 		if f, ok := detectLine(line); ok {
 			return f, nil
 		}
-		return "", fmt.Errorf("cannot tell the format of %s from its first line %.60q: want an SWF header (\"; ...\") or 18 numbers, "+
+		return "", fmt.Errorf("cannot tell the format of %s from its first line %.60q: want an SWF header (\"; ...\") or 18 numeric fields, "+
 			"or a CSV header with job_id,user,gpu_num,submit_time (Helios) or job_id,user,num_gpu,...,duration (Philly-MIX); give --format", name, line)
 	}
 	if err := sc.Err(); err != nil {
