@@ -32,9 +32,9 @@ var finishedHistory = report.FinishedHistory
 // simulateDBSettings reads the --from-db flags (c.Bool("from-db") set),
 // naming the bad one.
 func simulateDBSettings(c *cli.Context) (*tuneDB, error) {
-	for _, f := range []string{"split", "sequences", "power", "forecast", "suite"} {
+	for _, f := range []string{"power", "forecast", "suite"} {
 		if c.IsSet(f) {
-			return nil, fmt.Errorf("--from-db: not with --%s (only the plain comparison replays the database)", f)
+			return nil, fmt.Errorf("--from-db: not with --%s (the comparison, --split and --sequences replay the database)", f)
 		}
 	}
 	db, err := tuneDBSettings(c, time.Now())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
 // fakeHistory puts a database-less history in finishedHistory's place for
@@ -94,7 +95,7 @@ func TestSimulate_FromDBBad(t *testing.T) {
 	}{
 		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-13"}, `--month "2026-13": want YYYY-MM`},
 		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--month", "2026-10", "--since", "2026-10-02"}, "--month: not with --since"},
-		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--split", "0.7"}, "--from-db: not with --split"},
+		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--power"}, "--from-db: not with --power"},
 		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--trace", "x.swf"}, "--from-db and --trace"},
 		{[]string{"--from-db", "--database-url", "postgres://fake", "--cluster", "other"}, "--from-db: asked for other"},
 		{[]string{"--month", "2026-10"}, "--month: only with --from-db"},
@@ -139,5 +140,42 @@ func TestFromDB_CutWarning(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimulate_FromDBSplit tunes on the first 70% of a (fake) database
+// history and judges the file on the 30% it held out with simulate
+// --from-db --split: the replay is of exactly the held-out jobs, and its
+// last line is the time split's verdict for the file's row.
+func TestSimulate_FromDBSplit(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 2, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeHistory(t, jobs)
+	db := []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--nodes", "8", "--per-node", "8",
+		"--predictor", "none", "--parallel", "2", "--progress", "never"}
+	file := filepath.Join(t.TempDir(), "p.json")
+	text, err := runApp(t, append([]string{"tune", "--train", "0.7", "--out", file, "--generations", "1"}, db...)...)
+	if err != nil {
+		t.Fatalf("tune: %v\n%s", err, text)
+	}
+	const held = "the last 450 held out for the final evaluation"
+	if !strings.Contains(text, held) {
+		t.Fatalf("tune output lacks %q:\n%s", held, text)
+	}
+	out, err := runApp(t, append([]string{"simulate", "--split", "0.7", "--policy-file", file, "--policies", "fifo"}, db...)...)
+	if err != nil {
+		t.Fatalf("simulate: %v\n%s", err, out)
+	}
+	t.Logf("simulate --from-db --split:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, want := range []string{"alps, jobs that ended", "time split at 0.7: replays the last 450 jobs", " fairshare ", " tuned "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("simulate output lacks %q:\n%s", want, out)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "criterion for tuned: ") {
+		t.Errorf("last line %q, want the time split's verdict for tuned", last)
 	}
 }

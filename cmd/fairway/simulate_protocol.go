@@ -79,7 +79,12 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
-	w, err := simWorkload(cfg.LoadWorkload())
+	var w *sim.Workload
+	if cfg.db != nil {
+		w, err = loadDB(c.Context, cfg.db, cfg)
+	} else {
+		w, err = simWorkload(cfg.LoadWorkload())
+	}
 	if err != nil {
 		return err
 	}

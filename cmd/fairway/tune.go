@@ -33,7 +33,8 @@ func tuneCommand() *cli.Command {
 		Name:  "tune",
 		Usage: "fit the learned ranking's exponents to a trace and write a policy file",
 		Description: "Searches the learned family (key = run^a · limit^b · size^c · (1+usage)^d · (1+counter)^e /\n" +
-			"(1+wait/run)^age; `fairway explain` shows each part) with CMA-ES over replays of the trace.\n" +
+			"(1+wait/run)^age · (effective/run)^f, f searched with --effective; `fairway explain` shows each\n" +
+			"part) with CMA-ES over replays of the trace.\n" +
 			"The trace's jobs are put in submit order. Only the first --train of them are looked at; the rest\n" +
 			"are held out for `fairway simulate --split <train> --policy-file FILE`. Of the part looked at, the\n" +
 			"search scores points on the jobs before its last --validate: after a warm-up of 30%, three\n" +
