@@ -540,7 +540,18 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 		fmt.Fprintf(out, "chosen (%s): %s\n", name, vec(res.Params))
 	}
 	fmt.Fprintf(out, "wrote %s\n\nvalidation window:\n", cfg.Out)
-	return tab.WriteText(out)
+	if err := tab.WriteText(out); err != nil {
+		return err
+	}
+	if held := win.Total - win.Seen; held > 0 {
+		judge := fmt.Sprintf("--split %g", cfg.Setup.Seen)
+		if cfg.Setup.Objective == tune.BSLD {
+			judge = fmt.Sprintf("--sequences %d --length %d --window-from %g", cfg.Setup.Sequences, cfg.Setup.Length, cfg.Setup.Seen)
+		}
+		fmt.Fprintf(out, "\nnext: judge it on the %s held out: fairway simulate with this history's flags, %s --policy-file %s\n",
+			plural.N(held, "job", "jobs"), judge, cfg.Out)
+	}
+	return nil
 }
 
 // tunedFactory reads a policy file for simulate --policy-file.

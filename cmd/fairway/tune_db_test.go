@@ -130,6 +130,9 @@ func TestTune_FromDB(t *testing.T) {
 	if len(f.Validation) == 0 {
 		t.Errorf("no validation table in the file")
 	}
+	if strings.Contains(text, "next: judge it") {
+		t.Errorf("nothing was held out, yet the output says how to judge it:\n%s", text)
+	}
 
 	empty := e.Database(t)
 	for _, tc := range []struct {

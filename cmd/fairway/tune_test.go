@@ -163,7 +163,8 @@ func TestTune_FileRunsInSimulate(t *testing.T) {
 	if want := append(policy.Compared(), tunedRow); !cmp.Equal(want, rows) {
 		t.Errorf("validation rows %v, want %v", rows, want)
 	}
-	for _, want := range []string{"kept the start", "validation window:", "wait ≤ fairshare"} {
+	for _, want := range []string{"kept the start", "validation window:", "wait ≤ fairshare",
+		"next: judge it on the 450 jobs held out: fairway simulate with this history's flags, --split 0.7 --policy-file " + out} {
 		if want == "kept the start" && !f.Tuning.KeptStart {
 			want = "chosen:"
 		}
