@@ -187,3 +187,29 @@ func TestSimulate_FromDBSplit(t *testing.T) {
 		t.Errorf("simulate --sequences output lacks %q:\n%s", want, out)
 	}
 }
+
+// TestSimulate_FromDBSplitUnroutable: under --split, as in the plain
+// comparison, a history job that no node of the --partitions layout can
+// run (an a100 job where the layout has none) is counted as left out and
+// named in a warning, not replayed silently by no policy.
+func TestSimulate_FromDBSplitUnroutable(t *testing.T) {
+	jobs := dbJobs()
+	// The a100 job is submitted last, so that it falls in the replayed part.
+	last := jobs[len(jobs)-2].Submit
+	jobs[len(jobs)-1].Submit, jobs[len(jobs)-1].Start, jobs[len(jobs)-1].End = last.Add(time.Minute), last.Add(2*time.Minute), last.Add(time.Hour)
+	fakeHistory(t, jobs)
+	out, err := runApp(t, "simulate", "--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--split", "0.5",
+		"--policies", "fifo,fairshare", "--parallel", "1", "--progress", "never", "--predictor", "none",
+		"--partitions", "gpu:nodes=1,per-node=4,type=h100;gpu:nodes=1,per-node=4,type=v100;debug:nodes=1,per-node=4")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`left out: 1 no a100 node in partition "gpu"`,
+		`warning: 1 jobs left out, no node of the cluster can run them: no a100 node in partition "gpu"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -67,6 +68,10 @@ type ProtocolTable struct {
 	// Evaluator's (RunProtocol sets it, nil when none) and the records the
 	// trace reader left out (its caller adds them). Printed unless nil.
 	LeftOut map[string]int `json:"left_out,omitempty"`
+	// Unroutable counts, by reason, the replayable jobs no node of a
+	// partitioned cluster can run (Unroutable): every replay skips them.
+	// RunProtocol adds them to LeftOut too; nil when none.
+	Unroutable map[string]int `json:"unroutable,omitempty"`
 	// CutAtLimit counts the jobs without a time limit that ran longer than
 	// the one a replay gives them and are cut there (CutAtDefaultLimit).
 	CutAtLimit int `json:"cut_at_default_limit,omitempty"`
@@ -199,6 +204,12 @@ func RunProtocol(ctx context.Context, jobs []policy.Job, c Cluster, cfg Protocol
 		return nil, err
 	}
 	t.LeftOut, t.CutAtLimit = e.Skipped(), CutAtDefaultLimit(jobs)
+	// The Evaluator admits a job whatever its partition; a replay then
+	// skips those no node of the layout can run. Said as the plain
+	// comparison says them, not replayed silently by no policy.
+	if u := Unroutable(e.jobs, c); len(u) > 0 {
+		t.Unroutable, t.LeftOut = u, trace.MergeLeftOut(t.LeftOut, u)
+	}
 	return t, nil
 }
 
@@ -311,6 +322,9 @@ func (t *ProtocolTable) WriteText(w io.Writer) error {
 		t.Trace, t.Jobs, t.Cluster, backfill, pred, t.Tau)
 	if t.LeftOut != nil {
 		fmt.Fprintf(w, "left out: %s\n", trace.FormatLeftOut(t.LeftOut))
+	}
+	for _, r := range slices.Sorted(maps.Keys(t.Unroutable)) {
+		fmt.Fprintln(w, SkipWarning(t.Unroutable[r], r))
 	}
 	if t.CutAtLimit > 0 {
 		fmt.Fprintln(w, CutWarning(t.CutAtLimit))
