@@ -213,3 +213,50 @@ func TestSimulate_FromDBSplitUnroutable(t *testing.T) {
 		}
 	}
 }
+
+// TestTune_NextLineFromDB: the line tune --from-db --train 0.7 ends with
+// names the period it read as simulate takes it (--days resolved into
+// --since, the open end closed at the instant the history was read, as
+// simulate has no --days), and the predictor it tuned with; simulate
+// run with those flags replays exactly the jobs held out.
+func TestTune_NextLineFromDB(t *testing.T) {
+	jobs, err := sim.Synth(sim.SynthParams{Jobs: 1500, Seed: 2, Load: 1.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := fakeHistory(t, jobs)
+	machine := []string{"--database-url", "postgres://fake", "--cluster", "alps", "--nodes", "8", "--per-node", "8", "--parallel", "2", "--progress", "never"}
+	file := filepath.Join(t.TempDir(), "p.json")
+	text, err := runApp(t, append([]string{"tune", "--from-db", "--days", "30", "--train", "0.7", "--predictor", "none", "--out", file, "--generations", "1"}, machine...)...)
+	if err != nil {
+		t.Fatalf("tune: %v\n%s", err, text)
+	}
+	read := *asked
+	_, line, ok := strings.Cut(text, "next: judge it on the 450 jobs held out: fairway simulate ")
+	if !ok {
+		t.Fatalf("tune output lacks the next line:\n%s", text)
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	flags, rest, ok := strings.Cut(line, " with this history's other flags, ")
+	if !ok {
+		t.Fatalf("next line %q: want the period's flags, then \"with this history's other flags, \"", line)
+	}
+	if strings.Contains(flags, "--days") || !strings.HasPrefix(flags, "--from-db --since "+read[0].UTC().Format(time.RFC3339Nano)+" --until ") {
+		t.Errorf("next line %q: want --from-db --since %s --until the instant read", line, read[0].UTC().Format(time.RFC3339Nano))
+	}
+	if want := "--split 0.7 --predictor none --policy-file " + file; rest != want {
+		t.Errorf("next line ends %q, want %q", rest, want)
+	}
+	args := append(append([]string{"simulate"}, strings.Fields(flags)...), machine...)
+	args = append(args, strings.Fields(rest)...)
+	out, err := runApp(t, append(args, "--policies", "fifo")...)
+	if err != nil {
+		t.Fatalf("simulate %v: %v\n%s", args, err, out)
+	}
+	if !asked[0].Equal(read[0]) || asked[1].IsZero() {
+		t.Errorf("simulate read %v, tune %v: want the same start and an end", *asked, read)
+	}
+	if want := "time split at 0.7: replays the last 450 jobs"; !strings.Contains(out, want) {
+		t.Errorf("simulate output lacks %q:\n%s", want, out)
+	}
+}

@@ -544,12 +544,24 @@ func writeTuneSummary(out io.Writer, cfg tuneConfig, w *sim.Workload, win *tune.
 		return err
 	}
 	if held := win.Total - win.Seen; held > 0 {
+		// The same history (a database period as simulate reads it), the
+		// same predictor and backfill, and the held-out part.
+		history := "--trace " + cfg.Trace
+		if cfg.DB != nil {
+			history = cfg.DB.simulateFlags()
+		}
 		judge := fmt.Sprintf("--split %g", cfg.Setup.Seen)
 		if cfg.Setup.Objective == tune.BSLD {
 			judge = fmt.Sprintf("--sequences %d --length %d --window-from %g", cfg.Setup.Sequences, cfg.Setup.Length, cfg.Setup.Seen)
 		}
-		fmt.Fprintf(out, "\nnext: judge it on the %s held out: fairway simulate with this history's flags, %s --policy-file %s\n",
-			plural.N(held, "job", "jobs"), judge, cfg.Out)
+		if cfg.Predictor != "fairway" {
+			judge += " --predictor " + cfg.Predictor
+		}
+		if cfg.Backfill == sim.NoBackfill {
+			judge += " --backfill " + string(sim.NoBackfill)
+		}
+		fmt.Fprintf(out, "\nnext: judge it on the %s held out: fairway simulate %s with this history's other flags, %s --policy-file %s\n",
+			plural.N(held, "job", "jobs"), history, judge, cfg.Out)
 	}
 	return nil
 }

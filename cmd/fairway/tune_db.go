@@ -19,6 +19,9 @@ type tuneDB struct {
 	Cluster      string // "": the database's only cluster
 	Since, Until time.Time
 	Unit         sim.Unit // "": told from the history
+	// readAt is when load read a period without --until: the end a later
+	// command reads the same period up to (simulateFlags).
+	readAt time.Time
 }
 
 // tuneDBFlags are tune's flags for reading the accounting database.
@@ -97,6 +100,7 @@ func tuneDBSettings(c *cli.Context, now time.Time) (*tuneDB, error) {
 // load reads the history and replays it on the cluster of layout, else of
 // nodes × perNode, else the least the history fits (report.ReplayWorkload).
 func (db *tuneDB) load(ctx context.Context, nodes, perNode int, layout *sim.Layout) (*sim.Workload, error) {
+	db.readAt = time.Now()
 	jobs, cluster, err := finishedHistory(ctx, db.URL, db.Cluster, db.Since, db.Until)
 	if err != nil {
 		return nil, fmt.Errorf("--from-db: %w", err)
@@ -111,4 +115,24 @@ func (db *tuneDB) load(ctx context.Context, nodes, perNode int, layout *sim.Layo
 // source says where the history came from, for the policy file.
 func (db *tuneDB) source() string {
 	return "accounting database, jobs that ended " + report.PeriodText(db.Since, db.Until)
+}
+
+// simulateFlags are the flags that make simulate --from-db read the period
+// db read: --days and --months as the --since they gave (simulate has
+// neither), and an open end closed at the instant the history was read,
+// so that the jobs that end later do not move the split. Instants are
+// exact (RFC 3339 with the fraction, which --since and --until take).
+func (db *tuneDB) simulateFlags() string {
+	s := "--from-db"
+	if !db.Since.IsZero() {
+		s += " --since " + db.Since.UTC().Format(time.RFC3339Nano)
+	}
+	until := db.Until
+	if until.IsZero() {
+		until = db.readAt
+	}
+	if !until.IsZero() {
+		s += " --until " + until.UTC().Format(time.RFC3339Nano)
+	}
+	return s
 }

@@ -164,7 +164,7 @@ func TestTune_FileRunsInSimulate(t *testing.T) {
 		t.Errorf("validation rows %v, want %v", rows, want)
 	}
 	for _, want := range []string{"kept the start", "validation window:", "wait ≤ fairshare",
-		"next: judge it on the 450 jobs held out: fairway simulate with this history's flags, --split 0.7 --policy-file " + out} {
+		"next: judge it on the 450 jobs held out: fairway simulate --trace " + path + " with this history's other flags, --split 0.7 --predictor none --policy-file " + out} {
 		if want == "kept the start" && !f.Tuning.KeptStart {
 			want = "chosen:"
 		}
