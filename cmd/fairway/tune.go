@@ -51,6 +51,7 @@ func tuneCommand() *cli.Command {
 			"    first 70% of the submits train, the last 30% validate), replayed on the least machine the\n" +
 			"    history fits (the database keeps no node list: --nodes and --per-node give the real one, or\n" +
 			"    --partitions its partitions, nodes and GPU types, as simulate --from-db replays them).\n" +
+			"    --train 0.7 holds out the last 30% for simulate --from-db --split 0.7 on the same period.\n" +
 			"  --objective fair (default): the lowest avg bounded slowdown subject to avg wait ≤ fairshare's,\n" +
 			"    Jain ≥ fairshare's − 0.01 and max ρ ≤ fairshare's on the same window; violations are\n" +
 			"    penalised so that the search moves towards feasibility.\n" +
