@@ -160,6 +160,37 @@ tune-split:
 	rm -f fairway.tune
 	for n in $(SPLIT_ROWS); do echo "$$n: $$(tail -n 1 $(SPLIT_DIR)/$$n-split.txt)"; done | tee $(SPLIT_DIR)/verdicts.txt
 
+## tune-rls: issue 31's RLScheduler protocol. For each of RLS_ROWS (CTC, KTH, SDSC-BLUE), tune with
+## --objective bsld on sequences from the first 70% of submits (RLS_BUDGET), then replay 10 sequences of 1024
+## jobs (seed 1) from the last 30% with F1, SJF by limit, QSSF, fairshare, fair-sjf, the tuned file and SJF on
+## predictions (contrib/policies/sjf-pred.json) into RLS_DIR/NAME-rls-tune.txt and RLS_DIR/NAME-rls.txt, whose
+## last lines are RLScheduler's criterion for each file; RLS_DIR/rls-verdicts.txt collects them.
+## TRACES_DIR=dir, RLS_BUDGET=20m, RLS_FLAGS= (more tune flags), RLS_DIR=docs/split, RLS_ROWS="ctc kth sdsc-blue"
+RLS_BUDGET ?= 20m
+RLS_FLAGS ?=
+RLS_DIR ?= docs/split
+RLS_ROWS ?= ctc kth sdsc-blue
+.PHONY: tune-rls
+tune-rls:
+	$(GO) build -tags '$(TAGS)' -o fairway.tune ./cmd/fairway
+	mkdir -p $(RLS_DIR)
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for t in $(TUNE_TRACES); do \
+	  IFS=: read -r name file format <<< "$$t"; \
+	  case " $(RLS_ROWS) " in *" $$name "*) ;; *) continue;; esac; \
+	  file=$(TRACES_DIR)/$$file; \
+	  echo "RLScheduler's protocol on $$name: tuning ($(RLS_BUDGET)), then replaying 10 sequences from the held-out 30%"; \
+	  { echo "$$ fairway tune --trace $$(basename $$file) --format $$format --objective bsld --budget $(RLS_BUDGET)$(if $(RLS_FLAGS), $(RLS_FLAGS)) --out $$name-bsld.json"; echo; \
+	    nice ./fairway.tune tune --trace $$file --format $$format --objective bsld --budget $(RLS_BUDGET) $(RLS_FLAGS) --parallel 2 --progress never \
+	      --out $$tmp/$$name-bsld.json; } > $(RLS_DIR)/$$name-rls-tune.txt; \
+	  { echo "$$ fairway simulate --trace $$(basename $$file) --format $$format --sequences 10 --length 1024 --seed 1 --window-from 0.7 --policies f1,sjf-limit,qssf,fairshare,fair-sjf --policy-file $$name-bsld.json --policy-file contrib/policies/sjf-pred.json"; echo; \
+	    nice ./fairway.tune simulate --trace $$file --format $$format --sequences 10 --length 1024 --seed 1 --window-from 0.7 \
+	      --policies f1,sjf-limit,qssf,fairshare,fair-sjf --policy-file $$tmp/$$name-bsld.json --policy-file contrib/policies/sjf-pred.json \
+	      --parallel 2 --progress never; } > $(RLS_DIR)/$$name-rls.txt; \
+	done
+	rm -f fairway.tune
+	for n in $(RLS_ROWS); do tail -n 2 $(RLS_DIR)/$$n-rls.txt | sed "s/^/$$n: /"; done | tee $(RLS_DIR)/rls-verdicts.txt
+
 ## policy-doc: rerun the policy suite (every policy × CTC, KTH, SDSC-BLUE, Philly-MIX1, 3 synthetic seeds ×
 ## loads 0.8/1.0/1.2) on each trace's first 30,000 jobs and rewrite that evidence block of docs/POLICY.md;
 ## policy-doc-whole: the same on the whole traces (about 10 minutes on 2 cores), its own block

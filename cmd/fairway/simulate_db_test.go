@@ -178,13 +178,18 @@ func TestSimulate_FromDBSplit(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "criterion for tuned: ") {
 		t.Errorf("last line %q, want the time split's verdict for tuned", last)
 	}
-	// RLScheduler's sequences read the database the same way.
-	out, err = runApp(t, append([]string{"simulate", "--sequences", "2", "--length", "200", "--policies", "fifo,sjf-limit"}, db...)...)
+	// RLScheduler's sequences read the database the same way, and judge
+	// the file's row against F1 and SJF by limit.
+	out, err = runApp(t, append([]string{"simulate", "--sequences", "2", "--length", "200", "--policies", "f1,sjf-limit", "--policy-file", file}, db...)...)
 	if err != nil {
 		t.Fatalf("simulate --sequences: %v\n%s", err, out)
 	}
 	if want := "RLScheduler's protocol: 2 sequences × 200 jobs, seed 1, drawn from submits [0, 1) (jobs 0–1499)"; !strings.Contains(out, want) {
 		t.Errorf("simulate --sequences output lacks %q:\n%s", want, out)
+	}
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "RLScheduler's criterion for tuned: ") || !strings.Contains(last, " against f1 ") {
+		t.Errorf("last line %q, want RLScheduler's criterion for tuned", last)
 	}
 }
 

@@ -128,6 +128,17 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 			t.Verdicts = append(t.Verdicts, v)
 		}
 	}
+	if p.Kind == sim.Sequences && hasAll(t, sim.SequenceComparators) {
+		// RLScheduler's criterion for each file's row, where its
+		// comparators were replayed.
+		for _, f := range files {
+			v, err := t.SequenceVerdict(f.row)
+			if err != nil {
+				return err
+			}
+			t.SequenceVerdicts = append(t.SequenceVerdicts, v)
+		}
+	}
 	if cfg.JSON {
 		return printJSON(c.App.Writer, t)
 	}
@@ -165,4 +176,14 @@ func policyFileRows(paths, policies []string) ([]policyFileRow, error) {
 		out = append(out, policyFileRow{row, mk})
 	}
 	return out, nil
+}
+
+// hasAll reports whether t has a row for each of names.
+func hasAll(t *sim.ProtocolTable, names []string) bool {
+	for _, n := range names {
+		if !slices.ContainsFunc(t.Rows, func(r sim.ProtocolRow) bool { return r.Name == n }) {
+			return false
+		}
+	}
+	return true
 }

@@ -593,3 +593,43 @@ func TestProtocolTable_Verdict(t *testing.T) {
 		})
 	}
 }
+
+// TestProtocolTable_SequenceVerdict checks RLScheduler's criterion: a lower
+// mean avg bsld than F1 and SJF by limit, each (the figures are the KTH and
+// SDSC-BLUE rows of docs/POLICY.md).
+func TestProtocolTable_SequenceVerdict(t *testing.T) {
+	row := func(name string, bsld float64) ProtocolRow {
+		return ProtocolRow{Evaluation: Evaluation{Metrics: Metrics{Name: name, AvgBSLD: bsld}}}
+	}
+	for _, tc := range []struct {
+		name string
+		rows []ProtocolRow
+		want string // the verdict's text, or the error's
+	}{
+		{"lower than both", []ProtocolRow{row("f1", 47.78), row("sjf-limit", 25.14), row("tuned", 20.80)},
+			"RLScheduler's criterion for tuned: met: avg bsld 20.80 against f1 47.78, sjf-limit 25.14 (lower than each wanted)"},
+		{"lower than one only", []ProtocolRow{row("f1", 13.20), row("sjf-limit", 6.50), row("tuned", 6.56)},
+			"RLScheduler's criterion for tuned: NOT met: avg bsld 6.56 against f1 13.20, sjf-limit 6.50 (lower than each wanted)"},
+		{"equal is not lower", []ProtocolRow{row("f1", 9), row("sjf-limit", 8), row("tuned", 8)},
+			"RLScheduler's criterion for tuned: NOT met: avg bsld 8.00 against f1 9.00, sjf-limit 8.00 (lower than each wanted)"},
+		{"a comparator not replayed", []ProtocolRow{row("f1", 9), row("tuned", 8)},
+			"sequence verdict for tuned: no sjf-limit row to compare with (replay f1 and sjf-limit)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := &ProtocolTable{Kind: Sequences, Rows: tc.rows}
+			v, err := tab.SequenceVerdict("tuned")
+			got := ""
+			if err != nil {
+				got = err.Error()
+			} else {
+				got = v.text()
+			}
+			if got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := (&ProtocolTable{Kind: Split}).SequenceVerdict("tuned"); err == nil {
+		t.Errorf("a split table gave a sequence verdict")
+	}
+}

@@ -98,6 +98,74 @@ type ProtocolTable struct {
 	// Verdicts are the time split's criterion for the rows asked about
 	// (Verdict), printed after the table.
 	Verdicts []Verdict `json:"verdicts,omitempty"`
+	// SequenceVerdicts are RLScheduler's protocol's criterion for the rows
+	// asked about (SequenceVerdict), printed after the table.
+	SequenceVerdicts []SequenceVerdict `json:"sequence_verdicts,omitempty"`
+}
+
+// SequenceComparators are the heuristics a row must beat under
+// RLScheduler's protocol (issue 31): F1 (Carastan-Santos & de Camargo,
+// SC'17) and SJF by time limit, RLScheduler's SJF (Zhang et al., SC'20).
+var SequenceComparators = []string{"f1", "sjf-limit"}
+
+// SequenceVerdict is RLScheduler's protocol's criterion for one row of a
+// Sequences table: a lower average bounded slowdown (the mean over the
+// sequences) than every SequenceComparators row.
+type SequenceVerdict struct {
+	Row  string  `json:"row"`
+	Met  bool    `json:"met"`
+	BSLD float64 `json:"avg_bsld"`
+	// Against holds each comparator's avg bsld, in SequenceComparators'
+	// order.
+	Against []RowBSLD `json:"against"`
+}
+
+// RowBSLD is a row's average bounded slowdown.
+type RowBSLD struct {
+	Row  string  `json:"row"`
+	BSLD float64 `json:"avg_bsld"`
+}
+
+// SequenceVerdict judges the row named row of a Sequences table that holds
+// the SequenceComparators' rows too.
+func (t *ProtocolTable) SequenceVerdict(row string) (SequenceVerdict, error) {
+	if t.Kind != Sequences {
+		return SequenceVerdict{}, fmt.Errorf("sequence verdict for %s: only RLScheduler's protocol has one", row)
+	}
+	find := func(name string) (ProtocolRow, bool) {
+		i := slices.IndexFunc(t.Rows, func(r ProtocolRow) bool { return r.Name == name })
+		if i < 0 {
+			return ProtocolRow{}, false
+		}
+		return t.Rows[i], true
+	}
+	me, ok := find(row)
+	if !ok {
+		return SequenceVerdict{}, fmt.Errorf("sequence verdict for %s: no such row", row)
+	}
+	v := SequenceVerdict{Row: row, Met: true, BSLD: me.AvgBSLD}
+	for _, c := range SequenceComparators {
+		r, ok := find(c)
+		if !ok {
+			return SequenceVerdict{}, fmt.Errorf("sequence verdict for %s: no %s row to compare with (replay %s)", row, c, strings.Join(SequenceComparators, " and "))
+		}
+		v.Against = append(v.Against, RowBSLD{Row: c, BSLD: r.AvgBSLD})
+		v.Met = v.Met && me.AvgBSLD < r.AvgBSLD
+	}
+	return v, nil
+}
+
+// text says a sequence verdict in one line.
+func (v SequenceVerdict) text() string {
+	var against []string
+	for _, a := range v.Against {
+		against = append(against, fmt.Sprintf("%s %.2f", a.Row, a.BSLD))
+	}
+	verdict := "NOT met"
+	if v.Met {
+		verdict = "met"
+	}
+	return fmt.Sprintf("RLScheduler's criterion for %s: %s: avg bsld %.2f against %s (lower than each wanted)", v.Row, verdict, v.BSLD, strings.Join(against, ", "))
 }
 
 // Verdict is the time split's criterion for one row of a Split table: it
@@ -368,6 +436,9 @@ func (t *ProtocolTable) WriteText(w io.Writer) error {
 			bsld = t.Rows[i].AvgBSLD
 		}
 		fmt.Fprintln(w, v.text(bsld))
+	}
+	for _, v := range t.SequenceVerdicts {
+		fmt.Fprintln(w, v.text())
 	}
 	return nil
 }
