@@ -265,14 +265,7 @@ func TestServeAndExplain_RankFromTheSameHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	served, err := r.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	served := runCycle(t, cfg, d)
 	if len(store.jobs) != 9 {
 		t.Fatalf("serve's cycle stored %d finished jobs, want the 9 Slurm lists (else the test proves nothing)", len(store.jobs))
 	}

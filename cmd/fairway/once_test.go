@@ -78,14 +78,7 @@ func TestServeOnce_FailsOnAFailedWrite(t *testing.T) {
 				}
 				d, _, resizer, _ := rewriteDeps()
 				d.Source, d.Values, d.Resizes, d.Comments = client, writer, resizer, resizer
-				r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := r.RunCycle(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := runCycle(t, cfg, d)
 				var out bytes.Buffer
 				err = printOnce(&out, res, cfg)
 				if len(res.Report.Applied) == 0 {

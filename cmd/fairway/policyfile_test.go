@@ -125,20 +125,13 @@ func TestPolicyFile_OnceExplainQueue(t *testing.T) {
 		}
 	}
 
-	ex, err := explainJob(context.Background(), cfg, d, 2, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	if err := writeExplanation(&text, ex); err != nil {
-		t.Fatal(err)
-	}
+	ex, text := explainText(t, cfg, d, 2)
 	for _, re := range []string{`pending under learned\n  from policy file ` + regexp.QuoteMeta(path),
 		`\n +FEATURE +VALUE +EXPONENT +CONTRIBUTION TO LOG KEY\n +run +3600 +1 +\+8\.189\n +limit +3600 +0 +0\n +size +1 +-1 +0\n` +
 			` +usage +- +0 +0\n +counter +- +0 +0\n +age +1\.0\d+ +-0\.5 +-0\.0\d+\n +effective +- +0 +0\n +log key +\+8\.1\d+\n`,
 		`what moves it: .*\n.*a larger request \(this policy favours large jobs\)`} {
-		if !regexp.MustCompile(re).MatchString(text.String()) {
-			t.Errorf("explain does not match %s:\n%s", re, text.String())
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("explain does not match %s:\n%s", re, text)
 		}
 	}
 	if len(ex.Contributions) != len(policy.LearnedFeatures) {
@@ -177,7 +170,18 @@ func TestPolicyFile_Effective(t *testing.T) {
 		t.Fatalf("job 1: predicted %v, effective %v; want 50m0s and %v", pred, eff, want)
 	}
 	assertRanksAsFile(t, path, res, "serve's ranking is not the file's policy's")
-	ex, err := explainJob(context.Background(), cfg, d, 1, quietLogger())
+	_, text := explainText(t, cfg, d, 1)
+	ratio := eff.Seconds() / pred.Seconds()
+	re := fmt.Sprintf(`\n +effective +%s +1 +%s\n`, regexp.QuoteMeta(fmt.Sprintf("%.6g", ratio)), regexp.QuoteMeta(fmt.Sprintf("%+.4g", math.Log(ratio))))
+	if !regexp.MustCompile(re).MatchString(text) {
+		t.Errorf("explain does not match %s:\n%s", re, text)
+	}
+}
+
+// explainText is explain's answer for job id under cfg and d, and its text.
+func explainText(t *testing.T, cfg serveConfig, d serveDeps, id int64) (*serve.Explanation, string) {
+	t.Helper()
+	ex, err := explainJob(context.Background(), cfg, d, id, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +189,22 @@ func TestPolicyFile_Effective(t *testing.T) {
 	if err := writeExplanation(&text, ex); err != nil {
 		t.Fatal(err)
 	}
-	ratio := eff.Seconds() / pred.Seconds()
-	re := fmt.Sprintf(`\n +effective +%s +1 +%s\n`, regexp.QuoteMeta(fmt.Sprintf("%.6g", ratio)), regexp.QuoteMeta(fmt.Sprintf("%+.4g", math.Log(ratio))))
-	if !regexp.MustCompile(re).MatchString(text.String()) {
-		t.Errorf("explain does not match %s:\n%s", re, text.String())
+	return ex, text.String()
+}
+
+// runCycle builds serve's runner from cfg and d, as serve does, and runs
+// one cycle.
+func runCycle(t *testing.T, cfg serveConfig, d serveDeps) *serve.CycleResult {
+	t.Helper()
+	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
 	}
+	res, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // policyFileOnce runs one `serve --dry-run --once --policy-file path`
@@ -201,15 +216,7 @@ func policyFileOnce(t *testing.T, path string, d serveDeps) (serveConfig, *serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := newServeRunner(context.Background(), cfg, d, serve.Parts{Sink: newSink(cfg, d)}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg, res
+	return cfg, runCycle(t, cfg, d)
 }
 
 // assertRanksAsFile checks that res ranked its snapshot as the policy in
