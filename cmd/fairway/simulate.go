@@ -440,13 +440,7 @@ func countableTRES(p policy.MultifactorParams, left []string) (map[string]float6
 }
 
 func simulate(ctx context.Context, cfg simulateConfig, out io.Writer, errOut *os.File) error {
-	var w *sim.Workload
-	var err error
-	if cfg.db != nil {
-		w, err = loadDB(ctx, cfg.db, cfg)
-	} else {
-		w, err = simWorkload(cfg.LoadWorkload())
-	}
+	w, err := cfg.workload(ctx)
 	if err != nil {
 		return err
 	}

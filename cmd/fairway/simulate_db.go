@@ -54,6 +54,15 @@ func simulateDBSettings(c *cli.Context) (*tuneDB, error) {
 	return db, nil
 }
 
+// workload reads what cfg replays: the accounting database's history
+// with --from-db (loadDB), else the trace.
+func (cfg simulateConfig) workload(ctx context.Context) (*sim.Workload, error) {
+	if cfg.db != nil {
+		return loadDB(ctx, cfg.db, cfg)
+	}
+	return simWorkload(cfg.LoadWorkload())
+}
+
 // loadDB reads the history of db as a workload, on the cluster of
 // cfg.Layout, else of --nodes × --per-node, else the smallest the history
 // shows (tuneDB.load), and scales its load by cfg.Load.

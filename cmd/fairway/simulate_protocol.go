@@ -79,12 +79,7 @@ func simulateProtocol(c *cli.Context, cfg simulateConfig) error {
 	if err != nil {
 		return err
 	}
-	var w *sim.Workload
-	if cfg.db != nil {
-		w, err = loadDB(c.Context, cfg.db, cfg)
-	} else {
-		w, err = simWorkload(cfg.LoadWorkload())
-	}
+	w, err := cfg.workload(c.Context)
 	if err != nil {
 		return err
 	}
