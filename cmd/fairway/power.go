@@ -16,9 +16,12 @@ import (
 // powerEvalConfig is `fairway power eval`'s validated settings.
 type powerEvalConfig struct {
 	Sequence string
-	JSON     bool
-	Brief    bool
-	Eval     power.EvalConfig
+	// Total is the cluster's node count for a sequence without a total
+	// column (--total); 0: the sequence's own.
+	Total int
+	JSON  bool
+	Brief bool
+	Eval  power.EvalConfig
 	// The split's bounds the flags gave; the others come from the
 	// sequence (power.DefaultSplit) once it is read.
 	TrainUntilSet, TestFromSet, TestUntilSet bool
@@ -37,7 +40,8 @@ func powerCommand() *cli.Command {
 				"Dates are days (the until dates are included whole) or times \"2017-12-01 06:00\". By default the test is the sequence's last 14 whole days\n" +
 				"(on Philly the artifact's split: train through 2017-11-30, test 2017-12-01 to 12-14) and everything before it trains. docs/POWER.md has the method.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total[,pending] (gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
+				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total[,pending], or the Helios artifact's time,Use 1 GPU,…,Use 8 GPU (nodes by GPUs in use; gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
+				&cli.IntFlag{Name: "total", Usage: "nodes in the cluster, for a sequence without a total column (the Helios artifact's per-cluster files)", EnvVars: []string{"FAIRWAY_POWER_TOTAL"}},
 				&cli.StringFlag{Name: "train-until", Usage: "last day (or time) the forecaster learns from (default: the day before the test)", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
 				&cli.StringFlag{Name: "test-from", Usage: "first day (or time) replayed (default: 14 days before the test's end)", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
 				&cli.StringFlag{Name: "test-until", Usage: "last day (or time) replayed (default: the sequence's last whole day)", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
@@ -70,6 +74,9 @@ func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
 	cfg := powerEvalConfig{Sequence: c.String("sequence"), JSON: c.Bool("json"), Brief: c.Bool("brief"), Eval: power.DefaultEvalConfig()}
 	if cfg.Sequence == "" {
 		return cfg, fmt.Errorf("--sequence: required (a CSV time,active,total)")
+	}
+	if cfg.Total = c.Int("total"); cfg.Total < 0 || c.IsSet("total") && cfg.Total == 0 {
+		return cfg, fmt.Errorf("--total %d: want the cluster's node count, at least 1", cfg.Total)
 	}
 	if cfg.Eval.Step = c.Duration("step"); cfg.Eval.Step <= 0 || cfg.Eval.Step%time.Minute != 0 {
 		return cfg, fmt.Errorf("--step %v: want a positive whole number of minutes", cfg.Eval.Step)
@@ -133,7 +140,7 @@ func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
 		return fmt.Errorf("open sequence: %w", err)
 	}
 	defer f.Close()
-	samples, err := power.ReadSequence(f, cfg.Sequence)
+	samples, err := power.ReadSequenceTotal(f, cfg.Sequence, cfg.Total)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,9 @@ func TestPowerEval_BadFlags(t *testing.T) {
 		{"too short", []string{"--sequence", seq}, "default split: 1 rows: want a sequence of at least 15 whole days; --train-until, --test-from and --test-until choose the split"},
 		{"too short for the days given", []string{"--sequence", seq, "--train-until", "2017-11-30", "--test-from", "2017-12-01", "--test-until", "2017-12-14"}, "outside the sequence"},
 		{"no validation days", []string{"--sequence", seq, "--validation-days", "0"}, "--validation-days 0: want at least 1"},
+		{"total zero", []string{"--sequence", seq, "--total", "0"}, "--total 0: want the cluster's node count, at least 1"},
+		{"gpu columns without a total", []string{"--sequence", writeSeq(t, "time,Use 1 GPU,Use 8 GPU\n2020-04-01 00:00:00,3,5\n")}, "give the cluster's node count: --total N"},
+		{"total beside a total column", []string{"--sequence", seq, "--total", "5"}, `has a column "total" and a total of 5 nodes was given too`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runApp(t, append([]string{"power", "eval"}, tc.args...)...)
@@ -59,12 +62,50 @@ func writeSeq(t *testing.T, body string) string {
 func dailyCycle(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("time,active,total\n")
-	t0 := time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC)
-	for m := 0; m < 50*1440; m += 5 {
-		a := 50 + 30*math.Sin(2*math.Pi*float64(m%1440)/1440)
-		fmt.Fprintf(&b, "%s,%d,100\n", t0.Add(time.Duration(m)*time.Minute).Format(time.DateTime), int(a))
+	for m, a := range cycleDemand() {
+		fmt.Fprintf(&b, "%s,%d,100\n", cycleTime(m), a)
 	}
 	return writeSeq(t, b.String())
+}
+
+// cycleDemand is dailyCycle's active nodes, one a 5-minute sample.
+func cycleDemand() []int {
+	var out []int
+	for m := 0; m < 50*1440; m += 5 {
+		out = append(out, int(50+30*math.Sin(2*math.Pi*float64(m%1440)/1440)))
+	}
+	return out
+}
+
+func cycleTime(i int) string {
+	return time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(5*i) * time.Minute).Format(time.DateTime)
+}
+
+// TestPowerEval_HeliosColumns: the same demand as dailyCycle written as
+// the Helios artifact's per-cluster files write it (nodes by GPUs in use,
+// no total), with --total 100, gives the very table dailyCycle does.
+func TestPowerEval_HeliosColumns(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("time,Use 1 GPU,Use 2 GPU,Use 4 GPU,Use 8 GPU\n")
+	for m, a := range cycleDemand() {
+		fmt.Fprintf(&b, "%s,%d,%d,%d,%d\n", cycleTime(m), a/4, a/4, a/4, a-3*(a/4))
+	}
+	args := []string{"power", "eval", "--train-until", "2017-11-10", "--test-from", "2017-11-11", "--test-until", "2017-11-13",
+		"--buffer", "0,5", "--suspend-time", "30m", "--hybrid-idle", "20m", "--validation-days", "10", "--brief"}
+	want, err := runApp(t, append(args, "--sequence", dailyCycle(t))...)
+	if err != nil {
+		t.Fatalf("time,active,total: %v\n%s", err, want)
+	}
+	got, err := runApp(t, append(args, "--sequence", writeSeq(t, b.String()), "--total", "100")...)
+	if err != nil {
+		t.Fatalf("Use K GPU columns: %v\n%s", err, got)
+	}
+	if !strings.Contains(got, "verdict (validation picks on the test days)") {
+		t.Fatalf("no verdict:\n%s", got)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Use K GPU columns with --total 100 against time,active,total (-want +got)\n%s", diff)
+	}
 }
 
 // TestPowerEval_Synthetic runs the command end to end on 50 days of a

@@ -7,7 +7,8 @@
 //
 // The pieces, each pure (the package opens no files and keeps no clock):
 //
-//   - ReadSequence parses a `time,active,total` CSV (gzip or plain) from an
+//   - ReadSequence parses a `time,active,total` CSV (gzip or plain), or
+//     the Helios artifact's nodes-by-GPUs-in-use columns, from an
 //     io.Reader; Resample turns it into fixed steps holding each step's
 //     maximum, the artifact's 10-minute maxima.
 //   - Features and Forecaster: the artifact's demand features (calendar,

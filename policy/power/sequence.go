@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,9 +44,30 @@ var timeLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", time.RF
 // columns are ignored), then one row per sample in increasing time. r may be
 // gzip-compressed (told by its magic bytes). name is used in errors, which
 // read "name:line: field: reason".
+//
+// The Helios artifact's per-cluster files (cluster_node_used_gpu_count.csv
+// of Venus, Earth, Saturn and Uranus) count nodes by how many GPUs are in
+// use on them, one column "Use K GPU" per K, and the artifact's CES takes
+// their sum over K ≥ 1 as the nodes in use. A header with such columns and
+// no active column is read the same way; see ReadSequenceTotal for the
+// cluster's size, which those files may not hold.
 func ReadSequence(r io.Reader, name string) ([]Sample, error) {
+	return ReadSequenceTotal(r, name, 0)
+}
+
+// ReadSequenceTotal is ReadSequence with the cluster's node count given by
+// the caller (total > 0) for a sequence whose header has no total column.
+// Without a total column or a given total, a file of "Use K GPU" columns
+// with K = 0 among them (idle nodes counted too) has the sum over every K
+// as its total; any other such file is refused, naming what to give. A
+// given total alongside a total column is refused: one of them would be
+// silently ignored.
+func ReadSequenceTotal(r io.Reader, name string, total int) ([]Sample, error) {
 	if name == "" {
 		name = "input"
+	}
+	if total < 0 || total > maxSequenceNodes {
+		return nil, fmt.Errorf("%s: total %d: want 1 to %d nodes", name, total, maxSequenceNodes)
 	}
 	br := bufio.NewReader(r)
 	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
@@ -66,23 +88,10 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s:1: %w: %v", name, ErrMalformed, err)
 	}
-	col := map[string]int{"time": -1, "active": -1, "total": -1, "pending": -1}
-	for i, h := range head {
-		h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
-		if j, ok := col[h]; ok {
-			if j >= 0 {
-				return nil, fmt.Errorf("%s:1: header %q names column %q twice: %w", name, strings.Join(head, ","), h, ErrMalformed)
-			}
-			col[h] = i
-		}
+	h, err := readHeader(head, total)
+	if err != nil {
+		return nil, fmt.Errorf("%s:1: %w", name, err)
 	}
-	for _, k := range []string{"time", "active", "total"} {
-		if col[k] < 0 {
-			return nil, fmt.Errorf("%s:1: header %q has no column %q: %w (want time,active,total)", name, strings.Join(head, ","), k, ErrMalformed)
-		}
-	}
-	need := max(col["time"], col["active"], col["total"], col["pending"]) + 1
-	width := len(head) // head's storage is reused by the next Read
 	var out []Sample
 	for {
 		rec, err := cr.Read()
@@ -97,20 +106,15 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 			}
 			return nil, fmt.Errorf("%s:%d: %w: %v", name, line, ErrMalformed, err)
 		}
-		if len(rec) < need {
-			return nil, fmt.Errorf("%s:%d: %d fields, want at least %d: %w", name, line, len(rec), need, ErrMalformed)
+		if len(rec) < h.need {
+			return nil, fmt.Errorf("%s:%d: %d fields, want at least %d: %w", name, line, len(rec), h.need, ErrMalformed)
 		}
-		if len(rec) > width {
-			return nil, fmt.Errorf("%s:%d: %d fields, more than the header's %d: %w", name, line, len(rec), width, ErrMalformed)
+		if len(rec) > h.width {
+			return nil, fmt.Errorf("%s:%d: %d fields, more than the header's %d: %w", name, line, len(rec), h.width, ErrMalformed)
 		}
-		s, field, err := parseSample(rec[col["time"]], rec[col["active"]], rec[col["total"]])
+		s, field, err := h.sample(rec)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %s: %w: %v", name, line, field, ErrMalformed, err)
-		}
-		if k := col["pending"]; k >= 0 {
-			if s.Pending, err = count(rec[k]); err != nil {
-				return nil, fmt.Errorf("%s:%d: pending: %w: %v", name, line, ErrMalformed, err)
-			}
 		}
 		if n := len(out); n > 0 && !s.Time.After(out[n-1].Time) {
 			return nil, fmt.Errorf("%s:%d: time: %w: %s is not after the previous row's %s", name, line, ErrMalformed,
@@ -124,11 +128,79 @@ func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 	return out, nil
 }
 
-// parseSample parses one row's fields; on error it names the bad field.
-func parseSample(ts, act, tot string) (Sample, string, error) {
+// header is where a sequence's columns are: the named ones (-1 where
+// absent) and the "Use K GPU" ones (index → K).
+type header struct {
+	time, active, total, pending int
+	gpuCols                      []gpuCol
+	idleCounted                  bool // a "Use 0 GPU" column: the gpu columns sum to the cluster
+	fixedTotal                   int  // the caller's total, where the file has none
+	need, width                  int
+}
+
+type gpuCol struct{ col, gpus int }
+
+// useGPU matches the Helios artifact's column names ("Use 1 GPU"), with
+// the plural tolerated.
+var useGPU = regexp.MustCompile(`^use (\d{1,3}) gpus?$`)
+
+func readHeader(head []string, total int) (*header, error) {
+	joined := strings.Join(head, ",")
+	h := &header{time: -1, active: -1, total: -1, pending: -1, width: len(head), fixedTotal: total}
+	named := map[string]*int{"time": &h.time, "active": &h.active, "total": &h.total, "pending": &h.pending}
+	seenGPU := map[int]bool{}
+	for i, name := range head {
+		name = strings.ToLower(strings.Join(strings.Fields(strings.TrimPrefix(name, "\ufeff")), " "))
+		if p, ok := named[name]; ok {
+			if *p >= 0 {
+				return nil, fmt.Errorf("header %q names column %q twice: %w", joined, name, ErrMalformed)
+			}
+			*p = i
+			continue
+		}
+		if m := useGPU.FindStringSubmatch(name); m != nil {
+			k, _ := strconv.Atoi(m[1])
+			if seenGPU[k] {
+				return nil, fmt.Errorf("header %q names the nodes using %d GPUs twice: %w", joined, k, ErrMalformed)
+			}
+			seenGPU[k] = true
+			h.gpuCols = append(h.gpuCols, gpuCol{i, k})
+			h.idleCounted = h.idleCounted || k == 0
+		}
+	}
+	if h.time < 0 {
+		return nil, fmt.Errorf("header %q has no column \"time\": %w (want time,active,total)", joined, ErrMalformed)
+	}
+	busyCols := len(h.gpuCols)
+	if h.idleCounted {
+		busyCols--
+	}
+	if h.active < 0 && busyCols == 0 {
+		return nil, fmt.Errorf("header %q has no column \"active\": %w (want time,active,total, or the Helios artifact's time,Use 1 GPU,…,Use 8 GPU)", joined, ErrMalformed)
+	}
+	switch {
+	case h.total >= 0 && total > 0:
+		return nil, fmt.Errorf("header %q has a column \"total\" and a total of %d nodes was given too: %w (give one)", joined, total, ErrMalformed)
+	case h.total < 0 && total == 0 && !(h.active < 0 && h.idleCounted):
+		if len(h.gpuCols) > 0 {
+			return nil, fmt.Errorf("header %q has no column \"total\" and no \"Use 0 GPU\" column to count idle nodes: %w (give the cluster's node count: --total N)", joined, ErrMalformed)
+		}
+		return nil, fmt.Errorf("header %q has no column \"total\": %w (want time,active,total, or give the cluster's node count: --total N)", joined, ErrMalformed)
+	}
+	h.need = max(h.time, h.active, h.total, h.pending) + 1
+	if h.active < 0 {
+		for _, g := range h.gpuCols {
+			h.need = max(h.need, g.col+1)
+		}
+	}
+	return h, nil
+}
+
+// sample parses one row; on error it names the bad field.
+func (h *header) sample(rec []string) (Sample, string, error) {
 	var s Sample
 	var err error
-	ts = strings.TrimSpace(ts)
+	ts := strings.TrimSpace(rec[h.time])
 	for _, l := range timeLayouts {
 		if s.Time, err = time.Parse(l, ts); err == nil {
 			break
@@ -137,17 +209,50 @@ func parseSample(ts, act, tot string) (Sample, string, error) {
 	if err != nil {
 		return s, "time", fmt.Errorf("%q is not a time like 2017-10-03 00:00:00", ts)
 	}
-	if s.Active, err = count(act); err != nil {
-		return s, "active", err
+	var idle int
+	if h.active >= 0 {
+		if s.Active, err = count(rec[h.active]); err != nil {
+			return s, "active", err
+		}
+	} else {
+		for _, g := range h.gpuCols {
+			n, err := count(rec[g.col])
+			if err != nil {
+				return s, fmt.Sprintf("use %d gpu", g.gpus), err
+			}
+			if g.gpus == 0 {
+				idle = n
+			} else {
+				s.Active += n
+			}
+		}
+		if s.Active > maxSequenceNodes {
+			return s, "active", fmt.Errorf("%d nodes: more than any cluster (at most %d)", s.Active, maxSequenceNodes)
+		}
 	}
-	if s.Total, err = count(tot); err != nil {
-		return s, "total", err
+	switch {
+	case h.total >= 0:
+		if s.Total, err = count(rec[h.total]); err != nil {
+			return s, "total", err
+		}
+	case h.fixedTotal > 0:
+		s.Total = h.fixedTotal
+	default: // checked by readHeader: the gpu columns count idle nodes too
+		s.Total = s.Active + idle
 	}
 	if s.Total == 0 {
 		return s, "total", fmt.Errorf("0 nodes in the cluster")
 	}
+	if s.Total > maxSequenceNodes {
+		return s, "total", fmt.Errorf("%d nodes: more than any cluster (at most %d)", s.Total, maxSequenceNodes)
+	}
 	if s.Active > s.Total {
 		return s, "active", fmt.Errorf("%d active nodes of %d in the cluster", s.Active, s.Total)
+	}
+	if h.pending >= 0 {
+		if s.Pending, err = count(rec[h.pending]); err != nil {
+			return s, "pending", err
+		}
 	}
 	return s, "", nil
 }

@@ -34,6 +34,12 @@ func TestReadSequence_Errors(t *testing.T) {
 		{"wide row", "time,active,total\n2017-10-03 00:00:00,5,420,7,8\n", "seq:2: 5 fields, more than the header's 3"},
 		// The last of two columns of one name would win without a word.
 		{"column twice", "time,active,total,active\n2017-10-03 00:00:00,3,10,1\n", `seq:1: header "time,active,total,active" names column "active" twice`},
+		{"no active and no gpu columns", "time,total\n2017-10-03 00:00:00,10\n", `seq:1: header "time,total" has no column "active"`},
+		{"gpu columns without idle nodes or total", "time,Use 1 GPU,Use 2 GPU\n2017-10-03 00:00:00,3,1\n", `has no column "total" and no "Use 0 GPU" column to count idle nodes`},
+		{"gpu column twice", "time,Use 1 GPU,use 1 gpus,total\n2017-10-03 00:00:00,3,1,10\n", "names the nodes using 1 GPUs twice"},
+		{"bad gpu count", "time,Use 0 GPU,Use 1 GPU,Use 8 GPU\n2017-10-03 00:00:00,3,x,1\n", `seq:2: use 1 gpu: malformed sequence: "x" is not a node count`},
+		{"gpu columns above total", "time,Use 1 GPU,Use 8 GPU,total\n2017-10-03 00:00:00,6,5,10\n", "seq:2: active: malformed sequence: 11 active nodes of 10"},
+		{"no time", "active,total\n3,10\n", `seq:1: header "active,total" has no column "time"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadSequence(strings.NewReader(tc.in), "seq")
@@ -42,6 +48,53 @@ func TestReadSequence_Errors(t *testing.T) {
 			}
 			if !errors.Is(err, ErrMalformed) {
 				t.Errorf("err = %v, want it to wrap ErrMalformed", err)
+			}
+		})
+	}
+}
+
+// TestReadSequence_HeliosGPUColumns: the Helios artifact's per-cluster
+// files count nodes by GPUs in use ("Use K GPU"; the column names are the
+// ones its CES_Helios.py sums, the files themselves are not fetchable
+// here); active is the sum over K ≥ 1, as the artifact's "Used Node", and
+// total comes from a total column, a "Use 0 GPU" column or the caller.
+func TestReadSequence_HeliosGPUColumns(t *testing.T) {
+	t0 := time.Date(2020, 4, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, in string
+		total    int
+		want     []Sample
+		wantErr  string
+	}{
+		{"idle nodes counted", "time,Use 0 GPU,Use 1 GPU,Use 2 GPU,Use 8 GPU\n2020-04-01 00:00:00,10,3,0,5\n2020-04-01 00:01:00,11,2,0,5.0\n", 0,
+			[]Sample{{Time: t0, Active: 8, Total: 18}, {Time: t0.Add(time.Minute), Active: 7, Total: 18}}, ""},
+		{"total given", "time,Use 1 GPU,Use 4 GPU,Use 8 GPU,other\n2020-04-01 00:00:00,3,1,5,x\n", 133,
+			[]Sample{{Time: t0, Active: 9, Total: 133}}, ""},
+		{"total column", " Use  1 GPU ,time,Use 8 GPUs,total\n4,2020-04-01 00:00:00,5,20\n", 0,
+			[]Sample{{Time: t0, Active: 9, Total: 20}}, ""},
+		{"an active column wins", "time,active,Use 1 GPU,total\n2020-04-01 00:00:00,2,7,20\n", 0,
+			[]Sample{{Time: t0, Active: 2, Total: 20}}, ""},
+		{"total given above the nodes counted", "time,Use 0 GPU,Use 1 GPU\n2020-04-01 00:00:00,1,3\n", 10,
+			[]Sample{{Time: t0, Active: 3, Total: 10}}, ""},
+		{"total given beside a total column", "time,active,total\n2020-04-01 00:00:00,2,20\n", 30, nil,
+			`has a column "total" and a total of 30 nodes was given too`},
+		{"total given below the nodes in use", "time,Use 1 GPU,Use 8 GPU\n2020-04-01 00:00:00,3,5\n", 6, nil,
+			"seq:2: active: malformed sequence: 8 active nodes of 6"},
+		{"negative total given", "time,active\n2020-04-01 00:00:00,2\n", -1, nil, "total -1: want 1 to"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadSequenceTotal(strings.NewReader(tc.in), "seq", tc.total)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
 	}
