@@ -132,8 +132,18 @@ func cleanJobText(j *policy.Job) bool {
 			*f, changed = s, true
 		}
 	}
+	// A node list cut short would name other nodes: one that is not text
+	// or too long to be Slurm's is dropped, and the job counts by its
+	// node count instead.
+	if j.Hosts != "" && (len(j.Hosts) > maxHosts || !isText(j.Hosts)) {
+		j.Hosts, changed = "", true
+	}
 	return changed
 }
+
+// maxHosts bounds a job's node list in bytes: a hostlist expression names
+// thousands of nodes in far less.
+const maxHosts = 64 << 10
 
 // maxText is the longest free text a job keeps, in bytes: Slurm's own
 // limit on a job's name, account, wckey and the like (slurmctld refuses
@@ -180,7 +190,7 @@ const stageTable = "fairway_stage_job"
 // wins.
 var stageColumns = []string{"seq", "cluster", "job_id", "array_task", "submit_time", "array_job_id", "het_job",
 	"user_name", "account", "partition", "qos", "name", "eligible_time", "start_time", "end_time", "time_limit_s",
-	"nodes", "cpus", "memory_mb", "gpus", "gpu_type", "shards", "state", "exit_code", "deadline"}
+	"nodes", "cpus", "memory_mb", "gpus", "gpu_type", "shards", "state", "exit_code", "deadline", "hosts"}
 
 // directColumns are the columns copied straight into job.
 var directColumns = append(append([]string(nil), stageColumns[1:]...), "source")
@@ -196,14 +206,14 @@ var (
 // (the jobs serve saw finish) and to the Philly-MIX trace, never to
 // slurmdbd or sacct (see sacctJob), which later re-import the same jobs.
 // The price: re-importing cannot clear a stored deadline.
-var keepKnown = map[string]bool{"deadline": true}
+var keepKnown = map[string]bool{"deadline": true, "hosts": true}
 
 const createStage = `CREATE TEMP TABLE IF NOT EXISTS ` + stageTable + ` (
 	seq bigint, cluster text, job_id bigint, array_task integer, submit_time timestamptz,
 	array_job_id bigint, het_job boolean, user_name text, account text, partition text, qos text, name text,
 	eligible_time timestamptz, start_time timestamptz, end_time timestamptz, time_limit_s bigint,
 	nodes integer, cpus integer, memory_mb bigint, gpus integer, gpu_type text, shards integer,
-	state text, exit_code integer, deadline timestamptz)`
+	state text, exit_code integer, deadline timestamptz, hosts text)`
 
 // mergeSQL merges the staging relation from into job in one MERGE. A row
 // whose values did not change is not touched (no new row version,
@@ -761,6 +771,11 @@ func (c *copySource) fill(j *policy.Job) {
 	v[22] = j.State.String()
 	v[23] = int32(j.ExitCode)
 	v[24] = timeOrNil(j.Deadline)
+	if j.Hosts != "" {
+		v[25] = j.Hosts
+	} else {
+		v[25] = nil
+	}
 }
 
 // track notes the month, spans and key of a job.

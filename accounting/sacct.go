@@ -156,6 +156,7 @@ type sacctJob struct {
 	User    string `json:"user"`
 	Part    string `json:"partition"`
 	QOS     string `json:"qos"`
+	Nodes   string `json:"nodes"` // hostlist; "None assigned" for a job that never ran
 	Array   struct {
 		JobID  num `json:"job_id"`
 		TaskID num `json:"task_id"`
@@ -331,6 +332,9 @@ func (sj *sacctJob) job() (policy.Job, error) {
 	}
 	if j.CPUs == 0 && sj.Required.CPUs.N > 0 {
 		j.CPUs = int(sj.Required.CPUs.N)
+	}
+	if !j.Start.IsZero() && sj.Nodes != "None assigned" {
+		j.Hosts = sj.Nodes
 	}
 	return j, nil
 }

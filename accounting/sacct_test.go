@@ -32,6 +32,7 @@ type sacctRow struct {
 	Shards    int
 	TimeLimit time.Duration
 	Started   bool
+	Hosts     string
 }
 
 func TestParseSacctJSON_Captured(t *testing.T) {
@@ -46,30 +47,31 @@ func TestParseSacctJSON_Captured(t *testing.T) {
 	if len(doc.Bad) != 0 {
 		t.Fatalf("bad records in the captured fixture: %v", doc.Bad)
 	}
-	row := func(id, arrayJob int64, task int, name, user, acct string, st policy.State, exit, nodes, cpus int, mem int64, gpus, shards int, limit time.Duration, started bool) sacctRow {
-		return sacctRow{id, arrayJob, task, name, user, acct, "gpu", "normal", st, exit, nodes, cpus, mem, gpus, shards, limit, started}
+	row := func(id, arrayJob int64, task int, name, user, acct string, st policy.State, exit, nodes, cpus int, mem int64, gpus, shards int, limit time.Duration, hosts string) sacctRow {
+		return sacctRow{id, arrayJob, task, name, user, acct, "gpu", "normal", st, exit, nodes, cpus, mem, gpus, shards, limit, hosts != "", hosts}
 	}
 	h := time.Hour
 	want := []sacctRow{
-		row(27, 0, -1, "gpu2", "alice", "physics", policy.StateCompleted, 0, 1, 1, 1000, 2, 0, 5*time.Minute, true),
+		row(27, 0, -1, "gpu2", "alice", "physics", policy.StateCompleted, 0, 1, 1, 1000, 2, 0, 5*time.Minute, "gpu1"),
 		// Slurm 22.05's JSON loses the exit code of a job that exited
 		// non-zero (sacct's text output says 3:0): only the state tells.
-		row(28, 0, -1, "shard-fail", "bob", "physics", policy.StateFailed, 0, 1, 1, 1000, 0, 3, h, true),
-		row(29, 29, 2, "array", "carol", "chem", policy.StateCompleted, 0, 1, 1, 1000, 1, 0, h, true),
-		row(30, 29, 0, "array", "carol", "chem", policy.StateCompleted, 0, 1, 1, 1000, 1, 0, h, true),
-		row(31, 29, 1, "array", "carol", "chem", policy.StateCompleted, 0, 1, 1, 1000, 1, 0, h, true),
-		row(32, 0, -1, "twonode", "carol", "chem", policy.StateCompleted, 0, 2, 2, 2000, 2, 0, h, true),
-		row(33, 0, -1, "signal", "alice", "physics", policy.StateFailed, 128+9, 1, 1, 1000, 0, 0, h, true),
-		row(34, 0, -1, "timeout", "alice", "physics", policy.StateTimeout, 0, 1, 1, 1000, 0, 0, time.Minute, true),
-		row(35, 0, -1, "cancel-running", "bob", "physics", policy.StateCancelled, 0, 1, 1, 1000, 0, 0, h, true),
-		// Never started: only requested TRES, and the lab's DefMemPerCPU.
-		row(36, 0, -1, "cancel-pending", "bob", "physics", policy.StateCancelled, 0, 1, 1, 1000, 0, 0, h, false),
+		row(28, 0, -1, "shard-fail", "bob", "physics", policy.StateFailed, 0, 1, 1, 1000, 0, 3, h, "gpu1"),
+		row(29, 29, 2, "array", "carol", "chem", policy.StateCompleted, 0, 1, 1, 1000, 1, 0, h, "gpu2"),
+		row(30, 29, 0, "array", "carol", "chem", policy.StateCompleted, 0, 1, 1, 1000, 1, 0, h, "gpu1"),
+		row(31, 29, 1, "array", "carol", "chem", policy.StateCompleted, 0, 1, 1, 1000, 1, 0, h, "gpu2"),
+		row(32, 0, -1, "twonode", "carol", "chem", policy.StateCompleted, 0, 2, 2, 2000, 2, 0, h, "gpu[1-2]"),
+		row(33, 0, -1, "signal", "alice", "physics", policy.StateFailed, 128+9, 1, 1, 1000, 0, 0, h, "gpu1"),
+		row(34, 0, -1, "timeout", "alice", "physics", policy.StateTimeout, 0, 1, 1, 1000, 0, 0, time.Minute, "gpu1"),
+		row(35, 0, -1, "cancel-running", "bob", "physics", policy.StateCancelled, 0, 1, 1, 1000, 0, 0, h, "gpu1"),
+		// Never started: only requested TRES, and the lab's DefMemPerCPU;
+		// no node ("None assigned").
+		row(36, 0, -1, "cancel-pending", "bob", "physics", policy.StateCancelled, 0, 1, 1, 1000, 0, 0, h, ""),
 	}
 	var got []sacctRow
 	for i, j := range doc.Jobs {
 		_, name, _ := strings.Cut(j.Name, "-")
 		got = append(got, sacctRow{j.ID, j.ArrayJob, j.ArrayTask, name, j.User, j.Account, j.Partition, j.QOS, j.State,
-			j.ExitCode, j.Nodes, j.CPUs, j.MemoryMB, j.GPUs, j.Shards, j.TimeLimit, !j.Start.IsZero()})
+			j.ExitCode, j.Nodes, j.CPUs, j.MemoryMB, j.GPUs, j.Shards, j.TimeLimit, !j.Start.IsZero(), j.Hosts})
 		if j.Cluster != "fairwaylab" {
 			t.Errorf("job %d: cluster %q", j.ID, j.Cluster)
 		}

@@ -242,7 +242,7 @@ func (s *Store) FinishedJob(ctx context.Context, cluster string, id int64) (*pol
 
 const jobColumnList = `cluster, job_id, array_job_id, array_task, het_job, user_name, account, partition, qos, name,
 	submit_time, eligible_time, start_time, end_time, time_limit_s, nodes, cpus, memory_mb, gpus, gpu_type, shards,
-	state, exit_code, deadline`
+	state, exit_code, deadline, hosts`
 
 func scanJob(r pgx.CollectableRow) (policy.Job, error) {
 	var (
@@ -250,10 +250,11 @@ func scanJob(r pgx.CollectableRow) (policy.Job, error) {
 		elig, start, end, deadline *time.Time
 		limit                      *int64
 		state                      string
+		hosts                      *string
 	)
 	err := r.Scan(&j.Cluster, &j.ID, &j.ArrayJob, &j.ArrayTask, &j.HetJob, &j.User, &j.Account, &j.Partition, &j.QOS, &j.Name,
 		&j.Submit, &elig, &start, &end, &limit, &j.Nodes, &j.CPUs, &j.MemoryMB, &j.GPUs, &j.GPUType, &j.Shards,
-		&state, &j.ExitCode, &deadline)
+		&state, &j.ExitCode, &deadline, &hosts)
 	if err != nil {
 		return j, err
 	}
@@ -263,6 +264,9 @@ func scanJob(r pgx.CollectableRow) (policy.Job, error) {
 		j.TimeLimit = time.Duration(*limit) * time.Second
 	}
 	j.State = policy.ParseState(state)
+	if hosts != nil {
+		j.Hosts = *hosts
+	}
 	return j, nil
 }
 

@@ -473,6 +473,77 @@ func TestImport_Deadline(t *testing.T) {
 	}
 }
 
+// TestImport_Hosts follows the nodes each job ran on (the power forecast
+// counts a node shared by several jobs once): slurmdbd's history names
+// them and they load back as given; a source that does not (a trace)
+// leaves them stored and changes nothing; a node list too long to be
+// Slurm's is dropped whole rather than cut into other nodes' names.
+func TestImport_Hosts(t *testing.T) {
+	body, err := os.ReadFile(dbjobsFixture)
+	if err != nil {
+		t.Fatalf("fixture: %v (capture it with make record)", err)
+	}
+	doc, err := accounting.ParseSacctJSON("dbjobs", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []policy.Job
+	for _, j := range doc.Jobs {
+		if j.State.Finished() {
+			jobs = append(jobs, j)
+		}
+	}
+	named := 0
+	for _, j := range jobs {
+		if j.Hosts != "" {
+			named++
+		}
+	}
+	if named == 0 {
+		t.Fatal("no finished job in the fixture names its nodes")
+	}
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	if _, err := store.RecordFinished(ctx, "slurmdbd", jobs); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(byKey(jobs), loadByKey(t, store, "fairwaylab")); diff != "" {
+		t.Errorf("jobs loaded (-recorded +loaded):\n%s", diff)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE hosts IS NOT NULL`); n != named {
+		t.Errorf("%d rows with hosts, want %d", n, named)
+	}
+
+	unnamed := append([]policy.Job(nil), jobs...)
+	for i := range unnamed {
+		unnamed[i].Hosts = ""
+	}
+	sum, err := store.Import(ctx, accounting.NewJobsSource(unnamed, nil, 0), accounting.ImportOptions{Source: "trace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(accounting.Summary{Read: len(jobs), Unchanged: len(jobs)}, sum); diff != "" {
+		t.Errorf("import without hosts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(byKey(jobs), loadByKey(t, store, "fairwaylab")); diff != "" {
+		t.Errorf("jobs loaded after an import without hosts (-want +loaded):\n%s", diff)
+	}
+
+	long := jobs[0]
+	long.ID += 1000
+	long.Hosts = "gpu[" + strings.Repeat("1,", 40000) + "2]"
+	if _, err := store.RecordFinished(ctx, "slurmctld", []policy.Job{long}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.FinishedJob(ctx, "fairwaylab", long.ID)
+	if err != nil || got == nil {
+		t.Fatalf("job %d: %v, %v", long.ID, got, err)
+	}
+	if got.Hosts != "" {
+		t.Errorf("a %d-byte node list was stored (%d bytes), want it dropped", len(long.Hosts), len(got.Hosts))
+	}
+}
+
 // TestImport_PhillyDeadlines imports the head of the Philly-MIX trace,
 // whose strict jobs have deadlines: every job loads back with the deadline
 // the trace reader gave it, none where it gave none.

@@ -96,7 +96,12 @@ type Job struct {
 	// job runs: the fairway predictor reads it.
 	Deadline time.Time
 
-	Nodes    int
+	Nodes int
+	// Hosts names the nodes a started job ran on, as Slurm's hostlist
+	// expression ("gpu[1-2],cpu7"); "" where the source does not say
+	// (traces, and slurmdbd's "None assigned"). Jobs that share a node
+	// count it once in the node use the power forecast learns from.
+	Hosts    string
 	CPUs     int
 	MemoryMB int64
 	GPUs     int    // whole GPUs (total over all nodes)

@@ -235,6 +235,9 @@ func translateJob(w *wireJob) (Job, error) {
 	if j.NodeList, err = ExpandHostlist(hosts); err != nil {
 		return j, fmt.Errorf("nodes: %w", err)
 	}
+	if j.State != policy.StatePending && len(j.NodeList) > 0 {
+		j.Hosts = hosts
+	}
 	// A job that ended without a node never started: Slurm gives one
 	// cancelled while pending start = end, which history and the
 	// predictors would take for a 0 s run.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +101,7 @@ func TestJobs_NodeList(t *testing.T) {
 	if running == 0 {
 		t.Fatal("no running job in the 22.05 capture")
 	}
+	checkHosts(t, jobs)
 	b, err := os.ReadFile(filepath.Join(shareddata.Captures(t), "slurm-24.11.7", "v0.0.42", "jobs.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +119,42 @@ func TestJobs_NodeList(t *testing.T) {
 	want := map[int64][]string{6: {"gpu1"}, 8: {"gpu2"}, 13: {"gpu2"}, 14: {"gpu1"}, 16: nil}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("24.11 node lists (-want +got):\n%s", d)
+	}
+	checkHosts(t, jobs)
+	for _, v := range []string{"v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45"} {
+		b, err := os.ReadFile(filepath.Join(shareddata.Captures(t), "slurm-26.05.3", v, "jobs.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, _, err := parseJobs(b)
+		if err != nil {
+			t.Fatalf("26.05.3 %s: %v", v, err)
+		}
+		checkHosts(t, jobs)
+	}
+}
+
+// checkHosts: a job that started keeps Slurm's host list as it came
+// (policy.Job.Hosts, what the accounting database stores), naming its
+// NodeList; a pending one, whose nodes are only the backfill plan's, none.
+func checkHosts(t *testing.T, jobs []Job) {
+	t.Helper()
+	started := 0
+	for _, j := range jobs {
+		if j.Pending() || len(j.NodeList) == 0 {
+			if j.Hosts != "" {
+				t.Errorf("job %d (%s, nodes %v): hosts %q, want none", j.ID, j.State, j.NodeList, j.Hosts)
+			}
+			continue
+		}
+		started++
+		h, err := ExpandHostlist(j.Hosts)
+		if err != nil || !slices.Equal(h, j.NodeList) {
+			t.Errorf("job %d: hosts %q expand to %v (%v), want its nodes %v", j.ID, j.Hosts, h, err, j.NodeList)
+		}
+	}
+	if started == 0 {
+		t.Error("no started job in the capture")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/power"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // JobHistory is the accounting database's ended jobs (accounting.Store):
@@ -119,7 +120,7 @@ func (f *powerForecaster) refit(ctx context.Context, now time.Time, observed map
 		if j.Start.IsZero() || j.End.IsZero() {
 			continue
 		}
-		f.spans = append(f.spans, power.Span{Start: j.Start, End: j.End, Nodes: max(j.Nodes, 1)})
+		f.spans = append(f.spans, power.Span{Start: j.Start, End: j.End, Nodes: max(j.Nodes, 1), Hosts: jobHosts(j.Hosts)})
 		first = minTime(first, j.Start)
 	}
 	have := int(now.Sub(first) / f.step)
@@ -144,4 +145,18 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// jobHosts are the nodes a stored job ran on; nil where the database has
+// none or cannot be read as a hostlist (the job then counts by its node
+// count, as before the database kept them).
+func jobHosts(hosts string) []string {
+	if hosts == "" {
+		return nil
+	}
+	h, err := slurmctl.ExpandHostlist(hosts)
+	if err != nil {
+		return nil
+	}
+	return h
 }

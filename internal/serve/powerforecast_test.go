@@ -91,3 +91,60 @@ func TestPowerForecaster(t *testing.T) {
 		})
 	}
 }
+
+// sharedHistory is a GPU cluster's day: eight one-GPU jobs on node g1 and
+// a two-node job on g[2-3] from 08:00 to 20:00, each day; with hosts
+// dropped it is a history that does not name nodes.
+type sharedHistory struct{ named bool }
+
+func (h sharedHistory) FinishedJobs(_ context.Context, _ string, since, _ time.Time) ([]policy.Job, error) {
+	end := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	var out []policy.Job
+	for day := end.AddDate(0, 0, -21); day.Before(end); day = day.AddDate(0, 0, 1) {
+		for range 8 {
+			out = append(out, policy.Job{Start: day.Add(8 * time.Hour), End: day.Add(20 * time.Hour), Nodes: 1, GPUs: 1, Hosts: "g1"})
+		}
+		out = append(out, policy.Job{Start: day.Add(8 * time.Hour), End: day.Add(20 * time.Hour), Nodes: 2, GPUs: 16, Hosts: "g[2-3]"})
+	}
+	if !h.named {
+		for i := range out {
+			out[i].Hosts = ""
+		}
+	}
+	return out, nil
+}
+
+// TestPowerForecaster_SharedNodes: the node use the forecast learns from
+// counts a node once however many jobs share it (3 nodes busy by day, not
+// the jobs' 10); a history without node names counts node counts, and a
+// node list that is not a hostlist falls back to the same.
+func TestPowerForecaster_SharedNodes(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	noon := now.Add(-12 * time.Hour)
+	for _, tc := range []struct {
+		name string
+		hist JobHistory
+		want int
+	}{
+		{"hosts named", sharedHistory{named: true}, 3},
+		{"no hosts", sharedHistory{}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := newPowerForecaster(tc.hist, "c", 10*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.refit(context.Background(), now, nil)
+			s := f.series(now, nil)
+			if got := s.Active[s.Index(noon)]; got != tc.want {
+				t.Errorf("node use at noon the day before: %d, want %d", got, tc.want)
+			}
+			if got := s.Active[s.Index(noon.Add(-6*time.Hour))]; got != 0 {
+				t.Errorf("node use at 06:00: %d, want 0", got)
+			}
+		})
+	}
+	if h := jobHosts("g[1-"); h != nil {
+		t.Errorf("jobHosts of a broken list: %v, want none (count by node count)", h)
+	}
+}

@@ -6,27 +6,46 @@ import (
 )
 
 // Span is one ended (or running) job's hold on nodes: Nodes from Start to
-// End.
+// End. Hosts, where known, names them: jobs that share a node (several
+// GPU jobs on one GPU node) then count it once.
 type Span struct {
 	Start, End time.Time
 	Nodes      int
+	Hosts      []string
 }
 
 // NodeUse is the node demand of spans over n steps of step from start:
 // each step's most nodes held at any instant in it (the artifact's
-// 10-minute maxima), the sequence the forecaster learns from. Spans with
-// no nodes, or ending before they start, are left out.
+// 10-minute maxima), the sequence the forecaster learns from. A node named
+// by the Hosts of several spans at once counts once; a span without Hosts
+// counts its Nodes. Spans with no nodes, or ending before they start, are
+// left out.
 func NodeUse(spans []Span, start time.Time, step time.Duration, n int) []int {
 	type event struct {
-		at time.Time
-		d  int
+		at   time.Time
+		d    int // nodes taken (> 0) or freed (< 0); ±1 for a named host
+		host int // index into hold, or -1
 	}
 	var ev []event
+	index := map[string]int{}
 	for _, s := range spans {
-		if s.Nodes <= 0 || !s.End.After(s.Start) {
+		if !s.End.After(s.Start) {
 			continue
 		}
-		ev = append(ev, event{s.Start, s.Nodes}, event{s.End, -s.Nodes})
+		if len(s.Hosts) == 0 {
+			if s.Nodes > 0 {
+				ev = append(ev, event{s.Start, s.Nodes, -1}, event{s.End, -s.Nodes, -1})
+			}
+			continue
+		}
+		for _, h := range s.Hosts {
+			k, ok := index[h]
+			if !ok {
+				k = len(index)
+				index[h] = k
+			}
+			ev = append(ev, event{s.Start, 1, k}, event{s.End, -1, k})
+		}
 	}
 	// Ends before starts at the same instant: a node freed and taken at
 	// once is not two nodes.
@@ -36,17 +55,32 @@ func NodeUse(spans []Span, start time.Time, step time.Duration, n int) []int {
 		}
 		return a.d - b.d
 	})
+	hold := make([]int, len(index)) // spans holding each named host
+	apply := func(e event) int {
+		if e.host < 0 {
+			return e.d
+		}
+		before := hold[e.host]
+		hold[e.host] += e.d
+		switch {
+		case before == 0 && hold[e.host] > 0:
+			return 1
+		case before > 0 && hold[e.host] == 0:
+			return -1
+		}
+		return 0
+	}
 	out := make([]int, n)
 	cur, k := 0, 0
 	for i := range n {
 		from, to := start.Add(time.Duration(i)*step), start.Add(time.Duration(i+1)*step)
 		for k < len(ev) && !ev[k].at.After(from) {
-			cur += ev[k].d
+			cur += apply(ev[k])
 			k++
 		}
 		peak := cur
 		for k < len(ev) && ev[k].at.Before(to) {
-			cur += ev[k].d
+			cur += apply(ev[k])
 			k++
 			peak = max(peak, cur)
 		}

@@ -14,11 +14,18 @@ func TestNodeUse(t *testing.T) {
 		spans []Span
 		want  []int
 	}{
-		{"one job over two steps", []Span{{at(5), at(15), 2}}, []int{2, 2, 0}},
-		{"the step's peak, not its end", []Span{{at(1), at(3), 4}, {at(2), at(4), 1}}, []int{5, 0, 0}},
-		{"an end and a start at one instant are not both counted", []Span{{at(0), at(10), 3}, {at(10), at(20), 3}}, []int{3, 3, 0}},
-		{"a job running before the start counts", []Span{{at(-30), at(12), 1}}, []int{1, 1, 0}},
-		{"no nodes and backwards spans are left out", []Span{{at(1), at(2), 0}, {at(5), at(3), 4}}, []int{0, 0, 0}},
+		{"one job over two steps", []Span{{Start: at(5), End: at(15), Nodes: 2}}, []int{2, 2, 0}},
+		{"the step's peak, not its end", []Span{{Start: at(1), End: at(3), Nodes: 4}, {Start: at(2), End: at(4), Nodes: 1}}, []int{5, 0, 0}},
+		{"an end and a start at one instant are not both counted", []Span{{Start: at(0), End: at(10), Nodes: 3}, {Start: at(10), End: at(20), Nodes: 3}}, []int{3, 3, 0}},
+		{"a job running before the start counts", []Span{{Start: at(-30), End: at(12), Nodes: 1}}, []int{1, 1, 0}},
+		{"no nodes and backwards spans are left out", []Span{{Start: at(1), End: at(2), Nodes: 0}, {Start: at(5), End: at(3), Nodes: 4}}, []int{0, 0, 0}},
+		// Eight one-GPU jobs on one GPU node are one node in use.
+		{"jobs sharing a node count it once", []Span{{Start: at(0), End: at(12), Nodes: 1, Hosts: []string{"g1"}},
+			{Start: at(1), End: at(25), Nodes: 1, Hosts: []string{"g1"}}, {Start: at(2), End: at(5), Nodes: 2, Hosts: []string{"g1", "g2"}}}, []int{2, 1, 1}},
+		{"a node freed by one job and held by another stays in use", []Span{{Start: at(0), End: at(10), Nodes: 1, Hosts: []string{"g1"}},
+			{Start: at(10), End: at(20), Nodes: 1, Hosts: []string{"g1"}}}, []int{1, 1, 0}},
+		{"named and unnamed spans add up", []Span{{Start: at(0), End: at(15), Nodes: 1, Hosts: []string{"g1"}},
+			{Start: at(0), End: at(15), Nodes: 1, Hosts: []string{"g1"}}, {Start: at(3), End: at(8), Nodes: 3}}, []int{4, 1, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

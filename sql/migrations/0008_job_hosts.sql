@@ -1,0 +1,12 @@
+-- 0008_job_hosts: the nodes each job ran on, as Slurm's hostlist
+-- expression ("gpu[1-2]"). The power forecast learns node use from the
+-- jobs that ended; on GPU nodes several jobs share a node, and counted by
+-- node count they made it look busier than it was (eight one-GPU jobs on
+-- one node read as eight nodes in use). NULL where the source does not
+-- say (traces, rows stored before this column): such jobs count by their
+-- node count. A source without it never clears a stored one (keepKnown in
+-- accounting/ingest.go).
+--
+-- Nullable without a default: only the catalog changes, on the partitioned
+-- parent and every monthly partition alike.
+ALTER TABLE job ADD COLUMN hosts text;
