@@ -98,14 +98,17 @@ func ReadSequenceTotal(r io.Reader, name string, total int) ([]Sample, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
+			// FieldPos panics on a record that failed to parse (a quote
+			// left open at the end of the input holds no field); the error
+			// knows its line.
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				line = pe.Line
+				return nil, fmt.Errorf("%s:%d: %w: %v", name, pe.Line, ErrMalformed, err)
 			}
-			return nil, fmt.Errorf("%s:%d: %w: %v", name, line, ErrMalformed, err)
+			return nil, fmt.Errorf("%s: %w: %v", name, ErrMalformed, err)
 		}
+		line, _ := cr.FieldPos(0)
 		if len(rec) < h.need {
 			return nil, fmt.Errorf("%s:%d: %d fields, want at least %d: %w", name, line, len(rec), h.need, ErrMalformed)
 		}

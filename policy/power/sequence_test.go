@@ -29,6 +29,9 @@ func TestReadSequence_Errors(t *testing.T) {
 		{"negative pending", "time,active,total,pending\n2017-10-03 00:00:00,3,10,-2\n", "seq:2: pending: malformed sequence: -2 is negative"},
 		{"short row with pending", "time,active,total,pending\n2017-10-03 00:00:00,3,10\n", "seq:2: 3 fields, want at least 4"},
 		{"bad quote", "time,active,total\n2017-10-03 00:00:00,\"3,10\n", "seq:2: malformed sequence"},
+		// A record holding no field (a quote open to the end) made the
+		// reader ask for the position of its first field, which panicked.
+		{"quote open to the end", "time,active,total\n\"2017-10-03 00:00:00,3,10\n", `seq:2: malformed sequence: parse error on line 2, column 27: extraneous or missing " in quoted-field`},
 		{"total beyond any cluster", "time,active,total\n2017-10-03 00:00:00,3,1000000000000\n", "seq:2: total: malformed sequence: 1000000000000 nodes: more than any cluster"},
 		{"huge float total", "time,active,total\n2017-10-03 00:00:00,3,1e300\n", `seq:2: total: malformed sequence: "1e300" is not a node count`},
 		{"wide row", "time,active,total\n2017-10-03 00:00:00,5,420,7,8\n", "seq:2: 5 fields, more than the header's 3"},
