@@ -83,11 +83,12 @@ func checkSamples(t *testing.T, samples []Sample) {
 }
 
 // checkSeries holds what Resample promises: every sample falls in a step
-// of the series, which holds at least its counts; no step holds a count
+// of the series, which holds at least its counts and has at most
+// maxSeriesSteps steps; no step holds a count
 // out of the sequence's range; the first step is never a filled one.
 func checkSeries(t *testing.T, samples []Sample, s *Series) {
 	t.Helper()
-	if s.Len() == 0 || len(s.Total) != s.Len() || s.Pending != nil && len(s.Pending) != s.Len() {
+	if s.Len() == 0 || s.Len() > maxSeriesSteps || len(s.Total) != s.Len() || s.Pending != nil && len(s.Pending) != s.Len() {
 		t.Fatalf("series of %d steps, %d totals, %d pending", s.Len(), len(s.Total), len(s.Pending))
 	}
 	for _, x := range samples {

@@ -333,10 +333,15 @@ func (s *Series) pendingAt(i int) int {
 	return 0
 }
 
+// maxSeriesSteps bounds a series: 8 years of minutes, more than any
+// sequence a power evaluation replays.
+const maxSeriesSteps = 1 << 22
+
 // Resample groups samples into steps of length step, aligned to the
 // step's multiples since midnight of the first sample's day (pandas'
 // resample('10min') origin), and keeps each step's maxima, as the Helios
-// artifact does: a step needs the nodes of its busiest minute.
+// artifact does: a step needs the nodes of its busiest minute. A sequence
+// spanning maxSeriesSteps steps or more is an error.
 func Resample(samples []Sample, step time.Duration) (*Series, error) {
 	if step <= 0 {
 		return nil, fmt.Errorf("resample: step %v: want a positive duration", step)
@@ -348,7 +353,16 @@ func Resample(samples []Sample, step time.Duration) (*Series, error) {
 	day := time.Date(first.Year(), first.Month(), first.Day(), 0, 0, 0, 0, first.Location())
 	start := day.Add(first.Sub(day) / step * step)
 	s := &Series{Start: start, Step: step}
-	n := s.Index(samples[len(samples)-1].Time) + 1
+	last := samples[len(samples)-1].Time
+	// Sub saturates past 292 years, and a series is three counts a step:
+	// a mistyped year would otherwise place the last rows in a wrong step
+	// or allocate gigabytes.
+	span := last.Sub(start)
+	if !start.Add(span).Equal(last) || span/step >= maxSeriesSteps {
+		return nil, fmt.Errorf("resample: the sequence spans %s to %s: more than %d steps of %v (a mistyped date?)",
+			first.Format(time.DateTime), last.Format(time.DateTime), maxSeriesSteps, step)
+	}
+	n := s.Index(last) + 1
 	s.Active, s.Total, s.Pending = make([]int, n), make([]int, n), make([]int, n)
 	seen := make([]bool, n)
 	for _, x := range samples {

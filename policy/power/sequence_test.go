@@ -162,6 +162,38 @@ func TestResample_MaximaAndGaps(t *testing.T) {
 	}
 }
 
+// TestResample_SpanBounded: two rows whose years were mistyped far
+// apart resampled to minutes took 4 GB and 6 s, and past 292 years the
+// last row fell in a step centuries early (time.Sub saturates). Such a
+// span is an error naming the dates; a span just under the bound is not.
+func TestResample_SpanBounded(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"beyond Sub's range", "time,active,total\n0001-10-03 00:00:00,1,2\n9999-10-03 00:00:00,1,2\n",
+			"resample: the sequence spans 0001-10-03 00:00:00 to 9999-10-03 00:00:00: more than 4194304 steps of 1m0s (a mistyped date?)"},
+		{"years too far apart", "time,active,total\n2017-10-03 00:00:00,1,2\n2117-10-03 00:00:00,1,2\n",
+			"resample: the sequence spans 2017-10-03 00:00:00 to 2117-10-03 00:00:00: more than 4194304 steps"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			samples, err := ReadSequence(strings.NewReader(tc.in), "seq")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Resample(samples, time.Minute); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	t0 := time.Date(2017, 10, 3, 0, 0, 0, 0, time.UTC)
+	in := []Sample{{Time: t0, Active: 1, Total: 2}, {Time: t0.Add((maxSeriesSteps - 1) * time.Minute), Active: 2, Total: 2}}
+	s, err := Resample(in, time.Minute)
+	if err != nil || s.Len() != maxSeriesSteps || s.Active[s.Len()-1] != 2 {
+		t.Fatalf("span of %d minutes: err %v, want a series of that many steps ending with the last row", maxSeriesSteps, err)
+	}
+	if _, err := Resample(append(in, Sample{Time: in[1].Time.Add(time.Minute), Active: 1, Total: 2}), time.Minute); err == nil {
+		t.Errorf("span of %d minutes: no error", maxSeriesSteps+1)
+	}
+}
+
 // TestHeldMinutesNote: a sequence logged every 5 minutes is replayed per
 // minute with 4 minutes in 5 held from the row before, and the evaluation
 // says so; a per-minute log with a stray gap does not get the line.
