@@ -94,9 +94,15 @@ func (l *Layout) validate() error {
 }
 
 // String spells l as ParseLayout reads it, one entry per run of like
-// nodes.
+// nodes, each naming its partitions in l's order. ParseLayout takes the
+// first partition named for the default: where the first node is not in
+// l's default, a union of the default with itself (which adds no node)
+// leads, so that the text reads back with the same default.
 func (l *Layout) String() string {
 	var b strings.Builder
+	if len(l.Nodes) > 0 && len(l.Partitions) > 0 && !slices.Contains(l.Nodes[0].Partitions, 0) {
+		fmt.Fprintf(&b, "%s:of=%s", l.Partitions[0], l.Partitions[0])
+	}
 	for i := 0; i < len(l.Nodes); {
 		nd := l.Nodes[i]
 		n := 1
@@ -106,8 +112,9 @@ func (l *Layout) String() string {
 		if b.Len() > 0 {
 			b.WriteByte(';')
 		}
-		names := make([]string, len(nd.Partitions))
-		for k, p := range nd.Partitions {
+		ps := slices.Sorted(slices.Values(nd.Partitions))
+		names := make([]string, len(ps))
+		for k, p := range ps {
 			names[k] = l.Partitions[p]
 		}
 		fmt.Fprintf(&b, "%s:nodes=%d,per-node=%d", strings.Join(names, "+"), n, nd.Units)

@@ -334,14 +334,14 @@ func TestParseLayout_UnionOrder(t *testing.T) {
 			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;a:of=b;c:of=a",
 			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;c:of=a;a:of=b",
 		},
-		want: "a+c:nodes=1,per-node=4;b+a:nodes=1,per-node=8",
+		want: "a+c:nodes=1,per-node=4;a+b:nodes=1,per-node=8",
 	}, {
 		name: "unions of each other",
 		specs: []string{
 			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;a:of=b;b:of=a",
 			"a:nodes=1,per-node=4;b:nodes=1,per-node=8;b:of=a;a:of=b",
 		},
-		want: "a+b:nodes=1,per-node=4;b+a:nodes=1,per-node=8",
+		want: "a+b:nodes=1,per-node=4;a+b:nodes=1,per-node=8",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,6 +355,35 @@ func TestParseLayout_UnionOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLayoutString_KeepsDefault: a union named first is the default, and
+// the text a report prints for the layout reads back with that default.
+// It named the union after its members' own partition ("gpu+all"), which
+// read back with gpu for the default; where the first node is not in the
+// default at all, a union of the default with itself now leads.
+func TestLayoutString_KeepsDefault(t *testing.T) {
+	tests := []struct{ spec, want string }{
+		{"all:of=gpu+debug\ngpu:nodes=3,per-node=8\ndebug:nodes=1,per-node=2", "all+gpu:nodes=3,per-node=8;all+debug:nodes=1,per-node=2"},
+		{"dbg:of=b;a:nodes=1,per-node=4;b:nodes=2,per-node=8", "dbg:of=dbg;a:nodes=1,per-node=4;dbg+b:nodes=2,per-node=8"},
+	}
+	for _, tt := range tests {
+		l, err := ParseLayout(tt.spec)
+		if err != nil {
+			t.Fatalf("ParseLayout(%q): %v", tt.spec, err)
+		}
+		text := l.String()
+		if text != tt.want {
+			t.Errorf("ParseLayout(%q) = %q, want %q", tt.spec, text, tt.want)
+		}
+		back, err := ParseLayout(text)
+		if err != nil {
+			t.Fatalf("ParseLayout(%q): %v", text, err)
+		}
+		if diff := cmp.Diff(l.Nodes, back.Nodes, cmpopts.IgnoreFields(Node{}, "Partitions")); diff != "" || back.Partitions[0] != l.Partitions[0] {
+			t.Errorf("%q read back with default %q (want %q), nodes (-want +got):\n%s", text, back.Partitions[0], l.Partitions[0], diff)
+		}
 	}
 }
 
