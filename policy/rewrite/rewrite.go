@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fairway-hpc/fairway/policy"
 )
@@ -40,27 +41,48 @@ const (
 func OptedOut(comment string) bool { return strings.Contains(comment, OptOutMarker) }
 
 // elasticRE is compiled on first use: every fairway process (a hook runs
-// one per job start) would otherwise pay for it at start-up.
+// one per job start) would otherwise pay for it at start-up. It reads the
+// text after the marker: digit runs of any length, so that a number too
+// long is refused rather than read in part, and what follows, which must
+// not continue the range.
 var elasticRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`fairway:elastic=(\d{1,4})-(\d{1,4})`)
+	return regexp.MustCompile(`^=(\d+)-(\d+)([.\-]?)`)
 })
 
 // ErrBadElastic is returned by ParseElastic for a malformed range.
 var ErrBadElastic = errors.New("bad elastic range")
 
+// maxElastic bounds a range's ends: more GPUs than any node has.
+const maxElastic = 9999
+
 // ParseElastic reads ElasticMarker's range from a job's comment. ok is false
-// when the comment has no marker; a marker whose range is empty or starts
-// at 0 is an error.
+// when the comment has no marker. The first marker counts: one not
+// followed by =MIN-MAX (whole numbers to 9999; a '.' or '-' may not follow
+// MAX), or whose range is empty or starts at 0, is an error. Any user
+// writes the comment, and serve logs the error: it quotes the marker and
+// at most 24 bytes after it, never the whole comment.
 func ParseElastic(comment string) (lo, hi int, ok bool, err error) {
-	if !strings.Contains(comment, ElasticMarker) {
+	i := strings.Index(comment, ElasticMarker)
+	if i < 0 {
 		return 0, 0, false, nil
 	}
-	m := elasticRE().FindStringSubmatch(comment)
-	if m == nil {
-		return 0, 0, true, fmt.Errorf("%w: want %s=MIN-MAX in %q", ErrBadElastic, ElasticMarker, comment)
+	rest := comment[i+len(ElasticMarker):]
+	quoted := ElasticMarker + rest
+	if n := len(ElasticMarker) + 24; len(quoted) > n {
+		for k := 1; k < utf8.UTFMax && !utf8.RuneStart(quoted[n]); k++ {
+			n-- // not mid-character, where one is
+		}
+		quoted = quoted[:n] + "…"
 	}
-	lo, _ = strconv.Atoi(m[1])
-	hi, _ = strconv.Atoi(m[2])
+	m := elasticRE().FindStringSubmatch(rest)
+	if m == nil || m[3] != "" {
+		return 0, 0, true, fmt.Errorf("%w: %q: want %s=MIN-MAX", ErrBadElastic, quoted, ElasticMarker)
+	}
+	lo, err1 := strconv.Atoi(m[1])
+	hi, err2 := strconv.Atoi(m[2])
+	if err1 != nil || err2 != nil || lo > maxElastic || hi > maxElastic {
+		return 0, 0, true, fmt.Errorf("%w: %q: want MIN and MAX at most %d", ErrBadElastic, quoted, maxElastic)
+	}
 	if lo < 1 || hi < lo {
 		return 0, 0, true, fmt.Errorf("%w: %d-%d: want 1 <= MIN <= MAX", ErrBadElastic, lo, hi)
 	}

@@ -35,6 +35,16 @@ func TestParseElastic_Markers(t *testing.T) {
 		{comment: "fairway:elastic=0-4", ok: true, bad: true},
 		{comment: "fairway:elastic=4-2", ok: true, bad: true},
 		{comment: "fairway:elastic", ok: true, bad: true},
+		{comment: "fairway:elastic=0001-0008", lo: 1, hi: 8, ok: true},
+		{comment: "fairway:elastic=1-4, seed 3", lo: 1, hi: 4, ok: true},
+		// A range longer than four digits was read in part (1-9999),
+		// one followed by a decimal or a third number up to them (1-4),
+		// and a malformed first marker was passed over for a later one.
+		{comment: "fairway:elastic=1-99999", ok: true, bad: true},
+		{comment: "fairway:elastic=99999999999999999999-1", ok: true, bad: true},
+		{comment: "fairway:elastic=1-4.5", ok: true, bad: true},
+		{comment: "fairway:elastic=1-4-8", ok: true, bad: true},
+		{comment: "fairway:elastic=x fairway:elastic=1-2", ok: true, bad: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.comment, func(t *testing.T) {
@@ -49,6 +59,23 @@ func TestParseElastic_Markers(t *testing.T) {
 	}
 	if !OptedOut("please fairway:no-rewrite thanks") || OptedOut("fairway:elastic=1-2") {
 		t.Error("OptedOut does not find the marker exactly")
+	}
+}
+
+// TestParseElastic_ErrorIsShort: the error quoted the whole comment, which
+// any user writes and serve logs each cycle (FuzzParseElastic found a
+// 93-byte comment of control bytes quoted to 301); it quotes the marker
+// and what follows it, cut to 24 bytes.
+func TestParseElastic_ErrorIsShort(t *testing.T) {
+	for _, tc := range []struct{ comment, want string }{
+		{"fairway:elastic" + strings.Repeat("\x81", 1<<20), `bad elastic range: "fairway:elastic\x81\x81`},
+		{"run " + "fairway:elastic=" + strings.Repeat("é", 1<<20), `bad elastic range: "fairway:elastic=ééééééééééé…": want fairway:elastic=MIN-MAX`},
+		{"fairway:elastic=1-" + strings.Repeat("9", 1<<20), `bad elastic range: "fairway:elastic=1-999999999999999999999…": want MIN and MAX at most 9999`},
+	} {
+		_, _, ok, err := ParseElastic(tc.comment)
+		if !ok || err == nil || !strings.HasPrefix(err.Error(), tc.want) || len(err.Error()) > 200 {
+			t.Errorf("comment of %d bytes: ok %v, err %q; want one under 200 bytes starting %q", len(tc.comment), ok, err, tc.want)
+		}
 	}
 }
 
