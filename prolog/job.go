@@ -87,24 +87,43 @@ const maxJobDevices = 1024
 
 // ParseDeviceList parses a device list such as "0,1", "2" or "0-3,6" into
 // sorted, distinct device numbers. An empty list, or CUDA's "NoDevFiles",
-// gives none.
+// gives none. An error names the entry at fault and why.
 func ParseDeviceList(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "NoDevFiles" {
 		return nil, nil
 	}
+	device := func(what, v string) (int, error) {
+		d, err := strconv.Atoi(v)
+		if err != nil || d < 0 || d > maxDevice {
+			return 0, fmt.Errorf("%s%q is not a device number (0 to %d); want a list like 0,1 or 0-3", what, v, maxDevice)
+		}
+		return d, nil
+	}
 	seen := map[int]bool{}
 	var out []int
 	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 || a > maxDevice {
-			return nil, fmt.Errorf("%q: want device numbers like 0,1 or 0-3 (0 to %d)", s, maxDevice)
+		part = strings.TrimSpace(part)
+		bad := func(err error) error { return fmt.Errorf("%q: entry %q: %w", s, part, err) }
+		lo, hi, isRange := strings.Cut(part, "-")
+		what := ""
+		if isRange {
+			what = "start "
+		}
+		a, err := device(what, lo)
+		if err != nil {
+			return nil, bad(err)
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b > maxDevice || b-a >= maxJobDevices {
-				return nil, fmt.Errorf("%q: bad range %q", s, part)
+			if b, err = device("end ", hi); err != nil {
+				return nil, bad(err)
+			}
+			if b < a {
+				return nil, bad(fmt.Errorf("%d to %d runs backwards", a, b))
+			}
+			if b-a >= maxJobDevices {
+				return nil, bad(fmt.Errorf("%d devices, more than any node has (%d)", b-a+1, maxJobDevices))
 			}
 		}
 		for d := a; d <= b; d++ {

@@ -120,6 +120,30 @@ func TestParseDeviceList(t *testing.T) {
 	}
 }
 
+// TestParseDeviceList_ErrorNamesEntry: an error quoted the whole list
+// and said only what a list should look like ("bad range" for a range
+// backwards, beyond any device or too long alike), which in a list of
+// many entries left the reader to find the one at fault. It names the
+// entry and what is wrong with it.
+func TestParseDeviceList_ErrorNamesEntry(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"0,1,x,3", `"0,1,x,3": entry "x": "x" is not a device number (0 to 65535); want a list like 0,1 or 0-3`},
+		{"0,,1", `"0,,1": entry "": "" is not a device number`},
+		{"0, 65536", `"0, 65536": entry "65536": "65536" is not a device number (0 to 65535)`},
+		{"0,3-1", `"0,3-1": entry "3-1": 3 to 1 runs backwards`},
+		{"65000-65536", `entry "65000-65536": end "65536" is not a device number`},
+		{"-1", `"-1": entry "-1": start "" is not a device number`},
+		{"GPU-abc", `"GPU-abc": entry "GPU-abc": start "GPU" is not a device number`},
+		{"0-1,2-2049", `"0-1,2-2049": entry "2-2049": 2048 devices, more than any node has (1024)`},
+		{"0-1000,1001-2001", `"0-1000,1001-2001": more than 1024 devices`},
+	} {
+		_, err := ParseDeviceList(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseDeviceList(%q): err %v, want one containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
 // seq is lo, lo+1, ..., hi.
 func seq(lo, hi int) []int {
 	var out []int
