@@ -28,6 +28,9 @@ func FuzzReadSequence(f *testing.F) {
 		"time,active,total,pending\n2017-10-03 00:00:00,3,10,0\n2017-10-03 00:01:00,3,10,7\n2017-10-03 00:03:00,9,10,2\n",
 		"\ufefftime, active ,TOTAL\n2017-10-03T00:00:00+02:00,1,2\n2017-10-03 00:00,2,2\n",
 		"time,active,total\n2017-10-03 00:01:00,3,10\n2017-10-03 00:00:00,3,10\n",
+		// the Helios artifact's nodes by GPUs in use
+		"time,Use 0 GPU,Use 1 GPU,Use 2 GPU,Use 8 GPU\n2020-04-01 00:00:00,10,3,0,5\n2020-04-01 00:01:00,11,2,0,5.0\n",
+		"time,Use 1 GPU,Use 8 GPUs,total\n2020-04-01 00:00:00,3,5,20\n",
 	} {
 		f.Add([]byte(s))
 		f.Add(gzipped(f, s))
