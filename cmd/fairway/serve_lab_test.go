@@ -544,6 +544,17 @@ func TestLab_ServeSurvivesOutages(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("job %d finished during the PostgreSQL outage: %d rows in job, want 1", id, n)
 	}
+	// The node it ran on came through the spill too: the power forecast
+	// counts a node shared by jobs once by it.
+	var hosts *string
+	if err := c2.QueryRow(ctx, `SELECT hosts FROM job WHERE cluster = $1 AND job_id = $2`, e.Cluster, id).Scan(&hosts); err != nil {
+		t.Fatal(err)
+	}
+	if hosts == nil {
+		t.Errorf("job %d: no hosts stored, want the node it ran on", id)
+	} else if h, err := slurmctl.ExpandHostlist(*hosts); err != nil || len(h) != 1 {
+		t.Errorf("job %d: hosts %q (%v), want its one node", id, *hosts, err)
+	}
 	if p.cmd.ProcessState != nil {
 		t.Fatal("serve exited")
 	}
