@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -135,8 +136,8 @@ func ParseSacctUsage(data []byte) (map[int64]CPUUse, error) {
 		}
 		idStr, step, isStep := strings.Cut(f[0], ".")
 		id, err := strconv.ParseInt(idStr, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("sacct usage line %d: job id %q: %w", n, f[0], ErrMalformed)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("sacct usage line %d: job id %q: %w: want a whole number above 0", n, f[0], ErrMalformed)
 		}
 		cpu, err := parseSlurmDuration(f[2])
 		if err != nil {
@@ -153,8 +154,12 @@ func ParseSacctUsage(data []byte) (map[int64]CPUUse, error) {
 		}
 		if !isStep {
 			a.own = cpu
-			if e, err := strconv.ParseFloat(f[1], 64); err == nil {
-				a.elapsed = e
+			if f[1] != "" {
+				e, err := strconv.ParseInt(f[1], 10, 64)
+				if err != nil || e < 0 {
+					return nil, fmt.Errorf("sacct usage line %d: ElapsedRaw %q: %w: want whole seconds", n, f[1], ErrMalformed)
+				}
+				a.elapsed = float64(e)
 			}
 		} else if step != "extern" {
 			a.steps += cpu
@@ -162,7 +167,7 @@ func ParseSacctUsage(data []byte) (map[int64]CPUUse, error) {
 		a.mem = max(a.mem, mem)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sacct usage: %w", err)
 	}
 	out := make(map[int64]CPUUse, len(by))
 	for id, a := range by {
@@ -196,7 +201,7 @@ func parseSlurmDuration(s string) (float64, error) {
 	total := 0.0
 	for i, p := range parts {
 		v, err := strconv.ParseFloat(p, 64)
-		if err != nil || v < 0 {
+		if err != nil || !(v >= 0) || math.IsInf(v, 1) { // NaN fails v >= 0
 			return 0, fmt.Errorf("field %q", p)
 		}
 		if i < len(parts)-1 {
@@ -205,8 +210,16 @@ func parseSlurmDuration(s string) (float64, error) {
 			total += v
 		}
 	}
-	return days*86400 + total, nil
+	// finite fields can still add up to +Inf ("1e308:00:00")
+	if d := days*86400 + total; !math.IsInf(d, 1) {
+		return d, nil
+	}
+	return 0, fmt.Errorf("beyond any duration")
 }
+
+// maxMemMB bounds a MaxRSS: an exbibyte, beyond any node and far below
+// the largest int64.
+const maxMemMB = 1 << 40
 
 // parseSlurmMemMB reads a MaxRSS such as "123456K" or "2.5G" (a bare number
 // is KiB, sacct's unit for it) in MiB; "" is 0.
@@ -225,8 +238,10 @@ func parseSlurmMemMB(s string) (int64, error) {
 	case 'T':
 		mult, s = 1024*1024, s[:len(s)-1]
 	}
+	// NaN fails v*mult >= 0; the bound keeps the conversion to int64 from
+	// wrapping (1e300G, Inf), far above any node's memory
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 {
+	if err != nil || !(v*mult >= 0 && v*mult <= maxMemMB) {
 		return 0, fmt.Errorf("want a size")
 	}
 	return int64(v*mult + 0.5), nil

@@ -1,8 +1,10 @@
 package accounting_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +161,40 @@ func TestSacctUsage_Lab(t *testing.T) {
 		}
 	}
 	t.Logf("%d jobs in the lab's last day of sacct", len(got))
+}
+
+// TestParseSacctUsage_OutOfRange holds input once accepted as something it
+// is not: job id 0 (found by FuzzParseSacctUsage, in testdata/fuzz) or
+// below, a TotalCPU adding up to +Inf (CPUsUsed +Inf), a MaxRSS of NaN,
+// Inf or beyond int64 (a wrapped conversion, read as 0), an ElapsedRaw
+// that is no number (read as unknown), a line too long to scan (an error
+// that did not say it came from sacct). Each is ErrMalformed naming the
+// field now, or, for the long line, an error saying where.
+func TestParseSacctUsage_OutOfRange(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"0|10|00:01|\n", "job id \"0\""},
+		{"-7|10|00:01|\n", "job id \"-7\""},
+		{"1|10|Inf:00|\n", "TotalCPU \"Inf:00\""},
+		{"1|10|NaN:00|\n", "TotalCPU \"NaN:00\""},
+		{"1|10|1e308:00:00|\n", "TotalCPU \"1e308:00:00\""},
+		{"1|10|00:01|\n1.0|10|00:01|NaN\n", "line 2: MaxRSS \"NaN\""},
+		{"1|10|00:01|InfK\n", "MaxRSS \"InfK\""},
+		{"1|10|00:01|1e300G\n", "MaxRSS \"1e300G\""},
+		{"1|xx|00:05|\n", "ElapsedRaw \"xx\""},
+		{"1|-3|00:05|\n", "ElapsedRaw \"-3\""},
+	} {
+		_, err := accounting.ParseSacctUsage([]byte(tc.in))
+		if !errors.Is(err, accounting.ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want ErrMalformed naming %s", tc.in, err, tc.want)
+		}
+	}
+	_, err := accounting.ParseSacctUsage([]byte("1|10|00:01|" + strings.Repeat("1", 70000) + "\n"))
+	if !errors.Is(err, bufio.ErrTooLong) || !strings.HasPrefix(err.Error(), "sacct usage: ") {
+		t.Errorf("long line: got %v, want a bufio.ErrTooLong starting \"sacct usage: \"", err)
+	}
+	// an empty ElapsedRaw is unknown, as an empty TotalCPU or MaxRSS is
+	got, err := accounting.ParseSacctUsage([]byte("1||00:05|\n"))
+	if err != nil || got[1].CPUsUsed != -1 {
+		t.Errorf("empty ElapsedRaw: %+v, %v; want CPUsUsed -1", got, err)
+	}
 }
