@@ -38,7 +38,9 @@ type ShareNode struct {
 // (Slurm's FairShare=parent: the user competes as part of its account) is
 // stored as 1, the default share, since Fairway's two-level fair-share has
 // no notion of it. Partition-specific associations repeat a user; the first
-// line wins. name is used in error locations.
+// line wins. A user's line naming a parent is an error: sacctmgr prints
+// none there, so one means other columns than those asked for. name is
+// used in error locations.
 func ParseAssociations(name string, data []byte, cluster string) ([]ShareNode, error) {
 	var out []ShareNode
 	seen := map[[2]string]bool{}
@@ -58,6 +60,11 @@ func ParseAssociations(name string, data []byte, cluster string) ([]ShareNode, e
 		acct, user, parent, share := f[1], f[2], f[3], f[4]
 		if acct == "" {
 			return nil, &RecordError{Where: fmt.Sprintf("%s:%d", name, line), Err: errors.New("empty account")}
+		}
+		if user != "" && parent != "" {
+			// sacctmgr names a parent for an account's association only:
+			// one here means other columns than those asked for
+			return nil, &RecordError{Where: fmt.Sprintf("%s:%d", name, line), Err: fmt.Errorf("user %s of account %s has parent %q: want none (columns cluster|account|user|parent|share)", user, acct, parent)}
 		}
 		if acct == "root" && user == "" {
 			continue

@@ -44,6 +44,10 @@ func TestParseAssociations_Errors(t *testing.T) {
 		{"negative share", "c|a||root|-1\n", "sacctmgr:1: share \"-1\""},
 		{"NaN share", "c|a||root|NaN\n", "sacctmgr:1: share \"NaN\""},
 		{"infinite share", "c|a||root|inf\n", "sacctmgr:1: share \"inf\""},
+		// found by FuzzParseAssociations (testdata/fuzz): a user's line
+		// with a parent was taken as it stood; sacctmgr prints none there,
+		// so one means other columns (its default format has Partition)
+		{"user with a parent", "c|physics||root|60\nc|physics|alice|gpuhi|1\n", "sacctmgr:2: user alice of account physics has parent \"gpuhi\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := accounting.ParseAssociations("sacctmgr", []byte(tc.in), "c")
