@@ -142,7 +142,11 @@ func ParseSharesConfig(name string, r io.Reader) ([]ShareNode, error) {
 		if len(f) != 2 {
 			return nil, &RecordError{Where: where, Err: errors.New("want \"ACCOUNT[:USER] SHARES\"")}
 		}
-		path, user, _ := strings.Cut(f[0], ":")
+		path, user, isUser := strings.Cut(f[0], ":")
+		if isUser && (user == "" || strings.ContainsAny(user, ":/")) {
+			// "physics:" would be the account physics, "a:b:c" a user "b:c"
+			return nil, &RecordError{Where: where, Err: fmt.Errorf("user name %q in %q: want ACCOUNT:USER", user, f[0])}
+		}
 		parts := strings.Split(path, "/")
 		for _, p := range parts {
 			if p == "" {

@@ -81,6 +81,10 @@ func TestParseSharesConfig_Cases(t *testing.T) {
 		{name: "empty account", in: "physics//hep 1\n", wantErr: "s.conf:1: empty account name"},
 		{name: "NaN", in: "physics nan\n", wantErr: "s.conf:1: shares \"nan\""},
 		{name: "infinite", in: "physics +Inf\n", wantErr: "s.conf:1: shares \"+Inf\""},
+		// once read as the account physics, and as a user "alice:bob"
+		{name: "empty user", in: "physics: 2\n", wantErr: "s.conf:1: user name \"\" in \"physics:\""},
+		{name: "user with a colon", in: "physics:alice:bob 2\n", wantErr: "s.conf:1: user name \"alice:bob\""},
+		{name: "user with a slash", in: "physics:alice/hep 2\n", wantErr: "s.conf:1: user name \"alice/hep\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := accounting.ParseSharesConfig("s.conf", strings.NewReader(tc.in))
