@@ -3,10 +3,12 @@ package slurmctl
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 )
@@ -268,4 +270,219 @@ func TestDecoders_OutOfRange(t *testing.T) {
 	if _, _, err := parsePartitions(withField(t, "partitions.200.json", "partitions", 0, "max_time_limit", int64(1)<<40), V0038); !errors.Is(err, ErrMalformed) {
 		t.Errorf("partition max_time_limit 2^40 min: got %v, want ErrMalformed", err)
 	}
+}
+
+// Fuzz targets for the text readers of the slurm policy's settings:
+// `scontrol show config`, `scontrol show partition -o`, `sacctmgr -nP show
+// associations|qos` and a partition's TRES totals. Seeds are the recorded
+// outputs in testdata/ (and, for the config, the shared captures' when
+// present). Run one with
+//
+//	go test -run '^$' -fuzz '^FuzzParsePriorityConfig$' -fuzztime 10m -parallel 1 ./slurmctl
+
+// readSeeds returns the files of testdata matching each pattern, with the
+// shared captures' cli/ files matching shared when present.
+func readSeeds(f *testing.F, patterns []string, shared string) [][]byte {
+	f.Helper()
+	var paths []string
+	for _, pat := range patterns {
+		m, err := filepath.Glob(filepath.Join("testdata", pat))
+		if err != nil || len(m) == 0 {
+			f.Fatalf("no seeds testdata/%s", pat)
+		}
+		paths = append(paths, m...)
+	}
+	if dir, err := shareddata.CapturesDir(); err == nil && shared != "" {
+		m, _ := filepath.Glob(filepath.Join(dir, "slurm-*", "cli", shared))
+		paths = append(paths, m...)
+	}
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// checkPrefixErr checks that a reader's error starts by naming what it
+// read, so that a message read alone says which output was wrong.
+func checkPrefixErr(t *testing.T, prefix string, err error) {
+	if !strings.HasPrefix(err.Error(), prefix) {
+		t.Fatalf("error %q does not start with %q", err, prefix)
+	}
+}
+
+func finiteIn(x, lo, hi float64) bool { return x >= lo && x <= hi } // NaN fails both
+
+// FuzzParsePriorityConfig feeds `scontrol show config` output. Seeds: the
+// lines ParsePriorityConfig reads (Priority*, SchedulerParameters,
+// SchedulerType, FairShareDampeningFactor, BOOT_TIME) of every recorded
+// config, 22.05.8 to 26.05.3, which mutate faster than the 7 kB files,
+// and one whole file.
+func FuzzParsePriorityConfig(f *testing.F) {
+	seeds := readSeeds(f, []string{"config/scontrol-show-config-*.txt", "*/scontrol-show-config.txt"}, "scontrol-show-config.txt")
+	f.Add(seeds[0])
+	for _, b := range seeds {
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"Priority", "Scheduler", "FairShareDampeningFactor", "BOOT_TIME"} {
+				if strings.HasPrefix(l, k) {
+					lines = append(lines, l)
+					break
+				}
+			}
+		}
+		f.Add([]byte(strings.Join(lines, "\n") + "\n"))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		c, err := ParsePriorityConfig(out)
+		if err != nil {
+			checkPrefixErr(t, "scontrol show config: ", err)
+			return
+		}
+		m := c.Multifactor
+		if c.Type == "" {
+			t.Fatal("accepted without a PriorityType")
+		}
+		for _, w := range []float64{m.WeightAge, m.WeightFairshare, m.WeightJobSize, m.WeightPartition, m.WeightQOS, m.WeightAssoc} {
+			if !finiteIn(w, 0, math.MaxUint32) {
+				t.Fatalf("weight %g out of range: %+v", w, m)
+			}
+		}
+		for name, w := range m.WeightTRES {
+			if name == "" || !finiteIn(w, math.SmallestNonzeroFloat64, math.MaxFloat64) {
+				t.Fatalf("TRES weight %q=%g", name, w)
+			}
+		}
+		// slurmctld keeps each in 32-bit seconds; bf_interval is at most 3 h
+		const most = math.MaxUint32 * time.Second
+		if m.MaxAge < 0 || c.CalcPeriod < 0 || c.BackfillInterval < 0 || (m.DecayHalfLife <= 0 && m.DecayHalfLife != -1) ||
+			m.MaxAge > most || c.CalcPeriod > most || m.DecayHalfLife > most || c.BackfillInterval > 3*time.Hour {
+			t.Fatalf("durations out of range: max age %v, calc period %v, backfill %v, half-life %v",
+				m.MaxAge, c.CalcPeriod, c.BackfillInterval, m.DecayHalfLife)
+		}
+		if !finiteIn(m.Dampening, 0, math.MaxUint16) {
+			t.Fatalf("dampening %g", m.Dampening)
+		}
+		if sum, _, _ := c.MaxMove(); !finiteIn(sum, 0, math.MaxFloat64) {
+			t.Fatalf("MaxMove %g", sum)
+		}
+	})
+}
+
+// FuzzParseScontrolPartitions feeds `scontrol show partition -o` output
+// to ParsePartitions (FuzzParsePartitions feeds slurmrestd's partitions
+// answer to parsePartitions). Seeds: every recorded one, 22.05.8 to
+// 26.05.3.
+func FuzzParseScontrolPartitions(f *testing.F) {
+	for _, b := range readSeeds(f, []string{"*/scontrol-show-partition-o*.txt", "sacctmgr-22.05.8/*/partitions.txt"}, "") {
+		f.Add(b)
+		f.Add(b[:len(b)*2/3]) // cut mid-line
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		p, err := ParsePartitions(out)
+		if err != nil {
+			checkPrefixErr(t, "scontrol show partition -o: ", err)
+			return
+		}
+		if len(p.Factor) == 0 || len(p.Factor) != len(p.TRES) {
+			t.Fatalf("%d factors, %d TRES totals", len(p.Factor), len(p.TRES))
+		}
+		for name, x := range p.Factor {
+			tres, ok := p.TRES[name]
+			if !ok || !finiteIn(x, 0, math.MaxUint16) {
+				t.Fatalf("partition %q: factor %g, TRES %v", name, x, tres)
+			}
+			checkTRESTotals(t, tres)
+		}
+		if _, ok := p.Factor[""]; ok && len(p.Factor) < 2 {
+			t.Fatal("a default partition but no partition")
+		}
+	})
+}
+
+// checkTRESTotals checks what ParseTRESTotals promises of totals it
+// accepts: names in lower case, counts from 0 to maxCount.
+func checkTRESTotals(t *testing.T, tres map[string]float64) {
+	for name, x := range tres {
+		if name == "" || name != strings.ToLower(strings.TrimSpace(name)) || !finiteIn(x, 0, maxCount) {
+			t.Fatalf("TRES %q=%g", name, x)
+		}
+	}
+}
+
+// FuzzParseTRESTotals feeds one TRES string to ParseTRESTotals. Seeds:
+// the TRES= totals of every recorded `scontrol show partition -o` line and
+// the TRES limits of the recorded `sacctmgr show qos|associations`.
+func FuzzParseTRESTotals(f *testing.F) {
+	for _, b := range readSeeds(f, []string{"*/scontrol-show-partition-o*.txt", "sacctmgr-22.05.8/*/*.txt"}, "") {
+		for _, field := range strings.FieldsFunc(string(b), func(r rune) bool { return r == ' ' || r == '|' || r == '\n' }) {
+			if v, ok := strings.CutPrefix(field, "TRES="); ok {
+				f.Add(v)
+			} else if strings.Contains(field, "=") && !strings.Contains(field, "Name=") {
+				f.Add(field)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, tres string) {
+		got, err := ParseTRESTotals(tres)
+		if err != nil {
+			checkPrefixErr(t, "TRES ", err)
+			return
+		}
+		checkTRESTotals(t, got)
+	})
+}
+
+// FuzzParseAssocPriorities feeds `sacctmgr -nP show associations
+// format=Account,User,Partition,Priority` output. Seeds: the 25.11.7
+// recording and, of another shape, 22.05.8's association limits.
+func FuzzParseAssocPriorities(f *testing.F) {
+	for _, b := range readSeeds(f, []string{"assoc-25.11.7/sacctmgr-show-associations.txt", "sacctmgr-22.05.8/*/associations.txt"}, "") {
+		f.Add(b)
+		f.Add(b[:len(b)*2/3])
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		a, err := ParseAssocPriorities(out)
+		if err != nil {
+			checkPrefixErr(t, "sacctmgr show associations", err)
+			return
+		}
+		if len(a.ByAssoc)+a.PerPartition == 0 || a.PerPartition < 0 || !finiteIn(a.Max, 0, math.MaxUint32) {
+			t.Fatalf("%d associations, %d per partition, max %g", len(a.ByAssoc), a.PerPartition, a.Max)
+		}
+		for as, x := range a.ByAssoc {
+			if as.Account == "" || !finiteIn(x, 0, a.Max) {
+				t.Fatalf("association %+v: priority %g (max %g)", as, x, a.Max)
+			}
+		}
+	})
+}
+
+// FuzzParseQOSPriorities feeds `sacctmgr -nP show qos format=Name,
+// Priority` output. Seeds: the 26.05.3 recording and, of another shape,
+// 22.05.8's QOS limits.
+func FuzzParseQOSPriorities(f *testing.F) {
+	for _, b := range readSeeds(f, []string{"qos-26.05.3/sacctmgr-show-qos.txt", "sacctmgr-22.05.8/*/qos.txt"}, "") {
+		f.Add(b)
+		f.Add(b[:len(b)*2/3])
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		q, err := ParseQOSPriorities(out)
+		if err != nil {
+			checkPrefixErr(t, "sacctmgr show qos", err)
+			return
+		}
+		if len(q) == 0 {
+			t.Fatal("no QOS and no error")
+		}
+		for name, x := range q {
+			if name == "" || !finiteIn(x, 0, math.MaxUint32) {
+				t.Fatalf("QOS %q: priority %g", name, x)
+			}
+		}
+	})
 }
