@@ -145,6 +145,11 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	if _, ok := kv["PriorityType"]; !ok {
 		return PriorityConfig{}, fmt.Errorf("scontrol show config: no PriorityType line: not the output of scontrol show config")
 	}
+	if kv["PriorityType"] == "" {
+		// slurmctld always names its plugin; none would pass for an
+		// unknown one further on
+		return PriorityConfig{}, fmt.Errorf("scontrol show config: PriorityType is empty: want priority/multifactor or priority/basic")
+	}
 	c := PriorityConfig{Type: kv["PriorityType"], SchedulerType: kv["SchedulerType"],
 		CalcPeriod: 5 * time.Minute, BackfillInterval: 30 * time.Second}
 	m := &c.Multifactor
@@ -247,14 +252,18 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	for _, p := range strings.Split(kv["SchedulerParameters"], ",") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(p), "bf_interval="); ok {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return PriorityConfig{}, fmt.Errorf("scontrol show config: SchedulerParameters bf_interval=%q: want seconds", v)
+			if err != nil || n < 0 || n > maxBackfillInterval {
+				return PriorityConfig{}, fmt.Errorf("scontrol show config: SchedulerParameters bf_interval=%q: want seconds, at most %d", v, maxBackfillInterval)
 			}
 			c.BackfillInterval = time.Duration(n) * time.Second
 		}
 	}
 	return c, nil
 }
+
+// maxBackfillInterval is the largest bf_interval sched/backfill takes
+// (MAX_BACKFILL_INTERVAL, 3 hours); it logs a larger one as invalid.
+const maxBackfillInterval = 10800
 
 // parseTRESWeights reads PriorityWeightTRES ("CPU=1000,Mem=2000,
 // GRES/gpu=3000"; "(null)" or empty when unset): the weights of the TRES
@@ -422,16 +431,19 @@ func ParseQOSPriorities(out []byte) (map[string]float64, error) {
 
 // parseSlurmDuration reads a duration as scontrol prints one: [D-]HH:MM:SS,
 // MM:SS, or a number of minutes. NONE, UNLIMITED and INFINITE are refused:
-// no setting this package reads takes them.
+// no setting this package reads takes them. slurmctld keeps each of them
+// in 32-bit seconds; a longer one is refused, not wrapped.
 func parseSlurmDuration(s string) (time.Duration, error) {
 	days := 0
-	rest := s
-	if d, r, ok := strings.Cut(s, "-"); ok {
+	d, rest, hasDays := strings.Cut(s, "-")
+	if hasDays {
 		n, err := strconv.Atoi(d)
 		if err != nil || n < 0 {
 			return 0, fmt.Errorf("%q: want [D-]HH:MM:SS", s)
 		}
-		days, rest = n, r
+		days = n
+	} else {
+		rest = s
 	}
 	parts := strings.Split(rest, ":")
 	if len(parts) > 3 {
@@ -448,13 +460,13 @@ func parseSlurmDuration(s string) (time.Duration, error) {
 	var h, m, sec int
 	switch len(nums) {
 	case 1:
-		if days > 0 {
+		if hasDays {
 			h = nums[0] // D-HH
 		} else {
 			m = nums[0] // minutes
 		}
 	case 2:
-		if days > 0 {
+		if hasDays {
 			h, m = nums[0], nums[1] // D-HH:MM
 		} else {
 			m, sec = nums[0], nums[1] // MM:SS
@@ -462,5 +474,10 @@ func parseSlurmDuration(s string) (time.Duration, error) {
 	case 3:
 		h, m, sec = nums[0], nums[1], nums[2]
 	}
-	return time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec)*time.Second, nil
+	// in float64, where no count of these can overflow
+	total := float64(days)*86400 + float64(h)*3600 + float64(m)*60 + float64(sec)
+	if total > math.MaxUint32 {
+		return 0, fmt.Errorf("%q: more than %d seconds, slurmctld's limit", s, uint32(math.MaxUint32))
+	}
+	return time.Duration(total) * time.Second, nil
 }

@@ -125,6 +125,36 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 	}
 }
 
+// TestParsePriorityConfig_OutOfRange holds values once taken as something
+// they are not: an empty PriorityType (found by FuzzParsePriorityConfig,
+// in testdata/fuzz), durations past time.Duration's range (wrapped to a
+// negative max age, or to a wrong positive one), "0-05" read as 5 minutes
+// though the day prefix makes it D-HH, and a bf_interval past what
+// sched/backfill takes (wrapped to -1 s). Each is an error naming the
+// setting now, or read as scontrol means it.
+func TestParsePriorityConfig_OutOfRange(t *testing.T) {
+	const head = "PriorityType            = priority/multifactor\n"
+	for _, tc := range []struct{ text, want string }{
+		{"PriorityType=\n", "PriorityType is empty"},
+		{head + "PriorityMaxAge = 106752-00:00:00\n", "PriorityMaxAge: \"106752-00:00:00\": more than 4294967295 seconds"},
+		{head + "PriorityMaxAge = 3000000000000:00:00\n", "PriorityMaxAge: \"3000000000000:00:00\": more than"},
+		{head + "PriorityDecayHalfLife = 9223372036854775807\n", "PriorityDecayHalfLife: \"9223372036854775807\": more than"},
+		{head + "SchedulerParameters = bf_interval=9223372036854775807\n", "bf_interval=\"9223372036854775807\": want seconds, at most 10800"},
+		{head + "SchedulerParameters = bf_interval=10801\n", "bf_interval=\"10801\""},
+	} {
+		if _, err := ParsePriorityConfig([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want one containing %q", tc.text, err, tc.want)
+		}
+	}
+	c, err := ParsePriorityConfig([]byte(head + "PriorityCalcPeriod = 0-05\nPriorityMaxAge = 49710-06:28:15\nSchedulerParameters = bf_interval=10800\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CalcPeriod != 5*time.Hour || c.Multifactor.MaxAge != math.MaxUint32*time.Second || c.BackfillInterval != 3*time.Hour {
+		t.Errorf("calc period %v, max age %v, backfill %v; want 5h (D-HH), 2^32-1 s, 3h", c.CalcPeriod, c.Multifactor.MaxAge, c.BackfillInterval)
+	}
+}
+
 func TestParsePartitions(t *testing.T) {
 	out, err := os.ReadFile("testdata/config/scontrol-show-partition-o-22.05.8.txt")
 	if err != nil {
