@@ -251,19 +251,52 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 	}
 	for _, p := range strings.Split(kv["SchedulerParameters"], ",") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(p), "bf_interval="); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > maxBackfillInterval {
-				return PriorityConfig{}, fmt.Errorf("scontrol show config: SchedulerParameters bf_interval=%q: want seconds, at most %d", v, maxBackfillInterval)
+			// As sched/backfill reads it (backfill.c): atoi, -1 turns
+			// the backfill loop off, and any other value outside 1 to
+			// 3 h is logged as invalid and replaced by the default;
+			// refusing what slurmctld runs with would stop serve.
+			switch n := atoiPrefix(v); {
+			case n == -1:
+				c.Unmodelled = append(c.Unmodelled, "SchedulerParameters bf_interval=-1 (the backfill loop off; the replay still backfills)")
+			case n < 1 || n > maxBackfillInterval:
+				c.BackfillInterval = defaultBackfillInterval
+			default:
+				c.BackfillInterval = time.Duration(n) * time.Second
 			}
-			c.BackfillInterval = time.Duration(n) * time.Second
 		}
 	}
 	return c, nil
 }
 
 // maxBackfillInterval is the largest bf_interval sched/backfill takes
-// (MAX_BACKFILL_INTERVAL, 3 hours); it logs a larger one as invalid.
-const maxBackfillInterval = 10800
+// (MAX_BACKFILL_INTERVAL, 3 hours); it logs a larger one as invalid and
+// uses defaultBackfillInterval (BACKFILL_INTERVAL) instead.
+const (
+	maxBackfillInterval     = 10800
+	defaultBackfillInterval = 30 * time.Second
+)
+
+// atoiPrefix is C's atoi: the optional sign and digits at the start of s,
+// 0 where there are none, saturated rather than wrapped.
+func atoiPrefix(s string) int64 {
+	s = strings.TrimLeft(s, " \t")
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	var n int64
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = min(n*10+int64(r-'0'), math.MaxInt32+1)
+	}
+	if neg {
+		return -n
+	}
+	return n
+}
 
 // parseTRESWeights reads PriorityWeightTRES ("CPU=1000,Mem=2000,
 // GRES/gpu=3000"; "(null)" or empty when unset): the weights of the TRES

@@ -100,7 +100,14 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 		{"bad max age", "PriorityMaxAge          = soon\n", nil, "PriorityMaxAge"},
 		{"bad favor small", "PriorityFavorSmall      = maybe\n", nil, "PriorityFavorSmall"},
 		{"zero dampening", "FairShareDampeningFactor = 0\n", nil, "FairShareDampeningFactor"},
-		{"bad bf_interval", "SchedulerParameters     = bf_interval=x\n", nil, "bf_interval"},
+		// slurmctld logs a bf_interval it cannot use and backfills every
+		// 30 s; -1 turns the loop off, which the replay does not (it keeps 30 s).
+		{"bf_interval not a number", "SchedulerParameters     = bf_interval=x\n", func(c PriorityConfig) bool { return c.BackfillInterval == 30*time.Second }, ""},
+		{"bf_interval with a unit", "SchedulerParameters     = bf_interval=60s,bf_window=60\n", func(c PriorityConfig) bool { return c.BackfillInterval == time.Minute }, ""},
+		{"bf_interval off", "SchedulerParameters     = bf_interval=-1\n", func(c PriorityConfig) bool {
+			return c.BackfillInterval == 30*time.Second && len(c.Unmodelled) == 1 && strings.Contains(c.Unmodelled[0], "bf_interval=-1")
+		}, ""},
+		{"bf_interval zero", "SchedulerParameters     = bf_interval=0\n", func(c PriorityConfig) bool { return c.BackfillInterval == 30*time.Second }, ""},
 		{"bad boot time", "BOOT_TIME               = yesterday\n", nil, "BOOT_TIME"},
 	}
 	for _, tc := range tests {
@@ -131,7 +138,8 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 // negative max age, or to a wrong positive one), "0-05" read as 5 minutes
 // though the day prefix makes it D-HH, and a bf_interval past what
 // sched/backfill takes (wrapped to -1 s). Each is an error naming the
-// setting now, or read as scontrol means it.
+// setting now, or read as slurmctld reads it (a bf_interval it cannot use:
+// its default 30 s).
 func TestParsePriorityConfig_OutOfRange(t *testing.T) {
 	const head = "PriorityType            = priority/multifactor\n"
 	for _, tc := range []struct{ text, want string }{
@@ -139,8 +147,6 @@ func TestParsePriorityConfig_OutOfRange(t *testing.T) {
 		{head + "PriorityMaxAge = 106752-00:00:00\n", "PriorityMaxAge: \"106752-00:00:00\": more than 4294967295 seconds"},
 		{head + "PriorityMaxAge = 3000000000000:00:00\n", "PriorityMaxAge: \"3000000000000:00:00\": more than"},
 		{head + "PriorityDecayHalfLife = 9223372036854775807\n", "PriorityDecayHalfLife: \"9223372036854775807\": more than"},
-		{head + "SchedulerParameters = bf_interval=9223372036854775807\n", "bf_interval=\"9223372036854775807\": want seconds, at most 10800"},
-		{head + "SchedulerParameters = bf_interval=10801\n", "bf_interval=\"10801\""},
 	} {
 		if _, err := ParsePriorityConfig([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want one containing %q", tc.text, err, tc.want)
@@ -152,6 +158,13 @@ func TestParsePriorityConfig_OutOfRange(t *testing.T) {
 	}
 	if c.CalcPeriod != 5*time.Hour || c.Multifactor.MaxAge != math.MaxUint32*time.Second || c.BackfillInterval != 3*time.Hour {
 		t.Errorf("calc period %v, max age %v, backfill %v; want 5h (D-HH), 2^32-1 s, 3h", c.CalcPeriod, c.Multifactor.MaxAge, c.BackfillInterval)
+	}
+	// Past 3 h, or past any integer, slurmctld takes its default 30 s.
+	for _, v := range []string{"10801", "9223372036854775807", "99999999999999999999999"} {
+		c, err := ParsePriorityConfig([]byte(head + "SchedulerParameters = bf_interval=" + v + "\n"))
+		if err != nil || c.BackfillInterval != 30*time.Second {
+			t.Errorf("bf_interval=%s: backfill %v (%v), want slurmctld's default 30s", v, c.BackfillInterval, err)
+		}
 	}
 }
 
