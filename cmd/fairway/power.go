@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +18,11 @@ import (
 type powerEvalConfig struct {
 	Sequence string
 	// Total is the cluster's node count for a sequence without a total
-	// column (--total); 0: the sequence's own.
+	// column, or for the database's node use (--total); 0: the
+	// sequence's own, or the most the history shows.
 	Total int
+	// DB, when set, is read instead of Sequence (--from-db).
+	DB    *tuneDB
 	JSON  bool
 	Brief bool
 	Eval  power.EvalConfig
@@ -36,12 +40,13 @@ func powerCommand() *cli.Command {
 			Name:  "eval",
 			Usage: "fit the node-demand forecaster and replay the predictive power rule against Slurm's idle-time rule on a node sequence",
 			Description: "The sequence is a CSV time,active,total (gzip or plain), e.g. ../shared/data/power/philly_node_sequence.csv.gz,\n" +
+				"or with --from-db the node use of the accounting database's finished jobs (their recorded starts and ends; a node jobs share counts once),\n" +
 				"with an optional column pending (nodes asked for by queued jobs, as simulate --power-sequence writes it) that the hybrid rule powers up for at once.\n" +
 				"Dates are days (the until dates are included whole) or times \"2017-12-01 06:00\". By default the test is the sequence's last 14 whole days\n" +
 				"(on Philly the artifact's split: train through 2017-11-30, test 2017-12-01 to 12-14) and everything before it trains. docs/POWER.md has the method.",
-			Flags: []cli.Flag{
+			Flags: append(powerDBFlags(),
 				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total[,pending], or the Helios artifact's time,Use 1 GPU,…,Use 8 GPU (nodes by GPUs in use; gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
-				&cli.IntFlag{Name: "total", Usage: "nodes in the cluster, for a sequence without a total column (the Helios artifact's per-cluster files)", EnvVars: []string{"FAIRWAY_POWER_TOTAL"}},
+				&cli.IntFlag{Name: "total", Usage: "nodes in the cluster, for a sequence without a total column (the Helios artifact's per-cluster files) or with --from-db", EnvVars: []string{"FAIRWAY_POWER_TOTAL"}},
 				&cli.StringFlag{Name: "train-until", Usage: "last day (or time) the forecaster learns from (default: the day before the test)", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
 				&cli.StringFlag{Name: "test-from", Usage: "first day (or time) replayed (default: 14 days before the test's end)", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
 				&cli.StringFlag{Name: "test-until", Usage: "last day (or time) replayed (default: the sequence's last whole day)", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},
@@ -57,7 +62,7 @@ func powerCommand() *cli.Command {
 				&cli.StringFlag{Name: "pick", Value: joinCriteria(def.Pick), Usage: "comma-separated criteria choosing each SuspendTime's row on the validation days (" + joinCriteria(power.PickCriteria()) + "; docs/POWER.md): the first gives the verdict, the others are replayed on the test days for comparison", EnvVars: []string{"FAIRWAY_POWER_PICK"}},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"FAIRWAY_POWER_JSON"}},
 				&cli.BoolFlag{Name: "brief", Usage: "of the predictive rows, print only the artifact's and each SuspendTime's validation pick (the table docs/POWER.md shows)", EnvVars: []string{"FAIRWAY_POWER_BRIEF"}},
-			},
+			),
 			Action: func(c *cli.Context) error {
 				cfg, err := powerEvalSettings(c)
 				if err != nil {
@@ -72,8 +77,14 @@ func powerCommand() *cli.Command {
 // powerEvalSettings validates the flags once, naming the bad one.
 func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
 	cfg := powerEvalConfig{Sequence: c.String("sequence"), JSON: c.Bool("json"), Brief: c.Bool("brief"), Eval: power.DefaultEvalConfig()}
-	if cfg.Sequence == "" {
-		return cfg, fmt.Errorf("--sequence: required (a CSV time,active,total)")
+	if c.Bool("from-db") {
+		db, err := powerDBSettings(c)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.DB = db
+	} else if cfg.Sequence == "" {
+		return cfg, fmt.Errorf("--sequence: required (a CSV time,active,total), or --from-db")
 	}
 	if cfg.Total = c.Int("total"); cfg.Total < 0 || c.IsSet("total") && cfg.Total == 0 {
 		return cfg, fmt.Errorf("--total %d: want the cluster's node count, at least 1", cfg.Total)
@@ -135,12 +146,7 @@ func powerEvalSettings(c *cli.Context) (powerEvalConfig, error) {
 }
 
 func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
-	f, err := os.Open(cfg.Sequence)
-	if err != nil {
-		return fmt.Errorf("open sequence: %w", err)
-	}
-	defer f.Close()
-	samples, err := power.ReadSequenceTotal(f, cfg.Sequence, cfg.Total)
+	samples, err := cfg.samples(out, errOut)
 	if err != nil {
 		return err
 	}
@@ -162,6 +168,24 @@ func powerEval(cfg powerEvalConfig, out io.Writer, errOut *os.File) error {
 		return res.WriteBrief(out)
 	}
 	return res.WriteText(out)
+}
+
+// samples reads the sequence file, or with --from-db the database's node
+// use, saying what it read (on errOut under --json, which keeps out JSON).
+func (cfg powerEvalConfig) samples(out io.Writer, errOut io.Writer) ([]power.Sample, error) {
+	if cfg.DB != nil {
+		note := out
+		if cfg.JSON {
+			note = errOut
+		}
+		return dbSequence(context.Background(), cfg.DB, cfg.Total, note)
+	}
+	f, err := os.Open(cfg.Sequence)
+	if err != nil {
+		return nil, fmt.Errorf("open sequence: %w", err)
+	}
+	defer f.Close()
+	return power.ReadSequenceTotal(f, cfg.Sequence, cfg.Total)
 }
 
 // fillSplit completes the split the flags left open: the test ends with

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/power"
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
@@ -254,5 +255,96 @@ func TestWriteNodeSequence(t *testing.T) {
 	}
 	if diff := cmp.Diff(in, got); diff != "" {
 		t.Errorf("read back (-wrote +read)\n%s", diff)
+	}
+}
+
+// cycleJobs is dailyCycle's demand as a database's finished jobs: node gI
+// is busy over each run of samples whose demand exceeds I, held by two
+// one-GPU jobs at once (a node jobs share counts once).
+func cycleJobs() []policy.Job {
+	demand := cycleDemand()
+	t0 := time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return t0.Add(time.Duration(5*i) * time.Minute) }
+	var jobs []policy.Job
+	for node := range 100 {
+		for i := 0; i < len(demand); i++ {
+			if demand[i] <= node {
+				continue
+			}
+			run := i
+			for i < len(demand) && demand[i] > node {
+				i++
+			}
+			for range 2 {
+				jobs = append(jobs, policy.Job{ID: int64(len(jobs) + 1), Cluster: "alps", User: "u", Submit: at(run), Start: at(run), End: at(i),
+					Nodes: 1, GPUs: 1, Hosts: fmt.Sprintf("g%d", node), State: policy.StateCompleted})
+			}
+		}
+	}
+	return jobs
+}
+
+// TestPowerEval_FromDB: the node use of the database's finished jobs is
+// replayed as the sequence file of the same demand is, with --total the
+// cluster's size; the output says what it read first.
+func TestPowerEval_FromDB(t *testing.T) {
+	jobs := cycleJobs()
+	asked := fakeHistory(t, jobs)
+	args := []string{"power", "eval", "--train-until", "2017-11-10", "--test-from", "2017-11-11", "--test-until", "2017-11-13",
+		"--buffer", "0,5", "--suspend-time", "30m", "--hybrid-idle", "20m", "--validation-days", "10", "--brief"}
+	want, err := runApp(t, append(args, "--sequence", dailyCycle(t))...)
+	if err != nil {
+		t.Fatalf("sequence: %v\n%s", err, want)
+	}
+	got, err := runApp(t, append(args, "--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--until", "2017-11-20", "--total", "100")...)
+	if err != nil {
+		t.Fatalf("--from-db: %v\n%s", err, got)
+	}
+	if !asked[0].IsZero() || !asked[1].Equal(time.Date(2017, 11, 20, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("asked for jobs that ended %v to %v, want up to 2017-11-20", asked[0], asked[1])
+	}
+	note, table, _ := strings.Cut(got, "\n")
+	n := len(jobs)
+	for _, w := range []string{fmt.Sprintf("node use of cluster alps: %d jobs that ended before 2017-11-20, %d of them with their nodes named", n, n),
+		"from 2017-10-01 00:00:00 to 2017-11-20 00:00:00", "cluster 100 nodes (--total)"} {
+		if !strings.Contains(note, w) {
+			t.Errorf("first line %q lacks %q", note, w)
+		}
+	}
+	// The file's rows are 5 minutes apart, which it warns of; the
+	// database's node use has every minute.
+	var kept []string
+	for _, l := range strings.SplitAfter(want, "\n") {
+		if !strings.Contains(l, "have no row and hold the minute before") {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) == len(strings.SplitAfter(want, "\n")) {
+		t.Errorf("the sequence file's output has no warning of its 5-minute rows:\n%s", want)
+	}
+	if diff := cmp.Diff(strings.Join(kept, ""), table); diff != "" {
+		t.Errorf("--from-db against the same demand as a sequence file (-want +got)\n%s", diff)
+	}
+}
+
+func TestPowerEval_FromDBFlags(t *testing.T) {
+	t0 := time.Date(2017, 10, 1, 8, 0, 0, 0, time.UTC)
+	fakeHistory(t, []policy.Job{{ID: 1, Cluster: "alps", Submit: t0, Start: t0, End: t0.Add(time.Hour), Nodes: 1, State: policy.StateCompleted}})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"both sources", []string{"--from-db", "--sequence", "s.csv"}, "--from-db and --sequence: give one source"},
+		{"no database", []string{"--from-db"}, "--from-db: no database"},
+		{"empty period", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--since", "2017-11-02", "--until", "2017-11-01"}, "an empty period"},
+		{"too short", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps"}, "the sequence runs 2017-10-01 08:00:00 to 2017-10-01 09:00:00: want more than 14 whole days"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runApp(t, append([]string{"power", "eval"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }

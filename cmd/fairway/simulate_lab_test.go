@@ -152,6 +152,28 @@ func TestLab_SimulateFromDB(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n < perPart[e.Partition] {
 		t.Errorf("a layout without partition %s: %d jobs left out, want at least our %d", e.Partition, n, perPart[e.Partition])
 	}
+
+	// slurmdbd named the node each job ran on: power eval --from-db
+	// counts node use by them, and says that minutes of history are too
+	// few for its split.
+	var unnamed int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM job WHERE cluster = $1 AND name = $2 AND start_time IS NOT NULL AND hosts IS NULL`, e.Cluster, tag).Scan(&unnamed); err != nil {
+		t.Fatal(err)
+	}
+	if unnamed != 0 {
+		t.Errorf("%d of our jobs that ran have no hosts stored", unnamed)
+	}
+	out, err = runApp(t, "power", "eval", "--from-db", "--database-url", dbURL, "--cluster", e.Cluster, "--since", since)
+	if err == nil || !strings.Contains(err.Error(), "whole days") {
+		t.Fatalf("power eval --from-db on minutes of history: err %v, want one saying it is too short\n%s", err, out)
+	}
+	note := regexp.MustCompile(`node use of cluster ` + regexp.QuoteMeta(e.Cluster) + `: (\d+) jobs that ended since .*, (\d+) of them with their nodes named`).FindStringSubmatch(out)
+	if note == nil {
+		t.Fatalf("power eval --from-db: no line saying what it read:\n%s", out)
+	}
+	if ran, _ := strconv.Atoi(note[1]); ran < len(ids) || note[2] != note[1] {
+		t.Errorf("power eval --from-db read %s jobs, %s with nodes named; want at least our %d, all named", note[1], note[2], len(ids))
+	}
 }
 
 // TestLab_ReportPartitions writes the lab month's report (report.json)

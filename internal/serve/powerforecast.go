@@ -114,14 +114,10 @@ func (f *powerForecaster) refit(ctx context.Context, now time.Time, observed map
 		f.tried = now.Add(time.Hour - f.every)
 		return
 	}
-	f.spans = f.spans[:0]
+	f.spans = power.JobSpans(jobs, slurmctl.ExpandHostlist)
 	first := now
-	for _, j := range jobs {
-		if j.Start.IsZero() || j.End.IsZero() {
-			continue
-		}
-		f.spans = append(f.spans, power.Span{Start: j.Start, End: j.End, Nodes: max(j.Nodes, 1), Hosts: jobHosts(j.Hosts)})
-		first = minTime(first, j.Start)
+	for _, sp := range f.spans {
+		first = minTime(first, sp.Start)
 	}
 	have := int(now.Sub(first) / f.step)
 	if have < f.cfg.MinSteps {
@@ -145,18 +141,4 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// jobHosts are the nodes a stored job ran on; nil where the database has
-// none or cannot be read as a hostlist (the job then counts by its node
-// count, as before the database kept them).
-func jobHosts(hosts string) []string {
-	if hosts == "" {
-		return nil
-	}
-	h, err := slurmctl.ExpandHostlist(hosts)
-	if err != nil {
-		return nil
-	}
-	return h
 }

@@ -3,6 +3,8 @@ package power
 import (
 	"slices"
 	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
 )
 
 // Span is one ended (or running) job's hold on nodes: Nodes from Start to
@@ -85,6 +87,46 @@ func NodeUse(spans []Span, start time.Time, step time.Duration, n int) []int {
 			peak = max(peak, cur)
 		}
 		out[i] = peak
+	}
+	return out
+}
+
+// JobSpans are the node holds of the jobs that ran (started and ended):
+// each names its nodes where expand reads the job's Hosts (Slurm's
+// hostlist; the caller's reader, as this package parses no Slurm syntax),
+// else counts its node count, at least 1.
+func JobSpans(jobs []policy.Job, expand func(string) ([]string, error)) []Span {
+	var out []Span
+	for _, j := range jobs {
+		if j.Start.IsZero() || j.End.IsZero() {
+			continue
+		}
+		s := Span{Start: j.Start, End: j.End, Nodes: max(j.Nodes, 1)}
+		if j.Hosts != "" {
+			if h, err := expand(j.Hosts); err == nil && len(h) > 0 {
+				s.Hosts = h
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// UseSequence is the node use of spans as a sequence of one sample a
+// minute over [from, to): each minute's most nodes held, out of total
+// (raised to the most in use, so that no sample holds more active nodes
+// than the cluster). It is what `fairway power eval --from-db` replays.
+func UseSequence(spans []Span, from, to time.Time, total int) []Sample {
+	from = from.Truncate(time.Minute)
+	n := int(to.Sub(from) / time.Minute)
+	if n <= 0 {
+		return nil
+	}
+	use := NodeUse(spans, from, time.Minute, n)
+	total = max(total, slices.Max(use), 1)
+	out := make([]Sample, n)
+	for i, u := range use {
+		out[i] = Sample{Time: from.Add(time.Duration(i) * time.Minute), Active: u, Total: total}
 	}
 	return out
 }

@@ -1,9 +1,14 @@
 package power
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairway-hpc/fairway/policy"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestNodeUse(t *testing.T) {
@@ -69,5 +74,51 @@ func TestRetrained(t *testing.T) {
 	r.Forecast(s, r.MinSteps+l.Day, out)
 	if r.model == m {
 		t.Error("no refit after a day")
+	}
+}
+
+// TestJobSpans: jobs that ran become spans naming their nodes where the
+// reader reads their Hosts, else counting their node count (at least 1);
+// a job that never started, or has not ended, holds nothing.
+func TestJobSpans(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	expand := func(s string) ([]string, error) {
+		if strings.HasSuffix(s, "[") {
+			return nil, errors.New("unterminated")
+		}
+		return strings.Split(s, ","), nil
+	}
+	jobs := []policy.Job{
+		{ID: 1, Start: t0, End: t0.Add(time.Hour), Nodes: 2, Hosts: "g1,g2"},
+		{ID: 2, Start: t0, End: t0.Add(time.Hour), Nodes: 3, Hosts: "g["},
+		{ID: 3, Start: t0, End: t0.Add(time.Hour)},
+		{ID: 4, End: t0.Add(time.Hour), Nodes: 1, Hosts: "g1"},
+		{ID: 5, Start: t0, Nodes: 1},
+	}
+	want := []Span{
+		{Start: t0, End: t0.Add(time.Hour), Nodes: 2, Hosts: []string{"g1", "g2"}},
+		{Start: t0, End: t0.Add(time.Hour), Nodes: 3},
+		{Start: t0, End: t0.Add(time.Hour), Nodes: 1},
+	}
+	if diff := cmp.Diff(want, JobSpans(jobs, expand)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestUseSequence: one sample a minute from the minute holding from, each
+// the minute's most nodes held, the total raised to the most in use.
+func TestUseSequence(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	spans := []Span{{Start: t0.Add(90 * time.Second), End: t0.Add(3 * time.Minute), Nodes: 1, Hosts: []string{"g1"}},
+		{Start: t0.Add(2 * time.Minute), End: t0.Add(4 * time.Minute), Nodes: 1, Hosts: []string{"g1"}},
+		{Start: t0.Add(2 * time.Minute), End: t0.Add(3 * time.Minute), Nodes: 4}}
+	got := UseSequence(spans, t0.Add(30*time.Second), t0.Add(5*time.Minute), 3)
+	at := func(m, active int) Sample { return Sample{Time: t0.Add(time.Duration(m) * time.Minute), Active: active, Total: 5} }
+	want := []Sample{at(0, 0), at(1, 1), at(2, 5), at(3, 1), at(4, 0)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if got := UseSequence(spans, t0, t0, 3); got != nil {
+		t.Errorf("an empty period: %v, want none", got)
 	}
 }
