@@ -113,7 +113,9 @@ func TestUseSequence(t *testing.T) {
 		{Start: t0.Add(2 * time.Minute), End: t0.Add(4 * time.Minute), Nodes: 1, Hosts: []string{"g1"}},
 		{Start: t0.Add(2 * time.Minute), End: t0.Add(3 * time.Minute), Nodes: 4}}
 	got := UseSequence(spans, t0.Add(30*time.Second), t0.Add(5*time.Minute), 3)
-	at := func(m, active int) Sample { return Sample{Time: t0.Add(time.Duration(m) * time.Minute), Active: active, Total: 5} }
+	at := func(m, active int) Sample {
+		return Sample{Time: t0.Add(time.Duration(m) * time.Minute), Active: active, Total: 5}
+	}
 	want := []Sample{at(0, 0), at(1, 1), at(2, 5), at(3, 1), at(4, 0)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
