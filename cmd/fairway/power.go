@@ -45,8 +45,8 @@ func powerCommand() *cli.Command {
 				"Dates are days (the until dates are included whole) or times \"2017-12-01 06:00\". By default the test is the sequence's last 14 whole days\n" +
 				"(on Philly the artifact's split: train through 2017-11-30, test 2017-12-01 to 12-14) and everything before it trains. docs/POWER.md has the method.",
 			Flags: append(powerDBFlags(),
-				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total[,pending], or the Helios artifact's time,Use 1 GPU,…,Use 8 GPU (nodes by GPUs in use; gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
-				&cli.IntFlag{Name: "total", Usage: "nodes in the cluster, for a sequence without a total column (the Helios artifact's per-cluster files) or with --from-db", EnvVars: []string{"FAIRWAY_POWER_TOTAL"}},
+				&cli.StringFlag{Name: "sequence", Usage: "node-demand sequence: CSV time,active,total[,pending], or the Helios artifact's time,All Node Number,Use 1 GPU,…,Use 8 GPU (nodes by GPUs in use; gzip or plain)", EnvVars: []string{"FAIRWAY_POWER_SEQUENCE"}},
+				&cli.IntFlag{Name: "total", Usage: "nodes in the cluster, for a sequence without a total or All Node Number column, or with --from-db", EnvVars: []string{"FAIRWAY_POWER_TOTAL"}},
 				&cli.StringFlag{Name: "train-until", Usage: "last day (or time) the forecaster learns from (default: the day before the test)", EnvVars: []string{"FAIRWAY_POWER_TRAIN_UNTIL"}},
 				&cli.StringFlag{Name: "test-from", Usage: "first day (or time) replayed (default: 14 days before the test's end)", EnvVars: []string{"FAIRWAY_POWER_TEST_FROM"}},
 				&cli.StringFlag{Name: "test-until", Usage: "last day (or time) replayed (default: the sequence's last whole day)", EnvVars: []string{"FAIRWAY_POWER_TEST_UNTIL"}},

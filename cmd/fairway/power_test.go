@@ -107,6 +107,20 @@ func TestPowerEval_HeliosColumns(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Use K GPU columns with --total 100 against time,active,total (-want +got)\n%s", diff)
 	}
+	// The artifact's files carry the cluster's size as "All Node Number":
+	// no --total is needed.
+	b.Reset()
+	b.WriteString("time,All Node Number,Use 1 GPU,Use 8 GPU\n")
+	for m, a := range cycleDemand() {
+		fmt.Fprintf(&b, "%s,100,%d,%d\n", cycleTime(m), a/2, a-a/2)
+	}
+	got, err = runApp(t, append(args, "--sequence", writeSeq(t, b.String()))...)
+	if err != nil {
+		t.Fatalf("All Node Number: %v\n%s", err, got)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Use K GPU columns with All Node Number 100 against time,active,total (-want +got)\n%s", diff)
+	}
 }
 
 // TestPowerEval_Synthetic runs the command end to end on 50 days of a

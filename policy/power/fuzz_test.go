@@ -31,6 +31,7 @@ func FuzzReadSequence(f *testing.F) {
 		// the Helios artifact's nodes by GPUs in use
 		"time,Use 0 GPU,Use 1 GPU,Use 2 GPU,Use 8 GPU\n2020-04-01 00:00:00,10,3,0,5\n2020-04-01 00:01:00,11,2,0,5.0\n",
 		"time,Use 1 GPU,Use 8 GPUs,total\n2020-04-01 00:00:00,3,5,20\n",
+		"time,All Node Number,Use 0 GPU,Use 1 GPU,Use 8 GPU\n2020-04-01 00:00:00,20,10,3,5\n2020-04-01 00:01:00,21.0,11,2,5\n",
 	} {
 		f.Add([]byte(s))
 		f.Add(gzipped(f, s))

@@ -49,14 +49,16 @@ var timeLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", time.RF
 // of Venus, Earth, Saturn and Uranus) count nodes by how many GPUs are in
 // use on them, one column "Use K GPU" per K, and the artifact's CES takes
 // their sum over K ≥ 1 as the nodes in use. A header with such columns and
-// no active column is read the same way; see ReadSequenceTotal for the
-// cluster's size, which those files may not hold.
+// no active column is read the same way. Their column "All Node Number",
+// the cluster's size the CES accounts against, is read as total; see
+// ReadSequenceTotal for a file without one.
 func ReadSequence(r io.Reader, name string) ([]Sample, error) {
 	return ReadSequenceTotal(r, name, 0)
 }
 
 // ReadSequenceTotal is ReadSequence with the cluster's node count given by
-// the caller (total > 0) for a sequence whose header has no total column.
+// the caller (total > 0) for a sequence whose header has no total column
+// (total or All Node Number).
 // Without a total column or a given total, a file of "Use K GPU" columns
 // with K = 0 among them (idle nodes counted too) has the sum over every K
 // as its total; any other such file is refused, naming what to give. A
@@ -135,6 +137,7 @@ func ReadSequenceTotal(r io.Reader, name string, total int) ([]Sample, error) {
 // absent) and the "Use K GPU" ones (index → K).
 type header struct {
 	time, active, total, pending int
+	totalName                    string // the total column's name in errors: total or all node number
 	gpuCols                      []gpuCol
 	idleCounted                  bool // a "Use 0 GPU" column: the gpu columns sum to the cluster
 	fixedTotal                   int  // the caller's total, where the file has none
@@ -150,15 +153,23 @@ var useGPU = regexp.MustCompile(`^use (\d{1,3}) gpus?$`)
 func readHeader(head []string, total int) (*header, error) {
 	joined := strings.Join(head, ",")
 	h := &header{time: -1, active: -1, total: -1, pending: -1, width: len(head), fixedTotal: total}
-	named := map[string]*int{"time": &h.time, "active": &h.active, "total": &h.total, "pending": &h.pending}
+	// "All Node Number" is the Helios artifact's total: its CES takes the
+	// cluster's size from that column of the same file.
+	named := map[string]*int{"time": &h.time, "active": &h.active, "total": &h.total, "all node number": &h.total, "pending": &h.pending}
 	seenGPU := map[int]bool{}
 	for i, name := range head {
 		name = strings.ToLower(strings.Join(strings.Fields(strings.TrimPrefix(name, "\ufeff")), " "))
 		if p, ok := named[name]; ok {
 			if *p >= 0 {
+				if p == &h.total {
+					return nil, fmt.Errorf("header %q names the cluster's total twice (\"total\" or \"All Node Number\"): %w", joined, ErrMalformed)
+				}
 				return nil, fmt.Errorf("header %q names column %q twice: %w", joined, name, ErrMalformed)
 			}
 			*p = i
+			if p == &h.total {
+				h.totalName = name
+			}
 			continue
 		}
 		if m := useGPU.FindStringSubmatch(name); m != nil {
@@ -183,10 +194,11 @@ func readHeader(head []string, total int) (*header, error) {
 	}
 	switch {
 	case h.total >= 0 && total > 0:
-		return nil, fmt.Errorf("header %q has a column \"total\" and a total of %d nodes was given too: %w (give one)", joined, total, ErrMalformed)
+		return nil, fmt.Errorf("header %q has a column %q and a total of %d nodes was given too: %w (give one)", joined,
+			strings.TrimSpace(strings.TrimPrefix(head[h.total], "\ufeff")), total, ErrMalformed)
 	case h.total < 0 && total == 0 && !(h.active < 0 && h.idleCounted):
 		if len(h.gpuCols) > 0 {
-			return nil, fmt.Errorf("header %q has no column \"total\" and no \"Use 0 GPU\" column to count idle nodes: %w (give the cluster's node count: --total N)", joined, ErrMalformed)
+			return nil, fmt.Errorf("header %q has no column \"total\" or \"All Node Number\" and no \"Use 0 GPU\" column to count idle nodes: %w (give the cluster's node count: --total N)", joined, ErrMalformed)
 		}
 		return nil, fmt.Errorf("header %q has no column \"total\": %w (want time,active,total, or give the cluster's node count: --total N)", joined, ErrMalformed)
 	}
@@ -236,7 +248,7 @@ func (h *header) sample(rec []string) (Sample, string, error) {
 	switch {
 	case h.total >= 0:
 		if s.Total, err = count(rec[h.total]); err != nil {
-			return s, "total", err
+			return s, h.totalName, err
 		}
 	case h.fixedTotal > 0:
 		s.Total = h.fixedTotal

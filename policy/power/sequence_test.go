@@ -38,7 +38,7 @@ func TestReadSequence_Errors(t *testing.T) {
 		// The last of two columns of one name would win without a word.
 		{"column twice", "time,active,total,active\n2017-10-03 00:00:00,3,10,1\n", `seq:1: header "time,active,total,active" names column "active" twice`},
 		{"no active and no gpu columns", "time,total\n2017-10-03 00:00:00,10\n", `seq:1: header "time,total" has no column "active"`},
-		{"gpu columns without idle nodes or total", "time,Use 1 GPU,Use 2 GPU\n2017-10-03 00:00:00,3,1\n", `has no column "total" and no "Use 0 GPU" column to count idle nodes`},
+		{"gpu columns without idle nodes or total", "time,Use 1 GPU,Use 2 GPU\n2017-10-03 00:00:00,3,1\n", `has no column "total" or "All Node Number" and no "Use 0 GPU" column to count idle nodes`},
 		{"gpu column twice", "time,Use 1 GPU,use 1 gpus,total\n2017-10-03 00:00:00,3,1,10\n", "names the nodes using 1 GPUs twice"},
 		{"bad gpu count", "time,Use 0 GPU,Use 1 GPU,Use 8 GPU\n2017-10-03 00:00:00,3,x,1\n", `seq:2: use 1 gpu: malformed sequence: "x" is not a node count`},
 		{"gpu columns above total", "time,Use 1 GPU,Use 8 GPU,total\n2017-10-03 00:00:00,6,5,10\n", "seq:2: active: malformed sequence: 11 active nodes of 10"},
@@ -84,6 +84,21 @@ func TestReadSequence_HeliosGPUColumns(t *testing.T) {
 		{"total given below the nodes in use", "time,Use 1 GPU,Use 8 GPU\n2020-04-01 00:00:00,3,5\n", 6, nil,
 			"seq:2: active: malformed sequence: 8 active nodes of 6"},
 		{"negative total given", "time,active\n2020-04-01 00:00:00,2\n", -1, nil, "total -1: want 1 to"},
+		// The artifact's CES accounts against the file's own "All Node
+		// Number" (sim["All Node Number"]), not the sum over every K,
+		// and it may change from row to row.
+		{"All Node Number", "time,All Node Number,Use 0 GPU,Use 1 GPU,Use 2 GPU,Use 8 GPU\n2020-04-01 00:00:00,20,10,3,0,5\n2020-04-01 00:01:00,21.0,11,2,0,5\n", 0,
+			[]Sample{{Time: t0, Active: 8, Total: 20}, {Time: t0.Add(time.Minute), Active: 7, Total: 21}}, ""},
+		{"All Node Number without Use 0 GPU", "time,Use 1 GPU,Use 8 GPU,All Node Number\n2020-04-01 00:00:00,3,5,9\n", 0,
+			[]Sample{{Time: t0, Active: 8, Total: 9}}, ""},
+		{"total given beside All Node Number", "time,Use 1 GPU,All Node Number\n2020-04-01 00:00:00,3,9\n", 30, nil,
+			`has a column "All Node Number" and a total of 30 nodes was given too`},
+		{"total and All Node Number", "time,Use 1 GPU,total,All Node Number\n2020-04-01 00:00:00,3,9,9\n", 0, nil,
+			`names the cluster's total twice ("total" or "All Node Number")`},
+		{"bad All Node Number", "time,Use 1 GPU,All Node Number\n2020-04-01 00:00:00,3,x\n", 0, nil,
+			`seq:2: all node number: malformed sequence: "x" is not a node count`},
+		{"All Node Number below the nodes in use", "time,Use 1 GPU,Use 8 GPU,All Node Number\n2020-04-01 00:00:00,3,5,6\n", 0, nil,
+			"seq:2: active: malformed sequence: 8 active nodes of 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ReadSequenceTotal(strings.NewReader(tc.in), "seq", tc.total)
