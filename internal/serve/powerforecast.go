@@ -31,11 +31,18 @@ type powerForecaster struct {
 	lags    power.Lags
 	cfg     *power.Retrained // the fit's settings; its model unused
 
-	spans  []power.Span // the history read at the last fit
-	model  *power.GBTForecaster
-	fitAt  time.Time
-	tried  time.Time
-	reason string // why there is no model
+	// use is the node use of the history read at the last fit, per step
+	// from the step numbered useFirst (Unix / step): computed once per
+	// refit, because with each job's nodes named it costs a second and
+	// most of a gigabyte on a month of a cluster whose jobs span tens of
+	// nodes, and the history does not change until the next refit (its
+	// jobs all ended before it, so later steps hold none of them).
+	use      []int
+	useFirst int64
+	model    *power.GBTForecaster
+	fitAt    time.Time
+	tried    time.Time
+	reason   string // why there is no model
 }
 
 func newPowerForecaster(hist JobHistory, cluster string, step time.Duration) (*powerForecaster, error) {
@@ -94,9 +101,11 @@ func (f *powerForecaster) series(now time.Time, observed map[int64]int) *power.S
 	n := int(f.window / f.step)
 	first := cur - int64(n) + 1
 	start := time.Unix(first*int64(f.step.Seconds()), 0).UTC()
-	use := power.NodeUse(f.spans, start, f.step, n)
-	s := &power.Series{Start: start, Step: f.step, Active: use, Total: make([]int, n)}
-	for i := range use {
+	s := &power.Series{Start: start, Step: f.step, Active: make([]int, n), Total: make([]int, n)}
+	for i := range s.Active {
+		if k := first + int64(i) - f.useFirst; k >= 0 && k < int64(len(f.use)) {
+			s.Active[i] = f.use[k]
+		}
 		if v, ok := observed[first+int64(i)]; ok {
 			s.Active[i] = max(s.Active[i], v)
 		}
@@ -114,11 +123,18 @@ func (f *powerForecaster) refit(ctx context.Context, now time.Time, observed map
 		f.tried = now.Add(time.Hour - f.every)
 		return
 	}
-	f.spans = power.JobSpans(jobs, slurmctl.ExpandHostlist)
-	first := now
-	for _, sp := range f.spans {
-		first = minTime(first, sp.Start)
+	spans := power.JobSpans(jobs, slurmctl.ExpandHostlist)
+	first, last := now, now
+	for _, sp := range spans {
+		first, last = minTime(first, sp.Start), maxTime(last, sp.End)
 	}
+	// From the first step of now's window to the step of the last end (a
+	// clock ahead of serve's may put one after now), at most until the
+	// next refit.
+	stepS := int64(f.step.Seconds())
+	f.useFirst = now.Unix()/stepS - int64(f.window/f.step) + 1
+	last = minTime(last, now.Add(f.every))
+	f.use = power.NodeUse(spans, time.Unix(f.useFirst*stepS, 0), f.step, int(last.Unix()/stepS-f.useFirst+1))
 	have := int(now.Sub(first) / f.step)
 	if have < f.cfg.MinSteps {
 		f.model = nil
@@ -134,6 +150,13 @@ func (f *powerForecaster) refit(ctx context.Context, now time.Time, observed map
 		return
 	}
 	f.model, f.fitAt, f.reason = m, now, ""
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/power"
+	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/google/go-cmp/cmp"
 )
 
 // fakeHistory is an accounting history of jobs with a daily pattern: from
@@ -144,5 +147,37 @@ func TestPowerForecaster_SharedNodes(t *testing.T) {
 				t.Errorf("node use at 06:00: %d, want 0", got)
 			}
 		})
+	}
+}
+
+// TestPowerForecaster_SeriesReusesHistory: every cycle reads the series,
+// so the history's node use is worked out once a refit, not once a cycle
+// (with each job's nodes named, once a cycle cost a second and most of a
+// gigabyte on a month of a cluster whose jobs span tens of nodes); the
+// windows of later cycles still hold what the history gives them, and
+// serve's observations on top.
+func TestPowerForecaster_SeriesReusesHistory(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	step := 10 * time.Minute
+	hist := sharedHistory{named: true}
+	f, err := newPowerForecaster(hist, "c", step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.refit(context.Background(), now, nil)
+	jobs, _ := hist.FinishedJobs(context.Background(), "c", now.Add(-f.window), time.Time{})
+	spans := power.JobSpans(jobs, slurmctl.ExpandHostlist)
+	for _, later := range []time.Duration{0, 10 * time.Minute, 7 * time.Hour, 23*time.Hour + 50*time.Minute} {
+		at := now.Add(later)
+		observed := map[int64]int{at.Unix() / 600: 7}
+		s := f.series(at, observed)
+		want := power.NodeUse(spans, s.Start, step, s.Len())
+		want[len(want)-1] = max(want[len(want)-1], 7)
+		if diff := cmp.Diff(want, s.Active); diff != "" {
+			t.Errorf("series %v after the refit (-node use of the history and observed +series):\n%s", later, diff)
+		}
+	}
+	if a := testing.AllocsPerRun(5, func() { f.series(now.Add(time.Hour), nil) }); a > 3 {
+		t.Errorf("series allocates %.0f times a call, want at most 3 (the series): it recomputes the history's node use", a)
 	}
 }
