@@ -231,6 +231,11 @@ func (h *header) sample(rec []string) (Sample, string, error) {
 		}
 	} else {
 		for _, g := range h.gpuCols {
+			// An empty cell is pandas' NaN, which the artifact's sum over
+			// the columns skips: no node uses that many GPUs.
+			if strings.TrimSpace(rec[g.col]) == "" {
+				continue
+			}
 			n, err := count(rec[g.col])
 			if err != nil {
 				return s, fmt.Sprintf("use %d gpu", g.gpus), err

@@ -69,6 +69,9 @@ func TestReadSequence_HeliosGPUColumns(t *testing.T) {
 		want     []Sample
 		wantErr  string
 	}{
+		// pandas writes NaN as an empty cell; its sum skips it.
+		{"an empty gpu cell counts none", "time,Use 1 GPU,Use 2 GPU,Use 8 GPU\n2020-04-01 00:00:00,3,,5\n", 20,
+			[]Sample{{Time: t0, Active: 8, Total: 20}}, ""},
 		{"idle nodes counted", "time,Use 0 GPU,Use 1 GPU,Use 2 GPU,Use 8 GPU\n2020-04-01 00:00:00,10,3,0,5\n2020-04-01 00:01:00,11,2,0,5.0\n", 0,
 			[]Sample{{Time: t0, Active: 8, Total: 18}, {Time: t0.Add(time.Minute), Active: 7, Total: 18}}, ""},
 		{"total given", "time,Use 1 GPU,Use 4 GPU,Use 8 GPU,other\n2020-04-01 00:00:00,3,1,5,x\n", 133,
