@@ -22,7 +22,7 @@ type powerEvalConfig struct {
 	// sequence's own, or the most the history shows.
 	Total int
 	// DB, when set, is read instead of Sequence (--from-db).
-	DB    *tuneDB
+	DB    *powerDB
 	JSON  bool
 	Brief bool
 	Eval  power.EvalConfig

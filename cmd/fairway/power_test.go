@@ -343,7 +343,7 @@ func TestPowerEval_FromDB(t *testing.T) {
 
 func TestPowerEval_FromDBFlags(t *testing.T) {
 	t0 := time.Date(2017, 10, 1, 8, 0, 0, 0, time.UTC)
-	fakeHistory(t, []policy.Job{{ID: 1, Cluster: "alps", Submit: t0, Start: t0, End: t0.Add(time.Hour), Nodes: 1, State: policy.StateCompleted}})
+	fakeHistory(t, []policy.Job{{ID: 1, Cluster: "alps", Partition: "gpu", Submit: t0, Start: t0, End: t0.Add(time.Hour), Nodes: 1, State: policy.StateCompleted}})
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -352,6 +352,9 @@ func TestPowerEval_FromDBFlags(t *testing.T) {
 		{"both sources", []string{"--from-db", "--sequence", "s.csv"}, "--from-db and --sequence: give one source"},
 		{"no database", []string{"--from-db"}, "--from-db: no database"},
 		{"empty period", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--since", "2017-11-02", "--until", "2017-11-01"}, "an empty period"},
+		{"no job in the partition", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--partition", "debug,cpu"}, "cluster alps: no job in partition debug, cpu that ended at any time ran on a node"},
+		{"an empty partition name", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--partition", "gpu,"}, `--partition "gpu,": an empty partition name`},
+		{"too short in the partition", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--partition", "debug,gpu"}, "want more than 14 whole days"},
 		{"too short", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps"}, "the sequence runs 2017-10-01 08:00:00 to 2017-10-01 09:00:00: want more than 14 whole days"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
