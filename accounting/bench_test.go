@@ -49,13 +49,14 @@ func syntheticJobs(n int) []policy.Job {
 	return jobs
 }
 
-// ceilingColumns are the job columns, in a plain table with no key, no
-// index and no partitions: what COPY alone costs on this server.
+// ceilingColumns are the job columns Import writes, in a plain table with
+// no key, no index and no partitions: what COPY alone costs on this
+// server.
 const ceilingTable = `CREATE TABLE ceiling_job (
 	cluster text, job_id bigint, array_task integer, submit_time timestamptz, array_job_id bigint, het_job boolean,
 	user_name text, account text, partition text, qos text, name text, eligible_time timestamptz,
 	start_time timestamptz, end_time timestamptz, time_limit_s bigint, nodes integer, cpus integer, memory_mb bigint,
-	gpus integer, gpu_type text, shards integer, state text, exit_code integer)`
+	gpus integer, gpu_type text, shards integer, state text, exit_code integer, deadline timestamptz, hosts text)`
 
 // copyCeiling copies jobs with a plain COPY ... FROM STDIN (binary) into an
 // unindexed table and returns the rows per second.
@@ -69,7 +70,7 @@ func copyCeiling(b *testing.B, conn *pgx.Conn, jobs []policy.Job) float64 {
 	}
 	cols := []string{"cluster", "job_id", "array_task", "submit_time", "array_job_id", "het_job", "user_name", "account",
 		"partition", "qos", "name", "eligible_time", "start_time", "end_time", "time_limit_s", "nodes", "cpus", "memory_mb",
-		"gpus", "gpu_type", "shards", "state", "exit_code"}
+		"gpus", "gpu_type", "shards", "state", "exit_code", "deadline", "hosts"}
 	i := -1
 	row := make([]any, len(cols))
 	src := pgx.CopyFromFunc(func() ([]any, error) {
@@ -83,6 +84,7 @@ func copyCeiling(b *testing.B, conn *pgx.Conn, jobs []policy.Job) float64 {
 		row[11], row[12], row[13], row[14] = j.Eligible, j.Start, j.End, int64(j.TimeLimit/time.Second)
 		row[15], row[16], row[17], row[18], row[19], row[20] = int32(j.Nodes), int32(j.CPUs), j.MemoryMB, int32(j.GPUs), j.GPUType, int32(j.Shards)
 		row[21], row[22] = j.State.String(), int32(j.ExitCode)
+		row[23], row[24] = timeOrNil(j.Deadline), stringOrNil(j.Hosts)
 		return row, nil
 	})
 	start := time.Now()
@@ -206,4 +208,18 @@ func BenchmarkRecordDecisions(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/decision")
 		})
 	}
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func stringOrNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
