@@ -1,6 +1,8 @@
 package power
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -23,47 +25,56 @@ type Span struct {
 // counts its Nodes. Spans with no nodes, or ending before they start, are
 // left out.
 func NodeUse(spans []Span, start time.Time, step time.Duration, n int) []int {
+	// Months of jobs spanning tens of nodes are tens of millions of
+	// events: each is 16 bytes (40 with a time.Time), its instant an
+	// offset from start (Sub saturates, so none wraps) that sorts fast.
 	type event struct {
-		at   time.Time
-		d    int // nodes taken (> 0) or freed (< 0); ±1 for a named host
-		host int // index into hold, or -1
+		at   time.Duration
+		d    int32 // nodes taken (> 0) or freed (< 0); ±1 for a named host
+		host int32 // index into hold, or -1
 	}
-	var ev []event
-	index := map[string]int{}
+	size := 0
+	for _, s := range spans {
+		size += 2 * max(len(s.Hosts), 1)
+	}
+	ev := make([]event, 0, size)
+	index := map[string]int32{}
 	for _, s := range spans {
 		if !s.End.After(s.Start) {
 			continue
 		}
+		from, to := s.Start.Sub(start), s.End.Sub(start)
 		if len(s.Hosts) == 0 {
 			if s.Nodes > 0 {
-				ev = append(ev, event{s.Start, s.Nodes, -1}, event{s.End, -s.Nodes, -1})
+				d := int32(min(s.Nodes, math.MaxInt32))
+				ev = append(ev, event{from, d, -1}, event{to, -d, -1})
 			}
 			continue
 		}
 		for _, h := range s.Hosts {
 			k, ok := index[h]
 			if !ok {
-				k = len(index)
+				k = int32(len(index))
 				index[h] = k
 			}
-			ev = append(ev, event{s.Start, 1, k}, event{s.End, -1, k})
+			ev = append(ev, event{from, 1, k}, event{to, -1, k})
 		}
 	}
 	// Ends before starts at the same instant: a node freed and taken at
 	// once is not two nodes.
 	slices.SortFunc(ev, func(a, b event) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
 		}
-		return a.d - b.d
+		return cmp.Compare(a.d, b.d)
 	})
 	hold := make([]int, len(index)) // spans holding each named host
 	apply := func(e event) int {
 		if e.host < 0 {
-			return e.d
+			return int(e.d)
 		}
 		before := hold[e.host]
-		hold[e.host] += e.d
+		hold[e.host] += int(e.d)
 		switch {
 		case before == 0 && hold[e.host] > 0:
 			return 1
@@ -75,13 +86,13 @@ func NodeUse(spans []Span, start time.Time, step time.Duration, n int) []int {
 	out := make([]int, n)
 	cur, k := 0, 0
 	for i := range n {
-		from, to := start.Add(time.Duration(i)*step), start.Add(time.Duration(i+1)*step)
-		for k < len(ev) && !ev[k].at.After(from) {
+		from, to := time.Duration(i)*step, time.Duration(i+1)*step
+		for k < len(ev) && ev[k].at <= from {
 			cur += apply(ev[k])
 			k++
 		}
 		peak := cur
-		for k < len(ev) && ev[k].at.Before(to) {
+		for k < len(ev) && ev[k].at < to {
 			cur += apply(ev[k])
 			k++
 			peak = max(peak, cur)

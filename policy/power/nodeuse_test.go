@@ -2,6 +2,8 @@ package power
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +124,39 @@ func TestUseSequence(t *testing.T) {
 	}
 	if got := UseSequence(spans, t0, t0, 3); got != nil {
 		t.Errorf("an empty period: %v, want none", got)
+	}
+}
+
+// TestNodeUse_Memory: NodeUse allocates little more than 16 bytes an
+// event (a span's start and end on each node it names): three months of
+// 100,000 jobs a month on up to 64 nodes are tens of millions of events,
+// which power eval --from-db and serve's forecast hold at once.
+func TestNodeUse_Memory(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hosts := make([]string, 512)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("g%03d", i)
+	}
+	var spans []Span
+	events := 0
+	for i := range 50000 {
+		start := t0.Add(time.Duration(i*7919%(90*24*60)) * time.Minute)
+		n := 1 + i%16
+		first := i % (len(hosts) - n)
+		spans = append(spans, Span{Start: start, End: start.Add(time.Duration(1+i%600) * time.Minute), Nodes: n, Hosts: hosts[first : first+n]})
+		events += 2 * n
+	}
+	steps := 91 * 24 * 60
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	use := NodeUse(spans, t0, time.Minute, steps)
+	runtime.ReadMemStats(&after)
+	if slices.Max(use) == 0 {
+		t.Fatal("no node in use")
+	}
+	perEvent := float64(after.TotalAlloc-before.TotalAlloc-uint64(8*steps)) / float64(events)
+	if perEvent > 24 {
+		t.Errorf("NodeUse allocated %.1f bytes an event (%d events), want at most 24", perEvent, events)
 	}
 }
