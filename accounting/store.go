@@ -221,6 +221,29 @@ func (s *Store) FinishedJobs(ctx context.Context, cluster string, since, until t
 	return jobs, nil
 }
 
+// JobsThatRan returns the finished jobs of cluster that ran during [since,
+// until): ended at or after since and, when until is not zero, started
+// before it, in end order as FinishedJobs. A job that ended after until
+// held its nodes up to until, which the node use of the period counts.
+func (s *Store) JobsThatRan(ctx context.Context, cluster string, since, until time.Time) ([]policy.Job, error) {
+	q := `SELECT ` + jobColumnList + ` FROM job WHERE cluster = $1 AND end_time >= $2`
+	args := []any{cluster, since}
+	if !until.IsZero() {
+		q += ` AND start_time < $3`
+		args = append(args, until)
+	}
+	q += ` ORDER BY end_time, job_id, array_task`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("load jobs that ran: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("load jobs that ran: %w", err)
+	}
+	return jobs, nil
+}
+
 // FinishedJob returns the newest stored record of job id on cluster (by
 // submit time, then array task), nil when the history has none: explain's
 // answer for a job Slurm no longer lists.

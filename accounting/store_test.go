@@ -882,6 +882,49 @@ func TestUsageDaily_SplitsAtMidnight(t *testing.T) {
 	}
 }
 
+// TestJobsThatRan: the jobs that ran during a period are those that ended
+// in it and those that started before its end and ended after it (their
+// nodes were held up to it); FinishedJobs keeps only the first.
+func TestJobsThatRan(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	day := time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC)
+	mk := func(id int64, start, end time.Duration) policy.Job {
+		return policy.Job{Cluster: "c", ID: id, ArrayTask: -1, User: "alice", Account: "physics", Submit: day.Add(start - time.Minute),
+			Start: day.Add(start), End: day.Add(end), Nodes: 1, CPUs: 1, State: policy.StateCompleted}
+	}
+	if _, err := store.RecordFinished(ctx, "slurmctld", []policy.Job{
+		mk(1, -3*time.Hour, -time.Hour),   // before the period
+		mk(2, -time.Hour, time.Hour),      // into it
+		mk(3, 2*time.Hour, 3*time.Hour),   // in it
+		mk(4, 20*time.Hour, 30*time.Hour), // past its end
+		mk(5, 25*time.Hour, 26*time.Hour), // after it
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(jobs []policy.Job, err error) []int64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	until := day.Add(24 * time.Hour)
+	if got := ids(store.JobsThatRan(ctx, "c", day, until)); !cmp.Equal(got, []int64{2, 3, 4}) {
+		t.Errorf("JobsThatRan on the 5th: %v, want 2, 3, 4", got)
+	}
+	if got := ids(store.FinishedJobs(ctx, "c", day, until)); !cmp.Equal(got, []int64{2, 3}) {
+		t.Errorf("FinishedJobs on the 5th: %v, want 2, 3", got)
+	}
+	if got := ids(store.JobsThatRan(ctx, "c", day, time.Time{})); !cmp.Equal(got, []int64{2, 3, 5, 4}) {
+		t.Errorf("JobsThatRan since the 5th: %v, want 2, 3, 5, 4 (end order)", got)
+	}
+}
+
 // TestImport_SharedTraces imports the three shared traces whole and logs
 // rows and seconds; the counts are the traces' published job counts.
 func TestImport_SharedTraces(t *testing.T) {

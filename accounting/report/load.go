@@ -450,6 +450,18 @@ func RecentJobs(ctx context.Context, url, cluster string, days int, now time.Tim
 // instead: an unknown cluster lists the clusters with finished jobs, an
 // empty period names the span the cluster's jobs ended in.
 func FinishedHistory(ctx context.Context, url, cluster string, since, until time.Time) ([]policy.Job, string, error) {
+	return history(ctx, url, cluster, since, until, false)
+}
+
+// RanHistory is FinishedHistory of the finished jobs that ran during
+// [since, until) (Store.JobsThatRan): those that ended after until too, as
+// they held nodes before it. `fairway power eval --from-db` replays their
+// node use.
+func RanHistory(ctx context.Context, url, cluster string, since, until time.Time) ([]policy.Job, string, error) {
+	return history(ctx, url, cluster, since, until, true)
+}
+
+func history(ctx context.Context, url, cluster string, since, until time.Time, ran bool) ([]policy.Job, string, error) {
 	pool, store, err := accounting.Open(ctx, url, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, "", err
@@ -459,7 +471,11 @@ func FinishedHistory(ctx context.Context, url, cluster string, since, until time
 	if cluster, _, err = src.Resolve(ctx, cluster, Month{}); err != nil {
 		return nil, "", err
 	}
-	jobs, err := store.FinishedJobs(ctx, cluster, since, until)
+	read, verb := store.FinishedJobs, "ended"
+	if ran {
+		read, verb = store.JobsThatRan, "ran"
+	}
+	jobs, err := read(ctx, cluster, since, until)
 	if err != nil {
 		return nil, "", fmt.Errorf("load finished jobs of %s: %w", cluster, err)
 	}
@@ -474,7 +490,7 @@ func FinishedHistory(ctx context.Context, url, cluster string, since, until time
 			}
 		}
 	}
-	return nil, cluster, fmt.Errorf("no finished job of cluster %s ended %s%s", cluster, PeriodText(since, until), held)
+	return nil, cluster, fmt.Errorf("no finished job of cluster %s %s %s%s", cluster, verb, PeriodText(since, until), held)
 }
 
 // PeriodText spells an end-time period for messages: "between 2026-01-01

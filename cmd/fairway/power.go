@@ -178,7 +178,7 @@ func (cfg powerEvalConfig) samples(out io.Writer, errOut io.Writer) ([]power.Sam
 		if cfg.JSON {
 			note = errOut
 		}
-		return dbSequence(context.Background(), cfg.DB, cfg.Total, note)
+		return dbSequence(context.Background(), cfg.DB, cfg.Total, time.Now(), note)
 	}
 	f, err := os.Open(cfg.Sequence)
 	if err != nil {

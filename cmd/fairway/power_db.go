@@ -57,12 +57,19 @@ func powerDBSettings(c *cli.Context) (*powerDB, error) {
 	return out, nil
 }
 
-// dbSequence is the node use of db's finished jobs, one sample a minute
-// from its --since (else the first job's start) to its --until (else the
-// last job's end), out of total nodes (else the most the history names or
-// holds at once); it says what it read on note.
-func dbSequence(ctx context.Context, db *powerDB, total int, note io.Writer) ([]power.Sample, error) {
-	jobs, cluster, err := finishedHistory(ctx, db.URL, db.Cluster, db.Since, db.Until)
+// ranHistory reads the finished jobs that ran during a period
+// (report.RanHistory; tests replace it).
+var ranHistory = report.RanHistory
+
+// dbSequence is the node use of the finished jobs that ran during db's
+// period, one sample a minute from its --since (else the first job's
+// start) to its --until (else the last job's end; at most now, past which
+// no job is recorded), out of total nodes (else the most of the nodes the
+// history names and those it holds at once); it says what it read on note.
+// A use above a given total is refused: replayed against a smaller
+// cluster than the history ran on, every rule's count would be wrong.
+func dbSequence(ctx context.Context, db *powerDB, total int, now time.Time, note io.Writer) ([]power.Sample, error) {
+	jobs, cluster, err := ranHistory(ctx, db.URL, db.Cluster, db.Since, db.Until)
 	if err != nil {
 		return nil, fmt.Errorf("--from-db: %w", err)
 	}
@@ -79,16 +86,17 @@ func dbSequence(ctx context.Context, db *powerDB, total int, note io.Writer) ([]
 	}
 	spans := power.JobSpans(jobs, slurmctl.ExpandHostlist)
 	if len(spans) == 0 {
-		return nil, fmt.Errorf("--from-db: cluster %s: no job%s that ended %s ran on a node", cluster, where, report.PeriodText(db.Since, db.Until))
+		return nil, fmt.Errorf("--from-db: cluster %s: no job%s ran on a node %s", cluster, where, report.PeriodText(db.Since, db.Until))
 	}
-	from, to := db.Since, db.Until
+	// UTC, as a sequence file's times and the split's days are.
+	from, to := db.Since.UTC(), db.Until.UTC()
 	named, hosts := 0, map[string]bool{}
 	for _, s := range spans {
 		if db.Since.IsZero() && (from.IsZero() || s.Start.Before(from)) {
-			from = s.Start
+			from = s.Start.UTC()
 		}
 		if db.Until.IsZero() && s.End.After(to) {
-			to = s.End
+			to = s.End.UTC()
 		}
 		if s.Hosts != nil {
 			named++
@@ -97,16 +105,32 @@ func dbSequence(ctx context.Context, db *powerDB, total int, note io.Writer) ([]
 			hosts[h] = true
 		}
 	}
-	samples := power.UseSequence(spans, from, to, total)
+	if to.After(now) {
+		to = now.UTC()
+	}
+	size := total
+	if size == 0 {
+		size = len(hosts) // UseSequence raises it to the most held at once
+	}
+	samples := power.UseSequence(spans, from, to, size)
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("--from-db: cluster %s: no whole minute between %s and %s", cluster, from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
-	size := fmt.Sprintf("%d nodes (--total)", samples[0].Total)
-	if total == 0 {
-		size = fmt.Sprintf("%d nodes, the most the history names (%d) or holds at once: give the cluster's with --total", samples[0].Total, len(hosts))
+	peak := slices.MaxFunc(samples, func(a, b power.Sample) int { return a.Active - b.Active })
+	sizeText := fmt.Sprintf("%d nodes (--total)", total)
+	if total > 0 && peak.Active > total {
+		why := ""
+		if named < len(spans) {
+			why = fmt.Sprintf("; %d of its %d jobs have no node names and count by node count, a node they share once per job", len(spans)-named, len(spans))
+		}
+		return nil, fmt.Errorf("--total %d: cluster %s's jobs%s hold %d nodes at once at %s UTC%s: want the node count of the cluster they ran on",
+			total, cluster, where, peak.Active, peak.Time.Format(time.DateTime), why)
 	}
-	fmt.Fprintf(note, "node use of cluster %s: %d jobs%s that ended %s, %d of them with their nodes named (a node jobs share counts once; the others count by node count); one sample a minute from %s to %s; cluster %s; jobs still running when it was read are not in it\n",
+	if total == 0 {
+		sizeText = fmt.Sprintf("%d nodes, the more of the %d the history names and the %d it holds at once: give the cluster's with --total", samples[0].Total, len(hosts), peak.Active)
+	}
+	fmt.Fprintf(note, "node use of cluster %s: %d jobs%s that ran %s, %d of them with their nodes named (a node jobs share counts once; the others count by node count); one sample a minute from %s to %s UTC; cluster %s; jobs still running when it was read are not in it\n",
 		cluster, len(spans), where, report.PeriodText(db.Since, db.Until), named, samples[0].Time.Format(time.DateTime),
-		samples[len(samples)-1].Time.Add(time.Minute).Format(time.DateTime), size)
+		samples[len(samples)-1].Time.Add(time.Minute).Format(time.DateTime), sizeText)
 	return samples, nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -319,8 +321,8 @@ func TestPowerEval_FromDB(t *testing.T) {
 	}
 	note, table, _ := strings.Cut(got, "\n")
 	n := len(jobs)
-	for _, w := range []string{fmt.Sprintf("node use of cluster alps: %d jobs that ended before 2017-11-20, %d of them with their nodes named", n, n),
-		"from 2017-10-01 00:00:00 to 2017-11-20 00:00:00", "cluster 100 nodes (--total)"} {
+	for _, w := range []string{fmt.Sprintf("node use of cluster alps: %d jobs that ran before 2017-11-20, %d of them with their nodes named", n, n),
+		"from 2017-10-01 00:00:00 to 2017-11-20 00:00:00 UTC", "cluster 100 nodes (--total)"} {
 		if !strings.Contains(note, w) {
 			t.Errorf("first line %q lacks %q", note, w)
 		}
@@ -352,7 +354,7 @@ func TestPowerEval_FromDBFlags(t *testing.T) {
 		{"both sources", []string{"--from-db", "--sequence", "s.csv"}, "--from-db and --sequence: give one source"},
 		{"no database", []string{"--from-db"}, "--from-db: no database"},
 		{"empty period", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--since", "2017-11-02", "--until", "2017-11-01"}, "an empty period"},
-		{"no job in the partition", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--partition", "debug,cpu"}, "cluster alps: no job in partition debug, cpu that ended at any time ran on a node"},
+		{"no job in the partition", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--partition", "debug,cpu"}, "cluster alps: no job in partition debug, cpu ran on a node at any time"},
 		{"an empty partition name", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--partition", "gpu,"}, `--partition "gpu,": an empty partition name`},
 		{"too short in the partition", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps", "--partition", "debug,gpu"}, "want more than 14 whole days"},
 		{"too short", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps"}, "the sequence runs 2017-10-01 08:00:00 to 2017-10-01 09:00:00: want more than 14 whole days"},
@@ -363,5 +365,88 @@ func TestPowerEval_FromDBFlags(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// periodHistory answers finishedHistory and ranHistory as the database
+// does (Store.FinishedJobs: the jobs that ended in the period;
+// Store.JobsThatRan: those that ran during it), not every job whatever the
+// period as fakeHistory does.
+func periodHistory(t *testing.T, jobs []policy.Job) {
+	t.Helper()
+	read := func(keep func(j policy.Job, since, until time.Time) bool) func(context.Context, string, string, time.Time, time.Time) ([]policy.Job, string, error) {
+		return func(_ context.Context, url, cluster string, since, until time.Time) ([]policy.Job, string, error) {
+			var out []policy.Job
+			for _, j := range jobs {
+				if keep(j, since, until) {
+					out = append(out, j)
+				}
+			}
+			return out, "alps", nil
+		}
+	}
+	oldFinished, oldRan := finishedHistory, ranHistory
+	finishedHistory = read(func(j policy.Job, since, until time.Time) bool {
+		return !j.End.Before(since) && (until.IsZero() || j.End.Before(until))
+	})
+	ranHistory = read(func(j policy.Job, since, until time.Time) bool {
+		return !j.End.Before(since) && (until.IsZero() || j.Start.Before(until))
+	})
+	t.Cleanup(func() { finishedHistory, ranHistory = oldFinished, oldRan })
+}
+
+// TestDBSequence_Period: the node use of a period counts every job that
+// held nodes during it (one that started before --since from --since, one
+// that ended after --until up to --until), in UTC whatever zone --days
+// counted in, and ends no later than now; a --total below the nodes held
+// at once is refused naming them, and without --total the cluster is the
+// more of the nodes the history names and those it holds at once.
+func TestDBSequence_Period(t *testing.T) {
+	t0 := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	job := func(id int64, start, end time.Duration, hosts string, nodes int) policy.Job {
+		return policy.Job{ID: id, Cluster: "alps", Start: t0.Add(start), End: t0.Add(end), Nodes: nodes, Hosts: hosts, State: policy.StateCompleted}
+	}
+	periodHistory(t, []policy.Job{
+		job(1, -2*time.Hour, 2*time.Hour, "g1", 1),           // from before since
+		job(2, 20*time.Hour, 30*time.Hour, "g[2-3]", 2),      // past until
+		job(3, 5*time.Hour, 6*time.Hour, "g[1-2],g[4-6]", 5), // the most at once: 5 (g1 shared)
+		job(4, 40*time.Hour, 41*time.Hour, "g[7-8]", 2),      // after until
+	})
+	db := func(since, until time.Time) *powerDB {
+		return &powerDB{tuneDB: &tuneDB{URL: "postgres://fake", Cluster: "alps", Since: since, Until: until}}
+	}
+	far := t0.AddDate(1, 0, 0)
+	var note strings.Builder
+	s, err := dbSequence(context.Background(), db(t0, t0.Add(24*time.Hour)), 10, far, &note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 24*60 || !s[0].Time.Equal(t0) || s[0].Active != 1 || s[5*60].Active != 5 || s[23*60+59].Active != 2 || s[0].Total != 10 {
+		t.Fatalf("%d samples from %v: first %+v, 05:00 %+v, last %+v; want 1440 from %v, 1 node at first, 5 at 05:00, 2 (job 2, running past --until) at the last, of 10",
+			len(s), s[0].Time, s[0], s[5*60], s[len(s)-1], t0)
+	}
+	if !strings.Contains(note.String(), "3 jobs that ran between 2026-10-01 and 2026-10-02, 3 of them with their nodes named") {
+		t.Errorf("note %q", note.String())
+	}
+
+	// --days from a clock in a zone 5:45 ahead of UTC; --until past now.
+	nepal := time.FixedZone("NPT", 5*3600+45*60)
+	now := t0.Add(22*time.Hour + 30*time.Second)
+	s, err = dbSequence(context.Background(), db(t0.Add(3*time.Hour).In(nepal), t0.Add(48*time.Hour)), 10, now, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := s[0].Time, s[len(s)-1].Time
+	if first.Location() != time.UTC || !first.Equal(t0.Add(3*time.Hour)) || !last.Equal(t0.Add(22*time.Hour-time.Minute)) {
+		t.Errorf("samples from %v to %v, want from 03:00 UTC to 21:59 UTC (now 22:00:30)", first, last)
+	}
+
+	_, err = dbSequence(context.Background(), db(t0, t0.Add(24*time.Hour)), 4, far, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--total 4: cluster alps's jobs hold 5 nodes at once at 2026-10-01 05:00:00 UTC") {
+		t.Errorf("--total below the use: err %v, want it refused naming the 5 nodes at 05:00", err)
+	}
+	s, err = dbSequence(context.Background(), db(t0, t0.Add(24*time.Hour)), 0, far, io.Discard)
+	if err != nil || s[0].Total != 6 {
+		t.Errorf("no --total: %v, total %d, want 6 (g1-g6 named, 5 at once)", err, s[0].Total)
 	}
 }

@@ -12,13 +12,13 @@ import (
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
 
-// fakeHistory puts a database-less history in finishedHistory's place for
-// the test: it records the period asked for and answers jobs, which ran
+// fakeHistory puts a database-less history in finishedHistory's (and
+// ranHistory's) place for the test: it records the period asked for and answers jobs, which ran
 // in partitions gpu (H100 and V100 nodes) and debug.
 func fakeHistory(t *testing.T, jobs []policy.Job) *[2]time.Time {
 	t.Helper()
 	var asked [2]time.Time
-	old := finishedHistory
+	oldFinished, oldRan := finishedHistory, ranHistory
 	finishedHistory = func(_ context.Context, url, cluster string, since, until time.Time) ([]policy.Job, string, error) {
 		if url != "postgres://fake" || cluster != "alps" {
 			return nil, "", fmt.Errorf("asked for %s at %s", cluster, url)
@@ -26,7 +26,8 @@ func fakeHistory(t *testing.T, jobs []policy.Job) *[2]time.Time {
 		asked = [2]time.Time{since, until}
 		return append([]policy.Job(nil), jobs...), cluster, nil
 	}
-	t.Cleanup(func() { finishedHistory = old })
+	ranHistory = finishedHistory
+	t.Cleanup(func() { finishedHistory, ranHistory = oldFinished, oldRan })
 	return &asked
 }
 

@@ -167,7 +167,7 @@ func TestLab_SimulateFromDB(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "whole days") {
 		t.Fatalf("power eval --from-db on minutes of history: err %v, want one saying it is too short\n%s", err, out)
 	}
-	note := regexp.MustCompile(`node use of cluster ` + regexp.QuoteMeta(e.Cluster) + `: (\d+) jobs that ended since .*, (\d+) of them with their nodes named`).FindStringSubmatch(out)
+	note := regexp.MustCompile(`node use of cluster ` + regexp.QuoteMeta(e.Cluster) + `: (\d+) jobs that ran since .*, (\d+) of them with their nodes named`).FindStringSubmatch(out)
 	if note == nil {
 		t.Fatalf("power eval --from-db: no line saying what it read:\n%s", out)
 	}
