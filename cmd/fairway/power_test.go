@@ -360,6 +360,7 @@ func TestPowerEval_FromDBFlags(t *testing.T) {
 		{"too short", []string{"--from-db", "--database-url", "postgres://fake", "--cluster", "alps"}, "the sequence runs 2017-10-01 08:00:00 to 2017-10-01 09:00:00: want more than 14 whole days"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FAIRWAY_DATABASE_URL", "") // the lab environment sets it
 			_, err := runApp(t, append([]string{"power", "eval"}, tc.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
