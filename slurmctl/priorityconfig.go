@@ -249,20 +249,21 @@ func ParsePriorityConfig(out []byte) (PriorityConfig, error) {
 		}
 		c.BootTime = t
 	}
-	for _, p := range strings.Split(kv["SchedulerParameters"], ",") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(p), "bf_interval="); ok {
-			// As sched/backfill reads it (backfill.c): atoi, -1 turns
-			// the backfill loop off, and any other value outside 1 to
-			// 3 h is logged as invalid and replaced by the default;
-			// refusing what slurmctld runs with would stop serve.
-			switch n := atoiPrefix(v); {
-			case n == -1:
-				c.Unmodelled = append(c.Unmodelled, "SchedulerParameters bf_interval=-1 (the backfill loop off; the replay still backfills)")
-			case n < 1 || n > maxBackfillInterval:
-				c.BackfillInterval = defaultBackfillInterval
-			default:
-				c.BackfillInterval = time.Duration(n) * time.Second
-			}
+	// As sched/backfill reads it (backfill.c): the first "bf_interval="
+	// in any case anywhere in the string (xstrcasestr), its atoi; -1
+	// turns the backfill loop off, and any other value outside 1 to 3 h
+	// is logged as invalid and replaced by the default. Refusing what
+	// slurmctld runs with would stop serve.
+	if i := indexFold(kv["SchedulerParameters"], "bf_interval="); i >= 0 {
+		v := kv["SchedulerParameters"][i+len("bf_interval="):]
+		switch n := atoi(v); {
+		case n == -1:
+			v, _, _ = strings.Cut(v, ",")
+			c.Unmodelled = append(c.Unmodelled, "SchedulerParameters bf_interval="+v+" (the backfill loop off; the replay still backfills)")
+		case n < 1 || n > maxBackfillInterval:
+			c.BackfillInterval = defaultBackfillInterval
+		default:
+			c.BackfillInterval = time.Duration(n) * time.Second
 		}
 	}
 	return c, nil
@@ -276,26 +277,58 @@ const (
 	defaultBackfillInterval = 30 * time.Second
 )
 
-// atoiPrefix is C's atoi: the optional sign and digits at the start of s,
-// 0 where there are none, saturated rather than wrapped.
-func atoiPrefix(s string) int64 {
-	s = strings.TrimLeft(s, " \t")
+// atoi is glibc's atoi, (int) strtol(s, NULL, 10) on a 64-bit long: the
+// optional sign and digits after leading white space, 0 where there are
+// none, saturated at the long's bounds and then cut to 32 bits (so 2^32 - 1,
+// or a value past any long, reads as -1).
+func atoi(s string) int32 {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	neg := false
 	if s != "" && (s[0] == '-' || s[0] == '+') {
 		neg = s[0] == '-'
 		s = s[1:]
 	}
-	var n int64
-	for _, r := range s {
-		if r < '0' || r > '9' {
+	const limit = 1 << 63 // the magnitude of math.MinInt64
+	var n uint64
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		d := uint64(s[i] - '0')
+		if n > (limit-d)/10 {
+			n = limit
 			break
 		}
-		n = min(n*10+int64(r-'0'), math.MaxInt32+1)
+		n = n*10 + d
 	}
-	if neg {
-		return -n
+	var l int64
+	switch {
+	case neg:
+		l = int64(-n) // two's complement: limit is math.MinInt64
+	case n >= limit:
+		l = math.MaxInt64
+	default:
+		l = int64(n)
 	}
-	return n
+	return int32(l)
+}
+
+// indexFold is the index of the first instance of substr in s, ASCII
+// letters matched in either case (Slurm's xstrcasestr), or -1.
+func indexFold(s, substr string) int {
+	lower := func(b byte) byte {
+		if 'A' <= b && b <= 'Z' {
+			return b + 'a' - 'A'
+		}
+		return b
+	}
+next:
+	for i := 0; i+len(substr) <= len(s); i++ {
+		for j := 0; j < len(substr); j++ {
+			if lower(s[i+j]) != lower(substr[j]) {
+				continue next
+			}
+		}
+		return i
+	}
+	return -1
 }
 
 // parseTRESWeights reads PriorityWeightTRES ("CPU=1000,Mem=2000,

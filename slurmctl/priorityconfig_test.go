@@ -108,6 +108,9 @@ func TestParsePriorityConfig_Settings(t *testing.T) {
 			return c.BackfillInterval == 30*time.Second && len(c.Unmodelled) == 1 && strings.Contains(c.Unmodelled[0], "bf_interval=-1")
 		}, ""},
 		{"bf_interval zero", "SchedulerParameters     = bf_interval=0\n", func(c PriorityConfig) bool { return c.BackfillInterval == 30*time.Second }, ""},
+		// sched/backfill finds the first "bf_interval=" in any case.
+		{"bf_interval in capitals", "SchedulerParameters     = bf_window=60,BF_Interval=90\n", func(c PriorityConfig) bool { return c.BackfillInterval == 90*time.Second }, ""},
+		{"bf_interval twice", "SchedulerParameters     = bf_interval=60,bf_continue,bf_interval=120\n", func(c PriorityConfig) bool { return c.BackfillInterval == time.Minute }, ""},
 		{"bad boot time", "BOOT_TIME               = yesterday\n", nil, "BOOT_TIME"},
 	}
 	for _, tc := range tests {
@@ -159,11 +162,18 @@ func TestParsePriorityConfig_OutOfRange(t *testing.T) {
 	if c.CalcPeriod != 5*time.Hour || c.Multifactor.MaxAge != math.MaxUint32*time.Second || c.BackfillInterval != 3*time.Hour {
 		t.Errorf("calc period %v, max age %v, backfill %v; want 5h (D-HH), 2^32-1 s, 3h", c.CalcPeriod, c.Multifactor.MaxAge, c.BackfillInterval)
 	}
-	// Past 3 h, or past any integer, slurmctld takes its default 30 s.
-	for _, v := range []string{"10801", "9223372036854775807", "99999999999999999999999"} {
-		c, err := ParsePriorityConfig([]byte(head + "SchedulerParameters = bf_interval=" + v + "\n"))
-		if err != nil || c.BackfillInterval != 30*time.Second {
-			t.Errorf("bf_interval=%s: backfill %v (%v), want slurmctld's default 30s", v, c.BackfillInterval, err)
+	// Past 3 h slurmctld takes its default 30 s. glibc's atoi is (int)
+	// strtol: 2^32 - 1, or past any long (saturated to LONG_MAX), is -1,
+	// the loop off without a word; 2^32 is 0, invalid.
+	for _, tc := range []struct {
+		v   string
+		off bool
+	}{{"10801", false}, {"4294967296", false}, {"-9223372036854775809", false},
+		{"4294967295", true}, {"9223372036854775807", true}, {"99999999999999999999999", true}} {
+		c, err := ParsePriorityConfig([]byte(head + "SchedulerParameters = bf_interval=" + tc.v + ",bf_window=60\n"))
+		off := len(c.Unmodelled) == 1 && c.Unmodelled[0] == "SchedulerParameters bf_interval="+tc.v+" (the backfill loop off; the replay still backfills)"
+		if err != nil || c.BackfillInterval != 30*time.Second || off != tc.off {
+			t.Errorf("bf_interval=%s: backfill %v, unmodelled %q (%v); want slurmctld's default 30s, the loop off: %v", tc.v, c.BackfillInterval, c.Unmodelled, err, tc.off)
 		}
 	}
 }
