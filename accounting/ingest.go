@@ -312,8 +312,8 @@ func (s *Store) Import(ctx context.Context, src Source, opt ImportOptions) (Summ
 		sum, err = im.onePass(ctx)
 	}
 	if err == nil && im.cs != nil && im.cs.repaired > 0 {
-		s.log.Warn("stored jobs whose text held bytes PostgreSQL refuses (invalid UTF-8, NUL) with U+FFFD in their place, or cut text longer than Slurm allows",
-			"source", opt.Source, "jobs", im.cs.repaired, "first", im.cs.repairedAt, "max_text_bytes", maxText)
+		s.log.Warn("stored jobs whose text held bytes PostgreSQL refuses (invalid UTF-8, NUL) with U+FFFD in their place, or cut text longer than Slurm allows, or without a node list that was not text or too long",
+			"source", opt.Source, "jobs", im.cs.repaired, "first", im.cs.repairedAt, "max_text_bytes", maxText, "max_hosts_bytes", maxHosts)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23514" {
