@@ -203,22 +203,7 @@ func setWatermark(ctx context.Context, tx pgx.Tx, cluster, source string, at tim
 // array task). Serve replays them into the fairness ledger and the
 // predictor when it starts cold.
 func (s *Store) FinishedJobs(ctx context.Context, cluster string, since, until time.Time) ([]policy.Job, error) {
-	q := `SELECT ` + jobColumnList + ` FROM job WHERE cluster = $1 AND end_time >= $2`
-	args := []any{cluster, since}
-	if !until.IsZero() {
-		q += ` AND end_time < $3`
-		args = append(args, until)
-	}
-	q += ` ORDER BY end_time, job_id, array_task`
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("load finished jobs: %w", err)
-	}
-	jobs, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
-		return nil, fmt.Errorf("load finished jobs: %w", err)
-	}
-	return jobs, nil
+	return s.endedJobs(ctx, "load finished jobs", "end_time", cluster, since, until)
 }
 
 // JobsThatRan returns the finished jobs of cluster that ran during [since,
@@ -226,20 +211,27 @@ func (s *Store) FinishedJobs(ctx context.Context, cluster string, since, until t
 // before it, in end order as FinishedJobs. A job that ended after until
 // held its nodes up to until, which the node use of the period counts.
 func (s *Store) JobsThatRan(ctx context.Context, cluster string, since, until time.Time) ([]policy.Job, error) {
+	return s.endedJobs(ctx, "load jobs that ran", "start_time", cluster, since, until)
+}
+
+// endedJobs is the jobs of cluster that ended at or after since and, when
+// until is not zero, whose before column (end_time or start_time) is
+// before it, in end order (ties by job id and array task).
+func (s *Store) endedJobs(ctx context.Context, what, before, cluster string, since, until time.Time) ([]policy.Job, error) {
 	q := `SELECT ` + jobColumnList + ` FROM job WHERE cluster = $1 AND end_time >= $2`
 	args := []any{cluster, since}
 	if !until.IsZero() {
-		q += ` AND start_time < $3`
+		q += ` AND ` + before + ` < $3`
 		args = append(args, until)
 	}
 	q += ` ORDER BY end_time, job_id, array_task`
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("load jobs that ran: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	jobs, err := pgx.CollectRows(rows, scanJob)
 	if err != nil {
-		return nil, fmt.Errorf("load jobs that ran: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return jobs, nil
 }

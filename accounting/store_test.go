@@ -1,9 +1,7 @@
 package accounting_test
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -47,25 +45,7 @@ func tracesDir(t testing.TB) string {
 // traceHead returns the first n lines of a shared trace, uncompressed.
 func traceHead(t testing.TB, file string, n int) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(tracesDir(t), file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sc := bufio.NewScanner(zr)
-	for i := 0; i < n && sc.Scan(); i++ {
-		out.Write(sc.Bytes())
-		out.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return []byte(shareddata.GzipHead(t, filepath.Join(tracesDir(t), file), n))
 }
 
 // tableState is everything in the tables ingest writes, row by row, so two

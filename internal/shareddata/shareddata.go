@@ -11,10 +11,13 @@
 package shareddata
 
 import (
+	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -149,4 +152,30 @@ func miss(tb testing.TB, err error) {
 		tb.Fatalf("%s %v (required under CI=true)", SkipPrefix, err)
 	}
 	tb.Skipf("%s %v", SkipPrefix, err)
+}
+
+// GzipHead is the first n lines of the gzip-compressed file at path,
+// uncompressed, each ending in a newline: a real trace's or sequence's
+// head, small enough for a test's input or a fuzz seed. Any error fails tb.
+func GzipHead(tb testing.TB, path string, n int) string {
+	tb.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(zr)
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.WriteString(sc.Text())
+		b.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return b.String()
 }

@@ -1,8 +1,6 @@
 package trace
 
 import (
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
@@ -46,7 +44,7 @@ func fuzzFormat(f *testing.F, format Format, seeds []string, excerpt, sharedSuff
 	if dir, err := shareddata.TracesDir(); err == nil && sharedSuffix != "" {
 		paths, _ := filepath.Glob(filepath.Join(dir, "*"+sharedSuffix))
 		for _, p := range paths {
-			f.Add(traceHead(f, p, 60))
+			f.Add(shareddata.GzipHead(f, p, 60))
 		}
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -54,29 +52,6 @@ func fuzzFormat(f *testing.F, format Format, seeds []string, excerpt, sharedSuff
 			checkRead(t, in, format, skip)
 		}
 	})
-}
-
-// traceHead is the first n lines of a gzip-compressed trace.
-func traceHead(tb testing.TB, path string, n int) string {
-	fh, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var b strings.Builder
-	sc := bufio.NewScanner(zr)
-	for i := 0; i < n && sc.Scan(); i++ {
-		b.WriteString(sc.Text())
-		b.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	return b.String()
 }
 
 // checkRead reads in whole and checks what every reader promises: an error
