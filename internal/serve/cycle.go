@@ -464,17 +464,20 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 // what the leader decides and writes, and its dry-run rows beside the
 // leader's would show as a job's newest decision in explain and count
 // twice in the report; its cycle row (leader false) still says it ran.
+// A write Slurm refused or that was not attempted changed nothing, so it
+// logs no decision either: a job's newest row is the value Slurm holds,
+// which explain shows and a new leader's takeOver matches against Slurm.
 func (r *Runner) record(ctx context.Context, c *cycle) {
 	rank := make(map[int64]int, len(c.scores))
 	for i, s := range c.scores {
 		rank[s.JobID] = i
 	}
-	planned := c.report.Planned
+	changed := c.report.Applied
 	if !c.rec.Leader {
-		planned = nil
+		changed = nil
 	}
 	var decisions []accounting.Decision
-	for _, ch := range planned {
+	for _, ch := range changed {
 		i, ok := rank[ch.JobID]
 		if !ok {
 			continue
