@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -54,5 +57,53 @@ func TestClient_BodyStallsMidRecord(t *testing.T) {
 				t.Fatal("ListJobs still running 10s after a stalled body, with a 100ms request timeout and 4 attempts")
 			}
 		})
+	}
+}
+
+// TestWriterREST_ReadBackStopsWhenSlurmrestdStalls: the writes went
+// through, then slurmrestd stalls (slurmctld busy) on the read-back of
+// the first job. That read fails after its attempts and the read-back
+// stops there: reading back the others would wait the same way for each,
+// up to 64 jobs of four timed-out attempts, holding the cycle (and what
+// follows the writes) until its own deadline. The writes stay applied.
+func TestWriterREST_ReadBackStopsWhenSlurmrestdStalls(t *testing.T) {
+	c := captureCombos(t)[6] // 26.05.3/v0.0.45
+	routes := writeRoutes(t, c)
+	ok := c.reply(t, "update.site_factor-14.json")
+	want := map[int64]int64{}
+	for i, id := range []int64{10, 13, 14, 15, 17, 20, 21, 22} {
+		routes[postPath(c, strconv.FormatInt(id, 10))] = []reply{ok}
+		want[id] = int64(100 * (i + 1))
+	}
+	replay := newReplay(t, routes)
+	pending13 := c.reply(t, "job.pending-13.json")
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/slurm/"+c.version+"/job/") {
+			replay.Config.Handler.ServeHTTP(w, r)
+			return
+		}
+		reads.Add(1)
+		w.WriteHeader(pending13.status)
+		_, _ = w.Write(pending13.body[:len(pending13.body)/2])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	cl := testClient(t, srv.URL, c.version, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
+	w, err := NewWriter(WriterConfig{Mode: ModeRESTSiteFactor, Range: siteRange()}, cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, err := parseJobs(c.reply(t, "jobs.json").body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.Write(context.Background(), jobs, want)
+	if err != nil || len(rep.Applied) != len(want) || len(rep.Failed) != 0 {
+		t.Fatalf("Write: %v, applied %d, failed %v; want all %d applied", err, len(rep.Applied), rep.Failed, len(want))
+	}
+	if n, attempts := reads.Load(), int32(cl.cfg.ReadAttempts); n != attempts || rep.ReadBack.Checked != 0 {
+		t.Errorf("%d read-back requests, %d jobs checked; want the %d attempts of the first job's read and none checked", n, rep.ReadBack.Checked, attempts)
 	}
 }

@@ -420,7 +420,9 @@ const errControllerDown = 1001
 // where the written site factor alone puts it above 1 means the site factor
 // was not stored as written (26.05's N - 2^31); a job legitimately ranked
 // last (site factor 1) can sit at 1 without alarm. A job that started or
-// left in between is not judged. A mismatch stops the Writer.
+// left in between is not judged, nor is any job after a read that failed
+// for every job alike (jobRejected false: timeout, connection, token). A
+// mismatch stops the Writer.
 func (w *Writer) readBack(ctx context.Context, rep *Report) error {
 	n := len(rep.Applied)
 	if n == 0 {
@@ -434,6 +436,12 @@ func (w *Writer) readBack(ctx context.Context, rep *Report) error {
 		c := rep.Applied[i]
 		rep.Calls++
 		recs, err := w.client.GetJob(ctx, c.JobID)
+		if err != nil && !jobRejected(err) {
+			// slurmrestd or slurmctld in trouble (timeout, connection,
+			// token): every other read would wait and fail the same way.
+			w.log.Warn("read back written jobs: stopped", "job_id", c.JobID, "checked", rep.ReadBack.Checked, "error", err)
+			break
+		}
 		if err != nil {
 			w.log.Warn("read back a written job", "job_id", c.JobID, "error", err)
 			continue
