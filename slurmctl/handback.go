@@ -170,7 +170,7 @@ func (w *Writer) handBackREST(ctx context.Context, rep *HandBackReport) error {
 			first = err
 		}
 	}
-	for _, one := range rep.Planned {
+	for i, one := range rep.Planned {
 		why, err := w.recheck(ctx, rep, one)
 		if err != nil {
 			fail(one, fmt.Errorf("hand back job %s: read it first: %w", one.Target, err))
@@ -185,7 +185,12 @@ func (w *Writer) handBackREST(ctx context.Context, rep *HandBackReport) error {
 		if err := w.client.UpdateJob(ctx, one.Target, JobUpdate{HandBack: &nice}); err != nil {
 			fail(one, fmt.Errorf("hand back job %s: %w", one.Target, err))
 			if !jobRejected(err) {
-				break // the next would fail the same way; the rest stay frozen, for the next try
+				// The next would fail the same way; the rest stay frozen,
+				// reported failed so that the caller tries them again.
+				for _, rest := range rep.Planned[i+1:] {
+					fail(rest, errNotAttempted)
+				}
+				break
 			}
 			continue
 		}

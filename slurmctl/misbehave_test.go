@@ -107,3 +107,33 @@ func TestWriterREST_ReadBackStopsWhenSlurmrestdStalls(t *testing.T) {
 		t.Errorf("%d read-back requests, %d jobs checked; want the %d attempts of the first job's read and none checked", n, rep.ReadBack.Checked, attempts)
 	}
 }
+
+// TestWriter_HandBackStoppedReportsTheRest: slurmctld refuses the token
+// (the captured HTTP 511, error 1007) at the first of three hand-backs.
+// The batch stops there, and the two not attempted are reported failed,
+// so the caller keeps them to hand back next time: left out of the
+// report, serve forgot them, and wrote site factors to jobs whose frozen
+// priority a site factor does not move.
+func TestWriter_HandBackStoppedReportsTheRest(t *testing.T) {
+	c := captureCombos(t)[6] // 26.05.3/v0.0.45
+	routes := writeRoutes(t, c)
+	routes[c.path("GET", "slurm/job/13")] = []reply{c.reply(t, "job.pending-13.json")}
+	routes[postPath(c, "13")] = []reply{c.reply(t, "err.update-forged-token-14.json")}
+	srv := newReplay(t, routes)
+	jobs, w := captureWriter(t, c, srv, ModeRESTSiteFactor, nil)
+	frozen := map[int64]Frozen{13: {Priority: 10000}, 15: {Priority: 10000}, 22: {Priority: 440000}}
+	rep, err := w.HandBack(context.Background(), jobs, frozen)
+	if !errors.Is(err, ErrTokenRejected) {
+		t.Errorf("HandBack: %v, want ErrTokenRejected", err)
+	}
+	failed := map[int64]bool{}
+	for _, f := range rep.Failed {
+		failed[f.JobID] = true
+	}
+	if len(rep.Planned) != 3 || len(rep.Applied) != 0 || len(failed) != 3 {
+		t.Errorf("planned %d, applied %d, failed %v; want all 3 planned reported failed", len(rep.Planned), len(rep.Applied), failed)
+	}
+	if n := srv.count(postPath(c, "15")) + srv.count(postPath(c, "22")); n != 0 {
+		t.Errorf("%d hand-backs sent after the token was refused, want none", n)
+	}
+}
