@@ -174,6 +174,13 @@ func (w *Writer) handBackREST(ctx context.Context, rep *HandBackReport) error {
 		why, err := w.recheck(ctx, rep, one)
 		if err != nil {
 			fail(one, fmt.Errorf("hand back job %s: read it first: %w", one.Target, err))
+			if !jobRejected(err) {
+				// Every read would wait and fail the same way.
+				for _, rest := range rep.Planned[i+1:] {
+					fail(rest, errNotAttempted)
+				}
+				break
+			}
 			continue
 		}
 		if why != "" {

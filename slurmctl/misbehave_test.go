@@ -137,3 +137,47 @@ func TestWriter_HandBackStoppedReportsTheRest(t *testing.T) {
 		t.Errorf("%d hand-backs sent after the token was refused, want none", n)
 	}
 }
+
+// TestWriter_HandBackStopsWhenSlurmrestdStalls: the re-read before the
+// first hand-back stalls mid-answer (slurmctld busy). The hand-backs stop
+// there, all reported failed for the next try, instead of each job's
+// re-read waiting out its four timed-out attempts in turn.
+func TestWriter_HandBackStopsWhenSlurmrestdStalls(t *testing.T) {
+	c := captureCombos(t)[6] // 26.05.3/v0.0.45
+	replay := newReplay(t, writeRoutes(t, c))
+	pending13 := c.reply(t, "job.pending-13.json")
+	var reads, posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost:
+			posts.Add(1)
+			http.NotFound(w, r)
+		case strings.HasPrefix(r.URL.Path, "/slurm/"+c.version+"/job/"):
+			reads.Add(1)
+			w.WriteHeader(pending13.status)
+			_, _ = w.Write(pending13.body[:len(pending13.body)/2])
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		default:
+			replay.Config.Handler.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cl := testClient(t, srv.URL, c.version, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
+	w, err := NewWriter(WriterConfig{Mode: ModeRESTSiteFactor, Range: siteRange()}, cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, err := parseJobs(c.reply(t, "jobs.json").body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := map[int64]Frozen{13: {Priority: 10000}, 15: {Priority: 10000}, 22: {Priority: 440000}}
+	rep, err := w.HandBack(context.Background(), jobs, frozen)
+	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 3 || len(rep.Applied) != 0 {
+		t.Errorf("HandBack: %v, failed %d, applied %d; want ErrTimeout and all 3 failed", err, len(rep.Failed), len(rep.Applied))
+	}
+	if n, attempts := reads.Load(), int32(cl.cfg.ReadAttempts); n != attempts || posts.Load() != 0 {
+		t.Errorf("%d reads, %d hand-backs sent; want the %d attempts of the first job's read and none sent", n, posts.Load(), attempts)
+	}
+}
