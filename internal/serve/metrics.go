@@ -141,7 +141,9 @@ func (m *Metrics) ranked(s *policy.Snapshot, scores []policy.Score, rep slurmctl
 	for i := range s.Pending {
 		j := &s.Pending[i]
 		a := get(j.Account)
-		w := s.Now.Sub(j.Submit).Seconds()
+		// At least 0: a job Slurm stamps after serve's now (serve's
+		// clock stepped back, or runs behind slurmctld's) has not waited.
+		w := max(0, s.Now.Sub(j.Submit).Seconds())
 		a.waiting++
 		a.waitSum += w
 		a.waitMax = max(a.waitMax, w)

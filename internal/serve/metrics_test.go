@@ -12,6 +12,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/slurmctl"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestGrafanaDashboard_UsesOnlyServedMetrics keeps contrib/grafana in step
@@ -120,5 +121,44 @@ func TestMetrics_AccountSeriesCapped(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMetrics_WaitNeverNegative: the wait gauges when serve's clock reads
+// earlier than the submit times Slurm reports (its wall clock stepped
+// back, or runs behind slurmctld's): a job submitted "after now" has
+// waited 0 s so far, not a negative time, as the policies' age counts it.
+func TestMetrics_WaitNeverNegative(t *testing.T) {
+	now := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
+	pending := []policy.Job{
+		{ID: 1, User: "u", Account: "ahead", Submit: now.Add(2 * time.Minute)},
+		{ID: 2, User: "u", Account: "mixed", Submit: now.Add(-time.Minute)},
+		{ID: 3, User: "u", Account: "mixed", Submit: now.Add(10 * time.Minute)},
+	}
+	m := NewMetrics()
+	m.ranked(&policy.Snapshot{Now: now, Pending: pending}, nil, slurmctl.Report{}, accounting.Cycle{})
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		if !strings.HasPrefix(f.GetName(), "fairway_queue_wait") {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "account" {
+					got[f.GetName()+"/"+l.GetValue()] = mt.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{
+		"fairway_queue_wait_seconds/ahead": 0, "fairway_queue_wait_max_seconds/ahead": 0,
+		"fairway_queue_wait_seconds/mixed": 30, "fairway_queue_wait_max_seconds/mixed": 60,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("wait gauges (-want +got):\n%s", diff)
 	}
 }
