@@ -370,6 +370,31 @@ func TestPowerSaver_RefusedChangesCountAgainstTheCap(t *testing.T) {
 	}
 }
 
+// TestPowerSaver_SeededChangesAheadOfTheClock: the changes an earlier
+// serve made, read back from the database at start-up, are stamped by
+// that serve's clock. When this one's reads earlier (a standby on a host
+// whose clock is behind the old leader's, or a wall clock stepped back
+// since), they look a few minutes ahead of now: they were still made in
+// the last hour, and the cap counts them.
+func TestPowerSaver_SeededChangesAheadOfTheClock(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	cfg := PowerConfig{Buffer: 0, MaxChangesPerHour: 2, Step: 10 * time.Minute}
+	running := slurmctl.Job{Job: policy.Job{ID: 1, State: policy.StateRunning, Nodes: 1}, NodeList: []string{"gpu1"}}
+	live := &fakePower{}
+	ps, err := NewPowerSaver(cfg, "c", &PowerLive{PowerWriter: live}, &fakePowerRec{}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.SeedChanges([]time.Time{now.Add(4 * time.Minute), now.Add(5 * time.Minute)})
+	rep := ps.Cycle(t.Context(), 1, now, powerCluster(running), &Live{}, true)
+	if len(live.calls) != 0 {
+		t.Errorf("changes sent with the hour's cap of %d spent by the earlier serve: %v", cfg.MaxChangesPerHour, live.calls)
+	}
+	if rep.Decision.HeldByCap != 3 {
+		t.Errorf("%d changes held by the cap, want 3 (gpu2-gpu4 idle above need)", rep.Decision.HeldByCap)
+	}
+}
+
 // TestRunner_PowerRecordedByLeaderOnly: the leader records its power
 // actions, done or (in a dry run) planned; a follower plans the same
 // ones and records none, so the report and explain count each once.

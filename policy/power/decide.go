@@ -103,7 +103,8 @@ type Inputs struct {
 	ForecastBy string
 	Step       time.Duration
 	// Changes are the times of the power changes made in the last hour
-	// (older ones are ignored), for the hourly cap.
+	// (older ones are ignored; later ones than Now count), for the hourly
+	// cap.
 	Changes  []time.Time
 	Settings Settings
 	// Nowcast, when set, is the trend nowcast's state (Settings.Nowcast
@@ -291,7 +292,10 @@ func Decide(in Inputs) (Decision, error) {
 	if st.MaxChangesPerHour > 0 {
 		recent := 0
 		for _, t := range in.Changes {
-			if !t.After(in.Now) && in.Now.Sub(t) < time.Hour {
+			// One stamped after now was made all the same: by a clock
+			// ahead of this one's (an earlier serve's, read back from
+			// the database), or before this clock stepped back.
+			if in.Now.Sub(t) < time.Hour {
 				recent++
 			}
 		}

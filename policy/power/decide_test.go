@@ -95,6 +95,13 @@ func TestDecide_Actions(t *testing.T) {
 			Changes: []time.Time{now.Add(-10 * time.Minute), now.Add(-2 * time.Hour)}},
 		want: []string{"power-down n4", "power-down n3"},
 	}, {
+		// Stamped by a clock ahead of Now's (an earlier serve's), or
+		// before Now's stepped back: made in the last hour all the same.
+		name: "changes stamped after now count against the cap",
+		in: Inputs{Now: now, Nodes: idle("n1", "n2", "n3", "n4"), Settings: Settings{Buffer: 0, MaxChangesPerHour: 3},
+			Changes: []time.Time{now.Add(time.Minute), now.Add(5 * time.Minute)}},
+		want: []string{"power-down n4"},
+	}, {
 		name: "excluded, unusable and powering-down nodes are never touched",
 		in: Inputs{Nodes: []Node{{Name: "n1", Power: On, Usable: true}, {Name: "n2", Power: On, Usable: false},
 			{Name: "n3", Power: PoweringDown, Usable: true}, {Name: "n4", Power: Off, Usable: true}},
