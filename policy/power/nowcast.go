@@ -70,6 +70,9 @@ type NowcastState struct {
 	recent                []int // demand of the last window+1 steps, oldest first
 	last                  int64 // the last step observed
 	lastLack              int
+	// shift is added to the caller's step indices: the steps its clock
+	// went back by (Observe).
+	shift int64
 }
 
 // Start returns the nowcast's state for steps of step; nil when the
@@ -107,10 +110,19 @@ func (s *NowcastState) Window() int { return s.window }
 // Observe records step idx's demand and lack (the demand that found no
 // usable powered node) and says whether the nowcast fires after it, and
 // with what. Steps skipped since the last call repeat the last one's
-// demand and lack; a step at or before the last one observed is ignored.
+// demand and lack; the last step observed again is ignored. A step
+// before it means the caller's clock stepped back (serve's steps are its
+// wall clock's minutes: an NTP step, a VM resumed): time went on all the
+// same, so it is taken as the step after the last, and the steps after
+// it count on from there.
 func (s *NowcastState) Observe(idx int64, demand, lack int) (Ramp, bool) {
 	if s.last != math.MinInt64 {
-		if idx <= s.last {
+		idx += s.shift
+		if idx < s.last {
+			s.shift += s.last + 1 - idx
+			idx = s.last + 1
+		}
+		if idx == s.last {
 			return Ramp{}, false
 		}
 		prev := s.recent[len(s.recent)-1]

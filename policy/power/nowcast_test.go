@@ -31,6 +31,11 @@ func TestNowcast_Observe(t *testing.T) {
 		// has lacked two steps and rose over the window.
 		{"a skipped step repeats the last", []obs{{-1, 8, 0}, {0, 10, 1}, {2, 14, 2}}, Ramp{Want: 16, Demand: 14, Low: 10, Lacking: 3, Gain: 0.5}, true},
 		{"an old step is ignored", []obs{{0, 10, 0}, {1, 14, 2}, {2, 18, 3}, {2, 30, 9}}, Ramp{}, false},
+		// serve's steps are its wall clock's minutes: after the clock
+		// steps back an hour, time still went on, and the nowcast
+		// follows demand from the step after the last one.
+		{"after the clock stepped back, the next step", []obs{{0, 10, 0}, {1, 14, 2}, {-59, 18, 3}}, Ramp{Want: 22, Demand: 18, Low: 10, Lacking: 2, Gain: 0.5}, true},
+		{"after the clock stepped back, the steps go on", []obs{{0, 10, 0}, {1, 14, 0}, {-59, 14, 2}, {-59, 40, 9}, {-58, 18, 3}}, Ramp{Want: 20, Demand: 18, Low: 14, Lacking: 2, Gain: 0.5}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := nc.Start(time.Minute)
