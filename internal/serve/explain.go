@@ -84,7 +84,7 @@ func Explain(res *CycleResult, id int64) (*Explanation, error) {
 	a := policy.AssocOf(j)
 	ex := &Explanation{
 		JobID: id, User: j.User, Account: j.Account, Rank: idx + 1, Of: len(res.Ranked), Score: sc.Value, Parts: sc.Parts.Map(),
-		LimitS: j.TimeLimit.Seconds(), WaitingS: s.Now.Sub(j.Submit).Seconds(), AcctShare: s.Shares.Account(j.Account),
+		LimitS: j.TimeLimit.Seconds(), WaitingS: max(0, s.Now.Sub(j.Submit).Seconds()), AcctShare: s.Shares.Account(j.Account),
 	}
 	if d, ok := s.Predicted[id]; ok {
 		p := d.Seconds()

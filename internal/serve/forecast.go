@@ -171,7 +171,7 @@ func NewQueueForecast(pol string, m schedule.Machine, snap *policy.Snapshot, run
 	for r, e := range pf.Pending {
 		j := jobs[e.JobID]
 		jf := JobForecast{JobID: j.ID, User: j.User, Account: j.Account, Partition: j.Partition, Rank: e.Rank, Of: len(pf.Pending),
-			Submit: j.Submit, WaitS: s.Now.Sub(j.Submit).Seconds(), PredictedRunS: e.Run.Seconds(), TimeLimitS: j.TimeLimit.Seconds(),
+			Submit: j.Submit, WaitS: max(0, s.Now.Sub(j.Submit).Seconds()), PredictedRunS: e.Run.Seconds(), TimeLimitS: j.TimeLimit.Seconds(),
 			GPUs: j.GPUs, Shards: j.Shards, Tasks: e.Tasks}
 		le := lf.Pending[r]
 		switch {

@@ -184,3 +184,36 @@ func TestNewQueueForecast_NoRunningJobToWaitFor(t *testing.T) {
 		}
 	}
 }
+
+// TestNewQueueForecast_WaitNeverNegative: a job Slurm stamps after the
+// cycle's now (serve's clock stepped back, or runs behind slurmctld's)
+// has waited 0 s so far in GET /v1/queue and `fairway queue`, not a
+// negative time.
+func TestNewQueueForecast_WaitNeverNegative(t *testing.T) {
+	now := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
+	job := policy.Job{ID: 2, User: "u", Account: "a", Partition: "gpu", GPUs: 1, TimeLimit: time.Hour,
+		Submit: now.Add(3 * time.Minute), State: policy.StatePending, ArrayTask: -1}
+	snap := &policy.Snapshot{Now: now, Pending: []policy.Job{job}}
+	q, err := NewQueueForecast("fifo", schedule.Machine{Nodes: 1, PerNode: 4}, snap, nil, []policy.Score{{JobID: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Jobs) != 1 || q.Jobs[0].WaitS != 0 {
+		t.Errorf("jobs %+v: want job 2 with wait_s 0", q.Jobs)
+	}
+}
+
+// TestExplain_WaitNeverNegative: `fairway explain` of a job Slurm stamps
+// after the cycle's now says it has waited 0 s, not a negative time.
+func TestExplain_WaitNeverNegative(t *testing.T) {
+	now := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
+	job := policy.Job{ID: 2, User: "u", Account: "a", Submit: now.Add(3 * time.Minute), State: policy.StatePending, ArrayTask: -1}
+	res := &CycleResult{Snapshot: &policy.Snapshot{Now: now, Pending: []policy.Job{job}}, Ranked: []policy.Score{{JobID: 2}}}
+	ex, err := Explain(res, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.WaitingS != 0 {
+		t.Errorf("waiting_s %v, want 0", ex.WaitingS)
+	}
+}
