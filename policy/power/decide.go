@@ -103,8 +103,8 @@ type Inputs struct {
 	ForecastBy string
 	Step       time.Duration
 	// Changes are the times of the power changes made in the last hour
-	// (older ones are ignored; later ones than Now count), for the hourly
-	// cap.
+	// (older ones are ignored; later ones than Now count, up to an hour
+	// ahead), for the hourly cap.
 	Changes  []time.Time
 	Settings Settings
 	// Nowcast, when set, is the trend nowcast's state (Settings.Nowcast
@@ -294,8 +294,10 @@ func Decide(in Inputs) (Decision, error) {
 		for _, t := range in.Changes {
 			// One stamped after now was made all the same: by a clock
 			// ahead of this one's (an earlier serve's, read back from
-			// the database), or before this clock stepped back.
-			if in.Now.Sub(t) < time.Hour {
+			// the database), or before this clock stepped back. Only
+			// within the hour: a stamp further ahead is a clock gone
+			// wrong, and counting it would freeze the cap until then.
+			if d := in.Now.Sub(t); d < time.Hour && d > -time.Hour {
 				recent++
 			}
 		}

@@ -57,14 +57,14 @@ func TestDecide_Actions(t *testing.T) {
 		want: []string{"power-down n2", "power-down n1"},
 	}, {
 		name: "an off node a pending job is scheduled on is powered up at once",
-		in: Inputs{Nodes: []Node{off("n1"), off("n2")}, Settings: Settings{Buffer: 0, MaxChangesPerHour: 1},
+		in: Inputs{Now: now, Nodes: []Node{off("n1"), off("n2")}, Settings: Settings{Buffer: 0, MaxChangesPerHour: 1},
 			Changes: []time.Time{now.Add(-time.Minute)},
 			Jobs:    []Job{{ID: 9, Pending: true, Nodes: 1, NodeList: []string{"n2"}, WaitsForNodes: true}}},
 		want: []string{"power-up n2"},
 		lack: 1,
 	}, {
 		name: "pending demand above powered capacity powers up at once, whatever the cap",
-		in: Inputs{Nodes: []Node{busy("n1"), off("n2"), off("n3"), off("n4")}, Settings: Settings{Buffer: 0, MaxChangesPerHour: 1},
+		in: Inputs{Now: now, Nodes: []Node{busy("n1"), off("n2"), off("n3"), off("n4")}, Settings: Settings{Buffer: 0, MaxChangesPerHour: 1},
 			Changes: []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Minute)},
 			Jobs:    []Job{{ID: 10, Pending: true, Nodes: 2, WaitsForNodes: true}}},
 		want: []string{"power-up n2", "power-up n3"},
@@ -101,6 +101,13 @@ func TestDecide_Actions(t *testing.T) {
 		in: Inputs{Now: now, Nodes: idle("n1", "n2", "n3", "n4"), Settings: Settings{Buffer: 0, MaxChangesPerHour: 3},
 			Changes: []time.Time{now.Add(time.Minute), now.Add(5 * time.Minute)}},
 		want: []string{"power-down n4"},
+	}, {
+		// A stamp more than an hour ahead is a clock gone wrong: counted,
+		// it would hold the cap spent until Now reached it.
+		name: "changes stamped over an hour after now do not count",
+		in: Inputs{Now: now, Nodes: idle("n1", "n2", "n3", "n4"), Settings: Settings{Buffer: 0, MaxChangesPerHour: 3},
+			Changes: []time.Time{now.Add(2 * time.Hour), now.Add(365 * 24 * time.Hour)}},
+		want: []string{"power-down n4", "power-down n3", "power-down n2"},
 	}, {
 		name: "excluded, unusable and powering-down nodes are never touched",
 		in: Inputs{Nodes: []Node{{Name: "n1", Power: On, Usable: true}, {Name: "n2", Power: On, Usable: false},
