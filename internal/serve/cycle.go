@@ -631,6 +631,15 @@ func splitComma(s string) func(func(string) bool) {
 // and finished between two cycles are included too (they ran). It also
 // returns the finished jobs to record in the history.
 func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Time) (stopped, finished []policy.Job) {
+	// endNow is the end serve gives a job whose end Slurm does not say:
+	// now, but never before the job's start, which slurmctld stamped by
+	// its own clock (serve's may run behind it, or have stepped back).
+	endNow := func(start time.Time) time.Time {
+		if now.Before(start) {
+			return start
+		}
+		return now
+	}
 	listed := make(map[int64]*policy.Job, len(cl.Jobs))
 	for i := range cl.Jobs {
 		listed[cl.Jobs[i].ID] = &cl.Jobs[i].Job
@@ -640,14 +649,14 @@ func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 		switch {
 		case !ok:
 			p := prev
-			p.End, p.State = now, policy.StateCompleted
+			p.End, p.State = endNow(p.Start), policy.StateCompleted
 			stopped = append(stopped, p)
 			r.finished[id] = true
 		case j.State == policy.StateRunning:
 			// still running
 		case j.State == policy.StatePending:
 			p := *j // requeued: keeps its attained service
-			p.Start, p.End = prev.Start, now
+			p.Start, p.End = prev.Start, endNow(prev.Start)
 			stopped = append(stopped, p)
 		case j.State.Finished():
 			p := *j
@@ -655,7 +664,7 @@ func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 				p.Start = prev.Start
 			}
 			if p.End.IsZero() {
-				p.End = now
+				p.End = endNow(p.Start)
 			}
 			stopped = append(stopped, p)
 			finished = append(finished, p)

@@ -307,6 +307,32 @@ func TestRunner_StoppedJobs(t *testing.T) {
 	}
 }
 
+// TestRunner_StoppedEndsNotBeforeStart: serve gives the end of a job
+// Slurm forgot, requeued or finished without an end by its own clock,
+// which can read earlier than the start slurmctld stamped (a clock behind
+// slurmctld's, or stepped back): the end is then the start, never before
+// it, so the history never holds a job that ended before it began.
+func TestRunner_StoppedEndsNotBeforeStart(t *testing.T) {
+	g := newRig(t, Config{}, false)
+	ahead := g.clock.Add(10 * time.Minute) // slurmctld's clock, ahead of serve's
+	gone, requeued, noEnd := job(1, "a", policy.StateRunning, 0), job(2, "b", policy.StateRunning, 0), job(3, "c", policy.StateRunning, 0)
+	gone.Start, requeued.Start, noEnd.Start = ahead, ahead, ahead
+	g.cycle(t, gone, requeued, noEnd)
+	rq := requeued
+	rq.State, rq.Start = policy.StatePending, time.Time{}
+	ne := noEnd
+	ne.State = policy.StateCancelled
+	st, fin := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{rq, ne}}, nil, g.clock.Add(30*time.Second))
+	if len(st) != 3 || len(fin) != 1 {
+		t.Fatalf("stopped %d, finished %d; want 3, 1", len(st), len(fin))
+	}
+	for _, j := range append(st, fin...) {
+		if !j.End.Equal(ahead) {
+			t.Errorf("job %d: start %v, end %v; want the end at the start, %v", j.ID, j.Start, j.End, ahead)
+		}
+	}
+}
+
 // TestRunner_FirstCycleDoesNotChargeOldJobs: jobs that finished before
 // serve's first cycle are recorded but not charged again (the engine was
 // warmed from the history that holds them); jobs that finish between two
