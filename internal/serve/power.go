@@ -111,13 +111,14 @@ func (l *PowerLive) Planner() PowerSink {
 	return l.planner
 }
 
-// PowerPlanner is the PowerSink that plans: it keeps what it was asked,
-// changes nothing and reports every action taken. It still reads the
-// plan's nodes through Reader (nil: none known), because a plan must be
-// decided as the real run would decide.
+// PowerPlanner is the PowerSink that plans: it keeps what each node
+// would be, changes nothing and reports every action taken. It still
+// reads the plan's nodes through Reader (nil: none known), because a plan
+// must be decided as the real run would decide. It lives as long as serve
+// and plans at every cycle, so it keeps nothing per action: the cycle's
+// PowerReport says what was planned.
 type PowerPlanner struct {
-	Reader  PowerWriter
-	Planned []string // "power-down gpu2", in order
+	Reader PowerWriter
 
 	planned map[string]power.Op // what the nodes would be now
 }
@@ -128,7 +129,6 @@ func (p *PowerPlanner) SetPower(_ context.Context, node string, up bool) error {
 	if up {
 		op = power.PowerUp
 	}
-	p.Planned = append(p.Planned, string(op)+" "+node)
 	if p.planned == nil {
 		p.planned = map[string]power.Op{}
 	}
