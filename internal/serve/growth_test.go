@@ -3,12 +3,14 @@ package serve
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/policy/rewrite"
 	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
@@ -77,5 +79,51 @@ func TestPowerSaver_PlanRetainsNothingPerCycle(t *testing.T) {
 	t.Logf("%d actions planned; heap grew %d bytes from cycle %d to %d", actions, grown, first, last)
 	if grown > 64<<10 {
 		t.Errorf("heap grew %d bytes over %d cycles of planned power actions; want it bounded by the nodes, not the cycles", grown, last-first)
+	}
+}
+
+// TestRunner_DryRunRewriteRetainsNoResizes runs serve --dry-run with
+// resource rewriting: the sink is one Planner for the life of the process
+// that hands its records to the database. Every cycle new pending jobs
+// get CPUs planned; the Planner must not keep a report per cycle.
+func TestRunner_DryRunRewriteRetainsNoResizes(t *testing.T) {
+	const cycles = 2_000
+	var samples []rewrite.UsageSample
+	for i := range 4 {
+		samples = append(samples, rewrite.UsageSample{JobID: int64(100 + i), User: "alice", Name: "light", End: t0.Add(-time.Hour),
+			State: policy.StateCompleted, GPUs: 1, CPUs: 2, Run: time.Hour, GPUUtilPct: 12, GPUMemPeakMB: 4000, GPUMemTotalMB: 81920, CPUsUsed: -1})
+	}
+	rw, err := NewRewriter(RewriteConfig{Partitions: []string{"gpu"}, Rules: map[string]bool{"cpus": true},
+		Table: filepath.Join(t.TempDir(), "fairway-rewrite.table"), TableMaxAge: 15 * time.Minute, HistoryDays: 30, RefreshEvery: 10,
+		ShareMaxUtil: 50, MinHistory: 3, ShardsPerGPU: 4, Cluster: "c"}, quietLogger(), &fakeUsage{samples}, &fakeResizer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := NewPlanner(discardStore{}, nil)
+	src := &fakeReader{}
+	r := New(Config{Cluster: "c", Policy: "fifo", Range: policy.SiteFactorRange(), Field: "site_factor"},
+		Parts{Source: src, Sink: plan, Leader: AlwaysLeader{}, Engine: fifoEngine(t), Rewriter: rw}, quietLogger())
+	clock := t0
+	r.now = func() time.Time { return clock }
+	resized := 0
+	for k := range cycles {
+		clock = clock.Add(30 * time.Second)
+		// Each job waits ten cycles; ten are pending at a time.
+		var jobs []slurmctl.Job
+		for id := int64(max(0, k-9)); id <= int64(k); id++ {
+			jobs = append(jobs, pendingJob(1000+id, "alice", "light", "gpu", 1, 1))
+		}
+		src.cl = rewriteCluster(jobs...)
+		res, err := r.RunCycle(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resized += len(res.Rewrite.Resize.Applied)
+	}
+	if resized < cycles {
+		t.Fatalf("%d resizes planned in %d cycles: the test proves nothing", resized, cycles)
+	}
+	if len(plan.Resizes) != 0 {
+		t.Errorf("the dry run's Planner keeps %d resize reports after %d cycles; want none (they are in each cycle's report)", len(plan.Resizes), cycles)
 	}
 }

@@ -161,9 +161,9 @@ type Planner struct {
 	Recorder Recorder // nil: keep records in memory only
 
 	// What would have happened, for tests and callers that print it.
-	Tables      map[string][]byte // path → the table that would be written
-	ValueWrites int               // WriteValues calls that planned a change
-	Resizes     []slurmctl.ResizeReport
+	Tables      map[string][]byte       // path → the table that would be written
+	ValueWrites int                     // WriteValues calls that planned a change
+	Resizes     []slurmctl.ResizeReport // only without a Recorder (Resize)
 	Decisions   []accounting.Decision
 	Finished    []policy.Job
 	Cycles      []accounting.Cycle
@@ -233,13 +233,17 @@ func (p *Planner) Adopt(map[int64]slurmctl.Frozen) {}
 func (p *Planner) Prime(context.Context) (int, error) { return len(p.held), nil }
 
 // Resize implements Sink: the plan, checked exactly as the writer checks
-// it (slurmctl.PlanResize), reported applied.
+// it (slurmctl.PlanResize), reported applied. Like the records, it is
+// kept in Resizes only without a Recorder: a Planner with one is a dry-run
+// serve's, which plans at every cycle for as long as it runs.
 func (p *Planner) Resize(_ context.Context, jobs []slurmctl.Job, want []slurmctl.Resize) (slurmctl.ResizeReport, error) {
 	rep, err := slurmctl.PlanResize(jobs, want)
 	if err == nil {
 		rep.Applied = rep.Planned
 	}
-	p.Resizes = append(p.Resizes, rep)
+	if p.Recorder == nil {
+		p.Resizes = append(p.Resizes, rep)
+	}
 	return rep, err
 }
 
