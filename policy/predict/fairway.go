@@ -124,7 +124,15 @@ func (p *FairwayParams) defaults() error {
 type fairwayPredictor struct {
 	p     FairwayParams
 	users map[string]*fwUser
-	names map[string]int32
+	// names interns the names of the kept items (fwItem.name). A name
+	// leaves once no kept item has it, and its id is given to the next
+	// new name: names are often unique to a job, and a serve observes
+	// jobs for months. An id no kept item has matches nothing, as -1
+	// (nameID's unknown name) does, so reusing it changes no prediction.
+	names     map[string]int32
+	nameOf    []string // by id; "" while free
+	nameRefs  []int32  // kept items by name id
+	freeNames []int32
 	// matches summarise the users' kept jobs by key for features.
 	matches fwMatches
 	// recent is an exponentially weighted mean of log(1+run) over all jobs.
@@ -149,11 +157,29 @@ type fairwayPredictor struct {
 // intern returns the id of a job name, adding it when new.
 func (f *fairwayPredictor) intern(name string) int32 {
 	id, ok := f.names[name]
-	if !ok {
-		id = int32(len(f.names))
-		f.names[strings.Clone(name)] = id
+	if ok {
+		return id
 	}
+	if n := len(f.freeNames); n > 0 {
+		id, f.freeNames = f.freeNames[n-1], f.freeNames[:n-1]
+	} else {
+		id = int32(len(f.nameOf))
+		f.nameOf, f.nameRefs = append(f.nameOf, ""), append(f.nameRefs, 0)
+	}
+	name = strings.Clone(name)
+	f.names[name], f.nameOf[id] = id, name
 	return id
+}
+
+// release drops a kept item's hold on name id, and the name with the
+// last.
+func (f *fairwayPredictor) release(id int32) {
+	if f.nameRefs[id]--; f.nameRefs[id] > 0 {
+		return
+	}
+	delete(f.names, f.nameOf[id])
+	f.nameOf[id] = ""
+	f.freeNames = append(f.freeNames, id)
 }
 
 // nameID is the id of a known name, -1 for a name never observed.
@@ -263,11 +289,19 @@ func (f *fairwayPredictor) Observe(j *policy.Job) {
 	if j.TimeLimit > 0 {
 		ratio = float32(run / j.TimeLimit.Seconds())
 	}
+	evicted := int32(-1) // the name of the item add drops from the ring
+	if len(u.items) == f.p.History {
+		evicted = u.at(f.p.History - 1).name
+	}
+	f.nameRefs[name]++
 	u.add(fwItem{
 		submit: j.Submit.Unix(), end: j.End.Unix(), run: float32(run), lrun: y,
 		limit: float32(j.TimeLimit.Seconds()), ratio: ratio, name: name, cpus: int32(j.CPUs), gpus: int32(j.GPUs),
 		failed: j.State != policy.StateCompleted && j.State != policy.StateUnknown && j.State != policy.StateTimeout,
 	}, f.p.History, &f.matches)
+	if evicted >= 0 {
+		f.release(evicted)
+	}
 	if f.observed == 0 {
 		f.recent = float64(y)
 	} else {
