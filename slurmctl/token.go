@@ -150,7 +150,16 @@ type ScontrolTokenConfig struct {
 	RenewBefore time.Duration // renew this long before expiry; default Lifespan/3
 	Scontrol    string        // path of scontrol; default "scontrol"
 	Runner      Runner        // default ExecRunner{}
+	// CmdTimeout bounds each `scontrol token` run; default 30s, as long
+	// as the request the token is for waits for its own answer.
+	CmdTimeout time.Duration
 }
+
+// renewRetry is how long a ScontrolToken whose renewal failed keeps using
+// the still valid token before it runs `scontrol token` again. Without
+// it a slurmctld too busy to answer would hold every request of a cycle
+// for a whole CmdTimeout in turn.
+const renewRetry = time.Minute
 
 // ScontrolToken mints tokens with `scontrol token username=U lifespan=S`
 // and renews them before they expire. Only SlurmUser (or root) may mint a
@@ -163,6 +172,7 @@ type ScontrolToken struct {
 	mu    sync.Mutex
 	token string
 	exp   time.Time
+	retry time.Time // the last renewal failed: none again before it while token is valid
 	now   func() time.Time
 }
 
@@ -184,7 +194,10 @@ func NewScontrolToken(cfg ScontrolTokenConfig, log *slog.Logger) (*ScontrolToken
 	if cfg.RenewBefore < 0 || cfg.RenewBefore >= cfg.Lifespan {
 		return nil, fmt.Errorf("scontrol token: renew-before %s: want between 0 and the lifespan %s", cfg.RenewBefore, cfg.Lifespan)
 	}
-	fillCommands(&cfg.Runner, nil, 0, program{&cfg.Scontrol, "scontrol"})
+	fillCommands(&cfg.Runner, &cfg.CmdTimeout, 30*time.Second, program{&cfg.Scontrol, "scontrol"})
+	if cfg.CmdTimeout < 0 {
+		return nil, fmt.Errorf("scontrol token: command timeout %s: want positive", cfg.CmdTimeout)
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -192,26 +205,29 @@ func NewScontrolToken(cfg ScontrolTokenConfig, log *slog.Logger) (*ScontrolToken
 }
 
 // Token returns the cached token, minting a new one when it is within
-// RenewBefore of expiry. If renewal fails while the cached token is still
-// valid, the cached one is returned and the failure logged; once it has
+// RenewBefore of expiry. If renewal fails or times out (CmdTimeout) while
+// the cached token is still valid, the cached one is returned, the
+// failure logged, and renewal tried again renewRetry later; once it has
 // expired the failure is returned.
 func (s *ScontrolToken) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	if s.token != "" && now.Before(s.exp.Add(-s.cfg.RenewBefore)) {
+	valid := s.token != "" && now.Before(s.exp)
+	if valid && (now.Before(s.exp.Add(-s.cfg.RenewBefore)) || now.Before(s.retry)) {
 		return s.token, nil
 	}
 	tok, exp, err := s.mint(ctx, now)
 	if err != nil {
-		if s.token != "" && now.Before(s.exp) {
+		if valid {
+			s.retry = now.Add(renewRetry)
 			s.log.Warn("token renewal failed; using the current token until it expires",
-				"error", err, "expires_in_seconds", s.exp.Sub(now).Seconds())
+				"error", err, "expires_in_seconds", s.exp.Sub(now).Seconds(), "retry_in_seconds", renewRetry.Seconds())
 			return s.token, nil
 		}
 		return "", err
 	}
-	s.token, s.exp = tok, exp
+	s.token, s.exp, s.retry = tok, exp, time.Time{}
 	s.log.Debug("minted slurm token", "user", s.cfg.User, "expires_in_seconds", exp.Sub(now).Seconds())
 	return tok, nil
 }
@@ -225,8 +241,13 @@ func (s *ScontrolToken) Invalidate() {
 
 func (s *ScontrolToken) mint(ctx context.Context, now time.Time) (string, time.Time, error) {
 	secs := int64(s.cfg.Lifespan / time.Second)
-	out, stderr, err := s.cfg.Runner.Run(ctx, nil, s.cfg.Scontrol, "token",
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CmdTimeout)
+	defer cancel()
+	out, stderr, err := s.cfg.Runner.Run(cctx, nil, s.cfg.Scontrol, "token",
 		"username="+s.cfg.User, "lifespan="+strconv.FormatInt(secs, 10))
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %s (slurmctld busy or down?)", s.cfg.CmdTimeout)
+	}
 	// stdout holds the token: it never goes into an error or a log.
 	tok := ""
 	for _, line := range bytes.Split(out, []byte("\n")) {

@@ -133,6 +133,70 @@ func TestScontrolToken_RenewsBeforeExpiry(t *testing.T) {
 	src.Invalidate()
 }
 
+// hungScontrol is `scontrol token` against a slurmctld too busy to
+// answer: it returns only when its context ends. Run without a deadline
+// it fails at once instead, so that a test of a missing timeout fails
+// rather than hangs.
+type hungScontrol struct {
+	calls      int
+	noDeadline bool
+}
+
+func (h *hungScontrol) Run(ctx context.Context, _ []byte, _ string, _ ...string) ([]byte, []byte, error) {
+	h.calls++
+	if _, ok := ctx.Deadline(); !ok {
+		h.noDeadline = true
+		return nil, nil, errors.New("run without a timeout")
+	}
+	<-ctx.Done()
+	return nil, nil, errors.New("signal: killed")
+}
+
+// TestScontrolToken_HungRenewalKeepsTheValidToken: in the last third of
+// the token's life `scontrol token` hangs (slurmctld busy). The renewal
+// gives up after CmdTimeout, the still valid token is used, and the next
+// renewal waits renewRetry rather than holding each request for another
+// CmdTimeout; once the token expired the timeout is the error.
+func TestScontrolToken_HungRenewalKeepsTheValidToken(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	now := start
+	src, err := NewScontrolToken(ScontrolTokenConfig{User: "root", Lifespan: time.Hour, CmdTimeout: 10 * time.Millisecond,
+		Runner: &fakeScontrol{exps: []time.Time{start.Add(time.Hour)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.now = func() time.Time { return now }
+	first, err := src.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := &hungScontrol{}
+	src.cfg.Runner = hung
+	for _, step := range []struct {
+		at    time.Duration // since start
+		calls int           // scontrol runs so far
+		fail  bool
+	}{
+		{41 * time.Minute, 1, false}, // 19m left: renew, which hangs
+		{41*time.Minute + time.Second, 1, false},
+		{41*time.Minute + renewRetry, 2, false},
+		{61 * time.Minute, 3, true}, // expired
+	} {
+		now = start.Add(step.at)
+		tok, err := src.Token(context.Background())
+		switch {
+		case hung.noDeadline:
+			t.Fatalf("at %s: scontrol token ran without a timeout", step.at)
+		case hung.calls != step.calls:
+			t.Errorf("at %s: %d scontrol runs, want %d", step.at, hung.calls, step.calls)
+		case step.fail && (!errors.Is(err, ErrToken) || !strings.Contains(err.Error(), "no answer within 10ms")):
+			t.Errorf("at %s: %v, want ErrToken saying scontrol did not answer", step.at, err)
+		case !step.fail && (err != nil || tok != first):
+			t.Errorf("at %s: %v, want the valid token", step.at, err)
+		}
+	}
+}
+
 // TestClient_RenewsOnceWhenRejected: a token slurmctld rejects is renewed
 // and the read tried again, once.
 func TestClient_RenewsOnceWhenRejected(t *testing.T) {
