@@ -217,12 +217,23 @@ func (w *Writer) handBackScontrol(ctx context.Context, rep *HandBackReport) erro
 	var b bytes.Buffer
 	var sent []HandBackOne
 	var first error
-	for _, one := range rep.Planned {
+	for i, one := range rep.Planned {
 		why, err := w.recheck(ctx, rep, one)
 		if err != nil {
 			one.Err = fmt.Errorf("hand back job %s: read it first: %w", one.Target, err)
 			rep.Failed = append(rep.Failed, one)
 			first = cmpOr(first, one.Err)
+			if !jobRejected(err) {
+				// Every read would wait and fail the same way (the
+				// re-read is over REST, whatever writes): the rest stay
+				// frozen, reported failed for the next try. Those read
+				// already are handed back, as over REST.
+				for _, rest := range rep.Planned[i+1:] {
+					rest.Err = errNotAttempted
+					rep.Failed = append(rep.Failed, rest)
+				}
+				break
+			}
 			continue
 		}
 		if why != "" {

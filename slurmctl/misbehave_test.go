@@ -181,3 +181,54 @@ func TestWriter_HandBackStopsWhenSlurmrestdStalls(t *testing.T) {
 		t.Errorf("%d reads, %d hand-backs sent; want the %d attempts of the first job's read and none sent", n, posts.Load(), attempts)
 	}
 }
+
+// TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls: on 22.05
+// (v0.0.38) the hand-back goes through scontrol, but each job is read
+// again over REST first; the first re-read stalls mid-answer (slurmctld
+// busy). The hand-backs stop there, as over REST: the two jobs not read
+// are reported failed (not attempted) for the next try, no scontrol runs,
+// and no other job's re-read waits out its four timed-out attempts.
+func TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls(t *testing.T) {
+	jobs, _ := fixtureJobs(t)
+	frozen := map[int64]Frozen{}
+	for i := range jobs {
+		if j := &jobs[i]; len(frozen) < 3 && handBackSkip(j, true, Frozen{Priority: j.Priority}) == "" {
+			frozen[j.ID] = Frozen{Priority: j.Priority}
+		}
+	}
+	if len(frozen) != 3 {
+		t.Fatalf("%d jobs of the fixture can be handed back, want 3", len(frozen))
+	}
+	captured := fixture(t, "jobs.200.json")
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/slurm/"+V0038+"/job/") {
+			http.NotFound(w, r)
+			return
+		}
+		reads.Add(1)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(captured[:len(captured)/2])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	cl := testClient(t, srv.URL, V0038, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
+	fake := &fakeRunner{}
+	w, err := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: siteRange(), Runner: fake}, cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.HandBack(context.Background(), jobs, frozen)
+	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 3 || len(rep.Applied) != 0 {
+		t.Fatalf("HandBack: %v, failed %d, applied %d; want ErrTimeout and all 3 failed", err, len(rep.Failed), len(rep.Applied))
+	}
+	for _, f := range rep.Failed[1:] {
+		if !errors.Is(f.Err, errNotAttempted) {
+			t.Errorf("job %d: %v, want not attempted", f.JobID, f.Err)
+		}
+	}
+	if n, attempts := reads.Load(), int32(cl.cfg.ReadAttempts); n != attempts || len(fake.calls) != 0 {
+		t.Errorf("%d reads, scontrol run %d times; want the %d attempts of the first job's read and no run", n, len(fake.calls), attempts)
+	}
+}
