@@ -455,9 +455,11 @@ func newServeRunner(ctx context.Context, cfg serveConfig, d serveDeps, parts ser
 	return r, nil
 }
 
-// serveLoop runs s's loop until ctx ends (SIGTERM/SIGINT), finishing the cycle
-// in flight: metrics and health on cfg.Listen, the job API on cfg.HTTPAddr,
-// history pulls every cfg.SyncEvery cycles and retention by the leader.
+// serveLoop runs s's loop until ctx ends (SIGTERM/SIGINT), then stops within
+// serve.Loop's bound (reads at once, writes after a grace, what was recorded
+// shipped or spilled): metrics and health on cfg.Listen, the job API on
+// cfg.HTTPAddr, history pulls every cfg.SyncEvery cycles and retention by the
+// leader.
 func serveLoop(ctx context.Context, cfg serveConfig, s *openedServe, base *slog.Logger) error {
 	log := base.With("component", "serve")
 	r := s.Runner

@@ -206,10 +206,10 @@ func (b *recordBuffer) addCycle(c accounting.Cycle) {
 	b.mem.Cycles = append(b.mem.Cycles, c)
 }
 
-// spill writes the memory batch to a new file in dir when it is over the
+// spill writes the memory batch to a new file in dir when it is over
 // limit.
-func (b *recordBuffer) spill() (bool, error) {
-	if b.dir == "" || b.mem.len() <= b.limit {
+func (b *recordBuffer) spill(limit int) (bool, error) {
+	if b.dir == "" || b.mem.len() <= limit {
 		return false, nil
 	}
 	if _, err := b.write(&b.mem, spillSuffix); err != nil {
@@ -425,7 +425,7 @@ func (b *recordBuffer) flush(ctx context.Context, s Recorder, log *slog.Logger) 
 func (r *Runner) flush(ctx context.Context, log *slog.Logger) bool {
 	b := &r.buffer
 	b.scan(log)
-	if ok, err := b.spill(); err != nil {
+	if ok, err := b.spill(b.limit); err != nil {
 		r.metrics.spillErrors.Inc()
 		log.Error("cannot spill buffered records to disk: keeping them in memory", "dir", b.dir, "err", err, "in_memory", b.mem.len())
 	} else if ok {
@@ -453,4 +453,25 @@ func (r *Runner) flush(ctx context.Context, log *slog.Logger) bool {
 		b.failing = true
 	}
 	return false
+}
+
+// drain is what a stopping Loop does last: records still in memory (the
+// database was down, or the cycle's flush ran out of time) are shipped
+// within drainTimeout, and what the database did not take is spilled to
+// BufferDir, whatever the limit, for the next serve to ship.
+func (r *Runner) drain() {
+	if r.buffer.mem.len() == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if r.flush(ctx, r.log) {
+		return
+	}
+	n := r.buffer.mem.len()
+	if ok, err := r.buffer.spill(0); err != nil || !ok {
+		r.log.Error("stopping: records the database did not take are lost", "records", n, "dir", r.buffer.dir, "err", err)
+		return
+	}
+	r.log.Info("stopping: records the database did not take spilled to disk for the next serve", "records", n, "dir", r.buffer.dir)
 }

@@ -274,14 +274,38 @@ func timed(d *time.Duration, step func() error) error {
 // A cycle that cannot read Slurm or rank ends early, recorded with its
 // error.
 func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
+	return r.runCycle(ctx, ctx)
+}
+
+// errStopped ends a cycle whose stop came before its writes.
+var errStopped = errors.New("stopped: signal received before the writes")
+
+// untilDone is ctx, ended too as soon as stop ends.
+func untilDone(ctx, stop context.Context) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(stop, cancel)
+	return sctx, func() { unhook(); cancel() }
+}
+
+// runCycle is RunCycle, whose reads end, and which writes nothing, once
+// stop ends (a signal), while what it already writes and records goes on
+// under ctx.
+func (r *Runner) runCycle(ctx, stop context.Context) (*CycleResult, error) {
 	r.cycle++
 	c := &cycle{log: r.log.With("cycle", r.cycle), now: r.now(), started: time.Now(), res: &CycleResult{}}
 	c.rec = accounting.Cycle{Cluster: r.cfg.Cluster, Cycle: r.cycle, Started: c.now, Policy: r.cfg.Policy}
 	r.checkPolicyFile(c.log)
 	st := &c.res.Steps
 
-	if err := timed(&st.Observe, func() error { return r.observe(ctx, c) }); err != nil {
+	if err := timed(&st.Observe, func() error {
+		rctx, cancel := untilDone(ctx, stop)
+		defer cancel()
+		return r.observe(rctx, c)
+	}); err != nil {
 		c.rec.Read = st.Observe
+		if stop.Err() != nil {
+			return nil, r.failCycle(ctx, c, "stopped", err)
+		}
 		return nil, r.failCycle(ctx, c, "read_error", err)
 	}
 	c.rec.Read = st.Observe
@@ -292,6 +316,11 @@ func (r *Runner) RunCycle(ctx context.Context) (*CycleResult, error) {
 	c.rec.Rank = st.Rank
 	if err := timed(&st.Decide, func() error { return r.decide(c) }); err != nil {
 		return nil, r.failCycle(ctx, c, "rank_error", err)
+	}
+	if stop.Err() != nil {
+		// Nothing decided is written; the jobs read finished are recorded.
+		r.buffer.mem.Finished = append(r.buffer.mem.Finished, c.finished...)
+		return nil, r.failCycle(ctx, c, "stopped", errStopped)
 	}
 	_ = timed(&st.Apply, func() error { r.apply(ctx, c); return nil })
 	c.rec.Write = st.Apply

@@ -69,7 +69,7 @@ func NewMetrics() *Metrics {
 		Name: "fairway_cycle_duration_seconds", Help: "Duration of serve cycles by step (observe, rank, decide, apply, record) and in total (up to recording).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
 	}, []string{"phase"})
-	m.cycles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairway_cycles_total", Help: "Serve cycles by result (ok, read_error, rank_error)."}, []string{"result"})
+	m.cycles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fairway_cycles_total", Help: "Serve cycles by result (ok, read_error, rank_error, stopped)."}, []string{"result"})
 	m.jobsPending = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_jobs_ranked", Help: "Pending jobs ranked in the last cycle."})
 	m.jobsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairway_jobs_running", Help: "Running jobs seen in the last cycle."})
 	m.writes = prometheus.NewCounter(prometheus.CounterOpts{Name: "fairway_writes_total", Help: "Values written to Slurm and confirmed."})

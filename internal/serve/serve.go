@@ -132,19 +132,40 @@ type LoopConfig struct {
 	// RetainEvery (a day when 0).
 	Retain      func(ctx context.Context) error
 	RetainEvery time.Duration
+	// StopGrace is how long, after a signal, the cycle in flight may go
+	// on writing what it decided and recording it; its reads stop at
+	// once. 0: DefaultStopGrace.
+	StopGrace time.Duration
 }
+
+// DefaultStopGrace and drainTimeout bound a stop: a Loop returns at most
+// their sum after SIGTERM (70s), well within the TimeoutStopSec=120 of
+// contrib/systemd's unit, whose SIGKILL would otherwise cut a write or
+// the records' flush half way.
+const (
+	DefaultStopGrace = time.Minute
+	drainTimeout     = 10 * time.Second
+)
 
 // HistorySyncer pulls slurmdbd's history into the database
 // (accounting.Store.SyncHistory with the source bound).
 type HistorySyncer func(ctx context.Context) error
 
-// Loop runs cycles until ctx ends (SIGTERM/SIGINT), finishing the cycle in
-// flight. ready is set while the last cycle succeeded (for /readyz); sync,
-// when not nil, runs every SyncEvery cycles while this process leads.
+// Loop runs cycles until ctx ends (SIGTERM/SIGINT), and then returns nil
+// within StopGrace + drainTimeout: the cycle in flight stops reading and
+// writes nothing new, a write batch already going gets StopGrace to
+// finish, and what the cycles recorded is shipped to the database or,
+// when it does not take it in time, spilled to BufferDir for the next
+// serve (drain). ready is set while the last cycle succeeded (for
+// /readyz); sync, when not nil, runs every SyncEvery cycles while this
+// process leads.
 func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, sync HistorySyncer) error {
 	wait := time.Duration(0)
 	if cfg.RetainEvery <= 0 {
 		cfg.RetainEvery = 24 * time.Hour
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = DefaultStopGrace
 	}
 	var retained time.Time // last retention run; zero: none yet
 	// A cycle logs only when it changes something, so the first one to
@@ -156,26 +177,38 @@ func (r *Runner) Loop(ctx context.Context, cfg LoopConfig, ready *atomic.Bool, s
 		select {
 		case <-ctx.Done():
 			r.log.Info("stopping: signal received, no cycle in flight")
+			r.drain()
 			return nil
 		case <-time.After(wait):
 		}
-		// The cycle in flight finishes even when a signal arrives: it
-		// runs on a context that is not cancelled by the signal, bounded
-		// by a generous timeout.
+		// The cycle runs on a context of its own, bounded by a generous
+		// timeout, so that a signal does not cut a write half way: the
+		// signal stops its reads at once (ctx), and the rest StopGrace
+		// later.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*cfg.Interval+time.Minute)
-		_, err := r.RunCycle(cctx)
+		unhook := context.AfterFunc(ctx, func() { time.AfterFunc(cfg.StopGrace, cancel) })
+		_, err := r.runCycle(cctx, ctx)
+		// History and retention are reads and trims: a signal stops them.
+		sctx, scancel := untilDone(cctx, ctx)
 		if err == nil && sync != nil && cfg.SyncEvery > 0 && r.cycle%int64(cfg.SyncEvery) == 0 && r.wasLeader {
-			if serr := sync(cctx); serr != nil {
+			if serr := sync(sctx); serr != nil {
 				r.log.Warn("slurmdbd history sync", "err", serr)
 			}
 		}
 		if now := r.now(); err == nil && cfg.Retain != nil && r.wasLeader && (retained.IsZero() || now.Sub(retained) >= cfg.RetainEvery) {
 			retained = now
-			if rerr := cfg.Retain(cctx); rerr != nil {
+			if rerr := cfg.Retain(sctx); rerr != nil {
 				r.log.Warn("retention", "err", rerr)
 			}
 		}
+		scancel()
+		unhook()
 		cancel()
+		if ctx.Err() != nil {
+			r.log.Info("stopping: signal received during a cycle", "cycle", r.cycle, "err", err)
+			r.drain()
+			return nil
+		}
 		if err != nil && failed == 0 {
 			failingSince = r.now()
 		}
