@@ -65,6 +65,11 @@ type Observation struct {
 	// is PENDING was requeued and keeps its attained service. A job that
 	// never ran is never in Stopped: it just stops appearing in Pending.
 	Stopped []Job
+	// Left are the jobs that ran, were requeued (Stopped, PENDING) and
+	// then left without running again (cancelled while pending): they
+	// never reach Stopped again, and the attained service they keep is
+	// forgotten as a finished job's.
+	Left []int64
 	// TrueRun is copied into the Snapshot; only the simulator knows it.
 	TrueRun map[int64]time.Duration
 	// RunningAppended is the caller's promise that Running is the previous
@@ -352,6 +357,12 @@ func (e *Engine) Update(o *Observation) (*Snapshot, error) {
 		e.forget(j.ID)
 		delete(e.predicted, j.ID)
 		delete(e.effective, j.ID)
+	}
+
+	if !e.lean {
+		for _, id := range o.Left {
+			e.ledger.Finish(&Job{ID: id})
+		}
 	}
 
 	// 3. Backlog, which lifts the VTC counters of returning users.

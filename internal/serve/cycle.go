@@ -125,6 +125,10 @@ type Runner struct {
 	// finished are the finished jobs already handed to the engine and
 	// recorded, so a job Slurm still lists is charged once.
 	finished map[int64]bool
+	// requeued are the jobs that ran and were requeued, pending again:
+	// the engine keeps their attained service until they run again or
+	// leave (policy.Observation.Left).
+	requeued map[int64]bool
 	// assigned is what Slurm is taken to hold, from the writes the sink
 	// reported applied: the base of the next Assign (fewest changes) and
 	// of a follower's plan.
@@ -176,7 +180,7 @@ func New(cfg Config, p Parts, log *slog.Logger) *Runner {
 	return &Runner{
 		cfg: cfg, log: log, slurm: p.Source, sink: p.Sink, leader: p.Leader, engine: p.Engine, rewrite: p.Rewriter,
 		power: p.Power, metrics: p.Metrics, now: p.Now,
-		running: map[int64]policy.Job{}, finished: map[int64]bool{}, assigned: map[int64]int64{},
+		running: map[int64]policy.Job{}, finished: map[int64]bool{}, requeued: map[int64]bool{}, assigned: map[int64]int64{},
 		predicted: map[int64]time.Duration{}, pendPrev: map[int64]policy.Job{},
 		buffer: recordBuffer{limit: cfg.BufferLimit, dir: cfg.BufferDir},
 	}
@@ -357,8 +361,8 @@ func (r *Runner) observe(ctx context.Context, c *cycle) error {
 		pending[i] = c.writable[i].Job
 	}
 	running := cl.Running()
-	stopped, finished := r.stopped(cl, running, c.now)
-	c.obs = &policy.Observation{Now: c.now, Pending: pending, Running: running, Stopped: stopped}
+	stopped, finished, left := r.stopped(cl, running, c.now)
+	c.obs = &policy.Observation{Now: c.now, Pending: pending, Running: running, Stopped: stopped, Left: left}
 	c.finished = finished
 	c.rec.Pending, c.rec.Running = len(pending), len(running)
 	return nil
@@ -658,8 +662,10 @@ func splitComma(s string) func(func(string) bool) {
 // state; one Slurm already forgot (MinJobAge passed) is taken as finished
 // now, and slurmdbd's history corrects its record later. Jobs that started
 // and finished between two cycles are included too (they ran). It also
-// returns the finished jobs to record in the history.
-func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Time) (stopped, finished []policy.Job) {
+// returns the finished jobs to record in the history, and the requeued
+// jobs that left without running again (Slurm gives them no start, as
+// any job cancelled while pending, or forgot them).
+func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Time) (stopped, finished []policy.Job, left []int64) {
 	// endNow is the end serve gives a job whose end Slurm does not say:
 	// now, but never before the job's start, which slurmctld stamped by
 	// its own clock (serve's may run behind it, or have stepped back).
@@ -687,6 +693,7 @@ func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 			p := *j // requeued: keeps its attained service
 			p.Start, p.End = prev.Start, endNow(prev.Start)
 			stopped = append(stopped, p)
+			r.requeued[id] = true
 		case j.State.Finished():
 			p := *j
 			if p.Start.IsZero() {
@@ -726,6 +733,17 @@ func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 			delete(r.finished, id)
 		}
 	}
+	for id := range r.requeued {
+		j, ok := listed[id]
+		switch {
+		case !ok || j.State.Finished() && j.Start.IsZero():
+			left = append(left, id)
+			delete(r.requeued, id)
+		case j.State != policy.StatePending:
+			delete(r.requeued, id) // running again: it stops as any job
+		}
+	}
+	slices.Sort(left)
 	r.running = make(map[int64]policy.Job, len(running))
 	for _, j := range running {
 		r.running[j.ID] = j
@@ -738,7 +756,7 @@ func (r *Runner) stopped(cl *slurmctl.Cluster, running []policy.Job, now time.Ti
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return stopped, finished
+	return stopped, finished, left
 }
 
 // capWrites keeps at most MaxWrites changed values, the best-ranked first;

@@ -295,7 +295,7 @@ func TestRunner_StoppedJobs(t *testing.T) {
 	// a finished and is still listed; b vanished (MinJobAge passed).
 	af := a
 	af.State, af.End = policy.StateFailed, g.clock.Add(5*time.Second)
-	st, fin := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{af}}, nil, g.clock.Add(30*time.Second))
+	st, fin, _ := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{af}}, nil, g.clock.Add(30*time.Second))
 	if len(st) != 2 {
 		t.Fatalf("stopped %d jobs, want 2", len(st))
 	}
@@ -322,7 +322,7 @@ func TestRunner_StoppedEndsNotBeforeStart(t *testing.T) {
 	rq.State, rq.Start = policy.StatePending, time.Time{}
 	ne := noEnd
 	ne.State = policy.StateCancelled
-	st, fin := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{rq, ne}}, nil, g.clock.Add(30*time.Second))
+	st, fin, _ := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{rq, ne}}, nil, g.clock.Add(30*time.Second))
 	if len(st) != 3 || len(fin) != 1 {
 		t.Fatalf("stopped %d, finished %d; want 3, 1", len(st), len(fin))
 	}
@@ -330,6 +330,47 @@ func TestRunner_StoppedEndsNotBeforeStart(t *testing.T) {
 		if !j.End.Equal(ahead) {
 			t.Errorf("job %d: start %v, end %v; want the end at the start, %v", j.ID, j.Start, j.End, ahead)
 		}
+	}
+}
+
+// TestRunner_RequeuedJobThatLeavesIsForgotten: a job that ran, was
+// requeued and then left without running again (cancelled while pending:
+// Slurm gives it no start; or forgotten) never stops again, and the
+// engine must not keep its attained service for the life of the process.
+// One requeued and left each cycle must not add to what it keeps.
+func TestRunner_RequeuedJobThatLeavesIsForgotten(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cancelled bool // listed cancelled with no start; else Slurm forgot it
+	}{{"cancelled while pending", true}, {"forgotten while pending", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t, Config{}, false)
+			led := g.r.engine.Ledger()
+			for id := int64(1); id <= 50; id++ {
+				ran := job(id, "a", policy.StateRunning, 0)
+				ran.Start = g.clock
+				g.cycle(t, ran)
+				g.cycle(t, ran) // charged up to now
+				requeued := job(id, "a", policy.StatePending, 0)
+				g.cycle(t, requeued)
+				if led.Attained(id) <= 0 {
+					t.Fatalf("job %d: no attained service after it ran and was requeued", id)
+				}
+				var gone []slurmctl.Job
+				if tc.cancelled {
+					c := job(id, "a", policy.StateCancelled, 0)
+					c.End = g.clock
+					gone = append(gone, c)
+				}
+				g.cycle(t, gone...)
+				if a := led.Attained(id); a != 0 {
+					t.Fatalf("job %d: attained service %g kept after it left", id, a)
+				}
+				if len(g.r.requeued) != 0 {
+					t.Fatalf("job %d: %d requeued jobs still tracked after it left", id, len(g.r.requeued))
+				}
+			}
+		})
 	}
 }
 
@@ -341,13 +382,13 @@ func TestRunner_FirstCycleDoesNotChargeOldJobs(t *testing.T) {
 	g := newRig(t, Config{}, false)
 	old := job(1, "a", policy.StateCompleted, 0)
 	old.Start, old.End = t0, t0.Add(20*time.Second)
-	st, fin := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{old}}, nil, g.clock)
+	st, fin, _ := g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{old}}, nil, g.clock)
 	if len(st) != 0 || len(fin) != 1 {
 		t.Fatalf("first cycle: stopped %d, finished %d; want 0, 1", len(st), len(fin))
 	}
 	quick := job(2, "b", policy.StateCompleted, 0)
 	quick.Start, quick.End = g.clock, g.clock.Add(5*time.Second)
-	st, fin = g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{old, quick}}, nil, g.clock.Add(30*time.Second))
+	st, fin, _ = g.r.stopped(&slurmctl.Cluster{Jobs: []slurmctl.Job{old, quick}}, nil, g.clock.Add(30*time.Second))
 	if len(st) != 1 || st[0].ID != 2 || len(fin) != 1 || fin[0].ID != 2 {
 		t.Fatalf("second cycle: stopped %+v, finished %+v; want job 2 in both", st, fin)
 	}
