@@ -250,10 +250,19 @@ func (w *Writer) handBackScontrol(ctx context.Context, rep *HandBackReport) erro
 		}
 		rep.Calls++
 		errs := runBatch(ctx, w.cfg.Runner, w.cfg.Scontrol, w.cfg.CmdTimeout, b.Bytes(), plan)
+		var unread error // a read back that failed for every job alike
 		for i, one := range sent {
 			err := errs[i]
-			if err == nil {
-				err = w.confirmHandBack(ctx, rep, one)
+			switch {
+			case err != nil:
+			case unread != nil:
+				// Each read would wait and fail the same way: the rest
+				// are reported failed, and re-read before the next try.
+				err = fmt.Errorf("hand back job %s: %w: %w", one.Target, errNotReadBack, unread)
+			default:
+				if err = w.confirmHandBack(ctx, rep, one); err != nil && !errors.Is(err, errStillFrozen) && !jobRejected(err) {
+					unread = err
+				}
 			}
 			if err != nil {
 				one.Err = err
@@ -276,6 +285,10 @@ func cmpOr(a, b error) error {
 	}
 	return b
 }
+
+// errNotReadBack: a hand-back scontrol accepted that was not read back,
+// as an earlier read back failed for every job alike.
+var errNotReadBack = errors.New("not read back after an earlier read back failed")
 
 // errStillFrozen: a hand-back Slurm accepted did not take.
 var errStillFrozen = errors.New("slurm does not hold the hand-back")

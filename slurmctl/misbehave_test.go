@@ -232,3 +232,56 @@ func TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls(t *testing.T) {
 		t.Errorf("%d reads, scontrol run %d times; want the %d attempts of the first job's read and no run", n, len(fake.calls), attempts)
 	}
 }
+
+// TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls: after the
+// scontrol run, each job handed back is read back; once slurmrestd stalls
+// on one, the rest are not read (each would wait its read attempts in
+// turn) and are reported failed, to be re-read and retried.
+func TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls(t *testing.T) {
+	jobs, _ := fixtureJobs(t)
+	frozen := map[int64]Frozen{}
+	for i := range jobs {
+		if j := &jobs[i]; len(frozen) < 3 && handBackSkip(j, true, Frozen{Priority: j.Priority}) == "" {
+			frozen[j.ID] = Frozen{Priority: j.Priority}
+		}
+	}
+	if len(frozen) != 3 {
+		t.Fatalf("%d jobs of the fixture can be handed back, want 3", len(frozen))
+	}
+	captured := fixture(t, "jobs.200.json")
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/slurm/"+V0038+"/job/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		if reads.Add(1) <= 3 { // the re-reads before the hand-back
+			_, _ = w.Write(captured)
+			return
+		}
+		_, _ = w.Write(captured[:len(captured)/2])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	cl := testClient(t, srv.URL, V0038, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
+	fake := &fakeRunner{}
+	w, err := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: siteRange(), Runner: fake}, cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.HandBack(context.Background(), jobs, frozen)
+	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 3 || len(rep.Applied) != 0 || len(fake.calls) != 1 {
+		t.Fatalf("HandBack: %v, failed %d, applied %d, scontrol runs %d; want ErrTimeout, all 3 failed, one run",
+			err, len(rep.Failed), len(rep.Applied), len(fake.calls))
+	}
+	for _, f := range rep.Failed[1:] {
+		if !errors.Is(f.Err, errNotReadBack) || !errors.Is(f.Err, ErrTimeout) {
+			t.Errorf("job %d: %v, want not read back after the timeout", f.JobID, f.Err)
+		}
+	}
+	if n, want := reads.Load(), 3+int32(cl.cfg.ReadAttempts); n != want {
+		t.Errorf("%d reads; want the 3 re-reads and the %d attempts of the first read back", n, cl.cfg.ReadAttempts)
+	}
+}
