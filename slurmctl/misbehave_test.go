@@ -3,6 +3,7 @@ package slurmctl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -283,5 +284,34 @@ func TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls(t *testing.T) {
 	}
 	if n, want := reads.Load(), 3+int32(cl.cfg.ReadAttempts); n != want {
 		t.Errorf("%d reads; want the 3 re-reads and the %d attempts of the first read back", n, cl.cfg.ReadAttempts)
+	}
+}
+
+// TestJobRejected_ControllerTrouble: an update slurmrestd answers with one
+// of Slurm's communication errors (slurmctld busy or unreachable, a backup
+// slurmctld in standby) would fail every other job of the batch alike, and
+// stops it; a job's own refusal fails that job alone.
+func TestJobRejected_ControllerTrouble(t *testing.T) {
+	for _, tc := range []struct {
+		kind   error
+		status int
+		number int
+		msg    string
+		perJob bool
+	}{
+		{ErrServer, 500, 5004, "Socket timed out on send/recv operation", false},
+		{ErrServer, 500, 1001, "Unable to contact slurm controller (connect failure)", false},
+		{ErrServer, 500, 1804, "Rate limit exceeded, please retry momentarily", false},
+		{ErrServer, 500, 2027, "Slurm backup controller in standby mode", false},
+		{ErrSlurm, 200, 1025, "Process is shutting down and closing all communications", false},
+		{ErrHTTP, 404, 2017, "Invalid job id specified", true},
+		{ErrServer, 500, 2021, "Job/step already completing or completed", true},
+		{ErrSlurm, 200, 2084, "Job has already finished", true},
+	} {
+		err := fmt.Errorf("update job 14: %w", &APIError{Op: "POST /slurm/v0.0.42/job/14", Status: tc.status, Kind: tc.kind,
+			Slurm: []SlurmError{{Number: tc.number, Error: tc.msg}}})
+		if got := jobRejected(err); got != tc.perJob {
+			t.Errorf("error %d (%s), HTTP %d: per-job rejection %v, want %v", tc.number, tc.msg, tc.status, got, tc.perJob)
+		}
 	}
 }

@@ -397,7 +397,7 @@ func jobRejected(err error) bool {
 		return false
 	}
 	for _, e := range ae.Slurm {
-		if e.Number == errControllerDown {
+		if controllerTrouble(e.Number) {
 			return false
 		}
 	}
@@ -412,6 +412,20 @@ func jobRejected(err error) bool {
 
 // errControllerDown is Slurm's "Unable to contact slurm controller".
 const errControllerDown = 1001
+
+// controllerTrouble reports whether Slurm's error number n says that
+// slurmrestd could not talk to slurmctld, rather than that slurmctld
+// refused the job (slurm/slurm_errno.h): the communication errors from
+// SLURM_COMMUNICATIONS_CONNECTION_ERROR (1001) to SLURM_SHUTTING_DOWN
+// (1025), slurmctld's own (1800-1805: connection, send, receive, shutdown,
+// backoff, i.e. its RPC rate limit, "Rate limit exceeded, please retry
+// momentarily", and hard drop), ESLURM_IN_STANDBY_MODE (2027: a backup slurmctld
+// not in control) and the socket errors (5003-5005: incomplete packet,
+// "Socket timed out on send/recv operation", zero bytes sent). Each
+// would fail every other job of the batch alike.
+func controllerTrouble(n int) bool {
+	return n >= errControllerDown && n <= 1025 || n >= 1800 && n <= 1805 || n == 2027 || n >= 5003 && n <= 5005
+}
 
 // readBack reads a sample of the jobs just written and checks that Slurm
 // holds what was meant. Priority mode: the priority equals the value
