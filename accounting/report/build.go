@@ -313,7 +313,13 @@ func (a *analysis) summary() Summary {
 	s.Available = Num(a.capacity * hours)
 	s.Utilization = ratio(a.totalHour, a.capacity*hours)
 	accts, users := a.groups()
-	s.Accounts, s.Users = len(accts), len(users)
+	// users has a row per user and account: a user who ran jobs in two
+	// accounts is still one user.
+	people := map[string]bool{}
+	for k := range users {
+		people[k.User] = true
+	}
+	s.Accounts, s.Users = len(accts), len(people)
 	var wait, rho []float64
 	var cancelled, failed float64
 	for i := range a.d.Jobs {

@@ -150,6 +150,28 @@ func TestBuild_HandComputed(t *testing.T) {
 	}
 }
 
+// TestBuild_UserInTwoAccounts: alice ran jobs in accounts a and b, bob in
+// b. The summary counts 2 users with jobs (people, not associations) in 2
+// accounts, while the users table keeps a row per user and account (3).
+func TestBuild_UserInTwoAccounts(t *testing.T) {
+	job := func(id int64, user, acct string, day int) policy.Job {
+		return policy.Job{ID: id, ArrayTask: -1, User: user, Account: acct, Partition: "gpu", GPUs: 1,
+			Submit: at(day, 0), Start: at(day, 0), End: at(day, 1), State: policy.StateCompleted}
+	}
+	d := &report.Data{Cluster: "hand", Month: report.Month{Year: 2026, Month: time.October},
+		Jobs: []policy.Job{job(1, "alice", "a", 1), job(2, "alice", "b", 2), job(3, "bob", "b", 3)}}
+	r, err := report.Build(d, nil, handOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type counts struct{ Users, Accounts, UserRows int }
+	want := counts{Users: 2, Accounts: 2, UserRows: 3}
+	got := counts{r.Summary.Users, r.Summary.Accounts, len(r.Users)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
 // TestBuild_EstimatedCapacity: without a size, capacity is the most GPUs in
 // use at once (A's 2 and C's 1 overlap on 10-01 01h–02h: 3, less than D's
 // 4), and the report says so.

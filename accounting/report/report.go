@@ -105,7 +105,9 @@ type Summary struct {
 	// wait); the others were cancelled while pending.
 	Started  int `json:"jobs_started"`
 	Accounts int `json:"accounts"`
-	Users    int `json:"users"`
+	// Users counts people: a user with jobs in two accounts is one user
+	// (the Users table has a row per user and account).
+	Users int `json:"users"`
 	// Hours is unit-hours delivered in the month; Available is capacity ×
 	// the month's hours (up to AsOf); Utilization is their ratio.
 	Hours       Num `json:"hours"`
