@@ -172,6 +172,27 @@ func TestBuild_UserInTwoAccounts(t *testing.T) {
 	}
 }
 
+// TestBuild_CPUUnitCountsProcessors: on a report in processors (--unit
+// cpu), a job holding 2 GPUs and 8 CPUs for 10 h uses 80 processor-hours,
+// not 20 (its GPUs), beside a CPU-only job of 4 CPUs for 5 h (20): 100
+// processor-hours of 64 × 744 available.
+func TestBuild_CPUUnitCountsProcessors(t *testing.T) {
+	d := &report.Data{Cluster: "mixed", Month: report.Month{Year: 2026, Month: time.October}, Jobs: []policy.Job{
+		{ID: 1, ArrayTask: -1, User: "alice", Account: "a", GPUs: 2, CPUs: 8, Submit: at(1, 0), Start: at(1, 1), End: at(1, 11), State: policy.StateCompleted},
+		{ID: 2, ArrayTask: -1, User: "bob", Account: "b", CPUs: 4, Submit: at(2, 0), Start: at(2, 0), End: at(2, 5), State: policy.StateCompleted},
+	}}
+	r, err := report.Build(d, nil, report.Options{Cluster: sim.Cluster{Nodes: 1, PerNode: 64, Unit: sim.CPUs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type figures struct{ Hours, Util, AliceHours float64 }
+	want := figures{Hours: 100, Util: 100.0 / (64 * 744), AliceHours: 80}
+	got := figures{float64(r.Summary.Hours), float64(r.Summary.Utilization), float64(r.Accounts[0].Hours)}
+	if diff := cmp.Diff(want, got, cmp.Comparer(approx)); diff != "" {
+		t.Errorf("processor-hours (-want +got):\n%s", diff)
+	}
+}
+
 // TestBuild_EstimatedCapacity: without a size, capacity is the most GPUs in
 // use at once (A's 2 and C's 1 overlap on 10-01 01h–02h: 3, less than D's
 // 4), and the report says so.

@@ -158,10 +158,11 @@ func (cfg *Config) service() policy.Service {
 }
 
 // Service is the policy.Service of a cluster: GPUs, or one unit per
-// processor on CPU clusters.
+// processor on CPU clusters, whatever GPUs a job also holds (Need counts
+// its CPUs there too).
 func (c Cluster) Service() policy.Service {
 	if c.Unit == CPUs {
-		return policy.Service{CPUsPerGPU: 1}
+		return policy.Service{BillCPUs: true}
 	}
 	return policy.Service{}
 }
