@@ -95,10 +95,16 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 	}
 	r.Capacity = Capacity{Nodes: opt.Cluster.Nodes, PerNode: opt.Cluster.PerNode, Units: float64(opt.Cluster.Capacity())}
 	if opt.Cluster.Nodes == 0 {
+		// The month before is measured against the same capacity, so the
+		// estimate must hold its peak too: a busier month before would
+		// otherwise show a utilization above 100%.
 		peak := peakUnits(cur.Jobs, svc)
+		if prev != nil {
+			peak = max(peak, peakUnits(prev.Jobs, svc))
+		}
 		r.Capacity = Capacity{Units: peak, Nodes: 1, PerNode: int(math.Ceil(peak)), Estimated: true}
 		opt.Cluster.Nodes, opt.Cluster.PerNode = 1, int(math.Ceil(peak))
-		r.Notes = append(r.Notes, fmt.Sprintf("The cluster's size was not given (fairway report --nodes, --per-node): it is taken as the most %ss in use at once this month, %.0f, so utilization is an upper bound.", r.Unit, peak))
+		r.Notes = append(r.Notes, fmt.Sprintf("The cluster's size was not given (fairway report --nodes, --per-node): it is taken as the most %ss in use at once this month or the month before, %.0f, so utilization is an upper bound.", r.Unit, peak))
 	}
 
 	a := analyse(cur, svc, r.Capacity.Units, opt.Tau, r.AsOf)

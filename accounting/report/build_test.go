@@ -209,6 +209,33 @@ func TestBuild_EstimatedCapacity(t *testing.T) {
 	}
 }
 
+// TestBuild_EstimatedCapacityPreviousMonth: without a size, September
+// (4 GPUs busy from the 1st to the 30th, 4 × 696 = 2784 GPU-hours) is
+// compared with an October that used 1 GPU for 10 h. The capacity holds
+// both months' peaks, 4 GPUs: September's utilization is 2784 ÷ (4 × 720),
+// not 2784 ÷ (1 × 720) = 387% against October's peak alone, and
+// October's is 10 ÷ (4 × 744).
+func TestBuild_EstimatedCapacityPreviousMonth(t *testing.T) {
+	sep := func(day, hour int) time.Time { return time.Date(2026, 9, day, hour, 0, 0, 0, time.UTC) }
+	cur := &report.Data{Cluster: "hand", Month: report.Month{Year: 2026, Month: time.October}, Jobs: []policy.Job{
+		{ID: 2, ArrayTask: -1, User: "alice", Account: "a", GPUs: 1, Submit: at(2, 0), Start: at(2, 0), End: at(2, 10), State: policy.StateCompleted}}}
+	prev := &report.Data{Cluster: "hand", Month: report.Month{Year: 2026, Month: time.September}, Jobs: []policy.Job{
+		{ID: 1, ArrayTask: -1, User: "alice", Account: "a", GPUs: 4, Submit: sep(1, 0), Start: sep(1, 0), End: sep(30, 0), State: policy.StateCompleted}}}
+	r, err := report.Build(cur, prev, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Previous == nil {
+		t.Fatal("no previous month")
+	}
+	type figures struct{ Capacity, Util, PrevUtil float64 }
+	want := figures{Capacity: 4, Util: 10.0 / (4 * 744), PrevUtil: 2784.0 / (4 * 720)}
+	got := figures{r.Capacity.Units, float64(r.Summary.Utilization), float64(r.Previous.Utilization)}
+	if diff := cmp.Diff(want, got, cmp.Comparer(approx)); diff != "" {
+		t.Errorf("estimated capacity and utilization (-want +got):\n%s", diff)
+	}
+}
+
 // TestBuild_RetentionNote: a month older than what the retention kept says
 // so; a month inside it does not.
 func TestBuild_RetentionNote(t *testing.T) {

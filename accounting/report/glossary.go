@@ -52,7 +52,7 @@ func Glossary(r *Report) []Term {
 		{"bsld", "Bounded slowdown", "(wait + run time) ÷ max(run time, 10 s), at least 1, averaged over jobs (Feitelson et al., JSSPP 1997): how many times longer than its run time a job took; the 10-s floor keeps very short jobs from dominating."},
 		{"jainbacklog", "Jain's index while waiting", "Jain's index over the users who had jobs waiting throughout each hour of the month, of the " + h + " each received that hour ÷ its entitled share among them, averaged over those hours (the fairness notion of VTC, Sheng et al., OSDI 2024, §3). Unlike the monthly index it only compares users who all wanted more."},
 		{"p95rho", "95th-percentile ρ", "The finish-time fairness ρ that 95% of jobs did not exceed."},
-		{"capacity", "Capacity", "The number of " + u + "s the cluster has, as configured for the report (fairway report --nodes, --per-node); when not given, the most " + u + "s in use at once during the month, which makes utilization look higher than it was."},
+		{"capacity", "Capacity", "The number of " + u + "s the cluster has, as configured for the report (fairway report --nodes, --per-node); when not given, the most " + u + "s in use at once during the month or the month before (the report compares the two), which makes utilization look higher than it was."},
 		{"median", "Median, percentile", "Percentiles interpolate linearly between the two nearest jobs. A figure that cannot be computed says why: \"none started\" (no job of the group had started), \"nothing ran\" (no unit-hours delivered), \"never two users waiting\" (Jain's index while waiting needs two users waiting at once), \"one account\" (Jain's index over accounts needs two accounts with jobs), \"not measured\" (no epilog utilization)."},
 	}
 	return terms

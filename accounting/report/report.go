@@ -93,7 +93,7 @@ type Capacity struct {
 	Nodes   int     `json:"nodes"`
 	PerNode int     `json:"per_node"`
 	// Estimated: no size was configured, and Units is the most units in use
-	// at once during the month, a lower bound.
+	// at once during the month or the month before, a lower bound.
 	Estimated bool `json:"estimated"`
 }
 
