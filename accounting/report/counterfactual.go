@@ -19,7 +19,8 @@ const (
 	ScenarioFairway   = "fairway"
 )
 
-// counterfactual replays the jobs submitted this month that ran, with their
+// counterfactual replays the jobs submitted and started this month that
+// have ended (Load reads no job that started only next month), with their
 // real run times, through policy/sim twice on the same cluster: under
 // Slurm's plain fair-share and under Fairway's policy. What really happened
 // to the same jobs is measured the same way (sim.Measure), so the three

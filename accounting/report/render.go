@@ -211,7 +211,7 @@ func highlights(r *Report) []string {
 				}
 				left = "; the simulator left out " + strings.Join(parts, ", ")
 			}
-			out = append(out, fmt.Sprintf("Replaying in the simulator the %s jobs submitted this month that ran (jobs submitted last month, still running or cancelled while pending are not replayed%s), the median wait is %s under Slurm's plain fair-share and %s under Fairway.",
+			out = append(out, fmt.Sprintf("Replaying in the simulator the %s jobs submitted and started this month that have ended (jobs submitted last month, started only next month, still running or cancelled while pending are not replayed%s), the median wait is %s under Slurm's plain fair-share and %s under Fairway.",
 				groupDigits(fmtInt(cf.Jobs)), left, fmtDur(fs.MedianWait), fmtDur(fw.MedianWait)))
 		}
 	}
