@@ -90,6 +90,11 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 		r.Notes = append(r.Notes, fmt.Sprintf("The month is not over: figures count up to %s, and jobs still running are not counted yet.", r.AsOf.Format("2006-01-02 15:04 MST")))
 	}
 
+	if n := stillRunning(cur); n > 0 && r.AsOf.Equal(cur.Month.End()) {
+		r.Notes = append(r.Notes, fmt.Sprintf("serve's last cycle of the month (%s) saw %d jobs running, of which up to %d had not ended when this report was made: their %s-hours in the month are not counted. Make the report again once they have ended.",
+			cur.Cycles.LastAt.Format("2006-01-02 15:04 MST"), cur.Cycles.LastRunning, n, r.Unit))
+	}
+
 	if !cur.KeptSince.IsZero() && cur.Month.Start().Before(cur.KeptSince) {
 		r.Notes = append(r.Notes, fmt.Sprintf("The database keeps jobs from %s on (serve --retention-job-months): this month's figures are incomplete or empty.", cur.KeptSince.Format("January 2006")))
 	}
@@ -726,4 +731,25 @@ func powerSection(d *Data, asOf time.Time, idleWatts float64) []accounting.Power
 		}
 	}
 	return out
+}
+
+// stillRunning is how many of the jobs serve's last cycle of the month saw
+// running are not in d: jobs the database holds only once they end, so a
+// report made soon after the month (the timer runs on the 1st) lacks the
+// hours in the month of the long ones. The jobs in d that ran over the
+// month's end are those that have ended since; a job that ended between
+// that cycle and the month's end makes the figure an upper bound.
+func stillRunning(d *Data) int {
+	if d.Cycles.LastAt.IsZero() {
+		return 0
+	}
+	end := d.Month.End()
+	ended := 0
+	for i := range d.Jobs {
+		j := &d.Jobs[i]
+		if !j.Start.IsZero() && !j.Start.After(d.Cycles.LastAt) && !j.End.Before(end) {
+			ended++
+		}
+	}
+	return d.Cycles.LastRunning - ended
 }

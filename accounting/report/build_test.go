@@ -275,6 +275,45 @@ func TestBuild_MonthNotOver(t *testing.T) {
 	}
 }
 
+// TestBuild_StillRunningAtMonthEnd: the database holds a job once it
+// ends, so a report made on the 1st lacks the hours in the month of jobs
+// still running then. serve's last cycle of the month saw how many ran;
+// those that have ended since are in the data (D); the others are named
+// in a note, for the report to be made again.
+func TestBuild_StillRunningAtMonthEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		running int
+		now     time.Time
+		want    string // "": no such note
+	}{
+		{"two of three still running", 3, time.Time{},
+			"serve's last cycle of the month (2026-10-31 23:00 UTC) saw 3 jobs running, of which up to 2 had not ended when this report was made: their GPU-hours in the month are not counted. Make the report again once they have ended."},
+		{"the one running has ended", 1, time.Time{}, ""},
+		{"the month not over", 3, at(31, 23).Add(30 * time.Minute), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := handData()
+			d.Cycles = report.CycleStats{Cycles: 1, LastAt: at(31, 23), LastRunning: tc.running}
+			opt := handOptions()
+			opt.Now = tc.now
+			r, err := report.Build(d, nil, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, n := range r.Notes {
+				if strings.HasPrefix(n, "serve's last cycle") {
+					got = n
+				}
+			}
+			if got != tc.want {
+				t.Errorf("note %q, want %q (notes %q)", got, tc.want, r.Notes)
+			}
+		})
+	}
+}
+
 // TestBuild_Counterfactual simulates the hand month: three scenarios over
 // the jobs submitted in October that ran (A, B, D).
 func TestBuild_Counterfactual(t *testing.T) {

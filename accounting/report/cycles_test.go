@@ -19,7 +19,7 @@ func TestLoad_CyclesOfTheLeader(t *testing.T) {
 	for i := range 3 {
 		at := start.Add(time.Duration(i) * 30 * time.Second)
 		cycles := []accounting.Cycle{
-			{Cluster: "c", Cycle: int64(i + 1), Started: at, Policy: "fifo", Leader: true, Planned: i == 2, Written: 5, Total: time.Second},
+			{Cluster: "c", Cycle: int64(i + 1), Started: at, Policy: "fifo", Leader: true, Planned: i == 2, Written: 5, Total: time.Second, Running: 7 + i},
 			{Cluster: "c", Cycle: int64(100 + i), Started: at.Add(time.Second), Policy: "fifo", Leader: false, Planned: true, Total: 3 * time.Second},
 		}
 		for _, c := range cycles {
@@ -28,11 +28,18 @@ func TestLoad_CyclesOfTheLeader(t *testing.T) {
 			}
 		}
 	}
+	// A failed read after them saw nothing running: not the month's last
+	// look at the cluster.
+	failed := accounting.Cycle{Cluster: "c", Cycle: 4, Started: start.Add(time.Hour), Policy: "fifo", Leader: true, Error: "read: slurmrestd unreachable"}
+	if err := store.RecordCycle(ctx, failed); err != nil {
+		t.Fatal(err)
+	}
 	d, err := report.NewSource(pool, store).Load(ctx, "c", report.Month{Year: 2026, Month: time.October}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := report.CycleStats{Cycles: 3, Planned: 1, Written: 15, MedianSeconds: 1}
+	want := report.CycleStats{Cycles: 4, Planned: 1, Written: 15, Failed: 1, MedianSeconds: 1,
+		LastAt: start.Add(time.Minute), LastRunning: 9}
 	if d.Cycles != want {
 		t.Errorf("cycle stats %+v, want the leader's %+v", d.Cycles, want)
 	}

@@ -84,6 +84,10 @@ type CycleStats struct {
 	WriteErrors   int64   // values Slurm refused
 	Failed        int     // cycles that ended in an error
 	MedianSeconds float64 // median cycle duration
+	// LastAt and LastRunning are the month's last leader cycle: when it
+	// started, and the jobs it saw running (zero time: no cycle).
+	LastAt      time.Time `json:",omitzero"`
+	LastRunning int       `json:",omitempty"`
 }
 
 // Source reads report data from the accounting database.
@@ -407,6 +411,14 @@ WHERE cluster = $1 AND started_at >= $2 AND started_at < $3 AND leader`, cluster
 	if median != nil {
 		c.MedianSeconds = *median
 	}
+	err = s.pool.QueryRow(ctx, `
+SELECT started_at, running FROM cycle
+WHERE cluster = $1 AND started_at >= $2 AND started_at < $3 AND leader AND error = ''
+ORDER BY started_at DESC LIMIT 1`, cluster, from, to).Scan(&c.LastAt, &c.LastRunning)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return c, fmt.Errorf("read the month's last cycle: %w", err)
+	}
+	c.LastAt = c.LastAt.UTC()
 	return c, nil
 }
 
