@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/accounting"
+	"github.com/fairway-hpc/fairway/internal/plural"
 	"github.com/fairway-hpc/fairway/policy"
 	"github.com/fairway-hpc/fairway/policy/sim"
 )
@@ -91,8 +92,8 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 	}
 
 	if n := stillRunning(cur); n > 0 && r.AsOf.Equal(cur.Month.End()) {
-		r.Notes = append(r.Notes, fmt.Sprintf("serve's last cycle of the month (%s) saw %d jobs running, of which up to %d had not ended when this report was made: their %s-hours in the month are not counted. Make the report again once they have ended.",
-			cur.Cycles.LastAt.Format("2006-01-02 15:04 MST"), cur.Cycles.LastRunning, n, r.Unit))
+		r.Notes = append(r.Notes, fmt.Sprintf("serve's last cycle of the month (%s) saw %s running, of which up to %d had not ended when this report was made: their %s-hours in the month are not counted. Make the report again once they have ended.",
+			cur.Cycles.LastAt.Format("2006-01-02 15:04 MST"), plural.N(cur.Cycles.LastRunning, "job", "jobs"), n, r.Unit))
 	}
 
 	if !cur.KeptSince.IsZero() && cur.Month.Start().Before(cur.KeptSince) {
@@ -140,8 +141,8 @@ func Build(cur, prev *Data, opt Options) (*Report, error) {
 			r.Notes = append(r.Notes, layoutNote(cf))
 		}
 		if cf != nil && cf.CutAtLimit > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%d jobs without a time limit ran longer than %s: the simulated scenarios cut them there, where Slurm let them run, so they hold their nodes for less time than in the month itself.",
-				cf.CutAtLimit, sim.DefaultLimitText()))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s without a time limit ran longer than %s: the simulated scenarios cut them there, where Slurm let them run, so they hold their nodes for less time than in the month itself.",
+				plural.N(cf.CutAtLimit, "job", "jobs"), sim.DefaultLimitText()))
 		}
 	}
 	return r, nil

@@ -624,7 +624,7 @@ func TestBuild_CounterfactualCutNote(t *testing.T) {
 				t.Fatalf("counterfactual %+v, want %d jobs cut at the default limit", r.Counterfactual, want)
 			}
 			note := slices.ContainsFunc(r.Notes, func(n string) bool {
-				return strings.HasPrefix(n, "1 jobs without a time limit ran longer than 7 days: the simulated scenarios cut them there")
+				return strings.HasPrefix(n, "1 job without a time limit ran longer than 7 days: the simulated scenarios cut them there")
 			})
 			if note != tc.cut {
 				t.Errorf("notes %q: a note of the cut job = %v, want %v", r.Notes, note, tc.cut)
