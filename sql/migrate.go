@@ -21,6 +21,11 @@ var migrationFS embed.FS
 // ErrSchemaNewer means the database was migrated by a newer Fairway.
 var ErrSchemaNewer = errors.New("database schema is newer than this fairway binary knows")
 
+// ErrSchemaForeign means the database records a migration under a version
+// this binary gives another migration: another build (a branch whose
+// migrations were renumbered when it was merged) migrated it.
+var ErrSchemaForeign = errors.New("database schema was made by another build of fairway")
+
 // lockKey is the advisory lock taken while migrating ("fairway" as bytes).
 const lockKey int64 = 0x66616972776179
 
@@ -130,7 +135,7 @@ func Up(ctx context.Context, conn *pgx.Conn) ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNotNewer(ms, applied); err != nil {
+	if err := checkKnown(ms, applied); err != nil {
 		return nil, err
 	}
 	have := map[int]bool{}
@@ -175,7 +180,7 @@ func CheckCurrent(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
-	if err := checkNotNewer(ms, applied); err != nil {
+	if err := checkKnown(ms, applied); err != nil {
 		return err
 	}
 	if p := pending(ms, applied); len(p) > 0 {
@@ -207,13 +212,21 @@ func pending(ms []Migration, applied []Applied) []Migration {
 	return p
 }
 
-func checkNotNewer(ms []Migration, applied []Applied) error {
-	known := map[int]bool{}
+func checkKnown(ms []Migration, applied []Applied) error {
+	known := map[int]string{}
 	for _, m := range ms {
-		known[m.Version] = true
+		known[m.Version] = m.Name
 	}
 	for _, a := range applied {
-		if !known[a.Version] {
+		name, ok := known[a.Version]
+		if ok && name != a.Name {
+			// Versions alone would skip this binary's migration for good
+			// and apply the next ones over a schema they were not written
+			// for.
+			return fmt.Errorf("%w: database has migration %04d_%s where this binary has %04d_%s; the schema is not one this binary can migrate: restore a backup taken before that build migrated it, or bring it to %04d_%s by hand",
+				ErrSchemaForeign, a.Version, a.Name, a.Version, name, a.Version, name)
+		}
+		if !ok {
 			latest := 0
 			if len(ms) > 0 {
 				latest = ms[len(ms)-1].Version

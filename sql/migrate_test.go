@@ -201,3 +201,58 @@ func TestUp_JobDeadlineOnStoredJobs(t *testing.T) {
 		t.Errorf("after 0003: %d jobs, %d with a NULL deadline; want the one stored job, NULL", n, nulls)
 	}
 }
+
+// TestUp_RefusesRenumberedMigration is a database that a build from the
+// power-serve branch migrated: that branch numbered its power migration
+// 0006, which main had already given to decision_nice, and the merge made
+// it 0007. Taken by version alone, the database looks one migration from
+// current: Up would skip 0006_decision_nice for good (so decision.nice,
+// which a hand-back reads, never exists) and then fail in 0007_power on a
+// table that is already there. Up and CheckCurrent must instead refuse at
+// once, naming both migrations, and change nothing.
+func TestUp_RefusesRenumberedMigration(t *testing.T) {
+	conn := freshDB(t)
+	ctx := context.Background()
+	if err := sql.UpTo(ctx, conn, 5); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := sql.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The branch's 0006_power was main's 0007_power but for its number.
+	branch := ms[6]
+	if branch.Name != "power" {
+		t.Fatalf("migration 7 is %s, want power", branch.Name)
+	}
+	if _, err := conn.Exec(ctx, branch.SQL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO fairway_schema (version, name) VALUES (6, 'power')`); err != nil {
+		t.Fatal(err)
+	}
+	before, err := sql.Status(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	done, err := sql.Up(ctx, conn)
+	if !errors.Is(err, sql.ErrSchemaForeign) || len(done) != 0 {
+		t.Fatalf("Up on a branch's schema: applied %d, err = %v; want none and ErrSchemaForeign", len(done), err)
+	}
+	for _, name := range []string{"0006_power", "0006_decision_nice"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+	after, err := sql.Status(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("fairway_schema changed (-before +after):\n%s", diff)
+	}
+	if err := sql.CheckCurrent(ctx, conn); !errors.Is(err, sql.ErrSchemaForeign) {
+		t.Errorf("CheckCurrent on a branch's schema: %v, want ErrSchemaForeign", err)
+	}
+}
