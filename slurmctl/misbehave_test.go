@@ -183,13 +183,12 @@ func TestWriter_HandBackStopsWhenSlurmrestdStalls(t *testing.T) {
 	}
 }
 
-// TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls: on 22.05
-// (v0.0.38) the hand-back goes through scontrol, but each job is read
-// again over REST first; the first re-read stalls mid-answer (slurmctld
-// busy). The hand-backs stop there, as over REST: the two jobs not read
-// are reported failed (not attempted) for the next try, no scontrol runs,
-// and no other job's re-read waits out its four timed-out attempts.
-func TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls(t *testing.T) {
+// scontrolHandBack hands back three frozen jobs of the v0.0.38 capture
+// through scontrol (faked) against a slurmrestd that answers the first
+// fine job reads with the captured answer and stalls every later one
+// mid-answer (slurmctld busy).
+func scontrolHandBack(t *testing.T, fine int32) stalledHandBack {
+	t.Helper()
 	jobs, _ := fixtureJobs(t)
 	frozen := map[int64]Frozen{}
 	for i := range jobs {
@@ -201,63 +200,14 @@ func TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls(t *testing.T) {
 		t.Fatalf("%d jobs of the fixture can be handed back, want 3", len(frozen))
 	}
 	captured := fixture(t, "jobs.200.json")
-	var reads atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/slurm/"+V0038+"/job/") {
-			http.NotFound(w, r)
-			return
-		}
-		reads.Add(1)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(captured[:len(captured)/2])
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	t.Cleanup(srv.Close)
-	cl := testClient(t, srv.URL, V0038, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
-	fake := &fakeRunner{}
-	w, err := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: siteRange(), Runner: fake}, cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := w.HandBack(context.Background(), jobs, frozen)
-	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 3 || len(rep.Applied) != 0 {
-		t.Fatalf("HandBack: %v, failed %d, applied %d; want ErrTimeout and all 3 failed", err, len(rep.Failed), len(rep.Applied))
-	}
-	for _, f := range rep.Failed[1:] {
-		if !errors.Is(f.Err, errNotAttempted) {
-			t.Errorf("job %d: %v, want not attempted", f.JobID, f.Err)
-		}
-	}
-	if n, attempts := reads.Load(), int32(cl.cfg.ReadAttempts); n != attempts || len(fake.calls) != 0 {
-		t.Errorf("%d reads, scontrol run %d times; want the %d attempts of the first job's read and no run", n, len(fake.calls), attempts)
-	}
-}
-
-// TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls: after the
-// scontrol run, each job handed back is read back; once slurmrestd stalls
-// on one, the rest are not read (each would wait its read attempts in
-// turn) and are reported failed, to be re-read and retried.
-func TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls(t *testing.T) {
-	jobs, _ := fixtureJobs(t)
-	frozen := map[int64]Frozen{}
-	for i := range jobs {
-		if j := &jobs[i]; len(frozen) < 3 && handBackSkip(j, true, Frozen{Priority: j.Priority}) == "" {
-			frozen[j.ID] = Frozen{Priority: j.Priority}
-		}
-	}
-	if len(frozen) != 3 {
-		t.Fatalf("%d jobs of the fixture can be handed back, want 3", len(frozen))
-	}
-	captured := fixture(t, "jobs.200.json")
-	var reads atomic.Int32
+	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/slurm/"+V0038+"/job/") {
 			http.NotFound(w, r)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
-		if reads.Add(1) <= 3 { // the re-reads before the hand-back
+		if n.Add(1) <= fine {
 			_, _ = w.Write(captured)
 			return
 		}
@@ -268,22 +218,65 @@ func TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cl := testClient(t, srv.URL, V0038, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
 	fake := &fakeRunner{}
-	w, err := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: siteRange(), Runner: fake}, cl, nil)
-	if err != nil {
-		t.Fatal(err)
+	w, werr := NewWriter(WriterConfig{Mode: ModeScontrolSiteFactor, Range: siteRange(), Runner: fake}, cl, nil)
+	if werr != nil {
+		t.Fatal(werr)
 	}
 	rep, err := w.HandBack(context.Background(), jobs, frozen)
-	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 3 || len(rep.Applied) != 0 || len(fake.calls) != 1 {
+	return stalledHandBack{rep, err, n.Load(), len(fake.calls), int32(cl.cfg.ReadAttempts)}
+}
+
+// stalledHandBack is what scontrolHandBack saw: the report and error, the
+// job reads slurmrestd answered, the scontrol runs and the client's read
+// attempts.
+type stalledHandBack struct {
+	rep      HandBackReport
+	err      error
+	reads    int32
+	runs     int
+	attempts int32
+}
+
+// TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls: on 22.05
+// (v0.0.38) the hand-back goes through scontrol, but each job is read
+// again over REST first; the first re-read stalls mid-answer (slurmctld
+// busy). The hand-backs stop there, as over REST: the two jobs not read
+// are reported failed (not attempted) for the next try, no scontrol runs,
+// and no other job's re-read waits out its four timed-out attempts.
+func TestWriter_HandBackScontrolStopsWhenSlurmrestdStalls(t *testing.T) {
+	h := scontrolHandBack(t, 0)
+	rep, err, reads, runs, attempts := h.rep, h.err, h.reads, h.runs, h.attempts
+	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 3 || len(rep.Applied) != 0 {
+		t.Fatalf("HandBack: %v, failed %d, applied %d; want ErrTimeout and all 3 failed", err, len(rep.Failed), len(rep.Applied))
+	}
+	for _, f := range rep.Failed[1:] {
+		if !errors.Is(f.Err, errNotAttempted) {
+			t.Errorf("job %d: %v, want not attempted", f.JobID, f.Err)
+		}
+	}
+	if reads != attempts || runs != 0 {
+		t.Errorf("%d reads, scontrol run %d times; want the %d attempts of the first job's read and no run", reads, runs, attempts)
+	}
+}
+
+// TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls: after the
+// scontrol run, each job handed back is read back; once slurmrestd stalls
+// on one, the rest are not read (each would wait its read attempts in
+// turn) and are reported failed, to be re-read and retried.
+func TestWriter_HandBackScontrolConfirmStopsWhenSlurmrestdStalls(t *testing.T) {
+	h := scontrolHandBack(t, 3) // the 3 re-reads before the hand-back
+	rep, err, reads, runs, attempts := h.rep, h.err, h.reads, h.runs, h.attempts
+	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 3 || len(rep.Applied) != 0 || runs != 1 {
 		t.Fatalf("HandBack: %v, failed %d, applied %d, scontrol runs %d; want ErrTimeout, all 3 failed, one run",
-			err, len(rep.Failed), len(rep.Applied), len(fake.calls))
+			err, len(rep.Failed), len(rep.Applied), runs)
 	}
 	for _, f := range rep.Failed[1:] {
 		if !errors.Is(f.Err, errNotReadBack) || !errors.Is(f.Err, ErrTimeout) {
 			t.Errorf("job %d: %v, want not read back after the timeout", f.JobID, f.Err)
 		}
 	}
-	if n, want := reads.Load(), 3+int32(cl.cfg.ReadAttempts); n != want {
-		t.Errorf("%d reads; want the 3 re-reads and the %d attempts of the first read back", n, cl.cfg.ReadAttempts)
+	if want := 3 + attempts; reads != want {
+		t.Errorf("%d reads; want the 3 re-reads and the %d attempts of the first read back", reads, attempts)
 	}
 }
 
