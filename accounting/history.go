@@ -46,17 +46,27 @@ type SyncOptions struct {
 	// stored a watermark). A later Initial is not used then, since starting
 	// there would leave out what ended between the watermark and it.
 	Initial time.Time
+	// Step is the longest window one import covers (one day when zero):
+	// SyncHistory reads [since, until) a Step at a time and commits each
+	// with the watermark at its end. A long history (`fairway ingest
+	// --since` a year back, serve's first sync after a week down) is then
+	// never held whole in memory, and a failure half way keeps what was
+	// stored before it, so the next run resumes at the watermark.
+	Step time.Duration
 	// SkipBad and Phase are passed to Import.
 	SkipBad bool
 	Phase   func(string)
 }
 
 // SyncHistory imports the jobs that ended since the stored watermark (less
-// Overlap, or since an earlier Initial) from src, and moves the watermark to the window's end in the
-// same transaction. It returns the window read and what the import did.
-// A job record src could not read fails the sync, with nothing written,
-// unless opt.SkipBad: then it is counted as read and rejected, with its
-// reason, like a bad record of a file.
+// Overlap, or since an earlier Initial) from src, one Step at a time, and
+// moves the watermark to each step's end in the same transaction as the
+// step's jobs. It returns the window read and what the imports did. A
+// job record src could not read fails the sync, with nothing of its step
+// written, unless opt.SkipBad: then it is counted as read and rejected,
+// with its reason, like a bad record of a file. Steps committed before a
+// failure stay, with the watermark at their end (never moved back before
+// one already stored).
 func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOptions) (Summary, time.Time, time.Time, error) {
 	if opt.Cluster == "" {
 		return Summary{}, time.Time{}, time.Time{}, errors.New("sync history: no cluster name")
@@ -70,6 +80,9 @@ func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOpti
 	if opt.Overlap == 0 {
 		opt.Overlap = time.Hour
 	}
+	if opt.Step <= 0 {
+		opt.Step = 24 * time.Hour
+	}
 	until := opt.Now.UTC().Truncate(time.Second)
 	since := opt.Initial
 	if since.IsZero() {
@@ -82,12 +95,45 @@ func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOpti
 	if from := wm.Add(-opt.Overlap); ok && (opt.Initial.IsZero() || from.Before(opt.Initial)) {
 		since = from
 	}
+	var total Summary
+	var stored time.Time // the end of the steps committed so far
+	for from := since; ; {
+		to := from.Add(opt.Step)
+		if !to.Before(until) {
+			to = until
+		}
+		// A step of a re-read of older history ends before the stored
+		// watermark: moving it back there would only make the next sync
+		// read again what is stored. The last step moves it to until.
+		var mark *WatermarkUpdate
+		if !ok || to.After(wm) || to.Equal(until) {
+			mark = &WatermarkUpdate{Cluster: opt.Cluster, Source: opt.Source, At: to}
+		}
+		sum, err := s.syncStep(ctx, src, opt, from, to, mark)
+		total.add(sum)
+		if err != nil {
+			if !stored.IsZero() {
+				err = fmt.Errorf("%w (the history of %s..%s is stored: a rerun with --since %s reads the rest)", err,
+					since.Format(time.RFC3339), stored.Format(time.RFC3339), stored.Format(time.RFC3339))
+			}
+			return total, since, until, err
+		}
+		stored = to
+		if !to.Before(until) {
+			return total, since, until, nil
+		}
+		from = to
+	}
+}
+
+// syncStep imports the jobs src has for [since, until) with mark.
+func (s *Store) syncStep(ctx context.Context, src HistorySource, opt SyncOptions, since, until time.Time, mark *WatermarkUpdate) (Summary, error) {
 	jobs, bad, err := src.FinishedJobs(ctx, since, until)
 	if err == nil {
 		err = badRecords(bad, opt.SkipBad)
 	}
 	if err != nil {
-		return Summary{}, since, until, fmt.Errorf("read %s history %s..%s: %w", opt.Source, since.Format(time.RFC3339), until.Format(time.RFC3339), err)
+		return Summary{}, fmt.Errorf("read %s history %s..%s: %w", opt.Source, since.Format(time.RFC3339), until.Format(time.RFC3339), err)
 	}
 	if len(bad) > 0 {
 		s.log.Warn("skipped job records that cannot be read", "source", opt.Source, "records", len(bad), "first", bad[0].Error())
@@ -97,13 +143,29 @@ func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOpti
 		where[i] = fmt.Sprintf("%s job %d", opt.Source, j.ID)
 	}
 	sum, err := s.Import(ctx, NewJobsSource(jobs, where, len(bad)), ImportOptions{
-		Source: opt.Source, SkipBad: opt.SkipBad, Phase: opt.Phase,
-		Watermark: &WatermarkUpdate{Cluster: opt.Cluster, Source: opt.Source, At: until},
+		Source: opt.Source, SkipBad: opt.SkipBad, Phase: opt.Phase, Watermark: mark,
 	})
 	for i := 0; i < len(bad) && len(sum.Rejects) < MaxRejects; i++ {
 		sum.Rejects = append(sum.Rejects, bad[i])
 	}
-	return sum, since, until, err
+	return sum, err
+}
+
+// add adds o's counts to s, keeping at most MaxRejects reasons.
+func (s *Summary) add(o Summary) {
+	s.Read += o.Read
+	s.Inserted += o.Inserted
+	s.Updated += o.Updated
+	s.Unchanged += o.Unchanged
+	s.Duplicates += o.Duplicates
+	s.Unfinished += o.Unfinished
+	s.Rejected += o.Rejected
+	for _, r := range o.Rejects {
+		if len(s.Rejects) >= MaxRejects {
+			break
+		}
+		s.Rejects = append(s.Rejects, r)
+	}
 }
 
 // badRecords is the error that stops a sync over the job records a

@@ -2,6 +2,8 @@ package accounting_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +18,8 @@ import (
 // that ended in them.
 type windowHistory struct {
 	jobs []policy.Job
-	bad  []error // records it could not read
+	bad  []error   // records it could not read
+	fail time.Time // when not zero, a window starting there or later fails
 
 	mu      sync.Mutex // SyncHistory may run concurrently
 	windows [][2]time.Time
@@ -26,6 +29,9 @@ func (h *windowHistory) FinishedJobs(_ context.Context, since, until time.Time) 
 	h.mu.Lock()
 	h.windows = append(h.windows, [2]time.Time{since, until})
 	h.mu.Unlock()
+	if !h.fail.IsZero() && !since.Before(h.fail) {
+		return nil, nil, errors.New("slurmdbd went away")
+	}
 	var out []policy.Job
 	for _, j := range h.jobs {
 		if !j.End.Before(since) && j.End.Before(until) {
@@ -33,12 +39,6 @@ func (h *windowHistory) FinishedJobs(_ context.Context, since, until time.Time) 
 		}
 	}
 	return out, h.bad, nil
-}
-
-func (h *windowHistory) last() [2]time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.windows[len(h.windows)-1]
 }
 
 // endedJob is a finished job of cluster c that ran for an hour up to end.
@@ -68,6 +68,7 @@ func TestSyncHistory_InitialBeforeWatermark(t *testing.T) {
 	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = 'wm'`); n != 1 {
 		t.Fatalf("serve's first sync stored %d jobs, want 1 (the one of the last 30 days)", n)
 	}
+	src.windows = nil
 
 	for _, tc := range []struct {
 		name      string
@@ -87,7 +88,11 @@ func TestSyncHistory_InitialBeforeWatermark(t *testing.T) {
 			if diff := cmp.Diff([2]time.Time{tc.wantSince, later}, [2]time.Time{since, until}); diff != "" {
 				t.Errorf("window (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([2]time.Time{tc.wantSince, later}, src.last()); diff != "" {
+			src.mu.Lock()
+			asked := [2]time.Time{src.windows[0][0], src.windows[len(src.windows)-1][1]} // read a day at a time
+			src.windows = nil
+			src.mu.Unlock()
+			if diff := cmp.Diff([2]time.Time{tc.wantSince, later}, asked); diff != "" {
 				t.Errorf("window asked of slurmdbd (-want +got):\n%s", diff)
 			}
 			now = later
@@ -139,5 +144,81 @@ func TestSyncHistory_Concurrent(t *testing.T) {
 	wm, ok, err := store.Watermark(ctx, "cc", "slurmdbd")
 	if err != nil || !ok || wm.Before(now) || wm.After(now.Add(syncs*time.Second)) {
 		t.Errorf("watermark %v, %v, %v; want one of the windows' ends, %v to %v", wm, ok, err, now, now.Add(syncs*time.Second))
+	}
+}
+
+// TestSyncHistory_FailureHalfWayResumes: `fairway ingest --from slurmdbd
+// --since` a long way back reads slurmdbd a day at a time, and one day's
+// read fails (slurmrestd restarted, a token expired). Before, the whole
+// window was held in memory and committed once at the end: the failure
+// threw away every day read (20 days of 2,000 jobs: nothing stored, no
+// watermark, 334 MB of heap for 60 days of 5,000), so the next run
+// started again from the beginning. Each day is now committed with the
+// watermark at its end: the days before the failure stay, and the next
+// sync resumes at the watermark. The history is slurmrestd 26.05.3's real
+// answer, repeated with shifted ids and times.
+func TestSyncHistory_FailureHalfWayResumes(t *testing.T) {
+	store, pool := freshStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	since := now.AddDate(0, 0, -6)
+	slurmdb := &bigSlurmdb{h: newBigHistory(t, 40), failAt: since.AddDate(0, 0, 4), failErr: errors.New("slurmrestd went away")}
+	src := &accounting.RESTHistory{Client: slurmdb}
+	opt := accounting.SyncOptions{Cluster: "fwlab", Now: now, Initial: since}
+
+	_, _, _, err := store.SyncHistory(ctx, src, opt)
+	if err == nil || !strings.Contains(err.Error(), "slurmrestd went away") {
+		t.Fatalf("err = %v, want the failed read", err)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = 'fwlab'`); n != 4*40 {
+		t.Errorf("%d jobs stored after the fifth day's read failed, want the first four days' %d", n, 4*40)
+	}
+	wm, ok, err := store.Watermark(ctx, "fwlab", "slurmdbd")
+	if err != nil || !ok || !wm.Equal(since.AddDate(0, 0, 4)) {
+		t.Errorf("watermark %v (stored %v, %v), want %v: the end of the days stored", wm, ok, err, since.AddDate(0, 0, 4))
+	}
+
+	// The next sync (serve's, or ingest without --since) resumes there.
+	slurmdb.failAt, slurmdb.windows = time.Time{}, nil
+	if _, _, _, err := store.SyncHistory(ctx, src, accounting.SyncOptions{Cluster: "fwlab", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if first := slurmdb.windows[0][0]; !first.Equal(since.AddDate(0, 0, 4).Add(-time.Hour)) {
+		t.Errorf("the resumed sync read from %v, want the watermark less the overlap", first)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = 'fwlab'`); n != 6*40 {
+		t.Errorf("%d jobs stored after resuming, want %d", n, 6*40)
+	}
+}
+
+// TestSyncHistory_ReadsADayAtATime: whatever reads slurmdbd (sacct too,
+// which before got the whole window in one `sacct --json`: a year's
+// history in one answer held in memory) is asked for a day at most, and a
+// re-read of older history never moves the watermark back.
+func TestSyncHistory_ReadsADayAtATime(t *testing.T) {
+	store, _ := freshStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	src := &windowHistory{jobs: []policy.Job{endedJob("day", 1, now.AddDate(0, 0, -2)), endedJob("day", 2, now.Add(-time.Hour))}}
+	if _, _, _, err := store.SyncHistory(ctx, src, accounting.SyncOptions{Cluster: "day", Now: now, Initial: now.Add(-70 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]time.Time{
+		{now.Add(-70 * time.Hour), now.Add(-46 * time.Hour)},
+		{now.Add(-46 * time.Hour), now.Add(-22 * time.Hour)},
+		{now.Add(-22 * time.Hour), now},
+	}
+	if diff := cmp.Diff(want, src.windows); diff != "" {
+		t.Errorf("windows asked (-want +got):\n%s", diff)
+	}
+	// ingest --since a month back after that: the watermark stays at now
+	// while the older days are read, however the re-read ends.
+	src.windows = nil
+	src.fail = now.AddDate(0, 0, -20)
+	if _, _, _, err := store.SyncHistory(ctx, src, accounting.SyncOptions{Cluster: "day", Now: now, Initial: now.AddDate(0, 0, -30)}); err == nil {
+		t.Fatal("the failing re-read did not fail")
+	}
+	if wm, _, _ := store.Watermark(ctx, "day", "slurmdbd"); !wm.Equal(now) {
+		t.Errorf("watermark %v after a failed re-read of older history, want it kept at %v", wm, now)
 	}
 }
