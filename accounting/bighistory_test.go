@@ -132,7 +132,8 @@ func (h *bigHistory) write(w io.Writer, since, until time.Time) (int, error) {
 			}
 		}
 		slot := k + int(day0.Unix()/86400)*h.perDay
-		b, err := json.Marshal(h.shifted(slot, int64(1000000+slot), end))
+		// Indented as slurmrestd sends it (about 4.9 kB a job).
+		b, err := json.MarshalIndent(h.shifted(slot, int64(1000000+slot), end), "    ", "  ")
 		if err != nil {
 			return n, err
 		}

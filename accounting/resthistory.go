@@ -2,6 +2,8 @@ package accounting
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -71,20 +73,63 @@ func (h *RESTHistory) FinishedJobs(ctx context.Context, since, until time.Time) 
 			to = until
 		}
 		chunks++
-		body, err := h.Client.DBJobs(ctx, h.Cluster, from, to)
+		ended, unread, found, err := h.window(ctx, from, to)
 		if err != nil {
 			return nil, nil, err
 		}
-		if body == nil {
+		if !found {
 			empty++
 			continue
-		}
-		ended, unread, err := windowJobs("slurmrestd", "sent", body, from, to)
-		if err != nil {
-			return nil, nil, err
 		}
 		bad = append(bad, unread...)
 		jobs = append(jobs, ended...)
 	}
 	return jobs, bad, nil
+}
+
+// minWindow is the shortest window RESTHistory splits an answer too large
+// for the client into. slurmdbd answers with every job active in a window
+// (DBJobs widens it by minutes on each side), so below this a shorter
+// window no longer means a smaller answer.
+const minWindow = 15 * time.Minute
+
+// tooLarge is implemented by the error of a read refused for the size of
+// its answer (slurmctl's *APIError over Config.MaxResponseBytes).
+type tooLarge interface{ TooLarge() bool }
+
+// window reads the jobs that ended in [from, to), and whether slurmdbd
+// found any job. An answer over the client's size cap (a busy day: about
+// 55,000 jobs of Slurm 24.11 and later in the default 256 MiB) is read
+// again in two halves, down to minWindow.
+func (h *RESTHistory) window(ctx context.Context, from, to time.Time) ([]policy.Job, []error, bool, error) {
+	body, err := h.Client.DBJobs(ctx, h.Cluster, from, to)
+	var tl tooLarge
+	if errors.As(err, &tl) && tl.TooLarge() {
+		mid := from.Add(to.Sub(from) / 2).Truncate(time.Second)
+		if to.Sub(from) < 2*minWindow || !mid.After(from) {
+			return nil, nil, false, fmt.Errorf("slurmdbd's jobs of %s..%s: %w (even this short a window: raise the cap)",
+				from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+		}
+		if h.Log != nil {
+			h.Log.Info("slurmdbd's answer is over the size cap: reading the window in halves",
+				"window_start", from.Format(time.RFC3339), "window_hours", to.Sub(from).Hours())
+		}
+		j1, b1, f1, err := h.window(ctx, from, mid)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		j2, b2, f2, err := h.window(ctx, mid, to)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return append(j1, j2...), append(b1, b2...), f1 || f2, nil
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if body == nil {
+		return nil, nil, false, nil
+	}
+	jobs, bad, err := windowJobs("slurmrestd", "sent", body, from, to)
+	return jobs, bad, err == nil, err
 }

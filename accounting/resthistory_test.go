@@ -269,3 +269,70 @@ func TestRESTHistory_EmptyDaysLogOneLine(t *testing.T) {
 		t.Errorf("logged %d lines, want one INFO summary of 30 empty windows:\n%s", len(lines), logged.String())
 	}
 }
+
+// cappedSlurmdb is a bigSlurmdb whose client refuses any answer larger
+// than max bytes, as slurmctl's does past Config.MaxResponseBytes.
+type cappedSlurmdb struct {
+	bigSlurmdb
+	max int
+}
+
+type errTooLarge struct{}
+
+func (errTooLarge) Error() string  { return "body larger than the response cap" }
+func (errTooLarge) TooLarge() bool { return true }
+
+func (f *cappedSlurmdb) DBJobs(ctx context.Context, cluster string, since, until time.Time) ([]byte, error) {
+	body, err := f.bigSlurmdb.DBJobs(ctx, cluster, since, until)
+	if err == nil && len(body) > f.max {
+		return nil, errTooLarge{}
+	}
+	return body, err
+}
+
+// TestRESTHistory_SplitsAnswerOverCap: a day whose answer is over the
+// slurmrestd client's size cap (measured on slurmrestd 26.05.3's real
+// answer repeated: 60,000 jobs in a day are 318 MB, over the default 256
+// MiB) failed the whole ingest with "body larger than 268435456 bytes",
+// and every rerun failed on the same day. The day is now read again in
+// halves until each fits, down to 15 minutes; below that the error stands.
+func TestRESTHistory_SplitsAnswerOverCap(t *testing.T) {
+	day := time.Date(2026, 11, 19, 0, 0, 0, 0, time.UTC)
+	h := newBigHistory(t, 96) // one job every 15 minutes
+	quarter := 0              // the largest answer of a quarter of the day
+	for q := range 4 {
+		var b bytes.Buffer
+		if _, err := h.write(&b, day.Add(time.Duration(q)*6*time.Hour), day.Add(time.Duration(q+1)*6*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		quarter = max(quarter, b.Len())
+	}
+	slurmdb := &cappedSlurmdb{bigSlurmdb: bigSlurmdb{h: h}, max: quarter} // a quarter of the day fits, a half does not
+	jobs, bad, err := (&accounting.RESTHistory{Client: slurmdb}).FinishedJobs(context.Background(), day, day.Add(24*time.Hour))
+	if err != nil || len(bad) != 0 {
+		t.Fatalf("FinishedJobs: %v, %d bad", err, len(bad))
+	}
+	if len(jobs) != 96 {
+		t.Errorf("%d jobs, want the day's 96", len(jobs))
+	}
+	seen := map[int64]bool{}
+	for _, j := range jobs {
+		if seen[j.ID] {
+			t.Errorf("job %d read twice", j.ID)
+		}
+		seen[j.ID] = true
+	}
+	// 1 day, 2 halves, 4 quarters.
+	if len(slurmdb.windows) != 7 {
+		t.Errorf("%d queries %v, want 7 (the day, its halves, its quarters)", len(slurmdb.windows), slurmdb.windows)
+	}
+
+	slurmdb = &cappedSlurmdb{bigSlurmdb: bigSlurmdb{h: h}, max: 10}
+	_, _, err = (&accounting.RESTHistory{Client: slurmdb}).FinishedJobs(context.Background(), day, day.Add(24*time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "raise the cap") {
+		t.Errorf("nothing fits: %v, want the cap error with its window", err)
+	}
+	if last := slurmdb.windows[len(slurmdb.windows)-1]; last[1].Sub(last[0]) < 15*time.Minute {
+		t.Errorf("split down to %s, want 15 minutes at least", last[1].Sub(last[0]))
+	}
+}

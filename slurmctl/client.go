@@ -949,7 +949,7 @@ func (c *Client) once(ctx context.Context, op, method, path string, body []byte,
 		case serr == nil:
 			return resp.StatusCode, nil
 		case cr.large || errors.Is(serr, errBodyTooLarge):
-			return resp.StatusCode, &APIError{Op: op, Status: resp.StatusCode, Kind: ErrMalformed,
+			return resp.StatusCode, &APIError{Op: op, Status: resp.StatusCode, Kind: ErrMalformed, large: true,
 				Detail: fmt.Sprintf("body larger than %d bytes (the response cap; raise it for a cluster this size)", c.cfg.MaxResponseBytes)}
 		case cr.rerr != nil:
 			return resp.StatusCode, c.transportError(ctx, rctx, op, cr.rerr, tok)

@@ -204,3 +204,24 @@ func TestClient_DBJobsNoPlugin(t *testing.T) {
 		t.Error("DBJobs with a reversed window: no error")
 	}
 }
+
+// TestClient_DBJobsTooLarge: slurmdbd's answer over the response cap (a
+// busy day of a large cluster) is an error that says so through
+// TooLarge, so that a history reader can ask for a shorter window instead
+// of failing; other errors do not.
+func TestClient_DBJobsTooLarge(t *testing.T) {
+	jobs := fixture(t, "dbjobs.200.json")
+	path := "GET /slurmdb/" + V0038 + "/jobs"
+	srv := newReplay(t, map[string][]reply{path: {{200, jobs, 0}, {500, []byte("{}"), 0}}})
+	c := testClient(t, srv.URL, V0038, func(cfg *Config) { cfg.MaxResponseBytes = int64(len(jobs)) / 2; cfg.ReadAttempts = 1 })
+	now := time.Now()
+	_, err := c.DBJobs(context.Background(), "", now.Add(-time.Hour), now)
+	var tl interface{ TooLarge() bool }
+	if !errors.As(err, &tl) || !tl.TooLarge() || !errors.Is(err, ErrMalformed) {
+		t.Errorf("answer over the cap: %v, want an ErrMalformed that reports TooLarge", err)
+	}
+	_, err = c.DBJobs(context.Background(), "", now.Add(-time.Hour), now)
+	if err == nil || errors.As(err, &tl) && tl.TooLarge() {
+		t.Errorf("HTTP 500: %v, want an error not TooLarge", err)
+	}
+}

@@ -89,7 +89,14 @@ type APIError struct {
 	Kind   error
 	Slurm  []SlurmError
 	Detail string // extra context (transport error text, body excerpt)
+	// large: the body was refused for being over Config.MaxResponseBytes.
+	large bool
 }
+
+// TooLarge reports whether the response was refused for being larger than
+// Config.MaxResponseBytes (Kind is then ErrMalformed): a read of a time
+// window, such as DBJobs, may ask for a shorter one instead.
+func (e *APIError) TooLarge() bool { return e.large }
 
 func (e *APIError) Error() string {
 	var b strings.Builder
