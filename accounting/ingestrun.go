@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -32,14 +33,19 @@ func IngestSource(file string) (string, error) {
 	if file == "" || file == "-" {
 		return "", errors.New(choices)
 	}
-	b, err := os.ReadFile(file)
+	// Only the start is read: the input may be a multi-GB sacct --json
+	// document or trace, which the import streams.
+	fh, err := os.Open(file)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", choices, err)
 	}
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+	defer fh.Close()
+	br := bufio.NewReaderSize(fh, 64<<10)
+	head, _ := br.Peek(64 << 10)
+	if t := bytes.TrimSpace(head); len(t) > 0 && t[0] == '{' {
 		return FormatSacctJSON, nil
 	}
-	f, err := trace.Detect(bytes.NewReader(b), file)
+	f, err := trace.Detect(br, file)
 	if err != nil {
 		return "", fmt.Errorf("%s (%v)", choices, err)
 	}
