@@ -31,20 +31,23 @@ type FileImport struct {
 func (s *Store) ImportFile(ctx context.Context, r io.Reader, f FileImport) (Summary, string, error) {
 	opt := ImportOptions{Source: f.Format, SkipBad: f.SkipBad, Phase: f.Phase}
 	if f.Format == FormatSacctJSON {
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return Summary{}, "", fmt.Errorf("read %s: %w", f.Name, err)
+		src := NewSacctSource(r, f.Name, f.SkipBad)
+		sum, err := s.Import(ctx, src, opt)
+		if err != nil && IsBadInput(err) && !f.SkipBad {
+			// An invalid job stopped the import part way: the rest of the
+			// document may be no document at all, or hold a record that
+			// does not decode, which is what to report (as when the whole
+			// file was decoded before the import).
+			src.drain()
+			if serr := src.Err(); serr != nil {
+				return Summary{}, "", serr
+			}
 		}
-		doc, err := ParseSacctJSON(f.Name, data)
-		if err != nil {
-			return Summary{}, "", err
-		}
-		if len(doc.Bad) > 0 && !f.SkipBad {
-			return Summary{}, "", fmt.Errorf("%w (nothing imported; --skip-bad imports the rest)", doc.Bad[0])
-		}
-		sum, err := s.Import(ctx, NewJobsSource(doc.Jobs, doc.Where, len(doc.Bad)), opt)
-		for i := 0; i < len(doc.Bad) && len(sum.Rejects) < MaxRejects; i++ {
-			sum.Rejects = append(sum.Rejects, doc.Bad[i])
+		for _, e := range src.Bad() {
+			if len(sum.Rejects) >= MaxRejects {
+				break
+			}
+			sum.Rejects = append(sum.Rejects, e)
 		}
 		return sum, "", err
 	}

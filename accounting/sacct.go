@@ -51,43 +51,16 @@ type SacctDoc struct {
 // decides what to keep. Heterogeneous-job components keep their own ids and
 // have HetJob set.
 func ParseSacctJSON(name string, data []byte) (*SacctDoc, error) {
-	var top struct {
-		Errors json.RawMessage    `json:"errors"`
-		Jobs   *[]json.RawMessage `json:"jobs"`
-	}
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, &RecordError{Where: name, Err: fmt.Errorf("not a sacct --json document: %w", err)}
-	}
-	if msgs := restErrors(top.Errors); len(msgs) > 0 {
-		return nil, fmt.Errorf("%s: sacct reported errors: %s", name, strings.Join(msgs, "; "))
-	}
-	// Every release prints "jobs", an empty window too (with its "Nothing
-	// found" error). A document without it is not one: read as no jobs,
-	// serve's history sync would move its watermark past a window it never
-	// read, and that history would be lost for good.
-	if top.Jobs == nil && !emptyResult(top.Errors) {
-		return nil, &RecordError{Where: name, Err: errors.New("not a sacct --json document: no \"jobs\" array")}
-	}
+	rd := newSacctReader(name, bytes.NewReader(data), 0)
 	doc := &SacctDoc{}
-	var jobs []json.RawMessage
-	if top.Jobs != nil {
-		jobs = *top.Jobs
+	for rd.next() {
+		doc.Jobs = append(doc.Jobs, rd.job)
+		doc.Where = append(doc.Where, rd.where())
 	}
-	for i, raw := range jobs {
-		where := fmt.Sprintf("%s: jobs[%d]", name, i)
-		var sj sacctJob
-		if err := json.Unmarshal(raw, &sj); err != nil {
-			doc.Bad = append(doc.Bad, &RecordError{Where: where, Err: err})
-			continue
-		}
-		j, err := sj.job()
-		if err != nil {
-			doc.Bad = append(doc.Bad, &RecordError{Where: fmt.Sprintf("%s (job %d)", where, sj.JobID.N), Err: err})
-			continue
-		}
-		doc.Jobs = append(doc.Jobs, j)
-		doc.Where = append(doc.Where, fmt.Sprintf("%s (job %d)", where, j.ID))
+	if err := rd.docErr(); err != nil {
+		return nil, err
 	}
+	doc.Bad = rd.bad
 	return doc, nil
 }
 
