@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // bigHistory makes a large slurmdbd history out of a real answer: the jobs
@@ -157,7 +158,16 @@ type bigSlurmdb struct {
 	bytes   int64
 }
 
-func (f *bigSlurmdb) DBJobs(_ context.Context, _ string, since, until time.Time) ([]byte, error) {
+func (f *bigSlurmdb) DBJobs(_ context.Context, _ string, since, until time.Time, sink slurmctl.DBJobsSink) (bool, error) {
+	body, err := f.answer(since, until)
+	if err != nil {
+		return false, err
+	}
+	return sendRecords(body, sink)
+}
+
+// answer is the body slurmrestd would send for a query of [since, until).
+func (f *bigSlurmdb) answer(since, until time.Time) ([]byte, error) {
 	f.windows = append(f.windows, [2]time.Time{since, until})
 	if !f.failAt.IsZero() && !since.Before(f.failAt) {
 		return nil, f.failErr

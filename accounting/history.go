@@ -232,9 +232,14 @@ func windowJobs(from, sent string, body []byte, since, until time.Time) ([]polic
 func endedIn(jobs []policy.Job, since, until time.Time) []policy.Job {
 	kept := jobs[:0]
 	for _, j := range jobs {
-		if j.State.Finished() && !j.End.IsZero() && !j.End.Before(since) && j.End.Before(until) {
+		if finishedIn(j, since, until) {
 			kept = append(kept, j)
 		}
 	}
 	return kept
+}
+
+// finishedIn reports whether j finished in [since, until).
+func finishedIn(j policy.Job, since, until time.Time) bool {
+	return j.State.Finished() && !j.End.IsZero() && !j.End.Before(since) && j.End.Before(until)
 }

@@ -2,23 +2,25 @@ package accounting
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // SlurmdbJobs reads slurmdbd's job records through slurmrestd.
 // *slurmctl.Client implements it.
 type SlurmdbJobs interface {
-	// DBJobs returns the body of a /slurmdb/<version>/jobs response (a
-	// `sacct --json` document) holding at least every job of cluster ("" for
-	// every cluster) that was eligible or running at some time in [since,
-	// until], or nil when slurmdbd found no job. A response reporting
-	// errors is an error, never a body.
-	DBJobs(ctx context.Context, cluster string, since, until time.Time) ([]byte, error)
+	// DBJobs hands sink the job records of a /slurmdb/<version>/jobs
+	// response (a `sacct --json` document) as they arrive: at least every
+	// job of cluster ("" for every cluster) that was eligible or running at
+	// some time in [since, until]. found is false when slurmdbd found no
+	// job. A response reporting errors is an error, whatever sink took.
+	DBJobs(ctx context.Context, cluster string, since, until time.Time, sink slurmctl.DBJobsSink) (found bool, err error)
 }
 
 // RESTHistory is a HistorySource that reads slurmdbd through slurmrestd
@@ -102,7 +104,8 @@ type tooLarge interface{ TooLarge() bool }
 // 55,000 jobs of Slurm 24.11 and later in the default 256 MiB) is read
 // again in two halves, down to minWindow.
 func (h *RESTHistory) window(ctx context.Context, from, to time.Time) ([]policy.Job, []error, bool, error) {
-	body, err := h.Client.DBJobs(ctx, h.Cluster, from, to)
+	w := newWindowSink("slurmrestd", from, to)
+	found, err := h.Client.DBJobs(ctx, h.Cluster, from, to, w)
 	var tl tooLarge
 	if errors.As(err, &tl) && tl.TooLarge() {
 		mid := from.Add(to.Sub(from) / 2).Truncate(time.Second)
@@ -127,9 +130,53 @@ func (h *RESTHistory) window(ctx context.Context, from, to time.Time) ([]policy.
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if body == nil {
+	if !found {
 		return nil, nil, false, nil
 	}
-	jobs, bad, err := windowJobs("slurmrestd", "sent", body, from, to)
+	jobs, bad, err := w.result("sent")
 	return jobs, bad, err == nil, err
+}
+
+// windowSink decodes slurmdbd's answer for a window as it arrives, one job
+// record at a time, keeping the jobs that ended in [since, until) and the
+// records it could not read: the answer (about 5 kB a job) is never held
+// whole, only the jobs kept.
+type windowSink struct {
+	from         string
+	since, until time.Time
+	n, good      int // records taken, and those that could be read
+	jobs         []policy.Job
+	bad          []error
+}
+
+func newWindowSink(from string, since, until time.Time) *windowSink {
+	return &windowSink{from: from, since: since, until: until}
+}
+
+// Restart implements slurmctl.DBJobsSink.
+func (w *windowSink) Restart() { w.n, w.good, w.jobs, w.bad = 0, 0, nil, nil }
+
+// Record implements slurmctl.DBJobsSink: it reads the record as
+// ParseSacctJSON reads one of a document's.
+func (w *windowSink) Record(raw json.RawMessage) {
+	var sj sacctJob
+	err := json.Unmarshal(raw, &sj)
+	j, err := recordJob(w.from, w.n, &sj, err)
+	w.n++
+	if err != nil {
+		w.bad = append(w.bad, err)
+		return
+	}
+	w.good++
+	if finishedIn(j, w.since, w.until) {
+		w.jobs = append(w.jobs, j)
+	}
+}
+
+// result is what windowJobs returns for the records taken.
+func (w *windowSink) result(sent string) ([]policy.Job, []error, error) {
+	if len(w.bad) > 0 && w.good == 0 {
+		return nil, nil, fmt.Errorf("none of the %d job record(s) %s %s could be read, first: %w", len(w.bad), w.from, sent, w.bad[0])
+	}
+	return w.jobs, w.bad, nil
 }

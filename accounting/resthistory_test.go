@@ -16,6 +16,7 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
+	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -33,10 +34,35 @@ type fakeSlurmdb struct {
 	windows [][2]time.Time
 }
 
-func (f *fakeSlurmdb) DBJobs(_ context.Context, cluster string, since, until time.Time) ([]byte, error) {
+func (f *fakeSlurmdb) DBJobs(_ context.Context, cluster string, since, until time.Time, sink slurmctl.DBJobsSink) (bool, error) {
 	f.cluster = cluster
 	f.windows = append(f.windows, [2]time.Time{since, until})
-	return f.body, f.err
+	if f.err != nil {
+		return false, f.err
+	}
+	return sendRecords(f.body, sink)
+}
+
+// sendRecords hands sink the job records of body, an answer of slurmdbd,
+// as slurmctl's client does; a nil body is slurmdbd finding nothing.
+func sendRecords(body []byte, sink slurmctl.DBJobsSink) (bool, error) {
+	if body == nil {
+		return false, nil
+	}
+	var doc struct {
+		Jobs *[]json.RawMessage `json:"jobs"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return false, err
+	}
+	if doc.Jobs == nil {
+		return false, errors.New(`no "jobs" array`)
+	}
+	sink.Restart()
+	for _, r := range *doc.Jobs {
+		sink.Record(r)
+	}
+	return true, nil
 }
 
 func TestRESTHistory_FinishedJobs(t *testing.T) {
@@ -282,12 +308,15 @@ type errTooLarge struct{}
 func (errTooLarge) Error() string  { return "body larger than the response cap" }
 func (errTooLarge) TooLarge() bool { return true }
 
-func (f *cappedSlurmdb) DBJobs(ctx context.Context, cluster string, since, until time.Time) ([]byte, error) {
-	body, err := f.bigSlurmdb.DBJobs(ctx, cluster, since, until)
+func (f *cappedSlurmdb) DBJobs(_ context.Context, _ string, since, until time.Time, sink slurmctl.DBJobsSink) (bool, error) {
+	body, err := f.bigSlurmdb.answer(since, until)
 	if err == nil && len(body) > f.max {
-		return nil, errTooLarge{}
+		return false, errTooLarge{}
 	}
-	return body, err
+	if err != nil {
+		return false, err
+	}
+	return sendRecords(body, sink)
 }
 
 // TestRESTHistory_SplitsAnswerOverCap: a day whose answer is over the

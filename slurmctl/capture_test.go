@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -473,9 +474,10 @@ func TestCapture_SlurmdbJobs(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			since, until := time.Now().Add(-25*time.Hour), time.Now()
 			srv := newReplay(t, map[string][]reply{c.path("GET", "slurmdb/jobs"): {c.reply(t, "slurmdb.jobs.fairway-query.json")}})
-			body, err := testClient(t, srv.URL, c.version, nil).DBJobs(context.Background(), c.cluster, since, until)
-			if err != nil || !bytes.Contains(body, []byte(`"train-broken"`)) {
-				t.Fatalf("DBJobs: %v (%d bytes)", err, len(body))
+			sink := &recordSink{}
+			found, err := testClient(t, srv.URL, c.version, nil).DBJobs(context.Background(), c.cluster, since, until, sink)
+			if err != nil || !found || !slices.ContainsFunc(sink.records, func(r json.RawMessage) bool { return bytes.Contains(r, []byte(`"train-broken"`)) }) {
+				t.Fatalf("DBJobs: %v (%d records)", err, len(sink.records))
 			}
 			if q := srv.urls[0].Query(); !strings.HasPrefix(q.Get("start_time"), "now-") || q.Get("cluster") != c.cluster || q.Get("skip_steps") != "true" {
 				t.Errorf("query %s", srv.urls[0].RawQuery)
@@ -491,14 +493,14 @@ func TestCapture_SlurmdbJobs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if body, err := quiet.DBJobs(context.Background(), c.cluster, since, until); err != nil || body != nil {
-				t.Errorf("DBJobs, nothing found: %d bytes, %v; want none and no error", len(body), err)
+			if found, err := quiet.DBJobs(context.Background(), c.cluster, since, until, &recordSink{}); err != nil || found {
+				t.Errorf("DBJobs, nothing found: found %v, %v; want none and no error", found, err)
 			}
 			if logged.Len() > 0 {
 				t.Errorf("DBJobs, nothing found, logged:\n%s", logged.String())
 			}
 			srv = newReplay(t, map[string][]reply{c.path("GET", "slurmdb/jobs"): {c.reply(t, "slurmdb.err.jobs-forged-token.json")}})
-			if _, err := testClient(t, srv.URL, c.version, nil).DBJobs(context.Background(), c.cluster, since, until); !errors.Is(err, ErrTokenRejected) || errors.Is(err, ErrServer) || srv.total() != 1 {
+			if _, err := testClient(t, srv.URL, c.version, nil).DBJobs(context.Background(), c.cluster, since, until, &recordSink{}); !errors.Is(err, ErrTokenRejected) || errors.Is(err, ErrServer) || srv.total() != 1 {
 				t.Errorf("DBJobs, forged token: %v after %d requests, want ErrTokenRejected after 1", err, srv.total())
 			}
 		})

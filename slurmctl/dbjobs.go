@@ -2,8 +2,10 @@ package slurmctl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,15 +24,30 @@ const DBJobsMargin = 5 * time.Minute
 // (HTTP 200 with this error number): an empty result, not a failure.
 const errNothingFound = 9003
 
-// DBJobs returns slurmdbd's job records, through slurmrestd, of the jobs of
-// cluster ("" means every cluster slurmdbd keeps) that were eligible or
-// running at any time in [since, until], steps left out. The result is the
-// response body as slurmrestd sent it (the same document `sacct --json`
-// prints: dbv0.0.38 job objects, or the data_parser shape for v0.0.40 to
-// v0.0.45), after the same checks as every other read: HTTP status, the
-// errors array, retries of transient failures. A query that matches no job
-// returns nil and no error (slurmdbd reports it as error 9003, "Nothing
-// found").
+// DBJobsSink takes the job records of a DBJobs answer as they are
+// decoded, so that a large answer (a busy day: hundreds of MB) is never
+// held whole.
+type DBJobsSink interface {
+	// Restart is called before each attempt's first record: a read that
+	// failed part way is tried again from its start, and what the sink
+	// took before is void.
+	Restart()
+	// Record takes the answer's next job record, the JSON object as
+	// slurmrestd sent it; raw is valid only during the call.
+	Record(raw json.RawMessage)
+}
+
+// DBJobs hands sink slurmdbd's job records, through slurmrestd, of the
+// jobs of cluster ("" means every cluster slurmdbd keeps) that were
+// eligible or running at any time in [since, until], steps left out, as
+// they arrive. The records are those of the "jobs" array of the response
+// (the document `sacct --json` prints: dbv0.0.38 job objects, or the
+// data_parser shape for v0.0.40 to v0.0.45), read under the same checks as
+// every other read: HTTP status, the response cap, the errors array,
+// retries of transient failures. found is false when the query matched no
+// job (slurmdbd reports it as error 9003, "Nothing found", or 23.02 on as
+// a "found nothing" warning); sink may have taken records of an answer that
+// turned out to be an error, which the caller drops.
 //
 // The window asked for is wider than [since, until] by DBJobsMargin on each
 // side, and may contain jobs still running or that ended outside it: the
@@ -39,14 +56,29 @@ const errNothingFound = 9003
 // time syntax that does not depend on the server's time zone: absolute times
 // are read in slurmrestd's local time, with no zone suffix accepted, and Unix
 // seconds are refused by Slurm 22.05 ("Unable to parse time format").
-func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.Time) ([]byte, error) {
+func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.Time, sink DBJobsSink) (found bool, err error) {
 	if until.Before(since) {
-		return nil, fmt.Errorf("slurmdbd jobs: window %s..%s ends before it starts", since.Format(time.RFC3339), until.Format(time.RFC3339))
+		return false, fmt.Errorf("slurmdbd jobs: window %s..%s ends before it starts", since.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 	path := "/slurmdb/" + c.version + "/jobs"
 	q := dbJobsQuery(c.version, cluster, since, until, time.Now())
 	op := "GET " + path
-	body, status, err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, true)
+	var env *envelope
+	var sawJobs bool
+	status, err := c.stream(ctx, http.MethodGet, path+"?"+q.Encode(), true, func(r io.Reader) error {
+		sink.Restart()
+		sawJobs = false
+		var derr error
+		env, derr = decodeAnswer(r, "jobs", func(key string, dec *json.Decoder) (bool, error) {
+			if key != "jobs" {
+				return false, nil
+			}
+			var err error
+			sawJobs, err = streamRecords(dec, sink)
+			return true, err
+		})
+		return derr
+	})
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -56,16 +88,41 @@ func (c *Client) DBJobs(ctx context.Context, cluster string, since, until time.T
 			}
 			ae.Detail = hint
 		}
-		return nil, err
+		return false, err
 	}
-	env, perr := payloadEnvelope(body, "jobs")
-	if perr == nil && (nothingFound(env.Errors) || len(env.Errors) == 0 && foundNothingWarning(env.Warnings)) {
-		return nil, nil
+	if nothingFound(env.Errors) || len(env.Errors) == 0 && foundNothingWarning(env.Warnings) {
+		return false, nil
+	}
+	var perr error
+	if !sawJobs && len(env.Errors) == 0 {
+		perr = fmt.Errorf("%w: no %q array", ErrMalformed, "jobs")
 	}
 	if err := c.check(op, status, env, perr); err != nil {
-		return nil, err
+		return false, err
 	}
-	return body, nil
+	return true, nil
+}
+
+// streamRecords hands sink each record of the array dec is at, and
+// reports whether there was one ("jobs": null is none). A record is handed
+// on undecoded: only a body that is not JSON stops the read.
+func streamRecords(dec *json.Decoder, sink DBJobsSink) (bool, error) {
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return false, err
+	}
+	if d, ok := t.(json.Delim); !ok || d != '[' {
+		return false, fmt.Errorf("%w: \"jobs\" is not an array", ErrMalformed)
+	}
+	var raw json.RawMessage // reused: the sink keeps no record
+	for n := 1; dec.More(); n++ {
+		if err := dec.Decode(&raw); err != nil {
+			return true, fmt.Errorf("%w: jobs: record %d: %w", ErrMalformed, n, err)
+		}
+		sink.Record(raw)
+	}
+	_, err = dec.Token()
+	return true, err
 }
 
 // dbJobsQuery is the query string of a DBJobs request of API version made

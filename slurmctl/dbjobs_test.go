@@ -1,7 +1,6 @@
 package slurmctl
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,7 +147,8 @@ func TestClient_DBJobs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newReplay(t, map[string][]reply{dbJobsPath: tc.replies})
 			c := testClient(t, srv.URL, V0038, nil)
-			got, err := c.DBJobs(context.Background(), "lab", time.Now().Add(-time.Hour), time.Now())
+			sink := &recordSink{}
+			found, err := c.DBJobs(context.Background(), "lab", time.Now().Add(-time.Hour), time.Now(), sink)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("DBJobs: %v, want %v", err, tc.wantErr)
 			}
@@ -158,8 +158,13 @@ func TestClient_DBJobs(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), tc.wantText) {
 				t.Errorf("DBJobs: %v, want it to say %q", err, tc.wantText)
 			}
-			if !bytes.Equal(got, tc.want) {
-				t.Errorf("DBJobs returned %d bytes, want %d", len(got), len(tc.want))
+			if found != (tc.want != nil) {
+				t.Errorf("DBJobs found %v, want %v", found, tc.want != nil)
+			}
+			if tc.want != nil {
+				if diff := cmp.Diff(jobRecords(t, tc.want), sink.records); diff != "" {
+					t.Errorf("records (-want +got):\n%s", diff)
+				}
 			}
 			if n := srv.count(dbJobsPath); n != tc.calls {
 				t.Errorf("%d requests, want %d", n, tc.calls)
@@ -176,7 +181,7 @@ func TestClient_DBJobsRequest(t *testing.T) {
 			srv := newReplay(t, map[string][]reply{path: {{200, jobs, 0}}})
 			c := testClient(t, srv.URL, v, nil)
 			now := time.Now()
-			if _, err := c.DBJobs(context.Background(), "lab", now.Add(-2*time.Hour), now.Add(-time.Hour)); err != nil {
+			if _, err := c.DBJobs(context.Background(), "lab", now.Add(-2*time.Hour), now.Add(-time.Hour), &recordSink{}); err != nil {
 				t.Fatal(err)
 			}
 			if srv.count(path) != 1 {
@@ -196,11 +201,11 @@ func TestClient_DBJobsRequest(t *testing.T) {
 func TestClient_DBJobsNoPlugin(t *testing.T) {
 	srv := newReplay(t, map[string][]reply{})
 	c := testClient(t, srv.URL, V0038, nil)
-	_, err := c.DBJobs(context.Background(), "", time.Now().Add(-time.Hour), time.Now())
+	_, err := c.DBJobs(context.Background(), "", time.Now().Add(-time.Hour), time.Now(), &recordSink{})
 	if !errors.Is(err, ErrHTTP) || !strings.Contains(err.Error(), "openapi/dbv0.0.38") {
 		t.Fatalf("DBJobs without the slurmdbd plugin: %v, want ErrHTTP naming openapi/dbv0.0.38", err)
 	}
-	if _, err := c.DBJobs(context.Background(), "", time.Now(), time.Now().Add(-time.Hour)); err == nil {
+	if _, err := c.DBJobs(context.Background(), "", time.Now(), time.Now().Add(-time.Hour), &recordSink{}); err == nil {
 		t.Error("DBJobs with a reversed window: no error")
 	}
 }
@@ -215,13 +220,37 @@ func TestClient_DBJobsTooLarge(t *testing.T) {
 	srv := newReplay(t, map[string][]reply{path: {{200, jobs, 0}, {500, []byte("{}"), 0}}})
 	c := testClient(t, srv.URL, V0038, func(cfg *Config) { cfg.MaxResponseBytes = int64(len(jobs)) / 2; cfg.ReadAttempts = 1 })
 	now := time.Now()
-	_, err := c.DBJobs(context.Background(), "", now.Add(-time.Hour), now)
+	_, err := c.DBJobs(context.Background(), "", now.Add(-time.Hour), now, &recordSink{})
 	var tl interface{ TooLarge() bool }
 	if !errors.As(err, &tl) || !tl.TooLarge() || !errors.Is(err, ErrMalformed) {
 		t.Errorf("answer over the cap: %v, want an ErrMalformed that reports TooLarge", err)
 	}
-	_, err = c.DBJobs(context.Background(), "", now.Add(-time.Hour), now)
+	_, err = c.DBJobs(context.Background(), "", now.Add(-time.Hour), now, &recordSink{})
 	if err == nil || errors.As(err, &tl) && tl.TooLarge() {
 		t.Errorf("HTTP 500: %v, want an error not TooLarge", err)
 	}
+}
+
+// recordSink keeps a copy of each record DBJobs hands it.
+type recordSink struct {
+	records  []json.RawMessage
+	restarts int
+}
+
+func (s *recordSink) Restart() { s.records = nil; s.restarts++ }
+
+func (s *recordSink) Record(raw json.RawMessage) {
+	s.records = append(s.records, append(json.RawMessage(nil), raw...))
+}
+
+// jobRecords is the "jobs" array of an answer, record by record.
+func jobRecords(t testing.TB, body []byte) []json.RawMessage {
+	t.Helper()
+	var doc struct {
+		Jobs []json.RawMessage `json:"jobs"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Jobs
 }
