@@ -326,7 +326,7 @@ func (r *Runner) runCycle(ctx, stop context.Context) (*CycleResult, error) {
 		r.buffer.mem.Finished = append(r.buffer.mem.Finished, c.finished...)
 		return nil, r.failCycle(ctx, c, "stopped", errStopped)
 	}
-	_ = timed(&st.Apply, func() error { r.apply(ctx, c); return nil })
+	_ = timed(&st.Apply, func() error { r.apply(ctx, stop, c); return nil })
 	c.rec.Write = st.Apply
 	c.rec.Total = time.Since(c.started)
 	_ = timed(&st.Record, func() error { r.record(ctx, c); return nil })
@@ -414,8 +414,11 @@ func (r *Runner) decide(c *cycle) error {
 
 // apply hands the cycle's effects to the sink: a follower only plans, from
 // what this process last decided. What the sink reports applied is what
-// the next cycle takes Slurm to hold.
-func (r *Runner) apply(ctx context.Context, c *cycle) {
+// the next cycle takes Slurm to hold. Once stop ends (a signal), no new
+// batch of effects starts: the hand-back, the values, the rewriting and
+// power saving each begin only before it, and the one going on finishes
+// under ctx.
+func (r *Runner) apply(ctx, stop context.Context, c *cycle) {
 	log := c.log
 	cycleCtx := ctx
 	leader := r.leader.Leader(ctx)
@@ -438,7 +441,7 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 		}
 		r.takeOver(ctx, log, sink, c.writable)
 	}
-	if leader && len(r.toHandBack) > 0 {
+	if leader && len(r.toHandBack) > 0 && stop.Err() == nil {
 		c.res.HandBack = r.handOver(ctx, log, sink, c.cl.Jobs, c.want)
 	}
 	if !leader && r.wasLeader {
@@ -447,7 +450,11 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 	r.wasLeader, c.rec.Leader, c.res.Leader = leader, leader, leader
 	r.metrics.leader.Set(b2f(leader))
 
-	report, err := sink.WriteValues(ctx, c.writable, c.want)
+	var report slurmctl.Report
+	var err error
+	if stop.Err() == nil {
+		report, err = sink.WriteValues(ctx, c.writable, c.want)
+	}
 	for id := range r.toHandBack {
 		if _, ranked := r.pendPrev[id]; ranked {
 			report.Skipped = append(report.Skipped, slurmctl.Skip{JobID: id, Reason: "admin priority of an earlier rest-priority serve not handed back yet"})
@@ -473,10 +480,10 @@ func (r *Runner) apply(ctx context.Context, c *cycle) {
 		r.wasLeader = false
 		r.metrics.leader.Set(0)
 	}
-	if r.rewrite != nil {
+	if r.rewrite != nil && stop.Err() == nil {
 		c.res.Rewrite = r.rewrite.Cycle(ctx, r.cycle, c.now, c.cl, c.snap.Predicted, c.scores, sink)
 	}
-	if r.power != nil {
+	if r.power != nil && stop.Err() == nil {
 		c.res.Power = r.power.Cycle(ctx, r.cycle, c.now, c.cl, sink, leader)
 	}
 	next := make(map[int64]int64, len(c.want))

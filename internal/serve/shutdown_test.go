@@ -139,3 +139,67 @@ func TestLoop_ShutdownWhileSlurmrestdStalls(t *testing.T) {
 		})
 	}
 }
+
+// signalWriter is a value writer during whose priming or writes SIGTERM
+// comes (signal is the Loop context's cancel).
+type signalWriter struct {
+	fakeWriter
+	signal          func()
+	onPrime, onSend bool
+}
+
+func (w *signalWriter) Prime(ctx context.Context) (int, error) {
+	if w.onPrime {
+		w.signal()
+	}
+	return w.fakeWriter.Prime(ctx)
+}
+
+func (w *signalWriter) Write(ctx context.Context, jobs []slurmctl.Job, want map[int64]int64) (slurmctl.Report, error) {
+	if w.onSend {
+		w.signal()
+	}
+	return w.fakeWriter.Write(ctx, jobs, want)
+}
+
+// TestLoop_SignalDuringApplyStartsNoNewWrites: SIGTERM comes while the
+// cycle's writes are under way, as the new leader primes its writer (a
+// read) or while the value batch goes out. The batch going on finishes,
+// but nothing starts after the signal: no value batch after the priming,
+// and no power action after the values.
+func TestLoop_SignalDuringApplyStartsNoNewWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		onPrime   bool
+		wantCalls int // value batches sent
+	}{
+		{"during prime", true, 0},
+		{"during the value writes", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			values := &signalWriter{signal: cancel, onPrime: tc.onPrime, onSend: !tc.onPrime}
+			pw := &fakePower{}
+			ps, err := NewPowerSaver(PowerConfig{Buffer: 1, MaxChangesPerHour: 10, Step: 10 * time.Minute, Horizon: time.Hour},
+				"c", &PowerLive{PowerWriter: pw}, discardPowerRec{}, nil, quietLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			running := slurmctl.Job{Job: policy.Job{ID: 1, ArrayTask: -1, User: "a", State: policy.StateRunning, Nodes: 1,
+				Start: t0, Partition: "gpu"}, NodeList: []string{"gpu1"}}
+			src := &fakeReader{cl: powerCluster(running, job(2, "b", policy.StatePending, time.Second))}
+			r := New(Config{Cluster: "c", Policy: "fifo", Field: "site_factor", Range: policy.SiteFactorRange()},
+				Parts{Source: src, Sink: &Live{Values: values, Recorder: &fakeStore{}}, Leader: &fakeLeader{leader: true},
+					Engine: fifoEngine(t), Power: ps, Now: func() time.Time { return t0.Add(time.Minute) }}, quietLogger())
+			var ready atomic.Bool
+			if err := r.Loop(ctx, LoopConfig{Interval: time.Millisecond, MaxBackoff: time.Millisecond}, &ready, nil); err != nil {
+				t.Fatalf("Loop: %v, want nil", err)
+			}
+			if values.calls != tc.wantCalls || len(pw.calls) != 0 {
+				t.Errorf("after the signal: %d value batches, power actions %v; want %d value batches and no power action",
+					values.calls, pw.calls, tc.wantCalls)
+			}
+		})
+	}
+}
