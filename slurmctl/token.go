@@ -219,7 +219,9 @@ func (s *ScontrolToken) Token(ctx context.Context) (string, error) {
 	}
 	tok, exp, err := s.mint(ctx, now)
 	if err != nil {
-		if valid {
+		// The run may have lasted up to CmdTimeout, past the expiry.
+		now = s.now()
+		if s.token != "" && now.Before(s.exp) {
 			s.retry = now.Add(renewRetry)
 			s.log.Warn("token renewal failed; using the current token until it expires",
 				"error", err, "expires_in_seconds", s.exp.Sub(now).Seconds(), "retry_in_seconds", renewRetry.Seconds())

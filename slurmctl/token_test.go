@@ -197,6 +197,43 @@ func TestScontrolToken_HungRenewalKeepsTheValidToken(t *testing.T) {
 	}
 }
 
+// slowScontrol is `scontrol token` that fails after a while, the while
+// passing on the source's clock (now).
+type slowScontrol struct {
+	now  *time.Time
+	took time.Duration
+}
+
+func (s *slowScontrol) Run(context.Context, []byte, string, ...string) ([]byte, []byte, error) {
+	*s.now = s.now.Add(s.took)
+	return nil, []byte("scontrol: error: Socket timed out on send/recv operation"), errors.New("signal: killed")
+}
+
+// TestScontrolToken_RenewalOutlivingTheTokenIsAnError: 10s before the
+// token expires, the renewal runs for the whole CmdTimeout (30s) and
+// fails. The token expired meanwhile: the failure is the answer, not the
+// token, which slurmrestd would refuse.
+func TestScontrolToken_RenewalOutlivingTheTokenIsAnError(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	now := start
+	src, err := NewScontrolToken(ScontrolTokenConfig{User: "root", Lifespan: time.Hour,
+		Runner: &fakeScontrol{exps: []time.Time{start.Add(time.Hour)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.now = func() time.Time { return now }
+	if _, err := src.Token(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	src.cfg.Runner = &slowScontrol{now: &now, took: src.cfg.CmdTimeout}
+	now = start.Add(time.Hour - 10*time.Second)
+	tok, err := src.Token(context.Background())
+	if !errors.Is(err, ErrToken) {
+		t.Fatalf("at %s, after a renewal that failed 30s later: token (expired %v), %v; want ErrToken",
+			now.Sub(start), checkExpiry(tok, now) != nil, err)
+	}
+}
+
 // TestClient_RenewsOnceWhenRejected: a token slurmctld rejects is renewed
 // and the read tried again, once.
 func TestClient_RenewsOnceWhenRejected(t *testing.T) {
