@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -306,5 +307,58 @@ func TestJobRejected_ControllerTrouble(t *testing.T) {
 		if got := jobRejected(err); got != tc.perJob {
 			t.Errorf("error %d (%s), HTTP %d: per-job rejection %v, want %v", tc.number, tc.msg, tc.status, got, tc.perJob)
 		}
+	}
+}
+
+// TestWriterREST_PriorityWriteOutcomeUnknown: in rest-priority mode the
+// update of job 22 is sent and slurmrestd then stalls (slurmctld busy) past
+// the request timeout. Slurm may hold the admin priority: the failure says
+// its outcome is unknown and the Writer keeps the job to hand back, since
+// the next cycle reads the value as the job's own and leaves it alone. A
+// job Slurm refused (the captured 404, "Invalid job id specified") is no
+// such case.
+func TestWriterREST_PriorityWriteOutcomeUnknown(t *testing.T) {
+	c := captureCombos(t)[6] // 26.05.3/v0.0.45
+	replay := newReplay(t, writeRoutes(t, c))
+	gone := c.reply(t, "err.update-nonexistent-999999.json")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/slurm/"+c.version+"/job/22":
+			// The update went out; no answer comes. The body is read
+			// first: only then does the server see the client go away.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		case r.Method == http.MethodPost && r.URL.Path == "/slurm/"+c.version+"/job/13":
+			w.WriteHeader(gone.status)
+			_, _ = w.Write(gone.body)
+		default:
+			replay.Config.Handler.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cl := testClient(t, srv.URL, c.version, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
+	w, err := NewWriter(WriterConfig{Mode: ModeRESTPriority, Range: restRange(ModeRESTPriority)}, cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, err := parseJobs(c.reply(t, "jobs.json").body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.Write(context.Background(), jobs, map[int64]int64{13: 5000, 22: 123456})
+	if !errors.Is(err, ErrTimeout) || len(rep.Failed) != 2 {
+		t.Fatalf("Write: %v, failed %+v; want ErrTimeout and both failed", err, rep.Failed)
+	}
+	for _, f := range rep.Failed {
+		if want := f.JobID == 22; f.Unknown != want {
+			t.Errorf("job %d: outcome unknown %v, want %v (%v)", f.JobID, f.Unknown, want, f.Err)
+		}
+	}
+	frozen := w.Frozen()
+	if f, ok := frozen[22]; !ok || f.Priority != 123456 {
+		t.Errorf("frozen %+v: want job 22 kept to hand back at 123456", frozen)
+	}
+	if _, ok := frozen[13]; ok {
+		t.Errorf("frozen %+v: job 13's write was refused, nothing to hand back", frozen)
 	}
 }

@@ -52,7 +52,7 @@ func (w *Writer) writeScontrol(ctx context.Context, rep *Report) error {
 	var first error
 	for i, c := range rep.Planned {
 		if err := errs[i]; err != nil {
-			rep.Failed = append(rep.Failed, Failure{c, err})
+			rep.Failed = append(rep.Failed, Failure{Change: c, Err: err})
 			delete(w.last, c.JobID)
 			if first == nil {
 				first = err

@@ -179,6 +179,11 @@ type Skip struct {
 type Failure struct {
 	Change
 	Err error
+	// Unknown is set for a write that was sent but failed as every job
+	// would (a timeout, a broken connection, slurmctld in trouble): Slurm
+	// may hold it. A write Slurm refused for the job, or never sent, has
+	// it false.
+	Unknown bool
 }
 
 // Report says what a Write did.
@@ -299,7 +304,7 @@ func (w *Writer) Write(ctx context.Context, jobs []Job, want map[int64]int64) (R
 	if w.stopped != nil && len(rep.Planned) > 0 {
 		err := fmt.Errorf("writer %s stopped: %w", w.cfg.Mode, w.stopped)
 		for _, c := range rep.Planned {
-			rep.Failed = append(rep.Failed, Failure{c, err})
+			rep.Failed = append(rep.Failed, Failure{Change: c, Err: err})
 		}
 		return rep, err
 	}
@@ -351,9 +356,17 @@ func (w *Writer) writeREST(ctx context.Context, rep *Report) error {
 		err := w.client.UpdateJob(ctx, c.Target, u)
 		if err != nil {
 			err = fmt.Errorf("write job %s: %w", c.Target, err)
-			rep.Failed = append(rep.Failed, Failure{c, err})
-			delete(w.last, c.JobID) // outcome unknown: rewrite next cycle
-			if jobRejected(err) {
+			unknown := !jobRejected(err)
+			rep.Failed = append(rep.Failed, Failure{Change: c, Err: err, Unknown: unknown})
+			delete(w.last, c.JobID) // rewrite next cycle
+			if unknown && w.cfg.Mode == ModeRESTPriority {
+				// The job may now hold the admin priority, which the next
+				// cycle then reads as its value and leaves alone: keep it
+				// to hand back (a hand-back reads the job first, and
+				// skips one Slurm does not hold frozen).
+				w.frozen[c.JobID] = Frozen{Priority: c.To, Nice: c.Nice}
+			}
+			if !unknown {
 				w.log.Warn("slurm rejected a write; going on with the others", "job", c.Target, "error", err)
 				if rejected == nil {
 					rejected = err
@@ -361,7 +374,7 @@ func (w *Writer) writeREST(ctx context.Context, rep *Report) error {
 				continue
 			}
 			for _, rest := range rep.Planned[i+1:] {
-				rep.Failed = append(rep.Failed, Failure{rest, errNotAttempted})
+				rep.Failed = append(rep.Failed, Failure{Change: rest, Err: errNotAttempted})
 			}
 			return fmt.Errorf("%w (%d written before it, %d not attempted)", err, len(rep.Applied), len(rep.Planned)-i-1)
 		}

@@ -507,14 +507,22 @@ func (r *Runner) apply(ctx, stop context.Context, c *cycle) {
 // A write Slurm refused or that was not attempted changed nothing, so it
 // logs no decision either: a job's newest row is the value Slurm holds,
 // which explain shows and a new leader's takeOver matches against Slurm.
+// A write whose outcome is unknown (sent, then a timeout) is logged: Slurm
+// may hold it, and an admin priority it may hold must be on record for a
+// later takeOver to hand back (which checks what Slurm holds first).
 func (r *Runner) record(ctx context.Context, c *cycle) {
 	rank := make(map[int64]int, len(c.scores))
 	for i, s := range c.scores {
 		rank[s.JobID] = i
 	}
-	changed := c.report.Applied
-	if !c.rec.Leader {
-		changed = nil
+	var changed []slurmctl.Change
+	if c.rec.Leader {
+		changed = slices.Clip(c.report.Applied)
+		for _, f := range c.report.Failed {
+			if f.Unknown {
+				changed = append(changed, f.Change)
+			}
+		}
 	}
 	var decisions []accounting.Decision
 	for _, ch := range changed {

@@ -3,6 +3,8 @@ package serve
 import (
 	"bufio"
 	"context"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
@@ -118,5 +121,85 @@ func TestRunner_WriteRefusedForOneJobLogsNoDecision(t *testing.T) {
 	}
 	if len(store.cycles) != 1 || store.cycles[0].Written != len(applied) || store.cycles[0].WriteErrors != 1 {
 		t.Errorf("cycle rows %+v, want one counting %d written and 1 write error", store.cycles, len(applied))
+	}
+}
+
+// TestRunner_WriteOutcomeUnknownLogsDecision: in rest-priority mode the
+// update of job 13 is sent and slurmrestd stalls past the request timeout.
+// Slurm may hold that admin priority, so it is logged as a decision (a
+// later site-factor serve's takeOver finds it there and hands it back
+// once Slurm shows it frozen); the jobs the stopped batch never sent are
+// not.
+func TestRunner_WriteOutcomeUnknownLogsDecision(t *testing.T) {
+	const v = slurmctl.V0045
+	jobs := capture2605(t, v, "jobs.json")
+	ok := capture2605(t, v, "update.priority-22.json")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a capturedAnswer
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/slurm/"+v+"/jobs":
+			a = jobs
+		case r.Method == http.MethodPost && r.URL.Path == "/slurm/"+v+"/job/13":
+			// Sent, and no answer comes; the body is read first, as
+			// only then does the server see the client give up.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+			return
+		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/slurm/"+v+"/job/"):
+			a = ok
+		default: // the writer's read-back: not needed here
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(a.status)
+		_, _ = w.Write(a.body)
+	}))
+	defer srv.Close()
+	client, err := slurmctl.New(context.Background(), slurmctl.Config{URL: srv.URL, User: "root",
+		Token: slurmctl.StaticToken(testToken(t)), Version: v, RequestTimeout: 50 * time.Millisecond}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: slurmctl.ModeRESTPriority, Range: policy.PriorityRange()}, client, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue, err := client.ListJobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &fakeStore{}
+	r := New(Config{Cluster: "fwlab", Policy: "fifo", Field: "priority", Range: policy.PriorityRange()},
+		Parts{Source: &fakeReader{cl: &slurmctl.Cluster{Jobs: queue, Version: v}}, Sink: &Live{Values: writer, Recorder: store},
+			Leader: &fakeLeader{leader: true}, Engine: fifoEngine(t)}, quietLogger())
+	res, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]bool{}
+	for _, ch := range res.Report.Applied {
+		want[ch.JobID] = true
+	}
+	var unknown, notSent int
+	for _, f := range res.Report.Failed {
+		if f.Unknown {
+			unknown++
+			want[f.JobID] = true
+			if f.JobID != 13 {
+				t.Errorf("job %d's outcome unknown, want job 13's alone", f.JobID)
+			}
+		} else {
+			notSent++
+		}
+	}
+	if unknown != 1 {
+		t.Fatalf("failed writes %+v: want job 13's outcome unknown", res.Report.Failed)
+	}
+	logged := map[int64]bool{}
+	for _, d := range store.decisions {
+		logged[d.JobID] = true
+	}
+	if !maps.Equal(logged, want) {
+		t.Errorf("decisions logged for %v, want the %d applied writes and job 13's (%d not sent logged none)", logged, len(res.Report.Applied), notSent)
 	}
 }
