@@ -737,18 +737,19 @@ func powerSection(d *Data, asOf time.Time, idleWatts float64) []accounting.Power
 // stillRunning is how many of the jobs serve's last cycle of the month saw
 // running are not in d: jobs the database holds only once they end, so a
 // report made soon after the month (the timer runs on the 1st) lacks the
-// hours in the month of the long ones. The jobs in d that ran over the
-// month's end are those that have ended since; a job that ended between
-// that cycle and the month's end makes the figure an upper bound.
+// hours in the month of the long ones. The jobs in d that were running at
+// that cycle (started by it, ended after it) are those that have ended
+// since, whether before the month's end or after: that cycle may be days
+// before the end when serve was stopped or down then.
 func stillRunning(d *Data) int {
-	if d.Cycles.LastAt.IsZero() {
+	last := d.Cycles.LastAt
+	if last.IsZero() {
 		return 0
 	}
-	end := d.Month.End()
 	ended := 0
 	for i := range d.Jobs {
 		j := &d.Jobs[i]
-		if !j.Start.IsZero() && !j.Start.After(d.Cycles.LastAt) && !j.End.Before(end) {
+		if !j.Start.IsZero() && !j.Start.After(last) && j.End.After(last) {
 			ended++
 		}
 	}

@@ -283,18 +283,27 @@ func TestBuild_MonthNotOver(t *testing.T) {
 func TestBuild_StillRunningAtMonthEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		last    time.Time // serve's last cycle; zero: 10-31 23h
 		running int
 		now     time.Time
 		want    string // "": no such note
 	}{
-		{"two of three still running", 3, time.Time{},
+		{"two of three still running", time.Time{}, 3, time.Time{},
 			"serve's last cycle of the month (2026-10-31 23:00 UTC) saw 3 jobs running, of which up to 2 had not ended when this report was made: their GPU-hours in the month are not counted. Make the report again once they have ended."},
-		{"the one running has ended", 1, time.Time{}, ""},
-		{"the month not over", 3, at(31, 23).Add(30 * time.Minute), ""},
+		{"the one running has ended", time.Time{}, 1, time.Time{}, ""},
+		{"the month not over", time.Time{}, 3, at(31, 23).Add(30 * time.Minute), ""},
+		// serve stopped on the 2nd: B, running then, ended that day.
+		{"serve stopped early, the one running has ended", at(2, 3), 1, time.Time{}, ""},
+		{"serve stopped early, one of two still running", at(2, 3), 2, time.Time{},
+			"serve's last cycle of the month (2026-10-02 03:00 UTC) saw 2 jobs running, of which up to 1 had not ended when this report was made: their GPU-hours in the month are not counted. Make the report again once they have ended."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := handData()
-			d.Cycles = report.CycleStats{Cycles: 1, LastAt: at(31, 23), LastRunning: tc.running}
+			last := tc.last
+			if last.IsZero() {
+				last = at(31, 23)
+			}
+			d.Cycles = report.CycleStats{Cycles: 1, LastAt: last, LastRunning: tc.running}
 			opt := handOptions()
 			opt.Now = tc.now
 			r, err := report.Build(d, nil, opt)
