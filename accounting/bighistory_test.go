@@ -11,7 +11,6 @@ import (
 
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
-	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // bigHistory makes a large slurmdbd history out of a real answer: the jobs
@@ -158,7 +157,7 @@ type bigSlurmdb struct {
 	bytes   int64
 }
 
-func (f *bigSlurmdb) DBJobs(_ context.Context, _ string, since, until time.Time, sink slurmctl.DBJobsSink) (bool, error) {
+func (f *bigSlurmdb) DBJobs(_ context.Context, _ string, since, until time.Time, sink accounting.JobRecordSink) (bool, error) {
 	body, err := f.answer(since, until)
 	if err != nil {
 		return false, err

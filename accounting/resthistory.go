@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fairway-hpc/fairway/policy"
-	"github.com/fairway-hpc/fairway/slurmctl"
 )
 
 // SlurmdbJobs reads slurmdbd's job records through slurmrestd.
@@ -20,7 +19,17 @@ type SlurmdbJobs interface {
 	// job of cluster ("" for every cluster) that was eligible or running at
 	// some time in [since, until]. found is false when slurmdbd found no
 	// job. A response reporting errors is an error, whatever sink took.
-	DBJobs(ctx context.Context, cluster string, since, until time.Time, sink slurmctl.DBJobsSink) (found bool, err error)
+	DBJobs(ctx context.Context, cluster string, since, until time.Time, sink JobRecordSink) (found bool, err error)
+}
+
+// JobRecordSink takes a DBJobs answer's job records as they are decoded:
+// Restart before each attempt's first record (what it took before is
+// void), Record with each record as slurmrestd sent it (raw valid during
+// the call only). The same type as slurmctl.DBJobsSink: both are aliases
+// of this interface literal, so accounting need not import slurmctl.
+type JobRecordSink = interface {
+	Restart()
+	Record(raw json.RawMessage)
 }
 
 // RESTHistory is a HistorySource that reads slurmdbd through slurmrestd
@@ -153,10 +162,10 @@ func newWindowSink(from string, since, until time.Time) *windowSink {
 	return &windowSink{from: from, since: since, until: until}
 }
 
-// Restart implements slurmctl.DBJobsSink.
+// Restart implements JobRecordSink.
 func (w *windowSink) Restart() { w.n, w.good, w.jobs, w.bad = 0, 0, nil, nil }
 
-// Record implements slurmctl.DBJobsSink: it reads the record as
+// Record implements JobRecordSink: it reads the record as
 // ParseSacctJSON reads one of a document's.
 func (w *windowSink) Record(raw json.RawMessage) {
 	var sj sacctJob

@@ -16,7 +16,6 @@ import (
 	"github.com/fairway-hpc/fairway/accounting"
 	"github.com/fairway-hpc/fairway/internal/shareddata"
 	"github.com/fairway-hpc/fairway/policy"
-	"github.com/fairway-hpc/fairway/slurmctl"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -34,7 +33,7 @@ type fakeSlurmdb struct {
 	windows [][2]time.Time
 }
 
-func (f *fakeSlurmdb) DBJobs(_ context.Context, cluster string, since, until time.Time, sink slurmctl.DBJobsSink) (bool, error) {
+func (f *fakeSlurmdb) DBJobs(_ context.Context, cluster string, since, until time.Time, sink accounting.JobRecordSink) (bool, error) {
 	f.cluster = cluster
 	f.windows = append(f.windows, [2]time.Time{since, until})
 	if f.err != nil {
@@ -45,7 +44,7 @@ func (f *fakeSlurmdb) DBJobs(_ context.Context, cluster string, since, until tim
 
 // sendRecords hands sink the job records of body, an answer of slurmdbd,
 // as slurmctl's client does; a nil body is slurmdbd finding nothing.
-func sendRecords(body []byte, sink slurmctl.DBJobsSink) (bool, error) {
+func sendRecords(body []byte, sink accounting.JobRecordSink) (bool, error) {
 	if body == nil {
 		return false, nil
 	}
@@ -308,7 +307,7 @@ type errTooLarge struct{}
 func (errTooLarge) Error() string  { return "body larger than the response cap" }
 func (errTooLarge) TooLarge() bool { return true }
 
-func (f *cappedSlurmdb) DBJobs(_ context.Context, _ string, since, until time.Time, sink slurmctl.DBJobsSink) (bool, error) {
+func (f *cappedSlurmdb) DBJobs(_ context.Context, _ string, since, until time.Time, sink accounting.JobRecordSink) (bool, error) {
 	body, err := f.bigSlurmdb.answer(since, until)
 	if err == nil && len(body) > f.max {
 		return false, errTooLarge{}

@@ -26,8 +26,11 @@ const errNothingFound = 9003
 
 // DBJobsSink takes the job records of a DBJobs answer as they are
 // decoded, so that a large answer (a busy day: hundreds of MB) is never
-// held whole.
-type DBJobsSink interface {
+// held whole. It is an alias of an interface literal, so that a package
+// that must not import this one (accounting: the adapters stay apart)
+// can name the same type with its own alias, and *Client satisfies its
+// interface of DBJobs.
+type DBJobsSink = interface {
 	// Restart is called before each attempt's first record: a read that
 	// failed part way is tried again from its start, and what the sink
 	// took before is void.
