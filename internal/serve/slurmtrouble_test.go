@@ -52,6 +52,41 @@ func capture2605(t *testing.T, version, name string) capturedAnswer {
 	return capturedAnswer{st, body}
 }
 
+// cycleThrough runs one leader cycle of fifo against the slurmrestd at
+// url (v0.0.45), reading its queue and writing in mode through the real
+// client and Writer (timeout: the request timeout, 0 the default), and
+// returns the result and what was recorded.
+func cycleThrough(t *testing.T, url string, mode slurmctl.Mode, timeout time.Duration) (*CycleResult, *fakeStore) {
+	t.Helper()
+	const v = slurmctl.V0045
+	client, err := slurmctl.New(context.Background(), slurmctl.Config{URL: url, User: "root",
+		Token: slurmctl.StaticToken(testToken(t)), Version: v, RequestTimeout: timeout}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	field, rng := "site_factor", policy.SiteFactorRange()
+	if mode == slurmctl.ModeRESTPriority {
+		field, rng = "priority", policy.PriorityRange()
+	}
+	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: mode, Range: rng}, client, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue, err := client.ListJobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &fakeStore{}
+	r := New(Config{Cluster: "fwlab", Policy: "fifo", Field: field, Range: rng},
+		Parts{Source: &fakeReader{cl: &slurmctl.Cluster{Jobs: queue, Version: v}}, Sink: &Live{Values: writer, Recorder: store},
+			Leader: &fakeLeader{leader: true}, Engine: fifoEngine(t)}, quietLogger())
+	res, err := r.RunCycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, store
+}
+
 // TestRunner_WriteRefusedForOneJobLogsNoDecision: job 13 ended between
 // the read and the write, so slurmrestd refuses its update (the captured
 // 404, error 2017 "Invalid job id specified"); every other pending job is
@@ -80,27 +115,7 @@ func TestRunner_WriteRefusedForOneJobLogsNoDecision(t *testing.T) {
 		_, _ = w.Write(a.body)
 	}))
 	defer srv.Close()
-	client, err := slurmctl.New(context.Background(), slurmctl.Config{URL: srv.URL, User: "root",
-		Token: slurmctl.StaticToken(testToken(t)), Version: v}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: slurmctl.ModeRESTSiteFactor, Range: policy.SiteFactorRange()}, client, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue, err := client.ListJobs(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &fakeStore{}
-	r := New(Config{Cluster: "fwlab", Policy: "fifo", Field: "site_factor", Range: policy.SiteFactorRange()},
-		Parts{Source: &fakeReader{cl: &slurmctl.Cluster{Jobs: queue, Version: v}}, Sink: &Live{Values: writer, Recorder: store},
-			Leader: &fakeLeader{leader: true}, Engine: fifoEngine(t)}, quietLogger())
-	res, err := r.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, store := cycleThrough(t, srv.URL, slurmctl.ModeRESTSiteFactor, 0)
 	if len(res.Report.Failed) != 1 || res.Report.Failed[0].JobID != 13 {
 		t.Fatalf("failed writes %+v, want job 13's alone", res.Report.Failed)
 	}
@@ -155,27 +170,7 @@ func TestRunner_WriteOutcomeUnknownLogsDecision(t *testing.T) {
 		_, _ = w.Write(a.body)
 	}))
 	defer srv.Close()
-	client, err := slurmctl.New(context.Background(), slurmctl.Config{URL: srv.URL, User: "root",
-		Token: slurmctl.StaticToken(testToken(t)), Version: v, RequestTimeout: 50 * time.Millisecond}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	writer, err := slurmctl.NewWriter(slurmctl.WriterConfig{Mode: slurmctl.ModeRESTPriority, Range: policy.PriorityRange()}, client, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue, err := client.ListJobs(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &fakeStore{}
-	r := New(Config{Cluster: "fwlab", Policy: "fifo", Field: "priority", Range: policy.PriorityRange()},
-		Parts{Source: &fakeReader{cl: &slurmctl.Cluster{Jobs: queue, Version: v}}, Sink: &Live{Values: writer, Recorder: store},
-			Leader: &fakeLeader{leader: true}, Engine: fifoEngine(t)}, quietLogger())
-	res, err := r.RunCycle(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, store := cycleThrough(t, srv.URL, slurmctl.ModeRESTPriority, 50*time.Millisecond)
 	want := map[int64]bool{}
 	for _, ch := range res.Report.Applied {
 		want[ch.JobID] = true
