@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -57,41 +58,49 @@ func peakHeap(f func()) uint64 {
 	return peak - base
 }
 
-// TestWriteBigSacctFile writes a `sacct --json` file of
+// BenchmarkWriteBigSacctFile writes a `sacct --json` file of
 // $FAIRWAY_BIG_SACCT_JOBS jobs (slurmrestd 26.05.3's real answer repeated,
 // see bigHistory) to $FAIRWAY_BIG_SACCT_OUT, for measuring `fairway ingest
-// FILE` by hand:
+// FILE` by hand (without them, 1,000 jobs to a temporary file):
 //
-//	FAIRWAY_BIG_SACCT_OUT=/tmp/big.json FAIRWAY_BIG_SACCT_JOBS=100000 go test ./accounting -run TestWriteBigSacctFile
+//	FAIRWAY_BIG_SACCT_OUT=/tmp/big.json FAIRWAY_BIG_SACCT_JOBS=100000 go test ./accounting -run '^$' -bench WriteBigSacctFile -benchtime 1x
 //	/usr/bin/time -v fairway ingest --database-url ... /tmp/big.json
-func TestWriteBigSacctFile(t *testing.T) {
-	out := os.Getenv("FAIRWAY_BIG_SACCT_OUT")
+//
+// It is a benchmark, not a test, so that it never runs (or skips) in
+// `make test`.
+func BenchmarkWriteBigSacctFile(b *testing.B) {
+	out, n := os.Getenv("FAIRWAY_BIG_SACCT_OUT"), 1000
 	if out == "" {
-		t.Skip("FAIRWAY_BIG_SACCT_OUT not set")
+		out = filepath.Join(b.TempDir(), "big.json")
 	}
-	n, err := strconv.Atoi(os.Getenv("FAIRWAY_BIG_SACCT_JOBS"))
-	if err != nil || n <= 0 {
-		t.Fatalf("FAIRWAY_BIG_SACCT_JOBS=%q: want a job count", os.Getenv("FAIRWAY_BIG_SACCT_JOBS"))
+	if s := os.Getenv("FAIRWAY_BIG_SACCT_JOBS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
+			b.Fatalf("FAIRWAY_BIG_SACCT_JOBS=%q: want a job count", s)
+		}
 	}
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
 	const perDay = 5000
 	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	until := day.Add(time.Duration(n) * 24 * time.Hour / perDay)
-	got, err := newBigHistory(t, perDay).write(w, day, until)
-	if err == nil {
-		err = w.Flush()
+	h := newBigHistory(b, perDay)
+	for b.Loop() {
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := bufio.NewWriter(f)
+		got, err := h.write(w, day, until)
+		if err == nil {
+			err = w.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %d jobs", out, got)
 	}
-	if err == nil {
-		err = f.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: %d jobs", out, got)
 }
 
 // farJWT is a token that expires in 2100, for a fake slurmrestd.
