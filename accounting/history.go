@@ -113,7 +113,9 @@ func (s *Store) SyncHistory(ctx context.Context, src HistorySource, opt SyncOpti
 		total.add(sum)
 		if err != nil {
 			if !stored.IsZero() {
-				err = fmt.Errorf("%w (the history of %s..%s is stored: a rerun with --since %s reads the rest)", err,
+				// serve's next sync resumes by itself; an ingest resumes
+				// without --since, or from the --since named here.
+				err = fmt.Errorf("%w (the history of %s..%s is stored, the watermark at its end: the next sync resumes there, as does an ingest without --since or with --since %s)", err,
 					since.Format(time.RFC3339), stored.Format(time.RFC3339), stored.Format(time.RFC3339))
 			}
 			return total, since, until, err

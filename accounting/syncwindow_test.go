@@ -170,6 +170,9 @@ func TestSyncHistory_FailureHalfWayResumes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "slurmrestd went away") {
 		t.Fatalf("err = %v, want the failed read", err)
 	}
+	if want := "the watermark at its end: the next sync resumes there, as does an ingest without --since or with --since " + since.AddDate(0, 0, 4).Format(time.RFC3339); !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to say where a rerun resumes (%q)", err, want)
+	}
 	if n := countRows(t, pool, `SELECT count(*) FROM job WHERE cluster = 'fwlab'`); n != 4*40 {
 		t.Errorf("%d jobs stored after the fifth day's read failed, want the first four days' %d", n, 4*40)
 	}
