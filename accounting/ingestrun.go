@@ -3,7 +3,6 @@ package accounting
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/input"
 	"github.com/fairway-hpc/fairway/internal/trace"
 )
 
@@ -43,11 +43,9 @@ func IngestSource(file string) (string, error) {
 	defer fh.Close()
 	br := bufio.NewReaderSize(fh, 64<<10)
 	head, _ := br.Peek(64 << 10)
-	if bytes.HasPrefix(head, gzipMagic) {
-		// What the head inflates to, up to where it is cut short.
-		if zr, err := gzip.NewReader(bytes.NewReader(head)); err == nil {
-			head, _ = io.ReadAll(io.LimitReader(zr, 64<<10))
-		}
+	// A gzip head: what it inflates to, up to where it is cut short.
+	if zr, gz, err := input.Gunzip(bufio.NewReader(bytes.NewReader(head))); err == nil && gz != nil {
+		head, _ = io.ReadAll(io.LimitReader(zr, 64<<10))
 	}
 	if t := bytes.TrimSpace(head); len(t) > 0 && t[0] == '{' {
 		return FormatSacctJSON, nil

@@ -2,14 +2,13 @@ package accounting
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/fairway-hpc/fairway/internal/input"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
@@ -22,7 +21,7 @@ import (
 // returned false and docErr nil.
 type sacctReader struct {
 	name string
-	body *readErrs
+	body *input.Sticky
 	dec  *json.Decoder
 
 	started, inJobs, done bool
@@ -40,44 +39,22 @@ type sacctReader struct {
 	badCount int
 }
 
-// readErrs remembers the first error other than EOF its reader gave: a
-// json.Decoder keeps such an error and returns it for every record after,
-// while More still sees the half-read record.
-type readErrs struct {
-	r   io.Reader
-	err error
-}
-
-func (b *readErrs) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF && b.err == nil {
-		b.err = err
-	}
-	return n, err
-}
-
 // newSacctReader reads the document r holds, gzip-compressed or not.
 // name is used in error locations; maxBad bounds how many bad records'
 // errors are kept (0: all).
 func newSacctReader(name string, r io.Reader, maxBad int) *sacctReader {
 	s := &sacctReader{name: name, maxBad: maxBad}
 	br := bufio.NewReaderSize(r, 64<<10)
-	var src io.Reader = br
-	if magic, _ := br.Peek(2); bytes.Equal(magic, gzipMagic) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			s.body = &readErrs{r: br, err: err}
-			s.fail(err)
-			return s
-		}
-		src = zr
+	src, _, err := input.Gunzip(br)
+	if err != nil {
+		s.body = &input.Sticky{R: br, Err: err}
+		s.fail(err)
+		return s
 	}
-	s.body = &readErrs{r: src}
+	s.body = &input.Sticky{R: src}
 	s.dec = json.NewDecoder(s.body)
 	return s
 }
-
-var gzipMagic = []byte{0x1f, 0x8b}
 
 // next advances to the next job record that decodes and converts; the
 // others are kept as bad records. It returns false at the end of the
@@ -100,7 +77,7 @@ func (s *sacctReader) next() bool {
 		var sj sacctJob
 		err := s.dec.Decode(&sj)
 		var se *json.SyntaxError
-		if err != nil && (s.body.err != nil || errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
+		if err != nil && (s.body.Err != nil || errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
 			s.fail(err)
 			return false
 		}
@@ -186,8 +163,8 @@ func (s *sacctReader) fail(err error) {
 	if s.fatal != nil {
 		return
 	}
-	if s.body != nil && s.body.err != nil {
-		s.fatal = fmt.Errorf("read %s: %w", s.name, s.body.err)
+	if s.body != nil && s.body.Err != nil {
+		s.fatal = fmt.Errorf("read %s: %w", s.name, s.body.Err)
 		return
 	}
 	s.fatal = &RecordError{Where: s.name, Err: fmt.Errorf("not a sacct --json document: %w", err)}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/input"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
@@ -90,7 +91,11 @@ type jobsResult struct {
 func decodeJobs(r io.Reader) (jobsResult, error) {
 	var res jobsResult
 	sawJobs, records := false, 0
-	body := &bodyReader{r: r}
+	// The body's own failure (the connection broke, the request timed
+	// out, the body cap): a json.Decoder returns it again for every
+	// record after while More still sees the half-read record, so
+	// skipping that record as a bad one would loop for ever.
+	body := &input.Sticky{R: r}
 	env, err := decodeAnswer(body, "jobs", func(key string, dec *json.Decoder) (bool, error) {
 		if key != "jobs" {
 			return false, nil
@@ -111,7 +116,7 @@ func decodeJobs(r io.Reader) (jobsResult, error) {
 			var w wireJob
 			if err := dec.Decode(&w); err != nil {
 				var se *json.SyntaxError
-				if body.err != nil || errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errBodyTooLarge) {
+				if body.Err != nil || errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errBodyTooLarge) {
 					return true, fmt.Errorf("%w: jobs: record %d: %w", ErrMalformed, records, err)
 				}
 				res.Skipped = append(res.Skipped, SkippedRecord{JobID: w.JobID, Err: fmt.Errorf("decode: %v", err)})
@@ -142,24 +147,6 @@ func decodeJobs(r io.Reader) (jobsResult, error) {
 		return res, fmt.Errorf("%w: none of the %d job records could be read, first: job %d: %v", ErrMalformed, records, res.Skipped[0].JobID, res.Skipped[0].Err)
 	}
 	return res, nil
-}
-
-// bodyReader remembers the first error other than EOF its reader gave
-// (the connection broke, the request timed out, the body cap). A
-// json.Decoder keeps that error and returns it for every record after
-// while More still sees the half-read record, so skipping it as a bad
-// record would loop for ever on a body that stalled mid-record.
-type bodyReader struct {
-	r   io.Reader
-	err error
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF && b.err == nil {
-		b.err = err
-	}
-	return n, err
 }
 
 func unixTime(n num) time.Time {

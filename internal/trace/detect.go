@@ -2,14 +2,14 @@ package trace
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/fairway-hpc/fairway/internal/input"
 )
 
 // Detect tells a trace's format from its first line (gzip-transparent):
@@ -20,13 +20,13 @@ import (
 // traces, `fairway trace synth`, are Helios). name is used in the error.
 func Detect(r io.Reader, name string) (Format, error) {
 	br := bufio.NewReader(r)
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return "", fmt.Errorf("gunzip %s: %w", name, err)
-		}
+	src, zr, err := input.Gunzip(br)
+	if err != nil {
+		return "", fmt.Errorf("gunzip %s: %w", name, err)
+	}
+	if zr != nil {
 		defer zr.Close()
-		br = bufio.NewReader(zr)
+		br = bufio.NewReader(src)
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64<<10), maxLine)

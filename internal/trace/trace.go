@@ -3,7 +3,6 @@ package trace
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairway-hpc/fairway/internal/input"
 	"github.com/fairway-hpc/fairway/policy"
 )
 
@@ -150,7 +150,7 @@ type lineParser interface {
 // Meta is complete once the first job has been read (headers come first).
 type Reader struct {
 	sc      *bufio.Scanner
-	src     *readErr // what sc reads, keeping its first error
+	src     *input.Sticky // what sc reads, keeping its first error
 	p       lineParser
 	opt     Options
 	meta    Meta
@@ -199,39 +199,24 @@ func NewReader(r io.Reader, f Format, opt Options) (*Reader, error) {
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	rd := &Reader{p: p, opt: opt, meta: Meta{Format: f, Start: time.Unix(0, 0).UTC()}}
-	magic, err := br.Peek(2)
-	if err != nil && !errors.Is(err, io.EOF) {
+	if _, err := br.Peek(2); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read %s: %w", opt.Name, bareErr(err))
 	}
-	var src io.Reader = br
-	if bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("gunzip %s: %w", opt.Name, err)
-		}
-		src, rd.closer = zr, zr
+	src, zr, err := input.Gunzip(br)
+	if err != nil {
+		return nil, fmt.Errorf("gunzip %s: %w", opt.Name, err)
 	}
-	rd.src = &readErr{r: src}
+	if zr != nil {
+		rd.closer = zr
+	}
+	// A truncated gzip stream ends in io.ErrUnexpectedEOF, and the scanner
+	// first hands over the cut last line, which then fails to parse: that
+	// the file is truncated is the error to report (Sticky keeps it), not
+	// the half line's field count.
+	rd.src = &input.Sticky{R: src}
 	rd.sc = bufio.NewScanner(rd.src)
 	rd.sc.Buffer(make([]byte, 64<<10), maxLine)
 	return rd, nil
-}
-
-// readErr keeps the first error other than io.EOF its reader returned. A
-// truncated gzip stream ends in io.ErrUnexpectedEOF, and the scanner first
-// hands over the cut last line, which then fails to parse: that the file
-// is truncated is the error to report, not the half line's field count.
-type readErr struct {
-	r   io.Reader
-	err error
-}
-
-func (e *readErr) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && err != io.EOF && e.err == nil {
-		e.err = err
-	}
-	return n, err
 }
 
 // Next reads the next job. It returns false at the end of the input or on
@@ -266,8 +251,8 @@ func (r *Reader) Next() bool {
 			continue
 		}
 		pe := &ParseError{Name: r.opt.Name, Line: r.line, Err: err}
-		if r.src.err != nil {
-			r.err = r.readError(r.src.err)
+		if r.src.Err != nil {
+			r.err = r.readError(r.src.Err)
 			return false
 		}
 		if !r.opt.SkipBad {

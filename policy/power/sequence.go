@@ -2,8 +2,6 @@ package power
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fairway-hpc/fairway/internal/input"
 )
 
 // Sample is one row of a node-demand sequence: at Time, Active nodes ran
@@ -72,13 +72,13 @@ func ReadSequenceTotal(r io.Reader, name string, total int) ([]Sample, error) {
 		return nil, fmt.Errorf("%s: total %d: want 1 to %d nodes", name, total, maxSequenceNodes)
 	}
 	br := bufio.NewReader(r)
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: gzip: %w", name, err)
-		}
+	src, zr, err := input.Gunzip(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: gzip: %w", name, err)
+	}
+	if zr != nil {
 		defer zr.Close()
-		br = bufio.NewReader(zr)
+		br = bufio.NewReader(src)
 	}
 	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1 // widths checked below, with clearer messages
